@@ -1,0 +1,72 @@
+"""The `alpha2` command.
+
+Exit codes: 0 on success, 1 with one line ``alpha2: error: ...`` on a runtime failure, 2 on a usage
+error (argparse's own convention). A traceback reaching a user is a bug: alpha2 errors and OS errors
+are turned into that one line; anything else is reported the same way with its type, and
+``ALPHA2_DEBUG=1`` re-raises it for a developer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from alpha2 import __version__
+from alpha2.gpu.errors import Error
+
+# Subcommand modules, each with register(subparsers) that sets func=run on its parser.
+_SUBCOMMANDS = ("alpha2.apps.probe", "alpha2.apps.sample", "alpha2.apps.player", "alpha2.apps.transcoder")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="alpha2", description="GPU video interop: probe adapters, play and transcode video."
+    )
+    parser.add_argument("--version", action="version", version=f"alpha2 {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _SUBCOMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def error_line(message: str) -> str:
+    first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
+    return f"alpha2: error: {first}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        print("alpha2: interrupted", file=sys.stderr)
+        return 130
+    except Error as exc:
+        print(error_line(exc.message), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(error_line(str(exc)), file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if os.environ.get("ALPHA2_DEBUG"):
+            raise
+        print(error_line(f"internal error ({type(exc).__name__}): {exc}"), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Identity: which API a resource belongs to, which physical device, and which path a frame took."""
+
+from __future__ import annotations
+
+import enum
+import uuid as _uuid
+from dataclasses import dataclass
+
+from alpha2.gpu.errors import InvalidInputError
+
+
+class BackendKind(enum.Enum):
+    """The API a resource, context or queue belongs to."""
+
+    CPU = "cpu"
+    VULKAN = "vulkan"
+    CUDA = "cuda"
+    WGPU = "wgpu"
+    OPENGL = "opengl"
+    D3D11 = "d3d11"
+    D3D12 = "d3d12"
+    METAL = "metal"
+    OPENCL = "opencl"
+    DMABUF = "dmabuf"
+    ANDROID = "android"
+    COREVIDEO = "corevideo"
+
+
+class ExecutionPath(enum.Enum):
+    """How a frame's pixels travelled. Every frame reports one; a silent fallback is a bug."""
+
+    GPU_COPY = "gpu_copy"
+    """Copied between APIs on the GPU (e.g. CUDA planes into Vulkan-owned images); no CPU bytes."""
+    ZERO_COPY = "zero_copy"
+    """The consumer reads the producer's memory directly, without any copy."""
+    CPU_UPLOAD = "cpu_upload"
+    """Planes in host memory uploaded to the GPU (queue.write_texture)."""
+    CPU_DOWNLOAD = "cpu_download"
+    """GPU memory read back to host memory (e.g. NVDEC frames downloaded, or a read-back ring)."""
+    SOFTWARE = "software"
+    """No GPU involved: decoded, converted or encoded on the CPU."""
+
+    @property
+    def crosses_cpu(self) -> bool:
+        """Whether pixel bytes pass through host memory on this path."""
+        return self in (ExecutionPath.CPU_UPLOAD, ExecutionPath.CPU_DOWNLOAD, ExecutionPath.SOFTWARE)
+
+
+def _uuid_bytes(value: bytes | str | _uuid.UUID | None, what: str) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, _uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        try:
+            return _uuid.UUID(value).bytes
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} {value!r} is not a UUID") from exc
+    raw = bytes(value)
+    if len(raw) != 16:
+        raise InvalidInputError(f"{what} must be 16 bytes, got {len(raw)}")
+    return raw
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceId:
+    """A physical device as APIs identify it. Equal by UUID when both sides know it."""
+
+    vendor_id: int
+    """PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa for lavapipe)."""
+    device_id: int
+    """PCI device id, or the driver's own id for software devices."""
+    name: str = ""
+    """Human-readable device name as the driver reports it."""
+    uuid: bytes | None = None
+    """16-byte device UUID (VkPhysicalDeviceIDProperties.deviceUUID, cuDeviceGetUuid)."""
+    luid: bytes | None = None
+    """8-byte LUID where the platform has one (Windows), else None."""
+    drm_render_node: tuple[int, int] | None = None
+    """(major, minor) of the DRM render node, where VK_EXT_physical_device_drm reports it."""
+
+    def __post_init__(self) -> None:
+        if self.vendor_id < 0 or self.device_id < 0:
+            raise InvalidInputError("vendor_id and device_id must be non-negative")
+        object.__setattr__(self, "uuid", _uuid_bytes(self.uuid, "uuid"))
+        if self.luid is not None and len(bytes(self.luid)) != 8:
+            raise InvalidInputError(f"luid must be 8 bytes, got {len(bytes(self.luid))}")
+
+    @property
+    def uuid_str(self) -> str | None:
+        """The UUID in its canonical text form, or None."""
+        return str(_uuid.UUID(bytes=self.uuid)) if self.uuid else None
+
+    def same_device(self, other: DeviceId) -> bool:
+        """True when both name the same physical device: by UUID when both know it, else by ids and name."""
+        if self.uuid is not None and other.uuid is not None:
+            return self.uuid == other.uuid
+        if self.luid is not None and other.luid is not None:
+            return self.luid == other.luid
+        return (self.vendor_id, self.device_id, self.name) == (other.vendor_id, other.device_id, other.name)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeviceId):
+            return NotImplemented
+        return self.same_device(other)
+
+    def __hash__(self) -> int:
+        # Consistent with __eq__: devices equal by UUID share vendor and device ids.
+        return hash((self.vendor_id, self.device_id))
