@@ -1,0 +1,70 @@
+"""alpha2.gpu: the vocabulary for passing GPU resources between libraries.
+
+Pure Python + numpy: importable on a machine with no GPU and no Vulkan loader.
+
+- formats: ``PixelFormat``, ``PlaneFormat``, ``PlaneLayout`` (plane layouts, bit depths, ordinals)
+- colour: matrices, primaries, transfer, range, siting; exact YUV<->RGB transforms
+- geometry: sizes, rectangles, rotation, frame metadata
+- handles: validated native handles (``GpuResource`` variants), contexts and queues, owned fds
+- sync: ``SyncPoint`` with blocking, timeout-bounded and async waits; the one ``WaiterThread``
+- budget: ``MemoryBudget`` with caps, reservations and pressure events
+- identity: ``BackendKind``, ``DeviceId``, ``ExecutionPath``
+- errors: ``Error`` with a ``kind`` and its subclasses
+- adapters: adapter ranking and ``ALPHA2_GPU_ADAPTER`` pinning
+"""
+
+from alpha2.gpu import adapters, budget, colour, errors, formats, geometry, handles, identity, sync
+from alpha2.gpu.budget import *  # noqa: F403
+from alpha2.gpu.colour import *  # noqa: F403
+from alpha2.gpu.errors import (
+    BudgetExceededError,
+    ClosedError,
+    DeviceLostError,
+    Error,
+    ErrorKind,
+    GpuTimeoutError,
+    InternalError,
+    InvalidHandleError,
+    InvalidInputError,
+    OutOfMemoryError,
+    UnknownFormatError,
+    UnsupportedError,
+)
+from alpha2.gpu.formats import *  # noqa: F403
+from alpha2.gpu.geometry import *  # noqa: F403
+from alpha2.gpu.handles import *  # noqa: F403
+from alpha2.gpu.identity import BackendKind, DeviceId, ExecutionPath
+from alpha2.gpu.sync import *  # noqa: F403
+
+__all__ = [
+    *budget.__all__,
+    *colour.__all__,
+    *formats.__all__,
+    *geometry.__all__,
+    *handles.__all__,
+    *sync.__all__,
+    "BudgetExceededError",
+    "ClosedError",
+    "DeviceLostError",
+    "Error",
+    "ErrorKind",
+    "GpuTimeoutError",
+    "InternalError",
+    "InvalidHandleError",
+    "InvalidInputError",
+    "OutOfMemoryError",
+    "UnknownFormatError",
+    "UnsupportedError",
+    "BackendKind",
+    "DeviceId",
+    "ExecutionPath",
+    "adapters",
+    "budget",
+    "colour",
+    "errors",
+    "formats",
+    "geometry",
+    "handles",
+    "identity",
+    "sync",
+]

@@ -1,0 +1,607 @@
+"""Sync points: "this work is done", with blocking, timeout-bounded and async waits.
+
+A :class:`SyncPoint` stands for GPU (or CPU) work that finishes some time later. Waiting is not failing:
+:meth:`SyncPoint.wait` returns a :class:`WaitResult` (signaled, timed out, or failed with the error
+attached) and never raises on a timeout. Backends subclass :class:`SyncPoint` and implement two things:
+
+- ``_poll() -> bool``: non-blocking; True once the work has finished (successfully or not).
+- ``_wait_native(timeout_s) -> WaitStatus``: block at most ``timeout_s`` seconds (e.g. ``vkWaitSemaphores``).
+
+Failures are reported either by returning ``WaitStatus.FAILED`` (with the error from ``_failure()``) or by
+raising from ``_poll`` / ``_wait_native``; either way the wait returns ``FAILED`` with the error in
+``WaitResult.error``.
+
+How a wait runs (a hybrid wait):
+
+- :meth:`SyncPoint.wait` polls, then spins for at most :data:`SPIN_S` (200 µs), polling and yielding the
+  GIL between polls (short GPU work finishes here without a system call or a thread hop), then calls
+  ``_wait_native`` in the caller's thread: the caller asked to block.
+- :meth:`SyncPoint.wait_async` never blocks the event loop, so it does not spin: it polls once and, when
+  the work is not done, hands the wait to the :class:`WaiterThread`, which resolves the asyncio future
+  through ``loop.call_soon_threadsafe``.
+- :meth:`WaiterThread.submit` (or :class:`SyncWaiter`) is the callback-style wait.
+
+The WaiterThread -- exactly what runs on it, and why:
+
+- There is one per process (:meth:`WaiterThread.instance`), a daemon thread named ``alpha2-sync-waiter``,
+  started lazily by the first submitted wait and stopped at interpreter exit (``atexit``); waits still
+  pending then resolve as ``FAILED`` with a :class:`~alpha2.gpu.errors.ClosedError`.
+- It exists because some waits cannot be polled cheaply by the waiter's owner (an asyncio loop must
+  not block in ``vkWaitSemaphores``; a callback-style caller has no thread to block). It parks on those
+  waits so that no caller has to.
+- It runs, and only runs: ``_poll()`` of every pending point each round; ``_wait_native(slice)`` on one
+  pending point at a time (round-robin), in slices of at most :data:`WAITER_SLICE_S` (5 ms) so that one
+  slow point never delays the others by more than a slice; and the completion callbacks given to
+  :meth:`WaiterThread.submit` (for ``wait_async`` that callback only schedules the future's result on
+  its loop). Callbacks must be short and must not block: they run on the waiter thread.
+- When every pending point can wake it (``_add_waker``; :class:`CpuSyncPoint` can), it parks on its own
+  event instead, with no slicing and no CPU use until a point completes or a deadline passes.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import atexit
+import enum
+import logging
+import math
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from alpha2.gpu.errors import ClosedError, InternalError, InvalidInputError
+from alpha2.gpu.identity import BackendKind
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_WAIT_TIMEOUT = 10.0
+"""Seconds a wait lasts when the caller does not say (``timeout=None`` waits without a bound)."""
+SPIN_S = 200e-6
+"""Upper bound of the polling spin before a wait hands off."""
+WAITER_SLICE_S = 0.005
+"""Longest single ``_wait_native`` call the WaiterThread makes."""
+_BLOCKING_SLICE_S = 1.0
+"""Slice for unbounded blocking waits (``_wait_native`` always gets a finite timeout)."""
+
+
+class WaitStatus(enum.Enum):
+    """How a wait ended."""
+
+    SIGNALED = "signaled"
+    """The work is done."""
+    TIMED_OUT = "timed_out"
+    """The timeout passed first; the work may still finish."""
+    FAILED = "failed"
+    """The work (or the wait) failed; the error is in WaitResult.error."""
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """The outcome of one wait. Truthy when signaled."""
+
+    status: WaitStatus
+    """How the wait ended."""
+    waited_s: float
+    """Seconds the wait took."""
+    error: BaseException | None = None
+    """The failure, when status is FAILED."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, WaitStatus):
+            raise InvalidInputError(f"WaitResult.status must be a WaitStatus, got {self.status!r}")
+        if self.waited_s < 0 or math.isnan(self.waited_s):
+            raise InvalidInputError(f"WaitResult.waited_s must be >= 0, got {self.waited_s}")
+        if self.error is not None and self.status is not WaitStatus.FAILED:
+            raise InvalidInputError("WaitResult.error is only set when status is FAILED")
+
+    @property
+    def signaled(self) -> bool:
+        """True when the work is done."""
+        return self.status is WaitStatus.SIGNALED
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the timeout passed first."""
+        return self.status is WaitStatus.TIMED_OUT
+
+    @property
+    def failed(self) -> bool:
+        """True when the work or the wait failed."""
+        return self.status is WaitStatus.FAILED
+
+    def __bool__(self) -> bool:
+        return self.signaled
+
+
+def _check_timeout(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or math.isnan(timeout)
+        or timeout < 0
+    ):
+        raise InvalidInputError(f"timeout must be None or a number of seconds >= 0, got {timeout!r}")
+    return math.inf if math.isinf(timeout) else float(timeout)
+
+
+def _deadline(start: float, timeout: float | None) -> float | None:
+    if timeout is None or math.isinf(timeout):
+        return None
+    return start + timeout
+
+
+class SyncPoint(abc.ABC):
+    """'This work is done': a point a consumer waits on before using a resource.
+
+    Subclasses implement :meth:`_poll` and :meth:`_wait_native`; optionally :meth:`_failure` (the error
+    of finished-but-failed work) and :meth:`_add_waker` (a push notification, which lets the
+    WaiterThread sleep instead of slicing native waits). Set ``backend`` as a class attribute or pass it
+    to ``__init__``.
+    """
+
+    backend: BackendKind = BackendKind.CPU
+    """The API whose work this point tracks."""
+
+    def __init__(self, backend: BackendKind | None = None) -> None:
+        if backend is not None:
+            self.backend = BackendKind(backend)
+
+    # -- subclass interface -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _poll(self) -> bool:
+        """True once the work has finished, successfully or not. Must not block. May raise to fail."""
+
+    @abc.abstractmethod
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        """Block for at most ``timeout_s`` seconds (finite, >= 0). May raise to fail."""
+
+    def _failure(self) -> BaseException | None:
+        """The error of finished work that failed; None when it succeeded (the default)."""
+        return None
+
+    def _add_waker(self, waker: Callable[[], None]) -> bool:
+        """Arrange for ``waker()`` to be called once the point finishes; False when not supported.
+
+        ``waker`` must be called from whichever thread completes the work, without locks held; it is
+        cheap and never raises. If the point has already finished, call it at once.
+        """
+        return False
+
+    # -- public API ---------------------------------------------------------------------------------
+
+    def is_signaled(self) -> bool:
+        """Non-blocking: True when the work is done and did not fail."""
+        finished, error = self._check()
+        return finished and error is None
+
+    def wait(self, timeout: float | None = DEFAULT_WAIT_TIMEOUT) -> WaitResult:
+        """Wait up to ``timeout`` seconds (None: no bound; 0: poll once). Never raises on a timeout.
+
+        Raises:
+            InvalidInputError: ``timeout`` is negative or not a number.
+        """
+        bounded = _check_timeout(timeout)
+        start = time.monotonic()
+        deadline = _deadline(start, bounded)
+        result = self._spin(start, deadline)
+        if result is not None:
+            return result
+        while True:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return WaitResult(WaitStatus.TIMED_OUT, now - start)
+            slice_s = _BLOCKING_SLICE_S if deadline is None else deadline - now
+            status, error = self._native(slice_s)
+            if status is not WaitStatus.TIMED_OUT:
+                return WaitResult(status, time.monotonic() - start, error)
+
+    def wait_blocking(self) -> WaitResult:
+        """Wait without a bound until the work is done or has failed."""
+        return self.wait(None)
+
+    async def wait_async(self, timeout: float | None = DEFAULT_WAIT_TIMEOUT) -> WaitResult:
+        """Wait without blocking the event loop: the WaiterThread waits and resolves a future.
+
+        Cancelling the awaiting task withdraws the wait from the WaiterThread.
+
+        Raises:
+            InvalidInputError: ``timeout`` is negative or not a number.
+        """
+        bounded = _check_timeout(timeout)
+        start = time.monotonic()
+        finished, error = self._check()
+        if finished:
+            return self._finished_result(start, error)
+        if bounded == 0:
+            return WaitResult(WaitStatus.TIMED_OUT, time.monotonic() - start)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[WaitResult] = loop.create_future()
+
+        def resolve(result: WaitResult) -> None:
+            try:
+                loop.call_soon_threadsafe(_set_result, future, result)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting any more
+
+        ticket = WaiterThread.instance().submit(self, bounded, resolve, started_at=start)
+        try:
+            return await future
+        finally:
+            ticket.cancel()
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _check(self) -> tuple[bool, BaseException | None]:
+        """(finished, error) without blocking; an exception from the subclass is a failure."""
+        try:
+            if not self._poll():
+                return False, None
+            return True, self._failure()
+        except Exception as exc:
+            return True, exc
+
+    def _native(self, timeout_s: float) -> tuple[WaitStatus, BaseException | None]:
+        try:
+            status = self._wait_native(max(0.0, timeout_s))
+            if status is WaitStatus.FAILED:
+                return status, self._failure() or InternalError(
+                    f"{type(self).__name__} failed without saying why"
+                )
+            if status is WaitStatus.SIGNALED:
+                error = self._failure()
+                if error is not None:
+                    return WaitStatus.FAILED, error
+            return WaitStatus(status), None
+        except Exception as exc:
+            return WaitStatus.FAILED, exc
+
+    @staticmethod
+    def _finished_result(start: float, error: BaseException | None) -> WaitResult:
+        status = WaitStatus.SIGNALED if error is None else WaitStatus.FAILED
+        return WaitResult(status, time.monotonic() - start, error)
+
+    def _spin(self, start: float, deadline: float | None) -> WaitResult | None:
+        """Poll for at most SPIN_S (or the deadline); a result when finished, else None."""
+        spin_end = start + SPIN_S if deadline is None else min(start + SPIN_S, deadline)
+        while True:
+            finished, error = self._check()
+            if finished:
+                return self._finished_result(start, error)
+            if time.monotonic() >= spin_end:
+                return None
+            time.sleep(0)  # yield the GIL to whichever thread completes the work
+
+
+def _set_result(future: asyncio.Future[WaitResult], result: WaitResult) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+class CpuSyncPoint(SyncPoint):
+    """A sync point completed by Python code: :meth:`signal` or :meth:`fail`, from any thread."""
+
+    backend = BackendKind.CPU
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._error: BaseException | None = None
+        self._wakers: list[Callable[[], None]] = []
+
+    def signal(self) -> bool:
+        """Mark the work done. Returns False when the point had already finished (signal or fail)."""
+        return self._finish(None)
+
+    def fail(self, exc: BaseException) -> bool:
+        """Mark the work failed with ``exc``. Returns False when the point had already finished."""
+        if not isinstance(exc, BaseException):
+            raise InvalidInputError(f"fail() needs an exception, got {exc!r}")
+        return self._finish(exc)
+
+    def _finish(self, error: BaseException | None) -> bool:
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self._error = error
+            self._event.set()
+            wakers, self._wakers = self._wakers, []
+        for waker in wakers:
+            waker()
+        return True
+
+    def _poll(self) -> bool:
+        return self._event.is_set()
+
+    def _failure(self) -> BaseException | None:
+        return self._error
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        if not self._event.wait(timeout_s):
+            return WaitStatus.TIMED_OUT
+        return WaitStatus.SIGNALED if self._error is None else WaitStatus.FAILED
+
+    def _add_waker(self, waker: Callable[[], None]) -> bool:
+        with self._lock:
+            if not self._event.is_set():
+                if waker not in self._wakers:  # one per WaiterThread, however many waits time out
+                    self._wakers.append(waker)
+                return True
+        waker()
+        return True
+
+
+class SignaledSyncPoint(SyncPoint):
+    """A point whose work is already done (a CPU-only path, or nothing to wait for)."""
+
+    def __init__(self, backend: BackendKind = BackendKind.CPU) -> None:
+        super().__init__(backend)
+
+    def _poll(self) -> bool:
+        return True
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        return WaitStatus.SIGNALED
+
+    def _add_waker(self, waker: Callable[[], None]) -> bool:
+        waker()
+        return True
+
+
+WaitCallback = Callable[[WaitResult], None]
+"""Completion callback of a submitted wait; runs on the WaiterThread."""
+
+
+class WaitTicket:
+    """A wait submitted to the WaiterThread; :meth:`cancel` withdraws it (its callback is then not called)."""
+
+    __slots__ = ("_callback", "_cancelled", "_done", "_lock", "_wakeable", "deadline", "point", "started_at")
+
+    def __init__(
+        self, point: SyncPoint, deadline: float | None, callback: WaitCallback, started_at: float
+    ) -> None:
+        self.point = point
+        """The point waited on."""
+        self.deadline = deadline
+        """time.monotonic() deadline, or None."""
+        self.started_at = started_at
+        """time.monotonic() when the wait began."""
+        self._callback = callback
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._done = False
+        self._wakeable = False
+
+    @property
+    def done(self) -> bool:
+        """True once the callback has been called (or is being called)."""
+        return self._done
+
+    @property
+    def cancelled(self) -> bool:
+        """True when withdrawn before completion."""
+        return self._cancelled
+
+    def cancel(self) -> bool:
+        """Withdraw the wait. False when it already completed."""
+        with self._lock:
+            if self._done:
+                return False
+            self._cancelled = True
+            return True
+
+    def _complete(self, result: WaitResult) -> None:
+        with self._lock:
+            if self._done or self._cancelled:
+                return
+            self._done = True
+        try:
+            self._callback(result)
+        except Exception:
+            _log.exception("sync wait callback raised; ignored")
+
+
+class WaiterThread:
+    """The one thread that parks on waits its callers cannot block on (see the module docstring)."""
+
+    _instance: WaiterThread | None = None
+    _instance_lock = threading.Lock()
+
+    def __init__(self, name: str = "alpha2-sync-waiter") -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._kick = threading.Event()
+        self._incoming: list[WaitTicket] = []
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    @classmethod
+    def instance(cls) -> WaiterThread:
+        """The process-wide waiter (made on first use; a new one replaces one that was stopped)."""
+        with cls._instance_lock:
+            if cls._instance is None or cls._instance._stopped:
+                cls._instance = cls()
+            return cls._instance
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def submit(
+        self,
+        sync_point: SyncPoint,
+        timeout: float | None,
+        callback: WaitCallback,
+        *,
+        started_at: float | None = None,
+    ) -> WaitTicket:
+        """Wait for ``sync_point`` on the waiter thread; ``callback(result)`` is called there once.
+
+        Args:
+            sync_point: the point to wait on.
+            timeout: seconds (None: no bound). The callback gets TIMED_OUT when it passes.
+            callback: completion callback; keep it short and non-blocking (it runs on the waiter thread).
+            started_at: time.monotonic() the wait counts from (default: now).
+
+        Raises:
+            ClosedError: the waiter was stopped.
+            InvalidInputError: bad timeout.
+        """
+        if not isinstance(sync_point, SyncPoint):
+            raise InvalidInputError(f"submit() needs a SyncPoint, got {type(sync_point).__name__}")
+        bounded = _check_timeout(timeout)
+        start = time.monotonic() if started_at is None else started_at
+        ticket = WaitTicket(sync_point, _deadline(start, bounded), callback, start)
+        with self._lock:
+            if self._stopped:
+                raise ClosedError("the WaiterThread was stopped (interpreter exit?)")
+            self._incoming.append(ticket)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+                _started.add(self)
+        self._kick.set()
+        return ticket
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop the thread; pending waits resolve FAILED with ClosedError. Idempotent."""
+        with self._lock:
+            self._stopped = True
+            thread = self._thread
+        self._kick.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        pending: list[WaitTicket] = []
+        turn = 0
+        while True:
+            self._kick.clear()
+            with self._lock:
+                stopping = self._stopped
+                incoming, self._incoming = self._incoming, []
+            for ticket in incoming:
+                # Register a waker once per ticket; a point that can push lets us sleep instead of slicing.
+                ticket._wakeable = ticket.point._add_waker(self._kick.set)
+                pending.append(ticket)
+            if stopping:
+                for ticket in pending:
+                    ticket._complete(
+                        WaitResult(
+                            WaitStatus.FAILED,
+                            time.monotonic() - ticket.started_at,
+                            ClosedError("the WaiterThread stopped before the wait finished"),
+                        )
+                    )
+                return
+            pending = self._resolve_finished(pending)
+            if not pending:
+                self._kick.wait()
+                continue
+            now = time.monotonic()
+            deadlines = [t.deadline for t in pending if t.deadline is not None]
+            until_deadline = max(0.0, min(deadlines) - now) if deadlines else None
+            native = [t for t in pending if not t._wakeable]
+            if not native:
+                self._kick.wait(until_deadline)
+                continue
+            turn = (turn + 1) % len(native)
+            ticket = native[turn]
+            slice_s = WAITER_SLICE_S if until_deadline is None else min(WAITER_SLICE_S, until_deadline)
+            status, error = ticket.point._native(slice_s)
+            if status is not WaitStatus.TIMED_OUT:
+                pending.remove(ticket)
+                ticket._complete(WaitResult(status, time.monotonic() - ticket.started_at, error))
+
+    @staticmethod
+    def _resolve_finished(pending: list[WaitTicket]) -> list[WaitTicket]:
+        still: list[WaitTicket] = []
+        now = time.monotonic()
+        for ticket in pending:
+            if ticket.cancelled:
+                continue
+            finished, error = ticket.point._check()
+            if finished:
+                ticket._complete(SyncPoint._finished_result(ticket.started_at, error))
+            elif ticket.deadline is not None and now >= ticket.deadline:
+                ticket._complete(WaitResult(WaitStatus.TIMED_OUT, now - ticket.started_at))
+            else:
+                still.append(ticket)
+        return still
+
+
+_started: weakref.WeakSet[WaiterThread] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_waiters_at_exit() -> None:
+    for waiter in list(_started):
+        waiter.stop(timeout=0.5)
+
+
+class SyncWaiter:
+    """Waits on several sync points at once, sharing one deadline, through the WaiterThread."""
+
+    def __init__(self, waiter: WaiterThread | None = None) -> None:
+        self._waiter = waiter
+        self._lock = threading.Lock()
+        self._tickets: list[WaitTicket] = []
+
+    @property
+    def waiter(self) -> WaiterThread:
+        """The WaiterThread used (the process-wide one unless given)."""
+        return self._waiter if self._waiter is not None else WaiterThread.instance()
+
+    def submit(self, sync_point: SyncPoint, timeout: float | None, callback: WaitCallback) -> WaitTicket:
+        """Callback-style wait (see :meth:`WaiterThread.submit`); :meth:`cancel_all` withdraws it."""
+        ticket = self.waiter.submit(sync_point, timeout, callback)
+        with self._lock:
+            self._tickets = [t for t in self._tickets if not t.done] + [ticket]
+        return ticket
+
+    def wait_all(
+        self, points: Iterable[SyncPoint], timeout: float | None = DEFAULT_WAIT_TIMEOUT
+    ) -> list[WaitResult]:
+        """Block until every point finished or the shared deadline passed; one result per point, in order."""
+        bounded = _check_timeout(timeout)
+        deadline = _deadline(time.monotonic(), bounded)
+        results: list[WaitResult] = []
+        for point in points:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            results.append(point.wait(remaining))
+        return results
+
+    async def wait_all_async(
+        self, points: Sequence[SyncPoint], timeout: float | None = DEFAULT_WAIT_TIMEOUT
+    ) -> list[WaitResult]:
+        """Await every point (concurrently) with one shared timeout; one result per point, in order."""
+        return list(await asyncio.gather(*(point.wait_async(timeout) for point in points)))
+
+    def cancel_all(self) -> int:
+        """Withdraw every wait submitted through this SyncWaiter that has not completed; returns how many."""
+        with self._lock:
+            tickets, self._tickets = self._tickets, []
+        return sum(1 for ticket in tickets if ticket.cancel())
+
+
+__all__ = [
+    "DEFAULT_WAIT_TIMEOUT",
+    "SPIN_S",
+    "WAITER_SLICE_S",
+    "CpuSyncPoint",
+    "SignaledSyncPoint",
+    "SyncPoint",
+    "SyncWaiter",
+    "WaitCallback",
+    "WaitResult",
+    "WaitStatus",
+    "WaitTicket",
+    "WaiterThread",
+]

@@ -1,0 +1,301 @@
+"""Sync points: timeouts honoured, async waits, many waits, cross-thread signals, failures, the waiter."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from alpha2.gpu.errors import ClosedError, DeviceLostError, InvalidInputError
+from alpha2.gpu.identity import BackendKind
+from alpha2.gpu.sync import (
+    DEFAULT_WAIT_TIMEOUT,
+    CpuSyncPoint,
+    SignaledSyncPoint,
+    SyncPoint,
+    SyncWaiter,
+    WaiterThread,
+    WaitResult,
+    WaitStatus,
+)
+
+
+class NativeOnlyPoint(SyncPoint):
+    """Like a Vulkan timeline semaphore: pollable, with a blocking native wait and no push notification."""
+
+    backend = BackendKind.VULKAN
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.done_at: float | None = None
+        self.error: BaseException | None = None
+        self.native_calls: list[float] = []
+
+    def finish_after(self, delay_s: float, error: BaseException | None = None) -> None:
+        self.error = error
+        self.done_at = time.monotonic() + delay_s
+
+    def _poll(self) -> bool:
+        return self.done_at is not None and time.monotonic() >= self.done_at
+
+    def _failure(self) -> BaseException | None:
+        return self.error
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        self.native_calls.append(timeout_s)
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if self._poll():
+                return WaitStatus.FAILED if self.error else WaitStatus.SIGNALED
+            time.sleep(min(0.001, max(0.0, end - time.monotonic())))
+        return WaitStatus.SIGNALED if self._poll() and not self.error else WaitStatus.TIMED_OUT
+
+
+class RaisingPoint(SyncPoint):
+    def _poll(self) -> bool:
+        return False
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        raise DeviceLostError("VK_ERROR_DEVICE_LOST")
+
+
+def test_default_timeout() -> None:
+    assert DEFAULT_WAIT_TIMEOUT == 10.0
+
+
+def test_timeout_is_honoured_and_not_raised() -> None:
+    point = CpuSyncPoint()
+    start = time.monotonic()
+    result = point.wait(0.05)
+    elapsed = time.monotonic() - start
+    assert result.status is WaitStatus.TIMED_OUT and not result and result.timed_out
+    assert 0.05 <= elapsed < 0.5
+    assert result.waited_s >= 0.05
+    zero = point.wait(0)
+    assert zero.status is WaitStatus.TIMED_OUT and zero.waited_s < 0.05
+
+
+def test_native_only_timeout_is_honoured() -> None:
+    point = NativeOnlyPoint()
+    start = time.monotonic()
+    assert point.wait(0.05).status is WaitStatus.TIMED_OUT
+    assert 0.05 <= time.monotonic() - start < 0.5
+    assert point.native_calls, "the blocking wait hands off to _wait_native in the caller's thread"
+
+
+def test_bad_timeouts_are_refused() -> None:
+    point = SignaledSyncPoint()
+    for bad in (-1, float("nan"), "1", True):
+        with pytest.raises(InvalidInputError):
+            point.wait(bad)  # type: ignore[arg-type]
+
+
+def test_signaled_point() -> None:
+    point = SignaledSyncPoint(BackendKind.CUDA)
+    assert point.backend is BackendKind.CUDA and point.is_signaled()
+    result = point.wait()
+    assert result and result.signaled and result.error is None
+    assert point.wait_blocking().signaled
+    assert asyncio.run(point.wait_async()).signaled
+
+
+def test_signal_from_another_thread_wakes_a_blocking_wait() -> None:
+    point = CpuSyncPoint()
+    timer = threading.Timer(0.03, point.signal)
+    timer.start()
+    start = time.monotonic()
+    result = point.wait(5.0)
+    assert result.signaled and 0.02 <= time.monotonic() - start < 1.0
+    assert point.is_signaled()
+    assert not point.signal() and not point.fail(RuntimeError("late")), "first completion wins"
+    assert point.wait(0).signaled
+
+
+def test_failure_propagates_to_every_kind_of_wait() -> None:
+    point = CpuSyncPoint()
+    error = DeviceLostError("lost")
+    assert point.fail(error)
+    assert not point.is_signaled()
+    result = point.wait(1.0)
+    assert result.status is WaitStatus.FAILED and result.error is error and not result
+    assert asyncio.run(point.wait_async(1.0)).error is error
+    # failing later, while a waiter blocks
+    late = CpuSyncPoint()
+    threading.Timer(0.02, late.fail, args=(error,)).start()
+    blocked = late.wait(5.0)
+    assert blocked.failed and blocked.error is error
+
+
+def test_exceptions_from_subclasses_are_failures_not_raises() -> None:
+    result = RaisingPoint().wait(1.0)
+    assert result.status is WaitStatus.FAILED and isinstance(result.error, DeviceLostError)
+    assert asyncio.run(RaisingPoint().wait_async(1.0)).failed
+
+
+def test_native_failure_status_carries_the_error() -> None:
+    point = NativeOnlyPoint()
+    point.finish_after(0.01, DeviceLostError("lost"))
+    result = point.wait(2.0)
+    assert result.failed and isinstance(result.error, DeviceLostError)
+
+
+def test_wait_result_validation() -> None:
+    with pytest.raises(InvalidInputError):
+        WaitResult(WaitStatus.SIGNALED, 0.0, error=RuntimeError())
+    with pytest.raises(InvalidInputError):
+        WaitResult(WaitStatus.SIGNALED, -1.0)
+
+
+def test_async_wait_resolves_when_signalled_from_a_thread() -> None:
+    async def main() -> WaitResult:
+        point = CpuSyncPoint()
+        threading.Timer(0.02, point.signal).start()
+        return await point.wait_async(5.0)
+
+    result = asyncio.run(main())
+    assert result.signaled and result.waited_s >= 0.015
+
+
+def test_async_timeout_is_honoured() -> None:
+    async def main() -> tuple[WaitResult, float]:
+        start = time.monotonic()
+        result = await NativeOnlyPoint().wait_async(0.05)
+        return result, time.monotonic() - start
+
+    result, elapsed = asyncio.run(main())
+    assert result.timed_out and 0.05 <= elapsed < 0.5
+
+
+def test_hundreds_of_async_waits_resolve_and_the_loop_stays_responsive() -> None:
+    async def main() -> tuple[list[WaitResult], float, int]:
+        cpu_points = [CpuSyncPoint() for _ in range(300)]
+        native_points = [NativeOnlyPoint() for _ in range(50)]
+        tasks = [asyncio.ensure_future(p.wait_async(5.0)) for p in cpu_points + native_points]
+        await asyncio.sleep(0)
+        # signal from another thread, staggered, while the loop keeps ticking
+        for index, native in enumerate(native_points):
+            native.finish_after(0.001 * (index % 20), error=None)
+
+        def signal_all() -> None:
+            for index, point in enumerate(cpu_points):
+                point.signal()
+                if index % 50 == 0:
+                    time.sleep(0.002)
+
+        threading.Thread(target=signal_all).start()
+        ticks = 0
+        worst_gap = 0.0
+        last = time.monotonic()
+        while not all(task.done() for task in tasks):
+            await asyncio.sleep(0.001)
+            now = time.monotonic()
+            worst_gap = max(worst_gap, now - last)
+            last = now
+            ticks += 1
+        return [task.result() for task in tasks], worst_gap, ticks
+
+    start = time.monotonic()
+    results, worst_gap, ticks = asyncio.run(main())
+    assert len(results) == 350 and all(result.signaled for result in results)
+    assert time.monotonic() - start < 3.0
+    assert ticks > 0 and worst_gap < 0.25, f"event loop stalled for {worst_gap:.3f} s"
+
+
+def test_cancelled_async_wait_is_withdrawn() -> None:
+    waiter = WaiterThread()
+    point = CpuSyncPoint()
+    calls: list[WaitResult] = []
+    ticket = waiter.submit(point, 5.0, calls.append)
+    assert ticket.cancel()
+    point.signal()
+    time.sleep(0.05)
+    assert calls == [] and ticket.cancelled and not ticket.done
+    waiter.stop()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(CpuSyncPoint().wait_async(5.0))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+
+def test_waiter_thread_submit_callback_style() -> None:
+    waiter = WaiterThread(name="alpha2-test-waiter")
+    assert not waiter.running, "started lazily"
+    done = threading.Event()
+    results: list[tuple[WaitResult, str]] = []
+
+    def callback(result: WaitResult) -> None:
+        results.append((result, threading.current_thread().name))
+        done.set()
+
+    point = NativeOnlyPoint()
+    waiter.submit(point, 2.0, callback)
+    assert waiter.running
+    point.finish_after(0.02)
+    assert done.wait(2.0)
+    result, thread_name = results[0]
+    assert result.signaled and thread_name == "alpha2-test-waiter"
+    assert all(slice_s <= 0.005 + 1e-9 for slice_s in point.native_calls), "bounded slices"
+
+    timed_out = threading.Event()
+    outcome: list[WaitResult] = []
+    waiter.submit(CpuSyncPoint(), 0.05, lambda r: (outcome.append(r), timed_out.set()))
+    assert timed_out.wait(2.0) and outcome[0].timed_out and outcome[0].waited_s >= 0.05
+    waiter.stop()
+    assert not waiter.running
+    with pytest.raises(ClosedError):
+        waiter.submit(CpuSyncPoint(), 1.0, callback)
+
+
+def test_stop_fails_pending_waits_and_instance_is_replaced() -> None:
+    waiter = WaiterThread()
+    got: list[WaitResult] = []
+    waiter.submit(CpuSyncPoint(), None, got.append)
+    waiter.stop()
+    assert len(got) == 1 and got[0].failed and isinstance(got[0].error, ClosedError)
+    first = WaiterThread.instance()
+    assert WaiterThread.instance() is first
+
+
+def test_sync_waiter_groups_waits() -> None:
+    waiter = WaiterThread()
+    group = SyncWaiter(waiter)
+    points = [CpuSyncPoint() for _ in range(3)]
+    points[0].signal()
+    points[1].fail(DeviceLostError("x"))
+    start = time.monotonic()
+    results = group.wait_all(points, timeout=0.05)
+    assert [r.status for r in results] == [WaitStatus.SIGNALED, WaitStatus.FAILED, WaitStatus.TIMED_OUT]
+    assert time.monotonic() - start < 0.5, "one shared deadline"
+
+    points[2].signal()
+    async_results = asyncio.run(group.wait_all_async(points, timeout=1.0))
+    assert [r.status for r in async_results] == [r.status for r in results[:2]] + [WaitStatus.SIGNALED]
+
+    calls: list[WaitResult] = []
+    group.submit(CpuSyncPoint(), 5.0, calls.append)
+    group.submit(CpuSyncPoint(), 5.0, calls.append)
+    assert group.cancel_all() == 2
+    waiter.stop()
+    assert calls == []
+
+
+def test_timeouts_do_not_pile_up_wakers() -> None:
+    waiter = WaiterThread()
+    point = CpuSyncPoint()
+    for _ in range(20):
+        finished = threading.Event()
+
+        def on_done(_result: WaitResult, flag: threading.Event = finished) -> None:
+            flag.set()
+
+        waiter.submit(point, 0.0, on_done)
+        assert finished.wait(1.0)
+    assert len(point._wakers) == 1
+    waiter.stop()
