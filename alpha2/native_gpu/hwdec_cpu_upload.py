@@ -1,0 +1,359 @@
+"""CPU upload: planes in host memory -> ``queue.write_texture`` -> pooled plane textures. Every device.
+
+Works on any wgpu-py style device (wgpu-native and Dawn, lavapipe included). Each plane is uploaded
+straight from the frame's buffer with ``bytes_per_row`` = the source stride: WebGPU's ``write_texture``
+has no 256-byte row alignment (unlike buffer copies), so strides and row padding cost no intermediate
+copy in Python. The only exception is ``rgb24``, which WebGPU cannot hold as 3-byte texels: it is
+widened to RGBA in numpy first (reported in the lease's plane descriptors and path note).
+
+CUDA frames (NVDEC) on a device without the GPU-copy path are downloaded first, through the CUDA
+driver (``cuMemcpy2DAsync`` device -> pinned host staging, ordered after the decode stream, waited with
+the GPU wait timeout), then uploaded: the lease reports ``steps = (CPU_DOWNLOAD, CPU_UPLOAD)`` and
+the reason.
+
+Texture pool: plane texture sets are keyed by (decoder, generation, pixel format, plane sizes) and
+reused, never created per frame. A set goes back to the pool when its lease is released; reusing it
+at once is safe without any CPU wait because WebGPU orders a queue's ``write_texture`` after every
+``submit`` made before it, so the next upload into the set cannot overtake the sampling work the
+released lease's owner already submitted. (Release the lease only after that work is *submitted*.)
+When the frames of a new generation of a decoder arrive, the idle sets of its older generations are
+destroyed, and busy ones are destroyed as their leases come back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat, PlaneFormat, UploadConversion
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
+from alpha2.gpu.identity import BackendKind, ExecutionPath
+from alpha2.native_gpu.frames import DecodedFrame
+from alpha2.native_gpu.leases import (
+    DEFAULT_SLOTS_PER_KEY,
+    ExternalSyncPoint,
+    ImportedPlaneDescriptor,
+    ImportedVulkanFrame,
+    ImportTicketStats,
+    InteropPairing,
+    NativeImageState,
+    NativeSurfaceLease,
+    PairingTicket,
+    SlotPool,
+    WebGpuDeviceInfo,
+)
+from alpha2.native_gpu.surfaces import SurfaceIdentity
+
+__all__ = ["CpuUploadPairing", "PlaneGeometry", "TextureSet", "frame_geometry", "pool_key"]
+
+
+@dataclass(frozen=True)
+class PlaneGeometry:
+    """Size and texture format of one plane texture."""
+
+    plane_format: PlaneFormat
+    """The plane's texel format."""
+    texture_format: str
+    """The WebGPU format of its texture."""
+    width: int
+    """Width in texels."""
+    height: int
+    """Height in rows."""
+
+    @property
+    def width_bytes(self) -> int:
+        """Bytes of texel data in one source row."""
+        return self.width * self.plane_format.bytes_per_texel
+
+
+def frame_geometry(pixel_format: PixelFormat, width: int, height: int) -> tuple[PlaneGeometry, ...]:
+    """The plane textures a ``width`` x ``height`` frame of ``pixel_format`` needs (chroma rounded up)."""
+    layout = pixel_format.plane_layout(width, height)
+    return tuple(
+        PlaneGeometry(plane.format, plane.format.wgpu_upload_format, plane.width, plane.height)
+        for plane in layout.planes
+    )
+
+
+def picture_size(frame: DecodedFrame) -> tuple[int, int]:
+    """The size in pixels the frame's planes hold (the surface identity's size: FFmpeg's frame size)."""
+    return frame.identity.width, frame.identity.height
+
+
+def check_16bit(
+    info: WebGpuDeviceInfo, geometry: tuple[PlaneGeometry, ...], pixel_format: PixelFormat
+) -> None:
+    """Refuse 16-bit planes on a device without 16-bit normalized textures, naming the feature."""
+    if info.has_16bit_norm:
+        return
+    if any(g.texture_format in ("r16unorm", "rg16unorm", "rgba16unorm") for g in geometry):
+        raise UnsupportedError(
+            f"{pixel_format.ffmpeg_name} needs r16unorm/rg16unorm plane textures; request the device with "
+            "required_features=['texture-format16bit-norm'] (wgpu) or ['unorm16-texture-formats'] (Dawn)"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# the pool
+
+
+class TextureSet:
+    """The plane textures (and views) of one frame, made once and reused.
+
+    ``sizes`` is one ``(texture_format, width, height)`` per plane.
+    """
+
+    __slots__ = ("sizes", "textures", "views")
+
+    def __init__(self, device: Any, sizes: tuple[tuple[str, int, int], ...], usage: int) -> None:
+        self.sizes = sizes
+        textures: list[Any] = []
+        try:
+            for index, (texture_format, width, height) in enumerate(sizes):
+                textures.append(
+                    device.create_texture(
+                        label=f"alpha2 plane {index} {texture_format} {width}x{height}",
+                        size=(width, height, 1),
+                        format=texture_format,
+                        usage=usage,
+                    )
+                )
+            self.views = tuple(t.create_view(label="alpha2 plane view") for t in textures)
+        except BaseException:
+            for texture in reversed(textures):
+                texture.destroy()
+            raise
+        self.textures = tuple(textures)
+
+    def destroy(self) -> None:
+        """Destroy the textures (the GPU frees them once submitted work using them is done)."""
+        textures, self.textures, self.views = self.textures, (), ()
+        for texture in textures:
+            texture.destroy()
+
+
+def pool_key(
+    identity: SurfaceIdentity, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
+) -> tuple[Hashable, ...]:
+    """The pool key: decoder, generation, format and plane sizes (a SlotPool key)."""
+    sizes = tuple((g.texture_format, g.width, g.height) for g in geometry)
+    return (identity.decoder_id, identity.generation, pixel_format, sizes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the pairing
+
+
+def _expand_rgb(plane: CpuPlane, width: int) -> tuple[np.ndarray, int]:
+    """rgb24 rows -> tightly packed rgba8 (alpha 255): the one upload that needs a conversion copy."""
+    rows = np.frombuffer(plane.as_raw(), dtype=np.uint8)
+    needed = plane.bytes_per_row * plane.height
+    if rows.size < needed:
+        rows = np.concatenate([rows, np.zeros(needed - rows.size, np.uint8)])
+    rgb = (
+        rows[:needed]
+        .reshape(plane.height, plane.bytes_per_row)[:, : width * 3]
+        .reshape(plane.height, width, 3)
+    )
+    out = np.empty((plane.height, width, 4), np.uint8)
+    out[..., :3] = rgb
+    out[..., 3] = 255
+    return out, width * 4
+
+
+class CpuUploadPairing(InteropPairing):
+    """Host planes (or downloaded CUDA planes) written into pooled plane textures."""
+
+    path = ExecutionPath.CPU_UPLOAD
+    name = "cpu_upload"
+
+    def __init__(
+        self,
+        device: Any,
+        info: WebGpuDeviceInfo,
+        *,
+        gpu_module: Any,
+        sets_per_key: int = DEFAULT_SLOTS_PER_KEY,
+        wait_timeout: Callable[[], float],
+    ) -> None:
+        self._device = device
+        self._info = info
+        self._queue = device.queue
+        usage = gpu_module.TextureUsage
+        self._usage = usage.TEXTURE_BINDING | usage.COPY_DST | usage.COPY_SRC
+        self._pool: SlotPool[TextureSet] = SlotPool(
+            self._new_set, self._destroy_set, per_key=sets_per_key, what="plane texture sets"
+        )
+        self._live_textures = 0
+        self._wait_timeout = wait_timeout
+        self._lock = threading.Lock()
+        self._downloader: Any = None
+
+    @classmethod
+    def create(
+        cls,
+        device: Any,
+        info: WebGpuDeviceInfo,
+        *,
+        gpu_module: Any,
+        options: dict[str, Any],
+        wait_timeout: Callable[[], float],
+    ) -> CpuUploadPairing:
+        return cls(
+            device,
+            info,
+            gpu_module=gpu_module,
+            sets_per_key=int(options.get("slots", DEFAULT_SLOTS_PER_KEY)),
+            wait_timeout=wait_timeout,
+        )
+
+    @classmethod
+    def unavailable_reason(cls, device: Any, info: WebGpuDeviceInfo, options: dict[str, Any]) -> str | None:
+        if not hasattr(getattr(device, "queue", None), "write_texture"):
+            return f"{type(device).__qualname__} has no queue.write_texture"
+        return None
+
+    def refuses(self, frame: DecodedFrame) -> str | None:
+        if frame.on_gpu:
+            from alpha2.native_gpu._cuda import interop
+
+            reason = interop.download_unavailable_reason()
+            if reason is not None:
+                return f"CUDA frames need a download through the CUDA driver, which is unusable: {reason}"
+        return None
+
+    # -- acquire -----------------------------------------------------------------------------------
+
+    def _host_planes(self, frame: DecodedFrame, timeout_s: float) -> tuple[CpuPlaneSet, bool]:
+        planes = frame.planes
+        if isinstance(planes, CpuPlaneSet):
+            return planes, False
+        from alpha2.native_gpu._cuda import interop
+
+        with self._lock:
+            if self._downloader is None:
+                self._downloader = interop.HostDownloader()
+            downloader = self._downloader
+        cuda_planes: tuple[CudaPtr2D, ...] = planes
+        return downloader.download(cuda_planes, frame.cuda_stream, timeout_s), True
+
+    def _write_plane(self, texture: Any, data: Any, bytes_per_row: int, g: PlaneGeometry) -> None:
+        self._queue.write_texture(
+            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
+            data,
+            {"offset": 0, "bytes_per_row": bytes_per_row, "rows_per_image": g.height},
+            (g.width, g.height, 1),
+        )
+
+    def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
+        pixel_format = frame.pixel_format
+        width, height = picture_size(frame)
+        geometry = frame_geometry(pixel_format, width, height)
+        check_16bit(self._info, geometry, pixel_format)
+        timeout_s = self._wait_timeout()
+        host, downloaded = self._host_planes(frame, timeout_s)
+        if len(host) < len(geometry):
+            raise InvalidInputError(
+                f"{pixel_format.ffmpeg_name} has {len(geometry)} planes, the frame brought {len(host)}"
+            )
+        for index, (g, plane) in enumerate(zip(geometry, host.planes)):
+            if plane.width_bytes < g.width_bytes or plane.height < g.height:
+                raise InvalidInputError(
+                    f"plane {index} holds {plane.width_bytes} bytes x {plane.height} rows; a "
+                    f"{width}x{height} {pixel_format.ffmpeg_name} frame needs {g.width_bytes} x {g.height}"
+                )
+        key = pool_key(frame.identity, pixel_format, geometry)
+        tset, _reused = self._pool.take(key, timeout_s)
+        try:
+            crossed = 0
+            descriptors = []
+            for index, (g, plane, texture) in enumerate(zip(geometry, host.planes, tset.textures)):
+                data: Any = plane.data
+                stride = plane.bytes_per_row
+                if g.plane_format.upload_conversion is UploadConversion.EXPAND_RGB_TO_RGBA:
+                    data, stride = _expand_rgb(plane, g.width)
+                self._write_plane(texture, data, stride, g)
+                crossed += g.width_bytes * g.height
+                descriptors.append(
+                    ImportedPlaneDescriptor(
+                        plane_index=index,
+                        plane_format=g.plane_format,
+                        texture_format=g.texture_format,
+                        width=g.width,
+                        height=g.height,
+                        source_stride_bytes=plane.bytes_per_row,
+                    )
+                )
+            # An empty submit flushes the queue's pending writes: without one, wgpu-native keeps every
+            # frame's staging copy until the consumer's next submit (unbounded if it skips frames).
+            self._queue.submit([])
+        except BaseException:
+            self._pool.give_back(key, tset)
+            raise
+        # write_texture has copied the bytes into the queue's staging memory: the surface can go now.
+        surface.release()
+        steps = (
+            (ExecutionPath.CPU_DOWNLOAD, ExecutionPath.CPU_UPLOAD)
+            if downloaded
+            else (ExecutionPath.CPU_UPLOAD,)
+        )
+        what = "downloaded through the CUDA driver, then write_texture" if downloaded else "write_texture"
+        imported = ImportedVulkanFrame(
+            textures=tset.textures,
+            views=tset.views,
+            planes=tuple(descriptors),
+            pixel_format=pixel_format,
+            colour=frame.colour,
+            metadata=frame.metadata,
+            identity=frame.identity,
+            width=width,
+            height=height,
+            sync=ExternalSyncPoint(
+                BackendKind.WGPU,
+                gpu_ordered=True,
+                description=f"{what}: ordered before later submits on the device's queue",
+            ),
+            path=ExecutionPath.CPU_UPLOAD,
+            steps=steps,
+            bytes_crossed_cpu=crossed,
+            image_state=NativeImageState.wgpu_managed(),
+        )
+        return PairingTicket(frame=imported, release=lambda: self._pool.give_back(key, tset))
+
+    def _new_set(self, key: tuple[Hashable, ...]) -> TextureSet:
+        sizes: Any = key[3]
+        tset = TextureSet(self._device, sizes, self._usage)
+        with self._lock:
+            self._live_textures += len(tset.textures)
+        return tset
+
+    def _destroy_set(self, tset: TextureSet) -> None:
+        count = len(tset.textures)
+        tset.destroy()
+        with self._lock:
+            self._live_textures -= count
+
+    def stats(self) -> ImportTicketStats:
+        sets, idle = self._pool.counts()
+        with self._lock:
+            textures = self._live_textures
+        return ImportTicketStats(
+            allocations=self._pool.allocations,
+            reuses=self._pool.reuses,
+            pool_sets=sets,
+            pool_idle=idle,
+            live_textures=textures,
+            drained=self._pool.drained,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+        with self._lock:
+            downloader, self._downloader = self._downloader, None
+        if downloader is not None:
+            downloader.close()

@@ -1,0 +1,393 @@
+"""The frame importer: DecodedFrame -> plane textures on an application's WebGPU device, by the best path.
+
+:class:`FrameImporter` detects which WebGPU implementation a device belongs to (``wgpu`` or
+``wgpudawn``, from the device object's module) and what it has enabled, then imports each frame through
+one of the interop pairings in :data:`PAIRINGS` -- one module each, behind the same acquire / release
+lifecycle (mpv's ``hwdec`` table):
+
+====================  =============================  ===============================================
+path                  module                         when
+====================  =============================  ===============================================
+``GPU_COPY``          :mod:`.hwdec_cuda_vk`          CUDA (NVDEC) frames, a wgpudawn device with
+                                                     'shared-texture-memory-opaque-f-d' and
+                                                     'shared-fence-vk-semaphore-opaque-f-d' whose
+                                                     UUIDs match the shared Vulkan and CUDA devices
+``CPU_UPLOAD``        :mod:`.hwdec_cpu_upload`       any frame, any device (CUDA frames downloaded)
+====================  =============================  ===============================================
+
+The path each frame takes is reported on its lease (``lease.frame.path``, ``.steps``,
+``.bytes_crossed_cpu``, ``lease.reason``) and summed in :attr:`FrameImporter.path_report`. A fallback
+(a CUDA frame uploaded through the CPU because the GPU copy cannot be had) is recorded with its reason,
+never silent; ``require=`` turns it into an error.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import itertools
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu import hwdec_cpu_upload, hwdec_cuda_vk
+from alpha2.native_gpu.frames import DecodedFrame
+from alpha2.native_gpu.leases import (
+    ImportTicketStats,
+    InteropPairing,
+    NativeSurfaceLease,
+    TicketCounter,
+    VulkanImportLease,
+    WebGpuDeviceInfo,
+    WebGpuImplementation,
+)
+from alpha2.native_gpu.waits import gpu_wait_timeout
+
+__all__ = [
+    "PAIRINGS",
+    "FrameImporter",
+    "ImportPathReport",
+    "PathStatus",
+    "detect_webgpu_device",
+]
+
+PAIRINGS: tuple[type[InteropPairing], ...] = (
+    hwdec_cuda_vk.CudaVkPairing,
+    hwdec_cpu_upload.CpuUploadPairing,
+)
+"""The interop pairings, best first. The importer takes the first one that the device and frame allow."""
+
+
+def detect_webgpu_device(device: Any) -> WebGpuDeviceInfo:
+    """Which implementation ``device`` belongs to (from its class's module) and what it has enabled.
+
+    Raises:
+        InvalidInputError: ``device`` is not a wgpu-py style GPUDevice of ``wgpu`` or ``wgpudawn``.
+    """
+    top = type(device).__module__.split(".", 1)[0]
+    try:
+        implementation = WebGpuImplementation(top)
+    except ValueError:
+        raise InvalidInputError(
+            f"{type(device).__qualname__} (module {top!r}) is not a WebGPU device; pass a GPUDevice of "
+            f"{' or '.join(i.value for i in WebGpuImplementation)}"
+        ) from None
+    if not hasattr(device, "queue") or not hasattr(device, "create_texture"):
+        raise InvalidInputError(f"{type(device).__qualname__} is not a GPUDevice (no queue / create_texture)")
+    features = frozenset(str(name) for name in (getattr(device, "features", None) or ()))
+    adapter = getattr(device, "adapter", None)
+    adapter_info: Any = getattr(adapter, "info", None) or {}
+    device_uuid = driver_uuid = None
+    if implementation is WebGpuImplementation.DAWN and adapter is not None:
+        try:
+            extras = importlib.import_module("wgpudawn.backends.dawn.extras")
+            uuids = extras.get_adapter_properties(adapter).get("vulkan_uuids") or {}
+            device_uuid = uuids.get("device_uuid")
+            driver_uuid = uuids.get("driver_uuid")
+        except Exception:  # a build without the extras, or a non-Vulkan adapter: no UUIDs, said later
+            device_uuid = driver_uuid = None
+    return WebGpuDeviceInfo(
+        implementation=implementation,
+        features=features,
+        adapter_name=str(adapter_info.get("device") or adapter_info.get("description") or ""),
+        backend_type=str(adapter_info.get("backend_type") or ""),
+        vulkan_device_uuid=bytes(device_uuid) if device_uuid else None,
+        vulkan_driver_uuid=bytes(driver_uuid) if driver_uuid else None,
+    )
+
+
+@dataclass(frozen=True)
+class PathStatus:
+    """Whether one pairing can be used with the importer's device, and why not."""
+
+    path: ExecutionPath
+    """The path the pairing gives."""
+    name: str
+    """The pairing's short name."""
+    available: bool
+    """Whether it is usable with this device (so far: it may fail when first set up)."""
+    reason: str | None
+    """Why not, when not."""
+
+
+@dataclass(frozen=True)
+class ImportPathReport:
+    """What paths an importer has, which ones frames took, and every fallback with its reason."""
+
+    implementation: WebGpuImplementation
+    """wgpu or wgpudawn."""
+    adapter_name: str
+    """The device's adapter, for messages."""
+    paths: tuple[PathStatus, ...]
+    """Each pairing, best first."""
+    frames_by_path: dict[ExecutionPath, int] = field(default_factory=dict)
+    """Frames imported per path."""
+    fallbacks: dict[str, int] = field(default_factory=dict)
+    """Fallback reasons and how many frames each covered."""
+    bytes_crossed_cpu: int = 0
+    """Pixel bytes that passed through host memory, over all frames."""
+
+    @property
+    def fallback_count(self) -> int:
+        """Frames that did not take the preferred path."""
+        return sum(self.fallbacks.values())
+
+    def summary(self) -> str:
+        """One line per path and fallback, for logs and command-line output."""
+        lines = [f"importer on {self.implementation.value} ({self.adapter_name or 'unknown adapter'}):"]
+        for status in self.paths:
+            state = "available" if status.available else f"unavailable: {status.reason}"
+            lines.append(f"  {status.path.value:<12} {status.name:<10} {state}")
+        for path, count in self.frames_by_path.items():
+            lines.append(f"  frames via {path.value}: {count}")
+        for reason, count in self.fallbacks.items():
+            lines.append(f"  fallback x{count}: {reason}")
+        return "\n".join(lines)
+
+
+class _Entry:
+    """One row of the importer's table: the pairing class, its instance once made, or why it is out."""
+
+    def __init__(self, cls: type[InteropPairing], reason: str | None) -> None:
+        self.cls = cls
+        self.reason = reason
+        self.instance: InteropPairing | None = None
+
+
+class FrameImporter:
+    """Imports decoded frames into plane textures on one WebGPU device, by the best path it allows.
+
+    Args:
+        device: The application's ``GPUDevice`` (``wgpu`` or ``wgpudawn``). For 10- to 16-bit formats
+            it needs 16-bit normalized textures ('texture-format16bit-norm' on wgpu,
+            'unorm16-texture-formats' on Dawn); for the GPU copy, Dawn's two shared-memory features.
+        prefer: The path to try first; None: the best the device allows (GPU_COPY, then CPU_UPLOAD).
+            A frame that cannot take it falls back, recorded on the lease and in :attr:`path_report`.
+        require: The only path frames may take; a frame (or device) that cannot have it raises
+            UnsupportedError with the reason instead of falling back.
+        slots: Texture sets per stream (CPU upload) / ring slots (GPU copy). When all are held by
+            unreleased leases, an import waits up to the GPU wait timeout, then raises GpuTimeoutError.
+        shared_context: The SharedVulkanContext for the GPU copy (None: the process's shared context,
+            made on first use for a CUDA frame).
+
+    Raises:
+        InvalidInputError: not a WebGPU device, or a path that is not one of the table's.
+        UnsupportedError: ``require`` names a path this device cannot have (the message says why).
+    """
+
+    def __init__(
+        self,
+        device: Any,
+        *,
+        prefer: ExecutionPath | None = None,
+        require: ExecutionPath | None = None,
+        slots: int = 4,
+        shared_context: Any = None,
+    ) -> None:
+        self.device = device
+        """The WebGPU device frames are imported into."""
+        self.info = detect_webgpu_device(device)
+        """What the importer detected about the device."""
+        known = {cls.path: cls for cls in PAIRINGS}
+        for what, value in (("prefer", prefer), ("require", require)):
+            if value is not None and value not in known:
+                allowed = ", ".join(f"ExecutionPath.{p.name}" for p in known)
+                raise InvalidInputError(
+                    f"{what}={value!r} is not a path the importer has; use {allowed} or None"
+                )
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise InvalidInputError(f"slots must be an int >= 1, got {slots!r}")
+        self.prefer = require if require is not None else prefer
+        """The path tried first (None: table order)."""
+        self.require = require
+        """The only path allowed, or None."""
+        self.slots = slots
+        """Texture sets per stream / ring slots."""
+        self._options: dict[str, Any] = {"slots": slots, "shared_context": shared_context}
+        self._gpu = importlib.import_module(self.info.implementation.value)
+        self._lock = threading.RLock()
+        self._entries = [_Entry(cls, self._device_reason(cls)) for cls in PAIRINGS]
+        if self.prefer is not None:
+            self._entries.sort(key=lambda e: e.cls.path is not self.prefer)
+        if require is not None:
+            entry = self._entry(require)
+            if entry.reason is not None:
+                raise UnsupportedError(f"{require.name} was required but cannot be had: {entry.reason}")
+        self._counter = TicketCounter()
+        self._ids = itertools.count(1)
+        self._frames_by_path: collections.Counter[ExecutionPath] = collections.Counter()
+        self._fallbacks: collections.Counter[str] = collections.Counter()
+        self._bytes_crossed_cpu = 0
+        self._closed = False
+
+    # -- table ---------------------------------------------------------------------------------------
+
+    def _device_reason(self, cls: type[InteropPairing]) -> str | None:
+        try:
+            return cls.unavailable_reason(self.device, self.info, self._options)
+        except Exception as exc:  # a probe must not take the importer down: the path is out, with why
+            return f"probing {cls.name} failed: {type(exc).__name__}: {exc}"
+
+    def _entry(self, path: ExecutionPath) -> _Entry:
+        return next(e for e in self._entries if e.cls.path is path)
+
+    def _instance(self, entry: _Entry) -> InteropPairing:
+        if entry.instance is None:
+            entry.instance = entry.cls.create(
+                self.device,
+                self.info,
+                gpu_module=self._gpu,
+                options=self._options,
+                wait_timeout=gpu_wait_timeout,
+            )
+        return entry.instance
+
+    def _choose(self, frame: DecodedFrame) -> tuple[InteropPairing, str | None]:
+        """The pairing for this frame, and the fallback reason when it is not the preferred one."""
+        skipped: list[str] = []
+        for entry in self._entries:
+            applies = entry.cls.applies_to(frame)
+            preferred = entry.cls.path is self.prefer
+            if not applies and not preferred:
+                continue  # e.g. the CUDA copy for a frame in host memory: not a fallback
+            reason = entry.reason
+            if reason is None and not applies:
+                reason = entry.cls.not_applicable_reason(frame)
+            if reason is None:
+                try:
+                    pairing = self._instance(entry)
+                except Error as exc:
+                    # Setting the path up failed (no CUDA, UUID mismatch...): out for this importer.
+                    entry.reason = f"setting up {entry.cls.name} failed: {exc}"
+                    reason = entry.reason
+                else:
+                    reason = pairing.refuses(frame)
+                    if reason is None:
+                        if self.require is not None and entry.cls.path is not self.require:
+                            break
+                        return pairing, ("; ".join(skipped) if skipped else None)
+            if self.require is not None and entry.cls.path is self.require:
+                raise UnsupportedError(f"{self.require.name} was required but cannot be had: {reason}")
+            skipped.append(f"{entry.cls.path.name} unavailable: {reason}")
+        raise UnsupportedError(
+            "no import path can take this frame: " + ("; ".join(skipped) if skipped else "nothing applies")
+        )
+
+    # -- importing ------------------------------------------------------------------------------------
+
+    def import_frame(self, frame: DecodedFrame) -> VulkanImportLease:
+        """Import ``frame`` into plane textures; the returned lease owns the frame from now on.
+
+        The lease releases the frame (its SurfaceReservation) when it is released, or earlier once the
+        import no longer needs the frame's memory. If the import fails, the frame stays the caller's.
+
+        Raises:
+            ClosedError: the importer, or the frame, was closed.
+            UnsupportedError: no path can take the frame (``require`` or format limits), with why.
+            GpuTimeoutError: all texture sets / slots stayed held for the GPU wait timeout.
+            DeviceLostError, OutOfMemoryError: the device failed; the importer remains usable.
+        """
+        if self._closed:
+            raise ClosedError("this FrameImporter was closed")
+        if frame.released:
+            raise ClosedError("this DecodedFrame was already released")
+        with self._lock:
+            for entry in self._entries:
+                if entry.instance is not None:
+                    entry.instance.poll()
+            pairing, reason = self._choose(frame)
+        surface = NativeSurfaceLease(frame)
+        try:
+            ticket = pairing.acquire(frame, surface, reason)
+        except BaseException:
+            surface.disown()  # the caller keeps the frame
+            self._counter.on_failed()
+            raise
+        imported = ticket.frame
+        with self._lock:
+            self._frames_by_path[imported.path] += 1
+            if reason is not None:
+                self._fallbacks[reason] += 1
+            self._bytes_crossed_cpu += imported.bytes_crossed_cpu
+        self._counter.on_acquired(reason is not None)
+        return VulkanImportLease(
+            imported, ticket.release, surface, self._counter, ticket_id=next(self._ids), reason=reason
+        )
+
+    def import_frames(self, frames: Sequence[DecodedFrame]) -> list[VulkanImportLease]:
+        """Import several frames; on a failure the leases made so far are released, then it raises."""
+        leases: list[VulkanImportLease] = []
+        try:
+            for frame in frames:
+                leases.append(self.import_frame(frame))
+        except BaseException:
+            for lease in reversed(leases):
+                lease.release()
+            raise
+        return leases
+
+    # -- reports ------------------------------------------------------------------------------------
+
+    @property
+    def path_report(self) -> ImportPathReport:
+        """Which paths the device allows, which ones frames took, and the fallbacks with reasons."""
+        with self._lock:
+            return ImportPathReport(
+                implementation=self.info.implementation,
+                adapter_name=self.info.adapter_name,
+                paths=tuple(
+                    PathStatus(e.cls.path, e.cls.name, e.reason is None, e.reason) for e in self._entries
+                ),
+                frames_by_path=dict(self._frames_by_path),
+                fallbacks=dict(self._fallbacks),
+                bytes_crossed_cpu=self._bytes_crossed_cpu,
+            )
+
+    def available_paths(self) -> tuple[ExecutionPath, ...]:
+        """The paths the device allows (as far as known before a frame needed them), best first."""
+        return tuple(e.cls.path for e in self._entries if e.reason is None)
+
+    def stats(self) -> ImportTicketStats:
+        """Tickets (in flight, peak, acquired, released, failed) plus every pairing's pool counts."""
+        total = self._counter.snapshot()
+        with self._lock:
+            for entry in self._entries:
+                if entry.instance is not None:
+                    total = total + entry.instance.stats()
+        return total
+
+    def poll(self) -> None:
+        """Non-blocking housekeeping (GPU copy: let go of surfaces whose copies have completed)."""
+        with self._lock:
+            for entry in self._entries:
+                if entry.instance is not None:
+                    entry.instance.poll()
+
+    def close(self) -> None:
+        """Destroy the pools and rings. Leases still held stay valid until released. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            entries = [e for e in self._entries if e.instance is not None]
+        for entry in reversed(entries):
+            assert entry.instance is not None
+            entry.instance.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> FrameImporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        paths = ", ".join(p.name for p in self.available_paths())
+        return f"<FrameImporter {self.info.implementation.value} paths=[{paths}]>"

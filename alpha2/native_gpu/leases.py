@@ -1,0 +1,735 @@
+"""Import leases: what an imported frame is, how long it lives, and the lifecycle every pairing shares.
+
+A :class:`VulkanImportLease` is what :meth:`~alpha2.native_gpu.importer.FrameImporter.import_frame`
+returns: the plane textures of one decoded frame on a WebGPU device (an :class:`ImportedVulkanFrame`),
+the :class:`ExternalSyncPoint` to honour before sampling them, the :class:`~alpha2.gpu.identity.ExecutionPath`
+the pixels took and how many bytes crossed the CPU. Releasing the lease (``release()``, the context
+manager, or -- as a backstop -- garbage collection) hands the texture set back to its pairing's pool or
+ring exactly once, and lets the decoded surface go (:class:`NativeSurfaceLease`).
+
+Each interop pairing (CPU upload, CUDA -> Vulkan -> Dawn) implements :class:`InteropPairing`: a
+``acquire(frame, surface) -> PairingTicket`` that either completes or undoes everything it did (mpv's
+``mapper_map`` / ``mapper_unmap``), and a ticket whose ``release`` gives the slot back. The importer
+keeps the table of pairings and picks one per frame.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import enum
+import threading
+import time
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from alpha2.gpu.colour import ColourInfo
+from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
+from alpha2.gpu.formats import PixelFormat, PlaneFormat
+from alpha2.gpu.geometry import FrameMetadata
+from alpha2.gpu.identity import BackendKind, ExecutionPath
+from alpha2.gpu.sync import SyncPoint, WaitStatus
+from alpha2.native_gpu.frames import DecodedFrame
+from alpha2.native_gpu.surfaces import SurfaceIdentity
+
+__all__ = [
+    "ExternalSyncPoint",
+    "ImageOwner",
+    "ImportTicketStats",
+    "ImportedPlaneDescriptor",
+    "ImportedVulkanFrame",
+    "InteropPairing",
+    "NativeImageState",
+    "NativeSurfaceLease",
+    "PairingTicket",
+    "SlotPool",
+    "VulkanImportLease",
+    "WebGpuDeviceInfo",
+    "WebGpuImplementation",
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the device an importer works for
+
+
+class WebGpuImplementation(enum.Enum):
+    """Which WebGPU implementation a device belongs to (both expose wgpu-py's API)."""
+
+    WGPU = "wgpu"
+    """wgpu-py on wgpu-native: CPU upload only (no external memory)."""
+    DAWN = "wgpudawn"
+    """wgpu-py's API on Google's Dawn: shared texture memory and shared fences in its extras."""
+
+
+FEATURE_SHARED_TEXTURE_OPAQUE_FD = "shared-texture-memory-opaque-f-d"
+FEATURE_SHARED_FENCE_OPAQUE_FD = "shared-fence-vk-semaphore-opaque-f-d"
+# 16-bit normalized textures (R16 / RG16 planes): wgpu-native's and Dawn's spellings.
+FEATURES_16BIT_NORM = ("texture-format16bit-norm", "unorm16-texture-formats", "texture-formats-tier1")
+
+
+@dataclass(frozen=True)
+class WebGpuDeviceInfo:
+    """What an importer knows about the device it imports into."""
+
+    implementation: WebGpuImplementation
+    """wgpu (wgpu-native) or wgpudawn (Dawn), from the device object's module."""
+    features: frozenset[str]
+    """Features enabled on the device (``device.features``)."""
+    adapter_name: str = ""
+    """The adapter's description, for messages."""
+    backend_type: str = ""
+    """The adapter's backend (``"Vulkan"``, ``"Metal"``, ...)."""
+    vulkan_device_uuid: bytes | None = None
+    """Dawn only: VkPhysicalDeviceIDProperties.deviceUUID of the adapter (extras.get_adapter_properties)."""
+    vulkan_driver_uuid: bytes | None = None
+    """Dawn only: the adapter's driverUUID."""
+
+    @property
+    def has_16bit_norm(self) -> bool:
+        """Whether R16 / RG16 unorm textures (10- to 16-bit planes) can be made."""
+        return any(name in self.features for name in FEATURES_16BIT_NORM)
+
+    @property
+    def has_shared_opaque_fd(self) -> bool:
+        """Whether both features of the GPU-copy path are enabled on the device."""
+        return (
+            FEATURE_SHARED_TEXTURE_OPAQUE_FD in self.features
+            and FEATURE_SHARED_FENCE_OPAQUE_FD in self.features
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# values describing an imported frame
+
+
+@dataclass(frozen=True)
+class ImportedPlaneDescriptor:
+    """One imported plane: which texture holds it and how the source laid it out."""
+
+    plane_index: int
+    """Index of the plane in the pixel format's plane order (0 = luma / packed)."""
+    plane_format: PlaneFormat
+    """The plane's texel format."""
+    texture_format: str
+    """WebGPU texture format of the plane texture (``"r8unorm"``, ``"rg16unorm"``, ...)."""
+    width: int
+    """Width of the plane in texels."""
+    height: int
+    """Height of the plane in texels."""
+    source_stride_bytes: int
+    """Bytes from one row to the next in the source (CPU bytes_per_row or CUDA pitch)."""
+
+    def __post_init__(self) -> None:
+        if self.plane_index < 0 or self.width <= 0 or self.height <= 0 or self.source_stride_bytes <= 0:
+            raise InvalidInputError(f"invalid plane descriptor {self}")
+
+
+class ImageOwner(enum.Enum):
+    """Who tracks the layout and queue ownership of the images behind the plane textures."""
+
+    WGPU_MANAGED = "wgpu_managed"
+    """Plain textures of the WebGPU device: the implementation tracks layouts and barriers itself."""
+    SHARED_VULKAN = "shared_vulkan"
+    """Images of the SharedVulkanContext imported into Dawn: layouts travel with begin/end_access."""
+
+
+@dataclass(frozen=True)
+class NativeImageState:
+    """The native state of the plane images as observed at import time.
+
+    For the CPU-upload path the textures are the WebGPU device's own: their layout, queue family and
+    any timeline live inside the implementation and are not observable, so those fields are None and
+    ``owner`` is WGPU_MANAGED (ordering comes from the queue: ``write_texture`` before later submits).
+    """
+
+    owner: ImageOwner
+    """Who tracks the images' layout."""
+    layout: int | None = None
+    """VkImageLayout the images are in when handed to the consumer (None: not observable)."""
+    queue_family: int | None = None
+    """Queue family index that owns the images (VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE while CUDA writes)."""
+    timeline_value: int | None = None
+    """Value the copy-done semaphore reaches for this frame (use count for binary semaphores)."""
+
+    @classmethod
+    def wgpu_managed(cls) -> NativeImageState:
+        """The state of textures the WebGPU implementation owns."""
+        return cls(owner=ImageOwner.WGPU_MANAGED)
+
+
+class ExternalSyncPoint(SyncPoint):
+    """What must be honoured before the plane textures are sampled.
+
+    ``gpu_ordered`` says whether the device's queue already waits for it: True for both paths here
+    (CPU upload: ``write_texture`` is ordered before every later submit; GPU copy: Dawn's
+    ``begin_access`` waits on the copy's semaphore on the GPU), so a renderer only has to submit on the
+    same device. The CPU-side wait (``wait()``) tells when the producer's work itself is done (the CUDA
+    copy), e.g. for timing or tear-down; sampling does not need it.
+    """
+
+    def __init__(
+        self,
+        backend: BackendKind,
+        *,
+        poll: Callable[[], bool] | None = None,
+        wait_native: Callable[[float], WaitStatus] | None = None,
+        gpu_ordered: bool = True,
+        timeline_value: int | None = None,
+        description: str = "",
+    ) -> None:
+        super().__init__(backend)
+        self._poll_fn = poll
+        self._wait_fn = wait_native
+        self.gpu_ordered = gpu_ordered
+        """Whether the consumer's queue already waits for this point on the GPU."""
+        self.timeline_value = timeline_value
+        """The semaphore value (or use count) this point stands for, where there is one."""
+        self.description = description
+        """What the point waits for, in words."""
+
+    def _poll(self) -> bool:
+        return True if self._poll_fn is None else bool(self._poll_fn())
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        if self._wait_fn is None:
+            return WaitStatus.SIGNALED if self._poll() else WaitStatus.TIMED_OUT
+        return self._wait_fn(timeout_s)
+
+    def __repr__(self) -> str:
+        return f"<ExternalSyncPoint {self.backend.value} gpu_ordered={self.gpu_ordered} {self.description}>"
+
+
+@dataclass(frozen=True, eq=False)
+class ImportedVulkanFrame:
+    """One decoded frame as plane textures on a WebGPU device. Valid while its lease is held."""
+
+    textures: tuple[Any, ...]
+    """One GPUTexture per plane, in plane order."""
+    views: tuple[Any, ...]
+    """One GPUTextureView per plane (2D, whole texture), ready to bind."""
+    planes: tuple[ImportedPlaneDescriptor, ...]
+    """What each texture holds."""
+    pixel_format: PixelFormat
+    """Software layout of the planes (nv12 / p010 / yuv420p ...)."""
+    colour: ColourInfo
+    """The frame's colour description (resolved)."""
+    metadata: FrameMetadata
+    """Timing, sizes and rotation of the frame."""
+    identity: SurfaceIdentity
+    """Decoder and generation the frame came from."""
+    width: int
+    """Width of plane 0 in pixels (the decoded picture's width)."""
+    height: int
+    """Height of plane 0 in pixels."""
+    sync: ExternalSyncPoint
+    """What to honour before sampling (``sync.gpu_ordered``: already waited on the device's queue)."""
+    path: ExecutionPath
+    """How the pixels got here."""
+    steps: tuple[ExecutionPath, ...]
+    """Every hop, in order (``(CPU_DOWNLOAD, CPU_UPLOAD)`` for CUDA frames uploaded through the CPU)."""
+    bytes_crossed_cpu: int
+    """Pixel bytes that passed through host memory for this frame (0 on the GPU-copy path)."""
+    image_state: NativeImageState
+    """Native layout / queue family / timeline value observed at import."""
+
+
+@dataclass(frozen=True)
+class ImportTicketStats:
+    """A snapshot of an importer's (or a pairing's) tickets and texture sets."""
+
+    allocations: int = 0
+    """Texture sets / ring slots created."""
+    reuses: int = 0
+    """Imports served by an existing texture set or slot."""
+    in_flight: int = 0
+    """Leases not yet released."""
+    peak_in_flight: int = 0
+    """Most leases held at once."""
+    acquired: int = 0
+    """Leases handed out."""
+    released: int = 0
+    """Leases released."""
+    failed: int = 0
+    """Imports that failed (and were undone)."""
+    fallbacks: int = 0
+    """Imports that took a path other than the preferred one (each lease says why)."""
+    pool_sets: int = 0
+    """Texture sets / slots alive now (idle and in use)."""
+    pool_idle: int = 0
+    """Texture sets / slots waiting for reuse."""
+    live_textures: int = 0
+    """Plane textures alive now."""
+    drained: int = 0
+    """Texture sets destroyed because their decoder generation ended (or the importer closed)."""
+    surfaces_held: int = 0
+    """Decoded surfaces still held by the importer (GPU copy: until the copy is done)."""
+
+    def __add__(self, other: ImportTicketStats) -> ImportTicketStats:
+        """Combine two snapshots (the peak is the larger peak, an approximation)."""
+        values = {}
+        for name in self.__dataclass_fields__:
+            a, b = getattr(self, name), getattr(other, name)
+            values[name] = max(a, b) if name == "peak_in_flight" else a + b
+        return ImportTicketStats(**values)
+
+
+class TicketCounter:
+    """Thread-safe counts behind :class:`ImportTicketStats` (one per importer)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.acquired = 0
+        self.released = 0
+        self.failed = 0
+        self.fallbacks = 0
+        self.peak_in_flight = 0
+
+    def on_acquired(self, fallback: bool) -> None:
+        with self._lock:
+            self.acquired += 1
+            self.fallbacks += int(fallback)
+            self.peak_in_flight = max(self.peak_in_flight, self.acquired - self.released)
+
+    def on_released(self) -> None:
+        with self._lock:
+            self.released += 1
+
+    def on_failed(self) -> None:
+        with self._lock:
+            self.failed += 1
+
+    def snapshot(self) -> ImportTicketStats:
+        with self._lock:
+            return ImportTicketStats(
+                in_flight=self.acquired - self.released,
+                peak_in_flight=self.peak_in_flight,
+                acquired=self.acquired,
+                released=self.released,
+                failed=self.failed,
+                fallbacks=self.fallbacks,
+            )
+
+
+# ---------------------------------------------------------------------------------------------------
+# the pool every pairing keeps its texture sets / ring slots in
+
+T = TypeVar("T")
+
+DEFAULT_SLOTS_PER_KEY = 4
+"""Texture sets / ring slots per stream (decoder generation and size) before imports wait for a release."""
+DEFAULT_MAX_IDLE_KEYS = 8
+"""Streams whose idle sets are kept; the least recently used beyond this are destroyed."""
+
+
+class SlotPool(Generic[T]):
+    """Reusable items (texture sets, ring slots) keyed by ``(decoder_id, generation, ...)``. Thread-safe.
+
+    ``take`` hands out an idle item of the key (reused) or makes one with ``create(key)``; when
+    ``per_key`` items of the key are all out it waits, up to ``timeout_s``, for one to come back, then
+    raises GpuTimeoutError. ``give_back`` returns one. When a key of a newer generation of a decoder
+    arrives, the idle items of that decoder's older generations are destroyed, and out-standing ones
+    are destroyed as they come back (``SurfaceIdentity`` keeps a texture of one generation from being
+    reused for another). Items of stopped streams are evicted beyond ``max_idle_keys``. ``destroy`` is
+    called outside the lock, exactly once per item.
+    """
+
+    def __init__(
+        self,
+        create: Callable[[tuple[Hashable, ...]], T],
+        destroy: Callable[[T], None],
+        *,
+        per_key: int = DEFAULT_SLOTS_PER_KEY,
+        max_idle_keys: int = DEFAULT_MAX_IDLE_KEYS,
+        what: str = "texture sets",
+    ) -> None:
+        if per_key < 1 or max_idle_keys < 1:
+            raise InvalidInputError(f"per_key and max_idle_keys must be >= 1, got {per_key}, {max_idle_keys}")
+        self._create = create
+        self._destroy_fn = destroy
+        self.per_key = per_key
+        self.max_idle_keys = max_idle_keys
+        self.what = what
+        self._cond = threading.Condition(threading.Lock())
+        # Least recently used first.
+        self._idle: collections.OrderedDict[tuple[Hashable, ...], list[T]] = collections.OrderedDict()
+        self._out: dict[tuple[Hashable, ...], int] = {}
+        self._latest_generation: dict[Hashable, int] = {}
+        self.allocations = 0
+        self.reuses = 0
+        self.drained = 0
+        self._closed = False
+
+    def _stale(self, key: tuple[Hashable, ...]) -> bool:
+        generation = key[1]
+        assert isinstance(generation, int)
+        return self._closed or generation < self._latest_generation.get(key[0], generation)
+
+    def take(self, key: tuple[Hashable, ...], timeout_s: float) -> tuple[T, bool]:
+        """An item for ``key`` and whether it was reused.
+
+        Raises:
+            GpuTimeoutError: ``per_key`` items stayed out for ``timeout_s``.
+            InvalidInputError: the pool is closed, or the key's generation is older than one already seen.
+        """
+        decoder_id, generation = key[0], key[1]
+        assert isinstance(generation, int)
+        doomed: list[T] = []
+        item: T | None = None
+        with self._cond:
+            if self._closed:
+                raise InvalidInputError(f"the pool of {self.what} is closed")
+            latest = self._latest_generation.get(decoder_id)
+            if latest is not None and generation < latest:
+                raise InvalidInputError(
+                    f"a frame of decoder {decoder_id} generation {generation} arrived after "
+                    f"generation {latest}"
+                )
+            if latest is None or generation > latest:
+                self._latest_generation[decoder_id] = generation
+                for old in [k for k in self._idle if k[0] == decoder_id and k[1] != generation]:
+                    doomed += self._idle.pop(old)
+        self._destroy(doomed)
+        with self._cond:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if self._closed:
+                    raise InvalidInputError(f"the pool of {self.what} is closed")
+                idle = self._idle.get(key)
+                if idle:
+                    item = idle.pop()
+                    if not idle:
+                        del self._idle[key]
+                    self.reuses += 1
+                    break
+                if self._out.get(key, 0) < self.per_key:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GpuTimeoutError(
+                        f"all {self.per_key} {self.what} of this stream are held by unreleased leases "
+                        f"(waited {timeout_s:.3g} s); release leases once the work sampling them is "
+                        "submitted, or raise slots"
+                    )
+                self._cond.wait(left)
+            self._out[key] = self._out.get(key, 0) + 1
+        if item is not None:
+            return item, True
+        try:
+            item = self._create(key)
+        except BaseException:
+            self._returned(key)
+            raise
+        with self._cond:
+            self.allocations += 1
+        return item, False
+
+    def _returned(self, key: tuple[Hashable, ...]) -> None:
+        with self._cond:
+            self._out[key] -= 1
+            if self._out[key] == 0:
+                del self._out[key]
+            self._cond.notify_all()
+
+    def give_back(self, key: tuple[Hashable, ...], item: T, *, broken: bool = False) -> None:
+        """Return an item taken with :meth:`take`; ``broken`` (or a stale generation) destroys it."""
+        doomed: list[T] = []
+        with self._cond:
+            self._out[key] -= 1
+            if self._out[key] == 0:
+                del self._out[key]
+            if broken or self._stale(key):
+                doomed.append(item)
+            else:
+                self._idle.setdefault(key, []).append(item)
+                self._idle.move_to_end(key)
+                while len(self._idle) > self.max_idle_keys:
+                    _, evicted = self._idle.popitem(last=False)
+                    doomed += evicted
+            self._cond.notify_all()
+        self._destroy(doomed)
+
+    def _destroy(self, items: list[T]) -> None:
+        if not items:
+            return
+        with self._cond:
+            self.drained += len(items)
+        for item in items:
+            self._destroy_fn(item)
+
+    def idle_items(self) -> list[T]:
+        """The idle items (a snapshot)."""
+        with self._cond:
+            return [item for items in self._idle.values() for item in items]
+
+    def counts(self) -> tuple[int, int]:
+        """(items alive, idle items)."""
+        with self._cond:
+            idle = sum(len(v) for v in self._idle.values())
+            return idle + sum(self._out.values()), idle
+
+    def close(self) -> None:
+        """Destroy the idle items; out-standing ones are destroyed as they come back. Idempotent."""
+        with self._cond:
+            self._closed = True
+            doomed = [item for items in self._idle.values() for item in items]
+            self._idle.clear()
+            self._cond.notify_all()
+        self._destroy(doomed)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the surface lease
+
+
+class _SurfaceState:
+    """What the surface lease's GC backstop may touch (never the lease itself)."""
+
+    __slots__ = ("frame", "lock")
+
+    def __init__(self, frame: DecodedFrame) -> None:
+        self.frame: DecodedFrame | None = frame
+        self.lock = threading.Lock()
+
+
+def _release_surface(state: _SurfaceState) -> None:
+    with state.lock:
+        frame, state.frame = state.frame, None
+    if frame is not None:
+        frame.release()
+
+
+class NativeSurfaceLease:
+    """Keeps a decoded surface (a :class:`DecodedFrame`) alive until the import no longer needs it.
+
+    A pairing releases it as early as is safe (CPU upload: once ``write_texture`` has copied the bytes;
+    GPU copy: once the CUDA copy has completed), and the import lease releases it at the latest.
+    Releasing calls :meth:`DecodedFrame.release`, which gives back the frame's SurfaceReservation.
+    Exactly once; idempotent; a GC backstop.
+    """
+
+    __slots__ = ("__weakref__", "_finalizer", "_state", "identity")
+
+    def __init__(self, frame: DecodedFrame) -> None:
+        self._state = _SurfaceState(frame)
+        self.identity: SurfaceIdentity = frame.identity
+        """The surface's decoder and generation."""
+        self._finalizer = weakref.finalize(self, _release_surface, self._state)
+        self._finalizer.atexit = False
+
+    @property
+    def frame(self) -> DecodedFrame:
+        """The decoded frame (raises ClosedError once released)."""
+        frame = self._state.frame
+        if frame is None:
+            raise ClosedError("the decoded surface was already released")
+        return frame
+
+    @property
+    def released(self) -> bool:
+        """Whether the surface has been let go."""
+        return self._state.frame is None
+
+    def release(self) -> None:
+        """Let the decoded surface go (DecodedFrame.release()). Idempotent."""
+        self._finalizer()
+
+    def disown(self) -> None:
+        """Stop holding the surface without releasing it (a failed import hands the frame back)."""
+        self._finalizer.detach()
+        with self._state.lock:
+            self._state.frame = None
+
+    def __enter__(self) -> NativeSurfaceLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<NativeSurfaceLease {'released' if self.released else 'held'} {self.identity}>"
+
+
+# ---------------------------------------------------------------------------------------------------
+# the pairing lifecycle
+
+
+@dataclass(eq=False)
+class PairingTicket:
+    """What a pairing's ``acquire`` hands back: the imported frame and how to give its slot back.
+
+    ``release`` is called exactly once, by the lease (never by the GC thread holding a lock).
+    """
+
+    frame: ImportedVulkanFrame
+    """The imported frame."""
+    release: Callable[[], None]
+    """Gives the texture set / slot back (after ending any access); must not raise for normal use."""
+
+
+class InteropPairing(abc.ABC):
+    """One interop pairing (CPU upload, CUDA -> Vulkan -> Dawn...) behind the acquire / release lifecycle.
+
+    Subclasses say which :class:`ExecutionPath` they give, whether they can work with a device
+    (:meth:`unavailable_reason`) and with a frame (:meth:`refuses`), and implement :meth:`acquire`,
+    which must either complete or undo every step it took, in reverse order.
+    """
+
+    path: ClassVar[ExecutionPath]
+    """The path frames imported by this pairing take."""
+    name: ClassVar[str]
+    """Short name for reports (``"cpu_upload"``, ``"cuda_vk"``)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def unavailable_reason(cls, device: Any, info: WebGpuDeviceInfo, options: dict[str, Any]) -> str | None:
+        """Why this pairing cannot work with the device (None when it can). Cheap; never raises."""
+
+    @classmethod
+    @abc.abstractmethod
+    def create(
+        cls,
+        device: Any,
+        info: WebGpuDeviceInfo,
+        *,
+        gpu_module: Any,
+        options: dict[str, Any],
+        wait_timeout: Callable[[], float],
+    ) -> InteropPairing:
+        """Set the pairing up for a device (on first use). Raises a typed alpha2 error when it cannot."""
+
+    @classmethod
+    def applies_to(cls, frame: DecodedFrame) -> bool:
+        """Whether the pairing is meant for this kind of frame (a CUDA copy is not, for host planes)."""
+        return True
+
+    @classmethod
+    def not_applicable_reason(cls, frame: DecodedFrame) -> str:
+        """Why the pairing is not meant for this frame (when asked for it explicitly)."""
+        return f"{cls.name} does not take {'CUDA' if frame.on_gpu else 'host-memory'} frames"
+
+    @abc.abstractmethod
+    def refuses(self, frame: DecodedFrame) -> str | None:
+        """Why this pairing cannot import this frame (None when it can). Never raises."""
+
+    @abc.abstractmethod
+    def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
+        """Import the frame; on any error undo what was done and raise a typed alpha2 error.
+
+        ``note`` is the fallback reason the importer recorded (folded into descriptions and reports).
+        """
+
+    @abc.abstractmethod
+    def stats(self) -> ImportTicketStats:
+        """Counts of texture sets / slots (allocations, reuses, pool sizes, live textures)."""
+
+    def poll(self) -> None:  # noqa: B027 - optional hook
+        """Non-blocking housekeeping (e.g. let go of surfaces whose copies finished)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Destroy everything the pairing made; leases still held become invalid. Idempotent."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# the import lease
+
+
+class _LeaseState:
+    """The part of a lease its GC backstop may touch (never the lease itself)."""
+
+    __slots__ = ("counter", "lock", "release_slot", "surface")
+
+    def __init__(
+        self, release_slot: Callable[[], None], surface: NativeSurfaceLease, counter: TicketCounter
+    ) -> None:
+        self.release_slot: Callable[[], None] | None = release_slot
+        self.surface: NativeSurfaceLease | None = surface
+        self.counter: TicketCounter | None = counter
+        self.lock = threading.Lock()
+
+
+def _release_lease(state: _LeaseState) -> None:
+    with state.lock:
+        release_slot, state.release_slot = state.release_slot, None
+        surface, state.surface = state.surface, None
+        counter, state.counter = state.counter, None
+    if release_slot is None:
+        return
+    try:
+        release_slot()
+    finally:
+        if surface is not None:
+            surface.release()
+        if counter is not None:
+            counter.on_released()
+
+
+class VulkanImportLease:
+    """An imported frame held until its sampling work is submitted; released exactly once.
+
+    Release it with :meth:`release` (idempotent) or a ``with`` block once the work that samples the
+    textures has been *submitted* on the device's queue: the queue orders that work before the slot's
+    next use (CPU upload: later ``write_texture`` calls; GPU copy: Dawn's end-of-access fence, which
+    the next CUDA copy into the slot waits for). Dropping the last reference releases it too (a
+    backstop, not a substitute).
+    """
+
+    __slots__ = ("__weakref__", "_finalizer", "_frame", "_path", "_state", "reason", "surface", "ticket_id")
+
+    def __init__(
+        self,
+        frame: ImportedVulkanFrame,
+        release_slot: Callable[[], None],
+        surface: NativeSurfaceLease,
+        counter: TicketCounter,
+        *,
+        ticket_id: int,
+        reason: str | None = None,
+    ) -> None:
+        self._frame: ImportedVulkanFrame | None = frame
+        self._path = frame.path
+        self._state = _LeaseState(release_slot, surface, counter)
+        self.surface = surface
+        """The decoded surface this import holds (released early where safe)."""
+        self.ticket_id = ticket_id
+        """Sequence number of this import within its importer."""
+        self.reason = reason
+        """Why this frame did not take the preferred path (None when it did)."""
+        self._finalizer = weakref.finalize(self, _release_lease, self._state)
+        self._finalizer.atexit = False
+
+    @property
+    def frame(self) -> ImportedVulkanFrame:
+        """The imported frame (raises ClosedError once the lease is released)."""
+        frame = self._frame
+        if frame is None:
+            raise ClosedError("this VulkanImportLease was released; its textures belong to the pool again")
+        return frame
+
+    @property
+    def path(self) -> ExecutionPath:
+        """The path the frame took (kept after release, for reports)."""
+        return self._path
+
+    @property
+    def released(self) -> bool:
+        """Whether the lease has been released."""
+        return self._frame is None
+
+    def release(self) -> None:
+        """Give the texture set back and let the decoded surface go. Idempotent; exactly once."""
+        self._frame = None
+        self._finalizer()
+
+    def __enter__(self) -> VulkanImportLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "held"
+        return f"<VulkanImportLease #{self.ticket_id} {state}>"

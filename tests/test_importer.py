@@ -1,0 +1,575 @@
+"""The frame importer: paths, plane textures read back bit-exactly, pools, exactly-once release, failures.
+
+CPU-upload tests run on any Vulkan device through wgpu-py (lavapipe on CI). The GPU-copy tests need
+an NVIDIA GPU with CUDA, PyAV's NVDEC and a wgpudawn adapter with the shared-memory features; they
+are marked ``nvidia`` + ``cuda`` + ``dawn`` (run them with ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.ffmpeg_bridge import media as bridge_media
+from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InternalError, InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import FrameMetadata, Size
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu import hwdec_cpu_upload
+from alpha2.native_gpu.frames import DecodedFrame
+from alpha2.native_gpu.importer import FrameImporter, detect_webgpu_device
+from alpha2.native_gpu.leases import ImageOwner, SlotPool, VulkanImportLease, WebGpuImplementation
+from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.native_gpu.waits import gpu_wait_timeout, set_gpu_wait_timeout
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+# ---------------------------------------------------------------------------------------------------
+# helpers
+
+
+@pytest.fixture(scope="module")
+def device() -> Any:
+    import wgpu
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    wanted = [f for f in ("texture-format16bit-norm",) if f in adapter.features]
+    return adapter.request_device_sync(required_features=wanted)
+
+
+@pytest.fixture
+def importer(device: Any) -> Iterator[FrameImporter]:
+    with FrameImporter(device, slots=2) as imp:
+        yield imp
+
+
+def av_frame(pix_fmt: str, width: int, height: int, index: int = 0) -> av.VideoFrame:
+    """A frame of a moving pattern in ``pix_fmt`` (FFmpeg pads its rows: strides > widths)."""
+    y, x = np.mgrid[0:height, 0:width]
+    rgb = np.stack([(x * 5 + index * 7) % 256, (y * 3 + index) % 256, (x ^ y) % 256], axis=-1).astype(
+        np.uint8
+    )
+    return av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format=pix_fmt)
+
+
+def decoded(
+    frame: av.VideoFrame,
+    budget: SurfaceBudget | None = None,
+    decoder_id: int = 1,
+    generation: int = 0,
+) -> DecodedFrame:
+    """A DecodedFrame over a PyAV frame's own buffers, as the bridge makes them."""
+    pixel_format = bridge_media.pixel_format_of(frame)
+    identity = SurfaceIdentity(decoder_id, generation, frame.width, frame.height, pixel_format)
+    size = Size(frame.width, frame.height)
+    metadata = FrameMetadata(
+        pts=0, time_base=None, duration=None, key_frame=True, coded_size=size, display_size=size
+    )
+    reservation = None
+    if budget is not None:
+        reservation = budget.reserve(bridge_media.frame_size_bytes(frame), identity)
+    return DecodedFrame(
+        planes=bridge_media.cpu_planes_of(frame, pixel_format),
+        pixel_format=pixel_format,
+        colour=bridge_media.colour_of(frame, pixel_format),
+        metadata=metadata,
+        identity=identity,
+        reservation=reservation,
+        keep_alive=frame,
+    )
+
+
+def read_plane(device: Any, texture: Any, width: int, height: int, bytes_per_texel: int) -> np.ndarray:
+    """A plane texture's bytes as (height, width * bytes_per_texel) uint8."""
+    import wgpu
+
+    row = width * bytes_per_texel
+    bytes_per_row = -(-row // 256) * 256
+    buffer = device.create_buffer(
+        size=bytes_per_row * height, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+    )
+    encoder = device.create_command_encoder()
+    encoder.copy_texture_to_buffer(
+        {"texture": texture},
+        {"buffer": buffer, "bytes_per_row": bytes_per_row, "rows_per_image": height},
+        (width, height, 1),
+    )
+    device.queue.submit([encoder.finish()])
+    buffer.map_sync(wgpu.MapMode.READ)
+    data = np.frombuffer(buffer.read_mapped(), np.uint8).reshape(height, bytes_per_row)[:, :row].copy()
+    buffer.unmap()
+    buffer.destroy()
+    return data
+
+
+def source_plane(frame: av.VideoFrame, index: int, width_bytes: int, height: int) -> np.ndarray:
+    plane = frame.planes[index]
+    rows = np.frombuffer(plane, np.uint8).reshape(-1, plane.line_size)
+    return rows[:height, :width_bytes]
+
+
+def assert_planes_equal(device: Any, lease: VulkanImportLease, frame: av.VideoFrame) -> None:
+    imported = lease.frame
+    assert len(imported.textures) == len(imported.planes) == len(imported.views)
+    for descriptor, texture in zip(imported.planes, imported.textures):
+        bpt = descriptor.plane_format.bytes_per_texel
+        got = read_plane(device, texture, descriptor.width, descriptor.height, bpt)
+        want = source_plane(frame, descriptor.plane_index, descriptor.width * bpt, descriptor.height)
+        assert np.array_equal(got, want), f"plane {descriptor.plane_index} differs"
+        assert descriptor.source_stride_bytes == frame.planes[descriptor.plane_index].line_size
+
+
+# ---------------------------------------------------------------------------------------------------
+# detection and paths (no GPU needed beyond the device fixture)
+
+
+@pytest.mark.vulkan
+def test_detects_wgpu_device_and_reports_paths(device: Any, importer: FrameImporter) -> None:
+    info = detect_webgpu_device(device)
+    assert info.implementation is WebGpuImplementation.WGPU
+    assert importer.available_paths() == (ExecutionPath.CPU_UPLOAD,)
+    report = importer.path_report
+    gpu = next(p for p in report.paths if p.path is ExecutionPath.GPU_COPY)
+    assert not gpu.available and "wgpudawn" in (gpu.reason or "")
+    assert "cpu_upload" in report.summary()
+
+
+def test_rejects_non_devices() -> None:
+    with pytest.raises(InvalidInputError, match="not a WebGPU device"):
+        FrameImporter(object())
+
+
+@pytest.mark.vulkan
+def test_required_path_that_cannot_be_had_is_an_error(device: Any) -> None:
+    with pytest.raises(UnsupportedError, match=r"GPU_COPY was required but cannot be had: .*wgpudawn"):
+        FrameImporter(device, require=ExecutionPath.GPU_COPY)
+    with pytest.raises(InvalidInputError, match=r"prefer=.*use ExecutionPath"):
+        FrameImporter(device, prefer=ExecutionPath.ZERO_COPY)
+
+
+# ---------------------------------------------------------------------------------------------------
+# CPU upload: bit-exact planes
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(
+    ("pix_fmt", "textures"),
+    [
+        ("nv12", ("r8unorm", "rg8unorm")),
+        ("yuv420p", ("r8unorm", "r8unorm", "r8unorm")),
+        ("yuv422p", ("r8unorm", "r8unorm", "r8unorm")),
+        ("yuv444p", ("r8unorm", "r8unorm", "r8unorm")),
+        ("p010le", ("r16unorm", "rg16unorm")),
+        ("yuv420p10le", ("r16unorm", "r16unorm", "r16unorm")),
+        ("gray", ("r8unorm",)),
+        ("rgba", ("rgba8unorm",)),
+    ],
+)
+def test_cpu_upload_is_bit_exact(
+    device: Any, importer: FrameImporter, pix_fmt: str, textures: tuple[str, ...]
+) -> None:
+    frame = av_frame(pix_fmt, 70, 38)  # odd-ish sizes: FFmpeg pads rows, chroma rounds up
+    budget = SurfaceBudget()
+    with importer.import_frame(decoded(frame, budget)) as lease:
+        imported = lease.frame
+        assert imported.path is ExecutionPath.CPU_UPLOAD
+        assert imported.steps == (ExecutionPath.CPU_UPLOAD,)
+        assert lease.reason is None
+        assert tuple(d.texture_format for d in imported.planes) == textures
+        assert imported.image_state.owner is ImageOwner.WGPU_MANAGED
+        assert imported.sync.gpu_ordered and imported.sync.is_signaled()
+        expected = sum(d.width * d.plane_format.bytes_per_texel * d.height for d in imported.planes)
+        assert imported.bytes_crossed_cpu == expected
+        assert_planes_equal(device, lease, frame)
+    assert budget.usage().surfaces == 0
+
+
+@pytest.mark.vulkan
+def test_odd_sizes_round_chroma_up(device: Any, importer: FrameImporter) -> None:
+    frame = av_frame("yuv420p", 37, 23)
+    with importer.import_frame(decoded(frame)) as lease:
+        sizes = [(d.width, d.height) for d in lease.frame.planes]
+        assert sizes == [(37, 23), (19, 12), (19, 12)]
+        assert_planes_equal(device, lease, frame)
+
+
+@pytest.mark.vulkan
+def test_frames_from_the_decode_session(device: Any, importer: FrameImporter, tmp_path: Any) -> None:
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "clip.mkv", codec="h264", width=64, height=48, frames=4)
+    with DecodeSession(clip.path, hwaccel="none") as session:
+        for frame in session:
+            keep = frame.keep_alive
+            assert isinstance(keep, av.VideoFrame)
+            with importer.import_frame(frame) as lease:
+                assert_planes_equal(device, lease, keep)
+            assert frame.released
+        assert session.budget.usage().surfaces == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# pools, tickets, release
+
+
+@pytest.mark.vulkan
+def test_pool_reuse_stops_allocations(importer: FrameImporter) -> None:
+    for i in range(8):
+        importer.import_frame(decoded(av_frame("nv12", 32, 16, i))).release()
+    stats = importer.stats()
+    assert stats.allocations == 1
+    assert stats.reuses == 7
+    assert stats.acquired == stats.released == 8 and stats.in_flight == 0
+    assert stats.peak_in_flight == 1
+    assert stats.pool_sets == stats.pool_idle == 1 and stats.live_textures == 2
+
+
+@pytest.mark.vulkan
+def test_all_sets_held_waits_then_times_out(importer: FrameImporter) -> None:
+    leases = [importer.import_frame(decoded(av_frame("gray", 16, 16, i))) for i in range(2)]
+    assert importer.stats().peak_in_flight == 2
+    previous = set_gpu_wait_timeout(0.05)
+    try:
+        frame = decoded(av_frame("gray", 16, 16, 9))
+        with pytest.raises(GpuTimeoutError, match="held by unreleased leases"):
+            importer.import_frame(frame)
+        assert not frame.released  # a failed import leaves the frame to the caller
+        # A release from another thread lets a waiting import through.
+        set_gpu_wait_timeout(5.0)
+        timer = threading.Timer(0.05, leases[0].release)
+        timer.start()
+        with importer.import_frame(frame):
+            pass
+        timer.join()
+    finally:
+        set_gpu_wait_timeout(previous)
+        for lease in leases:
+            lease.release()
+    stats = importer.stats()
+    assert stats.failed == 1 and stats.in_flight == 0 and stats.allocations == 2
+
+
+@pytest.mark.vulkan
+def test_generation_change_drains_the_old_pool(importer: FrameImporter) -> None:
+    importer.import_frame(decoded(av_frame("nv12", 32, 16), generation=0)).release()
+    held = importer.import_frame(decoded(av_frame("nv12", 32, 16), generation=0))
+    other = importer.import_frame(decoded(av_frame("nv12", 32, 16), generation=0))
+    held.release()
+    assert importer.stats().pool_sets == 2
+    with importer.import_frame(decoded(av_frame("nv12", 48, 32), generation=1)) as lease:
+        stats = importer.stats()
+        assert stats.drained == 1  # the idle set of generation 0
+        assert stats.pool_sets == 2  # generation 0's busy set + generation 1's
+        assert lease.frame.identity.generation == 1
+    other.release()  # comes back to a dead generation: destroyed
+    stats = importer.stats()
+    assert stats.drained == 2 and stats.pool_sets == 1 and stats.live_textures == 2
+    with pytest.raises(InvalidInputError, match="arrived after generation 1"):
+        importer.import_frame(decoded(av_frame("nv12", 32, 16), generation=0))
+
+
+@pytest.mark.vulkan
+def test_release_exactly_once_explicit_context_and_gc(importer: FrameImporter) -> None:
+    budget = SurfaceBudget()
+    lease = importer.import_frame(decoded(av_frame("nv12", 32, 16), budget))
+    lease.release()
+    lease.release()
+    assert lease.released and lease.path is ExecutionPath.CPU_UPLOAD
+    with pytest.raises(ClosedError):
+        _ = lease.frame
+    with importer.import_frame(decoded(av_frame("nv12", 32, 16), budget)) as lease2:
+        pass
+    lease2.release()
+    importer.import_frame(decoded(av_frame("nv12", 32, 16), budget))  # dropped at once
+    gc.collect()
+    stats = importer.stats()
+    assert stats.acquired == stats.released == 3 and stats.in_flight == 0
+    assert stats.allocations == 1
+    assert budget.usage().surfaces == 0
+
+
+@pytest.mark.vulkan
+def test_surface_is_let_go_once_uploaded(importer: FrameImporter) -> None:
+    budget = SurfaceBudget()
+    frame = decoded(av_frame("nv12", 32, 16), budget)
+    lease = importer.import_frame(frame)
+    assert frame.released and lease.surface.released  # write_texture copied the bytes
+    assert budget.usage().surfaces == 0
+    lease.release()
+
+
+@pytest.mark.vulkan
+def test_failure_half_way_is_undone_and_importer_stays_usable(
+    importer: FrameImporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    budget = SurfaceBudget()
+    importer.import_frame(decoded(av_frame("yuv420p", 32, 16), budget)).release()
+    original = hwdec_cpu_upload.CpuUploadPairing._write_plane
+    calls = {"n": 0}
+
+    def failing(self: Any, texture: Any, data: Any, bytes_per_row: int, g: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second plane of three
+            raise InternalError("injected failure")
+        original(self, texture, data, bytes_per_row, g)
+
+    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "_write_plane", failing)
+    frame = decoded(av_frame("yuv420p", 32, 16), budget)
+    with pytest.raises(InternalError, match="injected"):
+        importer.import_frame(frame)
+    assert not frame.released and budget.usage().surfaces == 1  # still the caller's
+    stats = importer.stats()
+    assert stats.failed == 1 and stats.in_flight == 0 and stats.pool_idle == stats.pool_sets == 1
+    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "_write_plane", original)
+    with importer.import_frame(frame):
+        pass
+    stats = importer.stats()
+    assert stats.allocations == 1 and stats.in_flight == 0 and budget.usage().surfaces == 0
+
+
+@pytest.mark.vulkan
+def test_closed_importer_and_released_frame_are_refused(device: Any) -> None:
+    imp = FrameImporter(device)
+    frame = decoded(av_frame("gray", 16, 16))
+    lease = imp.import_frame(frame)
+    with pytest.raises(ClosedError, match="already released"):
+        imp.import_frame(frame)
+    imp.close()
+    lease.release()  # after close: its set is destroyed instead of pooled
+    assert imp.stats().live_textures == 0
+    with pytest.raises(ClosedError):
+        imp.import_frame(decoded(av_frame("gray", 16, 16)))
+
+
+@pytest.mark.vulkan
+def test_16bit_formats_need_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
+    import wgpu
+
+    adapter = wgpu.gpu.request_adapter_sync()
+    plain = adapter.request_device_sync()
+    with FrameImporter(plain) as imp:
+        if imp.info.has_16bit_norm:
+            pytest.skip("the device has 16-bit normalized textures without asking")
+        frame = decoded(av_frame("p010le", 32, 16))
+        with pytest.raises(UnsupportedError, match="texture-format16bit-norm"):
+            imp.import_frame(frame)
+        assert not frame.released
+
+
+def test_slot_pool_waits_and_reuses() -> None:
+    made: list[int] = []
+    destroyed: list[int] = []
+    pool: SlotPool[int] = SlotPool(
+        lambda key: made.append(len(made)) or len(made), destroyed.append, per_key=1
+    )
+    item, reused = pool.take((1, 0), 0.01)
+    assert not reused
+    with pytest.raises(GpuTimeoutError):
+        pool.take((1, 0), 0.01)
+    pool.give_back((1, 0), item)
+    again, reused = pool.take((1, 0), 0.01)
+    assert reused and again == item
+    pool.give_back((1, 0), again, broken=True)
+    assert destroyed == [item] and pool.counts() == (0, 0)
+    pool.close()
+    with pytest.raises(InvalidInputError, match="closed"):
+        pool.take((1, 0), 0.01)
+
+
+def test_gpu_wait_timeout_is_the_bound() -> None:
+    assert gpu_wait_timeout() > 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# the renderer on imported planes (H5a's shader)
+
+
+@pytest.mark.vulkan
+def test_imported_planes_feed_the_renderer(device: Any, importer: FrameImporter) -> None:
+    from alpha2.native_gpu.shader import FrameRenderer, read_texture_rgba
+
+    frame = av_frame("nv12", 32, 16)
+    renderer = FrameRenderer(device)
+    with importer.import_frame(decoded(frame)) as lease:
+        f = lease.frame
+        target = renderer.render(f.views, f.pixel_format, f.colour, f.width, f.height)
+    rgba = read_texture_rgba(device, target)
+    want = frame.to_ndarray(format="rgb24")
+    assert rgba.shape == (16, 32, 4)
+    # Chroma upsampling differs from swscale's on this busy pattern: compare on average.
+    assert np.abs(rgba[..., :3].astype(int) - want.astype(int)).mean() < 3
+
+
+# ---------------------------------------------------------------------------------------------------
+# the H200: NVDEC -> GPU copy -> Dawn, bit-exact against software decoding
+
+
+def _dawn_device() -> Any:
+    import wgpudawn
+
+    adapter = wgpudawn.gpu.request_adapter_sync(power_preference="high-performance")
+    need = ["shared-texture-memory-opaque-f-d", "shared-fence-vk-semaphore-opaque-f-d"]
+    missing = [f for f in need if f not in adapter.features]
+    if missing:
+        pytest.fail(f"the Dawn adapter lacks {missing}")
+    extra = [f for f in ("unorm16-texture-formats", "texture-formats-tier1") if f in adapter.features]
+    return adapter.request_device_sync(required_features=need + extra[:1])
+
+
+def _read_dawn_plane(device: Any, texture: Any, width: int, height: int, bpt: int) -> np.ndarray:
+    import wgpudawn
+
+    row = width * bpt
+    bytes_per_row = -(-row // 256) * 256
+    buffer = device.create_buffer(
+        size=bytes_per_row * height, usage=wgpudawn.BufferUsage.COPY_DST | wgpudawn.BufferUsage.MAP_READ
+    )
+    encoder = device.create_command_encoder()
+    encoder.copy_texture_to_buffer(
+        {"texture": texture},
+        {"buffer": buffer, "bytes_per_row": bytes_per_row, "rows_per_image": height},
+        (width, height, 1),
+    )
+    device.queue.submit([encoder.finish()])
+    buffer.map_sync("READ")
+    data = np.frombuffer(buffer.read_mapped(), np.uint8).reshape(height, bytes_per_row)[:, :row].copy()
+    buffer.unmap()
+    return data
+
+
+@pytest.mark.nvidia
+@pytest.mark.cuda
+@pytest.mark.dawn
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
+def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> None:
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+    from tests.media import make_clip
+
+    codec = "h264" if pix_fmt == "yuv420p" else "hevc"
+    clip = make_clip(
+        tmp_path / f"clip_{pix_fmt}.mkv", codec=codec, width=256, height=144, frames=10, pix_fmt=pix_fmt
+    )
+    soft: list[av.VideoFrame] = []
+    with av.open(clip.path) as container:
+        for f in container.decode(video=0):
+            soft.append(f.reformat(format="nv12" if pix_fmt == "yuv420p" else "p010le"))
+    device = _dawn_device()
+    with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
+        with DecodeSession(clip.path, hwaccel="cuda") as session:
+            held: list[VulkanImportLease] = []
+            for index, frame in enumerate(session):
+                assert frame.on_gpu
+                lease = imp.import_frame(frame)
+                f = lease.frame
+                assert f.path is ExecutionPath.GPU_COPY and f.bytes_crossed_cpu == 0
+                assert f.image_state.owner is ImageOwner.SHARED_VULKAN
+                for d, texture in zip(f.planes, f.textures):
+                    bpt = d.plane_format.bytes_per_texel
+                    got = _read_dawn_plane(device, texture, d.width, d.height, bpt)
+                    want = source_plane(soft[index], d.plane_index, d.width * bpt, d.height)
+                    assert np.array_equal(got, want), f"frame {index} plane {d.plane_index} differs"
+                held.append(lease)
+                if len(held) == 2:  # keep two in flight: the ring turns over with fences both ways
+                    held.pop(0).release()
+            for lease in held:
+                lease.release()
+        imp.poll()
+        stats = imp.stats()
+        assert stats.in_flight == 0 and stats.allocations <= 3 and stats.reuses >= 7
+        report = imp.path_report
+        assert report.frames_by_path == {ExecutionPath.GPU_COPY: 10} and report.bytes_crossed_cpu == 0
+    assert session.budget.usage().surfaces == 0
+
+
+@pytest.mark.nvidia
+@pytest.mark.cuda
+@pytest.mark.vulkan
+def test_nvdec_frames_on_wgpu_are_downloaded_and_reported(device: Any, tmp_path: Any) -> None:
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "clip.mkv", codec="h264", width=256, height=144, frames=3)
+    with av.open(clip.path) as container:
+        soft = [f.reformat(format="nv12") for f in container.decode(video=0)]
+    with FrameImporter(device) as imp, DecodeSession(clip.path, hwaccel="cuda") as session:
+        for index, frame in enumerate(session):
+            with imp.import_frame(frame) as lease:
+                f = lease.frame
+                assert f.path is ExecutionPath.CPU_UPLOAD
+                assert f.steps == (ExecutionPath.CPU_DOWNLOAD, ExecutionPath.CPU_UPLOAD)
+                assert lease.reason is not None and "GPU_COPY unavailable" in lease.reason
+                for d, texture in zip(f.planes, f.textures):
+                    bpt = d.plane_format.bytes_per_texel
+                    got = read_plane(device, texture, d.width, d.height, bpt)
+                    assert np.array_equal(
+                        got, source_plane(soft[index], d.plane_index, d.width * bpt, d.height)
+                    )
+        assert imp.path_report.fallback_count == 3
+
+
+# ---------------------------------------------------------------------------------------------------
+# _vk.export on any Vulkan device (lavapipe: memory fds yes, semaphore fds no)
+
+
+@pytest.fixture(scope="module")
+def shared_context() -> Iterator[Any]:
+    from alpha2.native_gpu.shared import choose_shared_vulkan
+
+    choice = choose_shared_vulkan(decode_allowed=False)
+    if choice.context is None:
+        pytest.fail(f"no shared Vulkan context: {choice.reason}")
+    yield choice.context
+    choice.context.close()
+
+
+@pytest.mark.vulkan
+def test_exportable_images_export_memory_fds(shared_context: Any) -> None:
+    from alpha2.native_gpu._vk import export
+    from alpha2.native_gpu.shared import QueueRole
+
+    state = shared_context._internal
+    if "VK_KHR_external_memory_fd" not in shared_context.enabled_extensions:
+        pytest.skip("the Vulkan driver has no VK_KHR_external_memory_fd")
+    images = []
+    for plane_format in PixelFormat.P010.plane_formats + PixelFormat.NV12.plane_formats:
+        support = export.external_image_support(state, plane_format.vk_format)
+        assert support.exportable, support.reason
+        images.append(export.ExportableImage(state, 64, 36, plane_format.vk_format))
+    for image in images:
+        assert image.size_bytes >= 64 * 36 and image.create_info_address != 0
+        with image.export_memory_fd() as fd:
+            assert os.fstat(fd.fileno()).st_size >= 0
+    export.transition_for_external(state, images, shared_context.queue_families[QueueRole.GRAPHICS], 5.0)
+    assert all(image.layout == export.VK_IMAGE_LAYOUT_GENERAL for image in images)
+    for image in images:
+        image.close()
+        image.close()
+        assert image.closed
+        with pytest.raises(InvalidInputError):
+            image.export_memory_fd()
+
+
+@pytest.mark.vulkan
+def test_semaphore_export_support_is_reported(shared_context: Any) -> None:
+    from alpha2.native_gpu._vk import export
+
+    state = shared_context._internal
+    for timeline in (False, True):
+        support = export.external_semaphore_support(state, timeline=timeline)
+        if support.exportable:
+            semaphore = export.ExportableSemaphore(state, timeline=timeline)
+            with semaphore.export_fd() as fd:
+                assert fd.fileno() >= 0
+            semaphore.close()
+        else:  # lavapipe: a reason, and a typed refusal instead of a crash
+            assert support.reason
+            with pytest.raises(UnsupportedError, match="semaphore"):
+                export.ExportableSemaphore(state, timeline=timeline)
