@@ -1,0 +1,238 @@
+"""``alpha2 probe``: which GPU adapters there are, what each can do, and which one alpha2 would use.
+
+The same code runs as ``python tools/probe_adapters.py [--json]``. Exit status 0 when at least one
+adapter is found; 1 with one line ``alpha2: error: ...`` when none is (no Vulkan loader, no driver), or
+when ``ALPHA2_GPU_ADAPTER`` names no adapter or several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
+from alpha2.gpu.errors import Error, UnsupportedError
+from alpha2.native_gpu.candidates import (
+    ExternalHandleType,
+    VulkanCandidate,
+    vulkan_candidates,
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``probe`` subcommand."""
+    parser = subparsers.add_parser(
+        "probe",
+        help="list GPU adapters, their video and interop support, and which one alpha2 chooses",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The probe's options (shared by ``alpha2 probe`` and tools/probe_adapters.py)."""
+    parser.add_argument("--json", action="store_true", help="print JSON for machines instead of a table")
+    parser.add_argument(
+        "--policy",
+        default="auto",
+        help="adapter policy: auto (default), high-performance, low-power, or an adapter index/UUID/name",
+    )
+    parser.add_argument(
+        "--no-decode", action="store_true", help="do not count GPU video decode in the ranking"
+    )
+    parser.add_argument(
+        "--submit",
+        action="store_true",
+        help="also open the shared Vulkan device on the chosen adapter and run the submission probe",
+    )
+
+
+def _gib(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / (1 << 30):.1f} GiB"
+
+
+def _interop(c: VulkanCandidate) -> str:
+    parts = []
+    mem = [
+        name
+        for kind, name in ((ExternalHandleType.OPAQUE_FD, "fd"), (ExternalHandleType.DMA_BUF, "dmabuf"))
+        if (s := c.external_memory_support(kind)) is not None and s.supported
+    ]
+    if mem:
+        parts.append("mem " + "+".join(mem))
+    sem = []
+    for kind, timeline, name in (
+        (ExternalHandleType.OPAQUE_FD, False, "fd"),
+        (ExternalHandleType.OPAQUE_FD, True, "fd-timeline"),
+        (ExternalHandleType.SYNC_FD, False, "sync-fd"),
+    ):
+        s = c.external_semaphore_support(kind, timeline=timeline)
+        if s is not None and s.supported:
+            sem.append(name)
+    if sem:
+        parts.append("sem " + "+".join(sem))
+    if c.timeline_semaphores:
+        parts.append("timeline")
+    return ", ".join(parts) or "none"
+
+
+def _codecs(c: VulkanCandidate, decode: bool) -> str:
+    support = [v for v in c.video if v.supported and (v.operation.value == "decode") == decode]
+    if not support:
+        return "-"
+    out = []
+    for v in sorted(support, key=lambda v: v.codec.value):
+        depths = "/".join(str(d) for d in v.bit_depths)
+        extent = f" {v.max_coded_extent[0]}x{v.max_coded_extent[1]}" if v.max_coded_extent else ""
+        out.append(f"{v.codec.value}" + (f" ({depths}-bit{extent})" if depths else ""))
+    return ", ".join(out)
+
+
+def _collect(args: argparse.Namespace) -> tuple[list[VulkanCandidate], list[RankedAdapter[VulkanCandidate]]]:
+    candidates = vulkan_candidates()
+    if not candidates:
+        raise UnsupportedError(
+            "no GPU adapter found: the Vulkan loader lists no physical device; install a Vulkan driver "
+            "(mesa-vulkan-drivers gives lavapipe on a machine without a GPU)"
+        )
+    usable = [c for c in candidates if c.usable]
+    ranked = rank_adapters(usable, as_policy(args.policy), decode_allowed=not args.no_decode)
+    return candidates, ranked
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the adapter table (or JSON). Raises alpha2 errors for the command line to report."""
+    candidates, ranked = _collect(args)
+    by_index = {r.adapter.index: r for r in ranked}
+    pin = adapter_pin()
+    chosen = ranked[0].adapter if ranked else None
+    submission: dict[str, Any] | None = None
+    if args.submit and chosen is not None:
+        submission = _submission(chosen, not args.no_decode)
+    if args.json:
+        adapters = []
+        for c in candidates:
+            entry = c.to_dict()
+            r = by_index.get(c.index)
+            entry.update(
+                rank=r.rank if r else None,
+                reason=r.reason if r else f"unusable: {c.error}",
+                pinned=bool(r and r.pinned),
+                chosen=bool(r and r.chosen),
+            )
+            adapters.append(entry)
+        doc = {
+            "adapters": adapters,
+            "policy": str(as_policy(args.policy)),
+            "pinned": f"{ADAPTER_ENV}={pin.text}" if pin else None,
+            "chosen": chosen.index if chosen else None,
+            "submission": submission,
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    _print_table(candidates, by_index, pin.text if pin else None, chosen, submission)
+    return 0 if chosen is not None else 1
+
+
+def _submission(candidate: VulkanCandidate, decode: bool) -> dict[str, Any]:
+    from alpha2.native_gpu.probe import probe_vulkan_submission
+    from alpha2.native_gpu.shared import SharedVulkanContext
+
+    with SharedVulkanContext(candidate, decode=decode) as context:
+        result = probe_vulkan_submission(context)
+        return {
+            "ok": result.ok,
+            "elapsed_s": result.elapsed_s,
+            "reason": result.reason,
+            "enabled_extensions": sorted(context.enabled_extensions),
+            "enabled_features": sorted(context.enabled_features),
+            "queues": [{"role": q.role.value, "family": q.family, "index": q.index} for q in context.queues],
+        }
+
+
+def _print_table(
+    candidates: list[VulkanCandidate],
+    by_index: dict[int, RankedAdapter[VulkanCandidate]],
+    pin_text: str | None,
+    chosen: VulkanCandidate | None,
+    submission: dict[str, Any] | None,
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    table = Table(title="Vulkan adapters (loader order)", show_lines=False)
+    for column in ("#", "name", "type", "driver", "API", "decode", "encode", "budget", "interop", "rank", ""):
+        table.add_column(column, overflow="fold")
+    for c in candidates:
+        r = by_index.get(c.index)
+        marks = []
+        if r is not None and r.pinned:
+            marks.append("pinned")
+        if chosen is not None and c.index == chosen.index:
+            marks.append("chosen")
+        driver = f"{c.driver_name or c.vendor} {c.driver_version}".strip()
+        budget = _gib(c.memory_budget_bytes)
+        if c.memory_budget_bytes is None and c.device_local_bytes:
+            budget += f" (heap {_gib(c.device_local_bytes)})"
+        table.add_row(
+            str(c.index),
+            c.name,
+            c.device_type.label,
+            driver,
+            str(c.api_version),
+            _codecs(c, True),
+            _codecs(c, False),
+            budget,
+            _interop(c),
+            str(r.rank) if r else "unusable",
+            " ".join(marks),
+        )
+    console.print(table)
+    for c in candidates:
+        r = by_index.get(c.index)
+        why = r.reason if r else f"unusable: {c.error}"
+        console.print(f"  #{c.index}: {why}", highlight=False)
+        for problem in c.problems:
+            console.print(f"     query problem: {problem}", highlight=False)
+    if pin_text is not None:
+        console.print(f"pinned: {ADAPTER_ENV}={pin_text!r}", highlight=False)
+    if chosen is not None:
+        console.print(f"chosen: #{chosen.index} {chosen.name}", highlight=False)
+    if submission is not None:
+        state = "ok" if submission["ok"] else f"FAILED: {submission['reason']}"
+        console.print(f"submission probe: {state} ({submission['elapsed_s'] * 1000:.1f} ms)", highlight=False)
+
+
+def _error_line(message: str) -> str:
+    first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
+    return f"alpha2: error: {first}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of tools/probe_adapters.py: parse, run, turn errors into one line and exit 1."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    parser = argparse.ArgumentParser(
+        prog="probe_adapters", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except Error as exc:
+        print(_error_line(exc.message), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(_error_line(str(exc)), file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if os.environ.get("ALPHA2_DEBUG"):
+            raise
+        print(_error_line(f"internal error ({type(exc).__name__}): {exc}"), file=sys.stderr)
+        return 1

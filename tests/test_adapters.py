@@ -1,0 +1,306 @@
+"""Adapter ranking, policies and ALPHA2_GPU_ADAPTER pins against synthetic candidate sets (no GPU)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from alpha2.gpu.adapters import (
+    ADAPTER_ENV,
+    AdapterFacts,
+    AdapterFactsLike,
+    AdapterPinError,
+    AdapterPolicy,
+    AdapterType,
+    PinKind,
+    PolicyKind,
+    VideoCodec,
+    adapter_pin,
+    adapter_pinned,
+    parse_adapter_pin,
+    rank_adapters,
+    rank_wgpu_adapters,
+    resolve_adapter_pin,
+    wgpu_adapter_facts,
+)
+from alpha2.gpu.errors import InvalidInputError
+
+H264, H265, AV1 = VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1
+U0 = uuid.UUID("11111111-2222-3333-4444-555555555555").bytes
+U1 = uuid.UUID("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee").bytes
+
+
+def facts(index: int, name: str, kind: AdapterType, **kw: Any) -> AdapterFacts:
+    return AdapterFacts(index=index, name=name, device_type=kind, **kw)
+
+
+@pytest.fixture(autouse=True)
+def _no_env_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ADAPTER_ENV, raising=False)
+
+
+def names(ranked: list[Any]) -> list[str]:
+    return [r.adapter.name for r in ranked]
+
+
+MIXED = [
+    facts(0, "Intel UHD 770", AdapterType.INTEGRATED_GPU, vendor_id=0x8086, decode_codecs={H264, H265}),
+    facts(1, "NVIDIA H200", AdapterType.DISCRETE_GPU, vendor_id=0x10DE, uuid=U0, decode_codecs={H264, H265}),
+    facts(2, "llvmpipe", AdapterType.CPU, vendor_id=0x10005),
+    facts(
+        3,
+        "AMD Radeon RX 7900",
+        AdapterType.DISCRETE_GPU,
+        vendor_id=0x1002,
+        uuid=U1,
+        encode_codecs={H264, H265, AV1},
+        decode_codecs={H264},
+    ),
+]
+
+
+def test_facts_satisfy_protocol() -> None:
+    assert isinstance(MIXED[0], AdapterFactsLike)
+
+
+def test_auto_prefers_most_encode_codecs() -> None:
+    ranked = rank_adapters(MIXED)
+    assert names(ranked) == ["AMD Radeon RX 7900", "NVIDIA H200", "Intel UHD 770", "llvmpipe"]
+    assert [r.rank for r in ranked] == [1, 2, 3, 4]
+    assert ranked[0].chosen and not ranked[1].chosen
+    assert "encodes 3 codec(s)" in ranked[0].reason
+    assert "encodes 0" in ranked[1].reason  # loses on encode against #1
+
+
+def test_auto_decode_then_high_performance_then_index() -> None:
+    cands = [
+        facts(0, "cpu", AdapterType.CPU),
+        facts(1, "igpu-nodec", AdapterType.INTEGRATED_GPU),
+        facts(2, "igpu-dec", AdapterType.INTEGRATED_GPU, decode_codecs={H264}),
+        facts(3, "dgpu-a", AdapterType.DISCRETE_GPU),
+        facts(4, "dgpu-b", AdapterType.DISCRETE_GPU),
+    ]
+    assert names(rank_adapters(cands)) == ["igpu-dec", "dgpu-a", "dgpu-b", "igpu-nodec", "cpu"]
+    # Decoding not allowed: decode support no longer counts.
+    assert names(rank_adapters(cands, decode_allowed=False)) == [
+        "dgpu-a",
+        "dgpu-b",
+        "igpu-nodec",
+        "igpu-dec",
+        "cpu",
+    ]
+
+
+def test_explicit_policies() -> None:
+    assert names(rank_adapters(MIXED, AdapterPolicy.high_performance())) == [
+        "NVIDIA H200",
+        "AMD Radeon RX 7900",
+        "Intel UHD 770",
+        "llvmpipe",
+    ]
+    assert names(rank_adapters(MIXED, "low-power"))[0] == "Intel UHD 770"
+    named = rank_adapters(MIXED, AdapterPolicy.named("h200"))
+    assert names(named)[0] == "NVIDIA H200" and named[0].pinned
+    assert "named by the policy" in named[0].reason
+    assert names(rank_adapters(MIXED, PolicyKind.HIGH_PERFORMANCE))[0] == "NVIDIA H200"
+
+
+def test_cpu_only_and_empty() -> None:
+    ranked = rank_adapters([facts(0, "llvmpipe", AdapterType.CPU)])
+    assert len(ranked) == 1 and ranked[0].rank == 1 and "CPU" in ranked[0].reason
+    assert rank_adapters([]) == []
+
+
+def test_several_identical_gpus_keep_enumeration_order() -> None:
+    cands = [facts(i, "NVIDIA H200", AdapterType.DISCRETE_GPU, decode_codecs={H264}) for i in range(4)]
+    assert [r.adapter.index for r in rank_adapters(cands)] == [0, 1, 2, 3]
+
+
+def test_policy_parse_and_validation() -> None:
+    assert AdapterPolicy.parse("Auto").kind is PolicyKind.AUTO
+    assert AdapterPolicy.parse("high_performance").kind is PolicyKind.HIGH_PERFORMANCE
+    assert AdapterPolicy.parse("named:NVIDIA") == AdapterPolicy.named("NVIDIA")
+    assert AdapterPolicy.parse("1") == AdapterPolicy.named(1)
+    assert str(AdapterPolicy.named("x")) == "named:x"
+    with pytest.raises(InvalidInputError):
+        AdapterPolicy(PolicyKind.NAMED)
+    with pytest.raises(InvalidInputError):
+        AdapterPolicy(PolicyKind.AUTO, "x")
+
+
+def test_adapter_type_parsing() -> None:
+    assert AdapterType.from_vulkan(2) is AdapterType.DISCRETE_GPU
+    assert AdapterType.from_vulkan(4) is AdapterType.CPU
+    assert AdapterType.from_vulkan(99) is AdapterType.OTHER
+    assert AdapterType.from_wgpu("DiscreteGPU") is AdapterType.DISCRETE_GPU
+    assert AdapterType.from_wgpu("integrated-gpu") is AdapterType.INTEGRATED_GPU
+    assert AdapterType.from_wgpu("CPU") is AdapterType.CPU
+    assert AdapterType.from_wgpu("Unknown") is AdapterType.OTHER
+
+
+# -- pins -------------------------------------------------------------------------------------------
+
+
+def test_pin_parsing() -> None:
+    assert parse_adapter_pin("2").kind is PinKind.INDEX and parse_adapter_pin("2").index == 2
+    pin = parse_adapter_pin(str(uuid.UUID(bytes=U0)))
+    assert pin.kind is PinKind.UUID and pin.uuid == U0
+    assert parse_adapter_pin(U0.hex()).uuid == U0
+    assert parse_adapter_pin(" Radeon ").kind is PinKind.NAME
+    with pytest.raises(AdapterPinError):
+        parse_adapter_pin("  ")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("1", "NVIDIA H200"),
+        (str(uuid.UUID(bytes=U1)), "AMD Radeon RX 7900"),
+        (U0.hex().upper(), "NVIDIA H200"),
+        ("llvm", "llvmpipe"),
+        ("intel uhd", "Intel UHD 770"),
+    ],
+)
+def test_env_pin_each_form(monkeypatch: pytest.MonkeyPatch, value: str, expected: str) -> None:
+    monkeypatch.setenv(ADAPTER_ENV, value)
+    assert adapter_pinned()
+    assert adapter_pin() is not None
+    ranked = rank_adapters(MIXED)
+    assert ranked[0].adapter.name == expected
+    assert ranked[0].pinned and sum(r.pinned for r in ranked) == 1
+    assert ADAPTER_ENV in ranked[0].reason
+    assert all("not the selected adapter" in r.reason for r in ranked[1:])
+
+
+def test_unpinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not adapter_pinned()
+    monkeypatch.setenv(ADAPTER_ENV, "   ")
+    assert not adapter_pinned() and adapter_pin() is None
+    assert not adapter_pinned({ADAPTER_ENV: ""})
+    assert adapter_pinned({ADAPTER_ENV: "0"})
+
+
+@pytest.mark.parametrize("value", ["7", "00000000-0000-0000-0000-000000000000", "geforce"])
+def test_unknown_pin_is_an_error_listing_candidates(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(ADAPTER_ENV, value)
+    with pytest.raises(AdapterPinError) as info:
+        rank_adapters(MIXED)
+    message = str(info.value)
+    assert "matches no adapter" in message
+    for cand in MIXED:
+        assert cand.name in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_ambiguous_pin_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ADAPTER_ENV, "a")  # in several names
+    with pytest.raises(AdapterPinError, match="ambiguous"):
+        rank_adapters(MIXED)
+    two = [
+        facts(0, "NVIDIA H200", AdapterType.DISCRETE_GPU),
+        facts(1, "NVIDIA H200", AdapterType.DISCRETE_GPU),
+    ]
+    with pytest.raises(AdapterPinError, match="ambiguous"):
+        resolve_adapter_pin("h200", two)
+    # Two entries of one device (same UUID, e.g. two backends) are not ambiguous.
+    same = [
+        facts(0, "GPU", AdapterType.DISCRETE_GPU, uuid=U0),
+        facts(1, "GPU", AdapterType.DISCRETE_GPU, uuid=U0),
+    ]
+    assert len(resolve_adapter_pin("gpu", same)) == 2
+
+
+def test_pin_and_named_policy_must_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ADAPTER_ENV, "h200")
+    with pytest.raises(AdapterPinError, match="policy names"):
+        rank_adapters(MIXED, AdapterPolicy.named("radeon"))
+    assert rank_adapters(MIXED, AdapterPolicy.named("1"))[0].adapter.name == "NVIDIA H200"
+
+
+def test_explicit_pin_overrides_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ADAPTER_ENV, "h200")
+    assert rank_adapters(MIXED, pin="llvm")[0].adapter.name == "llvmpipe"
+    assert rank_adapters(MIXED, use_env_pin=False)[0].adapter.name == "AMD Radeon RX 7900"
+
+
+# -- wgpu adapters ----------------------------------------------------------------------------------
+
+
+class FakeWgpuAdapter:
+    def __init__(self, **info: Any) -> None:
+        self.info = info
+
+
+def wgpu(
+    device: str, vendor_id: int, device_id: int, adapter_type: str, backend: str = "Vulkan"
+) -> FakeWgpuAdapter:
+    return FakeWgpuAdapter(
+        device=device,
+        vendor_id=vendor_id,
+        device_id=device_id,
+        adapter_type=adapter_type,
+        backend_type=backend,
+    )
+
+
+VK = [
+    facts(0, "llvmpipe", AdapterType.CPU, vendor_id=0x10005, device_id=0, uuid=U1),
+    facts(
+        1,
+        "NVIDIA H200",
+        AdapterType.DISCRETE_GPU,
+        vendor_id=0x10DE,
+        device_id=0x2335,
+        uuid=U0,
+        decode_codecs={H264},
+    ),
+]
+
+
+def test_wgpu_facts_match_by_ids_and_rank() -> None:
+    adapters = [
+        wgpu("llvmpipe", 0x10005, 0, "CPU"),
+        wgpu("NVIDIA H200", 0x10DE, 0x2335, "DiscreteGPU"),
+        wgpu("NVIDIA H200", 0x10DE, 0x2335, "DiscreteGPU", backend="OpenGL"),
+        wgpu("Unknown GPU", 0x1234, 1, "IntegratedGPU"),
+    ]
+    first = wgpu_adapter_facts(adapters[1], 1, VK)
+    assert first.matched_by == "ids" and first.vulkan_index == 1 and first.uuid == U0
+    assert first.decode_codecs == {H264}
+    unmatched = wgpu_adapter_facts(adapters[3], 3, VK)
+    assert (
+        unmatched.vulkan_index is None and unmatched.uuid is None and unmatched.decode_codecs == frozenset()
+    )
+    ranked = rank_wgpu_adapters(adapters, vulkan_candidates=VK)
+    assert ranked[0].adapter.name == "NVIDIA H200" and ranked[0].adapter.backend == "Vulkan"
+    assert ranked[0].adapter.adapter is adapters[1]
+
+
+def test_wgpu_facts_match_by_uuid_first() -> None:
+    adapter = wgpu("renamed", 0x10DE, 0x2335, "DiscreteGPU")
+    got = wgpu_adapter_facts(adapter, 0, VK, uuid_getter=lambda a: U0)
+    assert got.matched_by == "uuid" and got.vulkan_index == 1
+
+
+def test_wgpu_pin_by_index_uses_vulkan_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    adapters = [wgpu("NVIDIA H200", 0x10DE, 0x2335, "DiscreteGPU"), wgpu("llvmpipe", 0x10005, 0, "CPU")]
+    monkeypatch.setenv(ADAPTER_ENV, "0")  # Vulkan loader index 0 is llvmpipe
+    ranked = rank_wgpu_adapters(adapters, vulkan_candidates=VK)
+    assert ranked[0].adapter.name == "llvmpipe" and ranked[0].pinned
+    monkeypatch.setenv(ADAPTER_ENV, str(uuid.UUID(bytes=U0)))
+    assert rank_wgpu_adapters(adapters, vulkan_candidates=VK)[0].adapter.name == "NVIDIA H200"
+
+
+def test_real_wgpu_adapters_rank() -> None:
+    wgpu_mod = pytest.importorskip("wgpu")
+    try:
+        adapters = wgpu_mod.gpu.enumerate_adapters_sync()
+    except Exception as exc:  # no backend at all
+        pytest.skip(f"wgpu has no adapters: {exc}")
+    if not adapters:
+        pytest.skip("wgpu has no adapters")
+    ranked = rank_wgpu_adapters(adapters, use_env_pin=False)
+    assert [r.rank for r in ranked] == list(range(1, len(adapters) + 1))
+    assert all(r.adapter.name for r in ranked)
