@@ -126,3 +126,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     missing = dict(item.user_properties).get("alpha2_missing")
     if missing is not None:
         pytest.fail(f"required hardware missing ({missing}); ALPHA2_REQUIRE turns this skip into a failure")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # PyAV's Python log callback (installed by av.logging.set_level(<int>)) takes the GIL from FFmpeg's
+    # decoder threads and deadlocks avcodec_free_context while the main thread holds the GIL (seen here:
+    # the suite hung in a Stream's dealloc). Whatever a test module set at import, run without it.
+    import sys
+
+    av = sys.modules.get("av")
+    if av is not None:
+        av.logging.set_level(None)

@@ -1,0 +1,639 @@
+"""Decode sessions: a container's video stream as :class:`~alpha2.native_gpu.frames.DecodedFrame` objects.
+
+Software decoding hands out PyAV's own plane buffers as a CPU plane set (no copies); NVDEC keeps the
+frames on the GPU and hands out their planes as pitched CUDA pointers. Every frame handed out holds a
+reservation on a :class:`~alpha2.native_gpu.surfaces.SurfaceBudget`; when the budget is full the session
+waits (bounded) or fails, as the budget is configured, and the NVDEC frame pool is sized so that a
+consumer holding up to ``max_surfaces`` frames never starves the decoder.
+"""
+
+from __future__ import annotations
+
+import enum
+import fractions
+import io
+import itertools
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import IO, Any
+
+import av
+import av.container
+import av.error
+import av.video.stream
+
+from alpha2.ffmpeg_bridge import media
+from alpha2.ffmpeg_bridge.errors import (
+    DecodeError,
+    HwAccelUnavailableError,
+    MediaFormatError,
+    NoVideoStreamError,
+    UnsupportedCodecError,
+    from_ffmpeg,
+)
+from alpha2.ffmpeg_bridge.hwdevice import (
+    PRIMARY_CONTEXT_NOTE,
+    HwAccelMode,
+    HwAccelReport,
+    HwDevicePlan,
+    make_hwaccel,
+    plan_hw_device,
+)
+from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
+from alpha2.native_gpu.frames import DecodedFrame
+from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceIdentity
+
+__all__ = ["CorruptPolicy", "DecodeSession", "DecodeStats", "MediaSource", "download_frame"]
+
+MediaSource = str | os.PathLike[str] | IO[bytes]
+"""A path, or a readable (ideally seekable) binary file object."""
+
+DEFAULT_HW_SURFACES = 8
+"""Surfaces a session may hand out from NVDEC when its budget sets no surface limit."""
+
+_decoder_ids = itertools.count(1)
+_decoder_ids_lock = threading.Lock()
+
+
+def _next_decoder_id() -> int:
+    with _decoder_ids_lock:
+        return next(_decoder_ids)
+
+
+class CorruptPolicy(enum.Enum):
+    """What a session does with corrupt data met mid-stream."""
+
+    SKIP = "skip"
+    """Drop the corrupt packet or frame, count it in :class:`DecodeStats`, go on."""
+    STOP = "stop"
+    """Raise :class:`~alpha2.ffmpeg_bridge.errors.DecodeError`."""
+
+    @classmethod
+    def parse(cls, value: CorruptPolicy | str) -> CorruptPolicy:
+        """Accept the enum or ``'skip'`` / ``'stop'``."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            raise InvalidInputError(f"on_corrupt must be 'skip' or 'stop', got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class DecodeStats:
+    """Counters of a decode session."""
+
+    frames_out: int = 0
+    """Frames handed to the application."""
+    frames_on_gpu: int = 0
+    """Of those, frames whose planes are CUDA memory."""
+    corrupt_frames_skipped: int = 0
+    """Frames the decoder flagged corrupt and the session dropped (on_corrupt='skip')."""
+    decode_errors: int = 0
+    """Packets (or demuxer reads) that failed and were skipped (on_corrupt='skip')."""
+    frames_discarded_for_seek: int = 0
+    """Frames decoded and dropped to reach a seek target."""
+    converted_frames: int = 0
+    """Software frames converted (copied) because alpha2 has no PixelFormat for the decoder's output."""
+    generation: int = 0
+    """The decoder generation of the most recent frame."""
+    truncated: bool = False
+    """The stream ended well before the duration its container announced (also counted in decode_errors)."""
+
+
+def _display_source(source: MediaSource) -> str:
+    if isinstance(source, str | os.PathLike):
+        return repr(os.fspath(source))
+    name = getattr(source, "name", None)
+    return repr(name) if isinstance(name, str) else "<file object>"
+
+
+def _fallback_software_format(name: str) -> str:
+    """A format alpha2 knows, for decoders that output one it does not (e.g. yuv410p, pal8, bgr0)."""
+    lowered = name.lower()
+    if any(tag in lowered for tag in ("rgb", "bgr", "gbr", "pal", "argb", "abgr")):
+        return "rgba"
+    if lowered.startswith(("gray", "ya")):
+        return "gray"
+    return "yuv420p"
+
+
+class DecodeSession:
+    """Decode the video stream of a file or file object, frame by frame.
+
+    Args:
+        source: A path or a readable binary file object.
+        hwaccel: ``'auto'`` (NVDEC on the shared device's CUDA twin, else software, with the reason in
+            :attr:`hwaccel_report`), ``'cuda'`` (NVDEC or an error) or ``'none'``.
+        budget: The surface budget frames count against; shared between sessions as wanted. None:
+            a private, unlimited budget for software decoding, and one of ``DEFAULT_HW_SURFACES``
+            surfaces for NVDEC (its pool is finite).
+        threads: Decoder threads for software decoding; 0 lets FFmpeg pick one per core.
+        on_corrupt: ``'skip'`` corrupt data (counted in :attr:`stats`) or ``'stop'`` with a DecodeError.
+        stream_index: Which video stream (index among the container's video streams); None picks the best.
+        cuda_ordinal: Decode on this CUDA ordinal instead of the shared device's; the caller then keeps
+            decoder and renderer on one GPU.
+        shared_device: The renderer's SharedVulkanContext (or choice / candidate): NVDEC runs on its
+            CUDA twin. None ranks the adapters as the renderer does by default.
+        reserve_timeout_s: How long to wait for room in the budget (WAIT policy); None uses the budget's.
+
+    Raises:
+        MediaNotFoundError, MediaFormatError, NoVideoStreamError, UnsupportedCodecError,
+        HwAccelUnavailableError: See :mod:`alpha2.ffmpeg_bridge.errors`.
+    """
+
+    def __init__(
+        self,
+        source: MediaSource,
+        *,
+        hwaccel: HwAccelMode | str = "auto",
+        budget: SurfaceBudget | None = None,
+        threads: int = 0,
+        on_corrupt: CorruptPolicy | str = "skip",
+        stream_index: int | None = None,
+        cuda_ordinal: int | None = None,
+        shared_device: object = None,
+        reserve_timeout_s: float | None = None,
+    ) -> None:
+        if threads < 0:
+            raise InvalidInputError(f"threads must be >= 0 (0: one per core), got {threads}")
+        self.source = source
+        """What was opened (path or file object)."""
+        self._mode = HwAccelMode.parse(hwaccel)
+        self._on_corrupt = CorruptPolicy.parse(on_corrupt)
+        self._threads = threads
+        self._stream_choice = stream_index
+        self._reserve_timeout_s = reserve_timeout_s
+        self._decoder_id = _next_decoder_id()
+        self._generation = 0
+        self._last_shape: tuple[int, int, PixelFormat] | None = None
+        self._stats = DecodeStats()
+        self._container: av.container.InputContainer | None = None
+        self._stream: av.video.stream.VideoStream | None = None
+        self._frames: Iterator[av.VideoFrame] | None = None
+        self._pending: av.VideoFrame | None = None
+        self._seek_target: int | None = None
+        self._eof = False
+        self._closed = False
+        self._lock = threading.RLock()
+        self._stream_rotation = Rotation.NONE
+        self._max_end: int | None = None
+
+        plan = plan_hw_device(self._mode, cuda_ordinal, shared_device)
+        self._plan = plan
+        if budget is None:
+            budget = SurfaceBudget(max_surfaces=DEFAULT_HW_SURFACES if plan.use_cuda else None)
+        self.budget = budget
+        """The budget every handed-out frame counts against."""
+        self._report = self._open(plan)
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _rewind(self) -> None:
+        if not isinstance(self.source, str | os.PathLike):
+            try:
+                self.source.seek(0)
+            except (AttributeError, OSError, io.UnsupportedOperation) as exc:
+                raise MediaFormatError(
+                    f"cannot re-open {_display_source(self.source)}: the file object is not seekable ({exc})"
+                ) from exc
+
+    def _open_container(self, hwaccel: Any) -> av.container.InputContainer:
+        src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
+        try:
+            container = av.open(src, mode="r", hwaccel=hwaccel)
+        except av.error.FFmpegError as exc:
+            raise from_ffmpeg(exc, f"opening {_display_source(self.source)}") from exc
+        if not isinstance(container, av.container.InputContainer):
+            raise MediaFormatError(f"{_display_source(self.source)} did not open as an input")
+        return container
+
+    def _pick_stream(self, container: av.container.InputContainer) -> av.video.stream.VideoStream:
+        videos = list(container.streams.video)
+        where = _display_source(self.source)
+        if not videos:
+            kinds = ", ".join(sorted({s.type for s in container.streams})) or "none"
+            raise NoVideoStreamError(f"{where} has no video stream (streams: {kinds})")
+        if self._stream_choice is not None:
+            if not 0 <= self._stream_choice < len(videos):
+                raise NoVideoStreamError(
+                    f"{where} has {len(videos)} video stream(s); stream_index {self._stream_choice} "
+                    f"is out of range 0..{len(videos) - 1}"
+                )
+            stream = videos[self._stream_choice]
+        else:
+            try:
+                best = container.streams.best("video")
+            except Exception:
+                best = None
+            stream = best if isinstance(best, av.video.stream.VideoStream) else videos[0]
+        if stream.codec_context is None:
+            codec = getattr(stream, "codec_tag", "") or "unknown"
+            raise UnsupportedCodecError(f"no decoder for the video stream of {where} (codec tag {codec!r})")
+        return stream
+
+    def _open(self, plan: HwDevicePlan) -> HwAccelReport:
+        fallback: str | None = None
+        container: av.container.InputContainer | None = None
+        if plan.use_cuda:
+            src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
+            try:
+                opened = av.open(src, mode="r", hwaccel=make_hwaccel(plan))
+            except (
+                av.error.FileNotFoundError,
+                av.error.PermissionError,
+                av.error.IsADirectoryError,
+                av.error.InvalidDataError,
+            ) as exc:
+                # Bad input is bad input, whatever the device.
+                raise from_ffmpeg(exc, f"opening {_display_source(self.source)}") from exc
+            except (av.error.FFmpegError, RuntimeError, NotImplementedError) as exc:
+                why = f"NVDEC on CUDA ordinal {plan.cuda_ordinal} could not be opened: {exc}"
+                if "not supported" in str(exc).lower():
+                    why += f" ({PRIMARY_CONTEXT_NOTE})"
+                if plan.requested is HwAccelMode.CUDA:
+                    raise HwAccelUnavailableError(why + "; use hwaccel='auto' or 'none'") from exc
+                fallback = why
+                self._rewind()
+            else:
+                if not isinstance(opened, av.container.InputContainer):
+                    raise MediaFormatError(f"{_display_source(self.source)} did not open as an input")
+                container = opened
+        if container is None:
+            container = self._open_container(None)
+        try:
+            stream = self._pick_stream(container)
+        except BaseException:
+            container.close()
+            raise
+        cc = stream.codec_context
+        on_gpu = plan.use_cuda and fallback is None and bool(cc.is_hwaccel)
+        if plan.use_cuda and fallback is None and not cc.is_hwaccel:
+            why = f"FFmpeg has no NVDEC (cuda) hardware config for codec {cc.name!r}"
+            if plan.requested is HwAccelMode.CUDA:
+                container.close()
+                raise HwAccelUnavailableError(why + "; use hwaccel='auto' or 'none'")
+            fallback = why
+        if on_gpu:
+            # Size the decoder's pool for what the application may hold, so holding frames never
+            # starves the decoder (FFmpeg adds these to the pool it needs for its own references).
+            limit = self.budget.max_surfaces if self.budget.max_surfaces is not None else DEFAULT_HW_SURFACES
+            cc.options = {**cc.options, "extra_hw_frames": str(limit)}
+        else:
+            cc.thread_type = "AUTO"
+            cc.thread_count = self._threads
+        self._container = container
+        self._stream = stream
+        self._stream_rotation = media.stream_rotation(stream)
+        self._info = media.stream_info(container, stream)
+        self._frames = self._decode_frames()
+        return HwAccelReport(
+            requested=plan.requested,
+            active=HwAccelMode.CUDA if on_gpu else HwAccelMode.NONE,
+            device_ordinal=plan.cuda_ordinal if on_gpu else None,
+            loader_index=plan.loader_index,
+            decoder=cc.name,
+            reason=plan.reason if on_gpu or fallback is None else fallback,
+            fallback_reason=fallback if plan.requested is HwAccelMode.AUTO else None,
+        )
+
+    # -- public state ---------------------------------------------------------------------------
+
+    @property
+    def info(self) -> media.StreamInfo:
+        """The video stream's codec, size, frame count, rate, time base and duration."""
+        return self._info
+
+    @property
+    def hwaccel_report(self) -> HwAccelReport:
+        """Where decoding runs and why (updated if NVDEC refuses the stream at the first frame)."""
+        return self._report
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why ``hwaccel='auto'`` decodes in software, or None."""
+        return self._report.fallback_reason
+
+    @property
+    def stats(self) -> DecodeStats:
+        """Counters: frames out, corrupt frames skipped, decode errors, ..."""
+        return self._stats
+
+    @property
+    def decoder_id(self) -> int:
+        """Unique id of this session's decoder (in :class:`SurfaceIdentity`)."""
+        return self._decoder_id
+
+    @property
+    def generation(self) -> int:
+        """Current decoder generation; increments on seek, re-open and size or format change."""
+        return self._generation
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    # -- decoding --------------------------------------------------------------------------------
+
+    def _bump(self, **changes: int) -> None:
+        counts = {k: getattr(self._stats, k) + v for k, v in changes.items()}
+        self._stats = replace(self._stats, **counts)
+
+    def _corrupt(self, exc: BaseException, what: str) -> None:
+        if self._on_corrupt is CorruptPolicy.STOP:
+            raise from_ffmpeg(exc, f"{what} in {_display_source(self.source)}", DecodeError) from exc
+        self._bump(decode_errors=1)
+
+    def _decode_frames(self) -> Iterator[av.VideoFrame]:
+        assert self._container is not None and self._stream is not None
+        container, stream = self._container, self._stream
+        packets = container.demux(stream)
+        while True:
+            try:
+                packet = next(packets)
+            except StopIteration:
+                break
+            except av.error.FFmpegError as exc:
+                # A demuxer read error ends the stream (truncated or garbled container).
+                self._corrupt(exc, "reading packets")
+                break
+            try:
+                frames = packet.decode()
+            except av.error.FFmpegError as exc:
+                if self._report.active is HwAccelMode.CUDA and self._stats.frames_out == 0:
+                    self._hw_failed(exc)
+                self._corrupt(exc, "decoding a packet")
+                continue
+            for frame in frames:
+                self._note_end(frame)
+                yield frame
+        # Drain what the decoder still holds (no-op when demux already sent the flush packet).
+        try:
+            for frame in stream.codec_context.decode(None):
+                self._note_end(frame)
+                yield frame
+        except av.error.FFmpegError as exc:
+            if not isinstance(exc, av.error.EOFError):
+                self._corrupt(exc, "flushing the decoder")
+        self._check_complete()
+
+    def _note_end(self, frame: av.VideoFrame) -> None:
+        if frame.pts is not None:
+            end = frame.pts + (frame.duration or 0)
+            self._max_end = end if self._max_end is None else max(self._max_end, end)
+
+    def _check_complete(self) -> None:
+        """Flag a stream that ended well before the duration its container announced (truncated input)."""
+        info = self._info
+        if info.duration is None or info.duration <= 0:
+            return
+        start = info.start_time or 0
+        frame_ticks = 0.0
+        if info.average_rate:
+            frame_ticks = float(1 / (info.average_rate * info.time_base))
+        tolerance = max(2.5 * frame_ticks, 0.02 * info.duration)
+        reached = (self._max_end - start) if self._max_end is not None else 0
+        if info.duration - reached <= tolerance:
+            return
+        got = float(reached * info.time_base)
+        announced = float(info.duration * info.time_base)
+        message = (
+            f"{_display_source(self.source)} ended at {got:.3f} s of the {announced:.3f} s "
+            "its container announces: truncated or damaged input"
+        )
+        self._stats = replace(self._stats, truncated=True)
+        if self._on_corrupt is CorruptPolicy.STOP:
+            raise DecodeError(message + "; pass on_corrupt='skip' to accept the frames decoded so far")
+        self._bump(decode_errors=1)
+
+    def _hw_failed(self, exc: BaseException) -> None:
+        if self._plan.requested is HwAccelMode.CUDA:
+            raise HwAccelUnavailableError(
+                f"NVDEC failed on the first frame of {_display_source(self.source)}: {exc}; "
+                "use hwaccel='auto' or 'none'"
+            ) from exc
+
+    def _raw_next(self) -> av.VideoFrame | None:
+        if self._pending is not None:
+            frame, self._pending = self._pending, None
+            return frame
+        if self._eof or self._frames is None:
+            return None
+        while True:
+            try:
+                frame = next(self._frames)
+            except StopIteration:
+                self._eof = True
+                return None
+            if frame.is_corrupt:
+                if self._on_corrupt is CorruptPolicy.STOP:
+                    raise DecodeError(
+                        f"corrupt frame (pts {frame.pts}) in {_display_source(self.source)}; "
+                        "pass on_corrupt='skip' to drop such frames"
+                    )
+                self._bump(corrupt_frames_skipped=1)
+                continue
+            if self._seek_target is not None:
+                end = (frame.pts or 0) + (frame.duration or 0)
+                if frame.pts is not None and (
+                    end <= self._seek_target if frame.duration else frame.pts < self._seek_target
+                ):
+                    self._bump(frames_discarded_for_seek=1)
+                    continue
+                self._seek_target = None
+            return frame
+
+    def _note_first_frame(self, frame: av.VideoFrame) -> None:
+        if self._report.active is HwAccelMode.CUDA and frame.format.name != "cuda":
+            why = (
+                f"NVDEC refused this {self._report.decoder} stream ({frame.format.name}); "
+                "FFmpeg decodes it in software"
+            )
+            if self._plan.requested is HwAccelMode.CUDA:
+                raise HwAccelUnavailableError(why + "; use hwaccel='auto' or 'none'")
+            self._report = replace(
+                self._report, active=HwAccelMode.NONE, device_ordinal=None, reason=why, fallback_reason=why
+            )
+
+    def _to_decoded(self, frame: av.VideoFrame) -> tuple[av.VideoFrame, DecodedFrame]:
+        assert self._stream is not None
+        on_gpu = frame.format.name == "cuda"
+        try:
+            pixel_format = media.pixel_format_of(frame)
+        except UnknownFormatError:
+            if on_gpu:
+                raise
+            target = _fallback_software_format(frame.format.name)
+            frame = frame.reformat(format=target)
+            pixel_format = PixelFormat.from_ffmpeg_name(target)
+            self._bump(converted_frames=1)
+        shape = (frame.width, frame.height, pixel_format)
+        if self._last_shape is not None and shape != self._last_shape:
+            self._generation += 1
+        self._last_shape = shape
+        identity = SurfaceIdentity(
+            decoder_id=self._decoder_id,
+            generation=self._generation,
+            width=frame.width,
+            height=frame.height,
+            pixel_format=pixel_format,
+        )
+        cc = self._stream.codec_context
+        # The decoder's coded size can lag a size change by a frame; never let it be smaller than the picture.
+        coded = Size(max(cc.coded_width, frame.width), max(cc.coded_height, frame.height))
+        time_base = frame.time_base if frame.time_base is not None else self._stream.time_base
+        metadata = FrameMetadata(
+            pts=frame.pts,
+            time_base=fractions.Fraction(time_base) if time_base is not None else None,
+            duration=frame.duration or None,
+            key_frame=bool(frame.key_frame),
+            coded_size=coded,
+            display_size=Size(frame.width, frame.height),
+            rotation=media.frame_rotation(frame, self._stream_rotation),
+            interlaced=bool(frame.interlaced_frame),
+            top_field_first=bool(frame.interlaced_frame) and media.top_field_first(cc.field_order),
+        )
+        colour = media.colour_of(frame, pixel_format)
+        if on_gpu:
+            ordinal = self._report.device_ordinal or 0
+            planes: Any = media.cuda_planes_of(frame, pixel_format, ordinal)
+        else:
+            planes = media.cpu_planes_of(frame, pixel_format)
+        reservation = self.budget.reserve(media.frame_size_bytes(frame), identity, self._reserve_timeout_s)
+        decoded = DecodedFrame(
+            planes=planes,
+            pixel_format=pixel_format,
+            colour=colour,
+            metadata=metadata,
+            identity=identity,
+            reservation=reservation,
+            cuda_stream=0 if on_gpu else None,
+            keep_alive=frame,
+        )
+        return frame, decoded
+
+    def next_frame(self) -> DecodedFrame | None:
+        """The next frame, or None at the end of the stream.
+
+        Raises:
+            SurfaceBudgetError: The budget is full (FAIL policy) or stayed full for the wait timeout;
+                the frame is kept and the next call tries again.
+            DecodeError: Corrupt data with ``on_corrupt='stop'``.
+            ClosedError: The session was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            frame = self._raw_next()
+            if frame is None:
+                return None
+            if self._stats.frames_out == 0:
+                self._note_first_frame(frame)
+            try:
+                _, decoded = self._to_decoded(frame)
+            except BaseException:
+                self._pending = frame  # not lost: handed out by the next call
+                raise
+            self._bump(frames_out=1, frames_on_gpu=1 if decoded.on_gpu else 0)
+            self._stats = replace(self._stats, generation=self._generation)
+            return decoded
+
+    def __iter__(self) -> Iterator[DecodedFrame]:
+        while True:
+            frame = self.next_frame()
+            if frame is None:
+                return
+            yield frame
+
+    def seek(self, seconds: float) -> None:
+        """Position the session so that the next frame is the one on display at ``seconds``.
+
+        Seeks the demuxer to the key frame at or before the target, then decodes and discards the
+        frames before it. Starts a new decoder generation. Seeking past the end gives end of stream.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            assert self._container is not None and self._stream is not None
+            tb = self._stream.time_base or fractions.Fraction(1, 1_000_000)
+            target = round(fractions.Fraction(seconds).limit_denominator(1_000_000) / tb)
+            start = self._stream.start_time or 0
+            target = max(target, start)
+            try:
+                self._container.seek(target, backward=True, any_frame=False, stream=self._stream)
+            except av.error.FFmpegError as exc:
+                raise from_ffmpeg(
+                    exc, f"seeking to {seconds:.3f} s in {_display_source(self.source)}"
+                ) from exc
+            self._stream.codec_context.flush_buffers()
+            self._pending = None
+            self._eof = False
+            self._seek_target = target
+            self._generation += 1
+            self._frames = self._decode_frames()
+
+    def close(self) -> None:
+        """Close the container. Frames already handed out stay valid until released. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pending = None
+            self._frames = None
+            container, self._container = self._container, None
+            if container is not None:
+                container.close()
+
+    def __enter__(self) -> DecodeSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        r = self._report
+        return (
+            f"<DecodeSession {_display_source(self.source)} {r.decoder} "
+            f"{'nvdec' if r.on_gpu else 'software'} gen={self._generation}>"
+        )
+
+
+def download_frame(frame: DecodedFrame) -> DecodedFrame:
+    """A CPU copy of an NVDEC frame (``av_hwframe_transfer_data``); CPU frames are returned as they are.
+
+    Consumes ``frame``: its reservation moves to the copy and ``frame`` is released, so the GPU
+    surface goes back to the decoder's pool as soon as nothing else holds it.
+
+    Raises:
+        ClosedError: ``frame`` was already released.
+        InvalidInputError: ``frame`` was not made by a DecodeSession.
+    """
+    if frame.released:
+        raise ClosedError("download_frame got a released DecodedFrame")
+    if not frame.on_gpu:
+        return frame
+    source = frame.keep_alive
+    if not isinstance(source, av.VideoFrame):
+        raise InvalidInputError("download_frame needs a DecodedFrame made by a DecodeSession")
+    try:
+        cpu = source.reformat(format=frame.pixel_format.ffmpeg_name)
+    except av.error.FFmpegError as exc:
+        raise from_ffmpeg(exc, "downloading an NVDEC frame", DecodeError) from exc
+    reservation, frame.reservation = frame.reservation, None
+    copy = DecodedFrame(
+        planes=media.cpu_planes_of(cpu, frame.pixel_format),
+        pixel_format=frame.pixel_format,
+        colour=frame.colour,
+        metadata=frame.metadata,
+        identity=frame.identity,
+        reservation=reservation,
+        cuda_stream=None,
+        keep_alive=cpu,
+    )
+    frame.release()
+    return copy

@@ -1,0 +1,746 @@
+"""Encode sessions: planes in, a finished file out, or no file at all.
+
+An :class:`EncodeSession` picks an encoder (by name, or by codec with a preference order: NVENC where
+present and working, then libx264 / libx265 / libsvtav1 / libaom-av1), opens it on the first frame,
+takes CPU plane sets, CUDA planes or decoded frames, sets colour metadata and rate control, passes
+timestamps through (variable frame rate included), copies an input's audio packets when asked, and
+muxes into the container the output's extension names. It writes to a temporary name in the same
+directory and renames on success; on failure or :meth:`EncodeSession.abort` the temporary file is
+removed, so a half-written output never appears under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fractions
+import functools
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import av
+import av.audio.stream
+import av.codec
+import av.container
+import av.error
+import av.packet
+import av.video.stream
+import numpy as np
+
+from alpha2.ffmpeg_bridge.decode import DecodeSession
+from alpha2.ffmpeg_bridge.errors import EncoderError, UnsupportedCodecError, from_ffmpeg
+from alpha2.gpu.colour import ColourInfo, ColourRange
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
+from alpha2.native_gpu.frames import DecodedFrame
+
+__all__ = [
+    "ENCODER_PREFERENCE",
+    "EncodeSession",
+    "EncodeStats",
+    "EncoderChoice",
+    "choose_encoder",
+    "frame_from_dlpack",
+]
+
+ENCODER_PREFERENCE: dict[str, tuple[str, ...]] = {
+    "h264": ("h264_nvenc", "libx264"),
+    "hevc": ("hevc_nvenc", "libx265"),
+    "av1": ("av1_nvenc", "libsvtav1", "libaom-av1"),
+    "vp9": ("libvpx-vp9",),
+    "mpeg2": ("mpeg2video",),
+    "mpeg4": ("mpeg4",),
+    "ffv1": ("ffv1",),
+}
+"""Encoders tried for each codec, best first."""
+
+_CODEC_ALIASES = {"h265": "hevc", "avc": "h264", "mpeg2video": "mpeg2", "x264": "h264", "x265": "hevc"}
+
+# Which option an encoder takes for a speed preset and for a constant-quality factor.
+_PRESET_OPTION = {"libaom-av1": "cpu-used", "libvpx-vp9": "cpu-used", "libvpx": "cpu-used"}
+_CRF_OPTION = {"h264_nvenc": "cq", "hevc_nvenc": "cq", "av1_nvenc": "cq", "mpeg2video": "qscale"}
+
+
+@dataclass(frozen=True)
+class EncoderChoice:
+    """The encoder a session uses and why."""
+
+    name: str
+    """FFmpeg encoder name (``libx264``, ``h264_nvenc``, ...)."""
+    codec: str
+    """Codec family (``h264``, ``hevc``, ``av1``, ...) or the encoder's codec name."""
+    hardware: bool
+    """Whether it encodes on a GPU (NVENC)."""
+    reason: str
+    """Why this encoder: what was preferred and why it was passed over."""
+
+
+def _encoder_exists(name: str) -> bool:
+    try:
+        av.codec.Codec(name, "w")
+    except Exception:
+        return False
+    return True
+
+
+@functools.cache
+def _nvenc_probe(name: str) -> str | None:
+    """Test-open an NVENC encoder once per process; None when it works, else why not."""
+    try:
+        cc: Any = av.codec.CodecContext.create(name, "w")
+        cc.width, cc.height = 256, 256
+        cc.pix_fmt = "yuv420p"
+        cc.time_base = fractions.Fraction(1, 30)
+        cc.open()
+    except Exception as exc:
+        return f"{name} is in this FFmpeg build but does not open here ({exc})"
+    return None
+
+
+def choose_encoder(codec: str) -> EncoderChoice:
+    """Choose an encoder by codec (``h264``, ``hevc``, ``av1``, ...) or take an encoder by name.
+
+    Raises:
+        UnsupportedCodecError: No encoder for the codec works here, or no encoder has that name.
+    """
+    key = _CODEC_ALIASES.get(codec.lower(), codec.lower())
+    if key in ENCODER_PREFERENCE:
+        skipped: list[str] = []
+        for name in ENCODER_PREFERENCE[key]:
+            if not _encoder_exists(name):
+                skipped.append(f"{name} is not in this FFmpeg build")
+                continue
+            hardware = name.endswith("_nvenc")
+            if hardware:
+                why_not = _nvenc_probe(name)
+                if why_not is not None:
+                    skipped.append(why_not)
+                    continue
+            reason = f"{name}: preferred order for {key} is {', '.join(ENCODER_PREFERENCE[key])}"
+            if skipped:
+                reason += "; passed over: " + "; ".join(skipped)
+            return EncoderChoice(name, key, hardware, reason)
+        raise UnsupportedCodecError(f"no working encoder for {key}: " + "; ".join(skipped))
+    if _encoder_exists(codec):
+        family = av.codec.Codec(codec, "w").name
+        hardware = codec.endswith("_nvenc")
+        if hardware:
+            why_not = _nvenc_probe(codec)
+            if why_not is not None:
+                raise UnsupportedCodecError(why_not)
+        return EncoderChoice(codec, family, hardware, f"{codec} was asked for by name")
+    raise UnsupportedCodecError(
+        f"unknown codec or encoder {codec!r}; codecs: {', '.join(ENCODER_PREFERENCE)}, "
+        "or an FFmpeg encoder name"
+    )
+
+
+# -- DLPack over raw pointers (CudaPtr2D planes -> av.VideoFrame.from_dlpack) --------------------
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER_T = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [
+    ("dl_tensor", _DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER_T),
+]
+
+_KDL_CPU = 1
+_KDL_CUDA = 2
+_dl_live: dict[int, tuple[object, ...]] = {}
+_dl_lock = threading.Lock()
+
+
+@_DELETER_T
+def _dl_deleter(managed: Any) -> None:
+    with _dl_lock:
+        _dl_live.pop(ctypes.addressof(managed.contents), None)
+
+
+_CAPSULE_DESTRUCTOR_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR_T]
+_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
+_PyCapsule_IsValid.restype = ctypes.c_int
+_PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+
+
+@_CAPSULE_DESTRUCTOR_T
+def _capsule_destructor(capsule: int | None) -> None:
+    # Called for a capsule nobody consumed (still named "dltensor"): release the tensor ourselves.
+    if capsule and _PyCapsule_IsValid(capsule, b"dltensor"):
+        address = _PyCapsule_GetPointer(capsule, b"dltensor")
+        with _dl_lock:
+            _dl_live.pop(address, None)
+
+
+class _PitchedPlane:
+    """A 2-D pitched plane exported through DLPack (``__dlpack__``), for PyAV's ``from_dlpack``."""
+
+    def __init__(
+        self,
+        ptr: int,
+        rows: int,
+        cols: int,
+        pitch_elems: int,
+        bits: int,
+        device: tuple[int, int],
+        owner: object,
+    ) -> None:
+        self._ptr, self._rows, self._cols, self._pitch = ptr, rows, cols, pitch_elems
+        self._bits, self._device, self._owner = bits, device, owner
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, *, stream: int | None = None, **_: object) -> object:
+        shape = (ctypes.c_int64 * 2)(self._rows, self._cols)
+        strides = (ctypes.c_int64 * 2)(self._pitch, 1)
+        managed = _DLManagedTensor()
+        managed.dl_tensor.data = self._ptr
+        managed.dl_tensor.device = _DLDevice(self._device[0], self._device[1])
+        managed.dl_tensor.ndim = 2
+        managed.dl_tensor.dtype = _DLDataType(1, self._bits, 1)  # kDLUInt
+        managed.dl_tensor.shape = shape
+        managed.dl_tensor.strides = strides
+        managed.dl_tensor.byte_offset = 0
+        managed.deleter = _dl_deleter
+        address = ctypes.addressof(managed)
+        with _dl_lock:
+            _dl_live[address] = (managed, shape, strides, self._owner)
+        return _PyCapsule_New(address, b"dltensor", _capsule_destructor)
+
+
+def _dlpack_planes(
+    planes: tuple[CudaPtr2D, ...] | CpuPlaneSet, pixel_format: PixelFormat
+) -> tuple[_PitchedPlane, ...]:
+    bytes_per_elem = pixel_format.storage_bits // 8
+    out = []
+    if isinstance(planes, CpuPlaneSet):
+        for plane in planes.planes:
+            arr = np.frombuffer(memoryview(plane.data).cast("B"), dtype=np.uint8)
+            out.append(
+                _PitchedPlane(
+                    arr.ctypes.data,
+                    plane.height,
+                    plane.width_bytes // bytes_per_elem,
+                    plane.bytes_per_row // bytes_per_elem,
+                    pixel_format.storage_bits,
+                    (_KDL_CPU, 0),
+                    (arr, plane),
+                )
+            )
+        return tuple(out)
+    for cplane in planes:
+        out.append(
+            _PitchedPlane(
+                cplane.device_ptr,
+                cplane.height,
+                cplane.width_bytes // bytes_per_elem,
+                cplane.pitch_bytes // bytes_per_elem,
+                pixel_format.storage_bits,
+                (_KDL_CUDA, cplane.device_ordinal),
+                cplane,
+            )
+        )
+    return tuple(out)
+
+
+def frame_from_dlpack(
+    planes: tuple[CudaPtr2D, ...] | CpuPlaneSet, pixel_format: PixelFormat, width: int, height: int
+) -> av.VideoFrame:
+    """Wrap bi-planar planes (nv12 / p010 / p016) as a PyAV frame without copying (DLPack)."""
+    if pixel_format.ffmpeg_name not in ("nv12", "p010le", "p016le"):
+        raise InvalidInputError(
+            f"DLPack frames must be nv12, p010le or p016le, got {pixel_format.ffmpeg_name}; "
+            "download CUDA planes of other formats first"
+        )
+    kwargs: dict[str, Any] = {}
+    if not isinstance(planes, CpuPlaneSet):
+        kwargs["device_id"] = planes[0].device_ordinal
+    return av.VideoFrame.from_dlpack(
+        _dlpack_planes(planes, pixel_format),
+        format=pixel_format.ffmpeg_name,
+        width=width,
+        height=height,
+        **kwargs,
+    )
+
+
+# -- the session -----------------------------------------------------------------------------------
+
+
+def _plane_copy(frame: av.VideoFrame, planes: CpuPlaneSet, pixel_format: PixelFormat) -> None:
+    layout = pixel_format.plane_layout(frame.width, frame.height)
+    if len(planes.planes) != len(layout.planes):
+        raise InvalidInputError(
+            f"{pixel_format.ffmpeg_name} has {len(layout.planes)} planes, got {len(planes.planes)}"
+        )
+    for index, (src, info) in enumerate(zip(planes.planes, layout.planes)):
+        dst_plane = frame.planes[index]
+        width_bytes = info.width * info.format.bytes_per_texel
+        rows = info.height
+        if src.width_bytes < width_bytes or src.height < rows:
+            raise InvalidInputError(
+                f"plane {index} is {src.width_bytes} bytes x {src.height} rows; "
+                f"{pixel_format.ffmpeg_name} {frame.width}x{frame.height} needs {width_bytes} x {rows}"
+            )
+        buf = memoryview(src.data).cast("B")
+        src_arr = np.ndarray((rows, width_bytes), dtype=np.uint8, buffer=buf, strides=(src.bytes_per_row, 1))
+        dst = np.frombuffer(memoryview(dst_plane), dtype=np.uint8).reshape(-1, dst_plane.line_size)
+        dst[:rows, :width_bytes] = src_arr
+
+
+@dataclass(frozen=True)
+class EncodeStats:
+    """Counters of an encode session."""
+
+    frames_in: int
+    """Frames accepted by :meth:`EncodeSession.encode`."""
+    packets_out: int
+    """Video packets muxed."""
+    audio_packets_copied: int
+    """Audio packets remuxed from the audio source."""
+
+
+def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
+    if isinstance(audio_from, DecodeSession):
+        src = audio_from.source
+        if not isinstance(src, str | os.PathLike):
+            raise InvalidInputError(
+                "audio_from is a DecodeSession over a file object, which cannot be read twice; pass the path"
+            )
+        return os.fspath(src)
+    return os.fspath(audio_from)
+
+
+class EncodeSession:
+    """Encode frames into a file (or a writable file object), atomically.
+
+    Args:
+        path_or_file: Output path (the extension picks the container) or a writable binary file object
+            (then ``container_format`` is required and atomicity is the caller's).
+        codec: ``'h264'``, ``'hevc'``, ``'av1'``, ``'vp9'``, ``'mpeg2'``, ``'ffv1'``, or an encoder name.
+        width, height: Output size; None takes the first frame's.
+        rate: Nominal frame rate (frames per second); default 30 unless ``time_base`` says otherwise.
+        time_base: Unit of ``pts`` passed to :meth:`encode`; default ``1 / rate``.
+        pixel_format: Encoder pixel format; None takes the first frame's when the encoder supports it.
+        crf: Constant-quality factor (crf / cq / qscale, per encoder).
+        bitrate: Target bit rate in bits per second.
+        preset: Encoder speed preset (``'veryfast'`` for x264/x265, a number for SVT-AV1 / libaom).
+        colour: Colour metadata written to the stream; None takes the first DecodedFrame's, if any.
+        audio_from: Copy the first audio stream of this source (a DecodeSession or a path), packets
+            as they are, no re-encode.
+        container_format: FFmpeg muxer name, when the extension does not say it.
+        options: Extra encoder options (FFmpeg AVOptions, strings).
+        gop_size: Key frame interval in frames.
+    """
+
+    def __init__(
+        self,
+        path_or_file: str | os.PathLike[str] | IO[bytes],
+        *,
+        codec: str = "h264",
+        width: int | None = None,
+        height: int | None = None,
+        rate: fractions.Fraction | int | float | None = None,
+        time_base: fractions.Fraction | None = None,
+        pixel_format: PixelFormat | None = None,
+        crf: float | None = None,
+        bitrate: int | None = None,
+        preset: str | int | None = None,
+        colour: ColourInfo | None = None,
+        audio_from: DecodeSession | str | os.PathLike[str] | None = None,
+        container_format: str | None = None,
+        options: dict[str, str] | None = None,
+        gop_size: int | None = None,
+    ) -> None:
+        if (width is None) != (height is None):
+            raise InvalidInputError("give both width and height, or neither (the first frame's size is used)")
+        if width is not None and height is not None and (width <= 0 or height <= 0):
+            raise InvalidInputError(f"width and height must be positive, got {width}x{height}")
+        if crf is not None and crf < 0:
+            raise InvalidInputError(f"crf must be non-negative, got {crf}")
+        if bitrate is not None and bitrate <= 0:
+            raise InvalidInputError(f"bitrate must be positive bits per second, got {bitrate}")
+        if rate is None:
+            rate = fractions.Fraction(1, 1) / time_base if time_base is not None and time_base < 1 else 30
+        self.rate = fractions.Fraction(rate).limit_denominator(1_000_000)
+        """Nominal frame rate in frames per second."""
+        if self.rate <= 0:
+            raise InvalidInputError(f"rate must be positive, got {rate}")
+        self.time_base = fractions.Fraction(time_base) if time_base is not None else 1 / self.rate
+        """Unit of the pts given to :meth:`encode`, in seconds."""
+        self.encoder = choose_encoder(codec)
+        """The encoder chosen, and why."""
+        if isinstance(path_or_file, str | os.PathLike):
+            self.path: str | None = os.path.abspath(os.fspath(path_or_file))
+            directory, name = os.path.split(self.path)
+            stem, ext = os.path.splitext(name)
+            if not ext and container_format is None:
+                raise InvalidInputError(f"{name!r} has no extension; pass container_format (e.g. 'mp4')")
+            if not os.path.isdir(directory):
+                raise InvalidInputError(f"output directory {directory!r} does not exist")
+            self._tmp_path: str | None = os.path.join(
+                directory, f".{stem}.{uuid.uuid4().hex[:12]}.partial{ext}"
+            )
+            self._file: IO[bytes] | None = None
+        else:
+            if container_format is None:
+                raise InvalidInputError(
+                    "writing to a file object needs container_format (e.g. 'mp4', 'matroska')"
+                )
+            self.path = None
+            self._tmp_path = None
+            self._file = path_or_file
+        self._width, self._height = width, height
+        self._pixel_format = pixel_format
+        self._crf, self._bitrate, self._preset = crf, bitrate, preset
+        self._colour = colour
+        self._audio_path = _audio_source_path(audio_from) if audio_from is not None else None
+        self._container_format = container_format
+        self._options = dict(options or {})
+        self._gop_size = gop_size
+        self._out: av.container.OutputContainer | None = None
+        self._vstream: av.video.stream.VideoStream | None = None
+        self._audio_in: av.container.InputContainer | None = None
+        self._astream_in: av.audio.stream.AudioStream | None = None
+        self._astream_out: Any = None
+        self._audio_packets: Iterator[av.packet.Packet] | None = None
+        self._audio_pending: av.packet.Packet | None = None
+        self._last_pts: int | None = None
+        self._frames_in = 0
+        self._packets_out = 0
+        self._audio_copied = 0
+        self._done = False
+        self._lock = threading.RLock()
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> EncodeStats:
+        """Frames in, packets out, audio packets copied."""
+        return EncodeStats(self._frames_in, self._packets_out, self._audio_copied)
+
+    @property
+    def opened(self) -> bool:
+        """Whether the encoder was opened (by the first frame)."""
+        return self._out is not None
+
+    @property
+    def pixel_format(self) -> PixelFormat | None:
+        """The encoder's pixel format once known."""
+        return self._pixel_format
+
+    # -- opening ----------------------------------------------------------------------------------
+
+    def _encoder_pixel_format(self, first: PixelFormat) -> str:
+        codec = av.codec.Codec(self.encoder.name, "w")
+        supported = [f.name for f in (codec.video_formats or ())]
+        if self._pixel_format is not None:
+            wanted = self._pixel_format.ffmpeg_name
+            if supported and wanted not in supported:
+                raise UnsupportedCodecError(
+                    f"{self.encoder.name} cannot encode {wanted}; it takes: {', '.join(supported)}"
+                )
+            return wanted
+        if not supported or first.ffmpeg_name in supported:
+            return first.ffmpeg_name
+        # Keep the bit depth where the encoder allows it; else its first (usually yuv420p).
+        for candidate in ("yuv420p10le", "p010le") if first.bit_depth > 8 else ("yuv420p", "nv12"):
+            if candidate in supported:
+                return candidate
+        return supported[0]
+
+    def _open(
+        self, width: int, height: int, first_format: PixelFormat, first_colour: ColourInfo | None
+    ) -> None:
+        pix_name = self._encoder_pixel_format(first_format)
+        self._pixel_format = PixelFormat.from_ffmpeg_name(pix_name)
+        colour = self._colour if self._colour is not None else first_colour
+        target: Any = self._tmp_path if self._tmp_path is not None else self._file
+        try:
+            out = av.open(target, mode="w", format=self._container_format)
+        except av.error.FFmpegError as exc:
+            raise from_ffmpeg(exc, f"creating {self.path or 'the output'}", EncoderError) from exc
+        assert isinstance(out, av.container.OutputContainer)
+        self._out = out
+        try:
+            stream = out.add_stream(self.encoder.name, rate=self.rate)
+            assert isinstance(stream, av.video.stream.VideoStream)
+            cc = stream.codec_context
+            cc.width, cc.height = width, height
+            cc.pix_fmt = pix_name
+            cc.time_base = self.time_base
+            stream.time_base = self.time_base
+            if self._gop_size is not None:
+                cc.gop_size = self._gop_size
+            if colour is not None:
+                cc.colorspace = int(colour.matrix)
+                cc.color_primaries = int(colour.primaries)
+                cc.color_trc = int(colour.transfer)
+                if colour.range is not ColourRange.UNSPECIFIED:
+                    cc.color_range = int(colour.range)
+            opts = dict(self._options)
+            if self._crf is not None:
+                key = _CRF_OPTION.get(self.encoder.name, "crf")
+                opts.setdefault(key, f"{self._crf:g}")
+                if self.encoder.name == "libvpx-vp9":
+                    opts.setdefault("b", "0")
+            if self._preset is not None:
+                opts.setdefault(_PRESET_OPTION.get(self.encoder.name, "preset"), str(self._preset))
+            if self._bitrate is not None:
+                cc.bit_rate = int(self._bitrate)
+            cc.options = opts
+            self._vstream = stream
+            if self._audio_path is not None:
+                self._open_audio(out)
+            cc.open()
+        except (av.error.FFmpegError, ValueError, TypeError) as exc:
+            self._fail()
+            raise from_ffmpeg(
+                exc, f"opening encoder {self.encoder.name} at {width}x{height} {pix_name}", EncoderError
+            ) from exc
+        except BaseException:
+            self._fail()
+            raise
+
+    def _open_audio(self, out: av.container.OutputContainer) -> None:
+        assert self._audio_path is not None
+        try:
+            audio_in = av.open(self._audio_path, mode="r")
+        except av.error.FFmpegError as exc:
+            raise from_ffmpeg(exc, f"opening audio source {self._audio_path!r}") from exc
+        assert isinstance(audio_in, av.container.InputContainer)
+        self._audio_in = audio_in
+        if not audio_in.streams.audio:
+            raise InvalidInputError(f"audio_from {self._audio_path!r} has no audio stream")
+        a_in = audio_in.streams.audio[0]
+        self._astream_in = a_in
+        self._astream_out = out.add_stream_from_template(a_in)
+        self._audio_packets = audio_in.demux(a_in)
+
+    # -- frames in -------------------------------------------------------------------------------
+
+    def _to_av_frame(
+        self,
+        frame: DecodedFrame | CpuPlaneSet | tuple[CudaPtr2D, ...],
+        pixel_format: PixelFormat | None,
+        width: int | None,
+        height: int | None,
+    ) -> tuple[av.VideoFrame, PixelFormat, ColourInfo | None]:
+        if isinstance(frame, DecodedFrame):
+            keep = frame.keep_alive
+            if isinstance(keep, av.VideoFrame):
+                # The decoder's own frame: no copy (a CUDA frame is downloaded by PyAV for a CPU encoder).
+                return keep, frame.pixel_format, frame.colour
+            planes: CpuPlaneSet | tuple[CudaPtr2D, ...] = frame.planes
+            fmt = frame.pixel_format
+            w, h = frame.metadata.display_size.width, frame.metadata.display_size.height
+            colour: ColourInfo | None = frame.colour
+        else:
+            if pixel_format is None:
+                raise InvalidInputError(
+                    "pass pixel_format with raw planes (a CpuPlaneSet or CudaPtr2D tuple)"
+                )
+            planes, fmt, colour = frame, pixel_format, None
+            w = width or self._width or 0
+            h = height or self._height or 0
+            if not w or not h:
+                first = planes.planes[0] if isinstance(planes, CpuPlaneSet) else planes[0]
+                w = w or first.width_bytes // fmt.plane_formats[0].bytes_per_texel
+                h = h or first.height
+        if isinstance(planes, CpuPlaneSet):
+            av_frame = av.VideoFrame(w, h, fmt.ffmpeg_name)
+            _plane_copy(av_frame, planes, fmt)
+            return av_frame, fmt, colour
+        return frame_from_dlpack(planes, fmt, w, h), fmt, colour
+
+    def encode(
+        self,
+        frame: DecodedFrame | CpuPlaneSet | tuple[CudaPtr2D, ...],
+        *,
+        pts: int | None = None,
+        pixel_format: PixelFormat | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> None:
+        """Encode one frame.
+
+        Args:
+            frame: A DecodedFrame, a CpuPlaneSet or a tuple of CudaPtr2D planes (nv12 / p010).
+            pts: Timestamp in ``time_base`` units. None: the DecodedFrame's own pts (rescaled), else
+                the frame index at ``rate``. Must increase from frame to frame.
+            pixel_format: Layout of raw planes (required for CpuPlaneSet / CudaPtr2D input).
+            width, height: Size of raw planes; default the session's, else derived from plane 0.
+
+        Raises:
+            EncoderError: The encoder or muxer failed; the partial output was removed.
+            InvalidInputError: Inconsistent planes, or a pts that does not increase.
+        """
+        with self._lock:
+            if self._done:
+                raise ClosedError("this EncodeSession was closed or aborted")
+            av_frame, fmt, colour = self._to_av_frame(frame, pixel_format, width, height)
+            if pts is None:
+                pts = self._default_pts(frame)
+            if self._last_pts is not None and pts <= self._last_pts:
+                raise InvalidInputError(
+                    f"pts must increase: {pts} after {self._last_pts} (time_base {self.time_base})"
+                )
+            if self._out is None:
+                self._open(self._width or av_frame.width, self._height or av_frame.height, fmt, colour)
+            av_frame.pts = pts
+            av_frame.time_base = self.time_base
+            self._last_pts = pts
+            self._frames_in += 1
+            self._encode_av(av_frame)
+
+    def _default_pts(self, frame: object) -> int:
+        if isinstance(frame, DecodedFrame) and frame.metadata.pts is not None and frame.metadata.time_base:
+            return round(frame.metadata.pts * frame.metadata.time_base / self.time_base)
+        return round(self._frames_in / self.rate / self.time_base)
+
+    def _encode_av(self, av_frame: av.VideoFrame | None) -> None:
+        assert self._out is not None and self._vstream is not None
+        try:
+            packets = self._vstream.encode(av_frame)
+            for packet in packets:
+                self._mux_audio_until(packet)
+                self._out.mux(packet)
+                self._packets_out += 1
+        except (av.error.FFmpegError, ValueError) as exc:
+            self._fail()
+            raise from_ffmpeg(exc, f"encoding with {self.encoder.name}", EncoderError) from exc
+        except BaseException:
+            self._fail()
+            raise
+
+    def _mux_audio_until(self, packet: av.packet.Packet | None) -> None:
+        """Mux audio packets up to the video packet's time (all of them when ``packet`` is None)."""
+        if self._audio_packets is None or self._out is None:
+            return
+        limit: float | None = None
+        if packet is not None and packet.pts is not None and packet.time_base is not None:
+            limit = float(packet.pts * packet.time_base)
+        while True:
+            apkt = self._audio_pending
+            self._audio_pending = None
+            if apkt is None:
+                try:
+                    apkt = next(self._audio_packets)
+                except StopIteration:
+                    self._audio_packets = None
+                    return
+            if apkt.dts is None or apkt.size == 0:
+                continue
+            if limit is not None and apkt.pts is not None and apkt.time_base is not None:
+                if float(apkt.pts * apkt.time_base) > limit:
+                    self._audio_pending = apkt
+                    return
+            apkt.stream = self._astream_out
+            self._out.mux(apkt)
+            self._audio_copied += 1
+
+    # -- finishing ---------------------------------------------------------------------------------
+
+    def _fail(self) -> None:
+        """Close everything and remove the partial output."""
+        self._done = True
+        out, self._out = self._out, None
+        if out is not None:
+            with contextlib.suppress(Exception):
+                out.close()
+        audio_in, self._audio_in = self._audio_in, None
+        if audio_in is not None:
+            with contextlib.suppress(Exception):
+                audio_in.close()
+        if self._tmp_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._tmp_path)
+
+    def abort(self) -> None:
+        """Stop without output: the temporary file is removed. Idempotent."""
+        with self._lock:
+            if not self._done:
+                self._fail()
+
+    def close(self) -> None:
+        """Flush the encoder, finish the container and move it to its final name.
+
+        Raises:
+            EncoderError: Flushing or muxing failed, or no frame was ever encoded (no output then).
+        """
+        with self._lock:
+            if self._done:
+                return
+            if self._out is None:
+                self._fail()
+                raise EncoderError(f"no frames were encoded; {self.path or 'the output'} was not written")
+            self._encode_av(None)
+            try:
+                self._mux_audio_until(None)
+                out, self._out = self._out, None
+                out.close()
+            except (av.error.FFmpegError, ValueError) as exc:
+                self._fail()
+                raise from_ffmpeg(exc, f"finishing {self.path or 'the output'}", EncoderError) from exc
+            self._done = True
+            if self._audio_in is not None:
+                self._audio_in.close()
+                self._audio_in = None
+            if self._tmp_path is not None and self.path is not None:
+                try:
+                    os.replace(self._tmp_path, self.path)
+                except OSError as exc:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(self._tmp_path)
+                    raise EncoderError(f"moving the finished output to {self.path!r} failed: {exc}") from exc
+
+    def __enter__(self) -> EncodeSession:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is not None:
+            self.abort()
+        else:
+            self.close()
+
+    def __del__(self) -> None:
+        # Never leave a temporary file behind, even when the caller forgot close() / abort().
+        if not getattr(self, "_done", True):
+            with contextlib.suppress(Exception):
+                self._fail()

@@ -1,0 +1,112 @@
+"""Typed errors for media input and output, carrying FFmpeg's own message and error code.
+
+Every class derives from an :mod:`alpha2.gpu.errors` class (so ``.kind`` says retry / abort /
+reconfigure) and from :class:`BridgeError`, which holds ``ffmpeg_errno`` and ``ffmpeg_message`` when
+FFmpeg produced the failure. :func:`from_ffmpeg` is the one place that maps PyAV's exceptions onto them.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+from typing import Any
+
+import av.error
+
+from alpha2.gpu.errors import Error, ErrorKind, InternalError, InvalidInputError, UnsupportedError
+
+__all__ = [
+    "BridgeError",
+    "DecodeError",
+    "EncoderError",
+    "HwAccelUnavailableError",
+    "MediaFormatError",
+    "MediaNotFoundError",
+    "NoVideoStreamError",
+    "UnsupportedCodecError",
+    "from_ffmpeg",
+]
+
+
+class BridgeError(Error):
+    """An error of the FFmpeg bridge; carries FFmpeg's errno and message when FFmpeg raised it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind | None = None,
+        ffmpeg_errno: int | None = None,
+        ffmpeg_message: str | None = None,
+    ) -> None:
+        super().__init__(message, kind=kind)
+        self.ffmpeg_errno = ffmpeg_errno
+        """FFmpeg's error code (a negative AVERROR, as PyAV reports it), or None."""
+        self.ffmpeg_message = ffmpeg_message
+        """FFmpeg's error text (``av_strerror``), or None."""
+
+
+class MediaNotFoundError(BridgeError, InvalidInputError):
+    """The media file does not exist (or cannot be opened for lack of permission)."""
+
+
+class MediaFormatError(BridgeError, InvalidInputError):
+    """The input is not a readable media container: garbage, truncated or an unknown format."""
+
+
+class NoVideoStreamError(BridgeError, InvalidInputError):
+    """The container has no video stream (or not the one asked for)."""
+
+
+class UnsupportedCodecError(BridgeError, UnsupportedError):
+    """No decoder or encoder for the codec in this FFmpeg build, or the codec cannot do what was asked."""
+
+
+class HwAccelUnavailableError(BridgeError, UnsupportedError):
+    """A hardware decoder or device was asked for explicitly and cannot be had here."""
+
+
+class DecodeError(BridgeError, InvalidInputError):
+    """Corrupt data met while decoding (with ``on_corrupt='stop'``), or a decoder failure mid-stream."""
+
+
+class EncoderError(BridgeError, InternalError):
+    """Encoding or muxing failed; the partial output was removed."""
+
+
+def _ffmpeg_fields(exc: BaseException) -> tuple[int | None, str | None]:
+    if isinstance(exc, av.error.FFmpegError):
+        return exc.errno, exc.strerror
+    return None, str(exc) or type(exc).__name__
+
+
+def from_ffmpeg(exc: BaseException, context: str, cls: type[BridgeError] | None = None) -> BridgeError:
+    """Turn a PyAV / FFmpeg exception into the matching typed alpha2 error.
+
+    Args:
+        exc: What PyAV raised.
+        context: What was being done, e.g. ``"opening 'clip.mp4'"``; leads the message.
+        cls: Force this error class instead of choosing one from the exception.
+    """
+    code, text = _ffmpeg_fields(exc)
+    if cls is None:
+        cls = _classify(exc)
+    message = f"{context}: {text}" if text else context
+    kwargs: dict[str, Any] = {"ffmpeg_errno": code, "ffmpeg_message": text}
+    return cls(message, **kwargs)
+
+
+def _classify(exc: BaseException) -> type[BridgeError]:
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
+        return MediaNotFoundError
+    if isinstance(exc, av.error.DecoderNotFoundError | av.error.EncoderNotFoundError):
+        return UnsupportedCodecError
+    if isinstance(exc, av.error.PatchWelcomeError):
+        return UnsupportedCodecError
+    if isinstance(exc, av.error.InvalidDataError | av.error.EOFError | av.error.DemuxerNotFoundError):
+        return MediaFormatError
+    if isinstance(exc, av.error.FFmpegError) and exc.errno is not None:
+        if abs(exc.errno) in (_errno.ENOENT, _errno.EACCES, _errno.EISDIR):
+            return MediaNotFoundError
+        if abs(exc.errno) in (_errno.ENOSYS, _errno.EOPNOTSUPP):
+            return UnsupportedCodecError
+    return MediaFormatError

@@ -1,0 +1,234 @@
+"""PyAV objects -> alpha2 vocabulary: pixel formats, colour, rotation, planes and stream info."""
+
+from __future__ import annotations
+
+import fractions
+from dataclasses import dataclass
+from typing import Any
+
+import av
+import av.video.stream
+
+from alpha2.gpu.colour import ColourInfo
+from alpha2.gpu.errors import InvalidInputError, UnknownFormatError
+from alpha2.gpu.formats import PixelFormat, PlaneLayout
+from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
+
+__all__ = [
+    "StreamInfo",
+    "colour_of",
+    "cpu_planes_of",
+    "cuda_planes_of",
+    "frame_size_bytes",
+    "pixel_format_of",
+    "rotation_from_degrees_ccw",
+    "stream_info",
+]
+
+# AVFieldOrder: AV_FIELD_TT and AV_FIELD_TB code the top field first.
+_TOP_FIELD_FIRST_ORDERS = (2, 4)
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What the container says about the video stream being decoded."""
+
+    index: int
+    """Index of the stream in the container."""
+    codec_name: str
+    """FFmpeg's codec name (``h264``, ``hevc``, ``vp9``, ...)."""
+    width: int
+    """Display width in pixels, as the stream parameters say."""
+    height: int
+    """Display height in pixels, as the stream parameters say."""
+    ffmpeg_pixel_format: str | None
+    """The decoder's software pixel format name, if known before decoding."""
+    frame_count: int | None
+    """Number of frames if the container records it, else None."""
+    average_rate: fractions.Fraction | None
+    """Average frame rate in frames per second, if known."""
+    time_base: fractions.Fraction
+    """Unit of the stream's timestamps, in seconds."""
+    duration: int | None
+    """Stream duration in ``time_base`` units, if known."""
+    start_time: int | None
+    """First timestamp in ``time_base`` units, if known."""
+    rotation: Rotation
+    """Clockwise rotation to apply for display (from the display matrix or the ``rotate`` tag)."""
+    has_audio: bool
+    """Whether the container has at least one audio stream."""
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Stream duration in seconds, if known."""
+        return None if self.duration is None else float(self.duration * self.time_base)
+
+
+def rotation_from_degrees_ccw(degrees_ccw: float | None) -> Rotation:
+    """FFmpeg's display-matrix angle (counter-clockwise degrees) -> the clockwise rotation to display.
+
+    Angles that are not a multiple of 90 degrees (which alpha2 cannot honour) give NONE.
+    """
+    if degrees_ccw is None:
+        return Rotation.NONE
+    try:
+        return Rotation.from_ffmpeg_display_rotation(float(degrees_ccw))
+    except InvalidInputError:
+        return Rotation.NONE
+
+
+def _rotation_from_tag(tag: str | None) -> Rotation:
+    # The legacy 'rotate' tag is clockwise degrees.
+    if not tag:
+        return Rotation.NONE
+    try:
+        value = float(tag)
+    except ValueError:
+        return Rotation.NONE
+    return rotation_from_degrees_ccw(-value)
+
+
+def stream_rotation(stream: av.video.stream.VideoStream) -> Rotation:
+    """Rotation from the stream's ``rotate`` metadata tag (older muxers)."""
+    return _rotation_from_tag(stream.metadata.get("rotate"))
+
+
+def frame_rotation(frame: av.VideoFrame, fallback: Rotation) -> Rotation:
+    """Rotation from the frame's display matrix, else ``fallback`` (the stream's tag)."""
+    try:
+        degrees = frame.rotation
+    except Exception:
+        return fallback
+    if not degrees:
+        return fallback
+    return rotation_from_degrees_ccw(float(degrees))
+
+
+def top_field_first(field_order: int | None) -> bool:
+    """Whether an AVFieldOrder value codes the top field first."""
+    return field_order in _TOP_FIELD_FIRST_ORDERS
+
+
+def pixel_format_of(frame: av.VideoFrame) -> PixelFormat:
+    """The software layout of a frame (``sw_format`` for hardware frames).
+
+    Raises:
+        UnknownFormatError: alpha2 has no PixelFormat for FFmpeg's format.
+    """
+    fmt = frame.format.name
+    if fmt == "cuda":
+        sw = frame.sw_format
+        if sw is None:
+            raise UnknownFormatError("a CUDA frame without a software format")
+        fmt = sw.name
+    return PixelFormat.from_ffmpeg_name(fmt)
+
+
+def colour_of(frame: av.VideoFrame, pixel_format: PixelFormat) -> ColourInfo:
+    """The frame's colour description with unspecified fields resolved as FFmpeg would."""
+    # Fields alpha2 does not know (reserved values) count as unspecified, as swscale treats them.
+    fields = [int(frame.colorspace), int(frame.color_primaries), int(frame.color_trc), int(frame.color_range)]
+    unspecified = (2, 2, 2, 0)
+
+    def make(values: list[int] | tuple[int, ...]) -> ColourInfo:
+        # PyAV does not expose chroma_location: left unspecified, resolved() supplies FFmpeg's default.
+        return ColourInfo.from_ffmpeg(values[0], values[1], values[2], values[3], 0)
+
+    try:
+        info = make(fields)
+    except UnknownFormatError:
+        for i, value in enumerate(fields):
+            probe = list(unspecified)
+            probe[i] = value
+            try:
+                make(probe)
+            except UnknownFormatError:
+                fields[i] = unspecified[i]
+        info = make(fields)
+    return info.resolved(pixel_format, frame.width, frame.height)
+
+
+def _layout(pixel_format: PixelFormat, width: int, height: int) -> PlaneLayout:
+    return pixel_format.plane_layout(width, height)
+
+
+def frame_size_bytes(frame: av.VideoFrame) -> int:
+    """Bytes the frame's planes occupy (pitch times rows, summed over planes)."""
+    total = 0
+    for plane in frame.planes:
+        total += abs(plane.line_size) * plane.height
+    return total
+
+
+def cpu_planes_of(frame: av.VideoFrame, pixel_format: PixelFormat) -> CpuPlaneSet:
+    """The frame's planes in host memory as a CpuPlaneSet over PyAV's own buffers, without copies."""
+    layout = _layout(pixel_format, frame.width, frame.height)
+    planes = []
+    for info, plane in zip(layout.planes, frame.planes):
+        planes.append(
+            CpuPlane(
+                data=plane,
+                bytes_per_row=plane.line_size,
+                width_bytes=info.width * info.format.bytes_per_texel,
+                height=info.height,
+                keep_alive=frame,
+            )
+        )
+    return CpuPlaneSet(planes=tuple(planes), keep_alive=frame)
+
+
+def cuda_planes_of(
+    frame: av.VideoFrame, pixel_format: PixelFormat, device_ordinal: int
+) -> tuple[CudaPtr2D, ...]:
+    """The planes of a CUDA frame as pitched device pointers, the frame kept alive by each."""
+    layout = _layout(pixel_format, frame.width, frame.height)
+    return tuple(
+        CudaPtr2D(
+            device_ptr=plane.buffer_ptr,
+            pitch_bytes=plane.line_size,
+            width_bytes=info.width * info.format.bytes_per_texel,
+            height=info.height,
+            device_ordinal=device_ordinal,
+            keep_alive=frame,
+        )
+        for info, plane in zip(layout.planes, frame.planes)
+    )
+
+
+def _fraction_or_none(value: Any) -> fractions.Fraction | None:
+    if value is None:
+        return None
+    try:
+        result = fractions.Fraction(value)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    return result if result > 0 else None
+
+
+def stream_info(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> StreamInfo:
+    """Describe a video stream from its parameters (before any decoding)."""
+    cc = stream.codec_context
+    time_base = stream.time_base if stream.time_base is not None else fractions.Fraction(1, 1_000_000)
+    duration = stream.duration
+    if duration is None and container.duration is not None:
+        duration = int(container.duration / 1_000_000 / time_base)
+    pix = None
+    try:
+        pix = cc.format.name if cc.format is not None else None
+    except Exception:
+        pix = None
+    return StreamInfo(
+        index=stream.index,
+        codec_name=cc.name,
+        width=cc.width,
+        height=cc.height,
+        ffmpeg_pixel_format=pix,
+        frame_count=stream.frames or None,
+        average_rate=_fraction_or_none(stream.average_rate),
+        time_base=fractions.Fraction(time_base),
+        duration=duration,
+        start_time=stream.start_time,
+        rotation=stream_rotation(stream),
+        has_audio=len(container.streams.audio) > 0,
+    )

@@ -1,0 +1,277 @@
+"""Bounded decoded surfaces: a budget that decoders reserve against for every frame they hand out.
+
+A hardware decoder draws its frames from a fixed pool; a consumer that holds on to frames (a render
+queue, an encoder's look-ahead) can drain that pool and stall the decoder. :class:`SurfaceBudget`
+makes the limit explicit and shared: every frame a session hands out carries a
+:class:`SurfaceReservation` that counts against the budget until it is released, and when the budget
+is full the next reservation waits (bounded) or fails at once, as configured. The decoder's pool is
+sized from the same numbers (``extra_hw_frames``), so holding up to ``max_surfaces`` frames never
+deadlocks it.
+
+Thread-safe: one budget may be shared by several sessions on several threads.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+
+from alpha2.gpu.errors import InvalidInputError, OutOfMemoryError
+from alpha2.gpu.formats import PixelFormat
+
+__all__ = [
+    "SurfaceBudget",
+    "SurfaceBudgetError",
+    "SurfaceBudgetPolicy",
+    "SurfaceIdentity",
+    "SurfaceReservation",
+    "SurfaceUsage",
+]
+
+
+class SurfaceBudgetError(OutOfMemoryError):
+    """A surface reservation did not fit the budget (at once, or within the wait timeout)."""
+
+
+class SurfaceBudgetPolicy(enum.Enum):
+    """What :meth:`SurfaceBudget.reserve` does when the budget is full."""
+
+    WAIT = "wait"
+    """Block until enough surfaces are released, up to the wait timeout; then raise."""
+    FAIL = "fail"
+    """Raise :class:`SurfaceBudgetError` at once."""
+
+
+@dataclass(frozen=True)
+class SurfaceIdentity:
+    """Which decoder, and which configuration of it, produced a surface."""
+
+    decoder_id: int
+    """Unique per decode session in this process."""
+    generation: int
+    """Increments when the decoder is re-opened, reset by a seek, or changes size or format."""
+    width: int
+    """Coded width of the surface, in pixels."""
+    height: int
+    """Coded height of the surface, in pixels."""
+    pixel_format: PixelFormat
+    """Software layout of the surface (nv12 / p010 for NVDEC surfaces)."""
+
+    def __post_init__(self) -> None:
+        if self.decoder_id < 0 or self.generation < 0:
+            raise InvalidInputError("decoder_id and generation must be non-negative")
+        if self.width <= 0 or self.height <= 0:
+            raise InvalidInputError(f"surface size must be positive, got {self.width}x{self.height}")
+
+    def same_configuration(self, other: SurfaceIdentity) -> bool:
+        """True when both surfaces come from the same decoder and generation (their pools match)."""
+        return (self.decoder_id, self.generation) == (other.decoder_id, other.generation)
+
+
+@dataclass(frozen=True)
+class SurfaceUsage:
+    """A snapshot of a budget's accounting."""
+
+    surfaces: int
+    """Reservations currently held."""
+    size_bytes: int
+    """Bytes currently reserved."""
+    peak_surfaces: int
+    """Most reservations held at once since the budget was made."""
+    peak_bytes: int
+    """Most bytes reserved at once since the budget was made."""
+    max_surfaces: int | None
+    """The surface limit, or None for no limit."""
+    max_bytes: int | None
+    """The byte limit, or None for no limit."""
+
+
+class _ReservationState:
+    """The part of a reservation its GC backstop may touch (never the reservation itself)."""
+
+    __slots__ = ("budget", "size_bytes")
+
+    def __init__(self, budget: SurfaceBudget, size_bytes: int) -> None:
+        self.budget: SurfaceBudget | None = budget
+        self.size_bytes = size_bytes
+
+
+def _release_state(state: _ReservationState) -> None:
+    # Swap the budget out first, so a second call (explicit release racing the finalizer) is a no-op.
+    budget, state.budget = state.budget, None
+    if budget is None:
+        return
+    budget._give_back(state.size_bytes)
+
+
+class SurfaceReservation:
+    """One surface counted against a :class:`SurfaceBudget`.
+
+    Released exactly once: by :meth:`release` (idempotent), or, as a backstop, when the last
+    reference to the reservation goes away.
+    """
+
+    __slots__ = ("__weakref__", "_finalizer", "_state", "identity")
+
+    def __init__(self, budget: SurfaceBudget, size_bytes: int, identity: SurfaceIdentity) -> None:
+        self._state = _ReservationState(budget, size_bytes)
+        self.identity = identity
+        """The surface this reservation accounts for."""
+        self._finalizer = weakref.finalize(self, _release_state, self._state)
+        # Nothing to do at interpreter exit: the budget dies with the process.
+        self._finalizer.atexit = False
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes this reservation counts."""
+        return self._state.size_bytes
+
+    @property
+    def released(self) -> bool:
+        """Whether the reservation has been given back."""
+        return self._state.budget is None
+
+    def release(self) -> None:
+        """Give the surface back to the budget. Idempotent."""
+        self._finalizer()
+
+    def __enter__(self) -> SurfaceReservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "held"
+        return f"<SurfaceReservation {self.size_bytes} bytes {state} {self.identity}>"
+
+
+class SurfaceBudget:
+    """Count and byte limits on decoded surfaces held by the application, shared by sessions.
+
+    Args:
+        max_surfaces: Most reservations held at once; None for no limit.
+        max_bytes: Most bytes reserved at once; None for no limit.
+        policy: What :meth:`reserve` does when full: wait (bounded) or fail at once.
+        wait_timeout_s: How long a waiting reservation waits before it raises.
+    """
+
+    def __init__(
+        self,
+        max_surfaces: int | None = None,
+        max_bytes: int | None = None,
+        policy: SurfaceBudgetPolicy = SurfaceBudgetPolicy.WAIT,
+        wait_timeout_s: float = 10.0,
+    ) -> None:
+        if max_surfaces is not None and max_surfaces < 1:
+            raise InvalidInputError(f"max_surfaces must be at least 1 or None, got {max_surfaces}")
+        if max_bytes is not None and max_bytes < 1:
+            raise InvalidInputError(f"max_bytes must be at least 1 or None, got {max_bytes}")
+        if not isinstance(policy, SurfaceBudgetPolicy):
+            try:
+                policy = SurfaceBudgetPolicy(policy)
+            except ValueError:
+                allowed = ", ".join(p.value for p in SurfaceBudgetPolicy)
+                raise InvalidInputError(f"policy must be one of {allowed}, got {policy!r}") from None
+        if wait_timeout_s < 0:
+            raise InvalidInputError(f"wait_timeout_s must be non-negative, got {wait_timeout_s}")
+        self.max_surfaces = max_surfaces
+        self.max_bytes = max_bytes
+        self.policy = policy
+        self.wait_timeout_s = float(wait_timeout_s)
+        self._cond = threading.Condition(threading.Lock())
+        self._surfaces = 0
+        self._bytes = 0
+        self._peak_surfaces = 0
+        self._peak_bytes = 0
+
+    def _fits(self, size_bytes: int) -> bool:
+        if self.max_surfaces is not None and self._surfaces + 1 > self.max_surfaces:
+            return False
+        return self.max_bytes is None or self._bytes + size_bytes <= self.max_bytes
+
+    def _describe(self, size_bytes: int) -> str:
+        max_surfaces = self.max_surfaces if self.max_surfaces is not None else "unlimited"
+        max_bytes = self.max_bytes if self.max_bytes is not None else "unlimited"
+        return (
+            f"{self._surfaces}/{max_surfaces} surfaces and {self._bytes}/{max_bytes} bytes held, "
+            f"{size_bytes} bytes requested"
+        )
+
+    def reserve(
+        self, size_bytes: int, identity: SurfaceIdentity, timeout: float | None = None
+    ) -> SurfaceReservation:
+        """Reserve one surface of ``size_bytes``.
+
+        Args:
+            size_bytes: Bytes the surface occupies.
+            identity: The surface's decoder, generation, size and format.
+            timeout: Seconds to wait when full (WAIT policy); None uses the budget's ``wait_timeout_s``.
+
+        Raises:
+            SurfaceBudgetError: The budget is full (FAIL policy), stayed full for the timeout (WAIT
+                policy), or the request can never fit.
+        """
+        if size_bytes < 0:
+            raise InvalidInputError(f"size_bytes must be non-negative, got {size_bytes}")
+        if self.max_bytes is not None and size_bytes > self.max_bytes:
+            raise SurfaceBudgetError(
+                f"a surface of {size_bytes} bytes can never fit a budget of {self.max_bytes} bytes; "
+                "raise max_bytes"
+            )
+        wait_s = self.wait_timeout_s if timeout is None else max(0.0, float(timeout))
+        with self._cond:
+            if not self._fits(size_bytes):
+                if self.policy is SurfaceBudgetPolicy.FAIL:
+                    raise SurfaceBudgetError(
+                        f"surface budget full ({self._describe(size_bytes)}); release frames you hold "
+                        "or raise the budget's limits"
+                    )
+                deadline = time.monotonic() + wait_s
+                while not self._fits(size_bytes):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise SurfaceBudgetError(
+                            f"surface budget stayed full for {wait_s:.3g} s ({self._describe(size_bytes)}); "
+                            "release frames you hold, or raise max_surfaces / max_bytes"
+                        )
+                    self._cond.wait(left)
+            self._surfaces += 1
+            self._bytes += size_bytes
+            self._peak_surfaces = max(self._peak_surfaces, self._surfaces)
+            self._peak_bytes = max(self._peak_bytes, self._bytes)
+        return SurfaceReservation(self, size_bytes, identity)
+
+    def _give_back(self, size_bytes: int) -> None:
+        with self._cond:
+            self._surfaces -= 1
+            self._bytes -= size_bytes
+            self._cond.notify_all()
+
+    def usage(self) -> SurfaceUsage:
+        """A consistent snapshot of what is held now and at the peak."""
+        with self._cond:
+            return SurfaceUsage(
+                surfaces=self._surfaces,
+                size_bytes=self._bytes,
+                peak_surfaces=self._peak_surfaces,
+                peak_bytes=self._peak_bytes,
+                max_surfaces=self.max_surfaces,
+                max_bytes=self.max_bytes,
+            )
+
+    def wait_for_room(self, size_bytes: int = 0, timeout: float | None = None) -> bool:
+        """Block until a reservation of ``size_bytes`` would fit, or the timeout passes. Never raises."""
+        wait_s = self.wait_timeout_s if timeout is None else max(0.0, float(timeout))
+        with self._cond:
+            return self._cond.wait_for(lambda: self._fits(size_bytes), wait_s)
+
+    def __repr__(self) -> str:
+        u = self.usage()
+        return (
+            f"<SurfaceBudget {u.surfaces}/{u.max_surfaces} surfaces, {u.size_bytes}/{u.max_bytes} bytes, "
+            f"policy={self.policy.value}>"
+        )

@@ -1,0 +1,253 @@
+"""EncodeSession: encoder choice, plane input, colour, rate control, VFR, audio copy, atomic output."""
+
+from __future__ import annotations
+
+import fractions
+import os
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from media import make_clip, pattern
+
+from alpha2.ffmpeg_bridge import (
+    DecodeSession,
+    EncoderError,
+    EncodeSession,
+    UnsupportedCodecError,
+    choose_encoder,
+)
+from alpha2.ffmpeg_bridge.encode import frame_from_dlpack
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
+
+os.environ.setdefault("SVT_LOG", "1")
+av.logging.set_libav_level(av.logging.PANIC)  # not set_level: its Python callback deadlocks threaded decoders
+
+
+def _yuv420_planes(index: int, w: int, h: int, pad: int = 16) -> tuple[CpuPlaneSet, list[np.ndarray]]:
+    """A yuv420p frame as a CpuPlaneSet whose rows are padded (bytes_per_row > width_bytes)."""
+    frame = av.VideoFrame.from_ndarray(pattern(index, w, h), format="rgb24").reformat(format="yuv420p")
+    planes, exact = [], []
+    for i, (pw, ph) in enumerate(((w, h), ((w + 1) // 2, (h + 1) // 2), ((w + 1) // 2, (h + 1) // 2))):
+        src = np.frombuffer(memoryview(frame.planes[i]), np.uint8).reshape(-1, frame.planes[i].line_size)[
+            :ph, :pw
+        ]
+        buf = np.zeros((ph, pw + pad), np.uint8)
+        buf[:, :pw] = src
+        exact.append(src.copy())
+        planes.append(CpuPlane(buf, pw + pad, pw, ph))
+    return CpuPlaneSet(tuple(planes)), exact
+
+
+def _decode_all(path: str) -> list[av.VideoFrame]:
+    with av.open(path) as c:
+        return list(c.decode(video=0))
+
+
+def test_choose_encoder_preference_and_reason() -> None:
+    choice = choose_encoder("h264")
+    assert choice.name in ("h264_nvenc", "libx264") and choice.codec == "h264"
+    assert "h264_nvenc" in choice.reason
+    assert choose_encoder("h265").name in ("hevc_nvenc", "libx265")
+    assert choose_encoder("av1").name in ("av1_nvenc", "libsvtav1", "libaom-av1")
+    by_name = choose_encoder("libx264")
+    assert by_name.name == "libx264" and "by name" in by_name.reason
+    with pytest.raises(UnsupportedCodecError, match="h264, hevc, av1"):
+        choose_encoder("no-such-codec")
+
+
+def test_cpu_planes_lossless_roundtrip_with_padded_rows(tmp_path: Path) -> None:
+    out = str(tmp_path / "o.mkv")
+    expected = []
+    with EncodeSession(out, codec="ffv1", rate=25) as enc:
+        for i in range(5):
+            planes, exact = _yuv420_planes(i, 66, 50)
+            expected.append(exact)
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=66, height=50)
+    assert enc.encoder.name == "ffv1" and enc.stats.frames_in == 5
+    frames = _decode_all(out)
+    assert len(frames) == 5 and (frames[0].width, frames[0].height) == (66, 50)
+    for frame, exact in zip(frames, expected):
+        for i in range(3):
+            ph, pw = exact[i].shape
+            got = np.frombuffer(memoryview(frame.planes[i]), np.uint8).reshape(-1, frame.planes[i].line_size)[
+                :ph, :pw
+            ]
+            np.testing.assert_array_equal(got, exact[i])
+    assert not [n for n in os.listdir(tmp_path) if "partial" in n]
+
+
+def test_nv12_planes_into_h264_mp4(tmp_path: Path) -> None:
+    w, h = 64, 48
+    y = np.full((h, w), 120, np.uint8)
+    uv = np.full((h // 2, w), 128, np.uint8)
+    planes = CpuPlaneSet((CpuPlane(y, w, w, h), CpuPlane(uv, w, w, h // 2)))
+    out = str(tmp_path / "o.mp4")
+    with EncodeSession(out, codec="h264", preset="ultrafast", crf=18) as enc:
+        for _ in range(6):
+            enc.encode(planes, pixel_format=PixelFormat.NV12)
+    frames = _decode_all(out)
+    assert len(frames) == 6
+    assert abs(float(frames[-1].to_ndarray(format="gray").mean()) - 120) < 3
+
+
+def test_transcode_decoded_frames_passes_pts_and_colour(tmp_path: Path) -> None:
+    src = make_clip(tmp_path / "s.mkv", "h264", 64, 48, 8, colorspace=1, color_range=2)
+    out = str(tmp_path / "o.mkv")
+    with (
+        DecodeSession(src.path) as dec,
+        EncodeSession(out, codec="h264", time_base=fractions.Fraction(1, 1000)) as enc,
+    ):
+        for frame in dec:
+            enc.encode(frame)
+            frame.release()
+    frames = _decode_all(out)
+    assert [f.pts for f in frames] == [round(i * 1000 / 30) for i in range(8)]
+    assert frames[0].colorspace == ColourMatrix.BT709 and frames[0].color_range == ColourRange.FULL
+
+
+def test_explicit_colour_metadata(tmp_path: Path) -> None:
+    colour = ColourInfo.from_ffmpeg(9, 9, 16, 1, 2)  # BT.2020 / PQ / limited
+    out = str(tmp_path / "o.mkv")
+    planes, _ = _yuv420_planes(0, 64, 48)
+    with EncodeSession(out, codec="h264", colour=colour) as enc:
+        enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    with av.open(out) as c:
+        frame = next(c.decode(video=0))
+    assert (frame.colorspace, frame.color_primaries, frame.color_trc, frame.color_range) == (9, 9, 16, 1)
+
+
+def test_variable_frame_rate_pts(tmp_path: Path) -> None:
+    out = str(tmp_path / "vfr.mkv")
+    pts = [0, 33, 83, 100, 166, 206]
+    with EncodeSession(out, codec="h264", time_base=fractions.Fraction(1, 1000)) as enc:
+        for i, p in enumerate(pts):
+            planes, _ = _yuv420_planes(i, 64, 48)
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48, pts=p)
+    assert [f.pts for f in _decode_all(out)] == pts
+    with EncodeSession(str(tmp_path / "bad.mkv"), codec="ffv1") as enc2:
+        planes, _ = _yuv420_planes(0, 64, 48)
+        enc2.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48, pts=5)
+        with pytest.raises(InvalidInputError, match="pts must increase"):
+            enc2.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48, pts=5)
+
+
+def test_rate_control_crf_changes_size(tmp_path: Path) -> None:
+    sizes = {}
+    for crf in (5, 45):
+        out = str(tmp_path / f"crf{crf}.mp4")
+        with EncodeSession(out, codec="h264", crf=crf, preset="ultrafast") as enc:
+            for i in range(6):
+                planes, _ = _yuv420_planes(i, 128, 96)
+                enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=128, height=96)
+        sizes[crf] = os.path.getsize(out)
+    assert sizes[5] > sizes[45]
+    out = str(tmp_path / "br.mkv")
+    with EncodeSession(out, codec="h264", bitrate=200_000) as enc:
+        planes, _ = _yuv420_planes(0, 64, 48)
+        enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    assert os.path.exists(out)
+
+
+@pytest.mark.parametrize(
+    ("codec", "ext"), [("hevc", "mkv"), ("av1", "mkv"), ("vp9", "webm"), ("mpeg2", "ts")]
+)
+def test_other_codecs_and_containers(tmp_path: Path, codec: str, ext: str) -> None:
+    out = str(tmp_path / f"o.{ext}")
+    with EncodeSession(out, codec=codec, preset=None) as enc:
+        for i in range(4):
+            planes, _ = _yuv420_planes(i, 64, 48)
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    assert len(_decode_all(out)) == 4
+
+
+def test_audio_copy(tmp_path: Path) -> None:
+    src = make_clip(tmp_path / "s.mkv", "h264", 64, 48, 10, audio=True)
+    with av.open(src.path) as c:
+        audio_packets = [p for p in c.demux(audio=0) if p.size]
+        codec_name = c.streams.audio[0].codec_context.name
+    out = str(tmp_path / "o.mkv")
+    with DecodeSession(src.path) as dec, EncodeSession(out, codec="h264", audio_from=dec) as enc:
+        for frame in dec:
+            enc.encode(frame)
+    assert enc.stats.audio_packets_copied == len(audio_packets)
+    with av.open(out) as c:
+        assert c.streams.audio[0].codec_context.name == codec_name
+        copied = [p for p in c.demux(audio=0) if p.size]
+        assert [bytes(p) for p in copied] == [bytes(p) for p in audio_packets]
+    assert len(_decode_all(out)) == 10
+
+
+def test_failure_leaves_no_file(tmp_path: Path) -> None:
+    out = tmp_path / "o.mp4"
+    planes, _ = _yuv420_planes(0, 64, 48)
+    with pytest.raises(RuntimeError), EncodeSession(str(out), codec="h264") as enc:
+        enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+        raise RuntimeError("application failed half-way")
+    assert os.listdir(tmp_path) == []
+    # The encoder refuses to open (odd size for 4:2:0 x264): typed error, nothing written.
+    odd, _ = _yuv420_planes(0, 65, 49)
+    enc = EncodeSession(str(out), codec="libx264")
+    with pytest.raises(EncoderError) as info:
+        enc.encode(odd, pixel_format=PixelFormat.YUV420P, width=65, height=49)
+    assert info.value.ffmpeg_message
+    assert os.listdir(tmp_path) == []
+    # Closing without frames writes nothing; an existing file is never clobbered by a failure.
+    out.write_bytes(b"previous")
+    with pytest.raises(EncoderError, match="no frames"):
+        EncodeSession(str(out), codec="h264").close()
+    enc3 = EncodeSession(str(out), codec="h264")
+    enc3.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    enc3.abort()
+    assert out.read_bytes() == b"previous" and os.listdir(tmp_path) == ["o.mp4"]
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="extension"):
+        EncodeSession(str(tmp_path / "noext"))
+    with pytest.raises(InvalidInputError, match="directory"):
+        EncodeSession(str(tmp_path / "missing" / "o.mp4"))
+    with pytest.raises(InvalidInputError, match="pixel_format"):
+        planes, _ = _yuv420_planes(0, 64, 48)
+        EncodeSession(str(tmp_path / "o.mkv")).encode(planes)
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".mkv")]
+
+
+def test_dlpack_wrapper_on_cpu_planes() -> None:
+    w, h = 64, 48
+    y = (np.arange(h * (w + 8)) % 251).astype(np.uint8).reshape(h, w + 8)
+    uv = (np.arange(h // 2 * (w + 8)) % 13).astype(np.uint8).reshape(h // 2, w + 8)
+    planes = CpuPlaneSet((CpuPlane(y, w + 8, w, h), CpuPlane(uv, w + 8, w, h // 2)))
+    frame = frame_from_dlpack(planes, PixelFormat.NV12, w, h)
+    assert frame.format.name == "nv12" and (frame.width, frame.height) == (w, h)
+    got = np.frombuffer(memoryview(frame.planes[0]), np.uint8).reshape(-1, frame.planes[0].line_size)[:h, :w]
+    np.testing.assert_array_equal(got, y[:, :w])
+    del frame
+
+
+@pytest.mark.nvidia
+def test_encode_cuda_frames(tmp_path: Path) -> None:
+    src = make_clip(tmp_path / "s.mkv", "h264", 320, 240, 6)
+    out = str(tmp_path / "o.mp4")
+    with (
+        DecodeSession(src.path, hwaccel="cuda", cuda_ordinal=0) as dec,
+        EncodeSession(out, codec="h264") as enc,
+    ):
+        for frame in dec:
+            assert frame.on_gpu
+            enc.encode(frame)  # the decoder's CUDA frame (NVENC takes it; PyAV downloads for libx264)
+    assert len(_decode_all(out)) == 6
+    out2 = str(tmp_path / "o2.mp4")
+    with (
+        DecodeSession(src.path, hwaccel="cuda", cuda_ordinal=0) as dec,
+        EncodeSession(out2, codec="h264") as enc,
+    ):
+        for frame in dec:
+            planes = frame.planes
+            assert isinstance(planes, tuple)
+            enc.encode(planes, pixel_format=frame.pixel_format, width=320, height=240)  # DLPack path
+    assert len(_decode_all(out2)) == 6
