@@ -95,7 +95,7 @@ def gpu_finish(device: Any) -> None:
 
 
 def run_mode(
-    mode: str, clip: str, frames: int, hwaccel: str, backend: str, sample: bool, slots: int
+    mode: str, clip: str, frames: int, hwaccel: str, backend: str, sample: bool, slots: int, prefetch: int
 ) -> dict[str, Any]:
     """One session of one mode; returns frames, seconds and what the importer reported."""
     result: dict[str, Any] = {"mode": mode}
@@ -138,7 +138,7 @@ def run_mode(
             renderer = FrameRenderer(device)
         start = time.perf_counter()  # device creation is not the import's cost
     count = 0
-    with DecodeSession(clip, hwaccel=hwaccel) as session:
+    with DecodeSession(clip, hwaccel=hwaccel, prefetch=prefetch) as session:
         result["hwaccel"] = session.hwaccel_report.active.value
         for frame in session:
             if importer is None:
@@ -178,7 +178,16 @@ def _worker(args: tuple[Any, ...]) -> dict[str, Any]:
 def run_sessions(mode: str, n: int, options: argparse.Namespace) -> dict[str, Any]:
     """``n`` concurrent sessions of a mode in processes; fps = total frames / wall time."""
     frames = options.naive_frames if mode == "naive" else options.frames
-    job = (mode, options.clip, frames, options.hwaccel, options.backend, options.sample, options.slots)
+    job = (
+        mode,
+        options.clip,
+        frames,
+        options.hwaccel,
+        options.backend,
+        options.sample,
+        options.slots,
+        options.prefetch,
+    )
     if n == 1:
         one = run_mode(*job)
         one["fps"] = one["frames"] / one["seconds"]
@@ -216,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sessions", type=int, default=1, help="concurrent sessions (processes) per mode")
     parser.add_argument("--slots", type=int, default=4, help="importer texture sets / ring slots")
+    parser.add_argument(
+        "--prefetch", type=int, default=4, help="frames decoded ahead on a worker thread (decode and import)"
+    )
     parser.add_argument("--modes", default="decode,import,naive", help="comma-separated subset to run")
     parser.add_argument("--repeat", type=int, default=2, help="runs per mode, interleaved; the best counts")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

@@ -409,3 +409,36 @@ def test_nvdec_auto_uses_gpu(tmp_path: Path) -> None:
         frame = session.next_frame()
         assert frame is not None and frame.on_gpu, session.hwaccel_report
         assert session.fallback_reason is None
+
+
+def test_prefetch_gives_the_same_frames_and_seeks(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "p.mkv", "h264", 64, 48, 24, gop=6)
+    ref = _reference(clip.path)
+    with DecodeSession(clip.path, hwaccel="none", prefetch=3) as session:
+        frames = list(session)
+        assert [f.pts for f in frames] == [r.pts for r in ref]
+        for got, want in zip(frames, ref, strict=True):
+            assert isinstance(got.planes, CpuPlaneSet)
+            np.testing.assert_array_equal(_plane_bytes(got.planes, 0), _ref_plane(want, 0, 64, 48))
+            got.release()
+        assert session.next_frame() is None
+        session.seek(ref[13].time)
+        frame = session.next_frame()
+        assert frame is not None and frame.pts == ref[13].pts
+        frame.release()
+        # A worker decoding ahead is stopped and joined by close().
+        prefetcher = session._prefetcher
+        assert prefetcher is not None
+    assert not prefetcher._thread.is_alive()
+    assert not any(t.name.startswith("alpha2-decode") for t in threading.enumerate())
+
+
+def test_prefetch_carries_errors_to_the_caller(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "t.mkv", "h264", 128, 96, 24)
+    bad = truncate(clip.path, str(tmp_path / "tr.mkv"), 0.5)
+    with DecodeSession(bad, on_corrupt="stop", hwaccel="none", prefetch=2) as session:
+        with pytest.raises(DecodeError, match="truncated"):
+            list(session)
+        assert session.next_frame() is None  # the stream is over, as without prefetch
+    with pytest.raises(InvalidInputError, match="prefetch"):
+        DecodeSession(clip.path, hwaccel="none", prefetch=-1)

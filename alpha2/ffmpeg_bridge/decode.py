@@ -14,8 +14,9 @@ import fractions
 import io
 import itertools
 import os
+import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
@@ -122,6 +123,71 @@ def _fallback_software_format(name: str) -> str:
     return "yuv420p"
 
 
+class _Failure:
+    """An exception raised on the prefetch thread, re-raised on the caller's."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+class _Prefetcher:
+    """Runs ``produce`` on one worker thread, ``depth`` results ahead of the consumer.
+
+    ``produce`` returns the next frame or None at the end. Exceptions travel to the consumer in order.
+    ``stop()`` ends the worker (it is joined) and drops what it had decoded ahead.
+    """
+
+    def __init__(self, produce: Callable[[], av.VideoFrame | None], depth: int, name: str) -> None:
+        self._produce = produce
+        self._queue: queue.Queue[av.VideoFrame | _Failure | None] = queue.Queue(maxsize=depth)
+        self._stopping = threading.Event()
+        self._finished = False
+        self._thread = threading.Thread(target=self._run, name=f"alpha2-decode {name}", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: av.VideoFrame | _Failure | None) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                frame = self._produce()
+            except BaseException as exc:
+                self._put(_Failure(exc))
+                return
+            if not self._put(frame) or frame is None:
+                return
+
+    def get(self) -> av.VideoFrame | None:
+        # After the end or a failure the worker has returned: the stream is over, as a finished
+        # generator is when decoding on the caller's thread.
+        if self._finished:
+            return None
+        item = self._queue.get()
+        if isinstance(item, _Failure):
+            self._finished = True
+            raise item.exc
+        if item is None:
+            self._finished = True
+        return item
+
+    def stop(self) -> None:
+        self._stopping.set()
+        while self._thread.is_alive():
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            self._thread.join(timeout=0.05)
+
+
 class DecodeSession:
     """Decode the video stream of a file or file object, frame by frame.
 
@@ -140,6 +206,10 @@ class DecodeSession:
         shared_device: The renderer's SharedVulkanContext (or choice / candidate): NVDEC runs on its
             CUDA twin. None ranks the adapters as the renderer does by default.
         reserve_timeout_s: How long to wait for room in the budget (WAIT policy); None uses the budget's.
+        prefetch: Decode up to this many frames ahead on a worker thread (0: decode on the caller's
+            thread). PyAV releases the GIL while demuxing and decoding, so the caller's per-frame work
+            (import, render, encode) overlaps the decoder's. Prefetched frames hold no reservation until
+            handed out; NVDEC's pool is enlarged by this many frames so they never starve it.
 
     Raises:
         MediaNotFoundError, MediaFormatError, NoVideoStreamError, UnsupportedCodecError,
@@ -158,7 +228,10 @@ class DecodeSession:
         cuda_ordinal: int | None = None,
         shared_device: object = None,
         reserve_timeout_s: float | None = None,
+        prefetch: int = 0,
     ) -> None:
+        if prefetch < 0:
+            raise InvalidInputError(f"prefetch must be >= 0 frames, got {prefetch}")
         if threads < 0:
             raise InvalidInputError(f"threads must be >= 0 (0: one per core), got {threads}")
         self.source = source
@@ -182,6 +255,9 @@ class DecodeSession:
         self._lock = threading.RLock()
         self._stream_rotation = Rotation.NONE
         self._max_end: int | None = None
+        self._stats_lock = threading.Lock()
+        self._prefetch_depth = prefetch
+        self._prefetcher: _Prefetcher | None = None
 
         plan = plan_hw_device(self._mode, cuda_ordinal, shared_device)
         self._plan = plan
@@ -282,7 +358,7 @@ class DecodeSession:
             # Size the decoder's pool for what the application may hold, so holding frames never
             # starves the decoder (FFmpeg adds these to the pool it needs for its own references).
             limit = self.budget.max_surfaces if self.budget.max_surfaces is not None else DEFAULT_HW_SURFACES
-            cc.options = {**cc.options, "extra_hw_frames": str(limit)}
+            cc.options = {**cc.options, "extra_hw_frames": str(limit + self._prefetch_depth)}
         else:
             cc.thread_type = "AUTO"
             cc.thread_count = self._threads
@@ -341,8 +417,10 @@ class DecodeSession:
     # -- decoding --------------------------------------------------------------------------------
 
     def _bump(self, **changes: int) -> None:
-        counts = {k: getattr(self._stats, k) + v for k, v in changes.items()}
-        self._stats = replace(self._stats, **counts)
+        # Counts change on the prefetch thread too.
+        with self._stats_lock:
+            counts = {k: getattr(self._stats, k) + v for k, v in changes.items()}
+            self._stats = replace(self._stats, **counts)
 
     def _corrupt(self, exc: BaseException, what: str) -> None:
         if self._on_corrupt is CorruptPolicy.STOP:
@@ -418,10 +496,26 @@ class DecodeSession:
                 "use hwaccel='auto' or 'none'"
             ) from exc
 
-    def _raw_next(self) -> av.VideoFrame | None:
+    def _fetch(self) -> av.VideoFrame | None:
+        """The next decoded frame: one kept back by a failed hand-out, the prefetcher's, or a fresh one."""
         if self._pending is not None:
-            frame, self._pending = self._pending, None
-            return frame
+            pending, self._pending = self._pending, None
+            return pending
+        if self._prefetch_depth == 0:
+            return self._raw_next()
+        if self._prefetcher is None:
+            # The worker sets _eof when it reaches the end; frames it queued before that still count.
+            if self._eof or self._frames is None:
+                return None
+            self._prefetcher = _Prefetcher(self._raw_next, self._prefetch_depth, repr(self))
+        return self._prefetcher.get()
+
+    def _stop_prefetch(self) -> None:
+        prefetcher, self._prefetcher = self._prefetcher, None
+        if prefetcher is not None:
+            prefetcher.stop()
+
+    def _raw_next(self) -> av.VideoFrame | None:
         if self._eof or self._frames is None:
             return None
         while True:
@@ -529,7 +623,7 @@ class DecodeSession:
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
-            frame = self._raw_next()
+            frame = self._fetch()
             if frame is None:
                 return None
             if self._stats.frames_out == 0:
@@ -564,6 +658,7 @@ class DecodeSession:
             target = round(fractions.Fraction(seconds).limit_denominator(1_000_000) / tb)
             start = self._stream.start_time or 0
             target = max(target, start)
+            self._stop_prefetch()
             try:
                 self._container.seek(target, backward=True, any_frame=False, stream=self._stream)
             except av.error.FFmpegError as exc:
@@ -583,6 +678,7 @@ class DecodeSession:
             if self._closed:
                 return
             self._closed = True
+            self._stop_prefetch()
             self._pending = None
             self._frames = None
             container, self._container = self._container, None
