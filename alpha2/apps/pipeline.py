@@ -1,0 +1,510 @@
+"""What the player and the transcoder share: the device, the bookkeeping and the progress display.
+
+Composition only: the WebGPU device is chosen with :mod:`alpha2.gpu.adapters` (``ALPHA2_GPU_ADAPTER``
+honoured, Vulkan candidates from :mod:`alpha2.native_gpu.candidates` for matching), frames are counted per
+:class:`~alpha2.gpu.identity.ExecutionPath` with the bytes that crossed the CPU, the time of each stage is
+summed, and progress goes to a rich bar on a terminal or to plain lines otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import importlib
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from alpha2.gpu.adapters import adapter_pin, rank_wgpu_adapters
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.identity import ExecutionPath
+
+__all__ = [
+    "DeviceChoice",
+    "PathCounter",
+    "PlainProgress",
+    "Progress",
+    "RichProgress",
+    "StageTimes",
+    "create_device",
+    "emit_json",
+    "fit_inside",
+    "make_progress",
+    "non_negative_float",
+    "parse_even_size",
+    "parse_size",
+    "positive_int",
+]
+
+FEATURE_16BIT_WGPU = "texture-format16bit-norm"
+FEATURE_16BIT_DAWN = "unorm16-texture-formats"
+FEATURES_GPU_COPY = ("shared-texture-memory-opaque-f-d", "shared-fence-vk-semaphore-opaque-f-d")
+
+QUIET_ENCODER_OPTIONS: dict[str, dict[str, str]] = {"libx265": {"x265-params": "log-level=error"}}
+"""Encoder options that keep an encoder library from printing its banner on every run."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# command-line values
+
+
+def parse_size(text: str) -> Size:
+    """``WxH`` (e.g. ``1280x720``) -> Size; an argparse ``type`` (a bad value is a usage error)."""
+    parts = text.lower().replace("*", "x").split("x")
+    try:
+        width, height = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be WIDTHxHEIGHT (e.g. 1280x720), got {text!r}") from None
+    if width <= 0 or height <= 0:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return Size(width, height)
+
+
+def parse_even_size(text: str) -> Size:
+    """``WxH`` with even sides (4:2:0 video); an argparse ``type``."""
+    size = parse_size(text)
+    if size.width % 2 or size.height % 2:
+        raise argparse.ArgumentTypeError(f"size must have even sides (4:2:0 video), got {text!r}")
+    return size
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type`` for counts >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse ``type`` for seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def fit_inside(width: int, height: int, box: Size) -> Size:
+    """The largest size with ``width:height``'s aspect that fits in ``box``, both sides even (>= 2)."""
+    if width <= 0 or height <= 0:
+        raise InvalidInputError(f"cannot scale a {width}x{height} picture")
+    scale = min(box.width / width, box.height / height)
+    fit_w = min(box.width, max(2, round(width * scale / 2) * 2))
+    fit_h = min(box.height, max(2, round(height * scale / 2) * 2))
+    # An odd box side rounds down to stay inside it.
+    fit_w -= fit_w % 2
+    fit_h -= fit_h % 2
+    return Size(max(2, fit_w), max(2, fit_h))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the device
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """The WebGPU device an application renders on, and why that one."""
+
+    device: Any
+    """The GPUDevice (``wgpu`` or ``wgpudawn``)."""
+    implementation: str
+    """``wgpu`` or ``wgpudawn``."""
+    adapter_name: str
+    """The adapter's name."""
+    backend: str
+    """The adapter's backend (``Vulkan``, ...)."""
+    reason: str
+    """Why this adapter (ranking, pin) and this implementation."""
+    pinned: bool
+    """Whether ALPHA2_GPU_ADAPTER chose it."""
+    features: tuple[str, ...] = ()
+    """Features requested on the device."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """For JSON stats."""
+        return {
+            "implementation": self.implementation,
+            "adapter": self.adapter_name,
+            "backend": self.backend,
+            "pinned": self.pinned,
+            "reason": self.reason,
+            "features": list(self.features),
+        }
+
+
+class _Candidates:
+    """Vulkan candidates for matching wgpu adapters, queried once and only when a ranking needs them."""
+
+    def __init__(self) -> None:
+        self._value: list[Any] | None = None
+        self.note: str | None = None
+
+    def get(self) -> list[Any]:
+        if self._value is None:
+            try:
+                from alpha2.native_gpu.candidates import vulkan_candidates
+
+                self._value = [c for c in vulkan_candidates() if c.usable]
+            except Exception as exc:  # no loader: adapters are ranked without Vulkan facts, and we say so
+                self._value = []
+                self.note = f"no Vulkan candidates ({exc})"
+        return self._value
+
+
+def _rank(module: Any, candidates: _Candidates) -> list[Any]:
+    adapters = list(module.gpu.enumerate_adapters_sync())
+    vulkan = [a for a in adapters if str(dict(a.info).get("backend_type", "")).lower() == "vulkan"]
+    # Vulkan is the API alpha2 interoperates through; other backends only when there is no Vulkan one.
+    pool = vulkan or adapters
+    # One adapter and no pin: nothing to rank, so the (slow) Vulkan capability queries are skipped.
+    needed = len(pool) > 1 or adapter_pin() is not None
+    return rank_wgpu_adapters(pool, vulkan_candidates=candidates.get() if needed else ())
+
+
+def _dawn_device(candidates: _Candidates) -> tuple[DeviceChoice | None, str]:
+    """A wgpudawn device with the GPU-copy features, or None and why not."""
+    try:
+        dawn = importlib.import_module("wgpudawn")
+    except Exception as exc:
+        return None, f"wgpudawn is not installed ({type(exc).__name__}: {exc})"
+    try:
+        ranked = _rank(dawn, candidates)
+    except InvalidInputError:
+        raise
+    except Exception as exc:
+        return None, f"wgpudawn has no adapter ({exc})"
+    if not ranked:
+        return None, "wgpudawn has no adapter"
+    top = ranked[0]
+    adapter = top.adapter.adapter
+    have = {str(f) for f in adapter.features}
+    missing = [f for f in FEATURES_GPU_COPY if f not in have]
+    if missing:
+        return None, f"the wgpudawn adapter {top.adapter.name!r} lacks {missing}"
+    features = [*FEATURES_GPU_COPY, *([FEATURE_16BIT_DAWN] if FEATURE_16BIT_DAWN in have else [])]
+    device = adapter.request_device_sync(required_features=features)
+    return (
+        DeviceChoice(
+            device=device,
+            implementation="wgpudawn",
+            adapter_name=top.adapter.name,
+            backend=top.adapter.backend,
+            reason=f"{top.reason}; wgpudawn for the GPU copy of NVDEC frames",
+            pinned=top.pinned,
+            features=tuple(features),
+        ),
+        "",
+    )
+
+
+def create_device(*, want_gpu_copy: bool = False) -> DeviceChoice:
+    """Make the WebGPU device to render on.
+
+    The adapter is ranked by :func:`alpha2.gpu.adapters.rank_wgpu_adapters` (``ALPHA2_GPU_ADAPTER`` pins
+    one; a pin that names none is an error). With ``want_gpu_copy`` (frames decoded by NVDEC), a
+    ``wgpudawn`` device with the shared-memory features is preferred; when none can be had the reason is
+    part of :attr:`DeviceChoice.reason` and the importer reports the CPU fallback per frame.
+
+    Raises:
+        AdapterPinError: ALPHA2_GPU_ADAPTER names no adapter, or several.
+        UnsupportedError: no WebGPU adapter at all.
+    """
+    candidates = _Candidates()
+    dawn_note = ""
+    if want_gpu_copy:
+        choice, dawn_note = _dawn_device(candidates)
+        if choice is not None:
+            return choice
+    import wgpu
+
+    ranked = _rank(wgpu, candidates)
+    if not ranked:
+        raise UnsupportedError(
+            "no WebGPU adapter: install a Vulkan driver (on a machine without a GPU: "
+            "apt-get install mesa-vulkan-drivers for lavapipe) and set XDG_RUNTIME_DIR"
+        )
+    top = ranked[0]
+    adapter = top.adapter.adapter
+    features = [FEATURE_16BIT_WGPU] if FEATURE_16BIT_WGPU in {str(f) for f in adapter.features} else []
+    device = adapter.request_device_sync(required_features=features)
+    reason = top.reason
+    if want_gpu_copy:
+        reason += f"; wgpu-native (no GPU copy: {dawn_note})"
+    if candidates.note:
+        reason += f"; {candidates.note}"
+    return DeviceChoice(
+        device=device,
+        implementation="wgpu",
+        adapter_name=top.adapter.name,
+        backend=top.adapter.backend,
+        reason=reason,
+        pinned=top.pinned,
+        features=tuple(features),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# accounting
+
+
+class PathCounter:
+    """Frames and pixel bytes per ExecutionPath, plus notes (fallback reasons, passthrough) with counts."""
+
+    def __init__(self) -> None:
+        self.frames: collections.Counter[ExecutionPath] = collections.Counter()
+        self.bytes: collections.Counter[ExecutionPath] = collections.Counter()
+        self.notes: collections.Counter[str] = collections.Counter()
+
+    def add(
+        self, path: ExecutionPath, bytes_crossed: int = 0, frames: int = 1, note: str | None = None
+    ) -> None:
+        """Count ``frames`` that took ``path`` and the bytes that crossed the CPU doing it."""
+        self.frames[path] += frames
+        if path.crosses_cpu:
+            self.bytes[path] += bytes_crossed
+        if note:
+            self.notes[note] += frames
+
+    def merge_counts(self, frames_by_path: Mapping[ExecutionPath, int], fallbacks: Mapping[str, int]) -> None:
+        """Add an importer's per-path counts and fallback reasons."""
+        for path, count in frames_by_path.items():
+            self.frames[path] += count
+        for reason, count in fallbacks.items():
+            self.notes[reason] += count
+
+    @property
+    def bytes_through_cpu(self) -> int:
+        """Pixel bytes that crossed host memory, over all paths."""
+        return sum(self.bytes.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"frames": {path: n}, "bytes": {path: n}, "notes": {text: n}}``, keyed by ExecutionPath value."""
+        return {
+            "frames": {p.value: n for p, n in sorted(self.frames.items(), key=lambda kv: kv[0].value)},
+            "bytes": {p.value: n for p, n in sorted(self.bytes.items(), key=lambda kv: kv[0].value)},
+            "notes": dict(self.notes),
+        }
+
+
+class StageTimes:
+    """Seconds spent per stage (decode, import, render, ...), summed; ``with times.stage('x'):`` or add()."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def add(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to ``stage``."""
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the block into ``name``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start)
+
+    def as_dict(self, wall_s: float) -> dict[str, dict[str, float]]:
+        """Per stage: seconds and share of ``wall_s``; ``other`` is the wall time no stage covered."""
+        out = {
+            name: {"seconds": round(s, 4), "share": round(s / wall_s, 4) if wall_s > 0 else 0.0}
+            for name, s in self.seconds.items()
+        }
+        rest = wall_s - sum(self.seconds.values())
+        if wall_s > 0 and rest > 0:
+            out["other"] = {"seconds": round(rest, 4), "share": round(rest / wall_s, 4)}
+        return out
+
+    def summary(self, wall_s: float) -> str:
+        """``decode 12% · render 40% · ...``."""
+        parts = sorted(self.as_dict(wall_s).items(), key=lambda kv: -kv[1]["seconds"])
+        return ", ".join(f"{name} {100 * v['share']:.0f}%" for name, v in parts)
+
+
+# ---------------------------------------------------------------------------------------------------
+# progress
+
+
+class Progress:
+    """Progress display: a no-op base (``--json`` runs and the in-process API use it)."""
+
+    def start(self, total: int | None) -> None:
+        """Begin; ``total`` frames when known."""
+
+    def update(self, frames: int) -> None:
+        """``frames`` done so far."""
+
+    def close(self, completed: bool = True) -> None:
+        """End the display; ``completed`` False (a failure) skips the final line."""
+
+
+class PlainProgress(Progress):
+    """A line every ``every_frames`` frames or ``every_s`` seconds, whichever comes first (not a terminal)."""
+
+    def __init__(
+        self, label: str, stream: IO[str] | None = None, every_frames: int = 100, every_s: float = 5.0
+    ) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.every_frames = every_frames
+        self.every_s = every_s
+        self._total: int | None = None
+        self._start = 0.0
+        self._last_frames = 0
+        self._last_time = 0.0
+        self._frames = 0
+
+    def start(self, total: int | None) -> None:
+        self._total = total
+        self._start = self._last_time = time.monotonic()
+
+    def _line(self, frames: int, now: float) -> str:
+        elapsed = max(now - self._start, 1e-9)
+        fps = frames / elapsed
+        text = f"{self.label}: {frames}"
+        if self._total:
+            text += f"/{self._total}"
+        text += f" frames, {fps:.1f} fps"
+        if self._total and fps > 0 and frames < self._total:
+            text += f", {(self._total - frames) / fps:.0f} s left"
+        return text
+
+    def update(self, frames: int) -> None:
+        self._frames = frames
+        if frames - self._last_frames < self.every_frames:
+            now = time.monotonic()
+            if now - self._last_time < self.every_s:
+                return
+        else:
+            now = time.monotonic()
+        self._last_frames, self._last_time = frames, now
+        print(self._line(frames, now), file=self.stream, flush=True)
+
+    def close(self, completed: bool = True) -> None:
+        if completed and self._frames != self._last_frames:
+            print(self._line(self._frames, time.monotonic()), file=self.stream, flush=True)
+
+
+class RichProgress(Progress):
+    """A rich progress bar with frames, fps and time left (a terminal)."""
+
+    def __init__(self, label: str, stream: IO[str] | None = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import (
+            Progress as _RichProgress,
+        )
+
+        self._progress = _RichProgress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("frames {task.fields[fps]} fps"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=Console(file=stream if stream is not None else sys.stderr),
+            transient=False,
+        )
+        self._label = label
+        self._task: Any = None
+        self._start = 0.0
+        self._last_refresh = 0.0
+        self._frames = 0
+
+    def start(self, total: int | None) -> None:
+        self._progress.start()
+        self._task = self._progress.add_task(self._label, total=total, fps="0.0")
+        self._start = time.monotonic()
+
+    def update(self, frames: int) -> None:
+        self._frames = frames
+        now = time.monotonic()
+        if now - self._last_refresh < 0.1:
+            return
+        self._last_refresh = now
+        fps = frames / max(now - self._start, 1e-9)
+        self._progress.update(self._task, completed=frames, fps=f"{fps:.1f}")
+
+    def close(self, completed: bool = True) -> None:
+        if completed and self._task is not None:
+            fps = self._frames / max(time.monotonic() - self._start, 1e-9)
+            self._progress.update(self._task, completed=self._frames, total=self._frames, fps=f"{fps:.1f}")
+        self._progress.stop()
+
+
+def make_progress(label: str, *, enabled: bool = True, stream: IO[str] | None = None) -> Progress:
+    """A rich bar on a terminal, plain lines otherwise, nothing when not ``enabled``."""
+    if not enabled:
+        return Progress()
+    out = stream if stream is not None else sys.stderr
+    isatty = getattr(out, "isatty", None)
+    if callable(isatty) and isatty() and os.environ.get("TERM") != "dumb":
+        return RichProgress(label, out)
+    return PlainProgress(label, out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# output
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(_jsonable(k)): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "value") and hasattr(value, "name") and not isinstance(value, int | float | str):
+        return value.value  # enums
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def emit_json(stats: Mapping[str, Any], stream: IO[str] | None = None) -> None:
+    """Write ``stats`` as one JSON document (stdout by default)."""
+    out = stream if stream is not None else sys.stdout
+    json.dump(_jsonable(stats), out, indent=2, sort_keys=False)
+    out.write("\n")
+    out.flush()
+
+
+@dataclass
+class RunTimer:
+    """Wall time of a run."""
+
+    start: float = field(default_factory=time.perf_counter)
+    end: float | None = None
+
+    def stop(self) -> float:
+        """Stop (idempotent) and return the seconds."""
+        if self.end is None:
+            self.end = time.perf_counter()
+        return self.end - self.start
+
+    @property
+    def seconds(self) -> float:
+        """Seconds so far (or until stop)."""
+        return (self.end if self.end is not None else time.perf_counter()) - self.start

@@ -1,0 +1,637 @@
+"""``alpha2 play INPUT``: decode, import, render with the sampling shader, show or keep offscreen.
+
+With a display (``DISPLAY`` / ``WAYLAND_DISPLAY`` on Linux) and rendercanvas with a glfw or Qt backend
+installed, a window shows the video with vsync, the aspect kept with letterboxing; space pauses, the
+arrow keys seek (left/right 5 s, down/up 30 s), q or Escape quits. rendercanvas is not a dependency: it
+is imported only when a window is possible, and when it (or a backend) is missing, playback falls back
+to offscreen and says why. Offscreen (no display, ``--offscreen``, or ``--snapshot``), frames are
+rendered into a texture as fast as the device allows; ``--snapshot PATH.png [--at SECONDS]`` writes the
+frame on display at that time as a PNG, atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.apps import pipeline
+from alpha2.apps.atomic import check_output_path, write_png
+from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.geometry import Rect, Size
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.frames import DecodedFrame
+
+__all__ = [
+    "PlayOptions",
+    "PlayStats",
+    "letterbox",
+    "play",
+    "register",
+    "run",
+    "window_unavailable_reason",
+]
+
+SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -30.0, "ArrowUp": 30.0}
+"""Seek per arrow key, in seconds."""
+
+_QT_BINDINGS = ("PySide6", "PyQt6", "PyQt5", "PySide2")
+
+
+def window_unavailable_reason(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why a window cannot be opened here (None when it can: a display, rendercanvas and a backend)."""
+    env = os.environ if environ is None else environ
+    if sys.platform.startswith("linux") and not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        return "no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+    if importlib.util.find_spec("rendercanvas") is None:
+        return "rendercanvas is not installed (pip install rendercanvas glfw)"
+    if importlib.util.find_spec("glfw") is None and not any(
+        importlib.util.find_spec(name) is not None for name in _QT_BINDINGS
+    ):
+        return "rendercanvas has no window backend: install glfw (pip install glfw) or a Qt binding (PySide6)"
+    return None
+
+
+def letterbox(frame: Size, window: Size) -> Rect:
+    """Where ``frame`` goes in ``window`` with its aspect kept: centred, bars on two sides."""
+    if frame.width <= 0 or frame.height <= 0 or window.width <= 0 or window.height <= 0:
+        return Rect(0, 0, max(window.width, 1), max(window.height, 1))
+    scale = min(window.width / frame.width, window.height / frame.height)
+    width = max(1, min(window.width, round(frame.width * scale)))
+    height = max(1, min(window.height, round(frame.height * scale)))
+    return Rect((window.width - width) // 2, (window.height - height) // 2, width, height)
+
+
+@dataclass(frozen=True)
+class PlayOptions:
+    """What ``alpha2 play`` was asked to do."""
+
+    offscreen: bool = False
+    """Render into a texture even when a window could be opened."""
+    snapshot: str | None = None
+    """Write the frame on display at ``at_s`` to this PNG path (renders offscreen)."""
+    at_s: float | None = None
+    """Start (and snapshot) at this time in seconds."""
+    frames: int | None = None
+    """Stop after this many frames."""
+    hwaccel: str = "auto"
+    """Decoding: ``auto``, ``cuda`` or ``none``."""
+
+    def __post_init__(self) -> None:
+        if self.frames is not None and self.frames < 1:
+            raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
+        if self.at_s is not None and self.at_s < 0:
+            raise InvalidInputError(f"--at must be >= 0 seconds, got {self.at_s}")
+
+
+@dataclass
+class PlayStats:
+    """What a play run did (``--stats`` prints it, ``--json`` emits :meth:`as_dict`)."""
+
+    input: str
+    mode: str = "offscreen"
+    mode_reason: str = ""
+    frames: int = 0
+    seconds: float = 0.0
+    paths: pipeline.PathCounter = field(default_factory=pipeline.PathCounter)
+    stages: pipeline.StageTimes = field(default_factory=pipeline.StageTimes)
+    peak_surfaces: int = 0
+    device: dict[str, Any] | None = None
+    hwaccel: dict[str, Any] = field(default_factory=dict)
+    import_report: str | None = None
+    snapshot: str | None = None
+    snapshot_pts_s: float | None = None
+    size: Size | None = None
+    dropped_frames: int = 0
+
+    @property
+    def fps(self) -> float:
+        """Frames rendered per second."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready stats."""
+        paths = self.paths.as_dict()
+        return {
+            "command": "play",
+            "input": self.input,
+            "mode": self.mode,
+            "mode_reason": self.mode_reason,
+            "frames": self.frames,
+            "seconds": round(self.seconds, 4),
+            "fps": round(self.fps, 3),
+            "paths": paths["frames"],
+            "path_bytes": paths["bytes"],
+            "path_notes": paths["notes"],
+            "bytes_through_cpu": self.paths.bytes_through_cpu,
+            "peak_surfaces": self.peak_surfaces,
+            "dropped_frames": self.dropped_frames,
+            "size": None if self.size is None else [self.size.width, self.size.height],
+            "snapshot": self.snapshot,
+            "snapshot_pts_s": self.snapshot_pts_s,
+            "device": self.device,
+            "hwaccel": self.hwaccel,
+            "import_report": self.import_report,
+            "stages": self.stages.as_dict(self.seconds),
+        }
+
+    def summary(self) -> str:
+        """A few lines for ``--stats``."""
+        data = self.as_dict()
+        paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
+        lines = [
+            f"alpha2: played {self.frames} frames in {self.seconds:.2f} s ({self.fps:.1f} fps), {self.mode}"
+            + (f" ({self.mode_reason})" if self.mode_reason else ""),
+            f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
+            f"peak surfaces {self.peak_surfaces}",
+            f"  time: {self.stages.summary(self.seconds)}",
+        ]
+        if self.device:
+            lines.append(f"  device: {self.device['implementation']} on {self.device['adapter']}")
+        if self.snapshot:
+            lines.append(f"  snapshot: {self.snapshot} (frame at {self.snapshot_pts_s:.3f} s)")
+        return "\n".join(lines)
+
+
+def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
+    report = decoder.hwaccel_report
+    return {
+        "requested": report.requested.value,
+        "active": report.active.value,
+        "decoder": report.decoder,
+        "reason": report.reason,
+        "fallback_reason": report.fallback_reason,
+    }
+
+
+class _SubmitThrottle:
+    """Bounds the frames queued on the device: before reusing one of ``depth`` tiny read-back buffers, wait
+    (map) until the GPU has finished the frame that last used it. Nothing is created per frame."""
+
+    def __init__(self, device: Any, gpu: Any, depth: int = 2) -> None:
+        self._device = device
+        self._gpu = gpu
+        self._buffers = [
+            device.create_buffer(
+                label="alpha2 play throttle",
+                size=256,
+                usage=gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ,
+            )
+            for _ in range(depth)
+        ]
+        self._used = [False] * depth
+        self._index = 0
+
+    def _settle(self, slot: int) -> None:
+        if self._used[slot]:
+            buffer = self._buffers[slot]
+            buffer.map_sync(self._gpu.MapMode.READ)
+            buffer.unmap()
+            self._used[slot] = False
+
+    def mark(self, texture: Any) -> None:
+        """Record a point after the work just submitted (reading one texel of ``texture``)."""
+        slot = self._index
+        self._index = (self._index + 1) % len(self._buffers)
+        self._settle(slot)
+        encoder = self._device.create_command_encoder(label="alpha2 play throttle")
+        encoder.copy_texture_to_buffer(
+            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
+            {"buffer": self._buffers[slot], "offset": 0, "bytes_per_row": 256, "rows_per_image": 1},
+            (1, 1, 1),
+        )
+        self._device.queue.submit([encoder.finish()])
+        self._used[slot] = True
+
+    def drain(self) -> None:
+        """Wait for everything marked."""
+        for slot in range(len(self._buffers)):
+            self._settle(slot)
+
+    def close(self) -> None:
+        for buffer in self._buffers:
+            buffer.destroy()
+        self._buffers = []
+
+
+class _Player:
+    """One play run: the decoder, the device objects, the stats; torn down on every way out."""
+
+    def __init__(self, source: str, options: PlayOptions, progress: pipeline.Progress) -> None:
+        self.source = source
+        self.options = options
+        self.progress = progress
+        self.stats = PlayStats(input=source)
+        self.decoder: DecodeSession | None = None
+        self._closables: list[Any] = []
+        self.device: Any = None
+        self.importer: Any = None
+        self.renderer: Any = None
+
+    # -- shared pieces --------------------------------------------------------------------------------
+
+    def _open(self) -> DecodeSession:
+        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel)
+        self.stats.hwaccel = _hwaccel_dict(self.decoder)
+        return self.decoder
+
+    def _seek_start(self, decoder: DecodeSession) -> None:
+        at = self.options.at_s
+        if at is None or at == 0:
+            return
+        duration = decoder.info.duration_seconds
+        if duration is not None and at >= duration:
+            raise InvalidInputError(
+                f"--at {at:g} s is past the end of {self.source!r} ({duration:.3f} s long)"
+            )
+        decoder.seek(at)
+
+    def _make_gpu(self, on_gpu: bool) -> None:
+        from alpha2.native_gpu.importer import FrameImporter
+        from alpha2.native_gpu.shader import FrameRenderer
+
+        choice = pipeline.create_device(want_gpu_copy=on_gpu)
+        self.stats.device = choice.as_dict()
+        self.device = choice.device
+        self.importer = FrameImporter(self.device)
+        self._closables.append(self.importer)
+        self.renderer = FrameRenderer(self.device)
+
+    def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:
+        """Import ``frame`` (the importer owns it from then on) and render it; returns the target texture."""
+        clock = time.perf_counter
+        t0 = clock()
+        try:
+            lease = self.importer.import_frame(frame)
+        except BaseException:
+            frame.release()
+            raise
+        t1 = clock()
+        try:
+            imported = lease.frame
+            size = imported.metadata.display_size
+            texture = self.renderer.render(
+                imported.views,
+                imported.pixel_format,
+                imported.colour,
+                size.width,
+                size.height,
+                target,
+                output_format=output_format,
+            )
+        finally:
+            lease.release()
+        self.stats.stages.add("import", t1 - t0)
+        self.stats.stages.add("render", clock() - t1)
+        return texture
+
+    def _finish_stats(self) -> None:
+        if self.importer is not None:
+            report = self.importer.path_report
+            self.stats.paths.merge_counts(report.frames_by_path, report.fallbacks)
+            self.stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
+            self.stats.import_report = report.summary()
+
+    def close(self, completed: bool = True) -> None:
+        for obj in reversed(self._closables):
+            try:
+                obj.close()
+            except Exception:
+                pass  # tear-down after a failure must not hide the failure
+        self._closables.clear()
+        decoder, self.decoder = self.decoder, None
+        if decoder is not None:
+            self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
+            decoder.close()
+        self.progress.close(completed)
+
+    # -- offscreen ------------------------------------------------------------------------------------
+
+    def offscreen(self, reason: str) -> PlayStats:
+        from alpha2.native_gpu.shader import gpu_module_of, read_texture_rgba
+
+        stats, options = self.stats, self.options
+        stats.mode, stats.mode_reason = "offscreen", reason
+        snapshot_path = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
+        timer = pipeline.RunTimer()
+        decoder = self._open()
+        self._seek_start(decoder)
+        clock = time.perf_counter
+        t0 = clock()
+        frame = decoder.next_frame()
+        stats.stages.add("decode", clock() - t0)
+        if frame is None:
+            where = f" at {options.at_s:g} s" if options.at_s else ""
+            raise InvalidInputError(f"{self.source!r} has no decodable video frame{where}")
+        t0 = clock()
+        try:
+            self._make_gpu(frame.on_gpu)
+            throttle = _SubmitThrottle(self.device, gpu_module_of(self.device))
+        except BaseException:
+            frame.release()
+            raise
+        self._closables.append(throttle)
+        stats.stages.add("setup", clock() - t0)
+        limit = options.frames if options.frames is not None else (1 if snapshot_path else None)
+        total = decoder.info.frame_count
+        self.progress.start(limit if limit is not None else total)
+        while frame is not None:
+            stats.size = Size(frame.width, frame.height)
+            pts_s = frame.pts_seconds
+            target = self._render(frame)
+            if snapshot_path is not None and stats.snapshot is None:
+                t0 = clock()
+                pixels = read_texture_rgba(self.device, target)
+                stats.paths.add(ExecutionPath.CPU_DOWNLOAD, int(pixels.nbytes), note="snapshot read-back")
+                stats.snapshot = write_png(snapshot_path, pixels)
+                stats.snapshot_pts_s = pts_s
+                stats.stages.add("snapshot", clock() - t0)
+            else:
+                t0 = clock()
+                throttle.mark(target)
+                stats.stages.add("wait", clock() - t0)
+            stats.frames += 1
+            self.progress.update(stats.frames)
+            if limit is not None and stats.frames >= limit:
+                break
+            t0 = clock()
+            frame = decoder.next_frame()
+            stats.stages.add("decode", clock() - t0)
+        t0 = clock()
+        throttle.drain()
+        stats.stages.add("wait", clock() - t0)
+        stats.seconds = timer.stop()
+        self._finish_stats()
+        return stats
+
+    # -- window ---------------------------------------------------------------------------------------
+
+    def window(self) -> PlayStats:
+        return _WindowPlayback(self).run()
+
+
+class _WindowPlayback:
+    """Playback in a rendercanvas window: paced by presentation time, vsync, letterboxed, keys."""
+
+    def __init__(self, player: _Player) -> None:
+        self.player = player
+        self.stats = player.stats
+        self.shown: Any = None  # (texture, letterbox rect) of the last frame rendered
+        self.pending: DecodedFrame | None = None
+        self.paused = False
+        self.clock_wall = 0.0
+        self.clock_media = 0.0
+        self.ended = False
+        self.canvas: Any = None
+        self.context: Any = None
+        self.present_format = "bgra8unorm"
+        self.render_format = "bgra8unorm"
+        self.last_window = Size(0, 0)
+
+    def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
+        """Decode the first frame, make the device and the canvas; returns the canvas module.
+
+        ``canvas_module`` is a rendercanvas backend module (``rendercanvas.auto`` picks glfw or Qt;
+        tests drive ``rendercanvas.offscreen``). ``size``: the canvas size (default the frame's).
+        """
+        player, stats = self.player, self.stats
+        backend = importlib.import_module(canvas_module)
+        decoder = player._open()
+        player._seek_start(decoder)
+        first = decoder.next_frame()
+        if first is None:
+            raise InvalidInputError(f"{player.source!r} has no decodable video frame")
+        self.pending = first
+        player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
+        stats.size = Size(first.width, first.height)
+        window = size if size is not None else stats.size
+        self.canvas = backend.RenderCanvas(
+            title=f"alpha2 play - {os.path.basename(player.source)}",
+            size=(window.width, window.height),
+            update_mode="continuous",
+            max_fps=240,
+            vsync=True,
+        )
+        self.context = self.canvas.get_context("wgpu")
+        preferred = str(self.context.get_preferred_format(player.device.adapter))
+        self.present_format = preferred
+        base = preferred.replace("-srgb", "")
+        # The shader's values are already sRGB-encoded: they are copied as they are (an -srgb surface and
+        # its plain format are copy-compatible), never encoded twice.
+        self.render_format = base if base in ("rgba8unorm", "bgra8unorm", "rgba16float") else "bgra8unorm"
+        gpu = importlib.import_module(type(player.device).__module__.split(".", 1)[0])
+        self.context.configure(
+            device=player.device,
+            format=preferred,
+            usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST,
+        )
+        self.clock_media = first.pts_seconds or 0.0
+        self.clock_wall = time.perf_counter()
+        self.canvas.add_event_handler(self._on_key, "key_down")
+        self.canvas.request_draw(self._draw)
+        player.progress.start(player.options.frames or decoder.info.frame_count)
+        return backend
+
+    def finish(self, seconds: float) -> PlayStats:
+        """Release what is held and complete the stats."""
+        if self.pending is not None:
+            self.pending.release()
+            self.pending = None
+        self.stats.seconds = seconds
+        self.stats.mode, self.stats.mode_reason = "window", "vsync, letterboxed"
+        self.player._finish_stats()
+        return self.stats
+
+    def run(self) -> PlayStats:
+        timer = pipeline.RunTimer()
+        try:
+            backend = self.open()
+            backend.loop.run()
+        finally:
+            self.finish(timer.stop())
+        return self.stats
+
+    def media_time(self) -> float:
+        if self.paused:
+            return self.clock_media
+        return self.clock_media + (time.perf_counter() - self.clock_wall)
+
+    def _on_key(self, event: Mapping[str, Any]) -> None:
+        key = str(event.get("key", ""))
+        decoder = self.player.decoder
+        if key in ("q", "Q", "Escape"):
+            self.canvas.close()
+        elif key == " ":
+            now = self.media_time()
+            self.paused = not self.paused
+            self.clock_media, self.clock_wall = now, time.perf_counter()
+        elif key in SEEK_STEPS_S and decoder is not None:
+            target = max(0.0, self.media_time() + SEEK_STEPS_S[key])
+            duration = decoder.info.duration_seconds
+            if duration is not None:
+                target = min(target, max(0.0, duration - 0.05))
+            if self.pending is not None:
+                self.pending.release()
+                self.pending = None
+            decoder.seek(target)
+            self.pending = decoder.next_frame()
+            self.clock_media, self.clock_wall = target, time.perf_counter()
+            self.ended = False
+
+    def _advance(self) -> DecodedFrame | None:
+        """The newest frame due at the media time (older due frames are dropped), or None."""
+        decoder = self.player.decoder
+        assert decoder is not None
+        now = self.media_time()
+        due: DecodedFrame | None = None
+        while self.pending is not None and (self.pending.pts_seconds or 0.0) <= now + 0.002:
+            if due is not None:
+                due.release()
+                self.stats.dropped_frames += 1
+            due = self.pending
+            t0 = time.perf_counter()
+            self.pending = decoder.next_frame()
+            self.stats.stages.add("decode", time.perf_counter() - t0)
+            if self.paused:
+                break
+        if self.pending is None and due is None and self.shown is not None:
+            self.ended = True
+        return due
+
+    def _draw(self) -> None:
+        player, stats = self.player, self.stats
+        limit = player.options.frames
+        frame = self._advance()
+        if self.ended or (limit is not None and stats.frames >= limit):
+            self.canvas.close()
+            return
+        width, height = (int(v) for v in self.canvas.get_physical_size())
+        window = Size(max(width, 1), max(height, 1))
+        if window != self.last_window:
+            player.renderer.clear_cache()
+            self.last_window = window
+        if frame is not None:
+            box = letterbox(Size(frame.width, frame.height), window)
+            target = player.renderer.target_texture(box.width, box.height, self.render_format)
+            self.shown = (player._render(frame, target), box)
+            stats.frames += 1
+            player.progress.update(stats.frames)
+        if self.shown is None:
+            return
+        texture, _ = self.shown
+        tex_w, tex_h = int(texture.size[0]), int(texture.size[1])
+        if tex_w > window.width or tex_h > window.height:
+            return  # the window shrank while paused: the next frame is rendered at the new size
+        box = Rect((window.width - tex_w) // 2, (window.height - tex_h) // 2, tex_w, tex_h)
+        surface = self.context.get_current_texture()
+        device = player.device
+        encoder = device.create_command_encoder(label="alpha2 present")
+        bars = encoder.begin_render_pass(
+            color_attachments=[
+                {
+                    "view": surface.create_view(),
+                    "clear_value": (0.0, 0.0, 0.0, 1.0),
+                    "load_op": "clear",
+                    "store_op": "store",
+                }
+            ]
+        )
+        bars.end()
+        encoder.copy_texture_to_texture(
+            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
+            {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
+            (box.width, box.height, 1),
+        )
+        device.queue.submit([encoder.finish()])
+
+
+def play(
+    source: str | os.PathLike[str],
+    options: PlayOptions | None = None,
+    *,
+    progress: pipeline.Progress | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PlayStats:
+    """Play ``source`` (the in-process form of ``alpha2 play``).
+
+    Raises:
+        alpha2.gpu.Error subclasses: bad input, a bad ``--at``, an unwritable snapshot path, device errors.
+    """
+    options = options if options is not None else PlayOptions()
+    player = _Player(os.fspath(source), options, progress if progress is not None else pipeline.Progress())
+    completed = False
+    try:
+        if options.snapshot is not None:
+            stats = player.offscreen("--snapshot renders to a texture")
+        elif options.offscreen:
+            stats = player.offscreen("--offscreen")
+        else:
+            why = window_unavailable_reason(environ)
+            stats = player.offscreen(f"no window: {why}") if why is not None else player.window()
+        completed = True
+    finally:
+        player.close(completed)
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------------
+# the command line
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``alpha2 play``."""
+    parser = subparsers.add_parser(
+        "play",
+        help="play a video (window, or offscreen with a snapshot)",
+        description="Decode, import and render a video with the sampling shader: in a window when there is "
+        "a display (space pauses, arrows seek, q quits), otherwise into an offscreen texture.",
+    )
+    parser.add_argument("input", metavar="INPUT", help="input video file")
+    parser.add_argument("--offscreen", action="store_true", help="render into a texture, no window")
+    parser.add_argument("--snapshot", metavar="PATH.png", help="write the rendered frame as a PNG")
+    parser.add_argument(
+        "--at", type=pipeline.non_negative_float, metavar="SECONDS", help="start (and snapshot) at this time"
+    )
+    parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
+    parser.add_argument(
+        "--hwaccel",
+        choices=("auto", "cuda", "none"),
+        default="auto",
+        help="decode on NVDEC (cuda), in software (none), or NVDEC when possible (auto)",
+    )
+    parser.add_argument("--stats", action="store_true", help="print frames, fps, paths and bytes at the end")
+    parser.add_argument("--json", action="store_true", help="print the stats as JSON at the end")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``alpha2 play``."""
+    if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
+        raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
+    options = PlayOptions(
+        offscreen=args.offscreen,
+        snapshot=args.snapshot,
+        at_s=args.at,
+        frames=args.frames,
+        hwaccel=args.hwaccel,
+    )
+    progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
+    stats = play(args.input, options, progress=progress)
+    if args.json:
+        pipeline.emit_json(stats.as_dict())
+    elif args.stats:
+        print(stats.summary(), file=sys.stderr)
+    else:
+        note = f" ({stats.mode_reason})" if stats.mode_reason else ""
+        line = f"alpha2: played {stats.frames} frames ({stats.fps:.1f} fps) {stats.mode}{note}"
+        if stats.snapshot:
+            line += f"; snapshot {stats.snapshot}"
+        print(line, file=sys.stderr)
+    return 0

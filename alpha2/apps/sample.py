@@ -1,0 +1,320 @@
+"""``alpha2 sample OUTPUT``: write a short test clip, so a new user has input for play and transcode.
+
+The picture is a smooth moving colour pattern, computed per frame from 1-D waves (outer products, no
+per-pixel Python) straight into Y'CbCr planes with the BT.709 (HD) or BT.601 (SD) matrix, and encoded
+through the FFmpeg bridge's :class:`~alpha2.ffmpeg_bridge.EncodeSession`, which writes atomically.
+A 440 Hz sine tone is added when the bridge can encode audio (see :func:`audio_unavailable_reason`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fractions
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from alpha2.apps import pipeline
+from alpha2.apps.atomic import check_output_path
+from alpha2.ffmpeg_bridge import EncodeSession, choose_encoder
+from alpha2.gpu.colour import (
+    ChromaLocation,
+    ColourInfo,
+    ColourMatrix,
+    ColourPrimaries,
+    ColourRange,
+    TransferCharacteristic,
+    rgb_to_yuv,
+)
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
+
+__all__ = [
+    "SampleResult",
+    "audio_unavailable_reason",
+    "pattern_planes",
+    "register",
+    "run",
+    "sample_colour",
+    "write_sample",
+]
+
+TONE_HZ = 440.0
+SAMPLE_RATE = 48_000
+DEFAULT_SIZE = Size(1280, 720)
+"""The sample's default picture size."""
+FAST_PRESETS: dict[str, str] = {
+    "libx264": "veryfast",
+    "libx265": "veryfast",
+    "libsvtav1": "10",
+    "libvpx-vp9": "8",
+}
+"""The speed preset the sample uses per encoder (the clip is simple; speed matters more than size)."""
+
+
+def sample_colour(size: Size) -> ColourInfo:
+    """BT.709 for HD sizes, BT.601 (SMPTE 170M) for SD; limited range, chroma sited left."""
+    if size.height >= 720 or size.width >= 1280:
+        return ColourInfo(
+            ColourMatrix.BT709,
+            ColourPrimaries.BT709,
+            TransferCharacteristic.BT709,
+            ColourRange.LIMITED,
+            ChromaLocation.LEFT,
+        )
+    return ColourInfo(
+        ColourMatrix.SMPTE170M,
+        ColourPrimaries.SMPTE170M,
+        TransferCharacteristic.SMPTE170M,
+        ColourRange.LIMITED,
+        ChromaLocation.LEFT,
+    )
+
+
+class _Waves:
+    """The pattern as three waves: R varies along x, G along y, B along the diagonal; all move with t."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
+
+    def rgb_terms(self, xs: np.ndarray, ys: np.ndarray, t: float) -> tuple[np.ndarray, ...]:
+        """1-D pieces: R(x), G(y), and B(x, y) = b0 + b1 * (sx(x) cy(y) + cx(x) sy(y)) as outer parts."""
+        u = xs / self.width
+        v = ys / self.height
+        r = 0.5 + 0.4 * np.sin(2 * np.pi * (u + 0.20 * t))[None, :]
+        g = 0.5 + 0.4 * np.sin(2 * np.pi * (v - 0.15 * t))[:, None]
+        a = 2 * np.pi * (0.75 * u + 0.30 * t)
+        b = 2 * np.pi * (0.75 * v)
+        return r, g, np.sin(a)[None, :], np.cos(a)[None, :], np.cos(b)[:, None], np.sin(b)[:, None]
+
+
+def pattern_planes(size: Size, index: int, rate: float, colour: ColourInfo) -> tuple[np.ndarray, ...]:
+    """The Y, Cb, Cr planes (uint8, 4:2:0, chroma sited left) of frame ``index``."""
+    width, height = size.width, size.height
+    t = index / rate
+    transform = rgb_to_yuv(colour.matrix, colour.range, 8)
+    m = np.asarray(transform.matrix, dtype=np.float64)
+    offset = np.asarray(transform.offset, dtype=np.float64)
+    waves = _Waves(width, height)
+    planes = []
+    # Luma at every pixel; chroma at (2k, 2l + 0.5) in luma coordinates (LEFT siting).
+    grids = (
+        (np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64)),
+        (np.arange(0, width, 2, dtype=np.float64), np.arange(0, height, 2, dtype=np.float64) + 0.5),
+    )
+    for row in range(3):
+        xs, ys = grids[0 if row == 0 else 1]
+        r, g, sa, ca, cb, sb = waves.rgb_terms(xs, ys, t)
+        kr, kg, kb = m[row]
+        # B = 0.5 + 0.4 * sin(a + b) = 0.5 + 0.4 * (sin a cos b + cos a sin b)
+        value = (kr * r + kg * g) + (kb * 0.4) * (sa * cb + ca * sb) + (kb * 0.5 + offset[row])
+        planes.append(np.clip(np.rint(value), 0, 255).astype(np.uint8))
+    return tuple(planes)
+
+
+def _plane_set(planes: tuple[np.ndarray, ...]) -> CpuPlaneSet:
+    return CpuPlaneSet(
+        planes=tuple(
+            CpuPlane(data=p, bytes_per_row=p.strides[0], width_bytes=p.shape[1], height=p.shape[0])
+            for p in planes
+        ),
+        keep_alive=planes,
+    )
+
+
+def audio_unavailable_reason() -> str | None:
+    """Why the bridge cannot add the tone (None when it can: ``EncodeSession.encode_audio`` exists)."""
+    if callable(getattr(EncodeSession, "encode_audio", None)):
+        return None
+    return "the FFmpeg bridge cannot encode audio yet (EncodeSession has no encode_audio)"
+
+
+def _tone(start: int, count: int) -> np.ndarray:
+    t = (np.arange(start, start + count, dtype=np.float64)) / SAMPLE_RATE
+    mono = (0.2 * np.sin(2 * np.pi * TONE_HZ * t)).astype(np.float32)
+    return np.stack([mono, mono])
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """What ``alpha2 sample`` wrote."""
+
+    path: str
+    """The clip's path."""
+    frames: int
+    """Video frames written."""
+    size: Size
+    """Picture size."""
+    rate: float
+    """Frames per second."""
+    codec: str
+    """Encoder used."""
+    audio: bool
+    """Whether the tone was written."""
+    audio_note: str | None
+    """Why there is no tone, when there is none."""
+
+
+def write_sample(
+    path: str,
+    *,
+    duration_s: float = 5.0,
+    size: Size = DEFAULT_SIZE,
+    rate: int = 30,
+    codec: str = "h264",
+    audio: bool | None = None,
+    crf: float | None = 18,
+    preset: str | None = None,
+) -> SampleResult:
+    """Write the test clip to ``path`` (atomically, through EncodeSession).
+
+    Args:
+        audio: True: the tone or an error; False: no audio; None: the tone when the bridge can encode it.
+        preset: the encoder's speed preset; None: :data:`FAST_PRESETS` for the encoder, if listed.
+
+    Raises:
+        InvalidInputError: a bad duration or size, or an unwritable output.
+        UnsupportedError: ``audio=True`` and the bridge cannot encode audio; an unknown codec.
+    """
+    if not (duration_s > 0 and math.isfinite(duration_s)):
+        raise InvalidInputError(f"duration must be a positive number of seconds, got {duration_s}")
+    if size.width < 2 or size.height < 2 or size.width % 2 or size.height % 2:
+        raise InvalidInputError(
+            f"size must have even sides >= 2 (4:2:0 video), got {size.width}x{size.height}"
+        )
+    if rate < 1:
+        raise InvalidInputError(f"rate must be >= 1, got {rate}")
+    full = check_output_path(path)
+    why_no_audio = audio_unavailable_reason()
+    if audio and why_no_audio is not None:
+        raise UnsupportedError(f"--audio: {why_no_audio}; use --no-audio")
+    with_audio = bool(audio is not False and why_no_audio is None)
+    colour = sample_colour(size)
+    frames = max(1, round(duration_s * rate))
+    encoder_name = choose_encoder(codec).name
+    if preset is None:
+        preset = FAST_PRESETS.get(encoder_name)
+    session = EncodeSession(
+        full,
+        codec=codec,
+        width=size.width,
+        height=size.height,
+        rate=rate,
+        time_base=fractions.Fraction(1, rate),
+        crf=crf,
+        preset=preset,
+        colour=colour,
+        gop_size=rate,
+        options=pipeline.QUIET_ENCODER_OPTIONS.get(encoder_name),
+    )
+    try:
+        samples_done = 0
+        for index in range(frames):
+            session.encode(
+                _plane_set(pattern_planes(size, index, rate, colour)),
+                pts=index,
+                pixel_format=PixelFormat.YUV420P,
+                width=size.width,
+                height=size.height,
+            )
+            if with_audio:
+                until = round((index + 1) * SAMPLE_RATE / rate)
+                encode_audio: Any = getattr(session, "encode_audio")  # noqa: B009 - optional bridge API
+                encode_audio(_tone(samples_done, until - samples_done), sample_rate=SAMPLE_RATE)
+                samples_done = until
+    except BaseException:
+        session.abort()
+        raise
+    session.close()
+    return SampleResult(
+        path=full,
+        frames=frames,
+        size=size,
+        rate=float(rate),
+        codec=session.encoder.name,
+        audio=with_audio,
+        audio_note=None if with_audio else (why_no_audio if audio is None else "--no-audio"),
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``alpha2 sample``."""
+    parser = subparsers.add_parser(
+        "sample",
+        help="write a short test clip (moving colour pattern, sine tone)",
+        description="Write a short test clip: a moving colour pattern and, where the FFmpeg bridge can "
+        "encode audio, a 440 Hz tone. Input for 'alpha2 play' and 'alpha2 transcode'.",
+    )
+    parser.add_argument("output", metavar="OUTPUT", help="output file, e.g. sample.mp4")
+    parser.add_argument(
+        "--duration", type=_positive_seconds, default=5.0, metavar="S", help="seconds (default 5)"
+    )
+    parser.add_argument(
+        "--size",
+        type=pipeline.parse_even_size,
+        default=DEFAULT_SIZE,
+        metavar="WxH",
+        help="picture size, even sides (default 1280x720)",
+    )
+    parser.add_argument(
+        "--rate", type=pipeline.positive_int, default=30, help="frames per second (default 30)"
+    )
+    parser.add_argument(
+        "--codec", default="h264", help="h264, hevc, vp9, av1 or an encoder name (default h264)"
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--audio",
+        dest="audio",
+        action="store_true",
+        default=None,
+        help="add the tone (an error if it cannot be encoded); default: when possible",
+    )
+    group.add_argument("--no-audio", dest="audio", action="store_false", help="no audio track")
+    parser.add_argument("--json", action="store_true", help="print what was written as JSON")
+    parser.set_defaults(func=run)
+
+
+def _positive_seconds(text: str) -> float:
+    value = pipeline.non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("duration must be more than 0 seconds")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """``alpha2 sample``."""
+    result = write_sample(
+        args.output,
+        duration_s=args.duration,
+        size=args.size,
+        rate=args.rate,
+        codec=args.codec,
+        audio=args.audio,
+    )
+    if args.json:
+        pipeline.emit_json(
+            {
+                "command": "sample",
+                "path": result.path,
+                "frames": result.frames,
+                "size": [result.size.width, result.size.height],
+                "rate": result.rate,
+                "codec": result.codec,
+                "audio": result.audio,
+                "audio_note": result.audio_note,
+            }
+        )
+    else:
+        note = "" if result.audio else f" (no audio: {result.audio_note})"
+        print(
+            f"alpha2: wrote {result.path}: {result.frames} frames {result.size.width}x{result.size.height} "
+            f"at {result.rate:g} fps, {result.codec}{note}",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,747 @@
+"""``alpha2 transcode INPUT OUTPUT``: decode, import, scale and convert on the GPU, encode, mux.
+
+Two ways through, decided from the first frame and reported:
+
+* passthrough (``ExecutionPath.SOFTWARE``): nothing asks for processing (same size, colour kept, no
+  ``--gpu``), so decoded frames go straight to the encoder with no GPU work;
+* GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.importer.FrameImporter`),
+  rendered by the sampling shader at the output size into an RGBA texture (scaling and the output's
+  matrix and range come with it), converted to NV12 / P010 by the
+  :class:`~alpha2.native_gpu.encode.VulkanEncodeCopier`, whose ring hands frames back about two
+  submissions later, so the encoder works on frame N while the GPU converts N + 2.
+
+Timestamps pass through unchanged (variable frame rate included); audio packets are copied when the
+input has audio; the output appears under its name only when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import fractions
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.apps import pipeline
+from alpha2.apps.atomic import check_output_path
+from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
+from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.frames import DecodedFrame
+
+__all__ = [
+    "DEFAULT_CRF",
+    "ColourChoice",
+    "TranscodeOptions",
+    "TranscodePlan",
+    "TranscodeStats",
+    "plan_transcode",
+    "register",
+    "run",
+    "transcode",
+]
+
+DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
+"""Constant-quality factor used when neither ``crf`` nor ``bitrate`` is given, per codec family."""
+
+HD_MIN_HEIGHT = 720
+"""Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""
+
+_COPIER_MATRICES = (
+    ColourMatrix.BT709,
+    ColourMatrix.BT470BG,
+    ColourMatrix.SMPTE170M,
+    ColourMatrix.SMPTE240M,
+    ColourMatrix.FCC,
+    ColourMatrix.BT2020_NCL,
+)
+
+
+class ColourChoice(enum.Enum):
+    """The output's Y'CbCr matrix and range (primaries and transfer are the input's: no gamut mapping)."""
+
+    AUTO = "auto"
+    """Kept when frames pass through; when processed on the GPU, BT.709 limited for HD outputs, the
+    input's for smaller ones."""
+    KEEP = "keep"
+    """The input's matrix and range."""
+    BT709 = "bt709"
+    """BT.709 matrix, limited range."""
+    BT601 = "bt601"
+    """BT.601 matrix (SMPTE 170M), limited range."""
+    BT2020 = "bt2020"
+    """BT.2020 non-constant-luminance matrix, limited range."""
+
+
+@dataclass(frozen=True)
+class TranscodeOptions:
+    """What ``alpha2 transcode`` was asked to do."""
+
+    codec: str = "h264"
+    """Codec (``h264``, ``hevc``, ``vp9``, ``av1``) or an FFmpeg encoder name."""
+    size: Size | None = None
+    """Box to fit the output in, aspect kept, even sides; None keeps the input's size."""
+    crf: float | None = None
+    """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec."""
+    bitrate: int | None = None
+    """Target bit rate in bits per second (instead of crf)."""
+    preset: str | None = None
+    """Encoder speed preset; None: the encoder's default."""
+    frames: int | None = None
+    """Stop after this many frames."""
+    hwaccel: str = "auto"
+    """Decoding: ``auto``, ``cuda`` or ``none``."""
+    audio: bool = True
+    """Copy the input's audio (when it has some)."""
+    colour: ColourChoice = ColourChoice.AUTO
+    """The output's matrix and range."""
+    gpu: bool = False
+    """Process on the GPU even when nothing asks for it (no passthrough)."""
+    ring_size: int = 3
+    """Read-back slots of the encode copier (frames the GPU may run ahead of the encoder)."""
+
+    def __post_init__(self) -> None:
+        if self.crf is not None and self.bitrate is not None:
+            raise InvalidInputError("give crf or bitrate, not both")
+        if self.frames is not None and self.frames < 1:
+            raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
+        if self.ring_size < 2:
+            raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
+
+
+@dataclass(frozen=True)
+class TranscodePlan:
+    """What happens to the frames, decided from the first one."""
+
+    passthrough: bool
+    """Decoded frames go straight to the encoder (no GPU work)."""
+    reason: str
+    """Why passthrough or why GPU processing."""
+    input_size: Size
+    """The first frame's display size."""
+    output_size: Size
+    """The encoded size."""
+    input_format: PixelFormat
+    """The decoder's pixel format."""
+    output_format: PixelFormat
+    """What the frames are handed to the encoder as (the input's for passthrough; NV12 or P010)."""
+    input_colour: ColourInfo
+    """The input's colour (resolved)."""
+    output_colour: ColourInfo
+    """The colour written and tagged."""
+
+
+def _hd(size: Size) -> bool:
+    return size.height >= HD_MIN_HEIGHT or size.width >= 1280
+
+
+def _wanted_matrix(
+    choice: ColourChoice, colour: ColourInfo, out: Size
+) -> tuple[ColourMatrix, ColourRange, str]:
+    if choice is ColourChoice.BT709:
+        return ColourMatrix.BT709, ColourRange.LIMITED, "BT.709 limited (--colour bt709)"
+    if choice is ColourChoice.BT601:
+        return ColourMatrix.SMPTE170M, ColourRange.LIMITED, "BT.601 limited (--colour bt601)"
+    if choice is ColourChoice.BT2020:
+        return ColourMatrix.BT2020_NCL, ColourRange.LIMITED, "BT.2020 limited (--colour bt2020)"
+    if choice is ColourChoice.AUTO and _hd(out):
+        return ColourMatrix.BT709, ColourRange.LIMITED, "BT.709 limited for an HD output"
+    return colour.matrix, colour.range, "the input's matrix and range"
+
+
+def _same_matrix(a: ColourMatrix, b: ColourMatrix) -> bool:
+    bt601 = (ColourMatrix.BT470BG, ColourMatrix.SMPTE170M)
+    return a == b or (a in bt601 and b in bt601)
+
+
+def plan_transcode(
+    input_size: Size, input_format: PixelFormat, input_colour: ColourInfo, options: TranscodeOptions
+) -> TranscodePlan:
+    """Decide passthrough or GPU processing, the output size, format and colour.
+
+    Raises:
+        UnsupportedError: the asked colour cannot be written by the encode copier.
+    """
+    w, h = input_size.width, input_size.height
+    reasons: list[str] = []
+    if options.size is not None:
+        out = pipeline.fit_inside(w, h, options.size)
+        if out != input_size:
+            reasons.append(
+                f"scale {w}x{h} -> {out.width}x{out.height} (fit in {options.size.width}x"
+                f"{options.size.height})"
+            )
+    elif w % 2 or h % 2:
+        out = pipeline.fit_inside(w, h, Size(w - w % 2, h - h % 2))
+        reasons.append(f"{w}x{h} has an odd side; 4:2:0 output needs {out.width}x{out.height}")
+    else:
+        out = input_size
+    explicit = options.colour not in (ColourChoice.AUTO, ColourChoice.KEEP)
+    if explicit:
+        matrix, rng, _ = _wanted_matrix(options.colour, input_colour, out)
+        if not _same_matrix(matrix, input_colour.matrix) or rng != input_colour.range:
+            reasons.append(f"convert colour to {options.colour.value}")
+    if options.gpu:
+        reasons.append("--gpu asks for GPU processing")
+    if not reasons:
+        return TranscodePlan(
+            passthrough=True,
+            reason="passthrough: same size, pixel format and colour; frames go straight to the encoder",
+            input_size=input_size,
+            output_size=input_size,
+            input_format=input_format,
+            output_format=input_format,
+            input_colour=input_colour,
+            output_colour=input_colour,
+        )
+    matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
+    if matrix not in _COPIER_MATRICES or rng is ColourRange.UNSPECIFIED:
+        if options.colour is ColourChoice.KEEP:
+            raise UnsupportedError(
+                f"--colour keep: the encode copier cannot write the input's matrix {matrix.name}; "
+                "use --colour bt709, bt601 or bt2020"
+            )
+        matrix, rng = (
+            (ColourMatrix.BT709, ColourRange.LIMITED)
+            if _hd(out)
+            else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
+        )
+        why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
+    output_format = PixelFormat.P010 if input_format.bit_depth > 8 else PixelFormat.NV12
+    output_colour = ColourInfo(
+        matrix=matrix,
+        primaries=input_colour.primaries,
+        transfer=input_colour.transfer,
+        range=rng,
+        chroma_location=ChromaLocation.LEFT,
+    )
+    return TranscodePlan(
+        passthrough=False,
+        reason="GPU: " + "; ".join(reasons) + f"; output {output_format.ffmpeg_name} {why}",
+        input_size=input_size,
+        output_size=out,
+        input_format=input_format,
+        output_format=output_format,
+        input_colour=input_colour,
+        output_colour=output_colour,
+    )
+
+
+@dataclass
+class TranscodeStats:
+    """What a transcode did (``--json`` prints :meth:`as_dict`)."""
+
+    input: str
+    output: str
+    frames: int = 0
+    seconds: float = 0.0
+    plan: TranscodePlan | None = None
+    paths: pipeline.PathCounter = field(default_factory=pipeline.PathCounter)
+    stages: pipeline.StageTimes = field(default_factory=pipeline.StageTimes)
+    peak_surfaces: int = 0
+    encoder: dict[str, Any] = field(default_factory=dict)
+    hwaccel: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] | None = None
+    import_report: str | None = None
+    audio_packets_copied: int = 0
+    packets_out: int = 0
+    peak_copier_slots: int = 0
+
+    @property
+    def fps(self) -> float:
+        """Frames per second over the whole run."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready stats."""
+        plan = self.plan
+        paths = self.paths.as_dict()
+        return {
+            "command": "transcode",
+            "input": self.input,
+            "output": self.output,
+            "frames": self.frames,
+            "seconds": round(self.seconds, 4),
+            "fps": round(self.fps, 3),
+            "mode": None if plan is None else ("passthrough" if plan.passthrough else "gpu"),
+            "reason": None if plan is None else plan.reason,
+            "paths": paths["frames"],
+            "path_bytes": paths["bytes"],
+            "path_notes": paths["notes"],
+            "bytes_through_cpu": self.paths.bytes_through_cpu,
+            "peak_surfaces": self.peak_surfaces,
+            "peak_copier_slots": self.peak_copier_slots,
+            "input_size": None if plan is None else [plan.input_size.width, plan.input_size.height],
+            "output_size": None if plan is None else [plan.output_size.width, plan.output_size.height],
+            "input_pixel_format": None if plan is None else plan.input_format.ffmpeg_name,
+            "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
+            "input_colour": None if plan is None else _colour_dict(plan.input_colour),
+            "output_colour": None if plan is None else _colour_dict(plan.output_colour),
+            "encoder": self.encoder,
+            "hwaccel": self.hwaccel,
+            "device": self.device,
+            "import_report": self.import_report,
+            "packets_out": self.packets_out,
+            "audio_packets_copied": self.audio_packets_copied,
+            "stages": self.stages.as_dict(self.seconds),
+        }
+
+
+def _colour_dict(colour: ColourInfo) -> dict[str, str]:
+    return {
+        "matrix": colour.matrix.name,
+        "primaries": colour.primaries.name,
+        "transfer": colour.transfer.name,
+        "range": colour.range.name,
+        "chroma_location": colour.chroma_location.name,
+    }
+
+
+def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
+    report = decoder.hwaccel_report
+    return {
+        "requested": report.requested.value,
+        "active": report.active.value,
+        "decoder": report.decoder,
+        "device_ordinal": report.device_ordinal,
+        "reason": report.reason,
+        "fallback_reason": report.fallback_reason,
+    }
+
+
+def _frame_bytes(frame: DecodedFrame) -> int:
+    planes = frame.planes
+    if isinstance(planes, tuple):
+        return sum(p.width_bytes * p.height for p in planes)
+    return sum(p.width_bytes * p.height for p in planes.planes)
+
+
+class _Transcoder:
+    """One run: owns the sessions and the GPU objects, and tears them down on every way out."""
+
+    def __init__(
+        self,
+        source: str,
+        output: str,
+        options: TranscodeOptions,
+        progress: pipeline.Progress,
+    ) -> None:
+        self.source = source
+        self.output = output
+        self.options = options
+        self.progress = progress
+        self.stats = TranscodeStats(input=source, output=output)
+        self.decoder: DecodeSession | None = None
+        self.session: EncodeSession | None = None
+        self._gpu_objects: list[Any] = []
+        self._pending_planes: list[Any] = []
+        self._first: DecodedFrame | None = None
+
+    # -- setup ----------------------------------------------------------------------------------------
+
+    def _open(self) -> DecodeSession:
+        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel)
+        return self.decoder
+
+    def _encode_session(self, decoder: DecodeSession, plan: TranscodePlan) -> EncodeSession:
+        options = self.options
+        choice = choose_encoder(options.codec)
+        crf = options.crf
+        if crf is None and options.bitrate is None:
+            crf = DEFAULT_CRF.get(choice.codec)
+        self._check_extent(choice.name, plan)
+        info = decoder.info
+        rate = info.average_rate if info.average_rate else None
+        audio = self.source if options.audio and info.has_audio else None
+        session = EncodeSession(
+            self.output,
+            codec=options.codec,
+            width=plan.output_size.width,
+            height=plan.output_size.height,
+            rate=rate,
+            time_base=info.time_base,
+            crf=crf,
+            bitrate=options.bitrate,
+            preset=options.preset,
+            colour=plan.output_colour,
+            audio_from=audio,
+            options=pipeline.QUIET_ENCODER_OPTIONS.get(choice.name),
+        )
+        encoder = session.encoder
+        self.stats.encoder = {
+            "name": encoder.name,
+            "codec": encoder.codec,
+            "hardware": encoder.hardware,
+            "reason": encoder.reason,
+            "crf": crf,
+            "bitrate": options.bitrate,
+            "preset": options.preset,
+            "audio": "copied"
+            if audio is not None
+            else ("dropped (--no-audio)" if info.has_audio else "none in the input"),
+        }
+        return session
+
+    @staticmethod
+    def _check_extent(encoder_name: str, plan: TranscodePlan) -> None:
+        from alpha2.native_gpu.encode import VideoEncodeExtent
+
+        fmt = (
+            plan.output_format
+            if plan.output_format in (PixelFormat.NV12, PixelFormat.P010)
+            else PixelFormat.NV12
+        )
+        try:
+            extent = VideoEncodeExtent.resolve(encoder_name, fmt)
+        except UnsupportedError:
+            return  # an encoder alpha2 has no table for: FFmpeg refuses bad sizes when it opens
+        extent.check(plan.output_size.width, plan.output_size.height)
+
+    # -- the run --------------------------------------------------------------------------------------
+
+    def run(self) -> TranscodeStats:
+        timer = pipeline.RunTimer()
+        stages = self.stats.stages
+        ok = False
+        try:
+            decoder = self._open()
+            self.stats.hwaccel = _hwaccel_dict(decoder)
+            start = time.perf_counter()
+            first = decoder.next_frame()
+            stages.add("decode", time.perf_counter() - start)
+            if first is None:
+                raise InvalidInputError(f"{self.source!r} has no decodable video frames")
+            self._first = first  # released in teardown if a failure comes before the loop takes it
+            plan = plan_transcode(
+                Size(first.width, first.height), first.pixel_format, first.colour, self.options
+            )
+            self.stats.plan = plan
+            self.session = self._encode_session(decoder, plan)
+            total = decoder.info.frame_count
+            if total is None and decoder.info.duration_seconds and decoder.info.average_rate:
+                total = round(decoder.info.duration_seconds * float(decoder.info.average_rate))
+            if self.options.frames is not None:
+                total = min(total, self.options.frames) if total else self.options.frames
+            self.progress.start(total)
+            if plan.passthrough:
+                self._passthrough(first)
+            else:
+                self._gpu(first, plan)
+            start = time.perf_counter()
+            self.session.close()
+            stages.add("finish", time.perf_counter() - start)
+            ok = True
+        finally:
+            self.stats.seconds = timer.stop()
+            self._teardown(ok)
+        return self.stats
+
+    def _limit_reached(self) -> bool:
+        return self.options.frames is not None and self.stats.frames >= self.options.frames
+
+    def _pts(self, frame: DecodedFrame) -> int | None:
+        assert self.session is not None
+        meta = frame.metadata
+        if meta.pts is None:
+            return None
+        if meta.time_base is None or meta.time_base == self.session.time_base:
+            return meta.pts
+        return round(fractions.Fraction(meta.pts) * meta.time_base / self.session.time_base)
+
+    def _passthrough(self, first: DecodedFrame) -> None:
+        decoder, session, stats = self.decoder, self.session, self.stats
+        assert decoder is not None and session is not None
+        add = stats.stages.add
+        clock = time.perf_counter
+        paths = stats.paths
+        on_gpu_note = "passthrough: NVDEC frames downloaded for the software encoder"
+        frame: DecodedFrame | None = first
+        while frame is not None:
+            if self._limit_reached():
+                frame.release()
+                break
+            path = ExecutionPath.CPU_DOWNLOAD if frame.on_gpu else ExecutionPath.SOFTWARE
+            paths.add(path, _frame_bytes(frame), note=on_gpu_note if frame.on_gpu else "passthrough")
+            t0 = clock()
+            try:
+                session.encode(frame, pts=self._pts(frame))
+            finally:
+                frame.release()
+            t1 = clock()
+            stats.frames += 1
+            self.progress.update(stats.frames)
+            frame = decoder.next_frame()
+            add("encode", t1 - t0)
+            add("decode", clock() - t1)
+
+    def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
+        from alpha2.native_gpu.encode import VideoEncodeExtent, VulkanEncodeCopier
+        from alpha2.native_gpu.importer import FrameImporter
+        from alpha2.native_gpu.shader import FrameRenderer
+
+        decoder, session, stats = self.decoder, self.session, self.stats
+        assert decoder is not None and session is not None
+        add = stats.stages.add
+        clock = time.perf_counter
+        t0 = clock()
+        choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
+        stats.device = choice.as_dict()
+        device = choice.device
+        importer = FrameImporter(device)
+        self._gpu_objects.append(importer)
+        renderer = FrameRenderer(device)
+        out_w, out_h = plan.output_size.width, plan.output_size.height
+        ten_bit = plan.output_format is PixelFormat.P010
+        target = renderer.target_texture(out_w, out_h, "rgba16float" if ten_bit else "rgba8unorm")
+        try:
+            extent: Any = VideoEncodeExtent.resolve(session.encoder.name, plan.output_format)
+        except UnsupportedError:
+            extent = None
+        colour = plan.output_colour
+        copier = VulkanEncodeCopier(
+            device,
+            out_w,
+            out_h,
+            pixel_format=plan.output_format,
+            matrix=colour.matrix,
+            colour_range=colour.range,
+            chroma_location=colour.chroma_location,
+            ring_size=self.options.ring_size,
+            extent=extent,
+        )
+        self._gpu_objects.insert(0, copier)
+        add("setup", clock() - t0)
+
+        paths = stats.paths
+        readback = ExecutionPath.CPU_DOWNLOAD
+        encode_planes = session.encode
+        pending = self._pending_planes
+
+        def drain(ready: list[Any]) -> None:
+            pending.extend(ready)
+            while pending:
+                planes = pending.pop(0)
+                try:
+                    encode_planes(
+                        planes.planes,
+                        pts=planes.pts,
+                        pixel_format=planes.pixel_format,
+                        width=out_w,
+                        height=out_h,
+                    )
+                    paths.add(readback, planes.bytes_read, note="encode copier read-back ring")
+                finally:
+                    planes.release()
+
+        frame: DecodedFrame | None = first
+        while frame is not None:
+            if self._limit_reached():
+                frame.release()
+                break
+            pts = self._pts(frame)
+            t0 = clock()
+            try:
+                lease = importer.import_frame(frame)
+            except BaseException:
+                frame.release()
+                raise
+            t1 = clock()
+            try:
+                imported = lease.frame
+                size = imported.metadata.display_size
+                renderer.render(
+                    imported.views, imported.pixel_format, imported.colour, size.width, size.height, target
+                )
+            finally:
+                lease.release()
+            t2 = clock()
+            ready = copier.submit(target, pts)
+            t3 = clock()
+            drain(ready)
+            t4 = clock()
+            stats.frames += 1
+            self.progress.update(stats.frames)
+            frame = decoder.next_frame()
+            t5 = clock()
+            add("import", t1 - t0)
+            add("render", t2 - t1)
+            add("convert", t3 - t2)
+            add("encode", t4 - t3)
+            add("decode", t5 - t4)
+        t0 = clock()
+        flushed = copier.flush()
+        t1 = clock()
+        drain(flushed)
+        add("convert", t1 - t0)
+        add("encode", clock() - t1)
+        report = importer.path_report
+        paths.merge_counts(report.frames_by_path, report.fallbacks)
+        paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
+        stats.import_report = report.summary()
+        stats.peak_copier_slots = copier.peak_slots_in_use
+
+    # -- teardown -------------------------------------------------------------------------------------
+
+    def _teardown(self, ok: bool) -> None:
+        if self._first is not None:
+            self._first.release()  # idempotent: a no-op when the loop already let it go
+            self._first = None
+        for planes in self._pending_planes:
+            planes.release()
+        self._pending_planes.clear()
+        session, self.session = self.session, None
+        if session is not None:
+            if not ok:
+                session.abort()
+            self.stats.packets_out = session.stats.packets_out
+            self.stats.audio_packets_copied = session.stats.audio_packets_copied
+        for obj in self._gpu_objects:
+            try:
+                obj.close()
+            except Exception:
+                if ok:
+                    raise
+        self._gpu_objects.clear()
+        decoder, self.decoder = self.decoder, None
+        if decoder is not None:
+            self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
+            decoder.close()
+        self.progress.close(completed=ok)
+
+
+def transcode(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    options: TranscodeOptions | None = None,
+    *,
+    progress: pipeline.Progress | None = None,
+) -> TranscodeStats:
+    """Transcode ``source`` into ``output`` (the in-process form of ``alpha2 transcode``).
+
+    Raises:
+        alpha2.gpu.Error subclasses: bad input (MediaNotFoundError, MediaFormatError, ...), an unknown
+            codec (UnsupportedCodecError), an unwritable output (InvalidInputError), encoder failures
+            (EncoderError). No output file is left behind on failure.
+    """
+    options = options if options is not None else TranscodeOptions()
+    src = os.fspath(source)
+    out = check_output_path(output)
+    if os.path.exists(src) and os.path.exists(out) and os.path.samefile(src, out):
+        raise InvalidInputError(f"the output {os.fspath(output)!r} is the input; choose another name")
+    return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
+
+
+# ---------------------------------------------------------------------------------------------------
+# the command line
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``alpha2 transcode``."""
+    parser = subparsers.add_parser(
+        "transcode",
+        help="decode, scale and convert on the GPU, encode",
+        description="Transcode a video: decode, import, scale and convert colour on the GPU, encode, mux. "
+        "With nothing to change, frames go straight from the decoder to the encoder (passthrough).",
+    )
+    parser.add_argument("input", metavar="INPUT", help="input video file")
+    parser.add_argument("output", metavar="OUTPUT", help="output file (its extension picks the container)")
+    parser.add_argument(
+        "--codec", default="h264", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: h264)"
+    )
+    parser.add_argument(
+        "--size",
+        type=pipeline.parse_size,
+        metavar="WxH",
+        help="fit the output inside WxH, aspect kept, even sides",
+    )
+    quality = parser.add_mutually_exclusive_group()
+    quality.add_argument(
+        "--crf",
+        type=float,
+        help="constant-quality factor (default per codec: "
+        + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_CRF.items())
+        + ")",
+    )
+    quality.add_argument("--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k")
+    parser.add_argument("--preset", help="encoder speed preset (e.g. veryfast for x264/x265)")
+    parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
+    parser.add_argument(
+        "--hwaccel",
+        choices=("auto", "cuda", "none"),
+        default="auto",
+        help="decode on NVDEC (cuda), in software (none), or NVDEC when possible (auto)",
+    )
+    parser.add_argument(
+        "--colour",
+        "--color",
+        dest="colour",
+        choices=[c.value for c in ColourChoice],
+        default="auto",
+        help="output matrix and range (default auto: kept, or BT.709 limited "
+        "for HD outputs processed on the GPU)",
+    )
+    parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
+    parser.add_argument(
+        "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
+    )
+    parser.add_argument("--no-audio", dest="audio", action="store_false", help="drop the audio")
+    parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.set_defaults(func=run)
+
+
+def _bitrate(text: str) -> int:
+    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
+    raw = text.strip().lower()
+    factor = scale.get(raw[-1:], 1)
+    number = raw[:-1] if raw[-1:] in scale else raw
+    try:
+        value = int(float(number) * factor)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"bitrate must be bits per second like 4M or 800k, got {text!r}"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"bitrate must be positive, got {text!r}")
+    return value
+
+
+def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
+    data = stats.as_dict()
+    paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
+    write(
+        f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
+        f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
+        f"encoder {data['encoder'].get('name')}; {stats.stages.summary(stats.seconds)}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``alpha2 transcode``."""
+    import sys
+
+    options = TranscodeOptions(
+        codec=args.codec,
+        size=args.size,
+        crf=args.crf,
+        bitrate=args.bitrate,
+        preset=args.preset,
+        frames=args.frames,
+        hwaccel=args.hwaccel,
+        audio=args.audio,
+        colour=ColourChoice(args.colour),
+        gpu=args.gpu,
+    )
+    progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
+    stats = transcode(args.input, args.output, options, progress=progress)
+    if args.json:
+        pipeline.emit_json(stats.as_dict())
+    elif not args.quiet:
+        _print_summary(stats, lambda line: print(line, file=sys.stderr))
+    return 0

@@ -1,0 +1,236 @@
+"""The ``alpha2`` commands' contract: exit 0 / 1 (one line ``alpha2: error: ...``) / 2 (usage), no traceback,
+no output left behind on failure; ``--json`` stats with per-path counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from alpha2.apps.cli import main
+from alpha2.apps.sample import audio_unavailable_reason, write_sample
+from alpha2.ffmpeg_bridge import HwAccelMode, plan_hw_device
+from alpha2.gpu.errors import Error
+from alpha2.gpu.geometry import Size
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.path.dirname(__file__))
+from media import garbage, make_audio_only  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("cli_clips")
+    return write_sample(str(root / "clip.mp4"), duration_s=0.3, size=Size(160, 90), audio=False).path
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_error_line(err: str, *needles: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line, got: {err!r}"
+    assert lines[0].startswith("alpha2: error: "), lines[0]
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle.lower() in lines[0].lower(), f"{needle!r} not in {lines[0]!r}"
+
+
+def files_in(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+# ---------------------------------------------------------------------------------------------------
+# runtime failures: exit 1, one line, nothing written
+
+
+@pytest.mark.parametrize("command", ["transcode", "play"])
+def test_missing_input(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [command, str(tmp_path / "nope.mp4")]
+    args += [str(tmp_path / "out.mp4")] if command == "transcode" else ["--offscreen"]
+    code, _, err = run_cli(args, capsys)
+    assert code == 1
+    assert_one_error_line(err, "nope.mp4")
+    assert files_in(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind", ["garbage", "audio-only"])
+def test_bad_input(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in"
+    bad = garbage(str(src) + ".mp4") if kind == "garbage" else make_audio_only(str(src) + ".mkv")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    code, _, err = run_cli(["transcode", bad, str(out_dir / "o.mp4")], capsys)
+    assert code == 1
+    assert_one_error_line(err, *(["no video stream"] if kind == "audio-only" else []))
+    assert files_in(out_dir) == []
+
+
+def test_unknown_codec(clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["transcode", clip, str(tmp_path / "o.mp4"), "--codec", "nosuchcodec"], capsys)
+    assert code == 1
+    assert_one_error_line(err, "nosuchcodec", "h264")
+    assert files_in(tmp_path) == []
+
+
+def test_unwritable_output(clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    code, _, err = run_cli(["transcode", clip, str(not_a_dir / "o.mp4")], capsys)
+    assert code == 1
+    assert_one_error_line(err, "does not exist")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            # Root writes anywhere permissions say; /proc still refuses new files.
+            if not os.path.isdir("/proc"):
+                pytest.skip("running as root: permissions do not stop writes")
+            for args in (
+                ["transcode", clip, "/proc/alpha2-o.mp4"],
+                ["play", clip, "--snapshot", "/proc/a2.png"],
+            ):
+                code, _, err = run_cli(args, capsys)
+                assert code == 1
+                assert_one_error_line(err)
+            return
+        code, _, err = run_cli(["transcode", clip, str(locked / "o.mp4")], capsys)
+        assert code == 1
+        assert_one_error_line(err, "not writable")
+        assert files_in(locked) == []
+    finally:
+        locked.chmod(0o700)
+
+
+def test_unwritable_snapshot(clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["play", clip, "--snapshot", str(tmp_path / "missing" / "s.png")], capsys)
+    assert code == 1
+    assert_one_error_line(err, "does not exist")
+
+
+def test_hwaccel_cuda_unavailable_is_an_error(
+    clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        plan_hw_device(HwAccelMode.CUDA)
+    except Error:
+        pass
+    else:
+        pytest.skip("NVDEC can be had here")
+    code, _, err = run_cli(["transcode", clip, str(tmp_path / "o.mp4"), "--hwaccel", "cuda"], capsys)
+    assert code == 1
+    assert_one_error_line(err, "cuda")
+    assert files_in(tmp_path) == []
+
+
+def test_sample_audio_refused_when_the_bridge_cannot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if audio_unavailable_reason() is None:
+        pytest.skip("the bridge encodes audio")
+    code, _, err = run_cli(["sample", str(tmp_path / "s.mp4"), "--audio", "--duration", "0.2"], capsys)
+    assert code == 1
+    assert_one_error_line(err, "audio")
+    assert files_in(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# usage errors: exit 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["transcode", "in.mp4"],
+        ["transcode", "in.mp4", "out.mp4", "--size", "0x10"],
+        ["transcode", "in.mp4", "out.mp4", "--size", "big"],
+        ["transcode", "in.mp4", "out.mp4", "--crf", "20", "--bitrate", "1M"],
+        ["transcode", "in.mp4", "out.mp4", "--hwaccel", "vaapi"],
+        ["transcode", "in.mp4", "out.mp4", "--frames", "0"],
+        ["play", "in.mp4", "--at", "-1"],
+        ["play", "in.mp4", "--frames", "x"],
+        ["sample", "s.mp4", "--size", "11x3"],
+        ["sample", "s.mp4", "--duration", "0"],
+        ["sample", "s.mp4", "--audio", "--no-audio"],
+        ["frobnicate"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(args, capsys)
+    assert code == 2
+    assert "Traceback" not in err and "usage:" in err
+    assert files_in(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# success, JSON, and a real process
+
+
+def test_sample_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.mkv"
+    code, stdout, _ = run_cli(
+        ["sample", str(out), "--duration", "0.2", "--size", "96x64", "--no-audio", "--json"], capsys
+    )
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["frames"] == 6 and data["size"] == [96, 64] and data["audio"] is False
+    assert files_in(tmp_path) == ["s.mkv"]
+
+
+def test_transcode_json_passthrough(clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run_cli(["transcode", clip, str(tmp_path / "o.mp4"), "--json"], capsys)
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["mode"] == "passthrough"
+    assert data["paths"] == {"software": data["frames"]}
+    assert data["encoder"]["name"] and data["hwaccel"]["active"] == "none"
+    assert files_in(tmp_path) == ["o.mp4"]
+
+
+@pytest.mark.vulkan
+def test_play_json_reports_cpu_upload(clip: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = run_cli(["play", clip, "--offscreen", "--frames", "3", "--json"], capsys)
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["paths"] == {"cpu_upload": 3}
+    assert data["frames"] == 3 and data["peak_surfaces"] >= 1
+
+
+def test_subprocess_exit_codes(clip: str, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    bad = subprocess.run(
+        [sys.executable, "-m", "alpha2", "transcode", str(tmp_path / "missing.mp4"), str(tmp_path / "o.mp4")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert bad.returncode == 1
+    assert_one_error_line(bad.stderr)
+    usage = subprocess.run(
+        [sys.executable, "-m", "alpha2", "transcode"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert usage.returncode == 2 and "Traceback" not in usage.stderr
+    ok = subprocess.run(
+        [sys.executable, "-m", "alpha2", "transcode", clip, str(tmp_path / "ok.mp4"), "--frames", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "Traceback" not in ok.stderr and "passthrough" in ok.stderr
+    assert files_in(tmp_path) == ["ok.mp4"]

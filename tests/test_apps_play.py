@@ -1,0 +1,199 @@
+"""``alpha2 play``: offscreen rendering, snapshots against FFmpeg's own conversion, window fallbacks."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.apps import player
+from alpha2.apps.atomic import png_bytes
+from alpha2.apps.player import PlayOptions, letterbox, play, window_unavailable_reason
+from alpha2.apps.sample import write_sample
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.geometry import Rect, Size
+
+W, H = 320, 180
+FRAMES = 15
+MEAN_ABS_LIMIT = 1.5
+"""Mean absolute RGB error (0..255) allowed between a snapshot and FFmpeg's conversion of the frame."""
+
+NO_DISPLAY = {"PATH": "/usr/bin"}
+
+
+def read_png(path: Path) -> np.ndarray:
+    """Decode the PNGs alpha2 writes (8-bit RGB/RGBA, filter 0) with zlib + struct only."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        payload = data[pos + 8 : pos + 8 + length]
+        crc = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])[0]
+        assert crc == zlib.crc32(kind + payload) & 0xFFFFFFFF, f"bad CRC in {kind!r}"
+        if kind == b"IHDR":
+            header = payload
+        elif kind == b"IDAT":
+            idat += payload
+        pos += 12 + length
+    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
+    assert depth == 8
+    channels = {6: 4, 2: 3}[colour_type]
+    rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, 1 + width * channels)
+    assert (rows[:, 0] == 0).all()
+    return rows[:, 1:].reshape(height, width, channels)
+
+
+def ffmpeg_rgb(path: str, at_s: float) -> np.ndarray:
+    """FFmpeg's RGB for the frame on display at ``at_s``: swscale, accurate rounding, full chroma
+    interpolation, bilinear, the frame's own matrix and range."""
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        chosen = None
+        for frame in container.decode(stream):
+            if frame.time is not None and frame.time > at_s + 1e-6:
+                break
+            chosen = frame
+        assert chosen is not None
+    graph = av.filter.Graph()
+    src = graph.add_buffer(template=stream)
+    scale = graph.add("scale", "flags=bilinear+accurate_rnd+full_chroma_int:out_range=pc")
+    fmt = graph.add("format", "rgb24")
+    sink = graph.add("buffersink")
+    src.link_to(scale)
+    scale.link_to(fmt)
+    fmt.link_to(sink)
+    graph.configure()
+    graph.push(chosen)
+    return np.asarray(graph.pull().to_ndarray())
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("play_clips")
+    return write_sample(str(root / "clip.mp4"), duration_s=FRAMES / 30, size=Size(W, H), audio=False).path
+
+
+# ---------------------------------------------------------------------------------------------------
+# pure parts
+
+
+def test_letterbox_keeps_aspect_and_centres() -> None:
+    assert letterbox(Size(1920, 1080), Size(1920, 1080)) == Rect(0, 0, 1920, 1080)
+    assert letterbox(Size(1920, 1080), Size(800, 800)) == Rect(0, 175, 800, 450)
+    assert letterbox(Size(1080, 1920), Size(1000, 500)) == Rect(359, 0, 281, 500)
+    assert letterbox(Size(4, 3), Size(0, 0)).width >= 1
+
+
+def test_window_unavailable_reasons() -> None:
+    reason = window_unavailable_reason(NO_DISPLAY)
+    if reason is not None:  # off Linux a display is assumed
+        assert "no display" in reason
+    with_display = window_unavailable_reason({"DISPLAY": ":0"})
+    assert with_display is None or "rendercanvas" in with_display or "backend" in with_display
+
+
+def test_png_writer_round_trip(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    pixels = rng.integers(0, 256, size=(7, 5, 4), dtype=np.uint8)
+    path = tmp_path / "x.png"
+    path.write_bytes(png_bytes(pixels))
+    assert np.array_equal(read_png(path), pixels)
+    with pytest.raises(InvalidInputError):
+        png_bytes(np.zeros((2, 2), np.uint8))
+
+
+# ---------------------------------------------------------------------------------------------------
+# offscreen playback (lavapipe counts)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("at_s", [None, 0.2])
+def test_snapshot_matches_ffmpeg(clip: str, tmp_path: Path, at_s: float | None) -> None:
+    out = tmp_path / "snap.png"
+    stats = play(clip, PlayOptions(snapshot=str(out), at_s=at_s), environ=NO_DISPLAY)
+    assert stats.snapshot == str(out) and out.exists()
+    assert stats.frames == 1 and stats.mode == "offscreen"
+    got = read_png(out)
+    assert got.shape == (H, W, 4) and (got[..., 3] == 255).all()
+    expected = ffmpeg_rgb(clip, at_s or 0.0)
+    error = np.abs(got[..., :3].astype(np.int32) - expected.astype(np.int32))
+    print(f"at {at_s}: mean abs error {error.mean():.3f}, max {error.max()}")
+    assert error.mean() <= MEAN_ABS_LIMIT
+    if at_s:
+        assert stats.snapshot_pts_s == pytest.approx(at_s, abs=1 / 30 + 1e-6)
+    assert not [p for p in tmp_path.iterdir() if ".partial" in p.name]
+
+
+@pytest.mark.vulkan
+def test_offscreen_frames_and_path_counts(clip: str) -> None:
+    stats = play(clip, PlayOptions(frames=10), environ=NO_DISPLAY)
+    data = stats.as_dict()
+    assert data["frames"] == 10
+    assert data["mode"] == "offscreen" and "no display" in data["mode_reason"]
+    # wgpu-native on lavapipe has no external memory: every frame is a CPU upload, said so.
+    assert data["paths"] == {"cpu_upload": 10}
+    assert data["bytes_through_cpu"] == 10 * (W * H * 3 // 2)
+    assert data["peak_surfaces"] >= 1
+    assert data["device"]["implementation"] == "wgpu"
+    assert "render" in data["stages"] and data["fps"] > 0
+
+
+@pytest.mark.vulkan
+def test_whole_clip_offscreen(clip: str) -> None:
+    stats = play(clip, PlayOptions(offscreen=True), environ={"DISPLAY": ":0"})
+    assert stats.frames == FRAMES
+    assert stats.mode_reason == "--offscreen"
+
+
+def test_at_past_the_end_is_an_error(clip: str, tmp_path: Path) -> None:
+    out = tmp_path / "late.png"
+    with pytest.raises(InvalidInputError, match="past the end"):
+        play(clip, PlayOptions(snapshot=str(out), at_s=30.0), environ=NO_DISPLAY)
+    assert not out.exists()
+    assert not list(tmp_path.iterdir())
+
+
+def test_options_validate() -> None:
+    with pytest.raises(InvalidInputError):
+        PlayOptions(frames=0)
+    assert player.SEEK_STEPS_S["ArrowRight"] > 0 > player.SEEK_STEPS_S["ArrowLeft"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the window path, driven through rendercanvas's offscreen canvas (no display needed)
+
+
+@pytest.mark.vulkan
+def test_window_playback_letterboxes_and_handles_keys(clip: str) -> None:
+    pytest.importorskip("rendercanvas")
+    stats_player = player._Player(clip, PlayOptions(frames=4), player.pipeline.Progress())
+    playback = player._WindowPlayback(stats_player)
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(200, 200))
+        image = np.asarray(playback.canvas.draw())
+        assert image.shape[:2] == (200, 200)
+        box = letterbox(Size(W, H), Size(200, 200))
+        assert box.height < 200 and box.y > 0
+        # Bars above and below are black; the picture is inside.
+        assert (image[: box.y - 1, :, :3] == 0).all() and (image[box.y + box.height + 1 :, :, :3] == 0).all()
+        assert image[box.y + 2 : box.y + box.height - 2, :, :3].mean() > 20
+        assert stats_player.stats.frames == 1
+        playback._on_key({"key": " "})
+        assert playback.paused
+        playback.canvas.draw()  # paused: the same frame is shown again
+        playback._on_key({"key": " "})
+        assert not playback.paused
+        playback._on_key({"key": "ArrowRight"})  # seek 5 s: past this clip, so to its end
+        playback._on_key({"key": "q"})
+        assert playback.canvas.get_closed()
+    finally:
+        stats = playback.finish(1.0)
+        stats_player.close()
+    assert stats.mode == "window"
+    assert stats.as_dict()["paths"] == {"cpu_upload": stats.frames}
