@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU run: tests with the hardware required, the probe table and the benchmarks, on an NVIDIA machine
+# reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
+# as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
+#   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]  (default: all)
+set -u
+OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=/tmp
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD
+steps=${*:-tests probe decode import transcode copier}
+log=$OUT/bench.log
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$OUT/machine.txt" 2>&1
+for step in $steps; do
+  start=$(date +%s)
+  case $step in
+    tests)
+      ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 240 python3 -m pytest -q -p no:cacheprovider -x \
+        --durations=15 > "$OUT/tests.log" 2>&1; echo "tests rc=$?" >> "$log";;
+    probe)
+      { echo '$ python3 tools/probe_adapters.py'; timeout 60 python3 tools/probe_adapters.py;
+        echo "rc=$?"; } > "$OUT/probe.txt" 2>&1
+      timeout 60 python3 tools/probe_adapters.py --json > "$OUT/probe.json" 2>&1;;
+    decode)
+      { echo '$ python3 benchmarks/bench_decode.py --frames 600'; timeout 150 python3 benchmarks/bench_decode.py --frames 600; } >> "$log" 2>&1;;
+    import)
+      for args in "--hwaccel cuda --backend wgpudawn --frames 600" \
+                  "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import" \
+                  "--hwaccel none --backend wgpu --frames 600 --modes decode,import" \
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 2 --modes decode,import --repeat 1" \
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 4 --modes decode,import --repeat 1" \
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 7 --modes decode,import --repeat 1"; do
+        echo "\$ python3 benchmarks/bench_import.py $args" >> "$log"
+        timeout 120 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
+      done;;
+    transcode)
+      { echo '$ python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240';
+        timeout 200 python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240; } >> "$log" 2>&1;;
+    copier)
+      { echo '$ python3 benchmarks/bench_encode_copier.py'; timeout 60 python3 benchmarks/bench_encode_copier.py; } >> "$log" 2>&1;;
+  esac
+  echo "[step $step: $(( $(date +%s) - start )) s]" >> "$log"
+done
