@@ -568,9 +568,13 @@ class CudaVkPairing(InteropPairing):
 
     def _release_slot_current(self, slot: RingSlot, key: tuple[Hashable, ...]) -> None:
         error: BaseException | None = None
+        # Dawn runs on one queue, and a semaphore signal covers everything submitted before it: CUDA
+        # waiting on the fence of the access ended last orders the slot's next copy after Dawn's use of
+        # every plane. Importing one fence per frame instead of one per plane saves a CUDA import each.
+        last = slot.planes[0]
         for plane in reversed(slot.planes):
             try:
-                self._end_plane(plane, collect_fences=True)
+                self._end_plane(plane, collect_fences=plane is last)
             except BaseException as exc:  # keep ending the others; the slot is not reusable
                 slot.broken = True
                 error = error or exc
