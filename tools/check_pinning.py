@@ -1,0 +1,80 @@
+"""Check ALPHA2_GPU_ADAPTER pinning on this machine's GPUs, in every form.
+
+For each Vulkan adapter, pins it by loader index, by UUID and by a name substring, opens the shared
+Vulkan context there and reports which adapter was chosen and the CUDA ordinal matched to it by UUID.
+Then checks that an ambiguous name (shared by several adapters) and an unknown value are refused.
+Prints one line per check and exits 1 when any check fails.
+
+    python tools/check_pinning.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid as uuid_mod
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError
+from alpha2.native_gpu.candidates import vulkan_candidates
+from alpha2.native_gpu.shared import choose_shared_vulkan, shared_device_index
+
+
+def _pinned(value: str) -> tuple[int | None, str | None, int | None, str]:
+    os.environ[ADAPTER_ENV] = value
+    try:
+        index = shared_device_index()
+        choice = choose_shared_vulkan()
+        context = choice.context
+        opened = context.candidate.index if context is not None else None
+        if context is not None:
+            context.close()
+        uuid = str(uuid_mod.UUID(bytes=index.uuid)) if index.uuid else None
+        return opened, uuid, index.cuda_ordinal, choice.reason or "opened"
+    finally:
+        del os.environ[ADAPTER_ENV]
+
+
+def main() -> int:
+    os.environ.pop(ADAPTER_ENV, None)
+    candidates = vulkan_candidates()
+    failures = 0
+    print(f"{len(candidates)} Vulkan adapter(s)")
+    for c in candidates:
+        uuid = str(uuid_mod.UUID(bytes=c.uuid)) if c.uuid else None
+        print(f"#{c.index} {c.name} uuid={uuid}")
+        forms = [("index", str(c.index))]
+        if uuid:
+            forms.append(("uuid", uuid))
+        same_name = [o for o in candidates if c.name.lower() in o.name.lower()]
+        if len(same_name) == 1:
+            forms.append(("name", c.name.upper()))  # case-insensitive
+        for form, value in forms:
+            opened, got_uuid, ordinal, why = _pinned(value)
+            ok = opened == c.index and got_uuid == uuid
+            failures += not ok
+            print(
+                f"  pin by {form:5} {value!r:42} -> opened #{opened} uuid={got_uuid} cuda ordinal={ordinal}"
+                f" ({why}) {'ok' if ok else 'FAILED'}"
+            )
+    names = [c.name for c in candidates]
+    for value, why in (
+        ("no-such-gpu-xyz", "unknown"),
+        (names[0] if names.count(names[0]) > 1 else "", "ambiguous"),
+    ):
+        if not value:
+            continue
+        try:
+            _pinned(value)
+        except AdapterPinError as exc:
+            print(f"  pin {value!r} ({why}) refused: {exc.message.splitlines()[0]} ok")
+        else:
+            failures += 1
+            print(f"  pin {value!r} ({why}) was accepted: FAILED")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
