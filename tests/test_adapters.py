@@ -304,3 +304,14 @@ def test_real_wgpu_adapters_rank() -> None:
     ranked = rank_wgpu_adapters(adapters, use_env_pin=False)
     assert [r.rank for r in ranked] == list(range(1, len(adapters) + 1))
     assert all(r.adapter.name for r in ranked)
+
+
+def test_identical_gpus_rank_by_enumeration_with_a_clear_reason() -> None:
+    twins = [
+        AdapterFacts(index=i, name="NVIDIA H200", device_type=AdapterType.DISCRETE_GPU, vendor_id=0x10DE)
+        for i in range(2)
+    ]
+    ranked = rank_adapters(twins, AdapterPolicy.auto())
+    assert [r.adapter.index for r in ranked] == [0, 1]
+    assert ranked[1].reason.startswith("ties with #0 NVIDIA H200 until "), ranked[1].reason
+    assert ranked[1].reason.endswith("where it comes later")

@@ -497,9 +497,15 @@ def rank_adapters(
         else:
             # The first key part where it loses against the choice.
             reason = "ranked by " + order_kind.value + ": " + "; ".join(labels)
+            first = keyed[0][2]
+            first_index = _pin_index(first)
+            first_name = f"#{first_index} {first.name}" if first_index is not None else first.name
             for part, (mine, best) in enumerate(zip(key[1:], best_key[1:])):
                 if mine != best:
-                    reason = f"behind #1 on: {labels[part]} vs {best_labels[part]}"
+                    if labels[part] == best_labels[part]:
+                        reason = f"ties with {first_name} until {labels[part]}, where it comes later"
+                    else:
+                        reason = f"behind {first_name} on {labels[part]} (vs {best_labels[part]})"
                     break
         result.append(RankedAdapter(rank=position, adapter=adapter, reason=reason, pinned=pinned, key=key))
     return result
