@@ -12,7 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from alpha2 import __version__
 from alpha2.gpu.errors import Error
@@ -43,18 +43,17 @@ def error_line(message: str) -> str:
     return f"alpha2: error: {first}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
-        return 2
+def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run one command's ``func``; errors become the one-line message and exit status 1."""
     try:
         return int(func(args) or 0)
     except KeyboardInterrupt:
         print("alpha2: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``alpha2 probe | head``): nothing to report; silence the final flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Error as exc:
         print(error_line(exc.message), file=sys.stderr)
         return 1
@@ -66,6 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(error_line(f"internal error ({type(exc).__name__}): {exc}"), file=sys.stderr)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return run_command(func, args)
 
 
 if __name__ == "__main__":

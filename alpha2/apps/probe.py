@@ -14,8 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from alpha2.apps.cli import run_command
 from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
-from alpha2.gpu.errors import Error, UnsupportedError
+from alpha2.gpu.errors import UnsupportedError
 from alpha2.native_gpu.candidates import (
     ExternalHandleType,
     VulkanCandidate,
@@ -210,11 +211,6 @@ def _print_table(
         console.print(f"submission probe: {state} ({submission['elapsed_s'] * 1000:.1f} ms)", highlight=False)
 
 
-def _error_line(message: str) -> str:
-    first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
-    return f"alpha2: error: {first}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of tools/probe_adapters.py: parse, run, turn errors into one line and exit 1."""
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
@@ -222,17 +218,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="probe_adapters", description=__doc__.splitlines()[0] if __doc__ else None
     )
     add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except Error as exc:
-        print(_error_line(exc.message), file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(_error_line(str(exc)), file=sys.stderr)
-        return 1
-    except Exception as exc:
-        if os.environ.get("ALPHA2_DEBUG"):
-            raise
-        print(_error_line(f"internal error ({type(exc).__name__}): {exc}"), file=sys.stderr)
-        return 1
+    return run_command(run, parser.parse_args(argv))
