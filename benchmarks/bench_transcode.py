@@ -3,8 +3,11 @@
 (a) no processing: the loop decodes and encodes (libx264, same preset and crf); alpha2 transcodes with
     nothing asked for (passthrough: frames go straight to the encoder). Target: alpha2 / loop <= 1.1.
 (b) scale to 1280x720: the loop reformats each frame with swscale (``VideoFrame.reformat``); alpha2
-    imports, renders at 1280x720 with the sampling shader (BT.709 output), converts with the encode
-    copier and encodes. Target on the 2-core lavapipe machine: alpha2 / loop <= 1.5.
+    imports and scales the planes straight into NV12 at 1280x720 in one compute pass of the encode
+    copier, and encodes. Both do the same colour work: by default (``--colour auto``) the untagged
+    BT.601 input becomes BT.709 for the HD output on both sides (swscale's src/dst colorspace, output
+    tagged); ``--colour keep`` keeps the input's matrix on both sides. Target on the 2-core lavapipe
+    machine: alpha2 / loop <= 1.5.
 
 With ``--hwaccel cuda`` both sides decode on NVDEC: the loop gets frames downloaded by FFmpeg (and scales
 them with swscale), alpha2 keeps them on the GPU (GPU copy into Dawn where it can, else reported).
@@ -15,7 +18,8 @@ the share of time per stage on both sides, and the execution paths alpha2 report
 the same as JSON.
 
     python benchmarks/bench_transcode.py [--frames 240] [--repeat 1] [--preset veryfast] [--crf 23]
-                                         [--hwaccel none|cuda] [--only a|b] [--json]
+                                         [--hwaccel none|cuda] [--only a|b] [--colour auto|keep]
+                                         [--json]
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import av
 import av.codec.hwaccel
 
-from alpha2.apps.transcoder import TranscodeOptions, transcode
+from alpha2.apps.transcoder import ColourChoice, TranscodeOptions, transcode
 from alpha2.gpu.geometry import Size
 
 TARGETS = {"a": 1.1, "b": 1.5}
@@ -90,12 +94,19 @@ def plain_loop(
     crf: float,
     hwaccel: str,
     ring: int = 3,
+    colour: str = "auto",
 ) -> dict[str, Any]:
     """Decode, (reformat,) encode with libx264: what a user writes with PyAV. Returns time and stage times."""
     accel = None
     if hwaccel == "cuda":
         accel = av.codec.hwaccel.HWAccel(device_type="cuda", allow_software_fallback=False)
     stages = {"decode": 0.0, "reformat": 0.0, "encode": 0.0}
+    # Like for like: when alpha2 converts the (untagged, BT.601) input to BT.709 for the HD output, the
+    # loop asks swscale for the same matrix change and tags its output, as a careful user would.
+    convert = bool(scale) and colour == "auto"
+    matrix_change: dict[str, Any] = (
+        {"src_colorspace": "ITU601", "dst_colorspace": "ITU709"} if convert else {}
+    )
     clock = time.perf_counter
     start = clock()
     frames = 0
@@ -105,6 +116,9 @@ def plain_loop(
         vout = out.add_stream("libx264", rate=vin.average_rate, options={"preset": preset, "crf": f"{crf:g}"})
         vout.width, vout.height = scale if scale else (vin.codec_context.width, vin.codec_context.height)
         vout.pix_fmt = "yuv420p"
+        if convert:
+            vout.codec_context.colorspace = 1  # AVCOL_SPC_BT709
+            vout.codec_context.color_range = 1  # AVCOL_RANGE_MPEG (limited)
         time_base = vin.time_base or fractions.Fraction(1, 90_000)
         vout.codec_context.time_base = time_base
         vout.time_base = time_base
@@ -117,7 +131,7 @@ def plain_loop(
             if frame is None:
                 break
             if scale:
-                frame = frame.reformat(width=scale[0], height=scale[1], format="yuv420p")
+                frame = frame.reformat(width=scale[0], height=scale[1], format="yuv420p", **matrix_change)
             t2 = clock()
             stages["reformat"] += t2 - t1
             for packet in vout.encode(frame):
@@ -143,9 +157,11 @@ def alpha2_run(
     crf: float,
     hwaccel: str,
     ring: int = 3,
+    colour: str = "auto",
 ) -> dict[str, Any]:
     """``alpha2 transcode`` in-process, same encoder settings."""
     options = TranscodeOptions(
+        colour=ColourChoice(colour),
         codec="libx264",
         size=Size(*scale) if scale else None,
         preset=preset,
@@ -236,6 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hwaccel", choices=("none", "cuda"), default="none")
     parser.add_argument("--only", choices=("a", "b"), help="run one comparison")
     parser.add_argument("--ring", type=int, default=3, help="encode copier read-back slots (alpha2)")
+    parser.add_argument(
+        "--colour",
+        choices=("auto", "keep"),
+        default="auto",
+        help="output colour on both sides: auto converts the (BT.601) input to BT.709 for the HD output "
+        "(alpha2 on the GPU, the loop with swscale); keep keeps the input's matrix",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -244,7 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = []
     with tempfile.TemporaryDirectory(prefix="alpha2_bench_") as tmp:
-        kwargs = {"preset": args.preset, "crf": args.crf, "hwaccel": args.hwaccel, "ring": args.ring}
+        kwargs = {
+            "preset": args.preset,
+            "crf": args.crf,
+            "hwaccel": args.hwaccel,
+            "ring": args.ring,
+            "colour": args.colour,
+        }
         if args.only in (None, "a"):
             results.append(compare("a", src, Path(tmp), args.repeat, None, **kwargs))
         if args.only in (None, "b"):
@@ -255,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         "preset": args.preset,
         "crf": args.crf,
         "hwaccel": args.hwaccel,
+        "colour": args.colour,
         "results": results,
     }
     if args.json:
@@ -264,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"input {src} ({results[0]['frames'] if results else '?'} frames), {os.cpu_count()} CPUs, "
-        f"libx264 {args.preset} crf {args.crf:g}, hwaccel {args.hwaccel}"
+        f"libx264 {args.preset} crf {args.crf:g}, hwaccel {args.hwaccel}, alpha2 --colour {args.colour}"
     )
     for r in results:
         title = "(a) no processing" if r["case"] == "a" else f"(b) scale to {r['scale'][0]}x{r['scale'][1]}"

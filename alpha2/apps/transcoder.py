@@ -4,11 +4,12 @@ Two ways through, decided from the first frame and reported:
 
 * passthrough (``ExecutionPath.SOFTWARE``): nothing asks for processing (same size, colour kept, no
   ``--gpu``), so decoded frames go straight to the encoder with no GPU work;
-* GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.importer.FrameImporter`),
-  rendered by the sampling shader at the output size into an RGBA texture (scaling and the output's
-  matrix and range come with it), converted to NV12 / P010 by the
-  :class:`~alpha2.native_gpu.encode.VulkanEncodeCopier`, whose ring hands frames back about two
-  submissions later, so the encoder works on frame N while the GPU converts N + 2.
+* GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.importer.FrameImporter`)
+  and scaled and converted straight into NV12 / P010 at the output size, with the output's matrix and
+  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.VulkanEncodeCopier`
+  (``submit_planes``); gray and packed RGB inputs, which it cannot read, are rendered to RGBA by the
+  sampling shader first. The copier's ring hands frames back about two submissions later, so the
+  encoder works on frame N while the GPU converts N + 2.
 
 Timestamps pass through unchanged (variable frame rate included); audio packets are copied when the
 input has audio; the output appears under its name only when complete.
@@ -483,7 +484,7 @@ class _Transcoder:
     def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
         from alpha2.native_gpu.encode import VideoEncodeExtent, VulkanEncodeCopier
         from alpha2.native_gpu.importer import FrameImporter
-        from alpha2.native_gpu.shader import FrameRenderer
+        from alpha2.native_gpu.shader import FrameRenderer, LayoutKind, layout_kind
 
         decoder, session, stats = self.decoder, self.session, self.stats
         assert decoder is not None and session is not None
@@ -495,10 +496,8 @@ class _Transcoder:
         device = choice.device
         importer = FrameImporter(device)
         self._gpu_objects.append(importer)
-        renderer = FrameRenderer(device)
         out_w, out_h = plan.output_size.width, plan.output_size.height
         ten_bit = plan.output_format is PixelFormat.P010
-        target = renderer.target_texture(out_w, out_h, "rgba16float" if ten_bit else "rgba8unorm")
         try:
             extent: Any = VideoEncodeExtent.resolve(session.encoder.name, plan.output_format)
         except UnsupportedError:
@@ -517,6 +516,23 @@ class _Transcoder:
         )
         self._gpu_objects.insert(0, copier)
         add("setup", clock() - t0)
+
+        # Y'CbCr planes go to the copier as they are: it scales and converts them into NV12 / P010 in one
+        # compute pass. Only formats it cannot read (gray, packed RGB) are rendered to RGBA first.
+        renderer: FrameRenderer | None = None
+        target: Any = None
+        fused = (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR)
+        kinds: dict[PixelFormat, bool] = {}
+
+        def reads_planes(pixel_format: PixelFormat) -> bool:
+            known = kinds.get(pixel_format)
+            if known is None:
+                try:
+                    known = layout_kind(pixel_format) in fused
+                except UnsupportedError:
+                    known = False  # the renderer raises the error that names the way out
+                kinds[pixel_format] = known
+            return known
 
         paths = stats.paths
         readback = ExecutionPath.CPU_DOWNLOAD
@@ -555,13 +571,34 @@ class _Transcoder:
             try:
                 imported = lease.frame
                 size = imported.metadata.display_size
-                renderer.render(
-                    imported.views, imported.pixel_format, imported.colour, size.width, size.height, target
-                )
+                if reads_planes(imported.pixel_format):
+                    t2 = t1
+                    ready = copier.submit_planes(
+                        imported.views,
+                        imported.pixel_format,
+                        imported.colour,
+                        size.width,
+                        size.height,
+                        pts,
+                    )
+                else:
+                    if renderer is None:
+                        renderer = FrameRenderer(device)
+                        target = renderer.target_texture(
+                            out_w, out_h, "rgba16float" if ten_bit else "rgba8unorm"
+                        )
+                    renderer.render(
+                        imported.views,
+                        imported.pixel_format,
+                        imported.colour,
+                        size.width,
+                        size.height,
+                        target,
+                    )
+                    t2 = clock()
+                    ready = copier.submit(target, pts)
             finally:
-                lease.release()
-            t2 = clock()
-            ready = copier.submit(target, pts)
+                lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
             drain(ready)
             t4 = clock()
@@ -570,7 +607,8 @@ class _Transcoder:
             frame = decoder.next_frame()
             t5 = clock()
             add("import", t1 - t0)
-            add("render", t2 - t1)
+            if t2 > t1:
+                add("render", t2 - t1)
             add("convert", t3 - t2)
             add("encode", t4 - t3)
             add("decode", t5 - t4)

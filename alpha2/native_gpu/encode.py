@@ -1,4 +1,9 @@
-"""The encode hand-off: the renderer's RGBA texture -> NV12 / P010 planes for an encoder.
+"""The encode hand-off: the renderer's RGBA texture, or decoded Y'CbCr planes, -> NV12 / P010 for an encoder.
+
+:meth:`VulkanEncodeCopier.submit_planes` skips the RGBA texture: it reads an importer's plane textures
+(nv12, p010, yuv420p, yuv444p10 ...) with a bilinear sampler and writes NV12 / P010 at the copier's
+size, matrix and range in one compute pass (``encode_scale_yuv.wgsl``; the colour change is one affine
+transform of the samples, :func:`scale_yuv_params`), into the same read-back ring.
 
 :class:`VulkanEncodeCopier` converts a rendered ``rgba8unorm`` / ``bgra8unorm`` / ``rgba16float`` texture
 to NV12 (8-bit) or P010 (10-bit) in a WebGPU compute pass (the output's matrix, range and chroma siting),
@@ -24,17 +29,25 @@ import collections
 import enum
 import importlib.resources
 import math
+import struct
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from alpha2.gpu.colour import ChromaLocation, ColourMatrix, ColourRange, rgb_to_yuv
+from alpha2.gpu.colour import (
+    ChromaLocation,
+    ColourInfo,
+    ColourMatrix,
+    ColourRange,
+    ColourTransform,
+    rgb_to_yuv,
+)
 from alpha2.gpu.errors import (
     ClosedError,
     GpuTimeoutError,
@@ -46,6 +59,7 @@ from alpha2.gpu.errors import (
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.shader import LayoutKind, shader_params
 from alpha2.native_gpu.waits import gpu_wait_timeout
 
 if TYPE_CHECKING:
@@ -55,8 +69,10 @@ __all__ = [
     "EncodeTarget",
     "EncodedPlanes",
     "ExtentSource",
+    "ScaleYuvParams",
     "VideoEncodeExtent",
     "VulkanEncodeCopier",
+    "scale_yuv_params",
 ]
 
 ROW_ALIGNMENT_BYTES = 256
@@ -70,8 +86,15 @@ OUTPUT_FORMATS = (PixelFormat.NV12, PixelFormat.P010)
 
 _SHADER_FILE = "rgb_to_yuv.wgsl"
 _PARAMS_SIZE_BYTES = 80  # 3 x vec4<f32> + 2 x vec4<u32>
+_PLANES_SHADER_FILE = "encode_scale_yuv.wgsl"
+_PLANES_PARAMS_SIZE_BYTES = 160  # 8 x vec4<f32> + 2 x vec4<u32>
 _WORKGROUP = 8
 _BIND_GROUP_CACHE = 4
+_PLANES_BIND_GROUP_CACHE = 16  # the importer's pools hold a few texture sets per stream
+_PLANES_PARAMS_CACHE = 8
+_NEGLIGIBLE_CODES = 1e-3
+"""A matrix term that moves the output by less than this many codes over the whole sample range is
+dropped (and the texture read it needs skipped): same-matrix conversions leave ~1e-16 there."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -415,6 +438,149 @@ class EncodedPlanes:
 
 
 # ---------------------------------------------------------------------------------------------------
+# Planes -> planes: the fused scale + colour conversion's uniform block
+
+
+@dataclass(frozen=True)
+class ScaleYuvParams:
+    """The uniform block of ``encode_scale_yuv.wgsl`` for one (input, output) combination.
+
+    Index space as in :class:`~alpha2.native_gpu.shader.ShaderParams`: luma sample (i, j) sits at (i, j);
+    output pixel o reads source luma position ``src_rect.xy + (o + 0.5) * scale - 0.5``.
+    """
+
+    layout: LayoutKind
+    """BIPLANAR or TRIPLANAR: which bindings carry the chroma."""
+    transform: ColourTransform
+    """Output codes = matrix @ [Y, Cb, Cr] samples (normalised, as the textures return them) + offset."""
+    luma_reads_chroma: bool
+    """Whether the output luma depends on the input chroma (a matrix change): one more read per pixel.
+    A pipeline constant, not part of the uniform block."""
+    chroma_reads_luma: bool
+    """Whether the output chroma depends on the input luma (pipeline constant; false for every matrix
+    alpha2 writes, since white has no chroma in any of them)."""
+    src_rect: tuple[int, int, int, int]
+    """Source crop in luma pixels: x, y, width, height."""
+    output_size: tuple[int, int]
+    """Output width, height."""
+    chroma_subsampling: tuple[int, int]
+    """Input luma samples per chroma sample (sx, sy)."""
+    chroma_offset: tuple[float, float]
+    """Input chroma sample (0, 0) in luma pixels (the input's siting)."""
+    output_chroma_site: tuple[float, float]
+    """Output chroma sample of a 2 x 2 block relative to its top-left pixel (LEFT: (0, 0.5))."""
+    luma_clamp: tuple[int, int, int, int]
+    """Inclusive luma texel range read: min x, min y, max x, max y."""
+    chroma_clamp: tuple[int, int, int, int]
+    """Inclusive chroma texel range read."""
+    row_words: int
+    """Output row pitch in u32 words."""
+    uv_word_offset: int
+    """Start of the output CbCr plane in u32 words."""
+    max_code: int
+    """Largest output code (255 or 1023)."""
+    msb_shift: int
+    """Output codes are shifted up by this (6 for P010)."""
+
+    def to_bytes(self) -> bytes:
+        """The WGSL ``Params`` struct (160 bytes, little-endian)."""
+        m = self.transform.matrix
+        o = self.transform.offset
+        x, y, w, h = self.src_rect
+        ow, oh = self.output_size
+        sx, sy = self.chroma_subsampling
+        floats = (
+            *m[0], o[0], *m[1], o[1], *m[2], o[2],
+            float(x), float(y), w / ow, h / oh,
+            1.0 / sx, 1.0 / sy, *self.chroma_offset,
+            *self.output_chroma_site, 0.0, 0.0,
+            *(float(v) for v in self.luma_clamp),
+            *(float(v) for v in self.chroma_clamp),
+        )  # fmt: skip
+        uints = (
+            ow, oh, self.row_words, self.uv_word_offset,
+            self.max_code, self.msb_shift, 0, 0,
+        )  # fmt: skip
+        data = struct.pack("<32f", *floats) + struct.pack("<8I", *uints)
+        assert len(data) == _PLANES_PARAMS_SIZE_BYTES
+        return data
+
+
+def scale_yuv_params(
+    pixel_format: PixelFormat,
+    colour: ColourInfo,
+    width: int,
+    height: int,
+    *,
+    output_size: tuple[int, int],
+    output_format: PixelFormat,
+    matrix: ColourMatrix,
+    colour_range: ColourRange,
+    chroma_location: ChromaLocation,
+    crop: tuple[int, int, int, int] | None = None,
+) -> ScaleYuvParams:
+    """The uniform block that scales ``pixel_format`` planes to ``output_format`` at ``output_size``.
+
+    Geometry, siting and input colour come from :func:`~alpha2.native_gpu.shader.shader_params` (the
+    renderer's rules, unspecified tags resolved as FFmpeg does); the colour transform is the renderer's
+    sample -> R'G'B' followed by :func:`~alpha2.gpu.colour.rgb_to_yuv` of the output, with no clipping of
+    R'G'B' in between (swscale's Y'CbCr -> Y'CbCr does not clip either).
+
+    Args:
+        pixel_format: the input planes' layout: bi-planar (nv12, p010 ...) or tri-planar (yuv420p ...).
+        colour: the input's colour tags.
+        width, height: the input's display size in luma pixels.
+        output_size: output width, height (even).
+        output_format: NV12 or P010.
+        matrix, colour_range, chroma_location: the output's (resolved: LEFT or CENTER siting).
+        crop: source rectangle inside ``width`` x ``height``; default the whole frame.
+
+    Raises:
+        UnsupportedError: a gray, RGB or packed input (render it to RGBA and use ``submit`` instead).
+        InvalidInputError: bad sizes or crop.
+    """
+    params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=output_size)
+    if params.layout not in (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR):
+        raise UnsupportedError(
+            f"VulkanEncodeCopier.submit_planes reads bi-planar (nv12, p010 ...) and tri-planar (yuv420p, "
+            f"yuv444p10 ...) Y'CbCr planes, not {pixel_format.ffmpeg_name}; render it to an RGBA texture "
+            "(FrameRenderer) and use submit(texture)"
+        )
+    to_rgb = ColourTransform(
+        np.array(params.matrix, dtype=np.float64) * np.array(params.value_scale[:3], dtype=np.float64),
+        np.array(params.offset, dtype=np.float64),
+    )
+    composed = to_rgb.then(rgb_to_yuv(matrix, colour_range, output_format.bit_depth))
+    m = np.array(composed.matrix)
+    luma_reads_chroma = bool(np.abs(m[0, 1:]).max() >= _NEGLIGIBLE_CODES)
+    chroma_reads_luma = bool(np.abs(m[1:, 0]).max() >= _NEGLIGIBLE_CODES)
+    if not luma_reads_chroma:
+        m[0, 1:] = 0.0
+    if not chroma_reads_luma:
+        m[1:, 0] = 0.0
+    site = (0.5 if chroma_location is ChromaLocation.CENTER else 0.0, 0.5)
+    out_w, out_h = output_size
+    bytes_per_row = _round_up(out_w * (output_format.storage_bits // 8), ROW_ALIGNMENT_BYTES)
+    return ScaleYuvParams(
+        layout=params.layout,
+        transform=ColourTransform(m, composed.offset),
+        luma_reads_chroma=luma_reads_chroma,
+        chroma_reads_luma=chroma_reads_luma,
+        src_rect=params.src_rect,
+        output_size=(out_w, out_h),
+        chroma_subsampling=params.chroma_subsampling,
+        chroma_offset=params.chroma_offset,
+        output_chroma_site=site,
+        luma_clamp=params.luma_clamp,
+        chroma_clamp=params.chroma_clamp,
+        row_words=bytes_per_row // 4,
+        uv_word_offset=bytes_per_row * out_h // 4,
+        max_code=(1 << output_format.bit_depth) - 1,
+        msb_shift=output_format.msb_shift,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
 # The copier
 
 
@@ -448,8 +614,8 @@ def _pump_events(device: Any) -> None:
         process_events()
 
 
-def _load_shader_source() -> str:
-    return importlib.resources.files("alpha2.native_gpu").joinpath(_SHADER_FILE).read_text(encoding="utf-8")
+def _load_shader_source(name: str = _SHADER_FILE) -> str:
+    return importlib.resources.files("alpha2.native_gpu").joinpath(name).read_text(encoding="utf-8")
 
 
 class VulkanEncodeCopier:
@@ -675,6 +841,25 @@ class VulkanEncodeCopier:
         ]
         self._in_flight: collections.deque[_Slot] = collections.deque()
         self._handed_out: weakref.WeakSet[EncodedPlanes] = weakref.WeakSet()
+        # submit_planes: made on its first call (a copier fed RGBA textures never needs them). The
+        # uniform buffer exists up front so the finalizer owns it; it is written only when the
+        # parameters change.
+        self._planes_params_buffer = device.create_buffer(
+            label="alpha2 encode planes params",
+            size=_PLANES_PARAMS_SIZE_BYTES,
+            usage=usage.UNIFORM | usage.COPY_DST,
+        )
+        self._planes_params_written: bytes | None = None
+        self._planes_params: collections.OrderedDict[tuple[Any, ...], tuple[ScaleYuvParams, bytes]] = (
+            collections.OrderedDict()
+        )
+        self._planes_layout: Any = None
+        self._planes_sampler: Any = None
+        self._planes_module: tuple[Any, Any] | None = None  # (pipeline layout, shader module)
+        self._planes_pipelines: dict[tuple[bool, bool, bool], Any] = {}
+        self._planes_bind_groups: collections.OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = (
+            collections.OrderedDict()
+        )
         self._finalizer = weakref.finalize(self, _destroy_buffers, self._buffers())
 
     # -- public API -----------------------------------------------------------------------------------
@@ -721,34 +906,68 @@ class VulkanEncodeCopier:
         """
         self._check_open()
         self._check_texture(texture)
-        slot = self._free_slot()
-        if slot is None:
-            raise OutOfMemoryError(
-                f"VulkanEncodeCopier: all {self.ring_size} read-back slots are held by unreleased "
-                "EncodedPlanes; release() each returned frame (or use it in a with block) before the next "
-                "submit, or make the copier with copy_planes=True or a larger ring_size"
+        slot = self._take_free_slot()
+        return self._submit_pass(slot, self._pipeline, self._bind_group(texture), pts, "alpha2 rgb_to_yuv")
+
+    def submit_planes(
+        self,
+        views: Sequence[Any],
+        pixel_format: PixelFormat,
+        colour: ColourInfo,
+        width: int,
+        height: int,
+        pts: int | None = None,
+        *,
+        crop: tuple[int, int, int, int] | None = None,
+    ) -> list[EncodedPlanes]:
+        """Scale decoded Y'CbCr planes to the copier's size and format in one compute pass, no RGB texture.
+
+        The same ring and ordering as :meth:`submit` (the two may be mixed; frames come back in submission
+        order). Each output sample is read bilinearly (a filtering sampler, clamp-to-edge, positions kept
+        inside the displayed texels so padding never bleeds in) at its own position: luma at the pixel,
+        chroma at the output's chroma site; the input's matrix and range become the copier's by one
+        affine transform on the samples (an identity when they agree).
+
+        The planes may be reused (or released back to a pool) once this returns: the pass that reads them
+        is submitted to the queue before anything later written into them.
+
+        Args:
+            views: the plane textures or texture views in the pixel format's plane order (an importer
+                lease's ``frame.views``): R8 + RG8 / R16 + RG16 (nv12, p010, nv16 ...) or three
+                R8 / R16 planes (yuv420p, yuv422p10, yuv444p ...). 16-bit planes need a device with
+                'texture-format16bit-norm' (wgpu) or 'unorm16-texture-formats' (Dawn).
+            pixel_format: the planes' layout.
+            colour: the input's colour (unspecified tags are resolved as FFmpeg does).
+            width, height: the input's display size in luma pixels (the textures may be larger).
+            pts: handed back with the frame.
+            crop: source rectangle (x, y, width, height) inside ``width`` x ``height``; default all of it.
+
+        Returns:
+            Finished frames, oldest first (possibly none). Release each before the next submission.
+
+        Raises:
+            UnsupportedError: a gray, RGB or packed input format (render to RGBA and :meth:`submit`).
+            InvalidInputError: too few planes, or a bad size or crop.
+            OutOfMemoryError: every slot is held by an unreleased :class:`EncodedPlanes`.
+            GpuTimeoutError: the oldest frame did not finish within ``wait_timeout_s``.
+            ClosedError: the copier was closed.
+        """
+        self._check_open()
+        params, data = self._scale_params(pixel_format, colour, width, height, crop)
+        triplanar = params.layout is LayoutKind.TRIPLANAR
+        count = 3 if triplanar else 2
+        if len(views) < count:
+            raise InvalidInputError(
+                f"{pixel_format.ffmpeg_name} needs {count} plane textures ({params.layout.value}), "
+                f"got {len(views)}"
             )
-        device = self._device
-        encoder = device.create_command_encoder(label="alpha2 encode")
-        compute = encoder.begin_compute_pass(label="alpha2 rgb_to_yuv")
-        compute.set_pipeline(self._pipeline)
-        compute.set_bind_group(0, self._bind_group(texture))
-        compute.dispatch_workgroups(*self._dispatch)
-        compute.end()
-        encoder.copy_buffer_to_buffer(self._planes_buffer, 0, slot.buffer, 0, self.frame_size_bytes)
-        device.queue.submit([encoder.finish()])
-
-        slot.pts = pts
-        slot.sequence = self._sequence
-        self._sequence += 1
-        self.frames_submitted += 1
-        slot.promise = slot.buffer.map_async("READ", 0, self.frame_size_bytes)
-        slot.state = _SlotState.IN_FLIGHT
-        self._in_flight.append(slot)
-        self._note_usage()
-
-        ready = self._collect(block_for_one=self._free_slot() is None)
-        return ready
+        bind_group = self._planes_bind_group(tuple(views[:count]), triplanar)
+        pipeline = self._planes_pipeline(triplanar, params.luma_reads_chroma, params.chroma_reads_luma)
+        slot = self._take_free_slot()
+        if data != self._planes_params_written:
+            self._device.queue.write_buffer(self._planes_params_buffer, 0, data)
+            self._planes_params_written = data
+        return self._submit_pass(slot, pipeline, bind_group, pts, "alpha2 encode_scale_yuv")
 
     def poll(self) -> list[EncodedPlanes]:
         """Frames that are done, oldest first, without waiting."""
@@ -796,6 +1015,7 @@ class VulkanEncodeCopier:
             frame._invalidate()
         self._in_flight.clear()
         self._bind_groups.clear()
+        self._planes_bind_groups.clear()
         self._finalizer()
 
     def __enter__(self) -> VulkanEncodeCopier:
@@ -814,7 +1034,12 @@ class VulkanEncodeCopier:
     # -- internals ------------------------------------------------------------------------------------
 
     def _buffers(self) -> list[Any]:
-        return [self._params_buffer, self._planes_buffer, *(slot.buffer for slot in self._slots)]
+        return [
+            self._params_buffer,
+            self._planes_buffer,
+            self._planes_params_buffer,
+            *(slot.buffer for slot in self._slots),
+        ]
 
     def _check_open(self) -> None:
         if self._closed:
@@ -864,6 +1089,160 @@ class VulkanEncodeCopier:
         self._bind_groups[key] = (texture, bind_group)
         while len(self._bind_groups) > _BIND_GROUP_CACHE:
             self._bind_groups.popitem(last=False)
+        return bind_group
+
+    def _take_free_slot(self) -> _Slot:
+        slot = self._free_slot()
+        if slot is None:
+            raise OutOfMemoryError(
+                f"VulkanEncodeCopier: all {self.ring_size} read-back slots are held by unreleased "
+                "EncodedPlanes; release() each returned frame (or use it in a with block) before the next "
+                "submit, or make the copier with copy_planes=True or a larger ring_size"
+            )
+        return slot
+
+    def _submit_pass(
+        self, slot: _Slot, pipeline: Any, bind_group: Any, pts: int | None, label: str
+    ) -> list[EncodedPlanes]:
+        device = self._device
+        encoder = device.create_command_encoder(label="alpha2 encode")
+        compute = encoder.begin_compute_pass(label=label)
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*self._dispatch)
+        compute.end()
+        encoder.copy_buffer_to_buffer(self._planes_buffer, 0, slot.buffer, 0, self.frame_size_bytes)
+        device.queue.submit([encoder.finish()])
+
+        slot.pts = pts
+        slot.sequence = self._sequence
+        self._sequence += 1
+        self.frames_submitted += 1
+        slot.promise = slot.buffer.map_async("READ", 0, self.frame_size_bytes)
+        slot.state = _SlotState.IN_FLIGHT
+        self._in_flight.append(slot)
+        self._note_usage()
+        return self._collect(block_for_one=self._free_slot() is None)
+
+    def _scale_params(
+        self,
+        pixel_format: PixelFormat,
+        colour: ColourInfo,
+        width: int,
+        height: int,
+        crop: tuple[int, int, int, int] | None,
+    ) -> tuple[ScaleYuvParams, bytes]:
+        key = (pixel_format, colour, width, height, crop)
+        cached = self._planes_params.get(key)
+        if cached is not None:
+            return cached
+        params = scale_yuv_params(
+            pixel_format,
+            colour,
+            width,
+            height,
+            output_size=(self.width, self.height),
+            output_format=self.pixel_format,
+            matrix=self.matrix,
+            colour_range=self.colour_range,
+            chroma_location=self.chroma_location,
+            crop=crop,
+        )
+        entry = (params, params.to_bytes())
+        self._planes_params[key] = entry
+        while len(self._planes_params) > _PLANES_PARAMS_CACHE:
+            self._planes_params.popitem(last=False)
+        return entry
+
+    def _planes_bind_group_layout(self) -> Any:
+        if self._planes_layout is None:
+            stage = self._wgpu.ShaderStage.COMPUTE
+            texture = {"sample_type": "float", "view_dimension": "2d"}
+            self._planes_layout = self._device.create_bind_group_layout(
+                label="alpha2 encode planes",
+                entries=[
+                    {"binding": 0, "visibility": stage, "texture": texture},
+                    {"binding": 1, "visibility": stage, "texture": texture},
+                    {"binding": 2, "visibility": stage, "texture": texture},
+                    {"binding": 3, "visibility": stage, "sampler": {"type": "filtering"}},
+                    {"binding": 4, "visibility": stage, "buffer": {"type": "storage"}},
+                    {"binding": 5, "visibility": stage, "buffer": {"type": "uniform"}},
+                ],
+            )
+            self._planes_sampler = self._device.create_sampler(
+                label="alpha2 encode bilinear",
+                address_mode_u="clamp-to-edge",
+                address_mode_v="clamp-to-edge",
+                mag_filter="linear",
+                min_filter="linear",
+                mipmap_filter="nearest",
+            )
+        return self._planes_layout
+
+    def _planes_pipeline(self, triplanar: bool, luma_reads_chroma: bool, chroma_reads_luma: bool) -> Any:
+        key = (triplanar, luma_reads_chroma, chroma_reads_luma)
+        pipeline = self._planes_pipelines.get(key)
+        if pipeline is None:
+            if self._planes_module is None:
+                self._planes_module = (
+                    self._device.create_pipeline_layout(
+                        label="alpha2 encode planes", bind_group_layouts=[self._planes_bind_group_layout()]
+                    ),
+                    self._device.create_shader_module(
+                        label="alpha2 encode_scale_yuv", code=_load_shader_source(_PLANES_SHADER_FILE)
+                    ),
+                )
+            layout, shader = self._planes_module
+            entry_point = "nv12_main" if self.pixel_format is PixelFormat.NV12 else "p010_main"
+            pipeline = self._device.create_compute_pipeline(
+                label=f"alpha2 encode_scale_yuv {entry_point}{' triplanar' if triplanar else ''}",
+                layout=layout,
+                compute={
+                    "module": shader,
+                    "entry_point": entry_point,
+                    "constants": {
+                        "TRIPLANAR": int(triplanar),
+                        "LUMA_READS_CHROMA": int(luma_reads_chroma),
+                        "CHROMA_READS_LUMA": int(chroma_reads_luma),
+                    },
+                },
+            )
+            self._planes_pipelines[key] = pipeline
+        return pipeline
+
+    def _planes_bind_group(self, planes: tuple[Any, ...], triplanar: bool) -> Any:
+        key = tuple(id(p) for p in planes)
+        cache = self._planes_bind_groups
+        entry = cache.get(key)
+        if entry is not None and all(a is b for a, b in zip(entry[0], planes, strict=True)):
+            cache.move_to_end(key)
+            return entry[1]
+        views = [p.create_view() if hasattr(p, "create_view") else p for p in planes]
+        if not triplanar:
+            views.append(views[1])  # the shader's Cr binding is unused for bi-planar input
+        bind_group = self._device.create_bind_group(
+            label="alpha2 encode planes",
+            layout=self._planes_bind_group_layout(),
+            entries=[
+                *({"binding": i, "resource": view} for i, view in enumerate(views)),
+                {"binding": 3, "resource": self._planes_sampler},
+                {
+                    "binding": 4,
+                    "resource": {"buffer": self._planes_buffer, "offset": 0, "size": self.frame_size_bytes},
+                },
+                {
+                    "binding": 5,
+                    "resource": {
+                        "buffer": self._planes_params_buffer,
+                        "offset": 0,
+                        "size": _PLANES_PARAMS_SIZE_BYTES,
+                    },
+                },
+            ],
+        )
+        cache[key] = (planes, bind_group)  # holds the planes: their ids cannot be reused while cached
+        while len(cache) > _PLANES_BIND_GROUP_CACHE:
+            cache.popitem(last=False)
         return bind_group
 
     def _free_slot(self) -> _Slot | None:

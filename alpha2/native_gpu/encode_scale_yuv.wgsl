@@ -1,0 +1,147 @@
+// Decoded YUV plane textures -> NV12 / P010 planes at the output size, in one compute pass
+// (alpha2.native_gpu.encode, VulkanEncodeCopier.submit_planes). No RGB texture in between.
+//
+// Output layout (u32 words, little-endian bytes) is the one rgb_to_yuv.wgsl writes: the Y plane
+// (height rows of `row_words` words), then the interleaved CbCr plane (height / 2 rows) starting at
+// `uv_word_offset`; rows padded to 256 bytes.
+//
+// Colour: out codes = M @ [Y, Cb, Cr] + offset on the normalised texture samples (rows m0, m1, m2:
+// xyz = matrix row, w = offset). The CPU composes it: sample -> input codes -> R'G'B' -> output codes
+// (alpha2.gpu.colour). It is affine, so it commutes with bilinear filtering: filter first, then convert.
+//
+// Geometry ("index space", as in yuv_to_rgb.wgsl): luma sample (i, j) sits at (i, j); output pixel o maps
+// to source luma position src.xy + (o + 0.5) * src.zw - 0.5; input chroma sample (k, l) sits at luma
+// position (k * sx + off_x, l * sy + off_y). Positions are clamped to the displayed texels before the
+// (clamp-to-edge, bilinear) sampler reads them, so padding of the plane textures never bleeds in.
+//
+// One invocation writes whole words: NV12 4 x 2 output pixels (two Y words, one CbCr word with two
+// chroma pairs); P010 2 x 2 (two Y words, one CbCr word). Each output luma sample reads luma (and, when
+// the matrix mixes chroma into luma, chroma) at its own position; each output chroma sample reads at
+// its output chroma site (LEFT: the left column, vertically centred; CENTER: the block centre).
+
+struct Params {
+    m0: vec4<f32>,
+    m1: vec4<f32>,
+    m2: vec4<f32>,
+    // .xy: source crop origin (luma pixels); .zw: source luma pixels per output pixel.
+    src: vec4<f32>,
+    // .xy: chroma samples per luma sample (1 / sx, 1 / sy); .zw: input siting offset (luma pixels).
+    chroma_map: vec4<f32>,
+    // .xy: output chroma site relative to the top-left pixel of its 2 x 2 block (output pixels).
+    out_site: vec4<f32>,
+    // Inclusive texel ranges that may be read: min x, min y, max x, max y.
+    luma_clamp: vec4<f32>,
+    chroma_clamp: vec4<f32>,
+    // width, height (output luma), row_words (bytes_per_row / 4), uv_word_offset
+    size: vec4<u32>,
+    // max_code, msb_shift (0 for NV12, 6 for P010), unused, unused
+    mode: vec4<u32>,
+};
+
+// Pipeline constants (one pipeline per combination: the compiler drops the reads a case does not need;
+// a uniform branch instead costs more than the reads it skips on lavapipe).
+// Tri-planar input (Y, Cb, Cr planes); false: bi-planar (Y, interleaved CbCr; bound twice).
+override TRIPLANAR: bool = false;
+// The output luma depends on the input chroma (a matrix change).
+override LUMA_READS_CHROMA: bool = true;
+// The output chroma depends on the input luma.
+override CHROMA_READS_LUMA: bool = true;
+
+@group(0) @binding(0) var luma_tex: texture_2d<f32>;
+@group(0) @binding(1) var chroma_tex: texture_2d<f32>;
+@group(0) @binding(2) var cr_tex: texture_2d<f32>;
+@group(0) @binding(3) var bilinear: sampler;
+@group(0) @binding(4) var<storage, read_write> planes: array<u32>;
+@group(0) @binding(5) var<uniform> params: Params;
+
+fn source_position(o: vec2<f32>) -> vec2<f32> {
+    return params.src.xy + (o + vec2<f32>(0.5)) * params.src.zw - vec2<f32>(0.5);
+}
+
+fn sample_luma(p: vec2<f32>, inv_size: vec2<f32>) -> f32 {
+    let q = clamp(p, params.luma_clamp.xy, params.luma_clamp.zw);
+    return textureSampleLevel(luma_tex, bilinear, (q + vec2<f32>(0.5)) * inv_size, 0.0).r;
+}
+
+fn sample_cbcr(p: vec2<f32>, inv_size: vec2<f32>) -> vec2<f32> {
+    let q = clamp((p - params.chroma_map.zw) * params.chroma_map.xy, params.chroma_clamp.xy,
+        params.chroma_clamp.zw);
+    let uv = (q + vec2<f32>(0.5)) * inv_size;
+    if (TRIPLANAR) {
+        return vec2<f32>(
+            textureSampleLevel(chroma_tex, bilinear, uv, 0.0).r,
+            textureSampleLevel(cr_tex, bilinear, uv, 0.0).r,
+        );
+    }
+    return textureSampleLevel(chroma_tex, bilinear, uv, 0.0).rg;
+}
+
+fn to_code(v: f32) -> u32 {
+    return u32(clamp(floor(v + 0.5), 0.0, f32(params.mode.x))) << params.mode.y;
+}
+
+// Output Y code of the output pixel at `o`.
+fn luma_out(o: vec2<f32>, inv_luma: vec2<f32>, inv_chroma: vec2<f32>) -> u32 {
+    let p = source_position(o);
+    var v = params.m0.x * sample_luma(p, inv_luma) + params.m0.w;
+    if (LUMA_READS_CHROMA) {
+        v += dot(params.m0.yz, sample_cbcr(p, inv_chroma));
+    }
+    return to_code(v);
+}
+
+// Output (Cb, Cr) codes of the chroma sample whose 2 x 2 block starts at output pixel `o`.
+fn chroma_out(o: vec2<f32>, inv_luma: vec2<f32>, inv_chroma: vec2<f32>) -> vec2<u32> {
+    let p = source_position(o + params.out_site.xy);
+    var yuv = vec3<f32>(0.0, sample_cbcr(p, inv_chroma));
+    if (CHROMA_READS_LUMA) {
+        yuv.x = sample_luma(p, inv_luma);
+    }
+    return vec2<u32>(
+        to_code(dot(params.m1.xyz, yuv) + params.m1.w),
+        to_code(dot(params.m2.xyz, yuv) + params.m2.w),
+    );
+}
+
+@compute @workgroup_size(8, 8)
+fn nv12_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let x0 = gid.x * 4u;
+    let y0 = gid.y * 2u;
+    if (x0 >= params.size.x || y0 >= params.size.y) {
+        return;
+    }
+    let inv_luma = vec2<f32>(1.0) / vec2<f32>(textureDimensions(luma_tex));
+    let inv_chroma = vec2<f32>(1.0) / vec2<f32>(textureDimensions(chroma_tex));
+    let row_words = params.size.z;
+    let o = vec2<f32>(f32(x0), f32(y0));
+    for (var j = 0u; j < 2u; j++) {
+        var word = 0u;
+        for (var i = 0u; i < 4u; i++) {
+            word |= luma_out(o + vec2<f32>(f32(i), f32(j)), inv_luma, inv_chroma) << (8u * i);
+        }
+        planes[(y0 + j) * row_words + gid.x] = word;
+    }
+    let c0 = chroma_out(o, inv_luma, inv_chroma);
+    let c1 = chroma_out(o + vec2<f32>(2.0, 0.0), inv_luma, inv_chroma);
+    planes[params.size.w + gid.y * row_words + gid.x] = c0.x | (c0.y << 8u) | (c1.x << 16u) | (c1.y << 24u);
+}
+
+@compute @workgroup_size(8, 8)
+fn p010_main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let x0 = gid.x * 2u;
+    let y0 = gid.y * 2u;
+    if (x0 >= params.size.x || y0 >= params.size.y) {
+        return;
+    }
+    let inv_luma = vec2<f32>(1.0) / vec2<f32>(textureDimensions(luma_tex));
+    let inv_chroma = vec2<f32>(1.0) / vec2<f32>(textureDimensions(chroma_tex));
+    let row_words = params.size.z;
+    let o = vec2<f32>(f32(x0), f32(y0));
+    for (var j = 0u; j < 2u; j++) {
+        let a = luma_out(o + vec2<f32>(0.0, f32(j)), inv_luma, inv_chroma);
+        let b = luma_out(o + vec2<f32>(1.0, f32(j)), inv_luma, inv_chroma);
+        planes[(y0 + j) * row_words + gid.x] = a | (b << 16u);
+    }
+    let c = chroma_out(o, inv_luma, inv_chroma);
+    planes[params.size.w + gid.y * row_words + gid.x] = c.x | (c.y << 16u);
+}
