@@ -1204,6 +1204,7 @@ class VulkanEncodeCopier:
                         "TRIPLANAR": int(triplanar),
                         "LUMA_READS_CHROMA": int(luma_reads_chroma),
                         "CHROMA_READS_LUMA": int(chroma_reads_luma),
+                        "LEFT_SITED": int(self.chroma_location is not ChromaLocation.CENTER),
                     },
                 },
             )

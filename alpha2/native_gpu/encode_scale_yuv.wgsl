@@ -15,9 +15,16 @@
 // (clamp-to-edge, bilinear) sampler reads them, so padding of the plane textures never bleeds in.
 //
 // One invocation writes whole words: NV12 4 x 2 output pixels (two Y words, one CbCr word with two
-// chroma pairs); P010 2 x 2 (two Y words, one CbCr word). Each output luma sample reads luma (and, when
-// the matrix mixes chroma into luma, chroma) at its own position; each output chroma sample reads at
-// its output chroma site (LEFT: the left column, vertically centred; CENTER: the block centre).
+// chroma pairs); P010 2 x 2 (two Y words, one CbCr word). Each output luma sample reads luma at its own
+// position; each output chroma sample reads chroma at its output chroma site (LEFT: the left column,
+// vertically centred; CENTER: the block centre).
+// Where the matrix mixes the other plane in (a matrix change), the mixed-in values are shared within the
+// block rather than sampled per pixel, as swscale's own conversions work at chroma resolution: the
+// chroma a luma sample needs is read at the even output columns of the block's row centre and
+// interpolated half-way for the odd ones (for LEFT siting those reads are the chroma outputs' own); the
+// luma a chroma sample needs is interpolated from the block's luma reads at the chroma site. Compared
+// with per-pixel reads this halves the texture reads, the cost that dominates on lavapipe, and differs
+// only at sharp chroma edges, by a fraction of the matrix's small cross terms.
 
 struct Params {
     m0: vec4<f32>,
@@ -46,6 +53,8 @@ override TRIPLANAR: bool = false;
 override LUMA_READS_CHROMA: bool = true;
 // The output chroma depends on the input luma.
 override CHROMA_READS_LUMA: bool = true;
+// The output chroma site is the left column of its block, vertically centred (LEFT / MPEG-2 siting).
+override LEFT_SITED: bool = true;
 
 @group(0) @binding(0) var luma_tex: texture_2d<f32>;
 @group(0) @binding(1) var chroma_tex: texture_2d<f32>;
@@ -80,27 +89,36 @@ fn to_code(v: f32) -> u32 {
     return u32(clamp(floor(v + 0.5), 0.0, f32(params.mode.x))) << params.mode.y;
 }
 
-// Output Y code of the output pixel at `o`.
-fn luma_out(o: vec2<f32>, inv_luma: vec2<f32>, inv_chroma: vec2<f32>) -> u32 {
-    let p = source_position(o);
-    var v = params.m0.x * sample_luma(p, inv_luma) + params.m0.w;
+fn chroma_at(o: vec2<f32>, inv_chroma: vec2<f32>) -> vec2<f32> {
+    return sample_cbcr(source_position(o), inv_chroma);
+}
+
+fn luma_at(o: vec2<f32>, inv_luma: vec2<f32>) -> f32 {
+    return sample_luma(source_position(o), inv_luma);
+}
+
+// Output Y code from the luma sample and the chroma at the same place (used only for a matrix change).
+fn y_code(y: f32, cbcr: vec2<f32>) -> u32 {
+    var v = params.m0.x * y + params.m0.w;
     if (LUMA_READS_CHROMA) {
-        v += dot(params.m0.yz, sample_cbcr(p, inv_chroma));
+        v += dot(params.m0.yz, cbcr);
     }
     return to_code(v);
 }
 
-// Output (Cb, Cr) codes of the chroma sample whose 2 x 2 block starts at output pixel `o`.
-fn chroma_out(o: vec2<f32>, inv_luma: vec2<f32>, inv_chroma: vec2<f32>) -> vec2<u32> {
-    let p = source_position(o + params.out_site.xy);
-    var yuv = vec3<f32>(0.0, sample_cbcr(p, inv_chroma));
-    if (CHROMA_READS_LUMA) {
-        yuv.x = sample_luma(p, inv_luma);
-    }
+// Output (Cb, Cr) codes from the chroma sample and the luma at its site (m1.x, m2.x are 0 unless a
+// matrix change mixes luma into chroma).
+fn c_codes(y: f32, cbcr: vec2<f32>) -> vec2<u32> {
+    let yuv = vec3<f32>(y, cbcr);
     return vec2<u32>(
         to_code(dot(params.m1.xyz, yuv) + params.m1.w),
         to_code(dot(params.m2.xyz, yuv) + params.m2.w),
     );
+}
+
+// Luma at a chroma site `f` (0..1 within the 2 x 2 block whose luma samples are y00, y10, y01, y11).
+fn luma_at_site(y00: f32, y10: f32, y01: f32, y11: f32, f: vec2<f32>) -> f32 {
+    return mix(mix(y00, y10, f.x), mix(y01, y11, f.x), f.y);
 }
 
 @compute @workgroup_size(8, 8)
@@ -114,15 +132,41 @@ fn nv12_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let inv_chroma = vec2<f32>(1.0) / vec2<f32>(textureDimensions(chroma_tex));
     let row_words = params.size.z;
     let o = vec2<f32>(f32(x0), f32(y0));
+    var ys: array<f32, 8>;
+    for (var j = 0u; j < 2u; j++) {
+        for (var i = 0u; i < 4u; i++) {
+            ys[j * 4u + i] = luma_at(o + vec2<f32>(f32(i), f32(j)), inv_luma);
+        }
+    }
+    let site = params.out_site.xy;
+    let s0 = chroma_at(o + site, inv_chroma);
+    let s1 = chroma_at(o + vec2<f32>(2.0, 0.0) + site, inv_chroma);
+    var cols = array<vec2<f32>, 4>(vec2<f32>(0.0), vec2<f32>(0.0), vec2<f32>(0.0), vec2<f32>(0.0));
+    if (LUMA_READS_CHROMA) {
+        var a = s0;
+        var b = s1;
+        if (!LEFT_SITED) {
+            a = chroma_at(o + vec2<f32>(0.0, 0.5), inv_chroma);
+            b = chroma_at(o + vec2<f32>(2.0, 0.5), inv_chroma);
+        }
+        let c = chroma_at(o + vec2<f32>(4.0, 0.5), inv_chroma);
+        cols = array<vec2<f32>, 4>(a, 0.5 * (a + b), b, 0.5 * (b + c));
+    }
     for (var j = 0u; j < 2u; j++) {
         var word = 0u;
         for (var i = 0u; i < 4u; i++) {
-            word |= luma_out(o + vec2<f32>(f32(i), f32(j)), inv_luma, inv_chroma) << (8u * i);
+            word |= y_code(ys[j * 4u + i], cols[i]) << (8u * i);
         }
         planes[(y0 + j) * row_words + gid.x] = word;
     }
-    let c0 = chroma_out(o, inv_luma, inv_chroma);
-    let c1 = chroma_out(o + vec2<f32>(2.0, 0.0), inv_luma, inv_chroma);
+    var l0 = 0.0;
+    var l1 = 0.0;
+    if (CHROMA_READS_LUMA) {
+        l0 = luma_at_site(ys[0], ys[1], ys[4], ys[5], site);
+        l1 = luma_at_site(ys[2], ys[3], ys[6], ys[7], site);
+    }
+    let c0 = c_codes(l0, s0);
+    let c1 = c_codes(l1, s1);
     planes[params.size.w + gid.y * row_words + gid.x] = c0.x | (c0.y << 8u) | (c1.x << 16u) | (c1.y << 24u);
 }
 
@@ -137,11 +181,27 @@ fn p010_main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let inv_chroma = vec2<f32>(1.0) / vec2<f32>(textureDimensions(chroma_tex));
     let row_words = params.size.z;
     let o = vec2<f32>(f32(x0), f32(y0));
-    for (var j = 0u; j < 2u; j++) {
-        let a = luma_out(o + vec2<f32>(0.0, f32(j)), inv_luma, inv_chroma);
-        let b = luma_out(o + vec2<f32>(1.0, f32(j)), inv_luma, inv_chroma);
-        planes[(y0 + j) * row_words + gid.x] = a | (b << 16u);
+    let y00 = luma_at(o, inv_luma);
+    let y10 = luma_at(o + vec2<f32>(1.0, 0.0), inv_luma);
+    let y01 = luma_at(o + vec2<f32>(0.0, 1.0), inv_luma);
+    let y11 = luma_at(o + vec2<f32>(1.0, 1.0), inv_luma);
+    let site = params.out_site.xy;
+    let s = chroma_at(o + site, inv_chroma);
+    var a = vec2<f32>(0.0);
+    var b = vec2<f32>(0.0);
+    if (LUMA_READS_CHROMA) {
+        a = s;
+        if (!LEFT_SITED) {
+            a = chroma_at(o + vec2<f32>(0.0, 0.5), inv_chroma);
+        }
+        b = 0.5 * (a + chroma_at(o + vec2<f32>(2.0, 0.5), inv_chroma));
     }
-    let c = chroma_out(o, inv_luma, inv_chroma);
+    planes[y0 * row_words + gid.x] = y_code(y00, a) | (y_code(y10, b) << 16u);
+    planes[(y0 + 1u) * row_words + gid.x] = y_code(y01, a) | (y_code(y11, b) << 16u);
+    var l = 0.0;
+    if (CHROMA_READS_LUMA) {
+        l = luma_at_site(y00, y10, y01, y11, site);
+    }
+    let c = c_codes(l, s);
     planes[params.size.w + gid.y * row_words + gid.x] = c.x | (c.y << 16u);
 }
