@@ -16,7 +16,7 @@ for step in $steps; do
   start=$(date +%s)
   case $step in
     tests)
-      ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 240 python3 -m pytest -q -p no:cacheprovider -x \
+      ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 300 python3 -m pytest -q -p no:cacheprovider \
         --durations=15 > "$OUT/tests.log" 2>&1; echo "tests rc=$?" >> "$log";;
     probe)
       { echo '$ python3 tools/probe_adapters.py'; timeout 60 python3 tools/probe_adapters.py;
