@@ -132,11 +132,11 @@ def test_snapshot_matches_ffmpeg(clip: str, tmp_path: Path, at_s: float | None) 
 
 @pytest.mark.vulkan
 def test_offscreen_frames_and_path_counts(clip: str) -> None:
-    stats = play(clip, PlayOptions(frames=10), environ=NO_DISPLAY)
+    stats = play(clip, PlayOptions(frames=10, hwaccel="none"), environ=NO_DISPLAY)
     data = stats.as_dict()
     assert data["frames"] == 10
     assert data["mode"] == "offscreen" and "no display" in data["mode_reason"]
-    # wgpu-native on lavapipe has no external memory: every frame is a CPU upload, said so.
+    # Software-decoded planes into wgpu-native: every frame is a CPU upload, said so.
     assert data["paths"] == {"cpu_upload": 10}
     assert data["bytes_through_cpu"] == 10 * (W * H * 3 // 2)
     assert data["peak_surfaces"] >= 1
@@ -197,3 +197,15 @@ def test_window_playback_letterboxes_and_handles_keys(clip: str) -> None:
         stats_player.close()
     assert stats.mode == "window"
     assert stats.as_dict()["paths"] == {"cpu_upload": stats.frames}
+
+
+@pytest.mark.nvidia
+@pytest.mark.dawn
+def test_nvdec_frames_are_gpu_copied(clip: str) -> None:
+    stats = play(clip, PlayOptions(frames=10, hwaccel="cuda"), environ=NO_DISPLAY)
+    data = stats.as_dict()
+    assert data["frames"] == 10
+    assert data["hwaccel"]["active"] == "cuda"
+    assert data["paths"] == {"gpu_copy": 10}, data.get("device")
+    assert data["bytes_through_cpu"] == 0
+    assert data["device"]["implementation"] == "wgpudawn"

@@ -225,7 +225,7 @@ def test_options_refuse_crf_and_bitrate() -> None:
 
 def test_passthrough_h264(clips: dict[str, str], tmp_path: Path) -> None:
     out = str(tmp_path / "pass.mp4")
-    stats = transcode(clips["smooth"], out, TranscodeOptions(preset="veryfast"))
+    stats = transcode(clips["smooth"], out, TranscodeOptions(preset="veryfast", hwaccel="none"))
     data = stats.as_dict()
     assert data["mode"] == "passthrough"
     assert data["paths"] == {"software": FRAMES}
@@ -280,10 +280,12 @@ def test_failure_mid_run_leaves_no_output(clips: dict[str, str], tmp_path: Path)
 @pytest.mark.parametrize("codec,ext", CODECS)
 def test_gpu_scale_round_trip_per_codec(clips: dict[str, str], tmp_path: Path, codec: str, ext: str) -> None:
     out = str(tmp_path / f"scaled{ext}")
-    stats = transcode(clips["smooth"], out, TranscodeOptions(codec=codec, size=Size(160, 160)))
+    options = TranscodeOptions(codec=codec, size=Size(160, 160), hwaccel="none")
+    stats = transcode(clips["smooth"], out, options)
     data = stats.as_dict()
     assert data["mode"] == "gpu" and data["output_size"] == [160, 90]
-    # lavapipe / wgpu-native: CPU upload in, the copier's read-back ring out; every frame counted.
+    # Software decoding into wgpu-native: CPU upload in, the copier's read-back ring out; every frame
+    # counted.
     assert data["paths"] == {"cpu_upload": FRAMES, "cpu_download": FRAMES}
     assert data["bytes_through_cpu"] == sum(data["path_bytes"].values()) > 0
     assert data["device"]["implementation"] == "wgpu"
@@ -293,6 +295,23 @@ def test_gpu_scale_round_trip_per_codec(clips: dict[str, str], tmp_path: Path, c
     value = psnr(reference, _frames_rgb(out))
     print(f"{codec}: PSNR {value:.2f} dB")
     assert value >= PSNR_MIN_DB, f"{codec}: PSNR {value:.2f} dB"
+    _no_partials(tmp_path)
+
+
+@pytest.mark.nvidia
+@pytest.mark.dawn
+def test_nvdec_gpu_copy_scale_round_trip(clips: dict[str, str], tmp_path: Path) -> None:
+    out = str(tmp_path / "scaled.mp4")
+    stats = transcode(clips["smooth"], out, TranscodeOptions(size=Size(160, 160), hwaccel="cuda"))
+    data = stats.as_dict()
+    assert data["mode"] == "gpu" and data["hwaccel"]["active"] == "cuda"
+    # NVDEC frames copied on the GPU into Dawn textures; only the encoder's planes come back to the CPU.
+    assert data["paths"] == {"gpu_copy": FRAMES, "cpu_download": FRAMES}
+    assert data["path_bytes"].get("gpu_copy", 0) == 0
+    assert data["device"]["implementation"] == "wgpudawn"
+    assert _stream(out)["frames"] == FRAMES
+    value = psnr(_frames_rgb(clips["smooth"], size=(160, 90)), _frames_rgb(out))
+    assert value >= PSNR_MIN_DB, f"PSNR {value:.2f} dB"
     _no_partials(tmp_path)
 
 
