@@ -240,3 +240,18 @@ def test_subprocess_exit_codes(clip: str, tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert "Traceback" not in ok.stderr and "passthrough" in ok.stderr
     assert files_in(tmp_path) == ["ok.mp4"]
+
+
+@pytest.mark.vulkan
+def test_no_runtime_dir_warnings_without_xdg_runtime_dir(clip: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    run = subprocess.run(
+        [sys.executable, "-m", "alpha2", "play", clip, "--offscreen", "--frames", "2", "--hwaccel", "none"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "XDG_RUNTIME_DIR" not in run.stderr

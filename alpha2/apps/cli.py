@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 
 from alpha2 import __version__
@@ -43,8 +44,28 @@ def error_line(message: str) -> str:
     return f"alpha2: error: {first}"
 
 
+def ensure_runtime_dir() -> None:
+    """Give the process an ``XDG_RUNTIME_DIR`` when it has none (a bare server, a container, CI).
+
+    Mesa's Vulkan drivers and the WebGPU backends print "XDG_RUNTIME_DIR is invalid or not set" on every
+    device they create without one. A private directory (mode 0700, as the spec asks) under the
+    temporary directory stands in for the session's.
+    """
+    current = os.environ.get("XDG_RUNTIME_DIR")
+    if current and os.path.isdir(current):
+        return
+    path = os.path.join(tempfile.gettempdir(), f"alpha2-runtime-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)
+    except OSError:
+        return  # the drivers only warn; nothing to fail for
+    os.environ["XDG_RUNTIME_DIR"] = path
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run one command's ``func``; errors become the one-line message and exit status 1."""
+    ensure_runtime_dir()
     try:
         return int(func(args) or 0)
     except KeyboardInterrupt:

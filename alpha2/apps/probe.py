@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -213,7 +212,6 @@ def _print_table(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of tools/probe_adapters.py: parse, run, turn errors into one line and exit 1."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
     parser = argparse.ArgumentParser(
         prog="probe_adapters", description=__doc__.splitlines()[0] if __doc__ else None
     )
