@@ -38,6 +38,7 @@ rather than reused in an unknown state.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import os
 import select
@@ -124,8 +125,7 @@ class RingSlot:
 
     key: tuple[Hashable, ...]
     planes: list[_Plane]
-    copy_done: Any = None  # _cuda.interop.CudaEvent
-    surface: NativeSurfaceLease | None = None
+    copy_done: Any = None  # _cuda.interop.CudaEvent, recorded after each copy into the slot
     waited: list[Any] = field(default_factory=list)  # CUDA-imported Dawn fences the last copy waited on
     broken: bool = False
 
@@ -134,6 +134,108 @@ class RingSlot:
 
     def planes_have_pending_fences(self) -> bool:
         return any(p.release_fences or p.release_sync_fds for p in self.planes)
+
+
+@dataclass
+class _Copy:
+    """One frame's GPU copy: its completion event, the decoded surface it reads, the fences it waited."""
+
+    event: Any  # _cuda.interop.CudaEvent recorded after the copy
+    surface: NativeSurfaceLease | None
+    waited: list[Any]
+
+
+class _CopyTracker:
+    """Lets go of each decoded surface once the GPU copy reading it has completed, on one thread.
+
+    The copies run in order on one CUDA stream, so they complete in order: the thread waits on the
+    oldest. Asking CUDA whether an event has completed can stall behind NVDEC's work on the same
+    context (on the H200 under cProfile: about 3 ms a query, most of the per-frame import cost when the
+    caller's thread polled), so the caller's thread never asks: it records an event and moves on.
+    A copy that outlasts the GPU wait timeout keeps its surface (it may still be read) and is waited for
+    again. Events are reused.
+    """
+
+    def __init__(self, ctx: Any, wait_timeout: Callable[[], float]) -> None:
+        self._ctx = ctx
+        self._wait_timeout = wait_timeout
+        self._cond = threading.Condition()
+        self._pending: collections.deque[_Copy] = collections.deque()
+        self._free_events: list[Any] = []
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="alpha2-gpu-copy-done", daemon=True)
+        self._thread.start()
+
+    def event(self) -> Any:
+        """An event to record after the next copy."""
+        from alpha2.native_gpu._cuda import interop
+
+        with self._cond:
+            if self._free_events:
+                return self._free_events.pop()
+        return interop.CudaEvent(self._ctx)
+
+    def recycle(self, event: Any) -> None:
+        with self._cond:
+            self._free_events.append(event)
+
+    def add(self, copy: _Copy) -> None:
+        with self._cond:
+            self._pending.append(copy)
+            self._cond.notify()
+
+    def held(self) -> int:
+        """Surfaces still held by copies that may be running."""
+        with self._cond:
+            return sum(1 for c in self._pending if c.surface is not None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closing:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                copy = self._pending[0]
+            try:
+                copy.event.wait(self._wait_timeout(), "a GPU copy of a decoded frame")
+            except GpuTimeoutError:
+                with self._cond:
+                    if self._closing:
+                        return  # close() gave up on it: the surface stays held (it may still be read)
+                continue
+            except Error:
+                pass  # the context failed: nothing will read the surface again
+            with self._cond:
+                self._pending.popleft()
+            self._finish(copy)
+
+    def _finish(self, copy: _Copy) -> None:
+        surface, copy.surface = copy.surface, None
+        try:
+            with self._ctx:
+                for semaphore in copy.waited:
+                    semaphore.close()
+        except Error:
+            pass  # a failed context: the semaphores go with it
+        copy.waited = []
+        if surface is not None:
+            surface.release()
+        self.recycle(copy.event)
+
+    def close(self, timeout_s: float) -> bool:
+        """Finish the pending copies (bounded by ``timeout_s``) and stop. True when all finished."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(timeout_s)
+        done = not self._thread.is_alive()
+        if done:
+            with self._cond:
+                events, self._free_events = self._free_events, []
+            for event in events:
+                event.close()
+        return done
 
 
 class CudaVkPairing(InteropPairing):
@@ -262,7 +364,7 @@ class CudaVkPairing(InteropPairing):
         self._stream = interop.CopyStream(self._ctx)
         self._wait_timeout = wait_timeout
         self._lock = threading.RLock()
-        self._in_copy: list[RingSlot] = []  # slots whose copy may still run (surface not yet released)
+        self._copies = _CopyTracker(self._ctx, wait_timeout)
         self._retired: list[RingSlot] = []  # broken / drained slots waiting for their CUDA work
         self._live_textures = 0
         self._closed = False
@@ -354,24 +456,16 @@ class CudaVkPairing(InteropPairing):
         return None
 
     def poll(self) -> None:
-        """Let go of surfaces whose copies completed; destroy retired slots whose CUDA work is done."""
+        """Destroy retired slots whose CUDA work is done (the copy tracker lets go of surfaces)."""
+        with self._lock:
+            if not self._retired:
+                return  # the per-frame case: no context push
         with self._ctx:
             self._poll_current()
 
     def _poll_current(self) -> None:
         with self._lock:
-            pending, self._in_copy = self._in_copy, []
             retired, self._retired = self._retired, []
-        keep: list[RingSlot] = []
-        for slot in pending:
-            try:
-                done = slot.copy_done.query()
-            except Error:
-                done = True  # a failed context: nothing will ever read the surface again
-            if done:
-                self._copy_finished(slot)
-            else:
-                keep.append(slot)
         still: list[RingSlot] = []
         for slot in retired:
             try:
@@ -383,16 +477,7 @@ class CudaVkPairing(InteropPairing):
             else:
                 still.append(slot)
         with self._lock:
-            self._in_copy = keep + self._in_copy
             self._retired = still + self._retired
-
-    def _copy_finished(self, slot: RingSlot) -> None:
-        surface, slot.surface = slot.surface, None
-        waited, slot.waited = slot.waited, []
-        for semaphore in waited:
-            semaphore.close()
-        if surface is not None:
-            surface.release()
 
     def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
         with self._ctx:  # one context push for the whole import
@@ -412,15 +497,14 @@ class CudaVkPairing(InteropPairing):
         key = _ring_key(frame, pixel_format, geometry)
         timeout_s = self._wait_timeout()
         slot, _reused = self._pool.take(key, timeout_s)
+        event = self._copies.event()
         try:
-            values = self._enqueue_copy(slot, cuda_planes, frame.cuda_stream)
+            values = self._enqueue_copy(slot, cuda_planes, frame.cuda_stream, event)
         except BaseException:
+            self._copies.recycle(event)
             self._fail_slot(slot, key, copy_enqueued=True)
             raise
         # From here the copy reads the frame: the surface stays held until the copy's event completes.
-        slot.surface = surface
-        with self._lock:
-            self._in_copy.append(slot)
         began: list[_Plane] = []
         try:
             for plane, value in zip(slot.planes, values):
@@ -439,13 +523,13 @@ class CudaVkPairing(InteropPairing):
                     self._end_plane(plane, collect_fences=True)
                 except BaseException:
                     pass  # the slot is retired below either way
-            # The frame goes back to the caller: take it out of the slot before the bounded wait.
-            with self._lock:
-                if slot in self._in_copy:
-                    self._in_copy.remove(slot)
-            slot.surface = None
+            # The frame goes back to the caller once the copy is done (the bounded wait in _fail_slot);
+            # the fences it waited on stay with the slot, which is retired.
+            self._copies.recycle(event)
             self._fail_slot(slot, key, copy_enqueued=True)
             raise _typed(exc, "Dawn begin_access on a GPU-copy plane") from exc
+        waited, slot.waited = slot.waited, []
+        self._copies.add(_Copy(event=event, surface=surface, waited=waited))
         descriptors = tuple(
             ImportedPlaneDescriptor(
                 plane_index=index,
@@ -457,7 +541,7 @@ class CudaVkPairing(InteropPairing):
             )
             for index, (plane, src) in enumerate(zip(slot.planes, cuda_planes))
         )
-        event = slot.copy_done
+        event = slot.copy_done  # re-recorded only when the slot is reused, after this lease's release
         imported = ImportedVulkanFrame(
             textures=tuple(p.texture for p in slot.planes),
             views=tuple(p.view for p in slot.planes),
@@ -489,7 +573,7 @@ class CudaVkPairing(InteropPairing):
         return PairingTicket(frame=imported, release=lambda: self._release_slot(slot, key))
 
     def _enqueue_copy(
-        self, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...], producer: int | None
+        self, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...], producer: int | None, event: Any
     ) -> list[int]:
         """On the copy stream: wait Dawn's last fences, copy, signal, record. Returns the fence values."""
         from alpha2.native_gpu._cuda import interop
@@ -512,6 +596,7 @@ class CudaVkPairing(InteropPairing):
             plane.cu_semaphore.signal(stream.handle)
             values.append(1 if not DAWN_TIMELINE_FENCES else plane.uses)
         slot.copy_done.record(stream.handle)
+        event.record(stream.handle)
         return values
 
     def poll_sync_fds(self, slot: RingSlot) -> None:
@@ -621,9 +706,6 @@ class CudaVkPairing(InteropPairing):
 
     def _destroy_slot(self, slot: RingSlot) -> None:
         """Destroy a slot in reverse order of creation. Only once its GPU work is done."""
-        surface, slot.surface = slot.surface, None
-        if surface is not None:
-            surface.release()
         count = slot.texture_count()
         for semaphore in slot.waited:
             semaphore.close()
@@ -657,7 +739,7 @@ class CudaVkPairing(InteropPairing):
     def stats(self) -> ImportTicketStats:
         sets, idle = self._pool.counts()
         with self._lock:
-            held = sum(1 for s in self._in_copy if s.surface is not None)
+            held = self._copies.held()
             return ImportTicketStats(
                 allocations=self._pool.allocations,
                 reuses=self._pool.reuses,
@@ -674,14 +756,8 @@ class CudaVkPairing(InteropPairing):
             if self._closed:
                 return
             self._closed = True
-            pending, self._in_copy = self._in_copy, []
         timeout_s = self._wait_timeout()
-        for slot in pending:
-            try:
-                slot.copy_done.wait(timeout_s, "a GPU copy at close")
-            except Error:
-                pass
-            self._copy_finished(slot)
+        self._copies.close(timeout_s)
         self._pool.close()
         deadline = time.monotonic() + timeout_s
         while True:
