@@ -190,6 +190,9 @@ def run_mode(
 
 
 def _worker(args: tuple[Any, ...], barrier: Any, results: Any) -> None:
+    interval = os.environ.get("ALPHA2_BENCH_SWITCH_INTERVAL")
+    if interval:
+        sys.setswitchinterval(float(interval))
     try:
         result = run_mode(*args, barrier=barrier)
         result["t_end"] = time.monotonic()  # system-wide clock: comparable across the processes
@@ -272,10 +275,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--prefetch", type=int, default=4, help="frames decoded ahead on a worker thread (decode and import)"
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        help="sys.setswitchinterval in seconds (CPython's default 0.005): how soon the decode thread gets "
+        "the GIL back from the importing thread",
+    )
     parser.add_argument("--modes", default="decode,import,naive", help="comma-separated subset to run")
     parser.add_argument("--repeat", type=int, default=2, help="runs per mode, interleaved; the best counts")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     options = parser.parse_args(argv)
+    if options.switch_interval is not None:
+        sys.setswitchinterval(options.switch_interval)
+        os.environ["ALPHA2_BENCH_SWITCH_INTERVAL"] = str(
+            options.switch_interval
+        )  # for the sessions' processes
     if not os.path.exists(options.clip):
         if not options.json:
             print(f"making {options.clip} (300 frames, 1080p, libx264 veryfast)...", flush=True)
