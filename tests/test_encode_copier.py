@@ -430,9 +430,13 @@ def test_extent_from_vulkan_caps() -> None:
     with pytest.raises(InvalidInputError, match="max_coded_extent"):
         VideoEncodeExtent.from_vulkan("h264", {})
 
-    # resolve(): the device's capabilities win where it has them for the codec, else the table.
+    # resolve(): the device's capabilities win for what encodes on it (a Vulkan video encoder or the
+    # bare codec) where it has them for the codec; software encoders keep their own limits.
     candidate = {"video_encode_capabilities": {"hevc": {"max_coded_extent": (2048, 2048)}}}
-    assert VideoEncodeExtent.resolve("libx265", candidate=candidate).max_width == 2048
+    assert VideoEncodeExtent.resolve("hevc_vulkan", candidate=candidate).max_width == 2048
+    assert VideoEncodeExtent.resolve("hevc", candidate=candidate).source is ExtentSource.VULKAN
+    assert VideoEncodeExtent.resolve("libx265", candidate=candidate).source is ExtentSource.ENCODER
+    assert VideoEncodeExtent.resolve("h264_vulkan", candidate=candidate).source is ExtentSource.ENCODER
     assert VideoEncodeExtent.resolve("libx264", candidate=candidate).source is ExtentSource.ENCODER
     assert VideoEncodeExtent.resolve("libx264", candidate=object()).max_width == 16384
     with pytest.raises(InvalidInputError):

@@ -232,3 +232,40 @@ def test_unsupported_error_is_typed() -> None:
     from alpha2.native_gpu._vk.core import VulkanUnavailableError
 
     assert issubclass(VulkanUnavailableError, UnsupportedError)
+
+
+def test_encode_extent_comes_from_the_candidates_encode_capabilities() -> None:
+    from alpha2.native_gpu.candidates import VideoCodecSupport, VideoOperation, VideoProfileCapabilities
+    from alpha2.native_gpu.encode import ExtentSource, VideoEncodeExtent
+
+    def profile(name: str, extent: tuple[int, int], supported: bool = True) -> VideoProfileCapabilities:
+        return VideoProfileCapabilities(
+            codec=VideoCodec.H265,
+            operation=VideoOperation.ENCODE,
+            profile=name,
+            bit_depth=8,
+            supported=supported,
+            max_coded_extent=extent,
+            min_coded_extent=(64, 64),
+        )
+
+    video = (
+        VideoCodecSupport(
+            codec=VideoCodec.H265,
+            operation=VideoOperation.ENCODE,
+            queue_families=(4,),
+            profiles=(profile("Main", (4096, 2304)), profile("Main 10", (8192, 8192), supported=False)),
+        ),
+    )
+    cand = VulkanCandidate(index=0, name="encoder gpu", video=video)
+    assert set(cand.video_encode_capabilities) == {"hevc"}
+    extent = VideoEncodeExtent.resolve("hevc_vulkan", candidate=cand)
+    assert extent.source is ExtentSource.VULKAN
+    assert (extent.max_width, extent.max_height, extent.min_width) == (4096, 2304, 64)
+    with pytest.raises(InvalidInputError, match="4096"):
+        extent.check(7680, 4320)
+    # A software encoder, or no encode queue (lavapipe, the H200): the encoder's own limits.
+    assert VideoEncodeExtent.resolve("libx265", candidate=cand).source is ExtentSource.ENCODER
+    assert VideoEncodeExtent.resolve("hevc", candidate=VulkanCandidate(index=0, name="x")).source is (
+        ExtentSource.ENCODER
+    )

@@ -393,6 +393,23 @@ class VulkanCandidate:
         return self._codecs(VideoOperation.ENCODE)
 
     @property
+    def video_encode_capabilities(self) -> dict[str, VideoProfileCapabilities]:
+        """Per codec (FFmpeg's names: h264, hevc, av1, vp9), the supported encode profile with the largest
+        maximum coded extent: what :meth:`alpha2.native_gpu.encode.VideoEncodeExtent.resolve` reads."""
+        best: dict[str, tuple[int, VideoProfileCapabilities]] = {}
+        for support in self.video:
+            if support.operation is not VideoOperation.ENCODE or not support.supported:
+                continue
+            name = "hevc" if support.codec is VideoCodec.H265 else support.codec.value
+            for profile in support.profiles:
+                if not profile.supported or profile.max_coded_extent is None:
+                    continue
+                area = profile.max_coded_extent[0] * profile.max_coded_extent[1]
+                if name not in best or area > best[name][0]:
+                    best[name] = (area, profile)
+        return {name: profile for name, (_, profile) in best.items()}
+
+    @property
     def memory_budget_bytes(self) -> int | None:
         """Device-local budget in bytes (sum over device-local heaps); None without VK_EXT_memory_budget."""
         if not self.memory_budget_supported:

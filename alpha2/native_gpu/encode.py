@@ -274,14 +274,21 @@ class VideoEncodeExtent:
     def resolve(
         cls, encoder: str, pixel_format: PixelFormat = PixelFormat.NV12, candidate: object = None
     ) -> VideoEncodeExtent:
-        """The limits to enforce for ``encoder``: the Vulkan device's where it reports encode capabilities
-        for the codec, otherwise alpha2's encoder table.
+        """The limits to enforce for ``encoder``.
 
-        ``candidate`` is duck-typed (a Vulkan candidate or a mapping): its ``video_encode_capabilities``
-        (or ``encode_capabilities``) maps codec names to capabilities accepted by :meth:`from_vulkan`.
+        The device's Vulkan video-encode capabilities apply to what encodes on that device: a Vulkan
+        video encoder (``h264_vulkan``, ``hevc_vulkan``, ``av1_vulkan``) or a bare codec name (``hevc``:
+        "what can the GPU encode"). Software encoders (``libx264`` ...) and NVENC keep their own limits
+        from alpha2's table, whatever the device reports.
+
+        ``candidate`` is duck-typed (a :class:`~alpha2.native_gpu.candidates.VulkanCandidate` or a
+        mapping): its ``video_encode_capabilities`` (or ``encode_capabilities``) maps codec names to
+        capabilities accepted by :meth:`from_vulkan`.
         """
-        table = cls.for_encoder(encoder, pixel_format)
-        if candidate is None:
+        name = encoder.lower()
+        on_vulkan = name.endswith("_vulkan")
+        table = cls.for_encoder(name.removesuffix("_vulkan") if on_vulkan else name, pixel_format)
+        if candidate is None or not (on_vulkan or table.encoder == ""):
             return table
         caps_by_codec = _field(candidate, "video_encode_capabilities")
         if caps_by_codec is None:
