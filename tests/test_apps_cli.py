@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from alpha2.apps.cli import main
-from alpha2.apps.sample import audio_unavailable_reason, write_sample
+from alpha2.apps.sample import write_sample
 from alpha2.ffmpeg_bridge import HwAccelMode, plan_hw_device
 from alpha2.gpu.errors import Error
 from alpha2.gpu.geometry import Size
@@ -131,17 +131,6 @@ def test_hwaccel_cuda_unavailable_is_an_error(
     code, _, err = run_cli(["transcode", clip, str(tmp_path / "o.mp4"), "--hwaccel", "cuda"], capsys)
     assert code == 1
     assert_one_error_line(err, "cuda")
-    assert files_in(tmp_path) == []
-
-
-def test_sample_audio_refused_when_the_bridge_cannot(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    if audio_unavailable_reason() is None:
-        pytest.skip("the bridge encodes audio")
-    code, _, err = run_cli(["sample", str(tmp_path / "s.mp4"), "--audio", "--duration", "0.2"], capsys)
-    assert code == 1
-    assert_one_error_line(err, "audio")
     assert files_in(tmp_path) == []
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from alpha2.apps.atomic import atomic_path, check_output_path, write_bytes_atomic
-from alpha2.apps.sample import audio_unavailable_reason, pattern_planes, sample_colour, write_sample
+from alpha2.apps.sample import pattern_planes, sample_colour, write_sample
 from alpha2.gpu.colour import ColourMatrix, ColourRange, rgb_to_yuv
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Size
@@ -44,7 +44,7 @@ def test_colour_by_size() -> None:
 
 def test_write_sample(tmp_path: Path) -> None:
     out = tmp_path / "s.mp4"
-    result = write_sample(str(out), duration_s=0.4, size=Size(128, 72), audio=None)
+    result = write_sample(str(out), duration_s=0.4, size=Size(128, 72))
     assert result.frames == 12 and result.codec == "libx264"
     assert [p.name for p in tmp_path.iterdir()] == ["s.mp4"]
     with av.open(str(out)) as container:
@@ -56,9 +56,7 @@ def test_write_sample(tmp_path: Path) -> None:
         assert int(frames[0].color_range) == int(ColourRange.LIMITED)
         has_audio = len(container.streams.audio) > 0
         luma = frames[5].to_ndarray(format="yuv420p")[:72]
-    assert has_audio == result.audio
-    if not result.audio:
-        assert result.audio_note == audio_unavailable_reason()
+    assert has_audio and result.audio
     expected = pattern_planes(Size(128, 72), 5, 30.0, sample_colour(Size(128, 72)))[0]
     mse = np.mean((luma.astype(float) - expected.astype(float)) ** 2)
     assert 10 * np.log10(255**2 / max(mse, 1e-9)) > 40
@@ -71,9 +69,6 @@ def test_write_sample_refuses(tmp_path: Path) -> None:
         write_sample(str(tmp_path / "a.mp4"), duration_s=0)
     with pytest.raises(UnsupportedError):
         write_sample(str(tmp_path / "a.mp4"), codec="no-such-encoder", duration_s=0.1)
-    if audio_unavailable_reason() is not None:
-        with pytest.raises(UnsupportedError, match="audio"):
-            write_sample(str(tmp_path / "a.mp4"), duration_s=0.1, audio=True)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -91,3 +86,34 @@ def test_atomic_path(tmp_path: Path) -> None:
         check_output_path(tmp_path / "missing" / "x")
     with pytest.raises(InvalidInputError, match="directory"):
         check_output_path(tmp_path)
+
+
+@pytest.mark.parametrize("ext", [".mp4", ".webm"])
+def test_sample_tone(tmp_path: Path, ext: str) -> None:
+    out = tmp_path / f"t{ext}"
+    codec = "vp9" if ext == ".webm" else "h264"
+    write_sample(str(out), duration_s=0.5, size=Size(64, 36), codec=codec)
+    with av.open(str(out)) as container:
+        stream = container.streams.audio[0]
+        assert stream.codec_context.name == ("opus" if ext == ".webm" else "aac")
+        pcm = np.concatenate(
+            [
+                f.to_ndarray().reshape(f.layout.nb_channels if f.format.is_planar else 1, -1)[0]
+                for f in container.decode(stream)
+            ]
+        ).astype(np.float64)
+        rate = stream.rate
+    assert len(pcm) >= 0.45 * rate
+    middle = pcm[len(pcm) // 4 : 3 * len(pcm) // 4]
+    spectrum = np.abs(np.fft.rfft(middle * np.hanning(len(middle))))
+    peak_hz = np.argmax(spectrum) * rate / len(middle)
+    assert abs(peak_hz - 440) < 15, peak_hz
+    assert 0.1 < np.sqrt(np.mean(middle**2)) < 0.2  # 0.2 amplitude sine: RMS 0.141
+
+
+def test_no_audio(tmp_path: Path) -> None:
+    out = tmp_path / "v.mp4"
+    result = write_sample(str(out), duration_s=0.2, size=Size(64, 36), audio=False)
+    assert not result.audio and result.audio_note == "--no-audio"
+    with av.open(str(out)) as container:
+        assert not container.streams.audio

@@ -251,3 +251,31 @@ def test_encode_cuda_frames(tmp_path: Path) -> None:
             assert isinstance(planes, tuple)
             enc.encode(planes, pixel_format=frame.pixel_format, width=320, height=240)  # DLPack path
     assert len(_decode_all(out2)) == 6
+
+
+def test_encoded_audio_track_and_its_refusals(tmp_path: Path) -> None:
+    out = str(tmp_path / "a.mkv")
+    with pytest.raises(InvalidInputError, match="one audio track"):
+        EncodeSession(out, audio_rate=48_000, audio_from=out)
+    tone = np.stack([np.sin(np.arange(4_800) * 2 * np.pi * 440 / 48_000).astype(np.float32) * 0.2] * 2)
+    with EncodeSession(out, codec="ffv1", rate=25, audio_rate=48_000) as enc:
+        with pytest.raises(InvalidInputError, match="video frame first"):
+            enc.encode_audio(tone, sample_rate=48_000)
+        for i in range(5):
+            planes, _ = _yuv420_planes(i, 64, 48)
+            enc.encode(planes, pts=i, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+            enc.encode_audio(tone[:, : 48_000 // 25], sample_rate=48_000)
+        with pytest.raises(InvalidInputError, match="sample_rate"):
+            enc.encode_audio(tone, sample_rate=44_100)
+        with pytest.raises(InvalidInputError, match="shape"):
+            enc.encode_audio(tone[0], sample_rate=48_000)
+    with av.open(out) as container:
+        audio = container.streams.audio[0]
+        assert audio.codec_context.name == "aac" and audio.rate == 48_000
+        samples = sum(f.samples for f in container.decode(audio))
+    assert abs(samples - 5 * 48_000 // 25) <= 1024  # the encoder's priming / last frame
+    with EncodeSession(str(tmp_path / "v.mkv"), codec="ffv1") as enc:
+        planes, _ = _yuv420_planes(0, 64, 48)
+        enc.encode(planes, pts=0, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+        with pytest.raises(InvalidInputError, match="no audio track"):
+            enc.encode_audio(tone, sample_rate=48_000)

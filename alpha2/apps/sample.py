@@ -3,7 +3,7 @@
 The picture is a smooth moving colour pattern, computed per frame from 1-D waves (outer products, no
 per-pixel Python) straight into Y'CbCr planes with the BT.709 (HD) or BT.601 (SD) matrix, and encoded
 through the FFmpeg bridge's :class:`~alpha2.ffmpeg_bridge.EncodeSession`, which writes atomically.
-A 440 Hz sine tone is added when the bridge can encode audio (see :func:`audio_unavailable_reason`).
+A 440 Hz sine tone is added (AAC, or Opus in WebM), unless ``--no-audio``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import fractions
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,14 +28,13 @@ from alpha2.gpu.colour import (
     TransferCharacteristic,
     rgb_to_yuv,
 )
-from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
 
 __all__ = [
     "SampleResult",
-    "audio_unavailable_reason",
     "pattern_planes",
     "register",
     "run",
@@ -127,13 +125,6 @@ def _plane_set(planes: tuple[np.ndarray, ...]) -> CpuPlaneSet:
     )
 
 
-def audio_unavailable_reason() -> str | None:
-    """Why the bridge cannot add the tone (None when it can: ``EncodeSession.encode_audio`` exists)."""
-    if callable(getattr(EncodeSession, "encode_audio", None)):
-        return None
-    return "the FFmpeg bridge cannot encode audio yet (EncodeSession has no encode_audio)"
-
-
 def _tone(start: int, count: int) -> np.ndarray:
     t = (np.arange(start, start + count, dtype=np.float64)) / SAMPLE_RATE
     mono = (0.2 * np.sin(2 * np.pi * TONE_HZ * t)).astype(np.float32)
@@ -157,7 +148,7 @@ class SampleResult:
     audio: bool
     """Whether the tone was written."""
     audio_note: str | None
-    """Why there is no tone, when there is none."""
+    """Why there is no tone, when there is none (``--no-audio``)."""
 
 
 def write_sample(
@@ -167,19 +158,19 @@ def write_sample(
     size: Size = DEFAULT_SIZE,
     rate: int = 30,
     codec: str = "h264",
-    audio: bool | None = None,
+    audio: bool = True,
     crf: float | None = 18,
     preset: str | None = None,
 ) -> SampleResult:
     """Write the test clip to ``path`` (atomically, through EncodeSession).
 
     Args:
-        audio: True: the tone or an error; False: no audio; None: the tone when the bridge can encode it.
+        audio: add the 440 Hz tone (48 kHz stereo).
         preset: the encoder's speed preset; None: :data:`FAST_PRESETS` for the encoder, if listed.
 
     Raises:
         InvalidInputError: a bad duration or size, or an unwritable output.
-        UnsupportedError: ``audio=True`` and the bridge cannot encode audio; an unknown codec.
+        UnsupportedError: an unknown codec.
     """
     if not (duration_s > 0 and math.isfinite(duration_s)):
         raise InvalidInputError(f"duration must be a positive number of seconds, got {duration_s}")
@@ -190,10 +181,7 @@ def write_sample(
     if rate < 1:
         raise InvalidInputError(f"rate must be >= 1, got {rate}")
     full = check_output_path(path)
-    why_no_audio = audio_unavailable_reason()
-    if audio and why_no_audio is not None:
-        raise UnsupportedError(f"--audio: {why_no_audio}; use --no-audio")
-    with_audio = bool(audio is not False and why_no_audio is None)
+    with_audio = bool(audio)
     colour = sample_colour(size)
     frames = max(1, round(duration_s * rate))
     encoder_name = choose_encoder(codec).name
@@ -211,6 +199,7 @@ def write_sample(
         colour=colour,
         gop_size=rate,
         options=pipeline.QUIET_ENCODER_OPTIONS.get(encoder_name),
+        audio_rate=SAMPLE_RATE if with_audio else None,
     )
     try:
         samples_done = 0
@@ -224,8 +213,7 @@ def write_sample(
             )
             if with_audio:
                 until = round((index + 1) * SAMPLE_RATE / rate)
-                encode_audio: Any = getattr(session, "encode_audio")  # noqa: B009 - optional bridge API
-                encode_audio(_tone(samples_done, until - samples_done), sample_rate=SAMPLE_RATE)
+                session.encode_audio(_tone(samples_done, until - samples_done), sample_rate=SAMPLE_RATE)
                 samples_done = until
     except BaseException:
         session.abort()
@@ -238,7 +226,7 @@ def write_sample(
         rate=float(rate),
         codec=session.encoder.name,
         audio=with_audio,
-        audio_note=None if with_audio else (why_no_audio if audio is None else "--no-audio"),
+        audio_note=None if with_audio else "--no-audio",
     )
 
 
@@ -267,15 +255,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--codec", default="h264", help="h264, hevc, vp9, av1 or an encoder name (default h264)"
     )
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "--audio",
-        dest="audio",
-        action="store_true",
-        default=None,
-        help="add the tone (an error if it cannot be encoded); default: when possible",
+    parser.add_argument(
+        "--no-audio", dest="audio", action="store_false", help="no audio track (default: a 440 Hz tone)"
     )
-    group.add_argument("--no-audio", dest="audio", action="store_false", help="no audio track")
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
     parser.set_defaults(func=run)
 

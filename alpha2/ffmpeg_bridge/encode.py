@@ -364,6 +364,9 @@ class EncodeSession:
         colour: Colour metadata written to the stream; None takes the first DecodedFrame's, if any.
         audio_from: Copy the first audio stream of this source (a DecodeSession or a path), packets
             as they are, no re-encode.
+        audio_rate: Add an encoded audio track at this sample rate, fed by :meth:`encode_audio` (AAC,
+            or Opus for WebM / Ogg). Not together with ``audio_from``.
+        audio_channels: Channels of that track (1 or 2).
         container_format: FFmpeg muxer name, when the extension does not say it.
         options: Extra encoder options (FFmpeg AVOptions, strings).
         gop_size: Key frame interval in frames.
@@ -387,7 +390,15 @@ class EncodeSession:
         container_format: str | None = None,
         options: dict[str, str] | None = None,
         gop_size: int | None = None,
+        audio_rate: int | None = None,
+        audio_channels: int = 2,
     ) -> None:
+        if audio_rate is not None and audio_from is not None:
+            raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
+        if audio_rate is not None and audio_rate <= 0:
+            raise InvalidInputError(f"audio_rate must be positive samples per second, got {audio_rate}")
+        if audio_channels not in (1, 2):
+            raise InvalidInputError(f"audio_channels must be 1 or 2, got {audio_channels}")
         if (width is None) != (height is None):
             raise InvalidInputError("give both width and height, or neither (the first frame's size is used)")
         if width is not None and height is not None and (width <= 0 or height <= 0):
@@ -445,6 +456,10 @@ class EncodeSession:
         self._frames_in = 0
         self._packets_out = 0
         self._audio_copied = 0
+        self._audio_rate = audio_rate
+        self._audio_channels = audio_channels
+        self._audio_enc: av.audio.stream.AudioStream | None = None  # the encoded track (audio_rate)
+        self._audio_samples = 0
         self._done = False
         self._lock = threading.RLock()
 
@@ -528,6 +543,8 @@ class EncodeSession:
             self._vstream = stream
             if self._audio_path is not None:
                 self._open_audio(out)
+            if self._audio_rate is not None:
+                self._open_audio_encoder(out)
             cc.open()
         except (av.error.FFmpegError, ValueError, TypeError) as exc:
             self._fail()
@@ -537,6 +554,66 @@ class EncodeSession:
         except BaseException:
             self._fail()
             raise
+
+    def _open_audio_encoder(self, out: av.container.OutputContainer) -> None:
+        assert self._audio_rate is not None
+        muxer = out.format.name
+        codec = "libopus" if ("webm" in muxer or "ogg" in muxer) else "aac"
+        stream = out.add_stream(codec, rate=self._audio_rate)
+        assert isinstance(stream, av.audio.stream.AudioStream)
+        stream.layout = "stereo" if self._audio_channels == 2 else "mono"
+        stream.time_base = fractions.Fraction(1, self._audio_rate)
+        self._audio_enc = stream
+
+    def encode_audio(self, samples: Any, *, sample_rate: int) -> None:
+        """Encode PCM samples into the audio track declared with ``audio_rate``.
+
+        Args:
+            samples: A ``(channels, n)`` float32 array in -1..1 (numpy or anything ``np.asarray`` takes),
+                continuing the track: timestamps follow from the samples already encoded.
+            sample_rate: Must be the track's ``audio_rate`` (no resampling of the timeline here).
+
+        Raises:
+            InvalidInputError: No audio track was declared, the rate or shape is wrong, or no video
+                frame has been encoded yet (the output opens on the first one).
+            EncoderError: FFmpeg refused the samples.
+        """
+        import numpy as np
+
+        with self._lock:
+            if self._done:
+                raise ClosedError("this EncodeSession was closed")
+            if self._audio_rate is None:
+                raise InvalidInputError("no audio track: create the EncodeSession with audio_rate=...")
+            if sample_rate != self._audio_rate:
+                raise InvalidInputError(f"sample_rate {sample_rate} is not the track's {self._audio_rate}")
+            if self._out is None or self._audio_enc is None:
+                raise InvalidInputError("encode a video frame first: the output opens on the first one")
+            pcm = np.ascontiguousarray(np.asarray(samples, dtype=np.float32))
+            if pcm.ndim != 2 or pcm.shape[0] != self._audio_channels:
+                raise InvalidInputError(
+                    f"samples must be ({self._audio_channels}, n) float32, got shape {pcm.shape}"
+                )
+            if pcm.shape[1] == 0:
+                return
+            frame = av.AudioFrame.from_ndarray(
+                pcm, format="fltp", layout="stereo" if self._audio_channels == 2 else "mono"
+            )
+            frame.sample_rate = self._audio_rate
+            frame.pts = self._audio_samples
+            frame.time_base = fractions.Fraction(1, self._audio_rate)
+            self._audio_samples += pcm.shape[1]
+            self._encode_audio_frame(frame)
+
+    def _encode_audio_frame(self, frame: av.AudioFrame | None) -> None:
+        assert self._out is not None and self._audio_enc is not None
+        try:
+            for packet in self._audio_enc.encode(frame):
+                self._out.mux(packet)
+        except (av.error.FFmpegError, ValueError) as exc:
+            raise from_ffmpeg(
+                exc, f"encoding audio with {self._audio_enc.codec_context.name}", EncoderError
+            ) from exc
 
     def _open_audio(self, out: av.container.OutputContainer) -> None:
         assert self._audio_path is not None
@@ -712,6 +789,8 @@ class EncodeSession:
                 raise EncoderError(f"no frames were encoded; {self.path or 'the output'} was not written")
             self._encode_av(None)
             try:
+                if self._audio_enc is not None:
+                    self._encode_audio_frame(None)
                 self._mux_audio_until(None)
                 out, self._out = self._out, None
                 out.close()
