@@ -291,6 +291,9 @@ def test_gpu_scale_round_trip_per_codec(clips: dict[str, str], tmp_path: Path, c
     assert data["device"]["implementation"] == "wgpu"
     info = _stream(out)
     assert info["size"] == (160, 90) and info["frames"] == FRAMES
+    # The sample's AAC tone: copied where the container holds AAC, re-encoded (and said so) in WebM.
+    audio = data["encoder"]["audio"]
+    assert audio.startswith("re-encoded aac to libopus") if ext == ".webm" else audio == "copied", audio
     reference = _frames_rgb(clips["smooth"], size=(160, 90))
     value = psnr(reference, _frames_rgb(out))
     print(f"{codec}: PSNR {value:.2f} dB")

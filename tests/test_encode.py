@@ -182,6 +182,25 @@ def test_audio_copy(tmp_path: Path) -> None:
     assert len(_decode_all(out)) == 10
 
 
+def test_audio_reencoded_when_the_container_cannot_hold_it(tmp_path: Path) -> None:
+    src = make_clip(tmp_path / "s.mp4", "h264", 64, 48, 10, audio=True)  # AAC, which WebM cannot hold
+    with av.open(src.path) as c:
+        source_codec = c.streams.audio[0].codec_context.name
+        source_seconds = sum(f.samples for f in c.decode(audio=0)) / c.streams.audio[0].rate
+    assert source_codec == "aac"
+    out = str(tmp_path / "o.webm")
+    with DecodeSession(src.path) as dec, EncodeSession(out, codec="vp9", audio_from=dec) as enc:
+        for frame in dec:
+            enc.encode(frame)
+    stats = enc.stats
+    assert stats.audio_packets_copied == 0 and stats.audio_frames_reencoded > 0
+    assert stats.audio_note is not None and f"re-encoded {source_codec} to libopus" in stats.audio_note
+    with av.open(out) as c:
+        assert c.streams.audio[0].codec_context.name == "opus"
+        seconds = sum(f.samples for f in c.decode(audio=0)) / c.streams.audio[0].rate
+    assert abs(seconds - source_seconds) < 0.05
+
+
 def test_failure_leaves_no_file(tmp_path: Path) -> None:
     out = tmp_path / "o.mp4"
     planes, _ = _yuv420_planes(0, 64, 48)

@@ -639,6 +639,8 @@ class _Transcoder:
                 session.abort()
             self.stats.packets_out = session.stats.packets_out
             self.stats.audio_packets_copied = session.stats.audio_packets_copied
+            if session.stats.audio_note and self.stats.encoder:
+                self.stats.encoder["audio"] = session.stats.audio_note  # not a plain copy: say how
         for obj in self._gpu_objects:
             try:
                 obj.close()

@@ -334,6 +334,10 @@ class EncodeStats:
     """Video packets muxed."""
     audio_packets_copied: int
     """Audio packets remuxed from the audio source."""
+    audio_frames_reencoded: int = 0
+    """Audio frames of the source decoded and encoded again (the output's container cannot hold its codec)."""
+    audio_note: str | None = None
+    """How the audio track was made when it was not a plain copy or ``encode_audio`` (re-encoded, and why)."""
 
 
 def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
@@ -460,6 +464,9 @@ class EncodeSession:
         self._audio_channels = audio_channels
         self._audio_enc: av.audio.stream.AudioStream | None = None  # the encoded track (audio_rate)
         self._audio_samples = 0
+        self._audio_reencoded = 0
+        self._audio_note: str | None = None
+        self._audio_resampler: av.AudioResampler | None = None
         self._done = False
         self._lock = threading.RLock()
 
@@ -468,7 +475,9 @@ class EncodeSession:
     @property
     def stats(self) -> EncodeStats:
         """Frames in, packets out, audio packets copied."""
-        return EncodeStats(self._frames_in, self._packets_out, self._audio_copied)
+        return EncodeStats(
+            self._frames_in, self._packets_out, self._audio_copied, self._audio_reencoded, self._audio_note
+        )
 
     @property
     def opened(self) -> bool:
@@ -542,8 +551,8 @@ class EncodeSession:
             cc.options = opts
             self._vstream = stream
             if self._audio_path is not None:
-                self._open_audio(out)
-            if self._audio_rate is not None:
+                self._open_audio(out)  # a copy, or a re-encode when the container cannot hold the codec
+            elif self._audio_rate is not None:
                 self._open_audio_encoder(out)
             cc.open()
         except (av.error.FFmpegError, ValueError, TypeError) as exc:
@@ -559,6 +568,8 @@ class EncodeSession:
         assert self._audio_rate is not None
         muxer = out.format.name
         codec = "libopus" if ("webm" in muxer or "ogg" in muxer) else "aac"
+        if codec == "libopus" and self._audio_rate not in (8_000, 12_000, 16_000, 24_000, 48_000):
+            self._audio_rate = 48_000  # Opus's rates; a re-encoded source is resampled to it
         stream = out.add_stream(codec, rate=self._audio_rate)
         assert isinstance(stream, av.audio.stream.AudioStream)
         stream.layout = "stereo" if self._audio_channels == 2 else "mono"
@@ -583,8 +594,10 @@ class EncodeSession:
         with self._lock:
             if self._done:
                 raise ClosedError("this EncodeSession was closed")
-            if self._audio_rate is None:
-                raise InvalidInputError("no audio track: create the EncodeSession with audio_rate=...")
+            if self._audio_rate is None or self._audio_path is not None:
+                raise InvalidInputError(
+                    "no audio track to feed: create the EncodeSession with audio_rate=... (not audio_from)"
+                )
             if sample_rate != self._audio_rate:
                 raise InvalidInputError(f"sample_rate {sample_rate} is not the track's {self._audio_rate}")
             if self._out is None or self._audio_enc is None:
@@ -627,8 +640,24 @@ class EncodeSession:
             raise InvalidInputError(f"audio_from {self._audio_path!r} has no audio stream")
         a_in = audio_in.streams.audio[0]
         self._astream_in = a_in
-        self._astream_out = out.add_stream_from_template(a_in)
         self._audio_packets = audio_in.demux(a_in)
+        try:
+            self._astream_out = out.add_stream_from_template(a_in)
+        except ValueError as exc:
+            # The output's container cannot hold the source's codec (AAC into WebM): decode and encode
+            # it again in one the container takes, and say so.
+            source_codec = a_in.codec_context.name
+            self._audio_rate = a_in.rate or 48_000
+            self._audio_channels = 1 if (a_in.codec_context.channels or 2) == 1 else 2
+            self._open_audio_encoder(out)
+            assert self._audio_enc is not None
+            self._audio_resampler = av.AudioResampler(
+                format="fltp", layout="mono" if self._audio_channels == 1 else "stereo", rate=self._audio_rate
+            )
+            self._audio_note = (
+                f"re-encoded {source_codec} to {self._audio_enc.codec_context.name}: "
+                f"the {out.format.name} container cannot hold {source_codec} ({exc})"
+            )
 
     # -- frames in -------------------------------------------------------------------------------
 
@@ -741,6 +770,8 @@ class EncodeSession:
                     apkt = next(self._audio_packets)
                 except StopIteration:
                     self._audio_packets = None
+                    if self._audio_resampler is not None:
+                        self._reencode_audio(None)
                     return
             if apkt.dts is None or apkt.size == 0:
                 continue
@@ -748,9 +779,28 @@ class EncodeSession:
                 if float(apkt.pts * apkt.time_base) > limit:
                     self._audio_pending = apkt
                     return
+            if self._audio_resampler is not None:
+                self._reencode_audio(apkt)
+                continue
             apkt.stream = self._astream_out
             self._out.mux(apkt)
             self._audio_copied += 1
+
+    def _reencode_audio(self, apkt: av.packet.Packet | None) -> None:
+        """Decode a source packet (None: drain) and feed its samples to the output's audio encoder."""
+        assert self._astream_in is not None and self._audio_resampler is not None
+        assert self._audio_rate is not None
+        try:
+            frames = self._astream_in.decode(apkt)
+        except av.error.FFmpegError:
+            return  # a damaged audio packet: skipped, as the video decoder skips corrupt data
+        for frame in [*frames, None] if apkt is None else frames:
+            for out_frame in self._audio_resampler.resample(frame):
+                out_frame.pts = self._audio_samples
+                out_frame.time_base = fractions.Fraction(1, self._audio_rate)
+                self._audio_samples += out_frame.samples
+                self._encode_audio_frame(out_frame)
+                self._audio_reencoded += 1
 
     # -- finishing ---------------------------------------------------------------------------------
 
@@ -789,9 +839,9 @@ class EncodeSession:
                 raise EncoderError(f"no frames were encoded; {self.path or 'the output'} was not written")
             self._encode_av(None)
             try:
+                self._mux_audio_until(None)
                 if self._audio_enc is not None:
                     self._encode_audio_frame(None)
-                self._mux_audio_until(None)
                 out, self._out = self._out, None
                 out.close()
             except (av.error.FFmpegError, ValueError) as exc:
