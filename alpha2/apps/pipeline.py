@@ -98,6 +98,16 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def add_hwaccel_argument(parser: argparse.ArgumentParser) -> None:
+    """``--hwaccel auto|cuda|none``, as the decode session takes it."""
+    parser.add_argument(
+        "--hwaccel",
+        choices=("auto", "cuda", "none"),
+        default="auto",
+        help="decode on NVDEC (cuda), in software (none), or NVDEC when possible (auto)",
+    )
+
+
 def fit_inside(width: int, height: int, box: Size) -> Size:
     """The largest size with ``width:height``'s aspect that fits in ``box``, both sides even (>= 2)."""
     if width <= 0 or height <= 0:

@@ -600,12 +600,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--at", type=pipeline.non_negative_float, metavar="SECONDS", help="start (and snapshot) at this time"
     )
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
-    parser.add_argument(
-        "--hwaccel",
-        choices=("auto", "cuda", "none"),
-        default="auto",
-        help="decode on NVDEC (cuda), in software (none), or NVDEC when possible (auto)",
-    )
+    pipeline.add_hwaccel_argument(parser)
     parser.add_argument("--stats", action="store_true", help="print frames, fps, paths and bytes at the end")
     parser.add_argument("--json", action="store_true", help="print the stats as JSON at the end")
     parser.set_defaults(func=run)

@@ -711,12 +711,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     quality.add_argument("--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k")
     parser.add_argument("--preset", help="encoder speed preset (e.g. veryfast for x264/x265)")
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
-    parser.add_argument(
-        "--hwaccel",
-        choices=("auto", "cuda", "none"),
-        default="auto",
-        help="decode on NVDEC (cuda), in software (none), or NVDEC when possible (auto)",
-    )
+    pipeline.add_hwaccel_argument(parser)
     parser.add_argument(
         "--colour",
         "--color",
