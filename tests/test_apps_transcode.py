@@ -377,3 +377,13 @@ def test_gpu_stage_times_cover_the_run(clips: dict[str, str], tmp_path: Path) ->
 def test_in_process_refuses_same_file(clips: dict[str, str]) -> None:
     with pytest.raises(InvalidInputError, match="is the input"):
         transcode(clips["smooth"], clips["smooth"])
+
+
+def test_webm_output_defaults_to_vp9(clips: dict[str, str], tmp_path: Path) -> None:
+    out = str(tmp_path / "o.webm")
+    stats = transcode(clips["smooth"], out, TranscodeOptions(hwaccel="none", frames=4))
+    data = stats.as_dict()
+    assert data["encoder"]["codec"] == "vp9", data["encoder"]
+    assert data["encoder"]["audio"].startswith("re-encoded aac to libopus")
+    assert _stream(out)["frames"] == 4
+    _no_partials(tmp_path)

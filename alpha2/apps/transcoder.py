@@ -80,12 +80,22 @@ class ColourChoice(enum.Enum):
     """BT.2020 non-constant-luminance matrix, limited range."""
 
 
+# Containers whose muxers take no H.264: their default codec.
+_CONTAINER_CODECS = {".webm": "vp9"}
+
+
+def default_codec(output: str | os.PathLike[str]) -> str:
+    """The codec an output gets when none is asked for: VP9 for WebM, H.264 otherwise."""
+    return _CONTAINER_CODECS.get(os.path.splitext(os.fspath(output))[1].lower(), "h264")
+
+
 @dataclass(frozen=True)
 class TranscodeOptions:
     """What ``alpha2 transcode`` was asked to do."""
 
-    codec: str = "h264"
-    """Codec (``h264``, ``hevc``, ``vp9``, ``av1``) or an FFmpeg encoder name."""
+    codec: str | None = None
+    """Codec (``h264``, ``hevc``, ``vp9``, ``av1``) or an FFmpeg encoder name; None: by the output's
+    container (:func:`default_codec`)."""
     size: Size | None = None
     """Box to fit the output in, aspect kept, even sides; None keeps the input's size."""
     crf: float | None = None
@@ -352,7 +362,8 @@ class _Transcoder:
 
     def _encode_session(self, decoder: DecodeSession, plan: TranscodePlan) -> EncodeSession:
         options = self.options
-        choice = choose_encoder(options.codec)
+        codec = options.codec or default_codec(self.output)
+        choice = choose_encoder(codec)
         crf = options.crf
         if crf is None and options.bitrate is None:
             crf = DEFAULT_CRF.get(choice.codec)
@@ -362,7 +373,7 @@ class _Transcoder:
         audio = self.source if options.audio and info.has_audio else None
         session = EncodeSession(
             self.output,
-            codec=options.codec,
+            codec=codec,
             width=plan.output_size.width,
             height=plan.output_size.height,
             rate=rate,
@@ -692,7 +703,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("input", metavar="INPUT", help="input video file")
     parser.add_argument("output", metavar="OUTPUT", help="output file (its extension picks the container)")
     parser.add_argument(
-        "--codec", default="h264", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: h264)"
+        "--codec", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264)"
     )
     parser.add_argument(
         "--size",
@@ -753,7 +764,8 @@ def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
     write(
         f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
         f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
-        f"encoder {data['encoder'].get('name')}; {stats.stages.summary(stats.seconds)}"
+        f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
+        f"{stats.stages.summary(stats.seconds)}"
     )
 
 
