@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import av
@@ -117,3 +119,11 @@ def test_no_audio(tmp_path: Path) -> None:
     assert not result.audio and result.audio_note == "--no-audio"
     with av.open(str(out)) as container:
         assert not container.streams.audio
+
+
+def test_outputs_get_the_usual_file_mode(tmp_path: Path) -> None:
+    out = tmp_path / "m.png"
+    write_bytes_atomic(out, b"\x89PNG")  # mkstemp underneath: 0600 unless the mode is set
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask

@@ -40,6 +40,12 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> 
     return full
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     """Yield a temporary path next to ``path``; rename it to ``path`` when the block succeeds.
@@ -56,6 +62,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
         raise InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
     os.close(fd)
     try:
+        # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
+        os.chmod(tmp, 0o666 & ~_umask())
         yield tmp
         if os.path.getsize(tmp) == 0:
             raise InvalidInputError(f"nothing was written to {final!r}")
