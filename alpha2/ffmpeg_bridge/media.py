@@ -11,7 +11,7 @@ import av.video.stream
 
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnknownFormatError
-from alpha2.gpu.formats import PixelFormat, PlaneLayout
+from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 
@@ -149,10 +149,6 @@ def colour_of(frame: av.VideoFrame, pixel_format: PixelFormat) -> ColourInfo:
     return info.resolved(pixel_format, frame.width, frame.height)
 
 
-def _layout(pixel_format: PixelFormat, width: int, height: int) -> PlaneLayout:
-    return pixel_format.plane_layout(width, height)
-
-
 def frame_size_bytes(frame: av.VideoFrame) -> int:
     """Bytes the frame's planes occupy (pitch times rows, summed over planes)."""
     total = 0
@@ -163,7 +159,7 @@ def frame_size_bytes(frame: av.VideoFrame) -> int:
 
 def cpu_planes_of(frame: av.VideoFrame, pixel_format: PixelFormat) -> CpuPlaneSet:
     """The frame's planes in host memory as a CpuPlaneSet over PyAV's own buffers, without copies."""
-    layout = _layout(pixel_format, frame.width, frame.height)
+    layout = pixel_format.plane_layout(frame.width, frame.height)
     planes = []
     for info, plane in zip(layout.planes, frame.planes):
         planes.append(
@@ -182,7 +178,7 @@ def cuda_planes_of(
     frame: av.VideoFrame, pixel_format: PixelFormat, device_ordinal: int
 ) -> tuple[CudaPtr2D, ...]:
     """The planes of a CUDA frame as pitched device pointers, the frame kept alive by each."""
-    layout = _layout(pixel_format, frame.width, frame.height)
+    layout = pixel_format.plane_layout(frame.width, frame.height)
     return tuple(
         CudaPtr2D(
             device_ptr=plane.buffer_ptr,

@@ -22,6 +22,7 @@ Vulkan numbers are ``VkFormat`` values hard-coded from the Vulkan headers (no ``
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -435,34 +436,40 @@ class PixelFormat(enum.Enum):
             or row_alignment & (row_alignment - 1)
         ):
             raise InvalidInputError(f"row_alignment must be a power of two >= 1, not {row_alignment!r}")
-        info = self._info
-        chroma_w = -(-width >> info.log2_chroma_w)
-        chroma_h = -(-height >> info.log2_chroma_h)
-        planes: list[PlaneInfo] = []
-        offset = 0
-        for index, plane_format in enumerate(info.planes):
-            is_chroma = info.family is _Family.YUV and index in (1, 2)
-            plane_w = chroma_w if is_chroma else width
-            plane_h = chroma_h if is_chroma else height
-            texels_w = -(-plane_w // info.texels_per_plane_x)
-            row = texels_w * plane_format.bytes_per_texel
-            bytes_per_row = -(-row // row_alignment) * row_alignment
-            size = bytes_per_row * plane_h
-            planes.append(
-                PlaneInfo(
-                    index=index,
-                    width=texels_w,
-                    height=plane_h,
-                    bytes_per_row=bytes_per_row,
-                    size_bytes=size,
-                    offset=offset,
-                    format=plane_format,
-                )
+        # Decoders ask per frame for the same few sizes: layouts are frozen values, computed once each.
+        return _plane_layout(self, width, height, row_alignment)
+
+
+@functools.lru_cache(maxsize=512)
+def _plane_layout(pixel_format: PixelFormat, width: int, height: int, row_alignment: int) -> PlaneLayout:
+    info = pixel_format._info
+    chroma_w = -(-width >> info.log2_chroma_w)
+    chroma_h = -(-height >> info.log2_chroma_h)
+    planes: list[PlaneInfo] = []
+    offset = 0
+    for index, plane_format in enumerate(info.planes):
+        is_chroma = info.family is _Family.YUV and index in (1, 2)
+        plane_w = chroma_w if is_chroma else width
+        plane_h = chroma_h if is_chroma else height
+        texels_w = -(-plane_w // info.texels_per_plane_x)
+        row = texels_w * plane_format.bytes_per_texel
+        bytes_per_row = -(-row // row_alignment) * row_alignment
+        size = bytes_per_row * plane_h
+        planes.append(
+            PlaneInfo(
+                index=index,
+                width=texels_w,
+                height=plane_h,
+                bytes_per_row=bytes_per_row,
+                size_bytes=size,
+                offset=offset,
+                format=plane_format,
             )
-            offset += size
-        return PlaneLayout(
-            pixel_format=self, width=width, height=height, planes=tuple(planes), size_bytes=offset
         )
+        offset += size
+    return PlaneLayout(
+        pixel_format=pixel_format, width=width, height=height, planes=tuple(planes), size_bytes=offset
+    )
 
 
 _P = PlaneFormat
