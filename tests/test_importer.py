@@ -11,7 +11,7 @@ import gc
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import av
 import numpy as np
@@ -152,6 +152,42 @@ def test_required_path_that_cannot_be_had_is_an_error(device: Any) -> None:
         FrameImporter(device, require=ExecutionPath.GPU_COPY)
     with pytest.raises(InvalidInputError, match=r"prefer=.*use ExecutionPath"):
         FrameImporter(device, prefer=ExecutionPath.ZERO_COPY)
+
+
+@pytest.mark.vulkan
+def test_prepare_sets_the_path_up_before_the_first_frame(device: Any) -> None:
+    with FrameImporter(device, prefer=ExecutionPath.GPU_COPY) as imp:
+        cpu_entry = next(e for e in imp._entries if e.cls.path is ExecutionPath.CPU_UPLOAD)
+        assert cpu_entry.instance is None  # nothing set up by the constructor
+        # CUDA frames on a wgpu device: the GPU copy is out (wgpu-native), they are downloaded.
+        assert imp.prepare(gpu_frames=True) is ExecutionPath.CPU_UPLOAD
+        made = cpu_entry.instance
+        assert made is not None
+        assert imp.prepare(gpu_frames=False) is ExecutionPath.CPU_UPLOAD
+        frame = av_frame("nv12", 64, 36)
+        with imp.import_frame(decoded(frame)) as lease:
+            assert lease.frame.path is ExecutionPath.CPU_UPLOAD
+        assert cpu_entry.instance is made  # the import set nothing up again
+    with pytest.raises(ClosedError):
+        imp.prepare(gpu_frames=False)
+
+
+@pytest.mark.vulkan
+def test_prepare_records_a_failed_set_up_like_a_first_frame(
+    device: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError("no staging memory here")
+
+    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "create", refuse)
+    with FrameImporter(device) as imp:
+        with pytest.raises(UnsupportedError, match=r"no import path can take host-memory frames: .*staging"):
+            imp.prepare(gpu_frames=False)
+        status = next(p for p in imp.path_report.paths if p.path is ExecutionPath.CPU_UPLOAD)
+        assert not status.available
+        assert "setting up cpu_upload failed: no staging memory" in (status.reason or "")
+        with pytest.raises(UnsupportedError, match="no import path can take this frame"):
+            imp.import_frame(decoded(av_frame("nv12", 64, 36)))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -384,6 +420,88 @@ def test_slot_pool_waits_and_reuses() -> None:
         pool.take((1, 0), 0.01)
 
 
+class _FakeSemaphore:
+    """Stands in for interop.ExternalSemaphore: an import that can be held back or made to fail."""
+
+    gate: ClassVar[threading.Event] = threading.Event()
+    fail_next: ClassVar[bool] = False
+    closed: ClassVar[list[_FakeSemaphore]] = []
+
+    def __init__(self, ctx: Any, fd: Any, *, timeline: bool) -> None:
+        assert _FakeSemaphore.gate.wait(5)
+        if _FakeSemaphore.fail_next:
+            _FakeSemaphore.fail_next = False
+            raise InternalError("cuImportExternalSemaphore failed (fake)")
+        self.fd = fd.detach()
+
+    def close(self) -> None:
+        os.close(self.fd)
+        _FakeSemaphore.closed.append(self)
+
+
+def test_fence_imports_run_off_the_caller_thread_and_are_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    from alpha2.gpu.handles import OwnedFd
+    from alpha2.native_gpu import hwdec_cuda_vk
+    from alpha2.native_gpu._cuda import interop
+
+    monkeypatch.setattr(interop, "ExternalSemaphore", _FakeSemaphore)
+    _FakeSemaphore.gate.clear()
+    _FakeSemaphore.closed = []
+    importer = hwdec_cuda_vk._FenceImporter(ctx=None)
+    plane = hwdec_cuda_vk._Plane(geometry=None)  # type: ignore[arg-type]
+    try:
+        importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))  # returns at once
+        assert plane.importing == 1 and not plane.release_fences
+        with pytest.raises(GpuTimeoutError, match="end-of-access fence"):
+            importer.settle([plane], 0.05)  # the import is held back: the wait is bounded
+        _FakeSemaphore.gate.set()
+        importer.settle([plane], 5)
+        assert plane.importing == 0 and len(plane.release_fences) == 1
+        # A failed import is raised, typed, by the next settle, once.
+        _FakeSemaphore.fail_next = True
+        importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))
+        with pytest.raises(InternalError, match="fake"):
+            importer.settle([plane], 5)
+        importer.settle([plane], 5)
+        # An import that finishes after its plane was destroyed closes its semaphore.
+        _FakeSemaphore.gate.clear()
+        importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))
+        importer.forget([plane])
+        _FakeSemaphore.gate.set()
+        assert importer.close(5)
+        assert len(plane.release_fences) == 1 and len(_FakeSemaphore.closed) == 1
+        with pytest.raises(InternalError, match="closing"):
+            importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))
+    finally:
+        _FakeSemaphore.gate.set()
+        importer.close(5)
+        for semaphore in plane.release_fences:
+            semaphore.close()
+
+
+def test_slot_pool_passes_over_items_that_are_not_ready() -> None:
+    made: list[str] = []
+    pool: SlotPool[str] = SlotPool(
+        lambda key: made.append(f"s{len(made)}") or made[-1], lambda item: None, per_key=2
+    )
+    busy: set[str] = set()
+
+    def ready(item: str) -> bool:
+        return item not in busy
+
+    first, _ = pool.take((1, 0), 0.01, ready)
+    pool.give_back((1, 0), first)
+    busy.add(first)
+    second, reused = pool.take((1, 0), 0.01, ready)  # first is not ready: a new one, up to per_key
+    assert not reused and second != first
+    pool.give_back((1, 0), second)
+    again, reused = pool.take((1, 0), 0.01, ready)  # the ready one of the two idle
+    assert reused and again == second
+    other, reused = pool.take((1, 0), 0.01, ready)  # only the unready one is left, and per_key is reached
+    assert reused and other == first and len(made) == 2
+    pool.close()
+
+
 def test_gpu_wait_timeout_is_the_bound() -> None:
     assert gpu_wait_timeout() > 0
 
@@ -464,6 +582,7 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
     device = _dawn_device()
     with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
         with DecodeSession(clip.path, hwaccel="cuda") as session:
+            assert imp.prepare(gpu_frames=True) is ExecutionPath.GPU_COPY
             held: list[VulkanImportLease] = []
             for index, frame in enumerate(session):
                 assert frame.on_gpu

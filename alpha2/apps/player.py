@@ -262,6 +262,7 @@ class _Player:
         self.device = choice.device
         self.importer = FrameImporter(self.device)
         self._closables.append(self.importer)
+        self.importer.prepare(gpu_frames=on_gpu)  # the GPU copy's set-up now, not on the first frame
         self.renderer = FrameRenderer(self.device)
 
     def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:

@@ -123,6 +123,11 @@ def _fallback_software_format(name: str) -> str:
     return "yuv420p"
 
 
+def _fraction(value: Any) -> fractions.Fraction:
+    """``value`` as a Fraction; PyAV's time bases already are one (not copied, per frame)."""
+    return value if type(value) is fractions.Fraction else fractions.Fraction(value)
+
+
 class _Failure:
     """An exception raised on the prefetch thread, re-raised on the caller's."""
 
@@ -583,7 +588,7 @@ class DecodeSession:
         time_base = frame.time_base if frame.time_base is not None else self._stream.time_base
         metadata = FrameMetadata(
             pts=frame.pts,
-            time_base=fractions.Fraction(time_base) if time_base is not None else None,
+            time_base=None if time_base is None else _fraction(time_base),
             duration=frame.duration or None,
             key_frame=bool(frame.key_frame),
             coded_size=coded,

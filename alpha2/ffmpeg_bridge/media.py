@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fractions
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,8 +128,17 @@ def pixel_format_of(frame: av.VideoFrame) -> PixelFormat:
 
 def colour_of(frame: av.VideoFrame, pixel_format: PixelFormat) -> ColourInfo:
     """The frame's colour description with unspecified fields resolved as FFmpeg would."""
+    tags = (int(frame.colorspace), int(frame.color_primaries), int(frame.color_trc), int(frame.color_range))
+    return _resolved_colour(tags, pixel_format, frame.width, frame.height)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved_colour(
+    tags: tuple[int, int, int, int], pixel_format: PixelFormat, width: int, height: int
+) -> ColourInfo:
+    """Cached: a stream's frames carry the same tags, and resolving them is Python work per frame."""
     # Fields alpha2 does not know (reserved values) count as unspecified, as swscale treats them.
-    fields = [int(frame.colorspace), int(frame.color_primaries), int(frame.color_trc), int(frame.color_range)]
+    fields = list(tags)
     unspecified = (2, 2, 2, 0)
 
     def make(values: list[int] | tuple[int, ...]) -> ColourInfo:
@@ -146,7 +156,7 @@ def colour_of(frame: av.VideoFrame, pixel_format: PixelFormat) -> ColourInfo:
             except UnknownFormatError:
                 fields[i] = unspecified[i]
         info = make(fields)
-    return info.resolved(pixel_format, frame.width, frame.height)
+    return info.resolved(pixel_format, width, height)
 
 
 def frame_size_bytes(frame: av.VideoFrame) -> int:

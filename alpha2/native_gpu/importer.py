@@ -247,15 +247,21 @@ class FrameImporter:
 
     def _choose(self, frame: DecodedFrame) -> tuple[InteropPairing, str | None]:
         """The pairing for this frame, and the fallback reason when it is not the preferred one."""
+        return self._walk(frame.on_gpu, frame)
+
+    def _walk(self, on_gpu: bool, frame: DecodedFrame | None) -> tuple[InteropPairing, str | None]:
+        """The first pairing, in table order, that takes CUDA (``on_gpu``) or host-memory frames, sets
+        up, and (given a frame) does not refuse it; plus the fallback reason when it is not the preferred
+        one. Pairings are set up here on first use; one that fails to set up is out, with its reason."""
         skipped: list[str] = []
         for entry in self._entries:
-            applies = entry.cls.applies_to(frame)
+            applies = entry.cls.takes(on_gpu)
             preferred = entry.cls.path is self.prefer
             if not applies and not preferred:
                 continue  # e.g. the CUDA copy for a frame in host memory: not a fallback
             reason = entry.reason
             if reason is None and not applies:
-                reason = entry.cls.not_applicable_reason(frame)
+                reason = entry.cls.not_applicable_reason(on_gpu)
             if reason is None:
                 try:
                     pairing = self._instance(entry)
@@ -264,7 +270,7 @@ class FrameImporter:
                     entry.reason = f"setting up {entry.cls.name} failed: {exc}"
                     reason = entry.reason
                 else:
-                    reason = pairing.refuses(frame)
+                    reason = pairing.refuses(frame) if frame is not None else None
                     if reason is None:
                         if self.require is not None and entry.cls.path is not self.require:
                             break
@@ -272,9 +278,37 @@ class FrameImporter:
             if self.require is not None and entry.cls.path is self.require:
                 raise UnsupportedError(f"{self.require.name} was required but cannot be had: {reason}")
             skipped.append(f"{entry.cls.path.name} unavailable: {reason}")
+        what = "this frame" if frame is not None else f"{'CUDA' if on_gpu else 'host-memory'} frames"
         raise UnsupportedError(
-            "no import path can take this frame: " + ("; ".join(skipped) if skipped else "nothing applies")
+            f"no import path can take {what}: " + ("; ".join(skipped) if skipped else "nothing applies")
         )
+
+    def prepare(self, *, gpu_frames: bool) -> ExecutionPath:
+        """Set up now, at start-up, the path that frames of this kind will take, not on the first frame.
+
+        Setting up the GPU copy makes a Vulkan device, a CUDA stream and a thread: about 0.1 s on the
+        H200, which the first CUDA frame would otherwise wait for (a stall a player shows as a late
+        first frame). A set-up that fails is recorded as it would be on the first frame: the path is
+        out, with its reason in :attr:`path_report`, and frames fall back (under ``require``:
+        UnsupportedError). Calling it again, or importing afterwards, sets nothing up twice.
+
+        Args:
+            gpu_frames: True for CUDA (NVDEC) frames, False for frames in host memory; for a
+                DecodeSession, ``session.hwaccel_report.active is HwAccelMode.CUDA``.
+
+        Returns:
+            The path such frames will take (a frame may still be refused for its format; its import
+            says why).
+
+        Raises:
+            ClosedError: the importer was closed.
+            UnsupportedError: no path can take such frames (``require``, or nothing sets up).
+        """
+        if self._closed:
+            raise ClosedError("this FrameImporter was closed")
+        with self._lock:
+            pairing, _reason = self._walk(bool(gpu_frames), None)
+        return pairing.path
 
     # -- importing ------------------------------------------------------------------------------------
 

@@ -367,8 +367,15 @@ class SlotPool(Generic[T]):
         assert isinstance(generation, int)
         return self._closed or generation < self._latest_generation.get(key[0], generation)
 
-    def take(self, key: tuple[Hashable, ...], timeout_s: float) -> tuple[T, bool]:
+    def take(
+        self, key: tuple[Hashable, ...], timeout_s: float, ready: Callable[[T], bool] | None = None
+    ) -> tuple[T, bool]:
         """An item for ``key`` and whether it was reused.
+
+        ``ready`` (called under the pool's lock: cheap, no locks of its own) says whether an idle item
+        can be used without waiting (e.g. its fences are in place). An idle item that is not ready is
+        passed over for one that is, or for a new item while the key has fewer than ``per_key``; only
+        when neither exists is it handed out, and the caller waits for it.
 
         Raises:
             GpuTimeoutError: ``per_key`` items stayed out for ``timeout_s``.
@@ -398,13 +405,21 @@ class SlotPool(Generic[T]):
                 if self._closed:
                     raise InvalidInputError(f"the pool of {self.what} is closed")
                 idle = self._idle.get(key)
+                out = self._out.get(key, 0)
                 if idle:
-                    item = idle.pop()
+                    index = len(idle) - 1  # the most recently returned
+                    if ready is not None and not ready(idle[index]):
+                        usable = [i for i, candidate in enumerate(idle) if ready(candidate)]
+                        if usable:
+                            index = usable[-1]
+                        elif out + len(idle) < self.per_key:
+                            break  # a new item now rather than a wait for this one
+                    item = idle.pop(index)
                     if not idle:
                         del self._idle[key]
                     self.reuses += 1
                     break
-                if self._out.get(key, 0) < self.per_key:
+                if out < self.per_key:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -601,14 +616,19 @@ class InteropPairing(abc.ABC):
         """Set the pairing up for a device (on first use). Raises a typed alpha2 error when it cannot."""
 
     @classmethod
-    def applies_to(cls, frame: DecodedFrame) -> bool:
-        """Whether the pairing is meant for this kind of frame (a CUDA copy is not, for host planes)."""
+    def takes(cls, on_gpu: bool) -> bool:
+        """Whether the pairing is meant for CUDA frames (``on_gpu``) or host-memory frames."""
         return True
 
     @classmethod
-    def not_applicable_reason(cls, frame: DecodedFrame) -> str:
-        """Why the pairing is not meant for this frame (when asked for it explicitly)."""
-        return f"{cls.name} does not take {'CUDA' if frame.on_gpu else 'host-memory'} frames"
+    def applies_to(cls, frame: DecodedFrame) -> bool:
+        """Whether the pairing is meant for this kind of frame (a CUDA copy is not, for host planes)."""
+        return cls.takes(frame.on_gpu)
+
+    @classmethod
+    def not_applicable_reason(cls, on_gpu: bool) -> str:
+        """Why the pairing is not meant for CUDA (``on_gpu``) or host-memory frames, when asked for it."""
+        return f"{cls.name} does not take {'CUDA' if on_gpu else 'host-memory'} frames"
 
     @abc.abstractmethod
     def refuses(self, frame: DecodedFrame) -> str | None:

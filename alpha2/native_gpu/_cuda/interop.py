@@ -46,6 +46,7 @@ __all__ = [
 
 _CU_CTX_SCHED_BLOCKING_SYNC = 0x4
 _CU_EVENT_DISABLE_TIMING = 0x2
+_CU_STREAM_NON_BLOCKING = 0x1
 _CUDA_ERROR_NOT_READY = 600
 _CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708
 _POLL_FIRST_S = 50e-6
@@ -205,15 +206,23 @@ def _destroy_event(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
 
 
 class CopyStream:
-    """A blocking stream of alpha2's own: ordered after the legacy default stream's earlier work."""
+    """A stream of alpha2's own, ordered after its producers' work explicitly, never implicitly.
 
-    def __init__(self, ctx: PrimaryContext) -> None:
+    Non-blocking (``CU_STREAM_NON_BLOCKING``) by default: FFmpeg enqueues its decode copies on the legacy
+    default stream, and a blocking stream would tie that stream to ours both ways -- every later decode
+    copy would wait for our work, including the waits on Dawn's end-of-access fences, so decoding
+    would run at the pace of rendering. Ours waits for exactly the work it reads
+    (:meth:`order_after`), and nothing of FFmpeg's waits for it.
+    """
+
+    def __init__(self, ctx: PrimaryContext, *, blocking: bool = False) -> None:
         self._ctx = ctx
         self._cu = ctx._cu
+        self.blocking = blocking
+        """Whether the stream synchronizes with the legacy default stream (``CU_STREAM_DEFAULT``)."""
         with ctx:
-            # flags 0 (CU_STREAM_DEFAULT): synchronizes with the legacy default stream, where FFmpeg's
-            # CUDA device (stream NULL) enqueues its decode copies.
-            self._holder: list[Any] = [check(self._cu.cuStreamCreate(0), "cuStreamCreate")]
+            flags = 0 if blocking else _CU_STREAM_NON_BLOCKING
+            self._holder: list[Any] = [check(self._cu.cuStreamCreate(flags), "cuStreamCreate")]
         self._finalizer = weakref.finalize(self, _destroy_stream, self._cu, ctx, self._holder)
         self._order_event = CudaEvent(ctx)
 
@@ -228,9 +237,11 @@ class CopyStream:
     def order_after(self, producer_stream: int | None) -> None:
         """Make later work on this stream wait for the work already enqueued on ``producer_stream``.
 
-        0 or None (the legacy default stream) needs nothing: a blocking stream already waits for it.
+        0 is the legacy default stream (FFmpeg's decode copies); None means no producer: nothing to
+        wait for. A blocking stream already waits for the legacy default stream, so 0 needs nothing
+        there.
         """
-        if not producer_stream:
+        if producer_stream is None or (producer_stream == 0 and self.blocking):
             return
         self._order_event.record(producer_stream)
         with self._ctx:
