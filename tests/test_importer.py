@@ -11,7 +11,7 @@ import gc
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import av
 import numpy as np
@@ -418,88 +418,6 @@ def test_slot_pool_waits_and_reuses() -> None:
     pool.close()
     with pytest.raises(InvalidInputError, match="closed"):
         pool.take((1, 0), 0.01)
-
-
-class _FakeSemaphore:
-    """Stands in for interop.ExternalSemaphore: an import that can be held back or made to fail."""
-
-    gate: ClassVar[threading.Event] = threading.Event()
-    fail_next: ClassVar[bool] = False
-    closed: ClassVar[list[_FakeSemaphore]] = []
-
-    def __init__(self, ctx: Any, fd: Any, *, timeline: bool) -> None:
-        assert _FakeSemaphore.gate.wait(5)
-        if _FakeSemaphore.fail_next:
-            _FakeSemaphore.fail_next = False
-            raise InternalError("cuImportExternalSemaphore failed (fake)")
-        self.fd = fd.detach()
-
-    def close(self) -> None:
-        os.close(self.fd)
-        _FakeSemaphore.closed.append(self)
-
-
-def test_fence_imports_run_off_the_caller_thread_and_are_settled(monkeypatch: pytest.MonkeyPatch) -> None:
-    from alpha2.gpu.handles import OwnedFd
-    from alpha2.native_gpu import hwdec_cuda_vk
-    from alpha2.native_gpu._cuda import interop
-
-    monkeypatch.setattr(interop, "ExternalSemaphore", _FakeSemaphore)
-    _FakeSemaphore.gate.clear()
-    _FakeSemaphore.closed = []
-    importer = hwdec_cuda_vk._FenceImporter(ctx=None)
-    plane = hwdec_cuda_vk._Plane(geometry=None)  # type: ignore[arg-type]
-    try:
-        importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))  # returns at once
-        assert plane.importing == 1 and not plane.release_fences
-        with pytest.raises(GpuTimeoutError, match="end-of-access fence"):
-            importer.settle([plane], 0.05)  # the import is held back: the wait is bounded
-        _FakeSemaphore.gate.set()
-        importer.settle([plane], 5)
-        assert plane.importing == 0 and len(plane.release_fences) == 1
-        # A failed import is raised, typed, by the next settle, once.
-        _FakeSemaphore.fail_next = True
-        importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))
-        with pytest.raises(InternalError, match="fake"):
-            importer.settle([plane], 5)
-        importer.settle([plane], 5)
-        # An import that finishes after its plane was destroyed closes its semaphore.
-        _FakeSemaphore.gate.clear()
-        importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))
-        importer.forget([plane])
-        _FakeSemaphore.gate.set()
-        assert importer.close(5)
-        assert len(plane.release_fences) == 1 and len(_FakeSemaphore.closed) == 1
-        with pytest.raises(InternalError, match="closing"):
-            importer.add(plane, OwnedFd(os.open(os.devnull, os.O_RDONLY)))
-    finally:
-        _FakeSemaphore.gate.set()
-        importer.close(5)
-        for semaphore in plane.release_fences:
-            semaphore.close()
-
-
-def test_slot_pool_passes_over_items_that_are_not_ready() -> None:
-    made: list[str] = []
-    pool: SlotPool[str] = SlotPool(
-        lambda key: made.append(f"s{len(made)}") or made[-1], lambda item: None, per_key=2
-    )
-    busy: set[str] = set()
-
-    def ready(item: str) -> bool:
-        return item not in busy
-
-    first, _ = pool.take((1, 0), 0.01, ready)
-    pool.give_back((1, 0), first)
-    busy.add(first)
-    second, reused = pool.take((1, 0), 0.01, ready)  # first is not ready: a new one, up to per_key
-    assert not reused and second != first
-    pool.give_back((1, 0), second)
-    again, reused = pool.take((1, 0), 0.01, ready)  # the ready one of the two idle
-    assert reused and again == second
-    other, reused = pool.take((1, 0), 0.01, ready)  # only the unready one is left, and per_key is reached
-    assert reused and other == first and len(made) == 2
-    pool.close()
 
 
 def test_gpu_wait_timeout_is_the_bound() -> None:

@@ -42,6 +42,7 @@ from alpha2.ffmpeg_bridge.hwdevice import (
     make_hwaccel,
     plan_hw_device,
 )
+from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
@@ -128,6 +129,19 @@ def _fraction(value: Any) -> fractions.Fraction:
     return value if type(value) is fractions.Fraction else fractions.Fraction(value)
 
 
+@dataclass(frozen=True)
+class _Described:
+    """What a decoded frame says about itself, worked out on the prefetch thread (no session state)."""
+
+    frame: av.VideoFrame
+    pixel_format: PixelFormat
+    metadata: FrameMetadata
+    colour: ColourInfo
+    planes: Any
+    size_bytes: int
+    on_gpu: bool
+
+
 class _Failure:
     """An exception raised on the prefetch thread, re-raised on the caller's."""
 
@@ -142,15 +156,15 @@ class _Prefetcher:
     ``stop()`` ends the worker (it is joined) and drops what it had decoded ahead.
     """
 
-    def __init__(self, produce: Callable[[], av.VideoFrame | None], depth: int, name: str) -> None:
+    def __init__(self, produce: Callable[[], Any], depth: int, name: str) -> None:
         self._produce = produce
-        self._queue: queue.Queue[av.VideoFrame | _Failure | None] = queue.Queue(maxsize=depth)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._stopping = threading.Event()
         self._finished = False
         self._thread = threading.Thread(target=self._run, name=f"alpha2-decode {name}", daemon=True)
         self._thread.start()
 
-    def _put(self, item: av.VideoFrame | _Failure | None) -> bool:
+    def _put(self, item: Any) -> bool:
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=0.05)
@@ -169,7 +183,7 @@ class _Prefetcher:
             if not self._put(frame) or frame is None:
                 return
 
-    def get(self) -> av.VideoFrame | None:
+    def get(self) -> Any:
         # After the end or a failure the worker has returned: the stream is over, as a finished
         # generator is when decoding on the caller's thread.
         if self._finished:
@@ -253,7 +267,7 @@ class DecodeSession:
         self._container: av.container.InputContainer | None = None
         self._stream: av.video.stream.VideoStream | None = None
         self._frames: Iterator[av.VideoFrame] | None = None
-        self._pending: av.VideoFrame | None = None
+        self._pending: av.VideoFrame | _Described | None = None
         self._seek_target: int | None = None
         self._eof = False
         self._closed = False
@@ -501,8 +515,9 @@ class DecodeSession:
                 "use hwaccel='auto' or 'none'"
             ) from exc
 
-    def _fetch(self) -> av.VideoFrame | None:
-        """The next decoded frame: one kept back by a failed hand-out, the prefetcher's, or a fresh one."""
+    def _fetch(self) -> av.VideoFrame | _Described | None:
+        """The next decoded frame: one kept back by a failed hand-out, the prefetcher's (described
+        there), or a fresh one."""
         if self._pending is not None:
             pending, self._pending = self._pending, None
             return pending
@@ -512,13 +527,24 @@ class DecodeSession:
             # The worker sets _eof when it reaches the end; frames it queued before that still count.
             if self._eof or self._frames is None:
                 return None
-            self._prefetcher = _Prefetcher(self._raw_next, self._prefetch_depth, repr(self))
+            self._prefetcher = _Prefetcher(self._described_next, self._prefetch_depth, repr(self))
         return self._prefetcher.get()
 
     def _stop_prefetch(self) -> None:
         prefetcher, self._prefetcher = self._prefetcher, None
         if prefetcher is not None:
             prefetcher.stop()
+
+    def _described_next(self) -> av.VideoFrame | _Described | None:
+        """The prefetch thread's producer: the next frame, described when it can be (else the caller's
+        thread describes it, and raises there as without prefetching)."""
+        frame = self._raw_next()
+        if frame is None:
+            return None
+        try:
+            return self._describe(frame)
+        except Exception:
+            return frame
 
     def _raw_next(self) -> av.VideoFrame | None:
         if self._eof or self._frames is None:
@@ -559,7 +585,13 @@ class DecodeSession:
                 self._report, active=HwAccelMode.NONE, device_ordinal=None, reason=why, fallback_reason=why
             )
 
-    def _to_decoded(self, frame: av.VideoFrame) -> tuple[av.VideoFrame, DecodedFrame]:
+    def _describe(self, frame: av.VideoFrame) -> _Described:
+        """Format, metadata, colour and planes of a frame: no session state, so the prefetch thread
+        can work them out ahead (a tenth of a millisecond of Python a frame, off the caller's thread).
+
+        Raises:
+            UnknownFormatError: a CUDA frame of a software format alpha2 has no PixelFormat for.
+        """
         assert self._stream is not None
         on_gpu = frame.format.name == "cuda"
         try:
@@ -571,17 +603,6 @@ class DecodeSession:
             frame = frame.reformat(format=target)
             pixel_format = PixelFormat.from_ffmpeg_name(target)
             self._bump(converted_frames=1)
-        shape = (frame.width, frame.height, pixel_format)
-        if self._last_shape is not None and shape != self._last_shape:
-            self._generation += 1
-        self._last_shape = shape
-        identity = SurfaceIdentity(
-            decoder_id=self._decoder_id,
-            generation=self._generation,
-            width=frame.width,
-            height=frame.height,
-            pixel_format=pixel_format,
-        )
         cc = self._stream.codec_context
         # The decoder's coded size can lag a size change by a frame; never let it be smaller than the picture.
         coded = Size(max(cc.coded_width, frame.width), max(cc.coded_height, frame.height))
@@ -603,18 +624,36 @@ class DecodeSession:
             planes: Any = media.cuda_planes_of(frame, pixel_format, ordinal)
         else:
             planes = media.cpu_planes_of(frame, pixel_format)
-        reservation = self.budget.reserve(media.frame_size_bytes(frame), identity, self._reserve_timeout_s)
-        decoded = DecodedFrame(
-            planes=planes,
+        size_bytes = media.frame_size_bytes(frame)
+        return _Described(frame, pixel_format, metadata, colour, planes, size_bytes, on_gpu)
+
+    def _to_decoded(self, item: av.VideoFrame | _Described) -> DecodedFrame:
+        """The DecodedFrame of a frame (described here unless the prefetch thread did): the decoder
+        generation, the identity and the surface reservation, on the caller's thread."""
+        described = item if isinstance(item, _Described) else self._describe(item)
+        frame, pixel_format = described.frame, described.pixel_format
+        shape = (frame.width, frame.height, pixel_format)
+        if self._last_shape is not None and shape != self._last_shape:
+            self._generation += 1
+        self._last_shape = shape
+        identity = SurfaceIdentity(
+            decoder_id=self._decoder_id,
+            generation=self._generation,
+            width=frame.width,
+            height=frame.height,
             pixel_format=pixel_format,
-            colour=colour,
-            metadata=metadata,
+        )
+        reservation = self.budget.reserve(described.size_bytes, identity, self._reserve_timeout_s)
+        return DecodedFrame(
+            planes=described.planes,
+            pixel_format=pixel_format,
+            colour=described.colour,
+            metadata=described.metadata,
             identity=identity,
             reservation=reservation,
-            cuda_stream=0 if on_gpu else None,
+            cuda_stream=0 if described.on_gpu else None,
             keep_alive=frame,
         )
-        return frame, decoded
 
     def next_frame(self) -> DecodedFrame | None:
         """The next frame, or None at the end of the stream.
@@ -628,15 +667,15 @@ class DecodeSession:
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
-            frame = self._fetch()
-            if frame is None:
+            item = self._fetch()
+            if item is None:
                 return None
             if self._stats.frames_out == 0:
-                self._note_first_frame(frame)
+                self._note_first_frame(item.frame if isinstance(item, _Described) else item)
             try:
-                _, decoded = self._to_decoded(frame)
+                decoded = self._to_decoded(item)
             except BaseException:
-                self._pending = frame  # not lost: handed out by the next call
+                self._pending = item  # not lost: handed out by the next call
                 raise
             self._bump(frames_out=1, frames_on_gpu=1 if decoded.on_gpu else 0)
             self._stats = replace(self._stats, generation=self._generation)

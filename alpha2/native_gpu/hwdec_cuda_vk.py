@@ -26,11 +26,10 @@ Per frame (:meth:`CudaVkPairing.acquire`):
 
 The FFmpeg frame is let go (``DecodedFrame.release()``) once the copy's event has completed, found
 by a thread of the pairing's (``alpha2-gpu-copy-done``), so the caller never asks CUDA. Releasing the
-lease ends Dawn's access; the fence ``end_access`` returns is imported into CUDA on another thread
-(``alpha2-fence-import``: an import is 0.15-0.2 ms of kernel calls) and waited on, on the GPU, before
-the slot's next copy, so the slot's return is ordered on the GPU too.
+lease ends Dawn's access; the fence ``end_access`` returns is imported into CUDA and waited on, on
+the GPU, before the slot's next copy, so the slot's return is ordered on the GPU too.
 
-Both threads are started and joined by the pairing, and every wait on them is bounded by the GPU wait
+The thread is started and joined by the pairing, and every wait on it is bounded by the GPU wait
 timeout. The copy stream does not synchronize with the legacy default stream: it waits for FFmpeg's
 work through an event, and FFmpeg's later work never waits for it (``_cuda.interop.CopyStream``).
 
@@ -121,9 +120,6 @@ class _Plane:
     uses: int = 0
     accessing: bool = False
     release_fences: list[Any] = field(default_factory=list)  # Dawn end-of-access fences, imported into CUDA
-    importing: int = 0  # end-of-access fences handed to the _FenceImporter and not imported yet
-    import_error: BaseException | None = None  # why an import failed (raised at the slot's next copy)
-    dead: bool = False  # destroyed: a late import is closed, not kept
     release_sync_fds: list[OwnedFd] = field(default_factory=list)  # end-of-access sync fds (CPU-waited)
 
 
@@ -141,7 +137,7 @@ class RingSlot:
         return sum(1 for p in self.planes if p.texture is not None)
 
     def planes_have_pending_fences(self) -> bool:
-        return any(p.release_fences or p.release_sync_fds or p.importing for p in self.planes)
+        return any(p.release_fences or p.release_sync_fds for p in self.planes)
 
 
 @dataclass
@@ -244,101 +240,6 @@ class _CopyTracker:
             for event in events:
                 event.close()
         return done
-
-
-class _FenceImporter:
-    """Imports Dawn's end-of-access fences into CUDA on one thread, off the caller's.
-
-    ``cuImportExternalSemaphore`` costs 0.15-0.2 ms on the H200 (kernel calls), and a fence is first
-    needed at its slot's next copy: the releasing thread hands the fence's fd over and moves on, and
-    the next copy into the slot waits (bounded) for the import with :meth:`settle`, which also raises
-    an import's failure there.
-    """
-
-    def __init__(self, ctx: Any) -> None:
-        self._ctx = ctx
-        self._cond = threading.Condition()
-        self._jobs: collections.deque[tuple[_Plane, OwnedFd]] = collections.deque()
-        self._closing = False
-        self._thread = threading.Thread(target=self._run, name="alpha2-fence-import", daemon=True)
-        self._thread.start()
-
-    def add(self, plane: _Plane, fd: OwnedFd) -> None:
-        """Import ``fd`` (taken over) into CUDA and add it to ``plane.release_fences``."""
-        with self._cond:
-            if self._closing:
-                fd.close()
-                raise InternalError("the GPU-copy pairing is closing: no more fences are imported")
-            plane.importing += 1
-            self._jobs.append((plane, fd))
-            self._cond.notify_all()
-
-    def _run(self) -> None:
-        from alpha2.native_gpu._cuda import interop
-
-        while True:
-            with self._cond:
-                while not self._jobs and not self._closing:
-                    self._cond.wait()
-                if not self._jobs:
-                    return
-                plane, fd = self._jobs.popleft()
-            semaphore: Any = None
-            error: BaseException | None = None
-            try:
-                semaphore = interop.ExternalSemaphore(self._ctx, fd, timeline=False)
-            except BaseException as exc:
-                error = exc
-            finally:
-                fd.close()  # a no-op once CUDA took it
-            late = None
-            with self._cond:
-                plane.importing -= 1
-                if semaphore is not None and plane.dead:
-                    late = semaphore
-                elif semaphore is not None:
-                    plane.release_fences.append(semaphore)
-                elif plane.import_error is None:
-                    plane.import_error = error
-                self._cond.notify_all()
-            if late is not None:
-                late.close()
-
-    def settle(self, planes: list[_Plane], timeout_s: float) -> None:
-        """Wait until the planes' fences are imported; raise the first import's failure, once.
-
-        Raises:
-            GpuTimeoutError: an import did not finish within ``timeout_s``.
-        """
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while any(p.importing for p in planes):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise GpuTimeoutError(
-                        f"importing Dawn's end-of-access fence into CUDA did not finish within "
-                        f"{timeout_s:.3g} s (the GPU wait timeout)"
-                    )
-                self._cond.wait(left)
-            errors = [p.import_error for p in planes if p.import_error is not None]
-            for plane in planes:
-                plane.import_error = None
-        if errors:
-            raise _typed(errors[0], "importing Dawn's end-of-access fence into CUDA") from errors[0]
-
-    def forget(self, planes: list[_Plane]) -> None:
-        """Mark destroyed planes: an import still running closes its semaphore instead of keeping it."""
-        with self._cond:
-            for plane in planes:
-                plane.dead = True
-
-    def close(self, timeout_s: float) -> bool:
-        """Finish the imports handed over (bounded by ``timeout_s``) and stop. True when all finished."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify_all()
-        self._thread.join(timeout_s)
-        return not self._thread.is_alive()
 
 
 class CudaVkPairing(InteropPairing):
@@ -468,7 +369,6 @@ class CudaVkPairing(InteropPairing):
         self._wait_timeout = wait_timeout
         self._lock = threading.RLock()
         self._copies = _CopyTracker(self._ctx, wait_timeout)
-        self._fences = _FenceImporter(self._ctx)
         self._retired: list[RingSlot] = []  # broken / drained slots waiting for their CUDA work
         self._live_textures = 0
         self._closed = False
@@ -600,9 +500,7 @@ class CudaVkPairing(InteropPairing):
             )
         key = _ring_key(frame, pixel_format, geometry)
         timeout_s = self._wait_timeout()
-        # A slot whose end-of-access fence is still being imported is passed over for another (or a new
-        # one, up to the ring's size), so the import overlaps a frame instead of the copy waiting on it.
-        slot, _reused = self._pool.take(key, timeout_s, ready=_fences_imported)
+        slot, _reused = self._pool.take(key, timeout_s)
         event = self._copies.event()
         try:
             values = self._enqueue_copy(slot, cuda_planes, frame.cuda_stream, event)
@@ -684,7 +582,6 @@ class CudaVkPairing(InteropPairing):
         """On the copy stream: wait Dawn's last fences, copy, signal, record. Returns the fence values."""
         from alpha2.native_gpu._cuda import interop
 
-        self._fences.settle(slot.planes, self._wait_timeout())
         self.poll_sync_fds(slot)
         stream = self._stream
         stream.order_after(producer)
@@ -728,6 +625,8 @@ class CudaVkPairing(InteropPairing):
 
     def _end_plane(self, plane: _Plane, *, collect_fences: bool) -> None:
         """End Dawn's access to a plane; hand its fences to CUDA for the slot's next copy."""
+        from alpha2.native_gpu._cuda import interop
+
         if not plane.accessing:
             return
         plane.accessing = False
@@ -740,8 +639,14 @@ class CudaVkPairing(InteropPairing):
             exported = fence.export()
             kind = exported.get("type")
             if kind == "vk-semaphore-opaque-fd":
-                # Imported into CUDA on the fence thread; the slot's next copy waits for it.
-                self._fences.add(plane, OwnedFd(os.dup(int(exported["fd"]))))
+                # Imported here, on the releasing thread. On a thread of its own (tried on the H200) the
+                # import's kernel calls contended with the caller's: 0.95x decode alone instead of 0.97x,
+                # 0.86-0.90x instead of 0.93x with a sampling pass.
+                dup = OwnedFd(os.dup(int(exported["fd"])))
+                try:
+                    plane.release_fences.append(interop.ExternalSemaphore(self._ctx, dup, timeline=False))
+                finally:
+                    dup.close()  # a no-op once CUDA took it
             elif kind == "sync-fd":
                 plane.release_sync_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
             else:
@@ -794,7 +699,6 @@ class CudaVkPairing(InteropPairing):
         if slot.planes_have_pending_fences():
             # Order the destruction after Dawn's last access: CUDA waits on its fences, then the event.
             try:
-                self._fences.settle(slot.planes, self._wait_timeout())
                 for plane in slot.planes:
                     for semaphore in plane.release_fences:
                         semaphore.wait(self._stream.handle)
@@ -810,7 +714,6 @@ class CudaVkPairing(InteropPairing):
     def _destroy_slot(self, slot: RingSlot) -> None:
         """Destroy a slot in reverse order of creation. Only once its GPU work is done."""
         count = slot.texture_count()
-        self._fences.forget(slot.planes)  # an import still running closes its semaphore itself
         for semaphore in slot.waited:
             semaphore.close()
         slot.waited = []
@@ -862,7 +765,6 @@ class CudaVkPairing(InteropPairing):
             self._closed = True
         timeout_s = self._wait_timeout()
         self._copies.close(timeout_s)
-        self._fences.close(timeout_s)
         self._pool.close()
         deadline = time.monotonic() + timeout_s
         while True:
@@ -877,10 +779,6 @@ class CudaVkPairing(InteropPairing):
         self._stream.close()
         if self._owns_context:
             self._context.close()
-
-
-def _fences_imported(slot: RingSlot) -> bool:
-    return not any(plane.importing for plane in slot.planes)
 
 
 def _ring_key(

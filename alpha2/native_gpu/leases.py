@@ -367,15 +367,8 @@ class SlotPool(Generic[T]):
         assert isinstance(generation, int)
         return self._closed or generation < self._latest_generation.get(key[0], generation)
 
-    def take(
-        self, key: tuple[Hashable, ...], timeout_s: float, ready: Callable[[T], bool] | None = None
-    ) -> tuple[T, bool]:
+    def take(self, key: tuple[Hashable, ...], timeout_s: float) -> tuple[T, bool]:
         """An item for ``key`` and whether it was reused.
-
-        ``ready`` (called under the pool's lock: cheap, no locks of its own) says whether an idle item
-        can be used without waiting (e.g. its fences are in place). An idle item that is not ready is
-        passed over for one that is, or for a new item while the key has fewer than ``per_key``; only
-        when neither exists is it handed out, and the caller waits for it.
 
         Raises:
             GpuTimeoutError: ``per_key`` items stayed out for ``timeout_s``.
@@ -405,21 +398,13 @@ class SlotPool(Generic[T]):
                 if self._closed:
                     raise InvalidInputError(f"the pool of {self.what} is closed")
                 idle = self._idle.get(key)
-                out = self._out.get(key, 0)
                 if idle:
-                    index = len(idle) - 1  # the most recently returned
-                    if ready is not None and not ready(idle[index]):
-                        usable = [i for i, candidate in enumerate(idle) if ready(candidate)]
-                        if usable:
-                            index = usable[-1]
-                        elif out + len(idle) < self.per_key:
-                            break  # a new item now rather than a wait for this one
-                    item = idle.pop(index)
+                    item = idle.pop()
                     if not idle:
                         del self._idle[key]
                     self.reuses += 1
                     break
-                if out < self.per_key:
+                if self._out.get(key, 0) < self.per_key:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -619,11 +604,6 @@ class InteropPairing(abc.ABC):
     def takes(cls, on_gpu: bool) -> bool:
         """Whether the pairing is meant for CUDA frames (``on_gpu``) or host-memory frames."""
         return True
-
-    @classmethod
-    def applies_to(cls, frame: DecodedFrame) -> bool:
-        """Whether the pairing is meant for this kind of frame (a CUDA copy is not, for host planes)."""
-        return cls.takes(frame.on_gpu)
 
     @classmethod
     def not_applicable_reason(cls, on_gpu: bool) -> str:
