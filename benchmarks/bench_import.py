@@ -11,7 +11,8 @@ cached under /tmp):
   the RGBA array (what one writes without alpha2).
 
 Start-up is timed apart and reported as ``startup_s``: opening the decoder and the devices, and
-``FrameImporter.prepare`` (the GPU copy's Vulkan device, CUDA stream and threads), as a player does at
+``FrameImporter.prepare`` (the GPU copy's Vulkan device, CUDA stream and thread; the texture set or
+ring slot of the stream's frames, with a first upload of zeros on the CPU path), as a player does at
 open. Frame-rate timing starts at the first frame asked for, in every mode.
 
 Prints frames per second, the ratios and the path each frame took. ``--sessions N`` runs N concurrent
@@ -159,7 +160,8 @@ def run_mode(
         if importer is not None:
             # What a player does at open: set up the path NVDEC frames take (the GPU copy's Vulkan device,
             # CUDA stream and thread, about 0.1 s) before the first frame rather than on it.
-            importer.prepare(gpu_frames=session.hwaccel_report.active.value == "cuda")
+            gpu_frames = session.hwaccel_report.active.value == "cuda"
+            importer.prepare(gpu_frames=gpu_frames, identity=session.expected_identity())
         # Opening (CUDA context, NVDEC, Dawn and Vulkan devices) is start-up, reported apart; with
         # several sessions, all start decoding together once every one is open.
         result["startup_s"] = time.perf_counter() - setup_start

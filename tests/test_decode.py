@@ -202,6 +202,36 @@ def test_seek_is_accurate(tmp_path: Path, hwaccel: str) -> None:
         assert session.next_frame() is None
 
 
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_expected_identity_is_the_frames_identity(tmp_path: Path, prefetch: int) -> None:
+    clip = make_clip(tmp_path / "e.mkv", "h264", 96, 64, 4)
+    with DecodeSession(clip.path, hwaccel="none", prefetch=prefetch) as session:
+        predicted = session.expected_identity()
+        assert predicted is not None
+        assert (predicted.width, predicted.height, predicted.pixel_format) == (96, 64, PixelFormat.YUV420P)
+        frames = list(session)
+        assert all(f.identity == predicted for f in frames)
+        assert session.expected_identity() == predicted
+        for f in frames:
+            f.release()
+    with pytest.raises(ClosedError):
+        session.expected_identity()
+
+
+def test_a_wrong_prediction_starts_a_new_generation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clip = make_clip(tmp_path / "w.mkv", "h264", 96, 64, 2)
+    with DecodeSession(clip.path, hwaccel="none") as session:
+        monkeypatch.setattr(session, "_predicted_shape", lambda: (128, 64, PixelFormat.NV12))
+        predicted = session.expected_identity()
+        assert predicted is not None and predicted.generation == 0
+        frame = session.next_frame()
+        assert frame is not None
+        # Textures prepared for the prediction are never handed this frame: another generation.
+        assert frame.identity.generation == 1 and frame.identity.width == 96
+        assert session.expected_identity() == frame.identity
+        frame.release()
+
+
 def test_decoder_ids_unique_and_identity(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "i.mkv", "h264", 64, 48, 2)
     with DecodeSession(clip.path, hwaccel="none") as a, DecodeSession(clip.path, hwaccel="none") as b:
@@ -379,6 +409,8 @@ def test_nvdec_frames_stay_on_gpu_and_match_software(tmp_path: Path, codec: str)
     budget = SurfaceBudget(max_surfaces=6, wait_timeout_s=5.0)
     with DecodeSession(clip.path, hwaccel="cuda", budget=budget, cuda_ordinal=0) as session:
         assert session.hwaccel_report.active is HwAccelMode.CUDA
+        predicted = session.expected_identity()  # NVDEC gives nv12 for 8-bit 4:2:0
+        assert predicted is not None and predicted.pixel_format is PixelFormat.NV12
         held = []
         for i, frame in enumerate(session):
             assert frame.on_gpu and frame.pixel_format is PixelFormat.NV12
@@ -394,6 +426,8 @@ def test_nvdec_frames_stay_on_gpu_and_match_software(tmp_path: Path, codec: str)
                 ],
                 _ref_plane(ref[i], 0, 320, 240),
             )
+            if i == 0:
+                assert session.expected_identity() == frame.identity
             held.append(frame)  # hold up to max_surfaces frames: the pool must not starve
             if len(held) == 6:
                 for f in held:

@@ -173,6 +173,39 @@ def test_prepare_sets_the_path_up_before_the_first_frame(device: Any) -> None:
 
 
 @pytest.mark.vulkan
+def test_prepare_makes_the_streams_textures(device: Any, tmp_path: Any) -> None:
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "p.mkv", codec="h264", width=64, height=36, frames=3)
+    with FrameImporter(device, slots=2) as imp, DecodeSession(clip.path, hwaccel="none") as session:
+        identity = session.expected_identity()
+        assert imp.prepare(gpu_frames=False, identity=identity) is ExecutionPath.CPU_UPLOAD
+        assert imp.stats().allocations == 1  # made and initialized before the first frame
+        prepared = imp.stats()
+        first = session.next_frame()
+        assert first is not None
+        source = first.keep_alive  # the import lets go of the frame once uploaded
+        with imp.import_frame(first) as lease:
+            assert lease.frame.identity == identity
+            for d, texture in zip(lease.frame.planes, lease.frame.textures):
+                got = read_plane(device, texture, d.width, d.height, d.plane_format.bytes_per_texel)
+                want = source_plane(source, d.plane_index, d.width, d.height)
+                assert np.array_equal(got, want)
+        stats = imp.stats()
+        assert stats.allocations == prepared.allocations and stats.reuses == prepared.reuses + 1
+        # A prediction the frames do not match: its set is dropped when their generation arrives.
+        wrong = SurfaceIdentity(identity.decoder_id, identity.generation, 80, 36, identity.pixel_format)
+        imp.prepare(gpu_frames=False, identity=wrong)
+        assert imp.stats().allocations == 2
+        later = SurfaceIdentity(identity.decoder_id, identity.generation + 1, 64, 36, identity.pixel_format)
+        frame = av_frame("yuv420p", 64, 36)
+        with imp.import_frame(decoded(frame, decoder_id=later.decoder_id, generation=later.generation)):
+            pass
+        assert imp.stats().drained >= 2  # both sets of the older generation
+
+
+@pytest.mark.vulkan
 def test_prepare_records_a_failed_set_up_like_a_first_frame(
     device: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -500,10 +533,12 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
     device = _dawn_device()
     with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
         with DecodeSession(clip.path, hwaccel="cuda") as session:
-            assert imp.prepare(gpu_frames=True) is ExecutionPath.GPU_COPY
+            identity = session.expected_identity()  # nv12 / p010le: NVDEC's output
+            assert imp.prepare(gpu_frames=True, identity=identity) is ExecutionPath.GPU_COPY
+            assert imp.stats().allocations == 1  # the ring's first slot, before the first frame
             held: list[VulkanImportLease] = []
             for index, frame in enumerate(session):
-                assert frame.on_gpu
+                assert frame.on_gpu and frame.identity == identity
                 lease = imp.import_frame(frame)
                 f = lease.frame
                 assert f.path is ExecutionPath.GPU_COPY and f.bytes_crossed_cpu == 0

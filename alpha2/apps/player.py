@@ -262,7 +262,9 @@ class _Player:
         self.device = choice.device
         self.importer = FrameImporter(self.device)
         self._closables.append(self.importer)
-        self.importer.prepare(gpu_frames=on_gpu)  # the GPU copy's set-up now, not on the first frame
+        # The path's set-up and the stream's textures now, not on the first frame.
+        identity = self.decoder.expected_identity() if self.decoder is not None else None
+        self.importer.prepare(gpu_frames=on_gpu, identity=identity)
         self.renderer = FrameRenderer(self.device)
 
     def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:

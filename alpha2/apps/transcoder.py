@@ -507,7 +507,7 @@ class _Transcoder:
         device = choice.device
         importer = FrameImporter(device)
         self._gpu_objects.append(importer)
-        importer.prepare(gpu_frames=first.on_gpu)
+        importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)
         out_w, out_h = plan.output_size.width, plan.output_size.height
         ten_bit = plan.output_format is PixelFormat.P010
         try:

@@ -124,6 +124,10 @@ def _fallback_software_format(name: str) -> str:
     return "yuv420p"
 
 
+_NVDEC_OUTPUT_FORMATS = {"yuv420p": "nv12", "yuvj420p": "nv12", "yuv420p10le": "p010le"}
+"""FFmpeg's NVDEC output (sw_format) for the stream formats whose output is certain."""
+
+
 def _fraction(value: Any) -> fractions.Fraction:
     """``value`` as a Fraction; PyAV's time bases already are one (not copied, per frame)."""
     return value if type(value) is fractions.Fraction else fractions.Fraction(value)
@@ -407,6 +411,44 @@ class DecodeSession:
     def hwaccel_report(self) -> HwAccelReport:
         """Where decoding runs and why (updated if NVDEC refuses the stream at the first frame)."""
         return self._report
+
+    def expected_identity(self) -> SurfaceIdentity | None:
+        """The identity the next frames will have: known from the frames so far, else predicted from the
+        stream parameters (NVDEC gives nv12 for 8-bit 4:2:0, p010le for 10-bit). None when it cannot be
+        told before decoding.
+
+        For :meth:`FrameImporter.prepare <alpha2.native_gpu.importer.FrameImporter.prepare>`: textures
+        made for this identity are taken by exactly the frames that have it. A first frame that turns out
+        different (the parameters lied) starts a new generation instead, so nothing prepared for the
+        prediction is ever given a frame of another shape.
+
+        Raises:
+            ClosedError: The session was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            if self._last_shape is None:
+                predicted = self._predicted_shape()
+                if predicted is None:
+                    return None
+                self._last_shape = predicted  # a first frame of another shape bumps the generation
+            width, height, pixel_format = self._last_shape
+            return SurfaceIdentity(self._decoder_id, self._generation, width, height, pixel_format)
+
+    def _predicted_shape(self) -> tuple[int, int, PixelFormat] | None:
+        info = self._info
+        name = info.ffmpeg_pixel_format
+        if name is None or info.width <= 0 or info.height <= 0:
+            return None
+        if self._report.active is HwAccelMode.CUDA:
+            name = _NVDEC_OUTPUT_FORMATS.get(name)
+            if name is None:
+                return None
+        try:
+            return info.width, info.height, PixelFormat.from_ffmpeg_name(name)
+        except UnknownFormatError:
+            return None
 
     @property
     def fallback_reason(self) -> str | None:

@@ -325,6 +325,27 @@ class CpuUploadPairing(InteropPairing):
         )
         return PairingTicket(frame=imported, release=lambda: self._pool.give_back(key, tset))
 
+    def prepare_stream(self, identity: SurfaceIdentity) -> None:
+        """Make a texture set for ``identity``'s frames and initialize it (zeros) through the upload path.
+
+        The first upload into new textures is the costly one (staging memory, and on lavapipe the copy
+        code): done here, at start-up, the first frame does not pay for it.
+        """
+        pixel_format = identity.pixel_format
+        geometry = frame_geometry(pixel_format, identity.width, identity.height)
+        check_16bit(self._info, geometry, pixel_format)
+        key = pool_key(identity, pixel_format, geometry)
+        tset, reused = self._pool.take(key, self._wait_timeout())
+        try:
+            if not reused:
+                for g, texture in zip(geometry, tset.textures):
+                    expand = g.plane_format.upload_conversion is UploadConversion.EXPAND_RGB_TO_RGBA
+                    row = g.width * 4 if expand else g.width_bytes
+                    self._write_plane(texture, bytes(row * g.height), row, g)
+                self._queue.submit([])
+        finally:
+            self._pool.give_back(key, tset)
+
     def _new_set(self, key: tuple[Hashable, ...]) -> TextureSet:
         sizes: Any = key[3]
         tset = TextureSet(self._device, sizes, self._usage)

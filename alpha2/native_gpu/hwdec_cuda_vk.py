@@ -83,6 +83,7 @@ from alpha2.native_gpu.leases import (
     WebGpuDeviceInfo,
     WebGpuImplementation,
 )
+from alpha2.native_gpu.surfaces import SurfaceIdentity
 
 __all__ = ["CudaVkPairing", "RingSlot"]
 
@@ -459,6 +460,24 @@ class CudaVkPairing(InteropPairing):
                 )
         return None
 
+    def prepare_stream(self, identity: SurfaceIdentity) -> None:
+        """Make a ring slot for ``identity``'s frames (Vulkan images, CUDA and Dawn imports) now.
+
+        A format the copy does not take is left alone: its frames fall back, reported as they come.
+        """
+        pixel_format = identity.pixel_format
+        if any(
+            f not in _COPYABLE or f.upload_conversion is not UploadConversion.NONE
+            for f in pixel_format.plane_formats
+        ):
+            return
+        geometry = frame_geometry(pixel_format, identity.width, identity.height)
+        check_16bit(self._info, geometry, pixel_format)
+        key = _ring_key(identity, pixel_format, geometry)
+        with self._ctx:
+            slot, _reused = self._pool.take(key, self._wait_timeout())
+            self._pool.give_back(key, slot)
+
     def poll(self) -> None:
         """Destroy retired slots whose CUDA work is done (the copy tracker lets go of surfaces)."""
         with self._lock:
@@ -498,7 +517,7 @@ class CudaVkPairing(InteropPairing):
             raise InvalidInputError(
                 f"{pixel_format.ffmpeg_name} has {len(geometry)} planes, the frame brought {len(cuda_planes)}"
             )
-        key = _ring_key(frame, pixel_format, geometry)
+        key = _ring_key(frame.identity, pixel_format, geometry)
         timeout_s = self._wait_timeout()
         slot, _reused = self._pool.take(key, timeout_s)
         event = self._copies.event()
@@ -782,10 +801,10 @@ class CudaVkPairing(InteropPairing):
 
 
 def _ring_key(
-    frame: DecodedFrame, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
+    identity: SurfaceIdentity, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
 ) -> tuple[Hashable, ...]:
     sizes = tuple((g.texture_format, g.width, g.height) for g in geometry)
-    return (frame.identity.decoder_id, frame.identity.generation, pixel_format, sizes, geometry)
+    return (identity.decoder_id, identity.generation, pixel_format, sizes, geometry)
 
 
 def _event_wait(event: Any, timeout_s: float) -> WaitStatus:

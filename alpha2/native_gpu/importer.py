@@ -44,6 +44,7 @@ from alpha2.native_gpu.leases import (
     WebGpuDeviceInfo,
     WebGpuImplementation,
 )
+from alpha2.native_gpu.surfaces import SurfaceIdentity
 from alpha2.native_gpu.waits import gpu_wait_timeout
 
 __all__ = [
@@ -283,7 +284,7 @@ class FrameImporter:
             f"no import path can take {what}: " + ("; ".join(skipped) if skipped else "nothing applies")
         )
 
-    def prepare(self, *, gpu_frames: bool) -> ExecutionPath:
+    def prepare(self, *, gpu_frames: bool, identity: SurfaceIdentity | None = None) -> ExecutionPath:
         """Set up now, at start-up, the path that frames of this kind will take, not on the first frame.
 
         Setting up the GPU copy makes a Vulkan device, a CUDA stream and a thread: about 0.1 s on the
@@ -295,6 +296,9 @@ class FrameImporter:
         Args:
             gpu_frames: True for CUDA (NVDEC) frames, False for frames in host memory; for a
                 DecodeSession, ``session.hwaccel_report.active is HwAccelMode.CUDA``.
+            identity: The identity the stream's frames will have
+                (``DecodeSession.expected_identity()``). The path's texture set or ring slot for them is
+                made now too, and the CPU upload does its first (costly) upload, of zeros, into it.
 
         Returns:
             The path such frames will take (a frame may still be refused for its format; its import
@@ -308,6 +312,8 @@ class FrameImporter:
             raise ClosedError("this FrameImporter was closed")
         with self._lock:
             pairing, _reason = self._walk(bool(gpu_frames), None)
+        if identity is not None:
+            pairing.prepare_stream(identity)
         return pairing.path
 
     # -- importing ------------------------------------------------------------------------------------

@@ -610,6 +610,12 @@ class InteropPairing(abc.ABC):
         """Why the pairing is not meant for CUDA (``on_gpu``) or host-memory frames, when asked for it."""
         return f"{cls.name} does not take {'CUDA' if on_gpu else 'host-memory'} frames"
 
+    def prepare_stream(self, identity: SurfaceIdentity) -> None:  # noqa: B027 - optional hook
+        """Allocate what frames of ``identity`` will take (a texture set, a ring slot) before the first.
+
+        Raises a typed alpha2 error when it cannot; nothing is left half-made.
+        """
+
     @abc.abstractmethod
     def refuses(self, frame: DecodedFrame) -> str | None:
         """Why this pairing cannot import this frame (None when it can). Never raises."""
