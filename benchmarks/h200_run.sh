@@ -25,14 +25,15 @@ for step in $steps; do
     decode)
       { echo '$ python3 benchmarks/bench_decode.py --frames 600'; timeout 150 python3 benchmarks/bench_decode.py --frames 600; } >> "$log" 2>&1;;
     import)
-      for args in "--hwaccel cuda --backend wgpudawn --frames 600" \
-                  "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import" \
+      for args in "--hwaccel cuda --backend wgpudawn --frames 600 --repeat 3" \
+                  "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import --repeat 3" \
                   "--hwaccel none --backend wgpu --frames 600 --modes decode,import" \
-                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 2 --modes decode,import --repeat 1" \
-                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 4 --modes decode,import --repeat 1" \
-                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 7 --modes decode,import --repeat 1"; do
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 1 --modes decode,import --repeat 2" \
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 2 --modes decode,import --repeat 2" \
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 4 --modes decode,import --repeat 2" \
+                  "--hwaccel cuda --backend wgpudawn --frames 300 --sessions 7 --modes decode,import --repeat 2"; do
         echo "\$ python3 benchmarks/bench_import.py $args" >> "$log"
-        timeout 120 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
+        timeout 150 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
       done;;
     transcode)
       { echo '$ python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240';
