@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         )  # for the sessions' processes
     if not os.path.exists(options.clip):
         if not options.json:
-            print(f"making {options.clip} (300 frames, 1080p, libx264 veryfast)...", flush=True)
+            print(f"making {options.clip} ({max(300, options.frames)} frames, 1080p, libx264 veryfast)...", flush=True)
         make_clip(options.clip, max(300, options.frames))
     modes = [m.strip() for m in options.modes.split(",") if m.strip()]
     results: dict[str, dict[str, Any]] = {}

@@ -8,6 +8,7 @@ are marked ``nvidia`` + ``cuda`` + ``dawn`` (run them with ALPHA2_REQUIRE=vulkan
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import threading
 from collections.abc import Iterator
@@ -533,11 +534,15 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
     device = _dawn_device()
     with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
         with DecodeSession(clip.path, hwaccel="cuda") as session:
-            identity = session.expected_identity()  # nv12 / p010le: NVDEC's output
+            assert imp.prepare(gpu_frames=True) is ExecutionPath.GPU_COPY
+            first = session.next_frame()
+            assert first is not None
+            identity = first.identity  # NVDEC's format is known from its first frame on
+            assert session.expected_identity() == identity
             assert imp.prepare(gpu_frames=True, identity=identity) is ExecutionPath.GPU_COPY
-            assert imp.stats().allocations == 1  # the ring's first slot, before the first frame
+            assert imp.stats().allocations == 1  # the ring's first slot, before the first import
             held: list[VulkanImportLease] = []
-            for index, frame in enumerate(session):
+            for index, frame in enumerate(itertools.chain([first], session)):
                 assert frame.on_gpu and frame.identity == identity
                 lease = imp.import_frame(frame)
                 f = lease.frame

@@ -124,10 +124,6 @@ def _fallback_software_format(name: str) -> str:
     return "yuv420p"
 
 
-_NVDEC_OUTPUT_FORMATS = {"yuv420p": "nv12", "yuvj420p": "nv12", "yuv420p10le": "p010le"}
-"""FFmpeg's NVDEC output (sw_format) for the stream formats whose output is certain."""
-
-
 def _fraction(value: Any) -> fractions.Fraction:
     """``value`` as a Fraction; PyAV's time bases already are one (not copied, per frame)."""
     return value if type(value) is fractions.Fraction else fractions.Fraction(value)
@@ -414,8 +410,9 @@ class DecodeSession:
 
     def expected_identity(self) -> SurfaceIdentity | None:
         """The identity the next frames will have: known from the frames so far, else predicted from the
-        stream parameters (NVDEC gives nv12 for 8-bit 4:2:0, p010le for 10-bit). None when it cannot be
-        told before decoding.
+        stream parameters for software decoding. None when it cannot be told before decoding: NVDEC's
+        output format is only known once the decoder has seen the stream (PyAV puts the hardware
+        format, ``cuda``, where the software one was).
 
         For :meth:`FrameImporter.prepare <alpha2.native_gpu.importer.FrameImporter.prepare>`: textures
         made for this identity are taken by exactly the frames that have it. A first frame that turns out
@@ -439,12 +436,8 @@ class DecodeSession:
     def _predicted_shape(self) -> tuple[int, int, PixelFormat] | None:
         info = self._info
         name = info.ffmpeg_pixel_format
-        if name is None or info.width <= 0 or info.height <= 0:
+        if name is None or info.width <= 0 or info.height <= 0 or self._report.active is HwAccelMode.CUDA:
             return None
-        if self._report.active is HwAccelMode.CUDA:
-            name = _NVDEC_OUTPUT_FORMATS.get(name)
-            if name is None:
-                return None
         try:
             return info.width, info.height, PixelFormat.from_ffmpeg_name(name)
         except UnknownFormatError:
