@@ -302,9 +302,10 @@ def main(argv: list[str] | None = None) -> int:
             options.switch_interval
         )  # for the sessions' processes
     if not os.path.exists(options.clip):
+        count = max(300, options.frames)
         if not options.json:
-            print(f"making {options.clip} ({max(300, options.frames)} frames, 1080p, libx264 veryfast)...", flush=True)
-        make_clip(options.clip, max(300, options.frames))
+            print(f"making {options.clip} ({count} frames, 1080p, libx264 veryfast)...", flush=True)
+        make_clip(options.clip, count)
     modes = [m.strip() for m in options.modes.split(",") if m.strip()]
     results: dict[str, dict[str, Any]] = {}
     for _ in range(max(1, options.repeat)):  # interleaved, so drift (thermal, caches) hits every mode
