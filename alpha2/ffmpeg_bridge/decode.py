@@ -470,11 +470,13 @@ class DecodeSession:
 
     # -- decoding --------------------------------------------------------------------------------
 
-    def _bump(self, **changes: int) -> None:
-        # Counts change on the prefetch thread too.
+    def _bump(self, generation: int | None = None, **changes: int) -> None:
+        # Counts change on the prefetch thread too: every change is made under the lock.
         with self._stats_lock:
-            counts = {k: getattr(self._stats, k) + v for k, v in changes.items()}
-            self._stats = replace(self._stats, **counts)
+            values: dict[str, Any] = {k: getattr(self._stats, k) + v for k, v in changes.items()}
+            if generation is not None:
+                values["generation"] = generation
+            self._stats = replace(self._stats, **values)
 
     def _corrupt(self, exc: BaseException, what: str) -> None:
         if self._on_corrupt is CorruptPolicy.STOP:
@@ -538,7 +540,8 @@ class DecodeSession:
             f"{_display_source(self.source)} ended at {got:.3f} s of the {announced:.3f} s "
             "its container announces: truncated or damaged input"
         )
-        self._stats = replace(self._stats, truncated=True)
+        with self._stats_lock:
+            self._stats = replace(self._stats, truncated=True)
         if self._on_corrupt is CorruptPolicy.STOP:
             raise DecodeError(message + "; pass on_corrupt='skip' to accept the frames decoded so far")
         self._bump(decode_errors=1)
@@ -712,8 +715,7 @@ class DecodeSession:
             except BaseException:
                 self._pending = item  # not lost: handed out by the next call
                 raise
-            self._bump(frames_out=1, frames_on_gpu=1 if decoded.on_gpu else 0)
-            self._stats = replace(self._stats, generation=self._generation)
+            self._bump(self._generation, frames_out=1, frames_on_gpu=1 if decoded.on_gpu else 0)
             return decoded
 
     def __iter__(self) -> Iterator[DecodedFrame]:
