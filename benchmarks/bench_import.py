@@ -10,7 +10,9 @@ cached under /tmp):
 * ``naive``: plain PyAV decoding, ``frame.to_ndarray(format='rgba')`` and ``queue.write_texture`` of
   the RGBA array (what one writes without alpha2).
 
-Start-up is timed apart and reported as ``startup_s``: opening the decoder and the devices, and
+Teardown (closing the decoder, the importer and the devices once the last frame's GPU work is done) is
+timed apart too, as ``teardown_s``, in every mode. Start-up is reported as ``startup_s``: opening the
+decoder and the devices, and
 ``FrameImporter.prepare`` (the GPU copy's Vulkan device, CUDA stream and thread; the texture set or
 ring slot of the stream's frames, with a first upload of zeros on the CPU path), as a player does at
 open. Frame-rate timing starts at the first frame asked for, in every mode.
@@ -138,8 +140,9 @@ def run_mode(
                 count += 1
                 if count >= frames:
                     break
-        gpu_finish(device)
-        result.update(frames=count, seconds=time.perf_counter() - start)
+            gpu_finish(device)
+            stop(result, start, count)
+        result["teardown_s"] = time.perf_counter() - result.pop("_stopped")
         return result
 
     from alpha2.ffmpeg_bridge.decode import DecodeSession
@@ -183,9 +186,10 @@ def run_mode(
             count += 1
             if count >= frames:
                 break
+        if device is not None:
+            gpu_finish(device)  # the frames are done when the GPU work on them is
+        stop(result, start, count)
     if importer is not None:
-        assert device is not None
-        gpu_finish(device)
         importer.poll()
         report = importer.path_report
         result["device"] = f"{report.implementation.value} ({report.adapter_name})"
@@ -195,8 +199,15 @@ def run_mode(
         stats = importer.stats()
         result["texture_sets_allocated"] = stats.allocations
         importer.close()
-    result.update(frames=count, seconds=time.perf_counter() - start)
+    result["teardown_s"] = time.perf_counter() - result.pop("_stopped")
     return result
+
+
+def stop(result: dict[str, Any], start: float, count: int) -> None:
+    """The end of the timed part: every frame processed and its GPU work done. Closing the decoder, the
+    importer and the devices after it is teardown, reported apart as ``teardown_s`` in every mode."""
+    now = time.perf_counter()
+    result.update(frames=count, seconds=now - start, t_end=time.monotonic(), _stopped=now)
 
 
 def _worker(args: tuple[Any, ...], barrier: Any, results: Any) -> None:
@@ -204,8 +215,7 @@ def _worker(args: tuple[Any, ...], barrier: Any, results: Any) -> None:
     if interval:
         sys.setswitchinterval(float(interval))
     try:
-        result = run_mode(*args, barrier=barrier)
-        result["t_end"] = time.monotonic()  # system-wide clock: comparable across the processes
+        result = run_mode(*args, barrier=barrier)  # its t_end: system-wide, comparable across processes
         results.put(result)
     except BaseException as exc:  # reported by the parent; the barrier is broken so no one waits forever
         barrier.abort()
