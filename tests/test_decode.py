@@ -466,6 +466,18 @@ def test_prefetch_gives_the_same_frames_and_seeks(tmp_path: Path) -> None:
     assert not any(t.name.startswith("alpha2-decode") for t in threading.enumerate())
 
 
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_unknown_formats_are_converted_and_counted(tmp_path: Path, prefetch: int) -> None:
+    clip = make_clip(tmp_path / "c.mkv", "ffv1", 64, 48, 4, pix_fmt="yuv410p")
+    with DecodeSession(clip.path, hwaccel="none", prefetch=prefetch) as session:
+        frames = list(session)
+        assert [f.pixel_format for f in frames] == [PixelFormat.YUV420P] * 4
+        assert all(f.identity.pixel_format is PixelFormat.YUV420P for f in frames)
+        assert session.stats.converted_frames == 4 and session.stats.frames_out == 4
+        for f in frames:
+            f.release()
+
+
 def test_prefetch_carries_errors_to_the_caller(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "t.mkv", "h264", 128, 96, 24)
     bad = truncate(clip.path, str(tmp_path / "tr.mkv"), 0.5)
