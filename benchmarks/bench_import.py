@@ -335,9 +335,16 @@ def main(argv: list[str] | None = None) -> int:
         "sample": options.sample,
         "results": results,
         "ratios": ratios,
+        # The targets, for the ratios this run measured: 0.9x decode alone (0.95x for one H200
+        # session with a sampling pass) and 4x the naive path (the 2-core lavapipe machine's target).
         "targets": {
-            "import_vs_decode>=0.9": ratios.get("import_vs_decode", 0) >= 0.9,
-            "import_vs_naive>=4": ratios.get("import_vs_naive", 0) >= 4.0,
+            name: ratios[key] >= bound
+            for name, key, bound in (
+                ("import_vs_decode>=0.9", "import_vs_decode", 0.9),
+                ("import_vs_decode>=0.95", "import_vs_decode", 0.95),
+                ("import_vs_naive>=4", "import_vs_naive", 4.0),
+            )
+            if key in ratios
         },
     }
     if options.json:
