@@ -36,8 +36,8 @@ for step in $steps; do
         timeout 150 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
       done;;
     transcode)
-      { echo '$ python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240';
-        timeout 200 python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240; } >> "$log" 2>&1;;
+      { echo '$ python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240 --repeat 2';
+        timeout 300 python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240 --repeat 2; } >> "$log" 2>&1;;
     copier)
       { echo '$ python3 benchmarks/bench_encode_copier.py'; timeout 60 python3 benchmarks/bench_encode_copier.py; } >> "$log" 2>&1;;
   esac
