@@ -161,6 +161,17 @@ class _Entry:
 class FrameImporter:
     """Imports decoded frames into plane textures on one WebGPU device, by the best path it allows.
 
+    Typical use, with the set-up done at open rather than on the first frame::
+
+        importer = FrameImporter(device)
+        importer.prepare(
+            gpu_frames=session.hwaccel_report.active is HwAccelMode.CUDA,
+            identity=session.expected_identity(),
+        )
+        for frame in session:
+            with importer.import_frame(frame) as lease:
+                ...  # encode the passes that sample lease.frame.views, then submit them
+
     Args:
         device: The application's ``GPUDevice`` (``wgpu`` or ``wgpudawn``). For 10- to 16-bit formats
             it needs 16-bit normalized textures ('texture-format16bit-norm' on wgpu,
