@@ -27,6 +27,7 @@ from alpha2.native_gpu import hwdec_cpu_upload
 from alpha2.native_gpu.frames import DecodedFrame
 from alpha2.native_gpu.importer import FrameImporter, detect_webgpu_device
 from alpha2.native_gpu.leases import ImageOwner, SlotPool, VulkanImportLease, WebGpuImplementation
+from alpha2.native_gpu.shader import gpu_module_of
 from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceIdentity
 from alpha2.native_gpu.waits import gpu_wait_timeout, set_gpu_wait_timeout
 
@@ -88,13 +89,12 @@ def decoded(
 
 
 def read_plane(device: Any, texture: Any, width: int, height: int, bytes_per_texel: int) -> np.ndarray:
-    """A plane texture's bytes as (height, width * bytes_per_texel) uint8."""
-    import wgpu
-
+    """A plane texture's bytes as (height, width * bytes_per_texel) uint8 (a wgpu or wgpudawn device)."""
+    gpu = gpu_module_of(device)
     row = width * bytes_per_texel
     bytes_per_row = -(-row // 256) * 256
     buffer = device.create_buffer(
-        size=bytes_per_row * height, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
+        size=bytes_per_row * height, usage=gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ
     )
     encoder = device.create_command_encoder()
     encoder.copy_texture_to_buffer(
@@ -103,7 +103,7 @@ def read_plane(device: Any, texture: Any, width: int, height: int, bytes_per_tex
         (width, height, 1),
     )
     device.queue.submit([encoder.finish()])
-    buffer.map_sync(wgpu.MapMode.READ)
+    buffer.map_sync(gpu.MapMode.READ)
     data = np.frombuffer(buffer.read_mapped(), np.uint8).reshape(height, bytes_per_row)[:, :row].copy()
     buffer.unmap()
     buffer.destroy()
@@ -494,27 +494,6 @@ def _dawn_device() -> Any:
     return adapter.request_device_sync(required_features=need + extra[:1])
 
 
-def _read_dawn_plane(device: Any, texture: Any, width: int, height: int, bpt: int) -> np.ndarray:
-    import wgpudawn
-
-    row = width * bpt
-    bytes_per_row = -(-row // 256) * 256
-    buffer = device.create_buffer(
-        size=bytes_per_row * height, usage=wgpudawn.BufferUsage.COPY_DST | wgpudawn.BufferUsage.MAP_READ
-    )
-    encoder = device.create_command_encoder()
-    encoder.copy_texture_to_buffer(
-        {"texture": texture},
-        {"buffer": buffer, "bytes_per_row": bytes_per_row, "rows_per_image": height},
-        (width, height, 1),
-    )
-    device.queue.submit([encoder.finish()])
-    buffer.map_sync("READ")
-    data = np.frombuffer(buffer.read_mapped(), np.uint8).reshape(height, bytes_per_row)[:, :row].copy()
-    buffer.unmap()
-    return data
-
-
 @pytest.mark.nvidia
 @pytest.mark.cuda
 @pytest.mark.dawn
@@ -550,7 +529,7 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
                 assert f.image_state.owner is ImageOwner.SHARED_VULKAN
                 for d, texture in zip(f.planes, f.textures):
                     bpt = d.plane_format.bytes_per_texel
-                    got = _read_dawn_plane(device, texture, d.width, d.height, bpt)
+                    got = read_plane(device, texture, d.width, d.height, bpt)
                     want = source_plane(soft[index], d.plane_index, d.width * bpt, d.height)
                     assert np.array_equal(got, want), f"frame {index} plane {d.plane_index} differs"
                 held.append(lease)

@@ -149,6 +149,10 @@ class _Failure:
         self.exc = exc
 
 
+_Produced = av.VideoFrame | _Described | None
+"""What the prefetch thread hands over: a frame, described there when it could be, or None at the end."""
+
+
 class _Prefetcher:
     """Runs ``produce`` on one worker thread, ``depth`` results ahead of the consumer.
 
@@ -156,15 +160,15 @@ class _Prefetcher:
     ``stop()`` ends the worker (it is joined) and drops what it had decoded ahead.
     """
 
-    def __init__(self, produce: Callable[[], Any], depth: int, name: str) -> None:
+    def __init__(self, produce: Callable[[], _Produced], depth: int, name: str) -> None:
         self._produce = produce
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._queue: queue.Queue[_Produced | _Failure] = queue.Queue(maxsize=depth)
         self._stopping = threading.Event()
         self._finished = False
         self._thread = threading.Thread(target=self._run, name=f"alpha2-decode {name}", daemon=True)
         self._thread.start()
 
-    def _put(self, item: Any) -> bool:
+    def _put(self, item: _Produced | _Failure) -> bool:
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=0.05)
@@ -183,7 +187,7 @@ class _Prefetcher:
             if not self._put(frame) or frame is None:
                 return
 
-    def get(self) -> Any:
+    def get(self) -> _Produced:
         # After the end or a failure the worker has returned: the stream is over, as a finished
         # generator is when decoding on the caller's thread.
         if self._finished:
@@ -553,7 +557,7 @@ class DecodeSession:
                 "use hwaccel='auto' or 'none'"
             ) from exc
 
-    def _fetch(self) -> av.VideoFrame | _Described | None:
+    def _fetch(self) -> _Produced:
         """The next decoded frame: one kept back by a failed hand-out, the prefetcher's (described
         there), or a fresh one."""
         if self._pending is not None:
@@ -573,7 +577,7 @@ class DecodeSession:
         if prefetcher is not None:
             prefetcher.stop()
 
-    def _described_next(self) -> av.VideoFrame | _Described | None:
+    def _described_next(self) -> _Produced:
         """The prefetch thread's producer: the next frame, described when it can be (else the caller's
         thread describes it, and raises there as without prefetching)."""
         frame = self._raw_next()

@@ -96,6 +96,15 @@ DAWN_TIMELINE_FENCES = False
 _COPYABLE = {PlaneFormat.R8, PlaneFormat.RG8, PlaneFormat.RGBA8, PlaneFormat.R16, PlaneFormat.RG16}
 
 
+def _uncopyable_reason(pixel_format: PixelFormat) -> str | None:
+    """Why the GPU copy does not take frames of ``pixel_format`` (None when it does)."""
+    for plane_format in pixel_format.plane_formats:
+        if plane_format not in _COPYABLE or plane_format.upload_conversion is not UploadConversion.NONE:
+            name = pixel_format.ffmpeg_name
+            return f"{name} has {plane_format.name} planes, which the GPU copy does not take"
+    return None
+
+
 def _dawn_extras() -> Any:
     return importlib.import_module("wgpudawn.backends.dawn.extras")
 
@@ -452,13 +461,7 @@ class CudaVkPairing(InteropPairing):
                 f"the frame was decoded on CUDA device {planes[0].device_ordinal}, the copy runs on device "
                 f"{self.cuda_ordinal} (Dawn's GPU)"
             )
-        for plane_format in frame.pixel_format.plane_formats:
-            if plane_format not in _COPYABLE or plane_format.upload_conversion is not UploadConversion.NONE:
-                return (
-                    f"{frame.pixel_format.ffmpeg_name} has {plane_format.name} planes, which the GPU copy "
-                    "does not take"
-                )
-        return None
+        return _uncopyable_reason(frame.pixel_format)
 
     def prepare_stream(self, identity: SurfaceIdentity) -> None:
         """Make a ring slot for ``identity``'s frames (Vulkan images, CUDA and Dawn imports) now.
@@ -466,10 +469,7 @@ class CudaVkPairing(InteropPairing):
         A format the copy does not take is left alone: its frames fall back, reported as they come.
         """
         pixel_format = identity.pixel_format
-        if any(
-            f not in _COPYABLE or f.upload_conversion is not UploadConversion.NONE
-            for f in pixel_format.plane_formats
-        ):
+        if _uncopyable_reason(pixel_format) is not None:
             return
         geometry = frame_geometry(pixel_format, identity.width, identity.height)
         check_16bit(self._info, geometry, pixel_format)
