@@ -25,7 +25,7 @@ import numpy as np
 
 from alpha2.ffmpeg_bridge import DecodeSession, HwAccelMode, download_frame
 from alpha2.gpu.errors import Error
-from alpha2.native_gpu.surfaces import SurfaceBudget
+from alpha2.gpu.surfaces import SurfaceBudget
 
 ENCODERS = {"h264": "libx264", "hevc": "libx265"}
 

@@ -30,7 +30,7 @@ import wgpu
 
 from alpha2.gpu.colour import ColourMatrix, ColourRange
 from alpha2.gpu.formats import PixelFormat
-from alpha2.native_gpu.encode import EncodedPlanes, VulkanEncodeCopier
+from alpha2.native_gpu.encode.copier import EncodedPlanes, VulkanEncodeCopier
 
 
 def make_texture(device: Any, width: int, height: int) -> Any:

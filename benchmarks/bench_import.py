@@ -149,12 +149,12 @@ def run_mode(
 
     importer = renderer = device = None
     if mode == "import":
-        from alpha2.native_gpu.importer import FrameImporter
+        from alpha2.native_gpu.interop.importer import FrameImporter
 
         device = make_device(backend)
         importer = FrameImporter(device, slots=slots)
         if sample:
-            from alpha2.native_gpu.shader import FrameRenderer
+            from alpha2.native_gpu.render.renderer import FrameRenderer
 
             renderer = FrameRenderer(device)
     count = 0

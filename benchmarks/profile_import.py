@@ -32,9 +32,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_import
 
 from alpha2.ffmpeg_bridge import decode as decode_module
-from alpha2.native_gpu import hwdec_cpu_upload, hwdec_cuda_vk, leases, shader
-from alpha2.native_gpu import importer as importer_module
 from alpha2.native_gpu._cuda import interop
+from alpha2.native_gpu.interop import cpu_upload, cuda_vk, leases
+from alpha2.native_gpu.interop import importer as importer_module
+from alpha2.native_gpu.render import renderer as shader
 
 # (function, thread) -> [total seconds, calls, longest call]
 STATS: dict[tuple[str, str], list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0])
@@ -68,11 +69,11 @@ def install_timers() -> None:
     timed(decode_module._Prefetcher, "get", "Prefetcher.get (waiting for a frame)")
     timed(importer_module.FrameImporter, "import_frame")
     timed(leases.VulkanImportLease, "release")
-    timed(hwdec_cuda_vk.CudaVkPairing, "_acquire")
-    timed(hwdec_cuda_vk.CudaVkPairing, "_enqueue_copy")
-    timed(hwdec_cuda_vk.CudaVkPairing, "_release_slot_current")
-    timed(hwdec_cuda_vk.CudaVkPairing, "_end_plane")
-    timed(hwdec_cpu_upload.CpuUploadPairing, "_write_plane")
+    timed(cuda_vk.CudaVkPairing, "_acquire")
+    timed(cuda_vk.CudaVkPairing, "_enqueue_copy")
+    timed(cuda_vk.CudaVkPairing, "_release_slot_current")
+    timed(cuda_vk.CudaVkPairing, "_end_plane")
+    timed(cpu_upload.CpuUploadPairing, "_write_plane")
     timed(interop, "copy_plane_to_array")
     timed(interop.ExternalSemaphore, "__init__", "ExternalSemaphore.__init__ (CUDA import)")
     timed(interop.ExternalSemaphore, "signal")

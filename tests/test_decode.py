@@ -29,10 +29,10 @@ from alpha2.ffmpeg_bridge.errors import from_ffmpeg
 from alpha2.gpu.colour import ColourMatrix, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceBudgetError, SurfaceBudgetPolicy
+from alpha2.gpu.surfaces import SurfaceBudget, SurfaceBudgetError, SurfaceBudgetPolicy
 
 os.environ.setdefault("SVT_LOG", "1")
 # Quiet FFmpeg's stderr without PyAV's Python log callback: that callback needs the GIL from FFmpeg's

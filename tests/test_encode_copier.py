@@ -18,7 +18,7 @@ from alpha2.gpu.errors import (
 )
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.encode import (
+from alpha2.native_gpu.encode.copier import (
     EncodedPlanes,
     EncodeTarget,
     ExtentSource,
@@ -445,7 +445,7 @@ def test_extent_from_vulkan_caps() -> None:
 
 @pytest.mark.vulkan
 def test_full_ring_wait_is_bounded(device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import alpha2.native_gpu.encode as encode
+    import alpha2.native_gpu.encode.copier as encode
 
     texture = _flat(device, 60)
     copier = VulkanEncodeCopier(device, W, H, ring_size=2, wait_timeout_s=0.05)
@@ -676,7 +676,7 @@ def test_submit_planes_ring_reuse_and_mixing(device16: Any) -> None:
 
 def test_scale_yuv_params_without_a_device() -> None:
     from alpha2.gpu.colour import ColourInfo
-    from alpha2.native_gpu.encode import scale_yuv_params
+    from alpha2.native_gpu.encode.copier import scale_yuv_params
 
     kwargs: dict[str, Any] = {
         "output_size": (1280, 720),

@@ -15,11 +15,11 @@ import pytest
 
 from alpha2.ffmpeg_bridge import media as bridge_media
 from alpha2.gpu.errors import InternalError
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
-from alpha2.native_gpu import hwdec_cpu_upload
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.importer import FrameImporter
-from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.native_gpu.interop import cpu_upload
+from alpha2.native_gpu.interop.importer import FrameImporter
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
@@ -109,7 +109,7 @@ def test_failures_and_generations_do_not_leak(
     importer: FrameImporter, sources: list[av.VideoFrame], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     budget = SurfaceBudget()
-    original = hwdec_cpu_upload.CpuUploadPairing._write_plane
+    original = cpu_upload.CpuUploadPairing._write_plane
     state = {"n": 0}
 
     def flaky(self: Any, texture: Any, data: Any, bytes_per_row: int, g: Any) -> None:
@@ -118,7 +118,7 @@ def test_failures_and_generations_do_not_leak(
             raise InternalError("injected")
         original(self, texture, data, bytes_per_row, g)
 
-    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "_write_plane", flaky)
+    monkeypatch.setattr(cpu_upload.CpuUploadPairing, "_write_plane", flaky)
     base_textures = live_textures()
     failures = 0
     for generation in range(4):  # each generation drains the previous one's sets
@@ -129,7 +129,7 @@ def test_failures_and_generations_do_not_leak(
             except InternalError:
                 failures += 1
                 frame.release()
-    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "_write_plane", original)
+    monkeypatch.setattr(cpu_upload.CpuUploadPairing, "_write_plane", original)
     gc.collect()
     stats = importer.stats()
     assert failures > 0 and stats.failed == failures

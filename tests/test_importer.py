@@ -21,15 +21,15 @@ import pytest
 from alpha2.ffmpeg_bridge import media as bridge_media
 from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InternalError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu import hwdec_cpu_upload
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.importer import FrameImporter, detect_webgpu_device
-from alpha2.native_gpu.leases import ImageOwner, SlotPool, VulkanImportLease, WebGpuImplementation
-from alpha2.native_gpu.shader import gpu_module_of
-from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceIdentity
-from alpha2.native_gpu.waits import gpu_wait_timeout, set_gpu_wait_timeout
+from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.native_gpu.device.waits import gpu_wait_timeout, set_gpu_wait_timeout
+from alpha2.native_gpu.interop import cpu_upload
+from alpha2.native_gpu.interop.importer import FrameImporter, detect_webgpu_device
+from alpha2.native_gpu.interop.leases import ImageOwner, SlotPool, VulkanImportLease, WebGpuImplementation
+from alpha2.native_gpu.render.renderer import gpu_module_of
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
@@ -213,7 +213,7 @@ def test_prepare_records_a_failed_set_up_like_a_first_frame(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise UnsupportedError("no staging memory here")
 
-    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "create", refuse)
+    monkeypatch.setattr(cpu_upload.CpuUploadPairing, "create", refuse)
     with FrameImporter(device) as imp:
         with pytest.raises(UnsupportedError, match=r"no import path can take host-memory frames: .*staging"):
             imp.prepare(gpu_frames=False)
@@ -382,7 +382,7 @@ def test_failure_half_way_is_undone_and_importer_stays_usable(
 ) -> None:
     budget = SurfaceBudget()
     importer.import_frame(decoded(av_frame("yuv420p", 32, 16), budget)).release()
-    original = hwdec_cpu_upload.CpuUploadPairing._write_plane
+    original = cpu_upload.CpuUploadPairing._write_plane
     calls = {"n": 0}
 
     def failing(self: Any, texture: Any, data: Any, bytes_per_row: int, g: Any) -> None:
@@ -391,14 +391,14 @@ def test_failure_half_way_is_undone_and_importer_stays_usable(
             raise InternalError("injected failure")
         original(self, texture, data, bytes_per_row, g)
 
-    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "_write_plane", failing)
+    monkeypatch.setattr(cpu_upload.CpuUploadPairing, "_write_plane", failing)
     frame = decoded(av_frame("yuv420p", 32, 16), budget)
     with pytest.raises(InternalError, match="injected"):
         importer.import_frame(frame)
     assert not frame.released and budget.usage().surfaces == 1  # still the caller's
     stats = importer.stats()
     assert stats.failed == 1 and stats.in_flight == 0 and stats.pool_idle == stats.pool_sets == 1
-    monkeypatch.setattr(hwdec_cpu_upload.CpuUploadPairing, "_write_plane", original)
+    monkeypatch.setattr(cpu_upload.CpuUploadPairing, "_write_plane", original)
     with importer.import_frame(frame):
         pass
     stats = importer.stats()
@@ -464,7 +464,7 @@ def test_gpu_wait_timeout_is_the_bound() -> None:
 
 @pytest.mark.vulkan
 def test_imported_planes_feed_the_renderer(device: Any, importer: FrameImporter) -> None:
-    from alpha2.native_gpu.shader import FrameRenderer, read_texture_rgba
+    from alpha2.native_gpu.render.renderer import FrameRenderer, read_texture_rgba
 
     frame = av_frame("nv12", 32, 16)
     renderer = FrameRenderer(device)
@@ -577,7 +577,7 @@ def test_nvdec_frames_on_wgpu_are_downloaded_and_reported(device: Any, tmp_path:
 
 @pytest.fixture(scope="module")
 def shared_context() -> Iterator[Any]:
-    from alpha2.native_gpu.shared import choose_shared_vulkan
+    from alpha2.native_gpu.device.shared import choose_shared_vulkan
 
     choice = choose_shared_vulkan(decode_allowed=False)
     if choice.context is None:
@@ -589,7 +589,7 @@ def shared_context() -> Iterator[Any]:
 @pytest.mark.vulkan
 def test_exportable_images_export_memory_fds(shared_context: Any) -> None:
     from alpha2.native_gpu._vk import export
-    from alpha2.native_gpu.shared import QueueRole
+    from alpha2.native_gpu.device.shared import QueueRole
 
     state = shared_context._internal
     if "VK_KHR_external_memory_fd" not in shared_context.enabled_extensions:

@@ -17,7 +17,7 @@ import pytest
 
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange, yuv_to_rgb
 from alpha2.gpu.formats import PixelFormat
-from alpha2.native_gpu.shader import (
+from alpha2.native_gpu.render.renderer import (
     FrameRenderer,
     LayoutKind,
     ShaderParams,

@@ -12,14 +12,14 @@ import pytest
 from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError, AdapterPolicy
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError
 from alpha2.native_gpu._vk.core import SharedVulkanError, check, error_for_result, result_name
-from alpha2.native_gpu.candidates import VulkanCandidate, vulkan_candidates
-from alpha2.native_gpu.probe import (
+from alpha2.native_gpu.device.candidates import VulkanCandidate, vulkan_candidates
+from alpha2.native_gpu.device.probe import (
     SubmissionProbeResult,
     gpu_wait_timeout,
     probe_vulkan_submission,
     set_gpu_wait_timeout,
 )
-from alpha2.native_gpu.shared import (
+from alpha2.native_gpu.device.shared import (
     QueueRole,
     SharedVulkanContext,
     choose_shared_vulkan,
@@ -152,7 +152,7 @@ def test_submission_probe(context: SharedVulkanContext) -> None:
 
 @pytest.mark.vulkan
 def test_submission_probe_times_out_instead_of_hanging(candidates: list[VulkanCandidate]) -> None:
-    from alpha2.native_gpu.vk_sync import create_timeline_semaphore
+    from alpha2.native_gpu.device.timeline import create_timeline_semaphore
 
     with SharedVulkanContext(candidates[0]) as ctx:
         if "timelineSemaphore" not in ctx.enabled_features:

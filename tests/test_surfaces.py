@@ -12,10 +12,10 @@ import pytest
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError, OutOfMemoryError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.surfaces import (
+from alpha2.gpu.surfaces import (
     SurfaceBudget,
     SurfaceBudgetError,
     SurfaceBudgetPolicy,

@@ -11,9 +11,9 @@ import pytest
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.sync import SyncPoint, WaitStatus
-from alpha2.native_gpu.candidates import vulkan_candidates
-from alpha2.native_gpu.shared import SharedVulkanContext
-from alpha2.native_gpu.vk_sync import (
+from alpha2.native_gpu.device.candidates import vulkan_candidates
+from alpha2.native_gpu.device.shared import SharedVulkanContext
+from alpha2.native_gpu.device.timeline import (
     VulkanTimelineSemaphore,
     VulkanTimelineSyncPoint,
     create_timeline_semaphore,

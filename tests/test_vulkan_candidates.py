@@ -13,7 +13,7 @@ import pytest
 from alpha2.gpu.adapters import AdapterFactsLike, AdapterType, VideoCodec, WgpuAdapterFacts
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.identity import DeviceId
-from alpha2.native_gpu.candidates import (
+from alpha2.native_gpu.device.candidates import (
     ExternalHandleType,
     VideoCodecSupport,
     VideoOperation,
@@ -96,9 +96,9 @@ def test_import_without_loader_and_call_raises() -> None:
     # The `vulkan` package opens libvulkan on import; make that import fail as it does without a loader.
     code = (
         "import sys; sys.modules['vulkan'] = None; sys.modules['vulkan._vulkan'] = None\n"
-        "import alpha2.native_gpu, alpha2.native_gpu.candidates, alpha2.native_gpu.shared\n"
-        "import alpha2.native_gpu.probe, alpha2.native_gpu.vk_sync\n"
-        "from alpha2.native_gpu.candidates import vulkan_candidates\n"
+        "import alpha2.native_gpu, alpha2.native_gpu.device.candidates, alpha2.native_gpu.device.shared\n"
+        "import alpha2.native_gpu.device.probe, alpha2.native_gpu.device.timeline\n"
+        "from alpha2.native_gpu.device.candidates import vulkan_candidates\n"
         "from alpha2.native_gpu._vk.core import VulkanUnavailableError\n"
         "try:\n    vulkan_candidates()\n"
         "except VulkanUnavailableError as exc:\n    print('OK', exc.kind.value, exc)\n"
@@ -111,7 +111,7 @@ def test_import_without_loader_and_call_raises() -> None:
 @pytest.mark.vulkan
 def test_no_driver_raises_typed_error() -> None:
     code = (
-        "from alpha2.native_gpu.candidates import vulkan_candidates\n"
+        "from alpha2.native_gpu.device.candidates import vulkan_candidates\n"
         "from alpha2.gpu.errors import UnsupportedError\n"
         "try:\n    vulkan_candidates()\nexcept UnsupportedError as exc:\n    print('OK', exc)\n"
     )
@@ -156,8 +156,8 @@ def test_candidates_on_lavapipe(candidates: list[VulkanCandidate]) -> None:
 @pytest.mark.vulkan
 def test_video_capability_query_with_a_fake_driver() -> None:
     """The cffi struct chain of the video query, against a fake vkGetPhysicalDeviceVideoCapabilitiesKHR."""
-    from alpha2.native_gpu import candidates as mod
     from alpha2.native_gpu._vk.core import vulkan_api
+    from alpha2.native_gpu.device import candidates as mod
 
     api = vulkan_api()
     ffi = api.ffi
@@ -235,8 +235,12 @@ def test_unsupported_error_is_typed() -> None:
 
 
 def test_encode_extent_comes_from_the_candidates_encode_capabilities() -> None:
-    from alpha2.native_gpu.candidates import VideoCodecSupport, VideoOperation, VideoProfileCapabilities
-    from alpha2.native_gpu.encode import ExtentSource, VideoEncodeExtent
+    from alpha2.native_gpu.device.candidates import (
+        VideoCodecSupport,
+        VideoOperation,
+        VideoProfileCapabilities,
+    )
+    from alpha2.native_gpu.encode.copier import ExtentSource, VideoEncodeExtent
 
     def profile(name: str, extent: tuple[int, int], supported: bool = True) -> VideoProfileCapabilities:
         return VideoProfileCapabilities(

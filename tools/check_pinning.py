@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError
-from alpha2.native_gpu.candidates import vulkan_candidates
-from alpha2.native_gpu.shared import choose_shared_vulkan, shared_device_index
+from alpha2.native_gpu.device.candidates import vulkan_candidates
+from alpha2.native_gpu.device.shared import choose_shared_vulkan, shared_device_index
 
 
 def _pinned(value: str) -> tuple[int | None, str | None, int | None, str]:

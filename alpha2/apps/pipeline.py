@@ -1,9 +1,9 @@
 """What the player and the transcoder share: the device, the bookkeeping and the progress display.
 
 Composition only: the WebGPU device is chosen with :mod:`alpha2.gpu.adapters` (``ALPHA2_GPU_ADAPTER``
-honoured, Vulkan candidates from :mod:`alpha2.native_gpu.candidates` for matching), frames are counted per
-:class:`~alpha2.gpu.identity.ExecutionPath` with the bytes that crossed the CPU, the time of each stage is
-summed, and progress goes to a rich bar on a terminal or to plain lines otherwise.
+honoured, Vulkan candidates from :mod:`alpha2.native_gpu.device.candidates` for matching), frames are
+counted per :class:`~alpha2.gpu.identity.ExecutionPath` with the bytes that crossed the CPU, the time of
+each stage is summed, and progress goes to a rich bar on a terminal or to plain lines otherwise.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ class _Candidates:
     def get(self) -> list[Any]:
         if self._value is None:
             try:
-                from alpha2.native_gpu.candidates import vulkan_candidates
+                from alpha2.native_gpu.device.candidates import vulkan_candidates
 
                 self._value = [c for c in vulkan_candidates() if c.usable]
             except Exception as exc:  # no loader: adapters are ranked without Vulkan facts, and we say so

@@ -25,9 +25,9 @@ from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rect, Size
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.frames import DecodedFrame
 
 __all__ = [
     "PlayOptions",
@@ -254,8 +254,8 @@ class _Player:
         decoder.seek(at)
 
     def _make_gpu(self, on_gpu: bool) -> None:
-        from alpha2.native_gpu.importer import FrameImporter
-        from alpha2.native_gpu.shader import FrameRenderer
+        from alpha2.native_gpu.interop.importer import FrameImporter
+        from alpha2.native_gpu.render.renderer import FrameRenderer
 
         choice = pipeline.create_device(want_gpu_copy=on_gpu)
         self.stats.device = choice.as_dict()
@@ -318,7 +318,7 @@ class _Player:
     # -- offscreen ------------------------------------------------------------------------------------
 
     def offscreen(self, reason: str) -> PlayStats:
-        from alpha2.native_gpu.shader import gpu_module_of, read_texture_rgba
+        from alpha2.native_gpu.render.renderer import gpu_module_of, read_texture_rgba
 
         stats, options = self.stats, self.options
         stats.mode, stats.mode_reason = "offscreen", reason

@@ -4,9 +4,9 @@ Two ways through, decided from the first frame and reported:
 
 * passthrough (``ExecutionPath.SOFTWARE``): nothing asks for processing (same size, colour kept, no
   ``--gpu``), so decoded frames go straight to the encoder with no GPU work;
-* GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.importer.FrameImporter`)
+* GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.interop.importer.FrameImporter`)
   and scaled and converted straight into NV12 / P010 at the output size, with the output's matrix and
-  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.VulkanEncodeCopier`
+  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.copier.VulkanEncodeCopier`
   (``submit_planes``); gray and packed RGB inputs, which it cannot read, are rendered to RGBA by the
   sampling shader first. The copier's ring hands frames back about two submissions later, so the
   encoder works on frame N while the GPU converts N + 2.
@@ -32,9 +32,9 @@ from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.frames import DecodedFrame
 
 __all__ = [
     "DEFAULT_CRF",
@@ -402,7 +402,7 @@ class _Transcoder:
 
     @staticmethod
     def _check_extent(encoder_name: str, plan: TranscodePlan) -> None:
-        from alpha2.native_gpu.encode import VideoEncodeExtent
+        from alpha2.native_gpu.encode.copier import VideoEncodeExtent
 
         fmt = (
             plan.output_format
@@ -493,9 +493,9 @@ class _Transcoder:
             add("decode", clock() - t1)
 
     def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
-        from alpha2.native_gpu.encode import VideoEncodeExtent, VulkanEncodeCopier
-        from alpha2.native_gpu.importer import FrameImporter
-        from alpha2.native_gpu.shader import FrameRenderer, LayoutKind, layout_kind
+        from alpha2.native_gpu.encode.copier import VideoEncodeExtent, VulkanEncodeCopier
+        from alpha2.native_gpu.interop.importer import FrameImporter
+        from alpha2.native_gpu.render.renderer import FrameRenderer, LayoutKind, layout_kind
 
         decoder, session, stats = self.decoder, self.session, self.stats
         assert decoder is not None and session is not None

@@ -1,6 +1,6 @@
 """FFmpeg (PyAV) for alpha2: the only package that imports ``av``.
 
-Decode sessions hand frames onward as :class:`~alpha2.native_gpu.frames.DecodedFrame` (planes as
+Decode sessions hand frames onward as :class:`~alpha2.gpu.frames.DecodedFrame` (planes as
 ``alpha2.gpu`` vocabulary plus a keep-alive), encode sessions take planes back and write files
 atomically; hardware decoding runs on the CUDA twin of the shared device or not at all.
 """

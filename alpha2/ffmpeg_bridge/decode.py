@@ -1,8 +1,8 @@
-"""Decode sessions: a container's video stream as :class:`~alpha2.native_gpu.frames.DecodedFrame` objects.
+"""Decode sessions: a container's video stream as :class:`~alpha2.gpu.frames.DecodedFrame` objects.
 
 Software decoding hands out PyAV's own plane buffers as a CPU plane set (no copies); NVDEC keeps the
 frames on the GPU and hands out their planes as pitched CUDA pointers. Every frame handed out holds a
-reservation on a :class:`~alpha2.native_gpu.surfaces.SurfaceBudget`; when the budget is full the session
+reservation on a :class:`~alpha2.gpu.surfaces.SurfaceBudget`; when the budget is full the session
 waits (bounded) or fails, as the budget is configured, and the NVDEC frame pool is sized so that a
 consumer holding up to ``max_surfaces`` frames never starves the decoder.
 """
@@ -45,9 +45,9 @@ from alpha2.ffmpeg_bridge.hwdevice import (
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
 
 __all__ = ["CorruptPolicy", "DecodeSession", "DecodeStats", "MediaSource", "download_frame"]
 
@@ -418,7 +418,7 @@ class DecodeSession:
         output format is only known once the decoder has seen the stream (PyAV puts the hardware
         format, ``cuda``, where the software one was).
 
-        For :meth:`FrameImporter.prepare <alpha2.native_gpu.importer.FrameImporter.prepare>`: textures
+        For :meth:`FrameImporter.prepare <alpha2.native_gpu.interop.importer.FrameImporter.prepare>`: textures
         made for this identity are taken by exactly the frames that have it. A first frame that turns out
         different (the parameters lied) starts a new generation instead, so nothing prepared for the
         prediction is ever given a frame of another shape.

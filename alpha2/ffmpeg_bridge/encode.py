@@ -36,8 +36,8 @@ from alpha2.ffmpeg_bridge.errors import EncoderError, UnsupportedCodecError, fro
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
-from alpha2.native_gpu.frames import DecodedFrame
 
 __all__ = [
     "ENCODER_PREFERENCE",

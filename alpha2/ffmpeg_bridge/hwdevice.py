@@ -1,7 +1,7 @@
 """Which hardware device FFmpeg decodes on: the CUDA twin of the shared device, or none.
 
 The decoder must land on the GPU the renderer uses. The shared device (H3's
-``alpha2.native_gpu.shared.shared_device_index``) names the Vulkan device and, matched by UUID, its
+``alpha2.native_gpu.device.shared.shared_device_index``) names the Vulkan device and, matched by UUID, its
 CUDA ordinal; NVDEC runs on that ordinal or not at all. ``auto`` falls back to software decoding and
 says why; an explicit ``cuda`` that cannot be had is an error.
 
@@ -116,9 +116,9 @@ def _shared_device(source: object = None) -> tuple[int | None, int | None, str]:
     decoder lands on that GPU; None ranks the adapters as the renderer would (ALPHA2_GPU_ADAPTER included).
     """
     try:
-        from alpha2.native_gpu import shared
+        from alpha2.native_gpu.device import shared
     except Exception as exc:  # absent or unusable: no shared device, hence no CUDA twin
-        return None, None, f"alpha2.native_gpu.shared is unavailable ({exc})"
+        return None, None, f"alpha2.native_gpu.device.shared is unavailable ({exc})"
     try:
         index_of: Any = shared.shared_device_index
         result: Any = index_of(source) if source is not None else index_of()

@@ -1,7 +1,7 @@
 """Adapter identity and ranking, and the ``ALPHA2_GPU_ADAPTER`` pin. Pure Python.
 
 :func:`rank_adapters` orders anything that looks like :class:`AdapterFactsLike` (Vulkan candidates from
-``alpha2.native_gpu.candidates``, :class:`WgpuAdapterFacts`, synthetic :class:`AdapterFacts` in tests):
+``alpha2.native_gpu.device.candidates``, :class:`WgpuAdapterFacts`, synthetic :class:`AdapterFacts` in tests):
 
 * ``AUTO``: the adapter that encodes the most codecs on the GPU, then one that decodes (when decoding
   is allowed), then high-performance order (discrete, integrated, virtual, CPU, other), then the

@@ -1,10 +1,10 @@
 """Vulkan timeline semaphores as alpha2 sync points.
 
 :class:`VulkanTimelineSemaphore` owns a timeline VkSemaphore on a
-:class:`~alpha2.native_gpu.shared.SharedVulkanContext` (host signal, counter value);
+:class:`~alpha2.native_gpu.device.shared.SharedVulkanContext` (host signal, counter value);
 :class:`VulkanTimelineSyncPoint` is "the semaphore reached this value", with the waits of
 :class:`alpha2.gpu.sync.SyncPoint`: ``_poll`` reads vkGetSemaphoreCounterValue, ``_wait_native`` calls
-vkWaitSemaphores with a timeout (bounded by :func:`~alpha2.native_gpu.waits.gpu_wait_timeout`) and maps
+vkWaitSemaphores with a timeout (bounded by :func:`~alpha2.native_gpu.device.waits.gpu_wait_timeout`) and maps
 VK_TIMEOUT to ``WaitStatus.TIMED_OUT``.
 """
 
@@ -18,8 +18,8 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.sync import SyncPoint, WaitStatus
 from alpha2.native_gpu._vk.core import VK_TIMEOUT, SharedVulkanError, check, handle_address
-from alpha2.native_gpu.shared import SharedVulkanContext, VulkanDeviceState
-from alpha2.native_gpu.waits import gpu_wait_timeout, timeout_ns
+from alpha2.native_gpu.device.shared import SharedVulkanContext, VulkanDeviceState
+from alpha2.native_gpu.device.waits import gpu_wait_timeout, timeout_ns
 
 __all__ = [
     "VulkanTimelineSemaphore",

@@ -17,8 +17,8 @@ from typing import Any
 
 from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.native_gpu._vk.core import VK_TIMEOUT, check, result_name
-from alpha2.native_gpu.shared import QueueRole, SharedVulkanContext, VulkanDeviceState
-from alpha2.native_gpu.waits import bounded_timeout, gpu_wait_timeout, set_gpu_wait_timeout, timeout_ns
+from alpha2.native_gpu.device.shared import QueueRole, SharedVulkanContext, VulkanDeviceState
+from alpha2.native_gpu.device.waits import bounded_timeout, gpu_wait_timeout, set_gpu_wait_timeout, timeout_ns
 
 __all__ = [
     "SubmissionProbeResult",

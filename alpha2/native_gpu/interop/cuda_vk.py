@@ -61,12 +61,13 @@ from alpha2.gpu.errors import (
     UnsupportedError,
 )
 from alpha2.gpu.formats import PixelFormat, PlaneFormat, UploadConversion
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
 from alpha2.gpu.identity import BackendKind, ExecutionPath
+from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import WaitStatus
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.hwdec_cpu_upload import PlaneGeometry, check_16bit, frame_geometry, picture_size
-from alpha2.native_gpu.leases import (
+from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry, check_16bit, frame_geometry, picture_size
+from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
     FEATURE_SHARED_FENCE_OPAQUE_FD,
     FEATURE_SHARED_TEXTURE_OPAQUE_FD,
@@ -83,7 +84,6 @@ from alpha2.native_gpu.leases import (
     WebGpuDeviceInfo,
     WebGpuImplementation,
 )
-from alpha2.native_gpu.surfaces import SurfaceIdentity
 
 __all__ = ["CudaVkPairing", "RingSlot"]
 
@@ -364,7 +364,7 @@ class CudaVkPairing(InteropPairing):
         wait_timeout: Callable[[], float],
     ) -> None:
         from alpha2.native_gpu._cuda import interop
-        from alpha2.native_gpu.shared import QueueRole
+        from alpha2.native_gpu.device.shared import QueueRole
 
         self._device = device
         self._info = info
@@ -827,8 +827,8 @@ def _typed(exc: BaseException, what: str) -> BaseException:
 
 def _shared_context_for(uuid: bytes | None) -> Any:
     """A SharedVulkanContext on the adapter with this device UUID (no decode queue needed)."""
-    from alpha2.native_gpu.candidates import vulkan_candidates
-    from alpha2.native_gpu.shared import SharedVulkanContext
+    from alpha2.native_gpu.device.candidates import vulkan_candidates
+    from alpha2.native_gpu.device.shared import SharedVulkanContext
 
     for candidate in vulkan_candidates():
         if candidate.usable and candidate.uuid == uuid:

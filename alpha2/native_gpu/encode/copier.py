@@ -59,8 +59,8 @@ from alpha2.gpu.errors import (
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.shader import LayoutKind, shader_params
-from alpha2.native_gpu.waits import gpu_wait_timeout
+from alpha2.native_gpu.device.waits import gpu_wait_timeout
+from alpha2.native_gpu.render.renderer import LayoutKind, shader_params
 
 if TYPE_CHECKING:
     import wgpu
@@ -281,7 +281,7 @@ class VideoEncodeExtent:
         "what can the GPU encode"). Software encoders (``libx264`` ...) and NVENC keep their own limits
         from alpha2's table, whatever the device reports.
 
-        ``candidate`` is duck-typed (a :class:`~alpha2.native_gpu.candidates.VulkanCandidate` or a
+        ``candidate`` is duck-typed (a :class:`~alpha2.native_gpu.device.candidates.VulkanCandidate` or a
         mapping): its ``video_encode_capabilities`` (or ``encode_capabilities``) maps codec names to
         capabilities accepted by :meth:`from_vulkan`.
         """
@@ -452,8 +452,9 @@ class EncodedPlanes:
 class ScaleYuvParams:
     """The uniform block of ``encode_scale_yuv.wgsl`` for one (input, output) combination.
 
-    Index space as in :class:`~alpha2.native_gpu.shader.ShaderParams`: luma sample (i, j) sits at (i, j);
-    output pixel o reads source luma position ``src_rect.xy + (o + 0.5) * scale - 0.5``.
+     Index space as in :class:`~alpha2.native_gpu.render.renderer.ShaderParams`
+    : luma sample (i, j) sits at (i, j);
+     output pixel o reads source luma position ``src_rect.xy + (o + 0.5) * scale - 0.5``.
     """
 
     layout: LayoutKind
@@ -528,7 +529,7 @@ def scale_yuv_params(
 ) -> ScaleYuvParams:
     """The uniform block that scales ``pixel_format`` planes to ``output_format`` at ``output_size``.
 
-    Geometry, siting and input colour come from :func:`~alpha2.native_gpu.shader.shader_params` (the
+    Geometry, siting and input colour come from :func:`~alpha2.native_gpu.render.renderer.shader_params` (the
     renderer's rules, unspecified tags resolved as FFmpeg does); the colour transform is the renderer's
     sample -> R'G'B' followed by :func:`~alpha2.gpu.colour.rgb_to_yuv` of the output, with no clipping of
     R'G'B' in between (swscale's Y'CbCr -> Y'CbCr does not clip either).
@@ -622,7 +623,7 @@ def _pump_events(device: Any) -> None:
 
 
 def _load_shader_source(name: str = _SHADER_FILE) -> str:
-    return importlib.resources.files("alpha2.native_gpu").joinpath(name).read_text(encoding="utf-8")
+    return importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
 class VulkanEncodeCopier:

@@ -46,7 +46,7 @@ from alpha2.native_gpu._vk.core import (
     handle_address,
     vulkan_api,
 )
-from alpha2.native_gpu.candidates import VulkanCandidate, VulkanQueueFamily, vulkan_candidates
+from alpha2.native_gpu.device.candidates import VulkanCandidate, VulkanQueueFamily, vulkan_candidates
 
 __all__ = [
     "AdapterReport",

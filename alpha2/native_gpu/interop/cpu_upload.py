@@ -31,10 +31,11 @@ import numpy as np
 
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat, UploadConversion
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.identity import BackendKind, ExecutionPath
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.leases import (
+from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
     ExternalSyncPoint,
     ImportedPlaneDescriptor,
@@ -47,7 +48,6 @@ from alpha2.native_gpu.leases import (
     SlotPool,
     WebGpuDeviceInfo,
 )
-from alpha2.native_gpu.surfaces import SurfaceIdentity
 
 __all__ = ["CpuUploadPairing", "PlaneGeometry", "TextureSet", "frame_geometry", "pool_key"]
 

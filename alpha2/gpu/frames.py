@@ -12,7 +12,7 @@ from alpha2.gpu.errors import ClosedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
-from alpha2.native_gpu.surfaces import SurfaceIdentity, SurfaceReservation
+from alpha2.gpu.surfaces import SurfaceIdentity, SurfaceReservation
 
 __all__ = ["DecodedFrame"]
 
@@ -21,7 +21,7 @@ class DecodedFrame:
     """One decoded picture, on the GPU (CUDA planes) or in host memory (a CPU plane set).
 
     Release it (:meth:`release`, the context manager, or dropping the last reference) to give its
-    surface back to the session's :class:`~alpha2.native_gpu.surfaces.SurfaceBudget`.
+    surface back to the session's :class:`~alpha2.gpu.surfaces.SurfaceBudget`.
     """
 
     __slots__ = (

@@ -395,7 +395,7 @@ class VulkanCandidate:
     @property
     def video_encode_capabilities(self) -> dict[str, VideoProfileCapabilities]:
         """Per codec (FFmpeg's names: h264, hevc, av1, vp9), the supported encode profile with the largest
-        maximum coded extent: what :meth:`alpha2.native_gpu.encode.VideoEncodeExtent.resolve` reads."""
+        maximum coded extent: what :meth:`alpha2.native_gpu.encode.copier.VideoEncodeExtent.resolve` reads."""
         best: dict[str, tuple[int, VideoProfileCapabilities]] = {}
         for support in self.video:
             if support.operation is not VideoOperation.ENCODE or not support.supported:

@@ -291,7 +291,7 @@ def shader_params(
 
 def load_wgsl(name: str = _WGSL_NAME) -> str:
     """The source of a shader shipped with alpha2.native_gpu (package data)."""
-    return importlib.resources.files("alpha2.native_gpu").joinpath(name).read_text(encoding="utf-8")
+    return importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
 def gpu_module_of(device: Any) -> Any:

@@ -8,11 +8,11 @@ lifecycle (mpv's ``hwdec`` table):
 ====================  =============================  ===============================================
 path                  module                         when
 ====================  =============================  ===============================================
-``GPU_COPY``          :mod:`.hwdec_cuda_vk`          CUDA (NVDEC) frames, a wgpudawn device with
+``GPU_COPY``          :mod:`.cuda_vk`                CUDA (NVDEC) frames, a wgpudawn device with
                                                      'shared-texture-memory-opaque-f-d' and
                                                      'shared-fence-vk-semaphore-opaque-f-d' whose
                                                      UUIDs match the shared Vulkan and CUDA devices
-``CPU_UPLOAD``        :mod:`.hwdec_cpu_upload`       any frame, any device (CUDA frames downloaded)
+``CPU_UPLOAD``        :mod:`.cpu_upload`             any frame, any device (CUDA frames downloaded)
 ====================  =============================  ===============================================
 
 The path each frame takes is reported on its lease (``lease.frame.path``, ``.steps``,
@@ -32,10 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu import hwdec_cpu_upload, hwdec_cuda_vk
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.leases import (
+from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.native_gpu.device.waits import gpu_wait_timeout
+from alpha2.native_gpu.interop import cpu_upload, cuda_vk
+from alpha2.native_gpu.interop.leases import (
     ImportTicketStats,
     InteropPairing,
     NativeSurfaceLease,
@@ -44,8 +46,6 @@ from alpha2.native_gpu.leases import (
     WebGpuDeviceInfo,
     WebGpuImplementation,
 )
-from alpha2.native_gpu.surfaces import SurfaceIdentity
-from alpha2.native_gpu.waits import gpu_wait_timeout
 
 __all__ = [
     "PAIRINGS",
@@ -56,8 +56,8 @@ __all__ = [
 ]
 
 PAIRINGS: tuple[type[InteropPairing], ...] = (
-    hwdec_cuda_vk.CudaVkPairing,
-    hwdec_cpu_upload.CpuUploadPairing,
+    cuda_vk.CudaVkPairing,
+    cpu_upload.CpuUploadPairing,
 )
 """The interop pairings, best first. The importer takes the first one that the device and frame allow."""
 

@@ -1,6 +1,6 @@
 """Import leases: what an imported frame is, how long it lives, and the lifecycle every pairing shares.
 
-A :class:`VulkanImportLease` is what :meth:`~alpha2.native_gpu.importer.FrameImporter.import_frame`
+A :class:`VulkanImportLease` is what :meth:`~alpha2.native_gpu.interop.importer.FrameImporter.import_frame`
 returns: the plane textures of one decoded frame on a WebGPU device (an :class:`ImportedVulkanFrame`),
 the :class:`ExternalSyncPoint` to honour before sampling them, the :class:`~alpha2.gpu.identity.ExecutionPath`
 the pixels took and how many bytes crossed the CPU. Releasing the lease (``release()``, the context
@@ -28,11 +28,11 @@ from typing import Any, ClassVar, Generic, TypeVar
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.identity import BackendKind, ExecutionPath
+from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import SyncPoint, WaitStatus
-from alpha2.native_gpu.frames import DecodedFrame
-from alpha2.native_gpu.surfaces import SurfaceIdentity
 
 __all__ = [
     "ExternalSyncPoint",

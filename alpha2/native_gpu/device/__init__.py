@@ -1,0 +1,2 @@
+"""The device room: Vulkan adapter candidates, the shared Vulkan device, timeline semaphores,
+submission probes and the GPU wait bound."""

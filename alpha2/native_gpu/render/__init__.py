@@ -1,0 +1,1 @@
+"""The render room: the Y'CbCr sampling shader (``yuv_to_rgb.wgsl``) and its parameters."""
