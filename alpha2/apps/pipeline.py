@@ -12,7 +12,6 @@ import argparse
 import collections
 import contextlib
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -22,13 +21,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from alpha2.gpu.adapters import adapter_pin, rank_wgpu_adapters
-from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.device.device import Device
 
 __all__ = [
-    "DeviceChoice",
     "PathCounter",
     "PlainProgress",
     "Progress",
@@ -44,9 +42,6 @@ __all__ = [
     "positive_int",
 ]
 
-FEATURE_16BIT_WGPU = "texture-format16bit-norm"
-FEATURE_16BIT_DAWN = "unorm16-texture-formats"
-FEATURES_GPU_COPY = ("shared-texture-memory-opaque-f-d", "shared-fence-vk-semaphore-opaque-f-d")
 
 QUIET_ENCODER_OPTIONS: dict[str, dict[str, str]] = {"libx265": {"x265-params": "log-level=error"}}
 """Encoder options that keep an encoder library from printing its banner on every run."""
@@ -125,146 +120,9 @@ def fit_inside(width: int, height: int, box: Size) -> Size:
 # the device
 
 
-@dataclass(frozen=True)
-class DeviceChoice:
-    """The WebGPU device an application renders on, and why that one."""
-
-    device: Any
-    """The GPUDevice (``wgpu`` or ``wgpudawn``)."""
-    implementation: str
-    """``wgpu`` or ``wgpudawn``."""
-    adapter_name: str
-    """The adapter's name."""
-    backend: str
-    """The adapter's backend (``Vulkan``, ...)."""
-    reason: str
-    """Why this adapter (ranking, pin) and this implementation."""
-    pinned: bool
-    """Whether ALPHA2_GPU_ADAPTER chose it."""
-    features: tuple[str, ...] = ()
-    """Features requested on the device."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """For JSON stats."""
-        return {
-            "implementation": self.implementation,
-            "adapter": self.adapter_name,
-            "backend": self.backend,
-            "pinned": self.pinned,
-            "reason": self.reason,
-            "features": list(self.features),
-        }
-
-
-class _Candidates:
-    """Vulkan candidates for matching wgpu adapters, queried once and only when a ranking needs them."""
-
-    def __init__(self) -> None:
-        self._value: list[Any] | None = None
-        self.note: str | None = None
-
-    def get(self) -> list[Any]:
-        if self._value is None:
-            try:
-                from alpha2.native_gpu.device.candidates import vulkan_candidates
-
-                self._value = [c for c in vulkan_candidates() if c.usable]
-            except Exception as exc:  # no loader: adapters are ranked without Vulkan facts, and we say so
-                self._value = []
-                self.note = f"no Vulkan candidates ({exc})"
-        return self._value
-
-
-def _rank(module: Any, candidates: _Candidates) -> list[Any]:
-    adapters = list(module.gpu.enumerate_adapters_sync())
-    vulkan = [a for a in adapters if str(dict(a.info).get("backend_type", "")).lower() == "vulkan"]
-    # Vulkan is the API alpha2 interoperates through; other backends only when there is no Vulkan one.
-    pool = vulkan or adapters
-    # One adapter and no pin: nothing to rank, so the (slow) Vulkan capability queries are skipped.
-    needed = len(pool) > 1 or adapter_pin() is not None
-    return rank_wgpu_adapters(pool, vulkan_candidates=candidates.get() if needed else ())
-
-
-def _dawn_device(candidates: _Candidates) -> tuple[DeviceChoice | None, str]:
-    """A wgpudawn device with the GPU-copy features, or None and why not."""
-    try:
-        dawn = importlib.import_module("wgpudawn")
-    except Exception as exc:
-        return None, f"wgpudawn is not installed ({type(exc).__name__}: {exc})"
-    try:
-        ranked = _rank(dawn, candidates)
-    except InvalidInputError:
-        raise
-    except Exception as exc:
-        return None, f"wgpudawn has no adapter ({exc})"
-    if not ranked:
-        return None, "wgpudawn has no adapter"
-    top = ranked[0]
-    adapter = top.adapter.adapter
-    have = {str(f) for f in adapter.features}
-    missing = [f for f in FEATURES_GPU_COPY if f not in have]
-    if missing:
-        return None, f"the wgpudawn adapter {top.adapter.name!r} lacks {missing}"
-    features = [*FEATURES_GPU_COPY, *([FEATURE_16BIT_DAWN] if FEATURE_16BIT_DAWN in have else [])]
-    device = adapter.request_device_sync(required_features=features)
-    return (
-        DeviceChoice(
-            device=device,
-            implementation="wgpudawn",
-            adapter_name=top.adapter.name,
-            backend=top.adapter.backend,
-            reason=f"{top.reason}; wgpudawn for the GPU copy of NVDEC frames",
-            pinned=top.pinned,
-            features=tuple(features),
-        ),
-        "",
-    )
-
-
-def create_device(*, want_gpu_copy: bool = False) -> DeviceChoice:
-    """Make the WebGPU device to render on.
-
-    The adapter is ranked by :func:`alpha2.gpu.adapters.rank_wgpu_adapters` (``ALPHA2_GPU_ADAPTER`` pins
-    one; a pin that names none is an error). With ``want_gpu_copy`` (frames decoded by NVDEC), a
-    ``wgpudawn`` device with the shared-memory features is preferred; when none can be had the reason is
-    part of :attr:`DeviceChoice.reason` and the importer reports the CPU fallback per frame.
-
-    Raises:
-        AdapterPinError: ALPHA2_GPU_ADAPTER names no adapter, or several.
-        UnsupportedError: no WebGPU adapter at all.
-    """
-    candidates = _Candidates()
-    dawn_note = ""
-    if want_gpu_copy:
-        choice, dawn_note = _dawn_device(candidates)
-        if choice is not None:
-            return choice
-    import wgpu
-
-    ranked = _rank(wgpu, candidates)
-    if not ranked:
-        raise UnsupportedError(
-            "no WebGPU adapter: install a Vulkan driver (on a machine without a GPU: "
-            "apt-get install mesa-vulkan-drivers for lavapipe) and set XDG_RUNTIME_DIR"
-        )
-    top = ranked[0]
-    adapter = top.adapter.adapter
-    features = [FEATURE_16BIT_WGPU] if FEATURE_16BIT_WGPU in {str(f) for f in adapter.features} else []
-    device = adapter.request_device_sync(required_features=features)
-    reason = top.reason
-    if want_gpu_copy:
-        reason += f"; wgpu-native (no GPU copy: {dawn_note})"
-    if candidates.note:
-        reason += f"; {candidates.note}"
-    return DeviceChoice(
-        device=device,
-        implementation="wgpu",
-        adapter_name=top.adapter.name,
-        backend=top.adapter.backend,
-        reason=reason,
-        pinned=top.pinned,
-        features=tuple(features),
-    )
+def create_device(*, want_gpu_copy: bool = False) -> Device:
+    """The device to work on: :meth:`alpha2.native_gpu.device.device.Device.open` (see there)."""
+    return Device.open(want_gpu_copy=want_gpu_copy)
 
 
 # ---------------------------------------------------------------------------------------------------

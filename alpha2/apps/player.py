@@ -259,7 +259,7 @@ class _Player:
 
         choice = pipeline.create_device(want_gpu_copy=on_gpu)
         self.stats.device = choice.as_dict()
-        self.device = choice.device
+        self.device = choice.webgpu_device
         self.importer = FrameImporter(self.device)
         self._closables.append(self.importer)
         # The path's set-up and the stream's textures now, not on the first frame.

@@ -504,7 +504,7 @@ class _Transcoder:
         t0 = clock()
         choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
         stats.device = choice.as_dict()
-        device = choice.device
+        device = choice.webgpu_device
         importer = FrameImporter(device)
         self._gpu_objects.append(importer)
         importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)

@@ -48,6 +48,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
 from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.native_gpu.device.device import Device
 
 __all__ = ["CorruptPolicy", "DecodeSession", "DecodeStats", "MediaSource", "download_frame"]
 
@@ -226,8 +227,10 @@ class DecodeSession:
         stream_index: Which video stream (index among the container's video streams); None picks the best.
         cuda_ordinal: Decode on this CUDA ordinal instead of the shared device's; the caller then keeps
             decoder and renderer on one GPU.
-        shared_device: The renderer's SharedVulkanContext (or choice / candidate): NVDEC runs on its
-            CUDA twin. None ranks the adapters as the renderer does by default.
+        device: The alpha2 Device frames go to (:class:`~alpha2.native_gpu.device.device.Device`):
+            NVDEC runs on its CUDA twin, found when the Device was made.
+        shared_device: Instead of ``device``: a SharedVulkanContext (or choice / candidate) whose CUDA
+            twin NVDEC runs on. With neither, the adapters are ranked as the renderer does by default.
         reserve_timeout_s: How long to wait for room in the budget (WAIT policy); None uses the budget's.
         prefetch: Decode up to this many frames ahead on a worker thread (0: decode on the caller's
             thread). PyAV releases the GIL while demuxing and decoding, so the caller's per-frame work
@@ -249,6 +252,7 @@ class DecodeSession:
         on_corrupt: CorruptPolicy | str = "skip",
         stream_index: int | None = None,
         cuda_ordinal: int | None = None,
+        device: Device | None = None,
         shared_device: object = None,
         reserve_timeout_s: float | None = None,
         prefetch: int = 0,
@@ -282,7 +286,11 @@ class DecodeSession:
         self._prefetch_depth = prefetch
         self._prefetcher: _Prefetcher | None = None
 
-        plan = plan_hw_device(self._mode, cuda_ordinal, shared_device)
+        if device is not None and not isinstance(device, Device):
+            raise InvalidInputError(
+                f"device must be an alpha2 Device (alpha2.native_gpu.Device), got {type(device).__name__}"
+            )
+        plan = plan_hw_device(self._mode, cuda_ordinal, device if device is not None else shared_device)
         self._plan = plan
         if budget is None:
             budget = SurfaceBudget(max_surfaces=DEFAULT_HW_SURFACES if plan.use_cuda else None)

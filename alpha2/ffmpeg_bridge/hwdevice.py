@@ -112,9 +112,18 @@ def _cuda_device_type_available() -> bool:
 def _shared_device(source: object = None) -> tuple[int | None, int | None, str]:
     """(loader index, CUDA ordinal, explanation) of the shared device; (None, None, why) if unknown.
 
-    ``source`` is what the renderer already chose (a SharedVulkanContext, choice or candidate), so the
-    decoder lands on that GPU; None ranks the adapters as the renderer would (ALPHA2_GPU_ADAPTER included).
+    ``source`` is what the renderer already chose (an alpha2 Device, or a SharedVulkanContext, choice or
+    candidate), so the decoder lands on that GPU; None ranks the adapters as the renderer would
+    (ALPHA2_GPU_ADAPTER included).
     """
+    from alpha2.native_gpu.device.device import Device
+
+    if isinstance(source, Device):
+        # The Device matched its CUDA twin when it was made: nothing is enumerated again.
+        name = f"the device {source.adapter_name!r}"
+        if source.cuda_ordinal is None:
+            return source.vulkan_index, None, f"{name} has no CUDA counterpart: {source.cuda_reason}"
+        return source.vulkan_index, source.cuda_ordinal, f"{source.cuda_reason} ({name})"
     try:
         from alpha2.native_gpu.device import shared
     except Exception as exc:  # absent or unusable: no shared device, hence no CUDA twin
@@ -155,8 +164,8 @@ def plan_hw_device(
         mode: auto, cuda or none.
         cuda_ordinal: An explicit CUDA ordinal; overrides the shared-device match (the caller then
             owns keeping decoder and renderer on one GPU).
-        shared_device: The renderer's SharedVulkanContext (or choice / candidate); None ranks the
-            adapters the way the renderer does by default.
+        shared_device: The renderer's alpha2 Device (or a SharedVulkanContext, choice or candidate);
+            None ranks the adapters the way the renderer does by default.
 
     Raises:
         HwAccelUnavailableError: ``mode`` is CUDA and NVDEC cannot be had.

@@ -1,6 +1,7 @@
 """alpha2.native_gpu: platform GPU interop for native decoded surfaces.
 
-The shared Vulkan device (``SharedVulkanContext``, ``choose_shared_vulkan``, ``vulkan_candidates``,
+The one device a program works on (``Device``: the WebGPU device with its Vulkan and CUDA twins), the
+shared Vulkan device (``SharedVulkanContext``, ``choose_shared_vulkan``, ``vulkan_candidates``,
 ``shared_device_index``), import leases of decoded frames into WebGPU textures (``FrameImporter``,
 ``VulkanImportLease``), bounded surface accounting (``SurfaceBudget``), the sampling shader
 (``FrameRenderer``), the encode hand-off (``VulkanEncodeCopier``, ``VideoEncodeExtent``),
@@ -16,6 +17,7 @@ import importlib
 from typing import Any
 
 _EXPORTS: dict[str, str] = {
+    "Device": "device.device",
     "AdapterPolicy": "device.candidates",
     "AdapterReport": "device.shared",
     "DecodedFrame": "alpha2.gpu.frames",
@@ -71,8 +73,8 @@ _EXPORTS: dict[str, str] = {
     "VulkanTimelineSyncPoint": "device.timeline",
     "VulkanUnavailableError": "device.candidates",
     "VulkanVersion": "device.candidates",
-    "WebGpuDeviceInfo": "interop.leases",
-    "WebGpuImplementation": "interop.leases",
+    "WebGpuDeviceInfo": "alpha2.gpu.webgpu",
+    "WebGpuImplementation": "alpha2.gpu.webgpu",
     "YuvSampler": "render.renderer",
     "adapter_memory_budget": "device.candidates",
     "adapter_pin": "device.candidates",
@@ -80,8 +82,8 @@ _EXPORTS: dict[str, str] = {
     "choose_shared_vulkan": "device.shared",
     "create_timeline_semaphore": "device.timeline",
     "decode_driver_version": "device.candidates",
-    "detect_webgpu_device": "interop.importer",
-    "gpu_module_of": "render.renderer",
+    "detect_webgpu_device": "alpha2.gpu.webgpu",
+    "gpu_module_of": "alpha2.gpu.webgpu",
     "gpu_wait_timeout": "device.probe",
     "layout_kind": "render.renderer",
     "load_wgsl": "render.renderer",

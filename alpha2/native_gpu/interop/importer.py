@@ -35,6 +35,8 @@ from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, Unsupported
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.gpu.webgpu import WebGpuImplementation
+from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload, cuda_vk
 from alpha2.native_gpu.interop.leases import (
@@ -43,8 +45,6 @@ from alpha2.native_gpu.interop.leases import (
     NativeSurfaceLease,
     TicketCounter,
     VulkanImportLease,
-    WebGpuDeviceInfo,
-    WebGpuImplementation,
 )
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
     "FrameImporter",
     "ImportPathReport",
     "PathStatus",
-    "detect_webgpu_device",
 ]
 
 PAIRINGS: tuple[type[InteropPairing], ...] = (
@@ -60,44 +59,6 @@ PAIRINGS: tuple[type[InteropPairing], ...] = (
     cpu_upload.CpuUploadPairing,
 )
 """The interop pairings, best first. The importer takes the first one that the device and frame allow."""
-
-
-def detect_webgpu_device(device: Any) -> WebGpuDeviceInfo:
-    """Which implementation ``device`` belongs to (from its class's module) and what it has enabled.
-
-    Raises:
-        InvalidInputError: ``device`` is not a wgpu-py style GPUDevice of ``wgpu`` or ``wgpudawn``.
-    """
-    top = type(device).__module__.split(".", 1)[0]
-    try:
-        implementation = WebGpuImplementation(top)
-    except ValueError:
-        raise InvalidInputError(
-            f"{type(device).__qualname__} (module {top!r}) is not a WebGPU device; pass a GPUDevice of "
-            f"{' or '.join(i.value for i in WebGpuImplementation)}"
-        ) from None
-    if not hasattr(device, "queue") or not hasattr(device, "create_texture"):
-        raise InvalidInputError(f"{type(device).__qualname__} is not a GPUDevice (no queue / create_texture)")
-    features = frozenset(str(name) for name in (getattr(device, "features", None) or ()))
-    adapter = getattr(device, "adapter", None)
-    adapter_info: Any = getattr(adapter, "info", None) or {}
-    device_uuid = driver_uuid = None
-    if implementation is WebGpuImplementation.DAWN and adapter is not None:
-        try:
-            extras = importlib.import_module("wgpudawn.backends.dawn.extras")
-            uuids = extras.get_adapter_properties(adapter).get("vulkan_uuids") or {}
-            device_uuid = uuids.get("device_uuid")
-            driver_uuid = uuids.get("driver_uuid")
-        except Exception:  # a build without the extras, or a non-Vulkan adapter: no UUIDs, said later
-            device_uuid = driver_uuid = None
-    return WebGpuDeviceInfo(
-        implementation=implementation,
-        features=features,
-        adapter_name=str(adapter_info.get("device") or adapter_info.get("description") or ""),
-        backend_type=str(adapter_info.get("backend_type") or ""),
-        vulkan_device_uuid=bytes(device_uuid) if device_uuid else None,
-        vulkan_driver_uuid=bytes(driver_uuid) if driver_uuid else None,
-    )
 
 
 @dataclass(frozen=True)
@@ -173,7 +134,8 @@ class FrameImporter:
                 ...  # encode the passes that sample lease.frame.views, then submit them
 
     Args:
-        device: The application's ``GPUDevice`` (``wgpu`` or ``wgpudawn``). For 10- to 16-bit formats
+        device: An alpha2 :class:`~alpha2.native_gpu.device.device.Device`, or the application's own
+            ``GPUDevice`` (``wgpu`` or ``wgpudawn``; adopted into a Device). For 10- to 16-bit formats
             it needs 16-bit normalized textures ('texture-format16bit-norm' on wgpu,
             'unorm16-texture-formats' on Dawn); for the GPU copy, Dawn's two shared-memory features.
         prefer: The path to try first; None: the best the device allows (GPU_COPY, then CPU_UPLOAD).
@@ -182,8 +144,8 @@ class FrameImporter:
             UnsupportedError with the reason instead of falling back.
         slots: Texture sets per stream (CPU upload) / ring slots (GPU copy). When all are held by
             unreleased leases, an import waits up to the GPU wait timeout, then raises GpuTimeoutError.
-        shared_context: The SharedVulkanContext for the GPU copy (None: the process's shared context,
-            made on first use for a CUDA frame).
+        shared_context: The SharedVulkanContext for the GPU copy (None: the Device's, opened on first
+            use for a CUDA frame).
 
     Raises:
         InvalidInputError: not a WebGPU device, or a path that is not one of the table's.
@@ -199,9 +161,11 @@ class FrameImporter:
         slots: int = 4,
         shared_context: Any = None,
     ) -> None:
-        self.device = device
+        self.gpu_device = Device.adopt(device, shared_context=shared_context)
+        """The alpha2 Device: the WebGPU device with its Vulkan and CUDA twins."""
+        self.device = self.gpu_device.webgpu_device
         """The WebGPU device frames are imported into."""
-        self.info = detect_webgpu_device(device)
+        self.info = self.gpu_device.info
         """What the importer detected about the device."""
         known = {cls.path: cls for cls in PAIRINGS}
         for what, value in (("prefer", prefer), ("require", require)):
@@ -218,7 +182,11 @@ class FrameImporter:
         """The only path allowed, or None."""
         self.slots = slots
         """Texture sets per stream / ring slots."""
-        self._options: dict[str, Any] = {"slots": slots, "shared_context": shared_context}
+        self._options: dict[str, Any] = {
+            "slots": slots,
+            "shared_context": shared_context,
+            "gpu_device": self.gpu_device,
+        }
         self._gpu = importlib.import_module(self.info.implementation.value)
         self._lock = threading.RLock()
         self._entries = [_Entry(cls, self._device_reason(cls)) for cls in PAIRINGS]

@@ -34,6 +34,12 @@ from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import SyncPoint, WaitStatus
 
+# Re-exported for the GPU-copy pairing until it imports them from alpha2.gpu.webgpu itself.
+from alpha2.gpu.webgpu import FEATURE_SHARED_FENCE_OPAQUE_FD as FEATURE_SHARED_FENCE_OPAQUE_FD
+from alpha2.gpu.webgpu import FEATURE_SHARED_TEXTURE_OPAQUE_FD as FEATURE_SHARED_TEXTURE_OPAQUE_FD
+from alpha2.gpu.webgpu import WebGpuDeviceInfo
+from alpha2.gpu.webgpu import WebGpuImplementation as WebGpuImplementation
+
 __all__ = [
     "ExternalSyncPoint",
     "ImageOwner",
@@ -46,59 +52,7 @@ __all__ = [
     "PairingTicket",
     "SlotPool",
     "VulkanImportLease",
-    "WebGpuDeviceInfo",
-    "WebGpuImplementation",
 ]
-
-
-# ---------------------------------------------------------------------------------------------------
-# the device an importer works for
-
-
-class WebGpuImplementation(enum.Enum):
-    """Which WebGPU implementation a device belongs to (both expose wgpu-py's API)."""
-
-    WGPU = "wgpu"
-    """wgpu-py on wgpu-native: CPU upload only (no external memory)."""
-    DAWN = "wgpudawn"
-    """wgpu-py's API on Google's Dawn: shared texture memory and shared fences in its extras."""
-
-
-FEATURE_SHARED_TEXTURE_OPAQUE_FD = "shared-texture-memory-opaque-f-d"
-FEATURE_SHARED_FENCE_OPAQUE_FD = "shared-fence-vk-semaphore-opaque-f-d"
-# 16-bit normalized textures (R16 / RG16 planes): wgpu-native's and Dawn's spellings.
-FEATURES_16BIT_NORM = ("texture-format16bit-norm", "unorm16-texture-formats", "texture-formats-tier1")
-
-
-@dataclass(frozen=True)
-class WebGpuDeviceInfo:
-    """What an importer knows about the device it imports into."""
-
-    implementation: WebGpuImplementation
-    """wgpu (wgpu-native) or wgpudawn (Dawn), from the device object's module."""
-    features: frozenset[str]
-    """Features enabled on the device (``device.features``)."""
-    adapter_name: str = ""
-    """The adapter's description, for messages."""
-    backend_type: str = ""
-    """The adapter's backend (``"Vulkan"``, ``"Metal"``, ...)."""
-    vulkan_device_uuid: bytes | None = None
-    """Dawn only: VkPhysicalDeviceIDProperties.deviceUUID of the adapter (extras.get_adapter_properties)."""
-    vulkan_driver_uuid: bytes | None = None
-    """Dawn only: the adapter's driverUUID."""
-
-    @property
-    def has_16bit_norm(self) -> bool:
-        """Whether R16 / RG16 unorm textures (10- to 16-bit planes) can be made."""
-        return any(name in self.features for name in FEATURES_16BIT_NORM)
-
-    @property
-    def has_shared_opaque_fd(self) -> bool:
-        """Whether both features of the GPU-copy path are enabled on the device."""
-        return (
-            FEATURE_SHARED_TEXTURE_OPAQUE_FD in self.features
-            and FEATURE_SHARED_FENCE_OPAQUE_FD in self.features
-        )
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import numpy as np
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, yuv_to_rgb
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import AlphaChannel, PixelFormat, PlaneFormat
+from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -294,17 +295,6 @@ def load_wgsl(name: str = _WGSL_NAME) -> str:
     return importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def gpu_module_of(device: Any) -> Any:
-    """The wgpu-py style module (``wgpu`` or ``wgpudawn``) that ``device`` belongs to."""
-    top = type(device).__module__.split(".", 1)[0]
-    module = importlib.import_module(top)
-    if not hasattr(module, "TextureUsage"):
-        raise InvalidInputError(
-            f"{type(device).__qualname__} from {top!r} is not a wgpu-py style GPUDevice (wgpu or wgpudawn)"
-        )
-    return module
-
-
 class _Lru:
     """A small bounded LRU map; values hold strong references so id()-based keys cannot be reused."""
 
@@ -346,12 +336,14 @@ class FrameRenderer:
 
     def __init__(self, device: Any, *, gpu_module: Any = None, cache_size: int = 64) -> None:
         """Args:
-        device: a ``GPUDevice`` from ``wgpu`` or ``wgpudawn``.
+        device: an alpha2 :class:`~alpha2.native_gpu.device.device.Device`, or a ``GPUDevice`` from
+            ``wgpu`` or ``wgpudawn``.
         gpu_module: the module the device comes from; found from the device's class when None.
         cache_size: how many bind groups (and plane views) to keep.
         """
         if cache_size < 1:
             raise InvalidInputError(f"cache_size must be at least 1, got {cache_size}")
+        device = webgpu_device_of(device)
         self.device = device
         self.gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
         self._shader = device.create_shader_module(label="alpha2 yuv_to_rgb", code=load_wgsl())
@@ -572,6 +564,7 @@ def read_texture_rgba(device: Any, texture: Any, *, gpu_module: Any = None) -> n
     ``on_submitted_work_done_sync`` is broken). bgra8unorm comes back in RGBA order; rgba16float is
     clamped to 0..1 and rounded to 8 bits. The texture needs COPY_SRC usage.
     """
+    device = webgpu_device_of(device)
     gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
     fmt = str(texture.format)
     texel_bytes = {"rgba8unorm": 4, "bgra8unorm": 4, "rgba16float": 8}.get(fmt)

@@ -1,0 +1,145 @@
+"""The one Device: chosen once, adopted from an application, handed to decoder, importer and renderer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.gpu.webgpu import (
+    FEATURES_GPU_COPY,
+    WebGpuImplementation,
+    detect_webgpu_device,
+    gpu_module_of,
+    implementation_of,
+    promise_settled,
+    webgpu_device_of,
+)
+from alpha2.native_gpu import Device, FrameImporter, FrameRenderer, read_texture_rgba
+from tests.media import make_clip
+
+
+@pytest.fixture(scope="module")
+def opened() -> Any:
+    with Device.open() as device:
+        yield device
+
+
+@pytest.mark.vulkan
+def test_open_ranks_once_and_reports(opened: Device) -> None:
+    assert opened.implementation is WebGpuImplementation.WGPU
+    assert implementation_of(opened.webgpu_device) is WebGpuImplementation.WGPU
+    assert opened.info == detect_webgpu_device(opened.webgpu_device)
+    record = opened.as_dict()
+    assert record["implementation"] == "wgpu"
+    assert record["adapter"] == opened.adapter_name != ""
+    assert record["backend"] == "Vulkan"
+    # lavapipe has no CUDA twin, and the report says why rather than leaving it blank.
+    assert record["cuda_ordinal"] is None
+    assert opened.cuda_reason
+    assert record["cuda"] == opened.cuda_reason
+
+
+@pytest.mark.vulkan
+def test_open_with_gpu_copy_says_why_dawn_was_not_had(opened: Device) -> None:
+    with Device.open(want_gpu_copy=True) as device:
+        if device.implementation is WebGpuImplementation.DAWN:
+            assert set(FEATURES_GPU_COPY) <= set(device.features)
+            assert device.info.has_shared_opaque_fd
+        else:
+            assert "no GPU copy:" in device.reason
+            assert not device.info.has_shared_opaque_fd
+            assert device.info.missing_gpu_copy_features == FEATURES_GPU_COPY
+
+
+@pytest.mark.vulkan
+def test_adopt_matches_the_vulkan_twin_by_name_and_ids(opened: Device) -> None:
+    import wgpu
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    raw = adapter.request_device_sync()
+    device = Device.adopt(raw)
+    assert device.webgpu_device is raw
+    assert device.reason == "the application's own device"
+    candidate = device.vulkan_candidate
+    assert candidate is not None
+    assert candidate.name == device.adapter_name
+    assert device.vulkan_index == candidate.index
+    assert device.uuid == candidate.uuid
+    assert Device.adopt(device) is device
+    assert webgpu_device_of(device) is raw
+    assert webgpu_device_of(raw) is raw
+    assert gpu_module_of(device) is wgpu
+
+
+def test_adopt_refuses_what_is_not_a_device() -> None:
+    with pytest.raises(InvalidInputError, match="not a WebGPU device"):
+        Device.adopt(object())
+    with pytest.raises(InvalidInputError, match="device must be an alpha2 Device"):
+        DecodeSession("missing.mp4", device=object())  # type: ignore[arg-type]
+
+
+@pytest.mark.vulkan
+def test_shared_vulkan_is_opened_once_and_closed_with_the_device() -> None:
+    device = Device.open()
+    context = device.shared_vulkan()
+    assert device.shared_vulkan() is context
+    assert context.device_id.uuid == device.uuid
+    device.close()
+    assert context.closed
+    device.close()  # idempotent
+    with pytest.raises(ClosedError):
+        device.shared_vulkan()
+
+
+@pytest.mark.vulkan
+def test_adopted_shared_context_stays_the_applications(opened: Device) -> None:
+    from alpha2.native_gpu.device.shared import choose_shared_vulkan
+
+    choice = choose_shared_vulkan(decode_allowed=False)
+    assert choice.context is not None
+    with choice.context as context:
+        device = Device.adopt(opened.webgpu_device, shared_context=context)
+        assert device.shared_vulkan() is context
+        device.close()
+        assert not context.closed
+
+
+@pytest.mark.vulkan
+def test_one_device_through_decoder_importer_and_renderer(opened: Device, tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "c.mkv", frames=3)
+    with DecodeSession(clip.path, hwaccel="auto", device=opened) as session:
+        report = session.hwaccel_report
+        # No CUDA twin: auto decodes in software and says it was the device's CUDA match that failed.
+        assert not report.on_gpu
+        assert "has no CUDA counterpart" in report.reason
+        with FrameImporter(opened) as importer:
+            assert importer.gpu_device is opened
+            assert importer.device is opened.webgpu_device
+            renderer = FrameRenderer(opened)
+            frame = next(iter(session))
+            with frame, importer.import_frame(frame) as lease:
+                assert lease.frame.path is ExecutionPath.CPU_UPLOAD
+                target = renderer.render(lease.frame.views, frame.pixel_format, frame.colour, 64, 48)
+                pixels = read_texture_rgba(opened, target)
+    assert pixels.shape == (48, 64, 4)
+    assert np.all(pixels[..., 3] == 255)
+
+
+@pytest.mark.vulkan
+def test_promise_settled_reads_a_real_map(opened: Device) -> None:
+    gpu = opened.gpu_module
+    buffer = opened.webgpu_device.create_buffer(size=256, usage=gpu.BufferUsage.MAP_READ)
+    promise = buffer.map_async(gpu.MapMode.READ)
+    from alpha2.gpu.webgpu import wait_promise
+
+    assert wait_promise(promise, 5.0, opened)
+    assert promise_settled(promise)
+    promise.sync_wait()  # settled: resolves at once, and the buffer is mapped
+    assert len(buffer.read_mapped()) == 256
+    buffer.unmap()
