@@ -28,7 +28,7 @@ from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
 from alpha2.native_gpu.device.waits import gpu_wait_timeout, set_gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload
 from alpha2.native_gpu.interop.importer import FrameImporter, detect_webgpu_device
-from alpha2.native_gpu.interop.leases import ImageOwner, SlotPool, VulkanImportLease, WebGpuImplementation
+from alpha2.native_gpu.interop.leases import ImageOwner, ImportLease, SlotPool, WebGpuImplementation
 from alpha2.native_gpu.render.renderer import gpu_module_of
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
@@ -116,7 +116,7 @@ def source_plane(frame: av.VideoFrame, index: int, width_bytes: int, height: int
     return rows[:height, :width_bytes]
 
 
-def assert_planes_equal(device: Any, lease: VulkanImportLease, frame: av.VideoFrame) -> None:
+def assert_planes_equal(device: Any, lease: ImportLease, frame: av.VideoFrame) -> None:
     imported = lease.frame
     assert len(imported.textures) == len(imported.planes) == len(imported.views)
     for descriptor, texture in zip(imported.planes, imported.textures):
@@ -520,7 +520,7 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
             assert session.expected_identity() == identity
             assert imp.prepare(gpu_frames=True, identity=identity) is ExecutionPath.GPU_COPY
             assert imp.stats().allocations == 1  # the ring's first slot, before the first import
-            held: list[VulkanImportLease] = []
+            held: list[ImportLease] = []
             for index, frame in enumerate(itertools.chain([first], session)):
                 assert frame.on_gpu and frame.identity == identity
                 lease = imp.import_frame(frame)

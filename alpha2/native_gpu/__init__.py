@@ -2,9 +2,11 @@
 
 The shared Vulkan device (``SharedVulkanContext``, ``choose_shared_vulkan``, ``vulkan_candidates``,
 ``shared_device_index``), import leases of decoded frames into WebGPU textures (``FrameImporter``,
-``VulkanImportLease``), bounded surface accounting (``SurfaceBudget``), the sampling shader
-(``FrameRenderer``), the encode hand-off (``VulkanEncodeCopier``, ``VideoEncodeExtent``),
-``probe_vulkan_submission`` and ``set_gpu_wait_timeout``.
+``ImportLease``, ``ImportedFrame``; the reference documents' names ``VulkanImportLease`` and
+``ImportedVulkanFrame`` are aliases, kept in ``interop.leases``), bounded surface accounting
+(``SurfaceBudget``), the sampling shader (``FrameRenderer``), the encode hand-off
+(``VulkanEncodeCopier``, ``VideoEncodeExtent``), ``probe_vulkan_submission`` and
+``set_gpu_wait_timeout``.
 
 Names are imported lazily on first use, so ``import alpha2.native_gpu`` needs neither a Vulkan loader
 nor a WebGPU adapter. This package never imports ``av``: FFmpeg stays in ``alpha2.ffmpeg_bridge``.
@@ -31,7 +33,9 @@ _EXPORTS: dict[str, str] = {
     "ImportPathReport": "interop.importer",
     "ImportTicketStats": "interop.leases",
     "ImportedPlaneDescriptor": "interop.leases",
+    "ImportedFrame": "interop.leases",
     "ImportedVulkanFrame": "interop.leases",
+    "ImportLease": "interop.leases",
     "InteropPairing": "interop.leases",
     "LayoutKind": "render.renderer",
     "NativeImageState": "interop.leases",

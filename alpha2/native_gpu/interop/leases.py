@@ -1,7 +1,7 @@
 """Import leases: what an imported frame is, how long it lives, and the lifecycle every pairing shares.
 
-A :class:`VulkanImportLease` is what :meth:`~alpha2.native_gpu.interop.importer.FrameImporter.import_frame`
-returns: the plane textures of one decoded frame on a WebGPU device (an :class:`ImportedVulkanFrame`),
+An :class:`ImportLease` is what :meth:`~alpha2.native_gpu.interop.importer.FrameImporter.import_frame`
+returns: the plane textures of one decoded frame on a WebGPU device (an :class:`ImportedFrame`),
 the :class:`ExternalSyncPoint` to honour before sampling them, the :class:`~alpha2.gpu.identity.ExecutionPath`
 the pixels took and how many bytes crossed the CPU. Releasing the lease (``release()``, the context
 manager, or -- as a backstop -- garbage collection) hands the texture set back to its pairing's pool or
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import dataclasses
 import enum
 import threading
 import time
@@ -25,11 +26,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from alpha2.gpu.budget import BudgetReservation, EvictableRegistration, MemoryBudget
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata
+from alpha2.gpu.handles import WgpuTexture
 from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import SyncPoint, WaitStatus
@@ -37,7 +40,9 @@ from alpha2.gpu.sync import SyncPoint, WaitStatus
 __all__ = [
     "ExternalSyncPoint",
     "ImageOwner",
+    "ImportLease",
     "ImportTicketStats",
+    "ImportedFrame",
     "ImportedPlaneDescriptor",
     "ImportedVulkanFrame",
     "InteropPairing",
@@ -203,15 +208,19 @@ class ExternalSyncPoint(SyncPoint):
 
 
 @dataclass(frozen=True, eq=False)
-class ImportedVulkanFrame:
-    """One decoded frame as plane textures on a WebGPU device. Valid while its lease is held."""
+class ImportedFrame:
+    """One decoded frame as plane textures on a WebGPU device. Valid while its lease is held.
+
+    Whatever the path (CPU upload or GPU copy), the planes are textures of the consumer's device;
+    :attr:`plane_resources` gives them as vocabulary values (:class:`~alpha2.gpu.handles.WgpuTexture`).
+    """
 
     textures: tuple[Any, ...]
-    """One GPUTexture per plane, in plane order."""
+    """One GPUTexture per plane, in plane order (pooled: they belong to the pool again after release)."""
     views: tuple[Any, ...]
-    """One GPUTextureView per plane (2D, whole texture), ready to bind."""
+    """One GPUTextureView per plane (2D, whole texture), ready to bind; same order as ``textures``."""
     planes: tuple[ImportedPlaneDescriptor, ...]
-    """What each texture holds."""
+    """What each texture holds (plane index, texel and texture format, size, source stride)."""
     pixel_format: PixelFormat
     """Software layout of the planes (nv12 / p010 / yuv420p ...)."""
     colour: ColourInfo
@@ -234,6 +243,29 @@ class ImportedVulkanFrame:
     """Pixel bytes that passed through host memory for this frame (0 on the GPU-copy path)."""
     image_state: NativeImageState
     """Native layout / queue family / timeline value observed at import."""
+
+    @property
+    def plane_resources(self) -> tuple[WgpuTexture, ...]:
+        """The plane textures as GpuResource values (format and size from the plane descriptors).
+
+        Borrowed, like the textures: valid while the lease is held (:attr:`ImportLease.plane_resources`
+        keeps the lease alive as their ``keep_alive``).
+        """
+        return tuple(
+            WgpuTexture(
+                texture=texture,
+                texture_format=plane.texture_format,
+                width=plane.width,
+                height=plane.height,
+                usage=_usage_of(texture),
+            )
+            for texture, plane in zip(self.textures, self.planes)
+        )
+
+
+def _usage_of(texture: Any) -> int:
+    usage = getattr(texture, "usage", 0)
+    return usage if isinstance(usage, int) and not isinstance(usage, bool) else 0
 
 
 @dataclass(frozen=True)
@@ -324,6 +356,15 @@ DEFAULT_MAX_IDLE_KEYS = 8
 """Streams whose idle sets are kept; the least recently used beyond this are destroyed."""
 
 
+def _evict_forwarder(pool: weakref.ref[SlotPool[Any]]) -> Callable[[int], int]:
+    # The budget holds this, not the pool: a pool nobody closes can still be collected.
+    def evict(bytes_wanted: int) -> int:
+        target = pool()
+        return 0 if target is None else target.trim_idle(bytes_wanted)
+
+    return evict
+
+
 class SlotPool(Generic[T]):
     """Reusable items (texture sets, ring slots) keyed by ``(decoder_id, generation, ...)``. Thread-safe.
 
@@ -334,6 +375,12 @@ class SlotPool(Generic[T]):
     are destroyed as they come back (``SurfaceIdentity`` keeps a texture of one generation from being
     reused for another). Items of stopped streams are evicted beyond ``max_idle_keys``. ``destroy`` is
     called outside the lock, exactly once per item.
+
+    Memory pressure: given a ``memory_budget``, every item's bytes (``item_bytes(key)``) are reserved
+    against it for as long as the item lives, and the pool is registered as one of the budget's
+    evictable pools: when usage crosses the soft cap (a pressure event) or a reservation would pass the
+    hard cap, the budget asks the pool to :meth:`trim_idle`, which destroys idle items, least recently
+    used first, until enough bytes are returned. Items held by leases are never trimmed.
     """
 
     def __init__(
@@ -344,9 +391,16 @@ class SlotPool(Generic[T]):
         per_key: int = DEFAULT_SLOTS_PER_KEY,
         max_idle_keys: int = DEFAULT_MAX_IDLE_KEYS,
         what: str = "texture sets",
+        memory_budget: MemoryBudget | None = None,
+        backend: BackendKind = BackendKind.WGPU,
+        item_bytes: Callable[[tuple[Hashable, ...]], int] | None = None,
     ) -> None:
         if per_key < 1 or max_idle_keys < 1:
             raise InvalidInputError(f"per_key and max_idle_keys must be >= 1, got {per_key}, {max_idle_keys}")
+        if memory_budget is not None and item_bytes is None:
+            raise InvalidInputError(
+                "a SlotPool with a memory_budget needs item_bytes(key) to reserve its items"
+            )
         self._create = create
         self._destroy_fn = destroy
         self.per_key = per_key
@@ -360,7 +414,20 @@ class SlotPool(Generic[T]):
         self.allocations = 0
         self.reuses = 0
         self.drained = 0
+        self.trimmed = 0
+        """Idle items destroyed because the memory budget asked for room."""
         self._closed = False
+        self._budget = memory_budget
+        self._backend = backend
+        self._item_bytes = item_bytes
+        # id(item) -> its bytes in the budget, for the items alive now.
+        self._reservations: dict[int, BudgetReservation] = {}
+        self._registration: EvictableRegistration | None = None
+        if memory_budget is not None:
+            self._registration = memory_budget.register_evictable(
+                _evict_forwarder(weakref.ref(self)), backend
+            )
+            weakref.finalize(self, self._registration.unregister).atexit = False
 
     def _stale(self, key: tuple[Hashable, ...]) -> bool:
         generation = key[1]
@@ -417,13 +484,24 @@ class SlotPool(Generic[T]):
             self._out[key] = self._out.get(key, 0) + 1
         if item is not None:
             return item, True
+        reservation: BudgetReservation | None = None
         try:
+            if self._budget is not None:
+                assert self._item_bytes is not None
+                # Outside the lock: the budget may ask this very pool to trim its idle items first.
+                reservation = self._budget.reserve(
+                    self._item_bytes(key), self._backend, label=f"{self.what} of decoder {decoder_id}"
+                )
             item = self._create(key)
         except BaseException:
+            if reservation is not None:
+                reservation.release()
             self._returned(key)
             raise
         with self._cond:
             self.allocations += 1
+            if reservation is not None:
+                self._reservations[id(item)] = reservation
         return item, False
 
     def _returned(self, key: tuple[Hashable, ...]) -> None:
@@ -451,13 +529,46 @@ class SlotPool(Generic[T]):
             self._cond.notify_all()
         self._destroy(doomed)
 
-    def _destroy(self, items: list[T]) -> None:
+    def _destroy(self, items: list[T]) -> int:
+        """Destroy items (outside the lock) and return their bytes to the budget; the bytes returned."""
         if not items:
-            return
+            return 0
         with self._cond:
             self.drained += len(items)
-        for item in items:
-            self._destroy_fn(item)
+            reservations = [self._reservations.pop(id(item), None) for item in items]
+        freed = 0
+        for item, reservation in zip(items, reservations):
+            try:
+                self._destroy_fn(item)
+            finally:
+                if reservation is not None:
+                    freed += reservation.size_bytes
+                    reservation.release()
+        return freed
+
+    def trim_idle(self, bytes_wanted: int | None = None) -> int:
+        """Destroy idle items, least recently used first, until ``bytes_wanted`` are returned (None: all).
+
+        Called by the memory budget under pressure (the pool is one of its evictable pools); items held
+        by leases are never touched.
+
+        Returns:
+            The bytes the destroyed items returned to the memory budget (0 without one).
+        """
+        doomed: list[T] = []
+        with self._cond:
+            planned = 0
+            while self._idle and (bytes_wanted is None or planned < bytes_wanted):
+                key = next(iter(self._idle))
+                items = self._idle[key]
+                item = items.pop(0)
+                if not items:
+                    del self._idle[key]
+                doomed.append(item)
+                reservation = self._reservations.get(id(item))
+                planned += reservation.size_bytes if reservation is not None else 0
+            self.trimmed += len(doomed)
+        return self._destroy(doomed)
 
     def idle_items(self) -> list[T]:
         """The idle items (a snapshot)."""
@@ -472,6 +583,8 @@ class SlotPool(Generic[T]):
 
     def close(self) -> None:
         """Destroy the idle items; out-standing ones are destroyed as they come back. Idempotent."""
+        if self._registration is not None:
+            self._registration.unregister()
         with self._cond:
             self._closed = True
             doomed = [item for items in self._idle.values() for item in items]
@@ -563,7 +676,7 @@ class PairingTicket:
     ``release`` is called exactly once, by the lease (never by the GC thread holding a lock).
     """
 
-    frame: ImportedVulkanFrame
+    frame: ImportedFrame
     """The imported frame."""
     release: Callable[[], None]
     """Gives the texture set / slot back (after ending any access); must not raise for normal use."""
@@ -673,7 +786,7 @@ def _release_lease(state: _LeaseState) -> None:
             counter.on_released()
 
 
-class VulkanImportLease:
+class ImportLease:
     """An imported frame held until its sampling work is submitted; released exactly once.
 
     Release it with :meth:`release` (idempotent) or a ``with`` block once the work that samples the
@@ -687,7 +800,7 @@ class VulkanImportLease:
 
     def __init__(
         self,
-        frame: ImportedVulkanFrame,
+        frame: ImportedFrame,
         release_slot: Callable[[], None],
         surface: NativeSurfaceLease,
         counter: TicketCounter,
@@ -695,7 +808,7 @@ class VulkanImportLease:
         ticket_id: int,
         reason: str | None = None,
     ) -> None:
-        self._frame: ImportedVulkanFrame | None = frame
+        self._frame: ImportedFrame | None = frame
         self._path = frame.path
         self._state = _LeaseState(release_slot, surface, counter)
         self.surface = surface
@@ -708,12 +821,21 @@ class VulkanImportLease:
         self._finalizer.atexit = False
 
     @property
-    def frame(self) -> ImportedVulkanFrame:
+    def frame(self) -> ImportedFrame:
         """The imported frame (raises ClosedError once the lease is released)."""
         frame = self._frame
         if frame is None:
-            raise ClosedError("this VulkanImportLease was released; its textures belong to the pool again")
+            raise ClosedError("this ImportLease was released; its textures belong to the pool again")
         return frame
+
+    @property
+    def plane_resources(self) -> tuple[WgpuTexture, ...]:
+        """The frame's planes as GpuResource values whose ``keep_alive`` is this lease.
+
+        Raises:
+            ClosedError: the lease was released.
+        """
+        return tuple(dataclasses.replace(r, keep_alive=self) for r in self.frame.plane_resources)
 
     @property
     def path(self) -> ExecutionPath:
@@ -730,7 +852,7 @@ class VulkanImportLease:
         self._frame = None
         self._finalizer()
 
-    def __enter__(self) -> VulkanImportLease:
+    def __enter__(self) -> ImportLease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -738,4 +860,13 @@ class VulkanImportLease:
 
     def __repr__(self) -> str:
         state = "released" if self.released else "held"
-        return f"<VulkanImportLease #{self.ticket_id} {state}>"
+        return f"<ImportLease #{self.ticket_id} {state}>"
+
+
+# ---------------------------------------------------------------------------------------------------
+# the seeds' names (alpha2_native_gpu's reference documents): the one place they are kept
+
+VulkanImportLease = ImportLease
+"""The reference documents' name of :class:`ImportLease` (the lease is not Vulkan-specific)."""
+ImportedVulkanFrame = ImportedFrame
+"""The reference documents' name of :class:`ImportedFrame` (the textures are WebGPU textures)."""
