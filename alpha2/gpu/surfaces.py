@@ -267,7 +267,7 @@ class SurfaceBudget:
         usage = self.memory_budget.usage(self.backend)
         return (
             f"the {self.backend.value} memory budget has {usage.reserved_bytes} of "
-            f"{usage.caps.hard_bytes} bytes reserved by {usage.reservation_count} users' reservations"
+            f"{usage.caps.hard_bytes} bytes reserved ({usage.reservation_count} reservations, all users)"
         )
 
     def reserve(
