@@ -68,7 +68,7 @@ def install_timers() -> None:
     timed(decode_module.DecodeSession, "_to_decoded")
     timed(decode_module._Prefetcher, "get", "Prefetcher.get (waiting for a frame)")
     timed(importer_module.FrameImporter, "import_frame")
-    timed(leases.VulkanImportLease, "release")
+    timed(leases.ImportLease, "release")
     timed(cuda_vk.CudaVkPairing, "_acquire")
     timed(cuda_vk.CudaVkPairing, "_enqueue_copy")
     timed(cuda_vk.CudaVkPairing, "_release_slot_current")

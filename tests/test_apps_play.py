@@ -95,12 +95,51 @@ def test_letterbox_keeps_aspect_and_centres() -> None:
     assert letterbox(Size(4, 3), Size(0, 0)).width >= 1
 
 
-def test_window_unavailable_reasons() -> None:
-    reason = window_unavailable_reason(NO_DISPLAY)
-    if reason is not None:  # off Linux a display is assumed
-        assert "no display" in reason
-    with_display = window_unavailable_reason({"DISPLAY": ":0"})
-    assert with_display is None or "rendercanvas" in with_display or "backend" in with_display
+def _only_modules(monkeypatch: pytest.MonkeyPatch, *installed: str) -> None:
+    """Make importlib.util.find_spec see exactly ``installed`` among the window extra's modules."""
+    import importlib.util
+
+    window_modules = {"rendercanvas", "glfw", *player._QT_BINDINGS}
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        if name in window_modules:
+            return object() if name in installed else None
+        return real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+def test_window_unavailable_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    no_display = "no display (neither DISPLAY nor WAYLAND_DISPLAY is set)"
+    _only_modules(monkeypatch, "rendercanvas", "glfw")
+    assert window_unavailable_reason(NO_DISPLAY) == no_display
+    assert window_unavailable_reason() == no_display  # the process's own environment, emptied above
+    assert window_unavailable_reason({"DISPLAY": ":0"}) is None
+    assert window_unavailable_reason({"WAYLAND_DISPLAY": "wayland-0"}) is None
+
+    _only_modules(monkeypatch)
+    assert window_unavailable_reason({"DISPLAY": ":0"}) == (
+        "rendercanvas is not installed (pip install rendercanvas glfw)"
+    )
+    _only_modules(monkeypatch, "rendercanvas")
+    assert window_unavailable_reason({"DISPLAY": ":0"}) == (
+        "rendercanvas has no window backend: install glfw (pip install glfw) or a Qt binding (PySide6)"
+    )
+    _only_modules(monkeypatch, "rendercanvas", "PyQt6")
+    assert window_unavailable_reason({"DISPLAY": ":0"}) is None
+
+    # Off Linux a display is assumed: the modules decide.
+    monkeypatch.setattr(sys, "platform", "darwin")
+    _only_modules(monkeypatch, "rendercanvas")
+    assert window_unavailable_reason(NO_DISPLAY) == (
+        "rendercanvas has no window backend: install glfw (pip install glfw) or a Qt binding (PySide6)"
+    )
+    _only_modules(monkeypatch, "rendercanvas", "glfw")
+    assert window_unavailable_reason(NO_DISPLAY) is None
 
 
 def test_png_writer_round_trip(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from alpha2.gpu.handles import (
     MetalTexture,
     OpenClMemory,
     OwnedFd,
+    QueueRole,
     VkBuffer,
     VkImage,
     VkImageLayout,
@@ -460,6 +461,27 @@ def test_vulkan_context_and_queue() -> None:
         VulkanQueue(ctx, queue=0x40, queue_family_index=-1)
     with pytest.raises(InvalidHandleError):
         VulkanQueue(ctx, queue=0x40, queue_family_index=0, lock=object())
+
+
+def test_vulkan_queue_role() -> None:
+    ctx = _vk_context()
+    assert VulkanQueue(ctx, queue=0x40, queue_family_index=0).role is None
+    graphics = VulkanQueue(ctx, queue=0x40, queue_family_index=0, role="graphics")  # type: ignore[arg-type]
+    assert graphics.role is QueueRole.GRAPHICS
+    transfer = VulkanQueue(ctx, queue=0x40, queue_family_index=0, role=QueueRole.TRANSFER)
+    assert transfer != graphics and transfer.as_raw() == graphics.as_raw()  # one VkQueue, two roles
+    with pytest.raises(InvalidHandleError, match="VIDEO_DECODE"):
+        VulkanQueue(ctx, queue=0x40, queue_family_index=0, role="present")  # type: ignore[arg-type]
+
+
+def test_handles_module_reexports_the_whole_vocabulary() -> None:
+    import alpha2.gpu as gpu
+    from alpha2.gpu import contexts, handles, platform_handles
+
+    for module in (contexts, platform_handles):
+        for name in module.__all__:
+            assert getattr(handles, name) is getattr(module, name) is getattr(gpu, name)
+            assert name in handles.__all__ and name in gpu.__all__
 
 
 def test_cuda_context_and_stream() -> None:

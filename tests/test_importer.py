@@ -11,6 +11,7 @@ import gc
 import itertools
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +30,7 @@ from alpha2.gpu.webgpu import detect_webgpu_device
 from alpha2.native_gpu.device.waits import gpu_wait_timeout, set_gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload
 from alpha2.native_gpu.interop.importer import FrameImporter
-from alpha2.native_gpu.interop.leases import ImageOwner, SlotPool, VulkanImportLease, WebGpuImplementation
+from alpha2.native_gpu.interop.leases import ImageOwner, ImportLease, SlotPool, WebGpuImplementation
 from alpha2.native_gpu.render.renderer import gpu_module_of
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
@@ -117,7 +118,7 @@ def source_plane(frame: av.VideoFrame, index: int, width_bytes: int, height: int
     return rows[:height, :width_bytes]
 
 
-def assert_planes_equal(device: Any, lease: VulkanImportLease, frame: av.VideoFrame) -> None:
+def assert_planes_equal(device: Any, lease: ImportLease, frame: av.VideoFrame) -> None:
     imported = lease.frame
     assert len(imported.textures) == len(imported.planes) == len(imported.views)
     for descriptor, texture in zip(imported.planes, imported.textures):
@@ -456,7 +457,47 @@ def test_slot_pool_waits_and_reuses() -> None:
 
 
 def test_gpu_wait_timeout_is_the_bound() -> None:
-    assert gpu_wait_timeout() > 0
+    from fake_webgpu import GPU_MODULE, INFO, FakeDevice, gray_frame
+
+    from alpha2.native_gpu.device.waits import bounded_timeout
+    from alpha2.native_gpu.interop.leases import NativeSurfaceLease
+
+    previous = set_gpu_wait_timeout(0.2)
+    try:
+        assert gpu_wait_timeout() == 0.2
+        assert bounded_timeout(None) == 0.2 and bounded_timeout(5.0) == 0.2 and bounded_timeout(0.1) == 0.1
+        # The pairing the importer makes is handed gpu_wait_timeout itself: a held slot is waited for
+        # exactly the bound, then the import gives up.
+        pairing = cpu_upload.CpuUploadPairing.create(
+            FakeDevice(), INFO, gpu_module=GPU_MODULE, options={"slots": 1}, wait_timeout=gpu_wait_timeout
+        )
+        first = gray_frame()
+        ticket = pairing.acquire(first, NativeSurfaceLease(first), None)
+        second = gray_frame()
+        t0 = time.monotonic()
+        with pytest.raises(GpuTimeoutError, match=r"waited 0\.2 s"):
+            pairing.acquire(second, NativeSurfaceLease(second), None)
+        assert 0.2 <= time.monotonic() - t0 < 1.0
+        ticket.release()
+        pairing.close()
+    finally:
+        assert set_gpu_wait_timeout(previous) == 0.2
+
+
+@pytest.mark.vulkan
+def test_the_importer_waits_for_a_slot_exactly_the_gpu_wait_timeout(device: Any) -> None:
+    previous = set_gpu_wait_timeout(0.3)
+    try:
+        with FrameImporter(device, slots=1) as imp:
+            held = imp.import_frame(decoded(av_frame("gray", 16, 16)))
+            frame = decoded(av_frame("gray", 16, 16, 1))
+            t0 = time.monotonic()
+            with pytest.raises(GpuTimeoutError, match=r"waited 0\.3 s"):
+                imp.import_frame(frame)
+            assert 0.3 <= time.monotonic() - t0 < 1.5
+            held.release()
+    finally:
+        set_gpu_wait_timeout(previous)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -521,7 +562,7 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
             assert session.expected_identity() == identity
             assert imp.prepare(gpu_frames=True, identity=identity) is ExecutionPath.GPU_COPY
             assert imp.stats().allocations == 1  # the ring's first slot, before the first import
-            held: list[VulkanImportLease] = []
+            held: list[ImportLease] = []
             for index, frame in enumerate(itertools.chain([first], session)):
                 assert frame.on_gpu and frame.identity == identity
                 lease = imp.import_frame(frame)

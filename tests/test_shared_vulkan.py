@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError, AdapterPolicy
+from alpha2.gpu.contexts import VulkanContext, VulkanQueue, vk_make_api_version
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError
 from alpha2.native_gpu._vk.core import SharedVulkanError, check, error_for_result, result_name
 from alpha2.native_gpu.device.candidates import VulkanCandidate, vulkan_candidates
@@ -111,17 +112,23 @@ def test_context_reports_what_it_enabled(
         assert "VK_KHR_external_memory_fd" in context.enabled_extensions
     assert context.enabled_extensions <= candidates[0].extensions
     raw = context.as_raw()
+    assert isinstance(raw, VulkanContext) and raw.keep_alive is context
     assert raw.device and raw.instance and raw.physical_device and raw.get_instance_proc_addr
-    assert {(f, i) for f, i, _ in raw.queues} == {(q.family, q.index) for q in context.queues}
-    assert all(handle for _, _, handle in raw.queues)
+    assert raw.enabled_extensions == context.enabled_extensions and raw.device_id == context.device_id
+    assert raw.api_version >= vk_make_api_version(1, 1)
+    for q in context.queues:
+        assert isinstance(q, VulkanQueue) and q.context == raw and q.queue
+        assert q.queue_family_index == context.queue_families[q.role] and q.queue_index == 0
+        assert q.lock is context.queue_lock(q.queue_family_index, q.queue_index)
+    assert context.queue_for(QueueRole.GRAPHICS) in context.queues
 
 
 @pytest.mark.vulkan
 def test_queue_locks(context: SharedVulkanContext) -> None:
     q = context.queues[0]
-    lock = context.queue_lock(q.family, q.index)
-    assert lock is context.queue_lock(q.family, q.index)
-    context.lock_queue(q.family, q.index)
+    lock = context.queue_lock(q.queue_family_index, q.queue_index)
+    assert lock is context.queue_lock(q.queue_family_index, q.queue_index)
+    context.lock_queue(q.queue_family_index, q.queue_index)
     try:
         got: list[bool] = []
         t = threading.Thread(target=lambda: got.append(lock.acquire(timeout=0.05)))
@@ -131,7 +138,7 @@ def test_queue_locks(context: SharedVulkanContext) -> None:
         assert lock.acquire(timeout=0)  # re-entrant for the holder
         lock.release()
     finally:
-        context.unlock_queue(q.family, q.index)
+        context.unlock_queue(q.queue_family_index, q.queue_index)
     with pytest.raises(InvalidInputError):
         context.queue_lock(99, 0)
 

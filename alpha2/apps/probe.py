@@ -152,7 +152,10 @@ def _submission(candidate: VulkanCandidate, decode: bool) -> dict[str, Any]:
             "reason": result.reason,
             "enabled_extensions": sorted(context.enabled_extensions),
             "enabled_features": sorted(context.enabled_features),
-            "queues": [{"role": q.role.value, "family": q.family, "index": q.index} for q in context.queues],
+            "queues": [
+                {"role": q.role and q.role.value, "family": q.queue_family_index, "index": q.queue_index}
+                for q in context.queues
+            ],
         }
 
 

@@ -5,7 +5,8 @@ Pure Python + numpy: importable on a machine with no GPU and no Vulkan loader.
 - formats: ``PixelFormat``, ``PlaneFormat``, ``PlaneLayout`` (plane layouts, bit depths, ordinals)
 - colour: matrices, primaries, transfer, range, siting; exact YUV<->RGB transforms
 - geometry: sizes, rectangles, rotation, frame metadata
-- handles: validated native handles (``GpuResource`` variants), contexts and queues, owned fds
+- handles: validated native handles (``GpuResource`` variants alpha2 produces or accepts), owned fds;
+  re-exports platform_handles (other platforms' variants) and contexts (contexts and queues)
 - sync: ``SyncPoint`` with blocking, timeout-bounded and async waits; the one ``WaiterThread``
 - budget: ``MemoryBudget`` with caps, reservations and pressure events
 - identity: ``BackendKind``, ``DeviceId``, ``ExecutionPath``
@@ -13,7 +14,19 @@ Pure Python + numpy: importable on a machine with no GPU and no Vulkan loader.
 - adapters: adapter ranking and ``ALPHA2_GPU_ADAPTER`` pinning
 """
 
-from alpha2.gpu import adapters, budget, colour, errors, formats, geometry, handles, identity, sync
+from alpha2.gpu import (
+    adapters,
+    budget,
+    colour,
+    contexts,
+    errors,
+    formats,
+    geometry,
+    handles,
+    identity,
+    platform_handles,
+    sync,
+)
 from alpha2.gpu.budget import *  # noqa: F403
 from alpha2.gpu.colour import *  # noqa: F403
 from alpha2.gpu.errors import (
@@ -61,10 +74,12 @@ __all__ = [
     "adapters",
     "budget",
     "colour",
+    "contexts",
     "errors",
     "formats",
     "geometry",
     "handles",
     "identity",
+    "platform_handles",
     "sync",
 ]

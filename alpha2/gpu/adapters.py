@@ -14,6 +14,12 @@
 FFmpeg's Vulkan device string takes), by device UUID, or by a case-insensitive substring of its name.
 A pinned adapter always ranks first; a value that names no adapter, or several, is an
 :class:`AdapterPinError` listing the candidates, never a silent fallback.
+
+Why one module of about 650 lines: identity, pinning and ranking are one decision (a pin resolves
+against the same facts and identity keys the ranking orders by, and ranks first), and the WebGPU
+section is a thin adapter onto :func:`rank_adapters`; it is imported from here by
+``native_gpu.device.candidates`` and the apps, so a module of its own would have to be re-exported
+from here, through an import cycle.
 """
 
 from __future__ import annotations

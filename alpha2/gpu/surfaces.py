@@ -8,6 +8,14 @@ is full the next reservation waits (bounded) or fails at once, as configured. Th
 sized from the same numbers (``extra_hw_frames``), so holding up to ``max_surfaces`` frames never
 deadlocks it.
 
+The bytes are accounted through a :class:`~alpha2.gpu.budget.MemoryBudget`: the budget's own (one
+whose hard cap is ``max_bytes``) or one the caller passes, so that decoded surfaces, the importers'
+texture pools and any other user count against one cap. A reservation that would pass that cap first
+asks the budget's evictable pools (idle texture sets, ring slots) to make room; then it waits (WAIT
+policy: woken by releases here and by the budget's pressure events, re-checked every
+``MEMORY_RETRY_S``) or fails (FAIL policy). Each :class:`SurfaceReservation` holds a
+:class:`~alpha2.gpu.budget.BudgetReservation`.
+
 Thread-safe: one budget may be shared by several sessions on several threads.
 """
 
@@ -19,10 +27,13 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from alpha2.gpu.errors import InvalidInputError, OutOfMemoryError
+from alpha2.gpu.budget import BudgetCaps, BudgetReservation, MemoryBudget, PressureCallback, PressureEvent
+from alpha2.gpu.errors import BudgetExceededError, InvalidInputError, OutOfMemoryError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.identity import BackendKind
 
 __all__ = [
+    "MEMORY_RETRY_S",
     "SurfaceBudget",
     "SurfaceBudgetError",
     "SurfaceBudgetPolicy",
@@ -30,6 +41,10 @@ __all__ = [
     "SurfaceReservation",
     "SurfaceUsage",
 ]
+
+
+MEMORY_RETRY_S = 0.05
+"""How often a waiting reservation re-tries a shared MemoryBudget (other users' releases send no event)."""
 
 
 class SurfaceBudgetError(OutOfMemoryError):
@@ -92,11 +107,12 @@ class SurfaceUsage:
 class _ReservationState:
     """The part of a reservation its GC backstop may touch (never the reservation itself)."""
 
-    __slots__ = ("budget", "size_bytes")
+    __slots__ = ("budget", "memory", "size_bytes")
 
-    def __init__(self, budget: SurfaceBudget, size_bytes: int) -> None:
+    def __init__(self, budget: SurfaceBudget, memory: BudgetReservation) -> None:
         self.budget: SurfaceBudget | None = budget
-        self.size_bytes = size_bytes
+        self.memory = memory
+        self.size_bytes = memory.size_bytes
 
 
 def _release_state(state: _ReservationState) -> None:
@@ -104,11 +120,13 @@ def _release_state(state: _ReservationState) -> None:
     budget, state.budget = state.budget, None
     if budget is None:
         return
+    # The bytes first: a reservation woken by _give_back must find them returned.
+    state.memory.release()
     budget._give_back(state.size_bytes)
 
 
 class SurfaceReservation:
-    """One surface counted against a :class:`SurfaceBudget`.
+    """One surface counted against a :class:`SurfaceBudget` (and its bytes against its MemoryBudget).
 
     Released exactly once: by :meth:`release` (idempotent), or, as a backstop, when the last
     reference to the reservation goes away.
@@ -116,8 +134,8 @@ class SurfaceReservation:
 
     __slots__ = ("__weakref__", "_finalizer", "_state", "identity")
 
-    def __init__(self, budget: SurfaceBudget, size_bytes: int, identity: SurfaceIdentity) -> None:
-        self._state = _ReservationState(budget, size_bytes)
+    def __init__(self, budget: SurfaceBudget, memory: BudgetReservation, identity: SurfaceIdentity) -> None:
+        self._state = _ReservationState(budget, memory)
         self.identity = identity
         """The surface this reservation accounts for."""
         self._finalizer = weakref.finalize(self, _release_state, self._state)
@@ -128,6 +146,11 @@ class SurfaceReservation:
     def size_bytes(self) -> int:
         """Bytes this reservation counts."""
         return self._state.size_bytes
+
+    @property
+    def memory(self) -> BudgetReservation:
+        """The bytes, as held against the SurfaceBudget's MemoryBudget."""
+        return self._state.memory
 
     @property
     def released(self) -> bool:
@@ -149,14 +172,27 @@ class SurfaceReservation:
         return f"<SurfaceReservation {self.size_bytes} bytes {state} {self.identity}>"
 
 
+def _pressure_forwarder(budget: weakref.ref[SurfaceBudget]) -> PressureCallback:
+    def on_pressure(event: PressureEvent) -> None:
+        target = budget()
+        if target is not None:
+            target._on_pressure(event)
+
+    return on_pressure
+
+
 class SurfaceBudget:
     """Count and byte limits on decoded surfaces held by the application, shared by sessions.
 
     Args:
         max_surfaces: Most reservations held at once; None for no limit.
-        max_bytes: Most bytes reserved at once; None for no limit.
+        max_bytes: Most bytes these surfaces may reserve at once; None for no limit.
         policy: What :meth:`reserve` does when full: wait (bounded) or fail at once.
         wait_timeout_s: How long a waiting reservation waits before it raises.
+        memory_budget: The accounting the bytes go through; None: a budget of its own, whose hard cap
+            for ``backend`` is ``max_bytes``. Pass a shared one to count surfaces, texture pools and
+            other users against one cap (its caps apply on top of ``max_bytes``).
+        backend: The backend the surfaces' bytes count against (CUDA for NVDEC surfaces).
     """
 
     def __init__(
@@ -165,6 +201,9 @@ class SurfaceBudget:
         max_bytes: int | None = None,
         policy: SurfaceBudgetPolicy = SurfaceBudgetPolicy.WAIT,
         wait_timeout_s: float = 10.0,
+        *,
+        memory_budget: MemoryBudget | None = None,
+        backend: BackendKind = BackendKind.CPU,
     ) -> None:
         if max_surfaces is not None and max_surfaces < 1:
             raise InvalidInputError(f"max_surfaces must be at least 1 or None, got {max_surfaces}")
@@ -178,20 +217,43 @@ class SurfaceBudget:
                 raise InvalidInputError(f"policy must be one of {allowed}, got {policy!r}") from None
         if wait_timeout_s < 0:
             raise InvalidInputError(f"wait_timeout_s must be non-negative, got {wait_timeout_s}")
+        try:
+            backend = BackendKind(backend)
+        except ValueError:
+            allowed = ", ".join(b.value for b in BackendKind)
+            raise InvalidInputError(f"backend must be one of {allowed}, got {backend!r}") from None
+        if memory_budget is not None and not isinstance(memory_budget, MemoryBudget):
+            raise InvalidInputError(
+                f"memory_budget must be a MemoryBudget, got {type(memory_budget).__name__}"
+            )
         self.max_surfaces = max_surfaces
         self.max_bytes = max_bytes
         self.policy = policy
         self.wait_timeout_s = float(wait_timeout_s)
-        self._cond = threading.Condition(threading.Lock())
+        self.backend = backend
+        """The backend the surfaces' bytes count against."""
+        if memory_budget is None:
+            memory_budget = MemoryBudget({backend: BudgetCaps(hard_bytes=max_bytes)})
+        self.memory_budget = memory_budget
+        """The accounting the surfaces' bytes go through (shared or the budget's own)."""
+        # Re-entrant: a reservation collected by the GC while this thread holds the lock gives back in place.
+        self._cond = threading.Condition(threading.RLock())
         self._surfaces = 0
         self._bytes = 0
+        self._pending_surfaces = 0
+        self._pending_bytes = 0
         self._peak_surfaces = 0
         self._peak_bytes = 0
+        self._pressure_events = 0
+        remove = memory_budget.add_pressure_callback(_pressure_forwarder(weakref.ref(self)))
+        weakref.finalize(self, remove).atexit = False
 
     def _fits(self, size_bytes: int) -> bool:
-        if self.max_surfaces is not None and self._surfaces + 1 > self.max_surfaces:
+        surfaces = self._surfaces + self._pending_surfaces
+        if self.max_surfaces is not None and surfaces + 1 > self.max_surfaces:
             return False
-        return self.max_bytes is None or self._bytes + size_bytes <= self.max_bytes
+        held = self._bytes + self._pending_bytes
+        return self.max_bytes is None or held + size_bytes <= self.max_bytes
 
     def _describe(self, size_bytes: int) -> str:
         max_surfaces = self.max_surfaces if self.max_surfaces is not None else "unlimited"
@@ -199,6 +261,13 @@ class SurfaceBudget:
         return (
             f"{self._surfaces}/{max_surfaces} surfaces and {self._bytes}/{max_bytes} bytes held, "
             f"{size_bytes} bytes requested"
+        )
+
+    def _memory_describe(self) -> str:
+        usage = self.memory_budget.usage(self.backend)
+        return (
+            f"the {self.backend.value} memory budget has {usage.reserved_bytes} of "
+            f"{usage.caps.hard_bytes} bytes reserved ({usage.reservation_count} reservations, all users)"
         )
 
     def reserve(
@@ -212,17 +281,54 @@ class SurfaceBudget:
             timeout: Seconds to wait when full (WAIT policy); None uses the budget's ``wait_timeout_s``.
 
         Raises:
-            SurfaceBudgetError: The budget is full (FAIL policy), stayed full for the timeout (WAIT
-                policy), or the request can never fit.
+            SurfaceBudgetError: The budget (or its MemoryBudget's hard cap) is full (FAIL policy),
+                stayed full for the timeout (WAIT policy), or the request can never fit.
         """
         if size_bytes < 0:
             raise InvalidInputError(f"size_bytes must be non-negative, got {size_bytes}")
-        if self.max_bytes is not None and size_bytes > self.max_bytes:
-            raise SurfaceBudgetError(
-                f"a surface of {size_bytes} bytes can never fit a budget of {self.max_bytes} bytes; "
-                "raise max_bytes"
-            )
+        hard = self.memory_budget.caps(self.backend).hard_bytes
+        for limit, what in ((self.max_bytes, "max_bytes"), (hard, "the MemoryBudget's hard cap")):
+            if limit is not None and size_bytes > limit:
+                raise SurfaceBudgetError(
+                    f"a surface of {size_bytes} bytes can never fit a budget of {limit} bytes; raise {what}"
+                )
         wait_s = self.wait_timeout_s if timeout is None else max(0.0, float(timeout))
+        deadline = time.monotonic() + wait_s
+        label = f"decoded surface (decoder {identity.decoder_id}, generation {identity.generation})"
+        while True:
+            self._take_slot(size_bytes, wait_s, deadline)
+            try:
+                memory = self.memory_budget.reserve(size_bytes, self.backend, label=label)
+            except BudgetExceededError as exc:
+                with self._cond:
+                    self._pending_surfaces -= 1
+                    self._pending_bytes -= size_bytes
+                    self._cond.notify_all()
+                    if self.policy is SurfaceBudgetPolicy.FAIL:
+                        raise SurfaceBudgetError(
+                            f"surface budget full ({self._memory_describe()}); release frames you hold "
+                            "or raise the MemoryBudget's hard cap"
+                        ) from exc
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise SurfaceBudgetError(
+                            f"surface budget stayed full for {wait_s:.3g} s ({self._memory_describe()}); "
+                            "release frames you hold, or raise the MemoryBudget's hard cap"
+                        ) from exc
+                    self._cond.wait(min(left, MEMORY_RETRY_S))
+                continue
+            break
+        with self._cond:
+            self._pending_surfaces -= 1
+            self._pending_bytes -= size_bytes
+            self._surfaces += 1
+            self._bytes += size_bytes
+            self._peak_surfaces = max(self._peak_surfaces, self._surfaces)
+            self._peak_bytes = max(self._peak_bytes, self._bytes)
+        return SurfaceReservation(self, memory, identity)
+
+    def _take_slot(self, size_bytes: int, wait_s: float, deadline: float) -> None:
+        """Count a reservation in progress against the surface limits (waiting per the policy)."""
         with self._cond:
             if not self._fits(size_bytes):
                 if self.policy is SurfaceBudgetPolicy.FAIL:
@@ -230,7 +336,6 @@ class SurfaceBudget:
                         f"surface budget full ({self._describe(size_bytes)}); release frames you hold "
                         "or raise the budget's limits"
                     )
-                deadline = time.monotonic() + wait_s
                 while not self._fits(size_bytes):
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -239,17 +344,27 @@ class SurfaceBudget:
                             "release frames you hold, or raise max_surfaces / max_bytes"
                         )
                     self._cond.wait(left)
-            self._surfaces += 1
-            self._bytes += size_bytes
-            self._peak_surfaces = max(self._peak_surfaces, self._surfaces)
-            self._peak_bytes = max(self._peak_bytes, self._bytes)
-        return SurfaceReservation(self, size_bytes, identity)
+            self._pending_surfaces += 1
+            self._pending_bytes += size_bytes
 
     def _give_back(self, size_bytes: int) -> None:
         with self._cond:
             self._surfaces -= 1
             self._bytes -= size_bytes
             self._cond.notify_all()
+
+    def _on_pressure(self, event: PressureEvent) -> None:
+        """The MemoryBudget's pressure events: a reservation waiting for its bytes tries again at once."""
+        if event.backend is not self.backend:
+            return
+        with self._cond:
+            self._pressure_events += 1
+            self._cond.notify_all()
+
+    @property
+    def pressure_events(self) -> int:
+        """Pressure events of this budget's backend that its MemoryBudget delivered here."""
+        return self._pressure_events
 
     def usage(self) -> SurfaceUsage:
         """A consistent snapshot of what is held now and at the peak."""
@@ -263,11 +378,31 @@ class SurfaceBudget:
                 max_bytes=self.max_bytes,
             )
 
+    def _memory_fits(self, size_bytes: int) -> bool:
+        usage = self.memory_budget.usage(self.backend)
+        hard = usage.caps.hard_bytes
+        return hard is None or usage.reserved_bytes + size_bytes <= hard
+
     def wait_for_room(self, size_bytes: int = 0, timeout: float | None = None) -> bool:
-        """Block until a reservation of ``size_bytes`` would fit, or the timeout passes. Never raises."""
+        """Block until a reservation of ``size_bytes`` would fit, or the timeout passes. Never raises.
+
+        Room in the MemoryBudget counts without asking its pools to evict (a reservation would).
+        """
         wait_s = self.wait_timeout_s if timeout is None else max(0.0, float(timeout))
-        with self._cond:
-            return self._cond.wait_for(lambda: self._fits(size_bytes), wait_s)
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._cond:
+                if not self._cond.wait_for(
+                    lambda: self._fits(size_bytes), max(0.0, deadline - time.monotonic())
+                ):
+                    return False
+            if self._memory_fits(size_bytes):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            with self._cond:
+                self._cond.wait(min(left, MEMORY_RETRY_S))
 
     def __repr__(self) -> str:
         u = self.usage()

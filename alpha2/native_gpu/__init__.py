@@ -3,9 +3,11 @@
 The one device a program works on (``Device``: the WebGPU device with its Vulkan and CUDA twins), the
 shared Vulkan device (``SharedVulkanContext``, ``choose_shared_vulkan``, ``vulkan_candidates``,
 ``shared_device_index``), import leases of decoded frames into WebGPU textures (``FrameImporter``,
-``VulkanImportLease``), bounded surface accounting (``SurfaceBudget``), the sampling shader
-(``FrameRenderer``), the encode hand-off (``VulkanEncodeCopier``, ``VideoEncodeExtent``),
-``probe_vulkan_submission`` and ``set_gpu_wait_timeout``.
+``ImportLease``, ``ImportedFrame``; the reference documents' names ``VulkanImportLease`` and
+``ImportedVulkanFrame`` are aliases, kept in ``interop.leases``), bounded surface accounting
+(``SurfaceBudget``), the sampling shader (``FrameRenderer``), the encode hand-off
+(``VulkanEncodeCopier``, ``VideoEncodeExtent``), ``probe_vulkan_submission`` and
+``set_gpu_wait_timeout``.
 
 Names are imported lazily on first use, so ``import alpha2.native_gpu`` needs neither a Vulkan loader
 nor a WebGPU adapter. This package never imports ``av``: FFmpeg stays in ``alpha2.ffmpeg_bridge``.
@@ -33,7 +35,9 @@ _EXPORTS: dict[str, str] = {
     "ImportPathReport": "interop.importer",
     "ImportTicketStats": "interop.leases",
     "ImportedPlaneDescriptor": "interop.leases",
+    "ImportedFrame": "interop.leases",
     "ImportedVulkanFrame": "interop.leases",
+    "ImportLease": "interop.leases",
     "InteropPairing": "interop.leases",
     "LayoutKind": "render.renderer",
     "NativeImageState": "interop.leases",
@@ -42,13 +46,12 @@ _EXPORTS: dict[str, str] = {
     "PAIRINGS": "interop.importer",
     "PairingTicket": "interop.leases",
     "PathStatus": "interop.importer",
-    "QueueRole": "device.shared",
+    "QueueRole": "alpha2.gpu.contexts",
     "ShaderParams": "render.renderer",
     "SharedDeviceIndex": "device.shared",
     "SharedVulkanChoice": "device.shared",
     "SharedVulkanContext": "device.shared",
     "SharedVulkanError": "device.shared",
-    "SharedVulkanRawHandles": "device.shared",
     "SlotPool": "interop.leases",
     "SubmissionProbeResult": "device.probe",
     "SurfaceBudget": "alpha2.gpu.surfaces",
@@ -67,7 +70,6 @@ _EXPORTS: dict[str, str] = {
     "VulkanImportLease": "interop.leases",
     "VulkanLayerVersion": "device.candidates",
     "VulkanMemoryHeap": "device.candidates",
-    "VulkanQueue": "device.shared",
     "VulkanQueueFamily": "device.candidates",
     "VulkanTimelineSemaphore": "device.timeline",
     "VulkanTimelineSyncPoint": "device.timeline",

@@ -253,14 +253,13 @@ def probe_vulkan_submission(
         raise InvalidInputError(f"final_layout must be one of {sorted(layouts)}, got {final_layout!r}")
     queue_info = context.queue_for(role)
     if queue_info is None:
-        raise InvalidInputError(
-            f"the shared device has no {role.value} queue; it has {[q.role.value for q in context.queues]}"
-        )
+        roles = [q.role.value for q in context.queues if q.role]
+        raise InvalidInputError(f"the shared device has no {role.value} queue; it has {roles}")
     wait_bound = bounded_timeout(timeout_s)
     state = context._internal
     ffi, dfn, device = state.api.ffi, state.dfn, state.device
     sync2 = "synchronization2" in context.enabled_features
-    family, index = queue_info.family, queue_info.index
+    family, index = queue_info.queue_family_index, queue_info.queue_index
     start = time.monotonic()
     objects = _Objects(state)
     wait_s = 0.0
@@ -309,7 +308,7 @@ def probe_vulkan_submission(
         check(dfn.vkBeginCommandBuffer(cmd, begin), "vkBeginCommandBuffer")
         sampled_access = (
             _ACCESS_SHADER_READ
-            if queue_info.flags and ("graphics" in queue_info.flags or "compute" in queue_info.flags)
+            if queue_info.queue_flags & 0x3  # VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT
             else _ACCESS_TRANSFER_READ
         )
         _record_barriers(

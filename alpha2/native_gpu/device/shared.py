@@ -18,7 +18,6 @@ get integer handles from :meth:`~SharedVulkanContext.as_raw`.
 
 from __future__ import annotations
 
-import enum
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -34,6 +33,7 @@ from alpha2.gpu.adapters import (
     as_policy,
     rank_adapters,
 )
+from alpha2.gpu.contexts import QueueRole, VulkanContext, VulkanQueue
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
 from alpha2.gpu.identity import DeviceId
 from alpha2.native_gpu._vk.core import (
@@ -55,9 +55,7 @@ __all__ = [
     "SharedVulkanChoice",
     "SharedVulkanContext",
     "SharedVulkanError",
-    "SharedVulkanRawHandles",
     "VulkanDeviceState",
-    "VulkanQueue",
     "choose_shared_vulkan",
     "shared_device_index",
 ]
@@ -100,50 +98,19 @@ _ST_SYNC2_FEATURES = 1000314007
 _ST_YCBCR_FEATURES = 1000156004
 
 
-class QueueRole(enum.Enum):
-    """What a queue of the shared device is for."""
-
-    GRAPHICS = "graphics"
-    COMPUTE = "compute"
-    TRANSFER = "transfer"
-    VIDEO_DECODE = "video_decode"
-
-
 @dataclass(frozen=True)
-class VulkanQueue:
-    """A queue of the shared device, by role."""
+class _QueuePlan:
+    """A queue the device is created with, before there is a VkQueue (see SharedVulkanContext.queues)."""
 
     role: QueueRole
-    """What it is used for (several roles may share one queue)."""
+    """What the queue is for."""
     family: int
-    """Queue family index."""
-    index: int
-    """Queue index within the family."""
-    flags: tuple[str, ...] = ()
-    """The family's flag names."""
+    """Queue family index (queue 0 of the family is used)."""
+    flags: int
+    """The family's VkQueueFlags."""
 
 
-@dataclass(frozen=True)
-class SharedVulkanRawHandles:
-    """Integer handles of a SharedVulkanContext, for other libraries (FFmpeg, Dawn, CUDA interop)."""
-
-    instance: int
-    """VkInstance."""
-    physical_device: int
-    """VkPhysicalDevice."""
-    device: int
-    """VkDevice."""
-    queues: tuple[tuple[int, int, int], ...]
-    """(family, index, VkQueue) for every created queue."""
-    api_version: int
-    """Packed instance API version."""
-    get_instance_proc_addr: int
-    """Address of vkGetInstanceProcAddr (AVVulkanDeviceContext.get_proc_addr)."""
-    enabled_extensions: tuple[str, ...]
-    """Device extensions enabled."""
-
-
-def _pick_queues(families: Sequence[VulkanQueueFamily], decode: bool) -> list[VulkanQueue]:
+def _pick_queues(families: Sequence[VulkanQueueFamily], decode: bool) -> list[_QueuePlan]:
     def first(pred: Callable[[VulkanQueueFamily], bool]) -> VulkanQueueFamily | None:
         return next((f for f in families if f.queue_count > 0 and pred(f)), None)
 
@@ -160,14 +127,14 @@ def _pick_queues(families: Sequence[VulkanQueueFamily], decode: bool) -> list[Vu
     compute = compute or graphics
     transfer = first(lambda f: bool(f.flags & 0x4) and not (f.flags & 0x3)) or compute
     queues = [
-        VulkanQueue(QueueRole.GRAPHICS, graphics.index, 0, graphics.flag_names),
-        VulkanQueue(QueueRole.COMPUTE, compute.index, 0, compute.flag_names),
-        VulkanQueue(QueueRole.TRANSFER, transfer.index, 0, transfer.flag_names),
+        _QueuePlan(QueueRole.GRAPHICS, graphics.index, graphics.flags),
+        _QueuePlan(QueueRole.COMPUTE, compute.index, compute.flags),
+        _QueuePlan(QueueRole.TRANSFER, transfer.index, transfer.flags),
     ]
     if decode:
         video = first(lambda f: f.video_decode)
         if video is not None:
-            queues.append(VulkanQueue(QueueRole.VIDEO_DECODE, video.index, 0, video.flag_names))
+            queues.append(_QueuePlan(QueueRole.VIDEO_DECODE, video.index, video.flags))
     return queues
 
 
@@ -463,17 +430,36 @@ class SharedVulkanContext:
 
     @property
     def queues(self) -> tuple[VulkanQueue, ...]:
-        """Queues by role (roles may share a queue)."""
-        return self._queues
+        """The device's queues, one per role (roles may share a VkQueue), with their locks.
+
+        Raises:
+            ClosedError: the context is closed (its queues are gone).
+        """
+        context = self.as_raw()
+        state = self._state
+        api = state.api
+        return tuple(
+            VulkanQueue(
+                context,
+                queue=handle_address(api, state.queue(plan.family)),
+                queue_family_index=plan.family,
+                queue_index=0,
+                queue_flags=plan.flags,
+                lock=state.locks[(plan.family, 0)],
+                keep_alive=self,
+                role=plan.role,
+            )
+            for plan in self._queues
+        )
 
     @property
     def queue_families(self) -> dict[QueueRole, int]:
         """Queue family per role present."""
-        return {q.role: q.family for q in self._queues}
+        return {plan.role: plan.family for plan in self._queues}
 
     def queue_for(self, role: QueueRole) -> VulkanQueue | None:
-        """The queue for a role, or None (no video-decode queue)."""
-        return next((q for q in self._queues if q.role is role), None)
+        """The queue for a role, or None (no video-decode queue). Raises ClosedError once closed."""
+        return next((q for q in self.queues if q.role is role), None)
 
     @property
     def closed(self) -> bool:
@@ -487,18 +473,27 @@ class SharedVulkanContext:
             raise ClosedError("the SharedVulkanContext is closed")
         return self._state
 
-    def as_raw(self) -> SharedVulkanRawHandles:
-        """Integer handles for other libraries. They stay valid until close()."""
+    def as_raw(self) -> VulkanContext:
+        """The device as the vocabulary's :class:`~alpha2.gpu.contexts.VulkanContext`, for other libraries.
+
+        Its handles stay valid until close(); ``keep_alive`` holds this context. The queues, with the
+        VkQueue handles and their locks, are :attr:`queues`.
+
+        Raises:
+            ClosedError: the context is closed.
+        """
         state = self._internal
         api = state.api
-        return SharedVulkanRawHandles(
+        return VulkanContext(
             instance=handle_address(api, state.instance.handle),
             physical_device=handle_address(api, state.physical_device),
             device=handle_address(api, state.device),
-            queues=tuple((f, i, handle_address(api, q)) for (f, i), q in sorted(state.queues.items())),
-            api_version=state.instance.api_version,
+            api_version=min(state.instance.api_version, self._candidate.api_version.packed),
+            enabled_extensions=self._enabled_extensions,
+            enabled_instance_extensions=state.instance.enabled_extensions,
+            device_id=self._candidate.identity,
             get_instance_proc_addr=handle_address(api, api.ffi.cast("void*", api.lib.vkGetInstanceProcAddr)),
-            enabled_extensions=tuple(sorted(self._enabled_extensions)),
+            keep_alive=self,
         )
 
     # -- queue locks -------------------------------------------------------------------------------

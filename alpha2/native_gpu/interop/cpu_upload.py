@@ -17,7 +17,9 @@ at once is safe without any CPU wait because WebGPU orders a queue's ``write_tex
 ``submit`` made before it, so the next upload into the set cannot overtake the sampling work the
 released lease's owner already submitted. (Release the lease only after that work is *submitted*.)
 When the frames of a new generation of a decoder arrive, the idle sets of its older generations are
-destroyed, and busy ones are destroyed as their leases come back.
+destroyed, and busy ones are destroyed as their leases come back. Given the importer's
+``memory_budget``, every set's bytes count against it (backend WGPU) and its pressure events trim
+idle sets (:meth:`~alpha2.native_gpu.interop.leases.SlotPool.trim_idle`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat, UploadConversion
 from alpha2.gpu.frames import DecodedFrame
@@ -38,8 +41,8 @@ from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
     ExternalSyncPoint,
+    ImportedFrame,
     ImportedPlaneDescriptor,
-    ImportedVulkanFrame,
     ImportTicketStats,
     InteropPairing,
     NativeImageState,
@@ -49,7 +52,14 @@ from alpha2.native_gpu.interop.leases import (
     WebGpuDeviceInfo,
 )
 
-__all__ = ["CpuUploadPairing", "PlaneGeometry", "TextureSet", "frame_geometry", "pool_key"]
+__all__ = [
+    "CpuUploadPairing",
+    "PlaneGeometry",
+    "TextureSet",
+    "frame_geometry",
+    "pool_key",
+    "texture_set_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,25 @@ class TextureSet:
             texture.destroy()
 
 
+def _texel_bytes() -> dict[str, int]:
+    """Bytes a texel of each upload texture format takes (rgb24 planes are uploaded as rgba8unorm)."""
+    table: dict[str, int] = {}
+    for plane_format in PlaneFormat:
+        expands = plane_format.upload_conversion is UploadConversion.EXPAND_RGB_TO_RGBA
+        size = 4 if expands else plane_format.bytes_per_texel
+        table[plane_format.wgpu_upload_format] = max(table.get(plane_format.wgpu_upload_format, 0), size)
+    return table
+
+
+_TEXEL_BYTES = _texel_bytes()
+
+
+def texture_set_bytes(key: tuple[Hashable, ...]) -> int:
+    """Bytes the plane textures of a pool key's texture set occupy (what the memory budget counts)."""
+    sizes: Any = key[3]
+    return sum(_TEXEL_BYTES[texture_format] * width * height for texture_format, width, height in sizes)
+
+
 def pool_key(
     identity: SurfaceIdentity, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
 ) -> tuple[Hashable, ...]:
@@ -180,14 +209,22 @@ class CpuUploadPairing(InteropPairing):
         gpu_module: Any,
         sets_per_key: int = DEFAULT_SLOTS_PER_KEY,
         wait_timeout: Callable[[], float],
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         self._device = device
         self._info = info
         self._queue = device.queue
         usage = gpu_module.TextureUsage
         self._usage = usage.TEXTURE_BINDING | usage.COPY_DST | usage.COPY_SRC
+        # With a memory budget, every texture set counts against it and idle sets go under pressure.
         self._pool: SlotPool[TextureSet] = SlotPool(
-            self._new_set, self._destroy_set, per_key=sets_per_key, what="plane texture sets"
+            self._new_set,
+            self._destroy_set,
+            per_key=sets_per_key,
+            what="plane texture sets",
+            memory_budget=memory_budget,
+            backend=BackendKind.WGPU,
+            item_bytes=texture_set_bytes,
         )
         self._live_textures = 0
         self._wait_timeout = wait_timeout
@@ -210,6 +247,7 @@ class CpuUploadPairing(InteropPairing):
             gpu_module=gpu_module,
             sets_per_key=int(options.get("slots", DEFAULT_SLOTS_PER_KEY)),
             wait_timeout=wait_timeout,
+            memory_budget=options.get("memory_budget"),
         )
 
     @classmethod
@@ -303,7 +341,7 @@ class CpuUploadPairing(InteropPairing):
             else (ExecutionPath.CPU_UPLOAD,)
         )
         what = "downloaded through the CUDA driver, then write_texture" if downloaded else "write_texture"
-        imported = ImportedVulkanFrame(
+        imported = ImportedFrame(
             textures=tset.textures,
             views=tset.views,
             planes=tuple(descriptors),

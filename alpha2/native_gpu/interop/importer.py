@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.identity import ExecutionPath
@@ -40,11 +41,11 @@ from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload, cuda_vk
 from alpha2.native_gpu.interop.leases import (
+    ImportLease,
     ImportTicketStats,
     InteropPairing,
     NativeSurfaceLease,
     TicketCounter,
-    VulkanImportLease,
 )
 
 __all__ = [
@@ -146,6 +147,9 @@ class FrameImporter:
             unreleased leases, an import waits up to the GPU wait timeout, then raises GpuTimeoutError.
         shared_context: The SharedVulkanContext for the GPU copy (None: the Device's, opened on first
             use for a CUDA frame).
+        memory_budget: The accounting the pairings' texture sets / ring slots count against (share it
+            with a SurfaceBudget to put surfaces and textures under one cap); its pressure events trim
+            idle sets and slots. None: not accounted.
 
     Raises:
         InvalidInputError: not a WebGPU device, or a path that is not one of the table's.
@@ -160,6 +164,7 @@ class FrameImporter:
         require: ExecutionPath | None = None,
         slots: int = 4,
         shared_context: Any = None,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         self.gpu_device = Device.adopt(device, shared_context=shared_context)
         """The alpha2 Device: the WebGPU device with its Vulkan and CUDA twins."""
@@ -182,9 +187,14 @@ class FrameImporter:
         """The only path allowed, or None."""
         self.slots = slots
         """Texture sets per stream / ring slots."""
+        if memory_budget is not None and not isinstance(memory_budget, MemoryBudget):
+            raise InvalidInputError(f"memory_budget must be a MemoryBudget or None, got {memory_budget!r}")
+        self.memory_budget = memory_budget
+        """The accounting of the pairings' pools, or None."""
         self._options: dict[str, Any] = {
             "slots": slots,
             "shared_context": shared_context,
+            "memory_budget": memory_budget,
             "gpu_device": self.gpu_device,
         }
         self._gpu = importlib.import_module(self.info.implementation.value)
@@ -297,7 +307,7 @@ class FrameImporter:
 
     # -- importing ------------------------------------------------------------------------------------
 
-    def import_frame(self, frame: DecodedFrame) -> VulkanImportLease:
+    def import_frame(self, frame: DecodedFrame) -> ImportLease:
         """Import ``frame`` into plane textures; the returned lease owns the frame from now on.
 
         The lease releases the frame (its SurfaceReservation) when it is released, or earlier once the
@@ -332,13 +342,13 @@ class FrameImporter:
                 self._fallbacks[reason] += 1
             self._bytes_crossed_cpu += imported.bytes_crossed_cpu
         self._counter.on_acquired(reason is not None)
-        return VulkanImportLease(
+        return ImportLease(
             imported, ticket.release, surface, self._counter, ticket_id=next(self._ids), reason=reason
         )
 
-    def import_frames(self, frames: Sequence[DecodedFrame]) -> list[VulkanImportLease]:
+    def import_frames(self, frames: Sequence[DecodedFrame]) -> list[ImportLease]:
         """Import several frames; on a failure the leases made so far are released, then it raises."""
-        leases: list[VulkanImportLease] = []
+        leases: list[ImportLease] = []
         try:
             for frame in frames:
                 leases.append(self.import_frame(frame))

@@ -1,13 +1,14 @@
 """Import leases: what an imported frame is, how long it lives, and the lifecycle every pairing shares.
 
-A :class:`VulkanImportLease` is what :meth:`~alpha2.native_gpu.interop.importer.FrameImporter.import_frame`
-returns: the plane textures of one decoded frame on a WebGPU device (an :class:`ImportedVulkanFrame`),
+An :class:`ImportLease` is what :meth:`~alpha2.native_gpu.interop.importer.FrameImporter.import_frame`
+returns: the plane textures of one decoded frame on a WebGPU device (an :class:`ImportedFrame`),
 the :class:`ExternalSyncPoint` to honour before sampling them, the :class:`~alpha2.gpu.identity.ExecutionPath`
 the pixels took and how many bytes crossed the CPU. Releasing the lease (``release()``, the context
 manager, or -- as a backstop -- garbage collection) hands the texture set back to its pairing's pool or
 ring exactly once, and lets the decoded surface go (:class:`NativeSurfaceLease`).
 
-Each interop pairing (CPU upload, CUDA -> Vulkan -> Dawn) implements :class:`InteropPairing`: a
+The texture sets / ring slots live in a :class:`~alpha2.native_gpu.interop.pool.SlotPool` (re-exported
+here). Each interop pairing (CPU upload, CUDA -> Vulkan -> Dawn) implements :class:`InteropPairing`: a
 ``acquire(frame, surface) -> PairingTicket`` that either completes or undoes everything it did (mpv's
 ``mapper_map`` / ``mapper_unmap``), and a ticket whose ``release`` gives the slot back. The importer
 keeps the table of pairings and picks one per frame.
@@ -16,20 +17,20 @@ keeps the table of pairings and picks one per frame.
 from __future__ import annotations
 
 import abc
-import collections
+import dataclasses
 import enum
 import threading
-import time
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar
 
 from alpha2.gpu.colour import ColourInfo
-from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata
+from alpha2.gpu.handles import WgpuTexture
 from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import SyncPoint, WaitStatus
@@ -39,11 +40,16 @@ from alpha2.gpu.webgpu import FEATURE_SHARED_FENCE_OPAQUE_FD as FEATURE_SHARED_F
 from alpha2.gpu.webgpu import FEATURE_SHARED_TEXTURE_OPAQUE_FD as FEATURE_SHARED_TEXTURE_OPAQUE_FD
 from alpha2.gpu.webgpu import WebGpuDeviceInfo
 from alpha2.gpu.webgpu import WebGpuImplementation as WebGpuImplementation
+from alpha2.native_gpu.interop.pool import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOTS_PER_KEY, SlotPool
 
 __all__ = [
+    "DEFAULT_MAX_IDLE_KEYS",
+    "DEFAULT_SLOTS_PER_KEY",
     "ExternalSyncPoint",
     "ImageOwner",
+    "ImportLease",
     "ImportTicketStats",
+    "ImportedFrame",
     "ImportedPlaneDescriptor",
     "ImportedVulkanFrame",
     "InteropPairing",
@@ -157,15 +163,19 @@ class ExternalSyncPoint(SyncPoint):
 
 
 @dataclass(frozen=True, eq=False)
-class ImportedVulkanFrame:
-    """One decoded frame as plane textures on a WebGPU device. Valid while its lease is held."""
+class ImportedFrame:
+    """One decoded frame as plane textures on a WebGPU device. Valid while its lease is held.
+
+    Whatever the path (CPU upload or GPU copy), the planes are textures of the consumer's device;
+    :attr:`plane_resources` gives them as vocabulary values (:class:`~alpha2.gpu.handles.WgpuTexture`).
+    """
 
     textures: tuple[Any, ...]
-    """One GPUTexture per plane, in plane order."""
+    """One GPUTexture per plane, in plane order (pooled: they belong to the pool again after release)."""
     views: tuple[Any, ...]
-    """One GPUTextureView per plane (2D, whole texture), ready to bind."""
+    """One GPUTextureView per plane (2D, whole texture), ready to bind; same order as ``textures``."""
     planes: tuple[ImportedPlaneDescriptor, ...]
-    """What each texture holds."""
+    """What each texture holds (plane index, texel and texture format, size, source stride)."""
     pixel_format: PixelFormat
     """Software layout of the planes (nv12 / p010 / yuv420p ...)."""
     colour: ColourInfo
@@ -188,6 +198,29 @@ class ImportedVulkanFrame:
     """Pixel bytes that passed through host memory for this frame (0 on the GPU-copy path)."""
     image_state: NativeImageState
     """Native layout / queue family / timeline value observed at import."""
+
+    @property
+    def plane_resources(self) -> tuple[WgpuTexture, ...]:
+        """The plane textures as GpuResource values (format and size from the plane descriptors).
+
+        Borrowed, like the textures: valid while the lease is held (:attr:`ImportLease.plane_resources`
+        keeps the lease alive as their ``keep_alive``).
+        """
+        return tuple(
+            WgpuTexture(
+                texture=texture,
+                texture_format=plane.texture_format,
+                width=plane.width,
+                height=plane.height,
+                usage=_usage_of(texture),
+            )
+            for texture, plane in zip(self.textures, self.planes)
+        )
+
+
+def _usage_of(texture: Any) -> int:
+    usage = getattr(texture, "usage", 0)
+    return usage if isinstance(usage, int) and not isinstance(usage, bool) else 0
 
 
 @dataclass(frozen=True)
@@ -265,173 +298,6 @@ class TicketCounter:
                 failed=self.failed,
                 fallbacks=self.fallbacks,
             )
-
-
-# ---------------------------------------------------------------------------------------------------
-# the pool every pairing keeps its texture sets / ring slots in
-
-T = TypeVar("T")
-
-DEFAULT_SLOTS_PER_KEY = 4
-"""Texture sets / ring slots per stream (decoder generation and size) before imports wait for a release."""
-DEFAULT_MAX_IDLE_KEYS = 8
-"""Streams whose idle sets are kept; the least recently used beyond this are destroyed."""
-
-
-class SlotPool(Generic[T]):
-    """Reusable items (texture sets, ring slots) keyed by ``(decoder_id, generation, ...)``. Thread-safe.
-
-    ``take`` hands out an idle item of the key (reused) or makes one with ``create(key)``; when
-    ``per_key`` items of the key are all out it waits, up to ``timeout_s``, for one to come back, then
-    raises GpuTimeoutError. ``give_back`` returns one. When a key of a newer generation of a decoder
-    arrives, the idle items of that decoder's older generations are destroyed, and out-standing ones
-    are destroyed as they come back (``SurfaceIdentity`` keeps a texture of one generation from being
-    reused for another). Items of stopped streams are evicted beyond ``max_idle_keys``. ``destroy`` is
-    called outside the lock, exactly once per item.
-    """
-
-    def __init__(
-        self,
-        create: Callable[[tuple[Hashable, ...]], T],
-        destroy: Callable[[T], None],
-        *,
-        per_key: int = DEFAULT_SLOTS_PER_KEY,
-        max_idle_keys: int = DEFAULT_MAX_IDLE_KEYS,
-        what: str = "texture sets",
-    ) -> None:
-        if per_key < 1 or max_idle_keys < 1:
-            raise InvalidInputError(f"per_key and max_idle_keys must be >= 1, got {per_key}, {max_idle_keys}")
-        self._create = create
-        self._destroy_fn = destroy
-        self.per_key = per_key
-        self.max_idle_keys = max_idle_keys
-        self.what = what
-        self._cond = threading.Condition(threading.Lock())
-        # Least recently used first.
-        self._idle: collections.OrderedDict[tuple[Hashable, ...], list[T]] = collections.OrderedDict()
-        self._out: dict[tuple[Hashable, ...], int] = {}
-        self._latest_generation: dict[Hashable, int] = {}
-        self.allocations = 0
-        self.reuses = 0
-        self.drained = 0
-        self._closed = False
-
-    def _stale(self, key: tuple[Hashable, ...]) -> bool:
-        generation = key[1]
-        assert isinstance(generation, int)
-        return self._closed or generation < self._latest_generation.get(key[0], generation)
-
-    def take(self, key: tuple[Hashable, ...], timeout_s: float) -> tuple[T, bool]:
-        """An item for ``key`` and whether it was reused.
-
-        Raises:
-            GpuTimeoutError: ``per_key`` items stayed out for ``timeout_s``.
-            InvalidInputError: the pool is closed, or the key's generation is older than one already seen.
-        """
-        decoder_id, generation = key[0], key[1]
-        assert isinstance(generation, int)
-        doomed: list[T] = []
-        item: T | None = None
-        with self._cond:
-            if self._closed:
-                raise InvalidInputError(f"the pool of {self.what} is closed")
-            latest = self._latest_generation.get(decoder_id)
-            if latest is not None and generation < latest:
-                raise InvalidInputError(
-                    f"a frame of decoder {decoder_id} generation {generation} arrived after "
-                    f"generation {latest}"
-                )
-            if latest is None or generation > latest:
-                self._latest_generation[decoder_id] = generation
-                for old in [k for k in self._idle if k[0] == decoder_id and k[1] != generation]:
-                    doomed += self._idle.pop(old)
-        self._destroy(doomed)
-        with self._cond:
-            deadline = time.monotonic() + timeout_s
-            while True:
-                if self._closed:
-                    raise InvalidInputError(f"the pool of {self.what} is closed")
-                idle = self._idle.get(key)
-                if idle:
-                    item = idle.pop()
-                    if not idle:
-                        del self._idle[key]
-                    self.reuses += 1
-                    break
-                if self._out.get(key, 0) < self.per_key:
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise GpuTimeoutError(
-                        f"all {self.per_key} {self.what} of this stream are held by unreleased leases "
-                        f"(waited {timeout_s:.3g} s); release leases once the work sampling them is "
-                        "submitted, or raise slots"
-                    )
-                self._cond.wait(left)
-            self._out[key] = self._out.get(key, 0) + 1
-        if item is not None:
-            return item, True
-        try:
-            item = self._create(key)
-        except BaseException:
-            self._returned(key)
-            raise
-        with self._cond:
-            self.allocations += 1
-        return item, False
-
-    def _returned(self, key: tuple[Hashable, ...]) -> None:
-        with self._cond:
-            self._out[key] -= 1
-            if self._out[key] == 0:
-                del self._out[key]
-            self._cond.notify_all()
-
-    def give_back(self, key: tuple[Hashable, ...], item: T, *, broken: bool = False) -> None:
-        """Return an item taken with :meth:`take`; ``broken`` (or a stale generation) destroys it."""
-        doomed: list[T] = []
-        with self._cond:
-            self._out[key] -= 1
-            if self._out[key] == 0:
-                del self._out[key]
-            if broken or self._stale(key):
-                doomed.append(item)
-            else:
-                self._idle.setdefault(key, []).append(item)
-                self._idle.move_to_end(key)
-                while len(self._idle) > self.max_idle_keys:
-                    _, evicted = self._idle.popitem(last=False)
-                    doomed += evicted
-            self._cond.notify_all()
-        self._destroy(doomed)
-
-    def _destroy(self, items: list[T]) -> None:
-        if not items:
-            return
-        with self._cond:
-            self.drained += len(items)
-        for item in items:
-            self._destroy_fn(item)
-
-    def idle_items(self) -> list[T]:
-        """The idle items (a snapshot)."""
-        with self._cond:
-            return [item for items in self._idle.values() for item in items]
-
-    def counts(self) -> tuple[int, int]:
-        """(items alive, idle items)."""
-        with self._cond:
-            idle = sum(len(v) for v in self._idle.values())
-            return idle + sum(self._out.values()), idle
-
-    def close(self) -> None:
-        """Destroy the idle items; out-standing ones are destroyed as they come back. Idempotent."""
-        with self._cond:
-            self._closed = True
-            doomed = [item for items in self._idle.values() for item in items]
-            self._idle.clear()
-            self._cond.notify_all()
-        self._destroy(doomed)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -517,7 +383,7 @@ class PairingTicket:
     ``release`` is called exactly once, by the lease (never by the GC thread holding a lock).
     """
 
-    frame: ImportedVulkanFrame
+    frame: ImportedFrame
     """The imported frame."""
     release: Callable[[], None]
     """Gives the texture set / slot back (after ending any access); must not raise for normal use."""
@@ -627,7 +493,7 @@ def _release_lease(state: _LeaseState) -> None:
             counter.on_released()
 
 
-class VulkanImportLease:
+class ImportLease:
     """An imported frame held until its sampling work is submitted; released exactly once.
 
     Release it with :meth:`release` (idempotent) or a ``with`` block once the work that samples the
@@ -641,7 +507,7 @@ class VulkanImportLease:
 
     def __init__(
         self,
-        frame: ImportedVulkanFrame,
+        frame: ImportedFrame,
         release_slot: Callable[[], None],
         surface: NativeSurfaceLease,
         counter: TicketCounter,
@@ -649,7 +515,7 @@ class VulkanImportLease:
         ticket_id: int,
         reason: str | None = None,
     ) -> None:
-        self._frame: ImportedVulkanFrame | None = frame
+        self._frame: ImportedFrame | None = frame
         self._path = frame.path
         self._state = _LeaseState(release_slot, surface, counter)
         self.surface = surface
@@ -662,12 +528,21 @@ class VulkanImportLease:
         self._finalizer.atexit = False
 
     @property
-    def frame(self) -> ImportedVulkanFrame:
+    def frame(self) -> ImportedFrame:
         """The imported frame (raises ClosedError once the lease is released)."""
         frame = self._frame
         if frame is None:
-            raise ClosedError("this VulkanImportLease was released; its textures belong to the pool again")
+            raise ClosedError("this ImportLease was released; its textures belong to the pool again")
         return frame
+
+    @property
+    def plane_resources(self) -> tuple[WgpuTexture, ...]:
+        """The frame's planes as GpuResource values whose ``keep_alive`` is this lease.
+
+        Raises:
+            ClosedError: the lease was released.
+        """
+        return tuple(dataclasses.replace(r, keep_alive=self) for r in self.frame.plane_resources)
 
     @property
     def path(self) -> ExecutionPath:
@@ -684,7 +559,7 @@ class VulkanImportLease:
         self._frame = None
         self._finalizer()
 
-    def __enter__(self) -> VulkanImportLease:
+    def __enter__(self) -> ImportLease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -692,4 +567,13 @@ class VulkanImportLease:
 
     def __repr__(self) -> str:
         state = "released" if self.released else "held"
-        return f"<VulkanImportLease #{self.ticket_id} {state}>"
+        return f"<ImportLease #{self.ticket_id} {state}>"
+
+
+# ---------------------------------------------------------------------------------------------------
+# the seeds' names (alpha2_native_gpu's reference documents): the one place they are kept
+
+VulkanImportLease = ImportLease
+"""The reference documents' name of :class:`ImportLease` (the lease is not Vulkan-specific)."""
+ImportedVulkanFrame = ImportedFrame
+"""The reference documents' name of :class:`ImportedFrame` (the textures are WebGPU textures)."""
