@@ -108,7 +108,7 @@ class WindowPlayback(_Keys):
         return bool(getattr(self.clock, "paused", False))
 
     def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
-        """Decode the first frame, make the device, the canvas and the clock; returns the canvas module.
+        """Decode the first frame, make the device and the canvas (the clock starts on the first frame shown).
 
         ``canvas_module`` is a rendercanvas backend module (``rendercanvas.auto`` picks glfw or Qt;
         tests drive ``rendercanvas.offscreen``). ``size``: the canvas size (default the frame's).
@@ -144,7 +144,6 @@ class WindowPlayback(_Keys):
             format=preferred,
             usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST,
         )
-        self.clock = make_clock(player, first.pts_seconds or 0.0, decoder.info.duration_seconds)
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.request_draw(self._draw)
         player.progress.start(player.options.frames or decoder.info.frame_count)
@@ -209,7 +208,9 @@ class WindowPlayback(_Keys):
         decoder = self.player.decoder
         assert decoder is not None
         self.scheduler.on_draw(time.perf_counter())
-        now = self.media_time()
+        # Before the first frame is on screen there is no clock: that frame is due now.
+        first = self.pending.pts_seconds if self.clock is None and self.pending is not None else None
+        now = (first or 0.0) if self.clock is None else self.media_time()
         due: DecodedFrame | None = None
         while self.pending is not None and self.scheduler.is_due(self.pending.pts_seconds or 0.0, now):
             if due is not None:
@@ -240,8 +241,8 @@ class WindowPlayback(_Keys):
         if window != self.last_window:
             player.renderer.clear_cache()
             self.last_window = window
+        pts = (frame.pts_seconds or 0.0) if frame is not None else 0.0
         if frame is not None:
-            pts = frame.pts_seconds or 0.0
             box = letterbox(Size(frame.width, frame.height), window)
             target = player.renderer.target_texture(box.width, box.height, self.render_format)
             self.shown = (player._render(frame, target), box)
@@ -262,6 +263,10 @@ class WindowPlayback(_Keys):
             (box.width, box.height, 1),
         )
         device.queue.submit([encoder.finish()])
+        if self.clock is None:
+            # The sound starts once the first frame is up (its first render may take long), in sync with it.
+            decoder = player.decoder
+            self.clock = make_clock(player, pts, decoder.info.duration_seconds if decoder else None)
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
