@@ -137,3 +137,74 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     av = sys.modules.get("av")
     if av is not None:
         av.logging.set_level(None)
+
+
+# ---------------------------------------------------------------------------------------------------
+# sound without a sound card: a JACK server on its dummy driver (real time, no kernel module), which
+# PortAudio's JACK host API plays to. The tests start their own, under a name of their own.
+
+JACK_SERVER_NAME = f"alpha2-test-{os.getpid()}"
+os.environ["JACK_DEFAULT_SERVER"] = JACK_SERVER_NAME
+os.environ.setdefault("JACK_NO_START_SERVER", "1")  # libjack must not start a server behind our back
+
+
+def _jack_output_ready() -> bool:
+    import sounddevice as sd
+
+    # PortAudio lists host APIs when it initialises: re-initialise if it did before the server was up.
+    for attempt in range(2):
+        if any(api["name"].startswith("JACK") and api["devices"] for api in sd.query_hostapis()):
+            return True
+        if attempt == 0:
+            sd._terminate()
+            sd._initialize()
+    return False
+
+
+@pytest.fixture(scope="session")
+def audio_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A running JACK server (dummy driver, 48 kHz, 256-frame periods) that sounddevice plays to."""
+    import shutil
+    import subprocess
+    import time
+
+    missing = None
+    if shutil.which("jackd") is None:
+        missing = "jackd is not installed (apt-get install jackd2)"
+    else:
+        try:
+            import sounddevice  # noqa: F401
+        except (ImportError, OSError) as exc:
+            missing = (
+                f"sounddevice unusable (pip install 'alpha2[audio]', apt-get install libportaudio2): {exc}"
+            )
+    if missing is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must play sound: {missing}")
+        pytest.skip(missing)
+    log = tmp_path_factory.mktemp("jack") / "jackd.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            ["jackd", "-n", JACK_SERVER_NAME, "-r", "-d", "dummy", "-r", "48000", "-p", "256", "-C", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 15
+        while not _jack_output_ready():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"jackd did not come up: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        yield JACK_SERVER_NAME
+    finally:
+        import sounddevice as sd
+
+        sd._terminate()  # PortAudio's JACK host API asserts at exit if its server went away first
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

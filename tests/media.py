@@ -195,3 +195,52 @@ def garbage(dst: str, size: int = 4096, seed: int = 2) -> str:
     with open(dst, "wb") as f:
         f.write(bytes(rng.randrange(256) for _ in range(size)))
     return dst
+
+
+AV_FLASH_EVERY = 15
+"""make_av_clip: every this many frames a white flash, with a beep starting at the same pts."""
+AV_BEEP_S = 0.03
+"""make_av_clip: how long each beep lasts."""
+
+
+def make_av_clip(
+    path: str | os.PathLike[str], seconds: float = 3.0, rate: int = 30, width: int = 160, height: int = 90
+) -> str:
+    """An H.264 + AAC clip for A/V sync: dark frames, a white flash every AV_FLASH_EVERY frames, and a
+    1 kHz beep starting at each flash's pts (silence in between), so picture and sound can be lined up."""
+    path = os.fspath(path)
+    frames = round(seconds * rate)
+    sample_rate = 48000
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream("libx264", rate=rate, options=dict(ENCODERS["h264"][1]))
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.codec_context.gop_size = rate // 2
+        stream.codec_context.thread_count = 1
+        astream: Any = out.add_stream("aac", rate=sample_rate)
+        astream.layout = "stereo"
+        for i in range(frames):
+            level = 235 if i % AV_FLASH_EVERY == 0 else 16 + (i % AV_FLASH_EVERY) * 4
+            rgb = np.full((height, width, 3), level, np.uint8)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+        total = int(frames / rate * sample_rate)
+        t = np.arange(total) / sample_rate
+        phase = (t * rate) % AV_FLASH_EVERY / rate  # seconds since the last flash
+        tone = np.where(phase < AV_BEEP_S, 0.5 * np.sin(2 * np.pi * 1000 * t), 0.0).astype(np.float32)
+        chunk = astream.codec_context.frame_size or 1024
+        for start in range(0, total, chunk):
+            part = tone[start : start + chunk]
+            if len(part) < chunk:
+                part = np.pad(part, (0, chunk - len(part)))
+            aframe = av.AudioFrame.from_ndarray(np.stack([part, part]), format="fltp", layout="stereo")
+            aframe.sample_rate = sample_rate
+            aframe.pts = start
+            for packet in astream.encode(aframe):
+                out.mux(packet)
+        for packet in astream.encode(None):
+            out.mux(packet)
+    return path

@@ -1,12 +1,15 @@
 """``alpha2 play INPUT``: decode, import, render with the sampling shader, show or keep offscreen.
 
 With a display (``DISPLAY`` / ``WAYLAND_DISPLAY`` on Linux) and rendercanvas with a glfw or Qt backend
-installed, a window shows the video with vsync, the aspect kept with letterboxing; space pauses, the
-arrow keys seek (left/right 5 s, down/up 30 s), q or Escape quits. rendercanvas is not a dependency: it
-is imported only when a window is possible, and when it (or a backend) is missing, playback falls back
-to offscreen and says why. Offscreen (no display, ``--offscreen``, or ``--snapshot``), frames are
-rendered into a texture as fast as the device allows; ``--snapshot PATH.png [--at SECONDS]`` writes the
-frame on display at that time as a PNG, atomically.
+installed, a window shows the video with vsync, the aspect kept with letterboxing, each frame presented
+when its pts is due against the media clock (:mod:`alpha2.apps.window`): the sound's when there is sound
+(``alpha2[audio]``, :mod:`alpha2.apps.audio_out`), else the system clock, with the reason in the stats;
+space pauses, the arrow keys seek (left/right 5 s, down/up 30 s), m mutes, 9 / 0 set the volume, q or
+Escape quits. A file without video plays its sound (a level visual in a window). rendercanvas is not a
+dependency: it is imported only when a window is possible, and when it (or a backend) is missing,
+playback falls back to offscreen and says why. Offscreen (no display, ``--offscreen``, or ``--snapshot``),
+frames are rendered into a texture as fast as the device allows, without sound; ``--snapshot PATH.png
+[--at SECONDS]`` writes the frame on display at that time as a PNG, atomically.
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
-from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, letterbox
+from alpha2.apps.window import WindowPlayback as _WindowPlayback
+from alpha2.ffmpeg_bridge import DecodeSession, media_kinds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Rect, Size
+from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
 
 __all__ = [
+    "SEEK_STEPS_S",
     "PlayOptions",
     "PlayStats",
     "letterbox",
@@ -38,9 +44,6 @@ __all__ = [
     "run",
     "window_unavailable_reason",
 ]
-
-SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -30.0, "ArrowUp": 30.0}
-"""Seek per arrow key, in seconds."""
 
 _QT_BINDINGS = ("PySide6", "PyQt6", "PyQt5", "PySide2")
 
@@ -59,16 +62,6 @@ def window_unavailable_reason(environ: Mapping[str, str] | None = None) -> str |
     return None
 
 
-def letterbox(frame: Size, window: Size) -> Rect:
-    """Where ``frame`` goes in ``window`` with its aspect kept: centred, bars on two sides."""
-    if frame.width <= 0 or frame.height <= 0 or window.width <= 0 or window.height <= 0:
-        return Rect(0, 0, max(window.width, 1), max(window.height, 1))
-    scale = min(window.width / frame.width, window.height / frame.height)
-    width = max(1, min(window.width, round(frame.width * scale)))
-    height = max(1, min(window.height, round(frame.height * scale)))
-    return Rect((window.width - width) // 2, (window.height - height) // 2, width, height)
-
-
 @dataclass(frozen=True)
 class PlayOptions:
     """What ``alpha2 play`` was asked to do."""
@@ -83,12 +76,24 @@ class PlayOptions:
     """Stop after this many frames."""
     hwaccel: str = "auto"
     """Decoding: ``auto``, ``cuda`` or ``none``."""
+    audio: bool = True
+    """Play the sound (the master clock) when there is a stream and a device; ``--no-audio`` turns it off."""
+    volume: float = 1.0
+    """Initial volume factor, 0..2."""
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.volume <= 2.0:
+            raise InvalidInputError(f"--volume must be within 0..2, got {self.volume}")
         if self.frames is not None and self.frames < 1:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.at_s is not None and self.at_s < 0:
             raise InvalidInputError(f"--at must be >= 0 seconds, got {self.at_s}")
+
+
+_NO_CLOCK: dict[str, Any] = {
+    "kind": "none",
+    "reason": "offscreen: rendered as fast as the device allows, no sound",
+}
 
 
 @dataclass
@@ -110,6 +115,10 @@ class PlayStats:
     snapshot_pts_s: float | None = None
     size: Size | None = None
     dropped_frames: int = 0
+    late_frames: int = 0
+    clock: dict[str, Any] = field(default_factory=lambda: dict(_NO_CLOCK))
+    sync: dict[str, Any] | None = None
+    audio_seconds: float | None = None
 
     @property
     def fps(self) -> float:
@@ -133,6 +142,10 @@ class PlayStats:
             "bytes_through_cpu": self.paths.bytes_through_cpu,
             "peak_surfaces": self.peak_surfaces,
             "dropped_frames": self.dropped_frames,
+            "late_frames": self.late_frames,
+            "clock": self.clock,
+            "sync": self.sync,
+            "audio_seconds": None if self.audio_seconds is None else round(self.audio_seconds, 4),
             "size": None if self.size is None else [self.size.width, self.size.height],
             "snapshot": self.snapshot,
             "snapshot_pts_s": self.snapshot_pts_s,
@@ -152,7 +165,15 @@ class PlayStats:
             f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
             f"peak surfaces {self.peak_surfaces}",
             f"  time: {self.stages.summary(self.seconds)}",
+            f"  clock: {self.clock['reason']}",
         ]
+        if self.sync:
+            sync = self.sync
+            lines.append(
+                f"  sync: {sync['shown']} shown, {sync['dropped']} dropped, {sync['late']} late; "
+                f"A/V offset mean {sync['offset_mean_abs_ms']:.1f} ms, "
+                f"max {sync['offset_max_abs_ms']:.1f} ms (refresh {sync['refresh_hz']:.0f} Hz)"
+            )
         if self.device:
             lines.append(f"  device: {self.device['implementation']} on {self.device['adapter']}")
         if self.snapshot:
@@ -380,179 +401,15 @@ class _Player:
         return _WindowPlayback(self).run()
 
 
-class _WindowPlayback:
-    """Playback in a rendercanvas window: paced by presentation time, vsync, letterboxed, keys."""
-
-    def __init__(self, player: _Player) -> None:
-        self.player = player
-        self.stats = player.stats
-        self.shown: Any = None  # (texture, letterbox rect) of the last frame rendered
-        self.pending: DecodedFrame | None = None
-        self.paused = False
-        self.clock_wall = 0.0
-        self.clock_media = 0.0
-        self.ended = False
-        self.canvas: Any = None
-        self.context: Any = None
-        self.present_format = "bgra8unorm"
-        self.render_format = "bgra8unorm"
-        self.last_window = Size(0, 0)
-
-    def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
-        """Decode the first frame, make the device and the canvas; returns the canvas module.
-
-        ``canvas_module`` is a rendercanvas backend module (``rendercanvas.auto`` picks glfw or Qt;
-        tests drive ``rendercanvas.offscreen``). ``size``: the canvas size (default the frame's).
-        """
-        player, stats = self.player, self.stats
-        backend = importlib.import_module(canvas_module)
-        decoder = player._open()
-        player._seek_start(decoder)
-        first = decoder.next_frame()
-        if first is None:
-            raise InvalidInputError(f"{player.source!r} has no decodable video frame")
-        self.pending = first
-        player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
-        stats.size = Size(first.width, first.height)
-        window = size if size is not None else stats.size
-        self.canvas = backend.RenderCanvas(
-            title=f"alpha2 play - {os.path.basename(player.source)}",
-            size=(window.width, window.height),
-            update_mode="continuous",
-            max_fps=240,
-            vsync=True,
-        )
-        self.context = self.canvas.get_context("wgpu")
-        preferred = str(self.context.get_preferred_format(player.device.adapter))
-        self.present_format = preferred
-        base = preferred.replace("-srgb", "")
-        # The shader's values are already sRGB-encoded: they are copied as they are (an -srgb surface and
-        # its plain format are copy-compatible), never encoded twice.
-        self.render_format = base if base in ("rgba8unorm", "bgra8unorm", "rgba16float") else "bgra8unorm"
-        gpu = importlib.import_module(type(player.device).__module__.split(".", 1)[0])
-        self.context.configure(
-            device=player.device,
-            format=preferred,
-            usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST,
-        )
-        self.clock_media = first.pts_seconds or 0.0
-        self.clock_wall = time.perf_counter()
-        self.canvas.add_event_handler(self._on_key, "key_down")
-        self.canvas.request_draw(self._draw)
-        player.progress.start(player.options.frames or decoder.info.frame_count)
-        return backend
-
-    def finish(self, seconds: float) -> PlayStats:
-        """Release what is held and complete the stats."""
-        if self.pending is not None:
-            self.pending.release()
-            self.pending = None
-        self.stats.seconds = seconds
-        self.stats.mode, self.stats.mode_reason = "window", "vsync, letterboxed"
-        self.player._finish_stats()
-        return self.stats
-
-    def run(self) -> PlayStats:
-        timer = pipeline.RunTimer()
-        try:
-            backend = self.open()
-            backend.loop.run()
-        finally:
-            self.finish(timer.stop())
-        return self.stats
-
-    def media_time(self) -> float:
-        if self.paused:
-            return self.clock_media
-        return self.clock_media + (time.perf_counter() - self.clock_wall)
-
-    def _on_key(self, event: Mapping[str, Any]) -> None:
-        key = str(event.get("key", ""))
-        decoder = self.player.decoder
-        if key in ("q", "Q", "Escape"):
-            self.canvas.close()
-        elif key == " ":
-            now = self.media_time()
-            self.paused = not self.paused
-            self.clock_media, self.clock_wall = now, time.perf_counter()
-        elif key in SEEK_STEPS_S and decoder is not None:
-            target = max(0.0, self.media_time() + SEEK_STEPS_S[key])
-            duration = decoder.info.duration_seconds
-            if duration is not None:
-                target = min(target, max(0.0, duration - 0.05))
-            if self.pending is not None:
-                self.pending.release()
-                self.pending = None
-            decoder.seek(target)
-            self.pending = decoder.next_frame()
-            self.clock_media, self.clock_wall = target, time.perf_counter()
-            self.ended = False
-
-    def _advance(self) -> DecodedFrame | None:
-        """The newest frame due at the media time (older due frames are dropped), or None."""
-        decoder = self.player.decoder
-        assert decoder is not None
-        now = self.media_time()
-        due: DecodedFrame | None = None
-        while self.pending is not None and (self.pending.pts_seconds or 0.0) <= now + 0.002:
-            if due is not None:
-                due.release()
-                self.stats.dropped_frames += 1
-            due = self.pending
-            t0 = time.perf_counter()
-            self.pending = decoder.next_frame()
-            self.stats.stages.add("decode", time.perf_counter() - t0)
-            if self.paused:
-                break
-        if self.pending is None and due is None and self.shown is not None:
-            self.ended = True
-        return due
-
-    def _draw(self) -> None:
-        player, stats = self.player, self.stats
-        limit = player.options.frames
-        frame = self._advance()
-        if self.ended or (limit is not None and stats.frames >= limit):
-            self.canvas.close()
-            return
-        width, height = (int(v) for v in self.canvas.get_physical_size())
-        window = Size(max(width, 1), max(height, 1))
-        if window != self.last_window:
-            player.renderer.clear_cache()
-            self.last_window = window
-        if frame is not None:
-            box = letterbox(Size(frame.width, frame.height), window)
-            target = player.renderer.target_texture(box.width, box.height, self.render_format)
-            self.shown = (player._render(frame, target), box)
-            stats.frames += 1
-            player.progress.update(stats.frames)
-        if self.shown is None:
-            return
-        texture, _ = self.shown
-        tex_w, tex_h = int(texture.size[0]), int(texture.size[1])
-        if tex_w > window.width or tex_h > window.height:
-            return  # the window shrank while paused: the next frame is rendered at the new size
-        box = Rect((window.width - tex_w) // 2, (window.height - tex_h) // 2, tex_w, tex_h)
-        surface = self.context.get_current_texture()
-        device = player.device
-        encoder = device.create_command_encoder(label="alpha2 present")
-        bars = encoder.begin_render_pass(
-            color_attachments=[
-                {
-                    "view": surface.create_view(),
-                    "clear_value": (0.0, 0.0, 0.0, 1.0),
-                    "load_op": "clear",
-                    "store_op": "store",
-                }
-            ]
-        )
-        bars.end()
-        encoder.copy_texture_to_texture(
-            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
-            {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
-            (box.width, box.height, 1),
-        )
-        device.queue.submit([encoder.finish()])
+def _audio_only(player: _Player, environ: Mapping[str, str] | None) -> PlayStats:
+    options = player.options
+    if options.snapshot is not None:
+        raise InvalidInputError(f"{player.source!r} has no video stream to snapshot")
+    playback = AudioOnlyPlayback(player)
+    why = "--offscreen" if options.offscreen else window_unavailable_reason(environ)
+    if why is not None:
+        return playback.run_windowless(f"no window: {why}")
+    return playback.run_window()
 
 
 def play(
@@ -571,7 +428,9 @@ def play(
     player = _Player(os.fspath(source), options, progress if progress is not None else pipeline.Progress())
     completed = False
     try:
-        if options.snapshot is not None:
+        if "video" not in media_kinds(player.source):
+            stats = _audio_only(player, environ)
+        elif options.snapshot is not None:
             stats = player.offscreen("--snapshot renders to a texture")
         elif options.offscreen:
             stats = player.offscreen("--offscreen")
@@ -604,6 +463,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
     pipeline.add_hwaccel_argument(parser)
+    parser.add_argument("--no-audio", dest="audio", action="store_false", help="no sound: the system clock")
+    parser.add_argument(
+        "--volume",
+        type=float,
+        default=1.0,
+        metavar="V",
+        help="initial volume factor 0..2 (9/0 keys, m mutes)",
+    )
     parser.add_argument("--stats", action="store_true", help="print frames, fps, paths and bytes at the end")
     parser.add_argument("--json", action="store_true", help="print the stats as JSON at the end")
     parser.set_defaults(func=run)
@@ -619,6 +486,8 @@ def run(args: argparse.Namespace) -> int:
         at_s=args.at,
         frames=args.frames,
         hwaccel=args.hwaccel,
+        audio=args.audio,
+        volume=args.volume,
     )
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play(args.input, options, progress=progress)
@@ -629,6 +498,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         note = f" ({stats.mode_reason})" if stats.mode_reason else ""
         line = f"alpha2: played {stats.frames} frames ({stats.fps:.1f} fps) {stats.mode}{note}"
+        line += f"; {stats.clock['reason']}"
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
         print(line, file=sys.stderr)

@@ -7,6 +7,13 @@ atomically; hardware decoding runs on the CUDA twin of the shared device or not 
 
 from __future__ import annotations
 
+from alpha2.ffmpeg_bridge.audio import (
+    AudioBlock,
+    AudioDecodeSession,
+    AudioStreamInfo,
+    NoAudioStreamError,
+    media_kinds,
+)
 from alpha2.ffmpeg_bridge.decode import CorruptPolicy, DecodeSession, DecodeStats, MediaSource, download_frame
 from alpha2.ffmpeg_bridge.encode import (
     ENCODER_PREFERENCE,
@@ -30,6 +37,9 @@ from alpha2.ffmpeg_bridge.media import StreamInfo
 
 __all__ = [
     "ENCODER_PREFERENCE",
+    "AudioBlock",
+    "AudioDecodeSession",
+    "AudioStreamInfo",
     "BridgeError",
     "CorruptPolicy",
     "DecodeError",
@@ -46,10 +56,12 @@ __all__ = [
     "MediaFormatError",
     "MediaNotFoundError",
     "MediaSource",
+    "NoAudioStreamError",
     "NoVideoStreamError",
     "StreamInfo",
     "UnsupportedCodecError",
     "choose_encoder",
     "download_frame",
+    "media_kinds",
     "plan_hw_device",
 ]

@@ -1,0 +1,369 @@
+"""The player's media clock: sound through PortAudio (the master clock), or the system clock, saying why.
+
+:class:`AudioOutput` plays the input's audio through ``sounddevice`` (an optional extra, imported only
+here and only when sound is wanted): a feeder thread decodes blocks into a bounded queue, the stream's
+callback pulls from it, and the clock is the media time of the samples handed to the device minus the
+output latency the callback's time info reports, interpolated with the system clock between callbacks.
+:class:`SystemClock` has the same interface and runs on ``time.perf_counter``. :func:`open_clock` picks one
+and each says why in ``reason``.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import importlib
+import threading
+import time
+from typing import Any, Protocol
+
+import numpy as np
+
+from alpha2.ffmpeg_bridge import AudioBlock, AudioDecodeSession
+
+__all__ = [
+    "MISSING_EXTRA_REASON",
+    "NO_AUDIO_FLAG_REASON",
+    "NO_AUDIO_STREAM_REASON",
+    "NO_DEVICE_REASON",
+    "AudioOutput",
+    "ClockKind",
+    "MediaClock",
+    "SystemClock",
+    "open_clock",
+]
+
+NO_AUDIO_FLAG_REASON = "--no-audio"
+NO_AUDIO_STREAM_REASON = "the input has no audio stream"
+MISSING_EXTRA_REASON = "sounddevice is not installed (pip install 'alpha2[audio]')"
+NO_DEVICE_REASON = "no audio output device (PortAudio lists none)"
+
+QUEUE_SECONDS = 0.5
+"""Decoded audio the feeder keeps ahead of the device."""
+MAX_VOLUME = 2.0
+"""Upper bound of the volume factor (1.0 plays the samples as decoded)."""
+
+
+class ClockKind(enum.Enum):
+    """What drives the media clock."""
+
+    AUDIO = "audio"
+    SYSTEM = "system"
+
+
+class MediaClock(Protocol):
+    """The interface the player schedules against (both clocks have it)."""
+
+    kind: ClockKind
+    reason: str
+
+    def now(self) -> float: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def seek(self, seconds: float) -> None: ...
+    def set_volume(self, volume: float) -> None: ...
+    def toggle_mute(self) -> None: ...
+    def level(self) -> float: ...
+    def ended(self) -> bool: ...
+    def as_dict(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class SystemClock:
+    """Media time on ``time.perf_counter``: used without sound."""
+
+    kind = ClockKind.SYSTEM
+
+    def __init__(self, reason: str, start_s: float = 0.0, duration_s: float | None = None) -> None:
+        self.reason = f"system clock: {reason}"
+        self.paused = False
+        self.volume = 1.0
+        self.muted = False
+        self._duration = duration_s
+        self._media = start_s
+        self._wall = time.perf_counter()
+
+    def now(self) -> float:
+        """Media seconds now."""
+        return self._media if self.paused else self._media + (time.perf_counter() - self._wall)
+
+    def pause(self) -> None:
+        if not self.paused:
+            self._media, self.paused = self.now(), True
+
+    def resume(self) -> None:
+        if self.paused:
+            self._wall, self.paused = time.perf_counter(), False
+
+    def seek(self, seconds: float) -> None:
+        self._media, self._wall = max(0.0, seconds), time.perf_counter()
+
+    def set_volume(self, volume: float) -> None:
+        self.volume = min(max(volume, 0.0), MAX_VOLUME)
+
+    def toggle_mute(self) -> None:
+        self.muted = not self.muted
+
+    def level(self) -> float:
+        return 0.0
+
+    def ended(self) -> bool:
+        return self._duration is not None and self.now() >= self._duration
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "reason": self.reason}
+
+    def close(self) -> None:
+        """Nothing is held (idempotent)."""
+
+
+class AudioOutput:
+    """Sound through a ``sounddevice.OutputStream``; its clock is the master clock.
+
+    Args:
+        sd: The imported ``sounddevice`` module.
+        decoder: An open audio decode session at the device's rate and channel count (owned from here on).
+        device_name: For the reason line.
+        start_s: Media time of the first sample (the decoder is seeked there when > 0).
+    """
+
+    kind = ClockKind.AUDIO
+
+    def __init__(self, sd: Any, decoder: AudioDecodeSession, device_name: str, start_s: float = 0.0) -> None:
+        self._decoder = decoder
+        self.rate = decoder.sample_rate
+        self.channels = decoder.channels
+        self.volume = 1.0
+        self.muted = False
+        self.paused = False
+        self.underruns = 0
+        self._cond = threading.Condition()
+        self._queue: collections.deque[AudioBlock] = collections.deque()
+        self._queued = 0  # sample frames in _queue
+        self._head = 0  # frames of _queue[0] already played
+        self._eof = False
+        self._stop = False
+        self._seek_to: float | None = start_s if start_s > 0 else None
+        self._generation = 0
+        self._position = start_s  # media time of the next sample handed to the device
+        self._data_end = start_s  # media time just after the last decoded sample handed over
+        self._floor = start_s  # the clock never reads below this (start, seek or pause point)
+        self._synced = False  # a sample of the current generation has reached the device
+        self._anchor: tuple[float, float, float, float] | None = None  # pts, perf, latency, advanced_s
+        self._last = start_s
+        self._level = 0.0
+        self._latency = 0.0
+        self._feeder = threading.Thread(target=self._feed, name="alpha2 audio feeder", daemon=True)
+        self._feeder.start()
+        self._stream: Any = None
+        try:
+            self._stream = sd.OutputStream(
+                samplerate=self.rate, channels=self.channels, dtype="float32", callback=self._callback
+            )
+            self._stream.start()
+        except BaseException:
+            self.close()
+            raise
+        self._latency = float(self._stream.latency)
+        self.reason = (
+            f"audio clock: {device_name}, {self.rate} Hz, {self.channels} ch, "
+            f"output latency {self._latency * 1000:.1f} ms"
+        )
+
+    # -- the feeder thread ----------------------------------------------------------------------------
+
+    def _feed(self) -> None:
+        capacity = int(QUEUE_SECONDS * self.rate)
+        while True:
+            with self._cond:
+                while not self._stop and self._seek_to is None and (self._eof or self._queued >= capacity):
+                    self._cond.wait()
+                if self._stop:
+                    return
+                seek_to, self._seek_to = self._seek_to, None
+                generation = self._generation
+            if seek_to is not None:
+                self._decoder.seek(seek_to)
+            block = self._decoder.next_block()
+            with self._cond:
+                if generation != self._generation or self._seek_to is not None:
+                    continue  # a seek came while decoding: this block is from before it
+                if block is None:
+                    self._eof = True
+                else:
+                    self._queue.append(block)
+                    self._queued += block.frames
+
+    # -- the PortAudio callback -----------------------------------------------------------------------
+
+    def _callback(self, outdata: np.ndarray, frames: int, time_info: Any, status: Any) -> None:
+        now = time.perf_counter()
+        latency = float(time_info.outputBufferDacTime - time_info.currentTime)
+        if not 0.0 <= latency < 1.0:  # some host APIs report no DAC time: use the stream's figure
+            latency = self._latency
+        with self._cond:
+            written = 0
+            start_pts: float | None = None
+            if not self.paused:
+                while written < frames and self._queue:
+                    block = self._queue[0]
+                    if start_pts is None:
+                        start_pts = block.pts_seconds + self._head / self.rate
+                    take = min(frames - written, block.frames - self._head)
+                    outdata[written : written + take] = block.samples[self._head : self._head + take]
+                    written += take
+                    self._head += take
+                    self._queued -= take
+                    if self._head >= block.frames:
+                        self._queue.popleft()
+                        self._head = 0
+            outdata[written:] = 0.0
+            if start_pts is not None:
+                self._synced = True
+                self._position = self._data_end = start_pts + written / self.rate
+            advanced = written
+            if not self.paused and self._synced and written < frames:
+                if self._eof and not self._queue:
+                    advanced = frames  # past the end: silence keeps the clock going
+                    if start_pts is None:
+                        start_pts = self._position
+                    self._position += (frames - written) / self.rate
+                else:
+                    self.underruns += 1
+            if start_pts is not None:
+                self._anchor = (start_pts, now, latency, advanced / self.rate)
+            self._cond.notify_all()
+            gain = 0.0 if self.muted else self.volume
+        if written:
+            self._level = float(np.sqrt(np.mean(np.square(outdata[:written]))))
+            if gain != 1.0:
+                outdata[:written] *= gain
+
+    # -- the clock ------------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Media seconds now: what the listener hears."""
+        with self._cond:
+            if self.paused or not self._synced or self._anchor is None:
+                return self._last if self.paused else self._floor
+            pts, at, latency, advanced = self._anchor
+            # Interpolate between callbacks, never past what was handed over (an underrun holds the clock).
+            elapsed = min(time.perf_counter() - at, advanced + 0.002)
+            value = max(pts + elapsed - latency, self._floor, self._last)
+            self._last = value
+            return value
+
+    def pause(self) -> None:
+        if self.paused:
+            return
+        now = self.now()
+        with self._cond:
+            self._last = self._floor = now
+            self.paused = True
+
+    def resume(self) -> None:
+        with self._cond:
+            if self.paused:
+                self.paused = False
+                self._anchor = None
+                self._synced = False  # resync on the next samples handed over
+
+    def seek(self, seconds: float) -> None:
+        """Flush what is queued and resync at ``seconds``."""
+        target = max(0.0, seconds)
+        with self._cond:
+            self._generation += 1
+            self._queue.clear()
+            self._queued = self._head = 0
+            self._eof = False
+            self._seek_to = target
+            self._position = self._data_end = self._floor = self._last = target
+            self._synced = False
+            self._anchor = None
+            self._cond.notify_all()
+
+    def set_volume(self, volume: float) -> None:
+        self.volume = min(max(volume, 0.0), MAX_VOLUME)
+
+    def toggle_mute(self) -> None:
+        self.muted = not self.muted
+
+    def level(self) -> float:
+        """RMS of the samples last handed to the device (before volume)."""
+        return self._level
+
+    def ended(self) -> bool:
+        """Every sample has been heard."""
+        with self._cond:
+            end = self._data_end
+            done = self._eof and not self._queue and self._seek_to is None
+        return done and self.now() >= end + self._latency
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "reason": self.reason,
+            "sample_rate": self.rate,
+            "channels": self.channels,
+            "output_latency_ms": round(self._latency * 1000, 3),
+            "underruns": self.underruns,
+        }
+
+    def close(self) -> None:
+        """Stop the stream and the feeder, close the decoder (idempotent)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.abort()
+            stream.close()
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._feeder.is_alive() and self._feeder is not threading.current_thread():
+            self._feeder.join(timeout=5)
+        self._decoder.close()
+
+
+def _import_sounddevice() -> Any:
+    return importlib.import_module("sounddevice")
+
+
+def open_clock(
+    source: str,
+    *,
+    want_audio: bool,
+    has_audio: bool,
+    start_s: float = 0.0,
+    duration_s: float | None = None,
+    importer: Any = _import_sounddevice,
+) -> MediaClock:
+    """The audio clock when sound can be played, else the system clock; the result's ``reason`` says why.
+
+    ``importer`` returns the sounddevice module (tests pass one that raises).
+    """
+    if not want_audio:
+        return SystemClock(NO_AUDIO_FLAG_REASON, start_s, duration_s)
+    if not has_audio:
+        return SystemClock(NO_AUDIO_STREAM_REASON, start_s, duration_s)
+    try:
+        sd = importer()
+    except ImportError:
+        return SystemClock(MISSING_EXTRA_REASON, start_s, duration_s)
+    except OSError as exc:  # sounddevice raises OSError when libportaudio is absent
+        return SystemClock(
+            f"PortAudio is not usable (apt-get install libportaudio2): {exc}", start_s, duration_s
+        )
+    try:
+        info = sd.query_devices(kind="output")
+    except Exception:
+        return SystemClock(NO_DEVICE_REASON, start_s, duration_s)
+    if not info or int(info.get("max_output_channels", 0)) < 1:
+        return SystemClock(NO_DEVICE_REASON, start_s, duration_s)
+    rate = int(info.get("default_samplerate") or 48000)
+    channels = min(2, int(info["max_output_channels"]))
+    decoder = AudioDecodeSession(source, sample_rate=rate, channels=channels)
+    try:
+        hostapi = sd.query_hostapis(int(info["hostapi"]))["name"]
+        return AudioOutput(sd, decoder, f"{info['name']} ({hostapi})", start_s)
+    except Exception as exc:
+        decoder.close()
+        return SystemClock(f"the audio output could not be opened: {exc}", start_s, duration_s)
