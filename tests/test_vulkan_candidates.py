@@ -207,6 +207,7 @@ def test_video_capability_query_with_a_fake_driver() -> None:
         VulkanQueueFamily(4, 1, 0x40, video_codec_operations=0x10000),
     )
     video = video_support(device, extensions, families, problems)
+    assert problems == []  # refusals are results, not failed queries
     by_key = {(v.codec, v.operation): v for v in video}
     h264 = by_key[(VideoCodec.H264, VideoOperation.DECODE)]
     assert h264.supported and h264.queue_families == (3,)

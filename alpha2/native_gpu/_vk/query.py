@@ -57,7 +57,6 @@ class MemoryHeapFlag(enum.IntFlag):
     """VkMemoryHeapFlagBits."""
 
     DEVICE_LOCAL = 0x1
-    MULTI_INSTANCE = 0x2
 
 
 class Feature(enum.Enum):

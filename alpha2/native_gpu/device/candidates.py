@@ -7,6 +7,11 @@ each profile's capabilities, external memory and semaphore handle types, timelin
 instance layers. Each query is guarded: a candidate whose query fails is listed with the reason
 (``problems``, or ``error`` when it cannot be described at all), never dropped.
 
+The parts of a candidate live in :mod:`.properties` (layers, heaps, queue families, external handles)
+and :mod:`.video` (video support and its query); they are re-exported here. The Vulkan calls are
+:class:`alpha2.native_gpu._vk.query.PhysicalDevice`'s; this module turns their plain answers into
+candidates.
+
 Importing this module needs no Vulkan loader; calling :func:`vulkan_candidates` without one raises
 :class:`~alpha2.native_gpu._vk.core.VulkanUnavailableError`.
 """

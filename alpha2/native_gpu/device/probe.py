@@ -7,6 +7,7 @@ queue under that queue's lock and waits on a fence with a bounded timeout. The r
 worked and how long it took; a timeout is a result, never a hang, and never an exception.
 
 Every GPU wait in alpha2.native_gpu is bounded by :func:`set_gpu_wait_timeout` (re-exported here).
+The Vulkan work is :class:`alpha2.native_gpu._vk.commands.CommandBatch`'s.
 """
 
 from __future__ import annotations

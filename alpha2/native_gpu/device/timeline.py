@@ -5,7 +5,7 @@
 :class:`VulkanTimelineSyncPoint` is "the semaphore reached this value", with the waits of
 :class:`alpha2.gpu.sync.SyncPoint`: ``_poll`` reads vkGetSemaphoreCounterValue, ``_wait_native`` calls
 vkWaitSemaphores with a timeout (bounded by :func:`~alpha2.native_gpu.device.waits.gpu_wait_timeout`) and maps
-VK_TIMEOUT to ``WaitStatus.TIMED_OUT``.
+VK_TIMEOUT to ``WaitStatus.TIMED_OUT``. The Vulkan calls are :mod:`alpha2.native_gpu._vk.sync`'s.
 """
 
 from __future__ import annotations
