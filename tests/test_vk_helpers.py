@@ -197,6 +197,100 @@ def test_features_and_the_creation_chain(
     assert head.pNext != ffi.NULL  # the chained feature stays
 
 
+def _chain(api: VulkanApi, struct: Any) -> dict[int, Any]:
+    """The structures behind ``struct``'s pNext, by sType."""
+    ffi = api.ffi
+    out = {}
+    node = ffi.cast("VkBaseOutStructure*", struct).pNext
+    while node != ffi.NULL:
+        out[int(node.sType)] = node
+        node = node.pNext
+    return out
+
+
+def test_queries_against_a_fake_driver(api: VulkanApi) -> None:
+    """The chains lavapipe never fills (memory budget, DRM nodes, LUID, video queue families, timelines)."""
+    ffi, vk = api.ffi, api.vk
+
+    def properties2(_pd: Any, props: Any) -> None:
+        chained = _chain(api, props)
+        ids = ffi.cast(
+            "VkPhysicalDeviceIDProperties*", chained[vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES]
+        )
+        ids.deviceUUID = list(range(16))
+        ids.deviceLUID = list(range(8, 16))
+        ids.deviceLUIDValid = 1
+        drm = ffi.cast(
+            "VkPhysicalDeviceDrmPropertiesEXT*",
+            chained[vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRM_PROPERTIES_EXT],
+        )
+        drm.hasRender, drm.renderMajor, drm.renderMinor = 1, 226, 128
+        drm.hasPrimary = 0
+
+    def memory2(_pd: Any, props: Any) -> None:
+        mp = props.memoryProperties
+        mp.memoryHeapCount = 2
+        mp.memoryHeaps[0].size, mp.memoryHeaps[0].flags = 140 << 30, 0x1
+        mp.memoryHeaps[1].size, mp.memoryHeaps[1].flags = 64 << 30, 0
+        key = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT
+        budget = ffi.cast("VkPhysicalDeviceMemoryBudgetPropertiesEXT*", _chain(api, props)[key])
+        budget.heapBudget[0], budget.heapUsage[0] = 130 << 30, 1 << 20
+        budget.heapBudget[1], budget.heapUsage[1] = 60 << 30, 0
+
+    def families2(_pd: Any, count: Any, props: Any) -> None:
+        if props == ffi.NULL:
+            count[0] = 2
+            return
+        for i, (flags, ops) in enumerate(((0x7, 0), (0x20 | 0x4, 0x3))):
+            props[i].queueFamilyProperties.queueCount = 1
+            props[i].queueFamilyProperties.queueFlags = flags
+            key = vk.VK_STRUCTURE_TYPE_QUEUE_FAMILY_VIDEO_PROPERTIES_KHR
+            ffi.cast(
+                "VkQueueFamilyVideoPropertiesKHR*", _chain(api, ffi.addressof(props, i))[key]
+            ).videoCodecOperations = ops
+
+    semaphore_infos: list[tuple[int, int | None]] = []
+
+    def semaphore_props(_pd: Any, info: Any, props: Any) -> None:
+        chained = _chain(api, info)
+        type_info = chained.get(vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO)
+        kind = (
+            None
+            if type_info is None
+            else int(ffi.cast("VkSemaphoreTypeCreateInfo*", type_info).semaphoreType)
+        )
+        semaphore_infos.append((int(info.handleType), kind))
+        props.externalSemaphoreFeatures = 0x1 | 0x2 if kind is None else 0x2
+
+    fake = type(
+        "Fn",
+        (),
+        {
+            "vkGetPhysicalDeviceProperties2": staticmethod(properties2),
+            "vkGetPhysicalDeviceMemoryProperties2": staticmethod(memory2),
+            "vkGetPhysicalDeviceQueueFamilyProperties2": staticmethod(families2),
+            "vkGetPhysicalDeviceExternalSemaphoreProperties": staticmethod(semaphore_props),
+        },
+    )()
+    device = PhysicalDevice(api, fake, None)
+    ident = device.identity(ids=True, drm=True)
+    assert ident.uuid == bytes(range(16)) and ident.luid == bytes(range(8, 16))
+    assert ident.drm_render_node == (226, 128) and ident.drm_primary_node is None
+    assert ident.driver_name == ""  # driver properties not asked for
+    memory = device.memory(budget=True)
+    assert memory.budget_reported and [h.size_bytes for h in memory.heaps] == [140 << 30, 64 << 30]
+    assert [h.budget_bytes for h in memory.heaps] == [130 << 30, 60 << 30]
+    assert memory.heaps[0].flags & MemoryHeapFlag.DEVICE_LOCAL and not memory.heaps[1].flags
+    assert memory.heaps[0].usage_bytes == 1 << 20
+    families = device.queue_families(video=True)
+    assert [f.video_codec_operations for f in families] == [0, 0x3]
+    assert families[1].flags == QueueFlag.VIDEO_DECODE | QueueFlag.TRANSFER
+    binary = device.external_semaphore_features(HandleType.SYNC_FD, timeline=False)
+    timeline = device.external_semaphore_features(HandleType.OPAQUE_FD, timeline=True)
+    assert binary.exportable and binary.importable and not timeline.exportable and timeline.importable
+    assert semaphore_infos == [(0x10, None), (0x1, vk.VK_SEMAPHORE_TYPE_TIMELINE)]
+
+
 def test_instance_layers(api: VulkanApi) -> None:
     layers = instance_layers(api)
     assert all(layer.name.startswith("VK_LAYER_") and layer.spec_version >> 22 == 1 for layer in layers)
