@@ -61,8 +61,54 @@ MIXED = [
 ]
 
 
+_PROTOCOL_TYPES: dict[str, Any] = {
+    "index": int,
+    "name": str,
+    "device_type": AdapterType,
+    "vendor_id": int,
+    "device_id": int,
+    "uuid": (bytes, type(None)),
+    "encode_codecs": frozenset,
+    "decode_codecs": frozenset,
+}
+
+
 def test_facts_satisfy_protocol() -> None:
-    assert isinstance(MIXED[0], AdapterFactsLike)
+    """Both fact sources give every member ranking reads, typed, and a VulkanCandidate ranks the same."""
+    from alpha2.native_gpu.device.candidates import VideoCodecSupport, VideoOperation, VulkanCandidate
+
+    members = {name for name in vars(AdapterFactsLike) if isinstance(vars(AdapterFactsLike)[name], property)}
+    assert members == set(_PROTOCOL_TYPES)
+
+    def as_vulkan(f: AdapterFacts) -> VulkanCandidate:
+        video = tuple(VideoCodecSupport(c, VideoOperation.DECODE, (1,)) for c in f.decode_codecs) + tuple(
+            VideoCodecSupport(c, VideoOperation.ENCODE, (2,)) for c in f.encode_codecs
+        )
+        # A codec whose extension is missing is advertised but not supported: it must not count.
+        video += (VideoCodecSupport(VideoCodec.VP9, VideoOperation.DECODE, (1,), problem="missing"),)
+        return VulkanCandidate(
+            index=f.index,
+            name=f.name,
+            device_type=f.device_type,
+            vendor_id=f.vendor_id,
+            device_id=f.device_id,
+            uuid=f.uuid,
+            video=video,
+        )
+
+    vulkan = [as_vulkan(f) for f in MIXED]
+    for plain, candidate in zip(MIXED, vulkan):
+        for name, kind in _PROTOCOL_TYPES.items():
+            assert isinstance(getattr(plain, name), kind), (name, getattr(plain, name))
+            assert getattr(candidate, name) == getattr(plain, name), name
+        assert all(isinstance(c, VideoCodec) for c in candidate.decode_codecs | candidate.encode_codecs)
+        assert isinstance(plain, AdapterFactsLike) and isinstance(candidate, AdapterFactsLike)
+    for policy in (None, AdapterPolicy.high_performance(), AdapterPolicy.low_power()):
+        plain_ranked = rank_adapters(MIXED, policy)
+        vulkan_ranked = rank_adapters(vulkan, policy)
+        assert [r.adapter.index for r in vulkan_ranked] == [r.adapter.index for r in plain_ranked]
+        assert [r.reason for r in vulkan_ranked] == [r.reason for r in plain_ranked]
+    assert names(rank_adapters(vulkan))[0] == "AMD Radeon RX 7900"  # encodes the most codecs
 
 
 def test_auto_prefers_most_encode_codecs() -> None:

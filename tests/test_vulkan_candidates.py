@@ -157,7 +157,8 @@ def test_candidates_on_lavapipe(candidates: list[VulkanCandidate]) -> None:
 def test_video_capability_query_with_a_fake_driver() -> None:
     """The cffi struct chain of the video query, against a fake vkGetPhysicalDeviceVideoCapabilitiesKHR."""
     from alpha2.native_gpu._vk.core import vulkan_api
-    from alpha2.native_gpu.device import candidates as mod
+    from alpha2.native_gpu._vk.query import PhysicalDevice
+    from alpha2.native_gpu.device.video import video_support
 
     api = vulkan_api()
     ffi = api.ffi
@@ -187,10 +188,10 @@ def test_video_capability_query_with_a_fake_driver() -> None:
         caps.maxActiveReferencePictures = 16
         return 0
 
-    q = mod._Query.__new__(mod._Query)
-    q.api, q.ffi, q.pd, q.problems, q.api_version = api, ffi, None, [], 0
-    q.fn = type("Fn", (), {"vkGetPhysicalDeviceVideoCapabilitiesKHR": staticmethod(fake_caps)})()
-    q.extensions = frozenset(
+    fake_driver = type("Fn", (), {"vkGetPhysicalDeviceVideoCapabilitiesKHR": staticmethod(fake_caps)})()
+    device = PhysicalDevice(api, fake_driver, None)
+    problems: list[str] = []
+    extensions = frozenset(
         {
             "VK_KHR_video_queue",
             "VK_KHR_video_decode_queue",
@@ -205,7 +206,8 @@ def test_video_capability_query_with_a_fake_driver() -> None:
         VulkanQueueFamily(3, 1, 0x20, video_codec_operations=0x1 | 0x2 | 0x4),
         VulkanQueueFamily(4, 1, 0x40, video_codec_operations=0x10000),
     )
-    video = mod._video(q, families)
+    video = video_support(device, extensions, families, problems)
+    assert problems == []  # refusals are results, not failed queries
     by_key = {(v.codec, v.operation): v for v in video}
     h264 = by_key[(VideoCodec.H264, VideoOperation.DECODE)]
     assert h264.supported and h264.queue_families == (3,)

@@ -32,8 +32,13 @@ from alpha2.gpu.errors import (
     UnsupportedError,
 )
 
+# Packed VK_MAKE_API_VERSION(0, 1, minor, 0): the core versions that absorbed the extensions alpha2 uses.
+API_VERSION_1_1 = (1 << 22) | (1 << 12)
+API_VERSION_1_2 = (1 << 22) | (2 << 12)
+API_VERSION_1_3 = (1 << 22) | (3 << 12)
+
 # The highest Vulkan version alpha2 asks for when it creates an instance.
-MAX_API_VERSION = (1 << 22) | (3 << 12)
+MAX_API_VERSION = API_VERSION_1_3
 
 VK_SUCCESS = 0
 VK_NOT_READY = 1
@@ -301,6 +306,11 @@ def handle_address(api: VulkanApi, handle: Any) -> int:
         return int(api.ffi.cast("uintptr_t", handle))
     except TypeError:
         return int(handle)
+
+
+def instance_proc_addr(api: VulkanApi) -> int:
+    """The address of the loader's vkGetInstanceProcAddr (what FFmpeg's and Dawn's device structs take)."""
+    return handle_address(api, api.ffi.cast("void*", api.lib.vkGetInstanceProcAddr))
 
 
 def loader_api_version(api: VulkanApi) -> int:

@@ -7,14 +7,17 @@ each profile's capabilities, external memory and semaphore handle types, timelin
 instance layers. Each query is guarded: a candidate whose query fails is listed with the reason
 (``problems``, or ``error`` when it cannot be described at all), never dropped.
 
+The parts of a candidate live in :mod:`.properties` (layers, heaps, queue families, external handles)
+and :mod:`.video` (video support and its query); they are re-exported here. The Vulkan calls are
+:class:`alpha2.native_gpu._vk.query.PhysicalDevice`'s; this module turns their plain answers into
+candidates.
+
 Importing this module needs no Vulkan loader; calling :func:`vulkan_candidates` without one raises
 :class:`~alpha2.native_gpu._vk.core.VulkanUnavailableError`.
 """
 
 from __future__ import annotations
 
-import enum
-import sys
 import uuid as _uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -33,14 +36,37 @@ from alpha2.gpu.adapters import (
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.identity import DeviceId
 from alpha2.native_gpu._vk.core import (
+    API_VERSION_1_1,
+    API_VERSION_1_2,
+    API_VERSION_1_3,
     Instance,
     VulkanApi,
     VulkanUnavailableError,
     VulkanVersion,
-    check,
-    cstr,
-    result_name,
     vulkan_api,
+)
+from alpha2.native_gpu._vk.query import (
+    Feature,
+    HandleType,
+    MemoryHeapFlag,
+    PhysicalDevice,
+    instance_layers,
+    physical_devices,
+)
+from alpha2.native_gpu.device.properties import (
+    ExternalHandleSupport,
+    ExternalHandleType,
+    VulkanLayerVersion,
+    VulkanMemoryHeap,
+    VulkanQueueFamily,
+    decode_driver_version,
+    vendor_name,
+)
+from alpha2.native_gpu.device.video import (
+    VideoCodecSupport,
+    VideoOperation,
+    VideoProfileCapabilities,
+    video_support,
 )
 
 __all__ = [
@@ -64,229 +90,6 @@ __all__ = [
     "vulkan_candidates",
     "vulkan_instance_layers",
 ]
-
-VENDOR_NAMES = {
-    0x10DE: "NVIDIA",
-    0x1002: "AMD",
-    0x1022: "AMD",
-    0x8086: "Intel",
-    0x13B5: "ARM",
-    0x5143: "Qualcomm",
-    0x1010: "Imagination",
-    0x106B: "Apple",
-    0x14E4: "Broadcom",
-    0x10005: "Mesa",
-    0x10002: "VeriSilicon",
-    0x10003: "Kazan",
-    0x10004: "Codeplay",
-    0x1AE0: "Google",
-}
-
-
-def vendor_name(vendor_id: int) -> str:
-    """Vendor name of a PCI (or Khronos) vendor id, or its hex form."""
-    return VENDOR_NAMES.get(vendor_id, f"0x{vendor_id:04x}")
-
-
-def decode_driver_version(vendor_id: int, raw: int, platform: str = sys.platform) -> str:
-    """The driver version as the vendor writes it.
-
-    NVIDIA packs 10.8.8.6 bits, Intel on Windows 18.14 bits; everyone else (Mesa, AMD, Intel on Linux)
-    uses Vulkan's major.minor.patch packing.
-    """
-    raw = int(raw) & 0xFFFFFFFF
-    if vendor_id == 0x10DE:
-        return f"{(raw >> 22) & 0x3FF}.{(raw >> 14) & 0xFF}.{(raw >> 6) & 0xFF}.{raw & 0x3F}"
-    if vendor_id == 0x8086 and platform.startswith("win"):
-        return f"{raw >> 14}.{raw & 0x3FFF}"
-    return f"{(raw >> 22) & 0x3FF}.{(raw >> 12) & 0x3FF}.{raw & 0xFFF}"
-
-
-@dataclass(frozen=True)
-class VulkanLayerVersion:
-    """An instance layer and its versions."""
-
-    name: str
-    """Layer name (VK_LAYER_...)."""
-    spec_version: VulkanVersion
-    """Vulkan version the layer was written against."""
-    implementation_version: int
-    """The layer's own version number."""
-    description: str = ""
-    """The layer's description."""
-
-
-@dataclass(frozen=True)
-class VulkanMemoryHeap:
-    """One memory heap, with the budget where VK_EXT_memory_budget reports it."""
-
-    index: int
-    """Heap index."""
-    size_bytes: int
-    """Heap size."""
-    device_local: bool
-    """VK_MEMORY_HEAP_DEVICE_LOCAL_BIT."""
-    budget_bytes: int | None = None
-    """How much this process may allocate (VK_EXT_memory_budget), or None."""
-    usage_bytes: int | None = None
-    """How much this process uses now (VK_EXT_memory_budget), or None."""
-
-
-_QUEUE_FLAG_NAMES = (
-    (0x1, "graphics"),
-    (0x2, "compute"),
-    (0x4, "transfer"),
-    (0x8, "sparse"),
-    (0x10, "protected"),
-    (0x20, "video_decode"),
-    (0x40, "video_encode"),
-    (0x100, "optical_flow"),
-)
-
-
-@dataclass(frozen=True)
-class VulkanQueueFamily:
-    """A queue family: its flags and, for video families, the codec operations."""
-
-    index: int
-    """Queue family index."""
-    queue_count: int
-    """Number of queues."""
-    flags: int
-    """VkQueueFlags."""
-    video_codec_operations: int = 0
-    """VkVideoCodecOperationFlagsKHR (VkQueueFamilyVideoPropertiesKHR), 0 without video."""
-    timestamp_valid_bits: int = 0
-    """Valid bits of timestamps written on this family."""
-
-    @property
-    def flag_names(self) -> tuple[str, ...]:
-        """Names of the set flags ('graphics', 'compute', 'transfer', 'video_decode', ...)."""
-        return tuple(name for bit, name in _QUEUE_FLAG_NAMES if self.flags & bit)
-
-    @property
-    def graphics(self) -> bool:
-        """Graphics queues."""
-        return bool(self.flags & 0x1)
-
-    @property
-    def compute(self) -> bool:
-        """Compute queues."""
-        return bool(self.flags & 0x2)
-
-    @property
-    def transfer(self) -> bool:
-        """Transfer queues (graphics and compute queues transfer too, without the bit)."""
-        return bool(self.flags & 0x7)
-
-    @property
-    def video_decode(self) -> bool:
-        """Video decode queues."""
-        return bool(self.flags & 0x20)
-
-    @property
-    def video_encode(self) -> bool:
-        """Video encode queues."""
-        return bool(self.flags & 0x40)
-
-
-class VideoOperation(enum.Enum):
-    """Decode or encode."""
-
-    DECODE = "decode"
-    ENCODE = "encode"
-
-
-@dataclass(frozen=True)
-class VideoProfileCapabilities:
-    """One video profile and what vkGetPhysicalDeviceVideoCapabilitiesKHR says about it."""
-
-    codec: VideoCodec
-    """The codec."""
-    operation: VideoOperation
-    """Decode or encode."""
-    profile: str
-    """Profile name ('High', 'Main 10', ...)."""
-    bit_depth: int
-    """Luma and chroma bit depth queried (4:2:0)."""
-    supported: bool
-    """Whether the query succeeded."""
-    max_coded_extent: tuple[int, int] | None = None
-    """Largest (width, height)."""
-    min_coded_extent: tuple[int, int] | None = None
-    """Smallest (width, height)."""
-    max_dpb_slots: int | None = None
-    """Decoded picture buffer slots."""
-    max_active_reference_pictures: int | None = None
-    """Reference pictures one operation may use."""
-    max_level: int | None = None
-    """Codec-specific maximum level (StdVideo*Level value)."""
-    reason: str | None = None
-    """Why it is unsupported (the VkResult name), or None."""
-
-
-@dataclass(frozen=True)
-class VideoCodecSupport:
-    """A codec operation a queue family advertises, with each profile's capabilities."""
-
-    codec: VideoCodec
-    """The codec."""
-    operation: VideoOperation
-    """Decode or encode."""
-    queue_families: tuple[int, ...]
-    """Families whose video codec operations include it."""
-    profiles: tuple[VideoProfileCapabilities, ...] = ()
-    """Queried profiles (supported or not)."""
-    problem: str | None = None
-    """Why the capabilities could not be queried (missing extension...), or None."""
-
-    @property
-    def supported(self) -> bool:
-        """A queue family advertises it and a profile is supported (or profiles could not be queried)."""
-        return bool(self.queue_families) and (
-            any(p.supported for p in self.profiles) or (not self.profiles and self.problem is None)
-        )
-
-    @property
-    def bit_depths(self) -> tuple[int, ...]:
-        """Supported bit depths."""
-        return tuple(sorted({p.bit_depth for p in self.profiles if p.supported}))
-
-    @property
-    def max_coded_extent(self) -> tuple[int, int] | None:
-        """Largest max coded extent among supported profiles."""
-        extents = [p.max_coded_extent for p in self.profiles if p.supported and p.max_coded_extent]
-        return max(extents, key=lambda e: e[0] * e[1]) if extents else None
-
-
-class ExternalHandleType(enum.Enum):
-    """External handle types alpha2 cares about (Linux)."""
-
-    OPAQUE_FD = "opaque_fd"
-    DMA_BUF = "dma_buf"
-    SYNC_FD = "sync_fd"
-
-
-@dataclass(frozen=True)
-class ExternalHandleSupport:
-    """Whether memory or semaphores can be exported / imported as a handle type."""
-
-    handle_type: ExternalHandleType
-    """The handle type."""
-    exportable: bool
-    """Can be exported."""
-    importable: bool
-    """Can be imported."""
-    timeline: bool = False
-    """For semaphores: queried for a timeline semaphore (False: binary)."""
-    reason: str | None = None
-    """Why it is unsupported (missing extension, failed query), or None."""
-
-    @property
-    def supported(self) -> bool:
-        """Exportable and importable."""
-        return self.exportable and self.importable
-
 
 _VULKAN_1_0 = VulkanVersion(1, 0, 0)
 
@@ -526,156 +329,44 @@ def _handle_dict(e: ExternalHandleSupport) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Queries
+# Enumeration
 
 _INSTANCE_EXTENSIONS = (
     "VK_KHR_get_physical_device_properties2",
     "VK_KHR_external_memory_capabilities",
     "VK_KHR_external_semaphore_capabilities",
 )
-
-# sTypes (raw ints: some of these structs are newer than the vulkan package's headers).
-_ST_PROPERTIES_2 = 1000059001
-_ST_ID_PROPERTIES = 1000071004
-_ST_DRIVER_PROPERTIES = 1000196000
-_ST_DRM_PROPERTIES = 1000353000
-_ST_MEMORY_PROPERTIES_2 = 1000059006
-_ST_MEMORY_BUDGET = 1000237000
-_ST_QUEUE_FAMILY_PROPERTIES_2 = 1000059005
-_ST_QUEUE_FAMILY_VIDEO = 1000023012
-_ST_FEATURES_2 = 1000059000
-_ST_TIMELINE_FEATURES = 1000207000
-_ST_SYNC2_FEATURES = 1000314007
-_ST_YCBCR_FEATURES = 1000156004
-_ST_EXTERNAL_BUFFER_INFO = 1000071002
-_ST_EXTERNAL_BUFFER_PROPERTIES = 1000071003
-_ST_EXTERNAL_SEMAPHORE_INFO = 1000076000
-_ST_EXTERNAL_SEMAPHORE_PROPERTIES = 1000076001
-_ST_SEMAPHORE_TYPE_CREATE_INFO = 1000207002
-_ST_VIDEO_PROFILE_INFO = 1000023000
-_ST_VIDEO_CAPABILITIES = 1000023001
-_ST_VIDEO_DECODE_CAPABILITIES = 1000024001
-_ST_VIDEO_ENCODE_CAPABILITIES = 1000299003
-
-_CHROMA_420 = 0x2
-_BIT_DEPTH_FLAG = {8: 0x1, 10: 0x4, 12: 0x10}
-
-
-@dataclass(frozen=True)
-class _CodecOp:
-    codec: VideoCodec
-    operation: VideoOperation
-    bit: int
-    extension: str
-    profile_stype: int
-    caps_stype: int
-    profiles: tuple[tuple[str, int, int], ...]  # (name, StdVideo profile value, bit depth)
-
-
-_CODEC_OPS = (
-    _CodecOp(
-        VideoCodec.H264,
-        VideoOperation.DECODE,
-        0x1,
-        "VK_KHR_video_decode_h264",
-        1000040003,
-        1000040000,
-        (("Baseline", 66, 8), ("Main", 77, 8), ("High", 100, 8)),
-    ),
-    _CodecOp(
-        VideoCodec.H265,
-        VideoOperation.DECODE,
-        0x2,
-        "VK_KHR_video_decode_h265",
-        1000187003,
-        1000187000,
-        (("Main", 1, 8), ("Main 10", 2, 10)),
-    ),
-    _CodecOp(
-        VideoCodec.AV1,
-        VideoOperation.DECODE,
-        0x4,
-        "VK_KHR_video_decode_av1",
-        1000512003,
-        1000512000,
-        (("Main", 0, 8), ("Main", 0, 10)),
-    ),
-    _CodecOp(
-        VideoCodec.VP9,
-        VideoOperation.DECODE,
-        0x8,
-        "VK_KHR_video_decode_vp9",
-        1000514003,
-        1000514001,
-        (("Profile 0", 0, 8), ("Profile 2", 2, 10)),
-    ),
-    _CodecOp(
-        VideoCodec.H264,
-        VideoOperation.ENCODE,
-        0x10000,
-        "VK_KHR_video_encode_h264",
-        1000038007,
-        1000038000,
-        (("Main", 77, 8), ("High", 100, 8)),
-    ),
-    _CodecOp(
-        VideoCodec.H265,
-        VideoOperation.ENCODE,
-        0x20000,
-        "VK_KHR_video_encode_h265",
-        1000039007,
-        1000039000,
-        (("Main", 1, 8), ("Main 10", 2, 10)),
-    ),
-    _CodecOp(
-        VideoCodec.AV1,
-        VideoOperation.ENCODE,
-        0x40000,
-        "VK_KHR_video_encode_av1",
-        1000513005,
-        1000513000,
-        (("Main", 0, 8), ("Main", 0, 10)),
-    ),
-)
-
+# (handle type, the device extension it needs) for buffer memory.
 _MEMORY_HANDLES = (
-    (ExternalHandleType.OPAQUE_FD, 0x1, "VK_KHR_external_memory_fd"),
-    (ExternalHandleType.DMA_BUF, 0x200, "VK_EXT_external_memory_dma_buf"),
+    (ExternalHandleType.OPAQUE_FD, "VK_KHR_external_memory_fd"),
+    (ExternalHandleType.DMA_BUF, "VK_EXT_external_memory_dma_buf"),
 )
+# (handle type, timeline) for semaphores.
 _SEMAPHORE_HANDLES = (
-    (ExternalHandleType.OPAQUE_FD, 0x1, False),
-    (ExternalHandleType.OPAQUE_FD, 0x1, True),
-    (ExternalHandleType.SYNC_FD, 0x10, False),
+    (ExternalHandleType.OPAQUE_FD, False),
+    (ExternalHandleType.OPAQUE_FD, True),
+    (ExternalHandleType.SYNC_FD, False),
 )
 
 
 def vulkan_instance_layers(api: VulkanApi | None = None) -> tuple[VulkanLayerVersion, ...]:
     """The instance layers the loader offers, with their versions."""
-    api = api if api is not None else vulkan_api()
-    ffi = api.ffi
-    count = ffi.new("uint32_t*")
-    check(api.lib.vkEnumerateInstanceLayerProperties(count, ffi.NULL), "vkEnumerateInstanceLayerProperties")
-    props = ffi.new("VkLayerProperties[]", count[0])
-    check(api.lib.vkEnumerateInstanceLayerProperties(count, props), "vkEnumerateInstanceLayerProperties")
     return tuple(
         VulkanLayerVersion(
-            name=cstr(api, props[i].layerName),
-            spec_version=VulkanVersion.from_packed(props[i].specVersion),
-            implementation_version=int(props[i].implementationVersion),
-            description=cstr(api, props[i].description),
+            name=layer.name,
+            spec_version=VulkanVersion.from_packed(layer.spec_version),
+            implementation_version=layer.implementation_version,
+            description=layer.description,
         )
-        for i in range(count[0])
+        for layer in instance_layers(api)
     )
 
 
-class _Query:
+class _Describer:
     """Queries of one physical device; each guarded so one failure becomes a problem, not a drop."""
 
-    def __init__(self, api: VulkanApi, instance: Instance, physical_device: Any) -> None:
-        self.api = api
-        self.ffi = api.ffi
-        self.fn = instance.fn
-        self.pd = physical_device
+    def __init__(self, device: PhysicalDevice) -> None:
+        self.device = device
         self.problems: list[str] = []
         self.extensions: frozenset[str] = frozenset()
         self.api_version = 0
@@ -690,304 +381,121 @@ class _Query:
     def has(self, extension: str, core: int | None = None) -> bool:
         return extension in self.extensions or (core is not None and self.api_version >= core)
 
-    def raw_struct(self, stype: int, size: int = 512) -> Any:
-        buf = self.ffi.new("uint8_t[]", size)
-        self.ffi.cast("VkBaseOutStructure*", buf).sType = stype
-        return buf
-
-    def device_extensions(self) -> frozenset[str]:
-        ffi = self.ffi
-        count = ffi.new("uint32_t*")
-        check(
-            self.api.lib.vkEnumerateDeviceExtensionProperties(self.pd, ffi.NULL, count, ffi.NULL),
-            "extensions",
+    def identity(self) -> dict[str, Any]:
+        ident = self.device.identity(
+            ids=self.has("VK_KHR_external_memory", API_VERSION_1_1) or self.has("VK_KHR_external_semaphore"),
+            driver=self.has("VK_KHR_driver_properties", API_VERSION_1_2),
+            drm=self.has("VK_EXT_physical_device_drm"),
         )
-        props = ffi.new("VkExtensionProperties[]", count[0])
-        check(
-            self.api.lib.vkEnumerateDeviceExtensionProperties(self.pd, ffi.NULL, count, props), "extensions"
+        return {
+            "uuid": ident.uuid,
+            "driver_uuid": ident.driver_uuid,
+            "luid": ident.luid,
+            "driver_name": ident.driver_name,
+            "driver_info": ident.driver_info,
+            "drm_render_node": ident.drm_render_node,
+            "drm_primary_node": ident.drm_primary_node,
+        }
+
+    def memory(self) -> dict[str, Any]:
+        mem = self.device.memory(budget=self.has("VK_EXT_memory_budget"))
+        heaps = tuple(
+            VulkanMemoryHeap(
+                index=i,
+                size_bytes=heap.size_bytes,
+                device_local=bool(heap.flags & MemoryHeapFlag.DEVICE_LOCAL),
+                budget_bytes=heap.budget_bytes,
+                usage_bytes=heap.usage_bytes,
+            )
+            for i, heap in enumerate(mem.heaps)
         )
-        return frozenset(cstr(self.api, props[i].extensionName) for i in range(count[0]))
+        return {"memory_heaps": heaps, "memory_budget_supported": mem.budget_reported}
+
+    def queue_families(self) -> tuple[VulkanQueueFamily, ...]:
+        families = self.device.queue_families(video="VK_KHR_video_queue" in self.extensions)
+        return tuple(
+            VulkanQueueFamily(
+                index=i,
+                queue_count=f.queue_count,
+                flags=int(f.flags),
+                video_codec_operations=f.video_codec_operations,
+                timestamp_valid_bits=f.timestamp_valid_bits,
+            )
+            for i, f in enumerate(families)
+        )
+
+    def features(self) -> dict[str, bool]:
+        asked = [
+            feature
+            for feature, extension, core in (
+                (Feature.TIMELINE_SEMAPHORE, "VK_KHR_timeline_semaphore", API_VERSION_1_2),
+                (Feature.SYNCHRONIZATION2, "VK_KHR_synchronization2", API_VERSION_1_3),
+                (Feature.SAMPLER_YCBCR_CONVERSION, "VK_KHR_sampler_ycbcr_conversion", API_VERSION_1_1),
+            )
+            if self.has(extension, core)
+        ]
+        supported = self.device.features(asked)
+        return {
+            "timeline_semaphores": Feature.TIMELINE_SEMAPHORE in supported,
+            "synchronization2": Feature.SYNCHRONIZATION2 in supported,
+            "sampler_ycbcr_conversion": Feature.SAMPLER_YCBCR_CONVERSION in supported,
+        }
+
+    def external_memory(self) -> tuple[ExternalHandleSupport, ...]:
+        out = []
+        for handle_type, extension in _MEMORY_HANDLES:
+            if extension not in self.extensions:
+                out.append(ExternalHandleSupport(handle_type, False, False, reason=f"{extension} missing"))
+                continue
+            got = self.device.external_buffer_features(HandleType[handle_type.name])
+            out.append(ExternalHandleSupport(handle_type, got.exportable, got.importable))
+        return tuple(out)
+
+    def external_semaphores(self) -> tuple[ExternalHandleSupport, ...]:
+        out = []
+        for handle_type, timeline in _SEMAPHORE_HANDLES:
+            reason = None
+            if "VK_KHR_external_semaphore_fd" not in self.extensions:
+                reason = "VK_KHR_external_semaphore_fd missing"
+            elif timeline and not self.has("VK_KHR_timeline_semaphore", API_VERSION_1_2):
+                reason = "no timeline semaphores"
+            if reason is not None:
+                out.append(ExternalHandleSupport(handle_type, False, False, timeline=timeline, reason=reason))
+                continue
+            got = self.device.external_semaphore_features(HandleType[handle_type.name], timeline=timeline)
+            out.append(ExternalHandleSupport(handle_type, got.exportable, got.importable, timeline=timeline))
+        return tuple(out)
 
 
-_V11 = (1 << 22) | (1 << 12)
-_V12 = (1 << 22) | (2 << 12)
-_V13 = (1 << 22) | (3 << 12)
-
-
-def _describe(
-    api: VulkanApi, instance: Instance, pd: Any, index: int, layers: tuple[VulkanLayerVersion, ...]
-) -> VulkanCandidate:
-    ffi = api.ffi
-    q = _Query(api, instance, pd)
-    basic = ffi.new("VkPhysicalDeviceProperties*")
-    api.lib.vkGetPhysicalDeviceProperties(pd, basic)
-    q.api_version = int(basic.apiVersion)
-    name = cstr(api, basic.deviceName)
-    vendor_id = int(basic.vendorID)
+def _describe(device: PhysicalDevice, index: int, layers: tuple[VulkanLayerVersion, ...]) -> VulkanCandidate:
+    d = _Describer(device)
+    basic = device.properties()
+    d.api_version = basic.api_version
     fields: dict[str, Any] = {
         "index": index,
-        "name": name,
-        "device_type": AdapterType.from_vulkan(basic.deviceType),
-        "vendor_id": vendor_id,
-        "device_id": int(basic.deviceID),
-        "api_version": VulkanVersion.from_packed(basic.apiVersion),
-        "driver_version_raw": int(basic.driverVersion),
-        "driver_version": decode_driver_version(vendor_id, int(basic.driverVersion)),
+        "name": basic.name,
+        "device_type": AdapterType.from_vulkan(basic.device_type),
+        "vendor_id": basic.vendor_id,
+        "device_id": basic.device_id,
+        "api_version": VulkanVersion.from_packed(basic.api_version),
+        "driver_version_raw": basic.driver_version,
+        "driver_version": decode_driver_version(basic.vendor_id, basic.driver_version),
         "instance_layers": layers,
     }
-    q.extensions = q.guard("device extensions", q.device_extensions, frozenset())
-    fields["extensions"] = q.extensions
-    fields.update(q.guard("identity properties", lambda: _identity(q), {}))
-    fields.update(q.guard("memory properties", lambda: _memory(q), {}))
-    families = q.guard("queue families", lambda: _queue_families(q), ())
+    d.extensions = d.guard("device extensions", device.extensions, frozenset())
+    fields["extensions"] = d.extensions
+    fields.update(d.guard("identity properties", d.identity, {}))
+    fields.update(d.guard("memory properties", d.memory, {}))
+    families = d.guard("queue families", d.queue_families, ())
     fields["queue_families"] = families
-    fields.update(q.guard("features", lambda: _features(q), {}))
-    fields["external_memory"] = q.guard("external memory", lambda: _external_memory(q), ())
-    fields["external_semaphores"] = q.guard("external semaphores", lambda: _external_semaphores(q), ())
-    fields["video"] = q.guard("video capabilities", lambda: _video(q, families), ())
-    fields["problems"] = tuple(q.problems)
+    fields.update(d.guard("features", d.features, {}))
+    fields["external_memory"] = d.guard("external memory", d.external_memory, ())
+    fields["external_semaphores"] = d.guard("external semaphores", d.external_semaphores, ())
+    fields["video"] = d.guard(
+        "video capabilities", lambda: video_support(device, d.extensions, families, d.problems), ()
+    )
+    fields["problems"] = tuple(d.problems)
     return VulkanCandidate(**fields)
-
-
-def _identity(q: _Query) -> dict[str, Any]:
-    ffi = q.ffi
-    keep: list[Any] = []
-    props = ffi.new("VkPhysicalDeviceProperties2*")
-    props.sType = _ST_PROPERTIES_2
-    chain = props
-    id_props = drv = drm = None
-    if q.has("VK_KHR_external_memory", _V11) or q.has("VK_KHR_external_semaphore"):
-        id_props = ffi.new("VkPhysicalDeviceIDProperties*", {"sType": _ST_ID_PROPERTIES})
-        chain.pNext, chain = id_props, id_props
-    if q.has("VK_KHR_driver_properties", _V12):
-        drv = ffi.new("VkPhysicalDeviceDriverProperties*", {"sType": _ST_DRIVER_PROPERTIES})
-        chain.pNext, chain = drv, drv
-    if q.has("VK_EXT_physical_device_drm"):
-        drm = ffi.new("VkPhysicalDeviceDrmPropertiesEXT*", {"sType": _ST_DRM_PROPERTIES})
-        chain.pNext, chain = drm, drm
-    keep += [id_props, drv, drm]
-    q.fn.vkGetPhysicalDeviceProperties2(q.pd, props)
-    out: dict[str, Any] = {}
-    if id_props is not None:
-        out["uuid"] = bytes(ffi.buffer(id_props.deviceUUID, 16))
-        out["driver_uuid"] = bytes(ffi.buffer(id_props.driverUUID, 16))
-        if id_props.deviceLUIDValid:
-            out["luid"] = bytes(ffi.buffer(id_props.deviceLUID, 8))
-    if drv is not None:
-        out["driver_name"] = cstr(q.api, drv.driverName)
-        out["driver_info"] = cstr(q.api, drv.driverInfo)
-    if drm is not None:
-        if drm.hasRender:
-            out["drm_render_node"] = (int(drm.renderMajor), int(drm.renderMinor))
-        if drm.hasPrimary:
-            out["drm_primary_node"] = (int(drm.primaryMajor), int(drm.primaryMinor))
-    return out
-
-
-def _memory(q: _Query) -> dict[str, Any]:
-    ffi = q.ffi
-    props = ffi.new("VkPhysicalDeviceMemoryProperties2*", {"sType": _ST_MEMORY_PROPERTIES_2})
-    budget = None
-    if q.has("VK_EXT_memory_budget"):
-        budget = ffi.new("VkPhysicalDeviceMemoryBudgetPropertiesEXT*", {"sType": _ST_MEMORY_BUDGET})
-        props.pNext = budget
-    q.fn.vkGetPhysicalDeviceMemoryProperties2(q.pd, props)
-    mp = props.memoryProperties
-    heaps = tuple(
-        VulkanMemoryHeap(
-            index=i,
-            size_bytes=int(mp.memoryHeaps[i].size),
-            device_local=bool(mp.memoryHeaps[i].flags & 0x1),
-            budget_bytes=int(budget.heapBudget[i]) if budget is not None else None,
-            usage_bytes=int(budget.heapUsage[i]) if budget is not None else None,
-        )
-        for i in range(mp.memoryHeapCount)
-    )
-    return {"memory_heaps": heaps, "memory_budget_supported": budget is not None}
-
-
-def _queue_families(q: _Query) -> tuple[VulkanQueueFamily, ...]:
-    ffi = q.ffi
-    count = ffi.new("uint32_t*")
-    q.fn.vkGetPhysicalDeviceQueueFamilyProperties2(q.pd, count, ffi.NULL)
-    n = count[0]
-    props = ffi.new("VkQueueFamilyProperties2[]", n)
-    video = ffi.new("VkQueueFamilyVideoPropertiesKHR[]", max(n, 1))
-    with_video = "VK_KHR_video_queue" in q.extensions
-    for i in range(n):
-        props[i].sType = _ST_QUEUE_FAMILY_PROPERTIES_2
-        if with_video:
-            video[i].sType = _ST_QUEUE_FAMILY_VIDEO
-            props[i].pNext = ffi.addressof(video, i)
-    q.fn.vkGetPhysicalDeviceQueueFamilyProperties2(q.pd, count, props)
-    return tuple(
-        VulkanQueueFamily(
-            index=i,
-            queue_count=int(props[i].queueFamilyProperties.queueCount),
-            flags=int(props[i].queueFamilyProperties.queueFlags),
-            video_codec_operations=int(video[i].videoCodecOperations) if with_video else 0,
-            timestamp_valid_bits=int(props[i].queueFamilyProperties.timestampValidBits),
-        )
-        for i in range(count[0])
-    )
-
-
-def _features(q: _Query) -> dict[str, bool]:
-    ffi = q.ffi
-    feats = ffi.new("VkPhysicalDeviceFeatures2*", {"sType": _ST_FEATURES_2})
-    chain: Any = feats
-    timeline = sync2 = ycbcr = None
-    if q.has("VK_KHR_timeline_semaphore", _V12):
-        timeline = ffi.new("VkPhysicalDeviceTimelineSemaphoreFeatures*", {"sType": _ST_TIMELINE_FEATURES})
-        chain.pNext, chain = timeline, timeline
-    if q.has("VK_KHR_synchronization2", _V13):
-        sync2 = ffi.new("VkPhysicalDeviceSynchronization2Features*", {"sType": _ST_SYNC2_FEATURES})
-        chain.pNext, chain = sync2, sync2
-    if q.has("VK_KHR_sampler_ycbcr_conversion", _V11):
-        ycbcr = ffi.new("VkPhysicalDeviceSamplerYcbcrConversionFeatures*", {"sType": _ST_YCBCR_FEATURES})
-        chain.pNext, chain = ycbcr, ycbcr
-    q.fn.vkGetPhysicalDeviceFeatures2(q.pd, feats)
-    return {
-        "timeline_semaphores": bool(timeline is not None and timeline.timelineSemaphore),
-        "synchronization2": bool(sync2 is not None and sync2.synchronization2),
-        "sampler_ycbcr_conversion": bool(ycbcr is not None and ycbcr.samplerYcbcrConversion),
-    }
-
-
-def _external_memory(q: _Query) -> tuple[ExternalHandleSupport, ...]:
-    ffi = q.ffi
-    out = []
-    for handle_type, bit, extension in _MEMORY_HANDLES:
-        if extension not in q.extensions:
-            out.append(ExternalHandleSupport(handle_type, False, False, reason=f"{extension} missing"))
-            continue
-        info = ffi.new(
-            "VkPhysicalDeviceExternalBufferInfo*",
-            {"sType": _ST_EXTERNAL_BUFFER_INFO, "usage": 0x1 | 0x2 | 0x20 | 0x80, "handleType": bit},
-        )
-        props = ffi.new("VkExternalBufferProperties*", {"sType": _ST_EXTERNAL_BUFFER_PROPERTIES})
-        q.fn.vkGetPhysicalDeviceExternalBufferProperties(q.pd, info, props)
-        features = int(props.externalMemoryProperties.externalMemoryFeatures)
-        out.append(ExternalHandleSupport(handle_type, bool(features & 0x2), bool(features & 0x4)))
-    return tuple(out)
-
-
-def _external_semaphores(q: _Query) -> tuple[ExternalHandleSupport, ...]:
-    ffi = q.ffi
-    out = []
-    for handle_type, bit, timeline in _SEMAPHORE_HANDLES:
-        if "VK_KHR_external_semaphore_fd" not in q.extensions:
-            reason = "VK_KHR_external_semaphore_fd missing"
-            out.append(ExternalHandleSupport(handle_type, False, False, timeline=timeline, reason=reason))
-            continue
-        type_info = ffi.new(
-            "VkSemaphoreTypeCreateInfo*",
-            {"sType": _ST_SEMAPHORE_TYPE_CREATE_INFO, "semaphoreType": 1, "initialValue": 0},
-        )
-        info = ffi.new(
-            "VkPhysicalDeviceExternalSemaphoreInfo*",
-            {"sType": _ST_EXTERNAL_SEMAPHORE_INFO, "handleType": bit},
-        )
-        if timeline:
-            if not q.has("VK_KHR_timeline_semaphore", _V12):
-                out.append(
-                    ExternalHandleSupport(
-                        handle_type, False, False, timeline=True, reason="no timeline semaphores"
-                    )
-                )
-                continue
-            info.pNext = type_info
-        props = ffi.new("VkExternalSemaphoreProperties*", {"sType": _ST_EXTERNAL_SEMAPHORE_PROPERTIES})
-        q.fn.vkGetPhysicalDeviceExternalSemaphoreProperties(q.pd, info, props)
-        features = int(props.externalSemaphoreFeatures)
-        out.append(
-            ExternalHandleSupport(handle_type, bool(features & 0x1), bool(features & 0x2), timeline=timeline)
-        )
-    return tuple(out)
-
-
-def _video(q: _Query, families: tuple[VulkanQueueFamily, ...]) -> tuple[VideoCodecSupport, ...]:
-    if "VK_KHR_video_queue" not in q.extensions:
-        return ()
-    out = []
-    for op in _CODEC_OPS:
-        fams = tuple(f.index for f in families if f.video_codec_operations & op.bit)
-        if not fams:
-            continue
-        queue_ext = (
-            "VK_KHR_video_decode_queue"
-            if op.operation is VideoOperation.DECODE
-            else "VK_KHR_video_encode_queue"
-        )
-        missing = [e for e in (queue_ext, op.extension) if e not in q.extensions]
-        if missing:
-            out.append(
-                VideoCodecSupport(op.codec, op.operation, fams, problem=f"{', '.join(missing)} missing")
-            )
-            continue
-        profiles = []
-        problem = None
-        for profile_name, std_profile, depth in op.profiles:
-            try:
-                profiles.append(_video_profile(q, op, profile_name, std_profile, depth))
-            except Exception as exc:
-                problem = f"{op.codec.value} {op.operation.value} {profile_name}: {exc}"
-                q.problems.append(problem)
-        out.append(VideoCodecSupport(op.codec, op.operation, fams, tuple(profiles), problem))
-    return tuple(out)
-
-
-def _video_profile(
-    q: _Query, op: _CodecOp, profile_name: str, std_profile: int, depth: int
-) -> VideoProfileCapabilities:
-    ffi = q.ffi
-    # Codec profile structs all start {sType, pNext, <32-bit profile>, <32-bit second field>}: the
-    # H.264 decode layout fits every codec's, including those newer than the package's headers.
-    codec_profile_buf = q.raw_struct(op.profile_stype, 64)
-    codec_profile = ffi.cast("VkVideoDecodeH264ProfileInfoKHR*", codec_profile_buf)
-    codec_profile.stdProfileIdc = std_profile
-    codec_profile.pictureLayout = 0  # progressive (H.264 decode); 0 film grain (AV1); unused elsewhere
-    depth_flag = _BIT_DEPTH_FLAG[depth]
-    profile = ffi.new(
-        "VkVideoProfileInfoKHR*",
-        {
-            "sType": _ST_VIDEO_PROFILE_INFO,
-            "pNext": codec_profile_buf,
-            "videoCodecOperation": op.bit,
-            "chromaSubsampling": _CHROMA_420,
-            "lumaBitDepth": depth_flag,
-            "chromaBitDepth": depth_flag,
-        },
-    )
-    op_caps = q.raw_struct(
-        _ST_VIDEO_DECODE_CAPABILITIES
-        if op.operation is VideoOperation.DECODE
-        else _ST_VIDEO_ENCODE_CAPABILITIES,
-        256,
-    )
-    codec_caps = q.raw_struct(op.caps_stype, 1024)
-    ffi.cast("VkBaseOutStructure*", op_caps).pNext = ffi.cast("VkBaseOutStructure*", codec_caps)
-    caps = ffi.new("VkVideoCapabilitiesKHR*", {"sType": _ST_VIDEO_CAPABILITIES, "pNext": op_caps})
-    result = int(q.fn.vkGetPhysicalDeviceVideoCapabilitiesKHR(q.pd, profile, caps))
-    if result != 0:
-        return VideoProfileCapabilities(
-            op.codec, op.operation, profile_name, depth, supported=False, reason=result_name(result)
-        )
-    words = ffi.cast("uint32_t*", codec_caps)
-    # maxLevel follows the header in decode caps; encode caps have 32-bit flags first.
-    level = int(words[4] if op.operation is VideoOperation.DECODE else words[5])
-    return VideoProfileCapabilities(
-        op.codec,
-        op.operation,
-        profile_name,
-        depth,
-        supported=True,
-        max_coded_extent=(int(caps.maxCodedExtent.width), int(caps.maxCodedExtent.height)),
-        min_coded_extent=(int(caps.minCodedExtent.width), int(caps.minCodedExtent.height)),
-        max_dpb_slots=int(caps.maxDpbSlots),
-        max_active_reference_pictures=int(caps.maxActiveReferencePictures),
-        max_level=level,
-    )
 
 
 def vulkan_candidates() -> list[VulkanCandidate]:
@@ -1006,11 +514,10 @@ def vulkan_candidates() -> list[VulkanCandidate]:
             layers = vulkan_instance_layers(api)
         except Exception:
             layers = ()
-        devices = instance.physical_devices()
         out: list[VulkanCandidate] = []
-        for index, pd in enumerate(devices):
+        for index, device in enumerate(physical_devices(instance)):
             try:
-                out.append(_describe(api, instance, pd, index, layers))
+                out.append(_describe(device, index, layers))
             except Exception as exc:
                 out.append(
                     VulkanCandidate(

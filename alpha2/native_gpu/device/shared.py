@@ -11,9 +11,11 @@ queue has one ``threading.RLock`` (:meth:`~SharedVulkanContext.queue_lock`, or `
 alpha2 or another library on the same device, holds its lock.
 
 Other ``_vk``-level modules reach the raw objects through ``context._internal``
-(:class:`VulkanDeviceState`: ``api`` (ffi/lib/constants), ``device``, ``physical_device``, ``dfn`` /
-``ifn`` function tables, ``queue(family, index)``, ``find_memory_type``, ``on_close``); other libraries
-get integer handles from :meth:`~SharedVulkanContext.as_raw`.
+(:class:`~alpha2.native_gpu._vk.device.VulkanDeviceState`, re-exported here: ``api`` (the loaded
+binding), ``device``, ``physical_device``, ``dfn`` / ``ifn`` function tables, ``queue(family, index)``,
+``find_memory_type``, ``on_close``); other libraries get integer handles from
+:meth:`~SharedVulkanContext.as_raw`. The device itself is created by
+:func:`~alpha2.native_gpu._vk.device.open_device`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from alpha2.gpu.adapters import (
     AdapterPinError,
@@ -37,15 +38,19 @@ from alpha2.gpu.contexts import QueueRole, VulkanContext, VulkanQueue
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
 from alpha2.gpu.identity import DeviceId
 from alpha2.native_gpu._vk.core import (
+    API_VERSION_1_1,
+    API_VERSION_1_2,
+    API_VERSION_1_3,
     Instance,
     SharedVulkanError,
-    VulkanApi,
     VulkanUnavailableError,
     VulkanVersion,
-    check,
     handle_address,
+    instance_proc_addr,
     vulkan_api,
 )
+from alpha2.native_gpu._vk.device import VulkanDeviceState, open_device
+from alpha2.native_gpu._vk.query import Feature, QueueFlag, physical_devices
 from alpha2.native_gpu.device.candidates import VulkanCandidate, VulkanQueueFamily, vulkan_candidates
 
 __all__ = [
@@ -60,24 +65,20 @@ __all__ = [
     "shared_device_index",
 ]
 
-_V11 = (1 << 22) | (1 << 12)
-_V12 = (1 << 22) | (2 << 12)
-_V13 = (1 << 22) | (3 << 12)
-
 # (extension, needed only below this core version or None)
 _BASE_EXTENSIONS: tuple[tuple[str, int | None], ...] = (
-    ("VK_KHR_external_memory", _V11),
-    ("VK_KHR_external_semaphore", _V11),
+    ("VK_KHR_external_memory", API_VERSION_1_1),
+    ("VK_KHR_external_semaphore", API_VERSION_1_1),
     ("VK_KHR_external_memory_fd", None),
     ("VK_KHR_external_semaphore_fd", None),
     ("VK_EXT_external_memory_dma_buf", None),
     ("VK_EXT_memory_budget", None),
-    ("VK_KHR_timeline_semaphore", _V12),
-    ("VK_KHR_synchronization2", _V13),
-    ("VK_KHR_sampler_ycbcr_conversion", _V11),
-    ("VK_KHR_maintenance1", _V11),
-    ("VK_KHR_bind_memory2", _V11),
-    ("VK_KHR_get_memory_requirements2", _V11),
+    ("VK_KHR_timeline_semaphore", API_VERSION_1_2),
+    ("VK_KHR_synchronization2", API_VERSION_1_3),
+    ("VK_KHR_sampler_ycbcr_conversion", API_VERSION_1_1),
+    ("VK_KHR_maintenance1", API_VERSION_1_1),
+    ("VK_KHR_bind_memory2", API_VERSION_1_1),
+    ("VK_KHR_get_memory_requirements2", API_VERSION_1_1),
 )
 _DECODE_EXTENSIONS = (
     "VK_KHR_video_queue",
@@ -87,15 +88,6 @@ _DECODE_EXTENSIONS = (
     "VK_KHR_video_decode_av1",
     "VK_KHR_video_decode_vp9",
 )
-
-_ST_DEVICE_QUEUE_CREATE_INFO = 2
-_ST_DEVICE_CREATE_INFO = 3
-_ST_PROPERTIES_2 = 1000059001
-_ST_ID_PROPERTIES = 1000071004
-_ST_FEATURES_2 = 1000059000
-_ST_TIMELINE_FEATURES = 1000207000
-_ST_SYNC2_FEATURES = 1000314007
-_ST_YCBCR_FEATURES = 1000156004
 
 
 @dataclass(frozen=True)
@@ -125,7 +117,10 @@ def _pick_queues(families: Sequence[VulkanQueueFamily], decode: bool) -> list[_Q
         graphics if graphics.compute else first(lambda f: f.compute)
     )
     compute = compute or graphics
-    transfer = first(lambda f: bool(f.flags & 0x4) and not (f.flags & 0x3)) or compute
+    graphics_or_compute = QueueFlag.GRAPHICS | QueueFlag.COMPUTE
+    transfer = (
+        first(lambda f: bool(f.flags & QueueFlag.TRANSFER) and not f.flags & graphics_or_compute) or compute
+    )
     queues = [
         _QueuePlan(QueueRole.GRAPHICS, graphics.index, graphics.flags),
         _QueuePlan(QueueRole.COMPUTE, compute.index, compute.flags),
@@ -136,108 +131,6 @@ def _pick_queues(families: Sequence[VulkanQueueFamily], decode: bool) -> list[_Q
         if video is not None:
             queues.append(_QueuePlan(QueueRole.VIDEO_DECODE, video.index, video.flags))
     return queues
-
-
-class VulkanDeviceState:
-    """The raw side of a SharedVulkanContext (``context._internal``). For alpha2's native modules only.
-
-    Attributes: ``api`` (ffi, lib, constants), ``instance`` (owned :class:`Instance`), ``physical_device``,
-    ``device`` (cdata), ``ifn`` / ``dfn`` (instance / device function tables), ``locks``.
-    """
-
-    def __init__(self, api: VulkanApi, instance: Instance) -> None:
-        self.api = api
-        self.instance = instance
-        self.ifn = instance.fn
-        self.physical_device: Any = None
-        self.device: Any = None
-        self.dfn: Any = None
-        self.queues: dict[tuple[int, int], Any] = {}
-        self.locks: dict[tuple[int, int], threading.RLock] = {}
-        self.memory_types: list[tuple[int, int]] = []  # (propertyFlags, heapIndex)
-        self._close_callbacks: list[Callable[[], None]] = []
-        self._graveyard: list[Callable[[], None]] = []
-        self._state_lock = threading.Lock()
-        self.closed = False
-
-    def queue(self, family: int, index: int = 0) -> Any:
-        """The VkQueue cdata of (family, index)."""
-        try:
-            return self.queues[(family, index)]
-        except KeyError:
-            raise InvalidInputError(
-                f"the shared device has no queue ({family}, {index}); it has {sorted(self.queues)}"
-            ) from None
-
-    def find_memory_type(self, type_bits: int, required_flags: int, preferred_flags: int = 0) -> int:
-        """A memory type allowed by ``type_bits`` with ``required_flags``, preferring ``preferred_flags``.
-
-        Raises:
-            SharedVulkanError: no memory type fits.
-        """
-        fits = [
-            i
-            for i, (flags, _heap) in enumerate(self.memory_types)
-            if type_bits & (1 << i) and (flags & required_flags) == required_flags
-        ]
-        preferred = [i for i in fits if (self.memory_types[i][0] & preferred_flags) == preferred_flags]
-        if preferred:
-            return preferred[0]
-        if fits:
-            return fits[0]
-        raise SharedVulkanError(
-            f"no memory type in bits 0x{type_bits:x} has flags 0x{required_flags:x}",
-            vk_result=-2,
-            kind=ErrorKind.UNSUPPORTED,
-        )
-
-    def on_close(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` when the context closes, before the device is destroyed (last added first)."""
-        with self._state_lock:
-            if self.closed:
-                raise ClosedError("the SharedVulkanContext is closed")
-            self._close_callbacks.append(callback)
-
-    def discard_on_close(self, callback: Callable[[], None]) -> None:
-        """Forget a callback registered with :meth:`on_close` (its object was closed early)."""
-        with self._state_lock:
-            try:
-                self._close_callbacks.remove(callback)
-            except ValueError:
-                pass
-
-    def defer_destroy(self, destroy: Callable[[], None]) -> None:
-        """Destroy something only after the device is idle at close (objects a timed-out wait still uses)."""
-        with self._state_lock:
-            self._graveyard.append(destroy)
-
-    def destroy(self) -> None:
-        """Destroy device then instance, exactly once (the weakref.finalize target)."""
-        with self._state_lock:
-            if self.closed:
-                return
-            self.closed = True
-            callbacks, self._close_callbacks = self._close_callbacks, []
-            graveyard, self._graveyard = self._graveyard, []
-            device, self.device = self.device, None
-        for callback in reversed(callbacks):
-            try:
-                callback()
-            except Exception:
-                pass  # a failing child must not keep the device alive
-        if device is not None:
-            try:
-                self.api.lib.vkDeviceWaitIdle(device)
-            except Exception:
-                pass
-            for destroy in graveyard:
-                try:
-                    destroy()
-                except Exception:
-                    pass
-            self.api.lib.vkDestroyDevice(device, self.api.ffi.NULL)
-        self.queues.clear()
-        self.instance.close()
 
 
 class SharedVulkanContext:
@@ -270,21 +163,19 @@ class SharedVulkanContext:
         # Backstop first: whatever is created below is destroyed even if construction fails half-way.
         self._finalizer = weakref.finalize(self, state.destroy)
         try:
-            self._create(api, state, candidate, decode, tuple(extra_extensions))
+            self._create(state, candidate, decode, tuple(extra_extensions))
         except BaseException:
             self._finalizer()
             raise
 
     def _create(
         self,
-        api: VulkanApi,
         state: VulkanDeviceState,
         candidate: VulkanCandidate,
         decode: bool,
         extra_extensions: tuple[str, ...],
     ) -> None:
-        ffi = api.ffi
-        devices = state.instance.physical_devices()
+        devices = physical_devices(state.instance)
         if candidate.index >= len(devices):
             raise SharedVulkanError(
                 f"adapter #{candidate.index} {candidate.name} is gone (the loader now lists {len(devices)})",
@@ -292,19 +183,14 @@ class SharedVulkanContext:
                 kind=ErrorKind.DEVICE_LOST,
             )
         pd = devices[candidate.index]
-        state.physical_device = pd
-        if candidate.uuid is not None:
-            props = ffi.new("VkPhysicalDeviceProperties2*", {"sType": _ST_PROPERTIES_2})
-            id_props = ffi.new("VkPhysicalDeviceIDProperties*", {"sType": _ST_ID_PROPERTIES})
-            props.pNext = id_props
-            state.ifn.vkGetPhysicalDeviceProperties2(pd, props)
-            if bytes(ffi.buffer(id_props.deviceUUID, 16)) != candidate.uuid:
-                raise SharedVulkanError(
-                    f"the loader's device #{candidate.index} is no longer {candidate.name} (UUID differs); "
-                    "list the candidates again",
-                    vk_result=-3,
-                    kind=ErrorKind.RETRY,
-                )
+        state.physical_device = pd.handle
+        if candidate.uuid is not None and pd.identity(ids=True).uuid != candidate.uuid:
+            raise SharedVulkanError(
+                f"the loader's device #{candidate.index} is no longer {candidate.name} (UUID differs); "
+                "list the candidates again",
+                vk_result=-3,
+                kind=ErrorKind.RETRY,
+            )
         api_version = candidate.api_version.packed
         available = candidate.extensions
         wanted: list[str] = []
@@ -323,78 +209,27 @@ class SharedVulkanContext:
             )
         wanted += [name for name in extra_extensions if name not in wanted]
 
-        # Features: query what the device has, enable exactly that.
-        keep: list[Any] = []
-        feats = ffi.new("VkPhysicalDeviceFeatures2*", {"sType": _ST_FEATURES_2})
-        chain: Any = feats
-        timeline = sync2 = ycbcr = None
-        if api_version >= _V12 or "VK_KHR_timeline_semaphore" in wanted:
-            timeline = ffi.new("VkPhysicalDeviceTimelineSemaphoreFeatures*", {"sType": _ST_TIMELINE_FEATURES})
-            chain.pNext, chain = timeline, timeline
-        if api_version >= _V13 or "VK_KHR_synchronization2" in wanted:
-            sync2 = ffi.new("VkPhysicalDeviceSynchronization2Features*", {"sType": _ST_SYNC2_FEATURES})
-            chain.pNext, chain = sync2, sync2
-        if api_version >= _V11 or "VK_KHR_sampler_ycbcr_conversion" in wanted:
-            ycbcr = ffi.new("VkPhysicalDeviceSamplerYcbcrConversionFeatures*", {"sType": _ST_YCBCR_FEATURES})
-            chain.pNext, chain = ycbcr, ycbcr
-        keep += [timeline, sync2, ycbcr]
-        state.ifn.vkGetPhysicalDeviceFeatures2(pd, feats)
-        enabled_features = []
-        if timeline is not None and timeline.timelineSemaphore:
-            enabled_features.append("timelineSemaphore")
-        if sync2 is not None and sync2.synchronization2:
-            enabled_features.append("synchronization2")
-        if ycbcr is not None and ycbcr.samplerYcbcrConversion:
-            enabled_features.append("samplerYcbcrConversion")
-        # Keep the queried values for the ones we want, zero every core feature we do not ask for.
-        ffi.memmove(
-            ffi.addressof(feats, "features"),
-            bytes(ffi.sizeof("VkPhysicalDeviceFeatures")),
-            ffi.sizeof("VkPhysicalDeviceFeatures"),
-        )
-
-        families = sorted({q.family for q in queues})
-        priorities = ffi.new("float[]", [1.0])
-        queue_infos = ffi.new("VkDeviceQueueCreateInfo[]", len(families))
-        for i, family in enumerate(families):
-            queue_infos[i].sType = _ST_DEVICE_QUEUE_CREATE_INFO
-            queue_infos[i].queueFamilyIndex = family
-            queue_infos[i].queueCount = 1
-            queue_infos[i].pQueuePriorities = priorities
-        ext_c = [ffi.new("char[]", name.encode()) for name in wanted]
-        ext_array = ffi.new("char*[]", ext_c) if ext_c else ffi.NULL
-        keep += [priorities, queue_infos, ext_c, ext_array]
-        info = ffi.new(
-            "VkDeviceCreateInfo*",
-            {
-                "sType": _ST_DEVICE_CREATE_INFO,
-                "pNext": feats,
-                "queueCreateInfoCount": len(families),
-                "pQueueCreateInfos": queue_infos,
-                "enabledExtensionCount": len(ext_c),
-                "ppEnabledExtensionNames": ext_array,
-            },
-        )
-        out = ffi.new("VkDevice*")
-        check(api.lib.vkCreateDevice(pd, info, ffi.NULL, out), f"vkCreateDevice on {candidate.name}")
-        from alpha2.native_gpu._vk.core import device_functions
-
-        state.device = out[0]
-        state.dfn = device_functions(api, out[0])
-        for family in families:
-            handle = ffi.new("VkQueue*")
-            api.lib.vkGetDeviceQueue(out[0], family, 0, handle)
-            state.queues[(family, 0)] = handle[0]
-            state.locks[(family, 0)] = threading.RLock()
-        mem = ffi.new("VkPhysicalDeviceMemoryProperties*")
-        api.lib.vkGetPhysicalDeviceMemoryProperties(pd, mem)
-        state.memory_types = [
-            (int(mem.memoryTypes[i].propertyFlags), int(mem.memoryTypes[i].heapIndex))
-            for i in range(mem.memoryTypeCount)
+        # Features: ask for those the version or an enabled extension provides, enable what the driver has.
+        asked = [
+            feature
+            for feature, extension, core in (
+                (Feature.TIMELINE_SEMAPHORE, "VK_KHR_timeline_semaphore", API_VERSION_1_2),
+                (Feature.SYNCHRONIZATION2, "VK_KHR_synchronization2", API_VERSION_1_3),
+                (Feature.SAMPLER_YCBCR_CONVERSION, "VK_KHR_sampler_ycbcr_conversion", API_VERSION_1_1),
+            )
+            if api_version >= core or extension in wanted
         ]
+        enabled = open_device(
+            state,
+            pd,
+            queue_families=sorted({q.family for q in queues}),
+            extensions=wanted,
+            features=asked,
+            what=candidate.name,
+        )
         self._queues = tuple(queues)
         self._enabled_extensions = frozenset(wanted)
-        self._enabled_features = frozenset(enabled_features)
+        self._enabled_features = frozenset(feature.value for feature in enabled)
 
     # -- description -------------------------------------------------------------------------------
 
@@ -492,7 +327,7 @@ class SharedVulkanContext:
             enabled_extensions=self._enabled_extensions,
             enabled_instance_extensions=state.instance.enabled_extensions,
             device_id=self._candidate.identity,
-            get_instance_proc_addr=handle_address(api, api.ffi.cast("void*", api.lib.vkGetInstanceProcAddr)),
+            get_instance_proc_addr=instance_proc_addr(api),
             keep_alive=self,
         )
 

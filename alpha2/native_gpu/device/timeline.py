@@ -5,7 +5,7 @@
 :class:`VulkanTimelineSyncPoint` is "the semaphore reached this value", with the waits of
 :class:`alpha2.gpu.sync.SyncPoint`: ``_poll`` reads vkGetSemaphoreCounterValue, ``_wait_native`` calls
 vkWaitSemaphores with a timeout (bounded by :func:`~alpha2.native_gpu.device.waits.gpu_wait_timeout`) and maps
-VK_TIMEOUT to ``WaitStatus.TIMED_OUT``.
+VK_TIMEOUT to ``WaitStatus.TIMED_OUT``. The Vulkan calls are :mod:`alpha2.native_gpu._vk.sync`'s.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.sync import SyncPoint, WaitStatus
-from alpha2.native_gpu._vk.core import VK_TIMEOUT, SharedVulkanError, check, handle_address
-from alpha2.native_gpu.device.shared import SharedVulkanContext, VulkanDeviceState
+from alpha2.native_gpu._vk import sync as vk_sync
+from alpha2.native_gpu._vk.core import SharedVulkanError, handle_address
+from alpha2.native_gpu._vk.device import VulkanDeviceState
+from alpha2.native_gpu.device.shared import SharedVulkanContext
 from alpha2.native_gpu.device.waits import gpu_wait_timeout, timeout_ns
 
 __all__ = [
@@ -28,12 +30,7 @@ __all__ = [
     "signal_timeline_semaphore",
 ]
 
-_ST_SEMAPHORE_CREATE_INFO = 9
-_ST_SEMAPHORE_TYPE_CREATE_INFO = 1000207002
-_ST_SEMAPHORE_WAIT_INFO = 1000207004
-_ST_SEMAPHORE_SIGNAL_INFO = 1000207005
-_SEMAPHORE_TYPE_TIMELINE = 1
-_UINT64_MAX = (1 << 64) - 1
+_UINT64_MAX = vk_sync.UINT64_MAX
 
 
 def _require_timeline(context: SharedVulkanContext) -> VulkanDeviceState:
@@ -48,8 +45,7 @@ def _require_timeline(context: SharedVulkanContext) -> VulkanDeviceState:
 
 def _destroy_semaphore(state: VulkanDeviceState, holder: list[Any]) -> None:
     handle, holder[0] = holder[0], None
-    if handle is not None and state.device is not None:
-        state.dfn.vkDestroySemaphore(state.device, handle, state.api.ffi.NULL)
+    vk_sync.destroy_semaphore(state, handle)
 
 
 class VulkanTimelineSemaphore:
@@ -59,21 +55,10 @@ class VulkanTimelineSemaphore:
         if not 0 <= int(initial_value) <= _UINT64_MAX:
             raise InvalidInputError(f"initial_value must be a uint64, got {initial_value}")
         state = _require_timeline(context)
-        ffi = state.api.ffi
-        type_info = ffi.new(
-            "VkSemaphoreTypeCreateInfo*",
-            {
-                "sType": _ST_SEMAPHORE_TYPE_CREATE_INFO,
-                "semaphoreType": _SEMAPHORE_TYPE_TIMELINE,
-                "initialValue": int(initial_value),
-            },
-        )
-        info = ffi.new("VkSemaphoreCreateInfo*", {"sType": _ST_SEMAPHORE_CREATE_INFO, "pNext": type_info})
-        out = ffi.new("VkSemaphore*")
-        check(state.dfn.vkCreateSemaphore(state.device, info, ffi.NULL, out), "vkCreateSemaphore (timeline)")
+        handle = vk_sync.create_timeline(state, int(initial_value))
         self._context = context
         self._state = state
-        self._holder: list[Any] = [out[0]]
+        self._holder: list[Any] = [handle]
         self._finalizer = weakref.finalize(self, _destroy_semaphore, state, self._holder)
         # The device must outlive the semaphore: the context destroys it first when it closes.
         self._on_close = self._finalizer.__call__
@@ -100,13 +85,7 @@ class VulkanTimelineSemaphore:
     @property
     def value(self) -> int:
         """The current counter value (vkGetSemaphoreCounterValue)."""
-        ffi = self._state.api.ffi
-        out = ffi.new("uint64_t*")
-        check(
-            self._state.dfn.vkGetSemaphoreCounterValue(self._state.device, self.handle, out),
-            "vkGetSemaphoreCounterValue",
-        )
-        return int(out[0])
+        return vk_sync.counter_value(self._state, self.handle)
 
     def signal(self, value: int) -> None:
         """Signal ``value`` from the host (vkSignalSemaphore). It must exceed the current value.
@@ -119,12 +98,7 @@ class VulkanTimelineSemaphore:
             current = self.value
             if not current < value <= _UINT64_MAX:
                 raise InvalidInputError(f"timeline value {value} must exceed the current value {current}")
-            ffi = self._state.api.ffi
-            info = ffi.new(
-                "VkSemaphoreSignalInfo*",
-                {"sType": _ST_SEMAPHORE_SIGNAL_INFO, "semaphore": self.handle, "value": value},
-            )
-            check(self._state.dfn.vkSignalSemaphore(self._state.device, info), "vkSignalSemaphore")
+            vk_sync.signal_timeline(self._state, self.handle, value)
 
     def sync_point(self, value: int) -> VulkanTimelineSyncPoint:
         """A sync point for 'the counter reached ``value``'."""
@@ -188,38 +162,17 @@ class VulkanTimelineSyncPoint(SyncPoint):
         if isinstance(sem, VulkanTimelineSemaphore):
             return state, sem.handle
         if isinstance(sem, int):
-            if sem == 0:
-                raise InvalidInputError("VkSemaphore handle is 0")
-            return state, state.api.ffi.cast("VkSemaphore", sem)
+            return state, vk_sync.semaphore_from_address(state.api, sem)
         return state, sem
 
     def _poll(self) -> bool:
         state, handle = self._handle()
-        ffi = state.api.ffi
-        out = ffi.new("uint64_t*")
-        check(state.dfn.vkGetSemaphoreCounterValue(state.device, handle, out), "vkGetSemaphoreCounterValue")
-        return int(out[0]) >= self.timeline_value
+        return vk_sync.counter_value(state, handle) >= self.timeline_value
 
     def _wait_native(self, timeout_s: float) -> WaitStatus:
         state, handle = self._handle()
-        ffi = state.api.ffi
-        semaphores = ffi.new("VkSemaphore[]", [handle])
-        values = ffi.new("uint64_t[]", [self.timeline_value])
-        info = ffi.new(
-            "VkSemaphoreWaitInfo*",
-            {
-                "sType": _ST_SEMAPHORE_WAIT_INFO,
-                "semaphoreCount": 1,
-                "pSemaphores": semaphores,
-                "pValues": values,
-            },
-        )
         bounded = min(max(0.0, timeout_s), gpu_wait_timeout())
-        result = int(state.dfn.vkWaitSemaphores(state.device, info, timeout_ns(bounded)))
-        if result == VK_TIMEOUT:
-            return WaitStatus.TIMED_OUT
-        check(result, "vkWaitSemaphores")
-        return WaitStatus.SIGNALED
+        return vk_sync.wait_timeline(state, handle, self.timeline_value, timeout_ns(bounded))
 
     def __repr__(self) -> str:
         return f"<VulkanTimelineSyncPoint value={self.timeline_value}>"
