@@ -445,12 +445,12 @@ def test_extent_from_vulkan_caps() -> None:
 
 @pytest.mark.vulkan
 def test_full_ring_wait_is_bounded(device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import alpha2.native_gpu.encode.copier as encode
+    import alpha2.native_gpu.encode.readback as readback
 
     texture = _flat(device, 60)
     copier = VulkanEncodeCopier(device, W, H, ring_size=2, wait_timeout_s=0.05)
     with monkeypatch.context() as patch:
-        patch.setattr(encode, "_promise_settled", lambda promise: False)  # a GPU that never finishes
+        patch.setattr(readback, "_promise_settled", lambda promise: False)  # a GPU that never finishes
         assert copier.submit(texture, pts=0) == []
         with pytest.raises(GpuTimeoutError, match="pts 0"):
             copier.submit(texture, pts=1)
@@ -669,8 +669,8 @@ def test_submit_planes_ring_reuse_and_mixing(device16: Any) -> None:
             with f:
                 seen.append(f.pts)
         assert seen == list(range(9))
-        assert len(copier._planes_bind_groups) == 2
-        assert len(copier._planes_pipelines) == 1  # same input, same constants
+        assert len(copier._planes._bind_groups) == 2
+        assert len(copier._planes._pipelines) == 1  # same input, same constants
         assert copier.peak_slots_in_use <= 2
 
 
