@@ -8,13 +8,8 @@ atomically; hardware decoding runs on the CUDA twin of the shared device or not 
 from __future__ import annotations
 
 from alpha2.ffmpeg_bridge.decode import CorruptPolicy, DecodeSession, DecodeStats, MediaSource, download_frame
-from alpha2.ffmpeg_bridge.encode import (
-    ENCODER_PREFERENCE,
-    EncoderChoice,
-    EncodeSession,
-    EncodeStats,
-    choose_encoder,
-)
+from alpha2.ffmpeg_bridge.encode import EncoderChoice, EncodeSession, EncodeStats, choose_encoder
+from alpha2.ffmpeg_bridge.encoders import ENCODER_PREFERENCE, ENCODERS, EncoderSpec, encoder_spec
 from alpha2.ffmpeg_bridge.errors import (
     BridgeError,
     DecodeError,
@@ -29,6 +24,7 @@ from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, HwAccelReport, HwDevicePl
 from alpha2.ffmpeg_bridge.media import StreamInfo
 
 __all__ = [
+    "ENCODERS",
     "ENCODER_PREFERENCE",
     "BridgeError",
     "CorruptPolicy",
@@ -39,6 +35,7 @@ __all__ = [
     "EncodeStats",
     "EncoderChoice",
     "EncoderError",
+    "EncoderSpec",
     "HwAccelMode",
     "HwAccelReport",
     "HwAccelUnavailableError",
@@ -51,5 +48,6 @@ __all__ = [
     "UnsupportedCodecError",
     "choose_encoder",
     "download_frame",
+    "encoder_spec",
     "plan_hw_device",
 ]
