@@ -6,10 +6,12 @@ Two ways through, decided from the first frame and reported:
   ``--gpu``), so decoded frames go straight to the encoder with no GPU work;
 * GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.interop.importer.FrameImporter`)
   and scaled and converted straight into NV12 / P010 at the output size, with the output's matrix and
-  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.copier.VulkanEncodeCopier`
+  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.copier.EncodeCopier`
   (``submit_planes``); gray and packed RGB inputs, which it cannot read, are rendered to RGBA by the
-  sampling shader first. The copier's ring hands frames back about two submissions later, so the
-  encoder works on frame N while the GPU converts N + 2.
+  sampling shader first. Which of the two each frame takes is the encode room's choice
+  (:func:`~alpha2.native_gpu.encode.routes.choose_encode_route`), reported with its reasons under
+  ``encode_routes``. The copier's ring hands frames back about two submissions later, so the encoder
+  works on frame N while the GPU converts N + 2.
 
 Timestamps pass through unchanged (variable frame rate included); audio packets are copied when the
 input has audio; the output appears under its name only when complete.
@@ -35,6 +37,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES, EncodeConversion, choose_encode_route
 
 __all__ = [
     "DEFAULT_CRF",
@@ -53,15 +56,6 @@ DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
 
 HD_MIN_HEIGHT = 720
 """Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""
-
-_COPIER_MATRICES = (
-    ColourMatrix.BT709,
-    ColourMatrix.BT470BG,
-    ColourMatrix.SMPTE170M,
-    ColourMatrix.SMPTE240M,
-    ColourMatrix.FCC,
-    ColourMatrix.BT2020_NCL,
-)
 
 
 class ColourChoice(enum.Enum):
@@ -212,7 +206,7 @@ def plan_transcode(
             output_colour=input_colour,
         )
     matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
-    if matrix not in _COPIER_MATRICES or rng is ColourRange.UNSPECIFIED:
+    if matrix not in WRITABLE_MATRICES or rng is ColourRange.UNSPECIFIED:
         if options.colour is ColourChoice.KEEP:
             raise UnsupportedError(
                 f"--colour keep: the encode copier cannot write the input's matrix {matrix.name}; "
@@ -260,6 +254,8 @@ class TranscodeStats:
     hwaccel: dict[str, Any] = field(default_factory=dict)
     device: dict[str, Any] | None = None
     import_report: str | None = None
+    encode_report: str | None = None
+    encode_routes: dict[str, Any] | None = None
     audio_packets_copied: int = 0
     packets_out: int = 0
     peak_copier_slots: int = 0
@@ -298,6 +294,8 @@ class TranscodeStats:
             "hwaccel": self.hwaccel,
             "device": self.device,
             "import_report": self.import_report,
+            "encode_report": self.encode_report,
+            "encode_routes": self.encode_routes,
             "packets_out": self.packets_out,
             "audio_packets_copied": self.audio_packets_copied,
             "stages": self.stages.as_dict(self.seconds),
@@ -333,6 +331,37 @@ def _frame_bytes(frame: DecodedFrame) -> int:
     return sum(p.width_bytes * p.height for p in planes.planes)
 
 
+@dataclass
+class _GpuParts:
+    """The GPU objects of one run's GPU way (closed by the transcoder's teardown)."""
+
+    device: Any
+    """The WebGPU device."""
+    importer: Any
+    """The FrameImporter."""
+    copier: Any
+    """The EncodeCopier."""
+    takes_cuda: bool
+    """Whether the encoder takes CUDA frames (the encode routes that deliver them apply)."""
+    ten_bit: bool
+    """Whether the output is P010 (the RGBA route renders to rgba16float then)."""
+    renderer: Any = None
+    """The FrameRenderer of the RGBA route, made for the first frame that needs it."""
+    target: Any = None
+    """The RGBA texture it renders into."""
+
+    def rgba_target(self) -> Any:
+        """The RGBA texture of the RGBA route (the renderer and texture are made on first use)."""
+        if self.renderer is None:
+            from alpha2.native_gpu.render.renderer import FrameRenderer
+
+            self.renderer = FrameRenderer(self.device)
+            self.target = self.renderer.target_texture(
+                self.copier.width, self.copier.height, "rgba16float" if self.ten_bit else "rgba8unorm"
+            )
+        return self.target
+
+
 class _Transcoder:
     """One run: owns the sessions and the GPU objects, and tears them down on every way out."""
 
@@ -352,6 +381,7 @@ class _Transcoder:
         self.session: EncodeSession | None = None
         self._gpu_objects: list[Any] = []
         self._pending_planes: list[Any] = []
+        self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
         self._first: DecodedFrame | None = None
 
     # -- setup ----------------------------------------------------------------------------------------
@@ -367,7 +397,7 @@ class _Transcoder:
         crf = options.crf
         if crf is None and options.bitrate is None:
             crf = DEFAULT_CRF.get(choice.codec)
-        self._check_extent(choice.name, plan)
+        self._extent = self._resolve_extent(choice.name, plan)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
         audio = self.source if options.audio and info.has_audio else None
@@ -401,8 +431,10 @@ class _Transcoder:
         return session
 
     @staticmethod
-    def _check_extent(encoder_name: str, plan: TranscodePlan) -> None:
-        from alpha2.native_gpu.encode.copier import VideoEncodeExtent
+    def _resolve_extent(encoder_name: str, plan: TranscodePlan) -> Any:
+        """The encoder's coded-size limits, after checking the output size against them; None when alpha2
+        has no table for the encoder (FFmpeg refuses bad sizes when it opens)."""
+        from alpha2.native_gpu.encode.extent import VideoEncodeExtent
 
         fmt = (
             plan.output_format
@@ -412,8 +444,9 @@ class _Transcoder:
         try:
             extent = VideoEncodeExtent.resolve(encoder_name, fmt)
         except UnsupportedError:
-            return  # an encoder alpha2 has no table for: FFmpeg refuses bad sizes when it opens
+            return None
         extent.check(plan.output_size.width, plan.output_size.height)
+        return extent
 
     # -- the run --------------------------------------------------------------------------------------
 
@@ -493,80 +526,11 @@ class _Transcoder:
             add("decode", clock() - t1)
 
     def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
-        from alpha2.native_gpu.encode.copier import VideoEncodeExtent, VulkanEncodeCopier
-        from alpha2.native_gpu.interop.importer import FrameImporter
-        from alpha2.native_gpu.render.renderer import FrameRenderer, LayoutKind, layout_kind
-
-        decoder, session, stats = self.decoder, self.session, self.stats
-        assert decoder is not None and session is not None
+        decoder, stats = self.decoder, self.stats
+        assert decoder is not None
         add = stats.stages.add
         clock = time.perf_counter
-        t0 = clock()
-        choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
-        stats.device = choice.as_dict()
-        device = choice.device
-        importer = FrameImporter(device)
-        self._gpu_objects.append(importer)
-        importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)
-        out_w, out_h = plan.output_size.width, plan.output_size.height
-        ten_bit = plan.output_format is PixelFormat.P010
-        try:
-            extent: Any = VideoEncodeExtent.resolve(session.encoder.name, plan.output_format)
-        except UnsupportedError:
-            extent = None
-        colour = plan.output_colour
-        copier = VulkanEncodeCopier(
-            device,
-            out_w,
-            out_h,
-            pixel_format=plan.output_format,
-            matrix=colour.matrix,
-            colour_range=colour.range,
-            chroma_location=colour.chroma_location,
-            ring_size=self.options.ring_size,
-            extent=extent,
-        )
-        self._gpu_objects.insert(0, copier)
-        add("setup", clock() - t0)
-
-        # Y'CbCr planes go to the copier as they are: it scales and converts them into NV12 / P010 in one
-        # compute pass. Only formats it cannot read (gray, packed RGB) are rendered to RGBA first.
-        renderer: FrameRenderer | None = None
-        target: Any = None
-        fused = (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR)
-        kinds: dict[PixelFormat, bool] = {}
-
-        def reads_planes(pixel_format: PixelFormat) -> bool:
-            known = kinds.get(pixel_format)
-            if known is None:
-                try:
-                    known = layout_kind(pixel_format) in fused
-                except UnsupportedError:
-                    known = False  # the renderer raises the error that names the way out
-                kinds[pixel_format] = known
-            return known
-
-        paths = stats.paths
-        readback = ExecutionPath.CPU_DOWNLOAD
-        encode_planes = session.encode
-        pending = self._pending_planes
-
-        def drain(ready: list[Any]) -> None:
-            pending.extend(ready)
-            while pending:
-                planes = pending.pop(0)
-                try:
-                    encode_planes(
-                        planes.planes,
-                        pts=planes.pts,
-                        pixel_format=planes.pixel_format,
-                        width=out_w,
-                        height=out_h,
-                    )
-                    paths.add(readback, planes.bytes_read, note="encode copier read-back ring")
-                finally:
-                    planes.release()
-
+        parts = self._gpu_setup(first, plan)
         frame: DecodedFrame | None = first
         while frame is not None:
             if self._limit_reached():
@@ -575,66 +539,125 @@ class _Transcoder:
             pts = self._pts(frame)
             t0 = clock()
             try:
-                lease = importer.import_frame(frame)
+                lease = parts.importer.import_frame(frame)
             except BaseException:
                 frame.release()
                 raise
             t1 = clock()
             try:
-                imported = lease.frame
-                size = imported.metadata.display_size
-                if reads_planes(imported.pixel_format):
-                    t2 = t1
-                    ready = copier.submit_planes(
-                        imported.views,
-                        imported.pixel_format,
-                        imported.colour,
-                        size.width,
-                        size.height,
-                        pts,
-                    )
-                else:
-                    if renderer is None:
-                        renderer = FrameRenderer(device)
-                        target = renderer.target_texture(
-                            out_w, out_h, "rgba16float" if ten_bit else "rgba8unorm"
-                        )
-                    renderer.render(
-                        imported.views,
-                        imported.pixel_format,
-                        imported.colour,
-                        size.width,
-                        size.height,
-                        target,
-                    )
-                    t2 = clock()
-                    ready = copier.submit(target, pts)
+                ready, render_seconds = self._convert(parts, lease.frame, pts)
             finally:
                 lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
-            drain(ready)
+            self._drain(ready)
             t4 = clock()
             stats.frames += 1
             self.progress.update(stats.frames)
             frame = decoder.next_frame()
             t5 = clock()
             add("import", t1 - t0)
-            if t2 > t1:
-                add("render", t2 - t1)
-            add("convert", t3 - t2)
+            if render_seconds > 0:
+                add("render", render_seconds)
+            add("convert", t3 - t1 - render_seconds)
             add("encode", t4 - t3)
             add("decode", t5 - t4)
+        self._gpu_finish(parts)
+
+    def _gpu_setup(self, first: DecodedFrame, plan: TranscodePlan) -> _GpuParts:
+        """The device, the importer (set up for the first frame's kind) and the encode copier."""
+        from alpha2.native_gpu.encode.copier import EncodeCopier
+        from alpha2.native_gpu.interop.importer import FrameImporter
+
+        assert self.session is not None
+        start = time.perf_counter()
+        choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
+        self.stats.device = choice.as_dict()
+        device = choice.device
+        importer = FrameImporter(device)
+        self._gpu_objects.append(importer)
+        importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)
+        takes_cuda = self.session.encoder.takes_cuda_frames
+        route = choose_encode_route(first.pixel_format, encoder_takes_cuda=takes_cuda)
+        colour = plan.output_colour
+        copier = EncodeCopier(
+            device,
+            plan.output_size.width,
+            plan.output_size.height,
+            pixel_format=plan.output_format,
+            matrix=colour.matrix,
+            colour_range=colour.range,
+            chroma_location=colour.chroma_location,
+            ring_size=self.options.ring_size,
+            target=route.pairing.target,
+            extent=self._extent,
+        )
+        self._gpu_objects.insert(0, copier)
+        self.stats.stages.add("setup", time.perf_counter() - start)
+        return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
+
+    def _convert(self, parts: _GpuParts, imported: Any, pts: int | None) -> tuple[list[Any], float]:
+        """Submit one imported frame to the copier by the route the encode room chooses for its format;
+        returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
+        route = choose_encode_route(imported.pixel_format, encoder_takes_cuda=parts.takes_cuda)
+        size = imported.metadata.display_size
+        if route.pairing.conversion is EncodeConversion.PLANES:
+            ready = parts.copier.submit_planes(
+                imported.views,
+                imported.pixel_format,
+                imported.colour,
+                size.width,
+                size.height,
+                pts,
+                reason=route.reason,
+            )
+            return ready, 0.0
+        start = time.perf_counter()
+        target = parts.rgba_target()
+        parts.renderer.render(
+            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target
+        )
+        rendered = time.perf_counter() - start
+        return parts.copier.submit(target, pts, reason=route.reason), rendered
+
+    def _drain(self, ready: list[Any]) -> None:
+        """Encode the planes the copier handed back, oldest first, releasing each."""
+        session, pending = self.session, self._pending_planes
+        assert session is not None
+        plan = self.stats.plan
+        assert plan is not None
+        pending.extend(ready)
+        while pending:
+            planes = pending.pop(0)
+            try:
+                session.encode(
+                    planes.planes,
+                    pts=planes.pts,
+                    pixel_format=planes.pixel_format,
+                    width=plan.output_size.width,
+                    height=plan.output_size.height,
+                )
+                self.stats.paths.add(planes.path, planes.bytes_read, note="encode copier read-back ring")
+            finally:
+                planes.release()
+
+    def _gpu_finish(self, parts: _GpuParts) -> None:
+        """Flush the copier's ring into the encoder and record the import and encode reports."""
+        stats = self.stats
+        clock = time.perf_counter
         t0 = clock()
-        flushed = copier.flush()
+        flushed = parts.copier.flush()
         t1 = clock()
-        drain(flushed)
-        add("convert", t1 - t0)
-        add("encode", clock() - t1)
-        report = importer.path_report
-        paths.merge_counts(report.frames_by_path, report.fallbacks)
-        paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
+        self._drain(flushed)
+        stats.stages.add("convert", t1 - t0)
+        stats.stages.add("encode", clock() - t1)
+        report = parts.importer.path_report
+        stats.paths.merge_counts(report.frames_by_path, report.fallbacks)
+        stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
         stats.import_report = report.summary()
-        stats.peak_copier_slots = copier.peak_slots_in_use
+        routes = parts.copier.route_report
+        stats.encode_report = routes.summary()
+        stats.encode_routes = routes.as_dict()
+        stats.peak_copier_slots = parts.copier.peak_slots_in_use
 
     # -- teardown -------------------------------------------------------------------------------------
 

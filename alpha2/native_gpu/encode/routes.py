@@ -161,7 +161,7 @@ def _conversion_refusal(conversion: EncodeConversion, source_format: PixelFormat
     if conversion is EncodeConversion.PLANES and kind not in (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR):
         return (
             "the planes pass reads bi-planar (nv12, p010 ...) and tri-planar (yuv420p, yuv444p10 ...) "
-            f"Y'CbCr planes, not {source_format.ffmpeg_name} ({kind.value})"
+            f"Y'CbCr planes, not {source_format.ffmpeg_name}"
         )
     return None
 
