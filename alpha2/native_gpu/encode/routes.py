@@ -219,10 +219,10 @@ def choose_encode_route(
 
 def _refusal(row: RoutePairing, source_format: PixelFormat, encoder_takes_cuda: bool) -> str | None:
     """Why ``row`` cannot take frames of ``source_format`` to this encoder, or None."""
-    if row.built_refusal is not None:
-        return row.built_refusal
     if row.target is EncodeTarget.CUDA and not encoder_takes_cuda:
         return "the encoder takes frames in host memory, not CUDA frames"
+    if row.built_refusal is not None:
+        return row.built_refusal
     return _conversion_refusal(row.conversion, source_format)
 
 
