@@ -1,6 +1,6 @@
 """Frames/s of the encode hand-off: rendered RGBA texture -> NV12 encoder frame (PyAV), two ways.
 
-- copier: VulkanEncodeCopier (compute pass to NV12 on the GPU, asynchronous read-back ring), then the
+- copier: EncodeCopier (compute pass to NV12 on the GPU, asynchronous read-back ring), then the
   planes are copied into an ``av.VideoFrame('nv12')`` (the one copy an encoder frame needs).
 - naive: copy the RGBA texture to a buffer, block on its map every frame, ``from_ndarray('rgba')`` and
   ``reformat('nv12')`` on the CPU (swscale).
@@ -30,7 +30,7 @@ import wgpu
 
 from alpha2.gpu.colour import ColourMatrix, ColourRange
 from alpha2.gpu.formats import PixelFormat
-from alpha2.native_gpu.encode.copier import EncodedPlanes, VulkanEncodeCopier
+from alpha2.native_gpu.encode.copier import EncodeCopier, EncodedPlanes
 
 
 def make_texture(device: Any, width: int, height: int) -> Any:
@@ -68,7 +68,7 @@ def to_av_frame(planes: EncodedPlanes) -> av.VideoFrame:
 def bench_copier(device: Any, texture: Any, args: argparse.Namespace) -> tuple[float, int, str]:
     pixel_format = PixelFormat.P010 if args.p010 else PixelFormat.NV12
     frames_out = 0
-    with VulkanEncodeCopier(
+    with EncodeCopier(
         device,
         args.width,
         args.height,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import fractions
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -17,8 +21,11 @@ from alpha2.ffmpeg_bridge import (
     EncodeSession,
     UnsupportedCodecError,
     choose_encoder,
+    encoders,
 )
 from alpha2.ffmpeg_bridge.encode import frame_from_dlpack
+from alpha2.ffmpeg_bridge.encoders import ENCODER_PREFERENCE, ENCODERS, encoder_spec
+from alpha2.gpu.codecs import ENCODER_LIMITS, NAME_ALIASES
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
@@ -48,16 +55,82 @@ def _decode_all(path: str) -> list[av.VideoFrame]:
         return list(c.decode(video=0))
 
 
+def _opens_here(name: str) -> bool:
+    """Whether PyAV opens ``name`` for a small yuv420p stream on this machine (NVENC needs a GPU with it)."""
+    try:
+        cc: Any = av.codec.CodecContext.create(name, "w")
+        cc.width, cc.height = 256, 256
+        cc.pix_fmt = "yuv420p"
+        cc.time_base = fractions.Fraction(1, 30)
+        cc.open()
+    except Exception:
+        return False
+    return True
+
+
+def _expected_choice(codec: str) -> tuple[str, list[str]]:
+    """This machine's choice for ``codec``, worked out from the table and PyAV alone: the first preferred
+    encoder that av.codecs_available has (and, for NVENC, that opens), and the ones passed over."""
+    passed_over = []
+    for name in ENCODER_PREFERENCE[codec]:
+        if name not in av.codecs_available:
+            passed_over.append(f"{name} is not in this FFmpeg build")
+        elif name.endswith("_nvenc") and not _opens_here(name):
+            passed_over.append(f"{name} is in this FFmpeg build but does not open here")
+        else:
+            return name, passed_over
+    pytest.skip(f"no encoder for {codec} in this PyAV build")
+
+
 def test_choose_encoder_preference_and_reason() -> None:
-    choice = choose_encoder("h264")
-    assert choice.name in ("h264_nvenc", "libx264") and choice.codec == "h264"
-    assert "h264_nvenc" in choice.reason
-    assert choose_encoder("h265").name in ("hevc_nvenc", "libx265")
-    assert choose_encoder("av1").name in ("av1_nvenc", "libsvtav1", "libaom-av1")
+    assert ENCODER_PREFERENCE["h264"] == ("h264_nvenc", "libx264")
+    assert ENCODER_PREFERENCE["hevc"] == ("hevc_nvenc", "libx265")
+    assert ENCODER_PREFERENCE["av1"] == ("av1_nvenc", "libsvtav1", "libaom-av1")
+    for codec, asked in (("h264", "h264"), ("hevc", "h265"), ("av1", "av1"), ("vp9", "vp9")):
+        name, passed_over = _expected_choice(codec)
+        choice = choose_encoder(asked)
+        assert (choice.name, choice.codec) == (name, codec), asked
+        assert choice.hardware is choice.takes_cuda_frames is name.endswith("_nvenc")
+        order = ", ".join(ENCODER_PREFERENCE[codec])
+        assert choice.reason.startswith(f"{name}: preferred order for {codec} is {order}"), choice.reason
+        if passed_over:
+            rest = choice.reason.split("; passed over: ", 1)[1]
+            parts = rest.split("; ")
+            assert len(parts) == len(passed_over), choice.reason
+            for part, expected in zip(parts, passed_over):
+                assert part.startswith(expected), (part, expected)
+        else:
+            assert "passed over" not in choice.reason
     by_name = choose_encoder("libx264")
-    assert by_name.name == "libx264" and "by name" in by_name.reason
+    assert by_name.name == "libx264" and by_name.reason == "libx264 was asked for by name"
+    alias = choose_encoder("x264")
+    assert alias.name == "libx264" and alias.reason == "libx264 was asked for by name (as 'x264')"
     with pytest.raises(UnsupportedCodecError, match="h264, hevc, av1"):
         choose_encoder("no-such-codec")
+
+
+def test_encoder_table_agrees_with_the_vocabulary() -> None:
+    names = {spec.name for spec in ENCODERS}
+    assert len(names) == len(ENCODERS)
+    for alias, target in NAME_ALIASES.items():
+        assert target in names or target in ENCODER_PREFERENCE, (alias, target)
+    for name, limits in ENCODER_LIMITS.items():
+        spec = encoder_spec(name)
+        assert spec is not None and spec.limits is limits and spec.codec == limits.codec, name
+    assert encoder_spec("LIBSVT_AV1") is encoder_spec("libsvtav1")
+    assert encoder_spec("no-such-encoder") is None
+    vp9 = encoder_spec("libvpx-vp9")
+    assert vp9 is not None and vp9.crf_extra == (("b", "0"),) and vp9.preset_option == "cpu-used"
+    nvenc = encoder_spec("h264_nvenc")
+    assert nvenc is not None and nvenc.hardware and nvenc.takes_cuda_frames and nvenc.crf_option == "cq"
+    # Neither table imports av: native_gpu reads alpha2.gpu.codecs, and av stays in the bridge's sessions.
+    probe = "import sys, alpha2.gpu.codecs; print('av' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    tree = ast.parse(Path(encoders.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {name for name in imported if name.split(".")[0] == "av"}, imported
 
 
 def test_cpu_planes_lossless_roundtrip_with_padded_rows(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""VulkanEncodeCopier (RGBA texture -> NV12 / P010 on the GPU, read back in a ring) and VideoEncodeExtent."""
+"""EncodeCopier (RGBA texture or planes -> NV12 / P010 on the GPU, read back in a ring), routes, extents."""
 
 from __future__ import annotations
 
 import gc
+import re
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from alpha2.gpu.errors import (
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.native_gpu.encode.copier import (
+    EncodeCopier,
     EncodedPlanes,
     EncodeTarget,
     ExtentSource,
@@ -445,12 +447,12 @@ def test_extent_from_vulkan_caps() -> None:
 
 @pytest.mark.vulkan
 def test_full_ring_wait_is_bounded(device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import alpha2.native_gpu.encode.copier as encode
+    import alpha2.native_gpu.encode.readback as readback
 
     texture = _flat(device, 60)
     copier = VulkanEncodeCopier(device, W, H, ring_size=2, wait_timeout_s=0.05)
     with monkeypatch.context() as patch:
-        patch.setattr(encode, "_promise_settled", lambda promise: False)  # a GPU that never finishes
+        patch.setattr(readback, "_promise_settled", lambda promise: False)  # a GPU that never finishes
         assert copier.submit(texture, pts=0) == []
         with pytest.raises(GpuTimeoutError, match="pts 0"):
             copier.submit(texture, pts=1)
@@ -669,8 +671,8 @@ def test_submit_planes_ring_reuse_and_mixing(device16: Any) -> None:
             with f:
                 seen.append(f.pts)
         assert seen == list(range(9))
-        assert len(copier._planes_bind_groups) == 2
-        assert len(copier._planes_pipelines) == 1  # same input, same constants
+        assert len(copier._planes._bind_groups) == 2
+        assert len(copier._planes._pipelines) == 1  # same input, same constants
         assert copier.peak_slots_in_use <= 2
 
 
@@ -704,3 +706,130 @@ def test_scale_yuv_params_without_a_device() -> None:
         scale_yuv_params(PixelFormat.GRAY, ColourInfo(), 64, 64, **kwargs)
     with pytest.raises(InvalidInputError):
         scale_yuv_params(PixelFormat.NV12, ColourInfo(), 64, 64, crop=(0, 0, 128, 64), **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# routes
+
+
+def test_route_table_statuses_and_refusals() -> None:
+    from alpha2.native_gpu.encode.routes import (
+        CUDA_DELIVERY_REFUSAL,
+        ROUTES,
+        EncodeConversion,
+        EncodeRoute,
+        route_statuses,
+    )
+
+    assert [row.route for row in ROUTES] == [
+        EncodeRoute.PLANES_CUDA,
+        EncodeRoute.PLANES_CPU,
+        EncodeRoute.RGBA_CUDA,
+        EncodeRoute.RGBA_CPU,
+    ]
+    by_route = {status.route: status for status in route_statuses()}
+    for route in (EncodeRoute.PLANES_CUDA, EncodeRoute.RGBA_CUDA):
+        assert not by_route[route].available and by_route[route].reason == CUDA_DELIVERY_REFUSAL
+        assert "NVENC" in CUDA_DELIVERY_REFUSAL and "target='cpu'" in CUDA_DELIVERY_REFUSAL
+    for route in (EncodeRoute.PLANES_CPU, EncodeRoute.RGBA_CPU):
+        assert by_route[route].available and by_route[route].reason is None
+    cpu_rows = [row for row in ROUTES if row.target is EncodeTarget.CPU]
+    assert {row.path for row in cpu_rows} == {ExecutionPath.CPU_DOWNLOAD}
+    assert [row.conversion for row in cpu_rows] == [EncodeConversion.PLANES, EncodeConversion.RGBA]
+    # The copier refuses CUDA delivery with the table's reason.
+    with pytest.raises(UnsupportedError) as info:
+        VulkanEncodeCopier(object(), 64, 32, target=EncodeTarget.CUDA)
+    assert CUDA_DELIVERY_REFUSAL in str(info.value)
+
+
+def test_choose_encode_route_for_inputs() -> None:
+    from alpha2.native_gpu.encode.routes import EncodeRoute, choose_encode_route
+
+    for fmt in (PixelFormat.NV12, PixelFormat.P010, PixelFormat.YUV420P, PixelFormat.YUV444P):
+        choice = choose_encode_route(fmt)
+        assert choice.route is EncodeRoute.PLANES_CPU and choice.reason is None, fmt
+    gray = choose_encode_route(PixelFormat.GRAY)
+    assert gray.route is EncodeRoute.RGBA_CPU
+    assert gray.reason == (
+        "planes_cpu refused: the planes pass reads bi-planar (nv12, p010 ...) and tri-planar (yuv420p, "
+        "yuv444p10 ...) Y'CbCr planes, not gray"
+    )
+    assert choose_encode_route(PixelFormat.RGBA).route is EncodeRoute.RGBA_CPU
+    # An encoder that takes CUDA frames would get them first: refused in this build, said per frame.
+    nvenc = choose_encode_route(PixelFormat.NV12, encoder_takes_cuda=True)
+    assert nvenc.route is EncodeRoute.PLANES_CPU
+    assert nvenc.reason is not None and nvenc.reason.startswith("planes_cuda refused: NVENC output")
+    nvenc_gray = choose_encode_route(PixelFormat.GRAY, encoder_takes_cuda=True)
+    assert nvenc_gray.route is EncodeRoute.RGBA_CPU and nvenc_gray.reason is not None
+    assert re.findall(r"(\w+) refused: ", nvenc_gray.reason) == [
+        "planes_cuda",
+        "planes_cpu",
+        "rgba_cuda",
+    ]
+    # require: the one route, or the reason it cannot be had.
+    forced = choose_encode_route(PixelFormat.NV12, require=EncodeRoute.RGBA_CPU)
+    assert forced.route is EncodeRoute.RGBA_CPU and forced.reason is None
+    with pytest.raises(UnsupportedError, match=r"planes_cuda was required.*NVENC"):
+        choose_encode_route(PixelFormat.NV12, encoder_takes_cuda=True, require=EncodeRoute.PLANES_CUDA)
+    with pytest.raises(UnsupportedError, match=r"planes_cpu was required.*not gray"):
+        choose_encode_route(PixelFormat.GRAY, require=EncodeRoute.PLANES_CPU)
+    with pytest.raises(UnsupportedError, match=r"rgba_cuda was required.*host memory"):
+        choose_encode_route(PixelFormat.NV12, require=EncodeRoute.RGBA_CUDA)
+    # Nothing reads it: every route named with its reason.
+    with pytest.raises(UnsupportedError, match=r"no encode route takes ayuv64le.*planes_cpu.*rgba_cpu"):
+        choose_encode_route(PixelFormat.AYUV64)
+
+
+def test_writable_matrices_are_what_the_copier_writes() -> None:
+    from alpha2.native_gpu.encode.params import ReadbackLayout, rgb_to_yuv_params
+    from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES, resolve_output
+
+    layout = ReadbackLayout.of(W, H, PixelFormat.NV12)
+    for matrix in ColourMatrix:
+        if matrix in WRITABLE_MATRICES:
+            assert (
+                resolve_output(PixelFormat.NV12, matrix, ColourRange.FULL, ChromaLocation.LEFT, H)[0]
+                is matrix
+            )
+            data = rgb_to_yuv_params(
+                layout, PixelFormat.NV12, matrix, ColourRange.LIMITED, ChromaLocation.LEFT
+            )
+            assert len(data) == 80
+        elif matrix is ColourMatrix.UNSPECIFIED:
+            resolved = resolve_output(
+                PixelFormat.NV12, matrix, ColourRange.UNSPECIFIED, ChromaLocation.LEFT, H
+            )
+            assert resolved == (ColourMatrix.BT470BG, ColourRange.LIMITED, ChromaLocation.LEFT)
+        else:
+            with pytest.raises(UnsupportedError, match="BT709, BT470BG, SMPTE170M"):
+                VulkanEncodeCopier(object(), W, H, matrix=matrix)
+
+
+@pytest.mark.vulkan
+def test_route_report_counts_frames_fallbacks_and_bytes(device16: Any) -> None:
+    from alpha2.gpu.colour import ColourInfo
+    from alpha2.native_gpu.encode.routes import EncodeRoute, choose_encode_route
+
+    colour = ColourInfo(matrix=ColourMatrix.BT470BG, range=ColourRange.LIMITED)
+    frame = _source_frame(64, 32, PixelFormat.NV12, ColourMatrix.BT470BG, ColourRange.LIMITED)
+    views = [t.create_view() for t in _plane_textures(device16, frame, PixelFormat.NV12)]
+    gray = choose_encode_route(PixelFormat.GRAY)
+    with EncodeCopier(device16, 32, 16, ring_size=2) as copier:
+        assert copier is not None and VulkanEncodeCopier is EncodeCopier
+        frames = []
+        for i in range(3):
+            frames += copier.submit_planes(views, PixelFormat.NV12, colour, 64, 32, pts=i)
+            for f in frames:
+                f.release()
+        for i in range(3, 5):
+            for f in copier.submit(_texture(device16, _image(32, 16)), pts=i, reason=gray.reason):
+                f.release()
+        for f in copier.flush():
+            f.release()
+        report = copier.route_report
+    assert report.frames_by_route == {EncodeRoute.PLANES_CPU: 3, EncodeRoute.RGBA_CPU: 2}
+    assert report.fallbacks == {gray.reason: 2} and report.fallback_count == 2
+    assert report.bytes_crossed_cpu == 5 * copier.frame_size_bytes == copier.bytes_read_total
+    assert "frames via planes_cpu: 3" in report.summary()
+    assert report.as_dict()["frames"] == {"planes_cpu": 3, "rgba_cpu": 2}
+    assert report.as_dict()["routes"]["planes_cuda"]["available"] is False

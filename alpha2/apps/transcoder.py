@@ -6,19 +6,22 @@ Two ways through, decided from the first frame and reported:
   ``--gpu``), so decoded frames go straight to the encoder with no GPU work;
 * GPU: each frame is imported into plane textures (:class:`~alpha2.native_gpu.interop.importer.FrameImporter`)
   and scaled and converted straight into NV12 / P010 at the output size, with the output's matrix and
-  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.copier.VulkanEncodeCopier`
+  range, by one compute pass of the :class:`~alpha2.native_gpu.encode.copier.EncodeCopier`
   (``submit_planes``); gray and packed RGB inputs, which it cannot read, are rendered to RGBA by the
-  sampling shader first. The copier's ring hands frames back about two submissions later, so the
-  encoder works on frame N while the GPU converts N + 2.
+  sampling shader first. Which of the two each frame takes is the encode room's choice
+  (:func:`~alpha2.native_gpu.encode.routes.choose_encode_route`), reported with its reasons under
+  ``encode_routes``. The copier's ring hands frames back about two submissions later, so the encoder
+  works on frame N while the GPU converts N + 2.
 
-Timestamps pass through unchanged (variable frame rate included); audio packets are copied when the
-input has audio; the output appears under its name only when complete.
+The options and the plan (passthrough or GPU, output size, format and colour) are
+:mod:`alpha2.apps.transcode_plan`, re-exported here. Timestamps pass through unchanged (variable frame
+rate included); audio packets are copied when the input has audio; the output appears under its name
+only when complete.
 """
 
 from __future__ import annotations
 
 import argparse
-import enum
 import fractions
 import os
 import time
@@ -28,13 +31,22 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path
+from alpha2.apps.transcode_plan import (
+    DEFAULT_CRF,
+    ColourChoice,
+    TranscodeOptions,
+    TranscodePlan,
+    default_codec,
+    plan_transcode,
+)
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
-from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
 
 __all__ = [
     "DEFAULT_CRF",
@@ -47,201 +59,6 @@ __all__ = [
     "run",
     "transcode",
 ]
-
-DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
-"""Constant-quality factor used when neither ``crf`` nor ``bitrate`` is given, per codec family."""
-
-HD_MIN_HEIGHT = 720
-"""Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""
-
-_COPIER_MATRICES = (
-    ColourMatrix.BT709,
-    ColourMatrix.BT470BG,
-    ColourMatrix.SMPTE170M,
-    ColourMatrix.SMPTE240M,
-    ColourMatrix.FCC,
-    ColourMatrix.BT2020_NCL,
-)
-
-
-class ColourChoice(enum.Enum):
-    """The output's Y'CbCr matrix and range (primaries and transfer are the input's: no gamut mapping)."""
-
-    AUTO = "auto"
-    """Kept when frames pass through; when processed on the GPU, BT.709 limited for HD outputs, the
-    input's for smaller ones."""
-    KEEP = "keep"
-    """The input's matrix and range."""
-    BT709 = "bt709"
-    """BT.709 matrix, limited range."""
-    BT601 = "bt601"
-    """BT.601 matrix (SMPTE 170M), limited range."""
-    BT2020 = "bt2020"
-    """BT.2020 non-constant-luminance matrix, limited range."""
-
-
-# Containers whose muxers take no H.264: their default codec.
-_CONTAINER_CODECS = {".webm": "vp9"}
-
-
-def default_codec(output: str | os.PathLike[str]) -> str:
-    """The codec an output gets when none is asked for: VP9 for WebM, H.264 otherwise."""
-    return _CONTAINER_CODECS.get(os.path.splitext(os.fspath(output))[1].lower(), "h264")
-
-
-@dataclass(frozen=True)
-class TranscodeOptions:
-    """What ``alpha2 transcode`` was asked to do."""
-
-    codec: str | None = None
-    """Codec (``h264``, ``hevc``, ``vp9``, ``av1``) or an FFmpeg encoder name; None: by the output's
-    container (:func:`default_codec`)."""
-    size: Size | None = None
-    """Box to fit the output in, aspect kept, even sides; None keeps the input's size."""
-    crf: float | None = None
-    """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec."""
-    bitrate: int | None = None
-    """Target bit rate in bits per second (instead of crf)."""
-    preset: str | None = None
-    """Encoder speed preset; None: the encoder's default."""
-    frames: int | None = None
-    """Stop after this many frames."""
-    hwaccel: str = "auto"
-    """Decoding: ``auto``, ``cuda`` or ``none``."""
-    audio: bool = True
-    """Copy the input's audio (when it has some)."""
-    colour: ColourChoice = ColourChoice.AUTO
-    """The output's matrix and range."""
-    gpu: bool = False
-    """Process on the GPU even when nothing asks for it (no passthrough)."""
-    ring_size: int = 3
-    """Read-back slots of the encode copier (frames the GPU may run ahead of the encoder)."""
-
-    def __post_init__(self) -> None:
-        if self.crf is not None and self.bitrate is not None:
-            raise InvalidInputError("give crf or bitrate, not both")
-        if self.frames is not None and self.frames < 1:
-            raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
-        if self.ring_size < 2:
-            raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
-
-
-@dataclass(frozen=True)
-class TranscodePlan:
-    """What happens to the frames, decided from the first one."""
-
-    passthrough: bool
-    """Decoded frames go straight to the encoder (no GPU work)."""
-    reason: str
-    """Why passthrough or why GPU processing."""
-    input_size: Size
-    """The first frame's display size."""
-    output_size: Size
-    """The encoded size."""
-    input_format: PixelFormat
-    """The decoder's pixel format."""
-    output_format: PixelFormat
-    """What the frames are handed to the encoder as (the input's for passthrough; NV12 or P010)."""
-    input_colour: ColourInfo
-    """The input's colour (resolved)."""
-    output_colour: ColourInfo
-    """The colour written and tagged."""
-
-
-def _hd(size: Size) -> bool:
-    return size.height >= HD_MIN_HEIGHT or size.width >= 1280
-
-
-def _wanted_matrix(
-    choice: ColourChoice, colour: ColourInfo, out: Size
-) -> tuple[ColourMatrix, ColourRange, str]:
-    if choice is ColourChoice.BT709:
-        return ColourMatrix.BT709, ColourRange.LIMITED, "BT.709 limited (--colour bt709)"
-    if choice is ColourChoice.BT601:
-        return ColourMatrix.SMPTE170M, ColourRange.LIMITED, "BT.601 limited (--colour bt601)"
-    if choice is ColourChoice.BT2020:
-        return ColourMatrix.BT2020_NCL, ColourRange.LIMITED, "BT.2020 limited (--colour bt2020)"
-    if choice is ColourChoice.AUTO and _hd(out):
-        return ColourMatrix.BT709, ColourRange.LIMITED, "BT.709 limited for an HD output"
-    return colour.matrix, colour.range, "the input's matrix and range"
-
-
-def _same_matrix(a: ColourMatrix, b: ColourMatrix) -> bool:
-    bt601 = (ColourMatrix.BT470BG, ColourMatrix.SMPTE170M)
-    return a == b or (a in bt601 and b in bt601)
-
-
-def plan_transcode(
-    input_size: Size, input_format: PixelFormat, input_colour: ColourInfo, options: TranscodeOptions
-) -> TranscodePlan:
-    """Decide passthrough or GPU processing, the output size, format and colour.
-
-    Raises:
-        UnsupportedError: the asked colour cannot be written by the encode copier.
-    """
-    w, h = input_size.width, input_size.height
-    reasons: list[str] = []
-    if options.size is not None:
-        out = pipeline.fit_inside(w, h, options.size)
-        if out != input_size:
-            reasons.append(
-                f"scale {w}x{h} -> {out.width}x{out.height} (fit in {options.size.width}x"
-                f"{options.size.height})"
-            )
-    elif w % 2 or h % 2:
-        out = pipeline.fit_inside(w, h, Size(w - w % 2, h - h % 2))
-        reasons.append(f"{w}x{h} has an odd side; 4:2:0 output needs {out.width}x{out.height}")
-    else:
-        out = input_size
-    explicit = options.colour not in (ColourChoice.AUTO, ColourChoice.KEEP)
-    if explicit:
-        matrix, rng, _ = _wanted_matrix(options.colour, input_colour, out)
-        if not _same_matrix(matrix, input_colour.matrix) or rng != input_colour.range:
-            reasons.append(f"convert colour to {options.colour.value}")
-    if options.gpu:
-        reasons.append("--gpu asks for GPU processing")
-    if not reasons:
-        return TranscodePlan(
-            passthrough=True,
-            reason="passthrough: same size, pixel format and colour; frames go straight to the encoder",
-            input_size=input_size,
-            output_size=input_size,
-            input_format=input_format,
-            output_format=input_format,
-            input_colour=input_colour,
-            output_colour=input_colour,
-        )
-    matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
-    if matrix not in _COPIER_MATRICES or rng is ColourRange.UNSPECIFIED:
-        if options.colour is ColourChoice.KEEP:
-            raise UnsupportedError(
-                f"--colour keep: the encode copier cannot write the input's matrix {matrix.name}; "
-                "use --colour bt709, bt601 or bt2020"
-            )
-        matrix, rng = (
-            (ColourMatrix.BT709, ColourRange.LIMITED)
-            if _hd(out)
-            else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
-        )
-        why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
-    output_format = PixelFormat.P010 if input_format.bit_depth > 8 else PixelFormat.NV12
-    output_colour = ColourInfo(
-        matrix=matrix,
-        primaries=input_colour.primaries,
-        transfer=input_colour.transfer,
-        range=rng,
-        chroma_location=ChromaLocation.LEFT,
-    )
-    return TranscodePlan(
-        passthrough=False,
-        reason="GPU: " + "; ".join(reasons) + f"; output {output_format.ffmpeg_name} {why}",
-        input_size=input_size,
-        output_size=out,
-        input_format=input_format,
-        output_format=output_format,
-        input_colour=input_colour,
-        output_colour=output_colour,
-    )
 
 
 @dataclass
@@ -260,6 +77,8 @@ class TranscodeStats:
     hwaccel: dict[str, Any] = field(default_factory=dict)
     device: dict[str, Any] | None = None
     import_report: str | None = None
+    encode_report: str | None = None
+    encode_routes: dict[str, Any] | None = None
     audio_packets_copied: int = 0
     packets_out: int = 0
     peak_copier_slots: int = 0
@@ -298,6 +117,8 @@ class TranscodeStats:
             "hwaccel": self.hwaccel,
             "device": self.device,
             "import_report": self.import_report,
+            "encode_report": self.encode_report,
+            "encode_routes": self.encode_routes,
             "packets_out": self.packets_out,
             "audio_packets_copied": self.audio_packets_copied,
             "stages": self.stages.as_dict(self.seconds),
@@ -333,6 +154,37 @@ def _frame_bytes(frame: DecodedFrame) -> int:
     return sum(p.width_bytes * p.height for p in planes.planes)
 
 
+@dataclass
+class _GpuParts:
+    """The GPU objects of one run's GPU way (closed by the transcoder's teardown)."""
+
+    device: Any
+    """The WebGPU device."""
+    importer: Any
+    """The FrameImporter."""
+    copier: Any
+    """The EncodeCopier."""
+    takes_cuda: bool
+    """Whether the encoder takes CUDA frames (the encode routes that deliver them apply)."""
+    ten_bit: bool
+    """Whether the output is P010 (the RGBA route renders to rgba16float then)."""
+    renderer: Any = None
+    """The FrameRenderer of the RGBA route, made for the first frame that needs it."""
+    target: Any = None
+    """The RGBA texture it renders into."""
+
+    def rgba_target(self) -> Any:
+        """The RGBA texture of the RGBA route (the renderer and texture are made on first use)."""
+        if self.renderer is None:
+            from alpha2.native_gpu.render.renderer import FrameRenderer
+
+            self.renderer = FrameRenderer(self.device)
+            self.target = self.renderer.target_texture(
+                self.copier.width, self.copier.height, "rgba16float" if self.ten_bit else "rgba8unorm"
+            )
+        return self.target
+
+
 class _Transcoder:
     """One run: owns the sessions and the GPU objects, and tears them down on every way out."""
 
@@ -352,6 +204,7 @@ class _Transcoder:
         self.session: EncodeSession | None = None
         self._gpu_objects: list[Any] = []
         self._pending_planes: list[Any] = []
+        self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
         self._first: DecodedFrame | None = None
 
     # -- setup ----------------------------------------------------------------------------------------
@@ -367,7 +220,7 @@ class _Transcoder:
         crf = options.crf
         if crf is None and options.bitrate is None:
             crf = DEFAULT_CRF.get(choice.codec)
-        self._check_extent(choice.name, plan)
+        self._extent = self._resolve_extent(choice.name, plan)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
         audio = self.source if options.audio and info.has_audio else None
@@ -401,8 +254,10 @@ class _Transcoder:
         return session
 
     @staticmethod
-    def _check_extent(encoder_name: str, plan: TranscodePlan) -> None:
-        from alpha2.native_gpu.encode.copier import VideoEncodeExtent
+    def _resolve_extent(encoder_name: str, plan: TranscodePlan) -> Any:
+        """The encoder's coded-size limits, after checking the output size against them; None when alpha2
+        has no table for the encoder (FFmpeg refuses bad sizes when it opens)."""
+        from alpha2.native_gpu.encode.extent import VideoEncodeExtent
 
         fmt = (
             plan.output_format
@@ -412,8 +267,9 @@ class _Transcoder:
         try:
             extent = VideoEncodeExtent.resolve(encoder_name, fmt)
         except UnsupportedError:
-            return  # an encoder alpha2 has no table for: FFmpeg refuses bad sizes when it opens
+            return None
         extent.check(plan.output_size.width, plan.output_size.height)
+        return extent
 
     # -- the run --------------------------------------------------------------------------------------
 
@@ -493,80 +349,11 @@ class _Transcoder:
             add("decode", clock() - t1)
 
     def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
-        from alpha2.native_gpu.encode.copier import VideoEncodeExtent, VulkanEncodeCopier
-        from alpha2.native_gpu.interop.importer import FrameImporter
-        from alpha2.native_gpu.render.renderer import FrameRenderer, LayoutKind, layout_kind
-
-        decoder, session, stats = self.decoder, self.session, self.stats
-        assert decoder is not None and session is not None
+        decoder, stats = self.decoder, self.stats
+        assert decoder is not None
         add = stats.stages.add
         clock = time.perf_counter
-        t0 = clock()
-        choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
-        stats.device = choice.as_dict()
-        device = choice.webgpu_device
-        importer = FrameImporter(device)
-        self._gpu_objects.append(importer)
-        importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)
-        out_w, out_h = plan.output_size.width, plan.output_size.height
-        ten_bit = plan.output_format is PixelFormat.P010
-        try:
-            extent: Any = VideoEncodeExtent.resolve(session.encoder.name, plan.output_format)
-        except UnsupportedError:
-            extent = None
-        colour = plan.output_colour
-        copier = VulkanEncodeCopier(
-            device,
-            out_w,
-            out_h,
-            pixel_format=plan.output_format,
-            matrix=colour.matrix,
-            colour_range=colour.range,
-            chroma_location=colour.chroma_location,
-            ring_size=self.options.ring_size,
-            extent=extent,
-        )
-        self._gpu_objects.insert(0, copier)
-        add("setup", clock() - t0)
-
-        # Y'CbCr planes go to the copier as they are: it scales and converts them into NV12 / P010 in one
-        # compute pass. Only formats it cannot read (gray, packed RGB) are rendered to RGBA first.
-        renderer: FrameRenderer | None = None
-        target: Any = None
-        fused = (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR)
-        kinds: dict[PixelFormat, bool] = {}
-
-        def reads_planes(pixel_format: PixelFormat) -> bool:
-            known = kinds.get(pixel_format)
-            if known is None:
-                try:
-                    known = layout_kind(pixel_format) in fused
-                except UnsupportedError:
-                    known = False  # the renderer raises the error that names the way out
-                kinds[pixel_format] = known
-            return known
-
-        paths = stats.paths
-        readback = ExecutionPath.CPU_DOWNLOAD
-        encode_planes = session.encode
-        pending = self._pending_planes
-
-        def drain(ready: list[Any]) -> None:
-            pending.extend(ready)
-            while pending:
-                planes = pending.pop(0)
-                try:
-                    encode_planes(
-                        planes.planes,
-                        pts=planes.pts,
-                        pixel_format=planes.pixel_format,
-                        width=out_w,
-                        height=out_h,
-                    )
-                    paths.add(readback, planes.bytes_read, note="encode copier read-back ring")
-                finally:
-                    planes.release()
-
+        parts = self._gpu_setup(first, plan)
         frame: DecodedFrame | None = first
         while frame is not None:
             if self._limit_reached():
@@ -575,66 +362,125 @@ class _Transcoder:
             pts = self._pts(frame)
             t0 = clock()
             try:
-                lease = importer.import_frame(frame)
+                lease = parts.importer.import_frame(frame)
             except BaseException:
                 frame.release()
                 raise
             t1 = clock()
             try:
-                imported = lease.frame
-                size = imported.metadata.display_size
-                if reads_planes(imported.pixel_format):
-                    t2 = t1
-                    ready = copier.submit_planes(
-                        imported.views,
-                        imported.pixel_format,
-                        imported.colour,
-                        size.width,
-                        size.height,
-                        pts,
-                    )
-                else:
-                    if renderer is None:
-                        renderer = FrameRenderer(device)
-                        target = renderer.target_texture(
-                            out_w, out_h, "rgba16float" if ten_bit else "rgba8unorm"
-                        )
-                    renderer.render(
-                        imported.views,
-                        imported.pixel_format,
-                        imported.colour,
-                        size.width,
-                        size.height,
-                        target,
-                    )
-                    t2 = clock()
-                    ready = copier.submit(target, pts)
+                ready, render_seconds = self._convert(parts, lease.frame, pts)
             finally:
                 lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
-            drain(ready)
+            self._drain(ready)
             t4 = clock()
             stats.frames += 1
             self.progress.update(stats.frames)
             frame = decoder.next_frame()
             t5 = clock()
             add("import", t1 - t0)
-            if t2 > t1:
-                add("render", t2 - t1)
-            add("convert", t3 - t2)
+            if render_seconds > 0:
+                add("render", render_seconds)
+            add("convert", t3 - t1 - render_seconds)
             add("encode", t4 - t3)
             add("decode", t5 - t4)
+        self._gpu_finish(parts)
+
+    def _gpu_setup(self, first: DecodedFrame, plan: TranscodePlan) -> _GpuParts:
+        """The device, the importer (set up for the first frame's kind) and the encode copier."""
+        from alpha2.native_gpu.encode.copier import EncodeCopier
+        from alpha2.native_gpu.interop.importer import FrameImporter
+
+        assert self.session is not None
+        start = time.perf_counter()
+        choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
+        self.stats.device = choice.as_dict()
+        device = choice.webgpu_device
+        importer = FrameImporter(device)
+        self._gpu_objects.append(importer)
+        importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)
+        takes_cuda = self.session.encoder.takes_cuda_frames
+        route = choose_encode_route(first.pixel_format, encoder_takes_cuda=takes_cuda)
+        colour = plan.output_colour
+        copier = EncodeCopier(
+            device,
+            plan.output_size.width,
+            plan.output_size.height,
+            pixel_format=plan.output_format,
+            matrix=colour.matrix,
+            colour_range=colour.range,
+            chroma_location=colour.chroma_location,
+            ring_size=self.options.ring_size,
+            target=route.pairing.target,
+            extent=self._extent,
+        )
+        self._gpu_objects.insert(0, copier)
+        self.stats.stages.add("setup", time.perf_counter() - start)
+        return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
+
+    def _convert(self, parts: _GpuParts, imported: Any, pts: int | None) -> tuple[list[Any], float]:
+        """Submit one imported frame to the copier by the route the encode room chooses for its format;
+        returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
+        route = choose_encode_route(imported.pixel_format, encoder_takes_cuda=parts.takes_cuda)
+        size = imported.metadata.display_size
+        if route.pairing.conversion is EncodeConversion.PLANES:
+            ready = parts.copier.submit_planes(
+                imported.views,
+                imported.pixel_format,
+                imported.colour,
+                size.width,
+                size.height,
+                pts,
+                reason=route.reason,
+            )
+            return ready, 0.0
+        start = time.perf_counter()
+        target = parts.rgba_target()
+        parts.renderer.render(
+            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target
+        )
+        rendered = time.perf_counter() - start
+        return parts.copier.submit(target, pts, reason=route.reason), rendered
+
+    def _drain(self, ready: list[Any]) -> None:
+        """Encode the planes the copier handed back, oldest first, releasing each."""
+        session, pending = self.session, self._pending_planes
+        assert session is not None
+        plan = self.stats.plan
+        assert plan is not None
+        pending.extend(ready)
+        while pending:
+            planes = pending.pop(0)
+            try:
+                session.encode(
+                    planes.planes,
+                    pts=planes.pts,
+                    pixel_format=planes.pixel_format,
+                    width=plan.output_size.width,
+                    height=plan.output_size.height,
+                )
+                self.stats.paths.add(planes.path, planes.bytes_read, note="encode copier read-back ring")
+            finally:
+                planes.release()
+
+    def _gpu_finish(self, parts: _GpuParts) -> None:
+        """Flush the copier's ring into the encoder and record the import and encode reports."""
+        stats = self.stats
+        clock = time.perf_counter
         t0 = clock()
-        flushed = copier.flush()
+        flushed = parts.copier.flush()
         t1 = clock()
-        drain(flushed)
-        add("convert", t1 - t0)
-        add("encode", clock() - t1)
-        report = importer.path_report
-        paths.merge_counts(report.frames_by_path, report.fallbacks)
-        paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
+        self._drain(flushed)
+        stats.stages.add("convert", t1 - t0)
+        stats.stages.add("encode", clock() - t1)
+        report = parts.importer.path_report
+        stats.paths.merge_counts(report.frames_by_path, report.fallbacks)
+        stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
         stats.import_report = report.summary()
-        stats.peak_copier_slots = copier.peak_slots_in_use
+        routes = parts.copier.route_report
+        stats.encode_report = routes.summary()
+        stats.encode_routes = routes.as_dict()
+        stats.peak_copier_slots = parts.copier.peak_slots_in_use
 
     # -- teardown -------------------------------------------------------------------------------------
 

@@ -15,13 +15,8 @@ from alpha2.ffmpeg_bridge.audio import (
     media_kinds,
 )
 from alpha2.ffmpeg_bridge.decode import CorruptPolicy, DecodeSession, DecodeStats, MediaSource, download_frame
-from alpha2.ffmpeg_bridge.encode import (
-    ENCODER_PREFERENCE,
-    EncoderChoice,
-    EncodeSession,
-    EncodeStats,
-    choose_encoder,
-)
+from alpha2.ffmpeg_bridge.encode import EncoderChoice, EncodeSession, EncodeStats, choose_encoder
+from alpha2.ffmpeg_bridge.encoders import ENCODER_PREFERENCE, ENCODERS, EncoderSpec, encoder_spec
 from alpha2.ffmpeg_bridge.errors import (
     BridgeError,
     DecodeError,
@@ -36,6 +31,7 @@ from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, HwAccelReport, HwDevicePl
 from alpha2.ffmpeg_bridge.media import StreamInfo
 
 __all__ = [
+    "ENCODERS",
     "ENCODER_PREFERENCE",
     "AudioBlock",
     "AudioDecodeSession",
@@ -49,6 +45,7 @@ __all__ = [
     "EncodeStats",
     "EncoderChoice",
     "EncoderError",
+    "EncoderSpec",
     "HwAccelMode",
     "HwAccelReport",
     "HwAccelUnavailableError",
@@ -62,6 +59,7 @@ __all__ = [
     "UnsupportedCodecError",
     "choose_encoder",
     "download_frame",
+    "encoder_spec",
     "media_kinds",
     "plan_hw_device",
 ]

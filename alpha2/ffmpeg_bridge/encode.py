@@ -7,12 +7,16 @@ timestamps through (variable frame rate included), copies an input's audio packe
 muxes into the container the output's extension names. It writes to a temporary name in the same
 directory and renames on success; on failure or :meth:`EncodeSession.abort` the temporary file is
 removed, so a half-written output never appears under the final name.
+
+The encoders, their preference order and option names are the table of
+:mod:`alpha2.ffmpeg_bridge.encoders`; DLPack wrapping of raw planes is :mod:`alpha2.ffmpeg_bridge.dlpack`.
+This module is over the 600-line guide because :class:`EncodeSession` (about 550 lines) is one state
+machine (open on the first frame, encode, copy or re-encode audio, finish or remove) over shared state.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fractions
 import functools
 import os
@@ -32,6 +36,15 @@ import av.video.stream
 import numpy as np
 
 from alpha2.ffmpeg_bridge.decode import DecodeSession
+from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
+from alpha2.ffmpeg_bridge.encoders import (
+    ENCODER_PREFERENCE,
+    EncoderSpec,
+    canonical_name,
+    encoder_spec,
+    is_nvenc,
+    preferred_encoders,
+)
 from alpha2.ffmpeg_bridge.errors import EncoderError, UnsupportedCodecError, from_ffmpeg
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
@@ -48,23 +61,6 @@ __all__ = [
     "frame_from_dlpack",
 ]
 
-ENCODER_PREFERENCE: dict[str, tuple[str, ...]] = {
-    "h264": ("h264_nvenc", "libx264"),
-    "hevc": ("hevc_nvenc", "libx265"),
-    "av1": ("av1_nvenc", "libsvtav1", "libaom-av1"),
-    "vp9": ("libvpx-vp9",),
-    "mpeg2": ("mpeg2video",),
-    "mpeg4": ("mpeg4",),
-    "ffv1": ("ffv1",),
-}
-"""Encoders tried for each codec, best first."""
-
-_CODEC_ALIASES = {"h265": "hevc", "avc": "h264", "mpeg2video": "mpeg2", "x264": "h264", "x265": "hevc"}
-
-# Which option an encoder takes for a speed preset and for a constant-quality factor.
-_PRESET_OPTION = {"libaom-av1": "cpu-used", "libvpx-vp9": "cpu-used", "libvpx": "cpu-used"}
-_CRF_OPTION = {"h264_nvenc": "cq", "hevc_nvenc": "cq", "av1_nvenc": "cq", "mpeg2video": "qscale"}
-
 
 @dataclass(frozen=True)
 class EncoderChoice:
@@ -78,6 +74,8 @@ class EncoderChoice:
     """Whether it encodes on a GPU (NVENC)."""
     reason: str
     """Why this encoder: what was preferred and why it was passed over."""
+    takes_cuda_frames: bool = False
+    """Whether it also takes frames in CUDA memory (NVENC): the encode copier's CUDA routes apply."""
 
 
 def _encoder_exists(name: str) -> bool:
@@ -105,198 +103,45 @@ def _nvenc_probe(name: str) -> str | None:
 def choose_encoder(codec: str) -> EncoderChoice:
     """Choose an encoder by codec (``h264``, ``hevc``, ``av1``, ...) or take an encoder by name.
 
+    Codecs are tried in the order of :data:`~alpha2.ffmpeg_bridge.encoders.ENCODER_PREFERENCE`; names
+    and aliases (``h265``, ``x264`` ...) are those of :mod:`alpha2.gpu.codecs`.
+
     Raises:
         UnsupportedCodecError: No encoder for the codec works here, or no encoder has that name.
     """
-    key = _CODEC_ALIASES.get(codec.lower(), codec.lower())
-    if key in ENCODER_PREFERENCE:
+    key = canonical_name(codec)
+    preferred = preferred_encoders(key)
+    if preferred:
         skipped: list[str] = []
-        for name in ENCODER_PREFERENCE[key]:
+        for name in preferred:
             if not _encoder_exists(name):
                 skipped.append(f"{name} is not in this FFmpeg build")
                 continue
-            hardware = name.endswith("_nvenc")
+            hardware = is_nvenc(name)
             if hardware:
                 why_not = _nvenc_probe(name)
                 if why_not is not None:
                     skipped.append(why_not)
                     continue
-            reason = f"{name}: preferred order for {key} is {', '.join(ENCODER_PREFERENCE[key])}"
+            reason = f"{name}: preferred order for {key} is {', '.join(preferred)}"
             if skipped:
                 reason += "; passed over: " + "; ".join(skipped)
-            return EncoderChoice(name, key, hardware, reason)
+            return EncoderChoice(name, key, hardware, reason, takes_cuda_frames=hardware)
         raise UnsupportedCodecError(f"no working encoder for {key}: " + "; ".join(skipped))
-    if _encoder_exists(codec):
-        family = av.codec.Codec(codec, "w").name
-        hardware = codec.endswith("_nvenc")
+    if _encoder_exists(key):
+        family = av.codec.Codec(key, "w").name
+        hardware = is_nvenc(key)
         if hardware:
-            why_not = _nvenc_probe(codec)
+            why_not = _nvenc_probe(key)
             if why_not is not None:
                 raise UnsupportedCodecError(why_not)
-        return EncoderChoice(codec, family, hardware, f"{codec} was asked for by name")
+        reason = f"{key} was asked for by name"
+        if key != codec.lower():
+            reason += f" (as {codec!r})"
+        return EncoderChoice(key, family, hardware, reason, takes_cuda_frames=hardware)
     raise UnsupportedCodecError(
         f"unknown codec or encoder {codec!r}; codecs: {', '.join(ENCODER_PREFERENCE)}, "
         "or an FFmpeg encoder name"
-    )
-
-
-# -- DLPack over raw pointers (CudaPtr2D planes -> av.VideoFrame.from_dlpack) --------------------
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    pass
-
-
-_DELETER_T = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
-_DLManagedTensor._fields_ = [
-    ("dl_tensor", _DLTensor),
-    ("manager_ctx", ctypes.c_void_p),
-    ("deleter", _DELETER_T),
-]
-
-_KDL_CPU = 1
-_KDL_CUDA = 2
-_dl_live: dict[int, tuple[object, ...]] = {}
-_dl_lock = threading.Lock()
-
-
-@_DELETER_T
-def _dl_deleter(managed: Any) -> None:
-    with _dl_lock:
-        _dl_live.pop(ctypes.addressof(managed.contents), None)
-
-
-_CAPSULE_DESTRUCTOR_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR_T]
-_PyCapsule_IsValid = ctypes.pythonapi.PyCapsule_IsValid
-_PyCapsule_IsValid.restype = ctypes.c_int
-_PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
-_PyCapsule_GetPointer.restype = ctypes.c_void_p
-_PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-
-
-@_CAPSULE_DESTRUCTOR_T
-def _capsule_destructor(capsule: int | None) -> None:
-    # Called for a capsule nobody consumed (still named "dltensor"): release the tensor ourselves.
-    if capsule and _PyCapsule_IsValid(capsule, b"dltensor"):
-        address = _PyCapsule_GetPointer(capsule, b"dltensor")
-        with _dl_lock:
-            _dl_live.pop(address, None)
-
-
-class _PitchedPlane:
-    """A 2-D pitched plane exported through DLPack (``__dlpack__``), for PyAV's ``from_dlpack``."""
-
-    def __init__(
-        self,
-        ptr: int,
-        rows: int,
-        cols: int,
-        pitch_elems: int,
-        bits: int,
-        device: tuple[int, int],
-        owner: object,
-    ) -> None:
-        self._ptr, self._rows, self._cols, self._pitch = ptr, rows, cols, pitch_elems
-        self._bits, self._device, self._owner = bits, device, owner
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self._device
-
-    def __dlpack__(self, *, stream: int | None = None, **_: object) -> object:
-        shape = (ctypes.c_int64 * 2)(self._rows, self._cols)
-        strides = (ctypes.c_int64 * 2)(self._pitch, 1)
-        managed = _DLManagedTensor()
-        managed.dl_tensor.data = self._ptr
-        managed.dl_tensor.device = _DLDevice(self._device[0], self._device[1])
-        managed.dl_tensor.ndim = 2
-        managed.dl_tensor.dtype = _DLDataType(1, self._bits, 1)  # kDLUInt
-        managed.dl_tensor.shape = shape
-        managed.dl_tensor.strides = strides
-        managed.dl_tensor.byte_offset = 0
-        managed.deleter = _dl_deleter
-        address = ctypes.addressof(managed)
-        with _dl_lock:
-            _dl_live[address] = (managed, shape, strides, self._owner)
-        return _PyCapsule_New(address, b"dltensor", _capsule_destructor)
-
-
-def _dlpack_planes(
-    planes: tuple[CudaPtr2D, ...] | CpuPlaneSet, pixel_format: PixelFormat
-) -> tuple[_PitchedPlane, ...]:
-    bytes_per_elem = pixel_format.storage_bits // 8
-    out = []
-    if isinstance(planes, CpuPlaneSet):
-        for plane in planes.planes:
-            arr = np.frombuffer(memoryview(plane.data).cast("B"), dtype=np.uint8)
-            out.append(
-                _PitchedPlane(
-                    arr.ctypes.data,
-                    plane.height,
-                    plane.width_bytes // bytes_per_elem,
-                    plane.bytes_per_row // bytes_per_elem,
-                    pixel_format.storage_bits,
-                    (_KDL_CPU, 0),
-                    (arr, plane),
-                )
-            )
-        return tuple(out)
-    for cplane in planes:
-        out.append(
-            _PitchedPlane(
-                cplane.device_ptr,
-                cplane.height,
-                cplane.width_bytes // bytes_per_elem,
-                cplane.pitch_bytes // bytes_per_elem,
-                pixel_format.storage_bits,
-                (_KDL_CUDA, cplane.device_ordinal),
-                cplane,
-            )
-        )
-    return tuple(out)
-
-
-def frame_from_dlpack(
-    planes: tuple[CudaPtr2D, ...] | CpuPlaneSet, pixel_format: PixelFormat, width: int, height: int
-) -> av.VideoFrame:
-    """Wrap bi-planar planes (nv12 / p010 / p016) as a PyAV frame without copying (DLPack)."""
-    if pixel_format.ffmpeg_name not in ("nv12", "p010le", "p016le"):
-        raise InvalidInputError(
-            f"DLPack frames must be nv12, p010le or p016le, got {pixel_format.ffmpeg_name}; "
-            "download CUDA planes of other formats first"
-        )
-    kwargs: dict[str, Any] = {}
-    if not isinstance(planes, CpuPlaneSet):
-        kwargs["device_id"] = planes[0].device_ordinal
-    return av.VideoFrame.from_dlpack(
-        _dlpack_planes(planes, pixel_format),
-        format=pixel_format.ffmpeg_name,
-        width=width,
-        height=height,
-        **kwargs,
     )
 
 
@@ -539,13 +384,16 @@ class EncodeSession:
                 if colour.range is not ColourRange.UNSPECIFIED:
                     cc.color_range = int(colour.range)
             opts = dict(self._options)
+            # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
+            spec = encoder_spec(self.encoder.name) or EncoderSpec(
+                self.encoder.name, self.encoder.codec, False
+            )
             if self._crf is not None:
-                key = _CRF_OPTION.get(self.encoder.name, "crf")
-                opts.setdefault(key, f"{self._crf:g}")
-                if self.encoder.name == "libvpx-vp9":
-                    opts.setdefault("b", "0")
+                opts.setdefault(spec.crf_option, f"{self._crf:g}")
+                for option, value in spec.crf_extra:
+                    opts.setdefault(option, value)
             if self._preset is not None:
-                opts.setdefault(_PRESET_OPTION.get(self.encoder.name, "preset"), str(self._preset))
+                opts.setdefault(spec.preset_option, str(self._preset))
             if self._bitrate is not None:
                 cc.bit_rate = int(self._bitrate)
             cc.options = opts

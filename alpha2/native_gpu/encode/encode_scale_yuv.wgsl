@@ -1,5 +1,5 @@
 // Decoded YUV plane textures -> NV12 / P010 planes at the output size, in one compute pass
-// (alpha2.native_gpu.encode, VulkanEncodeCopier.submit_planes). No RGB texture in between.
+// (alpha2.native_gpu.encode, EncodeCopier.submit_planes). No RGB texture in between.
 //
 // Output layout (u32 words, little-endian bytes) is the one rgb_to_yuv.wgsl writes: the Y plane
 // (height rows of `row_words` words), then the interleaved CbCr plane (height / 2 rows) starting at

@@ -1,0 +1,215 @@
+"""What ``alpha2 transcode`` was asked for and what it will do: options, the plan, the output colour.
+
+Pure planning, no GPU and no FFmpeg: :func:`plan_transcode` decides from the first frame between
+passthrough and GPU processing, and picks the output size, pixel format and colour (only matrices the
+encode copier writes, :data:`~alpha2.native_gpu.encode.routes.WRITABLE_MATRICES`).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+
+from alpha2.apps import pipeline
+from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Size
+from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
+
+__all__ = [
+    "DEFAULT_CRF",
+    "HD_MIN_HEIGHT",
+    "ColourChoice",
+    "TranscodeOptions",
+    "TranscodePlan",
+    "default_codec",
+    "plan_transcode",
+]
+
+DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
+"""Constant-quality factor used when neither ``crf`` nor ``bitrate`` is given, per codec family."""
+
+HD_MIN_HEIGHT = 720
+"""Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""
+
+
+class ColourChoice(enum.Enum):
+    """The output's Y'CbCr matrix and range (primaries and transfer are the input's: no gamut mapping)."""
+
+    AUTO = "auto"
+    """Kept when frames pass through; when processed on the GPU, BT.709 limited for HD outputs, the
+    input's for smaller ones."""
+    KEEP = "keep"
+    """The input's matrix and range."""
+    BT709 = "bt709"
+    """BT.709 matrix, limited range."""
+    BT601 = "bt601"
+    """BT.601 matrix (SMPTE 170M), limited range."""
+    BT2020 = "bt2020"
+    """BT.2020 non-constant-luminance matrix, limited range."""
+
+
+# Containers whose muxers take no H.264: their default codec.
+_CONTAINER_CODECS = {".webm": "vp9"}
+
+
+def default_codec(output: str | os.PathLike[str]) -> str:
+    """The codec an output gets when none is asked for: VP9 for WebM, H.264 otherwise."""
+    return _CONTAINER_CODECS.get(os.path.splitext(os.fspath(output))[1].lower(), "h264")
+
+
+@dataclass(frozen=True)
+class TranscodeOptions:
+    """What ``alpha2 transcode`` was asked to do."""
+
+    codec: str | None = None
+    """Codec (``h264``, ``hevc``, ``vp9``, ``av1``) or an FFmpeg encoder name; None: by the output's
+    container (:func:`default_codec`)."""
+    size: Size | None = None
+    """Box to fit the output in, aspect kept, even sides; None keeps the input's size."""
+    crf: float | None = None
+    """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec."""
+    bitrate: int | None = None
+    """Target bit rate in bits per second (instead of crf)."""
+    preset: str | None = None
+    """Encoder speed preset; None: the encoder's default."""
+    frames: int | None = None
+    """Stop after this many frames."""
+    hwaccel: str = "auto"
+    """Decoding: ``auto``, ``cuda`` or ``none``."""
+    audio: bool = True
+    """Copy the input's audio (when it has some)."""
+    colour: ColourChoice = ColourChoice.AUTO
+    """The output's matrix and range."""
+    gpu: bool = False
+    """Process on the GPU even when nothing asks for it (no passthrough)."""
+    ring_size: int = 3
+    """Read-back slots of the encode copier (frames the GPU may run ahead of the encoder)."""
+
+    def __post_init__(self) -> None:
+        if self.crf is not None and self.bitrate is not None:
+            raise InvalidInputError("give crf or bitrate, not both")
+        if self.frames is not None and self.frames < 1:
+            raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
+        if self.ring_size < 2:
+            raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
+
+
+@dataclass(frozen=True)
+class TranscodePlan:
+    """What happens to the frames, decided from the first one."""
+
+    passthrough: bool
+    """Decoded frames go straight to the encoder (no GPU work)."""
+    reason: str
+    """Why passthrough or why GPU processing."""
+    input_size: Size
+    """The first frame's display size."""
+    output_size: Size
+    """The encoded size."""
+    input_format: PixelFormat
+    """The decoder's pixel format."""
+    output_format: PixelFormat
+    """What the frames are handed to the encoder as (the input's for passthrough; NV12 or P010)."""
+    input_colour: ColourInfo
+    """The input's colour (resolved)."""
+    output_colour: ColourInfo
+    """The colour written and tagged."""
+
+
+def _hd(size: Size) -> bool:
+    return size.height >= HD_MIN_HEIGHT or size.width >= 1280
+
+
+def _wanted_matrix(
+    choice: ColourChoice, colour: ColourInfo, out: Size
+) -> tuple[ColourMatrix, ColourRange, str]:
+    if choice is ColourChoice.BT709:
+        return ColourMatrix.BT709, ColourRange.LIMITED, "BT.709 limited (--colour bt709)"
+    if choice is ColourChoice.BT601:
+        return ColourMatrix.SMPTE170M, ColourRange.LIMITED, "BT.601 limited (--colour bt601)"
+    if choice is ColourChoice.BT2020:
+        return ColourMatrix.BT2020_NCL, ColourRange.LIMITED, "BT.2020 limited (--colour bt2020)"
+    if choice is ColourChoice.AUTO and _hd(out):
+        return ColourMatrix.BT709, ColourRange.LIMITED, "BT.709 limited for an HD output"
+    return colour.matrix, colour.range, "the input's matrix and range"
+
+
+def _same_matrix(a: ColourMatrix, b: ColourMatrix) -> bool:
+    bt601 = (ColourMatrix.BT470BG, ColourMatrix.SMPTE170M)
+    return a == b or (a in bt601 and b in bt601)
+
+
+def plan_transcode(
+    input_size: Size, input_format: PixelFormat, input_colour: ColourInfo, options: TranscodeOptions
+) -> TranscodePlan:
+    """Decide passthrough or GPU processing, the output size, format and colour.
+
+    Raises:
+        UnsupportedError: the asked colour cannot be written by the encode copier.
+    """
+    w, h = input_size.width, input_size.height
+    reasons: list[str] = []
+    if options.size is not None:
+        out = pipeline.fit_inside(w, h, options.size)
+        if out != input_size:
+            reasons.append(
+                f"scale {w}x{h} -> {out.width}x{out.height} (fit in {options.size.width}x"
+                f"{options.size.height})"
+            )
+    elif w % 2 or h % 2:
+        out = pipeline.fit_inside(w, h, Size(w - w % 2, h - h % 2))
+        reasons.append(f"{w}x{h} has an odd side; 4:2:0 output needs {out.width}x{out.height}")
+    else:
+        out = input_size
+    explicit = options.colour not in (ColourChoice.AUTO, ColourChoice.KEEP)
+    if explicit:
+        matrix, rng, _ = _wanted_matrix(options.colour, input_colour, out)
+        if not _same_matrix(matrix, input_colour.matrix) or rng != input_colour.range:
+            reasons.append(f"convert colour to {options.colour.value}")
+    if options.gpu:
+        reasons.append("--gpu asks for GPU processing")
+    if not reasons:
+        return TranscodePlan(
+            passthrough=True,
+            reason="passthrough: same size, pixel format and colour; frames go straight to the encoder",
+            input_size=input_size,
+            output_size=input_size,
+            input_format=input_format,
+            output_format=input_format,
+            input_colour=input_colour,
+            output_colour=input_colour,
+        )
+    matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
+    if matrix not in WRITABLE_MATRICES or rng is ColourRange.UNSPECIFIED:
+        if options.colour is ColourChoice.KEEP:
+            raise UnsupportedError(
+                f"--colour keep: the encode copier cannot write the input's matrix {matrix.name}; "
+                "use --colour bt709, bt601 or bt2020"
+            )
+        matrix, rng = (
+            (ColourMatrix.BT709, ColourRange.LIMITED)
+            if _hd(out)
+            else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
+        )
+        why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
+    output_format = PixelFormat.P010 if input_format.bit_depth > 8 else PixelFormat.NV12
+    output_colour = ColourInfo(
+        matrix=matrix,
+        primaries=input_colour.primaries,
+        transfer=input_colour.transfer,
+        range=rng,
+        chroma_location=ChromaLocation.LEFT,
+    )
+    return TranscodePlan(
+        passthrough=False,
+        reason="GPU: " + "; ".join(reasons) + f"; output {output_format.ffmpeg_name} {why}",
+        input_size=input_size,
+        output_size=out,
+        input_format=input_format,
+        output_format=output_format,
+        input_colour=input_colour,
+        output_colour=output_colour,
+    )

@@ -1,0 +1,96 @@
+"""Video codec vocabulary: the names alpha2 accepts for codecs and encoders, and their coded-size limits.
+
+Pure data, shared by the encode hand-off in ``alpha2.native_gpu.encode`` (which checks sizes before any
+GPU work) and by the encoder table in ``alpha2.ffmpeg_bridge.encoders`` (which picks an encoder), so
+neither keeps its own copy. Names are FFmpeg's: codec families (``h264``, ``hevc``, ``av1`` ...) and
+encoder names (``libx264``, ``hevc_nvenc`` ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+
+__all__ = [
+    "CODEC_LIMITS",
+    "ENCODER_LIMITS",
+    "NAME_ALIASES",
+    "CodedSizeLimits",
+    "canonical_name",
+    "chroma_alignment",
+]
+
+NAME_ALIASES: dict[str, str] = {
+    "avc": "h264",
+    "h265": "hevc",
+    "mpeg2video": "mpeg2",
+    "x264": "libx264",
+    "x265": "libx265",
+    "libsvt_av1": "libsvtav1",
+}
+"""Other spellings -> the name alpha2 uses: a codec family (``avc`` -> ``h264``) or an encoder
+(``x264`` -> ``libx264``, ``libsvt_av1`` -> ``libsvtav1``)."""
+
+
+def canonical_name(name: str) -> str:
+    """``name`` lower-cased, with an alias replaced by the name it stands for."""
+    key = name.lower()
+    return NAME_ALIASES.get(key, key)
+
+
+@dataclass(frozen=True)
+class CodedSizeLimits:
+    """Smallest and largest coded size one encoder (or a codec's bitstream) takes, before alignment."""
+
+    codec: str
+    """Codec family the limits belong to (``h264``, ``hevc``, ``av1``, ``vp9``, ``vp8``)."""
+    min_width: int
+    """Smallest coded width in pixels."""
+    min_height: int
+    """Smallest coded height in pixels."""
+    max_width: int
+    """Largest coded width in pixels."""
+    max_height: int
+    """Largest coded height in pixels."""
+
+    def __post_init__(self) -> None:
+        if min(self.min_width, self.min_height) < 1:
+            raise InvalidInputError(f"CodedSizeLimits minimums must be positive, got {self!r}")
+        if self.min_width > self.max_width or self.min_height > self.max_height:
+            raise InvalidInputError(f"CodedSizeLimits minimum exceeds maximum: {self!r}")
+
+
+# Sources: x264 encoder.c validate_parameters (1..16384 each side); x265 param.cpp (at least one CTU,
+# 64 with the default --ctu 64; no hard maximum: 16384 is alpha2's cap, above HEVC level 6.2's 8192x4320);
+# SVT-AV1 enc_settings.c (4x4 .. 16384x8704; releases before 1.x needed 64x64); NVIDIA's NVENC support
+# matrix (H.264 145x49 .. 4096x4096, HEVC 129x33 .. 8192x8192, AV1 8192x8192).
+ENCODER_LIMITS: dict[str, CodedSizeLimits] = {
+    "libx264": CodedSizeLimits("h264", 2, 2, 16384, 16384),
+    "libx264rgb": CodedSizeLimits("h264", 2, 2, 16384, 16384),
+    "libopenh264": CodedSizeLimits("h264", 16, 16, 4096, 2304),
+    "libx265": CodedSizeLimits("hevc", 64, 64, 16384, 16384),
+    "libsvtav1": CodedSizeLimits("av1", 4, 4, 16384, 8704),
+    "libaom-av1": CodedSizeLimits("av1", 2, 2, 65536, 65536),
+    "librav1e": CodedSizeLimits("av1", 2, 2, 65536, 65536),
+    "libvpx-vp9": CodedSizeLimits("vp9", 2, 2, 16384, 16384),
+    "libvpx": CodedSizeLimits("vp8", 2, 2, 16383, 16383),
+    "h264_nvenc": CodedSizeLimits("h264", 146, 50, 4096, 4096),
+    "hevc_nvenc": CodedSizeLimits("hevc", 130, 34, 8192, 8192),
+    "av1_nvenc": CodedSizeLimits("av1", 130, 34, 8192, 8192),
+}
+"""Known coded-size limits per FFmpeg encoder (the alignment comes from the pixel format)."""
+
+CODEC_LIMITS: dict[str, CodedSizeLimits] = {
+    "h264": CodedSizeLimits("h264", 2, 2, 16384, 16384),
+    "hevc": CodedSizeLimits("hevc", 16, 16, 16888, 16888),
+    "av1": CodedSizeLimits("av1", 2, 2, 65536, 65536),
+    "vp9": CodedSizeLimits("vp9", 2, 2, 65536, 65536),
+}
+"""A codec's own limits at its highest common level, for a bare codec name (no particular encoder)."""
+
+
+def chroma_alignment(pixel_format: PixelFormat) -> tuple[int, int]:
+    """Coded width and height must be multiples of these for ``pixel_format`` (2, 2 for 4:2:0)."""
+    return 1 << pixel_format.log2_chroma_w, 1 << pixel_format.log2_chroma_h

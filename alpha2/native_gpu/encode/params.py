@@ -1,0 +1,255 @@
+"""The uniform blocks of the encode copier's two compute passes, and the read-back buffer's layout.
+
+:func:`rgb_to_yuv_params` packs the RGBA pass's block (``rgb_to_yuv.wgsl``: the output matrix and
+range as one affine transform of R'G'B'); :func:`scale_yuv_params` builds the planes pass's block
+(``encode_scale_yuv.wgsl``: the input's planes scaled to the output size, and the input's matrix and
+range turned into the output's by one affine transform of the samples). Both write the planes as
+:class:`ReadbackLayout` lays them out.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from alpha2.gpu.colour import (
+    ChromaLocation,
+    ColourInfo,
+    ColourMatrix,
+    ColourRange,
+    ColourTransform,
+    rgb_to_yuv,
+)
+from alpha2.gpu.errors import UnsupportedError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.native_gpu.encode.extent import round_up
+from alpha2.native_gpu.render.renderer import LayoutKind, shader_params
+
+__all__ = [
+    "PLANES_PARAMS_SIZE_BYTES",
+    "RGB_PARAMS_SIZE_BYTES",
+    "ROW_ALIGNMENT_BYTES",
+    "ReadbackLayout",
+    "ScaleYuvParams",
+    "rgb_to_yuv_params",
+    "scale_yuv_params",
+]
+
+ROW_ALIGNMENT_BYTES = 256
+"""Rows of the read-back planes are padded to this (WebGPU's copy alignment)."""
+
+RGB_PARAMS_SIZE_BYTES = 80  # 3 x vec4<f32> + 2 x vec4<u32>
+"""Size of the RGBA pass's uniform block."""
+
+PLANES_PARAMS_SIZE_BYTES = 160  # 8 x vec4<f32> + 2 x vec4<u32>
+"""Size of the planes pass's uniform block."""
+
+_NEGLIGIBLE_CODES = 1e-3
+"""A matrix term that moves the output by less than this many codes over the whole sample range is
+dropped (and the texture read it needs skipped): same-matrix conversions leave ~1e-16 there."""
+
+
+@dataclass(frozen=True)
+class ReadbackLayout:
+    """Where the two output planes (Y, interleaved CbCr) sit in the plane buffer and each read-back slot."""
+
+    width: int
+    """Output width in pixels."""
+    height: int
+    """Output height in pixels."""
+    bytes_per_row: int
+    """Row pitch of both planes (256-byte aligned)."""
+    width_bytes: int
+    """Meaningful bytes per row of either plane (Y: width samples; CbCr: width / 2 pairs)."""
+    uv_offset_bytes: int
+    """Offset of the CbCr plane."""
+    frame_size_bytes: int
+    """Bytes per frame (padded rows included)."""
+
+    @classmethod
+    def of(cls, width: int, height: int, pixel_format: PixelFormat) -> ReadbackLayout:
+        """The layout of a ``width`` x ``height`` NV12 / P010 frame."""
+        width_bytes = width * (pixel_format.storage_bits // 8)
+        bytes_per_row = round_up(width_bytes, ROW_ALIGNMENT_BYTES)
+        return cls(
+            width=width,
+            height=height,
+            bytes_per_row=bytes_per_row,
+            width_bytes=width_bytes,
+            uv_offset_bytes=bytes_per_row * height,
+            frame_size_bytes=bytes_per_row * (height + height // 2),
+        )
+
+
+def rgb_to_yuv_params(
+    layout: ReadbackLayout,
+    pixel_format: PixelFormat,
+    matrix: ColourMatrix,
+    colour_range: ColourRange,
+    chroma_location: ChromaLocation,
+) -> bytes:
+    """The WGSL ``Params`` struct of ``rgb_to_yuv.wgsl`` (80 bytes, little-endian) for one output.
+
+    Raises:
+        InvalidInputError, UnsupportedError: a matrix or range :func:`~alpha2.gpu.colour.rgb_to_yuv`
+            cannot express.
+    """
+    transform = rgb_to_yuv(matrix, colour_range, pixel_format.bit_depth)
+    params = np.zeros(20, dtype=np.float32)
+    rows = np.asarray(transform.matrix, dtype=np.float64)
+    offset = np.asarray(transform.offset, dtype=np.float64)
+    for i in range(3):
+        params[i * 4 : i * 4 + 3] = rows[i]
+        params[i * 4 + 3] = offset[i]
+    uints = params.view(np.uint32)
+    uints[12:16] = (layout.width, layout.height, layout.bytes_per_row // 4, layout.uv_offset_bytes // 4)
+    uints[16:20] = (
+        (1 << pixel_format.bit_depth) - 1,
+        pixel_format.msb_shift,
+        1 if chroma_location is ChromaLocation.LEFT else 0,
+        0,
+    )
+    data = params.tobytes()
+    assert len(data) == RGB_PARAMS_SIZE_BYTES
+    return data
+
+
+@dataclass(frozen=True)
+class ScaleYuvParams:
+    """The uniform block of ``encode_scale_yuv.wgsl`` for one (input, output) combination.
+
+    Index space as in :class:`~alpha2.native_gpu.render.renderer.ShaderParams`: luma sample (i, j) sits
+    at (i, j); output pixel o reads source luma position ``src_rect.xy + (o + 0.5) * scale - 0.5``.
+    """
+
+    layout: LayoutKind
+    """BIPLANAR or TRIPLANAR: which bindings carry the chroma."""
+    transform: ColourTransform
+    """Output codes = matrix @ [Y, Cb, Cr] samples (normalised, as the textures return them) + offset."""
+    luma_reads_chroma: bool
+    """Whether the output luma depends on the input chroma (a matrix change): one more read per pixel.
+    A pipeline constant, not part of the uniform block."""
+    chroma_reads_luma: bool
+    """Whether the output chroma depends on the input luma (pipeline constant; false for every matrix
+    alpha2 writes, since white has no chroma in any of them)."""
+    src_rect: tuple[int, int, int, int]
+    """Source crop in luma pixels: x, y, width, height."""
+    output_size: tuple[int, int]
+    """Output width, height."""
+    chroma_subsampling: tuple[int, int]
+    """Input luma samples per chroma sample (sx, sy)."""
+    chroma_offset: tuple[float, float]
+    """Input chroma sample (0, 0) in luma pixels (the input's siting)."""
+    output_chroma_site: tuple[float, float]
+    """Output chroma sample of a 2 x 2 block relative to its top-left pixel (LEFT: (0, 0.5))."""
+    luma_clamp: tuple[int, int, int, int]
+    """Inclusive luma texel range read: min x, min y, max x, max y."""
+    chroma_clamp: tuple[int, int, int, int]
+    """Inclusive chroma texel range read."""
+    row_words: int
+    """Output row pitch in u32 words."""
+    uv_word_offset: int
+    """Start of the output CbCr plane in u32 words."""
+    max_code: int
+    """Largest output code (255 or 1023)."""
+    msb_shift: int
+    """Output codes are shifted up by this (6 for P010)."""
+
+    def to_bytes(self) -> bytes:
+        """The WGSL ``Params`` struct (160 bytes, little-endian)."""
+        m = self.transform.matrix
+        o = self.transform.offset
+        x, y, w, h = self.src_rect
+        ow, oh = self.output_size
+        sx, sy = self.chroma_subsampling
+        floats = (
+            *m[0], o[0], *m[1], o[1], *m[2], o[2],
+            float(x), float(y), w / ow, h / oh,
+            1.0 / sx, 1.0 / sy, *self.chroma_offset,
+            *self.output_chroma_site, 0.0, 0.0,
+            *(float(v) for v in self.luma_clamp),
+            *(float(v) for v in self.chroma_clamp),
+        )  # fmt: skip
+        uints = (
+            ow, oh, self.row_words, self.uv_word_offset,
+            self.max_code, self.msb_shift, 0, 0,
+        )  # fmt: skip
+        data = struct.pack("<32f", *floats) + struct.pack("<8I", *uints)
+        assert len(data) == PLANES_PARAMS_SIZE_BYTES
+        return data
+
+
+def scale_yuv_params(
+    pixel_format: PixelFormat,
+    colour: ColourInfo,
+    width: int,
+    height: int,
+    *,
+    output_size: tuple[int, int],
+    output_format: PixelFormat,
+    matrix: ColourMatrix,
+    colour_range: ColourRange,
+    chroma_location: ChromaLocation,
+    crop: tuple[int, int, int, int] | None = None,
+) -> ScaleYuvParams:
+    """The uniform block that scales ``pixel_format`` planes to ``output_format`` at ``output_size``.
+
+    Geometry, siting and input colour come from :func:`~alpha2.native_gpu.render.renderer.shader_params` (the
+    renderer's rules, unspecified tags resolved as FFmpeg does); the colour transform is the renderer's
+    sample -> R'G'B' followed by :func:`~alpha2.gpu.colour.rgb_to_yuv` of the output, with no clipping of
+    R'G'B' in between (swscale's Y'CbCr -> Y'CbCr does not clip either).
+
+    Args:
+        pixel_format: the input planes' layout: bi-planar (nv12, p010 ...) or tri-planar (yuv420p ...).
+        colour: the input's colour tags.
+        width, height: the input's display size in luma pixels.
+        output_size: output width, height (even).
+        output_format: NV12 or P010.
+        matrix, colour_range, chroma_location: the output's (resolved: LEFT or CENTER siting).
+        crop: source rectangle inside ``width`` x ``height``; default the whole frame.
+
+    Raises:
+        UnsupportedError: a gray, RGB or packed input (render it to RGBA and use ``submit`` instead).
+        InvalidInputError: bad sizes or crop.
+    """
+    params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=output_size)
+    if params.layout not in (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR):
+        raise UnsupportedError(
+            f"EncodeCopier.submit_planes reads bi-planar (nv12, p010 ...) and tri-planar (yuv420p, "
+            f"yuv444p10 ...) Y'CbCr planes, not {pixel_format.ffmpeg_name}; render it to an RGBA texture "
+            "(FrameRenderer) and use submit(texture)"
+        )
+    to_rgb = ColourTransform(
+        np.array(params.matrix, dtype=np.float64) * np.array(params.value_scale[:3], dtype=np.float64),
+        np.array(params.offset, dtype=np.float64),
+    )
+    composed = to_rgb.then(rgb_to_yuv(matrix, colour_range, output_format.bit_depth))
+    m = np.array(composed.matrix)
+    luma_reads_chroma = bool(np.abs(m[0, 1:]).max() >= _NEGLIGIBLE_CODES)
+    chroma_reads_luma = bool(np.abs(m[1:, 0]).max() >= _NEGLIGIBLE_CODES)
+    if not luma_reads_chroma:
+        m[0, 1:] = 0.0
+    if not chroma_reads_luma:
+        m[1:, 0] = 0.0
+    site = (0.5 if chroma_location is ChromaLocation.CENTER else 0.0, 0.5)
+    out_w, out_h = output_size
+    readback = ReadbackLayout.of(out_w, out_h, output_format)
+    return ScaleYuvParams(
+        layout=params.layout,
+        transform=ColourTransform(m, composed.offset),
+        luma_reads_chroma=luma_reads_chroma,
+        chroma_reads_luma=chroma_reads_luma,
+        src_rect=params.src_rect,
+        output_size=(out_w, out_h),
+        chroma_subsampling=params.chroma_subsampling,
+        chroma_offset=params.chroma_offset,
+        output_chroma_site=site,
+        luma_clamp=params.luma_clamp,
+        chroma_clamp=params.chroma_clamp,
+        row_words=readback.bytes_per_row // 4,
+        uv_word_offset=readback.uv_offset_bytes // 4,
+        max_code=(1 << output_format.bit_depth) - 1,
+        msb_shift=output_format.msb_shift,
+    )
