@@ -447,12 +447,12 @@ def test_extent_from_vulkan_caps() -> None:
 
 @pytest.mark.vulkan
 def test_full_ring_wait_is_bounded(device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import alpha2.native_gpu.encode.readback as readback
+    import alpha2.gpu.webgpu as webgpu
 
     texture = _flat(device, 60)
     copier = VulkanEncodeCopier(device, W, H, ring_size=2, wait_timeout_s=0.05)
     with monkeypatch.context() as patch:
-        patch.setattr(readback, "_promise_settled", lambda promise: False)  # a GPU that never finishes
+        patch.setattr(webgpu, "_state_of", lambda promise: "pending")  # a GPU that never finishes
         assert copier.submit(texture, pts=0) == []
         with pytest.raises(GpuTimeoutError, match="pts 0"):
             copier.submit(texture, pts=1)

@@ -33,6 +33,7 @@ from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.device.device import Device
 
 __all__ = [
     "SEEK_STEPS_S",
@@ -252,16 +253,26 @@ class _Player:
         self.stats = PlayStats(input=source)
         self.decoder: DecodeSession | None = None
         self._closables: list[Any] = []
+        self.gpu_device: Device | None = None
         self.device: Any = None
         self.importer: Any = None
         self.renderer: Any = None
 
     # -- shared pieces --------------------------------------------------------------------------------
 
-    def _open(self) -> DecodeSession:
-        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel)
+    def _open(self, *, gpu_copy: bool = True) -> DecodeSession:
+        """The device first, then the decoder on its GPU (``gpu_copy``: a device that may take the
+        GPU copy; a window presents through wgpu-native, so it asks for none)."""
+        self.gpu_device = pipeline.create_device(want_gpu_copy=gpu_copy and self._nvdec_possible())
+        self._closables.append(self.gpu_device)
+        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel, device=self.gpu_device)
         self.stats.hwaccel = _hwaccel_dict(self.decoder)
         return self.decoder
+
+    def _nvdec_possible(self) -> bool:
+        from alpha2.ffmpeg_bridge.hwdevice import nvdec_possible
+
+        return nvdec_possible(self.options.hwaccel)[0]
 
     def _seek_start(self, decoder: DecodeSession) -> None:
         at = self.options.at_s
@@ -278,15 +289,17 @@ class _Player:
         from alpha2.native_gpu.interop.importer import FrameImporter
         from alpha2.native_gpu.render.renderer import FrameRenderer
 
-        choice = pipeline.create_device(want_gpu_copy=on_gpu)
-        self.stats.device = choice.as_dict()
-        self.device = choice.webgpu_device
-        self.importer = FrameImporter(self.device)
+        if self.gpu_device is None:  # audio only: no decoder was opened
+            self.gpu_device = pipeline.create_device(want_gpu_copy=on_gpu)
+            self._closables.append(self.gpu_device)
+        self.stats.device = self.gpu_device.as_dict()
+        self.device = self.gpu_device.webgpu_device
+        self.importer = FrameImporter(self.gpu_device)
         self._closables.append(self.importer)
         # The path's set-up and the stream's textures now, not on the first frame.
         identity = self.decoder.expected_identity() if self.decoder is not None else None
         self.importer.prepare(gpu_frames=on_gpu, identity=identity)
-        self.renderer = FrameRenderer(self.device)
+        self.renderer = FrameRenderer(self.gpu_device)
 
     def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:
         """Import ``frame`` (the importer owns it from then on) and render it; returns the target texture."""

@@ -46,6 +46,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
 
 __all__ = [
@@ -202,6 +203,7 @@ class _Transcoder:
         self.stats = TranscodeStats(input=source, output=output)
         self.decoder: DecodeSession | None = None
         self.session: EncodeSession | None = None
+        self.gpu_device: Device | None = None
         self._gpu_objects: list[Any] = []
         self._pending_planes: list[Any] = []
         self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
@@ -210,7 +212,15 @@ class _Transcoder:
     # -- setup ----------------------------------------------------------------------------------------
 
     def _open(self) -> DecodeSession:
-        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel)
+        """The decoder; when NVDEC may decode, the device first, so that NVDEC lands on its GPU.
+
+        With software decoding the device waits until something renders (a passthrough needs none).
+        """
+        from alpha2.ffmpeg_bridge.hwdevice import nvdec_possible
+
+        if nvdec_possible(self.options.hwaccel)[0]:
+            self.gpu_device = pipeline.create_device(want_gpu_copy=True)
+        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel, device=self.gpu_device)
         return self.decoder
 
     def _encode_session(self, decoder: DecodeSession, plan: TranscodePlan) -> EncodeSession:
@@ -393,10 +403,11 @@ class _Transcoder:
 
         assert self.session is not None
         start = time.perf_counter()
-        choice = pipeline.create_device(want_gpu_copy=first.on_gpu)
-        self.stats.device = choice.as_dict()
-        device = choice.webgpu_device
-        importer = FrameImporter(device)
+        if self.gpu_device is None:
+            self.gpu_device = pipeline.create_device(want_gpu_copy=first.on_gpu)
+        self.stats.device = self.gpu_device.as_dict()
+        device = self.gpu_device.webgpu_device
+        importer = FrameImporter(self.gpu_device)
         self._gpu_objects.append(importer)
         importer.prepare(gpu_frames=first.on_gpu, identity=first.identity)
         takes_cuda = self.session.encoder.takes_cuda_frames
@@ -510,6 +521,9 @@ class _Transcoder:
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
             decoder.close()
+        gpu_device, self.gpu_device = self.gpu_device, None
+        if gpu_device is not None:
+            gpu_device.close()  # after the importer and the decoder: it holds their shared context
         self.progress.close(completed=ok)
 
 

@@ -115,7 +115,7 @@ class WindowPlayback(_Keys):
         """
         player, stats = self.player, self.stats
         backend = importlib.import_module(canvas_module)
-        decoder = player._open()
+        decoder = player._open(gpu_copy=False)  # rendercanvas presents wgpu-native devices
         player._seek_start(decoder)
         first = decoder.next_frame()
         if first is None:

@@ -27,6 +27,7 @@ __all__ = [
     "HwAccelReport",
     "HwDevicePlan",
     "make_hwaccel",
+    "nvdec_possible",
     "plan_hw_device",
 ]
 
@@ -153,6 +154,26 @@ def _shared_device(source: object = None) -> tuple[int | None, int | None, str]:
     if ordinal is None:
         return loader, None, f"{device} has no CUDA counterpart"
     return loader, ordinal, f"CUDA ordinal {ordinal} matches {device} by UUID"
+
+
+def nvdec_possible(mode: HwAccelMode | str) -> tuple[bool, str]:
+    """Whether ``mode`` may decode on NVDEC here (FFmpeg's CUDA device type and a CUDA device), and why.
+
+    Asked before the device is chosen, so that a device that can take NVDEC frames on the GPU is made.
+    """
+    mode = HwAccelMode.parse(mode)
+    if mode is HwAccelMode.NONE:
+        return False, "software decoding was requested"
+    if not _cuda_device_type_available():
+        return (
+            False,
+            f"this FFmpeg build has no CUDA hardware device (it has: {', '.join(hwdevices_available())})",
+        )
+    from alpha2.native_gpu._cuda.core import cuda_available
+
+    if not cuda_available():
+        return False, "no CUDA device (or no cuda-python)"
+    return True, "FFmpeg has its CUDA device type and a CUDA device is present"
 
 
 def plan_hw_device(

@@ -200,9 +200,13 @@ def pump_events(device: Any) -> None:
 # timeout, so the two private fields below are read here, and only here (wgpu is pinned to <0.33).
 
 
+def _state_of(promise: Any) -> str:
+    return str(getattr(promise, "_state", "pending"))
+
+
 def promise_settled(promise: Any) -> bool:
     """Whether a GPUPromise has its result (or error), without waiting."""
-    return getattr(promise, "_state", "pending") != "pending"
+    return _state_of(promise) != "pending"
 
 
 def wait_promise(promise: Any, timeout_s: float, device: Any) -> bool:

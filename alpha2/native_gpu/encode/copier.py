@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.webgpu import webgpu_device_of
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.encode.extent import ExtentSource, VideoEncodeExtent, default_extent
 from alpha2.native_gpu.encode.params import (
@@ -98,7 +99,7 @@ class EncodeCopier:
 
     def __init__(
         self,
-        device: wgpu.GPUDevice,
+        device: Any,
         width: int,
         height: int,
         *,
@@ -115,7 +116,7 @@ class EncodeCopier:
         """Create the passes, the plane storage buffer and the read-back ring for one output size.
 
         Args:
-            device: the renderer's wgpu-py device (wgpu-native or wgpudawn).
+            device: the renderer's alpha2 Device, or its wgpu-py device (wgpu-native or wgpudawn).
             width, height: output size in pixels; NV12 / P010 need even sizes.
             pixel_format: ``PixelFormat.NV12`` (8-bit) or ``PixelFormat.P010`` (10-bit).
             matrix: output YCbCr matrix (BT.709, BT.601 as BT470BG / SMPTE170M, BT.2020 NCL ...).
@@ -134,6 +135,7 @@ class EncodeCopier:
         """
         import wgpu as _wgpu
 
+        device = webgpu_device_of(device)
         target = parse_target(target)
         if target is EncodeTarget.CUDA:
             raise UnsupportedError(f"EncodeCopier: {CUDA_DELIVERY_REFUSAL}")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import collections
 import enum
-import sys
-import threading
 import time
 import weakref
 from typing import Any
@@ -21,6 +19,7 @@ from alpha2.gpu.colour import ChromaLocation, ColourMatrix, ColourRange
 from alpha2.gpu.errors import GpuTimeoutError, InternalError, OutOfMemoryError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
+from alpha2.gpu.webgpu import promise_settled, pump_events, wait_promise
 from alpha2.native_gpu.encode.params import ReadbackLayout
 from alpha2.native_gpu.encode.planes import EncodedPlanes
 
@@ -43,18 +42,6 @@ class _Slot:
         self.promise: Any = None
         self.pts: int | None = None
         self.sequence = -1
-
-
-def _promise_settled(promise: Any) -> bool:
-    return getattr(promise, "_state", "pending") != "pending"
-
-
-def _pump_events(device: Any) -> None:
-    """Let the backend deliver callbacks: wgpu-native polls in its own thread; Dawn needs process_events."""
-    module = sys.modules.get(type(device).__module__)
-    process_events = getattr(module, "process_events", None)
-    if callable(process_events):
-        process_events()
 
 
 def destroy_buffers(buffers: list[Any]) -> None:
@@ -173,10 +160,10 @@ class ReadbackRing:
         """
         ready: list[EncodedPlanes] = []
         if self._in_flight:
-            _pump_events(self._device)
+            pump_events(self._device)
         if block_for_one and self._in_flight:
             ready.append(self._take_oldest(timeout))
-        while self._in_flight and _promise_settled(self._in_flight[0].promise):
+        while self._in_flight and promise_settled(self._in_flight[0].promise):
             ready.append(self._take_oldest(0.0))
         return ready
 
@@ -228,21 +215,7 @@ class ReadbackRing:
 
     def _settle(self, slot: _Slot, timeout: float) -> bool:
         """Wait up to ``timeout`` for the slot's map; True when settled (mapped or failed)."""
-        promise = slot.promise
-        deadline = time.monotonic() + timeout
-        event = getattr(promise, "_thread_event", None)
-        delay = 0.0005
-        while not _promise_settled(promise):
-            _pump_events(self._device)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return _promise_settled(promise)
-            if isinstance(event, threading.Event):
-                event.wait(min(remaining, delay))
-            else:
-                time.sleep(min(remaining, delay))
-            delay = min(delay * 2, 0.01)
-        return True
+        return wait_promise(slot.promise, timeout, self._device)
 
     def _wait_slot(self, slot: _Slot, timeout: float) -> None:
         if not self._settle(slot, timeout):
