@@ -5,6 +5,10 @@ frames on the GPU and hands out their planes as pitched CUDA pointers. Every fra
 reservation on a :class:`~alpha2.gpu.surfaces.SurfaceBudget`; when the budget is full the session
 waits (bounded) or fails, as the budget is configured, and the NVDEC frame pool is sized so that a
 consumer holding up to ``max_surfaces`` frames never starves the decoder.
+
+:class:`DecodeSession` is one state machine (open, decode ahead, describe, seek, close) and stays in
+one module for that reason; what stands alone lives beside it: the decode-ahead worker in
+:mod:`.prefetch`, the host copy of NVDEC frames in :mod:`.download`, stream facts in :mod:`.media`.
 """
 
 from __future__ import annotations
@@ -14,9 +18,8 @@ import fractions
 import io
 import itertools
 import os
-import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
@@ -26,6 +29,7 @@ import av.error
 import av.video.stream
 
 from alpha2.ffmpeg_bridge import media
+from alpha2.ffmpeg_bridge.download import download_frame
 from alpha2.ffmpeg_bridge.errors import (
     DecodeError,
     HwAccelUnavailableError,
@@ -42,7 +46,7 @@ from alpha2.ffmpeg_bridge.hwdevice import (
     make_hwaccel,
     plan_hw_device,
 )
-from alpha2.gpu.colour import ColourInfo
+from alpha2.ffmpeg_bridge.prefetch import Described, Prefetcher, Produced
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
@@ -51,6 +55,7 @@ from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
 from alpha2.native_gpu.device.device import Device
 
 __all__ = ["CorruptPolicy", "DecodeSession", "DecodeStats", "MediaSource", "download_frame"]
+
 
 MediaSource = str | os.PathLike[str] | IO[bytes]
 """A path, or a readable (ideally seekable) binary file object."""
@@ -130,88 +135,6 @@ def _fraction(value: Any) -> fractions.Fraction:
     return value if type(value) is fractions.Fraction else fractions.Fraction(value)
 
 
-@dataclass(frozen=True)
-class _Described:
-    """What a decoded frame says about itself, worked out on the prefetch thread (no session state)."""
-
-    frame: av.VideoFrame
-    pixel_format: PixelFormat
-    metadata: FrameMetadata
-    colour: ColourInfo
-    planes: Any
-    size_bytes: int
-    on_gpu: bool
-
-
-class _Failure:
-    """An exception raised on the prefetch thread, re-raised on the caller's."""
-
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
-
-
-_Produced = av.VideoFrame | _Described | None
-"""What the prefetch thread hands over: a frame, described there when it could be, or None at the end."""
-
-
-class _Prefetcher:
-    """Runs ``produce`` on one worker thread, ``depth`` results ahead of the consumer.
-
-    ``produce`` returns the next frame or None at the end. Exceptions travel to the consumer in order.
-    ``stop()`` ends the worker (it is joined) and drops what it had decoded ahead.
-    """
-
-    def __init__(self, produce: Callable[[], _Produced], depth: int, name: str) -> None:
-        self._produce = produce
-        self._queue: queue.Queue[_Produced | _Failure] = queue.Queue(maxsize=depth)
-        self._stopping = threading.Event()
-        self._finished = False
-        self._thread = threading.Thread(target=self._run, name=f"alpha2-decode {name}", daemon=True)
-        self._thread.start()
-
-    def _put(self, item: _Produced | _Failure) -> bool:
-        while not self._stopping.is_set():
-            try:
-                self._queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                frame = self._produce()
-            except BaseException as exc:
-                self._put(_Failure(exc))
-                return
-            if not self._put(frame) or frame is None:
-                return
-
-    def get(self) -> _Produced:
-        # After the end or a failure the worker has returned: the stream is over, as a finished
-        # generator is when decoding on the caller's thread.
-        if self._finished:
-            return None
-        item = self._queue.get()
-        if isinstance(item, _Failure):
-            self._finished = True
-            raise item.exc
-        if item is None:
-            self._finished = True
-        return item
-
-    def stop(self) -> None:
-        self._stopping.set()
-        while self._thread.is_alive():
-            try:
-                while True:
-                    self._queue.get_nowait()
-            except queue.Empty:
-                pass
-            self._thread.join(timeout=0.05)
-
-
 class DecodeSession:
     """Decode the video stream of a file or file object, frame by frame.
 
@@ -275,7 +198,7 @@ class DecodeSession:
         self._container: av.container.InputContainer | None = None
         self._stream: av.video.stream.VideoStream | None = None
         self._frames: Iterator[av.VideoFrame] | None = None
-        self._pending: av.VideoFrame | _Described | None = None
+        self._pending: av.VideoFrame | Described | None = None
         self._seek_target: int | None = None
         self._eof = False
         self._closed = False
@@ -284,7 +207,7 @@ class DecodeSession:
         self._max_end: int | None = None
         self._stats_lock = threading.Lock()
         self._prefetch_depth = prefetch
-        self._prefetcher: _Prefetcher | None = None
+        self._prefetcher: Prefetcher | None = None
 
         if device is not None and not isinstance(device, Device):
             raise InvalidInputError(
@@ -565,7 +488,7 @@ class DecodeSession:
                 "use hwaccel='auto' or 'none'"
             ) from exc
 
-    def _fetch(self) -> _Produced:
+    def _fetch(self) -> Produced:
         """The next decoded frame: one kept back by a failed hand-out, the prefetcher's (described
         there), or a fresh one."""
         if self._pending is not None:
@@ -577,7 +500,7 @@ class DecodeSession:
             # The worker sets _eof when it reaches the end; frames it queued before that still count.
             if self._eof or self._frames is None:
                 return None
-            self._prefetcher = _Prefetcher(self._described_next, self._prefetch_depth, repr(self))
+            self._prefetcher = Prefetcher(self._described_next, self._prefetch_depth, repr(self))
         return self._prefetcher.get()
 
     def _stop_prefetch(self) -> None:
@@ -585,7 +508,7 @@ class DecodeSession:
         if prefetcher is not None:
             prefetcher.stop()
 
-    def _described_next(self) -> _Produced:
+    def _described_next(self) -> Produced:
         """The prefetch thread's producer: the next frame, described when it can be (else the caller's
         thread describes it, and raises there as without prefetching)."""
         frame = self._raw_next()
@@ -635,7 +558,7 @@ class DecodeSession:
                 self._report, active=HwAccelMode.NONE, device_ordinal=None, reason=why, fallback_reason=why
             )
 
-    def _describe(self, frame: av.VideoFrame) -> _Described:
+    def _describe(self, frame: av.VideoFrame) -> Described:
         """Format, metadata, colour and planes of a frame: no session state, so the prefetch thread
         can work them out ahead (a tenth of a millisecond of Python a frame, off the caller's thread).
 
@@ -675,12 +598,12 @@ class DecodeSession:
         else:
             planes = media.cpu_planes_of(frame, pixel_format)
         size_bytes = media.frame_size_bytes(frame)
-        return _Described(frame, pixel_format, metadata, colour, planes, size_bytes, on_gpu)
+        return Described(frame, pixel_format, metadata, colour, planes, size_bytes, on_gpu)
 
-    def _to_decoded(self, item: av.VideoFrame | _Described) -> DecodedFrame:
+    def _to_decoded(self, item: av.VideoFrame | Described) -> DecodedFrame:
         """The DecodedFrame of a frame (described here unless the prefetch thread did): the decoder
         generation, the identity and the surface reservation, on the caller's thread."""
-        described = item if isinstance(item, _Described) else self._describe(item)
+        described = item if isinstance(item, Described) else self._describe(item)
         frame, pixel_format = described.frame, described.pixel_format
         shape = (frame.width, frame.height, pixel_format)
         if self._last_shape is not None and shape != self._last_shape:
@@ -721,7 +644,7 @@ class DecodeSession:
             if item is None:
                 return None
             if self._stats.frames_out == 0:
-                self._note_first_frame(item.frame if isinstance(item, _Described) else item)
+                self._note_first_frame(item.frame if isinstance(item, Described) else item)
             try:
                 decoded = self._to_decoded(item)
             except BaseException:
@@ -790,39 +713,3 @@ class DecodeSession:
             f"<DecodeSession {_display_source(self.source)} {r.decoder} "
             f"{'nvdec' if r.on_gpu else 'software'} gen={self._generation}>"
         )
-
-
-def download_frame(frame: DecodedFrame) -> DecodedFrame:
-    """A CPU copy of an NVDEC frame (``av_hwframe_transfer_data``); CPU frames are returned as they are.
-
-    Consumes ``frame``: its reservation moves to the copy and ``frame`` is released, so the GPU
-    surface goes back to the decoder's pool as soon as nothing else holds it.
-
-    Raises:
-        ClosedError: ``frame`` was already released.
-        InvalidInputError: ``frame`` was not made by a DecodeSession.
-    """
-    if frame.released:
-        raise ClosedError("download_frame got a released DecodedFrame")
-    if not frame.on_gpu:
-        return frame
-    source = frame.keep_alive
-    if not isinstance(source, av.VideoFrame):
-        raise InvalidInputError("download_frame needs a DecodedFrame made by a DecodeSession")
-    try:
-        cpu = source.reformat(format=frame.pixel_format.ffmpeg_name)
-    except av.error.FFmpegError as exc:
-        raise from_ffmpeg(exc, "downloading an NVDEC frame", DecodeError) from exc
-    reservation, frame.reservation = frame.reservation, None
-    copy = DecodedFrame(
-        planes=media.cpu_planes_of(cpu, frame.pixel_format),
-        pixel_format=frame.pixel_format,
-        colour=frame.colour,
-        metadata=frame.metadata,
-        identity=frame.identity,
-        reservation=reservation,
-        cuda_stream=None,
-        keep_alive=cpu,
-    )
-    frame.release()
-    return copy

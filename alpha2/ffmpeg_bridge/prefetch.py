@@ -1,0 +1,104 @@
+"""The decode-ahead worker: frames decoded (and described) on one thread, ahead of the consumer.
+
+PyAV releases the GIL while demuxing and decoding, so a consumer's per-frame work (import, render,
+encode) overlaps the decoder's. :class:`Prefetcher` runs the session's produce step ``depth`` results
+ahead; exceptions travel to the consumer in order.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import av
+
+from alpha2.gpu.colour import ColourInfo
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import FrameMetadata
+
+__all__ = ["Described", "Prefetcher", "Produced"]
+
+
+@dataclass(frozen=True)
+class Described:
+    """What a decoded frame says about itself, worked out on the prefetch thread (no session state)."""
+
+    frame: av.VideoFrame
+    pixel_format: PixelFormat
+    metadata: FrameMetadata
+    colour: ColourInfo
+    planes: Any
+    size_bytes: int
+    on_gpu: bool
+
+
+class _Failure:
+    """An exception raised on the prefetch thread, re-raised on the caller's."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+Produced = av.VideoFrame | Described | None
+"""What the prefetch thread hands over: a frame, described there when it could be, or None at the end."""
+
+
+class Prefetcher:
+    """Runs ``produce`` on one worker thread, ``depth`` results ahead of the consumer.
+
+    ``produce`` returns the next frame or None at the end. Exceptions travel to the consumer in order.
+    ``stop()`` ends the worker (it is joined) and drops what it had decoded ahead.
+    """
+
+    def __init__(self, produce: Callable[[], Produced], depth: int, name: str) -> None:
+        self._produce = produce
+        self._queue: queue.Queue[Produced | _Failure] = queue.Queue(maxsize=depth)
+        self._stopping = threading.Event()
+        self._finished = False
+        self._thread = threading.Thread(target=self._run, name=f"alpha2-decode {name}", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: Produced | _Failure) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                frame = self._produce()
+            except BaseException as exc:
+                self._put(_Failure(exc))
+                return
+            if not self._put(frame) or frame is None:
+                return
+
+    def get(self) -> Produced:
+        # After the end or a failure the worker has returned: the stream is over, as a finished
+        # generator is when decoding on the caller's thread.
+        if self._finished:
+            return None
+        item = self._queue.get()
+        if isinstance(item, _Failure):
+            self._finished = True
+            raise item.exc
+        if item is None:
+            self._finished = True
+        return item
+
+    def stop(self) -> None:
+        self._stopping.set()
+        while self._thread.is_alive():
+            try:
+                while True:
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            self._thread.join(timeout=0.05)
