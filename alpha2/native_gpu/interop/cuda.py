@@ -172,11 +172,6 @@ class CopyCompletions:
         with self._cond:
             return sum(1 for c in self._pending if c.surface is not None)
 
-    def pending(self) -> int:
-        """Copies not yet seen completed."""
-        with self._cond:
-            return len(self._pending)
-
     # -- the waiter's side --------------------------------------------------------------------------
 
     def _submit(self, copy: PendingCopy) -> None:
