@@ -43,6 +43,9 @@ The WaiterThread -- exactly what runs on it, and why:
   time, in submission order, each with one ``_wait_native`` call up to its deadline; only while other
   waits are pending is that call cut into slices of at most :data:`WAITER_SLICE_S`, so that they keep
   their turn. Waits submitted while it blocks start after that call returns.
+
+The sync points and the WaiterThread are one contract (what each kind of wait may call, and on which
+thread), kept in one module on purpose: hence its length, past 600 lines.
 """
 
 from __future__ import annotations
