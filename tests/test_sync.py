@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 
@@ -299,3 +300,130 @@ def test_timeouts_do_not_pile_up_wakers() -> None:
         assert finished.wait(1.0)
     assert len(point._wakers) == 1
     waiter.stop()
+
+
+class BlockingOnlyPoint(SyncPoint):
+    """Like a CUDA event under NVDEC: a status query is dear, a blocking wait cheap (``blocking_waits``)."""
+
+    backend = BackendKind.CUDA
+    blocking_waits = True
+
+    def __init__(self, name: str = "", longest_block_s: float = math.inf) -> None:
+        super().__init__()
+        self.name = name
+        self.done = threading.Event()
+        self.polls = 0
+        self.native_calls: list[tuple[float, str]] = []
+        self._longest_block_s = longest_block_s
+
+    def _poll(self) -> bool:
+        self.polls += 1
+        return self.done.is_set()
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        self.native_calls.append((timeout_s, threading.current_thread().name))
+        if self.done.wait(min(timeout_s, self._longest_block_s)):
+            return WaitStatus.SIGNALED
+        return WaitStatus.TIMED_OUT
+
+
+def test_waiter_blocks_on_a_blocking_point_once_without_polling_it() -> None:
+    waiter = WaiterThread(name="alpha2-test-blocking")
+    point = BlockingOnlyPoint()
+    got: list[WaitResult] = []
+    finished = threading.Event()
+    waiter.submit(point, 2.0, lambda r: (got.append(r), finished.set()))
+    threading.Timer(0.03, point.done.set).start()
+    assert finished.wait(2.0)
+    assert got[0].signaled and got[0].waited_s >= 0.03
+    assert point.polls == 0, "the waiter never asks a blocking point"
+    assert len(point.native_calls) == 1, "one wait up to the deadline, not slices"
+    timeout_s, thread_name = point.native_calls[0]
+    assert timeout_s > 1.5 and thread_name == "alpha2-test-blocking"
+
+    late = BlockingOnlyPoint()
+    outcome: list[WaitResult] = []
+    timed_out = threading.Event()
+    waiter.submit(late, 0.05, lambda r: (outcome.append(r), timed_out.set()))
+    assert timed_out.wait(2.0)
+    assert outcome[0].timed_out and outcome[0].waited_s >= 0.05
+    assert late.polls == 0 and len(late.native_calls) == 1
+    waiter.stop()
+
+
+def test_blocking_points_are_waited_in_submission_order() -> None:
+    waiter = WaiterThread()
+    points = [BlockingOnlyPoint(name) for name in "abc"]
+    order: list[str] = []
+    all_done = threading.Event()
+
+    def on_done(result: WaitResult, name: str) -> None:
+        assert result.signaled
+        order.append(name)
+        if len(order) == 3:
+            all_done.set()
+
+    for point in points:
+        waiter.submit(point, 5.0, lambda r, n=point.name: on_done(r, n))
+    points[2].done.set()  # the newest finishes first ...
+    points[1].done.set()
+    time.sleep(0.05)
+    assert order == [], "nothing completes before the oldest"
+    points[0].done.set()  # ... yet they complete oldest first
+    assert all_done.wait(2.0)
+    assert order == ["a", "b", "c"]
+    assert [p.polls for p in points] == [0, 0, 0]
+    assert [len(p.native_calls) for p in points] == [1, 1, 1]
+    waiter.stop()
+
+
+def test_a_blocking_point_shares_the_waiter_with_other_waits() -> None:
+    waiter = WaiterThread()
+    blocking = BlockingOnlyPoint()
+    other = NativeOnlyPoint()
+    other.finish_after(0.02)
+    other_done = threading.Event()
+    blocking_done = threading.Event()
+    waiter.submit(other, 5.0, lambda r: other_done.set())
+    waiter.submit(blocking, 5.0, lambda r: blocking_done.set())
+    assert other_done.wait(1.0), "the other wait keeps its turn while the blocking point is pending"
+    assert not blocking_done.is_set()
+    time.sleep(0.02)
+    blocking.done.set()
+    assert blocking_done.wait(2.0)
+    *shares, alone = [timeout_s for timeout_s, _ in blocking.native_calls]
+    assert shares and all(t <= 0.005 + 1e-9 for t in shares), "slices while the other wait was pending"
+    assert alone > 4.0, "then one wait up to the deadline"
+    assert blocking.polls == 0
+    waiter.stop()
+
+
+def test_wait_and_wait_async_of_a_blocking_point_do_not_poll() -> None:
+    point = BlockingOnlyPoint()
+    result = point.wait(0)
+    assert result.timed_out and point.native_calls == [(0.0, threading.current_thread().name)]
+    threading.Timer(0.02, point.done.set).start()
+    assert point.wait(2.0).signaled
+    assert len(point.native_calls) == 2 and point.native_calls[1][0] > 1.9
+
+    later = BlockingOnlyPoint()
+
+    async def main() -> WaitResult:
+        threading.Timer(0.02, later.done.set).start()
+        return await later.wait_async(2.0)
+
+    assert asyncio.run(main()).signaled
+    assert point.polls == 0 and later.polls == 0
+    assert later.native_calls and {name for _, name in later.native_calls} == {"alpha2-sync-waiter"}
+
+
+def test_stop_fails_pending_blocking_waits() -> None:
+    waiter = WaiterThread()
+    point = BlockingOnlyPoint(longest_block_s=0.02)  # returns early, as a native wait may
+    got: list[WaitResult] = []
+    waiter.submit(point, None, got.append)
+    time.sleep(0.05)
+    assert got == [], "an unbounded wait is waited again after each early return"
+    waiter.stop(timeout=2.0)
+    assert len(got) == 1 and got[0].failed and isinstance(got[0].error, ClosedError)
+    assert point.polls == 0

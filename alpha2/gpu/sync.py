@@ -20,6 +20,7 @@ How a wait runs (a hybrid wait):
   the work is not done, hands the wait to the :class:`WaiterThread`, which resolves the asyncio future
   through ``loop.call_soon_threadsafe``.
 - :meth:`WaiterThread.submit` (or :class:`SyncWaiter`) is the callback-style wait.
+- A point with ``blocking_waits`` is not polled by any of them: each goes straight to ``_wait_native``.
 
 The WaiterThread -- exactly what runs on it, and why:
 
@@ -29,13 +30,22 @@ The WaiterThread -- exactly what runs on it, and why:
 - It exists because some waits cannot be polled cheaply by the waiter's owner (an asyncio loop must
   not block in ``vkWaitSemaphores``; a callback-style caller has no thread to block). It parks on those
   waits so that no caller has to.
-- It runs, and only runs: ``_poll()`` of every pending point each round; ``_wait_native(slice)`` on one
-  pending point at a time (round-robin), in slices of at most :data:`WAITER_SLICE_S` (5 ms) so that one
-  slow point never delays the others by more than a slice; and the completion callbacks given to
-  :meth:`WaiterThread.submit` (for ``wait_async`` that callback only schedules the future's result on
-  its loop). Callbacks must be short and must not block: they run on the waiter thread.
+- It runs, and only runs: ``_poll()`` of every pending point each round (except ``blocking_waits``
+  points, below); ``_wait_native(slice)`` on one pending point at a time (round-robin), in slices of
+  at most :data:`WAITER_SLICE_S` (5 ms) so that one slow point never delays the others by more than a
+  slice; and the completion callbacks given to :meth:`WaiterThread.submit` (for ``wait_async`` that
+  callback only schedules the future's result on its loop). Callbacks must be short and must not
+  block: they run on the waiter thread.
 - When every pending point can wake it (``_add_waker``; :class:`CpuSyncPoint` can), it parks on its own
   event instead, with no slicing and no CPU use until a point completes or a deadline passes.
+- Points with :attr:`SyncPoint.blocking_waits` (asking them costs more than blocking on them: a CUDA
+  event's status query under NVDEC takes milliseconds) are never polled. They are waited on one at a
+  time, in submission order, each with one ``_wait_native`` call up to its deadline; only while other
+  waits are pending is that call cut into slices of at most :data:`WAITER_SLICE_S`, so that they keep
+  their turn. Waits submitted while it blocks start after that call returns.
+
+The sync points and the WaiterThread are one contract (what each kind of wait may call, and on which
+thread), kept in one module on purpose: hence its length, past 600 lines.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import atexit
+import collections
 import enum
 import logging
 import math
@@ -141,11 +152,15 @@ class SyncPoint(abc.ABC):
     Subclasses implement :meth:`_poll` and :meth:`_wait_native`; optionally :meth:`_failure` (the error
     of finished-but-failed work) and :meth:`_add_waker` (a push notification, which lets the
     WaiterThread sleep instead of slicing native waits). Set ``backend`` as a class attribute or pass it
-    to ``__init__``.
+    to ``__init__``. A subclass whose ``_poll`` is dear sets ``blocking_waits``: :meth:`wait`,
+    :meth:`wait_async` and the WaiterThread then block in ``_wait_native`` without polling first
+    (:meth:`is_signaled` still polls: it is asked for).
     """
 
     backend: BackendKind = BackendKind.CPU
     """The API whose work this point tracks."""
+    blocking_waits: bool = False
+    """True when polling costs more than blocking: waits skip polling and block in ``_wait_native``."""
 
     def __init__(self, backend: BackendKind | None = None) -> None:
         if backend is not None:
@@ -189,6 +204,8 @@ class SyncPoint(abc.ABC):
         bounded = _check_timeout(timeout)
         start = time.monotonic()
         deadline = _deadline(start, bounded)
+        if self.blocking_waits:
+            return self._wait_blocking_only(start, deadline)
         result = self._spin(start, deadline)
         if result is not None:
             return result
@@ -215,11 +232,12 @@ class SyncPoint(abc.ABC):
         """
         bounded = _check_timeout(timeout)
         start = time.monotonic()
-        finished, error = self._check()
-        if finished:
-            return self._finished_result(start, error)
-        if bounded == 0:
-            return WaitResult(WaitStatus.TIMED_OUT, time.monotonic() - start)
+        if not self.blocking_waits:  # a blocking-only point is not polled here either: the waiter blocks
+            finished, error = self._check()
+            if finished:
+                return self._finished_result(start, error)
+            if bounded == 0:
+                return WaitResult(WaitStatus.TIMED_OUT, time.monotonic() - start)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[WaitResult] = loop.create_future()
 
@@ -265,6 +283,17 @@ class SyncPoint(abc.ABC):
     def _finished_result(start: float, error: BaseException | None) -> WaitResult:
         status = WaitStatus.SIGNALED if error is None else WaitStatus.FAILED
         return WaitResult(status, time.monotonic() - start, error)
+
+    def _wait_blocking_only(self, start: float, deadline: float | None) -> WaitResult:
+        """Block in ``_wait_native`` up to the deadline, at least once, never polling (``blocking_waits``)."""
+        while True:
+            slice_s = _BLOCKING_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
+            status, error = self._native(slice_s)
+            now = time.monotonic()
+            if status is not WaitStatus.TIMED_OUT:
+                return WaitResult(status, now - start, error)
+            if deadline is not None and now >= deadline:
+                return WaitResult(WaitStatus.TIMED_OUT, now - start)
 
     def _spin(self, start: float, deadline: float | None) -> WaitResult | None:
         """Poll for at most SPIN_S (or the deadline); a result when finished, else None."""
@@ -481,6 +510,7 @@ class WaiterThread:
 
     def _run(self) -> None:
         pending: list[WaitTicket] = []
+        blocking: collections.deque[WaitTicket] = collections.deque()  # blocking_waits points, oldest first
         turn = 0
         while True:
             self._kick.clear()
@@ -488,11 +518,14 @@ class WaiterThread:
                 stopping = self._stopped
                 incoming, self._incoming = self._incoming, []
             for ticket in incoming:
+                if ticket.point.blocking_waits:
+                    blocking.append(ticket)
+                    continue
                 # Register a waker once per ticket; a point that can push lets us sleep instead of slicing.
                 ticket._wakeable = ticket.point._add_waker(self._kick.set)
                 pending.append(ticket)
             if stopping:
-                for ticket in pending:
+                for ticket in [*blocking, *pending]:
                     ticket._complete(
                         WaitResult(
                             WaitStatus.FAILED,
@@ -502,15 +535,26 @@ class WaiterThread:
                     )
                 return
             pending = self._resolve_finished(pending)
-            if not pending:
+            while blocking and blocking[0].cancelled:
+                blocking.popleft()
+            if not pending and not blocking:
                 self._kick.wait()
                 continue
             now = time.monotonic()
             deadlines = [t.deadline for t in pending if t.deadline is not None]
             until_deadline = max(0.0, min(deadlines) - now) if deadlines else None
+            if blocking:
+                # Alone, the oldest blocking point is waited on up to its deadline; beside others, a slice.
+                share = None
+                if pending:
+                    share = WAITER_SLICE_S if until_deadline is None else min(WAITER_SLICE_S, until_deadline)
+                self._wait_oldest_blocking(blocking, share)
+                if not pending:
+                    continue
             native = [t for t in pending if not t._wakeable]
             if not native:
-                self._kick.wait(until_deadline)
+                if not blocking:
+                    self._kick.wait(until_deadline)
                 continue
             turn = (turn + 1) % len(native)
             ticket = native[turn]
@@ -519,6 +563,23 @@ class WaiterThread:
             if status is not WaitStatus.TIMED_OUT:
                 pending.remove(ticket)
                 ticket._complete(WaitResult(status, time.monotonic() - ticket.started_at, error))
+
+    @staticmethod
+    def _wait_oldest_blocking(blocking: collections.deque[WaitTicket], share: float | None) -> None:
+        """One ``_wait_native`` on the oldest blocking point: up to its deadline, or ``share`` seconds."""
+        ticket = blocking[0]
+        if ticket.deadline is None:
+            slice_s = _BLOCKING_SLICE_S
+        else:
+            slice_s = max(0.0, ticket.deadline - time.monotonic())
+        if share is not None:
+            slice_s = min(slice_s, share)
+        status, error = ticket.point._native(slice_s)
+        now = time.monotonic()
+        if status is WaitStatus.TIMED_OUT and (ticket.deadline is None or now < ticket.deadline):
+            return  # a share of the wait, or an unbounded one: waited on again next round
+        blocking.popleft()
+        ticket._complete(WaitResult(status, now - ticket.started_at, error))
 
     @staticmethod
     def _resolve_finished(pending: list[WaitTicket]) -> list[WaitTicket]:

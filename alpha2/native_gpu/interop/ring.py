@@ -1,0 +1,338 @@
+"""The GPU copy's ring: slots of plane images per stream, reused frame after frame, retired safely.
+
+Bookkeeping only, so that it runs with fakes: which slots a frame may take (:class:`RingKey`), what a
+slot holds and in which state (:class:`RingSlot`, :class:`RingPlane`), and when a slot leaving the ring
+may be destroyed (:class:`Ring`). The GPU objects are made, fenced and destroyed by the pairing
+(:mod:`.cuda_vk`) through the four callables it gives the ring.
+
+A slot leaves the ring when it is broken (an acquire or release failed half-way: its state is
+unknown), when its stream's decoder moved to a newer generation, when its stream was idle while more
+than ``max_idle_keys`` others came, or at close. It is destroyed only once its CUDA work is done; when
+Dawn's end-of-access fences are still pending on it, CUDA first waits on them (the destruction is
+ordered after Dawn's last access), and it waits in the retired list, destroyed by :meth:`Ring.poll`.
+"""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from alpha2.gpu.errors import Error, GpuTimeoutError, InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.handles import OwnedFd
+from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
+from alpha2.native_gpu.interop.leases import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOTS_PER_KEY, SlotPool
+
+if TYPE_CHECKING:
+    from alpha2.native_gpu._cuda.interop import CudaEvent, ExternalImage, ExternalSemaphore
+    from alpha2.native_gpu._vk.export import ExportableImage, ExportableSemaphore
+
+__all__ = ["VK_IMAGE_LAYOUT_GENERAL", "Ring", "RingKey", "RingPlane", "RingSlot", "wait_sync_fds"]
+
+VK_IMAGE_LAYOUT_GENERAL = 1
+
+
+@dataclass(frozen=True)
+class RingKey:
+    """Which slots a frame may take: the frames of one decoder generation, format and size."""
+
+    decoder_id: int
+    """The decoder (``SurfaceIdentity.decoder_id``)."""
+    generation: int
+    """Its configuration (``SurfaceIdentity.generation``); a newer one retires the older's slots."""
+    pixel_format: PixelFormat
+    """The frames' software layout."""
+    geometry: tuple[PlaneGeometry, ...]
+    """The plane images' formats and sizes, in plane order."""
+
+    def __post_init__(self) -> None:
+        if self.generation < 0:
+            raise InvalidInputError(f"RingKey.generation must be >= 0, got {self.generation}")
+        if not self.geometry:
+            raise InvalidInputError("a RingKey needs at least one plane")
+
+    @classmethod
+    def of(
+        cls, identity: SurfaceIdentity, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
+    ) -> RingKey:
+        """The key of ``identity``'s frames, whose planes have ``geometry``."""
+        return cls(identity.decoder_id, identity.generation, pixel_format, geometry)
+
+    @property
+    def pool_key(self) -> tuple[Hashable, ...]:
+        """The key in SlotPool's convention: decoder, generation, then this key."""
+        return (self.decoder_id, self.generation, self)
+
+
+@dataclass(eq=False)
+class RingPlane:
+    """One plane image of a slot, as Vulkan, CUDA and Dawn each see it."""
+
+    geometry: PlaneGeometry
+    """The image's format and size."""
+    vk_image: ExportableImage | None = None
+    """The Vulkan image on exportable OPAQUE_FD memory."""
+    semaphore: ExportableSemaphore | None = None
+    """The binary semaphore the copy signals and Dawn's begin_access waits on."""
+    cu_image: ExternalImage | None = None
+    """The image's memory imported into CUDA (the copy's destination)."""
+    cu_semaphore: ExternalSemaphore | None = None
+    """``semaphore`` imported into CUDA (signalled after the copy)."""
+    memory: Any = None
+    """Dawn's GPUSharedTextureMemory of the image."""
+    texture: Any = None
+    """Dawn's texture on ``memory`` (what the consumer samples)."""
+    view: Any = None
+    """A view of ``texture``."""
+    fence: Any = None
+    """Dawn's GPUSharedFence of ``semaphore``."""
+    layout: int = VK_IMAGE_LAYOUT_GENERAL
+    """The VkImageLayout Dawn's last access left the image in."""
+    uses: int = 0
+    """Copies made into the image (the semaphore's signal count)."""
+    accessing: bool = False
+    """Whether Dawn's access to ``memory`` has begun and not yet ended."""
+    release_fences: list[ExternalSemaphore] = field(default_factory=list)
+    """Dawn end-of-access fences imported into CUDA, which the slot's next CUDA work waits on."""
+    release_sync_fds: list[OwnedFd] = field(default_factory=list)
+    """Dawn end-of-access fences handed back as sync fds, waited on the CPU before the next copy."""
+
+
+@dataclass(eq=False)
+class RingSlot:
+    """One frame's worth of plane images, reused frame after frame."""
+
+    key: RingKey
+    """The stream the slot belongs to."""
+    planes: list[RingPlane]
+    """One image per plane of the key's geometry."""
+    copy_done: CudaEvent | None = None
+    """Recorded after each CUDA use of the slot; done means the slot's CUDA work is."""
+    waited: list[ExternalSemaphore] = field(default_factory=list)
+    """CUDA-imported Dawn fences that CUDA work on the slot waited on, not yet handed on or closed."""
+    broken: bool = False
+    """Whether an acquire or release failed half-way: the slot is retired, never reused."""
+
+    @classmethod
+    def for_key(cls, key: RingKey) -> RingSlot:
+        """A slot with one (not yet made) plane per plane of ``key``."""
+        return cls(key=key, planes=[RingPlane(g) for g in key.geometry])
+
+    def texture_count(self) -> int:
+        """Dawn textures the slot holds."""
+        return sum(1 for p in self.planes if p.texture is not None)
+
+    def planes_have_pending_fences(self) -> bool:
+        """Whether Dawn's end-of-access fences are still to be waited on before the slot's next use."""
+        return any(p.release_fences or p.release_sync_fds for p in self.planes)
+
+    def destroy_objects(self, end_access: Callable[[RingPlane], None]) -> None:
+        """Close the slot's objects in reverse order of creation. Only once its GPU work is done.
+
+        ``end_access`` ends Dawn's access to a plane still accessed (its failure does not stop the rest).
+        Dawn's objects are only dropped: Dawn keeps what its submitted work still uses.
+        """
+        waited, self.waited = self.waited, []
+        for semaphore in waited:
+            semaphore.close()
+        for plane in reversed(self.planes):
+            if plane.accessing:
+                try:
+                    end_access(plane)
+                except BaseException:
+                    pass
+            fences, plane.release_fences = plane.release_fences, []
+            for semaphore in fences:
+                semaphore.close()
+            fds, plane.release_sync_fds = plane.release_sync_fds, []
+            for fd in fds:
+                fd.close()
+            plane.fence = plane.view = plane.texture = plane.memory = None
+            cu_semaphore, plane.cu_semaphore = plane.cu_semaphore, None
+            cu_image, plane.cu_image = plane.cu_image, None
+            semaphore_vk, plane.semaphore = plane.semaphore, None
+            vk_image, plane.vk_image = plane.vk_image, None
+            for obj in (cu_semaphore, cu_image, semaphore_vk, vk_image):
+                if obj is not None:
+                    obj.close()
+        copy_done, self.copy_done = self.copy_done, None
+        if copy_done is not None:
+            copy_done.close()
+
+
+def wait_sync_fds(slot: RingSlot, timeout_s: float) -> None:
+    """Wait on the CPU, up to ``timeout_s`` in all, for the slot's end-of-access sync fds; closes them.
+
+    Raises:
+        GpuTimeoutError: a sync fd did not signal in time (the fds are closed and dropped either way).
+    """
+    deadline = time.monotonic() + timeout_s
+    for plane in slot.planes:
+        fds, plane.release_sync_fds = plane.release_sync_fds, []
+        for fd in fds:
+            try:
+                poller = select.poll()
+                poller.register(fd.fileno(), select.POLLIN)
+                left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                if not poller.poll(left_ms):
+                    raise GpuTimeoutError(
+                        "Dawn's end-of-access fence (a sync fd) did not signal within the GPU wait timeout"
+                    )
+            finally:
+                fd.close()
+
+
+class Ring:
+    """The pairing's slots: a SlotPool keyed by :class:`RingKey`, plus the retired slots. Thread-safe.
+
+    Args:
+        create: makes a slot's GPU objects for a key (undoing them itself on failure).
+        work_done: whether the slot's CUDA work is done; non-blocking. Raising counts as done (a failed
+            context runs nothing more).
+        order_after_last_access: makes the slot's CUDA work wait on its pending Dawn fences and records
+            ``copy_done`` after them (so that ``work_done`` covers Dawn's last access).
+        destroy: destroys a slot's GPU objects, once its work is done.
+        per_key: slots per stream before a take waits for one to come back.
+        max_idle_keys: idle streams whose slots are kept.
+    """
+
+    def __init__(
+        self,
+        *,
+        create: Callable[[RingKey], RingSlot],
+        work_done: Callable[[RingSlot], bool],
+        order_after_last_access: Callable[[RingSlot], None],
+        destroy: Callable[[RingSlot], None],
+        per_key: int = DEFAULT_SLOTS_PER_KEY,
+        max_idle_keys: int = DEFAULT_MAX_IDLE_KEYS,
+    ) -> None:
+        self._create_fn = create
+        self._work_done_fn = work_done
+        self._order_fn = order_after_last_access
+        self._destroy_fn = destroy
+        self._lock = threading.Lock()
+        self._retired: list[RingSlot] = []  # out of the ring, waiting for their CUDA work
+        self._live_textures = 0
+        self._pool: SlotPool[RingSlot] = SlotPool(
+            self._create,
+            self._retire,
+            per_key=per_key,
+            max_idle_keys=max_idle_keys,
+            what="GPU-copy ring slots",
+        )
+
+    # -- taking and giving back ---------------------------------------------------------------------
+
+    def take(self, key: RingKey, timeout_s: float) -> tuple[RingSlot, bool]:
+        """A slot for ``key`` and whether it was reused (see :meth:`SlotPool.take`).
+
+        Raises:
+            GpuTimeoutError: all ``per_key`` slots of the key stayed out for ``timeout_s``.
+            InvalidInputError: the ring is closed, or the key's generation is older than one seen.
+        """
+        return self._pool.take(key.pool_key, timeout_s)
+
+    def give_back(self, slot: RingSlot, *, broken: bool = False) -> None:
+        """Return a slot; a broken one (or one of a stale generation, or evicted) is retired."""
+        self._pool.give_back(slot.key.pool_key, slot, broken=broken)
+
+    def _create(self, pool_key: tuple[Hashable, ...]) -> RingSlot:
+        key = pool_key[2]
+        assert isinstance(key, RingKey)
+        slot = self._create_fn(key)
+        with self._lock:
+            self._live_textures += slot.texture_count()
+        return slot
+
+    # -- retirement ---------------------------------------------------------------------------------
+
+    def _work_done(self, slot: RingSlot) -> bool:
+        try:
+            return self._work_done_fn(slot)
+        except Error:
+            return True  # a failed context: nothing more runs on the slot
+
+    def _retire(self, slot: RingSlot) -> None:
+        """SlotPool's destroy hook: destroy now if the slot's CUDA work is done, else after poll()."""
+        pending = slot.planes_have_pending_fences()
+        if not pending and self._work_done(slot):
+            self.destroy(slot)
+            return
+        if pending:
+            try:
+                self._order_fn(slot)
+            except Error:
+                pass  # the context failed: its work is over, poll() destroys the slot
+        with self._lock:
+            self._retired.append(slot)
+
+    def has_retired(self) -> bool:
+        """Whether slots wait for their CUDA work before being destroyed."""
+        with self._lock:
+            return bool(self._retired)
+
+    def poll(self) -> None:
+        """Destroy the retired slots whose CUDA work is done."""
+        with self._lock:
+            retired, self._retired = self._retired, []
+        still: list[RingSlot] = []
+        for slot in retired:
+            if self._work_done(slot):
+                self.destroy(slot)
+            else:
+                still.append(slot)
+        with self._lock:
+            self._retired = still + self._retired
+
+    def take_retired(self) -> list[RingSlot]:
+        """Take the retired slots out (whoever takes them destroys them, with :meth:`destroy`)."""
+        with self._lock:
+            retired, self._retired = self._retired, []
+        return retired
+
+    def destroy(self, slot: RingSlot) -> None:
+        """Destroy a slot (its CUDA work must be done) and stop counting its textures."""
+        count = slot.texture_count()
+        self._destroy_fn(slot)
+        with self._lock:
+            self._live_textures -= count
+
+    # -- reports and teardown -----------------------------------------------------------------------
+
+    @property
+    def allocations(self) -> int:
+        """Slots made."""
+        return self._pool.allocations
+
+    @property
+    def reuses(self) -> int:
+        """Takes that reused an idle slot."""
+        return self._pool.reuses
+
+    @property
+    def drained(self) -> int:
+        """Slots that left the ring (retired)."""
+        return self._pool.drained
+
+    @property
+    def live_textures(self) -> int:
+        """Dawn textures of slots not yet destroyed."""
+        with self._lock:
+            return self._live_textures
+
+    def counts(self) -> tuple[int, int]:
+        """(slots in the ring, idle slots); retired slots are not counted."""
+        return self._pool.counts()
+
+    def idle_slots(self) -> list[RingSlot]:
+        """The idle slots (a snapshot)."""
+        return self._pool.idle_items()
+
+    def close(self) -> None:
+        """Retire the idle slots; slots still out are retired as they come back. Idempotent."""
+        self._pool.close()

@@ -1,0 +1,955 @@
+"""The GPU copy's ring, slot and fence logic and copy completions, with fakes: no GPU, runs in CI.
+
+The fakes stand in for the CUDA driver objects (``_cuda.interop``: context, copy stream, events,
+external images and semaphores, the plane copy), the Vulkan exports (``_vk.export``) and Dawn's shared
+texture memory and fences (``wgpudawn``'s extras), and record what was called, in order. The real
+:class:`CudaVkPairing`, :class:`Ring` and :class:`CopyCompletions` run over them; the same code on the
+H200 is covered by ``tests/test_importer.py::test_nvdec_gpu_copy_into_dawn_is_bit_exact``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from alpha2.gpu.colour import ColourInfo
+from alpha2.gpu.errors import GpuTimeoutError, InternalError, InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.geometry import FrameMetadata, Size
+from alpha2.gpu.handles import CudaPtr2D, OwnedFd
+from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.gpu.sync import WaiterThread
+from alpha2.native_gpu._cuda import interop
+from alpha2.native_gpu._vk import export
+from alpha2.native_gpu.device.shared import QueueRole
+from alpha2.native_gpu.interop import cuda_vk
+from alpha2.native_gpu.interop.cpu_upload import frame_geometry
+from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint
+from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
+from alpha2.native_gpu.interop.leases import (
+    FEATURE_SHARED_FENCE_OPAQUE_FD,
+    FEATURE_SHARED_TEXTURE_OPAQUE_FD,
+    NativeSurfaceLease,
+    WebGpuDeviceInfo,
+    WebGpuImplementation,
+)
+from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, wait_sync_fds
+
+NV12 = PixelFormat.NV12
+
+# ---------------------------------------------------------------------------------------------------
+# fakes
+
+
+class FakeEvent:
+    """A CUDA event: recorded on a stream; done once the fake GPU 'runs' it (``complete``)."""
+
+    def __init__(self, cuda: FakeCuda, name: str) -> None:
+        self.cuda = cuda
+        self.name = name
+        self.done = threading.Event()
+        self.done.set()  # never recorded: nothing to wait for
+        self.records = 0
+        self.queries = 0
+        self.wait_threads: list[str] = []
+        self.closed = 0
+        self.fail_wait: BaseException | None = None
+
+    def record(self, stream: object) -> None:
+        self.cuda.log.append(("record", self.name))
+        self.records += 1
+        if self.cuda.auto_complete:
+            self.done.set()
+        else:
+            self.done.clear()
+
+    def query(self) -> bool:
+        self.queries += 1
+        return self.done.is_set()
+
+    def wait(self, timeout_s: float, what: str = "CUDA work") -> None:
+        self.wait_threads.append(threading.current_thread().name)
+        if self.fail_wait is not None:
+            raise self.fail_wait
+        if not self.done.wait(timeout_s):
+            raise GpuTimeoutError(f"{what} did not finish within {timeout_s} s")
+
+    def complete(self) -> None:
+        self.done.set()
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class FakeCuSemaphore:
+    """A Vulkan semaphore imported into CUDA: a plane's copy-done semaphore, or a Dawn release fence."""
+
+    def __init__(self, cuda: FakeCuda, name: str) -> None:
+        self.cuda = cuda
+        self.name = name
+        self.waits = 0
+        self.signals = 0
+        self.closed = 0
+
+    def wait(self, stream: object, value: int = 0) -> None:
+        self.cuda.log.append(("wait", self.name))
+        self.waits += 1
+
+    def signal(self, stream: object, value: int = 0) -> None:
+        self.cuda.log.append(("signal", self.name))
+        self.signals += 1
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class FakeClosable:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class FakeStream:
+    handle = "copy-stream"
+
+    def __init__(self, cuda: FakeCuda) -> None:
+        self.cuda = cuda
+        self.closed = 0
+
+    def order_after(self, producer: int | None) -> None:
+        self.cuda.log.append(("order_after", producer))
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class FakeCuda:
+    """What CudaVkPairing takes from ``_cuda.interop``, recording the calls in ``log``."""
+
+    def __init__(self, log: list[tuple[str, Any]]) -> None:
+        self.log = log
+        self.auto_complete = True
+        self.ctx = SimpleNamespace(__enter__=None)
+        self.events: list[FakeEvent] = []
+        self.plane_semaphores: list[FakeCuSemaphore] = []
+        self.release_fences: list[FakeCuSemaphore] = []
+        self.images: list[FakeClosable] = []
+        self.plane_semaphore_fds: set[int] = set()
+        self.streams: list[FakeStream] = []
+
+    def primary_context(self, ordinal: int) -> FakeContext:
+        return FakeContext()
+
+    def CopyStream(self, ctx: object) -> FakeStream:
+        stream = FakeStream(self)
+        self.streams.append(stream)
+        return stream
+
+    def CudaEvent(self, ctx: object) -> FakeEvent:
+        event = FakeEvent(self, f"event{len(self.events)}")
+        self.events.append(event)
+        return event
+
+    def ExternalImage(self, ctx: object, fd: OwnedFd, **kwargs: Any) -> FakeClosable:
+        fd.close()  # CUDA takes the fd
+        image = FakeClosable(f"cu_image{len(self.images)}")
+        self.images.append(image)
+        return image
+
+    def ExternalSemaphore(self, ctx: object, fd: OwnedFd, *, timeline: bool) -> FakeCuSemaphore:
+        raw = fd.fileno()
+        fd.close()
+        if raw in self.plane_semaphore_fds:  # a ring plane's semaphore
+            self.plane_semaphore_fds.discard(raw)
+            semaphore = FakeCuSemaphore(self, f"plane_sem{len(self.plane_semaphores)}")
+            self.plane_semaphores.append(semaphore)
+        else:  # Dawn's end-of-access fence
+            semaphore = FakeCuSemaphore(self, f"release_fence{len(self.release_fences)}")
+            self.release_fences.append(semaphore)
+        return semaphore
+
+    def copy_plane_to_array(self, ctx: object, src: CudaPtr2D, dst: FakeClosable, stream: object) -> None:
+        self.log.append(("copy", dst.name))
+
+
+class FakeContext:
+    """A CUDA primary context: ``with ctx`` pushes it."""
+
+    def __enter__(self) -> FakeContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class FakeVkImage(FakeClosable):
+    size_bytes = 4096
+    create_info_address = 0x1234
+    memory_type_index = 0
+    layout = cuda_vk.VK_IMAGE_LAYOUT_GENERAL
+
+    def export_memory_fd(self) -> OwnedFd:
+        return OwnedFd(os.open(os.devnull, os.O_RDONLY))
+
+
+class FakeVkSemaphore(FakeClosable):
+    def __init__(self, name: str, cuda: FakeCuda) -> None:
+        super().__init__(name)
+        self.cuda = cuda
+
+    def export_fd(self) -> OwnedFd:
+        fd = OwnedFd(os.open(os.devnull, os.O_RDONLY))
+        self.cuda.plane_semaphore_fds.add(fd.fileno())
+        return fd
+
+
+class FakeDawnFence:
+    """A fence Dawn's end_access hands back: an opaque-fd semaphore, or a sync fd (a pipe here)."""
+
+    def __init__(self, kind: str, fd: int) -> None:
+        self.kind = kind
+        self.fd = fd
+
+    def export(self) -> dict[str, Any]:
+        return {"type": self.kind, "fd": self.fd}
+
+
+class FakeMemory:
+    """Dawn's SharedTextureMemory of one plane image."""
+
+    def __init__(self, dawn: FakeDawn, label: str) -> None:
+        self.dawn = dawn
+        self.label = label
+
+    def create_texture(self, label: str) -> Any:
+        return SimpleNamespace(label=label, create_view=lambda label: SimpleNamespace(label=label))
+
+    def begin_access(self, texture: Any, **kwargs: Any) -> None:
+        self.dawn.log.append(("begin_access", self.label))
+        if self.label in self.dawn.fail_begin:
+            raise RuntimeError("begin_access failed")
+
+    def end_access(self, texture: Any) -> Any:
+        self.dawn.log.append(("end_access", self.label))
+        if self.label in self.dawn.fail_end:
+            raise RuntimeError("end_access failed")
+        return SimpleNamespace(vk_image_layout=(1, 1), fences=[self.dawn.end_fence()])
+
+
+class FakeDawn:
+    """``wgpudawn.backends.dawn.extras``: shared texture memory and shared fences."""
+
+    def __init__(self, log: list[tuple[str, Any]]) -> None:
+        self.log = log
+        self.fail_begin: set[str] = set()
+        self.fail_end: set[str] = set()
+        self.fence_kind = "vk-semaphore-opaque-fd"
+        self.sync_fd_signalled = True
+        self._fds: list[int] = []
+        self.memories = 0
+
+    def import_shared_texture_memory(
+        self, device: object, *, label: str, opaque_fd: dict[str, Any]
+    ) -> FakeMemory:
+        os.fstat(opaque_fd["fd"])  # an open fd, as Dawn needs
+        self.memories += 1
+        return FakeMemory(self, label)
+
+    def import_shared_fence(self, device: object, *, label: str, vk_semaphore_opaque_fd: int) -> Any:
+        return SimpleNamespace(label=label)
+
+    def end_fence(self) -> FakeDawnFence:
+        if self.fence_kind == "sync-fd":
+            read, write = os.pipe()
+            if self.sync_fd_signalled:
+                os.write(write, b"x")
+            self._fds += [read, write]
+            return FakeDawnFence("sync-fd", read)
+        fd = os.open(os.devnull, os.O_RDONLY)
+        self._fds.append(fd)
+        return FakeDawnFence(self.fence_kind, fd)
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+
+
+class FakeVulkan:
+    """The SharedVulkanContext (and its ``_internal`` state) the pairing is given."""
+
+    def __init__(self) -> None:
+        self.deferred: list[Callable[[], None]] = []
+        self._internal = self
+        self.queue_families = {QueueRole.GRAPHICS: 0}
+        self.closed = 0
+
+    def defer_destroy(self, destroy: Callable[[], None]) -> None:
+        self.deferred.append(destroy)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class Rig:
+    """A CudaVkPairing over fakes, and the fakes."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, slots: int) -> None:
+        self.log: list[tuple[str, Any]] = []
+        self.cuda = FakeCuda(self.log)
+        self.dawn = FakeDawn(self.log)
+        self.vulkan = FakeVulkan()
+        self.timeout_s = 2.0
+        self.vk_images: list[FakeVkImage] = []
+        self.vk_semaphores: list[FakeVkSemaphore] = []
+        for name in (
+            "primary_context",
+            "CopyStream",
+            "CudaEvent",
+            "ExternalImage",
+            "ExternalSemaphore",
+            "copy_plane_to_array",
+        ):
+            monkeypatch.setattr(interop, name, getattr(self.cuda, name))
+        monkeypatch.setattr(export, "ExportableImage", self._vk_image)
+        monkeypatch.setattr(export, "ExportableSemaphore", self._vk_semaphore)
+        monkeypatch.setattr(export, "transition_for_external", self._transition)
+        monkeypatch.setattr(cuda_vk, "_dawn_extras", lambda: self.dawn)
+        info = WebGpuDeviceInfo(
+            WebGpuImplementation.DAWN,
+            frozenset({FEATURE_SHARED_TEXTURE_OPAQUE_FD, FEATURE_SHARED_FENCE_OPAQUE_FD}),
+        )
+        self.pairing = CudaVkPairing(
+            object(),
+            info,
+            context=self.vulkan,  # type: ignore[arg-type]
+            owns_context=False,
+            cuda_ordinal=0,
+            slots=slots,
+            wait_timeout=lambda: self.timeout_s,
+        )
+
+    def _vk_image(self, vk: object, width: int, height: int, vk_format: int) -> FakeVkImage:
+        image = FakeVkImage(f"vk_image{len(self.vk_images)}")
+        self.vk_images.append(image)
+        return image
+
+    def _vk_semaphore(self, vk: object, *, timeline: bool) -> FakeVkSemaphore:
+        semaphore = FakeVkSemaphore(f"vk_semaphore{len(self.vk_semaphores)}", self.cuda)
+        self.vk_semaphores.append(semaphore)
+        return semaphore
+
+    def _transition(self, vk: object, images: list[FakeVkImage], family: int, timeout_s: float) -> None:
+        self.log.append(("transition", len(images)))
+
+    def calls(self, *kinds: str) -> list[tuple[str, Any]]:
+        return [entry for entry in self.log if entry[0] in kinds]
+
+
+@pytest.fixture
+def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    made = Rig(monkeypatch, slots=1)
+    yield made
+    made.pairing.close()
+    made.dawn.close()
+
+
+def cuda_frame(decoder_id: int = 1, generation: int = 0, width: int = 64, height: int = 36) -> DecodedFrame:
+    """An NV12 frame 'decoded by NVDEC': two pitched CUDA planes on device 0, decode work on stream 0."""
+    identity = SurfaceIdentity(decoder_id, generation, width, height, NV12)
+    size = Size(width, height)
+    metadata = FrameMetadata(
+        pts=0, time_base=None, duration=None, key_frame=True, coded_size=size, display_size=size
+    )
+    planes = (
+        CudaPtr2D(device_ptr=0x10000, pitch_bytes=256, width_bytes=width, height=height),
+        CudaPtr2D(device_ptr=0x90000, pitch_bytes=256, width_bytes=width, height=height // 2),
+    )
+    return DecodedFrame(
+        planes, NV12, ColourInfo().resolved(NV12, width, height), metadata, identity, cuda_stream=0
+    )
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def key_of(decoder_id: int = 1, generation: int = 0, width: int = 64, height: int = 36) -> RingKey:
+    identity = SurfaceIdentity(decoder_id, generation, width, height, NV12)
+    return RingKey.of(identity, NV12, frame_geometry(NV12, width, height))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the ring key
+
+
+def test_ring_keys_are_equal_by_value() -> None:
+    a, b = key_of(), key_of()
+    assert a == b and hash(a) == hash(b) and a is not b
+    assert a.pool_key == (1, 0, a)
+    assert [g.width for g in a.geometry] == [64, 32] and [g.height for g in a.geometry] == [36, 18]
+    assert key_of(generation=1) != a
+    assert key_of(decoder_id=2) != a
+    assert key_of(width=66) != a
+    assert len({a, b, key_of(generation=1), key_of(width=66)}) == 3
+    with pytest.raises(InvalidInputError, match="generation"):
+        RingKey(1, -1, NV12, a.geometry)
+    with pytest.raises(InvalidInputError, match="plane"):
+        RingKey(1, 0, NV12, ())
+
+
+# ---------------------------------------------------------------------------------------------------
+# the ring: reuse, retirement, bounds
+
+
+class RingHooks:
+    """The four callables a Ring is given, recording what the ring asked for."""
+
+    def __init__(self, textures_per_slot: int = 2) -> None:
+        self.textures_per_slot = textures_per_slot
+        self.made: list[RingSlot] = []
+        self.destroyed: list[RingSlot] = []
+        self.ordered: list[RingSlot] = []
+        self.busy: set[int] = set()  # ids of slots whose CUDA work is still running
+        self.fail_create = False
+
+    def create(self, key: RingKey) -> RingSlot:
+        slot = RingSlot.for_key(key)
+        for plane in slot.planes[: self.textures_per_slot]:
+            plane.texture = object()
+        if self.fail_create:
+            raise InternalError("half-made")
+        self.made.append(slot)
+        return slot
+
+    def work_done(self, slot: RingSlot) -> bool:
+        return id(slot) not in self.busy
+
+    def order_after_last_access(self, slot: RingSlot) -> None:
+        self.ordered.append(slot)
+        for plane in slot.planes:
+            slot.waited += plane.release_fences
+            plane.release_fences = []
+
+    def destroy(self, slot: RingSlot) -> None:
+        assert slot not in self.destroyed, "destroyed once"
+        self.destroyed.append(slot)
+
+    def ring(self, per_key: int = 2, max_idle_keys: int = 8) -> Ring:
+        return Ring(
+            create=self.create,
+            work_done=self.work_done,
+            order_after_last_access=self.order_after_last_access,
+            destroy=self.destroy,
+            per_key=per_key,
+            max_idle_keys=max_idle_keys,
+        )
+
+
+def test_ring_reuses_a_key_s_idle_slots_up_to_per_key() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring(per_key=2)
+    key = key_of()
+    first, reused = ring.take(key, 1.0)
+    assert not reused and first.key == key and len(first.planes) == 2
+    ring.give_back(first)
+    again, reused = ring.take(key_of(), 1.0)  # an equal key, not the same object
+    assert reused and again is first
+    second, reused = ring.take(key, 1.0)
+    assert not reused and second is not first
+    start = time.monotonic()
+    with pytest.raises(GpuTimeoutError, match="2 GPU-copy ring slots"):
+        ring.take(key, 0.02)
+    assert time.monotonic() - start >= 0.02
+    assert (ring.allocations, ring.reuses, ring.counts(), ring.live_textures) == (2, 1, (2, 0), 4)
+    ring.give_back(first)
+    ring.give_back(second)
+    assert ring.counts() == (2, 2) and hooks.destroyed == []
+
+
+def test_a_broken_slot_is_retired_not_reused() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring()
+    key = key_of()
+    slot, _ = ring.take(key, 1.0)
+    ring.give_back(slot, broken=True)
+    assert hooks.destroyed == [slot], "its CUDA work is done: destroyed at once"
+    fresh, reused = ring.take(key, 1.0)
+    assert not reused and fresh is not slot
+    assert (ring.allocations, ring.reuses, ring.drained, ring.live_textures) == (2, 0, 1, 2)
+
+
+def test_a_retired_slot_waits_for_its_cuda_work() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring()
+    slot, _ = ring.take(key_of(), 1.0)
+    hooks.busy.add(id(slot))
+    ring.give_back(slot, broken=True)
+    assert hooks.destroyed == [] and ring.has_retired()
+    ring.poll()
+    assert hooks.destroyed == [] and ring.has_retired()
+    hooks.busy.clear()
+    ring.poll()
+    ring.poll()
+    assert hooks.destroyed == [slot] and not ring.has_retired()
+    assert ring.live_textures == 0 and ring.counts() == (0, 0)
+
+
+def test_retiring_a_slot_with_dawn_fences_pending_orders_it_after_them() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring()
+    slot, _ = ring.take(key_of(), 1.0)
+    fence = FakeClosable("release_fence")
+    slot.planes[0].release_fences.append(fence)  # type: ignore[arg-type]
+    ring.give_back(slot, broken=True)
+    assert hooks.ordered == [slot], "CUDA waits on Dawn's fences before the slot is destroyed"
+    assert slot.waited == [fence] and not slot.planes_have_pending_fences()
+    assert hooks.destroyed == [] and ring.has_retired(), "destroyed only once the ordered work is seen done"
+    ring.poll()
+    assert hooks.destroyed == [slot]
+
+
+def test_idle_streams_beyond_the_bound_are_retired() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring(per_key=1, max_idle_keys=2)
+    slots = {}
+    for decoder_id in (1, 2, 3):
+        slots[decoder_id], _ = ring.take(key_of(decoder_id), 1.0)
+        ring.give_back(slots[decoder_id])
+    assert hooks.destroyed == [slots[1]], "the least recently used stream's slot goes"
+    assert ring.counts() == (2, 2)
+    _, reused = ring.take(key_of(2), 1.0)
+    assert reused
+    again, reused = ring.take(key_of(1), 1.0)
+    assert not reused and again is not slots[1] and ring.allocations == 4
+
+
+def test_a_newer_generation_retires_the_older_one_s_slots() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring(per_key=2)
+    idle, _ = ring.take(key_of(generation=0), 1.0)
+    out, _ = ring.take(key_of(generation=0), 1.0)
+    ring.give_back(idle)
+    newer, _ = ring.take(key_of(generation=1), 1.0)
+    assert hooks.destroyed == [idle]
+    ring.give_back(out)
+    assert hooks.destroyed == [idle, out], "an out-standing slot of the old generation goes as it returns"
+    with pytest.raises(InvalidInputError, match="generation 0 arrived after generation 1"):
+        ring.take(key_of(generation=0), 1.0)
+    ring.give_back(newer)
+    ring.close()
+    assert hooks.destroyed == [idle, out, newer] and ring.live_textures == 0
+    with pytest.raises(InvalidInputError, match="closed"):
+        ring.take(key_of(generation=1), 1.0)
+
+
+def test_a_slot_that_fails_to_be_made_is_not_counted() -> None:
+    hooks = RingHooks()
+    ring = hooks.ring()
+    hooks.fail_create = True
+    with pytest.raises(InternalError):
+        ring.take(key_of(), 1.0)
+    assert (ring.allocations, ring.live_textures, ring.counts()) == (0, 0, (0, 0))
+    hooks.fail_create = False
+    ring.take(key_of(), 1.0)
+    assert (ring.allocations, ring.live_textures) == (1, 2)
+
+
+def test_destroy_objects_closes_each_once_and_ends_open_accesses() -> None:
+    slot = RingSlot.for_key(key_of())
+    objects: list[FakeClosable] = []
+    ended: list[int] = []
+    for index, plane in enumerate(slot.planes):
+        plane.vk_image, plane.semaphore, plane.cu_image, plane.cu_semaphore = (  # type: ignore[assignment]
+            FakeClosable(f"{name}{index}") for name in ("vk_image", "semaphore", "cu_image", "cu_semaphore")
+        )
+        objects += [plane.vk_image, plane.semaphore, plane.cu_image, plane.cu_semaphore]  # type: ignore[list-item]
+        plane.texture = plane.memory = object()
+        plane.release_fences.append(FakeClosable(f"fence{index}"))  # type: ignore[arg-type]
+        objects += plane.release_fences  # type: ignore[arg-type]
+    slot.planes[1].accessing = True
+    slot.waited.append(FakeClosable("waited"))  # type: ignore[arg-type]
+    objects += slot.waited  # type: ignore[arg-type]
+    slot.copy_done = FakeClosable("copy_done")  # type: ignore[assignment]
+    objects.append(slot.copy_done)  # type: ignore[arg-type]
+
+    def end_access(plane: Any) -> None:
+        ended.append(slot.planes.index(plane))
+        raise RuntimeError("the device is lost")  # does not stop the rest
+
+    slot.destroy_objects(end_access)
+    assert ended == [1]
+    assert [o.closed for o in objects] == [1] * len(objects)
+    assert slot.copy_done is None and slot.waited == [] and slot.texture_count() == 0
+    assert all(p.vk_image is None and p.cu_semaphore is None and not p.release_fences for p in slot.planes)
+
+
+def test_sync_fds_are_waited_on_the_cpu_and_closed() -> None:
+    slot = RingSlot.for_key(key_of())
+    read, write = os.pipe()
+    os.write(write, b"x")  # signalled
+    slot.planes[0].release_sync_fds.append(OwnedFd(read))
+    wait_sync_fds(slot, 1.0)
+    assert slot.planes[0].release_sync_fds == []
+    with pytest.raises(OSError):
+        os.fstat(read)  # closed
+    os.close(write)
+
+    read, write = os.pipe()  # never signalled
+    fd = OwnedFd(read)
+    slot.planes[1].release_sync_fds.append(fd)
+    start = time.monotonic()
+    with pytest.raises(GpuTimeoutError, match="sync fd"):
+        wait_sync_fds(slot, 0.03)
+    assert time.monotonic() - start >= 0.02
+    assert fd.closed and slot.planes[1].release_sync_fds == [] and not slot.planes_have_pending_fences()
+    os.close(write)
+
+
+# ---------------------------------------------------------------------------------------------------
+# copy completions: surfaces let go in order, once each copy's sync point signals
+
+
+class FakeSurface:
+    def __init__(self, name: str, released: list[str]) -> None:
+        self.name = name
+        self._released = released
+
+    def release(self) -> None:
+        self._released.append(self.name)
+
+
+class Completions:
+    """CopyCompletions on a WaiterThread of its own, with fake events."""
+
+    def __init__(self, timeout_s: float = 2.0) -> None:
+        self.cuda = FakeCuda([])
+        self.cuda.auto_complete = False
+        self.waiter = WaiterThread(name="alpha2-test-copy-done")
+        self.timeout_s = timeout_s
+        self.made = 0
+        self.released: list[str] = []
+        self.completions = CopyCompletions(
+            FakeContext(),  # type: ignore[arg-type]
+            lambda: self.timeout_s,
+            waiter=self.waiter,
+            new_event=self._event,
+        )
+
+    def _event(self) -> Any:
+        self.made += 1
+        return self.cuda.CudaEvent(None)
+
+    def copy(self, name: str, waited: list[Any] | None = None) -> FakeEvent:
+        event: Any = self.completions.event()
+        event.record("copy-stream")
+        self.completions.add(event, FakeSurface(name, self.released), waited or [])  # type: ignore[arg-type]
+        return event  # type: ignore[no-any-return]
+
+
+def test_surfaces_are_released_in_order_once_each_copy_signals() -> None:
+    c = Completions()
+    events = [c.copy(name) for name in ("f0", "f1", "f2")]
+    assert c.completions.held() == 3
+    events[2].complete()  # later copies seen done first ...
+    events[1].complete()
+    time.sleep(0.05)
+    assert c.released == [] and c.completions.held() == 3, "nothing before the oldest"
+    events[0].complete()
+    assert wait_until(lambda: len(c.released) == 3)
+    assert c.released == ["f0", "f1", "f2"] and c.completions.held() == 0
+    assert [e.queries for e in events] == [0, 0, 0], "the waiter blocks on the events, never asks"
+    assert all(e.wait_threads and set(e.wait_threads) == {"alpha2-test-copy-done"} for e in events)
+    reused = {id(c.completions.event()) for _ in range(3)}
+    assert reused == {id(e) for e in events} and c.made == 3, "events are reused"
+    c.waiter.stop()
+
+
+def test_the_fences_a_copy_waited_on_are_closed_once_it_is_done() -> None:
+    c = Completions()
+    fences = [FakeClosable("release_fence0"), FakeClosable("release_fence1")]
+    event = c.copy("f0", waited=fences)
+    time.sleep(0.02)
+    assert [f.closed for f in fences] == [0, 0], "the copy may still be waiting on them"
+    event.complete()
+    assert wait_until(lambda: c.released == ["f0"])
+    assert [f.closed for f in fences] == [1, 1]
+    c.waiter.stop()
+
+
+def test_a_copy_that_outlasts_the_timeout_keeps_its_surface_and_is_waited_again() -> None:
+    c = Completions(timeout_s=0.02)
+    event = c.copy("slow")
+    later = c.copy("after")
+    later.complete()
+    assert wait_until(lambda: len(event.wait_threads) >= 3)
+    assert c.released == [] and c.completions.held() == 2, "a timed-out copy may still read its frame"
+    event.complete()
+    assert wait_until(lambda: len(c.released) == 2)
+    assert c.released == ["slow", "after"] and event.queries == 0
+    c.waiter.stop()
+
+
+def test_a_failed_copy_lets_its_surface_go_and_the_next_is_waited() -> None:
+    c = Completions()
+    failed = c.copy("f0")
+    failed.fail_wait = InternalError("CUDA_ERROR_LAUNCH_FAILED")  # the context failed: nothing reads it
+    after = c.copy("f1")
+    after.complete()
+    assert wait_until(lambda: len(c.released) == 2)
+    assert c.released == ["f0", "f1"]
+    c.waiter.stop()
+
+
+def test_close_waits_for_pending_copies_and_destroys_free_events() -> None:
+    c = Completions()
+    first = c.copy("f0")
+    first.complete()
+    assert wait_until(lambda: c.released == ["f0"])  # its event is free again
+    pending = c.copy("f1")
+    assert pending is first, "the free event is reused"
+    threading.Timer(0.03, pending.complete).start()
+    start = time.monotonic()
+    assert c.completions.close(2.0) is True
+    assert time.monotonic() - start < 1.5
+    assert wait_until(lambda: first.closed == 1), "recycled after close: destroyed"
+    assert c.released == ["f0", "f1"]
+    c.waiter.stop()
+
+
+def test_close_is_bounded_and_a_running_copy_keeps_its_surface() -> None:
+    c = Completions(timeout_s=0.05)
+    spare: Any = c.completions.event()
+    c.completions.recycle(spare)
+    stuck = c.copy("stuck")
+    spare2: Any = c.completions.event()
+    c.completions.recycle(spare2)
+    start = time.monotonic()
+    assert c.completions.close(0.05) is False
+    assert time.monotonic() - start < 0.5
+    assert spare2.closed == 1, "free events are destroyed at close"
+    time.sleep(0.15)  # the wait timed out after close began: given up
+    stuck.complete()
+    time.sleep(0.05)
+    assert c.released == [] and c.completions.held() == 1 and stuck.closed == 0
+    c.waiter.stop()
+
+
+def test_a_stopped_waiter_leaves_the_surfaces_held() -> None:
+    c = Completions(timeout_s=0.05)  # a blocking wait under way ends at its timeout, then the stop is seen
+    first = c.copy("f0")
+    c.copy("f1")
+    assert wait_until(lambda: len(first.wait_threads) == 1)
+    c.waiter.stop(timeout=2.0)
+    assert not c.waiter.running
+    start = time.monotonic()
+    assert c.completions.close(2.0) is False
+    assert time.monotonic() - start < 0.5, "nothing more will be waited: close does not wait"
+    assert c.released == [] and c.completions.held() == 2
+
+
+def test_a_copy_s_sync_point_blocks_and_never_polls() -> None:
+    cuda = FakeCuda([])
+    cuda.auto_complete = False
+    event = cuda.CudaEvent(None)
+    event.record("copy-stream")
+    point = CudaEventSyncPoint(event, "a copy")  # type: ignore[arg-type]
+    assert point.blocking_waits and point.wait(0.02).timed_out
+    threading.Timer(0.02, event.complete).start()
+    assert point.wait(2.0).signaled
+    assert event.queries == 0 and len(event.wait_threads) == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# the pairing over fakes: slot state and fences
+
+
+def test_a_reused_slot_s_copy_waits_for_dawn_s_last_access(rig: Rig) -> None:
+    pairing = rig.pairing
+    first = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    assert rig.calls("order_after", "copy", "signal", "begin_access") == [
+        ("order_after", 0),
+        ("copy", "cu_image0"),
+        ("copy", "cu_image1"),
+        ("signal", "plane_sem0"),
+        ("signal", "plane_sem1"),
+        ("begin_access", "alpha2 ring plane 0"),
+        ("begin_access", "alpha2 ring plane 1"),
+    ]
+    assert first.frame.image_state.timeline_value == 1
+    del rig.log[:]
+    first.release()
+    assert rig.calls("end_access") == [
+        ("end_access", "alpha2 ring plane 1"),
+        ("end_access", "alpha2 ring plane 0"),
+    ]
+    assert [f.name for f in rig.cuda.release_fences] == ["release_fence0"], (
+        "one fence a frame: the last ended"
+    )
+    del rig.log[:]
+    second = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    copies = rig.calls("wait", "copy")
+    assert copies[0] == ("wait", "release_fence0"), "CUDA waits on Dawn's last access before copying"
+    assert copies[1:] == [("copy", "cu_image0"), ("copy", "cu_image1")]
+    assert second.frame.image_state.timeline_value == 2
+    stats = pairing.stats()
+    assert (stats.allocations, stats.reuses, stats.pool_sets, stats.live_textures) == (1, 1, 1, 2)
+    assert wait_until(lambda: rig.cuda.release_fences[0].closed == 1), (
+        "closed once the copy that waited is done"
+    )
+    second.release()
+
+
+def test_the_frame_is_held_until_its_copy_completes(rig: Rig) -> None:
+    rig.cuda.auto_complete = False
+    frame = cuda_frame()
+    surface = NativeSurfaceLease(frame)
+    ticket = rig.pairing.acquire(frame, surface, None)
+    time.sleep(0.03)
+    assert not surface.released and rig.pairing.stats().surfaces_held == 1
+    copy_event = rig.cuda.events[-1]  # the copy's own event (the slot's is events[0])
+    assert copy_event is not rig.cuda.events[0]
+    copy_event.complete()
+    assert wait_until(lambda: surface.released)
+    assert frame.released and rig.pairing.stats().surfaces_held == 0
+    assert copy_event.queries == 0 and set(copy_event.wait_threads) == {"alpha2-sync-waiter"}
+    ticket.release()
+    # At close the slot (its CUDA work, ordered after Dawn's last access, still running) outlasts the
+    # bounded wait: it goes to the Vulkan context's deferred destruction, not destroyed under the GPU.
+    rig.timeout_s = 0.05
+    rig.pairing.close()
+    assert len(rig.vulkan.deferred) == 1 and [image.closed for image in rig.vk_images] == [0, 0]
+    assert rig.pairing.stats().live_textures == 2
+    rig.vulkan.deferred[0]()
+    assert [image.closed for image in rig.vk_images] == [1, 1] and rig.pairing.stats().live_textures == 0
+
+
+def test_a_slot_whose_release_failed_is_not_reused(rig: Rig) -> None:
+    pairing = rig.pairing
+    ticket = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    rig.dawn.fail_end.add("alpha2 ring plane 1")
+    with pytest.raises(InternalError, match="end_access"):
+        ticket.release()
+    rig.dawn.fail_end.clear()
+    pairing.poll()  # the retired slot's CUDA work is done: destroyed
+    assert [image.closed for image in rig.vk_images] == [1, 1]
+    assert [semaphore.closed for semaphore in rig.cuda.plane_semaphores] == [1, 1]
+    assert rig.cuda.events[0].closed == 1
+    pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
+    stats = pairing.stats()
+    assert (stats.allocations, stats.reuses, stats.drained, stats.live_textures) == (2, 0, 1, 2)
+    assert len(rig.vk_images) == 4
+
+
+def test_a_failed_begin_access_retires_the_slot_after_its_copy(rig: Rig) -> None:
+    pairing = rig.pairing
+    rig.dawn.fail_begin.add("alpha2 ring plane 1")
+    frame = cuda_frame()
+    surface = NativeSurfaceLease(frame)
+    with pytest.raises(InternalError, match="begin_access"):
+        pairing.acquire(frame, surface, None)
+    assert rig.calls("begin_access", "end_access") == [
+        ("begin_access", "alpha2 ring plane 0"),
+        ("begin_access", "alpha2 ring plane 1"),
+        ("end_access", "alpha2 ring plane 0"),
+    ], "the access that began is ended"
+    slot_event = rig.cuda.events[0]
+    assert slot_event.wait_threads == ["MainThread"], "the abandoned copy is waited for (bounded)"
+    # Recorded after the copy, after what of it reached the stream, and after the wait on the fence the
+    # ended access left: the slot's destruction is ordered after Dawn's last access.
+    assert slot_event.records == 3 and [f.waits for f in rig.cuda.release_fences] == [1]
+    pairing.poll()
+    assert [image.closed for image in rig.vk_images] == [1, 1] and rig.cuda.release_fences[0].closed == 1
+    assert not surface.released and pairing.stats().surfaces_held == 0, "the frame goes back to the caller"
+    rig.dawn.fail_begin.clear()
+    events_before = len(rig.cuda.events)
+    pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
+    assert len(rig.cuda.events) == events_before + 1, "a new slot's event; the copy's event was reused"
+    stats = pairing.stats()
+    assert (stats.allocations, stats.reuses, stats.drained) == (2, 0, 1)
+
+
+def test_sync_fd_fences_are_waited_before_the_slot_s_next_copy(rig: Rig) -> None:
+    pairing = rig.pairing
+    rig.dawn.fence_kind = "sync-fd"
+    pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
+    assert rig.cuda.release_fences == [], "a sync fd is not imported into CUDA"
+    pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()  # signalled: goes on
+    assert pairing.stats().reuses == 1
+    rig.dawn.sync_fd_signalled = False
+    rig.timeout_s = 0.03
+    pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()  # leaves one unsignalled
+    with pytest.raises(GpuTimeoutError, match="sync fd"):
+        pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    assert pairing.stats().drained == 1, "the slot whose fence never signalled is retired"
+
+
+def test_prepare_stream_makes_the_slot_frames_then_reuse(rig: Rig) -> None:
+    frame = cuda_frame()
+    rig.pairing.prepare_stream(frame.identity)
+    assert rig.pairing.stats().allocations == 1 and rig.dawn.memories == 2
+    rig.pairing.acquire(frame, NativeSurfaceLease(frame), None).release()
+    stats = rig.pairing.stats()
+    assert (stats.allocations, stats.reuses) == (1, 1)
+
+
+def test_close_destroys_every_slot_and_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = Rig(monkeypatch, slots=2)
+    try:
+        pairing = made.pairing
+        held = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+        pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
+        held.release()
+        assert pairing.stats().pool_sets == 2
+        pairing.close()
+        pairing.close()
+        stats = pairing.stats()
+        assert (stats.pool_sets, stats.live_textures, stats.surfaces_held) == (0, 0, 0)
+        assert [image.closed for image in made.vk_images] == [1, 1, 1, 1]
+        assert [s.closed for s in made.cuda.plane_semaphores + made.cuda.release_fences] == [1] * 6
+        assert all(event.closed == 1 for event in made.cuda.events)
+        assert made.cuda.streams[0].closed == 1 and made.vulkan.closed == 0, (
+            "the context is not the pairing's"
+        )
+        assert pairing.refuses(cuda_frame()) == "the GPU-copy pairing is closed"
+    finally:
+        made.dawn.close()
+
+
+def test_after_the_process_waiter_is_replaced_the_oldest_copy_is_waited_first() -> None:
+    cuda = FakeCuda([])
+    cuda.auto_complete = False
+    released: list[str] = []
+    completions = CopyCompletions(FakeContext(), lambda: 0.05)  # type: ignore[arg-type]
+    events: list[Any] = []
+    for name in ("f0", "f1"):
+        event = cuda.CudaEvent(None)
+        event.record("copy-stream")
+        completions.add(event, FakeSurface(name, released), [])  # type: ignore[arg-type]
+        events.append(event)
+    assert wait_until(lambda: len(events[0].wait_threads) == 1)
+    WaiterThread.instance().stop(timeout=2.0)  # its waits fail with ClosedError: the surfaces stay held
+    time.sleep(0.02)
+    assert released == [] and completions.held() == 2
+    last = cuda.CudaEvent(None)
+    last.record("copy-stream")
+    completions.add(last, FakeSurface("f2", released), [])  # type: ignore[arg-type]
+    for event in (*events, last):
+        event.complete()
+    assert wait_until(lambda: len(released) == 3)
+    assert released == ["f0", "f1", "f2"], "the new waiter starts from the oldest copy"
+    assert completions.close(1.0) is True
