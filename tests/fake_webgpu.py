@@ -17,7 +17,7 @@ from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
 from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
-from alpha2.native_gpu.interop.leases import WebGpuDeviceInfo, WebGpuImplementation
+from alpha2.gpu.webgpu import WebGpuDeviceInfo, WebGpuImplementation
 
 GPU_MODULE = types.SimpleNamespace(
     TextureUsage=types.SimpleNamespace(TEXTURE_BINDING=4, COPY_DST=2, COPY_SRC=1, RENDER_ATTACHMENT=16)

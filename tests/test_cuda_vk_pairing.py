@@ -26,6 +26,12 @@ from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import WaiterThread
+from alpha2.gpu.webgpu import (
+    FEATURE_SHARED_FENCE_OPAQUE_FD,
+    FEATURE_SHARED_TEXTURE_OPAQUE_FD,
+    WebGpuDeviceInfo,
+    WebGpuImplementation,
+)
 from alpha2.native_gpu._cuda import interop
 from alpha2.native_gpu._vk import export
 from alpha2.native_gpu.device.shared import QueueRole
@@ -33,13 +39,7 @@ from alpha2.native_gpu.interop import cuda_vk
 from alpha2.native_gpu.interop.cpu_upload import frame_geometry
 from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
-from alpha2.native_gpu.interop.leases import (
-    FEATURE_SHARED_FENCE_OPAQUE_FD,
-    FEATURE_SHARED_TEXTURE_OPAQUE_FD,
-    NativeSurfaceLease,
-    WebGpuDeviceInfo,
-    WebGpuImplementation,
-)
+from alpha2.native_gpu.interop.leases import NativeSurfaceLease
 from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, wait_sync_fds
 
 NV12 = PixelFormat.NV12
@@ -953,3 +953,50 @@ def test_after_the_process_waiter_is_replaced_the_oldest_copy_is_waited_first() 
     assert wait_until(lambda: len(released) == 3)
     assert released == ["f0", "f1", "f2"], "the new waiter starts from the oldest copy"
     assert completions.close(1.0) is True
+
+
+# ---------------------------------------------------------------------------------------------------
+# the devices: taken from the importer's Device, never enumerated again
+
+
+def _device_with(uuid: bytes, context: Any, cuda_ordinal: int | None) -> Any:
+    from alpha2.native_gpu.device.device import Device, _Twins
+
+    info = WebGpuDeviceInfo(WebGpuImplementation.DAWN, frozenset(), "fake gpu", "Vulkan", uuid, b"d" * 16)
+    twins = _Twins(uuid, None, cuda_ordinal, "matched" if cuda_ordinal is not None else "no CUDA twin")
+    return Device(object(), info, "test", _twins=twins, _shared_context=context, _owns_context=False), info
+
+
+def _fake_context(uuid: bytes, extensions: tuple[str, ...]) -> Any:
+    return SimpleNamespace(
+        device_id=SimpleNamespace(uuid=uuid, name="fake gpu"),
+        candidate=SimpleNamespace(driver_uuid=b"d" * 16),
+        enabled_extensions=frozenset(extensions),
+        _internal=object(),
+    )
+
+
+EXTENSIONS = ("VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd")
+
+
+def test_shared_devices_come_from_the_importers_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    from alpha2.gpu.errors import UnsupportedError
+
+    support = SimpleNamespace(exportable=True, reason=None)
+    monkeypatch.setattr(export, "external_semaphore_support", lambda state, timeline: support)
+    context = _fake_context(b"u" * 16, EXTENSIONS)
+    device, info = _device_with(b"u" * 16, context, 3)
+    found = cuda_vk._find_shared_devices(info, {"gpu_device": device})
+    assert found.context is context and found.cuda_ordinal == 3 and not found.owns_context
+
+    with pytest.raises(UnsupportedError, match="needs the importer's alpha2 Device"):
+        cuda_vk._find_shared_devices(info, {})
+    other, other_info = _device_with(b"v" * 16, context, 3)
+    with pytest.raises(UnsupportedError, match="device UUIDs differ"):
+        cuda_vk._find_shared_devices(other_info, {"gpu_device": other})
+    no_cuda, no_cuda_info = _device_with(b"u" * 16, context, None)
+    with pytest.raises(UnsupportedError, match=r"no CUDA device .*no CUDA twin"):
+        cuda_vk._find_shared_devices(no_cuda_info, {"gpu_device": no_cuda})
+    bare, bare_info = _device_with(b"u" * 16, _fake_context(b"u" * 16, EXTENSIONS[:1]), 3)
+    with pytest.raises(UnsupportedError, match="VK_KHR_external_semaphore_fd"):
+        cuda_vk._find_shared_devices(bare_info, {"gpu_device": bare})

@@ -26,11 +26,11 @@ from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
-from alpha2.gpu.webgpu import detect_webgpu_device
+from alpha2.gpu.webgpu import WebGpuImplementation, detect_webgpu_device
 from alpha2.native_gpu.device.waits import gpu_wait_timeout, set_gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload
 from alpha2.native_gpu.interop.importer import FrameImporter
-from alpha2.native_gpu.interop.leases import ImageOwner, ImportLease, SlotPool, WebGpuImplementation
+from alpha2.native_gpu.interop.leases import ImageOwner, ImportLease, SlotPool
 from alpha2.native_gpu.render.renderer import gpu_module_of
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")

@@ -52,6 +52,12 @@ from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.gpu.webgpu import (
+    FEATURE_SHARED_FENCE_OPAQUE_FD,
+    FEATURE_SHARED_TEXTURE_OPAQUE_FD,
+    WebGpuDeviceInfo,
+    WebGpuImplementation,
+)
 from alpha2.native_gpu.interop.cpu_upload import check_16bit, frame_geometry, picture_size
 from alpha2.native_gpu.interop.cuda import (
     CopyCompletions,
@@ -63,8 +69,6 @@ from alpha2.native_gpu.interop.cuda import (
 )
 from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
-    FEATURE_SHARED_FENCE_OPAQUE_FD,
-    FEATURE_SHARED_TEXTURE_OPAQUE_FD,
     ImageOwner,
     ImportedPlaneDescriptor,
     ImportedVulkanFrame,
@@ -73,8 +77,6 @@ from alpha2.native_gpu.interop.leases import (
     NativeImageState,
     NativeSurfaceLease,
     PairingTicket,
-    WebGpuDeviceInfo,
-    WebGpuImplementation,
 )
 from alpha2.native_gpu.interop.ring import (
     VK_IMAGE_LAYOUT_GENERAL,
@@ -517,7 +519,7 @@ class CudaVkPairing(InteropPairing):
 
 
 # ---------------------------------------------------------------------------------------------------
-# finding the devices (one function: to be replaced by a single Device object)
+# the devices: the importer's Device, checked for what the GPU copy needs
 
 
 @dataclass(frozen=True)
@@ -525,70 +527,56 @@ class _SharedDevices:
     """The Vulkan context and CUDA device a pairing works with, on Dawn's GPU."""
 
     context: SharedVulkanContext
-    """The SharedVulkanContext that owns the ring's images."""
+    """The SharedVulkanContext that owns the ring's images (the Device's: the Device closes it)."""
     owns_context: bool
-    """Whether the pairing made the context (and so closes it)."""
+    """Whether the pairing made the context (and so closes it); never, when it comes from the Device."""
     cuda_ordinal: int
     """The CUDA device with the UUID of Dawn's adapter."""
 
 
 def _find_shared_devices(info: WebGpuDeviceInfo, options: dict[str, Any]) -> _SharedDevices:
-    """The shared Vulkan context (``options['shared_context']`` or one made here) and the CUDA device.
+    """The importer's Device's shared Vulkan context and CUDA ordinal, checked against Dawn's adapter.
+
+    Nothing is enumerated here: the Device matched its Vulkan and CUDA twins when it was made.
 
     Raises:
         UnsupportedError: they are not on Dawn's GPU, or lack what the GPU copy needs.
     """
-    from alpha2.native_gpu._cuda.core import cuda_ordinal_for_uuid
     from alpha2.native_gpu._vk import export
+    from alpha2.native_gpu.device.device import Device
 
+    device = options.get("gpu_device")
+    if not isinstance(device, Device):
+        raise UnsupportedError("the GPU copy needs the importer's alpha2 Device (options['gpu_device'])")
     dawn_uuid = info.vulkan_device_uuid
-    context = options.get("shared_context")
-    owns_context = False
-    if context is None:
-        context = _shared_context_for(dawn_uuid)
-        owns_context = True
-    try:
-        if context.device_id.uuid != dawn_uuid:
-            raise UnsupportedError(
-                f"the SharedVulkanContext is on {context.device_id.name!r}, not on Dawn's adapter "
-                f"{info.adapter_name!r} (device UUIDs differ); pass a context on the same GPU"
-            )
-        driver_uuid = getattr(context.candidate, "driver_uuid", None)
-        if (
-            driver_uuid is not None
-            and info.vulkan_driver_uuid is not None
-            and driver_uuid != info.vulkan_driver_uuid
-        ):
-            raise UnsupportedError(
-                "Dawn and the SharedVulkanContext use different Vulkan drivers (driver UUIDs differ)"
-            )
-        for name in ("VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"):
-            if name not in context.enabled_extensions:
-                raise UnsupportedError(f"the SharedVulkanContext has no {name}; the GPU copy needs it")
-        support = export.external_semaphore_support(context._internal, timeline=False)
-        if not support.exportable:
-            raise UnsupportedError(support.reason or "no exportable semaphores")
-        ordinal = cuda_ordinal_for_uuid(dawn_uuid) if dawn_uuid is not None else None
-        if ordinal is None:
-            raise UnsupportedError(
-                "no CUDA device has the UUID of Dawn's adapter; decode and render on one GPU"
-            )
-        return _SharedDevices(context, owns_context, ordinal)
-    except BaseException:
-        if owns_context:
-            context.close()
-        raise
-
-
-def _shared_context_for(uuid: bytes | None) -> SharedVulkanContext:
-    """A SharedVulkanContext on the adapter with this device UUID (no decode queue needed)."""
-    from alpha2.native_gpu.device.candidates import vulkan_candidates
-    from alpha2.native_gpu.device.shared import SharedVulkanContext
-
-    for candidate in vulkan_candidates():
-        if candidate.usable and candidate.uuid == uuid:
-            return SharedVulkanContext(candidate, decode=False)
-    raise UnsupportedError("no Vulkan adapter has the device UUID of Dawn's adapter")
+    context = device.shared_vulkan()
+    if context.device_id.uuid != dawn_uuid:
+        raise UnsupportedError(
+            f"the SharedVulkanContext is on {context.device_id.name!r}, not on Dawn's adapter "
+            f"{info.adapter_name!r} (device UUIDs differ); pass a context on the same GPU"
+        )
+    driver_uuid = getattr(context.candidate, "driver_uuid", None)
+    if (
+        driver_uuid is not None
+        and info.vulkan_driver_uuid is not None
+        and driver_uuid != info.vulkan_driver_uuid
+    ):
+        raise UnsupportedError(
+            "Dawn and the SharedVulkanContext use different Vulkan drivers (driver UUIDs differ)"
+        )
+    for name in ("VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"):
+        if name not in context.enabled_extensions:
+            raise UnsupportedError(f"the SharedVulkanContext has no {name}; the GPU copy needs it")
+    support = export.external_semaphore_support(context._internal, timeline=False)
+    if not support.exportable:
+        raise UnsupportedError(support.reason or "no exportable semaphores")
+    ordinal = device.cuda_ordinal
+    if ordinal is None:
+        raise UnsupportedError(
+            f"no CUDA device has the UUID of Dawn's adapter ({device.cuda_reason}); decode and render "
+            "on one GPU"
+        )
+    return _SharedDevices(context, False, ordinal)
 
 
 # ---------------------------------------------------------------------------------------------------

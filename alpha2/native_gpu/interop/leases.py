@@ -34,12 +34,7 @@ from alpha2.gpu.handles import WgpuTexture
 from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import SyncPoint, WaitStatus
-
-# Re-exported for the GPU-copy pairing until it imports them from alpha2.gpu.webgpu itself.
-from alpha2.gpu.webgpu import FEATURE_SHARED_FENCE_OPAQUE_FD as FEATURE_SHARED_FENCE_OPAQUE_FD
-from alpha2.gpu.webgpu import FEATURE_SHARED_TEXTURE_OPAQUE_FD as FEATURE_SHARED_TEXTURE_OPAQUE_FD
 from alpha2.gpu.webgpu import WebGpuDeviceInfo
-from alpha2.gpu.webgpu import WebGpuImplementation as WebGpuImplementation
 from alpha2.native_gpu.interop.pool import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOTS_PER_KEY, SlotPool
 
 __all__ = [
