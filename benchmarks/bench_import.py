@@ -44,8 +44,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 DEFAULT_CLIP = "/tmp/alpha2_bench_1080p_h264.mp4"
 WIDTH, HEIGHT = 1920, 1080
-SHARED_FEATURES = ("shared-texture-memory-opaque-f-d", "shared-fence-vk-semaphore-opaque-f-d")
-NORM16_FEATURES = ("texture-format16bit-norm", "unorm16-texture-formats")
+from alpha2.gpu.webgpu import FEATURE_16BIT_DAWN, FEATURE_16BIT_WGPU, FEATURES_GPU_COPY, gpu_module_of  # noqa: E402
+
+SHARED_FEATURES = FEATURES_GPU_COPY
+NORM16_FEATURES = (FEATURE_16BIT_WGPU, FEATURE_16BIT_DAWN)
 
 
 def make_clip(path: str, frames: int) -> None:
@@ -93,9 +95,7 @@ def make_device(backend: str) -> Any:
 
 def gpu_finish(device: Any) -> None:
     """Wait for the queue's work (a small read-back: on_submitted_work_done_sync is broken in wgpu 0.32)."""
-    import importlib
-
-    gpu = importlib.import_module(type(device).__module__.split(".", 1)[0])
+    gpu = gpu_module_of(device)
     buffer = device.create_buffer(size=16, usage=gpu.BufferUsage.COPY_DST | gpu.BufferUsage.COPY_SRC)
     device.queue.write_buffer(buffer, 0, b"\0" * 16)
     device.queue.read_buffer(buffer)
@@ -147,18 +147,20 @@ def run_mode(
 
     from alpha2.ffmpeg_bridge.decode import DecodeSession
 
-    importer = renderer = device = None
+    importer = renderer = device = gpu_device = None
     if mode == "import":
+        from alpha2.native_gpu.device.device import Device
         from alpha2.native_gpu.interop.importer import FrameImporter
 
         device = make_device(backend)
-        importer = FrameImporter(device, slots=slots)
+        gpu_device = Device.adopt(device)  # one device for the decoder, the importer and the renderer
+        importer = FrameImporter(gpu_device, slots=slots)
         if sample:
             from alpha2.native_gpu.render.renderer import FrameRenderer
 
-            renderer = FrameRenderer(device)
+            renderer = FrameRenderer(gpu_device)
     count = 0
-    with DecodeSession(clip, hwaccel=hwaccel, prefetch=prefetch) as session:
+    with DecodeSession(clip, hwaccel=hwaccel, prefetch=prefetch, device=gpu_device) as session:
         result["hwaccel"] = session.hwaccel_report.active.value
         if importer is not None:
             # What a player does at open: set up the path NVDEC frames take (the GPU copy's Vulkan device,

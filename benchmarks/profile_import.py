@@ -32,6 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_import
 
 from alpha2.ffmpeg_bridge import decode as decode_module
+from alpha2.ffmpeg_bridge import prefetch as prefetch_module
+from alpha2.gpu.webgpu import gpu_module_of
 from alpha2.native_gpu._cuda import interop
 from alpha2.native_gpu.interop import cpu_upload, cuda_vk, leases
 from alpha2.native_gpu.interop import importer as importer_module
@@ -66,7 +68,7 @@ def install_timers() -> None:
     timed(decode_module.DecodeSession, "_raw_next", "DecodeSession._raw_next (decoding)")
     timed(decode_module.DecodeSession, "_describe")
     timed(decode_module.DecodeSession, "_to_decoded")
-    timed(decode_module._Prefetcher, "get", "Prefetcher.get (waiting for a frame)")
+    timed(prefetch_module.Prefetcher, "get", "Prefetcher.get (waiting for a frame)")
     timed(importer_module.FrameImporter, "import_frame")
     timed(leases.ImportLease, "release")
     timed(cuda_vk.CudaVkPairing, "_acquire")
@@ -129,7 +131,7 @@ def dawn_submit_baseline(backend: str, frames: int) -> None:
     from alpha2.gpu.formats import PixelFormat
 
     device = bench_import.make_device(backend)
-    gpu = sys.modules[type(device).__module__.split(".", 1)[0]]
+    gpu = gpu_module_of(device)
     usage = gpu.TextureUsage.TEXTURE_BINDING | gpu.TextureUsage.COPY_DST
     planes = [
         device.create_texture(size=(1920, 1080, 1), format="r8unorm", usage=usage).create_view(),
