@@ -3,11 +3,70 @@
 Hardware-decoded video into WebGPU textures and back out to an encoder, by the best path the
 hardware allows, and saying which path that was.
 
-Packages (dependencies point one way, left to right):
+The three jobs, from the top level (names load on first use: ``import alpha2`` needs no GPU):
+
+- ``alpha2.open(path, device=None, hwaccel="auto")`` -> :class:`~alpha2.api.VideoSource`: frames that
+  render themselves into your texture (``frame.render(texture)``), with ``pts_seconds``, ``colour``
+  and frame-accurate ``seek``;
+- ``alpha2.create(path, codec="h264", colour=...)`` -> :class:`~alpha2.api.Writer`: textures, RGB(A)
+  arrays (numpy, torch, cupy through DLPack) or frames in, a tagged video file out;
+- ``frame.to_ndarray()`` / ``frame.plane(i)`` (DLPack) for arrays; ``alpha2.Device`` and
+  ``alpha2.adapters()`` for the GPU.
+
+Packages (dependencies point one way, left to right), for finer control:
     alpha2.gpu            the vocabulary: formats, colour, handles, sync, budgets, errors, adapter ranking
     alpha2.native_gpu     the shared Vulkan device, import leases, surface accounting, the encode copier
     alpha2.ffmpeg_bridge  FFmpeg through PyAV: containers, codecs, hardware devices, frames
     alpha2.apps           the `alpha2` command: probe, sample, play, transcode
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "open": "alpha2.api",
+    "create": "alpha2.api",
+    "adapters": "alpha2.api",
+    "AdapterInfo": "alpha2.api",
+    "Frame": "alpha2.api",
+    "VideoSource": "alpha2.api",
+    "Writer": "alpha2.api",
+    "Device": "alpha2.native_gpu.device.device",
+    "ColourInfo": "alpha2.gpu.colour",
+    "PixelFormat": "alpha2.gpu.formats",
+    "ExecutionPath": "alpha2.gpu.identity",
+    "Error": "alpha2.gpu.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from alpha2.api import AdapterInfo as AdapterInfo
+    from alpha2.api import Frame as Frame
+    from alpha2.api import VideoSource as VideoSource
+    from alpha2.api import Writer as Writer
+    from alpha2.api import adapters as adapters
+    from alpha2.api import create as create
+    from alpha2.api import open as open
+    from alpha2.gpu.colour import ColourInfo as ColourInfo
+    from alpha2.gpu.errors import Error as Error
+    from alpha2.gpu.formats import PixelFormat as PixelFormat
+    from alpha2.gpu.identity import ExecutionPath as ExecutionPath
+    from alpha2.native_gpu.device.device import Device as Device
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'alpha2' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

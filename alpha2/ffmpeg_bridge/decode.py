@@ -180,6 +180,11 @@ class DecodeSession:
         reserve_timeout_s: float | None = None,
         prefetch: int = 0,
     ) -> None:
+        if not isinstance(source, str | os.PathLike) and not callable(getattr(source, "read", None)):
+            raise InvalidInputError(
+                f"source must be a path (str or os.PathLike) or a readable binary file object, got "
+                f"{type(source).__name__} {source!r}"
+            )
         if prefetch < 0:
             raise InvalidInputError(f"prefetch must be >= 0 frames, got {prefetch}")
         if threads < 0:

@@ -51,6 +51,7 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
+from alpha2.native_gpu.encode.planes import EncodedPlanes
 
 __all__ = [
     "ENCODER_PREFERENCE",
@@ -511,11 +512,15 @@ class EncodeSession:
 
     def _to_av_frame(
         self,
-        frame: DecodedFrame | CpuPlaneSet | tuple[CudaPtr2D, ...],
+        frame: DecodedFrame | EncodedPlanes | CpuPlaneSet | tuple[CudaPtr2D, ...],
         pixel_format: PixelFormat | None,
         width: int | None,
         height: int | None,
     ) -> tuple[av.VideoFrame, PixelFormat, ColourInfo | None]:
+        if isinstance(frame, EncodedPlanes):
+            # The copier's planes carry their colour: the stream is tagged from it, not left untagged.
+            av_frame, fmt, _ = self._to_av_frame(frame.planes, frame.pixel_format, frame.width, frame.height)
+            return av_frame, fmt, frame.colour
         if isinstance(frame, DecodedFrame):
             keep = frame.keep_alive
             if isinstance(keep, av.VideoFrame):
@@ -545,7 +550,7 @@ class EncodeSession:
 
     def encode(
         self,
-        frame: DecodedFrame | CpuPlaneSet | tuple[CudaPtr2D, ...],
+        frame: DecodedFrame | EncodedPlanes | CpuPlaneSet | tuple[CudaPtr2D, ...],
         *,
         pts: int | None = None,
         pixel_format: PixelFormat | None = None,
@@ -555,9 +560,11 @@ class EncodeSession:
         """Encode one frame.
 
         Args:
-            frame: A DecodedFrame, a CpuPlaneSet or a tuple of CudaPtr2D planes (nv12 / p010).
-            pts: Timestamp in ``time_base`` units. None: the DecodedFrame's own pts (rescaled), else
-                the frame index at ``rate``. Must increase from frame to frame.
+            frame: A DecodedFrame, an EncodeCopier's EncodedPlanes (the stream is tagged with their
+                ``colour`` unless the session was given one), a CpuPlaneSet or a tuple of CudaPtr2D
+                planes (nv12 / p010). Raw planes carry no colour: pass ``colour=`` to the session.
+            pts: Timestamp in ``time_base`` units. None: the DecodedFrame's own pts (rescaled), the
+                EncodedPlanes' pts, else the frame index at ``rate``. Must increase from frame to frame.
             pixel_format: Layout of raw planes (required for CpuPlaneSet / CudaPtr2D input).
             width, height: Size of raw planes; default the session's, else derived from plane 0.
 
@@ -584,6 +591,8 @@ class EncodeSession:
             self._encode_av(av_frame)
 
     def _default_pts(self, frame: object) -> int:
+        if isinstance(frame, EncodedPlanes) and frame.pts is not None:
+            return frame.pts
         if isinstance(frame, DecodedFrame) and frame.metadata.pts is not None and frame.metadata.time_base:
             return round(frame.metadata.pts * frame.metadata.time_base / self.time_base)
         return round(self._frames_in / self.rate / self.time_base)

@@ -1,14 +1,26 @@
 """Decoded frames as vocabulary: planes, format, colour and timing, plus an opaque keep-alive.
 
 The FFmpeg bridge makes :class:`DecodedFrame` objects; the importer consumes them. Nothing here
-touches FFmpeg: the decoder's own frame object rides along only in ``keep_alive``, which keeps the
+touches FFmpeg: the producer's own object rides along only in ``keep_alive``, opaque, which keeps the
 plane memory valid for as long as the frame (or any of its planes) is referenced.
+
+Frames are arrays too: :meth:`DecodedFrame.plane` gives one plane as a
+:class:`~alpha2.gpu.dlpack.PlaneArray` (DLPack, numpy), :meth:`DecodedFrame.to_ndarray` a numpy array.
+For CUDA planes the stream ordering and the host copy need the CUDA driver, which only
+``alpha2.native_gpu._cuda`` touches: those two calls import it on first use (the vocabulary itself stays
+importable with no GPU), and nothing else here does.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+import numpy as np
+
 from alpha2.gpu.colour import ColourInfo
-from alpha2.gpu.errors import ClosedError
+from alpha2.gpu.dlpack import DLDeviceType, PlaneArray, plane_element
+from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
@@ -63,7 +75,10 @@ class DecodedFrame:
         self.cuda_stream = cuda_stream
         """CUDA stream the decode work is ordered on (0: legacy default stream); None for CPU planes."""
         self.keep_alive = keep_alive
-        """The decoder's frame object; keeps the plane memory valid."""
+        """Opaque: whatever the producer needs kept alive for the plane memory to stay valid.
+
+        For frames from ``DecodeSession`` it is the decoder's own frame; its type is the producer's
+        business, not part of this API (use :attr:`planes`, :meth:`plane` or :meth:`to_ndarray`)."""
         self._released = False
 
     @property
@@ -111,6 +126,118 @@ class DecodedFrame:
     def released(self) -> bool:
         """Whether :meth:`release` was called."""
         return self._released
+
+    # -- arrays ----------------------------------------------------------------------------------------
+
+    def plane(self, index: int = 0) -> PlaneArray:
+        """Plane ``index`` as a :class:`~alpha2.gpu.dlpack.PlaneArray`: DLPack (numpy, torch, cupy) or numpy.
+
+        Shapes: ``(rows, texels)`` for one-channel planes, ``(rows, texels, channels)`` otherwise (an NV12
+        CbCr plane is ``(h/2, w/2, 2)``); rows and texels are the stored ones (coded size, which may
+        exceed the display size). For CUDA planes, ``__dlpack__(stream=s)`` makes stream ``s`` wait for
+        the decode. Valid while the frame is not released.
+
+        Raises:
+            ClosedError: the frame was released.
+            InvalidInputError: no such plane.
+        """
+        planes = self.planes
+        count = len(planes)
+        if not 0 <= index < count:
+            raise InvalidInputError(
+                f"{self.pixel_format.ffmpeg_name} has {count} plane(s); index must be 0..{count - 1}"
+            )
+        dtype, channels = plane_element(self.pixel_format.plane_formats[index])
+        texel = dtype.itemsize * channels
+        if isinstance(planes, CpuPlaneSet):
+            cpu = planes.planes[index]
+            array: PlaneArray = cpu._array(dtype, channels)
+            return array
+        cuda = planes[index]
+        return PlaneArray(
+            data_ptr=cuda.device_ptr,
+            height=cuda.height,
+            width=cuda.width_bytes // texel,
+            channels=channels,
+            dtype=dtype,
+            row_stride_bytes=cuda.pitch_bytes,
+            device=(DLDeviceType.CUDA, cuda.device_ordinal),
+            owner=(cuda, self.keep_alive),
+            stream_order=self._stream_order(cuda.device_ordinal),
+        )
+
+    def _stream_order(self, ordinal: int) -> Any:
+        producer = self.cuda_stream
+        if producer is None:
+            return None
+
+        def order(consumer: int | None) -> None:
+            streams = importlib.import_module("alpha2.native_gpu._cuda.streams")
+            streams.order_consumer_stream(ordinal, producer, consumer)
+
+        return order
+
+    def to_ndarray(self, plane: int | None = None) -> np.ndarray:
+        """A plane as a numpy array (see :meth:`plane` for shapes).
+
+        Host planes are a view (no copy, valid while the frame is held); CUDA planes are copied to host
+        memory after the decode (bounded by the GPU wait timeout).
+
+        Args:
+            plane: Which plane; None is allowed for one-plane formats (gray, rgba, ...) only.
+
+        Raises:
+            InvalidInputError: ``plane=None`` for a multi-plane format (the message names the planes), or
+                no such plane.
+            ClosedError: the frame was released.
+        """
+        if plane is None:
+            count = len(self.planes)
+            if count != 1:
+                raise InvalidInputError(
+                    f"{self.pixel_format.ffmpeg_name} has {count} planes: pass plane=0..{count - 1}, use "
+                    "plane_arrays() for all of them, or alpha2's Frame.to_ndarray('rgb24') for RGB pixels"
+                )
+            plane = 0
+        return self.plane_arrays(only=plane)[0]
+
+    def plane_arrays(self, *, only: int | None = None) -> tuple[np.ndarray, ...]:
+        """Every plane (or plane ``only``) as a numpy array; CUDA planes are copied to host memory."""
+        indices = range(len(self.planes)) if only is None else (only,)
+        arrays = [self.plane(i) for i in indices]
+        if not self.on_gpu:
+            return tuple(a.to_ndarray() for a in arrays)
+        planes = self.planes
+        assert not isinstance(planes, CpuPlaneSet)
+        streams = importlib.import_module("alpha2.native_gpu._cuda.streams")
+        waits = importlib.import_module("alpha2.native_gpu.device.waits")
+        host = streams.download_planes(
+            tuple(planes[i] for i in indices), self.cuda_stream, waits.gpu_wait_timeout()
+        )
+        out = []
+        for array, cpu in zip(arrays, host.planes):
+            out.append(cpu.to_ndarray(array.dtype, array.channels))
+        return tuple(out)
+
+    def __dlpack__(self, *, stream: int | None = None, **kwargs: Any) -> object:
+        """DLPack export of a one-plane frame; multi-plane formats export per plane (:meth:`plane`).
+
+        Raises:
+            InvalidInputError: a multi-plane format (the message names :meth:`plane`).
+        """
+        return self._only_plane().__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._only_plane().__dlpack_device__()
+
+    def _only_plane(self) -> PlaneArray:
+        count = len(self.planes)
+        if count != 1:
+            raise InvalidInputError(
+                f"a {self.pixel_format.ffmpeg_name} frame has {count} planes and DLPack holds one array: "
+                f"export frame.plane(0) .. frame.plane({count - 1}) instead"
+            )
+        return self.plane(0)
 
     def release(self) -> None:
         """Give the surface back to the budget and drop the decoder frame. Idempotent."""

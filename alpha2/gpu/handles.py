@@ -63,7 +63,7 @@ from alpha2.gpu.contexts import (
     WgpuQueue,
     vk_make_api_version,
 )
-from alpha2.gpu.errors import InvalidHandleError
+from alpha2.gpu.errors import InvalidHandleError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.platform_handles import (
     DRM_FORMAT_MOD_INVALID,
@@ -482,6 +482,51 @@ class CpuPlane(GpuResource):
     def as_raw(self) -> memoryview:
         """A flat byte memoryview on the data (no copy)."""
         return memoryview(self.data).cast("B")
+
+    def to_ndarray(self, dtype: Any = "u1", channels: int = 1) -> Any:
+        """The rows as a numpy array view, ``(height, width)`` or ``(height, width, channels)``; no copy.
+
+        Args:
+            dtype: Element type (default bytes); ``width`` is ``width_bytes`` over its size and channels.
+            channels: Elements per texel (2 for an interleaved CbCr plane).
+
+        Raises:
+            InvalidInputError: ``width_bytes`` or ``bytes_per_row`` is not a whole number of texels.
+        """
+        return self._array(dtype, channels).to_ndarray()
+
+    def _array(self, dtype: Any, channels: int) -> Any:
+        import numpy as np
+
+        from alpha2.gpu.dlpack import DLDeviceType, PlaneArray
+
+        element = np.dtype(dtype)
+        texel = element.itemsize * channels
+        if channels < 1 or self.width_bytes % texel or self.bytes_per_row % element.itemsize:
+            raise InvalidInputError(
+                f"a CpuPlane of {self.width_bytes}-byte rows every {self.bytes_per_row} bytes does not "
+                f"hold whole {channels}-channel {element} texels; pass the plane's dtype and channels"
+            )
+        with memoryview(self.data) as view:
+            address = np.frombuffer(view.cast("B"), dtype=np.uint8).ctypes.data if view.nbytes else 0
+        return PlaneArray(
+            data_ptr=address,
+            height=self.height,
+            width=self.width_bytes // texel,
+            channels=channels,
+            dtype=element,
+            row_stride_bytes=self.bytes_per_row,
+            device=(DLDeviceType.CPU, 0),
+            owner=self,
+            buffer=self.data,
+        )
+
+    def __dlpack__(self, *, stream: int | None = None, **kwargs: Any) -> object:
+        """DLPack export of :meth:`to_ndarray` (bytes; numpy's exporter)."""
+        return self.to_ndarray().__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
 
 
 @dataclass(frozen=True, eq=False)

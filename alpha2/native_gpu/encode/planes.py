@@ -6,13 +6,45 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from alpha2.gpu.colour import ChromaLocation, ColourMatrix, ColourRange
+from alpha2.gpu.colour import (
+    ChromaLocation,
+    ColourInfo,
+    ColourMatrix,
+    ColourPrimaries,
+    ColourRange,
+    TransferCharacteristic,
+)
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import CpuPlaneSet
 from alpha2.gpu.identity import ExecutionPath
 
-__all__ = ["EncodeTarget", "EncodedPlanes", "parse_target"]
+__all__ = ["EncodeTarget", "EncodedPlanes", "companion_colour", "parse_target"]
+
+# The primaries and transfer that go with a matrix in the standards that define it (SDR).
+_COMPANIONS: dict[ColourMatrix, tuple[ColourPrimaries, TransferCharacteristic]] = {
+    ColourMatrix.BT709: (ColourPrimaries.BT709, TransferCharacteristic.BT709),
+    ColourMatrix.BT470BG: (ColourPrimaries.BT470BG, TransferCharacteristic.BT709),
+    ColourMatrix.SMPTE170M: (ColourPrimaries.SMPTE170M, TransferCharacteristic.SMPTE170M),
+    ColourMatrix.SMPTE240M: (ColourPrimaries.SMPTE240M, TransferCharacteristic.SMPTE240M),
+    ColourMatrix.BT2020_NCL: (ColourPrimaries.BT2020, TransferCharacteristic.BT709),
+    ColourMatrix.BT2020_CL: (ColourPrimaries.BT2020, TransferCharacteristic.BT709),
+}
+
+
+def companion_colour(
+    matrix: ColourMatrix, colour_range: ColourRange, chroma_location: ChromaLocation
+) -> ColourInfo:
+    """A full ColourInfo for planes written with ``matrix``: the matrix's standard primaries and transfer.
+
+    The copier knows the matrix, range and siting it wrote; the primaries and transfer are the ones the
+    matrix's own standard pairs it with (BT.709 with BT.709, BT.601 625-line with BT.470BG ...). Pass the
+    source's own to :class:`EncodedPlanes` (``colour=``) when they differ (HDR, wide gamut).
+    """
+    primaries, transfer = _COMPANIONS.get(
+        matrix, (ColourPrimaries.UNSPECIFIED, TransferCharacteristic.UNSPECIFIED)
+    )
+    return ColourInfo(matrix, primaries, transfer, colour_range, chroma_location)
 
 
 class EncodeTarget(enum.StrEnum):
@@ -49,6 +81,7 @@ class EncodedPlanes:
         sequence: int,
         on_release: Any = None,
         views: tuple[memoryview, ...] = (),
+        colour: ColourInfo | None = None,
     ) -> None:
         self.planes = planes
         """Y plane and interleaved CbCr plane (rows padded to 256 bytes)."""
@@ -66,6 +99,15 @@ class EncodedPlanes:
         """Range the planes were written with."""
         self.chroma_location = chroma_location
         """Siting of the chroma samples (tag the encoder frame / stream with it)."""
+        if colour is None:
+            colour = companion_colour(matrix, colour_range, chroma_location)
+        elif (colour.matrix, colour.range, colour.chroma_location) != (matrix, colour_range, chroma_location):
+            raise InvalidInputError(
+                f"EncodedPlanes colour {colour} disagrees with the planes' matrix {matrix.name}, range "
+                f"{colour_range.name} and siting {chroma_location.name}"
+            )
+        self.colour = colour
+        """The planes' full colour description; ``EncodeSession`` tags the stream with it."""
         self.path = ExecutionPath.CPU_DOWNLOAD
         """Converted by a GPU compute pass, then read back to host memory."""
         self.bytes_read = bytes_read

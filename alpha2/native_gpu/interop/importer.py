@@ -321,6 +321,12 @@ class FrameImporter:
         """
         if self._closed:
             raise ClosedError("this FrameImporter was closed")
+        if not isinstance(frame, DecodedFrame):
+            raise InvalidInputError(
+                f"import_frame takes an alpha2 DecodedFrame, got {type(frame).__module__}."
+                f"{type(frame).__name__}; decode with alpha2 (DecodeSession(path).next_frame(), or "
+                "alpha2.open(path)) instead of handing over the decoder's own frame"
+            )
         if frame.released:
             raise ClosedError("this DecodedFrame was already released")
         with self._lock:

@@ -454,11 +454,11 @@ class FrameRenderer:
     def encode_render(
         self,
         command_encoder: Any,
-        planes: Sequence[Any],
-        pixel_format: PixelFormat,
-        colour: ColourInfo,
-        width: int,
-        height: int,
+        planes: Any,
+        pixel_format: PixelFormat | None = None,
+        colour: ColourInfo | None = None,
+        width: int | None = None,
+        height: int | None = None,
         target: Any = None,
         *,
         crop: tuple[int, int, int, int] | None = None,
@@ -468,7 +468,8 @@ class FrameRenderer:
 
         Args:
             command_encoder: a ``GPUCommandEncoder`` of this renderer's device.
-            planes: the plane textures or texture views, in the pixel format's plane order.
+            planes: the plane textures or texture views, in the pixel format's plane order; or an
+                importer's ``ImportLease`` / ``ImportedFrame``, which brings format, colour and size.
             pixel_format: the planes' layout (bit depth, subsampling, plane formats).
             colour: matrix, range and chroma siting of the frame.
             width: display width (luma pixels); the planes may be larger (coded size).
@@ -486,6 +487,9 @@ class FrameRenderer:
             InvalidInputError: too few planes, a bad size or an unsupported output format.
             UnsupportedError: a pixel format the shader cannot sample.
         """
+        planes, pixel_format, colour, width, height = _frame_args(planes, pixel_format, colour, width, height)
+        if target is not None:
+            _check_same_device(self.device, target, "target")
         kind = layout_kind(pixel_format)
         if len(planes) < kind.plane_count:
             raise InvalidInputError(
@@ -506,6 +510,8 @@ class FrameRenderer:
             pixel_format, colour, width, height, crop=crop, output_size=(int(size[0]), int(size[1]))
         )
         pipeline = self.pipeline(kind, target_format)
+        for plane in planes[: kind.plane_count]:
+            _check_same_device(self.device, plane, "plane texture")
         views = [self._view(p) for p in planes[: kind.plane_count]]
         bind_group = self._bind_group(kind, views, params)
         render_pass = command_encoder.begin_render_pass(
@@ -526,11 +532,11 @@ class FrameRenderer:
 
     def render(
         self,
-        planes: Sequence[Any],
-        pixel_format: PixelFormat,
-        colour: ColourInfo,
-        width: int,
-        height: int,
+        planes: Any,
+        pixel_format: PixelFormat | None = None,
+        colour: ColourInfo | None = None,
+        width: int | None = None,
+        height: int | None = None,
         target: Any = None,
         *,
         crop: tuple[int, int, int, int] | None = None,
@@ -551,6 +557,43 @@ class FrameRenderer:
         )
         self.device.queue.submit([encoder.finish()])
         return result
+
+
+def _frame_args(
+    planes: Any,
+    pixel_format: PixelFormat | None,
+    colour: ColourInfo | None,
+    width: int | None,
+    height: int | None,
+) -> tuple[Sequence[Any], PixelFormat, ColourInfo, int, int]:
+    """The render's arguments, from an ImportLease / ImportedFrame (its ``frame`` / ``views``) or as given."""
+    frame = getattr(planes, "frame", planes)  # an ImportLease holds its ImportedFrame in .frame
+    views = getattr(frame, "views", None)
+    if views is not None and hasattr(frame, "pixel_format"):
+        return (
+            views,
+            pixel_format or frame.pixel_format,
+            colour or frame.colour,
+            width or frame.metadata.display_size.width,
+            height or frame.metadata.display_size.height,
+        )
+    if not isinstance(planes, Sequence) or pixel_format is None or colour is None or not width or not height:
+        raise InvalidInputError(
+            f"render takes an ImportLease (or its .frame), or plane views with pixel_format, colour, width "
+            f"and height; got {type(planes).__name__} with pixel_format={pixel_format!r}"
+        )
+    return planes, pixel_format, colour, width, height
+
+
+def _check_same_device(device: Any, obj: Any, what: str) -> None:
+    """Refuse a texture (or view) of another device: wgpu only says so in a raw validation error."""
+    owner = getattr(obj, "_device", None)  # wgpu-py's GPUObjectBase keeps its device there
+    if owner is not None and owner is not device and hasattr(owner, "create_texture"):
+        raise InvalidInputError(
+            f"the {what} belongs to another device ({getattr(owner, 'adapter_info', {}) or owner!r}); "
+            "create it on the renderer's device (FrameRenderer(device).device), or make the renderer "
+            "on the texture's device"
+        )
 
 
 YuvSampler = FrameRenderer
