@@ -14,9 +14,11 @@ Two ways through, decided from the first frame and reported:
   works on frame N while the GPU converts N + 2.
 
 The options and the plan (passthrough or GPU, output size, format and colour) are
-:mod:`alpha2.apps.transcode_plan`, re-exported here. Timestamps pass through unchanged (variable frame
-rate included); audio packets are copied when the input has audio; the output appears under its name
-only when complete.
+:mod:`alpha2.apps.transcode_plan`, re-exported here. Timestamps pass through (variable frame rate
+included), made strictly increasing where the input's repeat, go back or reset
+(:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt are kept and
+counted; audio packets are copied when the input has audio; the output appears under its name only
+when complete.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from alpha2.apps.transcode_plan import (
     plan_transcode,
 )
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
+from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS, output_container
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
@@ -83,6 +87,12 @@ class TranscodeStats:
     audio_packets_copied: int = 0
     packets_out: int = 0
     peak_copier_slots: int = 0
+    timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Video timestamps that repeated, went backwards or reset, made strictly increasing."""
+    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied audio packets whose dts repeated or went backwards (dropped or rebased)."""
+    decode: dict[str, Any] = field(default_factory=dict)
+    """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
 
     @property
     def fps(self) -> float:
@@ -122,6 +132,11 @@ class TranscodeStats:
             "encode_routes": self.encode_routes,
             "packets_out": self.packets_out,
             "audio_packets_copied": self.audio_packets_copied,
+            "decode": self.decode,
+            "timestamps_adjusted": {
+                "video": self.timestamps.as_dict(),
+                "audio": self.audio_timestamps.as_dict(),
+            },
             "stages": self.stages.as_dict(self.seconds),
         }
 
@@ -146,6 +161,35 @@ def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
         "reason": report.reason,
         "fallback_reason": report.fallback_reason,
     }
+
+
+def _decode_dict(decoder: DecodeSession) -> dict[str, Any]:
+    stats = decoder.stats
+    return {
+        "corrupt_frames_kept": stats.corrupt_frames_kept,
+        "corrupt_frames_skipped": stats.corrupt_frames_skipped,
+        "decode_errors": stats.decode_errors,
+        "truncated": stats.truncated,
+    }
+
+
+def _notes(stats: TranscodeStats) -> list[str]:
+    """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent)."""
+    notes = []
+    if stats.timestamps.total:
+        notes.append(f"video timestamps adjusted {stats.timestamps.summary()}")
+    if stats.audio_timestamps.total:
+        notes.append(f"audio timestamps adjusted {stats.audio_timestamps.summary()}")
+    decode = stats.decode
+    if decode.get("corrupt_frames_kept"):
+        notes.append(f"{decode['corrupt_frames_kept']} corrupt frames kept (concealed by the decoder)")
+    if decode.get("corrupt_frames_skipped"):
+        notes.append(f"{decode['corrupt_frames_skipped']} corrupt frames skipped")
+    if decode.get("decode_errors"):
+        notes.append(f"{decode['decode_errors']} packets failed to decode and were skipped")
+    if decode.get("truncated"):
+        notes.append("the input ends before the duration its container announces")
+    return notes
 
 
 def _frame_bytes(frame: DecodedFrame) -> int:
@@ -208,6 +252,7 @@ class _Transcoder:
         self._pending_planes: list[Any] = []
         self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
         self._first: DecodedFrame | None = None
+        self._timestamps = TimestampFixer()
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -323,14 +368,21 @@ class _Transcoder:
     def _limit_reached(self) -> bool:
         return self.options.frames is not None and self.stats.frames >= self.options.frames
 
-    def _pts(self, frame: DecodedFrame) -> int | None:
+    def _pts(self, frame: DecodedFrame) -> int:
+        """The frame's pts in the encoder's time base, made strictly increasing (repeats, backward
+        jumps and resets are fixed up and counted: FFmpeg decodes such files, muxers refuse them)."""
         assert self.session is not None
         meta = frame.metadata
-        if meta.pts is None:
-            return None
-        if meta.time_base is None or meta.time_base == self.session.time_base:
-            return meta.pts
-        return round(fractions.Fraction(meta.pts) * meta.time_base / self.session.time_base)
+        out_tb = self.session.time_base
+        pts, duration = meta.pts, meta.duration
+        if meta.time_base is not None and meta.time_base != out_tb:
+            scale = meta.time_base / out_tb
+            pts = None if pts is None else round(fractions.Fraction(pts) * scale)
+            duration = None if duration is None else round(duration * scale)
+        fixed = self._timestamps.fix(pts, duration)
+        assert fixed is not None  # video timestamps are nudged, never dropped
+        self.stats.timestamps = self._timestamps.adjustments
+        return fixed
 
     def _passthrough(self, first: DecodedFrame) -> None:
         decoder, session, stats = self.decoder, self.session, self.stats
@@ -508,6 +560,7 @@ class _Transcoder:
                 session.abort()
             self.stats.packets_out = session.stats.packets_out
             self.stats.audio_packets_copied = session.stats.audio_packets_copied
+            self.stats.audio_timestamps = session.stats.audio_timestamps
             if session.stats.audio_note and self.stats.encoder:
                 self.stats.encoder["audio"] = session.stats.audio_note  # not a plain copy: say how
         for obj in self._gpu_objects:
@@ -520,6 +573,7 @@ class _Transcoder:
         decoder, self.decoder = self.decoder, None
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
+            self.stats.decode = _decode_dict(decoder)
             decoder.close()
         gpu_device, self.gpu_device = self.gpu_device, None
         if gpu_device is not None:
@@ -544,6 +598,7 @@ def transcode(
     options = options if options is not None else TranscodeOptions()
     src = os.fspath(source)
     out = check_output_path(output)
+    output_container(out)  # an unknown extension is refused before the input is opened
     if os.path.exists(src) and os.path.exists(out) and os.path.samefile(src, out):
         raise InvalidInputError(f"the output {os.fspath(output)!r} is the input; choose another name")
     return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
@@ -562,7 +617,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "With nothing to change, frames go straight from the decoder to the encoder (passthrough).",
     )
     parser.add_argument("input", metavar="INPUT", help="input video file")
-    parser.add_argument("output", metavar="OUTPUT", help="output file (its extension picks the container)")
+    parser.add_argument(
+        "output",
+        metavar="OUTPUT",
+        help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
+    )
     parser.add_argument(
         "--codec", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264)"
     )
@@ -626,7 +685,7 @@ def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
         f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
         f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
         f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
-        f"{stats.stages.summary(stats.seconds)}"
+        f"{stats.stages.summary(stats.seconds)}" + "".join(f"; {note}" for note in _notes(stats))
     )
 
 

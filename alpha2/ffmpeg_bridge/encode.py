@@ -23,7 +23,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import av
@@ -45,7 +45,8 @@ from alpha2.ffmpeg_bridge.encoders import (
     is_nvenc,
     preferred_encoders,
 )
-from alpha2.ffmpeg_bridge.errors import EncoderError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
@@ -54,12 +55,43 @@ from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 
 __all__ = [
     "ENCODER_PREFERENCE",
+    "OUTPUT_CONTAINERS",
     "EncodeSession",
     "EncodeStats",
     "EncoderChoice",
     "choose_encoder",
     "frame_from_dlpack",
+    "output_container",
 ]
+
+OUTPUT_CONTAINERS: dict[str, str] = {
+    ".mp4": "mp4",
+    ".mov": "mov",
+    ".mkv": "matroska",
+    ".webm": "webm",
+    ".ts": "mpegts",
+    ".m2ts": "mpegts",
+    ".avi": "avi",
+    ".nut": "nut",
+}
+"""Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
+
+
+def output_container(path: str | os.PathLike[str]) -> str:
+    """The muxer an output path's extension names.
+
+    Raises:
+        OutputFormatError: the extension is none of :data:`OUTPUT_CONTAINERS` (or there is none).
+    """
+    name = os.path.basename(os.fspath(path))
+    ext = os.path.splitext(name)[1].lower()
+    if ext not in OUTPUT_CONTAINERS:
+        said = f"its extension {ext!r}" if ext else "no extension"
+        raise OutputFormatError(
+            f"cannot tell the container of {name!r} from {said}; alpha2 writes "
+            + ", ".join(OUTPUT_CONTAINERS)
+        )
+    return OUTPUT_CONTAINERS[ext]
 
 
 @dataclass(frozen=True)
@@ -183,6 +215,9 @@ class EncodeStats:
     """Audio frames of the source decoded and encoded again (the output's container cannot hold its codec)."""
     audio_note: str | None = None
     """How the audio track was made when it was not a plain copy or ``encode_audio`` (re-encoded, and why)."""
+    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied audio packets whose dts repeated or went backwards: dropped (behind the last one) or
+    rebased (a jump back or a reset), by kind."""
 
 
 def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
@@ -270,8 +305,8 @@ class EncodeSession:
             self.path: str | None = os.path.abspath(os.fspath(path_or_file))
             directory, name = os.path.split(self.path)
             stem, ext = os.path.splitext(name)
-            if not ext and container_format is None:
-                raise InvalidInputError(f"{name!r} has no extension; pass container_format (e.g. 'mp4')")
+            if container_format is None:
+                output_container(name)  # refused here, before anything is opened or written
             if not os.path.isdir(directory):
                 raise InvalidInputError(f"output directory {directory!r} does not exist")
             self._tmp_path: str | None = os.path.join(
@@ -301,6 +336,7 @@ class EncodeSession:
         self._astream_out: Any = None
         self._audio_packets: Iterator[av.packet.Packet] | None = None
         self._audio_pending: av.packet.Packet | None = None
+        self._audio_dts = TimestampFixer(drop_behind=True)  # the muxer refuses a dts that goes back
         self._last_pts: int | None = None
         self._frames_in = 0
         self._packets_out = 0
@@ -321,7 +357,12 @@ class EncodeSession:
     def stats(self) -> EncodeStats:
         """Frames in, packets out, audio packets copied."""
         return EncodeStats(
-            self._frames_in, self._packets_out, self._audio_copied, self._audio_reencoded, self._audio_note
+            self._frames_in,
+            self._packets_out,
+            self._audio_copied,
+            self._audio_reencoded,
+            self._audio_note,
+            self._audio_dts.adjustments,
         )
 
     @property
@@ -479,7 +520,7 @@ class EncodeSession:
     def _open_audio(self, out: av.container.OutputContainer) -> None:
         assert self._audio_path is not None
         try:
-            audio_in = av.open(self._audio_path, mode="r")
+            audio_in = av.open(self._audio_path, mode="r", metadata_errors="replace")
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening audio source {self._audio_path!r}") from exc
         assert isinstance(audio_in, av.container.InputContainer)
@@ -616,13 +657,18 @@ class EncodeSession:
             if apkt is None:
                 try:
                     apkt = next(self._audio_packets)
-                except StopIteration:
+                except (StopIteration, av.error.FFmpegError) as exc:
+                    if isinstance(exc, av.error.FFmpegError):
+                        # A damaged audio packet ends the audio, as a demuxer error ends the video.
+                        self._audio_note = f"audio ends early at damaged data ({exc.strerror or exc})"
                     self._audio_packets = None
                     if self._audio_resampler is not None:
                         self._reencode_audio(None)
                     return
-            if apkt.dts is None or apkt.size == 0:
-                continue
+                if apkt.dts is None or apkt.size == 0:
+                    continue
+                if not self._fix_audio_dts(apkt):
+                    continue
             if limit is not None and apkt.pts is not None and apkt.time_base is not None:
                 if float(apkt.pts * apkt.time_base) > limit:
                     self._audio_pending = apkt
@@ -633,6 +679,19 @@ class EncodeSession:
             apkt.stream = self._astream_out
             self._out.mux(apkt)
             self._audio_copied += 1
+
+    def _fix_audio_dts(self, apkt: av.packet.Packet) -> bool:
+        """Make a copied audio packet's dts follow the last one's (pts moved alike); False: drop it."""
+        assert apkt.dts is not None
+        dts = self._audio_dts.fix(apkt.dts, apkt.duration or None)
+        if dts is None:
+            return False
+        shift = dts - apkt.dts
+        if shift:
+            if apkt.pts is not None:
+                apkt.pts = apkt.pts + shift
+            apkt.dts = dts
+        return True
 
     def _reencode_audio(self, apkt: av.packet.Packet | None) -> None:
         """Decode a source packet (None: drain) and feed its samples to the output's audio encoder."""
