@@ -36,6 +36,7 @@ from alpha2.apps.atomic import check_output_path
 from alpha2.apps.transcode_plan import (
     DEFAULT_CRF,
     ColourChoice,
+    DepthChoice,
     TranscodeOptions,
     TranscodePlan,
     default_codec,
@@ -56,6 +57,7 @@ from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_rout
 __all__ = [
     "DEFAULT_CRF",
     "ColourChoice",
+    "DepthChoice",
     "TranscodeOptions",
     "TranscodePlan",
     "TranscodeStats",
@@ -91,6 +93,8 @@ class TranscodeStats:
     """Video timestamps that repeated, went backwards or reset, made strictly increasing."""
     audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
     """Copied audio packets whose dts repeated or went backwards (dropped or rebased)."""
+    input_notes: list[str] = field(default_factory=list)
+    """What of the input the output does not keep (alpha, interlacing), said once."""
     decode: dict[str, Any] = field(default_factory=dict)
     """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
 
@@ -124,6 +128,7 @@ class TranscodeStats:
             "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
             "output_colour": None if plan is None else _colour_dict(plan.output_colour),
+            "depth_reduced": None if plan is None else plan.depth_note,
             "encoder": self.encoder,
             "hwaccel": self.hwaccel,
             "device": self.device,
@@ -133,6 +138,7 @@ class TranscodeStats:
             "packets_out": self.packets_out,
             "audio_packets_copied": self.audio_packets_copied,
             "decode": self.decode,
+            "input_notes": self.input_notes,
             "timestamps_adjusted": {
                 "video": self.timestamps.as_dict(),
                 "audio": self.audio_timestamps.as_dict(),
@@ -173,9 +179,35 @@ def _decode_dict(decoder: DecodeSession) -> dict[str, Any]:
     }
 
 
+def _input_notes(first: DecodedFrame | None, plan: TranscodePlan, encoder: str) -> list[str]:
+    """Alpha and interlacing of the input, and what the output makes of them."""
+    from alpha2.ffmpeg_bridge.encode import INTERLACED_ENCODERS
+
+    notes: list[str] = []
+    if first is None:
+        return notes
+    if first.pixel_format.has_alpha:
+        notes.append(
+            f"alpha dropped: the {first.pixel_format.ffmpeg_name} input's alpha has no place in the output"
+        )
+    meta = first.metadata
+    if meta.interlaced:
+        order = "top field first" if meta.top_field_first else "bottom field first"
+        if plan.passthrough and encoder in INTERLACED_ENCODERS:
+            notes.append(f"interlaced input ({order}): coded interlaced, field order kept")
+        else:
+            why = (
+                "the GPU path makes progressive frames" if not plan.passthrough else f"{encoder} codes frames"
+            )
+            notes.append(f"interlaced input ({order}) coded progressive: {why}")
+    return notes
+
+
 def _notes(stats: TranscodeStats) -> list[str]:
     """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent)."""
-    notes = []
+    notes = list(stats.input_notes)
+    if stats.plan is not None and stats.plan.depth_note is not None:
+        notes.append(stats.plan.depth_note)
     if stats.timestamps.total:
         notes.append(f"video timestamps adjusted {stats.timestamps.summary()}")
     if stats.audio_timestamps.total:
@@ -253,6 +285,7 @@ class _Transcoder:
         self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
         self._first: DecodedFrame | None = None
         self._timestamps = TimestampFixer()
+        self._interlaced = False  # the first frame is interlaced
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -292,8 +325,15 @@ class _Transcoder:
             colour=plan.output_colour,
             audio_from=audio,
             options=pipeline.QUIET_ENCODER_OPTIONS.get(choice.name),
+            # A passthrough whose depth changes hands the decoder's frames over as they are; the
+            # encoder converts them to this (the GPU path writes the depth itself).
+            pixel_format=plan.output_format
+            if plan.passthrough and plan.output_format is not plan.input_format
+            else None,
+            interlaced=self._interlaced and plan.passthrough,
         )
         encoder = session.encoder
+        self.stats.input_notes = _input_notes(self._first, plan, encoder.name)
         self.stats.encoder = {
             "name": encoder.name,
             "codec": encoder.codec,
@@ -341,10 +381,12 @@ class _Transcoder:
             if first is None:
                 raise InvalidInputError(f"{self.source!r} has no decodable video frames")
             self._first = first  # released in teardown if a failure comes before the loop takes it
+            codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
             plan = plan_transcode(
-                Size(first.width, first.height), first.pixel_format, first.colour, self.options
+                Size(first.width, first.height), first.pixel_format, first.colour, self.options, codec=codec
             )
             self.stats.plan = plan
+            self._interlaced = first.metadata.interlaced
             self.session = self._encode_session(decoder, plan)
             total = decoder.info.frame_count
             if total is None and decoder.info.duration_seconds and decoder.info.average_rate:
@@ -652,6 +694,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="output matrix and range (default auto: kept, or BT.709 limited "
         "for HD outputs processed on the GPU)",
     )
+    parser.add_argument(
+        "--depth",
+        choices=[c.value for c in DepthChoice],
+        default="auto",
+        help="output bits per sample (default auto: 8, or 10 for HDR into hevc, av1 or vp9)",
+    )
     parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
     parser.add_argument(
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
@@ -704,6 +752,7 @@ def run(args: argparse.Namespace) -> int:
         audio=args.audio,
         colour=ColourChoice(args.colour),
         gpu=args.gpu,
+        depth=DepthChoice(args.depth),
     )
     progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
     stats = transcode(args.input, args.output, options, progress=progress)

@@ -649,7 +649,7 @@ class DecodeSession:
             self._generation += 1
             positions = seeking.seek_positions(target, start, tb)
             for attempt, position in enumerate(positions):
-                first = self._seek_to(position, seconds)
+                first = self._seek_to(position)
                 last = attempt == len(positions) - 1
                 if first is None and not last:
                     continue  # nothing decodable from there (no key frame after it): go further back
@@ -662,14 +662,17 @@ class DecodeSession:
             self._seek_target = target
             self._eof = False
 
-    def _seek_to(self, position: int, seconds: float) -> av.VideoFrame | None:
+    def _seek_to(self, position: int) -> av.VideoFrame | None:
         """Seek the demuxer to ``position`` and decode the first frame from there (errors on the way
         are not counted: a seek landing away from a key frame meets them by design)."""
         assert self._container is not None and self._stream is not None
         try:
             self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
-        except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"seeking to {seconds:.3f} s in {_display_source(self.source)}") from exc
+        except av.error.FFmpegError:
+            # Nothing to land on there (a stream with no frames refuses every seek): try further back;
+            # where no position takes, the stream has nothing at or after the target.
+            self._frames = None
+            return None
         self._stream.codec_context.flush_buffers()
         self._eof = False
         self._seek_target = None

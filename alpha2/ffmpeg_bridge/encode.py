@@ -55,6 +55,7 @@ from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 
 __all__ = [
     "ENCODER_PREFERENCE",
+    "INTERLACED_ENCODERS",
     "OUTPUT_CONTAINERS",
     "EncodeSession",
     "EncodeStats",
@@ -63,6 +64,9 @@ __all__ = [
     "frame_from_dlpack",
     "output_container",
 ]
+
+INTERLACED_ENCODERS = frozenset({"libx264", "mpeg2video", "h264_nvenc", "hevc_nvenc"})
+"""Encoders that code interlaced frames as such (field order kept) when the session asks for it."""
 
 OUTPUT_CONTAINERS: dict[str, str] = {
     ".mp4": "mp4",
@@ -254,6 +258,8 @@ class EncodeSession:
         container_format: FFmpeg muxer name, when the extension does not say it.
         options: Extra encoder options (FFmpeg AVOptions, strings).
         gop_size: Key frame interval in frames.
+        interlaced: Code the frames as interlaced (field order from each frame) where the encoder can
+            (:data:`INTERLACED_ENCODERS`); others code them progressive.
     """
 
     def __init__(
@@ -276,6 +282,7 @@ class EncodeSession:
         gop_size: int | None = None,
         audio_rate: int | None = None,
         audio_channels: int = 2,
+        interlaced: bool = False,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -329,6 +336,7 @@ class EncodeSession:
         self._container_format = container_format
         self._options = dict(options or {})
         self._gop_size = gop_size
+        self._interlaced = interlaced
         self._out: av.container.OutputContainer | None = None
         self._vstream: av.video.stream.VideoStream | None = None
         self._audio_in: av.container.InputContainer | None = None
@@ -418,6 +426,10 @@ class EncodeSession:
             stream.time_base = self.time_base
             if self._gop_size is not None:
                 cc.gop_size = self._gop_size
+            if self._interlaced and self.encoder.name in INTERLACED_ENCODERS:
+                # These take each frame's interlaced and top-field-first flags once coding is interlaced.
+                flags = av.codec.context.Flags
+                cc.flags |= flags.interlaced_dct | flags.interlaced_me
             if colour is not None:
                 cc.colorspace = int(colour.matrix)
                 cc.color_primaries = int(colour.primaries)
