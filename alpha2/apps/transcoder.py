@@ -42,6 +42,7 @@ from alpha2.apps.transcode_plan import (
     default_codec,
     plan_transcode,
 )
+from alpha2.apps.transcode_report import decode_dict, input_notes, summary_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS, output_container
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
@@ -169,61 +170,6 @@ def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
     }
 
 
-def _decode_dict(decoder: DecodeSession) -> dict[str, Any]:
-    stats = decoder.stats
-    return {
-        "corrupt_frames_kept": stats.corrupt_frames_kept,
-        "corrupt_frames_skipped": stats.corrupt_frames_skipped,
-        "decode_errors": stats.decode_errors,
-        "truncated": stats.truncated,
-    }
-
-
-def _input_notes(first: DecodedFrame | None, plan: TranscodePlan, encoder: str) -> list[str]:
-    """Alpha and interlacing of the input, and what the output makes of them."""
-    from alpha2.ffmpeg_bridge.encode import INTERLACED_ENCODERS
-
-    notes: list[str] = []
-    if first is None:
-        return notes
-    if first.pixel_format.has_alpha:
-        notes.append(
-            f"alpha dropped: the {first.pixel_format.ffmpeg_name} input's alpha has no place in the output"
-        )
-    meta = first.metadata
-    if meta.interlaced:
-        order = "top field first" if meta.top_field_first else "bottom field first"
-        if plan.passthrough and encoder in INTERLACED_ENCODERS:
-            notes.append(f"interlaced input ({order}): coded interlaced, field order kept")
-        else:
-            why = (
-                "the GPU path makes progressive frames" if not plan.passthrough else f"{encoder} codes frames"
-            )
-            notes.append(f"interlaced input ({order}) coded progressive: {why}")
-    return notes
-
-
-def _notes(stats: TranscodeStats) -> list[str]:
-    """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent)."""
-    notes = list(stats.input_notes)
-    if stats.plan is not None and stats.plan.depth_note is not None:
-        notes.append(stats.plan.depth_note)
-    if stats.timestamps.total:
-        notes.append(f"video timestamps adjusted {stats.timestamps.summary()}")
-    if stats.audio_timestamps.total:
-        notes.append(f"audio timestamps adjusted {stats.audio_timestamps.summary()}")
-    decode = stats.decode
-    if decode.get("corrupt_frames_kept"):
-        notes.append(f"{decode['corrupt_frames_kept']} corrupt frames kept (concealed by the decoder)")
-    if decode.get("corrupt_frames_skipped"):
-        notes.append(f"{decode['corrupt_frames_skipped']} corrupt frames skipped")
-    if decode.get("decode_errors"):
-        notes.append(f"{decode['decode_errors']} packets failed to decode and were skipped")
-    if decode.get("truncated"):
-        notes.append("the input ends before the duration its container announces")
-    return notes
-
-
 def _frame_bytes(frame: DecodedFrame) -> int:
     planes = frame.planes
     if isinstance(planes, tuple):
@@ -333,7 +279,7 @@ class _Transcoder:
             interlaced=self._interlaced and plan.passthrough,
         )
         encoder = session.encoder
-        self.stats.input_notes = _input_notes(self._first, plan, encoder.name)
+        self.stats.input_notes = input_notes(self._first, plan, encoder.name)
         self.stats.encoder = {
             "name": encoder.name,
             "codec": encoder.codec,
@@ -615,7 +561,7 @@ class _Transcoder:
         decoder, self.decoder = self.decoder, None
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
-            self.stats.decode = _decode_dict(decoder)
+            self.stats.decode = decode_dict(decoder)
             decoder.close()
         gpu_device, self.gpu_device = self.gpu_device, None
         if gpu_device is not None:
@@ -733,7 +679,7 @@ def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
         f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
         f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
         f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
-        f"{stats.stages.summary(stats.seconds)}" + "".join(f"; {note}" for note in _notes(stats))
+        f"{stats.stages.summary(stats.seconds)}" + "".join(f"; {note}" for note in summary_notes(stats))
     )
 
 
