@@ -244,3 +244,187 @@ def make_av_clip(
         for packet in astream.encode(None):
             out.mux(packet)
     return path
+
+
+# -- real-world oddities (timestamps, containers, metadata), made by muxing or editing bytes ------------
+
+
+def mux_with_pts(
+    path: str | os.PathLike[str], pts: list[int], *, rate: int = 30, width: int = 64, height: int = 48
+) -> str:
+    """An H.264 clip (no B-frames, so dts = pts) whose packets carry ``pts`` as given, in 1/``rate``.
+
+    The Matroska muxer takes equal timestamps (duplicates); one that goes back needs
+    :func:`swap_mkv_clusters` or :func:`concat_files`.
+    """
+    path = os.fspath(path)
+    name, options = ENCODERS["h264"]
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream(name, rate=rate, options=dict(options))
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.codec_context.gop_size = 4
+        stream.codec_context.thread_count = 1
+        tb = fractions.Fraction(1, rate)
+        packets: list[Any] = []
+        for i in range(len(pts)):
+            frame = av.VideoFrame.from_ndarray(pattern(i, width, height), format="rgb24")
+            frame = frame.reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, tb
+            packets.extend(stream.encode(frame))
+        packets.extend(stream.encode(None))
+        for packet, value in zip(packets, pts, strict=True):
+            packet.pts = packet.dts = round(value * tb / packet.time_base)
+            out.mux(packet)
+    return path
+
+
+def _ebml_vint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, length) of the EBML variable-size integer at ``pos`` (marker bit removed)."""
+    first = data[pos]
+    length = 1
+    while length <= 8 and not first & (0x80 >> (length - 1)):
+        length += 1
+    value = first & (0xFF >> length)
+    for b in data[pos + 1 : pos + length]:
+        value = (value << 8) | b
+    return value, length
+
+
+def mkv_clusters(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each top-level Cluster of a Matroska file written by FFmpeg."""
+    segment = data.index(b"\x18\x53\x80\x67")
+    _, size_len = _ebml_vint(data, segment + 4)
+    pos = segment + 4 + size_len
+    clusters = []
+    while pos < len(data):
+        ident_len = _ebml_vint(data, pos)[1]
+        ident = data[pos : pos + ident_len]
+        size, size_len = _ebml_vint(data, pos + ident_len)
+        end = pos + ident_len + size_len + size
+        if ident == b"\x1f\x43\xb6\x75":
+            clusters.append((pos, end))
+        pos = end
+    return clusters
+
+
+def swap_mkv_clusters(src: str, dst: str, first: int = 1) -> str:
+    """Copy a Matroska file with clusters ``first`` and ``first + 1`` swapped (timestamps go back)."""
+    data = open(src, "rb").read()
+    clusters = mkv_clusters(data)
+    (a0, a1), (b0, b1) = clusters[first], clusters[first + 1]
+    with open(dst, "wb") as f:
+        f.write(data[:a0] + data[b0:b1] + data[a0:a1] + data[b1:])
+    return dst
+
+
+def mp4_boxes(data: bytes, kind: bytes) -> list[int]:
+    """Offsets of every box of type ``kind`` (searched through the container boxes of the moov tree)."""
+    found: list[int] = []
+    containers = {b"moov", b"trak", b"mdia", b"minf", b"stbl", b"udta", b"edts"}
+
+    def walk(start: int, end: int) -> None:
+        pos = start
+        while pos + 8 <= end:
+            size = int.from_bytes(data[pos : pos + 4], "big")
+            box = data[pos + 4 : pos + 8]
+            if size < 8:
+                return
+            if box == kind:
+                found.append(pos)
+            if box in containers:
+                walk(pos + 8, pos + size)
+            pos += size
+
+    walk(0, len(data))
+    return found
+
+
+def zero_mp4_stts(src: str, dst: str) -> str:
+    """Copy an MP4 with every sample duration in its ``stts`` boxes set to 0 (all frames at one time)."""
+    data = bytearray(open(src, "rb").read())
+    for pos in mp4_boxes(bytes(data), b"stts"):
+        count = int.from_bytes(data[pos + 12 : pos + 16], "big")
+        for entry in range(count):
+            at = pos + 16 + entry * 8 + 4
+            data[at : at + 4] = b"\0\0\0\0"
+    with open(dst, "wb") as f:
+        f.write(bytes(data))
+    return dst
+
+
+def concat_files(dst: str, *sources: str) -> str:
+    """The bytes of ``sources`` one after another (MPEG-TS files so joined reset their clock)."""
+    with open(dst, "wb") as f:
+        for src in sources:
+            f.write(open(src, "rb").read())
+    return dst
+
+
+def replace_bytes(src: str, dst: str, old: bytes, new: bytes) -> str:
+    """Copy ``src`` with every ``old`` replaced by ``new`` (same length: offsets stay valid)."""
+    assert len(old) == len(new)
+    data = open(src, "rb").read()
+    assert old in data, f"{old!r} not in {src}"
+    with open(dst, "wb") as f:
+        f.write(data.replace(old, new))
+    return dst
+
+
+NON_UTF8_TAG = "ALPHA2TAGVALUE"
+"""make_non_utf8_metadata: the tag written, then overwritten with bytes that are not UTF-8."""
+
+
+def make_non_utf8_metadata(path: str | os.PathLike[str], audio: bool = False) -> str:
+    """A clip (.mkv or .mp4) whose title and handler name are not UTF-8 (Latin-1 bytes)."""
+    path = os.fspath(path)
+    tmp = path + ".src" + os.path.splitext(path)[1]
+    make_clip(tmp, "h264", 64, 48, 6, audio=audio)
+    with av.open(tmp) as src, av.open(path + ".tag" + os.path.splitext(path)[1], "w") as out:
+        out.metadata["title"] = NON_UTF8_TAG
+        streams = {}
+        for s in src.streams:
+            o: Any = out.add_stream_from_template(s)
+            o.metadata["handler_name"] = NON_UTF8_TAG
+            o.metadata["title"] = NON_UTF8_TAG
+            streams[s.index] = o
+        for packet in src.demux():
+            if packet.dts is None:
+                continue
+            packet.stream = streams[packet.stream.index]
+            out.mux(packet)
+    bad = b"\xe9t\xe9\xff\xfe" + b"x" * (len(NON_UTF8_TAG) - 5)
+    replace_bytes(path + ".tag" + os.path.splitext(path)[1], path, NON_UTF8_TAG.encode(), bad)
+    os.remove(tmp)
+    os.remove(path + ".tag" + os.path.splitext(path)[1])
+    return path
+
+
+def remux(src: str, dst: str, options: dict[str, str] | None = None) -> str:
+    """Copy ``src``'s packets into ``dst`` (its extension picks the container) with muxer ``options``."""
+    with av.open(src) as inp, av.open(dst, "w", options=dict(options or {})) as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
+        for packet in inp.demux():
+            if packet.dts is None:
+                continue
+            packet.stream = streams[packet.stream.index]
+            out.mux(packet)
+    return dst
+
+
+def make_interlaced_mpeg2(path: str | os.PathLike[str], frames: int = 50, rate: int = 25) -> str:
+    """An interlaced-coded MPEG-2 clip (128x96); in a program stream (.mpg) it starts after 0."""
+    path = os.fspath(path)
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream("mpeg2video", rate=rate)
+        stream.width, stream.height, stream.pix_fmt = 128, 96, "yuv420p"
+        stream.codec_context.gop_size = 12
+        flags = av.codec.context.Flags
+        stream.codec_context.flags |= flags.interlaced_dct | flags.interlaced_me
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(pattern(i, 128, 96), format="rgb24").reformat(format="yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path

@@ -19,7 +19,7 @@ import pytest
 
 from alpha2.apps import pipeline
 from alpha2.apps.sample import pattern_planes, sample_colour, write_sample
-from alpha2.apps.transcoder import ColourChoice, TranscodeOptions, plan_transcode, transcode
+from alpha2.apps.transcoder import ColourChoice, DepthChoice, TranscodeOptions, plan_transcode, transcode
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourPrimaries, ColourRange
 from alpha2.gpu.colour import TransferCharacteristic as Trc
 from alpha2.gpu.errors import Error, InvalidInputError
@@ -182,7 +182,7 @@ def test_plan_scale_fits_inside_even_and_hd_gets_bt709() -> None:
         Size(1920, 1080),
         PixelFormat.YUV420P10,
         _colour(ColourMatrix.BT470BG),
-        TranscodeOptions(size=Size(641, 361)),
+        TranscodeOptions(size=Size(641, 361), depth=DepthChoice.TEN),
     )
     assert small.output_size == Size(640, 360)
     assert small.output_format is PixelFormat.P010
@@ -321,7 +321,9 @@ def test_nvdec_gpu_copy_scale_round_trip(clips: dict[str, str], tmp_path: Path) 
 @pytest.mark.vulkan
 def test_gpu_ten_bit_input_stays_ten_bit(clips: dict[str, str], tmp_path: Path) -> None:
     out = str(tmp_path / "ten.mkv")
-    stats = transcode(clips["smooth10"], out, TranscodeOptions(gpu=True, preset="ultrafast"))
+    stats = transcode(
+        clips["smooth10"], out, TranscodeOptions(gpu=True, preset="ultrafast", depth=DepthChoice.TEN)
+    )
     data = stats.as_dict()
     assert data["input_pixel_format"] == "yuv420p10le"
     assert data["output_pixel_format"] == "p010le"

@@ -77,10 +77,16 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> str:
     """Write ``data`` to ``path`` atomically; returns the absolute path."""
     with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            # A full disk or a lost mount: say which file (the bare errno names none).
+            raise InvalidInputError(
+                f"cannot write {os.path.abspath(os.fspath(path))!r}: {exc.strerror or exc}"
+            ) from exc
     return os.path.abspath(os.fspath(path))
 
 

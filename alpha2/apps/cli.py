@@ -1,21 +1,27 @@
 """The `alpha2` command.
 
 Exit codes: 0 on success, 1 with one line ``alpha2: error: ...`` on a runtime failure, 2 on a usage
-error (argparse's own convention). A traceback reaching a user is a bug: alpha2 errors and OS errors
-are turned into that one line; anything else is reported the same way with its type, and
-``ALPHA2_DEBUG=1`` re-raises it for a developer.
+error (argparse's own convention; an output name that says no container alpha2 writes is one), and
+128 + the signal number when SIGINT, SIGTERM or SIGHUP ends a command: all three unwind alike, so
+outputs being written are removed and one line says what happened. A traceback reaching a user is a
+bug: alpha2 errors and OS errors are turned into that one line; anything else is reported the same
+way with its type, and ``ALPHA2_DEBUG=1`` re-raises it for a developer.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 
 from alpha2 import __version__
+from alpha2.ffmpeg_bridge.errors import OutputFormatError
 from alpha2.gpu.errors import Error
 
 # Subcommand modules, each with register(subparsers) that sets func=run on its parser.
@@ -63,18 +69,61 @@ def ensure_runtime_dir() -> None:
     os.environ["XDG_RUNTIME_DIR"] = path
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: raised in the main thread so that the command unwinds as for Ctrl-C
+    (a BaseException, like KeyboardInterrupt, so that ``except Exception`` does not swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        """The signal's number."""
+
+
+_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` for the block (the first one only: a second
+    one while cleaning up must not cut the cleanup short)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Terminated(signum)
+
+    previous = {signum: signal.signal(signum, handler) for signum in _TERMINATING}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run one command's ``func``; errors become the one-line message and exit status 1."""
     ensure_runtime_dir()
     try:
-        return int(func(args) or 0)
+        with _signals_unwind():
+            return int(func(args) or 0)
     except KeyboardInterrupt:
         print("alpha2: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
+    except Terminated as exc:
+        print(f"alpha2: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
+        return 128 + exc.signum
     except BrokenPipeError:
         # The reader went away (``alpha2 probe | head``): nothing to report; silence the final flush.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OutputFormatError as exc:
+        print(error_line(exc.message), file=sys.stderr)
+        return 2  # a usage error, as argparse's own
     except Error as exc:
         print(error_line(exc.message), file=sys.stderr)
         return 1

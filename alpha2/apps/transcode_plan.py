@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from alpha2.apps import pipeline
-from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange, TransferCharacteristic
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Size
@@ -22,9 +22,11 @@ __all__ = [
     "DEFAULT_CRF",
     "HD_MIN_HEIGHT",
     "ColourChoice",
+    "DepthChoice",
     "TranscodeOptions",
     "TranscodePlan",
     "default_codec",
+    "output_depth",
     "plan_transcode",
 ]
 
@@ -49,6 +51,70 @@ class ColourChoice(enum.Enum):
     """BT.601 matrix (SMPTE 170M), limited range."""
     BT2020 = "bt2020"
     """BT.2020 non-constant-luminance matrix, limited range."""
+
+
+class DepthChoice(enum.Enum):
+    """The output's bits per sample."""
+
+    AUTO = "auto"
+    """8 bits, but 10 for HEVC, AV1 and VP9 when the input is 10-bit HDR (PQ or HLG): most browsers and
+    hardware decoders play no 10-bit H.264 (High 10)."""
+    EIGHT = "8"
+    """8 bits, whatever the input."""
+    TEN = "10"
+    """10 bits, whatever the input (for H.264 that is High 10)."""
+
+
+TEN_BIT_CODECS = frozenset({"hevc", "av1", "vp9"})
+"""Codec families whose 10-bit profiles players commonly decode (AUTO keeps 10 bits for HDR in them)."""
+
+_HDR_TRANSFERS = (TransferCharacteristic.SMPTE2084, TransferCharacteristic.ARIB_STD_B67)
+
+
+def output_depth(
+    input_format: PixelFormat, input_colour: ColourInfo, codec: str, choice: DepthChoice
+) -> tuple[int, str | None]:
+    """The output's bit depth (8 or 10) and, when that is fewer bits than the input's, why."""
+    bits = input_format.bit_depth
+    if choice is DepthChoice.TEN:
+        return 10, None
+    if choice is DepthChoice.EIGHT:
+        depth, why = 8, "--depth 8"
+    elif bits <= 8:
+        return 8, None
+    elif codec in TEN_BIT_CODECS and input_colour.transfer in _HDR_TRANSFERS:
+        return 10, None
+    elif codec in TEN_BIT_CODECS:
+        depth, why = 8, f"the input is not HDR (--depth 10 keeps {bits} bits in {codec})"
+    else:
+        depth, why = 8, f"{codec} players rarely decode 10 bits (--depth 10 keeps them)"
+    if bits <= depth:
+        return depth, None
+    return depth, f"depth reduced from {bits} to {depth} bits: {why}"
+
+
+def eight_bit_format(fmt: PixelFormat) -> PixelFormat:
+    """The 8-bit layout with ``fmt``'s chroma (yuv420p10le -> yuv420p, p010le -> nv12, ...)."""
+    if fmt.bit_depth <= 8:
+        return fmt
+    name = fmt.ffmpeg_name
+    for high, low in (("p010le", "nv12"), ("p210le", "nv16"), ("p410le", "nv24")):
+        if name == high:
+            return PixelFormat.from_ffmpeg_name(low)
+    for suffix in ("p10le", "p12le", "p16le"):
+        if name.endswith(suffix):
+            return PixelFormat.from_ffmpeg_name(name[: -len(suffix)] + "p")
+    return PixelFormat.YUV420P
+
+
+def ten_bit_format(fmt: PixelFormat) -> PixelFormat:
+    """A 10-bit layout with ``fmt``'s chroma where one exists (yuv420p -> yuv420p10le), else 4:2:0."""
+    if fmt.bit_depth >= 10:
+        return fmt
+    name = fmt.ffmpeg_name
+    if name in ("yuv420p", "yuv422p", "yuv444p"):
+        return PixelFormat.from_ffmpeg_name(name + "10le")
+    return PixelFormat.YUV420P10
 
 
 # Containers whose muxers take no H.264: their default codec.
@@ -87,6 +153,8 @@ class TranscodeOptions:
     """Process on the GPU even when nothing asks for it (no passthrough)."""
     ring_size: int = 3
     """Read-back slots of the encode copier (frames the GPU may run ahead of the encoder)."""
+    depth: DepthChoice = DepthChoice.AUTO
+    """The output's bits per sample (:func:`output_depth`)."""
 
     def __post_init__(self) -> None:
         if self.crf is not None and self.bitrate is not None:
@@ -117,6 +185,8 @@ class TranscodePlan:
     """The input's colour (resolved)."""
     output_colour: ColourInfo
     """The colour written and tagged."""
+    depth_note: str | None = None
+    """Why the output has fewer bits per sample than the input, when it has (None: not reduced)."""
 
 
 def _hd(size: Size) -> bool:
@@ -143,9 +213,16 @@ def _same_matrix(a: ColourMatrix, b: ColourMatrix) -> bool:
 
 
 def plan_transcode(
-    input_size: Size, input_format: PixelFormat, input_colour: ColourInfo, options: TranscodeOptions
+    input_size: Size,
+    input_format: PixelFormat,
+    input_colour: ColourInfo,
+    options: TranscodeOptions,
+    *,
+    codec: str = "h264",
 ) -> TranscodePlan:
-    """Decide passthrough or GPU processing, the output size, format and colour.
+    """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
+
+    ``codec`` is the output's codec family (``h264``, ``hevc``, ...): the default depth depends on it.
 
     Raises:
         UnsupportedError: the asked colour cannot be written by the encode copier.
@@ -171,16 +248,28 @@ def plan_transcode(
             reasons.append(f"convert colour to {options.colour.value}")
     if options.gpu:
         reasons.append("--gpu asks for GPU processing")
+    depth, depth_note = output_depth(input_format, input_colour, codec, options.depth)
     if not reasons:
+        passed = input_format
+        reason = "passthrough: same size, pixel format and colour; frames go straight to the encoder"
+        if depth < input_format.bit_depth:
+            passed = eight_bit_format(input_format)
+            reason = (
+                f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} ({depth_note})"
+            )
+        elif depth > input_format.bit_depth:
+            passed = ten_bit_format(input_format)
+            reason = f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} (--depth 10)"
         return TranscodePlan(
             passthrough=True,
-            reason="passthrough: same size, pixel format and colour; frames go straight to the encoder",
+            reason=reason,
             input_size=input_size,
             output_size=input_size,
             input_format=input_format,
-            output_format=input_format,
+            output_format=passed,
             input_colour=input_colour,
             output_colour=input_colour,
+            depth_note=depth_note,
         )
     matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
     if matrix not in WRITABLE_MATRICES or rng is ColourRange.UNSPECIFIED:
@@ -195,7 +284,9 @@ def plan_transcode(
             else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
         )
         why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
-    output_format = PixelFormat.P010 if input_format.bit_depth > 8 else PixelFormat.NV12
+    output_format = PixelFormat.P010 if depth > 8 else PixelFormat.NV12
+    if depth_note is not None:
+        reasons.append(depth_note)
     output_colour = ColourInfo(
         matrix=matrix,
         primaries=input_colour.primaries,
@@ -212,4 +303,5 @@ def plan_transcode(
         output_format=output_format,
         input_colour=input_colour,
         output_colour=output_colour,
+        depth_note=depth_note,
     )

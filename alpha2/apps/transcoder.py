@@ -14,9 +14,11 @@ Two ways through, decided from the first frame and reported:
   works on frame N while the GPU converts N + 2.
 
 The options and the plan (passthrough or GPU, output size, format and colour) are
-:mod:`alpha2.apps.transcode_plan`, re-exported here. Timestamps pass through unchanged (variable frame
-rate included); audio packets are copied when the input has audio; the output appears under its name
-only when complete.
+:mod:`alpha2.apps.transcode_plan`, re-exported here. Timestamps pass through (variable frame rate
+included), made strictly increasing where the input's repeat, go back or reset
+(:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt are kept and
+counted; audio packets are copied when the input has audio; the output appears under its name only
+when complete.
 """
 
 from __future__ import annotations
@@ -34,12 +36,16 @@ from alpha2.apps.atomic import check_output_path
 from alpha2.apps.transcode_plan import (
     DEFAULT_CRF,
     ColourChoice,
+    DepthChoice,
     TranscodeOptions,
     TranscodePlan,
     default_codec,
     plan_transcode,
 )
+from alpha2.apps.transcode_report import decode_dict, input_notes, summary_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
+from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS, output_container
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
@@ -52,6 +58,7 @@ from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_rout
 __all__ = [
     "DEFAULT_CRF",
     "ColourChoice",
+    "DepthChoice",
     "TranscodeOptions",
     "TranscodePlan",
     "TranscodeStats",
@@ -83,6 +90,14 @@ class TranscodeStats:
     audio_packets_copied: int = 0
     packets_out: int = 0
     peak_copier_slots: int = 0
+    timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Video timestamps that repeated, went backwards or reset, made strictly increasing."""
+    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied audio packets whose dts repeated or went backwards (dropped or rebased)."""
+    input_notes: list[str] = field(default_factory=list)
+    """What of the input the output does not keep (alpha, interlacing), said once."""
+    decode: dict[str, Any] = field(default_factory=dict)
+    """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
 
     @property
     def fps(self) -> float:
@@ -114,6 +129,7 @@ class TranscodeStats:
             "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
             "output_colour": None if plan is None else _colour_dict(plan.output_colour),
+            "depth_reduced": None if plan is None else plan.depth_note,
             "encoder": self.encoder,
             "hwaccel": self.hwaccel,
             "device": self.device,
@@ -122,6 +138,12 @@ class TranscodeStats:
             "encode_routes": self.encode_routes,
             "packets_out": self.packets_out,
             "audio_packets_copied": self.audio_packets_copied,
+            "decode": self.decode,
+            "input_notes": self.input_notes,
+            "timestamps_adjusted": {
+                "video": self.timestamps.as_dict(),
+                "audio": self.audio_timestamps.as_dict(),
+            },
             "stages": self.stages.as_dict(self.seconds),
         }
 
@@ -208,6 +230,8 @@ class _Transcoder:
         self._pending_planes: list[Any] = []
         self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
         self._first: DecodedFrame | None = None
+        self._timestamps = TimestampFixer()
+        self._interlaced = False  # the first frame is interlaced
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -247,8 +271,15 @@ class _Transcoder:
             colour=plan.output_colour,
             audio_from=audio,
             options=pipeline.QUIET_ENCODER_OPTIONS.get(choice.name),
+            # A passthrough whose depth changes hands the decoder's frames over as they are; the
+            # encoder converts them to this (the GPU path writes the depth itself).
+            pixel_format=plan.output_format
+            if plan.passthrough and plan.output_format is not plan.input_format
+            else None,
+            interlaced=self._interlaced and plan.passthrough,
         )
         encoder = session.encoder
+        self.stats.input_notes = input_notes(self._first, plan, encoder.name)
         self.stats.encoder = {
             "name": encoder.name,
             "codec": encoder.codec,
@@ -296,10 +327,12 @@ class _Transcoder:
             if first is None:
                 raise InvalidInputError(f"{self.source!r} has no decodable video frames")
             self._first = first  # released in teardown if a failure comes before the loop takes it
+            codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
             plan = plan_transcode(
-                Size(first.width, first.height), first.pixel_format, first.colour, self.options
+                Size(first.width, first.height), first.pixel_format, first.colour, self.options, codec=codec
             )
             self.stats.plan = plan
+            self._interlaced = first.metadata.interlaced
             self.session = self._encode_session(decoder, plan)
             total = decoder.info.frame_count
             if total is None and decoder.info.duration_seconds and decoder.info.average_rate:
@@ -323,14 +356,21 @@ class _Transcoder:
     def _limit_reached(self) -> bool:
         return self.options.frames is not None and self.stats.frames >= self.options.frames
 
-    def _pts(self, frame: DecodedFrame) -> int | None:
+    def _pts(self, frame: DecodedFrame) -> int:
+        """The frame's pts in the encoder's time base, made strictly increasing (repeats, backward
+        jumps and resets are fixed up and counted: FFmpeg decodes such files, muxers refuse them)."""
         assert self.session is not None
         meta = frame.metadata
-        if meta.pts is None:
-            return None
-        if meta.time_base is None or meta.time_base == self.session.time_base:
-            return meta.pts
-        return round(fractions.Fraction(meta.pts) * meta.time_base / self.session.time_base)
+        out_tb = self.session.time_base
+        pts, duration = meta.pts, meta.duration
+        if meta.time_base is not None and meta.time_base != out_tb:
+            scale = meta.time_base / out_tb
+            pts = None if pts is None else round(fractions.Fraction(pts) * scale)
+            duration = None if duration is None else round(duration * scale)
+        fixed = self._timestamps.fix(pts, duration)
+        assert fixed is not None  # video timestamps are nudged, never dropped
+        self.stats.timestamps = self._timestamps.adjustments
+        return fixed
 
     def _passthrough(self, first: DecodedFrame) -> None:
         decoder, session, stats = self.decoder, self.session, self.stats
@@ -508,6 +548,7 @@ class _Transcoder:
                 session.abort()
             self.stats.packets_out = session.stats.packets_out
             self.stats.audio_packets_copied = session.stats.audio_packets_copied
+            self.stats.audio_timestamps = session.stats.audio_timestamps
             if session.stats.audio_note and self.stats.encoder:
                 self.stats.encoder["audio"] = session.stats.audio_note  # not a plain copy: say how
         for obj in self._gpu_objects:
@@ -520,6 +561,7 @@ class _Transcoder:
         decoder, self.decoder = self.decoder, None
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
+            self.stats.decode = decode_dict(decoder)
             decoder.close()
         gpu_device, self.gpu_device = self.gpu_device, None
         if gpu_device is not None:
@@ -544,6 +586,7 @@ def transcode(
     options = options if options is not None else TranscodeOptions()
     src = os.fspath(source)
     out = check_output_path(output)
+    output_container(out)  # an unknown extension is refused before the input is opened
     if os.path.exists(src) and os.path.exists(out) and os.path.samefile(src, out):
         raise InvalidInputError(f"the output {os.fspath(output)!r} is the input; choose another name")
     return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
@@ -562,7 +605,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "With nothing to change, frames go straight from the decoder to the encoder (passthrough).",
     )
     parser.add_argument("input", metavar="INPUT", help="input video file")
-    parser.add_argument("output", metavar="OUTPUT", help="output file (its extension picks the container)")
+    parser.add_argument(
+        "output",
+        metavar="OUTPUT",
+        help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
+    )
     parser.add_argument(
         "--codec", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264)"
     )
@@ -592,6 +639,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="auto",
         help="output matrix and range (default auto: kept, or BT.709 limited "
         "for HD outputs processed on the GPU)",
+    )
+    parser.add_argument(
+        "--depth",
+        choices=[c.value for c in DepthChoice],
+        default="auto",
+        help="output bits per sample (default auto: 8, or 10 for HDR into hevc, av1 or vp9)",
     )
     parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
     parser.add_argument(
@@ -626,7 +679,7 @@ def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
         f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
         f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
         f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
-        f"{stats.stages.summary(stats.seconds)}"
+        f"{stats.stages.summary(stats.seconds)}" + "".join(f"; {note}" for note in summary_notes(stats))
     )
 
 
@@ -645,6 +698,7 @@ def run(args: argparse.Namespace) -> int:
         audio=args.audio,
         colour=ColourChoice(args.colour),
         gpu=args.gpu,
+        depth=DepthChoice(args.depth),
     )
     progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
     stats = transcode(args.input, args.output, options, progress=progress)

@@ -69,7 +69,7 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
     """The stream kinds in ``source`` (``video``, ``audio``, ...), without decoding."""
     where = os.fspath(source)
     try:
-        with av.open(where, mode="r") as container:
+        with av.open(where, mode="r", metadata_errors="replace") as container:
             return frozenset(str(s.type) for s in container.streams)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg(exc, f"opening {where!r}") from exc
@@ -89,7 +89,7 @@ class AudioDecodeSession:
         self.sample_rate = sample_rate
         self.channels = channels
         try:
-            container = av.open(self.source, mode="r")
+            container = av.open(self.source, mode="r", metadata_errors="replace")
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening {self.source!r}") from exc
         if not isinstance(container, av.container.InputContainer):

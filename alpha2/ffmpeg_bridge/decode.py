@@ -13,14 +13,13 @@ one module for that reason; what stands alone lives beside it: the decode-ahead 
 
 from __future__ import annotations
 
-import enum
 import fractions
 import io
 import itertools
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO, Any
 
 import av
@@ -28,7 +27,8 @@ import av.container
 import av.error
 import av.video.stream
 
-from alpha2.ffmpeg_bridge import media
+from alpha2.ffmpeg_bridge import media, seeking
+from alpha2.ffmpeg_bridge.decode_stats import CorruptPolicy, DecodeStats
 from alpha2.ffmpeg_bridge.download import download_frame
 from alpha2.ffmpeg_bridge.errors import (
     DecodeError,
@@ -72,47 +72,6 @@ def _next_decoder_id() -> int:
         return next(_decoder_ids)
 
 
-class CorruptPolicy(enum.Enum):
-    """What a session does with corrupt data met mid-stream."""
-
-    SKIP = "skip"
-    """Drop the corrupt packet or frame, count it in :class:`DecodeStats`, go on."""
-    STOP = "stop"
-    """Raise :class:`~alpha2.ffmpeg_bridge.errors.DecodeError`."""
-
-    @classmethod
-    def parse(cls, value: CorruptPolicy | str) -> CorruptPolicy:
-        """Accept the enum or ``'skip'`` / ``'stop'``."""
-        if isinstance(value, cls):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise InvalidInputError(f"on_corrupt must be 'skip' or 'stop', got {value!r}") from None
-
-
-@dataclass(frozen=True)
-class DecodeStats:
-    """Counters of a decode session."""
-
-    frames_out: int = 0
-    """Frames handed to the application."""
-    frames_on_gpu: int = 0
-    """Of those, frames whose planes are CUDA memory."""
-    corrupt_frames_skipped: int = 0
-    """Frames the decoder flagged corrupt and the session dropped (on_corrupt='skip')."""
-    decode_errors: int = 0
-    """Packets (or demuxer reads) that failed and were skipped (on_corrupt='skip')."""
-    frames_discarded_for_seek: int = 0
-    """Frames decoded and dropped to reach a seek target."""
-    converted_frames: int = 0
-    """Software frames converted (copied) because alpha2 has no PixelFormat for the decoder's output."""
-    generation: int = 0
-    """The decoder generation of the most recent frame."""
-    truncated: bool = False
-    """The stream ended well before the duration its container announced (also counted in decode_errors)."""
-
-
 def _display_source(source: MediaSource) -> str:
     if isinstance(source, str | os.PathLike):
         return repr(os.fspath(source))
@@ -146,7 +105,8 @@ class DecodeSession:
             a private, unlimited budget for software decoding, and one of ``DEFAULT_HW_SURFACES``
             surfaces for NVDEC (its pool is finite).
         threads: Decoder threads for software decoding; 0 lets FFmpeg pick one per core.
-        on_corrupt: ``'skip'`` corrupt data (counted in :attr:`stats`) or ``'stop'`` with a DecodeError.
+        on_corrupt: ``'keep'`` frames the decoder flags corrupt (the default, as FFmpeg does), ``'skip'``
+            them, or ``'stop'`` with a DecodeError; kept and skipped ones are counted in :attr:`stats`.
         stream_index: Which video stream (index among the container's video streams); None picks the best.
         cuda_ordinal: Decode on this CUDA ordinal instead of the shared device's; the caller then keeps
             decoder and renderer on one GPU.
@@ -172,7 +132,7 @@ class DecodeSession:
         hwaccel: HwAccelMode | str = "auto",
         budget: SurfaceBudget | None = None,
         threads: int = 0,
-        on_corrupt: CorruptPolicy | str = "skip",
+        on_corrupt: CorruptPolicy | str = "keep",
         stream_index: int | None = None,
         cuda_ordinal: int | None = None,
         device: Device | None = None,
@@ -205,6 +165,8 @@ class DecodeSession:
         self._frames: Iterator[av.VideoFrame] | None = None
         self._pending: av.VideoFrame | Described | None = None
         self._seek_target: int | None = None
+        self._probing = False  # decoding the first frame after a seek: errors are expected, not counted
+        self._sought = False  # a seek happened: the stream's end says nothing about truncation
         self._eof = False
         self._closed = False
         self._lock = threading.RLock()
@@ -240,7 +202,7 @@ class DecodeSession:
     def _open_container(self, hwaccel: Any) -> av.container.InputContainer:
         src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
         try:
-            container = av.open(src, mode="r", hwaccel=hwaccel)
+            container = av.open(src, mode="r", hwaccel=hwaccel, metadata_errors="replace")
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening {_display_source(self.source)}") from exc
         if not isinstance(container, av.container.InputContainer):
@@ -277,7 +239,7 @@ class DecodeSession:
         if plan.use_cuda:
             src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
             try:
-                opened = av.open(src, mode="r", hwaccel=make_hwaccel(plan))
+                opened = av.open(src, mode="r", hwaccel=make_hwaccel(plan), metadata_errors="replace")
             except (
                 av.error.FileNotFoundError,
                 av.error.PermissionError,
@@ -419,6 +381,8 @@ class DecodeSession:
             self._stats = replace(self._stats, **values)
 
     def _corrupt(self, exc: BaseException, what: str) -> None:
+        if self._probing:
+            return
         if self._on_corrupt is CorruptPolicy.STOP:
             raise from_ffmpeg(exc, f"{what} in {_display_source(self.source)}", DecodeError) from exc
         self._bump(decode_errors=1)
@@ -464,7 +428,7 @@ class DecodeSession:
     def _check_complete(self) -> None:
         """Flag a stream that ended well before the duration its container announced (truncated input)."""
         info = self._info
-        if info.duration is None or info.duration <= 0:
+        if info.duration is None or info.duration <= 0 or self._probing or self._sought:
             return
         start = info.start_time or 0
         frame_ticks = 0.0
@@ -483,7 +447,9 @@ class DecodeSession:
         with self._stats_lock:
             self._stats = replace(self._stats, truncated=True)
         if self._on_corrupt is CorruptPolicy.STOP:
-            raise DecodeError(message + "; pass on_corrupt='skip' to accept the frames decoded so far")
+            raise DecodeError(
+                message + "; pass on_corrupt='keep' or 'skip' to accept the frames decoded so far"
+            )
         self._bump(decode_errors=1)
 
     def _hw_failed(self, exc: BaseException) -> None:
@@ -537,10 +503,12 @@ class DecodeSession:
                 if self._on_corrupt is CorruptPolicy.STOP:
                     raise DecodeError(
                         f"corrupt frame (pts {frame.pts}) in {_display_source(self.source)}; "
-                        "pass on_corrupt='skip' to drop such frames"
+                        "pass on_corrupt='keep' or 'skip' to go on"
                     )
-                self._bump(corrupt_frames_skipped=1)
-                continue
+                if self._on_corrupt is CorruptPolicy.SKIP:
+                    self._bump(corrupt_frames_skipped=1)
+                    continue
+                self._bump(corrupt_frames_kept=1)
             if self._seek_target is not None:
                 end = (frame.pts or 0) + (frame.duration or 0)
                 if frame.pts is not None and (
@@ -668,30 +636,58 @@ class DecodeSession:
     def seek(self, seconds: float) -> None:
         """Position the session so that the next frame is the one on display at ``seconds``.
 
-        Seeks the demuxer to the key frame at or before the target, then decodes and discards the
-        frames before it. Starts a new decoder generation. Seeking past the end gives end of stream.
+        ``seconds`` count from the stream's start (its first timestamp, which need not be 0). Seeks the
+        demuxer to a key frame at or before the target, going further back while it lands after the
+        target (MPEG-TS / PS, see :mod:`.seeking`), then decodes and discards the frames before it.
+        Starts a new decoder generation. Seeking past the end gives end of stream.
         """
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
             assert self._container is not None and self._stream is not None
-            tb = self._stream.time_base or fractions.Fraction(1, 1_000_000)
-            target = round(fractions.Fraction(seconds).limit_denominator(1_000_000) / tb)
-            start = self._stream.start_time or 0
-            target = max(target, start)
+            tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+            start = self._stream.start_time
+            target = seeking.target_ticks(seconds, start, tb)
             self._stop_prefetch()
-            try:
-                self._container.seek(target, backward=True, any_frame=False, stream=self._stream)
-            except av.error.FFmpegError as exc:
-                raise from_ffmpeg(
-                    exc, f"seeking to {seconds:.3f} s in {_display_source(self.source)}"
-                ) from exc
-            self._stream.codec_context.flush_buffers()
             self._pending = None
-            self._eof = False
-            self._seek_target = target
+            self._sought = True
             self._generation += 1
+            positions = seeking.seek_positions(target, start, tb)
+            for attempt, position in enumerate(positions):
+                first = self._seek_to(position)
+                last = attempt == len(positions) - 1
+                if first is None and not last:
+                    continue  # nothing decodable from there (no key frame after it): go further back
+                if first is not None and not last:
+                    if not seeking.landed_before(first.pts, target, corrupt=bool(first.is_corrupt)):
+                        continue
+                frames = self._decode_frames()
+                self._frames = frames if first is None else itertools.chain([first], frames)
+                break
+            self._seek_target = target
+            self._eof = False
+
+    def _seek_to(self, position: int) -> av.VideoFrame | None:
+        """Seek the demuxer to ``position`` and decode the first frame from there (errors on the way
+        are not counted: a seek landing away from a key frame meets them by design)."""
+        assert self._container is not None and self._stream is not None
+        try:
+            self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
+        except av.error.FFmpegError:
+            # Nothing to land on there (a stream with no frames refuses every seek): try further back;
+            # where no position takes, the stream has nothing at or after the target.
+            self._frames = None
+            return None
+        self._stream.codec_context.flush_buffers()
+        self._eof = False
+        self._seek_target = None
+        self._probing = True
+        try:
             self._frames = self._decode_frames()
+            return next(self._frames, None)
+        finally:
+            self._probing = False
+            self._frames = None
 
     def close(self) -> None:
         """Close the container. Frames already handed out stay valid until released. Idempotent."""

@@ -23,7 +23,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import av
@@ -45,7 +45,8 @@ from alpha2.ffmpeg_bridge.encoders import (
     is_nvenc,
     preferred_encoders,
 )
-from alpha2.ffmpeg_bridge.errors import EncoderError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
@@ -55,12 +56,47 @@ from alpha2.native_gpu.encode.planes import EncodedPlanes
 
 __all__ = [
     "ENCODER_PREFERENCE",
+    "INTERLACED_ENCODERS",
+    "OUTPUT_CONTAINERS",
     "EncodeSession",
     "EncodeStats",
     "EncoderChoice",
     "choose_encoder",
     "frame_from_dlpack",
+    "output_container",
 ]
+
+INTERLACED_ENCODERS = frozenset({"libx264", "mpeg2video", "h264_nvenc", "hevc_nvenc"})
+"""Encoders that code interlaced frames as such (field order kept) when the session asks for it."""
+
+OUTPUT_CONTAINERS: dict[str, str] = {
+    ".mp4": "mp4",
+    ".mov": "mov",
+    ".mkv": "matroska",
+    ".webm": "webm",
+    ".ts": "mpegts",
+    ".m2ts": "mpegts",
+    ".avi": "avi",
+    ".nut": "nut",
+}
+"""Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
+
+
+def output_container(path: str | os.PathLike[str]) -> str:
+    """The muxer an output path's extension names.
+
+    Raises:
+        OutputFormatError: the extension is none of :data:`OUTPUT_CONTAINERS` (or there is none).
+    """
+    name = os.path.basename(os.fspath(path))
+    ext = os.path.splitext(name)[1].lower()
+    if ext not in OUTPUT_CONTAINERS:
+        said = f"its extension {ext!r}" if ext else "no extension"
+        raise OutputFormatError(
+            f"cannot tell the container of {name!r} from {said}; alpha2 writes "
+            + ", ".join(OUTPUT_CONTAINERS)
+        )
+    return OUTPUT_CONTAINERS[ext]
 
 
 @dataclass(frozen=True)
@@ -184,6 +220,9 @@ class EncodeStats:
     """Audio frames of the source decoded and encoded again (the output's container cannot hold its codec)."""
     audio_note: str | None = None
     """How the audio track was made when it was not a plain copy or ``encode_audio`` (re-encoded, and why)."""
+    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied audio packets whose dts repeated or went backwards: dropped (behind the last one) or
+    rebased (a jump back or a reset), by kind."""
 
 
 def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
@@ -220,6 +259,8 @@ class EncodeSession:
         container_format: FFmpeg muxer name, when the extension does not say it.
         options: Extra encoder options (FFmpeg AVOptions, strings).
         gop_size: Key frame interval in frames.
+        interlaced: Code the frames as interlaced (field order from each frame) where the encoder can
+            (:data:`INTERLACED_ENCODERS`); others code them progressive.
     """
 
     def __init__(
@@ -242,6 +283,7 @@ class EncodeSession:
         gop_size: int | None = None,
         audio_rate: int | None = None,
         audio_channels: int = 2,
+        interlaced: bool = False,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -271,8 +313,8 @@ class EncodeSession:
             self.path: str | None = os.path.abspath(os.fspath(path_or_file))
             directory, name = os.path.split(self.path)
             stem, ext = os.path.splitext(name)
-            if not ext and container_format is None:
-                raise InvalidInputError(f"{name!r} has no extension; pass container_format (e.g. 'mp4')")
+            if container_format is None:
+                output_container(name)  # refused here, before anything is opened or written
             if not os.path.isdir(directory):
                 raise InvalidInputError(f"output directory {directory!r} does not exist")
             self._tmp_path: str | None = os.path.join(
@@ -295,6 +337,7 @@ class EncodeSession:
         self._container_format = container_format
         self._options = dict(options or {})
         self._gop_size = gop_size
+        self._interlaced = interlaced
         self._out: av.container.OutputContainer | None = None
         self._vstream: av.video.stream.VideoStream | None = None
         self._audio_in: av.container.InputContainer | None = None
@@ -302,6 +345,7 @@ class EncodeSession:
         self._astream_out: Any = None
         self._audio_packets: Iterator[av.packet.Packet] | None = None
         self._audio_pending: av.packet.Packet | None = None
+        self._audio_dts = TimestampFixer(drop_behind=True)  # the muxer refuses a dts that goes back
         self._last_pts: int | None = None
         self._frames_in = 0
         self._packets_out = 0
@@ -322,7 +366,12 @@ class EncodeSession:
     def stats(self) -> EncodeStats:
         """Frames in, packets out, audio packets copied."""
         return EncodeStats(
-            self._frames_in, self._packets_out, self._audio_copied, self._audio_reencoded, self._audio_note
+            self._frames_in,
+            self._packets_out,
+            self._audio_copied,
+            self._audio_reencoded,
+            self._audio_note,
+            self._audio_dts.adjustments,
         )
 
     @property
@@ -378,6 +427,10 @@ class EncodeSession:
             stream.time_base = self.time_base
             if self._gop_size is not None:
                 cc.gop_size = self._gop_size
+            if self._interlaced and self.encoder.name in INTERLACED_ENCODERS:
+                # These take each frame's interlaced and top-field-first flags once coding is interlaced.
+                flags = av.codec.context.Flags
+                cc.flags |= flags.interlaced_dct | flags.interlaced_me
             if colour is not None:
                 cc.colorspace = int(colour.matrix)
                 cc.color_primaries = int(colour.primaries)
@@ -480,7 +533,7 @@ class EncodeSession:
     def _open_audio(self, out: av.container.OutputContainer) -> None:
         assert self._audio_path is not None
         try:
-            audio_in = av.open(self._audio_path, mode="r")
+            audio_in = av.open(self._audio_path, mode="r", metadata_errors="replace")
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening audio source {self._audio_path!r}") from exc
         assert isinstance(audio_in, av.container.InputContainer)
@@ -625,13 +678,18 @@ class EncodeSession:
             if apkt is None:
                 try:
                     apkt = next(self._audio_packets)
-                except StopIteration:
+                except (StopIteration, av.error.FFmpegError) as exc:
+                    if isinstance(exc, av.error.FFmpegError):
+                        # A damaged audio packet ends the audio, as a demuxer error ends the video.
+                        self._audio_note = f"audio ends early at damaged data ({exc.strerror or exc})"
                     self._audio_packets = None
                     if self._audio_resampler is not None:
                         self._reencode_audio(None)
                     return
-            if apkt.dts is None or apkt.size == 0:
-                continue
+                if apkt.dts is None or apkt.size == 0:
+                    continue
+                if not self._fix_audio_dts(apkt):
+                    continue
             if limit is not None and apkt.pts is not None and apkt.time_base is not None:
                 if float(apkt.pts * apkt.time_base) > limit:
                     self._audio_pending = apkt
@@ -642,6 +700,19 @@ class EncodeSession:
             apkt.stream = self._astream_out
             self._out.mux(apkt)
             self._audio_copied += 1
+
+    def _fix_audio_dts(self, apkt: av.packet.Packet) -> bool:
+        """Make a copied audio packet's dts follow the last one's (pts moved alike); False: drop it."""
+        assert apkt.dts is not None
+        dts = self._audio_dts.fix(apkt.dts, apkt.duration or None)
+        if dts is None:
+            return False
+        shift = dts - apkt.dts
+        if shift:
+            if apkt.pts is not None:
+                apkt.pts = apkt.pts + shift
+            apkt.dts = dts
+        return True
 
     def _reencode_audio(self, apkt: av.packet.Packet | None) -> None:
         """Decode a source packet (None: drain) and feed its samples to the output's audio encoder."""

@@ -22,6 +22,7 @@ __all__ = [
     "MediaFormatError",
     "MediaNotFoundError",
     "NoVideoStreamError",
+    "OutputFormatError",
     "UnsupportedCodecError",
     "from_ffmpeg",
 ]
@@ -55,6 +56,10 @@ class MediaFormatError(BridgeError, InvalidInputError):
 
 class NoVideoStreamError(BridgeError, InvalidInputError):
     """The container has no video stream (or not the one asked for)."""
+
+
+class OutputFormatError(BridgeError, InvalidInputError):
+    """The output's name says no container alpha2 writes (a usage error: the command line exits 2)."""
 
 
 class UnsupportedCodecError(BridgeError, UnsupportedError):
