@@ -38,6 +38,7 @@ from alpha2.ffmpeg_bridge.errors import (
     UnsupportedCodecError,
     from_ffmpeg,
 )
+from alpha2.ffmpeg_bridge.hdr import hdr_metadata_of
 from alpha2.ffmpeg_bridge.hwdevice import (
     PRIMARY_CONTEXT_NOTE,
     HwAccelMode,
@@ -563,6 +564,7 @@ class DecodeSession:
             rotation=media.frame_rotation(frame, self._stream_rotation),
             interlaced=bool(frame.interlaced_frame),
             top_field_first=bool(frame.interlaced_frame) and media.top_field_first(cc.field_order),
+            hdr=hdr_metadata_of(frame),
         )
         colour = media.colour_of(frame, pixel_format)
         if on_gpu:

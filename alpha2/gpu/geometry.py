@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.hdr import HdrMetadata
 
 __all__ = ["FrameMetadata", "Rect", "Rotation", "Size"]
 
@@ -213,6 +214,8 @@ class FrameMetadata:
     """Whether the frame holds two interlaced fields."""
     top_field_first: bool = False
     """For interlaced frames, whether the top field comes first in time; meaningless otherwise."""
+    hdr: HdrMetadata | None = None
+    """HDR static metadata (mastering display, content light level), or None when the frame has none."""
 
     def __post_init__(self) -> None:
         if self.pts is not None:
@@ -230,6 +233,8 @@ class FrameMetadata:
         for name in ("coded_size", "display_size"):
             if not isinstance(getattr(self, name), Size):
                 raise InvalidInputError(f"FrameMetadata.{name} must be a Size, not {getattr(self, name)!r}")
+        if self.hdr is not None and not isinstance(self.hdr, HdrMetadata):
+            raise InvalidInputError(f"FrameMetadata.hdr must be an HdrMetadata or None, not {self.hdr!r}")
         if not isinstance(self.rotation, Rotation):
             raise InvalidInputError(f"FrameMetadata.rotation must be a Rotation, not {self.rotation!r}")
         if not self.coded_size.contains(self.display_size):
