@@ -481,7 +481,12 @@ def test_handles_module_reexports_the_whole_vocabulary() -> None:
     for module in (contexts, platform_handles):
         for name in module.__all__:
             assert getattr(handles, name) is getattr(module, name) is getattr(gpu, name)
-            assert name in handles.__all__ and name in gpu.__all__
+            assert name in handles.__all__
+    # The package lists the contexts; the other platforms' variants are listed by their own module.
+    assert set(contexts.__all__) - {"CU_STREAM_LEGACY", "CU_STREAM_PER_THREAD", "vk_make_api_version"} <= set(
+        gpu.__all__
+    )
+    assert not set(platform_handles.__all__) & set(gpu.__all__)
 
 
 def test_cuda_context_and_stream() -> None:

@@ -34,6 +34,7 @@ from alpha2.gpu import (
     sync,
     tonemap,
     transfer,
+    webgpu,
 )
 from alpha2.gpu.budget import *  # noqa: F403
 from alpha2.gpu.colour import *  # noqa: F403
@@ -53,22 +54,66 @@ from alpha2.gpu.errors import (
     UnsupportedError,
 )
 from alpha2.gpu.formats import *  # noqa: F403
+from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import *  # noqa: F403
 from alpha2.gpu.handles import *  # noqa: F403
 from alpha2.gpu.hdr import ContentLightLevel, HdrMetadata, MasteringDisplay
 from alpha2.gpu.identity import BackendKind, DeviceId, ExecutionPath
 from alpha2.gpu.primaries import Chromaticities, primaries_conversion
+from alpha2.gpu.surfaces import (
+    SurfaceBudget,
+    SurfaceBudgetError,
+    SurfaceBudgetPolicy,
+    SurfaceIdentity,
+    SurfaceReservation,
+    SurfaceUsage,
+)
 from alpha2.gpu.sync import *  # noqa: F403
 from alpha2.gpu.tonemap import GamutMapping, ToneCurve, ToneMode
 from alpha2.gpu.transfer import TransferCurve
+from alpha2.gpu.webgpu import WebGpuDeviceInfo, WebGpuImplementation
+
+# Reachable here and in their modules, but not what a user needs to pass resources between libraries:
+# tuning constants, callback aliases, validation helpers, and the other platforms' handle variants
+# (alpha2.gpu.platform_handles lists those).
+_NOT_LISTED = frozenset(
+    {
+        "CU_STREAM_LEGACY",
+        "CU_STREAM_PER_THREAD",
+        "DEFAULT_WAIT_TIMEOUT",
+        "DRM_FORMAT_MOD_INVALID",
+        "DRM_FORMAT_MOD_LINEAR",
+        "EVICTION_ROUNDS",
+        "EvictCallback",
+        "EvictableRegistration",
+        "FdLike",
+        "PressureCallback",
+        "SPIN_S",
+        "SUPPORTED_MATRICES",
+        "WAITER_SLICE_S",
+        "WaitCallback",
+        "WaitTicket",
+        "vk_make_api_version",
+        *platform_handles.__all__,
+    }
+)
 
 __all__ = [
-    *budget.__all__,
-    *colour.__all__,
-    *formats.__all__,
-    *geometry.__all__,
-    *handles.__all__,
-    *sync.__all__,
+    *(
+        name
+        for module in (budget, colour, formats, geometry, handles, sync)
+        for name in module.__all__
+        if name not in _NOT_LISTED
+    ),
+    "DecodedFrame",
+    "SurfaceBudget",
+    "SurfaceBudgetError",
+    "SurfaceBudgetPolicy",
+    "SurfaceIdentity",
+    "SurfaceReservation",
+    "SurfaceUsage",
+    "WebGpuDeviceInfo",
+    "WebGpuImplementation",
     "BudgetExceededError",
     "ClosedError",
     "DeviceLostError",
@@ -113,4 +158,5 @@ __all__ = [
     "sync",
     "tonemap",
     "transfer",
+    "webgpu",
 ]
