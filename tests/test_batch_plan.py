@@ -3,7 +3,9 @@ the workers a machine gets, the Ray resources a task asks for, and the driver lo
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from alpha2.apps.batch import BatchProgress
 from alpha2.apps.batch_local import DeviceChoice, plan_workers
 from alpha2.apps.batch_plan import (
     FINGERPRINT_EDGE_BYTES,
@@ -27,15 +30,18 @@ from alpha2.apps.batch_plan import (
     plan_items,
     settings_fingerprint,
 )
-from alpha2.apps.batch_ray import NVDEC_RESOURCE, pin_assigned_gpu, task_resources
+from alpha2.apps.batch_ray import NVDEC_RESOURCE, RayBackend, pin_assigned_gpu, task_resources
 from alpha2.apps.batch_run import (
     CRASH_KIND,
     BatchLock,
     Event,
     FileTask,
     Finished,
+    Frames,
     Outcome,
+    Planned,
     Retrying,
+    Started,
     run_batch,
     staging_dir,
 )
@@ -372,3 +378,50 @@ def test_driver_without_retries(tmp_path: Path) -> None:
     assert (result.status, result.attempts) == (FileStatus.FAILED, 1)
     with pytest.raises(InvalidInputError):
         run_batch([item], TranscodeOptions(), backend, retries=-1, **kwargs)
+
+
+# -- the display and Ray's absence -------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_display(terminal: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm")
+    stream: io.StringIO = _Terminal() if terminal else io.StringIO()
+    progress = BatchProgress(stream=stream)
+    assert (progress._rich is not None) is terminal
+    ok = Outcome("a.mp4", True, "cpu0", frames=10, seconds=0.5)
+    for event in (
+        Planned(3, 1),
+        Started("a.mp4", 1, "cpu0", 123),
+        Frames("a.mp4", 4, 10),
+        Started("b.mp4", 1, "cpu1", 124),
+        Finished(Outcome("b.mp4", False, "cpu1", error="killed", error_kind=CRASH_KIND)),
+        Retrying("b.mp4", 1, "killed"),
+        Finished(ok),
+        Started("a.mp4", 1, "cpu0", 123),  # a late message about a finished file changes nothing
+    ):
+        progress(event)
+    progress.close()
+    progress.close()
+    text = stream.getvalue()
+    assert "1 of 3 files done by an earlier run" in text
+    assert "retrying b.mp4 (attempt 1 failed: killed)" in text
+    assert "2/3 a.mp4: 10 frames, 20.0 fps (cpu0)" in text
+    quiet = io.StringIO()
+    silent = BatchProgress(enabled=False, stream=quiet)
+    silent(Planned(1, 0))
+    silent.close()
+    assert quiet.getvalue() == ""
+
+
+def test_ray_missing_is_unsupported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(UnsupportedError, match=r"alpha2\[ray\]"):
+        RayBackend("auto").start()
+    with pytest.raises(InvalidInputError):
+        RayBackend("")

@@ -6,7 +6,8 @@ one) and has a device UUID; its worker is pinned with ``ALPHA2_GPU_ADAPTER=<uuid
 and through it NVDEC, land on that GPU (the Device finds the CUDA ordinal with the same UUID: the
 ordinal is reported, and ``CUDA_VISIBLE_DEVICES`` is left alone so that ordinals stay the machine's).
 Each GPU worker runs several transcodes at once in threads (NVDEC and the encoders release the GIL;
-threads in one process scaled further than processes on the H200). Without a GPU, one single-stream
+threads in one process scaled further than processes on the H200); each transcode opens its own
+Device, since :func:`~alpha2.apps.transcoder.transcode` takes none. Without a GPU, one single-stream
 worker per core.
 
 :class:`LocalBackend` is the pool: ``spawn`` processes (no fork of a process that may hold a CUDA

@@ -16,8 +16,9 @@ What a task asks for (:func:`task_resources`):
 
 Ray's own retries are off (``max_retries=0``): a task that dies comes back to the driver as a crashed
 attempt, and the driver retries it like any transient failure, so both runners count attempts alike.
-The output folder must be one the workers share (the same path on every node). Frame progress comes
-back through one small actor that the tasks post to.
+Every node needs alpha2 installed (the tasks import it) and must see the inputs and the output folder
+at the same paths (a shared filesystem). Frame progress comes back through one small actor that the
+tasks post to.
 """
 
 from __future__ import annotations
