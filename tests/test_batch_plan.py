@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from alpha2.apps import batch_ray
 from alpha2.apps.batch import BatchProgress
 from alpha2.apps.batch_local import DeviceChoice, plan_workers
 from alpha2.apps.batch_plan import (
@@ -46,9 +47,15 @@ from alpha2.apps.batch_run import (
     staging_dir,
 )
 from alpha2.apps.transcode_plan import TranscodeOptions
-from alpha2.gpu.adapters import ADAPTER_ENV, AdapterType
+from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError, AdapterType
 from alpha2.gpu.errors import ErrorKind, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Size
+
+
+@pytest.fixture(autouse=True)
+def _no_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine's own ALPHA2_GPU_ADAPTER (the GPU runs set one) must not change the fake machines."""
+    monkeypatch.delenv(ADAPTER_ENV, raising=False)
 
 
 def _touch(path: Path, data: bytes = b"x") -> Path:
@@ -212,19 +219,24 @@ class FakeCandidate:
     device_type: AdapterType
     uuid: bytes | None
     error: str | None = None
+    index: int = 0
+    vendor_id: int = 0x10DE
+    device_id: int = 0x2335
 
     @property
     def uuid_str(self) -> str | None:
         return str(uuid.UUID(bytes=self.uuid)) if self.uuid else None
 
 
-GPU_A = FakeCandidate("GPU A", AdapterType.DISCRETE_GPU, bytes(range(16)))
-GPU_B = FakeCandidate("GPU B", AdapterType.DISCRETE_GPU, bytes(range(16, 32)))
-LAVAPIPE = FakeCandidate("llvmpipe", AdapterType.CPU, bytes([7] * 16))
+GPU_A = FakeCandidate("GPU A", AdapterType.DISCRETE_GPU, bytes(range(16)), index=0)
+GPU_B = FakeCandidate("GPU B", AdapterType.DISCRETE_GPU, bytes(range(16, 32)), index=1)
+LAVAPIPE = FakeCandidate("llvmpipe", AdapterType.CPU, bytes([7] * 16), index=2, vendor_id=0x10005)
 
 
 def test_one_worker_per_gpu_pinned_by_uuid() -> None:
-    slots = plan_workers(candidates=[LAVAPIPE, GPU_A, GPU_B, GPU_A], cuda_uuids=[GPU_B.uuid or b""], cores=16)
+    slots = plan_workers(
+        candidates=[LAVAPIPE, GPU_A, GPU_B, GPU_A], cuda_uuids=[GPU_B.uuid or b""], cores=16, environ={}
+    )
     assert [s.label for s in slots] == ["gpu0", "gpu1"]
     assert slots[0].env == {ADAPTER_ENV: GPU_A.uuid_str}
     assert [s.cuda_ordinal for s in slots] == [None, 0]  # matched by UUID, not by position
@@ -232,6 +244,16 @@ def test_one_worker_per_gpu_pinned_by_uuid() -> None:
     assert plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], cores=6)[0].streams == 3
     one = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], workers=1, streams=5)
     assert [(s.label, s.streams) for s in one] == [("gpu0", 5)]
+
+
+def test_a_pin_limits_the_workers_to_its_device() -> None:
+    both = [GPU_A, GPU_B, LAVAPIPE]
+    (slot,) = plan_workers(candidates=both, cuda_uuids=[], cores=4, environ={ADAPTER_ENV: "1"})
+    assert (slot.label, slot.env) == ("gpu0", {ADAPTER_ENV: GPU_B.uuid_str})
+    on_cpu = plan_workers(candidates=both, cuda_uuids=[], cores=2, environ={ADAPTER_ENV: "llvmpipe"})
+    assert [s.label for s in on_cpu] == ["cpu0", "cpu1"]
+    with pytest.raises(AdapterPinError, match="matches no adapter"):
+        plan_workers(candidates=both, cuda_uuids=[], environ={ADAPTER_ENV: "no such gpu"})
 
 
 def test_cpu_workers_sized_to_the_cores() -> None:
@@ -268,7 +290,7 @@ def test_ray_task_resources() -> None:
 
 
 def test_pin_assigned_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(ADAPTER_ENV, raising=False)
+    monkeypatch.setattr(batch_ray, "_UNPINNED", None)  # the worker had no pin of its own
     assert pin_assigned_gpu(True, lambda: [GPU_B.uuid or b"", GPU_A.uuid or b""]) == GPU_B.uuid_str
     assert os.environ[ADAPTER_ENV] == GPU_B.uuid_str
     assert pin_assigned_gpu(False) is None

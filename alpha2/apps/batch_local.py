@@ -25,7 +25,7 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +40,7 @@ from alpha2.apps.batch_run import (
     Started,
     transcode_task,
 )
-from alpha2.gpu.adapters import ADAPTER_ENV, AdapterType
+from alpha2.gpu.adapters import ADAPTER_ENV, AdapterType, adapter_pin, resolve_adapter_pin
 from alpha2.gpu.errors import InternalError, InvalidInputError, UnsupportedError
 
 __all__ = ["DeviceChoice", "LocalBackend", "WorkerSlot", "cpu_cores", "plan_workers"]
@@ -132,6 +132,7 @@ def plan_workers(
     candidates: Sequence[Any] | None = None,
     cuda_uuids: Sequence[bytes] | None = None,
     cores: int | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> list[WorkerSlot]:
     """The workers of a local run.
 
@@ -143,14 +144,20 @@ def plan_workers(
         candidates: Vulkan candidates (default: :func:`vulkan_candidates`, none when Vulkan is absent).
         cuda_uuids: CUDA device UUIDs by ordinal (default: asked of the CUDA driver).
         cores: CPU cores (default: :func:`cpu_cores`).
+        environ: Where ``ALPHA2_GPU_ADAPTER`` is read (default ``os.environ``): a pin there limits the
+            workers to the device it names.
 
     Raises:
         UnsupportedError: ``gpu`` was asked for and there is none.
+        AdapterPinError: ``ALPHA2_GPU_ADAPTER`` names no device, or several.
     """
     if workers is not None and workers < 1:
         raise InvalidInputError(f"workers must be >= 1, got {workers}")
     cores = cores if cores is not None else cpu_cores()
     found = list(candidates) if candidates is not None else _vulkan_candidates()
+    pin = adapter_pin(environ)
+    if pin is not None and found:
+        found = resolve_adapter_pin(pin, found)
     gpu_types = (AdapterType.DISCRETE_GPU, AdapterType.INTEGRATED_GPU, AdapterType.VIRTUAL_GPU)
     gpus: list[Any] = []
     seen: set[bytes] = set()
