@@ -25,7 +25,13 @@ from alpha2.ffmpeg_bridge.errors import OutputFormatError
 from alpha2.gpu.errors import Error
 
 # Subcommand modules, each with register(subparsers) that sets func=run on its parser.
-_SUBCOMMANDS = ("alpha2.apps.probe", "alpha2.apps.sample", "alpha2.apps.player", "alpha2.apps.transcoder")
+_SUBCOMMANDS = (
+    "alpha2.apps.probe",
+    "alpha2.apps.sample",
+    "alpha2.apps.player",
+    "alpha2.apps.transcoder",
+    "alpha2.apps.batch",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -62,6 +62,8 @@ __all__ = [
     "TranscodeOptions",
     "TranscodePlan",
     "TranscodeStats",
+    "add_transcode_arguments",
+    "options_from_args",
     "plan_transcode",
     "register",
     "run",
@@ -610,6 +612,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="OUTPUT",
         help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
     )
+    add_transcode_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.set_defaults(func=run)
+
+
+def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that shape one transcode (codec, size, quality, decoding, colour, audio); ``alpha2
+    batch`` takes the same ones. :func:`options_from_args` reads them back."""
     parser.add_argument(
         "--codec", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264)"
     )
@@ -651,9 +662,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
     )
     parser.add_argument("--no-audio", dest="audio", action="store_false", help="drop the audio")
-    parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
-    parser.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
+    """The TranscodeOptions of parsed :func:`add_transcode_arguments` options."""
+    return TranscodeOptions(
+        codec=args.codec,
+        size=args.size,
+        crf=args.crf,
+        bitrate=args.bitrate,
+        preset=args.preset,
+        frames=args.frames,
+        hwaccel=args.hwaccel,
+        audio=args.audio,
+        colour=ColourChoice(args.colour),
+        gpu=args.gpu,
+        depth=DepthChoice(args.depth),
+    )
 
 
 def _bitrate(text: str) -> int:
@@ -687,19 +712,7 @@ def run(args: argparse.Namespace) -> int:
     """``alpha2 transcode``."""
     import sys
 
-    options = TranscodeOptions(
-        codec=args.codec,
-        size=args.size,
-        crf=args.crf,
-        bitrate=args.bitrate,
-        preset=args.preset,
-        frames=args.frames,
-        hwaccel=args.hwaccel,
-        audio=args.audio,
-        colour=ColourChoice(args.colour),
-        gpu=args.gpu,
-        depth=DepthChoice(args.depth),
-    )
+    options = options_from_args(args)
     progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
     stats = transcode(args.input, args.output, options, progress=progress)
     if args.json:

@@ -1,0 +1,410 @@
+"""``alpha2 batch INPUTS... --out DIR``: transcode many files, on one machine or on a Ray cluster.
+
+INPUTS are folders, globs or list files (:func:`~alpha2.apps.batch_plan.expand_inputs`); the options
+are ``alpha2 transcode``'s. By default the files run on this machine, in worker processes: one per GPU
+holding several streams, or one per core without a GPU (:mod:`alpha2.apps.batch_local`); with
+``--ray auto|ADDRESS`` each file is a Ray task (:mod:`alpha2.apps.batch_ray`). Either way a failure
+stays with its file with a one-line reason, transient failures are retried, outputs appear whole or not
+at all, and a run can be resumed: outputs the manifest in DIR records for the same input and settings
+are skipped (:mod:`alpha2.apps.batch_plan`). Progress shows files and frames; the end is a table, or
+``--json``, with each file's execution paths, fps, bytes and error.
+
+:func:`batch` is the in-process form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from alpha2.apps import pipeline
+from alpha2.apps.batch_local import DeviceChoice, LocalBackend, plan_workers
+from alpha2.apps.batch_plan import (
+    BatchItem,
+    FileResult,
+    FileStatus,
+    Manifest,
+    expand_inputs,
+    fingerprints,
+    output_extension,
+    plan_items,
+    settings_fingerprint,
+)
+from alpha2.apps.batch_run import (
+    Backend,
+    BatchLock,
+    Event,
+    Finished,
+    Frames,
+    Planned,
+    Retrying,
+    Started,
+    run_batch,
+)
+from alpha2.apps.transcode_plan import TranscodeOptions
+from alpha2.apps.transcoder import add_transcode_arguments, options_from_args
+from alpha2.gpu.errors import InvalidInputError
+
+__all__ = ["BatchReport", "BatchSettings", "batch", "register", "run"]
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """How a batch runs (what is not a transcode option)."""
+
+    ray: str | None = None
+    """None: local workers; ``auto`` or a cluster address: Ray."""
+    device: DeviceChoice = DeviceChoice.AUTO
+    """GPUs, CPU, or whichever the machine (cluster) has."""
+    workers: int | None = None
+    """Local workers (GPUs to use, or CPU processes); None: all GPUs, or one per core."""
+    streams: int | None = None
+    """Files per GPU at once; None: cores / GPUs, at most 8."""
+    retries: int = 2
+    """Further attempts for a file whose failure is transient."""
+    ext: str | None = None
+    """Output extension; None keeps each input's."""
+    force: bool = False
+    """Transcode every file again, whatever the manifest says."""
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise InvalidInputError(f"retries must be >= 0, got {self.retries}")
+
+
+@dataclass
+class BatchReport:
+    """What a batch did."""
+
+    out_dir: str
+    """The output folder."""
+    results: list[FileResult]
+    """One per input, in input order."""
+    seconds: float
+    """Wall time of the run."""
+    runner: dict[str, Any] = field(default_factory=dict)
+    """The backend's description (workers, or the Ray resources)."""
+
+    def count(self, status: FileStatus) -> int:
+        """Files with ``status``."""
+        return sum(1 for r in self.results if r.status is status)
+
+    @property
+    def frames(self) -> int:
+        """Frames transcoded in this run."""
+        return sum(r.frames for r in self.results if r.status is FileStatus.DONE)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "command": "batch",
+            "out": self.out_dir,
+            "runner": self.runner,
+            "files": [r.as_dict() for r in self.results],
+            "done": self.count(FileStatus.DONE),
+            "skipped": self.count(FileStatus.SKIPPED),
+            "failed": self.count(FileStatus.FAILED),
+            "frames": self.frames,
+            "seconds": round(self.seconds, 4),
+            "fps": round(self.frames / self.seconds, 3) if self.seconds > 0 else 0.0,
+            "output_bytes": sum(r.output_bytes for r in self.results if r.status is FileStatus.DONE),
+        }
+
+
+def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
+    if settings.ray is not None:
+        from alpha2.apps.batch_ray import RayBackend
+
+        return RayBackend(
+            settings.ray, device=settings.device, streams=settings.streams, hwaccel=options.hwaccel
+        )
+    slots = plan_workers(device=settings.device, workers=settings.workers, streams=settings.streams)
+    return LocalBackend(slots)
+
+
+def batch(
+    inputs: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    options: TranscodeOptions | None = None,
+    settings: BatchSettings | None = None,
+    *,
+    on_event: Callable[[Event], None] | None = None,
+    backend: Backend | None = None,
+) -> BatchReport:
+    """Transcode every input into ``out_dir`` (the in-process form of ``alpha2 batch``).
+
+    Raises:
+        InvalidInputError: no inputs, an input that is missing, two inputs with one output, an output
+            folder another batch writes into.
+        UnsupportedError: ``--ray`` without Ray installed, ``--device gpu`` without a GPU.
+    """
+    options = options if options is not None else TranscodeOptions()
+    settings = settings if settings is not None else BatchSettings()
+    out = os.path.abspath(os.fspath(out_dir))
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise InvalidInputError(f"--out {os.fspath(out_dir)!r} is a file; give a folder")
+    items = plan_items(expand_inputs(inputs, out_dir=out), out, ext=settings.ext)
+    os.makedirs(out, exist_ok=True)
+    start = time.perf_counter()
+    with BatchLock(out):
+        manifest = Manifest.load(out)
+        hashes = fingerprints(items)
+        by_settings = {
+            item.key: settings_fingerprint(options, output_extension(item.input, settings.ext))
+            for item in items
+        }
+        todo: list[BatchItem] = []
+        skipped: dict[str, FileResult] = {}
+        for item in items:
+            if not settings.force and manifest.done(item, hashes[item.key], by_settings[item.key]):
+                skipped[item.key] = FileResult(
+                    item, FileStatus.SKIPPED, error="done by an earlier run (same input and settings)"
+                )
+            else:
+                todo.append(item)
+        if on_event is not None:
+            on_event(Planned(len(items), len(skipped)))
+        ran: dict[str, FileResult] = {}
+        runner: dict[str, Any] = {"runner": "none (nothing to do)"}
+        if todo:
+            backend = backend if backend is not None else _backend(settings, options)
+            results = run_batch(
+                todo,
+                options,
+                backend,
+                out_dir=out,
+                manifest=manifest,
+                input_hashes=hashes,
+                settings_hashes=by_settings,
+                retries=settings.retries,
+                on_event=on_event,
+            )
+            ran = {r.item.key: r for r in results}
+            runner = backend.describe()
+    results_all = [ran.get(i.key) or skipped[i.key] for i in items]
+    return BatchReport(out, results_all, time.perf_counter() - start, runner)
+
+
+# ---------------------------------------------------------------------------------------------------
+# progress and summary
+
+
+class BatchProgress:
+    """Files and frames as the events come: rich bars on a terminal, a line per file otherwise."""
+
+    def __init__(self, *, enabled: bool = True, stream: IO[str] | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.total_files = 0
+        self._skipped = 0
+        self._rich: Any = None
+        self._tasks: dict[str, Any] = {}
+        self._frames: dict[str, int] = {}
+        self._totals: dict[str, int] = {}
+        self._finished: set[str] = set()
+        self.enabled = enabled
+        isatty = getattr(self.stream, "isatty", None)
+        if enabled and callable(isatty) and isatty() and os.environ.get("TERM") != "dumb":
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            self._rich = RichProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[note]}"),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+            )
+            self._rich.start()
+            self._files_task = self._rich.add_task("files", total=None, note="")
+            self._frames_task = self._rich.add_task("frames", total=None, note="")
+            self._start = time.monotonic()
+
+    def __call__(self, event: Event) -> None:
+        if not self.enabled:
+            return
+        if isinstance(event, Planned):
+            self.total_files, self._skipped = event.files, event.skipped
+            if event.skipped:
+                self._line(f"alpha2: batch: {event.skipped} of {event.files} files done by an earlier run")
+            if self._rich is not None:
+                self._rich.update(self._files_task, total=event.files)
+        elif isinstance(event, Started) and event.key not in self._finished:
+            self._frames[event.key] = 0
+            if self._rich is not None and event.key not in self._tasks:
+                self._tasks[event.key] = self._rich.add_task(event.key, total=None, note=event.worker)
+        elif isinstance(event, Frames) and event.key not in self._finished:
+            self._frames[event.key] = event.frames
+            if event.total:
+                self._totals[event.key] = event.total
+            if self._rich is not None and event.key in self._tasks:
+                self._rich.update(self._tasks[event.key], completed=event.frames, total=event.total)
+        elif isinstance(event, Retrying):
+            self._frames[event.key] = 0
+            self._line(
+                f"alpha2: batch: retrying {event.key} (attempt {event.attempt} failed: {event.reason})"
+            )
+        elif isinstance(event, Finished):
+            self._finished_file(event)
+        self._refresh()
+
+    def _finished_file(self, event: Finished) -> None:
+        outcome = event.outcome
+        if outcome.ok:
+            self._finished.add(outcome.key)
+            self._frames[outcome.key] = outcome.frames
+            self._totals[outcome.key] = outcome.frames
+        task = self._tasks.pop(outcome.key, None)
+        if self._rich is not None and task is not None:
+            self._rich.remove_task(task)
+        if outcome.ok:
+            done = len(self._finished) + self._skipped
+            fps = outcome.frames / outcome.seconds if outcome.seconds > 0 else 0.0
+            self._line(
+                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: {outcome.frames} frames, "
+                f"{fps:.1f} fps ({outcome.worker})"
+            )
+
+    def _line(self, text: str) -> None:
+        if self._rich is not None:
+            self._rich.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def _refresh(self) -> None:
+        if self._rich is None:
+            return
+        frames = sum(self._frames.values())
+        total = sum(self._totals.get(k, 0) for k in self._frames) or None
+        fps = frames / max(time.monotonic() - self._start, 1e-9)
+        self._rich.update(self._files_task, completed=len(self._finished) + self._skipped)
+        self._rich.update(self._frames_task, completed=frames, total=total, note=f"{fps:.1f} fps")
+
+    def close(self) -> None:
+        """End the display (idempotent)."""
+        rich, self._rich = self._rich, None
+        if rich is not None:
+            rich.stop()
+
+
+def _paths_text(paths: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in paths.items()) or "-"
+
+
+def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
+    """The per-file table and a totals line."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream if stream is not None else sys.stdout, width=160)
+    table = Table(title=f"alpha2 batch into {report.out_dir}")
+    for name in ("file", "status", "paths"):
+        table.add_column(name, overflow="fold")
+    for name in ("frames", "fps", "bytes", "tries"):
+        table.add_column(name, justify="right")
+    table.add_column("error", overflow="fold")
+    for r in report.results:
+        ran = r.status is FileStatus.DONE
+        table.add_row(
+            r.item.key,
+            r.status.value,
+            _paths_text(r.paths) if ran else "-",
+            str(r.frames) if ran else "-",
+            f"{r.fps:.1f}" if ran else "-",
+            str(r.output_bytes) if ran else "-",
+            str(r.attempts),
+            r.error if r.status is FileStatus.FAILED else "",
+        )
+    console.print(table)
+    data = report.as_dict()
+    console.print(
+        f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed; {data['frames']} frames "
+        f"in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)",
+        markup=False,
+        highlight=False,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# the command line
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``alpha2 batch``."""
+    parser = subparsers.add_parser(
+        "batch",
+        help="transcode many files, on this machine's GPUs or cores, or on Ray",
+        description="Transcode folders, globs or list files into --out DIR with transcode's options. "
+        "Runs on this machine (one worker per GPU, or per core) or, with --ray, on a Ray cluster. "
+        "Resumable: outputs done by an earlier run with the same input and settings are skipped.",
+    )
+    parser.add_argument(
+        "inputs",
+        metavar="INPUT",
+        nargs="+",
+        help="a folder (searched recursively), a glob, or a .txt list file",
+    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (made when missing)")
+    parser.add_argument("--ext", help="output extension, e.g. .mkv (default: each input's)")
+    add_transcode_arguments(parser)
+    parser.add_argument(
+        "--ray",
+        metavar="auto|ADDRESS",
+        help="run each file as a Ray task: 'auto' joins this machine's cluster or starts one "
+        "(needs alpha2[ray])",
+    )
+    parser.add_argument(
+        "--device",
+        choices=[c.value for c in DeviceChoice],
+        default="auto",
+        help="work on GPUs, the CPU, or whichever there is (default auto)",
+    )
+    parser.add_argument(
+        "--workers", type=pipeline.positive_int, metavar="N", help="local workers: GPUs or CPU processes"
+    )
+    parser.add_argument("--streams", type=pipeline.positive_int, metavar="N", help="files per GPU at once")
+    parser.add_argument(
+        "--retries", type=int, default=2, metavar="N", help="retries of transient failures (2)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="transcode every file again, ignoring the manifest"
+    )
+    parser.add_argument("--json", action="store_true", help="print the per-file report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``alpha2 batch``; exit status 1 when a file failed."""
+    options = options_from_args(args)
+    settings = BatchSettings(
+        ray=args.ray,
+        device=DeviceChoice(args.device),
+        workers=args.workers,
+        streams=args.streams,
+        retries=args.retries,
+        ext=args.ext,
+        force=args.force,
+    )
+    progress = BatchProgress(enabled=not (args.json or args.quiet))
+    try:
+        report = batch(args.inputs, args.out, options, settings, on_event=progress)
+    finally:
+        progress.close()
+    if args.json:
+        pipeline.emit_json(report.as_dict())
+    else:
+        print_summary(report)
+    failed = report.count(FileStatus.FAILED)
+    if failed:
+        print(
+            f"alpha2: error: {failed} of {len(report.results)} files failed (see the table)", file=sys.stderr
+        )
+        return 1
+    return 0

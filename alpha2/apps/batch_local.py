@@ -1,0 +1,379 @@
+"""``alpha2 batch`` on one machine: one worker process per GPU holding several streams, or CPU workers.
+
+:func:`plan_workers` decides the workers. A GPU is a Vulkan physical device
+(:func:`~alpha2.native_gpu.device.candidates.vulkan_candidates`) that is not a CPU device (lavapipe is
+one) and has a device UUID; its worker is pinned with ``ALPHA2_GPU_ADAPTER=<uuid>``, so its Device,
+and through it NVDEC, land on that GPU (the Device finds the CUDA ordinal with the same UUID: the
+ordinal is reported, and ``CUDA_VISIBLE_DEVICES`` is left alone so that ordinals stay the machine's).
+Each GPU worker runs several transcodes at once in threads (NVDEC and the encoders release the GIL;
+threads in one process scaled further than processes on the H200); each transcode opens its own
+Device, since :func:`~alpha2.apps.transcoder.transcode` takes none. Without a GPU, one single-stream
+worker per core.
+
+:class:`LocalBackend` is the pool: ``spawn`` processes (no fork of a process that may hold a CUDA
+context), each with its own pipe (a worker killed mid-write cannot corrupt a queue the others share).
+The parent knows which files each worker holds, so when one dies, exactly its files come back as
+crashed attempts and a new worker takes its place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.apps.batch_run import (
+    CRASH_KIND,
+    Event,
+    FileTask,
+    Finished,
+    Frames,
+    Outcome,
+    Started,
+    transcode_task,
+)
+from alpha2.gpu.adapters import ADAPTER_ENV, AdapterType, adapter_pin, resolve_adapter_pin
+from alpha2.gpu.errors import InternalError, InvalidInputError, UnsupportedError
+
+__all__ = ["DeviceChoice", "LocalBackend", "WorkerSlot", "cpu_cores", "plan_workers"]
+
+MAX_GPU_STREAMS = 8
+"""The most streams a GPU worker gets by default (more with ``--streams``)."""
+
+START_FAILURES_ALLOWED = 3
+"""Worker deaths in a row with no file finished before the pool gives up (a worker that cannot start)."""
+
+
+class DeviceChoice(enum.Enum):
+    """What the workers run on."""
+
+    AUTO = "auto"
+    """GPUs when the machine has any, else the CPU."""
+    GPU = "gpu"
+    """GPUs; an error when there is none."""
+    CPU = "cpu"
+    """The CPU (lavapipe renders when something must be rendered), GPUs or not."""
+
+
+@dataclass(frozen=True)
+class WorkerSlot:
+    """One worker process to run."""
+
+    label: str
+    """``gpu0``, ``cpu3``, ..."""
+    streams: int
+    """Files it transcodes at once."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment it gets (the adapter pin)."""
+    device_type: AdapterType = AdapterType.CPU
+    """What it works on."""
+    adapter_uuid: str | None = None
+    """The pinned GPU's device UUID."""
+    cuda_ordinal: int | None = None
+    """The pinned GPU's CUDA ordinal, where CUDA sees it."""
+    name: str = ""
+    """The device's name."""
+
+    def __post_init__(self) -> None:
+        if self.streams < 1:
+            raise InvalidInputError(f"streams must be >= 1, got {self.streams}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "label": self.label,
+            "streams": self.streams,
+            "device_type": self.device_type.value,
+            "name": self.name,
+            "adapter_uuid": self.adapter_uuid,
+            "cuda_ordinal": self.cuda_ordinal,
+        }
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _vulkan_candidates() -> list[Any]:
+    try:
+        from alpha2.native_gpu.device.candidates import vulkan_candidates
+
+        return list(vulkan_candidates())
+    except Exception:  # no loader or no driver: no GPU to pin, CPU workers
+        return []
+
+
+def _cuda_uuids() -> list[bytes]:
+    try:
+        from alpha2.native_gpu._cuda.core import cuda_device_uuids
+
+        return cuda_device_uuids()
+    except Exception:  # no cuda-python or no driver: GPUs without a CUDA ordinal
+        return []
+
+
+def plan_workers(
+    *,
+    device: DeviceChoice = DeviceChoice.AUTO,
+    workers: int | None = None,
+    streams: int | None = None,
+    candidates: Sequence[Any] | None = None,
+    cuda_uuids: Sequence[bytes] | None = None,
+    cores: int | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[WorkerSlot]:
+    """The workers of a local run.
+
+    Args:
+        device: GPUs, CPU or whichever the machine has.
+        workers: GPU workers to use (the first N GPUs), or CPU workers (default: one per core).
+        streams: Files per worker at once (default: cores / GPUs, at most :data:`MAX_GPU_STREAMS`, for a
+            GPU worker; 1 for a CPU worker).
+        candidates: Vulkan candidates (default: :func:`vulkan_candidates`, none when Vulkan is absent).
+        cuda_uuids: CUDA device UUIDs by ordinal (default: asked of the CUDA driver).
+        cores: CPU cores (default: :func:`cpu_cores`).
+        environ: Where ``ALPHA2_GPU_ADAPTER`` is read (default ``os.environ``): a pin there limits the
+            workers to the device it names.
+
+    Raises:
+        UnsupportedError: ``gpu`` was asked for and there is none.
+        AdapterPinError: ``ALPHA2_GPU_ADAPTER`` names no device, or several.
+    """
+    if workers is not None and workers < 1:
+        raise InvalidInputError(f"workers must be >= 1, got {workers}")
+    cores = cores if cores is not None else cpu_cores()
+    found = list(candidates) if candidates is not None else _vulkan_candidates()
+    pin = adapter_pin(environ)
+    if pin is not None and found:
+        found = resolve_adapter_pin(pin, found)
+    gpu_types = (AdapterType.DISCRETE_GPU, AdapterType.INTEGRATED_GPU, AdapterType.VIRTUAL_GPU)
+    gpus: list[Any] = []
+    seen: set[bytes] = set()
+    for c in found:
+        if getattr(c, "error", None) is None and c.device_type in gpu_types and c.uuid and c.uuid not in seen:
+            seen.add(c.uuid)
+            gpus.append(c)
+    if device is DeviceChoice.GPU and not gpus:
+        raise UnsupportedError(
+            "--device gpu: no GPU with a device UUID among the Vulkan devices "
+            f"({', '.join(c.name for c in found) or 'none'}); use --device cpu"
+        )
+    if gpus and device is not DeviceChoice.CPU:
+        gpus = gpus[:workers] if workers else gpus
+        uuids = list(cuda_uuids) if cuda_uuids is not None else _cuda_uuids()
+        per_gpu = streams or max(1, min(MAX_GPU_STREAMS, cores // len(gpus)))
+        slots = []
+        for i, c in enumerate(gpus):
+            ordinal = uuids.index(c.uuid) if c.uuid in uuids else None
+            slots.append(
+                WorkerSlot(
+                    label=f"gpu{i}",
+                    streams=per_gpu,
+                    env={ADAPTER_ENV: c.uuid_str},
+                    device_type=c.device_type,
+                    adapter_uuid=c.uuid_str,
+                    cuda_ordinal=ordinal,
+                    name=c.name,
+                )
+            )
+        return slots
+    # CPU workers render (when asked) on the CPU Vulkan device, never on a GPU the machine may have.
+    cpu = next((c for c in found if c.device_type is AdapterType.CPU and c.uuid), None)
+    env = {ADAPTER_ENV: cpu.uuid_str} if cpu is not None else {}
+    name = cpu.name if cpu is not None else "CPU"
+    count = workers or cores
+    return [
+        WorkerSlot(
+            label=f"cpu{i}",
+            streams=streams or 1,
+            env=dict(env),
+            adapter_uuid=None if cpu is None else cpu.uuid_str,
+            name=name,
+        )
+        for i in range(count)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the worker process
+
+
+def _worker_main(
+    conn: multiprocessing.connection.Connection, env: dict[str, str], streams: int, label: str
+) -> None:
+    """A worker: transcode the tasks the parent sends, ``streams`` at a time, until told to stop."""
+    os.environ.update(env)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    from alpha2.apps.cli import ensure_runtime_dir
+
+    ensure_runtime_dir()
+    lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with lock, contextlib.suppress(OSError):
+            conn.send(message)
+
+    def run(task: FileTask) -> None:
+        send(("start", task.key, task.attempt, os.getpid()))
+        outcome = transcode_task(
+            task, lambda frames, total: send(("frames", task.key, frames, total)), worker=label
+        )
+        send(("done", outcome))
+
+    send(("ready", os.getpid()))
+    with ThreadPoolExecutor(max_workers=streams, thread_name_prefix=f"alpha2-{label}") as pool:
+        while True:
+            try:
+                task = conn.recv()
+            except (EOFError, OSError):
+                break
+            if task is None:
+                break
+            pool.submit(run, task)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+@dataclass(eq=False)
+class _Worker:
+    slot: WorkerSlot
+    process: Any
+    conn: multiprocessing.connection.Connection
+    held: dict[str, FileTask] = field(default_factory=dict)
+    pid: int | None = None
+
+
+class LocalBackend:
+    """The local process pool (see the module docstring)."""
+
+    def __init__(self, slots: Sequence[WorkerSlot]) -> None:
+        if not slots:
+            raise InvalidInputError("a local batch needs at least one worker")
+        self.slots = list(slots)
+        self._context = multiprocessing.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._deaths_in_a_row = 0
+        self._closed = False
+
+    def describe(self) -> dict[str, Any]:
+        """The workers."""
+        return {"runner": "local", "workers": [s.as_dict() for s in self.slots]}
+
+    def _spawn(self, slot: WorkerSlot) -> _Worker:
+        parent, child = self._context.Pipe(duplex=True)
+        process = self._context.Process(
+            target=_worker_main,
+            args=(child, slot.env, slot.streams, slot.label),
+            name=f"alpha2-batch-{slot.label}",
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        return _Worker(slot, process, parent)
+
+    def start(self) -> None:
+        """Start one process per slot."""
+        self._workers = [self._spawn(slot) for slot in self.slots]
+
+    def capacity(self) -> int:
+        """Free streams over all workers."""
+        return sum(w.slot.streams - len(w.held) for w in self._workers)
+
+    def submit(self, task: FileTask) -> None:
+        """Give ``task`` to the worker with the most free streams."""
+        worker = max(self._workers, key=lambda w: w.slot.streams - len(w.held))
+        if len(worker.held) >= worker.slot.streams:
+            raise InternalError("LocalBackend.submit with no free stream")
+        worker.held[task.key] = task
+        try:
+            worker.conn.send(task)
+        except OSError:
+            pass  # the worker is dying: poll() sees it go and hands the task back as a crash
+
+    def _receive(self, worker: _Worker, events: list[Event]) -> bool:
+        """Take every message waiting on ``worker``'s pipe; False when the pipe is closed."""
+        try:
+            while worker.conn.poll():
+                message = worker.conn.recv()
+                kind = message[0]
+                if kind == "ready":
+                    worker.pid = message[1]
+                elif kind == "start":
+                    events.append(Started(message[1], message[2], worker.slot.label, message[3]))
+                elif kind == "frames":
+                    events.append(Frames(message[1], message[2], message[3]))
+                elif kind == "done":
+                    outcome: Outcome = message[1]
+                    if worker.held.pop(outcome.key, None) is not None:
+                        events.append(Finished(outcome))
+                        self._deaths_in_a_row = 0
+        except (EOFError, OSError):
+            return False
+        return True
+
+    def _buried(self, worker: _Worker, events: list[Event]) -> _Worker:
+        """Hand a dead worker's files back as crashed attempts; a new worker takes its slot."""
+        worker.process.join(timeout=5)
+        code = worker.process.exitcode
+        how = _exit_text(code)
+        for key in list(worker.held):
+            reason = f"the worker process {worker.pid or worker.process.pid} ({worker.slot.label}) {how}"
+            events.append(
+                Finished(Outcome(key, False, worker.slot.label, error=reason, error_kind=CRASH_KIND))
+            )
+        worker.held.clear()
+        worker.conn.close()
+        self._deaths_in_a_row += 1
+        if self._deaths_in_a_row > START_FAILURES_ALLOWED * len(self.slots):
+            raise InternalError(f"alpha2 batch workers keep dying (the last {how}); giving up")
+        return self._spawn(worker.slot)
+
+    def poll(self, timeout: float) -> list[Event]:
+        """Messages from the workers; a dead worker's files come back as crashed attempts."""
+        waitables: list[Any] = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
+        multiprocessing.connection.wait(waitables, timeout)
+        events: list[Event] = []
+        for i, worker in enumerate(self._workers):
+            open_pipe = self._receive(worker, events)
+            if not open_pipe or not worker.process.is_alive():
+                self._receive(worker, events)  # what it said before it went
+                self._workers[i] = self._buried(worker, events)
+        return events
+
+    def close(self) -> None:
+        """Ask the workers to stop, then end those that do not (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for worker in self._workers:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        for worker in self._workers:
+            worker.process.join(timeout=10 if not worker.held else 0.5)
+            if worker.process.is_alive():
+                worker.process.terminate()
+                worker.process.join(timeout=5)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+        self._workers.clear()

@@ -1,0 +1,380 @@
+"""What ``alpha2 batch`` will do: the inputs, their outputs, the manifest that lets a run resume, retries.
+
+Pure planning, no GPU and no FFmpeg:
+
+* :func:`expand_inputs` turns folders, globs and list files into input files, each with the output it
+  gets under ``--out`` (the layout below the inputs' common folder is kept);
+* :func:`input_fingerprint` is a fast hash of an input: its size, its modification time and the first
+  and last MiB of its bytes (not the whole file: a change in the middle that keeps the size and the
+  time goes unseen, which is the price of not reading terabytes again to resume);
+* :func:`settings_fingerprint` hashes the transcode options and the output's extension;
+* :class:`Manifest` (``alpha2-batch.json`` in the output folder) records each finished output with
+  both fingerprints; a resumed run skips the outputs whose record still matches;
+* :func:`is_transient` says which failures are retried.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import glob
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.apps.atomic import write_bytes_atomic
+from alpha2.apps.transcode_plan import TranscodeOptions
+from alpha2.gpu.errors import ErrorKind, InvalidInputError
+
+__all__ = [
+    "LIST_EXTENSIONS",
+    "MANIFEST_NAME",
+    "STAGING_NAME",
+    "VIDEO_EXTENSIONS",
+    "BatchItem",
+    "FileResult",
+    "FileStatus",
+    "Manifest",
+    "expand_inputs",
+    "input_fingerprint",
+    "is_transient",
+    "one_line",
+    "plan_items",
+    "settings_fingerprint",
+]
+
+VIDEO_EXTENSIONS = frozenset(
+    ".mp4 .m4v .mkv .mov .webm .avi .ts .mts .m2ts .mpg .mpeg .flv .wmv .ogv .3gp .y4m .ivf".split()
+)
+"""What a folder is searched for (case-insensitive); a glob or a list file may name any file."""
+
+LIST_EXTENSIONS = frozenset({".txt", ".lst", ".list"})
+"""An input with one of these extensions is a list file: one path a line, ``#`` starts a comment."""
+
+MANIFEST_NAME = "alpha2-batch.json"
+"""The manifest's file name in the output folder."""
+
+STAGING_NAME = ".alpha2-staging"
+"""The folder in the output folder where outputs are written before they are renamed into place."""
+
+FINGERPRINT_EDGE_BYTES = 1 << 20
+"""How much of each end of an input the fingerprint reads."""
+
+MANIFEST_VERSION = 1
+
+# Containers that cannot take what the transcoder writes: their outputs become Matroska.
+_RAW_EXTENSIONS = frozenset({".y4m", ".ivf"})
+
+
+def one_line(message: str) -> str:
+    """The first line of ``message``, whitespace collapsed (a failure's reason in the summary)."""
+    return " ".join(str(message).strip().split("\n")[0].split()) or "unknown error"
+
+
+class FileStatus(enum.Enum):
+    """What became of one input."""
+
+    DONE = "done"
+    """Transcoded in this run."""
+    SKIPPED = "skipped"
+    """Already done by an earlier run, with the same input and settings (the manifest says so)."""
+    FAILED = "failed"
+    """Failed after its attempts; the reason is in the result."""
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One input and where its output goes."""
+
+    key: str
+    """The output's path relative to the output folder (the manifest's key)."""
+    input: str
+    """Absolute input path."""
+    output: str
+    """Absolute output path."""
+
+
+@dataclass
+class FileResult:
+    """What happened to one input (a row of the summary, an entry of ``--json``)."""
+
+    item: BatchItem
+    """The input and its output."""
+    status: FileStatus
+    """Done, skipped or failed."""
+    attempts: int = 0
+    """Attempts made in this run (0: skipped)."""
+    frames: int = 0
+    """Frames transcoded."""
+    seconds: float = 0.0
+    """The transcode's own wall time (the successful attempt)."""
+    output_bytes: int = 0
+    """Size of the output file."""
+    paths: dict[str, int] = field(default_factory=dict)
+    """Frames per execution path (ExecutionPath values), from the transcode's stats."""
+    mode: str | None = None
+    """``passthrough`` or ``gpu``."""
+    worker: str | None = None
+    """The worker that did it (``cpu0``, ``gpu1``, a Ray node)."""
+    error: str | None = None
+    """One line: why it failed (the last attempt's reason), or why it was skipped."""
+    error_kind: str | None = None
+    """The failure's ErrorKind value (``crash`` for a worker that died), or None."""
+
+    @property
+    def fps(self) -> float:
+        """Frames per second of the transcode."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "input": self.item.input,
+            "output": self.item.output,
+            "status": self.status.value,
+            "attempts": self.attempts,
+            "frames": self.frames,
+            "seconds": round(self.seconds, 4),
+            "fps": round(self.fps, 3),
+            "output_bytes": self.output_bytes,
+            "mode": self.mode,
+            "paths": dict(self.paths),
+            "worker": self.worker,
+            "error": self.error,
+            "error_kind": self.error_kind,
+        }
+
+
+def is_transient(kind: ErrorKind | None, *, crashed: bool = False) -> bool:
+    """Whether a failure of this kind may pass when the file is tried again.
+
+    Retryable kinds (RETRY, TIMEOUT) are, and so are OUT_OF_MEMORY (other streams on the GPU free
+    their memory as they finish) and DEVICE_LOST (the next attempt opens a new device), and a worker
+    that died (killed, or crashed in native code). Bad input, unsupported requests and internal errors
+    fail the same way again; an error that is not alpha2's (``kind`` None) is not retried either.
+    """
+    if crashed:
+        return True
+    if kind is None:
+        return False
+    return kind.retryable or kind in (ErrorKind.OUT_OF_MEMORY, ErrorKind.DEVICE_LOST)
+
+
+# ---------------------------------------------------------------------------------------------------
+# inputs
+
+
+def _is_glob(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _read_list(path: str) -> list[str]:
+    base = os.path.dirname(os.path.abspath(path))
+    out: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read the list file {path!r}: {exc}") from exc
+    for line in lines:
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        out.append(os.path.normpath(os.path.join(base, os.path.expanduser(entry))))
+    return out
+
+
+def _scan_folder(folder: str, skip: str | None) -> list[str]:
+    found: list[str] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if skip is not None and os.path.join(os.path.abspath(root), "").startswith(skip):
+            continue  # the output folder inside an input folder: its outputs are not inputs
+        for name in sorted(files):
+            if not name.startswith(".") and os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
+                found.append(os.path.join(root, name))
+    return found
+
+
+def expand_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> list[tuple[str, str]]:
+    """Each input file with the folder its output path is taken relative to, in a stable order.
+
+    A folder gives its video files (:data:`VIDEO_EXTENSIONS`, searched recursively, hidden entries and
+    ``out_dir`` left out) relative to itself; a glob (``*``, ``?``, ``[``; ``**`` recursive) and a list
+    file (:data:`LIST_EXTENSIONS`) give theirs relative to their common folder; any other path is one
+    input. A file named twice is taken once.
+
+    Raises:
+        InvalidInputError: a path that does not exist, a glob that matches nothing, no inputs at all.
+    """
+    skip = None if out_dir is None else os.path.join(os.path.abspath(out_dir), "")
+    pairs: list[tuple[str, str]] = []
+    for spec in specs:
+        path = os.path.expanduser(spec)
+        if os.path.isdir(path):
+            base = os.path.abspath(path)
+            pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip))
+            continue
+        if os.path.isfile(path):
+            files = _read_list(path) if os.path.splitext(path)[1].lower() in LIST_EXTENSIONS else [path]
+        elif _is_glob(path):
+            files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+            if not files:
+                raise InvalidInputError(f"the pattern {spec!r} matches no file")
+        else:
+            raise InvalidInputError(f"input {spec!r} does not exist (give a folder, a glob or a list file)")
+        for f in files:
+            if not os.path.isfile(f):
+                raise InvalidInputError(f"input {f!r} (from {spec!r}) is not a file")
+        absolute = [os.path.abspath(f) for f in files]
+        base = os.path.commonpath([os.path.dirname(f) for f in absolute])
+        pairs.extend((f, base) for f in absolute)
+    seen: set[str] = set()
+    unique = []
+    for f, base in pairs:
+        real = os.path.realpath(f)
+        if real not in seen:
+            seen.add(real)
+            unique.append((f, base))
+    if not unique:
+        raise InvalidInputError(
+            "no input files found (folders are searched for " + " ".join(sorted(VIDEO_EXTENSIONS)) + ")"
+        )
+    return unique
+
+
+def output_extension(source: str, ext: str | None) -> str:
+    """The output's extension: ``ext`` when given, else the input's (``.mkv`` for raw streams)."""
+    if ext:
+        return ext if ext.startswith(".") else "." + ext
+    own = os.path.splitext(source)[1].lower()
+    return ".mkv" if own in _RAW_EXTENSIONS or not own else own
+
+
+def plan_items(inputs: Sequence[tuple[str, str]], out_dir: str, *, ext: str | None = None) -> list[BatchItem]:
+    """One item per input, its output under ``out_dir`` at the input's path below its base folder.
+
+    Raises:
+        InvalidInputError: two inputs would write the same output, or an output would be its input.
+    """
+    root = os.path.abspath(out_dir)
+    items: list[BatchItem] = []
+    by_key: dict[str, str] = {}
+    for source, base in inputs:
+        relative = os.path.relpath(source, base)
+        key = os.path.splitext(relative)[0] + output_extension(source, ext)
+        key = key.replace(os.sep, "/")
+        if key in by_key:
+            raise InvalidInputError(
+                f"{by_key[key]!r} and {source!r} would both be written to {key!r}; "
+                "batch them separately or give --ext"
+            )
+        by_key[key] = source
+        output = os.path.join(root, *key.split("/"))
+        if os.path.realpath(output) == os.path.realpath(source):
+            raise InvalidInputError(f"the output of {source!r} would be the input; choose another --out")
+        items.append(BatchItem(key=key, input=source, output=output))
+    return items
+
+
+# ---------------------------------------------------------------------------------------------------
+# fingerprints and the manifest
+
+
+def input_fingerprint(path: str) -> str:
+    """A fast hash of an input: sha256 over its size, mtime (ns) and first and last MiB.
+
+    Raises:
+        InvalidInputError: the file cannot be read.
+    """
+    try:
+        st = os.stat(path)
+        digest = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:".encode())
+        with open(path, "rb") as f:
+            digest.update(f.read(FINGERPRINT_EDGE_BYTES))
+            if st.st_size > FINGERPRINT_EDGE_BYTES:
+                f.seek(max(FINGERPRINT_EDGE_BYTES, st.st_size - FINGERPRINT_EDGE_BYTES))
+                digest.update(f.read(FINGERPRINT_EDGE_BYTES))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read input {path!r}: {exc.strerror or exc}") from exc
+    return "sha256:" + digest.hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+def settings_fingerprint(options: TranscodeOptions, extension: str) -> str:
+    """A hash of what shapes an output: every transcode option and the output's extension."""
+    text = json.dumps({"options": _plain(options), "extension": extension}, sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class Manifest:
+    """``alpha2-batch.json``: per output, the fingerprints it was made from and what the run reported."""
+
+    def __init__(self, path: str, entries: dict[str, dict[str, Any]] | None = None) -> None:
+        self.path = path
+        self.entries: dict[str, dict[str, Any]] = dict(entries or {})
+
+    @classmethod
+    def load(cls, out_dir: str) -> Manifest:
+        """The manifest in ``out_dir`` (empty when there is none, or when it cannot be read: the
+        outputs are then made again, never trusted blindly)."""
+        path = os.path.join(os.path.abspath(out_dir), MANIFEST_NAME)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return cls(path)
+        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+            return cls(path)
+        entries = data.get("entries")
+        return cls(path, entries if isinstance(entries, dict) else {})
+
+    def done(self, item: BatchItem, input_hash: str, settings_hash: str) -> bool:
+        """Whether ``item``'s output exists as recorded, made from this input with these settings."""
+        entry = self.entries.get(item.key)
+        if not isinstance(entry, dict):
+            return False
+        if entry.get("input_hash") != input_hash or entry.get("settings_hash") != settings_hash:
+            return False
+        try:
+            return os.path.getsize(item.output) == entry.get("output_bytes")
+        except OSError:
+            return False
+
+    def record(self, result: FileResult, input_hash: str, settings_hash: str) -> None:
+        """Record a finished output and write the manifest (atomically)."""
+        self.entries[result.item.key] = {
+            "input": result.item.input,
+            "input_hash": input_hash,
+            "settings_hash": settings_hash,
+            "output_bytes": result.output_bytes,
+            "frames": result.frames,
+            "paths": dict(result.paths),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        self.save()
+
+    def save(self) -> None:
+        """Write the manifest atomically."""
+        data = {
+            "version": MANIFEST_VERSION,
+            "input_hash": "sha256 over size, mtime_ns and the first and last MiB of the input",
+            "entries": dict(sorted(self.entries.items())),
+        }
+        write_bytes_atomic(self.path, (json.dumps(data, indent=2) + "\n").encode())
+
+
+def fingerprints(items: Iterable[BatchItem]) -> dict[str, str]:
+    """``input_fingerprint`` of each item, by key."""
+    return {item.key: input_fingerprint(item.input) for item in items}

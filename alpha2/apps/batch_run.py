@@ -1,0 +1,384 @@
+"""How ``alpha2 batch`` runs its files, whatever runs them: tasks, events, the driver loop, the lock.
+
+A backend (the local process pool in :mod:`alpha2.apps.batch_local`, Ray in :mod:`alpha2.apps.batch_ray`)
+takes :class:`FileTask` s and answers with events: :class:`Started`, :class:`Frames` and exactly one
+:class:`Finished` per task. :func:`run_batch` drives it: it hands out tasks as the backend has room,
+retries transient failures (:func:`~alpha2.apps.batch_plan.is_transient`), records each finished
+output in the manifest and turns the rest into one-line reasons.
+
+The work of one file is :func:`transcode_task`, the same in every backend: the output is written into
+its own staging folder in the output folder, then renamed into place (one filesystem: the rename is
+atomic). A worker killed half-way leaves only its staging folder, which the driver removes before the
+file is tried again; so nothing half-written ever appears under an output's name.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import errno
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+from alpha2.apps import pipeline
+from alpha2.apps.batch_plan import (
+    STAGING_NAME,
+    BatchItem,
+    FileResult,
+    FileStatus,
+    Manifest,
+    is_transient,
+    one_line,
+)
+from alpha2.apps.transcode_plan import TranscodeOptions
+from alpha2.gpu.errors import Error, ErrorKind, InvalidInputError
+
+__all__ = [
+    "CRASH_KIND",
+    "Backend",
+    "BatchLock",
+    "Event",
+    "FileTask",
+    "Finished",
+    "Frames",
+    "Outcome",
+    "Planned",
+    "Retrying",
+    "Started",
+    "run_batch",
+    "transcode_task",
+]
+
+CRASH_KIND = "crash"
+"""``error_kind`` of a file whose worker died under it."""
+
+LOCK_NAME = ".alpha2-batch.lock"
+"""The lock file in the output folder: one batch run per output folder at a time."""
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One attempt at one file, as a worker gets it (picklable)."""
+
+    key: str
+    """The item's key (its output path relative to the output folder)."""
+    input: str
+    """Absolute input path."""
+    output: str
+    """Absolute final output path."""
+    staging: str
+    """The folder this attempt writes into before the rename (removed before and after)."""
+    options: TranscodeOptions
+    """The transcode options."""
+    attempt: int = 1
+    """1 for the first attempt."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attempt ended (picklable)."""
+
+    key: str
+    """The item's key."""
+    ok: bool
+    """Whether the output is in place."""
+    worker: str = ""
+    """Which worker ran it."""
+    frames: int = 0
+    """Frames transcoded."""
+    seconds: float = 0.0
+    """The transcode's wall time."""
+    output_bytes: int = 0
+    """Size of the output."""
+    paths: dict[str, int] = field(default_factory=dict)
+    """Frames per ExecutionPath value."""
+    mode: str | None = None
+    """``passthrough`` or ``gpu``."""
+    error: str | None = None
+    """One line: why it failed."""
+    error_kind: str | None = None
+    """The ErrorKind value, :data:`CRASH_KIND` for a dead worker, None for a non-alpha2 error."""
+
+    @property
+    def crashed(self) -> bool:
+        """Whether the worker died under the file."""
+        return self.error_kind == CRASH_KIND
+
+    @property
+    def kind(self) -> ErrorKind | None:
+        """The failure's ErrorKind (None for a crash or a non-alpha2 error)."""
+        try:
+            return ErrorKind(self.error_kind) if self.error_kind else None
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Started:
+    """A worker began an attempt."""
+
+    key: str
+    """The item's key."""
+    attempt: int
+    """Which attempt."""
+    worker: str
+    """The worker's label."""
+    pid: int | None = None
+    """Its process id, where it is a local process."""
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Progress inside a file."""
+
+    key: str
+    """The item's key."""
+    frames: int
+    """Frames done so far in this attempt."""
+    total: int | None
+    """Frames expected, when known."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """An attempt ended."""
+
+    outcome: Outcome
+    """How."""
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """A failed attempt will be tried again (the driver's own event)."""
+
+    key: str
+    """The item's key."""
+    attempt: int
+    """The attempt that failed."""
+    reason: str
+    """Its one-line reason."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The inputs are known (the first event of a batch)."""
+
+    files: int
+    """Inputs in all."""
+    skipped: int
+    """Of those, done by an earlier run."""
+
+
+Event = Planned | Started | Frames | Finished | Retrying
+
+
+class Backend(Protocol):
+    """What runs the tasks: a local process pool or Ray."""
+
+    def start(self) -> None:
+        """Bring the workers up."""
+
+    def capacity(self) -> int:
+        """How many more tasks it can run at once now."""
+
+    def submit(self, task: FileTask) -> None:
+        """Run ``task``; its events come from :meth:`poll`."""
+
+    def poll(self, timeout: float) -> list[Event]:
+        """The events since the last call, waiting up to ``timeout`` seconds for the first."""
+
+    def close(self) -> None:
+        """Stop the workers (idempotent)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What it runs on (for ``--json`` and the summary)."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# one file
+
+
+class _Reporter(pipeline.Progress):
+    """Hands the transcoder's progress to a callback, at most every ``every_s`` seconds."""
+
+    def __init__(self, report: Callable[[int, int | None], None], every_s: float = 0.1) -> None:
+        self._report = report
+        self._every_s = every_s
+        self._total: int | None = None
+        self._last = 0.0
+
+    def start(self, total: int | None) -> None:
+        self._total = total
+        self._report(0, total)
+
+    def update(self, frames: int) -> None:
+        now = time.monotonic()
+        if now - self._last >= self._every_s:
+            self._last = now
+            self._report(frames, self._total)
+
+
+def staging_dir(out_dir: str, key: str) -> str:
+    """The staging folder of one item (named by a hash of its key: keys may hold folders)."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return os.path.join(os.path.abspath(out_dir), STAGING_NAME, digest)
+
+
+def transcode_task(
+    task: FileTask, report: Callable[[int, int | None], None] | None = None, *, worker: str = ""
+) -> Outcome:
+    """Transcode one file into its staging folder and rename it into place; never raises for the file's
+    own failures (they are the outcome)."""
+    from alpha2.apps.transcoder import transcode
+
+    shutil.rmtree(task.staging, ignore_errors=True)
+    staged = os.path.join(task.staging, os.path.basename(task.output))
+    progress = _Reporter(report) if report is not None else pipeline.Progress()
+    try:
+        os.makedirs(task.staging, exist_ok=True)
+        stats = transcode(task.input, staged, task.options, progress=progress)
+        os.makedirs(os.path.dirname(task.output), exist_ok=True)
+        os.replace(staged, task.output)
+        data = stats.as_dict()
+        return Outcome(
+            key=task.key,
+            ok=True,
+            worker=worker,
+            frames=stats.frames,
+            seconds=stats.seconds,
+            output_bytes=os.path.getsize(task.output),
+            paths=dict(data["paths"]),
+            mode=data["mode"],
+        )
+    except Error as exc:
+        return Outcome(task.key, False, worker, error=one_line(exc.message), error_kind=exc.kind.value)
+    except OSError as exc:
+        # A full disk or a vanished folder: the OS's word for it, retried only when it says so.
+        kind = ErrorKind.RETRY.value if exc.errno in (errno.EAGAIN, errno.EINTR, errno.EBUSY) else None
+        return Outcome(task.key, False, worker, error=one_line(str(exc)), error_kind=kind)
+    except Exception as exc:
+        return Outcome(task.key, False, worker, error=one_line(f"{type(exc).__name__}: {exc}"))
+    finally:
+        shutil.rmtree(task.staging, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the lock
+
+
+class BatchLock:
+    """An exclusive lock on the output folder (``fcntl.flock`` on :data:`LOCK_NAME`); a second run into
+    the same folder is refused rather than let two runs share a staging folder and a manifest."""
+
+    def __init__(self, out_dir: str) -> None:
+        self.path = os.path.join(os.path.abspath(out_dir), LOCK_NAME)
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> BatchLock:
+        import fcntl
+
+        handle = open(self.path, "a")  # held open for the lock's lifetime
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise InvalidInputError(
+                f"another alpha2 batch is writing into {os.path.dirname(self.path)!r}; wait for it or "
+                "choose another --out",
+                kind=ErrorKind.RETRY,
+            ) from None
+        self._file = handle
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        handle, self._file = self._file, None
+        if handle is not None:
+            handle.close()  # closing releases the lock
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the driver
+
+
+def _result(item: BatchItem, outcome: Outcome, attempts: int) -> FileResult:
+    return FileResult(
+        item=item,
+        status=FileStatus.DONE if outcome.ok else FileStatus.FAILED,
+        attempts=attempts,
+        frames=outcome.frames,
+        seconds=outcome.seconds,
+        output_bytes=outcome.output_bytes,
+        paths=dict(outcome.paths),
+        mode=outcome.mode,
+        worker=outcome.worker or None,
+        error=outcome.error,
+        error_kind=outcome.error_kind,
+    )
+
+
+def run_batch(
+    items: Sequence[BatchItem],
+    options: TranscodeOptions,
+    backend: Backend,
+    *,
+    out_dir: str,
+    manifest: Manifest,
+    input_hashes: dict[str, str],
+    settings_hashes: dict[str, str],
+    retries: int = 2,
+    on_event: Callable[[Event], None] | None = None,
+    poll_s: float = 0.2,
+) -> list[FileResult]:
+    """Run ``items`` on ``backend``; each gets up to ``1 + retries`` attempts when its failures are
+    transient. ``input_hashes`` and ``settings_hashes`` (by key) go into the manifest. Returns one result
+    per item, in the items' order; the backend is started here and closed at the end."""
+    if retries < 0:
+        raise InvalidInputError(f"retries must be >= 0, got {retries}")
+    by_key = {item.key: item for item in items}
+    pending = collections.deque(
+        FileTask(item.key, item.input, item.output, staging_dir(out_dir, item.key), options) for item in items
+    )
+    attempts: dict[str, int] = collections.Counter()
+    running: dict[str, FileTask] = {}
+    results: dict[str, FileResult] = {}
+    notify = on_event if on_event is not None else (lambda event: None)
+    backend.start()
+    try:
+        while pending or running:
+            while pending and backend.capacity() > 0:
+                task = pending.popleft()
+                attempts[task.key] += 1
+                task = dataclasses.replace(task, attempt=attempts[task.key])
+                running[task.key] = task
+                backend.submit(task)
+            for event in backend.poll(poll_s):
+                notify(event)
+                if not isinstance(event, Finished):
+                    continue
+                outcome = event.outcome
+                task = running.pop(outcome.key)
+                item = by_key[outcome.key]
+                if outcome.ok:
+                    result = _result(item, outcome, attempts[item.key])
+                    manifest.record(result, input_hashes[item.key], settings_hashes[item.key])
+                    results[item.key] = result
+                    continue
+                shutil.rmtree(task.staging, ignore_errors=True)  # what a dead worker left
+                transient = is_transient(outcome.kind, crashed=outcome.crashed)
+                if transient and attempts[item.key] <= retries:
+                    notify(Retrying(item.key, task.attempt, outcome.error or "failed"))
+                    pending.append(task)
+                else:
+                    results[item.key] = _result(item, outcome, attempts[item.key])
+    finally:
+        backend.close()
+        shutil.rmtree(os.path.join(os.path.abspath(out_dir), STAGING_NAME), ignore_errors=True)
+    return [results[item.key] for item in items]

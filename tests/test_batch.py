@@ -1,0 +1,197 @@
+"""``alpha2 batch`` end to end on clips the tests make: the local default (CPU workers here), a resumed
+run, a worker killed in the middle of a file, and Ray started by the test itself (one module-scoped
+session: Ray takes seconds to start)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import av
+import pytest
+
+from alpha2.apps.batch import BatchSettings, batch
+from alpha2.apps.batch_local import DeviceChoice
+from alpha2.apps.batch_plan import MANIFEST_NAME, STAGING_NAME, FileStatus
+from alpha2.apps.batch_run import Event, Finished, Frames, Retrying, Started
+from alpha2.apps.cli import main
+from alpha2.apps.transcode_plan import TranscodeOptions
+
+sys.path.insert(0, os.path.dirname(__file__))
+from media import make_clip
+
+FRAMES = 12
+
+
+def _frames(path: str | Path) -> int:
+    with av.open(str(path)) as container:
+        return sum(1 for _ in container.decode(video=0))
+
+
+def _leftovers(out: Path) -> list[str]:
+    """Anything under ``out`` that is not a finished output or the manifest."""
+    names = []
+    for root, dirs, files in os.walk(out):
+        names += [os.path.join(root, d) for d in dirs if d.startswith(".")]
+        names += [os.path.join(root, f) for f in files if ".partial" in f or f.startswith(".")]
+    return names
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("batch-in")
+    make_clip(folder / "one.mp4", width=96, height=64, frames=FRAMES)
+    (folder / "sub").mkdir()
+    make_clip(folder / "sub" / "two.mkv", width=96, height=64, frames=FRAMES)
+    make_clip(folder / "three.mp4", width=96, height=64, frames=FRAMES, audio=True)
+    (folder / "broken.mp4").write_bytes(b"this is not a video at all")
+    return folder
+
+
+def test_local_default_then_resume(clips: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code = main(["batch", str(clips), "--out", str(out), "--json", "--workers", "2"])
+    assert code == 1  # one input is broken
+    report = json.loads(capsys.readouterr().out)
+    files = {os.path.relpath(f["output"], out): f for f in report["files"]}
+    assert sorted(files) == ["broken.mp4", "one.mp4", os.path.join("sub", "two.mkv"), "three.mp4"]
+    runner = report["runner"]
+    assert runner["runner"] == "local" and 1 <= len(runner["workers"]) <= 2
+    labels = {w["label"] for w in runner["workers"]}
+    on_cpu = all(w["device_type"] == "cpu" for w in runner["workers"])  # a GPU machine has GPU workers
+    broken = files.pop("broken.mp4")
+    assert broken["status"] == "failed" and broken["attempts"] == 1  # bad input is not retried
+    assert broken["error_kind"] == "invalid_input" and "\n" not in broken["error"]
+    for name, entry in files.items():
+        assert entry["status"] == "done", entry
+        assert sum(entry["paths"].values()) == FRAMES  # the path each frame took
+        if on_cpu:
+            assert entry["paths"] == {"software": FRAMES}  # passthrough, decoded in software
+        assert entry["frames"] == FRAMES and entry["fps"] > 0
+        assert entry["output_bytes"] == os.path.getsize(out / name) > 0
+        assert entry["worker"] in labels
+        assert _frames(out / name) == FRAMES
+    assert (report["done"], report["skipped"], report["failed"]) == (3, 0, 1)
+    assert not _leftovers(out)
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    assert sorted(manifest["entries"]) == ["one.mp4", "sub/two.mkv", "three.mp4"]
+
+    # Resumed: what is done is skipped, the failure is tried again.
+    before = (out / "one.mp4").stat().st_mtime_ns
+    assert main(["batch", str(clips), "--out", str(out), "--json", "--workers", "1"]) == 1
+    again = {
+        os.path.relpath(f["output"], out): f["status"] for f in json.loads(capsys.readouterr().out)["files"]
+    }
+    assert again == {
+        "broken.mp4": "failed",
+        "one.mp4": "skipped",
+        os.path.join("sub", "two.mkv"): "skipped",
+        "three.mp4": "skipped",
+    }
+    assert (out / "one.mp4").stat().st_mtime_ns == before
+
+    # Other settings make every output again; so does a changed input.
+    report2 = batch([str(clips / "one.mp4"), str(clips / "three.mp4")], out, TranscodeOptions(crf=30))
+    assert [r.status for r in report2.results] == [FileStatus.DONE, FileStatus.DONE]
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    make_clip(changed / "one.mp4", width=96, height=64, frames=FRAMES // 2)
+    first = batch([str(changed)], tmp_path / "out-changed", TranscodeOptions(), BatchSettings(workers=1))
+    assert first.results[0].status is FileStatus.DONE
+    make_clip(changed / "one.mp4", width=96, height=64, frames=FRAMES)
+    second = batch([str(changed)], tmp_path / "out-changed", TranscodeOptions(), BatchSettings(workers=1))
+    assert second.results[0].status is FileStatus.DONE and second.results[0].frames == FRAMES
+
+
+def test_summary_table(clips: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["batch", str(clips / "one.mp4"), str(clips / "broken.mp4"), "--out", str(tmp_path), "--quiet"]
+    )
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "one.mp4" in captured.out and "software 12" in captured.out and "failed" in captured.out
+    assert "1 done, 0 skipped, 1 failed" in captured.out
+    assert "alpha2: error: 1 of 2 files failed" in captured.err
+
+
+def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["batch", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["batch", str(tmp_path)])  # no --out
+    assert info.value.code == 2
+
+
+def test_worker_killed_mid_file_is_retried(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    # Long enough that the kill lands while the worker is still encoding (x264 at its default preset).
+    frames = 240
+    make_clip(src / "long.mp4", width=320, height=240, frames=frames)
+    make_clip(src / "short.mp4", width=96, height=64, frames=FRAMES)
+    out = tmp_path / "out"
+    killed: list[int] = []
+    seen: list[Event] = []
+    pids: dict[str, int] = {}
+
+    def on_event(event: Event) -> None:
+        seen.append(event)
+        if isinstance(event, Started) and event.pid is not None:
+            pids[event.key] = event.pid
+        if isinstance(event, Frames) and event.key == "long.mp4" and event.frames > 0 and not killed:
+            assert not (out / "long.mp4").exists()
+            os.kill(pids["long.mp4"], signal.SIGKILL)
+            killed.append(pids["long.mp4"])
+
+    # Two single-stream CPU workers, so that the kill hits the long file alone, on any machine.
+    settings = BatchSettings(device=DeviceChoice.CPU, workers=2)
+    report = batch([str(src)], out, TranscodeOptions(), settings, on_event=on_event)
+    assert killed, "the long file finished before the test could kill its worker"
+    results = {r.item.key: r for r in report.results}
+    long = results["long.mp4"]
+    assert (long.status, long.attempts, long.frames) == (FileStatus.DONE, 2, frames)
+    assert results["short.mp4"].status is FileStatus.DONE
+    retries = [e for e in seen if isinstance(e, Retrying)]
+    assert [e.key for e in retries] == ["long.mp4"] and "SIGKILL" in retries[0].reason
+    crashed = [e.outcome for e in seen if isinstance(e, Finished) and not e.outcome.ok]
+    assert [o.error_kind for o in crashed] == ["crash"]
+    assert _frames(out / "long.mp4") == frames
+    assert not _leftovers(out)
+    assert not (out / STAGING_NAME).exists()
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Any:
+    module = pytest.importorskip("ray")
+    module.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield module
+    module.shutdown()
+
+
+def test_ray_batch(ray_session: Any, clips: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    events: list[Event] = []
+    report = batch([str(clips)], out, TranscodeOptions(), BatchSettings(ray="auto"), on_event=events.append)
+    assert report.runner["runner"] == "ray"
+    resources = report.runner["resources"]
+    if not ray_session.cluster_resources().get("GPU"):  # Ray counts a GPU machine's GPUs itself
+        assert (resources["num_gpus"], resources["concurrency"]) == (0, 2)
+    else:
+        assert 0 < resources["num_gpus"] <= 1
+    results = {r.item.key: r for r in report.results}
+    assert results["broken.mp4"].status is FileStatus.FAILED
+    assert results["broken.mp4"].error_kind == "invalid_input" and results["broken.mp4"].attempts == 1
+    for key in ("one.mp4", "sub/two.mkv", "three.mp4"):
+        result = results[key]
+        assert (result.status, result.frames, sum(result.paths.values())) == (FileStatus.DONE, FRAMES, FRAMES)
+        assert result.worker and ":" in result.worker  # host:pid of the Ray worker
+        assert _frames(out / key) == FRAMES
+    assert any(isinstance(e, Started) for e in events)
+    assert not _leftovers(out)
+    assert ray_session.is_initialized()  # the test's own session stays up
+    resumed = batch([str(clips)], out, TranscodeOptions(), BatchSettings(ray="auto"))
+    assert [r.status for r in resumed.results].count(FileStatus.SKIPPED) == 3

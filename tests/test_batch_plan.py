@@ -1,0 +1,449 @@
+"""``alpha2 batch`` planning, without transcoding: inputs, outputs, fingerprints, the manifest, retries,
+the workers a machine gets, the Ray resources a task asks for, and the driver loop on a fake backend."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alpha2.apps import batch_ray
+from alpha2.apps.batch import BatchProgress
+from alpha2.apps.batch_local import DeviceChoice, plan_workers
+from alpha2.apps.batch_plan import (
+    FINGERPRINT_EDGE_BYTES,
+    MANIFEST_NAME,
+    STAGING_NAME,
+    BatchItem,
+    FileResult,
+    FileStatus,
+    Manifest,
+    expand_inputs,
+    input_fingerprint,
+    is_transient,
+    one_line,
+    plan_items,
+    settings_fingerprint,
+)
+from alpha2.apps.batch_ray import NVDEC_RESOURCE, RayBackend, pin_assigned_gpu, task_resources
+from alpha2.apps.batch_run import (
+    CRASH_KIND,
+    BatchLock,
+    Event,
+    FileTask,
+    Finished,
+    Frames,
+    Outcome,
+    Planned,
+    Retrying,
+    Started,
+    run_batch,
+    staging_dir,
+)
+from alpha2.apps.transcode_plan import TranscodeOptions
+from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError, AdapterType
+from alpha2.gpu.errors import ErrorKind, InvalidInputError, UnsupportedError
+from alpha2.gpu.geometry import Size
+
+
+@pytest.fixture(autouse=True)
+def _no_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine's own ALPHA2_GPU_ADAPTER (the GPU runs set one) must not change the fake machines."""
+    monkeypatch.delenv(ADAPTER_ENV, raising=False)
+
+
+def _touch(path: Path, data: bytes = b"x") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+
+def test_folder_is_searched_recursively_for_videos(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    _touch(src / "a.mp4")
+    _touch(src / "sub" / "b.MKV")
+    _touch(src / "notes.txt")
+    _touch(src / ".hidden.mp4")
+    _touch(src / ".cache" / "c.mp4")
+    _touch(src / "out" / "old.mp4")  # the output folder inside the input folder
+    pairs = expand_inputs([str(src)], out_dir=str(src / "out"))
+    assert [os.path.relpath(f, base) for f, base in pairs] == ["a.mp4", os.path.join("sub", "b.MKV")]
+    items = plan_items(pairs, str(tmp_path / "dest"), ext=".mkv")
+    assert [i.key for i in items] == ["a.mkv", "sub/b.mkv"]
+    assert items[1].output == str(tmp_path / "dest" / "sub" / "b.mkv")
+
+
+def test_glob_and_list_file(tmp_path: Path) -> None:
+    for name in ("x/one.mp4", "x/two.mp4", "y/three.webm"):
+        _touch(tmp_path / name)
+    listing = tmp_path / "files.txt"
+    listing.write_text("# my files\nx/one.mp4\n\n  y/three.webm  \n")
+    pairs = expand_inputs([str(listing), str(tmp_path / "x" / "*.mp4")])
+    # one.mp4 is named twice: taken once, where it first came
+    assert [os.path.basename(f) for f, _ in pairs] == ["one.mp4", "three.webm", "two.mp4"]
+    items = plan_items(pairs, str(tmp_path / "out"))
+    assert [i.key for i in items] == ["x/one.mp4", "y/three.webm", "two.mp4"]
+
+
+@pytest.mark.parametrize("spec", ["missing.mp4", "nothing-*.mp4"])
+def test_missing_inputs_are_errors(tmp_path: Path, spec: str) -> None:
+    with pytest.raises(InvalidInputError, match=r"does not exist|matches no file"):
+        expand_inputs([str(tmp_path / spec)])
+
+
+def test_empty_folder_and_bad_list_entry(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidInputError, match="no input files"):
+        expand_inputs([str(tmp_path / "empty")])
+    (tmp_path / "l.txt").write_text("gone.mp4\n")
+    with pytest.raises(InvalidInputError, match="is not a file"):
+        expand_inputs([str(tmp_path / "l.txt")])
+
+
+def test_outputs_that_collide_or_overwrite_the_input(tmp_path: Path) -> None:
+    a = _touch(tmp_path / "a.mp4")
+    b = _touch(tmp_path / "a.mkv")
+    pairs = [(str(a), str(tmp_path)), (str(b), str(tmp_path))]
+    with pytest.raises(InvalidInputError, match="would both be written"):
+        plan_items(pairs, str(tmp_path / "out"), ext=".mp4")
+    with pytest.raises(InvalidInputError, match="would be the input"):
+        plan_items([(str(a), str(tmp_path))], str(tmp_path))
+    raw = _touch(tmp_path / "r.y4m")
+    assert plan_items([(str(raw), str(tmp_path))], str(tmp_path / "o"))[0].key == "r.mkv"
+
+
+# -- fingerprints and the manifest -------------------------------------------------------------------
+
+
+def test_input_fingerprint_sees_ends_size_and_time(tmp_path: Path) -> None:
+    size = 3 * FINGERPRINT_EDGE_BYTES
+    data = bytearray(os.urandom(size))
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    first = input_fingerprint(str(path))
+    assert input_fingerprint(str(path)) == first
+    stat = path.stat()
+
+    def rewrite(change: int) -> str:
+        copy = bytearray(data)
+        copy[change] ^= 0xFF
+        path.write_bytes(copy)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        return input_fingerprint(str(path))
+
+    assert rewrite(10) != first  # the first MiB
+    assert rewrite(size - 10) != first  # the last MiB
+    assert rewrite(size // 2) == first  # the middle is not read: the documented price of speed
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert input_fingerprint(str(path)) != first
+    with pytest.raises(InvalidInputError):
+        input_fingerprint(str(tmp_path / "gone"))
+
+
+def test_settings_fingerprint() -> None:
+    base = settings_fingerprint(TranscodeOptions(), ".mp4")
+    assert base == settings_fingerprint(TranscodeOptions(), ".mp4")
+    assert base != settings_fingerprint(TranscodeOptions(), ".mkv")
+    assert base != settings_fingerprint(TranscodeOptions(crf=20), ".mp4")
+    assert base != settings_fingerprint(TranscodeOptions(size=Size(640, 360)), ".mp4")
+
+
+def test_manifest_round_trip(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    item = BatchItem("a.mp4", str(tmp_path / "a.mp4"), str(out / "a.mp4"))
+    manifest = Manifest.load(str(out))
+    assert not manifest.done(item, "h1", "s1")
+    (out / "a.mp4").write_bytes(b"12345")
+    manifest.record(
+        FileResult(item, FileStatus.DONE, frames=3, output_bytes=5, paths={"software": 3}), "h1", "s1"
+    )
+    again = Manifest.load(str(out))
+    assert again.done(item, "h1", "s1")
+    assert not again.done(item, "h2", "s1")
+    assert not again.done(item, "h1", "s2")
+    (out / "a.mp4").write_bytes(b"123")  # not the output that was recorded
+    assert not again.done(item, "h1", "s1")
+    (out / MANIFEST_NAME).write_text("{not json")
+    assert Manifest.load(str(out)).entries == {}
+
+
+@pytest.mark.parametrize(
+    ("kind", "crashed", "expected"),
+    [
+        (ErrorKind.RETRY, False, True),
+        (ErrorKind.TIMEOUT, False, True),
+        (ErrorKind.OUT_OF_MEMORY, False, True),
+        (ErrorKind.DEVICE_LOST, False, True),
+        (ErrorKind.INVALID_INPUT, False, False),
+        (ErrorKind.UNSUPPORTED, False, False),
+        (ErrorKind.INTERNAL, False, False),
+        (None, False, False),
+        (None, True, True),
+    ],
+)
+def test_is_transient(kind: ErrorKind | None, crashed: bool, expected: bool) -> None:
+    assert is_transient(kind, crashed=crashed) is expected
+
+
+def test_one_line() -> None:
+    assert one_line("first  line\nsecond") == "first line"
+    assert one_line("") == "unknown error"
+
+
+def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
+    with BatchLock(str(tmp_path)):
+        with pytest.raises(InvalidInputError, match="another alpha2 batch") as info:
+            with BatchLock(str(tmp_path)):
+                pass
+        assert info.value.kind is ErrorKind.RETRY
+    with BatchLock(str(tmp_path)):
+        pass
+
+
+# -- workers -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FakeCandidate:
+    name: str
+    device_type: AdapterType
+    uuid: bytes | None
+    error: str | None = None
+    index: int = 0
+    vendor_id: int = 0x10DE
+    device_id: int = 0x2335
+
+    @property
+    def uuid_str(self) -> str | None:
+        return str(uuid.UUID(bytes=self.uuid)) if self.uuid else None
+
+
+GPU_A = FakeCandidate("GPU A", AdapterType.DISCRETE_GPU, bytes(range(16)), index=0)
+GPU_B = FakeCandidate("GPU B", AdapterType.DISCRETE_GPU, bytes(range(16, 32)), index=1)
+LAVAPIPE = FakeCandidate("llvmpipe", AdapterType.CPU, bytes([7] * 16), index=2, vendor_id=0x10005)
+
+
+def test_one_worker_per_gpu_pinned_by_uuid() -> None:
+    slots = plan_workers(
+        candidates=[LAVAPIPE, GPU_A, GPU_B, GPU_A], cuda_uuids=[GPU_B.uuid or b""], cores=16, environ={}
+    )
+    assert [s.label for s in slots] == ["gpu0", "gpu1"]
+    assert slots[0].env == {ADAPTER_ENV: GPU_A.uuid_str}
+    assert [s.cuda_ordinal for s in slots] == [None, 0]  # matched by UUID, not by position
+    assert [s.streams for s in slots] == [8, 8]
+    assert plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], cores=6)[0].streams == 3
+    one = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], workers=1, streams=5)
+    assert [(s.label, s.streams) for s in one] == [("gpu0", 5)]
+
+
+def test_a_pin_limits_the_workers_to_its_device() -> None:
+    both = [GPU_A, GPU_B, LAVAPIPE]
+    (slot,) = plan_workers(candidates=both, cuda_uuids=[], cores=4, environ={ADAPTER_ENV: "1"})
+    assert (slot.label, slot.env) == ("gpu0", {ADAPTER_ENV: GPU_B.uuid_str})
+    on_cpu = plan_workers(candidates=both, cuda_uuids=[], cores=2, environ={ADAPTER_ENV: "llvmpipe"})
+    assert [s.label for s in on_cpu] == ["cpu0", "cpu1"]
+    with pytest.raises(AdapterPinError, match="matches no adapter"):
+        plan_workers(candidates=both, cuda_uuids=[], environ={ADAPTER_ENV: "no such gpu"})
+
+
+def test_cpu_workers_sized_to_the_cores() -> None:
+    slots = plan_workers(candidates=[LAVAPIPE], cuda_uuids=[], cores=3)
+    assert [s.label for s in slots] == ["cpu0", "cpu1", "cpu2"]
+    assert all(s.streams == 1 and s.device_type is AdapterType.CPU for s in slots)
+    assert slots[0].env == {ADAPTER_ENV: LAVAPIPE.uuid_str}  # renders on lavapipe, never a GPU
+    forced = plan_workers(device=DeviceChoice.CPU, candidates=[GPU_A, LAVAPIPE], cuda_uuids=[], cores=2)
+    assert [s.label for s in forced] == ["cpu0", "cpu1"]
+    assert plan_workers(candidates=[], cuda_uuids=[], cores=2, workers=4)[3].env == {}
+    broken = FakeCandidate("GPU C", AdapterType.DISCRETE_GPU, bytes(16), error="boom")
+    with pytest.raises(UnsupportedError, match="no GPU"):
+        plan_workers(device=DeviceChoice.GPU, candidates=[LAVAPIPE, broken], cuda_uuids=[])
+    with pytest.raises(InvalidInputError):
+        plan_workers(candidates=[], workers=0)
+
+
+# -- Ray resources -----------------------------------------------------------------------------------
+
+
+def test_ray_task_resources() -> None:
+    gpu = task_resources({"CPU": 32, "GPU": 2, NVDEC_RESOURCE: 6}, streams=4)
+    assert (gpu.num_gpus, gpu.resources, gpu.concurrency) == (0.25, {NVDEC_RESOURCE: 1}, 6)
+    no_nvdec = task_resources({"CPU": 16, "GPU": 1})
+    assert (no_nvdec.num_gpus, no_nvdec.resources, no_nvdec.concurrency) == (1 / 8, {}, 8)
+    assert "declares no 'nvdec'" in no_nvdec.note
+    software = task_resources({"CPU": 16, "GPU": 1, NVDEC_RESOURCE: 4}, hwaccel="none", streams=2)
+    assert (software.resources, software.concurrency) == ({}, 2)
+    cpu = task_resources({"CPU": 2})
+    assert (cpu.num_cpus, cpu.num_gpus, cpu.concurrency, cpu.uses_gpu) == (1, 0, 2, False)
+    assert task_resources({"CPU": 8, "GPU": 1}, device=DeviceChoice.CPU).num_gpus == 0
+    with pytest.raises(UnsupportedError, match="no GPU"):
+        task_resources({"CPU": 2}, device=DeviceChoice.GPU)
+
+
+def test_pin_assigned_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_ray, "_UNPINNED", None)  # the worker had no pin of its own
+    assert pin_assigned_gpu(True, lambda: [GPU_B.uuid or b"", GPU_A.uuid or b""]) == GPU_B.uuid_str
+    assert os.environ[ADAPTER_ENV] == GPU_B.uuid_str
+    assert pin_assigned_gpu(False) is None
+    assert ADAPTER_ENV not in os.environ
+
+    def no_cuda() -> list[bytes]:
+        raise RuntimeError("no driver")
+
+    assert pin_assigned_gpu(True, no_cuda) is None
+    assert ADAPTER_ENV not in os.environ
+
+
+# -- the driver on a fake backend --------------------------------------------------------------------
+
+
+class ScriptedBackend:
+    """Answers each attempt from a script: key -> outcomes by attempt (the last one repeats)."""
+
+    def __init__(self, script: dict[str, list[dict[str, Any]]], slots: int = 2) -> None:
+        self.script = script
+        self.slots = slots
+        self.running: list[FileTask] = []
+        self.submitted: list[tuple[str, int]] = []
+        self.started = self.closed = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def capacity(self) -> int:
+        return self.slots - len(self.running)
+
+    def submit(self, task: FileTask) -> None:
+        os.makedirs(task.staging, exist_ok=True)  # as a worker would, before it dies
+        self.running.append(task)
+        self.submitted.append((task.key, task.attempt))
+
+    def poll(self, timeout: float) -> list[Event]:
+        events: list[Event] = []
+        for task in self.running:
+            steps = self.script[task.key]
+            step = steps[min(task.attempt, len(steps)) - 1]
+            if step.get("ok"):
+                with open(task.output, "wb") as f:
+                    f.write(b"video")
+            events.append(Finished(Outcome(task.key, worker="fake", output_bytes=5, frames=4, **step)))
+        self.running = []
+        return events
+
+    def close(self) -> None:
+        self.closed = True
+
+    def describe(self) -> dict[str, Any]:
+        return {"runner": "fake"}
+
+
+def test_driver_retries_transient_failures_only(tmp_path: Path) -> None:
+    out = str(tmp_path)
+    keys = ["ok.mp4", "flaky.mp4", "bad.mp4", "crashy.mp4"]
+    items = [BatchItem(k, str(tmp_path / ("in-" + k)), str(tmp_path / k)) for k in keys]
+    crash = {"ok": False, "error": "the worker was killed", "error_kind": CRASH_KIND}
+    script: dict[str, list[dict[str, Any]]] = {
+        "ok.mp4": [{"ok": True}],
+        "flaky.mp4": [{"ok": False, "error": "busy", "error_kind": "retry"}, {"ok": True}],
+        "bad.mp4": [{"ok": False, "error": "not a video", "error_kind": "invalid_input"}],
+        "crashy.mp4": [crash],
+    }
+    backend = ScriptedBackend(script)
+    events: list[Event] = []
+    manifest = Manifest.load(out)
+    results = run_batch(
+        items,
+        TranscodeOptions(),
+        backend,
+        out_dir=out,
+        manifest=manifest,
+        input_hashes={k: "h-" + k for k in keys},
+        settings_hashes={k: "s" for k in keys},
+        retries=2,
+        on_event=events.append,
+    )
+    by_key = {r.item.key: r for r in results}
+    assert [r.item.key for r in results] == keys
+    assert (by_key["ok.mp4"].status, by_key["ok.mp4"].attempts) == (FileStatus.DONE, 1)
+    assert (by_key["flaky.mp4"].status, by_key["flaky.mp4"].attempts) == (FileStatus.DONE, 2)
+    assert (by_key["bad.mp4"].status, by_key["bad.mp4"].attempts) == (FileStatus.FAILED, 1)
+    assert by_key["bad.mp4"].error == "not a video"
+    assert (by_key["crashy.mp4"].status, by_key["crashy.mp4"].attempts) == (FileStatus.FAILED, 3)
+    assert by_key["crashy.mp4"].error_kind == CRASH_KIND
+    assert sorted(manifest.entries) == ["flaky.mp4", "ok.mp4"]
+    assert Manifest.load(out).entries["flaky.mp4"]["input_hash"] == "h-flaky.mp4"
+    assert [e.key for e in events if isinstance(e, Retrying)] == ["flaky.mp4", "crashy.mp4", "crashy.mp4"]
+    assert backend.started and backend.closed
+    assert not os.path.exists(os.path.join(out, STAGING_NAME))  # what the dead attempts left is gone
+    assert staging_dir(out, "a/b.mp4").startswith(os.path.join(out, STAGING_NAME))
+
+
+def test_driver_without_retries(tmp_path: Path) -> None:
+    item = BatchItem("f.mp4", str(tmp_path / "in.mp4"), str(tmp_path / "f.mp4"))
+    backend = ScriptedBackend({"f.mp4": [{"ok": False, "error": "busy", "error_kind": "retry"}]})
+    kwargs: dict[str, Any] = {
+        "out_dir": str(tmp_path),
+        "manifest": Manifest.load(str(tmp_path)),
+        "input_hashes": {"f.mp4": "h"},
+        "settings_hashes": {"f.mp4": "s"},
+    }
+    (result,) = run_batch([item], TranscodeOptions(), backend, retries=0, **kwargs)
+    assert (result.status, result.attempts) == (FileStatus.FAILED, 1)
+    with pytest.raises(InvalidInputError):
+        run_batch([item], TranscodeOptions(), backend, retries=-1, **kwargs)
+
+
+# -- the display and Ray's absence -------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_display(terminal: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm")
+    stream: io.StringIO = _Terminal() if terminal else io.StringIO()
+    progress = BatchProgress(stream=stream)
+    assert (progress._rich is not None) is terminal
+    ok = Outcome("a.mp4", True, "cpu0", frames=10, seconds=0.5)
+    for event in (
+        Planned(3, 1),
+        Started("a.mp4", 1, "cpu0", 123),
+        Frames("a.mp4", 4, 10),
+        Started("b.mp4", 1, "cpu1", 124),
+        Finished(Outcome("b.mp4", False, "cpu1", error="killed", error_kind=CRASH_KIND)),
+        Retrying("b.mp4", 1, "killed"),
+        Finished(ok),
+        Started("a.mp4", 1, "cpu0", 123),  # a late message about a finished file changes nothing
+    ):
+        progress(event)
+    progress.close()
+    progress.close()
+    text = stream.getvalue()
+    assert "1 of 3 files done by an earlier run" in text
+    assert "retrying b.mp4 (attempt 1 failed: killed)" in text
+    assert "2/3 a.mp4: 10 frames, 20.0 fps (cpu0)" in text
+    quiet = io.StringIO()
+    silent = BatchProgress(enabled=False, stream=quiet)
+    silent(Planned(1, 0))
+    silent.close()
+    assert quiet.getvalue() == ""
+
+
+def test_ray_missing_is_unsupported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(UnsupportedError, match=r"alpha2\[ray\]"):
+        RayBackend("auto").start()
+    with pytest.raises(InvalidInputError):
+        RayBackend("")
