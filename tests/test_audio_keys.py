@@ -1,0 +1,137 @@
+"""The player's volume and mute keys change what the sound device is handed, and an audio-only file
+plays in a window whose colour follows the sound's level."""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from alpha2.apps import player, window
+from alpha2.apps.audio_out import AudioOutput
+from alpha2.apps.avsync import AVScheduler
+from alpha2.apps.player import PlayOptions
+from alpha2.ffmpeg_bridge import AudioDecodeSession
+from tests.media import make_audio_only
+
+
+class _RecordingStream:
+    """Stands in for ``sounddevice.OutputStream`` so the test drives the callback itself and sees the
+    samples the device would play. The real stream is tested in test_audio.py."""
+
+    latency = 0.01
+
+    def __init__(self, *, samplerate: int, channels: int, dtype: str, callback: Any) -> None:
+        self.callback = callback
+        self.channels = channels
+
+    def start(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def play(self, frames: int) -> np.ndarray:
+        out = np.full((frames, self.channels), np.nan, np.float32)
+        self.callback(out, frames, SimpleNamespace(outputBufferDacTime=0.0, currentTime=0.0), None)
+        return out
+
+
+def _output(tone: str) -> tuple[AudioOutput, _RecordingStream]:
+    streams: list[_RecordingStream] = []
+
+    def make(**kwargs: Any) -> _RecordingStream:
+        streams.append(_RecordingStream(**kwargs))
+        return streams[-1]
+
+    decoder = AudioDecodeSession(tone, sample_rate=48000, channels=2)
+    output = AudioOutput(SimpleNamespace(OutputStream=make), decoder, "recording")
+    deadline = time.monotonic() + 5
+    while output._queued < 4096 and time.monotonic() < deadline:  # the feeder thread decodes ahead
+        time.sleep(0.01)
+    return output, streams[0]
+
+
+def test_volume_and_mute_keys_scale_what_the_device_plays(tmp_path: Path) -> None:
+    tone = make_audio_only(tmp_path / "tone.mka", seconds=1.0)
+    output, stream = _output(tone)
+    keys = window._Keys()
+    keys.clock, keys.scheduler, keys.canvas = output, AVScheduler(), SimpleNamespace(close=lambda: None)
+    try:
+        full = stream.play(1024)
+        assert not np.isnan(full).any()
+        rms = float(np.sqrt(np.mean(np.square(full))))
+        assert rms > 0.05  # the tone is there
+
+        for _ in range(5):
+            assert keys._common_key("9")  # five steps down
+        assert output.volume == pytest.approx(1.0 - 5 * window.VOLUME_STEP)
+        quieter = stream.play(1024)
+        assert float(np.sqrt(np.mean(np.square(quieter)))) == pytest.approx(rms * output.volume, rel=0.05)
+
+        assert keys._common_key("m")
+        assert np.all(stream.play(1024) == 0.0)  # muted: silence, and the clock still runs
+        assert keys._common_key("M")
+        assert float(np.sqrt(np.mean(np.square(stream.play(1024))))) > 0.0
+
+        for _ in range(30):
+            keys._common_key("0")
+        assert output.volume == 2.0  # bounded above
+        for _ in range(40):
+            keys._common_key("9")
+        assert output.volume == 0.0  # and below
+        assert not keys._common_key("x")  # not a key of ours
+    finally:
+        output.close()
+
+
+@pytest.mark.vulkan
+def test_audio_only_window_follows_the_level(audio_server: str, tmp_path: Path) -> None:
+    """The audio-only window on rendercanvas's offscreen canvas, with a loop that draws at 60 Hz."""
+    pytest.importorskip("rendercanvas")
+    import rendercanvas.offscreen as offscreen
+
+    tone = make_audio_only(tmp_path / "tone.mka", seconds=0.5)
+    run = player._Player(tone, PlayOptions(), player.pipeline.Progress())
+    playback = window.AudioOnlyPlayback(run)
+    colours: list[tuple[float, ...]] = []
+    clear = window._clear
+
+    def recording_clear(encoder: Any, texture: Any, colour: tuple[float, ...]) -> None:
+        colours.append(colour)
+        clear(encoder, texture, colour)
+
+    class Loop:
+        @staticmethod
+        def run() -> None:
+            deadline = time.monotonic() + 5
+            while not playback.canvas.get_closed() and time.monotonic() < deadline:
+                playback.canvas.draw()
+                time.sleep(1 / 60)
+
+    backend = types.ModuleType("alpha2_test_canvas")
+    backend.RenderCanvas = offscreen.RenderCanvas  # type: ignore[attr-defined]
+    backend.loop = Loop  # type: ignore[attr-defined]
+    sys.modules[backend.__name__] = backend
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(window, "_clear", recording_clear)
+    try:
+        stats = playback.run_window(backend.__name__)
+    finally:
+        monkey.undo()
+        del sys.modules[backend.__name__]
+        run.close()
+    assert stats.mode == "window" and stats.clock["kind"] == "audio", stats.clock
+    assert stats.frames == len(colours) >= 10
+    # The tone is loud: once it plays the window lights up; it ends when the sound has been heard.
+    assert max(c[2] for c in colours) > 0.2
+    assert stats.audio_seconds is not None and 0.45 <= stats.audio_seconds <= 0.7
