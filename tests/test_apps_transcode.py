@@ -280,7 +280,7 @@ def test_failure_mid_run_leaves_no_output(clips: dict[str, str], tmp_path: Path)
 @pytest.mark.parametrize("codec,ext", CODECS)
 def test_gpu_scale_round_trip_per_codec(clips: dict[str, str], tmp_path: Path, codec: str, ext: str) -> None:
     out = str(tmp_path / f"scaled{ext}")
-    options = TranscodeOptions(codec=codec, size=Size(160, 160), hwaccel="none")
+    options = TranscodeOptions(codec=codec, size=Size(160, 160), hwaccel="none", gpu=True)
     stats = transcode(clips["smooth"], out, options)
     data = stats.as_dict()
     assert data["mode"] == "gpu" and data["output_size"] == [160, 90]
@@ -367,7 +367,9 @@ def test_gpu_colour_cases(
 
 @pytest.mark.vulkan
 def test_gpu_stage_times_cover_the_run(clips: dict[str, str], tmp_path: Path) -> None:
-    stats = transcode(clips["smooth"], str(tmp_path / "t.mp4"), TranscodeOptions(size=Size(160, 90)))
+    stats = transcode(
+        clips["smooth"], str(tmp_path / "t.mp4"), TranscodeOptions(size=Size(160, 90), gpu=True)
+    )
     stages = stats.as_dict()["stages"]
     for name in ("decode", "import", "convert", "encode"):
         assert name in stages

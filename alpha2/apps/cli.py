@@ -6,6 +6,10 @@ error (argparse's own convention; an output name that says no container alpha2 w
 outputs being written are removed and one line says what happened. A traceback reaching a user is a
 bug: alpha2 errors and OS errors are turned into that one line; anything else is reported the same
 way with its type, and ``ALPHA2_DEBUG=1`` re-raises it for a developer.
+
+Subcommands are imported lazily: ``alpha2 --help`` (and any command) imports only the module of the
+command named on the line, so that PyAV, wgpu and numpy load only when a command needs them. The
+other commands appear in the listing through :data:`_SUBCOMMANDS`' help lines.
 """
 
 from __future__ import annotations
@@ -21,26 +25,46 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 
 from alpha2 import __version__
-from alpha2.ffmpeg_bridge.errors import OutputFormatError
-from alpha2.gpu.errors import Error
 
-# Subcommand modules, each with register(subparsers) that sets func=run on its parser.
-_SUBCOMMANDS = (
-    "alpha2.apps.probe",
-    "alpha2.apps.sample",
-    "alpha2.apps.player",
-    "alpha2.apps.transcoder",
-    "alpha2.apps.batch",
+# Subcommands: (command, module, help line). Each module has register(subparsers), which adds the
+# command's parser (with the same help line) and sets func=run on it. Only the module of the command
+# being run is imported; the help lines list the others without importing them.
+_SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "probe",
+        "alpha2.apps.probe",
+        "list GPU adapters, their video and interop support, and which one alpha2 chooses",
+    ),
+    ("sample", "alpha2.apps.sample", "write a short test clip (moving colour pattern, sine tone)"),
+    ("play", "alpha2.apps.player", "play a video (window, or offscreen with a snapshot)"),
+    ("transcode", "alpha2.apps.transcoder", "decode, scale and convert on the GPU, encode"),
+    ("batch", "alpha2.apps.batch", "transcode many files, on this machine's GPUs or cores, or on Ray"),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand on the command line: the first argument that is not an option."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None, *, load_all: bool = False) -> argparse.ArgumentParser:
+    """The ``alpha2`` parser: the command named in ``argv`` (or every one, with ``load_all``) fully
+    registered from its module, the others as help lines only."""
     parser = argparse.ArgumentParser(
         prog="alpha2", description="GPU video interop: probe adapters, play and transcode video."
     )
     parser.add_argument("--version", action="version", version=f"alpha2 {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _SUBCOMMANDS:
+    wanted = _command_named(sys.argv[1:] if argv is None else argv)
+    for command, name, help_line in _SUBCOMMANDS:
+        if not load_all and command != wanted:
+            subparsers.add_parser(command, help=help_line, add_help=False)
+            continue
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -113,6 +137,10 @@ def _signals_unwind() -> Iterator[None]:
 
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run one command's ``func``; errors become the one-line message and exit status 1."""
+    # Here, not at the top: the command's module has imported them already, and ``--help`` needs neither.
+    from alpha2.ffmpeg_bridge.errors import OutputFormatError
+    from alpha2.gpu.errors import Error
+
     ensure_runtime_dir()
     try:
         with _signals_unwind():
@@ -144,7 +172,7 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:

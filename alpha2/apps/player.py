@@ -468,7 +468,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Decode, import and render a video with the sampling shader: in a window when there is "
         "a display (space pauses, arrows seek, q quits), otherwise into an offscreen texture.",
     )
-    parser.add_argument("input", metavar="INPUT", help="input video file")
+    parser.add_argument(
+        "input", metavar="INPUT", nargs="+", help="input video file (several: a grid of them, a video wall)"
+    )
     parser.add_argument("--offscreen", action="store_true", help="render into a texture, no window")
     parser.add_argument("--snapshot", metavar="PATH.png", help="write the rendered frame as a PNG")
     parser.add_argument(
@@ -493,6 +495,11 @@ def run(args: argparse.Namespace) -> int:
     """``alpha2 play``."""
     if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
         raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
+    if len(args.input) > 1:
+        from alpha2.apps.wall import run_wall
+
+        return run_wall(args)
+    (source,) = args.input
     options = PlayOptions(
         offscreen=args.offscreen,
         snapshot=args.snapshot,
@@ -503,7 +510,7 @@ def run(args: argparse.Namespace) -> int:
         volume=args.volume,
     )
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
-    stats = play(args.input, options, progress=progress)
+    stats = play(source, options, progress=progress)
     if args.json:
         pipeline.emit_json(stats.as_dict())
     elif args.stats:

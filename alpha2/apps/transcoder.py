@@ -33,6 +33,7 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path
+from alpha2.apps.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
 from alpha2.apps.transcode_plan import (
     DEFAULT_CRF,
     ColourChoice,
@@ -100,11 +101,16 @@ class TranscodeStats:
     """What of the input the output does not keep (alpha, interlacing), said once."""
     decode: dict[str, Any] = field(default_factory=dict)
     """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
+    scale_route: dict[str, Any] | None = None
+    """How frames were scaled and converted (GPU or swscale) and why; None for a passthrough."""
 
     @property
     def fps(self) -> float:
         """Frames per second over the whole run."""
         return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def _mode(self) -> str:
+        return "cpu" if self.scale_route and self.scale_route["route"] == "swscale" else "gpu"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready stats."""
@@ -117,7 +123,8 @@ class TranscodeStats:
             "frames": self.frames,
             "seconds": round(self.seconds, 4),
             "fps": round(self.fps, 3),
-            "mode": None if plan is None else ("passthrough" if plan.passthrough else "gpu"),
+            "mode": None if plan is None else ("passthrough" if plan.passthrough else self._mode()),
+            "scale_route": self.scale_route,
             "reason": None if plan is None else plan.reason,
             "paths": paths["frames"],
             "path_bytes": paths["bytes"],
@@ -344,6 +351,8 @@ class _Transcoder:
             self.progress.start(total)
             if plan.passthrough:
                 self._passthrough(first)
+            elif self._scale_route(first, plan).kind is ScaleRouteKind.SWSCALE:
+                run_swscale(self, first, plan)
             else:
                 self._gpu(first, plan)
             start = time.perf_counter()
@@ -354,6 +363,19 @@ class _Transcoder:
             self.stats.seconds = timer.stop()
             self._teardown(ok)
         return self.stats
+
+    def _scale_route(self, first: DecodedFrame, plan: TranscodePlan) -> ScaleRoute:
+        """GPU or swscale (on a CPU device), recorded with the reason."""
+        from alpha2.ffmpeg_bridge.scale import swscale_unsupported_reason
+
+        route = choose_scale_route(
+            on_gpu=first.on_gpu,
+            forced_gpu=self.options.gpu,
+            unsupported=swscale_unsupported_reason(first.pixel_format, first.colour, plan.output_colour),
+            device=self.gpu_device,
+        )
+        self.stats.scale_route = route.as_dict()
+        return route
 
     def _limit_reached(self) -> bool:
         return self.options.frames is not None and self.stats.frames >= self.options.frames
@@ -704,7 +726,13 @@ def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
         f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
         f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
         f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
-        f"{stats.stages.summary(stats.seconds)}" + "".join(f"; {note}" for note in summary_notes(stats))
+        f"{stats.stages.summary(stats.seconds)}"
+        + (
+            f"; route {stats.scale_route['route']}: {stats.scale_route['reason']}"
+            if stats.scale_route
+            else ""
+        )
+        + "".join(f"; {note}" for note in summary_notes(stats))
     )
 
 

@@ -1,0 +1,534 @@
+"""Many streams into one device: N decode sessions, one Device, one grid target, one submit per tick.
+
+:class:`StreamGroup` opens N sources on one alpha2 :class:`~alpha2.native_gpu.device.device.Device`
+(the WebGPU device, its shared Vulkan context and the CUDA primary context are the Device's, shared by
+every stream), with one :class:`~alpha2.ffmpeg_bridge.DecodeSession` per source decoding ahead on its
+own worker thread (``prefetch``), one :class:`~alpha2.native_gpu.interop.importer.FrameImporter` per
+stream (its own ring or texture sets), all counted against one
+:class:`~alpha2.gpu.surfaces.SurfaceBudget`. Each display tick (:meth:`StreamGroup.tick`) takes the
+latest due frame of every stream, imports it (GPU copy on Dawn, CPU upload elsewhere), renders it
+into its tile (aspect kept, letterboxed) and copies the tile into the wall texture: every stream's
+work of the tick goes to the GPU in ONE ``queue.submit``. The Python work per tick is a few calls per
+stream; decoding, demuxing and the GPU copies run without the GIL.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.apps import pipeline
+from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.surfaces import SurfaceBudget
+from alpha2.native_gpu.device.device import Device
+
+__all__ = ["MAX_WALL", "StreamGroup", "StreamState", "StreamTick", "grid_shape"]
+
+MAX_WALL = Size(3840, 2160)
+"""The largest wall made when no tile size is given: tiles are the streams' size, shrunk to fit it."""
+
+_WALL_FORMAT = "rgba8unorm"
+
+
+def grid_shape(count: int) -> tuple[int, int]:
+    """Columns and rows of a near-square grid with room for ``count`` tiles (columns >= rows)."""
+    if count < 1:
+        raise InvalidInputError(f"a wall needs at least one stream, got {count}")
+    columns = math.ceil(math.sqrt(count))
+    return columns, math.ceil(count / columns)
+
+
+def _fit_no_upscale(width: int, height: int, box: Size) -> Size:
+    if width <= box.width and height <= box.height:
+        return Size(width - width % 2 or 2, height - height % 2 or 2)
+    return pipeline.fit_inside(width, height, box)
+
+
+@dataclass(frozen=True)
+class StreamTick:
+    """What one display tick did."""
+
+    index: int
+    """The tick's number, from 0."""
+    updated: tuple[bool, ...]
+    """Per stream: whether a new frame was drawn into its tile this tick."""
+    shown_pts_s: tuple[float | None, ...]
+    """Per stream: the pts (seconds) of the frame its tile shows after the tick (None: none yet)."""
+    dropped: int
+    """Frames skipped this tick, over all streams (decoded but already overtaken by a later due one)."""
+    submitted: bool
+    """Whether the tick submitted GPU work (False when no stream had a new frame)."""
+
+
+@dataclass
+class StreamState:
+    """One stream of the group: its decoder, importer, tile and counts."""
+
+    source: str
+    """What was opened."""
+    decoder: DecodeSession
+    """Its decode session (decoding ahead on its own thread)."""
+    importer: Any
+    """Its FrameImporter (own ring / texture sets) on the group's Device."""
+    origin: tuple[int, int]
+    """Top-left corner of its tile in the wall."""
+    start_pts_s: float | None = None
+    """The pts of its first frame: display times are counted from it."""
+    pending: DecodedFrame | None = None
+    """A decoded frame not yet due."""
+    texture: Any = None
+    """Its rendered tile (letterboxed size), kept so the wall can be redrawn."""
+    fitted: Size | None = None
+    """The size of ``texture``."""
+    shown_pts_s: float | None = None
+    """The pts of the frame on display."""
+    frames_shown: int = 0
+    """Frames drawn into the tile."""
+    frames_dropped: int = 0
+    """Frames decoded but skipped (a later one was due at the same tick)."""
+    shown_order: list[float] = field(default_factory=list)
+    """The pts of every frame drawn, in order (kept only with ``record_order``)."""
+    ended: bool = False
+    """The decoder has no more frames."""
+
+
+class _InFlight:
+    """Bounds the ticks queued on the GPU without a second submit: each tick's command buffer also
+    copies one wall texel into one of ``depth`` small buffers; before one is reused, it is mapped
+    (which waits for the tick that last wrote it)."""
+
+    def __init__(self, device: Any, gpu: Any, depth: int = 2) -> None:
+        self._gpu = gpu
+        usage = gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ
+        self._buffers = [
+            device.create_buffer(label="alpha2 wall throttle", size=256, usage=usage) for _ in range(depth)
+        ]
+        self._used = [False] * depth
+        self._index = 0
+
+    def _settle(self, slot: int) -> None:
+        if self._used[slot]:
+            self._buffers[slot].map_sync(self._gpu.MapMode.READ)
+            self._buffers[slot].unmap()
+            self._used[slot] = False
+
+    def encode(self, encoder: Any, texture: Any) -> None:
+        """Wait for the slot's last tick, then record this tick's mark on ``encoder``."""
+        slot = self._index
+        self._index = (slot + 1) % len(self._buffers)
+        self._settle(slot)
+        encoder.copy_texture_to_buffer(
+            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
+            {"buffer": self._buffers[slot], "offset": 0, "bytes_per_row": 256, "rows_per_image": 1},
+            (1, 1, 1),
+        )
+        self._used[slot] = True
+
+    def drain(self) -> None:
+        for slot in range(len(self._buffers)):
+            self._settle(slot)
+
+    def close(self) -> None:
+        for buffer in self._buffers:
+            buffer.destroy()
+        self._buffers = []
+
+
+class StreamGroup:
+    """N sources decoded on their own threads, imported into one Device, composed into one wall texture.
+
+    Typical use::
+
+        with StreamGroup(["a.mp4", "b.mp4", "c.mp4"]) as group:
+            while not group.finished:
+                group.tick(at_s=clock())      # or tick() to take the next frame of every stream
+            pixels = group.read_wall()
+
+    Args:
+        sources: the inputs (paths), one tile each, in reading order (left to right, top to bottom).
+        device: the Device to work on (None: one is opened, and closed with the group).
+        hwaccel: ``auto``, ``cuda`` or ``none``, for every stream.
+        budget: the surface budget every stream's frames count against (None: one of ``2 * N``
+            surfaces: a tick holds at most a frame on display and one decoded ahead per stream).
+        prefetch: frames each decoder decodes ahead on its worker thread.
+        tile: the size of one tile (None: the largest stream's size, shrunk to fit :data:`MAX_WALL`).
+        columns: the grid's columns (None: a near-square grid).
+        slots: each importer's texture sets / ring slots.
+        record_order: keep the pts of every frame drawn per stream (for tests and checks).
+
+    Raises:
+        InvalidInputError: no sources, a budget with fewer than ``N`` surfaces, bad sizes.
+        alpha2.gpu.Error subclasses: a source that cannot be opened (the others are closed first).
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[str | os.PathLike[str]],
+        *,
+        device: Device | None = None,
+        hwaccel: str = "auto",
+        budget: SurfaceBudget | None = None,
+        prefetch: int = 2,
+        tile: Size | None = None,
+        columns: int | None = None,
+        slots: int = 3,
+        record_order: bool = False,
+    ) -> None:
+        count = len(sources)
+        self.columns, self.rows = grid_shape(count)
+        if columns is not None:
+            if columns < 1:
+                raise InvalidInputError(f"columns must be >= 1, got {columns}")
+            self.columns, self.rows = columns, math.ceil(count / columns)
+        if budget is None:
+            budget = SurfaceBudget(max_surfaces=2 * count)
+        elif budget.max_surfaces is not None and budget.max_surfaces < count:
+            raise InvalidInputError(
+                f"the surface budget allows {budget.max_surfaces} surfaces; {count} streams need at least "
+                f"{count} (one frame on display each), better {2 * count}"
+            )
+        self.budget = budget
+        """The one surface budget every stream's frames count against."""
+        self.record_order = record_order
+        self._owns_device = device is None
+        self._closed = False
+        self._streams: list[StreamState] = []
+        self._objects: list[Any] = []
+        self._ticks = 0
+        self.submissions = 0
+        """``queue.submit`` calls made by ticks (one per tick that drew something)."""
+        self.stages = pipeline.StageTimes()
+        """Time per stage (decode wait, import, render, submit), over all ticks."""
+        try:
+            if device is None:
+                from alpha2.ffmpeg_bridge.hwdevice import nvdec_possible
+
+                device = pipeline.create_device(want_gpu_copy=nvdec_possible(hwaccel)[0])
+            self.device: Device = device
+            """The one Device every stream goes to."""
+            self._open(sources, hwaccel, prefetch, slots, tile)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- opening ----------------------------------------------------------------------------------
+
+    def _open(
+        self,
+        sources: Sequence[str | os.PathLike[str]],
+        hwaccel: str,
+        prefetch: int,
+        slots: int,
+        tile: Size | None,
+    ) -> None:
+        from alpha2.native_gpu.interop.importer import FrameImporter
+        from alpha2.native_gpu.render.renderer import FrameRenderer
+
+        decoders: list[DecodeSession] = []
+        for source in sources:
+            decoder = DecodeSession(
+                source, hwaccel=hwaccel, budget=self.budget, device=self.device, prefetch=prefetch
+            )
+            self._objects.append(decoder)
+            decoders.append(decoder)
+        sizes = [(d.info.width, d.info.height) for d in decoders]
+        if tile is None:
+            width = max(w for w, _ in sizes)
+            height = max(h for _, h in sizes)
+            box = Size(MAX_WALL.width // self.columns, MAX_WALL.height // self.rows)
+            tile = _fit_no_upscale(width, height, box)
+        self.tile = tile
+        """The size of one tile."""
+        self.size = Size(tile.width * self.columns, tile.height * self.rows)
+        """The wall's size."""
+        webgpu = self.device.webgpu_device
+        gpu = self.device.gpu_module
+        self._gpu = gpu
+        # One bind group per (stream, slot) stays cached: enough entries that none is rebuilt per frame.
+        self.renderer = FrameRenderer(self.device, cache_size=max(64, 2 * len(sources) * (slots + 1)))
+        usage = gpu.TextureUsage
+        self.wall = webgpu.create_texture(
+            label="alpha2 wall",
+            size=(self.size.width, self.size.height, 1),
+            format=_WALL_FORMAT,
+            usage=usage.RENDER_ATTACHMENT | usage.COPY_DST | usage.COPY_SRC | usage.TEXTURE_BINDING,
+        )
+        """The wall texture (rgba8unorm), which every tick draws into."""
+        self._wall_view = self.wall.create_view()
+        self._in_flight = _InFlight(webgpu, gpu)
+        self._dirty = True  # the wall needs clearing (first tick, or a tile changed its letterbox)
+        for index, (source, decoder) in enumerate(zip(sources, decoders, strict=True)):
+            importer = FrameImporter(self.device, slots=slots)
+            self._objects.append(importer)
+            importer.prepare(
+                gpu_frames=decoder.hwaccel_report.active is HwAccelMode.CUDA,
+                identity=decoder.expected_identity(),
+            )
+            column, row = index % self.columns, index // self.columns
+            origin = (column * tile.width, row * tile.height)
+            self._streams.append(StreamState(os.fspath(source), decoder, importer, origin))
+
+    # -- what it is ---------------------------------------------------------------------------------
+
+    @property
+    def streams(self) -> tuple[StreamState, ...]:
+        """The streams, in tile order."""
+        return tuple(self._streams)
+
+    @property
+    def finished(self) -> bool:
+        """Every stream has ended (nothing left to draw)."""
+        return all(s.ended and s.pending is None for s in self._streams)
+
+    # -- per tick -----------------------------------------------------------------------------------
+
+    def _next(self, stream: StreamState) -> DecodedFrame | None:
+        frame = stream.decoder.next_frame()
+        if frame is None:
+            stream.ended = True
+        elif stream.start_pts_s is None:
+            stream.start_pts_s = frame.pts_seconds or 0.0
+        return frame
+
+    def _due(self, stream: StreamState, at_s: float | None) -> tuple[DecodedFrame | None, int]:
+        """The latest frame due at ``at_s`` (None: the next frame), and how many were skipped for it."""
+        if at_s is None:
+            if stream.pending is not None:
+                frame, stream.pending = stream.pending, None
+                return frame, 0
+            return (None, 0) if stream.ended else (self._next(stream), 0)
+        chosen: DecodedFrame | None = None
+        skipped = 0
+        while True:
+            if stream.pending is None:
+                if stream.ended:
+                    break
+                stream.pending = self._next(stream)
+                if stream.pending is None:
+                    break
+            pts = stream.pending.pts_seconds
+            start = stream.start_pts_s or 0.0
+            if pts is not None and pts - start > at_s:
+                break
+            if chosen is not None:
+                chosen.release()
+                skipped += 1
+            chosen, stream.pending = stream.pending, None
+        return chosen, skipped
+
+    def _tile_texture(self, stream: StreamState, frame_size: Size) -> Any:
+        fitted = pipeline.fit_inside(frame_size.width, frame_size.height, self.tile)
+        if stream.texture is None or stream.fitted != fitted:
+            if stream.texture is not None:
+                stream.texture.destroy()
+                self._dirty = True  # the old letterbox may show around the new picture
+            usage = self._gpu.TextureUsage
+            stream.texture = self.device.webgpu_device.create_texture(
+                label=f"alpha2 wall tile {stream.source}",
+                size=(fitted.width, fitted.height, 1),
+                format=_WALL_FORMAT,
+                usage=usage.RENDER_ATTACHMENT | usage.COPY_SRC,
+            )
+            stream.fitted = fitted
+        return stream.texture
+
+    def _copy_tile(self, encoder: Any, stream: StreamState) -> None:
+        assert stream.fitted is not None
+        x = stream.origin[0] + (self.tile.width - stream.fitted.width) // 2
+        y = stream.origin[1] + (self.tile.height - stream.fitted.height) // 2
+        encoder.copy_texture_to_texture(
+            {"texture": stream.texture, "mip_level": 0, "origin": (0, 0, 0)},
+            {"texture": self.wall, "mip_level": 0, "origin": (x, y, 0)},
+            (stream.fitted.width, stream.fitted.height, 1),
+        )
+
+    def tick(self, at_s: float | None = None) -> StreamTick:
+        """Draw the latest due frame of every stream into the wall, in one submit.
+
+        Args:
+            at_s: the display time in seconds from the streams' starts: each stream shows its latest
+                frame due by then (frames overtaken are released and counted as dropped; a stream with
+                no new frame due keeps its tile). None: every stream advances by one frame.
+
+        Raises:
+            ClosedError: the group was closed.
+            alpha2.gpu.Error subclasses: decode or import failures (the tick's frames are released).
+        """
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
+        clock = time.perf_counter
+        t0 = clock()
+        frames: list[DecodedFrame | None] = []
+        dropped = 0
+        try:
+            for stream in self._streams:
+                frame, skipped = self._due(stream, at_s)
+                frames.append(frame)
+                dropped += skipped
+                stream.frames_dropped += skipped
+        except BaseException:
+            for frame in frames:
+                if frame is not None:
+                    frame.release()
+            raise
+        t1 = clock()
+        leases: list[Any] = [None] * len(frames)
+        try:
+            for index, (stream, frame) in enumerate(zip(self._streams, frames, strict=True)):
+                if frame is not None:
+                    leases[index] = stream.importer.import_frame(frame)
+                    frames[index] = None  # the lease owns it now
+            t2 = clock()
+            shown = [None if lease is None else lease.frame.metadata.pts_seconds for lease in leases]
+            submitted = self._draw(leases)
+        finally:
+            for frame in frames:
+                if frame is not None:
+                    frame.release()
+            for lease in leases:
+                if lease is not None:
+                    lease.release()  # after the submit that samples the planes
+        self.stages.add("decode", t1 - t0)
+        self.stages.add("import", t2 - t1)
+        self.stages.add("render", clock() - t2)
+        for stream, lease, pts in zip(self._streams, leases, shown, strict=True):
+            if lease is not None:
+                stream.shown_pts_s = pts
+                stream.frames_shown += 1
+                if self.record_order and pts is not None:
+                    stream.shown_order.append(pts)
+        tick = StreamTick(
+            index=self._ticks,
+            updated=tuple(lease is not None for lease in leases),
+            shown_pts_s=tuple(s.shown_pts_s for s in self._streams),
+            dropped=dropped,
+            submitted=submitted,
+        )
+        self._ticks += 1
+        return tick
+
+    def _draw(self, leases: list[Any]) -> bool:
+        """Encode every new frame's render into its tile and the tiles' copies into the wall; one submit."""
+        if not any(lease is not None for lease in leases) and not self._dirty:
+            return False
+        webgpu = self.device.webgpu_device
+        encoder = webgpu.create_command_encoder(label="alpha2 wall tick")
+        for stream, lease in zip(self._streams, leases, strict=True):
+            if lease is not None:
+                size = lease.frame.metadata.display_size
+                target = self._tile_texture(stream, size)
+                self.renderer.encode_render(encoder, lease, target=target)
+        redraw_all = self._dirty
+        if redraw_all:
+            # A render pass that only clears: the letterbox bars and tiles with no frame yet are black.
+            clear = encoder.begin_render_pass(
+                color_attachments=[
+                    {
+                        "view": self._wall_view,
+                        "clear_value": (0.0, 0.0, 0.0, 1.0),
+                        "load_op": "clear",
+                        "store_op": "store",
+                    }
+                ]
+            )
+            clear.end()
+            self._dirty = False
+        for stream, lease in zip(self._streams, leases, strict=True):
+            if stream.texture is not None and (lease is not None or redraw_all):
+                self._copy_tile(encoder, stream)
+        self._in_flight.encode(encoder, self.wall)
+        t0 = time.perf_counter()
+        webgpu.queue.submit([encoder.finish()])
+        self.stages.add("submit", time.perf_counter() - t0)
+        self.submissions += 1
+        return True
+
+    def run(self, frames: int | None = None) -> int:
+        """Tick (each stream one frame a tick) until every stream ended or ``frames`` ticks; returns ticks."""
+        done = 0
+        while not self.finished and (frames is None or done < frames):
+            tick = self.tick()
+            if not tick.submitted and self.finished:
+                break
+            done += 1
+        return done
+
+    def drain(self) -> None:
+        """Wait until the GPU has done every submitted tick."""
+        if not self._closed:
+            self._in_flight.drain()
+
+    def read_wall(self) -> Any:
+        """The wall as an (H, W, 4) uint8 RGBA array (waits for the GPU)."""
+        from alpha2.native_gpu.render.renderer import read_texture_rgba
+
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
+        return read_texture_rgba(self.device.webgpu_device, self.wall)
+
+    def path_counts(self) -> pipeline.PathCounter:
+        """Frames and bytes per path, over every stream's importer."""
+        from alpha2.gpu.identity import ExecutionPath
+
+        counter = pipeline.PathCounter()
+        for stream in self._streams:
+            report = stream.importer.path_report
+            counter.merge_counts(report.frames_by_path, report.fallbacks)
+            counter.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
+        return counter
+
+    # -- lifetime -----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release pending frames, close importers, decoders, textures and an owned Device (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for stream in self._streams:
+            if stream.pending is not None:
+                stream.pending.release()
+                stream.pending = None
+        in_flight = getattr(self, "_in_flight", None)
+        if in_flight is not None:
+            try:
+                in_flight.drain()
+            finally:
+                in_flight.close()
+        for obj in reversed(self._objects):
+            try:
+                obj.close()
+            except Exception:
+                pass  # tear-down after a failure must not hide the failure
+        self._objects.clear()
+        for stream in self._streams:
+            if stream.texture is not None:
+                stream.texture.destroy()
+                stream.texture = None
+        renderer = getattr(self, "renderer", None)
+        if renderer is not None:
+            renderer.clear_cache()
+        wall = getattr(self, "wall", None)
+        if wall is not None:
+            wall.destroy()
+        device = getattr(self, "device", None)
+        if device is not None and self._owns_device:
+            device.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> StreamGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,171 @@
+"""``alpha2 play A B C ...``: several inputs as one grid (a video wall), composed on one device.
+
+The streams go through one :class:`~alpha2.apps.streams.StreamGroup`: one Device, one decoder thread and
+one importer per stream, one surface budget, one submit per display frame. The wall renders offscreen
+(``--offscreen``, ``--snapshot``, or no display), each tick advancing every stream by one frame as fast
+as the device allows, without sound; ``--snapshot WALL.png [--at SECONDS]`` writes the wall with every
+stream's frame at that time. A window for the wall is not offered: with a display the wall still renders
+offscreen, and the stats say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.apps import pipeline
+from alpha2.apps.atomic import check_output_path, write_png
+from alpha2.apps.player import PlayOptions, PlayStats
+from alpha2.apps.streams import StreamGroup
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.identity import ExecutionPath
+
+__all__ = ["WallStats", "play_wall", "run_wall"]
+
+
+@dataclass
+class WallStats(PlayStats):
+    """What a wall run did: the play stats (frames are display ticks) plus one entry per stream."""
+
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    """Per stream: source, frames shown, frames dropped, its tile's origin."""
+    submissions: int = 0
+    """``queue.submit`` calls of the ticks (one per tick)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready stats."""
+        data = super().as_dict()
+        data["streams"] = self.streams
+        data["submissions"] = self.submissions
+        return data
+
+    def summary(self) -> str:
+        """A few lines for ``--stats``."""
+        lines = [super().summary(), f"  wall: {len(self.streams)} streams, {self.submissions} submits"]
+        lines += [
+            f"    {s['source']}: {s['frames_shown']} shown, {s['frames_dropped']} dropped"
+            for s in self.streams
+        ]
+        return "\n".join(lines)
+
+
+def _mode_reason(options: PlayOptions) -> str:
+    if options.snapshot is not None:
+        return "--snapshot renders the wall to a texture"
+    if options.offscreen:
+        return "--offscreen"
+    return "the wall renders offscreen (no window for several inputs)"
+
+
+def play_wall(
+    sources: Sequence[str | os.PathLike[str]],
+    options: PlayOptions | None = None,
+    *,
+    progress: pipeline.Progress | None = None,
+) -> WallStats:
+    """Play several ``sources`` as one grid, offscreen (the in-process form of ``alpha2 play A B ...``).
+
+    Raises:
+        alpha2.gpu.Error subclasses: bad input, a bad ``--at``, an unwritable snapshot path, device errors.
+    """
+    options = options if options is not None else PlayOptions()
+    progress = progress if progress is not None else pipeline.Progress()
+    names = [os.fspath(s) for s in sources]
+    stats = WallStats(input=", ".join(names), mode="offscreen", mode_reason=_mode_reason(options))
+    snapshot = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
+    timer = pipeline.RunTimer()
+    clock = time.perf_counter
+    completed = False
+    t0 = clock()
+    group = StreamGroup(names, hwaccel=options.hwaccel)
+    try:
+        stats.stages.add("setup", clock() - t0)
+        stats.device = group.device.as_dict()
+        stats.size = group.size
+        at = options.at_s
+        if at:
+            for stream in group.streams:
+                duration = stream.decoder.info.duration_seconds
+                if duration is not None and at >= duration:
+                    raise InvalidInputError(
+                        f"--at {at:g} s is past the end of {stream.source!r} ({duration:.3f} s long)"
+                    )
+                stream.decoder.seek(at)
+        limit = options.frames if options.frames is not None else (1 if snapshot else None)
+        progress.start(limit)
+        while limit is None or stats.frames < limit:
+            tick = group.tick()
+            if not tick.submitted:
+                break
+            stats.frames += 1
+            progress.update(stats.frames)
+        if stats.frames == 0:
+            raise InvalidInputError(f"none of {names!r} has a decodable video frame")
+        if snapshot is not None:
+            t0 = clock()
+            pixels = group.read_wall()
+            stats.paths.add(ExecutionPath.CPU_DOWNLOAD, int(pixels.nbytes), note="snapshot read-back")
+            stats.snapshot = write_png(snapshot, pixels)
+            shown = [s.shown_pts_s for s in group.streams if s.shown_pts_s is not None]
+            stats.snapshot_pts_s = min(shown) if shown else None
+            stats.stages.add("snapshot", clock() - t0)
+        t0 = clock()
+        group.drain()
+        stats.stages.add("wait", clock() - t0)
+        stats.seconds = timer.stop()
+        for name, seconds in group.stages.seconds.items():
+            stats.stages.add(name, seconds)
+        counts = group.path_counts()
+        stats.paths.merge_counts(counts.frames, counts.notes)
+        stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += counts.bytes[ExecutionPath.CPU_UPLOAD]
+        stats.submissions = group.submissions
+        stats.dropped_frames = sum(s.frames_dropped for s in group.streams)
+        stats.hwaccel = {"streams": [s.decoder.hwaccel_report.active.value for s in group.streams]}
+        stats.streams = [
+            {
+                "source": s.source,
+                "frames_shown": s.frames_shown,
+                "frames_dropped": s.frames_dropped,
+                "tile_origin": list(s.origin),
+            }
+            for s in group.streams
+        ]
+        completed = True
+    finally:
+        stats.peak_surfaces = group.budget.usage().peak_surfaces
+        group.close()
+        progress.close(completed)
+    return stats
+
+
+def run_wall(args: argparse.Namespace) -> int:
+    """``alpha2 play`` with several inputs."""
+    options = PlayOptions(
+        offscreen=args.offscreen,
+        snapshot=args.snapshot,
+        at_s=args.at,
+        frames=args.frames,
+        hwaccel=args.hwaccel,
+        audio=False,
+        volume=args.volume,
+    )
+    progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
+    stats = play_wall(args.input, options, progress=progress)
+    if args.json:
+        pipeline.emit_json(stats.as_dict())
+    elif args.stats:
+        print(stats.summary(), file=sys.stderr)
+    else:
+        line = (
+            f"alpha2: played a wall of {len(stats.streams)} streams, {stats.frames} frames "
+            f"({stats.fps:.1f} fps) {stats.mode} ({stats.mode_reason})"
+        )
+        if stats.snapshot:
+            line += f"; snapshot {stats.snapshot}"
+        print(line, file=sys.stderr)
+    return 0

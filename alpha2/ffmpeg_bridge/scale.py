@@ -1,0 +1,99 @@
+"""Scale and convert a decoded frame on the CPU with FFmpeg's swscale (PyAV ``VideoFrame.reformat``).
+
+The transcoder's route on a CPU Vulkan device (lavapipe), where swscale is faster than the sampling
+shader: size, pixel format (depth), Y'CbCr matrix and range in one call, bilinear like the GPU route.
+The result is a DecodedFrame in host memory whose keep-alive is the scaled FFmpeg frame, so an
+EncodeSession hands it to the encoder without a copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import av
+from av.video.reformatter import ColorRange, Colorspace, Interpolation
+
+from alpha2.ffmpeg_bridge import media
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.surfaces import SurfaceIdentity
+
+__all__ = ["SWSCALE_MATRICES", "scale_frame", "swscale_unsupported_reason"]
+
+SWSCALE_MATRICES: dict[ColourMatrix, Colorspace] = {
+    ColourMatrix.BT709: Colorspace.ITU709,
+    ColourMatrix.BT470BG: Colorspace.ITU601,
+    ColourMatrix.SMPTE170M: Colorspace.ITU601,
+    ColourMatrix.SMPTE240M: Colorspace.SMPTE240M,
+    ColourMatrix.FCC: Colorspace.FCC,
+    ColourMatrix.BT2020_NCL: Colorspace.BT2020,
+}
+"""The Y'CbCr matrices swscale converts between."""
+
+_RANGES = {ColourRange.LIMITED: ColorRange.MPEG, ColourRange.FULL: ColorRange.JPEG}
+
+
+def swscale_unsupported_reason(
+    input_format: PixelFormat, input_colour: ColourInfo, output_colour: ColourInfo
+) -> str | None:
+    """Why swscale cannot do this conversion as the GPU route does (None: it can)."""
+    name = input_format.ffmpeg_name
+    if not name.startswith(("yuv", "nv", "p0", "p2", "p4")):
+        return f"swscale is used here for Y'CbCr inputs only, not {name}"
+    for what, colour in (("input", input_colour), ("output", output_colour)):
+        if colour.matrix not in SWSCALE_MATRICES:
+            return f"swscale has no {colour.matrix.name} matrix (the {what}'s)"
+        if colour.range not in _RANGES:
+            return f"the {what}'s range is {colour.range.name}"
+    if (input_colour.transfer, input_colour.primaries) != (output_colour.transfer, output_colour.primaries):
+        return "the output changes transfer or primaries, which swscale does not convert"
+    return None
+
+
+def scale_frame(
+    frame: DecodedFrame, size: Size, pixel_format: PixelFormat, colour: ColourInfo
+) -> DecodedFrame:
+    """The frame scaled to ``size`` (bilinear) and converted to ``pixel_format`` and ``colour``.
+
+    The input frame stays the caller's (release it when done). The result holds no budget reservation.
+
+    Raises:
+        InvalidInputError: a frame on the GPU or one not decoded by alpha2's DecodeSession.
+        UnsupportedError: a conversion swscale does not do (:func:`swscale_unsupported_reason`).
+    """
+    source = frame.keep_alive
+    if frame.on_gpu or not isinstance(source, av.VideoFrame):
+        raise InvalidInputError("scale_frame takes host-memory frames from DecodeSession (software decoding)")
+    why = swscale_unsupported_reason(frame.pixel_format, frame.colour, colour)
+    if why is not None:
+        raise UnsupportedError(why)
+    same_matrix = SWSCALE_MATRICES[frame.colour.matrix] is SWSCALE_MATRICES[colour.matrix]
+    scaled = source.reformat(
+        width=size.width,
+        height=size.height,
+        format=pixel_format.ffmpeg_name,
+        src_colorspace=None if same_matrix else SWSCALE_MATRICES[frame.colour.matrix],
+        dst_colorspace=None if same_matrix else SWSCALE_MATRICES[colour.matrix],
+        interpolation=Interpolation.BILINEAR,
+        src_color_range=_RANGES[frame.colour.range],
+        dst_color_range=_RANGES[colour.range],
+    )
+    metadata = dataclasses.replace(frame.metadata, display_size=size, coded_size=size)
+    identity = SurfaceIdentity(
+        decoder_id=frame.identity.decoder_id,
+        generation=frame.identity.generation,
+        width=size.width,
+        height=size.height,
+        pixel_format=pixel_format,
+    )
+    return DecodedFrame(
+        planes=media.cpu_planes_of(scaled, pixel_format),
+        pixel_format=pixel_format,
+        colour=colour,
+        metadata=metadata,
+        identity=identity,
+        keep_alive=scaled,
+    )

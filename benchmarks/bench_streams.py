@@ -1,0 +1,218 @@
+"""Many streams into one device: decode alone (threads, processes), decode + import, decode + import + wall.
+
+For each codec and each N, in one run (start-up excluded: every session is open before the clock starts):
+
+* ``decode-threads``: N DecodeSessions on N threads in one process, frames released at once;
+* ``decode-procs``: the same as N processes (the NVDEC reference the issue measured);
+* ``import``: N sessions (decoding ahead on their threads) imported into one Device, one importer each;
+* ``wall``: the same plus one composed grid render per tick, ONE submit per tick (StreamGroup).
+
+Ratios are against ``decode-threads`` at the same N. ``--wall-check`` also plays a 16-stream wall paced at
+30 fps (``StreamGroup.tick(at_s)``) and counts late ticks and dropped frames.
+
+Targets on the H200 (issue 14): import >= 2500 fps aggregate at 1080p H.264 with N >= 14; import >= 0.9
+of decode alone at the same N; a 16-stream 1080p30 HEVC wall at 30 fps with no drops.
+
+    python benchmarks/bench_streams.py                       # H200: 1080p, 900 frames, N = 1..28
+    python benchmarks/bench_streams.py --hwaccel none --size 320x180 --frames 60 --streams 1,2,4
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from alpha2.apps.sample import write_sample
+from alpha2.apps.streams import StreamGroup
+from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.surfaces import SurfaceBudget
+
+TARGET_FPS = 2500.0
+TARGET_RATIO = 0.9
+
+
+def make_clips(root: str, codecs: list[str], size: Size, frames: int) -> dict[str, str]:
+    clips = {}
+    for codec in codecs:
+        path = os.path.join(root, f"bench_{codec}_{size.width}x{size.height}_{frames}.mkv")
+        if not os.path.exists(path):
+            print(f"making {path} ...", file=sys.stderr, flush=True)
+            write_sample(path, duration_s=frames / 30, size=size, codec=codec, audio=False, preset="veryfast")
+        clips[codec] = path
+    return clips
+
+
+def _drain(session: DecodeSession, counts: list[int], index: int, start: threading.Barrier) -> None:
+    start.wait()
+    n = 0
+    for frame in session:
+        frame.release()
+        n += 1
+    counts[index] = n
+
+
+def decode_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    sessions = [DecodeSession(clip, hwaccel=hwaccel) for _ in range(n)]
+    counts = [0] * n
+    start = threading.Barrier(n + 1)
+    threads = [threading.Thread(target=_drain, args=(s, counts, i, start)) for i, s in enumerate(sessions)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - t0
+    for s in sessions:
+        s.close()
+    return sum(counts), seconds
+
+
+def _proc(clip: str, hwaccel: str, start: Any, out: Any) -> None:
+    with DecodeSession(clip, hwaccel=hwaccel) as session:
+        start.wait()
+        t0 = time.perf_counter()
+        n = 0
+        for frame in session:
+            frame.release()
+            n += 1
+        out.put((n, t0, time.perf_counter()))
+
+
+def decode_procs(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(n)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_proc, args=(clip, hwaccel, start, out)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join()
+    frames = sum(r[0] for r in results)
+    return frames, max(r[2] for r in results) - min(r[1] for r in results)
+
+
+def import_only(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """Decode + import, no render: the StreamGroup's sessions and importers, leases released at once."""
+    with StreamGroup([clip] * n, hwaccel=hwaccel, budget=SurfaceBudget(max_surfaces=2 * n)) as group:
+        streams = group.streams
+        t0 = time.perf_counter()
+        frames = 0
+        live = list(streams)
+        while live:
+            for stream in list(live):
+                frame = stream.decoder.next_frame()
+                if frame is None:
+                    live.remove(stream)
+                    continue
+                stream.importer.import_frame(frame).release()
+                frames += 1
+        group.device.webgpu_device.queue.submit([])
+        return frames, time.perf_counter() - t0
+
+
+def wall(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """Decode + import + one composed grid render (one submit) per tick."""
+    with StreamGroup([clip] * n, hwaccel=hwaccel) as group:
+        t0 = time.perf_counter()
+        group.run()
+        group.drain()
+        seconds = time.perf_counter() - t0
+        return sum(s.frames_shown for s in group.streams), seconds
+
+
+def wall_check(clip: str, n: int, hwaccel: str, rate: float = 30.0) -> dict[str, Any]:
+    """A wall paced at ``rate``: ticks at k / rate against the clock; late ticks and drops counted."""
+    with StreamGroup([clip] * n, hwaccel=hwaccel) as group:
+        ticks = late = 0
+        t0 = time.perf_counter()
+        while not group.finished:
+            due = ticks / rate
+            now = time.perf_counter() - t0
+            if now < due:
+                time.sleep(due - now)
+            elif now > due + 1 / rate:
+                late += 1
+            group.tick(at_s=due + 0.5 / rate)  # mid-interval: pts rounding never lands two frames in a tick
+            ticks += 1
+        group.drain()
+        seconds = time.perf_counter() - t0
+        dropped = sum(s.frames_dropped for s in group.streams)
+        return {"ticks": ticks, "seconds": seconds, "fps": ticks / seconds, "late": late, "dropped": dropped}
+
+
+MODES: dict[str, Callable[[str, int, str], tuple[int, float]]] = {
+    "decode-threads": decode_threads,
+    "decode-procs": decode_procs,
+    "import": import_only,
+    "wall": wall,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--streams", default="1,2,4,7,14,28", help="comma-separated N (default 1,2,4,7,14,28)"
+    )
+    parser.add_argument("--codecs", default="h264,hevc")
+    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--frames", type=int, default=900, help="frames per session (default 900)")
+    parser.add_argument("--hwaccel", default="cuda", help="cuda (default), auto or none")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--wall-check", type=int, default=0, metavar="N", help="also pace an N-stream wall at 30 fps"
+    )
+    parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "alpha2_bench_streams"))
+    args = parser.parse_args()
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    os.makedirs(args.dir, exist_ok=True)
+    clips = make_clips(args.dir, args.codecs.split(","), Size(width, height), args.frames)
+    modes = args.modes.split(",")
+    counts = [int(v) for v in args.streams.split(",")]
+    print(f"{args.size}, {args.frames} frames per session, hwaccel {args.hwaccel}")
+    print(f"{'codec':<6}{'N':>4}  " + "".join(f"{m:>16}" for m in modes) + "   ratios vs decode-threads")
+    verdicts: list[str] = []
+    for codec, clip in clips.items():
+        for n in counts:
+            fps: dict[str, float] = {}
+            for mode in modes:
+                frames, seconds = MODES[mode](clip, n, args.hwaccel)
+                fps[mode] = frames / seconds if seconds > 0 else 0.0
+            base = fps.get("decode-threads")
+            ratios = "  ".join(f"{m} {fps[m] / base:.2f}" for m in modes if base and m != "decode-threads")
+            print(
+                f"{codec:<6}{n:>4}  " + "".join(f"{fps[m]:>16.1f}" for m in modes) + f"   {ratios}",
+                flush=True,
+            )
+            if codec == "h264" and n >= 14 and "import" in fps and base:
+                ok = fps["import"] >= TARGET_FPS and fps["import"] / base >= TARGET_RATIO
+                verdicts.append(
+                    f"h264 N={n}: import {fps['import']:.0f} fps (target >= {TARGET_FPS:.0f}), "
+                    f"{fps['import'] / base:.2f} of decode alone (target >= {TARGET_RATIO}): "
+                    + ("met" if ok else "NOT met")
+                )
+    if args.wall_check:
+        codec = "hevc" if "hevc" in clips else next(iter(clips))
+        result = wall_check(clips[codec], args.wall_check, args.hwaccel)
+        ok = result["late"] == 0 and result["dropped"] == 0 and result["fps"] >= 29.5
+        verdicts.append(
+            f"{codec} wall of {args.wall_check} at 30 fps: {result['fps']:.1f} fps, "
+            f"{result['late']} late ticks, {result['dropped']} dropped frames: "
+            + ("met" if ok else "NOT met")
+        )
+    for line in verdicts:
+        print("target: " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
