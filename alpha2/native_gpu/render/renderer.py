@@ -7,12 +7,14 @@ pipeline per (layout kind, output format) and one bind group per (plane views, p
 full-screen-triangle render pass and returns the RGBA texture. It works with any wgpu-py style module
 (``wgpu`` on wgpu-native, ``wgpudawn`` on Dawn): the module is found from the device's class.
 
-Chroma upsampling is a manual bilinear filter of four ``textureLoad`` taps per chroma plane, not a
-filtering sampler: it needs no filterable formats (r16unorm is filterable only with
-'texture-format16bit-norm', float formats only with 'float32-filterable'), it clamps to the edge of
-the displayed region rather than of the (possibly padded) texture, and it puts each chroma sample
-exactly where the frame's chroma siting says, the way swscale's bilinear filter does with
-``full_chroma_int`` and explicit ``in_h_chr_pos`` / ``in_v_chr_pos``.
+Y'CbCr planes are read through one linear sampler (a hardware bilinear sample per plane and pixel;
+at 1:1 the luma is one exact ``textureLoad``): the position is clamped to the centres of the displayed
+texels first, so the filter clamps to the edge of the displayed region rather than of the (possibly
+padded) texture, and each chroma sample sits exactly where the frame's chroma siting says, the way
+swscale's bilinear filter does with ``full_chroma_int`` and explicit ``in_h_chr_pos`` /
+``in_v_chr_pos``. On lavapipe a ``textureLoad`` costs several times the arithmetic around it, so one
+sample instead of four loads is most of a frame's cost. Packed RGB planes keep ``textureLoad`` and a
+manual filter (rgba32float is filterable only with 'float32-filterable'): their layout binds no sampler.
 
 16-bit planes (r16unorm / rg16unorm: P010, yuv420p10, ...) need the device feature that makes those
 formats exist: 'texture-format16bit-norm' on wgpu-native, 'unorm16-texture-formats' on Dawn. The
@@ -26,7 +28,6 @@ import enum
 import functools
 import importlib
 import importlib.resources
-import math
 import struct
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, yuv_to_r
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import AlphaChannel, PixelFormat, PlaneFormat
 from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
+from alpha2.native_gpu.render.readback import read_texture_rgba
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -57,6 +59,7 @@ OUTPUT_FORMATS: tuple[str, ...] = ("rgba8unorm", "bgra8unorm", "rgba16float")
 
 _WGSL_NAME = "yuv_to_rgb.wgsl"
 _UNIFORM_SIZE_BYTES = 144
+_SAMPLER_BINDING = 4
 _NV21_ORDER = frozenset({"NV21", "NV42"})
 """Semi-planar formats whose interleaved plane is CrCb rather than CbCr."""
 
@@ -348,10 +351,18 @@ class FrameRenderer:
         self.gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
         self._shader = device.create_shader_module(label="alpha2 yuv_to_rgb", code=load_wgsl())
         self._layouts: dict[LayoutKind, tuple[Any, Any]] = {}
-        self._pipelines: dict[tuple[LayoutKind, str], Any] = {}
+        self._pipelines: dict[tuple[LayoutKind, str, bool], Any] = {}
         self._bind_groups = _Lru(cache_size)
         self._views = _Lru(cache_size)
         self._targets: dict[tuple[int, int, str], Any] = {}
+        self._sampler = device.create_sampler(
+            label="alpha2 yuv_to_rgb linear",
+            address_mode_u="clamp-to-edge",
+            address_mode_v="clamp-to-edge",
+            mag_filter="linear",
+            min_filter="linear",
+            mipmap_filter="nearest",
+        )
 
     def clear_cache(self) -> None:
         """Drop cached bind groups, views and output textures (pipelines stay)."""
@@ -365,14 +376,21 @@ class FrameRenderer:
             return cached
         stage = self.gpu.ShaderStage.FRAGMENT
         entries: list[dict[str, Any]] = [{"binding": 0, "visibility": stage, "buffer": {"type": "uniform"}}]
+        sampled = kind is not LayoutKind.RGB
         entries += [
             {
                 "binding": 1 + i,
                 "visibility": stage,
-                "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"},
+                "texture": {
+                    "sample_type": "float" if sampled else "unfilterable-float",
+                    "view_dimension": "2d",
+                },
             }
             for i in range(kind.plane_count)
         ]
+        if sampled:
+            sampler = {"type": "filtering"}
+            entries.append({"binding": _SAMPLER_BINDING, "visibility": stage, "sampler": sampler})
         bgl = self.device.create_bind_group_layout(label=f"alpha2 {kind.value}", entries=entries)
         pipeline_layout = self.device.create_pipeline_layout(
             label=f"alpha2 {kind.value}", bind_group_layouts=[bgl]
@@ -380,13 +398,14 @@ class FrameRenderer:
         self._layouts[kind] = (bgl, pipeline_layout)
         return bgl, pipeline_layout
 
-    def pipeline(self, kind: LayoutKind, output_format: str) -> Any:
-        """The cached render pipeline for ``kind`` writing ``output_format``."""
+    def pipeline(self, kind: LayoutKind, output_format: str, one_to_one: bool = False) -> Any:
+        """The cached render pipeline for ``kind`` writing ``output_format``; ``one_to_one``: the one
+        for renders with no scaling (:attr:`ShaderParams.one_to_one`), which loads luma directly."""
         if output_format not in OUTPUT_FORMATS:
             raise InvalidInputError(
                 f"output format {output_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
             )
-        key = (kind, output_format)
+        key = (kind, output_format, one_to_one)
         cached = self._pipelines.get(key)
         if cached is not None:
             return cached
@@ -400,6 +419,7 @@ class FrameRenderer:
                 "module": self._shader,
                 "entry_point": kind.entry_point,
                 "targets": [{"format": output_format}],
+                "constants": {"ONE_TO_ONE": int(one_to_one)},
             },
         )
         self._pipelines[key] = pipeline
@@ -429,6 +449,8 @@ class FrameRenderer:
             {"binding": 0, "resource": {"buffer": buffer, "offset": 0, "size": _UNIFORM_SIZE_BYTES}}
         ]
         entries += [{"binding": 1 + i, "resource": view} for i, view in enumerate(views)]
+        if kind is not LayoutKind.RGB:
+            entries.append({"binding": _SAMPLER_BINDING, "resource": self._sampler})
         bind_group = self.device.create_bind_group(label="alpha2 yuv_to_rgb", layout=bgl, entries=entries)
         self._bind_groups.put(key, (bind_group, buffer, tuple(views)))
         return bind_group
@@ -505,7 +527,7 @@ class FrameRenderer:
         params = shader_params(
             pixel_format, colour, width, height, crop=crop, output_size=(int(size[0]), int(size[1]))
         )
-        pipeline = self.pipeline(kind, target_format)
+        pipeline = self.pipeline(kind, target_format, params.one_to_one)
         views = [self._view(p) for p in planes[: kind.plane_count]]
         bind_group = self._bind_group(kind, views, params)
         render_pass = command_encoder.begin_render_pass(
@@ -555,48 +577,3 @@ class FrameRenderer:
 
 YuvSampler = FrameRenderer
 """Alias: the design names the renderer both ways."""
-
-
-def read_texture_rgba(device: Any, texture: Any, *, gpu_module: Any = None) -> np.ndarray:
-    """Read a 2D rgba8unorm / bgra8unorm / rgba16float texture back as an (H, W, 4) uint8 RGBA array.
-
-    Blocks until the GPU work before it is done (the mapped read-back is the wait: wgpu-py 0.32's
-    ``on_submitted_work_done_sync`` is broken). bgra8unorm comes back in RGBA order; rgba16float is
-    clamped to 0..1 and rounded to 8 bits. The texture needs COPY_SRC usage.
-    """
-    device = webgpu_device_of(device)
-    gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
-    fmt = str(texture.format)
-    texel_bytes = {"rgba8unorm": 4, "bgra8unorm": 4, "rgba16float": 8}.get(fmt)
-    if texel_bytes is None:
-        raise UnsupportedError(f"read_texture_rgba reads rgba8unorm, bgra8unorm and rgba16float, not {fmt}")
-    width, height = int(texture.size[0]), int(texture.size[1])
-    bytes_per_row = math.ceil(width * texel_bytes / 256) * 256
-    buffer = device.create_buffer(
-        label="alpha2 read-back",
-        size=bytes_per_row * height,
-        usage=gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ,
-    )
-    try:
-        encoder = device.create_command_encoder(label="alpha2 read-back")
-        encoder.copy_texture_to_buffer(
-            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
-            {"buffer": buffer, "offset": 0, "bytes_per_row": bytes_per_row, "rows_per_image": height},
-            (width, height, 1),
-        )
-        device.queue.submit([encoder.finish()])
-        buffer.map_sync(gpu.MapMode.READ)
-        try:
-            raw = bytes(buffer.read_mapped())
-        finally:
-            buffer.unmap()
-    finally:
-        buffer.destroy()
-    rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, bytes_per_row)[:, : width * texel_bytes]
-    if fmt == "rgba16float":
-        values = rows.copy().view(np.float16).reshape(height, width, 4).astype(np.float32)
-        return np.round(np.clip(values, 0.0, 1.0) * 255.0).astype(np.uint8)
-    pixels = rows.reshape(height, width, 4)
-    if fmt == "bgra8unorm":
-        pixels = pixels[:, :, [2, 1, 0, 3]]
-    return np.ascontiguousarray(pixels)

@@ -1,9 +1,12 @@
-// YUV planes -> RGB, one full-screen triangle per frame (alpha2.native_gpu.shader).
+// YUV planes -> RGB, one full-screen triangle per frame (alpha2.native_gpu.render.renderer).
 //
-// Every plane is read with textureLoad (no sampler): the bind group layouts declare the
-// textures as unfilterable-float, so any float plane format works (r8/rg8/r16/rg16 unorm,
-// rgba16float, ...) whether or not the device can filter it, and the bilinear chroma
-// upsampling below places the chroma samples exactly where the frame's siting says.
+// Y'CbCr planes (r8/rg8/r16/rg16 unorm, all filterable) are read through a linear sampler: one
+// hardware bilinear sample per plane per pixel, where a manual filter costs four textureLoads (and
+// on lavapipe each load is several times the cost of the arithmetic). The position is clamped to
+// the centres of the displayed texels first, so clamp-to-edge happens at the edge of the picture,
+// not of the (possibly padded) texture, and the chroma sample sits exactly where the frame's siting
+// says. At 1:1 the luma is one exact textureLoad. Packed RGB planes (rgba32float among them, not
+// filterable everywhere) keep textureLoad and a manual filter: fs_rgb binds no sampler.
 //
 // Coordinates are "index space": luma sample (i, j) sits at (i, j). Chroma sample (k, l)
 // sits at luma position (k * sx + off_x, l * sy + off_y), with sx, sy the subsampling factors
@@ -20,7 +23,7 @@ struct Params {
     chroma_map: vec4<f32>,
     // Source crop in luma pixels: x, y, width, height.
     src_rect: vec4<f32>,
-    // .xy: source luma pixels per output pixel; .z: 1.0 when that is exactly 1 (direct loads).
+    // .xy: source luma pixels per output pixel; .z: 1.0 when that is exactly 1 (the ONE_TO_ONE pipeline).
     dst_map: vec4<f32>,
     // Clamp ranges (inclusive) in texels: luma min x, min y, max x, max y.
     luma_clamp: vec4<i32>,
@@ -28,8 +31,14 @@ struct Params {
     chroma_clamp: vec4<i32>,
 };
 
+// Each output pixel is exactly one source luma pixel (dst_map.z of the uniform block, made a pipeline
+// constant): one pipeline per case. A uniform branch between a textureLoad and a sampled arm makes
+// lavapipe build a new shader variant on every draw (about 0.4 MB of memory and 5 ms a frame).
+override ONE_TO_ONE: bool = false;
+
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var plane0: texture_2d<f32>;
+@group(0) @binding(4) var linear: sampler;
 
 struct VertexOut {
     @builtin(position) position: vec4<f32>,
@@ -66,12 +75,27 @@ fn load_bilinear(tex: texture_2d<f32>, p: vec2<f32>, limits: vec4<i32>) -> vec4<
     return mix(mix(a, b, f.x), mix(c, d, f.x), f.y);
 }
 
+// One hardware bilinear sample of `tex` at index-space position `p`, clamped to the texel centres
+// of `limits` (so the filter never reaches past the displayed texels).
+fn sample_clamped(tex: texture_2d<f32>, p: vec2<f32>, limits: vec4<i32>) -> vec4<f32> {
+    let q = clamp(p, vec2<f32>(limits.xy), vec2<f32>(limits.zw));
+    let uv = (q + vec2<f32>(0.5)) / vec2<f32>(textureDimensions(tex));
+    return textureSampleLevel(tex, linear, uv, 0.0);
+}
+
 fn load_luma(p: vec2<f32>) -> vec4<f32> {
-    if (params.dst_map.z > 0.5) {
+    if (ONE_TO_ONE) {
         // 1:1 mapping: p is integral, one tap is exact.
         return textureLoad(plane0, clamp_texel(vec2<i32>(round(p)), params.luma_clamp), 0);
     }
     return load_bilinear(plane0, p, params.luma_clamp);
+}
+
+fn sample_luma(p: vec2<f32>) -> f32 {
+    if (ONE_TO_ONE) {
+        return textureLoad(plane0, clamp_texel(vec2<i32>(round(p)), params.luma_clamp), 0).r;
+    }
+    return sample_clamped(plane0, p, params.luma_clamp).r;
 }
 
 fn chroma_position(p: vec2<f32>) -> vec2<f32> {
@@ -94,8 +118,8 @@ fn to_rgba(codes: vec3<f32>) -> vec4<f32> {
 @fragment
 fn fs_biplanar(in: VertexOut) -> @location(0) vec4<f32> {
     let p = source_position(in.position.xy);
-    let y = load_luma(p).r * params.value_scale.x;
-    let c = load_bilinear(plane1, chroma_position(p), params.chroma_clamp).rg * params.value_scale.yz;
+    let y = sample_luma(p) * params.value_scale.x;
+    let c = sample_clamped(plane1, chroma_position(p), params.chroma_clamp).rg * params.value_scale.yz;
     return to_rgba(vec3<f32>(y, c));
 }
 
@@ -103,10 +127,10 @@ fn fs_biplanar(in: VertexOut) -> @location(0) vec4<f32> {
 @fragment
 fn fs_triplanar(in: VertexOut) -> @location(0) vec4<f32> {
     let p = source_position(in.position.xy);
-    let y = load_luma(p).r * params.value_scale.x;
+    let y = sample_luma(p) * params.value_scale.x;
     let q = chroma_position(p);
-    let cb = load_bilinear(plane1, q, params.chroma_clamp).r * params.value_scale.y;
-    let cr = load_bilinear(plane2, q, params.chroma_clamp).r * params.value_scale.z;
+    let cb = sample_clamped(plane1, q, params.chroma_clamp).r * params.value_scale.y;
+    let cr = sample_clamped(plane2, q, params.chroma_clamp).r * params.value_scale.z;
     return to_rgba(vec3<f32>(y, cb, cr));
 }
 
@@ -114,7 +138,7 @@ fn fs_triplanar(in: VertexOut) -> @location(0) vec4<f32> {
 @fragment
 fn fs_gray(in: VertexOut) -> @location(0) vec4<f32> {
     let p = source_position(in.position.xy);
-    let y = load_luma(p).r * params.value_scale.x;
+    let y = sample_luma(p) * params.value_scale.x;
     return to_rgba(vec3<f32>(y, 0.0, 0.0));
 }
 
