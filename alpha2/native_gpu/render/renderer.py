@@ -5,7 +5,8 @@
 function, so the numbers the GPU sees can be checked without a GPU. :class:`FrameRenderer` caches one
 pipeline per (layout kind, output format, constants) and one bind group per (plane views,
 parameters), encodes a full-screen-triangle render pass and returns the RGBA texture. It works with
-any wgpu-py style module (``wgpu`` on wgpu-native, ``wgpudawn`` on Dawn): the module is found from the device's class.
+any wgpu-py style module (``wgpu`` on wgpu-native, ``wgpudawn`` on Dawn): the module is found from the
+device's class.
 
 Y'CbCr planes are read through one linear sampler, one hardware bilinear sample per plane and pixel
 (4:2:0 chroma at 8 bits then carries the sampler's 8-bit filter precision: a mean error of about half
