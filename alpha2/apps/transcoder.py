@@ -110,6 +110,7 @@ class TranscodeStats:
             "peak_copier_slots": self.peak_copier_slots,
             "input_size": None if plan is None else [plan.input_size.width, plan.input_size.height],
             "output_size": None if plan is None else [plan.output_size.width, plan.output_size.height],
+            "crop": None if plan is None or plan.crop is None else list(plan.crop),
             "input_pixel_format": None if plan is None else plan.input_format.ffmpeg_name,
             "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
@@ -378,7 +379,7 @@ class _Transcoder:
                 raise
             t1 = clock()
             try:
-                ready, render_seconds = self._convert(parts, lease.frame, pts)
+                ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop)
             finally:
                 lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
@@ -429,7 +430,9 @@ class _Transcoder:
         self.stats.stages.add("setup", time.perf_counter() - start)
         return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
 
-    def _convert(self, parts: _GpuParts, imported: Any, pts: int | None) -> tuple[list[Any], float]:
+    def _convert(
+        self, parts: _GpuParts, imported: Any, pts: int | None, crop: tuple[int, int, int, int] | None = None
+    ) -> tuple[list[Any], float]:
         """Submit one imported frame to the copier by the route the encode room chooses for its format;
         returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
         route = choose_encode_route(imported.pixel_format, encoder_takes_cuda=parts.takes_cuda)
@@ -442,13 +445,14 @@ class _Transcoder:
                 size.width,
                 size.height,
                 pts,
+                crop=crop,
                 reason=route.reason,
             )
             return ready, 0.0
         start = time.perf_counter()
         target = parts.rgba_target()
         parts.renderer.render(
-            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target
+            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target, crop=crop
         )
         rendered = time.perf_counter() - start
         return parts.copier.submit(target, pts, reason=route.reason), rendered
