@@ -187,6 +187,9 @@ class TranscodePlan:
     """The colour written and tagged."""
     depth_note: str | None = None
     """Why the output has fewer bits per sample than the input, when it has (None: not reduced)."""
+    crop: tuple[int, int, int, int] | None = None
+    """Source rectangle (x, y, width, height) that is encoded, pixel for pixel, when the input's odd
+    sides are cut to the encoder's 4:2:0 alignment (no resampling); None: the whole picture."""
 
 
 def _hd(size: Size) -> bool:
@@ -229,6 +232,7 @@ def plan_transcode(
     """
     w, h = input_size.width, input_size.height
     reasons: list[str] = []
+    crop: tuple[int, int, int, int] | None = None
     if options.size is not None:
         out = pipeline.fit_inside(w, h, options.size)
         if out != input_size:
@@ -237,8 +241,13 @@ def plan_transcode(
                 f"{options.size.height})"
             )
     elif w % 2 or h % 2:
-        out = pipeline.fit_inside(w, h, Size(w - w % 2, h - h % 2))
-        reasons.append(f"{w}x{h} has an odd side; 4:2:0 output needs {out.width}x{out.height}")
+        # Cut the last column / row rather than resample the whole picture (that blurs every edge).
+        out = Size(w - w % 2, h - h % 2)
+        crop = (0, 0, out.width, out.height)
+        reasons.append(
+            f"crop {w}x{h} -> {out.width}x{out.height}: 4:2:0 output needs even sides "
+            f"({w % 2} column, {h % 2} row cut at the right / bottom edge, pixels not resampled)"
+        )
     else:
         out = input_size
     explicit = options.colour not in (ColourChoice.AUTO, ColourChoice.KEEP)
@@ -304,4 +313,5 @@ def plan_transcode(
         input_colour=input_colour,
         output_colour=output_colour,
         depth_note=depth_note,
+        crop=crop,
     )

@@ -134,6 +134,7 @@ class TranscodeStats:
             "peak_copier_slots": self.peak_copier_slots,
             "input_size": None if plan is None else [plan.input_size.width, plan.input_size.height],
             "output_size": None if plan is None else [plan.output_size.width, plan.output_size.height],
+            "crop": None if plan is None or plan.crop is None else list(plan.crop),
             "input_pixel_format": None if plan is None else plan.input_format.ffmpeg_name,
             "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
@@ -371,7 +372,11 @@ class _Transcoder:
         route = choose_scale_route(
             on_gpu=first.on_gpu,
             forced_gpu=self.options.gpu,
-            unsupported=swscale_unsupported_reason(first.pixel_format, first.colour, plan.output_colour),
+            unsupported=(
+                "the plan crops odd sides pixel for pixel, which swscale would resample"
+                if plan.crop is not None
+                else swscale_unsupported_reason(first.pixel_format, first.colour, plan.output_colour)
+            ),
             device=self.gpu_device,
         )
         self.stats.scale_route = route.as_dict()
@@ -442,7 +447,7 @@ class _Transcoder:
                 raise
             t1 = clock()
             try:
-                ready, render_seconds = self._convert(parts, lease.frame, pts)
+                ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop)
             finally:
                 lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
@@ -493,7 +498,9 @@ class _Transcoder:
         self.stats.stages.add("setup", time.perf_counter() - start)
         return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
 
-    def _convert(self, parts: _GpuParts, imported: Any, pts: int | None) -> tuple[list[Any], float]:
+    def _convert(
+        self, parts: _GpuParts, imported: Any, pts: int | None, crop: tuple[int, int, int, int] | None = None
+    ) -> tuple[list[Any], float]:
         """Submit one imported frame to the copier by the route the encode room chooses for its format;
         returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
         route = choose_encode_route(imported.pixel_format, encoder_takes_cuda=parts.takes_cuda)
@@ -506,13 +513,14 @@ class _Transcoder:
                 size.width,
                 size.height,
                 pts,
+                crop=crop,
                 reason=route.reason,
             )
             return ready, 0.0
         start = time.perf_counter()
         target = parts.rgba_target()
         parts.renderer.render(
-            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target
+            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target, crop=crop
         )
         rendered = time.perf_counter() - start
         return parts.copier.submit(target, pts, reason=route.reason), rendered

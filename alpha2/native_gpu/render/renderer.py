@@ -3,16 +3,22 @@
 :func:`shader_params` turns a frame's vocabulary (:class:`~alpha2.gpu.formats.PixelFormat`,
 :class:`~alpha2.gpu.colour.ColourInfo`, display size) into the shader's uniform block; it is a pure
 function, so the numbers the GPU sees can be checked without a GPU. :class:`FrameRenderer` caches one
-pipeline per (layout kind, output format) and one bind group per (plane views, parameters), encodes a
-full-screen-triangle render pass and returns the RGBA texture. It works with any wgpu-py style module
-(``wgpu`` on wgpu-native, ``wgpudawn`` on Dawn): the module is found from the device's class.
+pipeline per (layout kind, output format, constants) and one bind group per (plane views,
+parameters), encodes a full-screen-triangle render pass and returns the RGBA texture. It works with
+any wgpu-py style module (``wgpu`` on wgpu-native, ``wgpudawn`` on Dawn): the module is found from the
+device's class.
 
-Chroma upsampling is a manual bilinear filter of four ``textureLoad`` taps per chroma plane, not a
-filtering sampler: it needs no filterable formats (r16unorm is filterable only with
-'texture-format16bit-norm', float formats only with 'float32-filterable'), it clamps to the edge of
-the displayed region rather than of the (possibly padded) texture, and it puts each chroma sample
-exactly where the frame's chroma siting says, the way swscale's bilinear filter does with
-``full_chroma_int`` and explicit ``in_h_chr_pos`` / ``in_v_chr_pos``.
+Y'CbCr planes are read through one linear sampler, one hardware bilinear sample per plane and pixel
+(4:2:0 chroma at 8 bits then carries the sampler's 8-bit filter precision: a mean error of about half
+a code value against the exact conversion). The vertex shader computes the texture coordinates (they
+are affine in the pixel position); the fragment shader clamps them to the centres of the displayed
+texels only when those are smaller than the textures (a pipeline constant), so the filter clamps at
+the edge of the picture, never of the padding, and each chroma sample sits exactly where the frame's
+siting says, the way swscale's bilinear filter does with ``full_chroma_int`` and explicit
+``in_h_chr_pos`` / ``in_v_chr_pos``. The colour matrix is a set of pipeline constants too: on lavapipe
+a uniform load, a clamp or a ``textureLoad`` a pixel is a measurable share of the frame, and a uniform
+branch around texture reads made it build a shader variant on every draw. Packed RGB planes keep
+``textureLoad`` and a manual filter (rgba32float is filterable only with 'float32-filterable').
 
 16-bit planes (r16unorm / rg16unorm: P010, yuv420p10, ...) need the device feature that makes those
 formats exist: 'texture-format16bit-norm' on wgpu-native, 'unorm16-texture-formats' on Dawn. The
@@ -22,22 +28,24 @@ shader itself requests nothing; whoever creates the plane textures does.
 from __future__ import annotations
 
 import collections
-import enum
 import functools
 import importlib
 import importlib.resources
-import math
 import struct
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, yuv_to_rgb
-from alpha2.gpu.errors import InvalidInputError, UnsupportedError
-from alpha2.gpu.formats import AlphaChannel, PixelFormat, PlaneFormat
+from alpha2.gpu.colour import ColourInfo
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
+from alpha2.native_gpu.render.params import (
+    LayoutKind,
+    ShaderParams,
+    layout_kind,
+    shader_params,
+)
+from alpha2.native_gpu.render.readback import read_texture_rgba
 
 __all__ = [
     "OUTPUT_FORMATS",
@@ -56,238 +64,44 @@ OUTPUT_FORMATS: tuple[str, ...] = ("rgba8unorm", "bgra8unorm", "rgba16float")
 """Texture formats :class:`FrameRenderer` can render into."""
 
 _WGSL_NAME = "yuv_to_rgb.wgsl"
-_UNIFORM_SIZE_BYTES = 144
-_NV21_ORDER = frozenset({"NV21", "NV42"})
-"""Semi-planar formats whose interleaved plane is CrCb rather than CbCr."""
+_SAMPLER_BINDING = 4
+_PLANE_BLOCK_SIZE_BYTES = 48
+"""What the renderer appends to :meth:`ShaderParams.to_bytes` per bind group: the bound planes' texel
+sizes and the clamp ranges as texture coordinates (they depend on the textures, not on the frame)."""
 
 
-class LayoutKind(enum.Enum):
-    """How a pixel format's planes are laid out for the shader; one pipeline (entry point) each."""
-
-    BIPLANAR = "biplanar"
-    """Y plane + interleaved CbCr plane: R8 + RG8 (NV12, NV16, NV24) or R16 + RG16 (P010, P016, ...)."""
-    TRIPLANAR = "triplanar"
-    """Y, Cb, Cr in three single-channel planes (yuv420p, yuv422p10, yuv444p16, ...)."""
-    GRAY = "gray"
-    """One luma plane (gray, gray10, gray16)."""
-    RGB = "rgb"
-    """One packed RGB(A) plane, passed through (rgba, bgra, rgba64, rgbaf16, ...)."""
-
-    @property
-    def plane_count(self) -> int:
-        """How many plane textures the layout binds."""
-        return {"biplanar": 2, "triplanar": 3, "gray": 1, "rgb": 1}[self.value]
-
-    @property
-    def entry_point(self) -> str:
-        """The fragment entry point in ``yuv_to_rgb.wgsl``."""
-        return f"fs_{self.value}"
+@functools.lru_cache(maxsize=64)
+def _colour_items(params: ShaderParams) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(params.colour_constants().items()))
 
 
-def layout_kind(pixel_format: PixelFormat) -> LayoutKind:
-    """The shader layout for ``pixel_format``.
+def _plane_size(plane: Any) -> tuple[int, int]:
+    size = getattr(plane, "size", None)
+    if size is None:
+        size = getattr(getattr(plane, "texture", None), "size", None)
+    if size is None:
+        raise InvalidInputError(f"cannot tell the size of plane {plane!r}: pass GPUTextures or their views")
+    return int(size[0]), int(size[1])
 
-    Raises:
-        UnsupportedError: packed YUV formats (y210, ayuv64) and RGB formats without a WebGPU texture
-            format (rgb24); the message names the formats that work.
-    """
-    planes = pixel_format.plane_formats
-    if pixel_format.is_rgb:
-        if len(planes) == 1:
-            # Uploaded as wgpu_upload_format: rgb24 expanded to rgba8unorm, x2rgb10 swapped to rgb10a2unorm.
-            return LayoutKind.RGB
-    elif pixel_format.is_semi_planar and len(planes) == 2:
-        return LayoutKind.BIPLANAR
-    elif len(planes) >= 3 and all(p.channels == 1 for p in planes):
-        return LayoutKind.TRIPLANAR
-    elif len(planes) == 1 and planes[0].channels == 1:
-        return LayoutKind.GRAY
-    raise UnsupportedError(
-        f"the YUV->RGB shader cannot sample {pixel_format.ffmpeg_name}: it takes bi-planar "
-        "(nv12, p010, ...), tri-planar (yuv420p, yuv444p10, ...), gray and packed RGB formats; "
-        f"convert to one of those first (e.g. {PixelFormat.NV12.ffmpeg_name})"
+
+def _plane_block(params: ShaderParams, views: Sequence[Any]) -> tuple[bytes, bool]:
+    """The uniform block's tail for these plane textures (texel sizes, clamp ranges as coordinates), and
+    whether those ranges are smaller than the textures (so that the shader must clamp)."""
+    lw, lh = _plane_size(views[0])
+    cw, ch = _plane_size(views[1]) if len(views) > 1 else (lw, lh)
+    whole = params.luma_clamp == (0, 0, lw - 1, lh - 1) and (
+        params.layout in (LayoutKind.GRAY, LayoutKind.RGB) or params.chroma_clamp == (0, 0, cw - 1, ch - 1)
     )
+    inv = (1.0 / lw, 1.0 / lh, 1.0 / cw, 1.0 / ch)
 
+    def bounds(limits: tuple[int, int, int, int], ix: float, iy: float) -> tuple[float, ...]:
+        x0, y0, x1, y1 = limits
+        return ((x0 + 0.5) * ix, (y0 + 0.5) * iy, (x1 + 0.5) * ix, (y1 + 0.5) * iy)
 
-@dataclass(frozen=True)
-class ShaderParams:
-    """The shader's uniform block for one (pixel format, colour, size) combination.
-
-    Index space: luma sample (i, j) sits at (i, j); chroma sample (k, l) sits at luma position
-    (k * sx + chroma_offset[0], l * sy + chroma_offset[1]).
-    """
-
-    layout: LayoutKind
-    """Which pipeline samples the planes."""
-    matrix: tuple[tuple[float, float, float], tuple[float, float, float], tuple[float, float, float]]
-    """Rows of M in rgb01 = M @ [Y, Cb, Cr] (integer codes at the format's bit depth) + offset."""
-    offset: tuple[float, float, float]
-    """The offset added after the matrix (0..1 RGB units)."""
-    value_scale: tuple[float, float, float, float]
-    """Normalized sample -> integer code for the Y, Cb, Cr planes: (2^storage_bits - 1) / 2^msb_shift;
-    .w is 1 when a packed RGB format's alpha passes through, else 0."""
-    chroma_subsampling: tuple[int, int]
-    """Luma samples per chroma sample (sx, sy): (2, 2) for 4:2:0, (2, 1) for 4:2:2, (1, 1) for 4:4:4."""
-    chroma_offset: tuple[float, float]
-    """Position of chroma sample (0, 0) in luma pixels (LEFT 4:2:0: (0, 0.5); CENTER: (0.5, 0.5))."""
-    src_rect: tuple[int, int, int, int]
-    """Source crop in luma pixels: x, y, width, height (display size inside the coded size)."""
-    output_size: tuple[int, int]
-    """Size of the rendered texture: width, height."""
-    luma_clamp: tuple[int, int, int, int]
-    """Inclusive texel range read from the luma plane: min x, min y, max x, max y."""
-    chroma_clamp: tuple[int, int, int, int]
-    """Inclusive texel range read from the chroma plane(s): min x, min y, max x, max y."""
-
-    @property
-    def one_to_one(self) -> bool:
-        """Whether each output pixel is exactly one source luma pixel (no scaling)."""
-        return (self.src_rect[2], self.src_rect[3]) == self.output_size
-
-    def to_bytes(self) -> bytes:
-        """The uniform block as the WGSL ``Params`` struct lays it out (144 bytes, little-endian)."""
-        m, o = self.matrix, self.offset
-        sx, sy = self.chroma_subsampling
-        x, y, w, h = self.src_rect
-        ow, oh = self.output_size
-        floats = (
-            *m[0], o[0], *m[1], o[1], *m[2], o[2],
-            *self.value_scale,
-            1.0 / sx, 1.0 / sy, *self.chroma_offset,
-            float(x), float(y), float(w), float(h),
-            w / ow, h / oh, 1.0 if self.one_to_one else 0.0, 0.0,
-        )  # fmt: skip
-        data = struct.pack("<28f", *floats) + struct.pack("<8i", *self.luma_clamp, *self.chroma_clamp)
-        assert len(data) == _UNIFORM_SIZE_BYTES
-        return data
-
-
-def _row(values: np.ndarray) -> tuple[float, float, float]:
-    return (float(values[0]), float(values[1]), float(values[2]))
-
-
-def _value_scale(pixel_format: PixelFormat, plane: PlaneFormat) -> float:
-    if plane.is_float:
-        return float(2**pixel_format.bit_depth - 1)
-    return (2**pixel_format.storage_bits - 1) / 2**pixel_format.msb_shift
-
-
-def _siting_offset(location: ChromaLocation, sx: int, sy: int) -> tuple[float, float]:
-    """Chroma sample (0, 0) in luma pixels; UNSPECIFIED reads as LEFT (MPEG-2 and later, FFmpeg's default)."""
-    left = location in (
-        ChromaLocation.UNSPECIFIED,
-        ChromaLocation.LEFT,
-        ChromaLocation.TOPLEFT,
-        ChromaLocation.BOTTOMLEFT,
-    )
-    x = 0.0 if left else (sx - 1) / 2
-    if location in (ChromaLocation.TOPLEFT, ChromaLocation.TOP):
-        y = 0.0
-    elif location in (ChromaLocation.BOTTOMLEFT, ChromaLocation.BOTTOM):
-        y = float(sy - 1)
-    else:
-        y = (sy - 1) / 2
-    return x, y
-
-
-@functools.lru_cache(maxsize=256)
-def shader_params(
-    pixel_format: PixelFormat,
-    colour: ColourInfo,
-    width: int,
-    height: int,
-    *,
-    crop: tuple[int, int, int, int] | None = None,
-    output_size: tuple[int, int] | None = None,
-) -> ShaderParams:
-    """The uniform block that renders ``pixel_format`` planes of a ``width`` x ``height`` frame.
-
-    Cached (the last 256 combinations): a stream asks for the same block frame after frame, and
-    working it out (colour resolution, the matrix) is a tenth of a millisecond of Python.
-
-    Args:
-        pixel_format: the planes' software layout.
-        colour: the frame's colour description; unspecified fields are resolved as FFmpeg does.
-        width: display width in luma pixels.
-        height: display height in luma pixels.
-        crop: source rectangle (x, y, width, height) in luma pixels; default (0, 0, width, height).
-            Chroma sample (0, 0) stays where the siting puts it relative to luma pixel (0, 0) of the
-            plane, so crop x / y should be multiples of the subsampling factors.
-        output_size: size of the rendered texture; default the crop size (no scaling).
-
-    Raises:
-        InvalidInputError: a non-positive size or a crop outside width x height.
-        UnsupportedError: a pixel format the shader cannot sample (see :func:`layout_kind`).
-    """
-    if width <= 0 or height <= 0:
-        raise InvalidInputError(f"frame size must be positive, got {width}x{height}")
-    x, y, cw, ch = crop if crop is not None else (0, 0, width, height)
-    if cw <= 0 or ch <= 0 or x < 0 or y < 0 or x + cw > width or y + ch > height:
-        raise InvalidInputError(
-            f"crop {(x, y, cw, ch)} must be a non-empty rectangle inside {width}x{height}"
-        )
-    ow, oh = output_size if output_size is not None else (cw, ch)
-    if ow <= 0 or oh <= 0:
-        raise InvalidInputError(f"output size must be positive, got {ow}x{oh}")
-
-    kind = layout_kind(pixel_format)
-    luma_clamp = (x, y, x + cw - 1, y + ch - 1)
-
-    if kind is LayoutKind.RGB:
-        identity = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
-        has_alpha = pixel_format.alpha in (AlphaChannel.STRAIGHT, AlphaChannel.PREMULTIPLIED)
-        return ShaderParams(
-            layout=kind,
-            matrix=identity,
-            offset=(0.0, 0.0, 0.0),
-            value_scale=(1.0, 1.0, 1.0, 1.0 if has_alpha else 0.0),
-            chroma_subsampling=(1, 1),
-            chroma_offset=(0.0, 0.0),
-            src_rect=(x, y, cw, ch),
-            output_size=(ow, oh),
-            luma_clamp=luma_clamp,
-            chroma_clamp=luma_clamp,
-        )
-
-    resolved = colour.resolved(pixel_format, width, height)
-    matrix_kind = resolved.matrix
-    if kind is LayoutKind.GRAY:
-        # Gray has neutral chroma, so the result does not depend on the matrix; any YCbCr one will do.
-        matrix_kind = ColourMatrix.BT709
-    transform = yuv_to_rgb(matrix_kind, resolved.range, pixel_format.bit_depth)
-    m = np.array(transform.matrix, dtype=np.float64).reshape(3, 3)
-    off = np.array(transform.offset, dtype=np.float64).reshape(3)
-    if kind is LayoutKind.GRAY:
-        neutral = float(2 ** (pixel_format.bit_depth - 1))
-        off = off + (m[:, 1] + m[:, 2]) * neutral
-        m = m.copy()
-        m[:, 1:] = 0.0
-    elif pixel_format.name in _NV21_ORDER:
-        m = m[:, [0, 2, 1]]
-
-    planes = pixel_format.plane_formats
-    y_scale = _value_scale(pixel_format, planes[0])
-    c_scale = _value_scale(pixel_format, planes[1]) if kind is not LayoutKind.GRAY else y_scale
-
-    sx, sy = 1 << pixel_format.log2_chroma_w, 1 << pixel_format.log2_chroma_h
-    if kind is LayoutKind.GRAY:
-        sx = sy = 1
-    chroma_offset = _siting_offset(resolved.chroma_location, sx, sy)
-    chroma_clamp = (x // sx, y // sy, -(-(x + cw) // sx) - 1, -(-(y + ch) // sy) - 1)
-
-    rows = (_row(m[0]), _row(m[1]), _row(m[2]))
-    return ShaderParams(
-        layout=kind,
-        matrix=rows,
-        offset=(float(off[0]), float(off[1]), float(off[2])),
-        value_scale=(y_scale, c_scale, c_scale, 0.0),
-        chroma_subsampling=(sx, sy),
-        chroma_offset=chroma_offset,
-        src_rect=(x, y, cw, ch),
-        output_size=(ow, oh),
-        luma_clamp=luma_clamp,
-        chroma_clamp=chroma_clamp,
-    )
+    values = (*inv, *bounds(params.luma_clamp, inv[0], inv[1]), *bounds(params.chroma_clamp, inv[2], inv[3]))
+    data = struct.pack("<12f", *values)
+    assert len(data) == _PLANE_BLOCK_SIZE_BYTES
+    return data, not whole
 
 
 def load_wgsl(name: str = _WGSL_NAME) -> str:
@@ -348,10 +162,18 @@ class FrameRenderer:
         self.gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
         self._shader = device.create_shader_module(label="alpha2 yuv_to_rgb", code=load_wgsl())
         self._layouts: dict[LayoutKind, tuple[Any, Any]] = {}
-        self._pipelines: dict[tuple[LayoutKind, str], Any] = {}
+        self._pipelines: dict[tuple[Any, ...], Any] = {}
         self._bind_groups = _Lru(cache_size)
         self._views = _Lru(cache_size)
         self._targets: dict[tuple[int, int, str], Any] = {}
+        self._sampler = device.create_sampler(
+            label="alpha2 yuv_to_rgb linear",
+            address_mode_u="clamp-to-edge",
+            address_mode_v="clamp-to-edge",
+            mag_filter="linear",
+            min_filter="linear",
+            mipmap_filter="nearest",
+        )
 
     def clear_cache(self) -> None:
         """Drop cached bind groups, views and output textures (pipelines stay)."""
@@ -364,15 +186,23 @@ class FrameRenderer:
         if cached is not None:
             return cached
         stage = self.gpu.ShaderStage.FRAGMENT
-        entries: list[dict[str, Any]] = [{"binding": 0, "visibility": stage, "buffer": {"type": "uniform"}}]
+        both = self.gpu.ShaderStage.VERTEX | stage  # the vertex shader computes the texture coordinates
+        entries: list[dict[str, Any]] = [{"binding": 0, "visibility": both, "buffer": {"type": "uniform"}}]
+        sampled = kind is not LayoutKind.RGB
         entries += [
             {
                 "binding": 1 + i,
                 "visibility": stage,
-                "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"},
+                "texture": {
+                    "sample_type": "float" if sampled else "unfilterable-float",
+                    "view_dimension": "2d",
+                },
             }
             for i in range(kind.plane_count)
         ]
+        if sampled:
+            sampler = {"type": "filtering"}
+            entries.append({"binding": _SAMPLER_BINDING, "visibility": stage, "sampler": sampler})
         bgl = self.device.create_bind_group_layout(label=f"alpha2 {kind.value}", entries=entries)
         pipeline_layout = self.device.create_pipeline_layout(
             label=f"alpha2 {kind.value}", bind_group_layouts=[bgl]
@@ -380,13 +210,29 @@ class FrameRenderer:
         self._layouts[kind] = (bgl, pipeline_layout)
         return bgl, pipeline_layout
 
-    def pipeline(self, kind: LayoutKind, output_format: str) -> Any:
-        """The cached render pipeline for ``kind`` writing ``output_format``."""
+    def pipeline(
+        self,
+        kind: LayoutKind,
+        output_format: str,
+        one_to_one: bool = False,
+        clamp_coords: bool = True,
+        colour: tuple[tuple[str, float], ...] = (),
+    ) -> Any:
+        """The cached render pipeline for ``kind`` writing ``output_format``.
+
+        Args:
+            kind: the planes' layout.
+            output_format: the target's texture format.
+            one_to_one: packed RGB with no scaling (:attr:`ShaderParams.one_to_one`): direct loads.
+            clamp_coords: clamp the sample positions to the displayed texels; False when those are the
+                whole textures (the sampler's clamp-to-edge does the same, for less work a pixel).
+            colour: :meth:`ShaderParams.colour_constants` as sorted items; empty: the identity.
+        """
         if output_format not in OUTPUT_FORMATS:
             raise InvalidInputError(
                 f"output format {output_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
             )
-        key = (kind, output_format)
+        key = (kind, output_format, one_to_one, clamp_coords, colour)
         cached = self._pipelines.get(key)
         if cached is not None:
             return cached
@@ -400,6 +246,13 @@ class FrameRenderer:
                 "module": self._shader,
                 "entry_point": kind.entry_point,
                 "targets": [{"format": output_format}],
+                "constants": {
+                    "ONE_TO_ONE": int(one_to_one),
+                    "CLAMP_COORDS": int(clamp_coords),
+                    # unorm targets clamp what is stored; a float target needs the shader to.
+                    "CLAMP_OUTPUT": int(output_format == "rgba16float"),
+                    **dict(colour),
+                },
             },
         )
         self._pipelines[key] = pipeline
@@ -415,23 +268,27 @@ class FrameRenderer:
             self._views.put(key, cached)
         return cached[1]
 
-    def _bind_group(self, kind: LayoutKind, views: Sequence[Any], params: ShaderParams) -> Any:
+    def _bind_group(self, kind: LayoutKind, views: Sequence[Any], params: ShaderParams) -> tuple[Any, bool]:
+        """The bind group for these planes and parameters, and whether its sample positions need clamping."""
         key = (kind, tuple(id(v) for v in views), params)
         cached = self._bind_groups.get(key)
         if cached is not None:
-            return cached[0]
-        data = params.to_bytes()
+            return cached[0], cached[3]
+        block, clamp_coords = _plane_block(params, views)
+        data = params.to_bytes() + block
         bgl, _ = self._layout(kind)
         buffer = self.device.create_buffer_with_data(
             label="alpha2 yuv_to_rgb params", data=data, usage=self.gpu.BufferUsage.UNIFORM
         )
         entries: list[dict[str, Any]] = [
-            {"binding": 0, "resource": {"buffer": buffer, "offset": 0, "size": _UNIFORM_SIZE_BYTES}}
+            {"binding": 0, "resource": {"buffer": buffer, "offset": 0, "size": len(data)}}
         ]
         entries += [{"binding": 1 + i, "resource": view} for i, view in enumerate(views)]
+        if kind is not LayoutKind.RGB:
+            entries.append({"binding": _SAMPLER_BINDING, "resource": self._sampler})
         bind_group = self.device.create_bind_group(label="alpha2 yuv_to_rgb", layout=bgl, entries=entries)
-        self._bind_groups.put(key, (bind_group, buffer, tuple(views)))
-        return bind_group
+        self._bind_groups.put(key, (bind_group, buffer, tuple(views), clamp_coords))
+        return bind_group, clamp_coords
 
     def target_texture(self, width: int, height: int, output_format: str = "rgba8unorm") -> Any:
         """The cached output texture of that size and format (RENDER_ATTACHMENT | TEXTURE_BINDING | COPY_SRC).
@@ -509,11 +366,18 @@ class FrameRenderer:
         params = shader_params(
             pixel_format, colour, width, height, crop=crop, output_size=(int(size[0]), int(size[1]))
         )
-        pipeline = self.pipeline(kind, target_format)
         for plane in planes[: kind.plane_count]:
             _check_same_device(self.device, plane, "plane texture")
         views = [self._view(p) for p in planes[: kind.plane_count]]
-        bind_group = self._bind_group(kind, views, params)
+        bind_group, clamp_coords = self._bind_group(kind, views, params)
+        # Only fs_rgb reads ONE_TO_ONE: the sampled layouts share one pipeline for both cases.
+        pipeline = self.pipeline(
+            kind,
+            target_format,
+            kind is LayoutKind.RGB and params.one_to_one,
+            clamp_coords,
+            _colour_items(params),
+        )
         render_pass = command_encoder.begin_render_pass(
             color_attachments=[
                 {
@@ -598,48 +462,3 @@ def _check_same_device(device: Any, obj: Any, what: str) -> None:
 
 YuvSampler = FrameRenderer
 """Alias: the design names the renderer both ways."""
-
-
-def read_texture_rgba(device: Any, texture: Any, *, gpu_module: Any = None) -> np.ndarray:
-    """Read a 2D rgba8unorm / bgra8unorm / rgba16float texture back as an (H, W, 4) uint8 RGBA array.
-
-    Blocks until the GPU work before it is done (the mapped read-back is the wait: wgpu-py 0.32's
-    ``on_submitted_work_done_sync`` is broken). bgra8unorm comes back in RGBA order; rgba16float is
-    clamped to 0..1 and rounded to 8 bits. The texture needs COPY_SRC usage.
-    """
-    device = webgpu_device_of(device)
-    gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
-    fmt = str(texture.format)
-    texel_bytes = {"rgba8unorm": 4, "bgra8unorm": 4, "rgba16float": 8}.get(fmt)
-    if texel_bytes is None:
-        raise UnsupportedError(f"read_texture_rgba reads rgba8unorm, bgra8unorm and rgba16float, not {fmt}")
-    width, height = int(texture.size[0]), int(texture.size[1])
-    bytes_per_row = math.ceil(width * texel_bytes / 256) * 256
-    buffer = device.create_buffer(
-        label="alpha2 read-back",
-        size=bytes_per_row * height,
-        usage=gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ,
-    )
-    try:
-        encoder = device.create_command_encoder(label="alpha2 read-back")
-        encoder.copy_texture_to_buffer(
-            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
-            {"buffer": buffer, "offset": 0, "bytes_per_row": bytes_per_row, "rows_per_image": height},
-            (width, height, 1),
-        )
-        device.queue.submit([encoder.finish()])
-        buffer.map_sync(gpu.MapMode.READ)
-        try:
-            raw = bytes(buffer.read_mapped())
-        finally:
-            buffer.unmap()
-    finally:
-        buffer.destroy()
-    rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, bytes_per_row)[:, : width * texel_bytes]
-    if fmt == "rgba16float":
-        values = rows.copy().view(np.float16).reshape(height, width, 4).astype(np.float32)
-        return np.round(np.clip(values, 0.0, 1.0) * 255.0).astype(np.uint8)
-    pixels = rows.reshape(height, width, 4)
-    if fmt == "bgra8unorm":
-        pixels = pixels[:, :, [2, 1, 0, 3]]
-    return np.ascontiguousarray(pixels)

@@ -1,16 +1,23 @@
-// YUV planes -> RGB, one full-screen triangle per frame (alpha2.native_gpu.shader).
+// YUV planes -> RGB, one full-screen triangle per frame (alpha2.native_gpu.render.renderer).
 //
-// Every plane is read with textureLoad (no sampler): the bind group layouts declare the
-// textures as unfilterable-float, so any float plane format works (r8/rg8/r16/rg16 unorm,
-// rgba16float, ...) whether or not the device can filter it, and the bilinear chroma
-// upsampling below places the chroma samples exactly where the frame's siting says.
+// Y'CbCr planes (r8/rg8/r16/rg16 unorm, all filterable) are read through a linear sampler: one
+// hardware bilinear sample per plane per pixel, where a manual filter costs four textureLoads. The
+// texture coordinates are affine in the pixel position, so the vertex shader computes them and the
+// rasteriser interpolates them; the fragment shader only clamps them to the centres of the displayed
+// texels (so the filter clamps at the edge of the picture, not of the padded texture), samples and
+// applies the matrix. On lavapipe every per-pixel instruction counts: this is as cheap as a
+// hand-written three-sample shader, with the chroma still exactly where the frame's siting says.
+// Packed RGB planes (rgba32float among them, not filterable everywhere) keep textureLoad and a manual
+// filter: fs_rgb binds no sampler. No branch depends on the uniform block around a texture read: on
+// lavapipe that made a new shader variant on every draw (about 0.4 MB of memory a frame).
 //
 // Coordinates are "index space": luma sample (i, j) sits at (i, j). Chroma sample (k, l)
 // sits at luma position (k * sx + off_x, l * sy + off_y), with sx, sy the subsampling factors
 // and off_x, off_y the siting offset (LEFT 4:2:0: off = (0, 0.5); CENTER: (0.5, 0.5)).
 
 struct Params {
-    // rgb01 = M @ codes + offset; row r of M in .xyz, offset[r] in .w.
+    // rgb01 = M @ samples + offset, M's columns already scaled by value_scale (samples -> codes);
+    // row r of M in .xyz, offset[r] in .w. The shader reads the same numbers as pipeline constants.
     row0: vec4<f32>,
     row1: vec4<f32>,
     row2: vec4<f32>,
@@ -20,19 +27,52 @@ struct Params {
     chroma_map: vec4<f32>,
     // Source crop in luma pixels: x, y, width, height.
     src_rect: vec4<f32>,
-    // .xy: source luma pixels per output pixel; .z: 1.0 when that is exactly 1 (direct loads).
+    // .xy: source luma pixels per output pixel; .z: 1.0 when that is exactly 1 (fs_rgb loads directly).
     dst_map: vec4<f32>,
     // Clamp ranges (inclusive) in texels: luma min x, min y, max x, max y.
     luma_clamp: vec4<i32>,
     // Chroma plane: min x, min y, max x, max y.
     chroma_clamp: vec4<i32>,
+    // Texel size of the bound planes: .xy luma (1 / width, 1 / height), .zw chroma.
+    inv_dims: vec4<f32>,
+    // The clamp ranges as texture coordinates of texel centres: luma min u, min v, max u, max v.
+    luma_bounds: vec4<f32>,
+    chroma_bounds: vec4<f32>,
 };
+
+// fs_rgb at 1:1 (dst_map.z made a pipeline constant, for the reason above): one direct load a pixel.
+override ONE_TO_ONE: bool = false;
+// The displayed texels are smaller than the textures (padding, a crop): clamp the sample positions.
+// When they are the whole textures the sampler's clamp-to-edge does the same, and lavapipe is spared
+// two instructions a plane per pixel.
+override CLAMP_COORDS: bool = true;
+// The colour matrix (M's columns scaled by value_scale) and offset, as pipeline constants: the same
+// numbers as the uniform block's row0..row2, but constants cost lavapipe no load a pixel (one pipeline
+// per stream colour, made once). Row r: M_r0, M_r1, M_r2, offset O_r.
+override M00: f32 = 1.0;
+override M01: f32 = 0.0;
+override M02: f32 = 0.0;
+override O0: f32 = 0.0;
+override M10: f32 = 0.0;
+override M11: f32 = 1.0;
+override M12: f32 = 0.0;
+override O1: f32 = 0.0;
+override M20: f32 = 0.0;
+override M21: f32 = 0.0;
+override M22: f32 = 1.0;
+override O2: f32 = 0.0;
+// The target stores what it is given (rgba16float); unorm targets clamp to 0..1 themselves.
+override CLAMP_OUTPUT: bool = true;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var plane0: texture_2d<f32>;
+@group(0) @binding(4) var linear: sampler;
 
 struct VertexOut {
     @builtin(position) position: vec4<f32>,
+    // Texture coordinates of the luma and the chroma sample at this pixel (not yet clamped).
+    @location(0) luma_uv: vec2<f32>,
+    @location(1) chroma_uv: vec2<f32>,
 };
 
 @vertex
@@ -42,6 +82,12 @@ fn vs_main(@builtin(vertex_index) index: u32) -> VertexOut {
     let y = f32(i32(index >> 1u) * 4 - 1);
     var out: VertexOut;
     out.position = vec4<f32>(x, y, 0.0, 1.0);
+    // Output pixel position f (framebuffer units) maps to source luma position
+    // src.xy + f * dst_map.xy - 0.5, and f * dst_map.xy = t * src.zw with t the viewport fraction.
+    let t = vec2<f32>((x + 1.0) * 0.5, (1.0 - y) * 0.5);
+    let p = params.src_rect.xy + t * params.src_rect.zw - vec2<f32>(0.5);
+    out.luma_uv = (p + vec2<f32>(0.5)) * params.inv_dims.xy;
+    out.chroma_uv = (chroma_position(p) + vec2<f32>(0.5)) * params.inv_dims.zw;
     return out;
 }
 
@@ -67,24 +113,35 @@ fn load_bilinear(tex: texture_2d<f32>, p: vec2<f32>, limits: vec4<i32>) -> vec4<
 }
 
 fn load_luma(p: vec2<f32>) -> vec4<f32> {
-    if (params.dst_map.z > 0.5) {
+    if (ONE_TO_ONE) {
         // 1:1 mapping: p is integral, one tap is exact.
         return textureLoad(plane0, clamp_texel(vec2<i32>(round(p)), params.luma_clamp), 0);
     }
     return load_bilinear(plane0, p, params.luma_clamp);
 }
 
+// One hardware bilinear sample at texture coordinate `uv`, clamped to the displayed texel centres.
+fn sample_clamped(tex: texture_2d<f32>, uv: vec2<f32>, bounds: vec4<f32>) -> vec4<f32> {
+    if (CLAMP_COORDS) {
+        return textureSampleLevel(tex, linear, clamp(uv, bounds.xy, bounds.zw), 0.0);
+    }
+    return textureSampleLevel(tex, linear, uv, 0.0);
+}
+
 fn chroma_position(p: vec2<f32>) -> vec2<f32> {
     return (p - params.chroma_map.zw) * params.chroma_map.xy;
 }
 
-fn to_rgba(codes: vec3<f32>) -> vec4<f32> {
+fn to_rgba(samples: vec3<f32>) -> vec4<f32> {
     let rgb = vec3<f32>(
-        dot(params.row0.xyz, codes) + params.row0.w,
-        dot(params.row1.xyz, codes) + params.row1.w,
-        dot(params.row2.xyz, codes) + params.row2.w,
+        dot(vec3<f32>(M00, M01, M02), samples) + O0,
+        dot(vec3<f32>(M10, M11, M12), samples) + O1,
+        dot(vec3<f32>(M20, M21, M22), samples) + O2,
     );
-    return vec4<f32>(clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)), 1.0);
+    if (CLAMP_OUTPUT) {
+        return vec4<f32>(clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)), 1.0);
+    }
+    return vec4<f32>(rgb, 1.0);
 }
 
 @group(0) @binding(2) var plane1: texture_2d<f32>;
@@ -93,28 +150,24 @@ fn to_rgba(codes: vec3<f32>) -> vec4<f32> {
 // Y plane + interleaved CbCr plane (NV12, P010, NV16, NV24, ...).
 @fragment
 fn fs_biplanar(in: VertexOut) -> @location(0) vec4<f32> {
-    let p = source_position(in.position.xy);
-    let y = load_luma(p).r * params.value_scale.x;
-    let c = load_bilinear(plane1, chroma_position(p), params.chroma_clamp).rg * params.value_scale.yz;
+    let y = sample_clamped(plane0, in.luma_uv, params.luma_bounds).r;
+    let c = sample_clamped(plane1, in.chroma_uv, params.chroma_bounds).rg;
     return to_rgba(vec3<f32>(y, c));
 }
 
 // Y, Cb, Cr in three single-channel planes (yuv420p, yuv422p10, yuv444p, ...).
 @fragment
 fn fs_triplanar(in: VertexOut) -> @location(0) vec4<f32> {
-    let p = source_position(in.position.xy);
-    let y = load_luma(p).r * params.value_scale.x;
-    let q = chroma_position(p);
-    let cb = load_bilinear(plane1, q, params.chroma_clamp).r * params.value_scale.y;
-    let cr = load_bilinear(plane2, q, params.chroma_clamp).r * params.value_scale.z;
+    let y = sample_clamped(plane0, in.luma_uv, params.luma_bounds).r;
+    let cb = sample_clamped(plane1, in.chroma_uv, params.chroma_bounds).r;
+    let cr = sample_clamped(plane2, in.chroma_uv, params.chroma_bounds).r;
     return to_rgba(vec3<f32>(y, cb, cr));
 }
 
 // Luma only; the neutral chroma is folded into the offset by shader_params().
 @fragment
 fn fs_gray(in: VertexOut) -> @location(0) vec4<f32> {
-    let p = source_position(in.position.xy);
-    let y = load_luma(p).r * params.value_scale.x;
+    let y = sample_clamped(plane0, in.luma_uv, params.luma_bounds).r;
     return to_rgba(vec3<f32>(y, 0.0, 0.0));
 }
 
@@ -124,7 +177,7 @@ fn fs_gray(in: VertexOut) -> @location(0) vec4<f32> {
 fn fs_rgb(in: VertexOut) -> @location(0) vec4<f32> {
     let p = source_position(in.position.xy);
     let s = load_luma(p);
-    let rgb = to_rgba(s.rgb * params.value_scale.xyz).rgb;
+    let rgb = clamp(to_rgba(s.rgb).rgb, vec3<f32>(0.0), vec3<f32>(1.0));
     let a = clamp(s.a * params.value_scale.w + (1.0 - params.value_scale.w), 0.0, 1.0);
     return vec4<f32>(rgb, a);
 }
