@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.webgpu import webgpu_device_of
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.encode.extent import ExtentSource, VideoEncodeExtent, default_extent
@@ -315,14 +316,17 @@ class EncodeCopier:
         *,
         crop: tuple[int, int, int, int] | None = None,
         reason: str | None = None,
+        rotation: Rotation = Rotation.NONE,
     ) -> list[EncodedPlanes]:
         """Scale decoded Y'CbCr planes to the copier's size and format in one compute pass, no RGB texture.
 
         The same ring and ordering as :meth:`submit` (the two may be mixed; frames come back in submission
         order). Each output sample is read bilinearly (a filtering sampler, clamp-to-edge, positions kept
         inside the displayed texels so padding never bleeds in) at its own position: luma at the pixel,
-        chroma at the output's chroma site; the input's matrix and range become the copier's by one
-        affine transform on the samples (an identity when they agree).
+        chroma at the output's chroma site; when downscaling, as the mean of a grid of such taps over the
+        sample's footprint (an area filter, :func:`~alpha2.native_gpu.encode.params.filter_taps`). The
+        input's matrix and range become the copier's by one affine transform on the samples (an
+        identity when they agree).
 
         The planes may be reused (or released back to a pool) once this returns: the pass that reads them
         is submitted to the queue before anything later written into them.
@@ -339,6 +343,8 @@ class EncodeCopier:
             crop: source rectangle (x, y, width, height) inside ``width`` x ``height``; default all of it.
             reason: why the frame takes this route rather than a better one, counted in
                 :attr:`route_report` as a fallback (None: it is the best that applies).
+            rotation: clockwise rotation applied to the picture (the display matrix's); the copier's
+                size is the rotated one (for a quarter turn, the crop's height x width scaled).
 
         Returns:
             Finished frames, oldest first (possibly none). Release each before the next submission.
@@ -351,7 +357,9 @@ class EncodeCopier:
             ClosedError: the copier was closed.
         """
         self._check_open()
-        pipeline, bind_group, data = self._planes.prepare(views, pixel_format, colour, width, height, crop)
+        pipeline, bind_group, data = self._planes.prepare(
+            views, pixel_format, colour, width, height, crop, rotation
+        )
         slot = self._ring.take_free_slot()
         self._planes.write_params(data)
         return self._submit_pass(EncodeConversion.PLANES, slot, pipeline, bind_group, pts, reason)

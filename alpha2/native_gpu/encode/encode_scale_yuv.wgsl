@@ -10,9 +10,16 @@
 // (alpha2.gpu.colour). It is affine, so it commutes with bilinear filtering: filter first, then convert.
 //
 // Geometry ("index space", as in yuv_to_rgb.wgsl): luma sample (i, j) sits at (i, j); output pixel o maps
-// to source luma position src.xy + (o + 0.5) * src.zw - 0.5; input chroma sample (k, l) sits at luma
-// position (k * sx + off_x, l * sy + off_y). Positions are clamped to the displayed texels before the
-// (clamp-to-edge, bilinear) sampler reads them, so padding of the plane textures never bleeds in.
+// to source luma position src.xy + q * src.zw - 0.5, where q is o + 0.5 turned back by the display
+// rotation (ROTATION; q = o + 0.5 without one) into the output's unrotated axes; input chroma sample
+// (k, l) sits at luma position (k * sx + off_x, l * sy + off_y). Positions are clamped to the displayed
+// texels before the (clamp-to-edge, bilinear) sampler reads them, so padding never bleeds in.
+//
+// Downscaling: one bilinear sample per output sample is point sampling at 3x (aliasing, and noise the
+// encoder pays for), so each output sample averages a grid of bilinear taps spread evenly over its
+// footprint (one output pixel for luma, the 2 x 2 block for chroma), no more than one source texel
+// apart: an area (box) filter, exact at integer factors. The tap counts are pipeline constants (1 x 1
+// when not downscaling: the single sample of before, at no extra cost).
 //
 // One invocation writes whole words: NV12 4 x 2 output pixels (two Y words, one CbCr word with two
 // chroma pairs); P010 2 x 2 (two Y words, one CbCr word). Each output luma sample reads luma at its own
@@ -30,7 +37,7 @@ struct Params {
     m0: vec4<f32>,
     m1: vec4<f32>,
     m2: vec4<f32>,
-    // .xy: source crop origin (luma pixels); .zw: source luma pixels per output pixel.
+    // .xy: source crop origin (luma pixels); .zw: source luma pixels per output pixel (unrotated axes).
     src: vec4<f32>,
     // .xy: chroma samples per luma sample (1 / sx, 1 / sy); .zw: input siting offset (luma pixels).
     chroma_map: vec4<f32>,
@@ -55,6 +62,13 @@ override LUMA_READS_CHROMA: bool = true;
 override CHROMA_READS_LUMA: bool = true;
 // The output chroma site is the left column of its block, vertically centred (LEFT / MPEG-2 siting).
 override LEFT_SITED: bool = true;
+// Display rotation applied to the picture, in clockwise quarter turns (0..3).
+override ROTATION: u32 = 0u;
+// Taps per output sample along the output's x and y, for luma and for chroma (1: one bilinear sample).
+override LUMA_TAPS_X: u32 = 1u;
+override LUMA_TAPS_Y: u32 = 1u;
+override CHROMA_TAPS_X: u32 = 1u;
+override CHROMA_TAPS_Y: u32 = 1u;
 
 @group(0) @binding(0) var luma_tex: texture_2d<f32>;
 @group(0) @binding(1) var chroma_tex: texture_2d<f32>;
@@ -63,8 +77,28 @@ override LEFT_SITED: bool = true;
 @group(0) @binding(4) var<storage, read_write> planes: array<u32>;
 @group(0) @binding(5) var<uniform> params: Params;
 
+// Output position q (output pixels, displayed axes) -> the same point in the unrotated output's axes.
+fn unrotate(q: vec2<f32>) -> vec2<f32> {
+    let size = vec2<f32>(params.size.xy);
+    if (ROTATION == 1u) {
+        return vec2<f32>(q.y, size.x - q.x);
+    }
+    if (ROTATION == 2u) {
+        return size - q;
+    }
+    if (ROTATION == 3u) {
+        return vec2<f32>(size.y - q.y, q.x);
+    }
+    return q;
+}
+
 fn source_position(o: vec2<f32>) -> vec2<f32> {
-    return params.src.xy + (o + vec2<f32>(0.5)) * params.src.zw - vec2<f32>(0.5);
+    return params.src.xy + unrotate(o + vec2<f32>(0.5)) * params.src.zw - vec2<f32>(0.5);
+}
+
+// Offset of tap (i, j) of an n.x x n.y grid spread evenly over a footprint `extent` output pixels wide.
+fn tap_offset(i: u32, j: u32, n: vec2<u32>, extent: f32) -> vec2<f32> {
+    return ((vec2<f32>(f32(i), f32(j)) + vec2<f32>(0.5)) / vec2<f32>(n) - vec2<f32>(0.5)) * extent;
 }
 
 fn sample_luma(p: vec2<f32>, inv_size: vec2<f32>) -> f32 {
@@ -89,12 +123,28 @@ fn to_code(v: f32) -> u32 {
     return u32(clamp(floor(v + 0.5), 0.0, f32(params.mode.x))) << params.mode.y;
 }
 
+// Chroma of the output chroma sample at `o`: the mean of its taps over the 2 x 2 output block.
 fn chroma_at(o: vec2<f32>, inv_chroma: vec2<f32>) -> vec2<f32> {
-    return sample_cbcr(source_position(o), inv_chroma);
+    let n = vec2<u32>(CHROMA_TAPS_X, CHROMA_TAPS_Y);
+    var sum = vec2<f32>(0.0);
+    for (var j = 0u; j < n.y; j++) {
+        for (var i = 0u; i < n.x; i++) {
+            sum += sample_cbcr(source_position(o + tap_offset(i, j, n, 2.0)), inv_chroma);
+        }
+    }
+    return sum / f32(n.x * n.y);
 }
 
+// Luma of output pixel `o`: the mean of its taps over the pixel.
 fn luma_at(o: vec2<f32>, inv_luma: vec2<f32>) -> f32 {
-    return sample_luma(source_position(o), inv_luma);
+    let n = vec2<u32>(LUMA_TAPS_X, LUMA_TAPS_Y);
+    var sum = 0.0;
+    for (var j = 0u; j < n.y; j++) {
+        for (var i = 0u; i < n.x; i++) {
+            sum += sample_luma(source_position(o + tap_offset(i, j, n, 1.0)), inv_luma);
+        }
+    }
+    return sum / f32(n.x * n.y);
 }
 
 // Output Y code from the luma sample and the chroma at the same place (used only for a matrix change).

@@ -9,6 +9,7 @@ range turned into the output's by one affine transform of the samples). Both wri
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -24,15 +25,18 @@ from alpha2.gpu.colour import (
 )
 from alpha2.gpu.errors import UnsupportedError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Rotation
 from alpha2.native_gpu.encode.extent import round_up
 from alpha2.native_gpu.render.renderer import LayoutKind, shader_params
 
 __all__ = [
+    "MAX_TAPS",
     "PLANES_PARAMS_SIZE_BYTES",
     "RGB_PARAMS_SIZE_BYTES",
     "ROW_ALIGNMENT_BYTES",
     "ReadbackLayout",
     "ScaleYuvParams",
+    "filter_taps",
     "rgb_to_yuv_params",
     "scale_yuv_params",
 ]
@@ -45,6 +49,10 @@ RGB_PARAMS_SIZE_BYTES = 80  # 3 x vec4<f32> + 2 x vec4<u32>
 
 PLANES_PARAMS_SIZE_BYTES = 160  # 8 x vec4<f32> + 2 x vec4<u32>
 """Size of the planes pass's uniform block."""
+
+MAX_TAPS = 8
+"""Most bilinear taps per axis an output sample averages (64 in all): beyond an 8x downscale the taps
+are more than a texel apart, a little aliasing against a cost that stays bounded."""
 
 _NEGLIGIBLE_CODES = 1e-3
 """A matrix term that moves the output by less than this many codes over the whole sample range is
@@ -121,7 +129,8 @@ class ScaleYuvParams:
     """The uniform block of ``encode_scale_yuv.wgsl`` for one (input, output) combination.
 
     Index space as in :class:`~alpha2.native_gpu.render.renderer.ShaderParams`: luma sample (i, j) sits
-    at (i, j); output pixel o reads source luma position ``src_rect.xy + (o + 0.5) * scale - 0.5``.
+    at (i, j); output pixel o reads source luma position ``src_rect.xy + q * scale - 0.5``, with q the
+    pixel centre ``o + 0.5`` turned back by ``rotation`` into the unrotated output's axes.
     """
 
     layout: LayoutKind
@@ -156,6 +165,30 @@ class ScaleYuvParams:
     """Largest output code (255 or 1023)."""
     msb_shift: int
     """Output codes are shifted up by this (6 for P010)."""
+    rotation: Rotation = Rotation.NONE
+    """Clockwise rotation applied to the picture (``output_size`` is the rotated size); a pipeline
+    constant."""
+    luma_taps: tuple[int, int] = (1, 1)
+    """Bilinear taps per output pixel along the output's x and y (:func:`filter_taps`); pipeline
+    constants."""
+    chroma_taps: tuple[int, int] = (1, 1)
+    """Bilinear taps per output chroma sample (its 2 x 2 block) along x and y; pipeline constants."""
+
+    @property
+    def unrotated_size(self) -> tuple[int, int]:
+        """The output size in the source's axes (width and height swapped by a quarter turn)."""
+        ow, oh = self.output_size
+        return (oh, ow) if self.rotation in (Rotation.CW90, Rotation.CW270) else (ow, oh)
+
+    def constants(self) -> dict[str, int]:
+        """The geometry's pipeline constants (rotation in quarter turns, tap counts)."""
+        return {
+            "ROTATION": int(self.rotation) // 90,
+            "LUMA_TAPS_X": self.luma_taps[0],
+            "LUMA_TAPS_Y": self.luma_taps[1],
+            "CHROMA_TAPS_X": self.chroma_taps[0],
+            "CHROMA_TAPS_Y": self.chroma_taps[1],
+        }
 
     def to_bytes(self) -> bytes:
         """The WGSL ``Params`` struct (160 bytes, little-endian)."""
@@ -163,10 +196,11 @@ class ScaleYuvParams:
         o = self.transform.offset
         x, y, w, h = self.src_rect
         ow, oh = self.output_size
+        uw, uh = self.unrotated_size
         sx, sy = self.chroma_subsampling
         floats = (
             *m[0], o[0], *m[1], o[1], *m[2], o[2],
-            float(x), float(y), w / ow, h / oh,
+            float(x), float(y), w / uw, h / uh,
             1.0 / sx, 1.0 / sy, *self.chroma_offset,
             *self.output_chroma_site, 0.0, 0.0,
             *(float(v) for v in self.luma_clamp),
@@ -181,6 +215,17 @@ class ScaleYuvParams:
         return data
 
 
+def filter_taps(source_per_output: float) -> int:
+    """Bilinear taps along one axis for an output sample that covers ``source_per_output`` source texels.
+
+    Enough that neighbouring taps are at most one texel apart (each bilinear tap then blends the texels
+    between them: together an area filter), 1 when not downscaling, at most :data:`MAX_TAPS`.
+    """
+    if source_per_output <= 1.0:
+        return 1
+    return min(MAX_TAPS, math.ceil(source_per_output - 1e-9))
+
+
 def scale_yuv_params(
     pixel_format: PixelFormat,
     colour: ColourInfo,
@@ -193,6 +238,7 @@ def scale_yuv_params(
     colour_range: ColourRange,
     chroma_location: ChromaLocation,
     crop: tuple[int, int, int, int] | None = None,
+    rotation: Rotation = Rotation.NONE,
 ) -> ScaleYuvParams:
     """The uniform block that scales ``pixel_format`` planes to ``output_format`` at ``output_size``.
 
@@ -209,12 +255,16 @@ def scale_yuv_params(
         output_format: NV12 or P010.
         matrix, colour_range, chroma_location: the output's (resolved: LEFT or CENTER siting).
         crop: source rectangle inside ``width`` x ``height``; default the whole frame.
+        rotation: clockwise rotation applied to the picture; ``output_size`` is the rotated size.
 
     Raises:
         UnsupportedError: a gray, RGB or packed input (render it to RGBA and use ``submit`` instead).
         InvalidInputError: bad sizes or crop.
     """
-    params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=output_size)
+    out_w, out_h = output_size
+    quarter = rotation in (Rotation.CW90, Rotation.CW270)
+    unrotated = (out_h, out_w) if quarter else (out_w, out_h)
+    params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=unrotated)
     if params.layout not in (LayoutKind.BIPLANAR, LayoutKind.TRIPLANAR):
         raise UnsupportedError(
             f"EncodeCopier.submit_planes reads bi-planar (nv12, p010 ...) and tri-planar (yuv420p, "
@@ -234,7 +284,14 @@ def scale_yuv_params(
     if not chroma_reads_luma:
         m[1:, 0] = 0.0
     site = (0.5 if chroma_location is ChromaLocation.CENTER else 0.0, 0.5)
-    out_w, out_h = output_size
+    # Source texels one output pixel covers along the source's x and y, then along the output's axes.
+    _, _, src_w, src_h = params.src_rect
+    per_x, per_y = src_w / unrotated[0], src_h / unrotated[1]
+    csx, csy = params.chroma_subsampling
+    luma = (filter_taps(per_x), filter_taps(per_y))
+    chroma = (filter_taps(2 * per_x / csx), filter_taps(2 * per_y / csy))  # a 2 x 2 output block
+    if quarter:
+        luma, chroma = (luma[1], luma[0]), (chroma[1], chroma[0])
     readback = ReadbackLayout.of(out_w, out_h, output_format)
     return ScaleYuvParams(
         layout=params.layout,
@@ -252,4 +309,7 @@ def scale_yuv_params(
         uv_word_offset=readback.uv_offset_bytes // 4,
         max_code=(1 << output_format.bit_depth) - 1,
         msb_shift=output_format.msb_shift,
+        rotation=rotation,
+        luma_taps=luma,
+        chroma_taps=chroma,
     )

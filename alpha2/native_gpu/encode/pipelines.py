@@ -17,6 +17,7 @@ from typing import Any
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Rotation
 from alpha2.native_gpu.encode.extent import round_up
 from alpha2.native_gpu.encode.params import (
     PLANES_PARAMS_SIZE_BYTES,
@@ -239,7 +240,7 @@ class PlanesPass:
         self._layout: Any = None
         self._sampler: Any = None
         self._module: tuple[Any, Any] | None = None  # (pipeline layout, shader module)
-        self._pipelines: dict[tuple[bool, bool, bool], Any] = {}
+        self._pipelines: dict[tuple[Any, ...], Any] = {}
         self._bind_groups: collections.OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = (
             collections.OrderedDict()
         )
@@ -252,6 +253,7 @@ class PlanesPass:
         width: int,
         height: int,
         crop: tuple[int, int, int, int] | None,
+        rotation: Rotation = Rotation.NONE,
     ) -> tuple[Any, Any, bytes]:
         """The pipeline, bind group and uniform bytes that convert these planes; nothing is submitted.
 
@@ -259,7 +261,7 @@ class PlanesPass:
             UnsupportedError: a gray, RGB or packed input format.
             InvalidInputError: too few planes, or a bad size or crop.
         """
-        params, data = self._scale_params(pixel_format, colour, width, height, crop)
+        params, data = self._scale_params(pixel_format, colour, width, height, crop, rotation)
         triplanar = params.layout is LayoutKind.TRIPLANAR
         count = 3 if triplanar else 2
         if len(views) < count:
@@ -268,7 +270,9 @@ class PlanesPass:
                 f"got {len(views)}"
             )
         bind_group = self._bind_group(tuple(views[:count]), triplanar)
-        pipeline = self._pipeline(triplanar, params.luma_reads_chroma, params.chroma_reads_luma)
+        pipeline = self._pipeline(
+            triplanar, params.luma_reads_chroma, params.chroma_reads_luma, tuple(params.constants().items())
+        )
         return pipeline, bind_group, data
 
     def write_params(self, data: bytes) -> None:
@@ -288,8 +292,9 @@ class PlanesPass:
         width: int,
         height: int,
         crop: tuple[int, int, int, int] | None,
+        rotation: Rotation,
     ) -> tuple[ScaleYuvParams, bytes]:
-        key = (pixel_format, colour, width, height, crop)
+        key = (pixel_format, colour, width, height, crop, rotation)
         cached = self._params.get(key)
         if cached is not None:
             return cached
@@ -304,6 +309,7 @@ class PlanesPass:
             colour_range=self._colour_range,
             chroma_location=self._chroma_location,
             crop=crop,
+            rotation=rotation,
         )
         entry = (params, params.to_bytes())
         self._params[key] = entry
@@ -336,8 +342,15 @@ class PlanesPass:
             )
         return self._layout
 
-    def _pipeline(self, triplanar: bool, luma_reads_chroma: bool, chroma_reads_luma: bool) -> Any:
-        key = (triplanar, luma_reads_chroma, chroma_reads_luma)
+    def _pipeline(
+        self,
+        triplanar: bool,
+        luma_reads_chroma: bool,
+        chroma_reads_luma: bool,
+        geometry: tuple[tuple[str, int], ...] = (),
+    ) -> Any:
+        """The compute pipeline for these reads and geometry (:meth:`ScaleYuvParams.constants` items)."""
+        key = (triplanar, luma_reads_chroma, chroma_reads_luma, geometry)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
             if self._module is None:
@@ -362,6 +375,7 @@ class PlanesPass:
                         "LUMA_READS_CHROMA": int(luma_reads_chroma),
                         "CHROMA_READS_LUMA": int(chroma_reads_luma),
                         "LEFT_SITED": int(self._chroma_location is not ChromaLocation.CENTER),
+                        **dict(geometry),
                     },
                 },
             )
