@@ -38,6 +38,7 @@ from typing import Any
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
 from alpha2.native_gpu.render.params import (
     LayoutKind,
@@ -217,6 +218,7 @@ class FrameRenderer:
         one_to_one: bool = False,
         clamp_coords: bool = True,
         colour: tuple[tuple[str, float], ...] = (),
+        rotation: Rotation = Rotation.NONE,
     ) -> Any:
         """The cached render pipeline for ``kind`` writing ``output_format``.
 
@@ -227,12 +229,13 @@ class FrameRenderer:
             clamp_coords: clamp the sample positions to the displayed texels; False when those are the
                 whole textures (the sampler's clamp-to-edge does the same, for less work a pixel).
             colour: :meth:`ShaderParams.colour_constants` as sorted items; empty: the identity.
+            rotation: clockwise rotation applied to the picture (a vertex-stage constant).
         """
         if output_format not in OUTPUT_FORMATS:
             raise InvalidInputError(
                 f"output format {output_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
             )
-        key = (kind, output_format, one_to_one, clamp_coords, colour)
+        key = (kind, output_format, one_to_one, clamp_coords, colour, rotation)
         cached = self._pipelines.get(key)
         if cached is not None:
             return cached
@@ -240,7 +243,12 @@ class FrameRenderer:
         pipeline = self.device.create_render_pipeline(
             label=f"alpha2 {kind.value} -> {output_format}",
             layout=pipeline_layout,
-            vertex={"module": self._shader, "entry_point": "vs_main", "buffers": []},
+            vertex={
+                "module": self._shader,
+                "entry_point": "vs_main",
+                "buffers": [],
+                "constants": {"ROTATION": int(rotation) // 90},
+            },
             primitive={"topology": "triangle-list"},
             fragment={
                 "module": self._shader,
@@ -320,6 +328,7 @@ class FrameRenderer:
         *,
         crop: tuple[int, int, int, int] | None = None,
         output_format: str = "rgba8unorm",
+        rotation: Rotation = Rotation.NONE,
     ) -> Any:
         """Encode the render of ``planes`` into ``target`` on ``command_encoder``; the caller submits.
 
@@ -336,6 +345,9 @@ class FrameRenderer:
                 when it differs). None: a cached ``width`` x ``height`` texture of ``output_format``.
             crop: the source rectangle inside ``width`` x ``height``; default the whole frame.
             output_format: the format of the created target (ignored when ``target`` is given).
+            rotation: clockwise rotation applied to the picture (a frame's ``metadata.rotation``, from
+                its display matrix): the target shows it turned, and a created target has the turned
+                size (a quarter turn swaps width and height).
 
         Returns:
             The target texture.
@@ -360,12 +372,14 @@ class FrameRenderer:
                     f"use one of {', '.join(OUTPUT_FORMATS)}"
                 )
             crop_w, crop_h = (crop[2], crop[3]) if crop is not None else (width, height)
+            if _quarter_turn(rotation):
+                crop_w, crop_h = crop_h, crop_w
             target = self.target_texture(crop_w, crop_h, output_format)
         target_format = str(target.format)
-        size = target.size
-        params = shader_params(
-            pixel_format, colour, width, height, crop=crop, output_size=(int(size[0]), int(size[1]))
-        )
+        size = (int(target.size[0]), int(target.size[1]))
+        # The uniform block is the unrotated render's; the vertex shader turns the picture.
+        unrotated = (size[1], size[0]) if _quarter_turn(rotation) else size
+        params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=unrotated)
         for plane in planes[: kind.plane_count]:
             _check_same_device(self.device, plane, "plane texture")
         views = [self._view(p) for p in planes[: kind.plane_count]]
@@ -377,6 +391,7 @@ class FrameRenderer:
             kind is LayoutKind.RGB and params.one_to_one,
             clamp_coords,
             _colour_items(params),
+            rotation,
         )
         render_pass = command_encoder.begin_render_pass(
             color_attachments=[
@@ -405,6 +420,7 @@ class FrameRenderer:
         *,
         crop: tuple[int, int, int, int] | None = None,
         output_format: str = "rgba8unorm",
+        rotation: Rotation = Rotation.NONE,
     ) -> Any:
         """Render ``planes`` into ``target`` (or a cached texture) and submit; see :meth:`encode_render`."""
         encoder = self.device.create_command_encoder(label="alpha2 yuv_to_rgb")
@@ -418,9 +434,14 @@ class FrameRenderer:
             target,
             crop=crop,
             output_format=output_format,
+            rotation=rotation,
         )
         self.device.queue.submit([encoder.finish()])
         return result
+
+
+def _quarter_turn(rotation: Rotation) -> bool:
+    return rotation in (Rotation.CW90, Rotation.CW270)
 
 
 def _frame_args(

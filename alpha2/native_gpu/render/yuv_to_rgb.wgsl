@@ -61,6 +61,8 @@ override M20: f32 = 0.0;
 override M21: f32 = 0.0;
 override M22: f32 = 1.0;
 override O2: f32 = 0.0;
+// Display rotation applied to the picture, in clockwise quarter turns (0..3); a vertex-stage constant.
+override ROTATION: u32 = 0u;
 // The target stores what it is given (rgba16float); unorm targets clamp to 0..1 themselves.
 override CLAMP_OUTPUT: bool = true;
 
@@ -73,6 +75,8 @@ struct VertexOut {
     // Texture coordinates of the luma and the chroma sample at this pixel (not yet clamped).
     @location(0) luma_uv: vec2<f32>,
     @location(1) chroma_uv: vec2<f32>,
+    // Source luma position (index space) at this pixel: fs_rgb's manual filter reads around it.
+    @location(2) luma_pos: vec2<f32>,
 };
 
 @vertex
@@ -83,17 +87,29 @@ fn vs_main(@builtin(vertex_index) index: u32) -> VertexOut {
     var out: VertexOut;
     out.position = vec4<f32>(x, y, 0.0, 1.0);
     // Output pixel position f (framebuffer units) maps to source luma position
-    // src.xy + f * dst_map.xy - 0.5, and f * dst_map.xy = t * src.zw with t the viewport fraction.
-    let t = vec2<f32>((x + 1.0) * 0.5, (1.0 - y) * 0.5);
+    // src.xy + f * dst_map.xy - 0.5, and f * dst_map.xy = t * src.zw with t the viewport fraction
+    // (turned back by the display rotation first).
+    let t = unrotate_fraction(vec2<f32>((x + 1.0) * 0.5, (1.0 - y) * 0.5));
     let p = params.src_rect.xy + t * params.src_rect.zw - vec2<f32>(0.5);
     out.luma_uv = (p + vec2<f32>(0.5)) * params.inv_dims.xy;
     out.chroma_uv = (chroma_position(p) + vec2<f32>(0.5)) * params.inv_dims.zw;
+    out.luma_pos = p;
     return out;
 }
 
-// Source luma position (index space) of the output fragment at `frag` (pixel centre coordinates).
-fn source_position(frag: vec2<f32>) -> vec2<f32> {
-    return params.src_rect.xy + frag * params.dst_map.xy - vec2<f32>(0.5, 0.5);
+// A point of the displayed (rotated) picture, as fractions of its size -> the same point of the
+// decoded picture: ROTATION clockwise quarter turns undone. The shader's only use of the rotation.
+fn unrotate_fraction(t: vec2<f32>) -> vec2<f32> {
+    if (ROTATION == 1u) {
+        return vec2<f32>(t.y, 1.0 - t.x);
+    }
+    if (ROTATION == 2u) {
+        return vec2<f32>(1.0) - t;
+    }
+    if (ROTATION == 3u) {
+        return vec2<f32>(1.0 - t.y, t.x);
+    }
+    return t;
 }
 
 fn clamp_texel(p: vec2<i32>, limits: vec4<i32>) -> vec2<i32> {
@@ -175,8 +191,7 @@ fn fs_gray(in: VertexOut) -> @location(0) vec4<f32> {
 // carries alpha (the sample's alpha passes through) and 0 when it does not (alpha = 1).
 @fragment
 fn fs_rgb(in: VertexOut) -> @location(0) vec4<f32> {
-    let p = source_position(in.position.xy);
-    let s = load_luma(p);
+    let s = load_luma(in.luma_pos);
     let rgb = clamp(to_rgba(s.rgb).rgb, vec3<f32>(0.0), vec3<f32>(1.0));
     let a = clamp(s.a * params.value_scale.w + (1.0 - params.value_scale.w), 0.0, 1.0);
     return vec4<f32>(rgb, a);
