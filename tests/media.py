@@ -428,3 +428,24 @@ def make_interlaced_mpeg2(path: str | os.PathLike[str], frames: int = 50, rate: 
         for packet in stream.encode(None):
             out.mux(packet)
     return path
+
+
+RGB_MEANS = (0, 40, 80, 120, 160)
+"""Grey levels of the frames make_rgb_clip writes, one per frame."""
+
+
+def make_rgb_clip(path: str | os.PathLike[str], codec: str = "ffv1", pix_fmt: str = "bgr0") -> str:
+    """A clip of flat grey RGB frames at RGB_MEANS (PNG, or FFV1 bgr0 / gbrp), 64x48."""
+    path = os.fspath(path)
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream(codec, rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, pix_fmt
+        for i, level in enumerate(RGB_MEANS):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), level, np.uint8), format="rgb24")
+            frame = frame.reformat(format=pix_fmt)
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path

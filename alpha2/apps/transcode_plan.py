@@ -15,7 +15,7 @@ from alpha2.apps import pipeline
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange, TransferCharacteristic
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
-from alpha2.gpu.geometry import Size
+from alpha2.gpu.geometry import Rotation, Size
 from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 
 __all__ = [
@@ -190,6 +190,11 @@ class TranscodePlan:
     crop: tuple[int, int, int, int] | None = None
     """Source rectangle (x, y, width, height) that is encoded, pixel for pixel, when the input's odd
     sides are cut to the encoder's 4:2:0 alignment (no resampling); None: the whole picture."""
+    rotation: Rotation = Rotation.NONE
+    """Clockwise turn applied to the pixels on the GPU route (``output_size`` is the turned size; the
+    output then carries no rotation tag)."""
+    display_rotation: Rotation = Rotation.NONE
+    """Rotation written into the output's display matrix, the pixels passing through unturned."""
 
 
 def _hd(size: Size) -> bool:
@@ -215,6 +220,18 @@ def _same_matrix(a: ColourMatrix, b: ColourMatrix) -> bool:
     return a == b or (a in bt601 and b in bt601)
 
 
+def _rgb_output(input_colour: ColourInfo, out: Size) -> ColourInfo:
+    """The Y'CbCr colour RGB input is converted to: BT.709 for HD, BT.601 below, limited range."""
+    matrix = ColourMatrix.BT709 if _hd(out) else ColourMatrix.SMPTE170M
+    return ColourInfo(
+        matrix=matrix,
+        primaries=input_colour.primaries,
+        transfer=input_colour.transfer,
+        range=ColourRange.LIMITED,
+        chroma_location=ChromaLocation.LEFT,
+    )
+
+
 def plan_transcode(
     input_size: Size,
     input_format: PixelFormat,
@@ -222,20 +239,29 @@ def plan_transcode(
     options: TranscodeOptions,
     *,
     codec: str = "h264",
+    rotation: Rotation = Rotation.NONE,
+    container_holds_rotation: bool = True,
 ) -> TranscodePlan:
     """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
 
     ``codec`` is the output's codec family (``h264``, ``hevc``, ...): the default depth depends on it.
+    ``rotation`` is the input's display rotation: a passthrough tags it (where the output container
+    holds a display matrix, ``container_holds_rotation``), processing turns the pixels; ``--size``
+    fits the picture as displayed. RGB input is never passed through as RGB: the encoder is handed
+    Y'CbCr converted by a matrix the output is tagged with.
 
     Raises:
         UnsupportedError: the asked colour cannot be written by the encode copier.
     """
+    quarter = rotation in (Rotation.CW90, Rotation.CW270)
+    shown = input_size.transposed() if quarter else input_size
     w, h = input_size.width, input_size.height
     reasons: list[str] = []
     crop: tuple[int, int, int, int] | None = None
     if options.size is not None:
-        out = pipeline.fit_inside(w, h, options.size)
-        if out != input_size:
+        out = pipeline.fit_inside(shown.width, shown.height, options.size)
+        if out != shown:
+            w, h = shown.width, shown.height
             reasons.append(
                 f"scale {w}x{h} -> {out.width}x{out.height} (fit in {options.size.width}x"
                 f"{options.size.height})"
@@ -250,6 +276,14 @@ def plan_transcode(
         )
     else:
         out = input_size
+    if quarter and options.size is None:
+        out = out.transposed()
+    if rotation is not Rotation.NONE and not container_holds_rotation:
+        reasons.append(
+            f"turn the picture {int(rotation)} degrees clockwise: the container holds no display matrix"
+        )
+    elif rotation is not Rotation.NONE and reasons:
+        reasons.append(f"turn the picture {int(rotation)} degrees clockwise (its display matrix)")
     explicit = options.colour not in (ColourChoice.AUTO, ColourChoice.KEEP)
     if explicit:
         matrix, rng, _ = _wanted_matrix(options.colour, input_colour, out)
@@ -258,6 +292,30 @@ def plan_transcode(
     if options.gpu:
         reasons.append("--gpu asks for GPU processing")
     depth, depth_note = output_depth(input_format, input_colour, codec, options.depth)
+    kept = (
+        f"; the {int(rotation)} degree rotation stays a display-matrix tag"
+        if rotation is not Rotation.NONE and not reasons
+        else ""
+    )
+    if not reasons and input_format.is_rgb:
+        # An RGB picture into a Y'CbCr encoder: converted by a known matrix, and tagged with it.
+        passed = ten_bit_format(PixelFormat.YUV420P) if depth > 8 else PixelFormat.YUV420P
+        rgb_colour = _rgb_output(input_colour, input_size)
+        return TranscodePlan(
+            passthrough=True,
+            reason=(
+                f"passthrough: same size; the encoder takes {passed.ffmpeg_name}, converted from "
+                f"{input_format.ffmpeg_name} by the {rgb_colour.matrix.name} matrix, limited range{kept}"
+            ),
+            input_size=input_size,
+            output_size=input_size,
+            input_format=input_format,
+            output_format=passed,
+            input_colour=input_colour,
+            output_colour=rgb_colour,
+            depth_note=depth_note,
+            display_rotation=rotation,
+        )
     if not reasons:
         passed = input_format
         reason = "passthrough: same size, pixel format and colour; frames go straight to the encoder"
@@ -271,7 +329,7 @@ def plan_transcode(
             reason = f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} (--depth 10)"
         return TranscodePlan(
             passthrough=True,
-            reason=reason,
+            reason=reason + kept,
             input_size=input_size,
             output_size=input_size,
             input_format=input_format,
@@ -279,6 +337,7 @@ def plan_transcode(
             input_colour=input_colour,
             output_colour=input_colour,
             depth_note=depth_note,
+            display_rotation=rotation,
         )
     matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
     if matrix not in WRITABLE_MATRICES or rng is ColourRange.UNSPECIFIED:
@@ -314,4 +373,5 @@ def plan_transcode(
         output_colour=output_colour,
         depth_note=depth_note,
         crop=crop,
+        rotation=rotation,
     )

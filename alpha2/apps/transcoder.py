@@ -45,13 +45,13 @@ from alpha2.apps.transcode_plan import (
 )
 from alpha2.apps.transcode_report import decode_dict, input_notes, summary_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
-from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS, output_container
+from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS, ROTATION_CONTAINERS, output_container
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Size
+from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
@@ -287,6 +287,7 @@ class _Transcoder:
             if plan.passthrough and plan.output_format is not plan.input_format
             else None,
             interlaced=self._interlaced and plan.passthrough,
+            display_rotation=plan.display_rotation,
         )
         encoder = session.encoder
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
@@ -339,7 +340,13 @@ class _Transcoder:
             self._first = first  # released in teardown if a failure comes before the loop takes it
             codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
             plan = plan_transcode(
-                Size(first.width, first.height), first.pixel_format, first.colour, self.options, codec=codec
+                Size(first.width, first.height),
+                first.pixel_format,
+                first.colour,
+                self.options,
+                codec=codec,
+                rotation=first.metadata.rotation,
+                container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
             )
             self.stats.plan = plan
             self._interlaced = first.metadata.interlaced
@@ -375,7 +382,9 @@ class _Transcoder:
             unsupported=(
                 "the plan crops odd sides pixel for pixel, which swscale would resample"
                 if plan.crop is not None
-                else swscale_unsupported_reason(first.pixel_format, first.colour, plan.output_colour)
+                else swscale_unsupported_reason(
+                    first.pixel_format, first.colour, plan.output_colour, plan.rotation
+                )
             ),
             device=self.gpu_device,
         )
@@ -447,7 +456,7 @@ class _Transcoder:
                 raise
             t1 = clock()
             try:
-                ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop)
+                ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop, plan.rotation)
             finally:
                 lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
@@ -499,7 +508,12 @@ class _Transcoder:
         return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
 
     def _convert(
-        self, parts: _GpuParts, imported: Any, pts: int | None, crop: tuple[int, int, int, int] | None = None
+        self,
+        parts: _GpuParts,
+        imported: Any,
+        pts: int | None,
+        crop: tuple[int, int, int, int] | None = None,
+        rotation: Rotation = Rotation.NONE,
     ) -> tuple[list[Any], float]:
         """Submit one imported frame to the copier by the route the encode room chooses for its format;
         returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
@@ -515,12 +529,20 @@ class _Transcoder:
                 pts,
                 crop=crop,
                 reason=route.reason,
+                rotation=rotation,
             )
             return ready, 0.0
         start = time.perf_counter()
         target = parts.rgba_target()
         parts.renderer.render(
-            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target, crop=crop
+            imported.views,
+            imported.pixel_format,
+            imported.colour,
+            size.width,
+            size.height,
+            target,
+            crop=crop,
+            rotation=rotation,
         )
         rendered = time.perf_counter() - start
         return parts.copier.submit(target, pts, reason=route.reason), rendered

@@ -46,11 +46,13 @@ from alpha2.ffmpeg_bridge.encoders import (
     preferred_encoders,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 from alpha2.native_gpu.encode.planes import EncodedPlanes
 
@@ -58,6 +60,7 @@ __all__ = [
     "ENCODER_PREFERENCE",
     "INTERLACED_ENCODERS",
     "OUTPUT_CONTAINERS",
+    "ROTATION_CONTAINERS",
     "EncodeSession",
     "EncodeStats",
     "EncoderChoice",
@@ -80,6 +83,11 @@ OUTPUT_CONTAINERS: dict[str, str] = {
     ".nut": "nut",
 }
 """Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
+
+
+ROTATION_CONTAINERS = frozenset({"mp4", "mov", "matroska", "webm"})
+"""Muxers that store a display matrix (MP4 / MOV track matrix, Matroska projection): a rotation tag
+survives in them; MPEG-TS, AVI and NUT drop it."""
 
 
 def output_container(path: str | os.PathLike[str]) -> str:
@@ -261,6 +269,12 @@ class EncodeSession:
         gop_size: Key frame interval in frames.
         interlaced: Code the frames as interlaced (field order from each frame) where the encoder can
             (:data:`INTERLACED_ENCODERS`); others code them progressive.
+        display_rotation: Clockwise rotation a player applies, stored as the stream's display matrix
+            (only in :data:`ROTATION_CONTAINERS`).
+
+    RGB frames handed to a Y'CbCr encoder are converted by the session's matrix and range where those
+    are Y'CbCr ones, else BT.709 / BT.601 limited (:func:`~alpha2.ffmpeg_bridge.scale.yuv_colour_for_rgb`),
+    and the stream is tagged with what they were converted by.
     """
 
     def __init__(
@@ -284,6 +298,7 @@ class EncodeSession:
         audio_rate: int | None = None,
         audio_channels: int = 2,
         interlaced: bool = False,
+        display_rotation: Rotation = Rotation.NONE,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -314,7 +329,9 @@ class EncodeSession:
             directory, name = os.path.split(self.path)
             stem, ext = os.path.splitext(name)
             if container_format is None:
-                output_container(name)  # refused here, before anything is opened or written
+                container_format_name = output_container(name)  # refused here, before anything is written
+            else:
+                container_format_name = container_format
             if not os.path.isdir(directory):
                 raise InvalidInputError(f"output directory {directory!r} does not exist")
             self._tmp_path: str | None = os.path.join(
@@ -329,6 +346,14 @@ class EncodeSession:
             self.path = None
             self._tmp_path = None
             self._file = path_or_file
+            container_format_name = container_format
+        if display_rotation is not Rotation.NONE and container_format_name not in ROTATION_CONTAINERS:
+            raise InvalidInputError(
+                f"the {container_format_name} container holds no display rotation; write "
+                f"{', '.join(sorted(ROTATION_CONTAINERS))}, or turn the pixels"
+            )
+        self._display_rotation = display_rotation
+        self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
         self._width, self._height = width, height
         self._pixel_format = pixel_format
         self._crf, self._bitrate, self._preset = crf, bitrate, preset
@@ -410,6 +435,8 @@ class EncodeSession:
         pix_name = self._encoder_pixel_format(first_format)
         self._pixel_format = PixelFormat.from_ffmpeg_name(pix_name)
         colour = self._colour if self._colour is not None else first_colour
+        if first_format.is_rgb and not self._pixel_format.is_rgb:
+            colour = self._rgb_colour = yuv_colour_for_rgb(colour, width, height)
         target: Any = self._tmp_path if self._tmp_path is not None else self._file
         try:
             out = av.open(target, mode="w", format=self._container_format)
@@ -425,6 +452,8 @@ class EncodeSession:
             cc.pix_fmt = pix_name
             cc.time_base = self.time_base
             stream.time_base = self.time_base
+            if self._display_rotation is not Rotation.NONE:
+                stream.set_display_rotation(-int(self._display_rotation))  # PyAV takes counter-clockwise
             if self._gop_size is not None:
                 cc.gop_size = self._gop_size
             if self._interlaced and self.encoder.name in INTERLACED_ENCODERS:
@@ -637,6 +666,9 @@ class EncodeSession:
                 )
             if self._out is None:
                 self._open(self._width or av_frame.width, self._height or av_frame.height, fmt, colour)
+            if self._rgb_colour is not None and fmt.is_rgb:
+                assert self._pixel_format is not None
+                av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
             av_frame.pts = pts
             av_frame.time_base = self.time_base
             self._last_pts = pts

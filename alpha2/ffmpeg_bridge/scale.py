@@ -18,10 +18,16 @@ from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Size
+from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.surfaces import SurfaceIdentity
 
-__all__ = ["SWSCALE_MATRICES", "scale_frame", "swscale_unsupported_reason"]
+__all__ = [
+    "SWSCALE_MATRICES",
+    "rgb_to_yuv_frame",
+    "scale_frame",
+    "swscale_unsupported_reason",
+    "yuv_colour_for_rgb",
+]
 
 SWSCALE_MATRICES: dict[ColourMatrix, Colorspace] = {
     ColourMatrix.BT709: Colorspace.ITU709,
@@ -36,14 +42,53 @@ SWSCALE_MATRICES: dict[ColourMatrix, Colorspace] = {
 _RANGES = {ColourRange.LIMITED: ColorRange.MPEG, ColourRange.FULL: ColorRange.JPEG}
 
 
+_HD_HEIGHT = 720
+
+
+def yuv_colour_for_rgb(colour: ColourInfo | None, width: int, height: int) -> ColourInfo:
+    """The Y'CbCr colour an RGB picture is converted to and tagged with for a Y'CbCr encoder.
+
+    The asked matrix and range where the matrix is a Y'CbCr one swscale has; otherwise BT.709 for HD
+    (720 lines or 1280 columns), BT.601 (SMPTE 170M) below, limited range (what players assume).
+    """
+    base = colour if colour is not None else ColourInfo()
+    if base.matrix in SWSCALE_MATRICES:
+        rng = base.range if base.range in _RANGES else ColourRange.LIMITED
+        return dataclasses.replace(base, range=rng)
+    hd = height >= _HD_HEIGHT or width >= 1280
+    matrix = ColourMatrix.BT709 if hd else ColourMatrix.SMPTE170M
+    return dataclasses.replace(base, matrix=matrix, range=ColourRange.LIMITED)
+
+
+def rgb_to_yuv_frame(frame: av.VideoFrame, pixel_format: str, colour: ColourInfo) -> av.VideoFrame:
+    """An RGB frame in ``pixel_format`` (Y'CbCr) by ``colour``'s matrix and range (swscale), pts kept.
+
+    PyAV's own conversion in ``encode`` would take BT.601 and leave the stream tagged as RGB.
+    """
+    out = frame.reformat(
+        format=pixel_format,
+        dst_colorspace=SWSCALE_MATRICES[colour.matrix],
+        dst_color_range=_RANGES[colour.range],
+    )
+    out.pts, out.time_base = frame.pts, frame.time_base
+    return out
+
+
 def swscale_unsupported_reason(
-    input_format: PixelFormat, input_colour: ColourInfo, output_colour: ColourInfo
+    input_format: PixelFormat,
+    input_colour: ColourInfo,
+    output_colour: ColourInfo,
+    rotation: Rotation = Rotation.NONE,
 ) -> str | None:
     """Why swscale cannot do this conversion as the GPU route does (None: it can)."""
     name = input_format.ffmpeg_name
-    if not name.startswith(("yuv", "nv", "p0", "p2", "p4")):
-        return f"swscale is used here for Y'CbCr inputs only, not {name}"
-    for what, colour in (("input", input_colour), ("output", output_colour)):
+    if rotation is not Rotation.NONE:
+        return f"the picture is turned {int(rotation)} degrees, which the GPU route does in its sampling"
+    rgb = input_format.is_rgb
+    if not rgb and not name.startswith(("yuv", "nv", "p0", "p2", "p4")):
+        return f"swscale is used here for Y'CbCr and RGB inputs only, not {name}"
+    checks = (("output", output_colour),) if rgb else (("input", input_colour), ("output", output_colour))
+    for what, colour in checks:
         if colour.matrix not in SWSCALE_MATRICES:
             return f"swscale has no {colour.matrix.name} matrix (the {what}'s)"
         if colour.range not in _RANGES:
@@ -70,17 +115,28 @@ def scale_frame(
     why = swscale_unsupported_reason(frame.pixel_format, frame.colour, colour)
     if why is not None:
         raise UnsupportedError(why)
-    same_matrix = SWSCALE_MATRICES[frame.colour.matrix] is SWSCALE_MATRICES[colour.matrix]
-    scaled = source.reformat(
-        width=size.width,
-        height=size.height,
-        format=pixel_format.ffmpeg_name,
-        src_colorspace=None if same_matrix else SWSCALE_MATRICES[frame.colour.matrix],
-        dst_colorspace=None if same_matrix else SWSCALE_MATRICES[colour.matrix],
-        interpolation=Interpolation.BILINEAR,
-        src_color_range=_RANGES[frame.colour.range],
-        dst_color_range=_RANGES[colour.range],
-    )
+    if frame.pixel_format.is_rgb:
+        # RGB has no matrix of its own: swscale converts it by the output's.
+        scaled = source.reformat(
+            width=size.width,
+            height=size.height,
+            format=pixel_format.ffmpeg_name,
+            dst_colorspace=SWSCALE_MATRICES[colour.matrix],
+            interpolation=Interpolation.BILINEAR,
+            dst_color_range=_RANGES[colour.range],
+        )
+    else:
+        same_matrix = SWSCALE_MATRICES[frame.colour.matrix] is SWSCALE_MATRICES[colour.matrix]
+        scaled = source.reformat(
+            width=size.width,
+            height=size.height,
+            format=pixel_format.ffmpeg_name,
+            src_colorspace=None if same_matrix else SWSCALE_MATRICES[frame.colour.matrix],
+            dst_colorspace=None if same_matrix else SWSCALE_MATRICES[colour.matrix],
+            interpolation=Interpolation.BILINEAR,
+            src_color_range=_RANGES[frame.colour.range],
+            dst_color_range=_RANGES[colour.range],
+        )
     metadata = dataclasses.replace(frame.metadata, display_size=size, coded_size=size)
     identity = SurfaceIdentity(
         decoder_id=frame.identity.decoder_id,
