@@ -95,3 +95,19 @@ def test_rgb_inputs_keep_their_levels(tmp_path: Path, codec: str, pix_fmt: str, 
             format="rgb24", src_colorspace=_AV_MATRIX[frame.colorspace], src_color_range="MPEG"
         ).to_ndarray()
         assert abs(float(rgb.mean()) - level) <= 1.5, (float(rgb.mean()), level)
+
+
+@pytest.mark.vulkan
+def test_play_snapshot_shows_the_rotation(tmp_path: Path) -> None:
+    pytest.importorskip("wgpu")
+    from alpha2.apps.player import PlayOptions, play
+
+    clip = make_clip(tmp_path / "rot.mkv", codec="ffv1", width=64, height=32, frames=2, rotation_ccw=-90)
+    snap = tmp_path / "snap.png"
+    stats = play(clip.path, PlayOptions(offscreen=True, snapshot=str(snap), hwaccel="none"))
+    assert stats.size == Size(32, 64)
+    with av.open(str(snap)) as png, av.open(str(clip.path)) as src:
+        got = next(png.decode(video=0)).to_ndarray(format="gray").astype(np.int32)
+        ref = next(src.decode(video=0)).to_ndarray(format="gray").astype(np.int32)
+    assert got.shape == (64, 32)
+    assert np.abs(got - np.rot90(ref, -1)).mean() < 6

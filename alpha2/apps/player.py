@@ -26,7 +26,7 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
-from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, letterbox
+from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, displayed_size, letterbox
 from alpha2.apps.window import WindowPlayback as _WindowPlayback
 from alpha2.ffmpeg_bridge import DecodeSession, media_kinds
 from alpha2.gpu.errors import InvalidInputError
@@ -322,6 +322,7 @@ class _Player:
                 size.height,
                 target,
                 output_format=output_format,
+                rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
             )
         finally:
             lease.release()
@@ -380,7 +381,7 @@ class _Player:
         total = decoder.info.frame_count
         self.progress.start(limit if limit is not None else total)
         while frame is not None:
-            stats.size = Size(frame.width, frame.height)
+            stats.size = displayed_size(frame)
             pts_s = frame.pts_seconds
             target = self._render(frame)
             if snapshot_path is not None and stats.snapshot is None:

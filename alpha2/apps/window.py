@@ -22,14 +22,27 @@ from alpha2.apps.avsync import AVScheduler
 from alpha2.ffmpeg_bridge import media_kinds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Rect, Size
+from alpha2.gpu.geometry import Rect, Rotation, Size
 
-__all__ = ["SEEK_STEPS_S", "VOLUME_STEP", "AudioOnlyPlayback", "WindowPlayback", "letterbox"]
+__all__ = [
+    "SEEK_STEPS_S",
+    "VOLUME_STEP",
+    "AudioOnlyPlayback",
+    "WindowPlayback",
+    "displayed_size",
+    "letterbox",
+]
 
 SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -30.0, "ArrowUp": 30.0}
 """Seek per arrow key, in seconds."""
 VOLUME_STEP = 0.1
 """Volume change per 9 / 0 key press."""
+
+
+def displayed_size(frame: DecodedFrame) -> Size:
+    """The frame's size as shown: width and height swapped by a quarter-turn display rotation."""
+    size = Size(frame.width, frame.height)
+    return size.transposed() if frame.metadata.rotation in (Rotation.CW90, Rotation.CW270) else size
 
 
 def letterbox(frame: Size, window: Size) -> Rect:
@@ -122,7 +135,7 @@ class WindowPlayback(_Keys):
             raise InvalidInputError(f"{player.source!r} has no decodable video frame")
         self.pending = first
         player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
-        stats.size = Size(first.width, first.height)
+        stats.size = displayed_size(first)
         window = size if size is not None else stats.size
         self.canvas = backend.RenderCanvas(
             title=f"alpha2 play - {os.path.basename(player.source)}",
@@ -243,7 +256,7 @@ class WindowPlayback(_Keys):
             self.last_window = window
         pts = (frame.pts_seconds or 0.0) if frame is not None else 0.0
         if frame is not None:
-            box = letterbox(Size(frame.width, frame.height), window)
+            box = letterbox(displayed_size(frame), window)
             target = player.renderer.target_texture(box.width, box.height, self.render_format)
             self.shown = (player._render(frame, target), box)
         if self.shown is None:
