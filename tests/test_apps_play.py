@@ -157,10 +157,11 @@ def test_png_writer_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.mark.vulkan
+@pytest.mark.parametrize("gpu", [False, True])
 @pytest.mark.parametrize("at_s", [None, 0.2])
-def test_snapshot_matches_ffmpeg(clip: str, tmp_path: Path, at_s: float | None) -> None:
+def test_snapshot_matches_ffmpeg(clip: str, tmp_path: Path, at_s: float | None, gpu: bool) -> None:
     out = tmp_path / "snap.png"
-    stats = play(clip, PlayOptions(snapshot=str(out), at_s=at_s), environ=NO_DISPLAY)
+    stats = play(clip, PlayOptions(snapshot=str(out), at_s=at_s, gpu=gpu), environ=NO_DISPLAY)
     assert stats.snapshot == str(out) and out.exists()
     assert stats.frames == 1 and stats.mode == "offscreen"
     got = read_png(out)

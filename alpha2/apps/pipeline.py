@@ -43,8 +43,16 @@ __all__ = [
 ]
 
 
-QUIET_ENCODER_OPTIONS: dict[str, dict[str, str]] = {"libx265": {"x265-params": "log-level=error"}}
-"""Encoder options that keep an encoder library from printing its banner on every run."""
+ENCODER_OPTIONS: dict[str, dict[str, str]] = {
+    # PyAV opens encoders with slice threading only, which libx264 takes as sliced threads (slower, and a
+    # different stream from ffmpeg's); the ffmpeg command's default is frame threads: the same here.
+    "libx264": {"thread_type": "frame"},
+    "libx265": {"x265-params": "log-level=error"},
+}
+"""Encoder options alpha2 always passes: x264 threaded as by the ffmpeg command, x265 without its banner."""
+
+QUIET_ENCODER_OPTIONS = ENCODER_OPTIONS
+"""The earlier name of :data:`ENCODER_OPTIONS`."""
 
 
 # ---------------------------------------------------------------------------------------------------

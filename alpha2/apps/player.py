@@ -81,6 +81,8 @@ class PlayOptions:
     """Play the sound (the master clock) when there is a stream and a device; ``--no-audio`` turns it off."""
     volume: float = 1.0
     """Initial volume factor, 0..2."""
+    gpu: bool = False
+    """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.volume <= 2.0:
@@ -120,6 +122,7 @@ class PlayStats:
     clock: dict[str, Any] = field(default_factory=lambda: dict(_NO_CLOCK))
     sync: dict[str, Any] | None = None
     audio_seconds: float | None = None
+    snapshot_route: dict[str, Any] | None = None
 
     @property
     def fps(self) -> float:
@@ -150,6 +153,7 @@ class PlayStats:
             "size": None if self.size is None else [self.size.width, self.size.height],
             "snapshot": self.snapshot,
             "snapshot_pts_s": self.snapshot_pts_s,
+            "snapshot_route": self.snapshot_route,
             "device": self.device,
             "hwaccel": self.hwaccel,
             "import_report": self.import_report,
@@ -179,6 +183,10 @@ class PlayStats:
             lines.append(f"  device: {self.device['implementation']} on {self.device['adapter']}")
         if self.snapshot:
             lines.append(f"  snapshot: {self.snapshot} (frame at {self.snapshot_pts_s:.3f} s)")
+        if self.snapshot_route:
+            lines.append(
+                f"  snapshot route: {self.snapshot_route['route']} ({self.snapshot_route['reason']})"
+            )
         return "\n".join(lines)
 
 
@@ -356,6 +364,15 @@ class _Player:
         from alpha2.native_gpu.render.renderer import gpu_module_of, read_texture_rgba
 
         stats, options = self.stats, self.options
+        if options.snapshot is not None and stats.snapshot_route is None:
+            from alpha2.apps.snapshot_cpu import SnapshotRouteKind, choose_snapshot_route, snapshot_on_cpu
+
+            route = choose_snapshot_route(forced_gpu=options.gpu, hwaccel=options.hwaccel)
+            stats.snapshot_route = route.as_dict()
+            if route.kind is SnapshotRouteKind.SWSCALE:
+                done = snapshot_on_cpu(self, route, reason)
+                if done is not None:
+                    return done
         stats.mode, stats.mode_reason = "offscreen", reason
         snapshot_path = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
         timer = pipeline.RunTimer()
@@ -487,6 +504,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="V",
         help="initial volume factor 0..2 (9/0 keys, m mutes)",
     )
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="render the snapshot on the GPU even on a CPU device (default: swscale)",
+    )
     parser.add_argument("--stats", action="store_true", help="print frames, fps, paths and bytes at the end")
     parser.add_argument("--json", action="store_true", help="print the stats as JSON at the end")
     parser.set_defaults(func=run)
@@ -509,6 +531,7 @@ def run(args: argparse.Namespace) -> int:
         hwaccel=args.hwaccel,
         audio=args.audio,
         volume=args.volume,
+        gpu=args.gpu,
     )
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play(source, options, progress=progress)

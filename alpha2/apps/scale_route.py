@@ -56,20 +56,29 @@ def _vulkan_candidates() -> Sequence[Any]:
 
 
 def cpu_device_reason(
-    device: Any = None, candidates: Callable[[], Sequence[Any]] = _vulkan_candidates
+    device: Any = None, candidates: Callable[[], Sequence[Any]] | None = None
 ) -> str | None:
     """Why the GPU alpha2 would work on is a CPU device (None: it is a GPU, or unknown).
 
     Args:
-        device: the alpha2 Device already made (its Vulkan candidate's type decides); None: the usable
-            Vulkan candidates decide (ALPHA2_GPU_ADAPTER honoured): CPU when none is a GPU.
-        candidates: where the candidates come from (for tests).
+        device: the alpha2 Device already made (its Vulkan candidate's type decides); None: decided
+            without making one: first from the GPU device nodes (no Vulkan call,
+            :func:`~alpha2.native_gpu.device.cpu_only.cpu_only_reason`), else from the usable Vulkan
+            candidates (ALPHA2_GPU_ADAPTER honoured): CPU when none is a GPU.
+        candidates: where the candidates come from (for tests; given, the device nodes are not looked at).
     """
     if device is not None:
         candidate = device.vulkan_candidate
         if candidate is not None and candidate.device_type is AdapterType.CPU:
             return f"the device {candidate.name!r} is a CPU Vulkan device"
         return None
+    if candidates is None:
+        from alpha2.native_gpu.device.cpu_only import cpu_only_reason
+
+        cheap = cpu_only_reason()
+        if cheap is not None:
+            return cheap
+        candidates = _vulkan_candidates
     try:
         found = list(candidates())
     except Exception:  # no Vulkan loader: the GPU route would fail to find a device anyway
@@ -92,7 +101,7 @@ def choose_scale_route(
     forced_gpu: bool,
     unsupported: str | None,
     device: Any = None,
-    candidates: Callable[[], Sequence[Any]] = _vulkan_candidates,
+    candidates: Callable[[], Sequence[Any]] | None = None,
 ) -> ScaleRoute:
     """The route for a transcode that processes frames (not a passthrough).
 
@@ -122,11 +131,12 @@ def run_swscale(transcoder: Any, first: DecodedFrame, plan: Any) -> None:
     """The transcoder's loop on the swscale route: decode, scale and convert on the CPU, encode."""
     import time
 
-    from alpha2.ffmpeg_bridge.scale import scale_frame
+    from alpha2.ffmpeg_bridge.scale import FrameScaler
 
     decoder, session, stats = transcoder.decoder, transcoder.session, transcoder.stats
     add = stats.stages.add
     clock = time.perf_counter
+    scale_frame = FrameScaler(plan.output_size, plan.output_format, plan.output_colour)
     note = f"swscale {plan.output_size.width}x{plan.output_size.height} {plan.output_format.ffmpeg_name}"
     frame: DecodedFrame | None = first
     while frame is not None:
@@ -136,7 +146,7 @@ def run_swscale(transcoder: Any, first: DecodedFrame, plan: Any) -> None:
         t0 = clock()
         try:
             pts = transcoder._pts(frame)
-            scaled = scale_frame(frame, plan.output_size, plan.output_format, plan.output_colour)
+            scaled = scale_frame(frame)
         finally:
             frame.release()
         t1 = clock()
