@@ -46,12 +46,14 @@ from alpha2.ffmpeg_bridge.encoders import (
     preferred_encoders,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
+from alpha2.gpu.hdr import HdrMetadata
 from alpha2.native_gpu.encode.planes import EncodedPlanes
 
 __all__ = [
@@ -261,6 +263,9 @@ class EncodeSession:
         gop_size: Key frame interval in frames.
         interlaced: Code the frames as interlaced (field order from each frame) where the encoder can
             (:data:`INTERLACED_ENCODERS`); others code them progressive.
+        hdr: HDR static metadata (mastering display, content light level) to write into the stream,
+            through the encoder's own parameters (libx265, libsvtav1; :func:`~alpha2.ffmpeg_bridge.hdr.
+            hdr_encoder_options`); never on 8 bits. :attr:`hdr_note` says what happened.
     """
 
     def __init__(
@@ -284,6 +289,7 @@ class EncodeSession:
         audio_rate: int | None = None,
         audio_channels: int = 2,
         interlaced: bool = False,
+        hdr: HdrMetadata | None = None,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -338,6 +344,9 @@ class EncodeSession:
         self._options = dict(options or {})
         self._gop_size = gop_size
         self._interlaced = interlaced
+        self._hdr = hdr
+        self.hdr_note: str | None = None
+        """What became of ``hdr`` (written by the encoder's own parameters, or why not); set on open."""
         self._out: av.container.OutputContainer | None = None
         self._vstream: av.video.stream.VideoStream | None = None
         self._audio_in: av.container.InputContainer | None = None
@@ -450,6 +459,12 @@ class EncodeSession:
                 opts.setdefault(spec.preset_option, str(self._preset))
             if self._bitrate is not None:
                 cc.bit_rate = int(self._bitrate)
+            if self._hdr is not None:
+                # PyAV cannot attach the side data to a stream: the encoders' own parameters carry it.
+                written = hdr_encoder_options(
+                    self.encoder.name, self._hdr, opts, bit_depth=self._pixel_format.bit_depth
+                )
+                opts, self.hdr_note = written.options, written.reason
             cc.options = opts
             self._vstream = stream
             if self._audio_path is not None:
