@@ -139,6 +139,7 @@ class TranscodeStats:
             "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
             "output_colour": None if plan is None else _colour_dict(plan.output_colour),
+            "colour_note": None if plan is None else plan.colour_note,
             "depth_reduced": None if plan is None else plan.depth_note,
             "encoder": self.encoder,
             "hwaccel": self.hwaccel,
@@ -205,13 +206,19 @@ class _GpuParts:
     """The FrameRenderer of the RGBA route, made for the first frame that needs it."""
     target: Any = None
     """The RGBA texture it renders into."""
+    output_colour: ColourInfo | None = None
+    """The output's colour: the renderer's colour target (an HDR input tone mapped to it when SDR)."""
+    tone_map: bool = False
+    """Every frame takes the RGBA route: the colour-managed renderer tone maps HDR to SDR."""
 
     def rgba_target(self) -> Any:
         """The RGBA texture of the RGBA route (the renderer and texture are made on first use)."""
         if self.renderer is None:
+            from alpha2.gpu.colour_manage import ColourTarget
             from alpha2.native_gpu.render.renderer import FrameRenderer
 
-            self.renderer = FrameRenderer(self.device)
+            target = ColourTarget.of(self.output_colour) if self.output_colour is not None else None
+            self.renderer = FrameRenderer(self.device, colour_target=target)
             self.target = self.renderer.target_texture(
                 self.copier.width, self.copier.height, "rgba16float" if self.ten_bit else "rgba8unorm"
             )
@@ -287,6 +294,7 @@ class _Transcoder:
             if plan.passthrough and plan.output_format is not plan.input_format
             else None,
             interlaced=self._interlaced and plan.passthrough,
+            hdr=self._first.metadata.hdr if plan.keeps_hdr and self._first is not None else None,
         )
         encoder = session.encoder
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
@@ -496,7 +504,15 @@ class _Transcoder:
         )
         self._gpu_objects.insert(0, copier)
         self.stats.stages.add("setup", time.perf_counter() - start)
-        return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
+        return _GpuParts(
+            device,
+            importer,
+            copier,
+            takes_cuda,
+            plan.output_format is PixelFormat.P010,
+            output_colour=plan.output_colour,
+            tone_map=plan.tone_map,
+        )
 
     def _convert(
         self, parts: _GpuParts, imported: Any, pts: int | None, crop: tuple[int, int, int, int] | None = None
@@ -505,7 +521,7 @@ class _Transcoder:
         returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
         route = choose_encode_route(imported.pixel_format, encoder_takes_cuda=parts.takes_cuda)
         size = imported.metadata.display_size
-        if route.pairing.conversion is EncodeConversion.PLANES:
+        if route.pairing.conversion is EncodeConversion.PLANES and not parts.tone_map:
             ready = parts.copier.submit_planes(
                 imported.views,
                 imported.pixel_format,
@@ -520,10 +536,20 @@ class _Transcoder:
         start = time.perf_counter()
         target = parts.rgba_target()
         parts.renderer.render(
-            imported.views, imported.pixel_format, imported.colour, size.width, size.height, target, crop=crop
+            imported.views,
+            imported.pixel_format,
+            imported.colour,
+            size.width,
+            size.height,
+            target,
+            crop=crop,
+            hdr=imported.metadata.hdr,
         )
         rendered = time.perf_counter() - start
-        return parts.copier.submit(target, pts, reason=route.reason), rendered
+        reason = route.reason
+        if parts.tone_map and route.pairing.conversion is EncodeConversion.PLANES:
+            reason = "HDR -> SDR tone mapping runs in the colour-managed renderer (RGBA route)"
+        return parts.copier.submit(target, pts, reason=reason), rendered
 
     def _drain(self, ready: list[Any]) -> None:
         """Encode the planes the copier handed back, oldest first, releasing each."""
@@ -687,6 +713,9 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="output bits per sample (default auto: 8, or 10 for HDR into hevc, av1 or vp9)",
     )
+    parser.add_argument(
+        "--sdr", action="store_true", help="tone map an HDR (PQ, HLG) input to SDR BT.709 (as --colour bt709)"
+    )
     parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
     parser.add_argument(
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
@@ -708,6 +737,7 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         colour=ColourChoice(args.colour),
         gpu=args.gpu,
         depth=DepthChoice(args.depth),
+        sdr=getattr(args, "sdr", False),
     )
 
 
