@@ -89,6 +89,11 @@ def _colour_items(params: ShaderParams) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(params.colour_constants().items()))
 
 
+@functools.lru_cache(maxsize=64)
+def _managed_items(plan: ColourParams) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(plan.constants().items()))
+
+
 def _plane_size(plane: Any) -> tuple[int, int]:
     size = getattr(plane, "size", None)
     if size is None:
@@ -510,7 +515,7 @@ class FrameRenderer:
             target_format,
             kind is LayoutKind.RGB and params.one_to_one,
             clamp_coords,
-            _colour_items(params),
+            _colour_items(params) + (_managed_items(plan) if plan is not None and managed else ()),
             managed,
         )
         render_pass = command_encoder.begin_render_pass(
