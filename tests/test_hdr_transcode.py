@@ -84,6 +84,34 @@ def test_swscale_refuses_tone_mapping() -> None:
     assert swscale_unsupported_reason(p.input_format, p.input_colour, p.output_colour) is not None
 
 
+def test_colour_step_params() -> None:
+    from alpha2.native_gpu.encode.params import COLOUR_STEP_SIZE_BYTES, colour_step_bytes, scale_yuv_params
+    from alpha2.native_gpu.render.colour_params import colour_params
+
+    plan = colour_params(HDR_PQ)
+    common = dict(
+        output_size=(64, 64),
+        output_format=PixelFormat.NV12,
+        matrix=ColourMatrix.BT709,
+        colour_range=ColourRange.LIMITED,
+        chroma_location=ChromaLocation.LEFT,
+    )
+    managed = scale_yuv_params(PixelFormat.P010, HDR_PQ, 64, 64, colour_plan=plan, **common)  # type: ignore[arg-type]
+    plain = scale_yuv_params(PixelFormat.P010, HDR_PQ, 64, 64, **common)  # type: ignore[arg-type]
+    assert managed.colour_managed and managed.luma_reads_chroma and managed.chroma_reads_luma
+    assert not plain.colour_managed
+    # Managed, the transform stops at R'G'B' (0..1): white (Y 940, Cb = Cr = 512 in 10 bits) -> 1, 1, 1.
+    white = np.array([940, 512, 512]) * 64 / 65535
+    assert np.allclose(managed.transform.apply(white), 1.0, atol=1e-3)
+    step = colour_step_bytes(plan, ColourMatrix.BT709, ColourRange.LIMITED, 8)
+    assert len(step) == COLOUR_STEP_SIZE_BYTES and step[:208] == plan.uniform
+    rows = np.frombuffer(step[208:], np.float32).reshape(3, 4)
+    assert rows[0, 3] == pytest.approx(16.0) and rows[1, 3] == pytest.approx(128.0)
+    assert colour_step_bytes(None, ColourMatrix.BT709, ColourRange.LIMITED, 8) == bytes(
+        COLOUR_STEP_SIZE_BYTES
+    )
+
+
 def snapshot(path: Path, tmp_path: Path) -> np.ndarray:
     out = tmp_path / f"{path.stem}.png"
     play(str(path), PlayOptions(snapshot=str(out), hwaccel="none", audio=False))
@@ -109,6 +137,10 @@ def test_tone_mapped_output_matches_the_pattern(
     options = TranscodeOptions(audio=False, hwaccel="none", crf=1, **{"codec": "h264", **args})
     stats = transcode(clip, out, options)
     assert stats.plan is not None and stats.plan.tone_map
+    # The planes pass's colour step did it (no RGBA texture), and swscale said why it could not.
+    assert stats.encode_report is not None and "frames via planes" in stats.encode_report
+    if stats.scale_route is not None and stats.scale_route["route"] == "gpu":
+        assert "transfer or primaries" in stats.scale_route["reason"]
     with DecodeSession(str(out), hwaccel="none") as session:
         frame = session.next_frame()
         assert frame is not None

@@ -208,8 +208,6 @@ class _GpuParts:
     """The RGBA texture it renders into."""
     output_colour: ColourInfo | None = None
     """The output's colour: the renderer's colour target (an HDR input tone mapped to it when SDR)."""
-    tone_map: bool = False
-    """Every frame takes the RGBA route: the colour-managed renderer tone maps HDR to SDR."""
 
     def rgba_target(self) -> Any:
         """The RGBA texture of the RGBA route (the renderer and texture are made on first use)."""
@@ -475,6 +473,7 @@ class _Transcoder:
 
     def _gpu_setup(self, first: DecodedFrame, plan: TranscodePlan) -> _GpuParts:
         """The device, the importer (set up for the first frame's kind) and the encode copier."""
+        from alpha2.gpu.colour_manage import ColourTarget
         from alpha2.native_gpu.encode.copier import EncodeCopier
         from alpha2.native_gpu.interop.importer import FrameImporter
 
@@ -501,6 +500,8 @@ class _Transcoder:
             ring_size=self.options.ring_size,
             target=route.pairing.target,
             extent=self._extent,
+            # The planes pass's colour step tone maps an HDR input when the output is SDR.
+            colour_target=ColourTarget.of(colour) if plan.tone_map else None,
         )
         self._gpu_objects.insert(0, copier)
         self.stats.stages.add("setup", time.perf_counter() - start)
@@ -511,7 +512,6 @@ class _Transcoder:
             takes_cuda,
             plan.output_format is PixelFormat.P010,
             output_colour=plan.output_colour,
-            tone_map=plan.tone_map,
         )
 
     def _convert(
@@ -521,7 +521,7 @@ class _Transcoder:
         returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
         route = choose_encode_route(imported.pixel_format, encoder_takes_cuda=parts.takes_cuda)
         size = imported.metadata.display_size
-        if route.pairing.conversion is EncodeConversion.PLANES and not parts.tone_map:
+        if route.pairing.conversion is EncodeConversion.PLANES:
             ready = parts.copier.submit_planes(
                 imported.views,
                 imported.pixel_format,
@@ -531,6 +531,7 @@ class _Transcoder:
                 pts,
                 crop=crop,
                 reason=route.reason,
+                hdr=imported.metadata.hdr,
             )
             return ready, 0.0
         start = time.perf_counter()
@@ -546,10 +547,7 @@ class _Transcoder:
             hdr=imported.metadata.hdr,
         )
         rendered = time.perf_counter() - start
-        reason = route.reason
-        if parts.tone_map and route.pairing.conversion is EncodeConversion.PLANES:
-            reason = "HDR -> SDR tone mapping runs in the colour-managed renderer (RGBA route)"
-        return parts.copier.submit(target, pts, reason=reason), rendered
+        return parts.copier.submit(target, pts, reason=route.reason), rendered
 
     def _drain(self, ready: list[Any]) -> None:
         """Encode the planes the copier handed back, oldest first, releasing each."""
