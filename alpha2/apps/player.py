@@ -26,13 +26,16 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
+from alpha2.apps.colour_report import colour_report, colour_summary
 from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, displayed_size, letterbox
 from alpha2.apps.window import WindowPlayback as _WindowPlayback
 from alpha2.ffmpeg_bridge import DecodeSession, media_kinds
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.gpu.tonemap import ToneCurve
 from alpha2.native_gpu.device.device import Device
 
 __all__ = [
@@ -83,8 +86,16 @@ class PlayOptions:
     """Initial volume factor, 0..2."""
     gpu: bool = False
     """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
+    tone_curve: ToneCurve = ToneCurve.BT2390
+    """How HDR (PQ, HLG) light above the display's peak is brought down (``--tone-curve``)."""
+    target_peak_cd_m2: float | None = None
+    """The SDR display's peak (``--target-peak``); None: 203 cd/m², HDR reference white = SDR white."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.tone_curve, ToneCurve):
+            raise InvalidInputError(f"--tone-curve must be a ToneCurve, not {self.tone_curve!r}")
+        if self.target_peak_cd_m2 is not None and not 80.0 <= self.target_peak_cd_m2 <= 10000.0:
+            raise InvalidInputError(f"--target-peak must be 80..10000 cd/m², got {self.target_peak_cd_m2}")
         if not 0.0 <= self.volume <= 2.0:
             raise InvalidInputError(f"--volume must be within 0..2, got {self.volume}")
         if self.frames is not None and self.frames < 1:
@@ -123,6 +134,7 @@ class PlayStats:
     sync: dict[str, Any] | None = None
     audio_seconds: float | None = None
     snapshot_route: dict[str, Any] | None = None
+    colour: dict[str, Any] | None = None
 
     @property
     def fps(self) -> float:
@@ -157,6 +169,7 @@ class PlayStats:
             "device": self.device,
             "hwaccel": self.hwaccel,
             "import_report": self.import_report,
+            "colour": self.colour,
             "stages": self.stages.as_dict(self.seconds),
         }
 
@@ -172,6 +185,8 @@ class PlayStats:
             f"  time: {self.stages.summary(self.seconds)}",
             f"  clock: {self.clock['reason']}",
         ]
+        if self.colour is not None:
+            lines.append(f"  colour: {colour_summary(self.colour)}")
         if self.sync:
             sync = self.sync
             lines.append(
@@ -307,7 +322,11 @@ class _Player:
         # The path's set-up and the stream's textures now, not on the first frame.
         identity = self.decoder.expected_identity() if self.decoder is not None else None
         self.importer.prepare(gpu_frames=on_gpu, identity=identity)
-        self.renderer = FrameRenderer(self.gpu_device)
+        self.renderer = FrameRenderer(
+            self.gpu_device,
+            colour_target=ColourTarget.sdr_bt709(self.options.target_peak_cd_m2),
+            colour_options=ColourOptions(tone_curve=self.options.tone_curve),
+        )
 
     def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:
         """Import ``frame`` (the importer owns it from then on) and render it; returns the target texture."""
@@ -331,7 +350,10 @@ class _Player:
                 target,
                 output_format=output_format,
                 rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
+                hdr=imported.metadata.hdr,
             )
+            if self.stats.colour is None:
+                self.stats.colour = colour_report(self.renderer, self.options)
         finally:
             lease.release()
         self.stats.stages.add("import", t1 - t0)
@@ -509,6 +531,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="render the snapshot on the GPU even on a CPU device (default: swscale)",
     )
+    parser.add_argument(
+        "--tone-curve",
+        choices=[c.name.lower() for c in ToneCurve],
+        default="bt2390",
+        help="how HDR (PQ, HLG) highlights above the display's peak come down (default bt2390)",
+    )
+    parser.add_argument(
+        "--target-peak",
+        type=float,
+        metavar="CD_M2",
+        help="the SDR display's peak in cd/m² (default 203: HDR reference white = SDR white)",
+    )
     parser.add_argument("--stats", action="store_true", help="print frames, fps, paths and bytes at the end")
     parser.add_argument("--json", action="store_true", help="print the stats as JSON at the end")
     parser.set_defaults(func=run)
@@ -532,6 +566,8 @@ def run(args: argparse.Namespace) -> int:
         audio=args.audio,
         volume=args.volume,
         gpu=args.gpu,
+        tone_curve=ToneCurve[args.tone_curve.upper()],
+        target_peak_cd_m2=args.target_peak,
     )
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play(source, options, progress=progress)

@@ -26,6 +26,7 @@ import numpy as np
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, png_bytes, write_bytes_atomic
+from alpha2.apps.transcode_plan import HDR_TRANSFERS
 from alpha2.gpu.colour import ColourMatrix, ColourRange
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import AlphaChannel
@@ -126,6 +127,8 @@ def unsupported_reason(frame: DecodedFrame) -> str | None:
         # swscale stretches a subsampled plane's ceil(w / 2) samples over w: its siting drifts.
         return f"the {size.width}x{size.height} picture has an odd side under subsampled chroma"
     colour = frame.colour.resolved(fmt, size.width, size.height)
+    if colour.transfer in HDR_TRANSFERS:
+        return f"the frame is HDR ({colour.transfer.name}): the sampling shader tone maps it to SDR"
     if len(planes) > 1 and colour.matrix not in _SWS_MATRICES:
         return f"the scale filter has no {colour.matrix.name} matrix"
     if colour.range not in _SWS_RANGES:

@@ -2,7 +2,9 @@
 
 Pure planning, no GPU and no FFmpeg: :func:`plan_transcode` decides from the first frame between
 passthrough and GPU processing, and picks the output size, pixel format and colour (only matrices the
-encode copier writes, :data:`~alpha2.native_gpu.encode.routes.WRITABLE_MATRICES`).
+encode copier writes, :data:`~alpha2.native_gpu.encode.routes.WRITABLE_MATRICES`). HDR inputs (PQ,
+HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone mapped to SDR BT.709
+(``--colour bt709`` / ``bt601``, ``--sdr``, or an 8-bit output: HDR tags are never written on 8 bits).
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ import os
 from dataclasses import dataclass
 
 from alpha2.apps import pipeline
-from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange, TransferCharacteristic
+from alpha2.gpu.colour import (
+    ChromaLocation,
+    ColourInfo,
+    ColourMatrix,
+    ColourPrimaries,
+    ColourRange,
+    TransferCharacteristic,
+)
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation, Size
@@ -20,6 +29,7 @@ from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 
 __all__ = [
     "DEFAULT_CRF",
+    "HDR_TRANSFERS",
     "HD_MIN_HEIGHT",
     "ColourChoice",
     "DepthChoice",
@@ -38,17 +48,17 @@ HD_MIN_HEIGHT = 720
 
 
 class ColourChoice(enum.Enum):
-    """The output's Y'CbCr matrix and range (primaries and transfer are the input's: no gamut mapping)."""
+    """The output's Y'CbCr matrix and range; for HDR inputs also whether they stay HDR."""
 
     AUTO = "auto"
     """Kept when frames pass through; when processed on the GPU, BT.709 limited for HD outputs, the
-    input's for smaller ones."""
+    input's for smaller ones. HDR inputs: KEEP at 10 bits, tone mapped to SDR BT.709 at 8."""
     KEEP = "keep"
-    """The input's matrix and range."""
+    """The input's matrix and range; HDR inputs keep PQ / HLG, BT.2020 and their static metadata."""
     BT709 = "bt709"
-    """BT.709 matrix, limited range."""
+    """BT.709 matrix, limited range; HDR inputs are tone mapped to SDR BT.709."""
     BT601 = "bt601"
-    """BT.601 matrix (SMPTE 170M), limited range."""
+    """BT.601 matrix (SMPTE 170M), limited range; HDR inputs are tone mapped to SDR BT.709 first."""
     BT2020 = "bt2020"
     """BT.2020 non-constant-luminance matrix, limited range."""
 
@@ -68,7 +78,16 @@ class DepthChoice(enum.Enum):
 TEN_BIT_CODECS = frozenset({"hevc", "av1", "vp9"})
 """Codec families whose 10-bit profiles players commonly decode (AUTO keeps 10 bits for HDR in them)."""
 
-_HDR_TRANSFERS = (TransferCharacteristic.SMPTE2084, TransferCharacteristic.ARIB_STD_B67)
+HDR_TRANSFERS = (TransferCharacteristic.SMPTE2084, TransferCharacteristic.ARIB_STD_B67)
+"""Transfers alpha2 treats as HDR."""
+_HDR_TRANSFERS = HDR_TRANSFERS
+_SDR = ColourInfo(
+    ColourMatrix.BT709,
+    ColourPrimaries.BT709,
+    TransferCharacteristic.BT709,
+    ColourRange.LIMITED,
+    ChromaLocation.LEFT,
+)
 
 
 def output_depth(
@@ -155,10 +174,16 @@ class TranscodeOptions:
     """Read-back slots of the encode copier (frames the GPU may run ahead of the encoder)."""
     depth: DepthChoice = DepthChoice.AUTO
     """The output's bits per sample (:func:`output_depth`)."""
+    sdr: bool = False
+    """Tone map an HDR input to SDR BT.709 (``--sdr``) whatever the codec and depth."""
 
     def __post_init__(self) -> None:
         if self.crf is not None and self.bitrate is not None:
             raise InvalidInputError("give crf or bitrate, not both")
+        if self.sdr and self.colour in (ColourChoice.KEEP, ColourChoice.BT2020):
+            raise InvalidInputError(
+                f"--sdr tone maps to BT.709: it cannot go with --colour {self.colour.value}"
+            )
         if self.frames is not None and self.frames < 1:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.ring_size < 2:
@@ -195,6 +220,15 @@ class TranscodePlan:
     output then carries no rotation tag)."""
     display_rotation: Rotation = Rotation.NONE
     """Rotation written into the output's display matrix, the pixels passing through unturned."""
+    tone_map: bool = False
+    """The GPU pass tone maps the HDR input to SDR BT.709 (the colour-managed renderer)."""
+    colour_note: str | None = None
+    """What happens to an HDR input (tone mapped and why, or kept with its metadata); None for SDR."""
+
+    @property
+    def keeps_hdr(self) -> bool:
+        """Whether the output is HDR (PQ / HLG kept): its static metadata is written too."""
+        return self.output_colour.transfer in HDR_TRANSFERS and self.output_format.bit_depth >= 10
 
 
 def _hd(size: Size) -> bool:
@@ -284,14 +318,32 @@ def plan_transcode(
         )
     elif rotation is not Rotation.NONE and reasons:
         reasons.append(f"turn the picture {int(rotation)} degrees clockwise (its display matrix)")
+    hdr_in = input_colour.transfer in HDR_TRANSFERS
+    asked_sdr = hdr_in and (options.sdr or options.colour in (ColourChoice.BT709, ColourChoice.BT601))
+    # An asked SDR output is not HDR any more: AUTO depth treats it as SDR (8 bits).
+    depth_colour = _SDR if asked_sdr else input_colour
+    depth, depth_note = output_depth(input_format, depth_colour, codec, options.depth)
+    tone_map = hdr_in and (asked_sdr or depth < 10)
+    colour_note: str | None = None
+    if tone_map:
+        why = (
+            "--sdr"
+            if options.sdr
+            else f"--colour {options.colour.value}"
+            if asked_sdr
+            else f"{depth}-bit output: HDR tags are never written on 8 bits"
+        )
+        colour_note = f"HDR ({input_colour.transfer.name}) tone mapped to SDR BT.709 ({why})"
+        reasons.append(f"tone map {input_colour.transfer.name} to SDR BT.709")
+    elif hdr_in:
+        colour_note = f"HDR kept: {input_colour.transfer.name}, {input_colour.primaries.name}, {depth} bits"
     explicit = options.colour not in (ColourChoice.AUTO, ColourChoice.KEEP)
-    if explicit:
+    if explicit and not tone_map:
         matrix, rng, _ = _wanted_matrix(options.colour, input_colour, out)
         if not _same_matrix(matrix, input_colour.matrix) or rng != input_colour.range:
             reasons.append(f"convert colour to {options.colour.value}")
     if options.gpu:
         reasons.append("--gpu asks for GPU processing")
-    depth, depth_note = output_depth(input_format, input_colour, codec, options.depth)
     kept = (
         f"; the {int(rotation)} degree rotation stays a display-matrix tag"
         if rotation is not Rotation.NONE and not reasons
@@ -338,8 +390,15 @@ def plan_transcode(
             output_colour=input_colour,
             depth_note=depth_note,
             display_rotation=rotation,
+            colour_note=colour_note,
         )
-    matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
+    if tone_map:
+        choice = options.colour if options.colour is ColourChoice.BT601 else ColourChoice.BT709
+        matrix, rng, why = _wanted_matrix(choice, input_colour, out)
+    elif hdr_in and options.colour is ColourChoice.AUTO:
+        matrix, rng, why = input_colour.matrix, input_colour.range, "the input's matrix and range (HDR kept)"
+    else:
+        matrix, rng, why = _wanted_matrix(options.colour, input_colour, out)
     if matrix not in WRITABLE_MATRICES or rng is ColourRange.UNSPECIFIED:
         if options.colour is ColourChoice.KEEP:
             raise UnsupportedError(
@@ -357,8 +416,8 @@ def plan_transcode(
         reasons.append(depth_note)
     output_colour = ColourInfo(
         matrix=matrix,
-        primaries=input_colour.primaries,
-        transfer=input_colour.transfer,
+        primaries=_SDR.primaries if tone_map else input_colour.primaries,
+        transfer=_SDR.transfer if tone_map else input_colour.transfer,
         range=rng,
         chroma_location=ChromaLocation.LEFT,
     )
@@ -374,4 +433,6 @@ def plan_transcode(
         depth_note=depth_note,
         crop=crop,
         rotation=rotation,
+        tone_map=tone_map,
+        colour_note=colour_note,
     )

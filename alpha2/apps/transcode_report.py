@@ -57,6 +57,8 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
     notes = list(stats.input_notes)
     if stats.plan is not None and stats.plan.depth_note is not None:
         notes.append(stats.plan.depth_note)
+    if stats.plan is not None and stats.plan.colour_note is not None:
+        notes.append(stats.plan.colour_note)
     if stats.timestamps.total:
         notes.append(f"video timestamps adjusted {stats.timestamps.summary()}")
     if stats.audio_timestamps.total:

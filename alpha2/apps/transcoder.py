@@ -139,6 +139,7 @@ class TranscodeStats:
             "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
             "output_colour": None if plan is None else _colour_dict(plan.output_colour),
+            "colour_note": None if plan is None else plan.colour_note,
             "depth_reduced": None if plan is None else plan.depth_note,
             "encoder": self.encoder,
             "hwaccel": self.hwaccel,
@@ -205,13 +206,17 @@ class _GpuParts:
     """The FrameRenderer of the RGBA route, made for the first frame that needs it."""
     target: Any = None
     """The RGBA texture it renders into."""
+    output_colour: ColourInfo | None = None
+    """The output's colour: the renderer's colour target (an HDR input tone mapped to it when SDR)."""
 
     def rgba_target(self) -> Any:
         """The RGBA texture of the RGBA route (the renderer and texture are made on first use)."""
         if self.renderer is None:
+            from alpha2.gpu.colour_manage import ColourTarget
             from alpha2.native_gpu.render.renderer import FrameRenderer
 
-            self.renderer = FrameRenderer(self.device)
+            target = ColourTarget.of(self.output_colour) if self.output_colour is not None else None
+            self.renderer = FrameRenderer(self.device, colour_target=target)
             self.target = self.renderer.target_texture(
                 self.copier.width, self.copier.height, "rgba16float" if self.ten_bit else "rgba8unorm"
             )
@@ -288,6 +293,7 @@ class _Transcoder:
             else None,
             interlaced=self._interlaced and plan.passthrough,
             display_rotation=plan.display_rotation,
+            hdr=self._first.metadata.hdr if plan.keeps_hdr and self._first is not None else None,
         )
         encoder = session.encoder
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
@@ -476,6 +482,7 @@ class _Transcoder:
 
     def _gpu_setup(self, first: DecodedFrame, plan: TranscodePlan) -> _GpuParts:
         """The device, the importer (set up for the first frame's kind) and the encode copier."""
+        from alpha2.gpu.colour_manage import ColourTarget
         from alpha2.native_gpu.encode.copier import EncodeCopier
         from alpha2.native_gpu.interop.importer import FrameImporter
 
@@ -502,10 +509,19 @@ class _Transcoder:
             ring_size=self.options.ring_size,
             target=route.pairing.target,
             extent=self._extent,
+            # The planes pass's colour step tone maps an HDR input when the output is SDR.
+            colour_target=ColourTarget.of(colour) if plan.tone_map else None,
         )
         self._gpu_objects.insert(0, copier)
         self.stats.stages.add("setup", time.perf_counter() - start)
-        return _GpuParts(device, importer, copier, takes_cuda, plan.output_format is PixelFormat.P010)
+        return _GpuParts(
+            device,
+            importer,
+            copier,
+            takes_cuda,
+            plan.output_format is PixelFormat.P010,
+            output_colour=plan.output_colour,
+        )
 
     def _convert(
         self,
@@ -530,6 +546,7 @@ class _Transcoder:
                 crop=crop,
                 reason=route.reason,
                 rotation=rotation,
+                hdr=imported.metadata.hdr,
             )
             return ready, 0.0
         start = time.perf_counter()
@@ -543,6 +560,7 @@ class _Transcoder:
             target,
             crop=crop,
             rotation=rotation,
+            hdr=imported.metadata.hdr,
         )
         rendered = time.perf_counter() - start
         return parts.copier.submit(target, pts, reason=route.reason), rendered
@@ -709,6 +727,9 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="output bits per sample (default auto: 8, or 10 for HDR into hevc, av1 or vp9)",
     )
+    parser.add_argument(
+        "--sdr", action="store_true", help="tone map an HDR (PQ, HLG) input to SDR BT.709 (as --colour bt709)"
+    )
     parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
     parser.add_argument(
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
@@ -730,6 +751,7 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         colour=ColourChoice(args.colour),
         gpu=args.gpu,
         depth=DepthChoice(args.depth),
+        sdr=getattr(args, "sdr", False),
     )
 
 

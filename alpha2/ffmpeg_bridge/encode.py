@@ -46,6 +46,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     preferred_encoders,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
+from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
 from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo, ColourRange
@@ -54,6 +55,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
+from alpha2.gpu.hdr import HdrMetadata
 from alpha2.native_gpu.encode.planes import EncodedPlanes
 
 __all__ = [
@@ -271,6 +273,9 @@ class EncodeSession:
             (:data:`INTERLACED_ENCODERS`); others code them progressive.
         display_rotation: Clockwise rotation a player applies, stored as the stream's display matrix
             (only in :data:`ROTATION_CONTAINERS`).
+        hdr: HDR static metadata (mastering display, content light level) to write into the stream,
+            through the encoder's own parameters (libx265, libsvtav1; :func:`~alpha2.ffmpeg_bridge.hdr.
+            hdr_encoder_options`); never on 8 bits. :attr:`hdr_note` says what happened.
 
     RGB frames handed to a Y'CbCr encoder are converted by the session's matrix and range where those
     are Y'CbCr ones, else BT.709 / BT.601 limited (:func:`~alpha2.ffmpeg_bridge.scale.yuv_colour_for_rgb`),
@@ -299,6 +304,7 @@ class EncodeSession:
         audio_channels: int = 2,
         interlaced: bool = False,
         display_rotation: Rotation = Rotation.NONE,
+        hdr: HdrMetadata | None = None,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -363,6 +369,9 @@ class EncodeSession:
         self._options = dict(options or {})
         self._gop_size = gop_size
         self._interlaced = interlaced
+        self._hdr = hdr
+        self.hdr_note: str | None = None
+        """What became of ``hdr`` (written by the encoder's own parameters, or why not); set on open."""
         self._out: av.container.OutputContainer | None = None
         self._vstream: av.video.stream.VideoStream | None = None
         self._audio_in: av.container.InputContainer | None = None
@@ -479,6 +488,12 @@ class EncodeSession:
                 opts.setdefault(spec.preset_option, str(self._preset))
             if self._bitrate is not None:
                 cc.bit_rate = int(self._bitrate)
+            if self._hdr is not None:
+                # PyAV cannot attach the side data to a stream: the encoders' own parameters carry it.
+                written = hdr_encoder_options(
+                    self.encoder.name, self._hdr, opts, bit_depth=self._pixel_format.bit_depth
+                )
+                opts, self.hdr_note = written.options, written.reason
             cc.options = opts
             self._vstream = stream
             if self._audio_path is not None:

@@ -26,9 +26,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.webgpu import webgpu_device_of
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.encode.extent import ExtentSource, VideoEncodeExtent, default_extent
@@ -113,6 +115,8 @@ class EncodeCopier:
         extent: VideoEncodeExtent | None = None,
         wait_timeout_s: float | None = None,
         copy_planes: bool = False,
+        colour_target: ColourTarget | None = None,
+        colour_options: ColourOptions | None = None,
     ) -> None:
         """Create the passes, the plane storage buffer and the read-back ring for one output size.
 
@@ -129,6 +133,10 @@ class EncodeCopier:
             wait_timeout_s: bound of every wait on the GPU (default: alpha2's ``gpu_wait_timeout()``,
                 set with ``set_gpu_wait_timeout``).
             copy_planes: hand out copies (slot freed at once) instead of views of the mapped memory.
+            colour_target: the output's primaries and transfer for :meth:`submit_planes` (an HDR input
+                tone mapped to SDR: the colour step runs when the chain is not an identity); None: the
+                input's are kept (only matrix and range change).
+            colour_options: tone curve and gamut mapping of that colour step.
 
         Raises:
             UnsupportedError: ``target='cuda'``, or an output format / matrix / siting it cannot write.
@@ -221,8 +229,11 @@ class EncodeCopier:
             colour_range,
             chroma_location,
             self._planes_buffer,
+            colour_target,
+            colour_options,
         )
         buffers.append(self._planes.params_buffer)
+        buffers.append(self._planes.colour_buffer)
         self._ring = ReadbackRing(
             device,
             _wgpu,
@@ -317,6 +328,7 @@ class EncodeCopier:
         crop: tuple[int, int, int, int] | None = None,
         reason: str | None = None,
         rotation: Rotation = Rotation.NONE,
+        hdr: HdrMetadata | None = None,
     ) -> list[EncodedPlanes]:
         """Scale decoded Y'CbCr planes to the copier's size and format in one compute pass, no RGB texture.
 
@@ -345,6 +357,7 @@ class EncodeCopier:
                 :attr:`route_report` as a fallback (None: it is the best that applies).
             rotation: clockwise rotation applied to the picture (the display matrix's); the copier's
                 size is the rotated one (for a quarter turn, the crop's height x width scaled).
+            hdr: the frame's HDR static metadata (a PQ input's peak, for the colour step).
 
         Returns:
             Finished frames, oldest first (possibly none). Release each before the next submission.
@@ -358,7 +371,7 @@ class EncodeCopier:
         """
         self._check_open()
         pipeline, bind_group, data = self._planes.prepare(
-            views, pixel_format, colour, width, height, crop, rotation
+            views, pixel_format, colour, width, height, crop, rotation, hdr
         )
         slot = self._ring.take_free_slot()
         self._planes.write_params(data)

@@ -92,6 +92,38 @@ fn unrotate(q: vec2<f32>) -> vec2<f32> {
     return q;
 }
 
+// -- Colour step (alpha2.native_gpu.encode.params.colour_step_bytes; colour_manage.wgsl is prepended) --
+// When the output's transfer or primaries differ from the input's (HDR -> SDR tone mapping), m0..m2
+// are the input's samples -> R'G'B' only; the chain maps R'G'B' to the output's and out0..out2 (the
+// output's rgb_to_yuv, in codes) finish the job. It is not affine, so it runs per output sample on the
+// filtered Y'CbCr (the sampling code below is unchanged).
+override COLOUR_MANAGED: bool = false;
+
+struct ColourStep {
+    manage: ColourManage,
+    out0: vec4<f32>,
+    out1: vec4<f32>,
+    out2: vec4<f32>,
+};
+
+@group(0) @binding(6) var<uniform> colour_step: ColourStep;
+
+// Output (Y, Cb, Cr) codes (unrounded) of the filtered input samples, through the colour chain.
+fn managed_codes(y: f32, cbcr: vec2<f32>) -> vec3<f32> {
+    let yuv = vec3<f32>(y, cbcr);
+    let rgb = vec3<f32>(
+        dot(params.m0.xyz, yuv) + params.m0.w,
+        dot(params.m1.xyz, yuv) + params.m1.w,
+        dot(params.m2.xyz, yuv) + params.m2.w,
+    );
+    let out = colour_manage(clamp(rgb, vec3<f32>(0.0), vec3<f32>(1.0)), colour_step.manage);
+    return vec3<f32>(
+        dot(colour_step.out0.xyz, out) + colour_step.out0.w,
+        dot(colour_step.out1.xyz, out) + colour_step.out1.w,
+        dot(colour_step.out2.xyz, out) + colour_step.out2.w,
+    );
+}
+
 fn source_position(o: vec2<f32>) -> vec2<f32> {
     return params.src.xy + unrotate(o + vec2<f32>(0.5)) * params.src.zw - vec2<f32>(0.5);
 }
@@ -149,6 +181,9 @@ fn luma_at(o: vec2<f32>, inv_luma: vec2<f32>) -> f32 {
 
 // Output Y code from the luma sample and the chroma at the same place (used only for a matrix change).
 fn y_code(y: f32, cbcr: vec2<f32>) -> u32 {
+    if (COLOUR_MANAGED) {
+        return to_code(managed_codes(y, cbcr).x);
+    }
     var v = params.m0.x * y + params.m0.w;
     if (LUMA_READS_CHROMA) {
         v += dot(params.m0.yz, cbcr);
@@ -159,6 +194,10 @@ fn y_code(y: f32, cbcr: vec2<f32>) -> u32 {
 // Output (Cb, Cr) codes from the chroma sample and the luma at its site (m1.x, m2.x are 0 unless a
 // matrix change mixes luma into chroma).
 fn c_codes(y: f32, cbcr: vec2<f32>) -> vec2<u32> {
+    if (COLOUR_MANAGED) {
+        let codes = managed_codes(y, cbcr);
+        return vec2<u32>(to_code(codes.y), to_code(codes.z));
+    }
     let yuv = vec3<f32>(y, cbcr);
     return vec2<u32>(
         to_code(dot(params.m1.xyz, yuv) + params.m1.w),

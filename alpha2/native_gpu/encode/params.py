@@ -4,7 +4,9 @@
 range as one affine transform of R'G'B'); :func:`scale_yuv_params` builds the planes pass's block
 (``encode_scale_yuv.wgsl``: the input's planes scaled to the output size, and the input's matrix and
 range turned into the output's by one affine transform of the samples). Both write the planes as
-:class:`ReadbackLayout` lays them out.
+:class:`ReadbackLayout` lays them out. :func:`colour_step_bytes` packs the planes pass's colour step (the
+colour-management chain, ``colour_manage.wgsl``, and the output's matrix) for outputs whose transfer or
+primaries differ from the input's.
 """
 
 from __future__ import annotations
@@ -27,15 +29,18 @@ from alpha2.gpu.errors import UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
 from alpha2.native_gpu.encode.extent import round_up
+from alpha2.native_gpu.render.colour_params import UNIFORM_SIZE_BYTES, ColourParams
 from alpha2.native_gpu.render.renderer import LayoutKind, shader_params
 
 __all__ = [
+    "COLOUR_STEP_SIZE_BYTES",
     "MAX_TAPS",
     "PLANES_PARAMS_SIZE_BYTES",
     "RGB_PARAMS_SIZE_BYTES",
     "ROW_ALIGNMENT_BYTES",
     "ReadbackLayout",
     "ScaleYuvParams",
+    "colour_step_bytes",
     "filter_taps",
     "rgb_to_yuv_params",
     "scale_yuv_params",
@@ -53,6 +58,9 @@ PLANES_PARAMS_SIZE_BYTES = 160  # 8 x vec4<f32> + 2 x vec4<u32>
 MAX_TAPS = 8
 """Most bilinear taps per axis an output sample averages (64 in all): beyond an 8x downscale the taps
 are more than a texel apart, a little aliasing against a cost that stays bounded."""
+
+COLOUR_STEP_SIZE_BYTES = UNIFORM_SIZE_BYTES + 48  # ColourManage + 3 x vec4<f32>
+"""Size of the planes pass's colour-step uniform (``ColourStep``)."""
 
 _NEGLIGIBLE_CODES = 1e-3
 """A matrix term that moves the output by less than this many codes over the whole sample range is
@@ -173,6 +181,9 @@ class ScaleYuvParams:
     constants."""
     chroma_taps: tuple[int, int] = (1, 1)
     """Bilinear taps per output chroma sample (its 2 x 2 block) along x and y; pipeline constants."""
+    colour_managed: bool = False
+    """The colour step runs (pipeline constant): ``transform`` is then samples -> R'G'B' only, and the
+    colour step's uniform (:func:`colour_step_bytes`) carries the chain and the output matrix."""
 
     @property
     def unrotated_size(self) -> tuple[int, int]:
@@ -239,6 +250,7 @@ def scale_yuv_params(
     chroma_location: ChromaLocation,
     crop: tuple[int, int, int, int] | None = None,
     rotation: Rotation = Rotation.NONE,
+    colour_plan: ColourParams | None = None,
 ) -> ScaleYuvParams:
     """The uniform block that scales ``pixel_format`` planes to ``output_format`` at ``output_size``.
 
@@ -256,6 +268,8 @@ def scale_yuv_params(
         matrix, colour_range, chroma_location: the output's (resolved: LEFT or CENTER siting).
         crop: source rectangle inside ``width`` x ``height``; default the whole frame.
         rotation: clockwise rotation applied to the picture; ``output_size`` is the rotated size.
+        colour_plan: the chain from the input's colour to the output's, when it is not an identity
+            (HDR -> SDR): the transform stops at R'G'B' and every output sample reads all three planes.
 
     Raises:
         UnsupportedError: a gray, RGB or packed input (render it to RGBA and use ``submit`` instead).
@@ -275,10 +289,11 @@ def scale_yuv_params(
         np.array(params.matrix, dtype=np.float64) * np.array(params.value_scale[:3], dtype=np.float64),
         np.array(params.offset, dtype=np.float64),
     )
-    composed = to_rgb.then(rgb_to_yuv(matrix, colour_range, output_format.bit_depth))
+    managed = colour_plan is not None and not colour_plan.identity
+    composed = to_rgb if managed else to_rgb.then(rgb_to_yuv(matrix, colour_range, output_format.bit_depth))
     m = np.array(composed.matrix)
-    luma_reads_chroma = bool(np.abs(m[0, 1:]).max() >= _NEGLIGIBLE_CODES)
-    chroma_reads_luma = bool(np.abs(m[1:, 0]).max() >= _NEGLIGIBLE_CODES)
+    luma_reads_chroma = managed or bool(np.abs(m[0, 1:]).max() >= _NEGLIGIBLE_CODES)
+    chroma_reads_luma = managed or bool(np.abs(m[1:, 0]).max() >= _NEGLIGIBLE_CODES)
     if not luma_reads_chroma:
         m[0, 1:] = 0.0
     if not chroma_reads_luma:
@@ -312,4 +327,23 @@ def scale_yuv_params(
         rotation=rotation,
         luma_taps=luma,
         chroma_taps=chroma,
+        colour_managed=managed,
     )
+
+
+def colour_step_bytes(
+    plan: ColourParams | None, matrix: ColourMatrix, colour_range: ColourRange, bit_depth: int
+) -> bytes:
+    """The ``ColourStep`` uniform of ``encode_scale_yuv.wgsl``: the chain's ``ColourManage`` block, then
+    the output's R'G'B' -> codes rows (:data:`COLOUR_STEP_SIZE_BYTES`); zeros when ``plan`` is None (the
+    step does not run, but the binding exists in every pipeline)."""
+    if plan is None:
+        return bytes(COLOUR_STEP_SIZE_BYTES)
+    transform = rgb_to_yuv(matrix, colour_range, bit_depth)
+    rows = np.zeros(12, dtype=np.float32)
+    for i in range(3):
+        rows[i * 4 : i * 4 + 3] = np.asarray(transform.matrix, dtype=np.float64)[i]
+        rows[i * 4 + 3] = float(np.asarray(transform.offset, dtype=np.float64)[i])
+    data = plan.uniform + rows.tobytes()
+    assert len(data) == COLOUR_STEP_SIZE_BYTES
+    return data

@@ -15,17 +15,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.hdr import HdrMetadata
 from alpha2.native_gpu.encode.extent import round_up
 from alpha2.native_gpu.encode.params import (
+    COLOUR_STEP_SIZE_BYTES,
     PLANES_PARAMS_SIZE_BYTES,
     RGB_PARAMS_SIZE_BYTES,
     ReadbackLayout,
     ScaleYuvParams,
+    colour_step_bytes,
     scale_yuv_params,
 )
+from alpha2.native_gpu.render.colour_params import ColourParams, colour_manage_wgsl, colour_params
 from alpha2.native_gpu.render.renderer import LayoutKind
 
 __all__ = [
@@ -217,8 +222,12 @@ class PlanesPass:
         colour_range: ColourRange,
         chroma_location: ChromaLocation,
         planes_buffer: Any,
+        colour_target: ColourTarget | None = None,
+        colour_options: ColourOptions | None = None,
     ) -> None:
         self._device = device
+        self._colour_target = colour_target
+        self._colour_options = colour_options
         self._gpu = gpu
         self._readback = readback
         self._pixel_format = pixel_format
@@ -233,8 +242,15 @@ class PlanesPass:
             usage=usage.UNIFORM | usage.COPY_DST,
         )
         """The uniform block (:class:`~alpha2.native_gpu.encode.params.ScaleYuvParams`)."""
+        self.colour_buffer = device.create_buffer(
+            label="alpha2 encode planes colour step",
+            size=COLOUR_STEP_SIZE_BYTES,
+            usage=usage.UNIFORM | usage.COPY_DST,
+        )
+        """The colour step's uniform (:func:`~alpha2.native_gpu.encode.params.colour_step_bytes`)."""
+        self._colour_written: bytes | None = None
         self._written: bytes | None = None
-        self._params: collections.OrderedDict[tuple[Any, ...], tuple[ScaleYuvParams, bytes]] = (
+        self._params: collections.OrderedDict[tuple[Any, ...], tuple[ScaleYuvParams, bytes, bytes, Any]] = (
             collections.OrderedDict()
         )
         self._layout: Any = None
@@ -254,14 +270,18 @@ class PlanesPass:
         height: int,
         crop: tuple[int, int, int, int] | None,
         rotation: Rotation = Rotation.NONE,
-    ) -> tuple[Any, Any, bytes]:
-        """The pipeline, bind group and uniform bytes that convert these planes; nothing is submitted.
+        hdr: HdrMetadata | None = None,
+    ) -> tuple[Any, Any, tuple[bytes, bytes]]:
+        """The pipeline, bind group and uniform bytes (params, colour step) that convert these planes;
+        nothing is submitted. ``hdr``: the frame's static metadata (a PQ input's peak).
 
         Raises:
             UnsupportedError: a gray, RGB or packed input format.
             InvalidInputError: too few planes, or a bad size or crop.
         """
-        params, data = self._scale_params(pixel_format, colour, width, height, crop, rotation)
+        params, data, colour_data, colour_constants = self._scale_params(
+            pixel_format, colour, width, height, crop, rotation, hdr
+        )
         triplanar = params.layout is LayoutKind.TRIPLANAR
         count = 3 if triplanar else 2
         if len(views) < count:
@@ -271,15 +291,23 @@ class PlanesPass:
             )
         bind_group = self._bind_group(tuple(views[:count]), triplanar)
         pipeline = self._pipeline(
-            triplanar, params.luma_reads_chroma, params.chroma_reads_luma, tuple(params.constants().items())
+            triplanar,
+            params.luma_reads_chroma,
+            params.chroma_reads_luma,
+            tuple(params.constants().items()),
+            colour_constants,
         )
-        return pipeline, bind_group, data
+        return pipeline, bind_group, (data, colour_data)
 
-    def write_params(self, data: bytes) -> None:
-        """Queue ``data`` into the uniform buffer unless it holds it already."""
-        if data != self._written:
-            self._device.queue.write_buffer(self.params_buffer, 0, data)
-            self._written = data
+    def write_params(self, data: tuple[bytes, bytes]) -> None:
+        """Queue the uniform bytes (params, colour step) into their buffers unless they hold them already."""
+        params, colour = data
+        if params != self._written:
+            self._device.queue.write_buffer(self.params_buffer, 0, params)
+            self._written = params
+        if colour != self._colour_written:
+            self._device.queue.write_buffer(self.colour_buffer, 0, colour)
+            self._colour_written = colour
 
     def clear(self) -> None:
         """Drop the cached bind groups (and the plane textures they hold)."""
@@ -293,11 +321,13 @@ class PlanesPass:
         height: int,
         crop: tuple[int, int, int, int] | None,
         rotation: Rotation,
-    ) -> tuple[ScaleYuvParams, bytes]:
-        key = (pixel_format, colour, width, height, crop, rotation)
+        hdr: HdrMetadata | None,
+    ) -> tuple[ScaleYuvParams, bytes, bytes, tuple[tuple[str, int], ...]]:
+        key = (pixel_format, colour, width, height, crop, rotation, hdr)
         cached = self._params.get(key)
         if cached is not None:
             return cached
+        plan = self._colour_plan(pixel_format, colour, hdr)
         params = scale_yuv_params(
             pixel_format,
             colour,
@@ -310,12 +340,26 @@ class PlanesPass:
             chroma_location=self._chroma_location,
             crop=crop,
             rotation=rotation,
+            colour_plan=plan,
         )
-        entry = (params, params.to_bytes())
+        colour_data = colour_step_bytes(plan, self._matrix, self._colour_range, self._pixel_format.bit_depth)
+        constants = tuple(sorted(plan.constants().items())) if plan is not None else ()
+        entry = (params, params.to_bytes(), colour_data, constants)
         self._params[key] = entry
         while len(self._params) > _PLANES_PARAMS_CACHE:
             self._params.popitem(last=False)
         return entry
+
+    def _colour_plan(
+        self, pixel_format: PixelFormat, colour: ColourInfo, hdr: HdrMetadata | None
+    ) -> ColourParams | None:
+        """The chain from the input's colour to the copier's target; None when there is none or it is
+        an identity (the affine pass then does it all, exactly as before)."""
+        if self._colour_target is None:
+            return None
+        resolved = colour.resolved(pixel_format, 0, 0)
+        plan = colour_params(resolved, self._colour_target, hdr, self._colour_options)
+        return None if plan.identity else plan
 
     def _bind_group_layout(self) -> Any:
         if self._layout is None:
@@ -330,6 +374,7 @@ class PlanesPass:
                     {"binding": 3, "visibility": stage, "sampler": {"type": "filtering"}},
                     {"binding": 4, "visibility": stage, "buffer": {"type": "storage"}},
                     {"binding": 5, "visibility": stage, "buffer": {"type": "uniform"}},
+                    {"binding": 6, "visibility": stage, "buffer": {"type": "uniform"}},
                 ],
             )
             self._sampler = self._device.create_sampler(
@@ -348,9 +393,11 @@ class PlanesPass:
         luma_reads_chroma: bool,
         chroma_reads_luma: bool,
         geometry: tuple[tuple[str, int], ...] = (),
+        colour: tuple[tuple[str, int], ...] = (),
     ) -> Any:
-        """The compute pipeline for these reads and geometry (:meth:`ScaleYuvParams.constants` items)."""
-        key = (triplanar, luma_reads_chroma, chroma_reads_luma, geometry)
+        """The compute pipeline for these reads, geometry (:meth:`ScaleYuvParams.constants` items) and
+        colour step (its plan's ids; empty: the affine pass)."""
+        key = (triplanar, luma_reads_chroma, chroma_reads_luma, geometry, colour)
         pipeline = self._pipelines.get(key)
         if pipeline is None:
             if self._module is None:
@@ -359,7 +406,8 @@ class PlanesPass:
                         label="alpha2 encode planes", bind_group_layouts=[self._bind_group_layout()]
                     ),
                     self._device.create_shader_module(
-                        label="alpha2 encode_scale_yuv", code=load_shader_source(_PLANES_SHADER_FILE)
+                        label="alpha2 encode_scale_yuv",
+                        code=colour_manage_wgsl() + "\n" + load_shader_source(_PLANES_SHADER_FILE),
                     ),
                 )
             layout, shader = self._module
@@ -376,6 +424,9 @@ class PlanesPass:
                         "CHROMA_READS_LUMA": int(chroma_reads_luma),
                         "LEFT_SITED": int(self._chroma_location is not ChromaLocation.CENTER),
                         **dict(geometry),
+                        # The colour step and its plan's ids (empty: the affine pass of before).
+                        "COLOUR_MANAGED": int(bool(colour)),
+                        **dict(colour),
                     },
                 },
             )
@@ -409,6 +460,10 @@ class PlanesPass:
                 {
                     "binding": 5,
                     "resource": {"buffer": self.params_buffer, "offset": 0, "size": PLANES_PARAMS_SIZE_BYTES},
+                },
+                {
+                    "binding": 6,
+                    "resource": {"buffer": self.colour_buffer, "offset": 0, "size": COLOUR_STEP_SIZE_BYTES},
                 },
             ],
         )

@@ -25,6 +25,21 @@ struct ColourManage {
     flags: vec4<u32>,
 }
 
+// The plan's ids as pipeline constants, so that the compiler drops the cases a pipeline never takes
+// (on lavapipe a switch on a uniform runs every case's maths for every pixel). CM_FROM_UNIFORM (the
+// default): read the uniform's ids instead. Set by the renderer from the same plan as the uniform.
+const CM_FROM_UNIFORM: u32 = 255u;
+override CM_SOURCE_CURVE: u32 = 255u;
+override CM_TARGET_CURVE: u32 = 255u;
+override CM_TONE_CURVE: u32 = 255u;
+override CM_TONE_MODE: u32 = 255u;
+override CM_GAMUT_MAPPING: u32 = 255u;
+override CM_TONE_ACTIVE: u32 = 255u;
+
+fn cm_id(fixed: u32, from_uniform: u32) -> u32 {
+    return select(from_uniform, fixed, fixed != CM_FROM_UNIFORM);
+}
+
 const CM_REFERENCE_WHITE: f32 = 203.0;
 const CM_PQ_M1: f32 = 0.1593017578125;
 const CM_PQ_M2: f32 = 78.84375;
@@ -135,7 +150,7 @@ fn cm_encode(linear: vec3<f32>, curve: u32, p: ColourManage) -> vec3<f32> {
 // The tone curve on PQ-encoded luminance (ToneCurve ids).
 fn cm_tone_pq(signal: f32, p: ColourManage) -> f32 {
     let x = clamp(signal, 0.0, p.tone.x);
-    switch p.ids.z {
+    switch cm_id(CM_TONE_CURVE, p.ids.z) {
         case 0u: { return min(x, p.tone.y); }
         case 1u: {
             let e1 = x / p.tone.x;
@@ -162,10 +177,11 @@ fn cm_tone_relative(value: f32, p: ColourManage) -> f32 {
 }
 
 fn cm_tone_map(rgb: vec3<f32>, p: ColourManage) -> vec3<f32> {
-    if (p.flags.z == 0u) {
+    if (cm_id(CM_TONE_ACTIVE, p.flags.z) == 0u) {
         return rgb;
     }
-    if (p.ids.w == 2u) {
+    let mode = cm_id(CM_TONE_MODE, p.ids.w);
+    if (mode == 2u) {
         let mapped = vec3<f32>(
             cm_tone_relative(max(rgb.x, 0.0), p),
             cm_tone_relative(max(rgb.y, 0.0), p),
@@ -174,7 +190,7 @@ fn cm_tone_map(rgb: vec3<f32>, p: ColourManage) -> vec3<f32> {
         return select(rgb, mapped, rgb > vec3<f32>(0.0));
     }
     var signal = max(max(rgb.x, rgb.y), rgb.z);
-    if (p.ids.w == 1u) {
+    if (mode == 1u) {
         signal = dot(rgb, p.target_luma.xyz);
     }
     if (signal <= 0.0) {
@@ -196,14 +212,15 @@ fn cm_boundary_t(grey: vec3<f32>, chroma: vec3<f32>, peak: f32, with_top: bool) 
 
 fn cm_gamut_map(rgb: vec3<f32>, p: ColourManage) -> vec3<f32> {
     let peak = p.tone_extra.z;
-    if (p.flags.x == 0u) {
+    let mapping = cm_id(CM_GAMUT_MAPPING, p.flags.x);
+    if (mapping == 0u) {
         return clamp(rgb, vec3<f32>(0.0), vec3<f32>(peak));
     }
     let grey = vec3<f32>(clamp(dot(rgb, p.target_luma.xyz), 0.0, peak));
     let chroma = rgb - grey;
     let t_target = cm_boundary_t(grey, chroma, peak, true);
     var scale = min(t_target, 1.0);
-    if (p.flags.x == 2u) {
+    if (mapping == 2u) {
         // Chromatic edges only (the zero walls) on both sides: the peak walls are the tone curve's.
         let t_chroma = cm_boundary_t(grey, chroma, 0.0, false);
         let t_source = cm_boundary_t(p.target_to_source * grey, p.target_to_source * chroma, 0.0, false);
@@ -225,10 +242,10 @@ fn colour_manage(rgb: vec3<f32>, p: ColourManage) -> vec3<f32> {
     if (p.flags.y != 0u) {
         return rgb;
     }
-    var linear = cm_decode(rgb, p.ids.x, p);
+    var linear = cm_decode(rgb, cm_id(CM_SOURCE_CURVE, p.ids.x), p);
     linear = p.primaries * linear;
     linear = cm_tone_map(linear, p);
     linear = cm_gamut_map(linear, p);
-    let signal = cm_encode(linear * p.tone_extra.w, p.ids.y, p);
+    let signal = cm_encode(linear * p.tone_extra.w, cm_id(CM_TARGET_CURVE, p.ids.y), p);
     return clamp(signal, vec3<f32>(0.0), vec3<f32>(1.0));
 }

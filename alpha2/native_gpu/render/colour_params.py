@@ -74,6 +74,18 @@ class ColourParams:
     uniform: bytes
     """The ``ColourManage`` uniform, :data:`UNIFORM_SIZE_BYTES` bytes."""
 
+    def constants(self) -> dict[str, int]:
+        """The plan's ids as ``colour_manage.wgsl``'s pipeline constants (the compiler drops the rest)."""
+        plan = self.plan
+        return {
+            "CM_SOURCE_CURVE": int(plan.source_curve),
+            "CM_TARGET_CURVE": int(plan.target_curve),
+            "CM_TONE_CURVE": int(plan.tone.curve),
+            "CM_TONE_MODE": int(plan.tone_mode),
+            "CM_GAMUT_MAPPING": int(plan.gamut_mapping),
+            "CM_TONE_ACTIVE": int(plan.tone.active),
+        }
+
     @property
     def identity(self) -> bool:
         """Whether the pass changes nothing (a renderer may skip the colour pass then)."""

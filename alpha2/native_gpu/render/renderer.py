@@ -20,6 +20,13 @@ a uniform load, a clamp or a ``textureLoad`` a pixel is a measurable share of th
 branch around texture reads made it build a shader variant on every draw. Packed RGB planes keep
 ``textureLoad`` and a manual filter (rgba32float is filterable only with 'float32-filterable').
 
+Colour management: whenever the frame's primaries or transfer differ from the renderer's target
+(SDR BT.709 by default, :class:`~alpha2.gpu.colour_manage.ColourTarget`), each pixel's R'G'B' goes
+through ``colour_manage.wgsl`` (decode, primaries, tone map, gamut, encode; packed by
+:mod:`~alpha2.native_gpu.render.colour_params` from the plan the numpy reference runs). Those
+pipelines come from a second shader module with the colour uniform at binding 5; when the plan is an
+identity the plain module and pipeline are used, so SDR BT.709 frames stay exactly as they were.
+
 16-bit planes (r16unorm / rg16unorm: P010, yuv420p10, ...) need the device feature that makes those
 formats exist: 'texture-format16bit-norm' on wgpu-native, 'unorm16-texture-formats' on Dawn. The
 shader itself requests nothing; whoever creates the plane textures does.
@@ -35,11 +42,14 @@ import struct
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from alpha2.gpu.colour import ColourInfo
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.colour import ColourInfo, TransferCharacteristic
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
+from alpha2.native_gpu.render.colour_params import ColourParams, colour_manage_wgsl, colour_params
 from alpha2.native_gpu.render.params import (
     LayoutKind,
     ShaderParams,
@@ -65,7 +75,11 @@ OUTPUT_FORMATS: tuple[str, ...] = ("rgba8unorm", "bgra8unorm", "rgba16float")
 """Texture formats :class:`FrameRenderer` can render into."""
 
 _WGSL_NAME = "yuv_to_rgb.wgsl"
+_MANAGED_WGSL_NAME = "yuv_to_rgb_managed.wgsl"
 _SAMPLER_BINDING = 4
+_COLOUR_BINDING = 5
+_COLOUR_PLANS_CACHE = 32
+_HDR_TRANSFERS = (TransferCharacteristic.SMPTE2084, TransferCharacteristic.ARIB_STD_B67)
 _PLANE_BLOCK_SIZE_BYTES = 48
 """What the renderer appends to :meth:`ShaderParams.to_bytes` per bind group: the bound planes' texel
 sizes and the clamp ranges as texture coordinates (they depend on the textures, not on the frame)."""
@@ -74,6 +88,11 @@ sizes and the clamp ranges as texture coordinates (they depend on the textures, 
 @functools.lru_cache(maxsize=64)
 def _colour_items(params: ShaderParams) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(params.colour_constants().items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _managed_items(plan: ColourParams) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(plan.constants().items()))
 
 
 def _plane_size(plane: Any) -> tuple[int, int]:
@@ -149,20 +168,51 @@ class FrameRenderer:
     Not thread-safe: use one renderer per thread, or lock around it.
     """
 
-    def __init__(self, device: Any, *, gpu_module: Any = None, cache_size: int = 64) -> None:
+    def __init__(
+        self,
+        device: Any,
+        *,
+        gpu_module: Any = None,
+        cache_size: int = 64,
+        colour_target: ColourTarget | None = None,
+        colour_options: ColourOptions | None = None,
+        sdr_gamut: bool = False,
+    ) -> None:
         """Args:
         device: an alpha2 :class:`~alpha2.native_gpu.device.device.Device`, or a ``GPUDevice`` from
             ``wgpu`` or ``wgpudawn``.
         gpu_module: the module the device comes from; found from the device's class when None.
         cache_size: how many bind groups (and plane views) to keep.
+        colour_target: what the output is (primaries, transfer, peak); None: SDR BT.709.
+        colour_options: tone curve and gamut mapping of the colour-managed pass; None: the defaults.
+        sdr_gamut: convert an SDR frame's primaries too (BT.601, BT.2020 SDR -> the target's). Off by
+            default, as FFmpeg's swscale and browsers do: an SDR frame into an SDR target is drawn by the
+            plain pass, exactly; HDR frames (PQ, HLG) and HDR targets are always managed.
         """
         if cache_size < 1:
             raise InvalidInputError(f"cache_size must be at least 1, got {cache_size}")
+        if colour_target is not None and not isinstance(colour_target, ColourTarget):
+            raise InvalidInputError(f"colour_target must be a ColourTarget or None, not {colour_target!r}")
+        if colour_options is not None and not isinstance(colour_options, ColourOptions):
+            raise InvalidInputError(f"colour_options must be a ColourOptions or None, not {colour_options!r}")
         device = webgpu_device_of(device)
         self.device = device
         self.gpu = gpu_module if gpu_module is not None else gpu_module_of(device)
+        self.colour_target = colour_target or ColourTarget()
+        """The default target of every render (SDR BT.709 unless given)."""
+        self.colour_options = colour_options or ColourOptions()
+        """Tone curve and gamut mapping of the colour-managed pass."""
+        self.sdr_gamut = bool(sdr_gamut)
+        """Whether SDR frames into an SDR target have their primaries converted."""
+        self.last_colour: ColourParams | None = None
+        """The colour plan of the latest render (its ``identity`` says whether the pass managed colour);
+        None when the frame's transfer or primaries have no formula (the plain pass draws it, as before)."""
         self._shader = device.create_shader_module(label="alpha2 yuv_to_rgb", code=load_wgsl())
-        self._layouts: dict[LayoutKind, tuple[Any, Any]] = {}
+        self._managed_shader: Any = None
+        self._colour_plans: collections.OrderedDict[tuple[Any, ...], ColourParams | None] = (
+            collections.OrderedDict()
+        )
+        self._layouts: dict[tuple[LayoutKind, bool], tuple[Any, Any]] = {}
         self._pipelines: dict[tuple[Any, ...], Any] = {}
         self._bind_groups = _Lru(cache_size)
         self._views = _Lru(cache_size)
@@ -182,8 +232,66 @@ class FrameRenderer:
         self._views.clear()
         self._targets.clear()
 
-    def _layout(self, kind: LayoutKind) -> tuple[Any, Any]:
-        cached = self._layouts.get(kind)
+    def colour_plan(
+        self,
+        colour: ColourInfo,
+        pixel_format: PixelFormat,
+        hdr: HdrMetadata | None = None,
+        colour_target: ColourTarget | None = None,
+    ) -> ColourParams:
+        """The colour-management plan (and uniform) from a frame's colour to ``colour_target``.
+
+        Unspecified tags are resolved as FFmpeg does (BT.709 primaries and transfer).
+
+        Raises:
+            UnsupportedError: a transfer or primaries alpha2 has no formula for.
+        """
+        resolved = colour.resolved(pixel_format, 0, 0)
+        target = colour_target or self.colour_target
+        if (
+            not self.sdr_gamut
+            and resolved.transfer not in _HDR_TRANSFERS
+            and target.transfer not in _HDR_TRANSFERS
+        ):
+            target = ColourTarget.of(resolved)  # SDR into SDR: the plain pass (an identity plan)
+        return colour_params(resolved, target, hdr, self.colour_options)
+
+    def _plan_of(
+        self,
+        colour: ColourInfo,
+        pixel_format: PixelFormat,
+        hdr: HdrMetadata | None,
+        colour_target: ColourTarget | None,
+    ) -> ColourParams | None:
+        """:meth:`colour_plan`, cached; None for tags with no formula (drawn by the plain pass)."""
+        key = (colour, pixel_format, hdr, colour_target or self.colour_target)
+        if key in self._colour_plans:
+            self._colour_plans.move_to_end(key)
+            return self._colour_plans[key]
+        cached: ColourParams | None
+        try:
+            cached = self.colour_plan(colour, pixel_format, hdr, colour_target)
+        except (UnsupportedError, InvalidInputError):
+            cached = (
+                None  # e.g. a LOG or reserved transfer: shown as its code values, as before colour management
+            )
+        self._colour_plans[key] = cached
+        while len(self._colour_plans) > _COLOUR_PLANS_CACHE:
+            self._colour_plans.popitem(last=False)
+        return cached
+
+    def _module(self, managed: bool) -> Any:
+        if not managed:
+            return self._shader
+        if self._managed_shader is None:
+            code = colour_manage_wgsl() + "\n" + load_wgsl() + "\n" + load_wgsl(_MANAGED_WGSL_NAME)
+            self._managed_shader = self.device.create_shader_module(
+                label="alpha2 yuv_to_rgb colour-managed", code=code
+            )
+        return self._managed_shader
+
+    def _layout(self, kind: LayoutKind, managed: bool = False) -> tuple[Any, Any]:
+        cached = self._layouts.get((kind, managed))
         if cached is not None:
             return cached
         stage = self.gpu.ShaderStage.FRAGMENT
@@ -204,11 +312,12 @@ class FrameRenderer:
         if sampled:
             sampler = {"type": "filtering"}
             entries.append({"binding": _SAMPLER_BINDING, "visibility": stage, "sampler": sampler})
-        bgl = self.device.create_bind_group_layout(label=f"alpha2 {kind.value}", entries=entries)
-        pipeline_layout = self.device.create_pipeline_layout(
-            label=f"alpha2 {kind.value}", bind_group_layouts=[bgl]
-        )
-        self._layouts[kind] = (bgl, pipeline_layout)
+        if managed:
+            entries.append({"binding": _COLOUR_BINDING, "visibility": stage, "buffer": {"type": "uniform"}})
+        label = f"alpha2 {kind.value}{' colour-managed' if managed else ''}"
+        bgl = self.device.create_bind_group_layout(label=label, entries=entries)
+        pipeline_layout = self.device.create_pipeline_layout(label=label, bind_group_layouts=[bgl])
+        self._layouts[(kind, managed)] = (bgl, pipeline_layout)
         return bgl, pipeline_layout
 
     def pipeline(
@@ -219,6 +328,7 @@ class FrameRenderer:
         clamp_coords: bool = True,
         colour: tuple[tuple[str, float], ...] = (),
         rotation: Rotation = Rotation.NONE,
+        managed: bool = False,
     ) -> Any:
         """The cached render pipeline for ``kind`` writing ``output_format``.
 
@@ -230,29 +340,31 @@ class FrameRenderer:
                 whole textures (the sampler's clamp-to-edge does the same, for less work a pixel).
             colour: :meth:`ShaderParams.colour_constants` as sorted items; empty: the identity.
             rotation: clockwise rotation applied to the picture (a vertex-stage constant).
+            managed: the colour-managed entry point (colour uniform at binding 5).
         """
         if output_format not in OUTPUT_FORMATS:
             raise InvalidInputError(
                 f"output format {output_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
             )
-        key = (kind, output_format, one_to_one, clamp_coords, colour, rotation)
+        key = (kind, output_format, one_to_one, clamp_coords, colour, rotation, managed)
         cached = self._pipelines.get(key)
         if cached is not None:
             return cached
-        _, pipeline_layout = self._layout(kind)
+        _, pipeline_layout = self._layout(kind, managed)
+        module = self._module(managed)
         pipeline = self.device.create_render_pipeline(
-            label=f"alpha2 {kind.value} -> {output_format}",
+            label=f"alpha2 {kind.value} -> {output_format}{' colour-managed' if managed else ''}",
             layout=pipeline_layout,
             vertex={
-                "module": self._shader,
+                "module": module,
                 "entry_point": "vs_main",
                 "buffers": [],
                 "constants": {"ROTATION": int(rotation) // 90},
             },
             primitive={"topology": "triangle-list"},
             fragment={
-                "module": self._shader,
-                "entry_point": kind.entry_point,
+                "module": module,
+                "entry_point": kind.entry_point + ("_managed" if managed else ""),
                 "targets": [{"format": output_format}],
                 "constants": {
                     "ONE_TO_ONE": int(one_to_one),
@@ -276,15 +388,18 @@ class FrameRenderer:
             self._views.put(key, cached)
         return cached[1]
 
-    def _bind_group(self, kind: LayoutKind, views: Sequence[Any], params: ShaderParams) -> tuple[Any, bool]:
-        """The bind group for these planes and parameters, and whether its sample positions need clamping."""
-        key = (kind, tuple(id(v) for v in views), params)
+    def _bind_group(
+        self, kind: LayoutKind, views: Sequence[Any], params: ShaderParams, colour: bytes | None = None
+    ) -> tuple[Any, bool]:
+        """The bind group for these planes and parameters (and colour uniform, when managed), and whether
+        its sample positions need clamping."""
+        key = (kind, tuple(id(v) for v in views), params, colour)
         cached = self._bind_groups.get(key)
         if cached is not None:
             return cached[0], cached[3]
         block, clamp_coords = _plane_block(params, views)
         data = params.to_bytes() + block
-        bgl, _ = self._layout(kind)
+        bgl, _ = self._layout(kind, colour is not None)
         buffer = self.device.create_buffer_with_data(
             label="alpha2 yuv_to_rgb params", data=data, usage=self.gpu.BufferUsage.UNIFORM
         )
@@ -294,8 +409,20 @@ class FrameRenderer:
         entries += [{"binding": 1 + i, "resource": view} for i, view in enumerate(views)]
         if kind is not LayoutKind.RGB:
             entries.append({"binding": _SAMPLER_BINDING, "resource": self._sampler})
+        buffers = [buffer]
+        if colour is not None:
+            colour_buffer = self.device.create_buffer_with_data(
+                label="alpha2 colour_manage", data=colour, usage=self.gpu.BufferUsage.UNIFORM
+            )
+            buffers.append(colour_buffer)
+            entries.append(
+                {
+                    "binding": _COLOUR_BINDING,
+                    "resource": {"buffer": colour_buffer, "offset": 0, "size": len(colour)},
+                }
+            )
         bind_group = self.device.create_bind_group(label="alpha2 yuv_to_rgb", layout=bgl, entries=entries)
-        self._bind_groups.put(key, (bind_group, buffer, tuple(views), clamp_coords))
+        self._bind_groups.put(key, (bind_group, tuple(buffers), tuple(views), clamp_coords))
         return bind_group, clamp_coords
 
     def target_texture(self, width: int, height: int, output_format: str = "rgba8unorm") -> Any:
@@ -329,6 +456,8 @@ class FrameRenderer:
         crop: tuple[int, int, int, int] | None = None,
         output_format: str = "rgba8unorm",
         rotation: Rotation = Rotation.NONE,
+        hdr: HdrMetadata | None = None,
+        colour_target: ColourTarget | None = None,
     ) -> Any:
         """Encode the render of ``planes`` into ``target`` on ``command_encoder``; the caller submits.
 
@@ -348,6 +477,10 @@ class FrameRenderer:
             rotation: clockwise rotation applied to the picture (a frame's ``metadata.rotation``, from
                 its display matrix): the target shows it turned, and a created target has the turned
                 size (a quarter turn swaps width and height).
+            hdr: the frame's HDR static metadata (a PQ source's peak); taken from an ImportedFrame's
+                metadata when None.
+            colour_target: what to render to; None: the renderer's :attr:`colour_target`. The pass
+                manages colour (:meth:`colour_plan`) unless the plan is an identity.
 
         Returns:
             The target texture.
@@ -356,6 +489,8 @@ class FrameRenderer:
             InvalidInputError: too few planes, a bad size or an unsupported output format.
             UnsupportedError: a pixel format the shader cannot sample.
         """
+        if hdr is None:
+            hdr = getattr(getattr(getattr(planes, "frame", planes), "metadata", None), "hdr", None)
         planes, pixel_format, colour, width, height = _frame_args(planes, pixel_format, colour, width, height)
         if target is not None:
             _check_same_device(self.device, target, "target")
@@ -383,15 +518,20 @@ class FrameRenderer:
         for plane in planes[: kind.plane_count]:
             _check_same_device(self.device, plane, "plane texture")
         views = [self._view(p) for p in planes[: kind.plane_count]]
-        bind_group, clamp_coords = self._bind_group(kind, views, params)
+        plan = self._plan_of(colour, pixel_format, hdr, colour_target)
+        self.last_colour = plan
+        managed = plan is not None and not plan.identity
+        uniform = plan.uniform if plan is not None and managed else None
+        bind_group, clamp_coords = self._bind_group(kind, views, params, uniform)
         # Only fs_rgb reads ONE_TO_ONE: the sampled layouts share one pipeline for both cases.
         pipeline = self.pipeline(
             kind,
             target_format,
             kind is LayoutKind.RGB and params.one_to_one,
             clamp_coords,
-            _colour_items(params),
+            _colour_items(params) + (_managed_items(plan) if plan is not None and managed else ()),
             rotation,
+            managed,
         )
         render_pass = command_encoder.begin_render_pass(
             color_attachments=[
@@ -421,6 +561,8 @@ class FrameRenderer:
         crop: tuple[int, int, int, int] | None = None,
         output_format: str = "rgba8unorm",
         rotation: Rotation = Rotation.NONE,
+        hdr: HdrMetadata | None = None,
+        colour_target: ColourTarget | None = None,
     ) -> Any:
         """Render ``planes`` into ``target`` (or a cached texture) and submit; see :meth:`encode_render`."""
         encoder = self.device.create_command_encoder(label="alpha2 yuv_to_rgb")
@@ -435,6 +577,8 @@ class FrameRenderer:
             crop=crop,
             output_format=output_format,
             rotation=rotation,
+            hdr=hdr,
+            colour_target=colour_target,
         )
         self.device.queue.submit([encoder.finish()])
         return result

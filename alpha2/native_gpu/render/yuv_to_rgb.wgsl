@@ -163,17 +163,18 @@ fn to_rgba(samples: vec3<f32>) -> vec4<f32> {
 @group(0) @binding(2) var plane1: texture_2d<f32>;
 @group(0) @binding(3) var plane2: texture_2d<f32>;
 
+// The entry points' bodies are functions, so that the colour-managed entry points
+// (yuv_to_rgb_managed.wgsl, a second shader module) run exactly the same sampling and matrix.
+
 // Y plane + interleaved CbCr plane (NV12, P010, NV16, NV24, ...).
-@fragment
-fn fs_biplanar(in: VertexOut) -> @location(0) vec4<f32> {
+fn biplanar_rgba(in: VertexOut) -> vec4<f32> {
     let y = sample_clamped(plane0, in.luma_uv, params.luma_bounds).r;
     let c = sample_clamped(plane1, in.chroma_uv, params.chroma_bounds).rg;
     return to_rgba(vec3<f32>(y, c));
 }
 
 // Y, Cb, Cr in three single-channel planes (yuv420p, yuv422p10, yuv444p, ...).
-@fragment
-fn fs_triplanar(in: VertexOut) -> @location(0) vec4<f32> {
+fn triplanar_rgba(in: VertexOut) -> vec4<f32> {
     let y = sample_clamped(plane0, in.luma_uv, params.luma_bounds).r;
     let cb = sample_clamped(plane1, in.chroma_uv, params.chroma_bounds).r;
     let cr = sample_clamped(plane2, in.chroma_uv, params.chroma_bounds).r;
@@ -181,18 +182,36 @@ fn fs_triplanar(in: VertexOut) -> @location(0) vec4<f32> {
 }
 
 // Luma only; the neutral chroma is folded into the offset by shader_params().
-@fragment
-fn fs_gray(in: VertexOut) -> @location(0) vec4<f32> {
+fn gray_rgba(in: VertexOut) -> vec4<f32> {
     let y = sample_clamped(plane0, in.luma_uv, params.luma_bounds).r;
     return to_rgba(vec3<f32>(y, 0.0, 0.0));
 }
 
 // Packed RGB(A) passthrough: the matrix is the identity. value_scale.w is 1 when the format
 // carries alpha (the sample's alpha passes through) and 0 when it does not (alpha = 1).
-@fragment
-fn fs_rgb(in: VertexOut) -> @location(0) vec4<f32> {
+fn rgb_rgba(in: VertexOut) -> vec4<f32> {
     let s = load_luma(in.luma_pos);
     let rgb = clamp(to_rgba(s.rgb).rgb, vec3<f32>(0.0), vec3<f32>(1.0));
     let a = clamp(s.a * params.value_scale.w + (1.0 - params.value_scale.w), 0.0, 1.0);
     return vec4<f32>(rgb, a);
+}
+
+@fragment
+fn fs_biplanar(in: VertexOut) -> @location(0) vec4<f32> {
+    return biplanar_rgba(in);
+}
+
+@fragment
+fn fs_triplanar(in: VertexOut) -> @location(0) vec4<f32> {
+    return triplanar_rgba(in);
+}
+
+@fragment
+fn fs_gray(in: VertexOut) -> @location(0) vec4<f32> {
+    return gray_rgba(in);
+}
+
+@fragment
+fn fs_rgb(in: VertexOut) -> @location(0) vec4<f32> {
+    return rgb_rgba(in);
 }
