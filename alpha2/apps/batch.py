@@ -46,8 +46,8 @@ from alpha2.apps.batch_run import (
     Started,
     run_batch,
 )
+from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
 from alpha2.apps.transcode_plan import TranscodeOptions
-from alpha2.apps.transcoder import add_transcode_arguments, options_from_args
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["BatchReport", "BatchSettings", "batch", "register", "run"]

@@ -37,7 +37,7 @@ _SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("sample", "alpha2.apps.sample", "write a short test clip (moving colour pattern, sine tone)"),
     ("play", "alpha2.apps.player", "play a video (window, or offscreen with a snapshot)"),
-    ("transcode", "alpha2.apps.transcoder", "decode, scale and convert on the GPU, encode"),
+    ("transcode", "alpha2.apps.transcode_cli", "decode, scale and convert on the GPU, encode"),
     ("batch", "alpha2.apps.batch", "transcode many files, on this machine's GPUs or cores, or on Ray"),
 )
 

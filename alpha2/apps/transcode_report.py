@@ -1,20 +1,132 @@
-"""What ``alpha2 transcode`` says about the input beyond the frames: what the decoder met (concealed
-frames, failed packets, truncation), timestamps made increasing, depth reduced, alpha and interlacing.
+"""What ``alpha2 transcode`` reports: :class:`TranscodeStats` (``--json``), and about the input beyond
+the frames: what the decoder met (concealed frames, failed packets, truncation), timestamps made
+increasing, depth reduced, alpha and interlacing.
 Nothing FFmpeg changes or meets goes unsaid: these are the summary line's notes and ``--json``'s fields.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
+from alpha2.apps import pipeline
 from alpha2.apps.transcode_plan import TranscodePlan
 from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
+from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.frames import DecodedFrame
 
-if TYPE_CHECKING:
-    from alpha2.apps.transcoder import TranscodeStats
+__all__ = ["TranscodeStats", "decode_dict", "hwaccel_dict", "input_notes", "summary_notes"]
 
-__all__ = ["decode_dict", "input_notes", "summary_notes"]
+
+@dataclass
+class TranscodeStats:
+    """What a transcode did (``--json`` prints :meth:`as_dict`)."""
+
+    input: str
+    output: str
+    frames: int = 0
+    seconds: float = 0.0
+    plan: TranscodePlan | None = None
+    paths: pipeline.PathCounter = field(default_factory=pipeline.PathCounter)
+    stages: pipeline.StageTimes = field(default_factory=pipeline.StageTimes)
+    peak_surfaces: int = 0
+    encoder: dict[str, Any] = field(default_factory=dict)
+    hwaccel: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] | None = None
+    import_report: str | None = None
+    encode_report: str | None = None
+    encode_routes: dict[str, Any] | None = None
+    audio_packets_copied: int = 0
+    packets_out: int = 0
+    peak_copier_slots: int = 0
+    timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Video timestamps that repeated, went backwards or reset, made strictly increasing."""
+    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied audio packets whose dts repeated or went backwards (dropped or rebased)."""
+    input_notes: list[str] = field(default_factory=list)
+    """What of the input the output does not keep (alpha, interlacing), said once."""
+    decode: dict[str, Any] = field(default_factory=dict)
+    """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
+    scale_route: dict[str, Any] | None = None
+    """How frames were scaled and converted (GPU or swscale) and why; None for a passthrough."""
+
+    @property
+    def fps(self) -> float:
+        """Frames per second over the whole run."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def _mode(self) -> str:
+        return "cpu" if self.scale_route and self.scale_route["route"] == "swscale" else "gpu"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready stats."""
+        plan = self.plan
+        paths = self.paths.as_dict()
+        return {
+            "command": "transcode",
+            "input": self.input,
+            "output": self.output,
+            "frames": self.frames,
+            "seconds": round(self.seconds, 4),
+            "fps": round(self.fps, 3),
+            "mode": None if plan is None else ("passthrough" if plan.passthrough else self._mode()),
+            "scale_route": self.scale_route,
+            "reason": None if plan is None else plan.reason,
+            "paths": paths["frames"],
+            "path_bytes": paths["bytes"],
+            "path_notes": paths["notes"],
+            "bytes_through_cpu": self.paths.bytes_through_cpu,
+            "peak_surfaces": self.peak_surfaces,
+            "peak_copier_slots": self.peak_copier_slots,
+            "input_size": None if plan is None else [plan.input_size.width, plan.input_size.height],
+            "output_size": None if plan is None else [plan.output_size.width, plan.output_size.height],
+            "crop": None if plan is None or plan.crop is None else list(plan.crop),
+            "input_pixel_format": None if plan is None else plan.input_format.ffmpeg_name,
+            "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
+            "input_colour": None if plan is None else _colour_dict(plan.input_colour),
+            "output_colour": None if plan is None else _colour_dict(plan.output_colour),
+            "colour_note": None if plan is None else plan.colour_note,
+            "depth_reduced": None if plan is None else plan.depth_note,
+            "encoder": self.encoder,
+            "hwaccel": self.hwaccel,
+            "device": self.device,
+            "import_report": self.import_report,
+            "encode_report": self.encode_report,
+            "encode_routes": self.encode_routes,
+            "packets_out": self.packets_out,
+            "audio_packets_copied": self.audio_packets_copied,
+            "decode": self.decode,
+            "input_notes": self.input_notes,
+            "timestamps_adjusted": {
+                "video": self.timestamps.as_dict(),
+                "audio": self.audio_timestamps.as_dict(),
+            },
+            "stages": self.stages.as_dict(self.seconds),
+        }
+
+
+def _colour_dict(colour: ColourInfo) -> dict[str, str]:
+    return {
+        "matrix": colour.matrix.name,
+        "primaries": colour.primaries.name,
+        "transfer": colour.transfer.name,
+        "range": colour.range.name,
+        "chroma_location": colour.chroma_location.name,
+    }
+
+
+def hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
+    """Where decoding ran and why (``--json``'s ``hwaccel``)."""
+    report = decoder.hwaccel_report
+    return {
+        "requested": report.requested.value,
+        "active": report.active.value,
+        "decoder": report.decoder,
+        "device_ordinal": report.device_ordinal,
+        "reason": report.reason,
+        "fallback_reason": report.fallback_reason,
+    }
 
 
 def decode_dict(decoder: DecodeSession) -> dict[str, Any]:

@@ -23,12 +23,10 @@ when complete.
 
 from __future__ import annotations
 
-import argparse
 import fractions
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from alpha2.apps import pipeline
@@ -43,10 +41,10 @@ from alpha2.apps.transcode_plan import (
     default_codec,
     plan_transcode,
 )
-from alpha2.apps.transcode_report import decode_dict, input_notes, summary_notes
+from alpha2.apps.transcode_report import TranscodeStats, decode_dict, hwaccel_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
-from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS, ROTATION_CONTAINERS, output_container
-from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
+from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, output_container
+from alpha2.ffmpeg_bridge.timestamps import TimestampFixer
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
@@ -63,122 +61,9 @@ __all__ = [
     "TranscodeOptions",
     "TranscodePlan",
     "TranscodeStats",
-    "add_transcode_arguments",
-    "options_from_args",
     "plan_transcode",
-    "register",
-    "run",
     "transcode",
 ]
-
-
-@dataclass
-class TranscodeStats:
-    """What a transcode did (``--json`` prints :meth:`as_dict`)."""
-
-    input: str
-    output: str
-    frames: int = 0
-    seconds: float = 0.0
-    plan: TranscodePlan | None = None
-    paths: pipeline.PathCounter = field(default_factory=pipeline.PathCounter)
-    stages: pipeline.StageTimes = field(default_factory=pipeline.StageTimes)
-    peak_surfaces: int = 0
-    encoder: dict[str, Any] = field(default_factory=dict)
-    hwaccel: dict[str, Any] = field(default_factory=dict)
-    device: dict[str, Any] | None = None
-    import_report: str | None = None
-    encode_report: str | None = None
-    encode_routes: dict[str, Any] | None = None
-    audio_packets_copied: int = 0
-    packets_out: int = 0
-    peak_copier_slots: int = 0
-    timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
-    """Video timestamps that repeated, went backwards or reset, made strictly increasing."""
-    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
-    """Copied audio packets whose dts repeated or went backwards (dropped or rebased)."""
-    input_notes: list[str] = field(default_factory=list)
-    """What of the input the output does not keep (alpha, interlacing), said once."""
-    decode: dict[str, Any] = field(default_factory=dict)
-    """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
-    scale_route: dict[str, Any] | None = None
-    """How frames were scaled and converted (GPU or swscale) and why; None for a passthrough."""
-
-    @property
-    def fps(self) -> float:
-        """Frames per second over the whole run."""
-        return self.frames / self.seconds if self.seconds > 0 else 0.0
-
-    def _mode(self) -> str:
-        return "cpu" if self.scale_route and self.scale_route["route"] == "swscale" else "gpu"
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready stats."""
-        plan = self.plan
-        paths = self.paths.as_dict()
-        return {
-            "command": "transcode",
-            "input": self.input,
-            "output": self.output,
-            "frames": self.frames,
-            "seconds": round(self.seconds, 4),
-            "fps": round(self.fps, 3),
-            "mode": None if plan is None else ("passthrough" if plan.passthrough else self._mode()),
-            "scale_route": self.scale_route,
-            "reason": None if plan is None else plan.reason,
-            "paths": paths["frames"],
-            "path_bytes": paths["bytes"],
-            "path_notes": paths["notes"],
-            "bytes_through_cpu": self.paths.bytes_through_cpu,
-            "peak_surfaces": self.peak_surfaces,
-            "peak_copier_slots": self.peak_copier_slots,
-            "input_size": None if plan is None else [plan.input_size.width, plan.input_size.height],
-            "output_size": None if plan is None else [plan.output_size.width, plan.output_size.height],
-            "crop": None if plan is None or plan.crop is None else list(plan.crop),
-            "input_pixel_format": None if plan is None else plan.input_format.ffmpeg_name,
-            "output_pixel_format": None if plan is None else plan.output_format.ffmpeg_name,
-            "input_colour": None if plan is None else _colour_dict(plan.input_colour),
-            "output_colour": None if plan is None else _colour_dict(plan.output_colour),
-            "colour_note": None if plan is None else plan.colour_note,
-            "depth_reduced": None if plan is None else plan.depth_note,
-            "encoder": self.encoder,
-            "hwaccel": self.hwaccel,
-            "device": self.device,
-            "import_report": self.import_report,
-            "encode_report": self.encode_report,
-            "encode_routes": self.encode_routes,
-            "packets_out": self.packets_out,
-            "audio_packets_copied": self.audio_packets_copied,
-            "decode": self.decode,
-            "input_notes": self.input_notes,
-            "timestamps_adjusted": {
-                "video": self.timestamps.as_dict(),
-                "audio": self.audio_timestamps.as_dict(),
-            },
-            "stages": self.stages.as_dict(self.seconds),
-        }
-
-
-def _colour_dict(colour: ColourInfo) -> dict[str, str]:
-    return {
-        "matrix": colour.matrix.name,
-        "primaries": colour.primaries.name,
-        "transfer": colour.transfer.name,
-        "range": colour.range.name,
-        "chroma_location": colour.chroma_location.name,
-    }
-
-
-def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
-    report = decoder.hwaccel_report
-    return {
-        "requested": report.requested.value,
-        "active": report.active.value,
-        "decoder": report.decoder,
-        "device_ordinal": report.device_ordinal,
-        "reason": report.reason,
-        "fallback_reason": report.fallback_reason,
-    }
 
 
 def _frame_bytes(frame: DecodedFrame) -> int:
@@ -337,7 +222,7 @@ class _Transcoder:
         ok = False
         try:
             decoder = self._open()
-            self.stats.hwaccel = _hwaccel_dict(decoder)
+            self.stats.hwaccel = hwaccel_dict(decoder)
             start = time.perf_counter()
             first = decoder.next_frame()
             stages.add("decode", time.perf_counter() - start)
@@ -666,137 +551,3 @@ def transcode(
 
 # ---------------------------------------------------------------------------------------------------
 # the command line
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``alpha2 transcode``."""
-    parser = subparsers.add_parser(
-        "transcode",
-        help="decode, scale and convert on the GPU, encode",
-        description="Transcode a video: decode, import, scale and convert colour on the GPU, encode, mux. "
-        "With nothing to change, frames go straight from the decoder to the encoder (passthrough).",
-    )
-    parser.add_argument("input", metavar="INPUT", help="input video file")
-    parser.add_argument(
-        "output",
-        metavar="OUTPUT",
-        help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
-    )
-    add_transcode_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
-    parser.set_defaults(func=run)
-
-
-def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options that shape one transcode (codec, size, quality, decoding, colour, audio); ``alpha2
-    batch`` takes the same ones. :func:`options_from_args` reads them back."""
-    parser.add_argument(
-        "--codec", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264)"
-    )
-    parser.add_argument(
-        "--size",
-        type=pipeline.parse_size,
-        metavar="WxH",
-        help="fit the output inside WxH, aspect kept, even sides",
-    )
-    quality = parser.add_mutually_exclusive_group()
-    quality.add_argument(
-        "--crf",
-        type=float,
-        help="constant-quality factor (default per codec: "
-        + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_CRF.items())
-        + ")",
-    )
-    quality.add_argument("--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k")
-    parser.add_argument("--preset", help="encoder speed preset (e.g. veryfast for x264/x265)")
-    parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
-    pipeline.add_hwaccel_argument(parser)
-    parser.add_argument(
-        "--colour",
-        "--color",
-        dest="colour",
-        choices=[c.value for c in ColourChoice],
-        default="auto",
-        help="output matrix and range (default auto: kept, or BT.709 limited "
-        "for HD outputs processed on the GPU)",
-    )
-    parser.add_argument(
-        "--depth",
-        choices=[c.value for c in DepthChoice],
-        default="auto",
-        help="output bits per sample (default auto: 8, or 10 for HDR into hevc, av1 or vp9)",
-    )
-    parser.add_argument(
-        "--sdr", action="store_true", help="tone map an HDR (PQ, HLG) input to SDR BT.709 (as --colour bt709)"
-    )
-    parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
-    parser.add_argument(
-        "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
-    )
-    parser.add_argument("--no-audio", dest="audio", action="store_false", help="drop the audio")
-
-
-def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
-    """The TranscodeOptions of parsed :func:`add_transcode_arguments` options."""
-    return TranscodeOptions(
-        codec=args.codec,
-        size=args.size,
-        crf=args.crf,
-        bitrate=args.bitrate,
-        preset=args.preset,
-        frames=args.frames,
-        hwaccel=args.hwaccel,
-        audio=args.audio,
-        colour=ColourChoice(args.colour),
-        gpu=args.gpu,
-        depth=DepthChoice(args.depth),
-        sdr=getattr(args, "sdr", False),
-    )
-
-
-def _bitrate(text: str) -> int:
-    scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
-    raw = text.strip().lower()
-    factor = scale.get(raw[-1:], 1)
-    number = raw[:-1] if raw[-1:] in scale else raw
-    try:
-        value = int(float(number) * factor)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"bitrate must be bits per second like 4M or 800k, got {text!r}"
-        ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"bitrate must be positive, got {text!r}")
-    return value
-
-
-def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
-    data = stats.as_dict()
-    paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
-    write(
-        f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
-        f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
-        f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
-        f"{stats.stages.summary(stats.seconds)}"
-        + (
-            f"; route {stats.scale_route['route']}: {stats.scale_route['reason']}"
-            if stats.scale_route
-            else ""
-        )
-        + "".join(f"; {note}" for note in summary_notes(stats))
-    )
-
-
-def run(args: argparse.Namespace) -> int:
-    """``alpha2 transcode``."""
-    import sys
-
-    options = options_from_args(args)
-    progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
-    stats = transcode(args.input, args.output, options, progress=progress)
-    if args.json:
-        pipeline.emit_json(stats.as_dict())
-    elif not args.quiet:
-        _print_summary(stats, lambda line: print(line, file=sys.stderr))
-    return 0
