@@ -119,7 +119,8 @@ def play_wall(
                 options.frames if options.frames is not None else (1 if snapshot else None),
                 progress,
             )
-        if stats.frames == 0:
+        # A window quit before its first draw showed nothing, which is no fault of the inputs.
+        if stats.frames == 0 and (refusal is not None or group.finished):
             raise InvalidInputError(f"none of {names!r} has a decodable video frame")
         if snapshot is not None:
             t0 = clock()
