@@ -1,11 +1,12 @@
 """``alpha2 play A B C ...``: several inputs as one grid (a video wall), composed on one device.
 
 The streams go through one :class:`~alpha2.apps.streams.StreamGroup`: one Device, one decoder thread and
-one importer per stream, one surface budget, one submit per display frame. The wall renders offscreen
-(``--offscreen``, ``--snapshot``, or no display), each tick advancing every stream by one frame as fast
-as the device allows, without sound; ``--snapshot WALL.png [--at SECONDS]`` writes the wall with every
-stream's frame at that time. A window for the wall is not offered: with a display the wall still renders
-offscreen, and the stats say so.
+one importer per stream, one surface budget, one submit per display frame. With a display (the rules of
+single-input play: :func:`~alpha2.apps.player.window_unavailable_reason`) the wall plays in a window
+(:mod:`alpha2.apps.wall_window`): paced by the system clock at the refresh, each stream showing its
+latest due frame, letterboxed, without sound. Otherwise it renders offscreen (``--offscreen``,
+``--snapshot``, or no display), each tick advancing every stream by one frame as fast as the device
+allows; ``--snapshot WALL.png [--at SECONDS]`` writes the wall with every stream's frame at that time.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
-from alpha2.apps.player import PlayOptions, PlayStats
+from alpha2.apps.player import PlayOptions, PlayStats, window_unavailable_reason
 from alpha2.apps.streams import StreamGroup
+from alpha2.apps.wall_window import WallWindow
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.identity import ExecutionPath
 
@@ -54,12 +56,14 @@ class WallStats(PlayStats):
         return "\n".join(lines)
 
 
-def _mode_reason(options: PlayOptions) -> str:
+def _window_refusal(options: PlayOptions, environ: Mapping[str, str] | None) -> str | None:
+    """Why the wall renders offscreen (None: it plays in a window)."""
     if options.snapshot is not None:
         return "--snapshot renders the wall to a texture"
     if options.offscreen:
         return "--offscreen"
-    return "the wall renders offscreen (no window for several inputs)"
+    why = window_unavailable_reason(environ)
+    return None if why is None else f"no window: {why}"
 
 
 def play_wall(
@@ -67,8 +71,13 @@ def play_wall(
     options: PlayOptions | None = None,
     *,
     progress: pipeline.Progress | None = None,
+    environ: Mapping[str, str] | None = None,
+    canvas_module: str = "rendercanvas.auto",
 ) -> WallStats:
-    """Play several ``sources`` as one grid, offscreen (the in-process form of ``alpha2 play A B ...``).
+    """Play several ``sources`` as one grid (the in-process form of ``alpha2 play A B ...``).
+
+    A window when there is a display (``environ``: the environment to judge that by, default
+    ``os.environ``; ``canvas_module``: the rendercanvas backend), offscreen otherwise.
 
     Raises:
         alpha2.gpu.Error subclasses: bad input, a bad ``--at``, an unwritable snapshot path, device errors.
@@ -76,35 +85,42 @@ def play_wall(
     options = options if options is not None else PlayOptions()
     progress = progress if progress is not None else pipeline.Progress()
     names = [os.fspath(s) for s in sources]
-    stats = WallStats(input=", ".join(names), mode="offscreen", mode_reason=_mode_reason(options))
+    refusal = _window_refusal(options, environ)
+    stats = WallStats(input=", ".join(names), mode="offscreen", mode_reason=refusal or "")
     snapshot = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
     timer = pipeline.RunTimer()
     clock = time.perf_counter
     completed = False
     t0 = clock()
-    group = StreamGroup(names, hwaccel=options.hwaccel)
+    # A window presents wgpu-native devices: the group's Device asks for no GPU copy then.
+    device = None if refusal is not None else pipeline.create_device(want_gpu_copy=False)
+    window: WallWindow | None = None
+    try:
+        group = StreamGroup(names, hwaccel=options.hwaccel, device=device)
+    except BaseException:
+        if device is not None:
+            device.close()
+        raise
     try:
         stats.stages.add("setup", clock() - t0)
         stats.device = group.device.as_dict()
         stats.size = group.size
-        at = options.at_s
-        if at:
-            for stream in group.streams:
-                duration = stream.decoder.info.duration_seconds
-                if duration is not None and at >= duration:
-                    raise InvalidInputError(
-                        f"--at {at:g} s is past the end of {stream.source!r} ({duration:.3f} s long)"
-                    )
-                stream.decoder.seek(at)
-        limit = options.frames if options.frames is not None else (1 if snapshot else None)
-        progress.start(limit)
-        while limit is None or stats.frames < limit:
-            tick = group.tick()
-            if not tick.submitted:
-                break
-            stats.frames += 1
-            progress.update(stats.frames)
-        if stats.frames == 0:
+        _seek_all(group, options.at_s)
+        if refusal is None:
+            window = WallWindow(group, stats, frames=options.frames, progress=progress)
+            try:
+                window.run(canvas_module)
+            finally:
+                window.finish()
+        else:
+            _run_offscreen(
+                group,
+                stats,
+                options.frames if options.frames is not None else (1 if snapshot else None),
+                progress,
+            )
+        # A window quit before its first draw showed nothing, which is no fault of the inputs.
+        if stats.frames == 0 and (refusal is not None or group.finished):
             raise InvalidInputError(f"none of {names!r} has a decodable video frame")
         if snapshot is not None:
             t0 = clock()
@@ -118,29 +134,62 @@ def play_wall(
         group.drain()
         stats.stages.add("wait", clock() - t0)
         stats.seconds = timer.stop()
-        for name, seconds in group.stages.seconds.items():
-            stats.stages.add(name, seconds)
-        counts = group.path_counts()
-        stats.paths.merge_counts(counts.frames, counts.notes)
-        stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += counts.bytes[ExecutionPath.CPU_UPLOAD]
-        stats.submissions = group.submissions
-        stats.dropped_frames = sum(s.frames_dropped for s in group.streams)
-        stats.hwaccel = {"streams": [s.decoder.hwaccel_report.active.value for s in group.streams]}
-        stats.streams = [
-            {
-                "source": s.source,
-                "frames_shown": s.frames_shown,
-                "frames_dropped": s.frames_dropped,
-                "tile_origin": list(s.origin),
-            }
-            for s in group.streams
-        ]
+        _group_stats(stats, group)
         completed = True
     finally:
         stats.peak_surfaces = group.budget.usage().peak_surfaces
         group.close()
+        if device is not None:
+            device.close()
         progress.close(completed)
     return stats
+
+
+def _seek_all(group: StreamGroup, at: float | None) -> None:
+    """Seek every stream to ``--at`` (checked against each one's duration)."""
+    if not at:
+        return
+    for stream in group.streams:
+        duration = stream.decoder.info.duration_seconds
+        if duration is not None and at >= duration:
+            raise InvalidInputError(
+                f"--at {at:g} s is past the end of {stream.source!r} ({duration:.3f} s long)"
+            )
+        stream.decoder.seek(at)
+
+
+def _run_offscreen(
+    group: StreamGroup, stats: WallStats, limit: int | None, progress: pipeline.Progress
+) -> None:
+    """Tick (every stream one frame a tick) as fast as the device allows, until the end or ``limit``."""
+    progress.start(limit)
+    while limit is None or stats.frames < limit:
+        tick = group.tick()
+        if not tick.submitted:
+            break
+        stats.frames += 1
+        progress.update(stats.frames)
+
+
+def _group_stats(stats: WallStats, group: StreamGroup) -> None:
+    """The group's stages, paths, submits and per-stream counts into ``stats``."""
+    for name, seconds in group.stages.seconds.items():
+        stats.stages.add(name, seconds)
+    counts = group.path_counts()
+    stats.paths.merge_counts(counts.frames, counts.notes)
+    stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += counts.bytes[ExecutionPath.CPU_UPLOAD]
+    stats.submissions = group.submissions
+    stats.dropped_frames = sum(s.frames_dropped for s in group.streams)
+    stats.hwaccel = {"streams": [s.decoder.hwaccel_report.active.value for s in group.streams]}
+    stats.streams = [
+        {
+            "source": s.source,
+            "frames_shown": s.frames_shown,
+            "frames_dropped": s.frames_dropped,
+            "tile_origin": list(s.origin),
+        }
+        for s in group.streams
+    ]
 
 
 def run_wall(args: argparse.Namespace) -> int:

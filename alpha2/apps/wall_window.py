@@ -1,0 +1,287 @@
+"""The video wall in a window: a StreamGroup's wall, paced by the system clock at the display's refresh.
+
+:class:`WallWindow` draws in a rendercanvas window with vsync: at each draw it asks the
+:class:`~alpha2.apps.streams.StreamGroup` for every stream's latest frame due at the clock's media time
+(one ``queue.submit`` for all the streams' work; frames overtaken are counted as dropped), then scales the
+wall texture, aspect kept, into the window's current texture with black bars (a second, small submit).
+The wall has no sound: the system clock paces it. Keys: space pauses, q or Escape quits. The run ends
+when every stream has ended (or after ``--frames`` wall updates).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from alpha2.apps import pipeline
+from alpha2.apps.audio_out import SystemClock
+from alpha2.apps.streams import StreamGroup
+from alpha2.apps.window import letterbox
+from alpha2.gpu.geometry import Rect, Size
+
+__all__ = ["NO_SOUND_REASON", "WallWindow"]
+
+NO_SOUND_REASON = "the wall plays without sound"
+"""Why the wall's clock is the system clock."""
+
+_RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
+
+# The wall's texels are already sRGB-encoded: they are sampled and written as they are.
+_BLIT_WGSL = """
+@group(0) @binding(0) var wall: texture_2d<f32>;
+@group(0) @binding(1) var wall_sampler: sampler;
+
+struct Out {
+    @builtin(position) position: vec4<f32>,
+    @location(0) uv: vec2<f32>,
+};
+
+@vertex
+fn vs_main(@builtin(vertex_index) index: u32) -> Out {
+    // One triangle covering the target; uv (0, 0) is the wall's top-left corner.
+    let xy = vec2<f32>(f32((index << 1u) & 2u), f32(index & 2u));
+    var out: Out;
+    out.position = vec4<f32>(xy * 2.0 - 1.0, 0.0, 1.0);
+    out.uv = vec2<f32>(xy.x, 1.0 - xy.y);
+    return out;
+}
+
+@fragment
+fn fs_main(in: Out) -> @location(0) vec4<f32> {
+    return vec4<f32>(textureSample(wall, wall_sampler, in.uv).rgb, 1.0);
+}
+"""
+
+
+class _Blit:
+    """Scales the wall texture into a texture of the window's size class (linear filtering)."""
+
+    def __init__(self, device: Any, gpu: Any, wall: Any, output_format: str) -> None:
+        self.device = device
+        self.gpu = gpu
+        self.output_format = output_format
+        module = device.create_shader_module(label="alpha2 wall blit", code=_BLIT_WGSL)
+        stage = gpu.ShaderStage.FRAGMENT
+        layout = device.create_bind_group_layout(
+            label="alpha2 wall blit",
+            entries=[
+                {"binding": 0, "visibility": stage, "texture": {"sample_type": "float"}},
+                {"binding": 1, "visibility": stage, "sampler": {"type": "filtering"}},
+            ],
+        )
+        self.pipeline = device.create_render_pipeline(
+            label=f"alpha2 wall blit -> {output_format}",
+            layout=device.create_pipeline_layout(label="alpha2 wall blit", bind_group_layouts=[layout]),
+            vertex={"module": module, "entry_point": "vs_main", "buffers": []},
+            primitive={"topology": "triangle-list"},
+            fragment={"module": module, "entry_point": "fs_main", "targets": [{"format": output_format}]},
+        )
+        sampler = device.create_sampler(label="alpha2 wall blit", mag_filter="linear", min_filter="linear")
+        self.bind_group = device.create_bind_group(
+            label="alpha2 wall blit",
+            layout=layout,
+            entries=[
+                {"binding": 0, "resource": wall.create_view()},
+                {"binding": 1, "resource": sampler},
+            ],
+        )
+        self.target: Any = None
+
+    def target_for(self, size: Size) -> Any:
+        """The scaled wall's texture at ``size`` (made again when the window's letterbox changes)."""
+        target = self.target
+        if target is None or (int(target.size[0]), int(target.size[1])) != (size.width, size.height):
+            if target is not None:
+                target.destroy()
+            usage = self.gpu.TextureUsage
+            self.target = self.device.create_texture(
+                label="alpha2 wall scaled",
+                size=(size.width, size.height, 1),
+                format=self.output_format,
+                usage=usage.RENDER_ATTACHMENT | usage.COPY_SRC,
+            )
+        return self.target
+
+    def encode(self, encoder: Any, size: Size) -> Any:
+        """Record the wall's scaling into the ``size`` texture on ``encoder``; returns that texture."""
+        target = self.target_for(size)
+        render = encoder.begin_render_pass(
+            color_attachments=[
+                {
+                    "view": target.create_view(),
+                    "clear_value": (0.0, 0.0, 0.0, 1.0),
+                    "load_op": "clear",
+                    "store_op": "store",
+                }
+            ]
+        )
+        render.set_pipeline(self.pipeline)
+        render.set_bind_group(0, self.bind_group)
+        render.draw(3, 1, 0, 0)
+        render.end()
+        return target
+
+    def close(self) -> None:
+        if self.target is not None:
+            self.target.destroy()
+            self.target = None
+
+
+class WallWindow:
+    """A StreamGroup's wall in a rendercanvas window: paced by the system clock at the refresh, keys.
+
+    Args:
+        group: the open group (on a wgpu-native Device: rendercanvas presents wgpu-native devices).
+        stats: the run's :class:`~alpha2.apps.wall.WallStats` (frames: draws that updated the wall).
+        frames: stop after this many wall updates (None: when every stream has ended).
+        progress: the progress line.
+    """
+
+    def __init__(
+        self,
+        group: StreamGroup,
+        stats: Any,
+        *,
+        frames: int | None = None,
+        progress: pipeline.Progress | None = None,
+    ) -> None:
+        self.group = group
+        self.stats = stats
+        self.frames = frames
+        self.progress = progress if progress is not None else pipeline.Progress()
+        self.clock: SystemClock | None = None
+        self.canvas: Any = None
+        self.context: Any = None
+        self.blit: _Blit | None = None
+        self.present_format = "bgra8unorm"
+        self.presents = 0
+        """``queue.submit`` calls that put the wall into the window (one per draw)."""
+        self.ticks = 0
+        """Draws that asked the group for due frames."""
+
+    @property
+    def paused(self) -> bool:
+        return self.clock is not None and self.clock.paused
+
+    def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
+        """Make the canvas and the blit; returns the rendercanvas backend module.
+
+        ``canvas_module``: ``rendercanvas.auto`` picks glfw or Qt; tests drive ``rendercanvas.offscreen``.
+        ``size``: the canvas size (default the wall's, halved until it fits in 1920 x 1080).
+        """
+        backend = importlib.import_module(canvas_module)
+        group = self.group
+        window = size if size is not None else _window_size(group.size)
+        self.canvas = backend.RenderCanvas(
+            title=f"alpha2 play - a wall of {len(group.streams)}",
+            size=(window.width, window.height),
+            update_mode="continuous",
+            max_fps=240,
+            vsync=True,
+        )
+        self.context = self.canvas.get_context("wgpu")
+        device = group.device
+        preferred = str(self.context.get_preferred_format(device.webgpu_device.adapter))
+        self.present_format = preferred
+        base = preferred.replace("-srgb", "")
+        # An -srgb surface and its plain format are copy-compatible: the sRGB values are copied as they are.
+        render_format = base if base in _RENDER_FORMATS else "bgra8unorm"
+        gpu = device.gpu_module
+        self.context.configure(
+            device=device.webgpu_device,
+            format=preferred,
+            usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST,
+        )
+        self.blit = _Blit(device.webgpu_device, gpu, group.wall, render_format)
+        self.canvas.add_event_handler(self._on_key, "key_down")
+        self.canvas.request_draw(self._draw)
+        self.progress.start(self.frames)
+        return backend
+
+    def run(self, canvas_module: str = "rendercanvas.auto") -> None:
+        """Open the window and run its loop until it closes."""
+        backend = self.open(canvas_module)
+        backend.loop.run()
+
+    def finish(self) -> None:
+        """Release the blit and record the clock (idempotent)."""
+        if self.blit is not None:
+            self.blit.close()
+            self.blit = None
+        if self.clock is not None:
+            self.stats.clock = self.clock.as_dict()
+            self.clock.close()
+            self.clock = None
+        self.stats.mode = "window"
+        self.stats.mode_reason = f"vsync, letterboxed; {NO_SOUND_REASON}"
+
+    def media_time(self) -> float:
+        return self.clock.now() if self.clock is not None else 0.0
+
+    def _on_key(self, event: Mapping[str, Any]) -> None:
+        key = str(event.get("key", ""))
+        if key in ("q", "Q", "Escape"):
+            self.canvas.close()
+        elif key == " " and self.clock is not None:
+            if self.clock.paused:
+                self.clock.resume()
+            else:
+                self.clock.pause()
+
+    def _draw(self) -> None:
+        group, stats = self.group, self.stats
+        if group.finished or (self.frames is not None and stats.frames >= self.frames):
+            self.canvas.close()
+            return
+        # Before the first wall is on screen there is no clock: every stream's first frame is due now.
+        tick = group.tick(self.media_time())
+        self.ticks += 1
+        if group.finished and not tick.submitted:
+            self.canvas.close()
+            return
+        width, height = (int(v) for v in self.canvas.get_physical_size())
+        window = Size(max(width, 1), max(height, 1))
+        box = letterbox(group.size, window)
+        self._present(box)
+        if self.clock is None:
+            self.clock = SystemClock(NO_SOUND_REASON)
+        if tick.submitted:
+            stats.frames += 1
+            self.progress.update(stats.frames)
+
+    def _present(self, box: Rect) -> None:
+        assert self.blit is not None
+        webgpu = self.group.device.webgpu_device
+        surface = self.context.get_current_texture()
+        t0 = time.perf_counter()
+        encoder = webgpu.create_command_encoder(label="alpha2 wall present")
+        scaled = self.blit.encode(encoder, Size(box.width, box.height))
+        bars = encoder.begin_render_pass(
+            color_attachments=[
+                {
+                    "view": surface.create_view(),
+                    "clear_value": (0.0, 0.0, 0.0, 1.0),
+                    "load_op": "clear",
+                    "store_op": "store",
+                }
+            ]
+        )
+        bars.end()
+        encoder.copy_texture_to_texture(
+            {"texture": scaled, "mip_level": 0, "origin": (0, 0, 0)},
+            {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
+            (box.width, box.height, 1),
+        )
+        webgpu.queue.submit([encoder.finish()])
+        self.presents += 1
+        self.stats.stages.add("present", time.perf_counter() - t0)
+
+
+def _window_size(wall: Size) -> Size:
+    """The wall's size, halved until it fits a 1920 x 1080 screen."""
+    width, height = wall.width, wall.height
+    while width > 1920 or height > 1080:
+        width, height = max(1, width // 2), max(1, height // 2)
+    return Size(width, height)

@@ -1,0 +1,163 @@
+"""The video wall in a window: on Xvfb through ``alpha2 play A B``, and driven in-process through
+rendercanvas's offscreen canvas (one submit per tick for the streams' work, letterbox, keys, the end)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from alpha2.apps import pipeline
+from alpha2.apps.player import PlayOptions
+from alpha2.apps.streams import StreamGroup
+from alpha2.apps.wall import play_wall
+from alpha2.apps.wall_window import NO_SOUND_REASON, WallWindow
+from alpha2.apps.window import letterbox
+from alpha2.gpu.geometry import Size
+from tests.media import Clip, make_clip
+
+NO_DISPLAY = {"PATH": "/usr/bin"}
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[Clip]:
+    root = tmp_path_factory.mktemp("wall_window")
+    return [
+        make_clip(root / "a.mkv", width=64, height=48, frames=12),
+        make_clip(root / "b.mkv", width=48, height=64, frames=18),
+    ]
+
+
+def drive(window: WallWindow, seconds: float, hz: float = 60.0) -> None:
+    """Draw at ``hz`` (a display's refresh) for ``seconds`` or until the window closes."""
+    period = 1 / hz
+    next_at = time.perf_counter()
+    end = next_at + seconds
+    while time.perf_counter() < end and not window.canvas.get_closed():
+        window.canvas.draw()
+        next_at += period
+        time.sleep(max(0.0, next_at - time.perf_counter()))
+
+
+@pytest.mark.vulkan
+def test_wall_window_on_a_virtual_display(clips: list[Clip]) -> None:
+    """`alpha2 play a b` opens a glfw window on Xvfb and plays every stream to its end."""
+    pytest.importorskip("rendercanvas")
+    pytest.importorskip("glfw")
+    if shutil.which("xvfb-run") is None:
+        pytest.skip("xvfb-run is not installed (apt-get install xvfb)")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    command = [sys.executable, "-m", "alpha2", "play", *(c.path for c in clips), "--json"]
+    run = subprocess.run(["xvfb-run", "-a", *command], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout[run.stdout.index("{") :])
+    assert data["mode"] == "window", data.get("mode_reason")
+    assert NO_SOUND_REASON in data["mode_reason"]
+    assert data["clock"]["kind"] == "system"
+    assert data["frames"] > 0
+    # Every decoded frame of every stream was either shown or overtaken (dropped) before the end.
+    for stream, clip in zip(data["streams"], clips, strict=True):
+        assert stream["frames_shown"] >= 1
+        assert stream["frames_shown"] + stream["frames_dropped"] == clip.frames, stream
+    assert data["dropped_frames"] == sum(s["frames_dropped"] for s in data["streams"])
+    assert data["submissions"] == data["frames"]
+
+
+@pytest.mark.vulkan
+def test_wall_without_a_display_renders_offscreen(clips: list[Clip]) -> None:
+    stats = play_wall([c.path for c in clips], PlayOptions(frames=3), environ=NO_DISPLAY)
+    assert stats.mode == "offscreen"
+    assert stats.mode_reason.startswith("no window: no display"), stats.mode_reason
+    assert stats.frames == 3 and stats.submissions == 3
+
+
+@pytest.mark.vulkan
+def test_wall_window_in_process(clips: list[Clip], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One queue.submit per tick for every stream's work (plus one present per draw), letterboxed, keys,
+    and the run ends when every stream has ended."""
+    pytest.importorskip("rendercanvas")
+    device = pipeline.create_device(want_gpu_copy=False)
+    group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
+    stats = play_stats(clips)
+    window = WallWindow(group, stats)
+    submits: list[str] = []
+    queue_type = type(device.webgpu_device.queue)
+    original = queue_type.submit
+
+    def counting(self: Any, buffers: Any) -> Any:
+        # Who submitted: the group's tick, the window's present, or the offscreen canvas's read-back.
+        caller = sys._getframe(1).f_code
+        if buffers and caller.co_filename.endswith(("streams.py", "wall_window.py")):
+            submits.append(caller.co_name)
+        return original(self, buffers)
+
+    monkeypatch.setattr(queue_type, "submit", counting)
+    try:
+        window.open("rendercanvas.offscreen", size=Size(200, 200))
+        image = np.asarray(window.canvas.draw())
+        assert image.shape[:2] == (200, 200)
+        assert submits == ["_draw", "_present"]
+        box = letterbox(group.size, Size(200, 200))
+        assert box.y > 0 and box.height < 200
+        # Bars above and below are black; the streams' tiles are inside.
+        assert (image[: box.y - 1, :, :3] == 0).all() and (image[box.y + box.height + 1 :, :, :3] == 0).all()
+        assert image[box.y : box.y + box.height, :, :3].mean() > 10
+
+        # Space pauses the clock: no stream moves on, draws still present the wall.
+        window._on_key({"key": " "})
+        assert window.paused
+        shown = [s.frames_shown for s in group.streams]
+        frames = stats.frames
+        drive(window, 0.15)
+        assert [s.frames_shown for s in group.streams] == shown and stats.frames == frames
+        window._on_key({"key": " "})
+        assert not window.paused
+
+        drive(window, 5.0)
+        assert window.canvas.get_closed(), "the window closes once every stream has ended"
+        assert group.finished
+        for stream, clip in zip(group.streams, clips, strict=True):
+            assert stream.frames_shown + stream.frames_dropped == clip.frames
+        # Each tick that drew something is one submit with every stream's work; each draw one present.
+        assert group.submissions == stats.frames
+        assert all(pair != ("_draw", "_draw") for pair in itertools.pairwise(submits)), submits
+        assert submits.count("_draw") == group.submissions and submits.count("_present") == window.presents
+        assert window.presents <= window.ticks
+    finally:
+        window.finish()
+        group.close()
+        device.close()
+    assert stats.mode == "window" and stats.clock["kind"] == "system"
+
+
+@pytest.mark.vulkan
+def test_wall_window_quits_on_q(clips: list[Clip]) -> None:
+    pytest.importorskip("rendercanvas")
+    device = pipeline.create_device(want_gpu_copy=False)
+    group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
+    window = WallWindow(group, play_stats(clips), frames=2)
+    try:
+        window.open("rendercanvas.offscreen", size=Size(64, 64))
+        window.canvas.draw()
+        window._on_key({"key": "q"})
+        assert window.canvas.get_closed()
+    finally:
+        window.finish()
+        group.close()
+        device.close()
+
+
+def play_stats(clips: list[Clip]) -> Any:
+    from alpha2.apps.wall import WallStats
+
+    return WallStats(input=", ".join(c.path for c in clips))
