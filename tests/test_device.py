@@ -143,3 +143,28 @@ def test_promise_settled_reads_a_real_map(opened: Device) -> None:
     promise.sync_wait()  # settled: resolves at once, and the buffer is mapped
     assert len(buffer.read_mapped()) == 256
     buffer.unmap()
+
+
+@pytest.mark.vulkan
+def test_no_cuda_means_no_enumeration_for_a_cuda_twin(
+    opened: Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alpha2.native_gpu.device import candidates
+    from alpha2.native_gpu.device import device as device_module
+
+    calls: list[int] = []
+    real = candidates.vulkan_candidates
+
+    def counted() -> list[Any]:
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(candidates, "vulkan_candidates", counted)
+    monkeypatch.setattr(device_module, "_cuda_unusable", lambda: "CUDA is not usable (no driver)")
+    adopted = Device.adopt(opened.webgpu_device)
+    assert adopted.cuda_ordinal is None
+    assert adopted.cuda_reason == "CUDA is not usable (no driver)"
+    assert calls == []  # nothing was enumerated to learn there is no CUDA twin
+    # What needs the Vulkan twin still finds it, enumerating once.
+    assert adopted.vulkan_candidate is not None
+    assert calls == [1]

@@ -76,6 +76,18 @@ def _cuda_ordinal(uuid: bytes | None) -> tuple[int | None, str]:
     return ordinal, f"CUDA ordinal {ordinal} has the adapter's UUID"
 
 
+def _cuda_unusable() -> str | None:
+    """Why no CUDA device can be had at all (no cuda-python, no driver, no device), or None; cheap, so
+    that a machine without CUDA is not enumerated for a Vulkan match only to find no CUDA twin."""
+    try:
+        from alpha2.native_gpu._cuda.core import cuda_device_count
+
+        count = cuda_device_count()
+    except Exception as exc:  # no cuda-python or no driver
+        return f"CUDA is not usable ({exc})"
+    return None if count > 0 else "CUDA is not usable (no CUDA device)"
+
+
 @dataclass(frozen=True)
 class _Twins:
     """The same GPU seen through Vulkan and CUDA."""
@@ -293,11 +305,17 @@ class Device:
     @property
     def cuda_ordinal(self) -> int | None:
         """The CUDA ordinal of the same GPU (NVDEC decodes there), or None."""
+        if self._twins is None and _cuda_unusable() is not None:
+            return None
         return self._resolve().cuda_ordinal
 
     @property
     def cuda_reason(self) -> str:
         """How the CUDA ordinal was matched, or why there is none."""
+        if self._twins is None:
+            unusable = _cuda_unusable()
+            if unusable is not None:
+                return unusable
         return self._resolve().cuda_reason
 
     @property
