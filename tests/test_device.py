@@ -168,3 +168,20 @@ def test_no_cuda_means_no_enumeration_for_a_cuda_twin(
     # What needs the Vulkan twin still finds it, enumerating once.
     assert adopted.vulkan_candidate is not None
     assert calls == [1]
+
+
+def test_no_cuda_skips_the_adapter_ranking_for_nvdec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from alpha2.ffmpeg_bridge import HwAccelUnavailableError
+    from alpha2.native_gpu._cuda import core
+    from alpha2.native_gpu.device import candidates
+
+    calls: list[int] = []
+    monkeypatch.setattr(candidates, "vulkan_candidates", lambda: calls.append(1) or [])
+    monkeypatch.setattr(core, "cuda_available", lambda: False)
+    clip = make_clip(tmp_path / "c.mkv", frames=2)
+    with DecodeSession(clip.path, hwaccel="auto") as session:
+        assert not session.hwaccel_report.on_gpu
+        assert "no CUDA device" in session.hwaccel_report.reason
+    with pytest.raises(HwAccelUnavailableError, match="no CUDA device"):
+        DecodeSession(clip.path, hwaccel="cuda")
+    assert calls == []  # no Vulkan enumeration to learn that there is no NVDEC

@@ -204,6 +204,18 @@ def plan_hw_device(
         if cuda_ordinal < 0:
             raise InvalidInputError(f"cuda_ordinal must be non-negative, got {cuda_ordinal}")
         return HwDevicePlan(mode, cuda_ordinal, None, f"CUDA ordinal {cuda_ordinal} was given explicitly")
+    if shared_device is None:
+        # Ranking the adapters only to learn that no CUDA device exists costs a Vulkan enumeration
+        # (0.1 s or more): ask CUDA first, cheaply.
+        from alpha2.native_gpu._cuda.core import cuda_available
+
+        if not cuda_available():
+            why = "no CUDA device (or no cuda-python), so no NVDEC"
+            if mode is HwAccelMode.CUDA:
+                raise HwAccelUnavailableError(
+                    f"hwaccel='cuda' cannot be had: {why}; use hwaccel='auto' or 'none'"
+                )
+            return HwDevicePlan(mode, None, None, why)
     loader, ordinal, why = _shared_device(shared_device)
     if ordinal is None:
         if mode is HwAccelMode.CUDA:
