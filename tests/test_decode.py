@@ -172,6 +172,19 @@ def test_file_object_source(tmp_path: Path) -> None:
         assert len(list(session)) == 5
 
 
+@pytest.mark.parametrize("threads", [2, 16])
+def test_seek_near_the_end_with_many_frame_threads(tmp_path: Path, threads: int) -> None:
+    """With more frame threads than frames left after the key frame, the first frame after a seek
+    comes with the rest in one flush: none of them may be lost (16 threads failed on a 16-core host)."""
+    clip = make_clip(tmp_path / "t.mkv", "h264", 64, 48, 24, gop=6)
+    ref = _reference(clip.path)
+    with DecodeSession(clip.path, hwaccel="none", threads=threads) as session:
+        for target_index in (13, 23, 19):
+            session.seek(ref[target_index].time)
+            got = [f.pts for f in session]
+            assert got == [r.pts for r in ref[target_index:]]
+
+
 @pytest.mark.parametrize("hwaccel", ["none", pytest.param("cuda", marks=pytest.mark.nvidia)])
 def test_seek_is_accurate(tmp_path: Path, hwaccel: str) -> None:
     clip = make_clip(tmp_path / "s.mkv", "h264", 64, 48, 24, gop=6)

@@ -39,10 +39,14 @@ def test_open_ranks_once_and_reports(opened: Device) -> None:
     assert record["implementation"] == "wgpu"
     assert record["adapter"] == opened.adapter_name != ""
     assert record["backend"] == "Vulkan"
-    # lavapipe has no CUDA twin, and the report says why rather than leaving it blank.
-    assert record["cuda_ordinal"] is None
+    # Either way the report says why: lavapipe has no CUDA twin, an NVIDIA GPU has one matched by UUID.
     assert opened.cuda_reason
     assert record["cuda"] == opened.cuda_reason
+    if "llvmpipe" in opened.adapter_name or "lavapipe" in opened.adapter_name.lower():
+        assert record["cuda_ordinal"] is None
+    if record["cuda_ordinal"] is not None:
+        assert isinstance(record["cuda_ordinal"], int) and record["cuda_ordinal"] >= 0
+        assert "UUID" in opened.cuda_reason
 
 
 @pytest.mark.vulkan
@@ -115,16 +119,23 @@ def test_one_device_through_decoder_importer_and_renderer(opened: Device, tmp_pa
     clip = make_clip(tmp_path / "c.mkv", frames=3)
     with DecodeSession(clip.path, hwaccel="auto", device=opened) as session:
         report = session.hwaccel_report
-        # No CUDA twin: auto decodes in software and says it was the device's CUDA match that failed.
-        assert not report.on_gpu
-        assert "has no CUDA counterpart" in report.reason
+        if opened.cuda_ordinal is None:
+            # No CUDA twin: auto decodes in software and says it was the device's CUDA match that failed.
+            assert not report.on_gpu
+            assert "has no CUDA counterpart" in report.reason
+        else:
+            # The device's CUDA twin decodes (NVDEC lands on the GPU the device is on).
+            assert report.on_gpu and report.device_ordinal == opened.cuda_ordinal
         with FrameImporter(opened) as importer:
             assert importer.gpu_device is opened
             assert importer.device is opened.webgpu_device
             renderer = FrameRenderer(opened)
             frame = next(iter(session))
             with frame, importer.import_frame(frame) as lease:
+                # wgpu-native has no GPU copy: host planes are uploaded, NVDEC planes downloaded first.
                 assert lease.frame.path is ExecutionPath.CPU_UPLOAD
+                if frame.on_gpu:
+                    assert ExecutionPath.CPU_DOWNLOAD in lease.frame.steps
                 target = renderer.render(lease.frame.views, frame.pixel_format, frame.colour, 64, 48)
                 pixels = read_texture_rgba(opened, target)
     assert pixels.shape == (48, 64, 4)

@@ -656,40 +656,41 @@ class DecodeSession:
             self._generation += 1
             positions = seeking.seek_positions(target, start, tb)
             for attempt, position in enumerate(positions):
-                first = self._seek_to(position)
+                first, rest = self._seek_to(position)
                 last = attempt == len(positions) - 1
                 if first is None and not last:
                     continue  # nothing decodable from there (no key frame after it): go further back
                 if first is not None and not last:
                     if not seeking.landed_before(first.pts, target, corrupt=bool(first.is_corrupt)):
                         continue
-                frames = self._decode_frames()
-                self._frames = frames if first is None else itertools.chain([first], frames)
+                # The probe's own iterator goes on: one packet (the flush above all, with frame threads)
+                # can give several frames, and those after the first are still in it.
+                self._frames = rest if first is None or rest is None else itertools.chain([first], rest)
                 break
             self._seek_target = target
             self._eof = False
 
-    def _seek_to(self, position: int) -> av.VideoFrame | None:
-        """Seek the demuxer to ``position`` and decode the first frame from there (errors on the way
-        are not counted: a seek landing away from a key frame meets them by design)."""
+    def _seek_to(self, position: int) -> tuple[av.VideoFrame | None, Iterator[av.VideoFrame] | None]:
+        """Seek the demuxer to ``position`` and decode the first frame from there; gives that frame and
+        the iterator that goes on after it (errors on the way are not counted: a seek landing away from
+        a key frame meets them by design)."""
         assert self._container is not None and self._stream is not None
+        self._frames = None
         try:
             self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
         except av.error.FFmpegError:
             # Nothing to land on there (a stream with no frames refuses every seek): try further back;
             # where no position takes, the stream has nothing at or after the target.
-            self._frames = None
-            return None
+            return None, None
         self._stream.codec_context.flush_buffers()
         self._eof = False
         self._seek_target = None
         self._probing = True
         try:
-            self._frames = self._decode_frames()
-            return next(self._frames, None)
+            frames = self._decode_frames()
+            return next(frames, None), frames
         finally:
             self._probing = False
-            self._frames = None
 
     def close(self) -> None:
         """Close the container. Frames already handed out stay valid until released. Idempotent."""

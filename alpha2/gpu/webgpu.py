@@ -188,8 +188,12 @@ def detect_webgpu_device(device: Any) -> WebGpuDeviceInfo:
 
 
 def pump_events(device: Any) -> None:
-    """Let the backend deliver callbacks: wgpu-native polls in its own thread; Dawn needs process_events."""
-    module = sys.modules.get(implementation_of(webgpu_device_of(device)).value)
+    """Let the backend deliver callbacks: wgpu-native polls in its own thread; Dawn needs process_events.
+
+    ``process_events`` lives in the backend module that defines the device's class
+    (``wgpudawn.backends.dawn._api``), not in the package's top level.
+    """
+    module = sys.modules.get(type(webgpu_device_of(device)).__module__)
     process_events = getattr(module, "process_events", None)
     if callable(process_events):
         process_events()
