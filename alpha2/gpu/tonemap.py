@@ -175,7 +175,8 @@ def tone_map_pq(signal_pq: NDArray[np.float64], params: ToneCurveParams) -> NDAr
 def _curve_relative(values: NDArray[np.float64], params: ToneCurveParams) -> NDArray[np.float64]:
     """The curve on relative linear light (1.0 = 203 cd/m²)."""
     pq = pq_inverse_eotf(values * REFERENCE_WHITE_CD_M2)
-    return pq_eotf(tone_map_pq(pq, params)) / REFERENCE_WHITE_CD_M2
+    peak = pq_eotf(np.float64(params.target_peak_pq)) / REFERENCE_WHITE_CD_M2
+    return np.minimum(pq_eotf(tone_map_pq(pq, params)) / REFERENCE_WHITE_CD_M2, peak)  # as the shader
 
 
 def tone_map(
@@ -195,6 +196,16 @@ def tone_map(
     return result
 
 
+WALL_SNAP = 1e-6
+"""How close (relative) counts as on a gamut wall.
+
+A component over the peak by less than this fraction of it is not out of range: the tone curve lands
+on the peak, and rounding may step over it. In a colour brought into gamut, a component within this
+fraction of its pixel's luminance from the zero wall is zero. Without that, the shader's f32 rounding
+(about 1e-7 of the luminance) is left there, and a power-law or PQ target curve, whose slope is
+infinite at black, turns it into 1e-3 of BT.1886 signal or 3e-2 of PQ signal (seen on the H200)."""
+
+
 def _boundary_t(
     grey: NDArray[np.float64], chroma: NDArray[np.float64], peak: float | None
 ) -> NDArray[np.float64]:
@@ -203,7 +214,8 @@ def _boundary_t(
         low = np.where(chroma < 0.0, grey / -chroma, np.inf)
         if peak is None:
             return np.asarray(low.min(axis=-1), dtype=np.float64)
-        high = np.where(chroma > 0.0, (peak - grey) / chroma, np.inf)
+        over = grey + chroma > peak * (1.0 + WALL_SNAP)
+        high = np.where((chroma > 0.0) & over, (peak - grey) / chroma, np.inf)
     return np.asarray(np.minimum(low, high).min(axis=-1), dtype=np.float64)
 
 
@@ -243,5 +255,7 @@ def gamut_map(
             compressed = knee + (1.0 - knee) * (1.0 - (1.0 - x) ** k)
             soft = np.where((r > knee) & (r_source > 1.0) & np.isfinite(r_source), compressed / r, scale)
         scale = np.where(np.isfinite(soft), np.minimum(soft, scale), scale)
-    result: NDArray[np.float64] = np.clip(grey + chroma * scale[..., None], 0.0, peak)
+    mapped = grey + chroma * scale[..., None]
+    at_wall = (chroma < 0.0) & (mapped < grey * WALL_SNAP) & (scale < 1.0)[..., None]
+    result: NDArray[np.float64] = np.clip(np.where(at_wall, 0.0, mapped), 0.0, peak)
     return result

@@ -52,6 +52,9 @@ const CM_HLG_C: f32 = 0.55991073;
 const CM_BT709_ALPHA: f32 = 1.09929682680944;
 const CM_BT709_BETA: f32 = 0.018053968510807;
 const CM_FAR: f32 = 1e30;
+// Gamut walls within this fraction: over the peak by rounding only (the tone curve lands on it) is not
+// out, and what meets a zero wall is zero (see alpha2.gpu.tonemap.WALL_SNAP).
+const CM_WALL_SNAP: f32 = 1e-6;
 
 // PQ signal -> cd/m².
 fn cm_pq_eotf(signal: vec3<f32>) -> vec3<f32> {
@@ -173,7 +176,9 @@ fn cm_tone_pq(signal: f32, p: ColourManage) -> f32 {
 // The tone curve on relative linear light.
 fn cm_tone_relative(value: f32, p: ColourManage) -> f32 {
     let pq = cm_pq_inverse_eotf1(value * CM_REFERENCE_WHITE);
-    return cm_pq_eotf1(cm_tone_pq(pq, p)) / CM_REFERENCE_WHITE;
+    // Never above the target peak: f32 powers put the curve's end 1e-5 over it, which the gamut
+    // mapping would take for a colour out of range.
+    return min(cm_pq_eotf1(cm_tone_pq(pq, p)) / CM_REFERENCE_WHITE, p.tone_extra.z);
 }
 
 fn cm_tone_map(rgb: vec3<f32>, p: ColourManage) -> vec3<f32> {
@@ -204,7 +209,8 @@ fn cm_boundary_t(grey: vec3<f32>, chroma: vec3<f32>, peak: f32, with_top: bool) 
     let low = select(vec3<f32>(CM_FAR), grey / -chroma, chroma < vec3<f32>(0.0));
     var t = min(min(low.x, low.y), low.z);
     if (with_top) {
-        let high = select(vec3<f32>(CM_FAR), (vec3<f32>(peak) - grey) / chroma, chroma > vec3<f32>(0.0));
+        let over = grey + chroma > vec3<f32>(peak * (1.0 + CM_WALL_SNAP));
+        let high = select(vec3<f32>(CM_FAR), (vec3<f32>(peak) - grey) / chroma, chroma > vec3<f32>(0.0) & over);
         t = min(t, min(min(high.x, high.y), high.z));
     }
     return t;
@@ -234,7 +240,9 @@ fn cm_gamut_map(rgb: vec3<f32>, p: ColourManage) -> vec3<f32> {
             scale = min(compressed / r, scale);
         }
     }
-    return clamp(grey + chroma * scale, vec3<f32>(0.0), vec3<f32>(peak));
+    let mapped = grey + chroma * scale;
+    let at_wall = (chroma < vec3<f32>(0.0)) & (mapped < grey * CM_WALL_SNAP) & vec3<bool>(scale < 1.0);
+    return clamp(select(mapped, vec3<f32>(0.0), at_wall), vec3<f32>(0.0), vec3<f32>(peak));
 }
 
 // The whole chain: non-linear source R'G'B' -> non-linear target R'G'B' (0..1).
