@@ -116,7 +116,15 @@ def batched(folder: Path, out: Path, args: list[str], batch_args: list[str]) -> 
     )
     seconds = time.perf_counter() - start
     if p.returncode != 0:
-        raise SystemExit(f"alpha2 batch failed ({p.returncode}): {p.stderr.decode(errors='replace')[-400:]}")
+        reasons = ""
+        try:  # the per-file reasons, from the JSON report (the table is not printed with --json)
+            failed = [f for f in json.loads(p.stdout)["files"] if f["status"] == "failed"]
+            reasons = "".join(f"\n  {Path(f['input']).name}: {f.get('error')}" for f in failed)
+        except (ValueError, KeyError):
+            pass
+        raise SystemExit(
+            f"alpha2 batch failed ({p.returncode}): {p.stderr.decode(errors='replace')[-400:]}{reasons}"
+        )
     report = json.loads(p.stdout)
     paths: dict[str, int] = {}
     for entry in report["files"]:

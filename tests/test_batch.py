@@ -67,7 +67,7 @@ def test_local_default_then_resume(clips: Path, tmp_path: Path, capsys: pytest.C
     assert broken["status"] == "failed" and broken["attempts"] == 1  # bad input is not retried
     assert broken["error_kind"] == "invalid_input" and "\n" not in broken["error"]
     for name, entry in files.items():
-        assert entry["status"] == "done", entry
+        assert entry["status"] == "done", (entry.get("error_kind"), entry.get("error"))
         assert sum(entry["paths"].values()) == FRAMES  # the path each frame took
         if on_cpu:
             assert entry["paths"] == {"software": FRAMES}  # passthrough, decoded in software
@@ -113,7 +113,7 @@ def test_summary_table(clips: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     )
     assert code == 1
     captured = capsys.readouterr()
-    assert "one.mp4" in captured.out and "software 12" in captured.out and "failed" in captured.out
+    assert "one.mp4" in captured.out and "software 12" in captured.out and "failed" in captured.out, captured.out
     assert "1 done, 0 skipped, 1 failed" in captured.out
     assert "alpha2: error: 1 of 2 files failed" in captured.err
 

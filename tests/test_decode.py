@@ -500,3 +500,16 @@ def test_prefetch_carries_errors_to_the_caller(tmp_path: Path) -> None:
         assert session.next_frame() is None  # the stream is over, as without prefetch
     with pytest.raises(InvalidInputError, match="prefetch"):
         DecodeSession(clip.path, hwaccel="none", prefetch=-1)
+
+
+def test_nvdec_pool_is_capped_for_a_large_shared_budget() -> None:
+    """A wall's budget of 2N surfaces outgrows one NVDEC decoder's 32-surface pool at N = 14 (seen on
+    the H200: 'Invalid data' on the first packet); the pool is capped and the session holds less."""
+    from alpha2.ffmpeg_bridge.decode import NVDEC_MAX_EXTRA_SURFACES, NVDEC_MAX_SURFACES, nvdec_pool_plan
+
+    assert nvdec_pool_plan(8, 0) == (8, None)
+    assert nvdec_pool_plan(8, 3) == (11, None)
+    extra, hold = nvdec_pool_plan(28, 3)
+    assert extra == NVDEC_MAX_EXTRA_SURFACES and extra + 18 <= NVDEC_MAX_SURFACES
+    assert hold == NVDEC_MAX_EXTRA_SURFACES - 3
+    assert nvdec_pool_plan(100, 40) == (NVDEC_MAX_EXTRA_SURFACES, 1)

@@ -4,7 +4,9 @@ Software decoding hands out PyAV's own plane buffers as a CPU plane set (no copi
 frames on the GPU and hands out their planes as pitched CUDA pointers. Every frame handed out holds a
 reservation on a :class:`~alpha2.gpu.surfaces.SurfaceBudget`; when the budget is full the session
 waits (bounded) or fails, as the budget is configured, and the NVDEC frame pool is sized so that a
-consumer holding up to ``max_surfaces`` frames never starves the decoder.
+consumer holding up to ``max_surfaces`` frames never starves the decoder. One decoder's pool is at most
+:data:`NVDEC_MAX_SURFACES`; a budget shared by more sessions than that allows caps each session's
+share (:func:`nvdec_pool_plan`), and the session waits for its own frames as for the budget.
 
 :class:`DecodeSession` is one state machine (open, decode ahead, describe, seek, close) and stays in
 one module for that reason; what stands alone lives beside it: the decode-ahead worker in
@@ -18,6 +20,8 @@ import io
 import itertools
 import os
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import IO, Any
@@ -52,7 +56,7 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
-from alpha2.gpu.surfaces import SurfaceBudget, SurfaceIdentity
+from alpha2.gpu.surfaces import SurfaceBudget, SurfaceBudgetError, SurfaceIdentity
 from alpha2.native_gpu.device.device import Device
 
 __all__ = ["CorruptPolicy", "DecodeSession", "DecodeStats", "MediaSource", "download_frame"]
@@ -63,6 +67,29 @@ MediaSource = str | os.PathLike[str] | IO[bytes]
 
 DEFAULT_HW_SURFACES = 8
 """Surfaces a session may hand out from NVDEC when its budget sets no surface limit."""
+
+NVDEC_MAX_SURFACES = 32
+"""Decode surfaces one NVDEC decoder takes at most (FFmpeg warns that more "might cause nvdec to fail",
+and on the H200 a 35-surface pool fails its first packet with "Invalid data")."""
+
+NVDEC_MAX_EXTRA_SURFACES = NVDEC_MAX_SURFACES - 18
+"""Surfaces the application may hold beyond FFmpeg's own pool, whose worst case is a 16-frame DPB + 2."""
+
+
+def nvdec_pool_plan(limit: int, prefetch: int) -> tuple[int, int | None]:
+    """The ``extra_hw_frames`` an NVDEC session asks for, and the most frames it may then hand out.
+
+    The session wants room for ``limit`` frames held by the application (its budget's surfaces) and
+    ``prefetch`` decoded ahead. A budget shared by many sessions can be larger than one decoder's pool
+    may be (:data:`NVDEC_MAX_EXTRA_SURFACES`): then the pool is capped and the session hands out at most
+    what it holds (the second value; None when the budget is the only limit), waiting like the budget.
+    """
+    wanted = limit + prefetch
+    extra = min(wanted, NVDEC_MAX_EXTRA_SURFACES)
+    if wanted <= extra:
+        return extra, None
+    return extra, max(1, extra - prefetch)
+
 
 _decoder_ids = itertools.count(1)
 _decoder_ids_lock = threading.Lock()
@@ -166,6 +193,8 @@ class DecodeSession:
         self._frames: Iterator[av.VideoFrame] | None = None
         self._pending: av.VideoFrame | Described | None = None
         self._seek_target: int | None = None
+        self._nvdec_hold_limit: int | None = None  # set at open when the budget outgrows NVDEC's pool
+        self._nvdec_live: weakref.WeakSet[DecodedFrame] = weakref.WeakSet()
         self._probing = False  # decoding the first frame after a seek: errors are expected, not counted
         self._sought = False  # a seek happened: the stream's end says nothing about truncation
         self._eof = False
@@ -280,7 +309,8 @@ class DecodeSession:
             # Size the decoder's pool for what the application may hold, so holding frames never
             # starves the decoder (FFmpeg adds these to the pool it needs for its own references).
             limit = self.budget.max_surfaces if self.budget.max_surfaces is not None else DEFAULT_HW_SURFACES
-            cc.options = {**cc.options, "extra_hw_frames": str(limit + self._prefetch_depth)}
+            extra, self._nvdec_hold_limit = nvdec_pool_plan(limit, self._prefetch_depth)
+            cc.options = {**cc.options, "extra_hw_frames": str(extra)}
         else:
             cc.thread_type = "AUTO"
             cc.thread_count = self._threads
@@ -591,8 +621,10 @@ class DecodeSession:
             height=frame.height,
             pixel_format=pixel_format,
         )
+        if described.on_gpu and self._nvdec_hold_limit is not None:
+            self._wait_for_nvdec_room(self._nvdec_hold_limit)
         reservation = self.budget.reserve(described.size_bytes, identity, self._reserve_timeout_s)
-        return DecodedFrame(
+        decoded = DecodedFrame(
             planes=described.planes,
             pixel_format=pixel_format,
             colour=described.colour,
@@ -602,6 +634,28 @@ class DecodeSession:
             cuda_stream=0 if described.on_gpu else None,
             keep_alive=frame,
         )
+        if described.on_gpu and self._nvdec_hold_limit is not None:
+            self._nvdec_live.add(decoded)
+        return decoded
+
+    @property
+    def nvdec_hold_limit(self) -> int | None:
+        """The most NVDEC frames this session hands out at once when its budget allows more than one
+        decoder's pool holds (:data:`NVDEC_MAX_SURFACES`); None when the budget is the only limit."""
+        return self._nvdec_hold_limit
+
+    def _wait_for_nvdec_room(self, limit: int) -> None:
+        timeout = self._reserve_timeout_s
+        if timeout is None:
+            timeout = self.budget.wait_timeout_s
+        deadline = time.monotonic() + timeout
+        while sum(1 for f in list(self._nvdec_live) if not f.released) >= limit:
+            if time.monotonic() >= deadline:
+                raise SurfaceBudgetError(
+                    f"this session holds {limit} NVDEC frames, all its decoder's pool can spare "
+                    f"(NVDEC takes at most {NVDEC_MAX_SURFACES} surfaces); release frames you hold"
+                )
+            time.sleep(0.001)
 
     def next_frame(self) -> DecodedFrame | None:
         """The next frame, or None at the end of the stream.

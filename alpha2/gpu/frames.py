@@ -37,6 +37,7 @@ class DecodedFrame:
     """
 
     __slots__ = (
+        "__weakref__",
         "_on_gpu",
         "_planes",
         "_released",
