@@ -185,7 +185,11 @@ def main() -> int:
         for n in counts:
             fps: dict[str, float] = {}
             for mode in modes:
-                frames, seconds = MODES[mode](clip, n, args.hwaccel)
+                try:
+                    frames, seconds = MODES[mode](clip, n, args.hwaccel)
+                except Exception as exc:  # one failed cell is reported; the others still run
+                    print(f"{codec} N={n} {mode}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                    frames, seconds = 0, 0.0
                 fps[mode] = frames / seconds if seconds > 0 else 0.0
             base = fps.get("decode-threads")
             ratios = "  ".join(f"{m} {fps[m] / base:.2f}" for m in modes if base and m != "decode-threads")
