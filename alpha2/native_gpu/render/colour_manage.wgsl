@@ -210,7 +210,7 @@ fn cm_boundary_t(grey: vec3<f32>, chroma: vec3<f32>, peak: f32, with_top: bool) 
     var t = min(min(low.x, low.y), low.z);
     if (with_top) {
         let over = grey + chroma > vec3<f32>(peak * (1.0 + CM_WALL_SNAP));
-        let high = select(vec3<f32>(CM_FAR), (vec3<f32>(peak) - grey) / chroma, chroma > vec3<f32>(0.0) & over);
+        let high = select(vec3<f32>(CM_FAR), (vec3<f32>(peak) - grey) / chroma, (chroma > vec3<f32>(0.0)) & over);
         t = min(t, min(min(high.x, high.y), high.z));
     }
     return t;
