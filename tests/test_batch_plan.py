@@ -237,19 +237,26 @@ def test_one_worker_per_gpu_pinned_by_uuid() -> None:
     slots = plan_workers(
         candidates=[LAVAPIPE, GPU_A, GPU_B, GPU_A], cuda_uuids=[GPU_B.uuid or b""], cores=16, environ={}
     )
-    assert [s.label for s in slots] == ["gpu0", "gpu1"]
-    assert slots[0].env == {ADAPTER_ENV: GPU_A.uuid_str}
-    assert [s.cuda_ordinal for s in slots] == [None, 0]  # matched by UUID, not by position
-    assert [s.streams for s in slots] == [8, 8]
-    assert plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], cores=6)[0].streams == 3
+    # Eight single-file worker processes per GPU (16 cores, 2 GPUs, at most MAX_GPU_STREAMS each).
+    assert [s.label for s in slots] == [f"gpu{g}.{k}" for g in (0, 1) for k in range(8)]
+    assert all(s.streams == 1 for s in slots)
+    assert {s.env[ADAPTER_ENV] for s in slots[:8]} == {GPU_A.uuid_str}
+    assert {s.env[ADAPTER_ENV] for s in slots[8:]} == {GPU_B.uuid_str}
+    assert {s.cuda_ordinal for s in slots[:8]} == {None} and {s.cuda_ordinal for s in slots[8:]} == {0}
+    assert len(plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], cores=6)) == 6  # 3 per GPU
     one = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], workers=1, streams=5)
-    assert [(s.label, s.streams) for s in one] == [("gpu0", 5)]
+    assert [(s.label, s.streams, s.adapter_uuid) for s in one] == [
+        (f"gpu0.{k}", 1, GPU_A.uuid_str) for k in range(5)
+    ]
+    (single,) = plan_workers(candidates=[GPU_A], cuda_uuids=[], streams=1)
+    assert single.label == "gpu0"
 
 
 def test_a_pin_limits_the_workers_to_its_device() -> None:
     both = [GPU_A, GPU_B, LAVAPIPE]
-    (slot,) = plan_workers(candidates=both, cuda_uuids=[], cores=4, environ={ADAPTER_ENV: "1"})
-    assert (slot.label, slot.env) == ("gpu0", {ADAPTER_ENV: GPU_B.uuid_str})
+    slots = plan_workers(candidates=both, cuda_uuids=[], cores=4, environ={ADAPTER_ENV: "1"})
+    assert [s.label for s in slots] == ["gpu0.0", "gpu0.1", "gpu0.2", "gpu0.3"]
+    assert all(s.env == {ADAPTER_ENV: GPU_B.uuid_str} for s in slots)
     on_cpu = plan_workers(candidates=both, cuda_uuids=[], cores=2, environ={ADAPTER_ENV: "llvmpipe"})
     assert [s.label for s in on_cpu] == ["cpu0", "cpu1"]
     with pytest.raises(AdapterPinError, match="matches no adapter"):

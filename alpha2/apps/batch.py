@@ -1,8 +1,8 @@
 """``alpha2 batch INPUTS... --out DIR``: transcode many files, on one machine or on a Ray cluster.
 
 INPUTS are folders, globs or list files (:func:`~alpha2.apps.batch_plan.expand_inputs`); the options
-are ``alpha2 transcode``'s. By default the files run on this machine, in worker processes: one per GPU
-holding several streams, or one per core without a GPU (:mod:`alpha2.apps.batch_local`); with
+are ``alpha2 transcode``'s. By default the files run on this machine, in worker processes: several
+per GPU (``--streams``), one file each, or one per core without a GPU (:mod:`alpha2.apps.batch_local`); with
 ``--ray auto|ADDRESS`` each file is a Ray task (:mod:`alpha2.apps.batch_ray`). Either way a failure
 stays with its file with a one-line reason, transient failures are retried, outputs appear whole or not
 at all, and a run can be resumed: outputs the manifest in DIR records for the same input and settings
