@@ -14,15 +14,18 @@ import importlib
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpha2.apps import pipeline
-from alpha2.apps.audio_out import ClockKind, MediaClock, SystemClock, open_clock
 from alpha2.apps.avsync import AVScheduler
 from alpha2.ffmpeg_bridge import media_kinds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rect, Rotation, Size
+
+if TYPE_CHECKING:
+    # Sound (PortAudio, the audio decoder) is loaded when a window plays: a snapshot never needs it.
+    from alpha2.apps.audio_out import MediaClock
 
 __all__ = [
     "SEEK_STEPS_S",
@@ -57,6 +60,8 @@ def letterbox(frame: Size, window: Size) -> Rect:
 
 def make_clock(player: Any, start_s: float, duration_s: float | None) -> MediaClock:
     """The run's media clock (sound unless ``--no-audio`` or it cannot be had), recorded in the stats."""
+    from alpha2.apps.audio_out import open_clock
+
     kinds = media_kinds(player.source)
     clock = open_clock(
         player.source,
@@ -236,6 +241,8 @@ class WindowPlayback(_Keys):
             if self.paused:
                 break
         if self.pending is None and due is None and self.shown is not None:
+            from alpha2.apps.audio_out import ClockKind
+
             clock = self.clock
             self.ended = clock is None or clock.kind is ClockKind.SYSTEM or clock.ended()
         return due
@@ -315,6 +322,8 @@ class AudioOnlyPlayback(_Keys):
         start = self.player.options.at_s or 0.0
         if duration is not None and start >= duration:
             raise InvalidInputError(f"--at {start:g} s is past the end of {self.player.source!r}")
+        from alpha2.apps.audio_out import SystemClock
+
         self.clock = make_clock(self.player, start, duration)
         if isinstance(self.clock, SystemClock) and duration is None:
             raise InvalidInputError(f"{self.player.source!r}: no sound and no duration to wait for")

@@ -11,6 +11,7 @@ which cost about 1 ms of a 720p frame's 1.4 on the 2-core machine.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import av
 from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
@@ -127,6 +128,9 @@ class FrameScaler:
         self.colour = colour
         """The output matrix and range."""
         self._reformatter = VideoReformatter()
+        # On two cores the encoder's frame threads already fill the machine: swscale's own slice threads
+        # only add switching (a 720p -> 360p transcode ran 7% faster with one). Elsewhere FFmpeg picks.
+        self._threads = 1 if (os.cpu_count() or 1) <= 2 else 0
 
     def __call__(self, frame: DecodedFrame) -> DecodedFrame:
         """``frame`` scaled and converted (see :func:`scale_frame`; the same errors)."""
@@ -148,6 +152,7 @@ class FrameScaler:
                 format=pixel_format.ffmpeg_name,
                 dst_colorspace=SWSCALE_MATRICES[colour.matrix],
                 interpolation=Interpolation.BILINEAR,
+                threads=self._threads,
                 dst_color_range=_RANGES[colour.range],
             )
         else:
@@ -160,6 +165,7 @@ class FrameScaler:
                 src_colorspace=None if same_matrix else SWSCALE_MATRICES[frame.colour.matrix],
                 dst_colorspace=None if same_matrix else SWSCALE_MATRICES[colour.matrix],
                 interpolation=Interpolation.BILINEAR,
+                threads=self._threads,
                 src_color_range=_RANGES[frame.colour.range],
                 dst_color_range=_RANGES[colour.range],
             )
