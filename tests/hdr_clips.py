@@ -54,14 +54,18 @@ def hdr_frame(pattern: np.ndarray, transfer: TransferCharacteristic) -> av.Video
 
 
 def make_hdr_clip(
-    path: Path, transfer: TransferCharacteristic, hdr: HdrMetadata | None, frames: int = 3
+    path: Path,
+    transfer: TransferCharacteristic,
+    hdr: HdrMetadata | None,
+    frames: int = 3,
+    size: tuple[int, int] = (128, 96),
 ) -> np.ndarray:
-    """Write the clip; returns the SDR pattern it was made from."""
+    """Write the clip; returns the SDR pattern it was made from (``size``: NVDEC needs 144 x 144 or more)."""
     try:
         av.codec.Codec("libx265", "w")
     except Exception:
         pytest.skip("libx265 is not in this FFmpeg")
-    pattern = sdr_pattern()
+    pattern = sdr_pattern(*size)
     out = av.open(str(path), "w")
     stream = out.add_stream("libx265", rate=25)
     stream.width, stream.height, stream.pix_fmt = pattern.shape[1], pattern.shape[0], "yuv420p10le"

@@ -13,6 +13,7 @@ import pytest
 from alpha2.apps.player import PlayOptions, play
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.hdr import HdrMetadata
+from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tonemap import ToneCurve
 from tests.hdr_clips import HLG, PEAK_203, PQ, make_hdr_clip
 from tests.test_apps_play import read_png
@@ -20,10 +21,15 @@ from tests.test_apps_play import read_png
 pytest.importorskip("wgpu")
 
 
-def snapshot(clip: Path, tmp_path: Path, **options: object) -> tuple[np.ndarray, dict[str, object]]:
+def snapshot(
+    clip: Path, tmp_path: Path, hwaccel: str = "none", **options: object
+) -> tuple[np.ndarray, dict[str, object]]:
     out = tmp_path / f"snap-{len(list(tmp_path.iterdir()))}.png"
-    stats = play(str(clip), PlayOptions(snapshot=str(out), hwaccel="none", audio=False, **options))  # type: ignore[arg-type]
+    stats = play(str(clip), PlayOptions(snapshot=str(out), hwaccel=hwaccel, audio=False, **options))  # type: ignore[arg-type]
     assert stats.colour is not None
+    if hwaccel == "cuda":
+        # NVDEC -> CUDA copy -> Dawn, then the managed pass: no byte of the picture through the CPU.
+        assert dict(stats.paths.frames) == {ExecutionPath.GPU_COPY: 1}, stats.paths.frames
     return read_png(out)[:, :, :3].astype(np.float64), stats.colour
 
 
@@ -32,12 +38,16 @@ def snapshot(clip: Path, tmp_path: Path, **options: object) -> tuple[np.ndarray,
     [(PQ, PEAK_203, 3.0), (PQ, None, 12.0), (HLG, None, 12.0)],
     ids=["pq-peak203", "pq-no-metadata", "hlg"],
 )
+@pytest.mark.parametrize(
+    "hwaccel", ["none", pytest.param("cuda", marks=[pytest.mark.nvidia, pytest.mark.dawn])]
+)
 def test_snapshot_matches_the_sdr_pattern(
-    tmp_path: Path, transfer: object, hdr: HdrMetadata | None, limit: float
+    tmp_path: Path, transfer: object, hdr: HdrMetadata | None, limit: float, hwaccel: str
 ) -> None:
     clip = tmp_path / "hdr.mp4"
-    pattern = make_hdr_clip(clip, transfer, hdr)  # type: ignore[arg-type]
-    got, colour = snapshot(clip, tmp_path)
+    size = (256, 192) if hwaccel == "cuda" else (128, 96)  # NVDEC's HEVC needs 144 x 144 at least
+    pattern = make_hdr_clip(clip, transfer, hdr, size=size)  # type: ignore[arg-type]
+    got, colour = snapshot(clip, tmp_path, hwaccel)
     error = np.abs(got - pattern).mean()
     assert error <= limit, error
     assert colour["managed"] is True and colour["tone_curve"] == "bt2390"
