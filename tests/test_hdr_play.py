@@ -29,7 +29,8 @@ def snapshot(
     assert stats.colour is not None
     if hwaccel == "cuda":
         # NVDEC -> CUDA copy -> Dawn, then the managed pass: no byte of the picture through the CPU.
-        assert dict(stats.paths.frames) == {ExecutionPath.GPU_COPY: 1}, stats.paths.frames
+        frames = dict(stats.paths.frames)
+        assert set(frames) == {ExecutionPath.GPU_COPY} and frames[ExecutionPath.GPU_COPY] >= 1, frames
     return read_png(out)[:, :, :3].astype(np.float64), stats.colour
 
 
