@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 
+from alpha2.gpu.budget import BudgetCaps, MemoryBudget
 from alpha2.gpu.colour import ColourInfo
-from alpha2.gpu.errors import GpuTimeoutError, InternalError, InvalidInputError
+from alpha2.gpu.errors import BudgetExceededError, GpuTimeoutError, InternalError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
+from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import WaiterThread
 from alpha2.gpu.webgpu import (
@@ -40,7 +42,7 @@ from alpha2.native_gpu.interop.cpu_upload import frame_geometry
 from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
 from alpha2.native_gpu.interop.leases import NativeSurfaceLease
-from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, wait_sync_fds
+from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, ring_slot_bytes, wait_sync_fds
 
 NV12 = PixelFormat.NV12
 
@@ -303,7 +305,9 @@ class FakeVulkan:
 class Rig:
     """A CudaVkPairing over fakes, and the fakes."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, slots: int) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, slots: int, memory_budget: MemoryBudget | None = None
+    ) -> None:
         self.log: list[tuple[str, Any]] = []
         self.cuda = FakeCuda(self.log)
         self.dawn = FakeDawn(self.log)
@@ -336,6 +340,7 @@ class Rig:
             cuda_ordinal=0,
             slots=slots,
             wait_timeout=lambda: self.timeout_s,
+            memory_budget=memory_budget,
         )
 
     def _vk_image(self, vk: object, width: int, height: int, vk_format: int) -> FakeVkImage:
@@ -449,7 +454,9 @@ class RingHooks:
         assert slot not in self.destroyed, "destroyed once"
         self.destroyed.append(slot)
 
-    def ring(self, per_key: int = 2, max_idle_keys: int = 8) -> Ring:
+    def ring(
+        self, per_key: int = 2, max_idle_keys: int = 8, memory_budget: MemoryBudget | None = None
+    ) -> Ring:
         return Ring(
             create=self.create,
             work_done=self.work_done,
@@ -457,6 +464,7 @@ class RingHooks:
             destroy=self.destroy,
             per_key=per_key,
             max_idle_keys=max_idle_keys,
+            memory_budget=memory_budget,
         )
 
 
@@ -479,6 +487,37 @@ def test_ring_reuses_a_key_s_idle_slots_up_to_per_key() -> None:
     ring.give_back(first)
     ring.give_back(second)
     assert ring.counts() == (2, 2) and hooks.destroyed == []
+
+
+def test_ring_slots_count_against_the_memory_budget_as_vulkan_memory() -> None:
+    budget = MemoryBudget()
+    hooks = RingHooks()
+    ring = hooks.ring(per_key=2, memory_budget=budget)
+    key = key_of(width=64, height=36)  # NV12: 64 x 36 luma + 32 x 18 CbCr pairs
+    assert ring_slot_bytes(key.pool_key) == 64 * 36 + 64 * 18
+    first, _ = ring.take(key, 1.0)
+    second, _ = ring.take(key, 1.0)
+    assert budget.usage(BackendKind.VULKAN).reserved_bytes == 2 * (64 * 36 + 64 * 18)
+    assert budget.usage(BackendKind.WGPU).reserved_bytes == 0
+    ring.give_back(first, broken=True)  # retired and destroyed: its bytes go back
+    assert hooks.destroyed == [first]
+    assert budget.usage(BackendKind.VULKAN).reserved_bytes == 64 * 36 + 64 * 18
+    ring.give_back(second)
+    ring.close()
+    assert budget.usage(BackendKind.VULKAN).reserved_bytes == 0
+
+
+def test_a_full_budget_refuses_a_new_slot_and_counts_nothing() -> None:
+    size = 64 * 36 + 64 * 18
+    budget = MemoryBudget(caps={BackendKind.VULKAN: BudgetCaps(hard_bytes=size)})
+    hooks = RingHooks()
+    ring = hooks.ring(per_key=2, memory_budget=budget)
+    held, _ = ring.take(key_of(), 1.0)
+    with pytest.raises(BudgetExceededError):
+        ring.take(key_of(), 1.0)
+    assert len(hooks.made) == 1 and budget.usage(BackendKind.VULKAN).reserved_bytes == size
+    ring.give_back(held)
+    ring.close()
 
 
 def test_a_broken_slot_is_retired_not_reused() -> None:
@@ -905,6 +944,21 @@ def test_prepare_stream_makes_the_slot_frames_then_reuse(rig: Rig) -> None:
     rig.pairing.acquire(frame, NativeSurfaceLease(frame), None).release()
     stats = rig.pairing.stats()
     assert (stats.allocations, stats.reuses) == (1, 1)
+
+
+def test_the_pairing_s_slots_count_against_the_importer_s_memory_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    budget = MemoryBudget()
+    made = Rig(monkeypatch, slots=1, memory_budget=budget)
+    try:
+        frame = cuda_frame(width=64, height=36)
+        made.pairing.acquire(frame, NativeSurfaceLease(frame), None).release()
+        assert budget.usage(BackendKind.VULKAN).reserved_bytes == 64 * 36 + 64 * 18
+    finally:
+        made.pairing.close()
+        made.dawn.close()
+    assert budget.usage(BackendKind.VULKAN).reserved_bytes == 0
 
 
 def test_close_destroys_every_slot_and_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import DeviceLostError, Error, InternalError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat, UploadConversion
 from alpha2.gpu.frames import DecodedFrame
@@ -174,6 +175,7 @@ class CudaVkPairing(InteropPairing):
                 cuda_ordinal=found.cuda_ordinal,
                 slots=int(options.get("slots", DEFAULT_SLOTS_PER_KEY)),
                 wait_timeout=wait_timeout,
+                memory_budget=options.get("memory_budget"),
             )
         except BaseException:
             if found.owns_context:
@@ -192,6 +194,7 @@ class CudaVkPairing(InteropPairing):
         cuda_ordinal: int,
         slots: int,
         wait_timeout: Callable[[], float],
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         from alpha2.native_gpu._cuda import interop
         from alpha2.native_gpu.device.shared import QueueRole
@@ -216,6 +219,7 @@ class CudaVkPairing(InteropPairing):
             order_after_last_access=lambda slot: order_after_last_access(slot, self._stream, wait_timeout()),
             destroy=self._destroy_slot,
             per_key=slots,
+            memory_budget=memory_budget,
         )
 
     def _new_slot(self, key: RingKey) -> RingSlot:

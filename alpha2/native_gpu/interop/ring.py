@@ -21,9 +21,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import Error, GpuTimeoutError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import OwnedFd
+from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
 from alpha2.native_gpu.interop.leases import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOTS_PER_KEY, SlotPool
@@ -32,7 +34,15 @@ if TYPE_CHECKING:
     from alpha2.native_gpu._cuda.interop import CudaEvent, ExternalImage, ExternalSemaphore
     from alpha2.native_gpu._vk.export import ExportableImage, ExportableSemaphore
 
-__all__ = ["VK_IMAGE_LAYOUT_GENERAL", "Ring", "RingKey", "RingPlane", "RingSlot", "wait_sync_fds"]
+__all__ = [
+    "VK_IMAGE_LAYOUT_GENERAL",
+    "Ring",
+    "RingKey",
+    "RingPlane",
+    "RingSlot",
+    "ring_slot_bytes",
+    "wait_sync_fds",
+]
 
 VK_IMAGE_LAYOUT_GENERAL = 1
 
@@ -67,6 +77,14 @@ class RingKey:
     def pool_key(self) -> tuple[Hashable, ...]:
         """The key in SlotPool's convention: decoder, generation, then this key."""
         return (self.decoder_id, self.generation, self)
+
+
+def ring_slot_bytes(pool_key: tuple[Hashable, ...]) -> int:
+    """Bytes one slot's plane images hold (what a memory budget counts; the driver's row alignment and
+    tiling may add a little to the real allocation)."""
+    key = pool_key[2]
+    assert isinstance(key, RingKey)
+    return sum(g.width_bytes * g.height for g in key.geometry)
 
 
 @dataclass(eq=False)
@@ -199,6 +217,8 @@ class Ring:
         destroy: destroys a slot's GPU objects, once its work is done.
         per_key: slots per stream before a take waits for one to come back.
         max_idle_keys: idle streams whose slots are kept.
+        memory_budget: where each slot's bytes (:func:`ring_slot_bytes`, backend Vulkan: the images
+            are Vulkan memory) are reserved; its pressure events retire idle slots. None: not counted.
     """
 
     def __init__(
@@ -210,6 +230,7 @@ class Ring:
         destroy: Callable[[RingSlot], None],
         per_key: int = DEFAULT_SLOTS_PER_KEY,
         max_idle_keys: int = DEFAULT_MAX_IDLE_KEYS,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         self._create_fn = create
         self._work_done_fn = work_done
@@ -224,6 +245,9 @@ class Ring:
             per_key=per_key,
             max_idle_keys=max_idle_keys,
             what="GPU-copy ring slots",
+            memory_budget=memory_budget,
+            backend=BackendKind.VULKAN,
+            item_bytes=ring_slot_bytes if memory_budget is not None else None,
         )
 
     # -- taking and giving back ---------------------------------------------------------------------
