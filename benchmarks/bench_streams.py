@@ -5,7 +5,9 @@ For each codec and each N, in one run (start-up excluded: every session is open 
 * ``decode-threads``: N DecodeSessions on N threads in one process, frames released at once;
 * ``decode-procs``: the same as N processes (the NVDEC reference the issue measured);
 * ``import``: N sessions (decoding ahead on their threads) imported into one Device, one importer each;
-* ``wall``: the same plus one composed grid render per tick, ONE submit per tick (StreamGroup).
+* ``wall``: the same plus one composed grid render per tick, ONE submit per tick (StreamGroup);
+* ``import-queue`` (asked for by name): ``import`` with ``ALPHA2_GPU_COPY_RELEASE=queue``, the GPU copy's
+  experimental release order that imports no CUDA fence per frame.
 
 Ratios are against ``decode-threads`` at the same N. ``--wall-check`` also plays a 16-stream wall paced at
 30 fps (``StreamGroup.tick(at_s)``) and counts late ticks and dropped frames.
@@ -15,6 +17,7 @@ of decode alone at the same N; a 16-stream 1080p30 HEVC wall at 30 fps with no d
 
     python benchmarks/bench_streams.py                       # H200: 1080p, 900 frames, N = 1..28
     python benchmarks/bench_streams.py --hwaccel none --size 320x180 --frames 60 --streams 1,2,4
+    python benchmarks/bench_streams.py --codecs h264 --modes decode-threads,import,import-queue  # A/B
 """
 
 from __future__ import annotations
@@ -120,6 +123,21 @@ def import_only(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
         return frames, time.perf_counter() - t0
 
 
+def import_queue_order(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """``import`` with the GPU copy's experimental queue release order (no CUDA fence import per frame)."""
+    from alpha2.native_gpu.interop.cuda_vk import RELEASE_ENV
+
+    before = os.environ.get(RELEASE_ENV)
+    os.environ[RELEASE_ENV] = "queue"
+    try:
+        return import_only(clip, n, hwaccel)
+    finally:
+        if before is None:
+            del os.environ[RELEASE_ENV]
+        else:
+            os.environ[RELEASE_ENV] = before
+
+
 def wall(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
     """Decode + import + one composed grid render (one submit) per tick."""
     with StreamGroup([clip] * n, hwaccel=hwaccel) as group:
@@ -155,7 +173,10 @@ MODES: dict[str, Callable[[str, int, str], tuple[int, float]]] = {
     "decode-procs": decode_procs,
     "import": import_only,
     "wall": wall,
+    "import-queue": import_queue_order,
 }
+DEFAULT_MODES = ("decode-threads", "decode-procs", "import", "wall")
+"""What a plain run measures; ``import-queue`` (the experimental release order) is asked for by name."""
 
 
 def main() -> int:
@@ -167,7 +188,9 @@ def main() -> int:
     parser.add_argument("--size", default="1920x1080")
     parser.add_argument("--frames", type=int, default=900, help="frames per session (default 900)")
     parser.add_argument("--hwaccel", default="cuda", help="cuda (default), auto or none")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}"
+    )
     parser.add_argument(
         "--wall-check", type=int, default=0, metavar="N", help="also pace an N-stream wall at 30 fps"
     )

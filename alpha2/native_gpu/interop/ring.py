@@ -135,6 +135,9 @@ class RingSlot:
     """CUDA-imported Dawn fences that CUDA work on the slot waited on, not yet handed on or closed."""
     broken: bool = False
     """Whether an acquire or release failed half-way: the slot is retired, never reused."""
+    dawn_done: Any = None
+    """With the queue release order: Dawn's ``on_submitted_work_done`` promise, made at the slot's
+    release; the next copy into the slot (or its destruction) waits until it settles."""
 
     @classmethod
     def for_key(cls, key: RingKey) -> RingSlot:
