@@ -132,3 +132,19 @@ def test_copier_rgba_pass_and_tone_curves_compile_in_tint(null_device: Device, p
     for curve in ToneCurve:
         managed = FrameRenderer(null_device, colour_options=ColourOptions(tone_curve=curve))
         managed.render(lease.frame.views, pixel_format, COLOURS["pq"], W, H, hdr=HDR)
+
+
+def test_wall_blit_compiles_in_tint(null_device: Device) -> None:
+    from alpha2.apps.wall_window import _Blit
+    from alpha2.gpu.geometry import Size
+
+    gpu = null_device.gpu_module
+    wall = null_device.webgpu_device.create_texture(
+        size=(64, 48, 1),
+        format="rgba8unorm",
+        usage=gpu.TextureUsage.TEXTURE_BINDING | gpu.TextureUsage.RENDER_ATTACHMENT,
+    )
+    blit = _Blit(null_device.webgpu_device, gpu, wall, "bgra8unorm")
+    encoder = null_device.webgpu_device.create_command_encoder()
+    assert blit.encode(encoder, Size(32, 24)) is blit.target
+    null_device.webgpu_device.queue.submit([encoder.finish()])
