@@ -4,7 +4,8 @@ The pixel tests run on lavapipe through wgpu-native, whose compiler (naga) accep
 refuses. ``(a > b) & c`` written without its parentheses passed every CI test, and the H200 then failed
 each GPU transcode on it. Here the renderer and the encode copier build their pipelines on a wgpudawn
 device of the Null backend, so Tint compiles and Dawn validates every shader variant (and the wall
-window's blit). The Null backend draws nothing, so no pixel is checked; that is for the lavapipe and H200 tests.
+window's blit). The Null backend draws nothing, so no pixel is checked; that is for the lavapipe and
+H200 tests.
 """
 
 from __future__ import annotations
