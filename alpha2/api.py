@@ -103,7 +103,11 @@ def adapters() -> list[AdapterInfo]:
         candidates = [c for c in vulkan_candidates() if c.usable]
     except Exception:  # no Vulkan loader: ranked on WebGPU facts alone
         candidates = []
-    ranked = rank_wgpu_adapters(wgpu.gpu.enumerate_adapters_sync(), vulkan_candidates=candidates)
+    from alpha2.native_gpu.device.device import OPEN_LOCK
+
+    with OPEN_LOCK:  # the backend's instance is made on first use, without a lock of its own
+        adapters = wgpu.gpu.enumerate_adapters_sync()
+    ranked = rank_wgpu_adapters(adapters, vulkan_candidates=candidates)
     return [
         AdapterInfo(
             rank=r.rank,

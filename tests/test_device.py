@@ -196,3 +196,41 @@ def test_no_cuda_skips_the_adapter_ranking_for_nvdec(tmp_path: Path, monkeypatch
     with pytest.raises(HwAccelUnavailableError, match="no CUDA device"):
         DecodeSession(clip.path, hwaccel="cuda")
     assert calls == []  # no Vulkan enumeration to learn that there is no NVDEC
+
+
+def test_devices_open_one_at_a_time_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """wgpu-py's backends make their global instance on first use without a lock: two threads opening
+    devices at once aborted a process on the H200. Opening is serialized."""
+    import threading
+    import time
+
+    from alpha2.native_gpu.device import device as device_module
+
+    inside, peak = [0], [0]
+    lock = threading.Lock()
+
+    def slow_rank(module: Any, candidates: Any) -> list[Any]:
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        time.sleep(0.02)
+        with lock:
+            inside[0] -= 1
+        return []  # no adapter: open raises, after the ranking
+
+    monkeypatch.setattr(device_module, "_rank", slow_rank)
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        try:
+            Device.open()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 1, "two threads ranked adapters at once"
+    assert len(errors) == 6 and all("no WebGPU adapter" in str(e) for e in errors)

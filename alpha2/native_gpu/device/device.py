@@ -9,6 +9,10 @@ enumerates adapters again.
 
 ``Device.open()`` ranks the adapters (``ALPHA2_GPU_ADAPTER`` honoured; a pin that names none is an
 error); ``Device.adopt(gpu_device)`` wraps a GPUDevice an application made itself.
+
+Opening is serialized in the process (:data:`OPEN_LOCK`). wgpu-py's backends make their global
+instance on first use without a lock. On the H200, two transcodes opening their devices at once on two
+threads of one process aborted it (SIGABRT), or saw no adapter at all ("candidates: none found").
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ from alpha2.gpu.webgpu import (
     gpu_module_of,
 )
 
-__all__ = ["Device"]
+__all__ = ["OPEN_LOCK", "Device"]
+
+OPEN_LOCK = threading.RLock()
+"""Held while adapters are enumerated and a WebGPU device is made (see the module docstring)."""
 
 
 class _Candidates:
@@ -149,7 +156,11 @@ class Device:
             AdapterPinError: ALPHA2_GPU_ADAPTER names no adapter, or several.
             UnsupportedError: no WebGPU adapter at all.
         """
-        candidates = _Candidates(vulkan_candidates)
+        with OPEN_LOCK:
+            return cls._open(want_gpu_copy, _Candidates(vulkan_candidates))
+
+    @classmethod
+    def _open(cls, want_gpu_copy: bool, candidates: _Candidates) -> Device:
         dawn_note = ""
         if want_gpu_copy:
             device, dawn_note = cls._open_dawn(candidates)
