@@ -2,7 +2,9 @@
 # The GPU run: tests with the hardware required, the probe table and the benchmarks, on an NVIDIA machine
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
-#   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]  (default: all)
+#   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
+#                                       [streams] [wall] [batch] [colour]
+#   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -40,6 +42,23 @@ for step in $steps; do
         timeout 300 python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240 --repeat 2; } >> "$log" 2>&1;;
     copier)
       { echo '$ python3 benchmarks/bench_encode_copier.py'; timeout 60 python3 benchmarks/bench_encode_copier.py; } >> "$log" 2>&1;;
+    streams)  # one process, N streams, the GPU copy's two release orders side by side
+      { echo '$ python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 --modes decode-threads,decode-procs,import,import-queue';
+        timeout 240 python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 \
+          --modes decode-threads,decode-procs,import,import-queue; } >> "$log" 2>&1;;
+    wall)  # the 16-stream 1080p30 HEVC wall, in both release orders
+      for order in fence queue; do
+        echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16" >> "$log"
+        ALPHA2_GPU_COPY_RELEASE=$order timeout 120 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
+          --modes decode-threads --wall-check 16 >> "$log" 2>&1
+      done;;
+    batch)
+      { echo '$ python3 benchmarks/bench_batch.py --files 8 --frames 300 --args "--preset veryfast --size 1280x720 --hwaccel cuda"';
+        timeout 240 python3 benchmarks/bench_batch.py --files 8 --frames 300 \
+          --args "--preset veryfast --size 1280x720 --hwaccel cuda"; } >> "$log" 2>&1;;
+    colour)
+      { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
+        timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
   esac
   echo "[step $step: $(( $(date +%s) - start )) s]" >> "$log"
 done
