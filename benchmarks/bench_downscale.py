@@ -20,6 +20,7 @@ import argparse
 import fractions
 import os
 import tempfile
+from collections.abc import Iterator
 
 import av
 import numpy as np
@@ -44,50 +45,53 @@ def _pink_texture(rng: np.random.Generator, height: int, width: int) -> np.ndarr
     return np.asarray(texture / texture.max(), dtype=np.float64)
 
 
+def _write_ffv1(path: str, pictures: Iterator[np.ndarray]) -> None:
+    """Write R'G'B' pictures (H, W, 3 in 0..1) as lossless FFV1, BT.709 limited, at 25 fps."""
+    with av.open(path, "w") as out:
+        stream = out.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
+        stream.codec_context.colorspace, stream.codec_context.color_range = 1, 1  # BT.709, limited
+        for i, rgb in enumerate(pictures):
+            frame = av.VideoFrame.from_ndarray((rgb * 255).astype(np.uint8), format="rgb24")
+            frame = frame.reformat(format="yuv420p", dst_colorspace="ITU709")
+            frame.pts = i
+            for p in stream.encode(frame):
+                out.mux(p)
+        for p in stream.encode():
+            out.mux(p)
+
+
 def _natural_source(path: str, frames: int) -> None:
     """1/f texture panning, with hard-edged shapes over it: detail at every scale, no per-pixel grain."""
     rng = np.random.default_rng(2)
     big = _pink_texture(rng, H + 64, W + 256)
     y, x = np.mgrid[0:H, 0:W].astype(np.float64)
-    with av.open(path, "w") as out:
-        stream = out.add_stream("ffv1", rate=25)
-        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
-        stream.codec_context.colorspace, stream.codec_context.color_range = 1, 1  # BT.709, limited
+
+    def pictures() -> Iterator[np.ndarray]:
         for i in range(frames):
             g = big[16 : 16 + H, 4 * i : 4 * i + W]
             disc = ((x - 600 - 8 * i) ** 2 + (y - 500) ** 2) < 180**2
             bar = (np.abs(x - 1300 + 3 * i) < 90) & (y > 200) & (y < 900)
             g = np.where(disc, 0.15 + 0.1 * g, np.where(bar, 0.9 - 0.1 * g, g))
-            rgb = np.stack([g, np.clip(0.2 + 0.7 * g, 0, 1), np.clip(1.1 - g, 0, 1)], -1)
-            frame = av.VideoFrame.from_ndarray((rgb * 255).astype(np.uint8), format="rgb24")
-            frame = frame.reformat(format="yuv420p", dst_colorspace="ITU709")
-            frame.pts = i
-            for p in stream.encode(frame):
-                out.mux(p)
-        for p in stream.encode():
-            out.mux(p)
+            yield np.stack([g, np.clip(0.2 + 0.7 * g, 0, 1), np.clip(1.1 - g, 0, 1)], -1)
+
+    _write_ffv1(path, pictures())
 
 
 def _source(path: str, frames: int) -> None:
+    """A zone plate with white grain (the grain is what makes an area filter's file larger)."""
     y, x = np.mgrid[0:H, 0:W].astype(np.float64)
     rng = np.random.default_rng(1)
-    with av.open(path, "w") as out:
-        stream = out.add_stream("ffv1", rate=25)
-        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
-        stream.codec_context.colorspace, stream.codec_context.color_range = 1, 1  # BT.709, limited
+
+    def pictures() -> Iterator[np.ndarray]:
         for i in range(frames):
             r2 = ((x - W / 2) ** 2 + (y - H / 2) ** 2) / (W * 1.1)
             zone = 0.5 + 0.5 * np.cos(np.pi * r2 / 2 + i * 0.3)
             grain = rng.normal(0, 0.04, (H, W))
             g = np.clip(0.7 * zone + 0.3 * (x / W) + grain, 0, 1)
-            rgb = np.stack([g, np.clip(g * 0.8 + 0.1 * np.sin(y / 7), 0, 1), 1 - g], -1)
-            frame = av.VideoFrame.from_ndarray((rgb * 255).astype(np.uint8), format="rgb24")
-            frame = frame.reformat(format="yuv420p", dst_colorspace="ITU709")
-            frame.pts = i
-            for p in stream.encode(frame):
-                out.mux(p)
-        for p in stream.encode():
-            out.mux(p)
+            yield np.stack([g, np.clip(g * 0.8 + 0.1 * np.sin(y / 7), 0, 1), 1 - g], -1)
+
+    _write_ffv1(path, pictures())
 
 
 def _ffmpeg_scale(src: str, dst: str, crf: float, interpolation: str = "BICUBIC") -> None:
