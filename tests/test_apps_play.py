@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import struct
-import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -21,6 +17,7 @@ from alpha2.apps.player import PlayOptions, letterbox, play, window_unavailable_
 from alpha2.apps.sample import write_sample
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Rect, Size
+from tests.xvfb import play_under_xvfb
 
 W, H = 320, 180
 FRAMES = 15
@@ -213,21 +210,7 @@ def test_options_validate() -> None:
 @pytest.mark.vulkan
 def test_real_window_on_a_virtual_display(clip: str) -> None:
     """`alpha2 play` opens a glfw window on Xvfb (CI installs xvfb and the window extra) and plays."""
-    pytest.importorskip("rendercanvas")
-    pytest.importorskip("glfw")
-    if shutil.which("xvfb-run") is None:
-        pytest.skip("xvfb-run is not installed (apt-get install xvfb)")
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
-    run = subprocess.run(
-        ["xvfb-run", "-a", sys.executable, "-m", "alpha2", "play", clip, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    data = json.loads(run.stdout[run.stdout.index("{") :])
+    data = play_under_xvfb(clip)
     assert data["mode"] == "window", data.get("mode_reason")
     # Paced by presentation time: a frame already late when the window is ready is dropped and counted.
     shown = data["frames"]

@@ -4,10 +4,6 @@ real PortAudio stream (JACK's dummy driver, started by the ``audio_server`` fixt
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +16,7 @@ from alpha2.apps.player import PlayOptions, play
 from alpha2.ffmpeg_bridge import AudioDecodeSession, NoAudioStreamError
 from alpha2.gpu.geometry import Size
 from tests.media import AV_FLASH_EVERY, make_audio_only, make_av_clip, make_clip
+from tests.xvfb import play_under_xvfb
 
 FRAME_S = 1 / 30
 MEAN_LIMIT_MS = 1000 / 30
@@ -188,21 +185,7 @@ def test_audio_only_file_plays(audio_server: str, tmp_path: Path) -> None:
 @pytest.mark.vulkan
 def test_window_with_sound_on_a_virtual_display(audio_server: str, av_clip: str) -> None:
     """`alpha2 play` under Xvfb with sound on the JACK dummy server: a person's way of watching a clip."""
-    pytest.importorskip("rendercanvas")
-    pytest.importorskip("glfw")
-    if shutil.which("xvfb-run") is None:
-        pytest.skip("xvfb-run is not installed (apt-get install xvfb)")
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
-    result = subprocess.run(
-        ["xvfb-run", "-a", sys.executable, "-m", "alpha2", "play", av_clip, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout[result.stdout.index("{") :])
+    data = play_under_xvfb(av_clip, timeout=120)
     assert data["mode"] == "window", data["mode_reason"]
     assert data["clock"]["kind"] == "audio", data["clock"]
     sync = data["sync"]

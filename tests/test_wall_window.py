@@ -4,13 +4,8 @@ rendercanvas's offscreen canvas (one submit per tick for the streams' work, lett
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import shutil
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +19,7 @@ from alpha2.apps.wall_window import NO_SOUND_REASON, WallWindow
 from alpha2.apps.window import letterbox
 from alpha2.gpu.geometry import Size
 from tests.media import Clip, make_clip
+from tests.xvfb import play_under_xvfb
 
 NO_DISPLAY = {"PATH": "/usr/bin"}
 
@@ -51,16 +47,7 @@ def drive(window: WallWindow, seconds: float, hz: float = 60.0) -> None:
 @pytest.mark.vulkan
 def test_wall_window_on_a_virtual_display(clips: list[Clip]) -> None:
     """`alpha2 play a b` opens a glfw window on Xvfb and plays every stream to its end."""
-    pytest.importorskip("rendercanvas")
-    pytest.importorskip("glfw")
-    if shutil.which("xvfb-run") is None:
-        pytest.skip("xvfb-run is not installed (apt-get install xvfb)")
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
-    command = [sys.executable, "-m", "alpha2", "play", *(c.path for c in clips), "--json"]
-    run = subprocess.run(["xvfb-run", "-a", *command], capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr
-    data = json.loads(run.stdout[run.stdout.index("{") :])
+    data = play_under_xvfb(*(c.path for c in clips))
     assert data["mode"] == "window", data.get("mode_reason")
     assert NO_SOUND_REASON in data["mode_reason"]
     assert data["clock"]["kind"] == "system"
