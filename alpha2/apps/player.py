@@ -27,6 +27,7 @@ from typing import Any
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
 from alpha2.apps.colour_report import colour_report, colour_summary
+from alpha2.apps.throttle import SubmitThrottle
 from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, displayed_size, letterbox
 from alpha2.apps.window import WindowPlayback as _WindowPlayback
 from alpha2.ffmpeg_bridge import DecodeSession, media_kinds
@@ -216,56 +217,6 @@ def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
     }
 
 
-class _SubmitThrottle:
-    """Bounds the frames queued on the device: before reusing one of ``depth`` tiny read-back buffers, wait
-    (map) until the GPU has finished the frame that last used it. Nothing is created per frame."""
-
-    def __init__(self, device: Any, gpu: Any, depth: int = 2) -> None:
-        self._device = device
-        self._gpu = gpu
-        self._buffers = [
-            device.create_buffer(
-                label="alpha2 play throttle",
-                size=256,
-                usage=gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ,
-            )
-            for _ in range(depth)
-        ]
-        self._used = [False] * depth
-        self._index = 0
-
-    def _settle(self, slot: int) -> None:
-        if self._used[slot]:
-            buffer = self._buffers[slot]
-            buffer.map_sync(self._gpu.MapMode.READ)
-            buffer.unmap()
-            self._used[slot] = False
-
-    def mark(self, texture: Any) -> None:
-        """Record a point after the work just submitted (reading one texel of ``texture``)."""
-        slot = self._index
-        self._index = (self._index + 1) % len(self._buffers)
-        self._settle(slot)
-        encoder = self._device.create_command_encoder(label="alpha2 play throttle")
-        encoder.copy_texture_to_buffer(
-            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
-            {"buffer": self._buffers[slot], "offset": 0, "bytes_per_row": 256, "rows_per_image": 1},
-            (1, 1, 1),
-        )
-        self._device.queue.submit([encoder.finish()])
-        self._used[slot] = True
-
-    def drain(self) -> None:
-        """Wait for everything marked."""
-        for slot in range(len(self._buffers)):
-            self._settle(slot)
-
-    def close(self) -> None:
-        for buffer in self._buffers:
-            buffer.destroy()
-        self._buffers = []
-
-
 class _Player:
     """One play run: the decoder, the device objects, the stats; torn down on every way out."""
 
@@ -410,7 +361,7 @@ class _Player:
         t0 = clock()
         try:
             self._make_gpu(frame.on_gpu)
-            throttle = _SubmitThrottle(self.device, gpu_module_of(self.device))
+            throttle = SubmitThrottle(self.device, gpu_module_of(self.device), label="alpha2 play throttle")
         except BaseException:
             frame.release()
             raise

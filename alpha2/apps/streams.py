@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.apps import pipeline
+from alpha2.apps.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.gpu.errors import ClosedError, InvalidInputError
@@ -98,48 +99,6 @@ class StreamState:
     """The pts of every frame drawn, in order (kept only with ``record_order``)."""
     ended: bool = False
     """The decoder has no more frames."""
-
-
-class _InFlight:
-    """Bounds the ticks queued on the GPU without a second submit: each tick's command buffer also
-    copies one wall texel into one of ``depth`` small buffers; before one is reused, it is mapped
-    (which waits for the tick that last wrote it)."""
-
-    def __init__(self, device: Any, gpu: Any, depth: int = 2) -> None:
-        self._gpu = gpu
-        usage = gpu.BufferUsage.COPY_DST | gpu.BufferUsage.MAP_READ
-        self._buffers = [
-            device.create_buffer(label="alpha2 wall throttle", size=256, usage=usage) for _ in range(depth)
-        ]
-        self._used = [False] * depth
-        self._index = 0
-
-    def _settle(self, slot: int) -> None:
-        if self._used[slot]:
-            self._buffers[slot].map_sync(self._gpu.MapMode.READ)
-            self._buffers[slot].unmap()
-            self._used[slot] = False
-
-    def encode(self, encoder: Any, texture: Any) -> None:
-        """Wait for the slot's last tick, then record this tick's mark on ``encoder``."""
-        slot = self._index
-        self._index = (slot + 1) % len(self._buffers)
-        self._settle(slot)
-        encoder.copy_texture_to_buffer(
-            {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
-            {"buffer": self._buffers[slot], "offset": 0, "bytes_per_row": 256, "rows_per_image": 1},
-            (1, 1, 1),
-        )
-        self._used[slot] = True
-
-    def drain(self) -> None:
-        for slot in range(len(self._buffers)):
-            self._settle(slot)
-
-    def close(self) -> None:
-        for buffer in self._buffers:
-            buffer.destroy()
-        self._buffers = []
 
 
 class StreamGroup:
@@ -263,7 +222,7 @@ class StreamGroup:
         )
         """The wall texture (rgba8unorm), which every tick draws into."""
         self._wall_view = self.wall.create_view()
-        self._in_flight = _InFlight(webgpu, gpu)
+        self._in_flight = SubmitThrottle(webgpu, gpu, label="alpha2 wall throttle")
         self._dirty = True  # the wall needs clearing (first tick, or a tile changed its letterbox)
         for index, (source, decoder) in enumerate(zip(sources, decoders, strict=True)):
             importer = FrameImporter(self.device, slots=slots)
