@@ -9,6 +9,7 @@ missing or a profile query failed, never dropped. The types are re-exported by
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -145,19 +146,10 @@ def video_support(
                 problem = f"{op.codec.value} {operation.value} {profile.name}: {exc}"
                 problems.append(problem)
                 continue
+            # The raw query's fields, as they are, under the codec, operation and profile they answer.
             profiles.append(
                 VideoProfileCapabilities(
-                    op.codec,
-                    operation,
-                    profile.name,
-                    profile.bit_depth,
-                    supported=caps.supported,
-                    max_coded_extent=caps.max_coded_extent,
-                    min_coded_extent=caps.min_coded_extent,
-                    max_dpb_slots=caps.max_dpb_slots,
-                    max_active_reference_pictures=caps.max_active_reference_pictures,
-                    max_level=caps.max_level,
-                    reason=caps.reason,
+                    op.codec, operation, profile.name, profile.bit_depth, **dataclasses.asdict(caps)
                 )
             )
         out.append(VideoCodecSupport(op.codec, operation, fams, tuple(profiles), problem))
