@@ -18,6 +18,7 @@ from alpha2.apps.atomic import write_bytes_atomic
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.audio import AudioDecodeSession
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
 
 sys.path.insert(0, os.path.dirname(__file__))
 from media import (
@@ -26,6 +27,7 @@ from media import (
     make_clip,
     make_interlaced_mpeg2,
     make_non_utf8_metadata,
+    make_rgb_clip,
     mux_with_pts,
     remux,
     swap_mkv_clusters,
@@ -201,6 +203,20 @@ def test_alpha_input_is_reported(tmp_path: Path, capsys: Capsys) -> None:
     code, data, err = _transcode(capsys, clip.path, str(tmp_path / "out.mkv"))
     assert code == 0, err
     assert any(note.startswith("alpha dropped") for note in data["input_notes"])
+
+
+@pytest.mark.parametrize("pix_fmt", ["bgr0", "gbrp"])
+def test_rgb_without_alpha_is_not_reported_as_alpha(tmp_path: Path, capsys: Capsys, pix_fmt: str) -> None:
+    """bgr0's fourth byte is padding and gbrp has no alpha: decoded as rgb24, with no alpha note."""
+    codec, ext = ("ffv1", "mkv") if pix_fmt == "bgr0" else ("ffvhuff", "avi")
+    src = make_rgb_clip(tmp_path / f"{pix_fmt}.{ext}", codec=codec, pix_fmt=pix_fmt)
+    with DecodeSession(src, hwaccel="none") as session:
+        frame = session.next_frame()
+        assert frame is not None and frame.pixel_format is PixelFormat.RGB24
+        frame.release()
+    code, data, err = _transcode(capsys, src, str(tmp_path / "out.mkv"))
+    assert code == 0, err
+    assert not any(note.startswith("alpha dropped") for note in data["input_notes"]), data["input_notes"]
 
 
 def test_ten_bit_into_h264_is_eight_bit_unless_asked(tmp_path: Path, capsys: Capsys) -> None:

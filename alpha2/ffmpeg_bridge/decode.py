@@ -108,8 +108,18 @@ def _display_source(source: MediaSource) -> str:
 
 
 def _fallback_software_format(name: str) -> str:
-    """A format alpha2 knows, for decoders that output one it does not (e.g. yuv410p, pal8, bgr0)."""
+    """A format alpha2 knows, for decoders that output one it does not (e.g. yuv410p, pal8, bgr0).
+
+    RGB without an alpha component (bgr0's fourth byte is padding, gbrp has none) becomes rgb24, so
+    that nothing downstream takes it for a picture with alpha; RGB with alpha and palettes, rgba.
+    """
     lowered = name.lower()
+    try:
+        described = av.VideoFormat(lowered)
+    except (ValueError, TypeError):
+        described = None
+    if described is not None and described.is_rgb:
+        return "rgba" if any(c.is_alpha for c in described.components) else "rgb24"
     if any(tag in lowered for tag in ("rgb", "bgr", "gbr", "pal", "argb", "abgr")):
         return "rgba"
     if lowered.startswith(("gray", "ya")):
