@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from alpha2.apps.transcode_plan import TranscodeOptions, plan_transcode
+from alpha2.apps.transcode_report import TranscodeStats, summary_notes
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Size
@@ -26,6 +27,9 @@ def test_odd_sizes_are_cropped_not_scaled() -> None:
     assert "crop 317x179 -> 316x178" in plan.reason and "not resampled" in plan.reason
     one_side = plan_transcode(Size(320, 179), PixelFormat.YUV420P, _COLOUR, TranscodeOptions())
     assert one_side.output_size == Size(320, 178) and one_side.crop == (0, 0, 320, 178)
+    # The summary line says it too, not only the plan's reason in --json.
+    notes = summary_notes(TranscodeStats(input="in.mkv", output="out.mp4", plan=plan))
+    assert any(n.startswith("cropped 317x179 to 316x178") for n in notes), notes
 
 
 def test_size_still_scales_odd_inputs() -> None:

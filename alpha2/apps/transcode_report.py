@@ -167,6 +167,12 @@ def input_notes(first: DecodedFrame | None, plan: TranscodePlan, encoder: str) -
 def summary_notes(stats: TranscodeStats) -> list[str]:
     """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent)."""
     notes = list(stats.input_notes)
+    if stats.plan is not None and stats.plan.crop is not None:
+        size, (_, _, width, height) = stats.plan.input_size, stats.plan.crop
+        notes.append(
+            f"cropped {size.width}x{size.height} to {width}x{height}: 4:2:0 needs even sides "
+            "(the last column / row cut, nothing resampled)"
+        )
     if stats.plan is not None and stats.plan.depth_note is not None:
         notes.append(stats.plan.depth_note)
     if stats.plan is not None and stats.plan.colour_note is not None:
