@@ -23,13 +23,14 @@ of decode alone at the same N; a 16-stream 1080p30 HEVC wall at 30 fps with no d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from alpha2.apps.sample import write_sample
@@ -138,6 +139,102 @@ def import_queue_order(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
             os.environ[RELEASE_ENV] = before
 
 
+@contextlib.contextmanager
+def _decoders_on_own_contexts() -> Iterator[None]:
+    """Experimental: each NVDEC decoder on a CUDA context of its own (FFmpeg's ``primary_ctx=0``), as
+    processes have, instead of all on the primary context alpha2's GPU copy uses."""
+    from av.codec.hwaccel import HWAccel
+
+    from alpha2.ffmpeg_bridge import decode
+
+    plain = decode.make_hwaccel
+
+    def own_context(plan: Any) -> Any:
+        made = plain(plan)
+        return HWAccel(
+            device_type="cuda",
+            device=str(plan.cuda_ordinal),
+            allow_software_fallback=made.allow_software_fallback,
+            options={"primary_ctx": "0"},
+            is_hw_owned=True,
+        )
+
+    decode.make_hwaccel = own_context  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        decode.make_hwaccel = plain  # type: ignore[assignment]
+
+
+def decode_threads_own_ctx(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """``decode-threads`` with each decoder on a CUDA context of its own."""
+    with _decoders_on_own_contexts():
+        return decode_threads(clip, n, hwaccel)
+
+
+def import_own_ctx(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """``import-queue`` with each decoder on a CUDA context of its own (the copy reads across contexts)."""
+    with _decoders_on_own_contexts():
+        return import_queue_order(clip, n, hwaccel)
+
+
+def _synchronized_dawn_device() -> Any:
+    """A wgpudawn device like Device.open's, plus 'implicit-device-synchronization' (Dawn's device-wide
+    mutex), which makes calling it from several threads legal."""
+    import wgpudawn
+
+    from alpha2.gpu.webgpu import FEATURE_SHARED_FENCE_OPAQUE_FD, FEATURE_SHARED_TEXTURE_OPAQUE_FD
+    from alpha2.native_gpu.device.device import Device
+
+    adapter = wgpudawn.gpu.request_adapter_sync(power_preference="high-performance")
+    have = {str(f) for f in adapter.features}
+    wanted = [
+        FEATURE_SHARED_TEXTURE_OPAQUE_FD,
+        FEATURE_SHARED_FENCE_OPAQUE_FD,
+        "implicit-device-synchronization",
+        "unorm16-texture-formats",
+    ]
+    missing = [f for f in wanted[:3] if f not in have]
+    if missing:
+        raise RuntimeError(f"the wgpudawn adapter lacks {missing}")
+    return Device.adopt(adapter.request_device_sync(required_features=[f for f in wanted if f in have]))
+
+
+def import_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """Decode + import with each stream imported on a thread of its own (experimental: a Dawn device
+    with implicit device synchronization), leases released at once."""
+    device = _synchronized_dawn_device()
+    with StreamGroup(
+        [clip] * n, hwaccel=hwaccel, device=device, budget=SurfaceBudget(max_surfaces=2 * n)
+    ) as group:
+        counts = [0] * n
+        start = threading.Barrier(n + 1)
+        errors: list[BaseException] = []
+
+        def drive(index: int) -> None:
+            stream = group.streams[index]
+            start.wait()
+            try:
+                for frame in iter(stream.decoder.next_frame, None):
+                    stream.importer.import_frame(frame).release()
+                    counts[index] += 1
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=drive, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+        seconds = time.perf_counter() - t0
+        if errors:
+            raise errors[0]
+        group.device.webgpu_device.queue.submit([])
+        return sum(counts), seconds
+
+
 def wall(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
     """Decode + import + one composed grid render (one submit) per tick."""
     with StreamGroup([clip] * n, hwaccel=hwaccel) as group:
@@ -174,6 +271,9 @@ MODES: dict[str, Callable[[str, int, str], tuple[int, float]]] = {
     "import": import_only,
     "wall": wall,
     "import-queue": import_queue_order,
+    "import-threads": import_threads,
+    "decode-threads-own-ctx": decode_threads_own_ctx,
+    "import-own-ctx": import_own_ctx,
 }
 DEFAULT_MODES = ("decode-threads", "decode-procs", "import", "wall")
 """What a plain run measures; ``import-queue`` (the experimental release order) is asked for by name."""
@@ -194,14 +294,25 @@ def main() -> int:
     parser.add_argument(
         "--wall-check", type=int, default=0, metavar="N", help="also pace an N-stream wall at 30 fps"
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        metavar="S",
+        help="sys.setswitchinterval (default Python's 0.005): how long a thread may keep the GIL",
+    )
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "alpha2_bench_streams"))
     args = parser.parse_args()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     width, height = (int(v) for v in args.size.lower().split("x"))
     os.makedirs(args.dir, exist_ok=True)
     clips = make_clips(args.dir, args.codecs.split(","), Size(width, height), args.frames)
     modes = args.modes.split(",")
     counts = [int(v) for v in args.streams.split(",")]
-    print(f"{args.size}, {args.frames} frames per session, hwaccel {args.hwaccel}")
+    print(
+        f"{args.size}, {args.frames} frames per session, hwaccel {args.hwaccel}, "
+        f"switch interval {sys.getswitchinterval() * 1e3:g} ms"
+    )
     print(f"{'codec':<6}{'N':>4}  " + "".join(f"{m:>16}" for m in modes) + "   ratios vs decode-threads")
     verdicts: list[str] = []
     for codec, clip in clips.items():

@@ -237,17 +237,27 @@ def test_one_worker_per_gpu_pinned_by_uuid() -> None:
     slots = plan_workers(
         candidates=[LAVAPIPE, GPU_A, GPU_B, GPU_A], cuda_uuids=[GPU_B.uuid or b""], cores=16, environ={}
     )
-    # Eight single-file worker processes per GPU (16 cores, 2 GPUs, at most MAX_GPU_STREAMS each).
-    assert [s.label for s in slots] == [f"gpu{g}.{k}" for g in (0, 1) for k in range(8)]
+    # Eight single-file worker processes per GPU (16 cores, 2 GPUs, at most MAX_GPU_STREAMS each),
+    # listed round-robin over the GPUs so that the pool's first files land on both.
+    assert [s.label for s in slots] == [f"gpu{g}.{k}" for k in range(8) for g in (0, 1)]
     assert all(s.streams == 1 for s in slots)
-    assert {s.env[ADAPTER_ENV] for s in slots[:8]} == {GPU_A.uuid_str}
-    assert {s.env[ADAPTER_ENV] for s in slots[8:]} == {GPU_B.uuid_str}
-    assert {s.cuda_ordinal for s in slots[:8]} == {None} and {s.cuda_ordinal for s in slots[8:]} == {0}
+    assert {s.env[ADAPTER_ENV] for s in slots[0::2]} == {GPU_A.uuid_str}
+    assert {s.env[ADAPTER_ENV] for s in slots[1::2]} == {GPU_B.uuid_str}
+    assert {s.cuda_ordinal for s in slots[0::2]} == {None} and {s.cuda_ordinal for s in slots[1::2]} == {0}
     assert len(plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], cores=6)) == 6  # 3 per GPU
-    one = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], workers=1, streams=5)
-    assert [(s.label, s.streams, s.adapter_uuid) for s in one] == [
-        (f"gpu0.{k}", 1, GPU_A.uuid_str) for k in range(5)
+    # --workers is the processes in all, spread over the GPUs; --streams caps each GPU's share.
+    three = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], cores=16, workers=3)
+    assert [(s.label, s.adapter_uuid) for s in three] == [
+        ("gpu0.0", GPU_A.uuid_str),
+        ("gpu1", GPU_B.uuid_str),
+        ("gpu0.1", GPU_A.uuid_str),
     ]
+    many = plan_workers(candidates=[GPU_A], cuda_uuids=[], cores=2, workers=12)
+    assert len(many) == 12  # asked for: more than the cores' default
+    capped = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], workers=9, streams=2)
+    assert [s.label for s in capped] == ["gpu0.0", "gpu1.0", "gpu0.1", "gpu1.1"]
+    (one,) = plan_workers(candidates=[GPU_A, GPU_B], cuda_uuids=[], workers=1, streams=5)
+    assert (one.label, one.streams, one.adapter_uuid) == ("gpu0", 1, GPU_A.uuid_str)
     (single,) = plan_workers(candidates=[GPU_A], cuda_uuids=[], streams=1)
     assert single.label == "gpu0"
 

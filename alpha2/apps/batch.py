@@ -62,7 +62,8 @@ class BatchSettings:
     device: DeviceChoice = DeviceChoice.AUTO
     """GPUs, CPU, or whichever the machine (cluster) has."""
     workers: int | None = None
-    """Local workers (GPUs to use, or CPU processes); None: all GPUs, or one per core."""
+    """Local worker processes in all (spread over the GPUs, or on the CPU); None: ``streams`` per GPU, or
+    one per core."""
     streams: int | None = None
     """Files per GPU at once; None: cores / GPUs, at most 8."""
     retries: int = 2
@@ -366,7 +367,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="work on GPUs, the CPU, or whichever there is (default auto)",
     )
     parser.add_argument(
-        "--workers", type=pipeline.positive_int, metavar="N", help="local workers: GPUs or CPU processes"
+        "--workers", type=pipeline.positive_int, metavar="N", help="local worker processes in all, spread over the GPUs (default: --streams per GPU, or one per core)"
     )
     parser.add_argument("--streams", type=pipeline.positive_int, metavar="N", help="files per GPU at once")
     parser.add_argument(

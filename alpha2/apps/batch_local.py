@@ -5,8 +5,9 @@
 one) and has a device UUID; its worker is pinned with ``ALPHA2_GPU_ADAPTER=<uuid>``, so its Device,
 and through it NVDEC, land on that GPU (the Device finds the CUDA ordinal with the same UUID: the
 ordinal is reported, and ``CUDA_VISIBLE_DEVICES`` is left alone so that ordinals stay the machine's).
-Each GPU gets several workers (``--streams``, default cores / GPUs up to :data:`MAX_GPU_STREAMS`), each
-a process transcoding one file at a time. Processes, not threads: on the H200, NVDEC decoding as 14
+Each GPU gets several workers (``--streams``, default cores / GPUs up to :data:`MAX_GPU_STREAMS`; or
+``--workers`` in all, spread over the GPUs), each a process transcoding one file at a time, listed
+round-robin over the GPUs so that a short batch uses every GPU. Processes, not threads: on the H200, NVDEC decoding as 14
 processes reached 3945 fps against 2704 as 14 threads of one process, and two transcodes set up at
 once on threads of one worker aborted it (SIGABRT, or the Vulkan enumeration seeing no device), while
 one per process ran clean. Without a GPU, one single-stream worker per core.
@@ -139,7 +140,8 @@ def plan_workers(
 
     Args:
         device: GPUs, CPU or whichever the machine has.
-        workers: GPU workers to use (the first N GPUs), or CPU workers (default: one per core).
+        workers: Worker processes in all: on GPUs, spread over them round-robin (at most ``streams``
+            per GPU when that is given too); without a GPU, CPU workers (default: one per core).
         streams: Files per GPU at once, as that many single-file workers (default: cores / GPUs, at
             most :data:`MAX_GPU_STREAMS`); a CPU worker takes this many files at once (default 1).
         candidates: Vulkan candidates (default: :func:`vulkan_candidates`, none when Vulkan is absent).
@@ -172,24 +174,31 @@ def plan_workers(
             f"({', '.join(c.name for c in found) or 'none'}); use --device cpu"
         )
     if gpus and device is not DeviceChoice.CPU:
-        gpus = gpus[:workers] if workers else gpus
         uuids = list(cuda_uuids) if cuda_uuids is not None else _cuda_uuids()
         per_gpu = streams or max(1, min(MAX_GPU_STREAMS, cores // len(gpus)))
+        if workers is None:
+            counts = [per_gpu] * len(gpus)
+        else:  # ``workers`` processes in all, spread over the GPUs (at most ``streams`` each, if given)
+            total = workers if streams is None else min(workers, streams * len(gpus))
+            counts = [total // len(gpus) + (i < total % len(gpus)) for i in range(len(gpus))]
+        # Round-robin over the GPUs, so that the first files (the pool fills its slots in order) land on
+        # every GPU, not all on the first.
         slots = []
-        for i, c in enumerate(gpus):
-            ordinal = uuids.index(c.uuid) if c.uuid in uuids else None
-            slots += [
-                WorkerSlot(
-                    label=f"gpu{i}" if per_gpu == 1 else f"gpu{i}.{k}",
-                    streams=1,
-                    env={ADAPTER_ENV: c.uuid_str},
-                    device_type=c.device_type,
-                    adapter_uuid=c.uuid_str,
-                    cuda_ordinal=ordinal,
-                    name=c.name,
+        for k in range(max(counts)):
+            for i, c in enumerate(gpus):
+                if k >= counts[i]:
+                    continue
+                slots.append(
+                    WorkerSlot(
+                        label=f"gpu{i}" if counts[i] == 1 else f"gpu{i}.{k}",
+                        streams=1,
+                        env={ADAPTER_ENV: c.uuid_str},
+                        device_type=c.device_type,
+                        adapter_uuid=c.uuid_str,
+                        cuda_ordinal=uuids.index(c.uuid) if c.uuid in uuids else None,
+                        name=c.name,
+                    )
                 )
-                for k in range(per_gpu)
-            ]
         return slots
     # CPU workers render (when asked) on the CPU Vulkan device, never on a GPU the machine may have.
     cpu = next((c for c in found if c.device_type is AdapterType.CPU and c.uuid), None)
