@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [wall] [batch] [colour]
+#                                       [streams] [streams-exp] [wall] [batch] [colour]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -46,6 +46,12 @@ for step in $steps; do
       { echo '$ python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 --modes decode-threads,decode-procs,import,import-queue';
         timeout 240 python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 \
           --modes decode-threads,decode-procs,import,import-queue; } >> "$log" 2>&1;;
+    streams-exp)  # what limits one process: imports on threads, decoders on own CUDA contexts, the GIL
+      for args in "--modes decode-threads,import,import-threads,import-queue" \
+                  "--modes decode-threads-own-ctx,import-own-ctx" "--modes import --switch-interval 0.0005"; do
+        echo "\$ python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 $args" >> "$log"
+        timeout 150 python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 $args >> "$log" 2>&1
+      done;;
     wall)  # the 16-stream 1080p30 HEVC wall, in both release orders
       for order in fence queue; do
         echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16" >> "$log"
