@@ -33,9 +33,9 @@ The release order is chosen at creation by ``ALPHA2_GPU_COPY_RELEASE`` (:class:`
 * ``queue`` (experimental): the end-of-access fences are dropped, and the release asks Dawn's queue
   for ``on_submitted_work_done``. The slot's next copy, or its destruction, waits on the CPU until
   that promise settles, which covers everything Dawn submitted before the release, the end of access
-  included. No CUDA call is made at release. On the H200 the per-frame import and destruction of
-  the fence took about 1.9 ms each with 4 streams, contending with the other streams' copies
-  (BENCHMARKS.md, "Many streams"). This order is measured there before it can become the default.
+  included. No CUDA call is made at release. On the H200, with many streams in one process, it was
+  faster than ``fence`` in three A/B pairs of four, by about as much as the run-to-run noise, and its
+  single-session figure is not measured yet (BENCHMARKS.md, "Many streams"); it stays opt-in.
 
 Semaphores are binary: Dawn's SharedFenceVkSemaphoreOpaqueFD imports into a binary semaphore on each
 access (Dawn 0.32), so a timeline semaphore could not be waited there; each plane has its own (one
