@@ -367,9 +367,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="work on GPUs, the CPU, or whichever there is (default auto)",
     )
     parser.add_argument(
-        "--workers", type=pipeline.positive_int, metavar="N", help="local worker processes in all, spread over the GPUs (default: --streams per GPU, or one per core)"
+        "--workers",
+        type=pipeline.positive_int,
+        metavar="N",
+        help="local worker processes in all, spread over the GPUs "
+        "(default: --streams per GPU, or one per core)",
     )
-    parser.add_argument("--streams", type=pipeline.positive_int, metavar="N", help="files per GPU at once")
+    parser.add_argument(
+        "--streams",
+        type=pipeline.positive_int,
+        metavar="N",
+        help="files per GPU at once, one worker process each (default: the cores per GPU, at most 8)",
+    )
     parser.add_argument(
         "--retries", type=int, default=2, metavar="N", help="retries of transient failures (2)"
     )
