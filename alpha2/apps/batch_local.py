@@ -7,10 +7,10 @@ and through it NVDEC, land on that GPU (the Device finds the CUDA ordinal with t
 ordinal is reported, and ``CUDA_VISIBLE_DEVICES`` is left alone so that ordinals stay the machine's).
 Each GPU gets several workers (``--streams``, default cores / GPUs up to :data:`MAX_GPU_STREAMS`; or
 ``--workers`` in all, spread over the GPUs), each a process transcoding one file at a time, listed
-round-robin over the GPUs so that a short batch uses every GPU. Processes, not threads: on the H200, NVDEC decoding as 14
-processes reached 3945 fps against 2704 as 14 threads of one process, and two transcodes set up at
-once on threads of one worker aborted it (SIGABRT, or the Vulkan enumeration seeing no device), while
-one per process ran clean. Without a GPU, one single-stream worker per core.
+round-robin over the GPUs so that a short batch uses every GPU. Processes, not threads: on the H200,
+NVDEC decoding as 14 processes reached 3945 fps against 2704 as 14 threads of one process, and two
+transcodes set up at once on threads of one worker aborted it (SIGABRT, or the Vulkan enumeration
+seeing no device), while one per process ran clean. Without a GPU, one single-stream worker per core.
 
 :class:`LocalBackend` is the pool: ``spawn`` processes (no fork of a process that may hold a CUDA
 context), each with its own pipe (a worker killed mid-write cannot corrupt a queue the others share).
