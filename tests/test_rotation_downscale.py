@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import av
 import numpy as np
 import pytest
 
@@ -12,7 +13,7 @@ from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRa
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
 from alpha2.native_gpu.encode.copier import VulkanEncodeCopier
-from alpha2.native_gpu.encode.params import MAX_TAPS, filter_taps, scale_yuv_params
+from alpha2.native_gpu.encode.params import DOWNSCALE_FOOTPRINT, MAX_TAPS, filter_taps, scale_yuv_params
 from tests.test_encode_copier import _ffmpeg_scaled, _plane_textures, _planes, _source_frame, device16
 
 __all__ = ["device16"]
@@ -28,8 +29,9 @@ def _copy(
     in_size: tuple[int, int],
     out_size: tuple[int, int],
     rotation: Rotation,
+    frame: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, Any]:
-    frame = _source_frame(*in_size, in_format, *_BT709)
+    frame = frame if frame is not None else _source_frame(*in_size, in_format, *_BT709)
     textures = _plane_textures(device, frame, in_format)
     colour = ColourInfo(matrix=_BT709[0], range=_BT709[1])
     with VulkanEncodeCopier(
@@ -142,15 +144,48 @@ def test_filter_taps_follow_the_scale() -> None:
     assert r.constants()["ROTATION"] == 1
 
 
+def _tap_weights(size_in: int, size_out: int) -> np.ndarray:
+    """The planes pass's filter along one axis as a matrix (output x input): taps spread over
+    DOWNSCALE_FOOTPRINT output pixels, each a bilinear read at a position clamped to the picture."""
+    per = size_in / size_out
+    n = filter_taps(per)
+    weights = np.zeros((size_out, size_in))
+    for o in range(size_out):
+        for t in range(n):
+            p = (o + 0.5 + ((t + 0.5) / n - 0.5) * DOWNSCALE_FOOTPRINT) * per - 0.5
+            p = min(max(p, 0.0), size_in - 1.0)
+            i = int(np.floor(p))
+            f = p - i
+            weights[o, i] += (1 - f) / n
+            weights[o, min(i + 1, size_in - 1)] += f / n
+    return weights
+
+
+def test_the_downscale_footprint_reaches_just_past_the_output_pixel() -> None:
+    """At 3x an output luma sample weighs 5 source texels: its own 3, and 0.15 of the next one on each
+    side (a box of exactly one output pixel lets fine grain alias)."""
+    w = _tap_weights(12, 4)
+    assert np.allclose(w.sum(axis=1), 1.0)
+    assert np.allclose(w[1, 2:7] * 3, [0.15, 0.85, 1.0, 0.85, 0.15])
+    assert w[1, :2].sum() == 0 and w[1, 7:].sum() == 0
+
+
 @pytest.mark.vulkan
-def test_downscale_by_three_is_an_area_average(device16: Any) -> None:
-    """At exactly 3x each output luma sample is the mean of its 3 x 3 source block (no point sampling)."""
+def test_downscale_by_three_weighs_the_footprint(device16: Any) -> None:
+    """At exactly 3x each output luma sample is its footprint's weighted mean (no point sampling)."""
     in_size, out_size = (192, 96), (64, 32)
-    y, _, frame = _copy(device16, PixelFormat.YUV420P, in_size, out_size, Rotation.NONE)
-    src = np.frombuffer(bytes(frame.planes[0]), np.uint8).reshape(-1, frame.planes[0].line_size)
-    src = src[: in_size[1], : in_size[0]].astype(np.float64)
+    rng = np.random.default_rng(7)
+    picture = np.full((in_size[1] * 3 // 2, in_size[0]), 128, np.uint8)
+    picture[: in_size[1]] = rng.integers(16, 236, (in_size[1], in_size[0]), dtype=np.uint8)  # grain
+    grain = av.VideoFrame.from_ndarray(picture, format="yuv420p")
+    grain.colorspace, grain.color_range = int(_BT709[0]), int(_BT709[1])
+    y, _, _ = _copy(device16, PixelFormat.YUV420P, in_size, out_size, Rotation.NONE, frame=grain)
+    src = picture[: in_size[1]].astype(np.float64)
+    expected = _tap_weights(in_size[1], out_size[1]) @ src @ _tap_weights(in_size[0], out_size[0]).T
+    assert np.abs(y - expected).max() <= 1.0
+    # ... which, on grain, is not the plain 3 x 3 mean.
     area = src.reshape(out_size[1], 3, out_size[0], 3).mean(axis=(1, 3))
-    assert np.abs(y - area).max() <= 1.0
+    assert np.abs(y - area).max() > 5.0
 
 
 @pytest.mark.vulkan

@@ -336,7 +336,9 @@ class EncodeCopier:
         order). Each output sample is read bilinearly (a filtering sampler, clamp-to-edge, positions kept
         inside the displayed texels so padding never bleeds in) at its own position: luma at the pixel,
         chroma at the output's chroma site; when downscaling, as the mean of a grid of such taps over the
-        sample's footprint (an area filter, :func:`~alpha2.native_gpu.encode.params.filter_taps`). The
+        sample's footprint, a little wider than the sample (about an area filter; see
+        :data:`~alpha2.native_gpu.encode.params.DOWNSCALE_FOOTPRINT` and
+        :func:`~alpha2.native_gpu.encode.params.filter_taps`). The
         input's matrix and range become the copier's by one affine transform on the samples (an
         identity when they agree).
 

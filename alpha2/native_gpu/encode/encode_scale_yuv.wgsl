@@ -17,9 +17,11 @@
 //
 // Downscaling: one bilinear sample per output sample is point sampling at 3x (aliasing, and noise the
 // encoder pays for), so each output sample averages a grid of bilinear taps spread evenly over its
-// footprint (one output pixel for luma, the 2 x 2 block for chroma), no more than one source texel
-// apart: an area (box) filter, exact at integer factors. The tap counts are pipeline constants (1 x 1
-// when not downscaling: the single sample of before, at no extra cost).
+// footprint: FOOTPRINT output pixels for luma (1.15, alpha2.native_gpu.encode.params.DOWNSCALE_FOOTPRINT),
+// twice that for chroma (its 2 x 2 block). Over exactly one pixel it would be an area (box) filter; the
+// little extra width gives the neighbours' nearest texels a small weight, which keeps fine grain from
+// aliasing at no extra read. The tap counts are pipeline constants (1 x 1 when not downscaling: the
+// single sample of before, at no extra cost).
 //
 // One invocation writes whole words: NV12 4 x 2 output pixels (two Y words, one CbCr word with two
 // chroma pairs); P010 2 x 2 (two Y words, one CbCr word). Each output luma sample reads luma at its own
@@ -69,6 +71,8 @@ override LUMA_TAPS_X: u32 = 1u;
 override LUMA_TAPS_Y: u32 = 1u;
 override CHROMA_TAPS_X: u32 = 1u;
 override CHROMA_TAPS_Y: u32 = 1u;
+// Width of the taps' spread, in output pixels (luma; chroma twice that). No default: always given.
+override FOOTPRINT: f32;
 
 @group(0) @binding(0) var luma_tex: texture_2d<f32>;
 @group(0) @binding(1) var chroma_tex: texture_2d<f32>;
@@ -128,9 +132,9 @@ fn source_position(o: vec2<f32>) -> vec2<f32> {
     return params.src.xy + unrotate(o + vec2<f32>(0.5)) * params.src.zw - vec2<f32>(0.5);
 }
 
-// Offset of tap (i, j) of an n.x x n.y grid spread evenly over a footprint `extent` output pixels wide.
+// Offset of tap (i, j) of an n.x x n.y grid spread evenly over `extent` output pixels, times FOOTPRINT.
 fn tap_offset(i: u32, j: u32, n: vec2<u32>, extent: f32) -> vec2<f32> {
-    return ((vec2<f32>(f32(i), f32(j)) + vec2<f32>(0.5)) / vec2<f32>(n) - vec2<f32>(0.5)) * extent;
+    return ((vec2<f32>(f32(i), f32(j)) + vec2<f32>(0.5)) / vec2<f32>(n) - vec2<f32>(0.5)) * (extent * FOOTPRINT);
 }
 
 fn sample_luma(p: vec2<f32>, inv_size: vec2<f32>) -> f32 {

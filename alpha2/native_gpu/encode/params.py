@@ -34,6 +34,7 @@ from alpha2.native_gpu.render.renderer import LayoutKind, shader_params
 
 __all__ = [
     "COLOUR_STEP_SIZE_BYTES",
+    "DOWNSCALE_FOOTPRINT",
     "MAX_TAPS",
     "PLANES_PARAMS_SIZE_BYTES",
     "RGB_PARAMS_SIZE_BYTES",
@@ -58,6 +59,15 @@ PLANES_PARAMS_SIZE_BYTES = 160  # 8 x vec4<f32> + 2 x vec4<u32>
 MAX_TAPS = 8
 """Most bilinear taps per axis an output sample averages (64 in all): beyond an 8x downscale the taps
 are more than a texel apart, a little aliasing against a cost that stays bounded."""
+
+DOWNSCALE_FOOTPRINT = 1.15
+"""How wide, in output pixels, the taps of a downscaled output sample are spread (its chroma: twice
+that). A box of exactly one output pixel (1.0) is the exact area mean at integer factors, but its first
+sidelobe lets fine grain alias, which the encoder pays for: on a zone plate with white grain, 1080p ->
+360p, the file was 1.14 times that of ffmpeg's ``scale`` (bicubic) at the same crf. Spread over 1.15
+pixels, with the same taps (each bilinear, so neighbouring pixels' texels now get a small weight), it
+was 1.05 times, at 0.14 dB below bicubic; on a natural source 0.95 times the size, 0.39 dB above
+(BENCHMARKS.md, "Downscaling filter"). A pipeline constant of the planes pass."""
 
 COLOUR_STEP_SIZE_BYTES = UNIFORM_SIZE_BYTES + 48  # ColourManage + 3 x vec4<f32>
 """Size of the planes pass's colour-step uniform (``ColourStep``)."""
@@ -191,10 +201,11 @@ class ScaleYuvParams:
         ow, oh = self.output_size
         return (oh, ow) if self.rotation in (Rotation.CW90, Rotation.CW270) else (ow, oh)
 
-    def constants(self) -> dict[str, int]:
-        """The geometry's pipeline constants (rotation in quarter turns, tap counts)."""
+    def constants(self) -> dict[str, float]:
+        """The geometry's pipeline constants (rotation in quarter turns, tap counts, their footprint)."""
         return {
             "ROTATION": int(self.rotation) // 90,
+            "FOOTPRINT": DOWNSCALE_FOOTPRINT,
             "LUMA_TAPS_X": self.luma_taps[0],
             "LUMA_TAPS_Y": self.luma_taps[1],
             "CHROMA_TAPS_X": self.chroma_taps[0],
@@ -229,8 +240,9 @@ class ScaleYuvParams:
 def filter_taps(source_per_output: float) -> int:
     """Bilinear taps along one axis for an output sample that covers ``source_per_output`` source texels.
 
-    Enough that neighbouring taps are at most one texel apart (each bilinear tap then blends the texels
-    between them: together an area filter), 1 when not downscaling, at most :data:`MAX_TAPS`.
+    Enough that neighbouring taps are at most one texel apart over one output pixel (each bilinear tap
+    then blends the texels between them: together an area filter; the pass spreads them a little wider,
+    :data:`DOWNSCALE_FOOTPRINT`), 1 when not downscaling, at most :data:`MAX_TAPS`.
     """
     if source_per_output <= 1.0:
         return 1

@@ -392,7 +392,7 @@ class PlanesPass:
         triplanar: bool,
         luma_reads_chroma: bool,
         chroma_reads_luma: bool,
-        geometry: tuple[tuple[str, int], ...] = (),
+        geometry: tuple[tuple[str, float], ...] = (),
         colour: tuple[tuple[str, int], ...] = (),
     ) -> Any:
         """The compute pipeline for these reads, geometry (:meth:`ScaleYuvParams.constants` items) and
