@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import multiprocessing
 import os
 import sys
@@ -54,20 +55,21 @@ def make_clips(root: str, codecs: list[str], size: Size, frames: int) -> dict[st
     return clips
 
 
-def _drain(session: DecodeSession, counts: list[int], index: int, start: threading.Barrier) -> None:
-    start.wait()
-    n = 0
-    for frame in session:
-        frame.release()
-        n += 1
-    counts[index] = n
+def _run_together(work: list[Callable[[], int]]) -> tuple[int, float]:
+    """Run each of ``work`` on a thread of its own, all started together; (sum of their counts, seconds
+    from the start until the last one ended). The first exception a thread raised is raised here."""
+    counts = [0] * len(work)
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(work) + 1)
 
+    def run(index: int) -> None:
+        start.wait()
+        try:
+            counts[index] = work[index]()
+        except BaseException as exc:
+            errors.append(exc)
 
-def decode_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
-    sessions = [DecodeSession(clip, hwaccel=hwaccel) for _ in range(n)]
-    counts = [0] * n
-    start = threading.Barrier(n + 1)
-    threads = [threading.Thread(target=_drain, args=(s, counts, i, start)) for i, s in enumerate(sessions)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(work))]
     for t in threads:
         t.start()
     start.wait()
@@ -75,9 +77,26 @@ def decode_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
     for t in threads:
         t.join()
     seconds = time.perf_counter() - t0
-    for s in sessions:
-        s.close()
+    if errors:
+        raise errors[0]
     return sum(counts), seconds
+
+
+def _drain(session: DecodeSession) -> int:
+    n = 0
+    for frame in session:
+        frame.release()
+        n += 1
+    return n
+
+
+def decode_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    sessions = [DecodeSession(clip, hwaccel=hwaccel) for _ in range(n)]
+    try:
+        return _run_together([functools.partial(_drain, s) for s in sessions])
+    finally:
+        for s in sessions:
+            s.close()
 
 
 def _proc(clip: str, hwaccel: str, start: Any, out: Any) -> None:
@@ -207,32 +226,17 @@ def import_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
     with StreamGroup(
         [clip] * n, hwaccel=hwaccel, device=device, budget=SurfaceBudget(max_surfaces=2 * n)
     ) as group:
-        counts = [0] * n
-        start = threading.Barrier(n + 1)
-        errors: list[BaseException] = []
 
-        def drive(index: int) -> None:
-            stream = group.streams[index]
-            start.wait()
-            try:
-                for frame in iter(stream.decoder.next_frame, None):
-                    stream.importer.import_frame(frame).release()
-                    counts[index] += 1
-            except BaseException as exc:
-                errors.append(exc)
+        def drive(stream: Any) -> int:
+            count = 0
+            for frame in iter(stream.decoder.next_frame, None):
+                stream.importer.import_frame(frame).release()
+                count += 1
+            return count
 
-        threads = [threading.Thread(target=drive, args=(i,)) for i in range(n)]
-        for t in threads:
-            t.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for t in threads:
-            t.join()
-        seconds = time.perf_counter() - t0
-        if errors:
-            raise errors[0]
+        result = _run_together([functools.partial(drive, stream) for stream in group.streams])
         group.device.webgpu_device.queue.submit([])
-        return sum(counts), seconds
+        return result
 
 
 def wall(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
