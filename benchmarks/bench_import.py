@@ -352,7 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     if options.json:
         print(json.dumps(out, indent=2, default=str))
         return 0
-    print(f"clip {options.clip}, {options.sessions} session(s) per mode, {os.cpu_count()} CPUs")
+    order = os.environ.get("ALPHA2_GPU_COPY_RELEASE") or "fence (default)"
+    print(
+        f"clip {options.clip}, {options.sessions} session(s) per mode, {os.cpu_count()} CPUs, "
+        f"GPU copy release order {order}"
+    )
     for mode, r in results.items():
         line = f"  {mode:<7} {r['fps']:8.1f} fps  ({r['frames']} frames in {r['seconds']:.2f} s)"
         if "hwaccel" in r:

@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [streams-exp] [wall] [batch] [colour]
+#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -62,6 +62,21 @@ for step in $steps; do
       { echo '$ python3 benchmarks/bench_batch.py --files 8 --frames 300 --args "--preset veryfast --size 1280x720 --hwaccel cuda"';
         timeout 240 python3 benchmarks/bench_batch.py --files 8 --frames 300 \
           --args "--preset veryfast --size 1280x720 --hwaccel cuda"; } >> "$log" 2>&1;;
+    followup)  # what the session of 2026-12-02 left to measure (its closing note, "Next device session")
+      for args in "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import --repeat 3" \
+                  "--hwaccel cuda --backend wgpudawn --frames 600 --modes decode,import --repeat 3"; do
+        for order in fence queue; do
+          echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/bench_import.py $args" >> "$log"
+          ALPHA2_GPU_COPY_RELEASE=$order timeout 120 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
+        done
+      done
+      for order in fence queue; do
+        echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/profile_streams.py --streams 4" >> "$log"
+        ALPHA2_GPU_COPY_RELEASE=$order timeout 90 python3 benchmarks/profile_streams.py --streams 4 >> "$log" 2>&1
+      done
+      echo '$ python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 28 --modes decode-threads,decode-procs,import' >> "$log"
+      timeout 240 python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 28 \
+        --modes decode-threads,decode-procs,import >> "$log" 2>&1;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
