@@ -17,7 +17,7 @@
 //
 // Downscaling: one bilinear sample per output sample is point sampling at 3x (aliasing, and noise the
 // encoder pays for), so each output sample averages a grid of bilinear taps spread evenly over its
-// footprint: FOOTPRINT output pixels for luma (1.15, alpha2.native_gpu.encode.params.DOWNSCALE_FOOTPRINT),
+// footprint: FOOTPRINT output pixels for luma (alpha2.native_gpu.encode.params.DOWNSCALE_FOOTPRINT),
 // twice that for chroma (its 2 x 2 block). Over exactly one pixel it would be an area (box) filter; the
 // little extra width gives the neighbours' nearest texels a small weight, which keeps fine grain from
 // aliasing at no extra read. The tap counts are pipeline constants (1 x 1 when not downscaling: the
@@ -134,7 +134,8 @@ fn source_position(o: vec2<f32>) -> vec2<f32> {
 
 // Offset of tap (i, j) of an n.x x n.y grid spread evenly over `extent` output pixels, times FOOTPRINT.
 fn tap_offset(i: u32, j: u32, n: vec2<u32>, extent: f32) -> vec2<f32> {
-    return ((vec2<f32>(f32(i), f32(j)) + vec2<f32>(0.5)) / vec2<f32>(n) - vec2<f32>(0.5)) * (extent * FOOTPRINT);
+    let spread = extent * FOOTPRINT;
+    return ((vec2<f32>(f32(i), f32(j)) + vec2<f32>(0.5)) / vec2<f32>(n) - vec2<f32>(0.5)) * spread;
 }
 
 fn sample_luma(p: vec2<f32>, inv_size: vec2<f32>) -> f32 {
