@@ -91,3 +91,22 @@ def test_cli_reports_colour(tmp_path: Path) -> None:
     colour = json.loads(done.stdout)["colour"]
     assert colour["managed"] and colour["tone_curve"] == "spline" and colour["target_peak_cd_m2"] == 300.0
     assert colour["transfer"] == "HLG -> BT1886"
+
+
+def test_a_wall_honours_the_tone_curve_and_target_peak(tmp_path: Path) -> None:
+    """``alpha2 play A B --tone-curve ... --target-peak ...``: the wall's renderer takes them too."""
+    from alpha2.apps.wall import play_wall
+
+    clip = tmp_path / "pq.mp4"
+    make_hdr_clip(clip, PQ, None)
+
+    def wall(name: str, **options: object) -> np.ndarray:
+        out = tmp_path / f"{name}.png"
+        play_wall(
+            [str(clip), str(clip)], PlayOptions(snapshot=str(out), hwaccel="none", audio=False, **options)
+        )  # type: ignore[arg-type]
+        return read_png(out)[:, :, :3].astype(np.float64)
+
+    plain = wall("plain")
+    assert not np.array_equal(plain, wall("clip", tone_curve=ToneCurve.CLIP))
+    assert wall("bright", target_peak_cd_m2=600.0).mean() < plain.mean()

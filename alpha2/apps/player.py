@@ -206,17 +206,6 @@ class PlayStats:
         return "\n".join(lines)
 
 
-def _hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
-    report = decoder.hwaccel_report
-    return {
-        "requested": report.requested.value,
-        "active": report.active.value,
-        "decoder": report.decoder,
-        "reason": report.reason,
-        "fallback_reason": report.fallback_reason,
-    }
-
-
 class _Player:
     """One play run: the decoder, the device objects, the stats; torn down on every way out."""
 
@@ -240,7 +229,7 @@ class _Player:
         self.gpu_device = pipeline.create_device(want_gpu_copy=gpu_copy and self._nvdec_possible())
         self._closables.append(self.gpu_device)
         self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel, device=self.gpu_device)
-        self.stats.hwaccel = _hwaccel_dict(self.decoder)
+        self.stats.hwaccel = self.decoder.hwaccel_report.as_dict()
         return self.decoder
 
     def _nvdec_possible(self) -> bool:
@@ -499,16 +488,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """``alpha2 play``."""
-    if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
-        raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
-    if len(args.input) > 1:
-        from alpha2.apps.wall import run_wall
-
-        return run_wall(args)
-    (source,) = args.input
-    options = PlayOptions(
+def options_from_args(args: argparse.Namespace) -> PlayOptions:
+    """``alpha2 play``'s options, for one input or a wall."""
+    return PlayOptions(
         offscreen=args.offscreen,
         snapshot=args.snapshot,
         at_s=args.at,
@@ -520,6 +502,18 @@ def run(args: argparse.Namespace) -> int:
         tone_curve=ToneCurve[args.tone_curve.upper()],
         target_peak_cd_m2=args.target_peak,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``alpha2 play``."""
+    if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
+        raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
+    if len(args.input) > 1:
+        from alpha2.apps.wall import run_wall
+
+        return run_wall(args)
+    (source,) = args.input
+    options = options_from_args(args)
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play(source, options, progress=progress)
     if args.json:

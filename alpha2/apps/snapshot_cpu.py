@@ -195,7 +195,6 @@ def snapshot_on_cpu(player: _Player, route: SnapshotRoute, mode_reason: str) -> 
     Raises:
         InvalidInputError: no frame at ``--at``, an unwritable path.
     """
-    from alpha2.apps.player import _hwaccel_dict
     from alpha2.ffmpeg_bridge import DecodeSession
 
     stats, options = player.stats, player.options
@@ -206,7 +205,7 @@ def snapshot_on_cpu(player: _Player, route: SnapshotRoute, mode_reason: str) -> 
     clock = time.perf_counter
     t0 = clock()
     decoder = player.decoder = DecodeSession(player.source, hwaccel=options.hwaccel)
-    stats.hwaccel = _hwaccel_dict(decoder)
+    stats.hwaccel = decoder.hwaccel_report.as_dict()
     player._seek_start(decoder)
     frame = decoder.next_frame()
     stats.stages.add("decode", clock() - t0)

@@ -25,6 +25,7 @@ from alpha2.apps import pipeline
 from alpha2.apps.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
@@ -122,6 +123,9 @@ class StreamGroup:
         columns: the grid's columns (None: a near-square grid).
         slots: each importer's texture sets / ring slots.
         record_order: keep the pts of every frame drawn per stream (for tests and checks).
+        colour_target: what the wall is (primaries, transfer, peak), for the renderer's colour
+            management; None: SDR BT.709.
+        colour_options: the tone curve and gamut mapping; None: the defaults.
 
     Raises:
         InvalidInputError: no sources, a budget with fewer than ``N`` surfaces, bad sizes.
@@ -140,6 +144,8 @@ class StreamGroup:
         columns: int | None = None,
         slots: int = 3,
         record_order: bool = False,
+        colour_target: ColourTarget | None = None,
+        colour_options: ColourOptions | None = None,
     ) -> None:
         count = len(sources)
         self.columns, self.rows = grid_shape(count)
@@ -173,7 +179,7 @@ class StreamGroup:
                 device = pipeline.create_device(want_gpu_copy=nvdec_possible(hwaccel)[0])
             self.device: Device = device
             """The one Device every stream goes to."""
-            self._open(sources, hwaccel, prefetch, slots, tile)
+            self._open(sources, hwaccel, prefetch, slots, tile, colour_target, colour_options)
         except BaseException:
             self.close()
             raise
@@ -187,6 +193,8 @@ class StreamGroup:
         prefetch: int,
         slots: int,
         tile: Size | None,
+        colour_target: ColourTarget | None,
+        colour_options: ColourOptions | None,
     ) -> None:
         from alpha2.native_gpu.interop.importer import FrameImporter
         from alpha2.native_gpu.render.renderer import FrameRenderer
@@ -212,7 +220,12 @@ class StreamGroup:
         gpu = self.device.gpu_module
         self._gpu = gpu
         # One bind group per (stream, slot) stays cached: enough entries that none is rebuilt per frame.
-        self.renderer = FrameRenderer(self.device, cache_size=max(64, 2 * len(sources) * (slots + 1)))
+        self.renderer = FrameRenderer(
+            self.device,
+            cache_size=max(64, 2 * len(sources) * (slots + 1)),
+            colour_target=colour_target,
+            colour_options=colour_options,
+        )
         usage = gpu.TextureUsage
         self.wall = webgpu.create_texture(
             label="alpha2 wall",

@@ -16,7 +16,7 @@ from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.frames import DecodedFrame
 
-__all__ = ["TranscodeStats", "decode_dict", "hwaccel_dict", "input_notes", "summary_notes"]
+__all__ = ["TranscodeStats", "decode_dict", "input_notes", "summary_notes"]
 
 
 @dataclass
@@ -113,19 +113,6 @@ def _colour_dict(colour: ColourInfo) -> dict[str, str]:
         "transfer": colour.transfer.name,
         "range": colour.range.name,
         "chroma_location": colour.chroma_location.name,
-    }
-
-
-def hwaccel_dict(decoder: DecodeSession) -> dict[str, Any]:
-    """Where decoding ran and why (``--json``'s ``hwaccel``)."""
-    report = decoder.hwaccel_report
-    return {
-        "requested": report.requested.value,
-        "active": report.active.value,
-        "decoder": report.decoder,
-        "device_ordinal": report.device_ordinal,
-        "reason": report.reason,
-        "fallback_reason": report.fallback_reason,
     }
 
 

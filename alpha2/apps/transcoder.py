@@ -41,7 +41,7 @@ from alpha2.apps.transcode_plan import (
     default_codec,
     plan_transcode,
 )
-from alpha2.apps.transcode_report import TranscodeStats, decode_dict, hwaccel_dict, input_notes
+from alpha2.apps.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, output_container
 from alpha2.ffmpeg_bridge.timestamps import TimestampFixer
@@ -222,7 +222,7 @@ class _Transcoder:
         ok = False
         try:
             decoder = self._open()
-            self.stats.hwaccel = hwaccel_dict(decoder)
+            self.stats.hwaccel = decoder.hwaccel_report.as_dict()
             start = time.perf_counter()
             first = decoder.next_frame()
             stages.add("decode", time.perf_counter() - start)

@@ -12,6 +12,7 @@ allows; ``--snapshot WALL.png [--at SECONDS]`` writes the wall with every stream
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -21,9 +22,10 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
-from alpha2.apps.player import PlayOptions, PlayStats, window_unavailable_reason
+from alpha2.apps.player import PlayOptions, PlayStats, options_from_args, window_unavailable_reason
 from alpha2.apps.streams import StreamGroup
 from alpha2.apps.wall_window import WallWindow
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.identity import ExecutionPath
 
@@ -96,7 +98,13 @@ def play_wall(
     device = None if refusal is not None else pipeline.create_device(want_gpu_copy=False)
     window: WallWindow | None = None
     try:
-        group = StreamGroup(names, hwaccel=options.hwaccel, device=device)
+        group = StreamGroup(
+            names,
+            hwaccel=options.hwaccel,
+            device=device,
+            colour_target=ColourTarget.sdr_bt709(options.target_peak_cd_m2),
+            colour_options=ColourOptions(tone_curve=options.tone_curve),
+        )
     except BaseException:
         if device is not None:
             device.close()
@@ -194,15 +202,7 @@ def _group_stats(stats: WallStats, group: StreamGroup) -> None:
 
 def run_wall(args: argparse.Namespace) -> int:
     """``alpha2 play`` with several inputs."""
-    options = PlayOptions(
-        offscreen=args.offscreen,
-        snapshot=args.snapshot,
-        at_s=args.at,
-        frames=args.frames,
-        hwaccel=args.hwaccel,
-        audio=False,
-        volume=args.volume,
-    )
+    options = dataclasses.replace(options_from_args(args), audio=False)  # a wall plays no sound
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play_wall(args.input, options, progress=progress)
     if args.json:

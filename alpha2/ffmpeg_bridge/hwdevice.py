@@ -104,6 +104,17 @@ class HwAccelReport:
         """Whether frames stay on the GPU."""
         return self.active is HwAccelMode.CUDA
 
+    def as_dict(self) -> dict[str, Any]:
+        """Where decoding ran and why, as the commands' ``--json`` gives it (``hwaccel``)."""
+        return {
+            "requested": self.requested.value,
+            "active": self.active.value,
+            "decoder": self.decoder,
+            "device_ordinal": self.device_ordinal,
+            "reason": self.reason,
+            "fallback_reason": self.fallback_reason,
+        }
+
 
 @functools.cache
 def _cuda_device_type_available() -> bool:
