@@ -18,7 +18,7 @@ from typing import Any
 from alpha2.apps import pipeline
 from alpha2.apps.audio_out import SystemClock
 from alpha2.apps.streams import StreamGroup
-from alpha2.apps.window import letterbox
+from alpha2.apps.window import letterbox, open_canvas
 from alpha2.gpu.geometry import Rect, Size
 
 __all__ = ["NO_SOUND_REASON", "WallWindow"]
@@ -26,7 +26,6 @@ __all__ = ["NO_SOUND_REASON", "WallWindow"]
 NO_SOUND_REASON = "the wall plays without sound"
 """Why the wall's clock is the system clock."""
 
-_RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
 
 # The wall's texels are already sRGB-encoded: they are sampled and written as they are.
 _BLIT_WGSL = """
@@ -174,27 +173,12 @@ class WallWindow:
         backend = importlib.import_module(canvas_module)
         group = self.group
         window = size if size is not None else _window_size(group.size)
-        self.canvas = backend.RenderCanvas(
-            title=f"alpha2 play - a wall of {len(group.streams)}",
-            size=(window.width, window.height),
-            update_mode="continuous",
-            max_fps=240,
-            vsync=True,
-        )
-        self.context = self.canvas.get_context("wgpu")
         device = group.device
-        preferred = str(self.context.get_preferred_format(device.webgpu_device.adapter))
-        self.present_format = preferred
-        base = preferred.replace("-srgb", "")
-        # An -srgb surface and its plain format are copy-compatible: the sRGB values are copied as they are.
-        render_format = base if base in _RENDER_FORMATS else "bgra8unorm"
-        gpu = device.gpu_module
-        self.context.configure(
-            device=device.webgpu_device,
-            format=preferred,
-            usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST,
+        title = f"alpha2 play - a wall of {len(group.streams)}"
+        self.canvas, self.context, self.present_format, render_format = open_canvas(
+            backend, title, window, device.webgpu_device
         )
-        self.blit = _Blit(device.webgpu_device, gpu, group.wall, render_format)
+        self.blit = _Blit(device.webgpu_device, device.gpu_module, group.wall, render_format)
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.request_draw(self._draw)
         self.progress.start(self.frames)

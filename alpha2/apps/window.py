@@ -22,6 +22,7 @@ from alpha2.ffmpeg_bridge import media_kinds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rect, Rotation, Size
+from alpha2.gpu.webgpu import gpu_module_of
 
 if TYPE_CHECKING:
     # Sound (PortAudio, the audio decoder) is loaded when a window plays: a snapshot never needs it.
@@ -46,6 +47,30 @@ def displayed_size(frame: DecodedFrame) -> Size:
     """The frame's size as shown: width and height swapped by a quarter-turn display rotation."""
     size = Size(frame.width, frame.height)
     return size.transposed() if frame.metadata.rotation in (Rotation.CW90, Rotation.CW270) else size
+
+
+_RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
+
+
+def open_canvas(backend: Any, title: str, size: Size, device: Any) -> tuple[Any, Any, str, str]:
+    """A continuously drawn ``backend.RenderCanvas`` of ``size``, its wgpu context configured for
+    ``device`` (a GPUDevice): ``(canvas, context, present format, render format)``.
+
+    The render format is the present format without ``-srgb``: the shader's values are already
+    sRGB-encoded, and an -srgb surface and its plain format are copy-compatible, so they are copied as
+    they are, never encoded twice.
+    """
+    canvas = backend.RenderCanvas(
+        title=title, size=(size.width, size.height), update_mode="continuous", max_fps=240, vsync=True
+    )
+    context = canvas.get_context("wgpu")
+    preferred = str(context.get_preferred_format(device.adapter))
+    base = preferred.replace("-srgb", "")
+    gpu = gpu_module_of(device)
+    context.configure(
+        device=device, format=preferred, usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST
+    )
+    return canvas, context, preferred, base if base in _RENDER_FORMATS else "bgra8unorm"
 
 
 def letterbox(frame: Size, window: Size) -> Rect:
@@ -142,25 +167,9 @@ class WindowPlayback(_Keys):
         player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
         stats.size = displayed_size(first)
         window = size if size is not None else stats.size
-        self.canvas = backend.RenderCanvas(
-            title=f"alpha2 play - {os.path.basename(player.source)}",
-            size=(window.width, window.height),
-            update_mode="continuous",
-            max_fps=240,
-            vsync=True,
-        )
-        self.context = self.canvas.get_context("wgpu")
-        preferred = str(self.context.get_preferred_format(player.device.adapter))
-        self.present_format = preferred
-        base = preferred.replace("-srgb", "")
-        # The shader's values are already sRGB-encoded: they are copied as they are (an -srgb surface and
-        # its plain format are copy-compatible), never encoded twice.
-        self.render_format = base if base in ("rgba8unorm", "bgra8unorm", "rgba16float") else "bgra8unorm"
-        gpu = importlib.import_module(type(player.device).__module__.split(".", 1)[0])
-        self.context.configure(
-            device=player.device,
-            format=preferred,
-            usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST,
+        title = f"alpha2 play - {os.path.basename(player.source)}"
+        self.canvas, self.context, self.present_format, self.render_format = open_canvas(
+            backend, title, window, player.device
         )
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.request_draw(self._draw)
