@@ -16,6 +16,7 @@ encoder's options; other encoders (libvpx-vp9, libx264, NVENC) get none, and the
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -36,9 +37,6 @@ __all__ = [
 
 _MASTERING = struct.Struct("<20i2i")  # 10 AVRationals (num, den), has_primaries, has_luminance
 _LIGHT = struct.Struct("<2I")  # MaxCLL, MaxFALL
-
-HDR_PARAMS_OPTION: dict[str, str] = {"libx265": "x265-params", "libsvtav1": "svtav1-params"}
-"""The encoders that can write HDR static metadata, and the option their parameters go in."""
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -128,35 +126,55 @@ def _merge_params(existing: str | None, extra: list[str]) -> str:
     return ":".join(parts)
 
 
-def _x265_params(hdr: HdrMetadata) -> list[str]:
+@dataclass(frozen=True)
+class _ParamsSyntax:
+    """How an encoder spells the two HDR parameters, and the option they go in."""
+
+    option: str
+    mastering_key: str
+    light_key: str
+    xy: Callable[[tuple[float, float]], str]
+    """A chromaticity, parenthesised."""
+    luminance: Callable[[float], str]
+    """A luminance in cd/m²."""
+
+
+_SYNTAX = {
+    # x265: chromaticities in 0.00002 units, luminance in 0.0001 cd/m².
+    "libx265": _ParamsSyntax(
+        "x265-params",
+        "master-display",
+        "max-cll",
+        lambda c: f"({round(c[0] * 50000)},{round(c[1] * 50000)})",
+        lambda v: str(round(v * 10000)),
+    ),
+    # SVT-AV1: plain decimals.
+    "libsvtav1": _ParamsSyntax(
+        "svtav1-params",
+        "mastering-display",
+        "content-light",
+        lambda c: f"({c[0]:.4f},{c[1]:.4f})",
+        lambda v: f"{v:.4f}",
+    ),
+}
+
+
+HDR_PARAMS_OPTION: dict[str, str] = {name: syntax.option for name, syntax in _SYNTAX.items()}
+"""The encoders that can write HDR static metadata, and the option their parameters go in."""
+
+
+def _hdr_params(hdr: HdrMetadata, syntax: _ParamsSyntax) -> list[str]:
     params = []
     if hdr.mastering is not None:
-        m = hdr.mastering
+        m, xy = hdr.mastering, syntax.xy
         p = m.primaries
-
-        def xy(c: tuple[float, float]) -> str:
-            return f"({round(c[0] * 50000)},{round(c[1] * 50000)})"
-
-        luminance = f"L({round(m.max_luminance_cd_m2 * 10000)},{round(m.min_luminance_cd_m2 * 10000)})"
-        params.append(f"master-display=G{xy(p.green)}B{xy(p.blue)}R{xy(p.red)}WP{xy(p.white)}{luminance}")
+        luminance = f"L({syntax.luminance(m.max_luminance_cd_m2)},{syntax.luminance(m.min_luminance_cd_m2)})"
+        params.append(
+            f"{syntax.mastering_key}=G{xy(p.green)}B{xy(p.blue)}R{xy(p.red)}WP{xy(p.white)}{luminance}"
+        )
     if hdr.light_level is not None:
-        params.append(f"max-cll={hdr.light_level.max_cll_cd_m2},{hdr.light_level.max_fall_cd_m2}")
-    return params
-
-
-def _svtav1_params(hdr: HdrMetadata) -> list[str]:
-    params = []
-    if hdr.mastering is not None:
-        m = hdr.mastering
-        p = m.primaries
-
-        def xy(c: tuple[float, float]) -> str:
-            return f"({c[0]:.4f},{c[1]:.4f})"
-
-        luminance = f"L({m.max_luminance_cd_m2:.4f},{m.min_luminance_cd_m2:.4f})"
-        params.append(f"mastering-display=G{xy(p.green)}B{xy(p.blue)}R{xy(p.red)}WP{xy(p.white)}{luminance}")
-    if hdr.light_level is not None:
-        params.append(f"content-light={hdr.light_level.max_cll_cd_m2},{hdr.light_level.max_fall_cd_m2}")
+        light = hdr.light_level
+        params.append(f"{syntax.light_key}={light.max_cll_cd_m2},{light.max_fall_cd_m2}")
     return params
 
 
@@ -173,12 +191,11 @@ def hdr_encoder_options(
         return HdrEncoderOptions(merged, False, "no HDR static metadata")
     if bit_depth < 10:
         return HdrEncoderOptions(merged, False, f"HDR metadata is not written on {bit_depth} bits")
-    option = HDR_PARAMS_OPTION.get(encoder_name)
-    if option is None:
-        able = ", ".join(HDR_PARAMS_OPTION)
+    syntax = _SYNTAX.get(encoder_name)
+    if syntax is None:
+        able = ", ".join(_SYNTAX)
         return HdrEncoderOptions(merged, False, f"{encoder_name} cannot write HDR metadata (only {able})")
-    params = _x265_params(hdr) if encoder_name == "libx265" else _svtav1_params(hdr)
-    merged[option] = _merge_params(merged.get(option), params)
+    merged[syntax.option] = _merge_params(merged.get(syntax.option), _hdr_params(hdr, syntax))
     what = " and ".join(
         name
         for name, part in (("mastering display", hdr.mastering), ("content light level", hdr.light_level))
