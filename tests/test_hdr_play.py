@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,14 +100,19 @@ def test_a_wall_honours_the_tone_curve_and_target_peak(tmp_path: Path) -> None:
 
     clip = tmp_path / "pq.mp4"
     make_hdr_clip(clip, PQ, None)
+    reports: dict[str, Any] = {}
 
-    def wall(name: str, **options: object) -> np.ndarray:
+    def wall(name: str, **options: Any) -> np.ndarray:
         out = tmp_path / f"{name}.png"
-        play_wall(
-            [str(clip), str(clip)], PlayOptions(snapshot=str(out), hwaccel="none", audio=False, **options)
-        )  # type: ignore[arg-type]
+        played = PlayOptions(snapshot=str(out), hwaccel="none", audio=False, **options)
+        reports[name] = play_wall([str(clip), str(clip)], played).as_dict()
         return read_png(out)[:, :, :3].astype(np.float64)
 
     plain = wall("plain")
     assert not np.array_equal(plain, wall("clip", tone_curve=ToneCurve.CLIP))
     assert wall("bright", target_peak_cd_m2=600.0).mean() < plain.mean()
+    # ... and says so, for the wall and for each stream.
+    clipped = reports["clip"]
+    assert clipped["colour"]["managed"] and clipped["colour"]["tone_curve"] == "clip"
+    assert [s["colour"]["tone_curve"] for s in clipped["streams"]] == ["clip", "clip"]
+    assert reports["bright"]["colour"]["target_peak_cd_m2"] == 600.0

@@ -100,6 +100,9 @@ class StreamState:
     """The pts of every frame drawn, in order (kept only with ``record_order``)."""
     ended: bool = False
     """The decoder has no more frames."""
+    colour: Any = None
+    """The renderer's colour plan (a ColourParams) for its latest frame; None before the first, or for
+    tags with no formula."""
 
 
 class StreamGroup:
@@ -398,6 +401,7 @@ class StreamGroup:
                 size = lease.frame.metadata.display_size
                 target = self._tile_texture(stream, size)
                 self.renderer.encode_render(encoder, lease, target=target)
+                stream.colour = self.renderer.last_colour
         redraw_all = self._dirty
         if redraw_all:
             # A render pass that only clears: the letterbox bars and tiles with no frame yet are black.

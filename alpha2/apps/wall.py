@@ -22,6 +22,7 @@ from typing import Any
 
 from alpha2.apps import pipeline
 from alpha2.apps.atomic import check_output_path, write_png
+from alpha2.apps.colour_report import colour_report, plan_dict
 from alpha2.apps.player import PlayOptions, PlayStats, options_from_args, window_unavailable_reason
 from alpha2.apps.streams import StreamGroup
 from alpha2.apps.wall_window import WallWindow
@@ -142,7 +143,7 @@ def play_wall(
         group.drain()
         stats.stages.add("wait", clock() - t0)
         stats.seconds = timer.stop()
-        _group_stats(stats, group)
+        _group_stats(stats, group, options)
         completed = True
     finally:
         stats.peak_surfaces = group.budget.usage().peak_surfaces
@@ -179,8 +180,8 @@ def _run_offscreen(
         progress.update(stats.frames)
 
 
-def _group_stats(stats: WallStats, group: StreamGroup) -> None:
-    """The group's stages, paths, submits and per-stream counts into ``stats``."""
+def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> None:
+    """The group's stages, paths, submits, colour and per-stream counts into ``stats``."""
     for name, seconds in group.stages.seconds.items():
         stats.stages.add(name, seconds)
     counts = group.path_counts()
@@ -189,15 +190,19 @@ def _group_stats(stats: WallStats, group: StreamGroup) -> None:
     stats.submissions = group.submissions
     stats.dropped_frames = sum(s.frames_dropped for s in group.streams)
     stats.hwaccel = {"streams": [s.decoder.hwaccel_report.active.value for s in group.streams]}
+    curve = options.tone_curve.name.lower()
     stats.streams = [
         {
             "source": s.source,
             "frames_shown": s.frames_shown,
             "frames_dropped": s.frames_dropped,
             "tile_origin": list(s.origin),
+            "colour": plan_dict(s.colour, curve) if s.frames_shown else None,
         }
         for s in group.streams
     ]
+    if any(s.frames_shown for s in group.streams):
+        stats.colour = colour_report(group.renderer, options)  # the latest frame's; per stream above
 
 
 def run_wall(args: argparse.Namespace) -> int:
