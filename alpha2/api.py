@@ -417,6 +417,8 @@ class VideoSource:
         """The FrameImporter on :attr:`device`."""
         if self._importer is None:
             self._importer = FrameImporter(self.device)
+            # NVDEC frames are copied into the importer's ring on the decoder's thread (prefetch).
+            self._session.set_copy_ahead(self._importer.copy_ahead)
         return self._importer
 
     @property

@@ -148,7 +148,7 @@ def run_mode(
     from alpha2.ffmpeg_bridge.decode import DecodeSession
 
     importer = renderer = device = gpu_device = None
-    if mode == "import":
+    if mode in IMPORT_MODES:
         from alpha2.native_gpu.device.device import Device
         from alpha2.native_gpu.interop.importer import FrameImporter
 
@@ -167,6 +167,8 @@ def run_mode(
             # CUDA stream and thread, about 0.1 s) before the first frame rather than on it.
             gpu_frames = session.hwaccel_report.active.value == "cuda"
             importer.prepare(gpu_frames=gpu_frames, identity=session.expected_identity())
+            if mode == "import":
+                session.set_copy_ahead(importer.copy_ahead)  # the GPU copy on the decode thread
         # Opening (CUDA context, NVDEC, Dawn and Vulkan devices) is start-up, reported apart; with
         # several sessions, all start decoding together once every one is open.
         result["startup_s"] = time.perf_counter() - setup_start
@@ -200,9 +202,16 @@ def run_mode(
         result["bytes_crossed_cpu"] = report.bytes_crossed_cpu
         stats = importer.stats()
         result["texture_sets_allocated"] = stats.allocations
+        result["copied_ahead"] = stats.copied_ahead
+        result["not_copied_ahead"] = stats.not_copied_ahead
         importer.close()
     result["teardown_s"] = time.perf_counter() - result.pop("_stopped")
     return result
+
+
+IMPORT_MODES = ("import", "import-inline")
+"""``import``: the GPU copy made on the decode thread (``set_copy_ahead``), as StreamGroup and
+``alpha2.open`` do; ``import-inline``: made at import, on the importing thread."""
 
 
 def stop(result: dict[str, Any], start: float, count: int) -> None:
@@ -277,6 +286,9 @@ def run_sessions(mode: str, n: int, options: argparse.Namespace) -> dict[str, An
     for key in ("hwaccel", "device", "paths", "fallbacks"):
         if key in parts[0]:
             merged[key] = parts[0][key]
+    for key in ("copied_ahead", "not_copied_ahead"):
+        if key in parts[0]:
+            merged[key] = sum(p[key] for p in parts)
     if "bytes_crossed_cpu" in parts[0]:
         merged["bytes_crossed_cpu"] = sum(p["bytes_crossed_cpu"] for p in parts)
     return merged
@@ -328,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     ratios: dict[str, float] = {}
     if "decode" in results and "import" in results:
         ratios["import_vs_decode"] = results["import"]["fps"] / results["decode"]["fps"]
+    if "decode" in results and "import-inline" in results:
+        ratios["import_inline_vs_decode"] = results["import-inline"]["fps"] / results["decode"]["fps"]
     if "naive" in results and "import" in results:
         ratios["import_vs_naive"] = results["import"]["fps"] / results["naive"]["fps"]
     out = {
@@ -358,14 +372,15 @@ def main(argv: list[str] | None = None) -> int:
         f"GPU copy release order {order}"
     )
     for mode, r in results.items():
-        line = f"  {mode:<7} {r['fps']:8.1f} fps  ({r['frames']} frames in {r['seconds']:.2f} s)"
+        line = f"  {mode:<13} {r['fps']:8.1f} fps  ({r['frames']} frames in {r['seconds']:.2f} s)"
         if "hwaccel" in r:
             line += f"  decode={r['hwaccel']}"
         print(line)
-        if mode == "import":
+        if mode in IMPORT_MODES:
             print(
                 f"          device {r.get('device')}; paths {r.get('paths')}; bytes through the CPU "
-                f"{r.get('bytes_crossed_cpu', 0) / 1e6:.1f} MB"
+                f"{r.get('bytes_crossed_cpu', 0) / 1e6:.1f} MB; GPU copies on the decode thread "
+                f"{r.get('copied_ahead', 0)}, at import {r.get('not_copied_ahead', 0)}"
             )
             for reason, n in (r.get("fallbacks") or {}).items():
                 print(f"          fallback x{n}: {reason}")

@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup]
+#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -77,6 +77,20 @@ for step in $steps; do
       echo '$ python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 28 --modes decode-threads,decode-procs,import' >> "$log"
       timeout 240 python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 28 \
         --modes decode-threads,decode-procs,import >> "$log" 2>&1;;
+    ahead)  # the GPU copy on the decoders' threads (copy_ahead, the default) against at import
+      for args in "--hwaccel cuda --backend wgpudawn --frames 600 --modes decode,import,import-inline --repeat 3" \
+                  "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import,import-inline --repeat 3"; do
+        echo "\$ python3 benchmarks/bench_import.py $args" >> "$log"
+        timeout 100 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
+      done
+      echo '$ python3 benchmarks/profile_streams.py --streams 4' >> "$log"
+      timeout 60 python3 benchmarks/profile_streams.py --streams 4 >> "$log" 2>&1
+      echo '$ python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14,28 --modes decode-threads,import,import-inline' >> "$log"
+      timeout 240 python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14,28 \
+        --modes decode-threads,import,import-inline >> "$log" 2>&1
+      echo '$ python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads,import --wall-check 16' >> "$log"
+      timeout 150 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
+        --modes decode-threads,import --wall-check 16 >> "$log" 2>&1;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;

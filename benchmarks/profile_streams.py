@@ -38,17 +38,22 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=900)
     parser.add_argument("--hwaccel", default="cuda")
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "alpha2_bench_streams"))
+    parser.add_argument(
+        "--inline", action="store_true", help="the GPU copy at import, not on the decoders' threads"
+    )
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
     os.makedirs(args.dir, exist_ok=True)
     clip = bench_streams.make_clips(args.dir, [args.codec], Size(width, height), args.frames)[args.codec]
     profile_import.install_timers()
     cpu = time.process_time()
-    frames, seconds = bench_streams.import_only(clip, args.streams, args.hwaccel)
+    frames, seconds = bench_streams.import_only(clip, args.streams, args.hwaccel, copy_ahead=not args.inline)
     print(
         f"N={args.streams}: {frames} frames in {seconds:.2f} s = {frames / seconds:.0f} fps (timed); "
         f"process CPU {time.process_time() - cpu:.1f} s"
     )
+    for line in bench_streams.NOTES:
+        print(line)
     profile_import.report(f"{args.streams} streams, one importing thread", frames)
     return 0
 

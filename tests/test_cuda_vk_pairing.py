@@ -148,6 +148,7 @@ class FakeCuda:
         self.images: list[FakeClosable] = []
         self.plane_semaphore_fds: set[int] = set()
         self.streams: list[FakeStream] = []
+        self.fail_copy: BaseException | None = None
 
     def primary_context(self, ordinal: int) -> FakeContext:
         return FakeContext()
@@ -181,6 +182,8 @@ class FakeCuda:
         return semaphore
 
     def copy_plane_to_array(self, ctx: object, src: CudaPtr2D, dst: FakeClosable, stream: object) -> None:
+        if self.fail_copy is not None:
+            raise self.fail_copy
         self.log.append(("copy", dst.name))
 
 
@@ -238,6 +241,7 @@ class FakeMemory:
 
     def begin_access(self, texture: Any, **kwargs: Any) -> None:
         self.dawn.log.append(("begin_access", self.label))
+        self.dawn.begin_fences.append(len(kwargs.get("fences", ())))
         if self.label in self.dawn.fail_begin:
             raise RuntimeError("begin_access failed")
 
@@ -255,6 +259,7 @@ class FakeDawn:
         self.log = log
         self.fail_begin: set[str] = set()
         self.fail_end: set[str] = set()
+        self.begin_fences: list[int] = []  # fences each begin_access waited on
         self.fence_kind = "vk-semaphore-opaque-fd"
         self.sync_fd_signalled = True
         self._fds: list[int] = []
@@ -407,7 +412,9 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
     made.dawn.close()
 
 
-def cuda_frame(decoder_id: int = 1, generation: int = 0, width: int = 64, height: int = 36) -> DecodedFrame:
+def cuda_frame(
+    decoder_id: int = 1, generation: int = 0, width: int = 64, height: int = 36, ahead: Any = None
+) -> DecodedFrame:
     """An NV12 frame 'decoded by NVDEC': two pitched CUDA planes on device 0, decode work on stream 0."""
     identity = SurfaceIdentity(decoder_id, generation, width, height, NV12)
     size = Size(width, height)
@@ -419,7 +426,13 @@ def cuda_frame(decoder_id: int = 1, generation: int = 0, width: int = 64, height
         CudaPtr2D(device_ptr=0x90000, pitch_bytes=256, width_bytes=width, height=height // 2),
     )
     return DecodedFrame(
-        planes, NV12, ColourInfo().resolved(NV12, width, height), metadata, identity, cuda_stream=0
+        planes,
+        NV12,
+        ColourInfo().resolved(NV12, width, height),
+        metadata,
+        identity,
+        cuda_stream=0,
+        ahead=ahead,
     )
 
 
@@ -486,8 +499,8 @@ class RingHooks:
     def order_after_last_access(self, slot: RingSlot) -> None:
         self.ordered.append(slot)
         for plane in slot.planes:
-            slot.waited += plane.release_fences
-            plane.release_fences = []
+            slot.waited += plane.release_fence_fds  # type: ignore[arg-type]
+            plane.release_fence_fds = []
 
     def destroy(self, slot: RingSlot) -> None:
         assert slot not in self.destroyed, "destroyed once"
@@ -592,7 +605,7 @@ def test_retiring_a_slot_with_dawn_fences_pending_orders_it_after_them() -> None
     ring = hooks.ring()
     slot, _ = ring.take(key_of(), 1.0)
     fence = FakeClosable("release_fence")
-    slot.planes[0].release_fences.append(fence)  # type: ignore[arg-type]
+    slot.planes[0].release_fence_fds.append(fence)  # type: ignore[arg-type]
     ring.give_back(slot, broken=True)
     assert hooks.ordered == [slot], "CUDA waits on Dawn's fences before the slot is destroyed"
     assert slot.waited == [fence] and not slot.planes_have_pending_fences()
@@ -657,8 +670,8 @@ def test_destroy_objects_closes_each_once_and_ends_open_accesses() -> None:
         )
         objects += [plane.vk_image, plane.semaphore, plane.cu_image, plane.cu_semaphore]  # type: ignore[list-item]
         plane.texture = plane.memory = object()
-        plane.release_fences.append(FakeClosable(f"fence{index}"))  # type: ignore[arg-type]
-        objects += plane.release_fences  # type: ignore[arg-type]
+        plane.release_fence_fds.append(FakeClosable(f"fence{index}"))  # type: ignore[arg-type]
+        objects += plane.release_fence_fds  # type: ignore[arg-type]
     slot.planes[1].accessing = True
     slot.waited.append(FakeClosable("waited"))  # type: ignore[arg-type]
     objects += slot.waited  # type: ignore[arg-type]
@@ -673,7 +686,7 @@ def test_destroy_objects_closes_each_once_and_ends_open_accesses() -> None:
     assert ended == [1]
     assert [o.closed for o in objects] == [1] * len(objects)
     assert slot.copy_done is None and slot.waited == [] and slot.texture_count() == 0
-    assert all(p.vk_image is None and p.cu_semaphore is None and not p.release_fences for p in slot.planes)
+    assert all(p.vk_image is None and p.cu_semaphore is None and not p.release_fence_fds for p in slot.planes)
 
 
 def test_sync_fds_are_waited_on_the_cpu_and_closed() -> None:
@@ -875,11 +888,12 @@ def test_a_reused_slot_s_copy_waits_for_dawn_s_last_access(rig: Rig) -> None:
         ("end_access", "alpha2 ring plane 1"),
         ("end_access", "alpha2 ring plane 0"),
     ]
-    assert [f.name for f in rig.cuda.release_fences] == ["release_fence0"], (
-        "one fence a frame: the last ended"
-    )
+    slot = rig.pairing._ring.idle_slots()[0]
+    assert [len(p.release_fence_fds) for p in slot.planes] == [1, 0], "one fence a frame: the last ended"
+    assert rig.cuda.release_fences == [], "imported into CUDA by the slot's next copy, not at release"
     del rig.log[:]
     second = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    assert [f.name for f in rig.cuda.release_fences] == ["release_fence0"]
     copies = rig.calls("wait", "copy")
     assert copies[0] == ("wait", "release_fence0"), "CUDA waits on Dawn's last access before copying"
     assert copies[1:] == [("copy", "cu_image0"), ("copy", "cu_image1")]
@@ -1031,6 +1045,163 @@ def test_sync_fd_fences_are_waited_before_the_slot_s_next_copy(rig: Rig) -> None
     with pytest.raises(GpuTimeoutError, match="sync fd"):
         pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
     assert pairing.stats().drained == 1, "the slot whose fence never signalled is retired"
+
+
+# ---------------------------------------------------------------------------------------------------
+# copies made ahead, on a decoder's thread
+
+
+def on_thread(work: Callable[[], Any], name: str = "alpha2-decode test") -> Any:
+    """Run ``work`` on a thread of its own (as a DecodeSession's prefetch thread) and give its result."""
+    box: list[Any] = []
+    thread = threading.Thread(target=lambda: box.append(work()), name=name)
+    thread.start()
+    thread.join()
+    return box[0]
+
+
+def test_a_frame_copied_ahead_is_imported_without_a_semaphore(rig: Rig) -> None:
+    pairing = rig.pairing
+    pairing.prepare_stream(cuda_frame().identity)  # the slot the decoder's thread may take
+    del rig.log[:]
+    ahead = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
+    assert ahead is not None
+    assert rig.calls("order_after", "copy", "signal", "record", "begin_access") == [
+        ("order_after", 0),
+        ("copy", "cu_image0"),
+        ("copy", "cu_image1"),
+        ("record", "event0"),
+    ], "copied, no semaphore signalled, no Dawn call"
+    assert rig.cuda.events[0].wait_threads == ["alpha2-decode test"], "the copy is waited for on that thread"
+    frame = cuda_frame(ahead=ahead)
+    surface = NativeSurfaceLease(frame)
+    del rig.log[:]
+    ticket = pairing.acquire(frame, surface, None)
+    assert rig.calls("copy", "signal", "begin_access") == [
+        ("begin_access", "alpha2 ring plane 0"),
+        ("begin_access", "alpha2 ring plane 1"),
+    ]
+    assert rig.dawn.begin_fences == [0, 0], "Dawn waits on nothing: the copy is done"
+    assert surface.released and frame.released, "the surface goes at once: nothing reads it any more"
+    assert ticket.frame.path.value == "gpu_copy" and ticket.frame.sync.is_signaled()
+    stats = pairing.stats()
+    assert (stats.copied_ahead, stats.not_copied_ahead, stats.allocations, stats.surfaces_held) == (
+        1,
+        0,
+        1,
+        0,
+    )
+    ticket.release()
+    del rig.log[:]
+    # The slot's next copy ahead waits, on the GPU, on the fence Dawn's access ended with.
+    again = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
+    assert again is not None
+    assert rig.calls("wait", "copy")[:2] == [("wait", "release_fence0"), ("copy", "cu_image0")]
+    assert rig.cuda.release_fences[0].closed == 1, "closed on that thread once the copy is done"
+    again.discard()
+
+
+def test_copies_ahead_take_idle_slots_only_and_never_make_an_import_wait(rig: Rig) -> None:
+    pairing = rig.pairing  # one slot per stream
+    assert pairing.copy_ahead(cuda_frame()) is None, "no slot yet: making one is Dawn's work"
+    pairing.prepare_stream(cuda_frame().identity)
+    first = pairing.copy_ahead(cuda_frame())
+    assert first is not None and pairing.copy_ahead(cuda_frame()) is None, "the one slot is taken"
+    # An earlier frame, not copied ahead, is imported while the slot is held for a later one: the
+    # import makes a slot rather than wait for it (slots taken ahead do not count against the bound).
+    start = time.monotonic()
+    earlier = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    assert time.monotonic() - start < 1.0
+    later = pairing.acquire(cuda_frame(ahead=first), NativeSurfaceLease(cuda_frame()), None)
+    stats = pairing.stats()
+    assert (stats.allocations, stats.copied_ahead, stats.not_copied_ahead) == (2, 1, 2)
+    assert rig.dawn.begin_fences == [1, 1, 0, 0]
+    earlier.release()
+    later.release()
+    # Both slots are the stream's now, like any other: with both held, a third import waits (bounded).
+    held = [pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None) for _ in range(2)]
+    rig.timeout_s = 0.02
+    with pytest.raises(GpuTimeoutError):
+        pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    for ticket in held:
+        ticket.release()
+
+
+def test_a_frame_released_unimported_gives_its_slot_back(rig: Rig) -> None:
+    pairing = rig.pairing
+    pairing.prepare_stream(cuda_frame().identity)
+    frame = cuda_frame(ahead=on_thread(lambda: pairing.copy_ahead(cuda_frame())))
+    assert pairing.stats().pool_idle == 0
+    frame.release()  # a wall dropped it, or a seek
+    pairing.poll()  # given back on the caller's thread, where slots may be destroyed
+    assert pairing.stats().pool_idle == 1
+    dropped = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
+    del dropped  # dropped without a release: the same
+    pairing.poll()
+    stats = pairing.stats()
+    assert (stats.pool_idle, stats.pool_sets, stats.reuses) == (1, 1, 2)
+
+
+def test_a_copy_ahead_that_fails_retires_its_slot_and_the_import_copies(rig: Rig) -> None:
+    pairing = rig.pairing
+    pairing.prepare_stream(cuda_frame().identity)
+    rig.cuda.fail_copy = InternalError("cuMemcpy2DAsync failed")
+    assert on_thread(lambda: pairing.copy_ahead(cuda_frame())) is None
+    assert rig.vk_images[0].closed == 0, "not destroyed on the decoder's thread"
+    rig.cuda.fail_copy = None
+    ticket = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
+    assert [image.closed for image in rig.vk_images] == [1, 1, 0, 0], "retired at the next import"
+    stats = pairing.stats()
+    assert (stats.copied_ahead, stats.not_copied_ahead, stats.drained, stats.allocations) == (0, 1, 1, 2)
+    ticket.release()
+
+
+def test_queue_order_copies_ahead_only_once_dawn_is_done_with_the_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = Rig(monkeypatch, slots=1, release_order=cuda_vk.ReleaseOrder.QUEUE)
+    try:
+        pairing = made.pairing
+        made.device.auto_settle = False
+        pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
+        assert on_thread(lambda: pairing.copy_ahead(cuda_frame())) is None, "Dawn may still read the slot"
+        pairing.poll()
+        made.device.promises[0].settle()
+        ahead = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
+        assert ahead is not None and made.device.promises[0].waits == 1
+        pairing.acquire(cuda_frame(ahead=ahead), NativeSurfaceLease(cuda_frame()), None).release()
+        assert pairing.stats().copied_ahead == 1
+    finally:
+        made.pairing.close()
+        made.dawn.close()
+
+
+class ForeignAhead:
+    """Work done ahead by something else (another importer's pairing)."""
+
+    def __init__(self) -> None:
+        self.discarded = 0
+
+    def discard(self) -> None:
+        self.discarded += 1
+
+
+def test_work_ahead_that_is_not_this_pairing_s_is_discarded_and_the_import_copies(rig: Rig) -> None:
+    foreign = ForeignAhead()
+    frame = cuda_frame(ahead=foreign)
+    rig.pairing.acquire(frame, NativeSurfaceLease(frame), None).release()
+    assert rig.dawn.begin_fences == [1, 1], "copied at import"
+    assert foreign.discarded == 1 and frame.take_ahead() is None
+
+
+def test_closing_with_a_frame_copied_ahead_still_out_destroys_its_slot_at_release(rig: Rig) -> None:
+    rig.pairing.prepare_stream(cuda_frame().identity)
+    frame = cuda_frame(ahead=rig.pairing.copy_ahead(cuda_frame()))
+    rig.pairing.close()
+    assert rig.pairing.copy_ahead(cuda_frame()) is None
+    assert [image.closed for image in rig.vk_images] == [0, 0]
+    frame.release()
+    assert [image.closed for image in rig.vk_images] == [1, 1] and rig.pairing.stats().live_textures == 0
 
 
 def test_prepare_stream_makes_the_slot_frames_then_reuse(rig: Rig) -> None:

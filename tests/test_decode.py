@@ -479,6 +479,63 @@ def test_prefetch_gives_the_same_frames_and_seeks(tmp_path: Path) -> None:
     assert not any(t.name.startswith("alpha2-decode") for t in threading.enumerate())
 
 
+class _Ahead:
+    """Work done ahead on one frame: records where it ran and whether it was discarded."""
+
+    def __init__(self, frame: DecodedFrame) -> None:
+        self.thread = threading.current_thread().name
+        self.identity = frame.identity
+        self.pts = frame.pts
+        self.discarded = 0
+
+    def discard(self) -> None:
+        self.discarded += 1
+
+
+def test_copy_ahead_runs_on_the_prefetch_thread_and_rides_on_its_frame(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "a.mkv", "h264", 64, 48, 24, gop=6)
+    made: list[_Ahead] = []
+
+    def work(frame: DecodedFrame) -> _Ahead:
+        made.append(_Ahead(frame))
+        return made[-1]
+
+    with DecodeSession(clip.path, hwaccel="none", prefetch=3) as session:
+        session.set_copy_ahead(work)
+        taken = []
+        for _ in range(10):
+            frame = session.next_frame()
+            assert frame is not None
+            ahead = frame.take_ahead()
+            assert isinstance(ahead, _Ahead) and ahead.pts == frame.pts
+            assert ahead.identity == frame.identity and ahead.thread.startswith("alpha2-decode")
+            assert frame.take_ahead() is None, "taken once"
+            taken.append(ahead)
+            frame.release()
+        kept = session.next_frame()
+        assert kept is not None
+        kept.release()  # not taken: discarded with the frame
+        session.seek(0.5)  # what the worker had decoded ahead is dropped, its work discarded
+        after = session.next_frame()
+        assert after is not None
+        after_ahead = after.take_ahead()
+        assert after_ahead is not None
+        after.release()
+    # Every piece of work was taken or discarded, once.
+    assert all(a.discarded == 0 for a in taken)
+    rest = [a for a in made if a not in taken]
+    assert rest and all(a.discarded == (0 if a is after_ahead else 1) for a in rest), [
+        (a.pts, a.discarded) for a in rest
+    ]
+    without = DecodeSession(clip.path, hwaccel="none")  # no prefetch thread: work is never called
+    with without:
+        without.set_copy_ahead(work)
+        count = len(made)
+        frame = without.next_frame()
+        assert frame is not None and frame.take_ahead() is None and len(made) == count
+        frame.release()
+
+
 @pytest.mark.parametrize("prefetch", [0, 2])
 def test_unknown_formats_are_converted_and_counted(tmp_path: Path, prefetch: int) -> None:
     clip = make_clip(tmp_path / "c.mkv", "ffv1", 64, 48, 4, pix_fmt="yuv410p")

@@ -589,6 +589,51 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
 
 @pytest.mark.nvidia
 @pytest.mark.cuda
+@pytest.mark.dawn
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
+def test_nvdec_frames_copied_on_the_decode_thread_are_bit_exact(tmp_path: Any, pix_fmt: str) -> None:
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+    from tests.media import make_clip
+
+    codec = "h264" if pix_fmt == "yuv420p" else "hevc"
+    clip = make_clip(
+        tmp_path / f"ahead_{pix_fmt}.mkv", codec=codec, width=256, height=144, frames=30, pix_fmt=pix_fmt
+    )
+    with av.open(clip.path) as container:
+        soft = [
+            f.reformat(format="nv12" if pix_fmt == "yuv420p" else "p010le") for f in container.decode(video=0)
+        ]
+    device = _dawn_device()
+    with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
+        with DecodeSession(clip.path, hwaccel="cuda", prefetch=3) as session:
+            imp.prepare(gpu_frames=True, identity=session.expected_identity())
+            session.set_copy_ahead(imp.copy_ahead)
+            held: list[ImportLease] = []
+            for index, frame in enumerate(session):
+                lease = imp.import_frame(frame)
+                f = lease.frame
+                assert f.path is ExecutionPath.GPU_COPY and f.bytes_crossed_cpu == 0
+                for d, texture in zip(f.planes, f.textures):
+                    bpt = d.plane_format.bytes_per_texel
+                    got = read_plane(device, texture, d.width, d.height, bpt)
+                    want = source_plane(soft[index], d.plane_index, d.width * bpt, d.height)
+                    assert np.array_equal(got, want), f"frame {index} plane {d.plane_index} differs"
+                held.append(lease)
+                if len(held) == 2:  # two in flight: slots turn over between the threads, fenced both ways
+                    held.pop(0).release()
+            for lease in held:
+                lease.release()
+        imp.poll()
+        stats = imp.stats()
+        assert stats.copied_ahead > 0, stats
+        assert stats.in_flight == 0 and stats.surfaces_held == 0
+        assert imp.path_report.frames_by_path == {ExecutionPath.GPU_COPY: 30}
+    assert imp.stats().live_textures == 0
+    assert session.budget.usage().surfaces == 0
+
+
+@pytest.mark.nvidia
+@pytest.mark.cuda
 @pytest.mark.vulkan
 def test_nvdec_frames_on_wgpu_are_downloaded_and_reported(device: Any, tmp_path: Any) -> None:
     from alpha2.ffmpeg_bridge.decode import DecodeSession

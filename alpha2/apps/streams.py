@@ -129,6 +129,10 @@ class StreamGroup:
         colour_target: what the wall is (primaries, transfer, peak), for the renderer's colour
             management; None: SDR BT.709.
         colour_options: the tone curve and gamut mapping; None: the defaults.
+        copy_ahead: make each NVDEC frame's GPU copy on its decoder's thread
+            (:meth:`FrameImporter.copy_ahead
+            <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`), so that the tick's
+            thread only begins Dawn's access; False: the import makes the copy, on the tick's thread.
 
     Raises:
         InvalidInputError: no sources, a budget with fewer than ``N`` surfaces, bad sizes.
@@ -149,6 +153,7 @@ class StreamGroup:
         record_order: bool = False,
         colour_target: ColourTarget | None = None,
         colour_options: ColourOptions | None = None,
+        copy_ahead: bool = True,
     ) -> None:
         count = len(sources)
         self.columns, self.rows = grid_shape(count)
@@ -171,6 +176,7 @@ class StreamGroup:
         self._streams: list[StreamState] = []
         self._objects: list[Any] = []
         self._ticks = 0
+        self._copy_ahead = copy_ahead
         self.submissions = 0
         """``queue.submit`` calls made by ticks (one per tick that drew something)."""
         self.stages = pipeline.StageTimes()
@@ -247,6 +253,8 @@ class StreamGroup:
                 gpu_frames=decoder.hwaccel_report.active is HwAccelMode.CUDA,
                 identity=decoder.expected_identity(),
             )
+            if self._copy_ahead:
+                decoder.set_copy_ahead(importer.copy_ahead)
             column, row = index % self.columns, index // self.columns
             origin = (column * tile.width, row * tile.height)
             self._streams.append(StreamState(os.fspath(source), decoder, importer, origin))

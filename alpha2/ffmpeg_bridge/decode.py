@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import IO, Any
 
@@ -51,10 +51,10 @@ from alpha2.ffmpeg_bridge.hwdevice import (
     make_hwaccel,
     plan_hw_device,
 )
-from alpha2.ffmpeg_bridge.prefetch import Described, Prefetcher, Produced
+from alpha2.ffmpeg_bridge.prefetch import Described, Prefetcher, Produced, discard
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
-from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
 from alpha2.gpu.surfaces import SurfaceBudget, SurfaceBudgetError, SurfaceIdentity
 from alpha2.native_gpu.device.device import Device
@@ -215,6 +215,7 @@ class DecodeSession:
         self._stats_lock = threading.Lock()
         self._prefetch_depth = prefetch
         self._prefetcher: Prefetcher | None = None
+        self._copy_ahead: Callable[[DecodedFrame], AheadWork | None] | None = None
 
         if device is not None and not isinstance(device, Device):
             raise InvalidInputError(
@@ -520,16 +521,50 @@ class DecodeSession:
         if prefetcher is not None:
             prefetcher.stop()
 
+    def _drop_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        discard(pending)
+
+    def set_copy_ahead(self, work: Callable[[DecodedFrame], AheadWork | None] | None) -> None:
+        """Run ``work`` on each decoded frame on the prefetch thread, before the frame is handed out.
+
+        ``work`` gets a frame that holds no reservation and is only valid during the call; what it
+        returns (None: nothing done) rides on the handed-out frame (:meth:`DecodedFrame.take_ahead`),
+        and is discarded when the frame is released without being taken, or dropped by a seek or a
+        close. :meth:`FrameImporter.copy_ahead
+        <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>` is such a ``work``: the GPU copy
+        into the importer's ring then runs on the decoder's thread, off the caller's. Without
+        ``prefetch`` there is no such thread, and ``work`` is not called. None stops it.
+        """
+        self._copy_ahead = work
+
     def _described_next(self) -> Produced:
         """The prefetch thread's producer: the next frame, described when it can be (else the caller's
-        thread describes it, and raises there as without prefetching)."""
+        thread describes it, and raises there as without prefetching), with its identity (the prefetch
+        thread tracks the generation while it runs) and the work done ahead on it."""
         frame = self._raw_next()
         if frame is None:
             return None
         try:
-            return self._describe(frame)
+            described = self._describe(frame)
         except Exception:
             return frame
+        identity = self._identity_of(frame.width, frame.height, described.pixel_format)
+        ahead = None
+        work = self._copy_ahead
+        if work is not None:
+            ahead = work(
+                DecodedFrame(
+                    planes=described.planes,
+                    pixel_format=described.pixel_format,
+                    colour=described.colour,
+                    metadata=described.metadata,
+                    identity=identity,
+                    cuda_stream=0 if described.on_gpu else None,
+                    keep_alive=frame,
+                )
+            )
+        return replace(described, identity=identity, ahead=ahead)
 
     def _raw_next(self) -> av.VideoFrame | None:
         if self._eof or self._frames is None:
@@ -615,22 +650,29 @@ class DecodeSession:
         size_bytes = media.frame_size_bytes(frame)
         return Described(frame, pixel_format, metadata, colour, planes, size_bytes, on_gpu)
 
-    def _to_decoded(self, item: av.VideoFrame | Described) -> DecodedFrame:
-        """The DecodedFrame of a frame (described here unless the prefetch thread did): the decoder
-        generation, the identity and the surface reservation, on the caller's thread."""
-        described = item if isinstance(item, Described) else self._describe(item)
-        frame, pixel_format = described.frame, described.pixel_format
-        shape = (frame.width, frame.height, pixel_format)
+    def _identity_of(self, width: int, height: int, pixel_format: PixelFormat) -> SurfaceIdentity:
+        """The identity of the next frame: a new generation when the shape changed. One thread at a
+        time: the prefetch thread while it runs, else the caller's."""
+        shape = (width, height, pixel_format)
         if self._last_shape is not None and shape != self._last_shape:
             self._generation += 1
         self._last_shape = shape
-        identity = SurfaceIdentity(
+        return SurfaceIdentity(
             decoder_id=self._decoder_id,
             generation=self._generation,
-            width=frame.width,
-            height=frame.height,
+            width=width,
+            height=height,
             pixel_format=pixel_format,
         )
+
+    def _to_decoded(self, item: av.VideoFrame | Described) -> DecodedFrame:
+        """The DecodedFrame of a frame (described and identified here unless the prefetch thread did):
+        the surface reservation, on the caller's thread."""
+        described = item if isinstance(item, Described) else self._describe(item)
+        frame, pixel_format = described.frame, described.pixel_format
+        identity = described.identity
+        if identity is None:
+            identity = self._identity_of(frame.width, frame.height, pixel_format)
         if described.on_gpu and self._nvdec_hold_limit is not None:
             self._wait_for_nvdec_room(self._nvdec_hold_limit)
         reservation = self.budget.reserve(described.size_bytes, identity, self._reserve_timeout_s)
@@ -643,6 +685,7 @@ class DecodeSession:
             reservation=reservation,
             cuda_stream=0 if described.on_gpu else None,
             keep_alive=frame,
+            ahead=described.ahead,
         )
         if described.on_gpu and self._nvdec_hold_limit is not None:
             self._nvdec_live.add(decoded)
@@ -715,7 +758,7 @@ class DecodeSession:
             start = self._stream.start_time
             target = seeking.target_ticks(seconds, start, tb)
             self._stop_prefetch()
-            self._pending = None
+            self._drop_pending()
             self._sought = True
             self._generation += 1
             positions = seeking.seek_positions(target, start, tb)
@@ -763,7 +806,7 @@ class DecodeSession:
                 return
             self._closed = True
             self._stop_prefetch()
-            self._pending = None
+            self._drop_pending()
             self._frames = None
             container, self._container = self._container, None
             if container is not None:

@@ -17,7 +17,9 @@ import av
 
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.frames import AheadWork
 from alpha2.gpu.geometry import FrameMetadata
+from alpha2.gpu.surfaces import SurfaceIdentity
 
 __all__ = ["Described", "Prefetcher", "Produced"]
 
@@ -33,6 +35,17 @@ class Described:
     planes: Any
     size_bytes: int
     on_gpu: bool
+    identity: SurfaceIdentity | None = None
+    """The surface identity, when the prefetch thread tracked the decoder's generation (it does while
+    it runs; None: the caller's thread works it out)."""
+    ahead: AheadWork | None = None
+    """Work a consumer did on the planes on the prefetch thread (the GPU copy copied ahead)."""
+
+
+def discard(item: object) -> None:
+    """Give back what a frame that will never be handed out holds (its work done ahead)."""
+    if isinstance(item, Described) and item.ahead is not None:
+        item.ahead.discard()
 
 
 class _Failure:
@@ -77,7 +90,10 @@ class Prefetcher:
             except BaseException as exc:
                 self._put(_Failure(exc))
                 return
-            if not self._put(frame) or frame is None:
+            if not self._put(frame):
+                discard(frame)
+                return
+            if frame is None:
                 return
 
     def get(self) -> Produced:
@@ -96,9 +112,13 @@ class Prefetcher:
     def stop(self) -> None:
         self._stopping.set()
         while self._thread.is_alive():
-            try:
-                while True:
-                    self._queue.get_nowait()
-            except queue.Empty:
-                pass
+            self._drain()
             self._thread.join(timeout=0.05)
+        self._drain()  # what the worker queued just before it returned
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                discard(self._queue.get_nowait())
+        except queue.Empty:
+            pass

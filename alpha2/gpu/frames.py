@@ -14,7 +14,7 @@ importable with no GPU), and nothing else here does.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,7 +26,20 @@ from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.surfaces import SurfaceIdentity, SurfaceReservation
 
-__all__ = ["DecodedFrame"]
+__all__ = ["AheadWork", "DecodedFrame"]
+
+
+class AheadWork(Protocol):
+    """Work a consumer did on a frame's planes before the frame was handed out (on the decoder's
+    thread): the GPU copy's slot, already copied into (:meth:`FrameImporter.copy_ahead
+    <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`). Opaque to everything else.
+
+    The consumer takes it with :meth:`DecodedFrame.take_ahead`; a frame released without that discards
+    it, which gives back whatever it holds.
+    """
+
+    def discard(self) -> None:
+        """Give back what the work holds (it is not used). Idempotent; any thread."""
 
 
 class DecodedFrame:
@@ -38,6 +51,7 @@ class DecodedFrame:
 
     __slots__ = (
         "__weakref__",
+        "_ahead",
         "_on_gpu",
         "_planes",
         "_released",
@@ -60,6 +74,7 @@ class DecodedFrame:
         reservation: SurfaceReservation | None = None,
         cuda_stream: int | None = None,
         keep_alive: object = None,
+        ahead: AheadWork | None = None,
     ) -> None:
         self._planes: CpuPlaneSet | tuple[CudaPtr2D, ...] | None = planes
         self._on_gpu = not isinstance(planes, CpuPlaneSet)
@@ -80,6 +95,7 @@ class DecodedFrame:
 
         For frames from ``DecodeSession`` it is the decoder's own frame; its type is the producer's
         business, not part of this API (use :attr:`planes`, :meth:`plane` or :meth:`to_ndarray`)."""
+        self._ahead = ahead
         self._released = False
 
     @property
@@ -127,6 +143,12 @@ class DecodedFrame:
     def released(self) -> bool:
         """Whether :meth:`release` was called."""
         return self._released
+
+    def take_ahead(self) -> AheadWork | None:
+        """The work done ahead on this frame, handed to the caller (None when there is none, or it was
+        taken); the caller then gives back what it holds."""
+        ahead, self._ahead = self._ahead, None
+        return ahead
 
     # -- arrays ----------------------------------------------------------------------------------------
 
@@ -245,6 +267,9 @@ class DecodedFrame:
         if self._released:
             return
         self._released = True
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.discard()
         reservation, self.reservation = self.reservation, None
         # Drop our references so the decoder may reuse the surface once nobody else holds it.
         self.keep_alive = None

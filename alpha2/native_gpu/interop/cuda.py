@@ -251,13 +251,18 @@ class CopyCompletions:
 # CUDA work on a slot
 
 
-def wait_release_fences(slot: RingSlot, stream: object) -> None:
-    """Make ``stream``'s later work wait on the slot's Dawn end-of-access fences; they move to ``waited``."""
+def wait_release_fences(ctx: PrimaryContext, slot: RingSlot, stream: object) -> None:
+    """Make ``stream``'s later work wait on the slot's Dawn end-of-access fences: each is imported into
+    CUDA (which takes the fd) and waited on; the imports move to ``slot.waited``."""
+    from alpha2.native_gpu._cuda import interop
+
     for plane in slot.planes:
-        for semaphore in plane.release_fences:
+        while plane.release_fence_fds:
+            fd = plane.release_fence_fds[0]
+            semaphore = interop.ExternalSemaphore(ctx, fd, timeline=False)
+            plane.release_fence_fds.pop(0)
+            slot.waited.append(semaphore)
             semaphore.wait(stream)
-        slot.waited += plane.release_fences
-        plane.release_fences = []
 
 
 def enqueue_copy(
@@ -266,31 +271,36 @@ def enqueue_copy(
     slot: RingSlot,
     cuda_planes: tuple[CudaPtr2D, ...],
     producer: int | None,
-    event: CudaEvent,
+    event: CudaEvent | None,
+    *,
+    signal: bool = True,
 ) -> None:
     """On the copy stream: wait for ``producer``'s work and Dawn's last fences, copy, signal, record.
 
-    Each plane's ``uses`` counts the signal; ``slot.copy_done`` and ``event`` are recorded after it all.
+    Each plane's ``uses`` counts the copy; ``slot.copy_done`` and ``event`` are recorded after it all.
     The fences waited on move to ``slot.waited`` (the caller hands them to :meth:`CopyCompletions.add`).
+    ``signal=False`` (a copy whose completion the CPU waits for) signals no plane semaphore.
     """
     from alpha2.native_gpu._cuda import interop
 
     stream.order_after(producer)
     handle = stream.handle
-    wait_release_fences(slot, handle)
+    wait_release_fences(ctx, slot, handle)
     for plane, src in zip(slot.planes, cuda_planes):
         cu_image = plane.cu_image
         assert cu_image is not None, "the slot's planes are made with it"
         interop.copy_plane_to_array(ctx, src, cu_image, handle)
     for plane in slot.planes:
-        cu_semaphore = plane.cu_semaphore
-        assert cu_semaphore is not None, "the slot's planes are made with it"
         plane.uses += 1
-        cu_semaphore.signal(handle)
+        if signal:
+            cu_semaphore = plane.cu_semaphore
+            assert cu_semaphore is not None, "the slot's planes are made with it"
+            cu_semaphore.signal(handle)
     copy_done = slot.copy_done
     assert copy_done is not None, "the slot's event is made with it"
     copy_done.record(handle)
-    event.record(handle)
+    if event is not None:
+        event.record(handle)
 
 
 def slot_work_done(slot: RingSlot) -> bool:
@@ -298,14 +308,17 @@ def slot_work_done(slot: RingSlot) -> bool:
     return slot.copy_done is None or slot.copy_done.query()
 
 
-def order_after_last_access(slot: RingSlot, stream: CopyStream, timeout_s: float) -> None:
+def order_after_last_access(
+    ctx: PrimaryContext, slot: RingSlot, stream: CopyStream, timeout_s: float
+) -> None:
     """Order a retired slot's destruction after Dawn's last access: wait its fences, then record.
 
     CUDA waits on the imported fences; sync fds are waited on the CPU (up to ``timeout_s``); then
     ``copy_done`` is recorded, so that :func:`slot_work_done` covers Dawn's last access.
     """
     handle = stream.handle
-    wait_release_fences(slot, handle)
+    with ctx:
+        wait_release_fences(ctx, slot, handle)
     wait_sync_fds(slot, timeout_s)
     if slot.copy_done is not None:
         slot.copy_done.record(handle)

@@ -24,8 +24,17 @@ Dawn's last access to the slot ended with, then a signal of each plane's semapho
 the copy before any sampling. No byte crosses the CPU. The FFmpeg frame is let go once the copy has
 completed, found by the WaiterThread (:class:`~alpha2.native_gpu.interop.cuda.CopyCompletions`), so
 the caller never asks CUDA. Releasing the lease ends Dawn's access; the fence ``end_access`` returns
-is imported into CUDA and waited on, on the GPU, before the slot's next copy. Every wait is bounded by
-the GPU wait timeout.
+is kept (its fd) and imported into CUDA by the slot's next copy, which waits on it on the GPU. Every
+wait is bounded by the GPU wait timeout.
+
+Copied ahead (:meth:`CudaVkPairing.copy_ahead`, a DecodeSession's ``set_copy_ahead`` hook): the
+decoder's prefetch thread takes an idle slot of the stream, imports and waits Dawn's last fence,
+enqueues the copy on a stream of its own and waits (bounded) for it, all without a Dawn call; the
+frame is handed out carrying the slot. Its import then only begins Dawn's access, waiting on no fence
+(the copy is known complete on the CPU, so no semaphore is signalled), and lets the frame's surface go
+at once. With many streams in one process this takes every CUDA call off the importing thread. Slots
+taken ahead do not count against ``slots`` until imported, so an import never waits for a slot held
+by a later frame; they are given back on the caller's thread, the only one that touches Dawn.
 
 The release order is chosen at creation by ``ALPHA2_GPU_COPY_RELEASE`` (:class:`ReleaseOrder`):
 
@@ -43,19 +52,21 @@ signal, one wait per use), as in shared/probes/nvdec_to_dawn.py. ``NativeImageSt
 reports the use count. A slot that fails half-way is retired (destroyed once its CUDA work is done)
 rather than reused in an unknown state.
 
-The module is one state machine (slot creation, acquire, release in either order, retirement, close)
-and stays whole for that reason, about 690 lines; what stands alone lives beside it: the CUDA copy and
-its completions in :mod:`.cuda`, the ring's bookkeeping in :mod:`.ring`.
+The module is one state machine (slot creation, acquire, copy ahead, release in either order,
+retirement, close) and stays whole for that reason, about 860 lines; what stands alone lives beside
+it: the CUDA copy and its completions in :mod:`.cuda`, the ring's bookkeeping in :mod:`.ring`.
 """
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import importlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -114,7 +125,7 @@ from alpha2.native_gpu.interop.ring import (
 )
 
 if TYPE_CHECKING:
-    from alpha2.native_gpu._cuda.interop import CudaEvent
+    from alpha2.native_gpu._cuda.interop import CopyStream, CudaEvent
     from alpha2.native_gpu._vk.export import ExportableImage
     from alpha2.native_gpu.device.shared import SharedVulkanContext
 
@@ -269,13 +280,19 @@ class CudaVkPairing(InteropPairing):
         self._wait_timeout = wait_timeout
         self._lock = threading.RLock()
         self._copies = CopyCompletions(self._ctx, wait_timeout)
+        self._ahead_lock = threading.Lock()  # copies ahead: one at a time, on their own stream
+        self._ahead_stream: CopyStream | None = None
+        self._ahead_counts = [0, 0]  # copied ahead, offered but copied at import
+        self._returns: collections.deque[tuple[RingSlot, bool]] = collections.deque()
         self._closed = False
         self.release_order = release_order
         """How a slot's next copy is ordered after Dawn's last access (see :class:`ReleaseOrder`)."""
         self._ring = Ring(
             create=self._new_slot,
             work_done=self._slot_work_done,
-            order_after_last_access=lambda slot: order_after_last_access(slot, self._stream, wait_timeout()),
+            order_after_last_access=lambda slot: order_after_last_access(
+                self._ctx, slot, self._stream, wait_timeout()
+            ),
             destroy=self._destroy_slot,
             per_key=slots,
             memory_budget=memory_budget,
@@ -373,12 +390,106 @@ class CudaVkPairing(InteropPairing):
 
     def poll(self) -> None:
         """Destroy retired slots whose CUDA work is done (the WaiterThread lets go of surfaces)."""
+        self._drain_returns()
         if not self._ring.has_retired():
             return  # the per-frame case: no context push
         with self._ctx:
             self._ring.poll()
 
+    def copy_ahead(self, frame: DecodedFrame) -> _CopiedAhead | None:
+        """Copy an NVDEC frame into an idle slot of its stream now, on the calling (decoder's) thread, and
+        wait (bounded) for the copy; None when it cannot be done here (the import then copies, as
+        without this). Thread-safe; makes no Dawn call, so it runs beside the caller's imports.
+
+        Only an idle slot is taken, never a new one made (making one is Dawn's work): the slots come
+        from the imports, up to ``slots`` per stream. A slot Dawn may still be using (queue release
+        order, its promise not settled yet) is left alone. Dawn's end-of-access fences are imported and
+        waited on here, on the GPU, as at import. The copy signals no semaphore: its completion is
+        known on the CPU before the frame is handed out, so the import's ``begin_access`` waits on
+        nothing, and the frame's surface is let go at import.
+        """
+        if self._closed or self.refuses(frame) is not None:
+            return None
+        pixel_format = frame.pixel_format
+        width, height = picture_size(frame)
+        geometry = frame_geometry(pixel_format, width, height)
+        cuda_planes = frame.planes
+        assert isinstance(cuda_planes, tuple)
+        slot = None
+        if len(cuda_planes) >= len(geometry):
+            slot = self._ring.take_idle(RingKey.of(frame.identity, pixel_format, geometry))
+        if slot is not None and slot.dawn_done is not None and not promise_settled(slot.dawn_done):
+            self._return_ahead(slot, False)
+            slot = None
+        if slot is None:
+            self._count_ahead(False)
+            return None
+        try:
+            with self._ahead_lock, self._ctx:
+                if slot.dawn_done is not None:
+                    promise, slot.dawn_done = slot.dawn_done, None
+                    promise.sync_wait()  # settled: its result, or its error
+                self.poll_sync_fds(slot)
+                stream = self._copy_ahead_stream()
+                enqueue_copy(self._ctx, stream, slot, cuda_planes, frame.cuda_stream, None, signal=False)
+                copy_done = slot.copy_done
+                assert copy_done is not None
+                copy_done.wait(self._wait_timeout(), "a GPU copy made on the decoder's thread")
+                waited, slot.waited = slot.waited, []
+                for semaphore in waited:
+                    semaphore.close()
+        except Exception:
+            # The import copies the frame again, and reports what fails there. The slot is retired on
+            # the caller's thread (destroying it drops Dawn objects).
+            slot.broken = True
+            abandon_copy(slot, self._ahead_stream or self._stream, self._wait_timeout())
+            self._return_ahead(slot, True)
+            self._count_ahead(False)
+            return None
+        self._count_ahead(True)
+        return _CopiedAhead(self, slot)
+
+    def _return_ahead(self, slot: RingSlot, broken: bool) -> None:
+        """A slot from a copy ahead, given back by the caller's thread at its next import or poll: giving
+        back may destroy a slot, and only that thread touches Dawn. After close there is no next import:
+        the slot is retired at once."""
+        if self._closed:
+            self._ring.give_back(slot, broken=broken, ahead=True)
+            return
+        self._returns.append((slot, broken))
+
+    def _drain_returns(self) -> None:
+        while self._returns:
+            slot, broken = self._returns.popleft()
+            self._ring.give_back(slot, broken=broken, ahead=True)
+
+    def _copy_ahead_stream(self) -> CopyStream:
+        from alpha2.native_gpu._cuda import interop
+
+        if self._ahead_stream is None:
+            self._ahead_stream = interop.CopyStream(self._ctx)
+        return self._ahead_stream
+
+    def _count_ahead(self, copied: bool) -> None:
+        self._ahead_counts[0 if copied else 1] += 1  # under the GIL: a lost count is only a statistic
+
     def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
+        if self._returns:
+            self._drain_returns()
+        ahead = frame.take_ahead()
+        if ahead is not None:
+            slot = ahead.take(self) if isinstance(ahead, _CopiedAhead) else None
+            identity = frame.identity
+            if slot is not None and (slot.key.decoder_id, slot.key.generation, slot.key.pixel_format) == (
+                identity.decoder_id,
+                identity.generation,
+                frame.pixel_format,
+            ):
+                self._ring.claim_ahead(slot)
+                return self._acquire_copied(frame, surface, slot)  # no CUDA call: no context push
+            if slot is not None:
+                self._ring.give_back(slot, ahead=True)
+            ahead.discard()
         with self._ctx:  # one context push for the whole import
             return self._acquire(frame, surface)
 
@@ -430,6 +541,40 @@ class CudaVkPairing(InteropPairing):
             raise _typed(exc, "Dawn begin_access on a GPU-copy plane") from exc
         waited, slot.waited = slot.waited, []
         self._copies.add(event, surface, waited)
+        return self._ticket(frame, slot, cuda_planes)
+
+    def _acquire_copied(
+        self, frame: DecodedFrame, surface: NativeSurfaceLease, slot: RingSlot
+    ) -> PairingTicket:
+        """Import a frame copied ahead (:meth:`copy_ahead`): the copy is done, so Dawn waits on nothing."""
+        cuda_planes = frame.planes
+        assert isinstance(cuda_planes, tuple)
+        began: list[RingPlane] = []
+        try:
+            for plane in slot.planes:
+                assert plane.memory is not None
+                plane.memory.begin_access(
+                    plane.texture, initialized=True, vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL)
+                )
+                plane.accessing = True
+                began.append(plane)
+        except BaseException as exc:
+            for plane in reversed(began):
+                try:
+                    self._end_plane(plane, collect_fences=True)
+                except BaseException:
+                    pass  # the slot is retired below either way
+            self._fail_slot(slot, copy_enqueued=False)
+            raise _typed(exc, "Dawn begin_access on a GPU-copy plane") from exc
+        surface.release()  # the copy completed on the decoder's thread: nothing reads the frame now
+        return self._ticket(frame, slot, cuda_planes)
+
+    def _ticket(
+        self, frame: DecodedFrame, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...]
+    ) -> PairingTicket:
+        """The imported frame of a slot whose planes Dawn accesses, and the ticket that releases it."""
+        width, height = picture_size(frame)
+        pixel_format = frame.pixel_format
         descriptors = tuple(
             ImportedPlaneDescriptor(
                 plane_index=index,
@@ -507,9 +652,7 @@ class CudaVkPairing(InteropPairing):
     # -- release -----------------------------------------------------------------------------------
 
     def _end_plane(self, plane: RingPlane, *, collect_fences: bool) -> None:
-        """End Dawn's access to a plane; hand its fences to CUDA for the slot's next copy."""
-        from alpha2.native_gpu._cuda import interop
-
+        """End Dawn's access to a plane; keep its fences for the slot's next copy to wait on."""
         if not plane.accessing:
             return
         plane.accessing = False
@@ -523,14 +666,9 @@ class CudaVkPairing(InteropPairing):
             exported = fence.export()
             kind = exported.get("type")
             if kind == "vk-semaphore-opaque-fd":
-                # Imported here, on the releasing thread. On a thread of its own (tried on the H200) the
-                # import's kernel calls contended with the caller's: 0.95x decode alone instead of 0.97x,
-                # 0.86-0.90x instead of 0.93x with a sampling pass.
-                dup = OwnedFd(os.dup(int(exported["fd"])))
-                try:
-                    plane.release_fences.append(interop.ExternalSemaphore(self._ctx, dup, timeline=False))
-                finally:
-                    dup.close()  # a no-op once CUDA took it
+                # Imported into CUDA by the slot's next copy, on the thread that makes it: a decoder's
+                # copying ahead, or the caller's at import (where the import once was, at release).
+                plane.release_fence_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
             elif kind == "sync-fd":
                 plane.release_sync_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
             else:
@@ -539,8 +677,9 @@ class CudaVkPairing(InteropPairing):
                 )
 
     def _release_slot(self, slot: RingSlot) -> None:
-        with self._ctx:
-            self._release_slot_current(slot)
+        # No CUDA call here (Dawn's fence is imported by the slot's next copy): no context push. What
+        # the ring may do on a give-back (retire, destroy) pushes the context itself.
+        self._release_slot_current(slot)
 
     def _release_slot_current(self, slot: RingSlot) -> None:
         error: BaseException | None = None
@@ -557,6 +696,8 @@ class CudaVkPairing(InteropPairing):
                 error = error or exc
         if not by_fence:
             try:
+                # Earlier releases' promises settle here, for copies ahead to find them settled.
+                pump_events(self._device)
                 # Covers everything Dawn was given before this point, the end of access included.
                 slot.dawn_done = self._device.queue.on_submitted_work_done_async()
             except BaseException as exc:
@@ -566,11 +707,11 @@ class CudaVkPairing(InteropPairing):
         if error is not None:
             raise _typed(error, "Dawn end_access on a GPU-copy plane") from error
 
-    def _fail_slot(self, slot: RingSlot, *, copy_enqueued: bool) -> None:
+    def _fail_slot(self, slot: RingSlot, *, copy_enqueued: bool, stream: CopyStream | None = None) -> None:
         """Undo a half-done acquire: the slot is retired (destroyed once its CUDA work is done)."""
         slot.broken = True
         if copy_enqueued:
-            abandon_copy(slot, self._stream, self._wait_timeout())
+            abandon_copy(slot, stream or self._stream, self._wait_timeout())
         self._ring.give_back(slot, broken=True)
 
     # -- the ring's destroy hook -----------------------------------------------------------------------
@@ -591,6 +732,8 @@ class CudaVkPairing(InteropPairing):
             live_textures=self._ring.live_textures,
             drained=self._ring.drained,
             surfaces_held=self._copies.held(),
+            copied_ahead=self._ahead_counts[0],
+            not_copied_ahead=self._ahead_counts[1],
         )
 
     def close(self) -> None:
@@ -601,6 +744,8 @@ class CudaVkPairing(InteropPairing):
             self._closed = True
         timeout_s = self._wait_timeout()
         self._copies.close(timeout_s)
+        with self._ahead_lock:  # a copy ahead running now finishes first (bounded), then finds us closed
+            self._drain_returns()
         self._ring.close()
         deadline = time.monotonic() + timeout_s
         while True:
@@ -610,9 +755,37 @@ class CudaVkPairing(InteropPairing):
             time.sleep(0.001)
         for slot in self._ring.take_retired():  # still running after the timeout: the context's teardown
             self._vk.defer_destroy(functools.partial(self._ring.destroy, slot))
+        if self._ahead_stream is not None:
+            self._ahead_stream.close()
         self._stream.close()
         if self._owns_context:
             self._context.close()
+
+
+class _CopiedAhead:
+    """A frame's copy into a ring slot, made and completed on its decoder's thread (an ``AheadWork``).
+
+    The slot goes back to the ring when the frame is released without being imported, or when this
+    object is dropped; the import takes it instead (:meth:`take`).
+    """
+
+    __slots__ = ("__weakref__", "_finalizer", "_owner", "_slot")
+
+    def __init__(self, owner: CudaVkPairing, slot: RingSlot) -> None:
+        self._owner = owner
+        self._slot = slot
+        self._finalizer = weakref.finalize(self, owner._return_ahead, slot, False)
+        self._finalizer.atexit = False
+
+    def take(self, pairing: CudaVkPairing) -> RingSlot | None:
+        """The slot, for ``pairing``'s import; None when it is another pairing's or was discarded."""
+        if pairing is not self._owner or self._finalizer.detach() is None:
+            return None
+        return self._slot
+
+    def discard(self) -> None:
+        """Give the slot back (its copy is done, and Dawn never saw it). Idempotent; any thread."""
+        self._finalizer()
 
 
 # ---------------------------------------------------------------------------------------------------

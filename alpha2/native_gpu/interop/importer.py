@@ -33,7 +33,7 @@ from typing import Any
 
 from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
-from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.webgpu import WebGpuImplementation
@@ -211,6 +211,7 @@ class FrameImporter:
         self._frames_by_path: collections.Counter[ExecutionPath] = collections.Counter()
         self._fallbacks: collections.Counter[str] = collections.Counter()
         self._bytes_crossed_cpu = 0
+        self._gpu_pairing: InteropPairing | None = None  # where CUDA frames go, once known
         self._closed = False
 
     # -- table ---------------------------------------------------------------------------------------
@@ -301,6 +302,8 @@ class FrameImporter:
             raise ClosedError("this FrameImporter was closed")
         with self._lock:
             pairing, _reason = self._walk(bool(gpu_frames), None)
+            if gpu_frames:
+                self._gpu_pairing = pairing
         if identity is not None:
             pairing.prepare_stream(identity)
         return pairing.path
@@ -334,6 +337,8 @@ class FrameImporter:
                 if entry.instance is not None:
                     entry.instance.poll()
             pairing, reason = self._choose(frame)
+            if frame.on_gpu:
+                self._gpu_pairing = pairing
         surface = NativeSurfaceLease(frame)
         try:
             ticket = pairing.acquire(frame, surface, reason)
@@ -351,6 +356,28 @@ class FrameImporter:
         return ImportLease(
             imported, ticket.release, surface, self._counter, ticket_id=next(self._ids), reason=reason
         )
+
+    def copy_ahead(self, frame: DecodedFrame) -> AheadWork | None:
+        """Do the part of an NVDEC frame's import that needs no WebGPU call now, on the calling thread.
+
+        Meant for a decoder's thread: ``session.set_copy_ahead(importer.copy_ahead)`` on a
+        DecodeSession with ``prefetch``. The GPU copy then copies each frame into its ring slot and
+        waits for the copy there, so :meth:`import_frame` on the caller's thread only begins Dawn's
+        access (no CUDA call, no semaphore) and lets the frame's surface go at once. With many streams
+        in one process this takes the CUDA work of every frame off the one importing thread.
+
+        The path is the same either way (``GPU_COPY``, no byte through the CPU); ``stats()`` counts
+        the frames copied ahead (``copied_ahead``) and those copied at import instead
+        (``not_copied_ahead``: no idle slot, Dawn not known done with the slot, or the copy failed
+        there, in which case the import copies again and reports any error). Returns None, and does
+        nothing, until the path CUDA frames take is set up (:meth:`prepare`, or the first import),
+        and when that path has nothing to do ahead (CPU upload). Thread-safe; sets nothing up and
+        makes no WebGPU call.
+        """
+        pairing = self._gpu_pairing
+        if self._closed or pairing is None or not frame.on_gpu:
+            return None
+        return pairing.copy_ahead(frame)
 
     def import_frames(self, frames: Sequence[DecodedFrame]) -> list[ImportLease]:
         """Import several frames; on a failure the leases made so far are released, then it raises."""

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat
-from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.handles import WgpuTexture
 from alpha2.gpu.identity import BackendKind, ExecutionPath
@@ -248,6 +248,11 @@ class ImportTicketStats:
     """Texture sets destroyed because their decoder generation ended (or the importer closed)."""
     surfaces_held: int = 0
     """Decoded surfaces still held by the importer (GPU copy: until the copy is done)."""
+    copied_ahead: int = 0
+    """GPU copy: frames copied on their decoder's thread (``copy_ahead``) before they were imported."""
+    not_copied_ahead: int = 0
+    """GPU copy: frames offered to ``copy_ahead`` that were copied at import instead, as without it (no
+    idle slot, Dawn's work on the slot not known done, or the copy failed on the decoder's thread)."""
 
     def __add__(self, other: ImportTicketStats) -> ImportTicketStats:
         """Combine two snapshots (the peak is the larger peak, an approximation)."""
@@ -448,6 +453,12 @@ class InteropPairing(abc.ABC):
 
     def poll(self) -> None:  # noqa: B027 - optional hook
         """Non-blocking housekeeping (e.g. let go of surfaces whose copies finished)."""
+
+    def copy_ahead(self, frame: DecodedFrame) -> AheadWork | None:
+        """Do the part of ``frame``'s import that needs no WebGPU call now, on the calling thread (a
+        decoder's); its :meth:`acquire` then finishes it. None when the pairing has no such part, or
+        cannot do it now. Thread-safe; sets nothing up."""
+        return None
 
     @abc.abstractmethod
     def close(self) -> None:

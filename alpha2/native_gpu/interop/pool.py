@@ -83,6 +83,9 @@ class SlotPool(Generic[T]):
         # Least recently used first.
         self._idle: collections.OrderedDict[tuple[Hashable, ...], list[T]] = collections.OrderedDict()
         self._out: dict[tuple[Hashable, ...], int] = {}
+        # Of those out, the ones taken ahead (take_idle) and not yet claimed: they do not count
+        # against per_key, so frames copied ahead never make an import wait.
+        self._ahead: dict[tuple[Hashable, ...], int] = {}
         self._latest_generation: dict[Hashable, int] = {}
         self.allocations = 0
         self.reuses = 0
@@ -144,7 +147,7 @@ class SlotPool(Generic[T]):
                         del self._idle[key]
                     self.reuses += 1
                     break
-                if self._out.get(key, 0) < self.per_key:
+                if self._out.get(key, 0) - self._ahead.get(key, 0) < self.per_key:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -177,6 +180,41 @@ class SlotPool(Generic[T]):
                 self._reservations[id(item)] = reservation
         return item, False
 
+    def take_idle(self, key: tuple[Hashable, ...]) -> T | None:
+        """An idle item of ``key`` taken ahead: without waiting, making or retiring anything; None when
+        there is none.
+
+        For threads that must not create items (a decoder's thread, which may not call the GPU API
+        that makes them): the key's generation is not recorded, so a thread ahead of the consumer
+        never makes the consumer's older frames stale. Until :meth:`claim_ahead`, the item does not
+        count against ``per_key``: a :meth:`take` never waits for items taken ahead (they belong to
+        later frames than the one it is for), so the key may have up to ``per_key`` items plus those
+        taken ahead. Give it back with ``give_back(..., ahead=True)`` when it is not claimed.
+        """
+        with self._cond:
+            if self._closed or self._stale(key):
+                return None
+            idle = self._idle.get(key)
+            if not idle:
+                return None
+            item = idle.pop()
+            if not idle:
+                del self._idle[key]
+            self.reuses += 1
+            self._out[key] = self._out.get(key, 0) + 1
+            self._ahead[key] = self._ahead.get(key, 0) + 1
+            return item
+
+    def claim_ahead(self, key: tuple[Hashable, ...]) -> None:
+        """An item taken ahead is now held like one from :meth:`take` (its frame was imported)."""
+        with self._cond:
+            self._unahead(key)
+
+    def _unahead(self, key: tuple[Hashable, ...]) -> None:
+        self._ahead[key] -= 1
+        if self._ahead[key] == 0:
+            del self._ahead[key]
+
     def _returned(self, key: tuple[Hashable, ...]) -> None:
         with self._cond:
             self._out[key] -= 1
@@ -184,10 +222,15 @@ class SlotPool(Generic[T]):
                 del self._out[key]
             self._cond.notify_all()
 
-    def give_back(self, key: tuple[Hashable, ...], item: T, *, broken: bool = False) -> None:
-        """Return an item taken with :meth:`take`; ``broken`` (or a stale generation) destroys it."""
+    def give_back(
+        self, key: tuple[Hashable, ...], item: T, *, broken: bool = False, ahead: bool = False
+    ) -> None:
+        """Return an item taken with :meth:`take` (or taken ahead and not claimed: ``ahead``); ``broken``
+        (or a stale generation) destroys it."""
         doomed: list[T] = []
         with self._cond:
+            if ahead:
+                self._unahead(key)
             self._out[key] -= 1
             if self._out[key] == 0:
                 del self._out[key]

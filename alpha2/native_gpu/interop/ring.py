@@ -112,11 +112,12 @@ class RingPlane:
     layout: int = VK_IMAGE_LAYOUT_GENERAL
     """The VkImageLayout Dawn's last access left the image in."""
     uses: int = 0
-    """Copies made into the image (the semaphore's signal count)."""
+    """Copies made into the image (a copy made ahead signals no semaphore)."""
     accessing: bool = False
     """Whether Dawn's access to ``memory`` has begun and not yet ended."""
-    release_fences: list[ExternalSemaphore] = field(default_factory=list)
-    """Dawn end-of-access fences imported into CUDA, which the slot's next CUDA work waits on."""
+    release_fence_fds: list[OwnedFd] = field(default_factory=list)
+    """Dawn end-of-access fences (opaque-fd semaphores), imported into CUDA and waited on by the slot's
+    next CUDA work, on whichever thread enqueues it (the caller's, or a decoder's copying ahead)."""
     release_sync_fds: list[OwnedFd] = field(default_factory=list)
     """Dawn end-of-access fences handed back as sync fds, waited on the CPU before the next copy."""
 
@@ -150,7 +151,7 @@ class RingSlot:
 
     def planes_have_pending_fences(self) -> bool:
         """Whether Dawn's end-of-access fences are still to be waited on before the slot's next use."""
-        return any(p.release_fences or p.release_sync_fds for p in self.planes)
+        return any(p.release_fence_fds or p.release_sync_fds for p in self.planes)
 
     def destroy_objects(self, end_access: Callable[[RingPlane], None]) -> None:
         """Close the slot's objects in reverse order of creation. Only once its GPU work is done.
@@ -167,10 +168,9 @@ class RingSlot:
                     end_access(plane)
                 except BaseException:
                     pass
-            fences, plane.release_fences = plane.release_fences, []
-            for semaphore in fences:
-                semaphore.close()
             fds, plane.release_sync_fds = plane.release_sync_fds, []
+            fds += plane.release_fence_fds
+            plane.release_fence_fds = []
             for fd in fds:
                 fd.close()
             plane.fence = plane.view = plane.texture = plane.memory = None
@@ -264,9 +264,18 @@ class Ring:
         """
         return self._pool.take(key.pool_key, timeout_s)
 
-    def give_back(self, slot: RingSlot, *, broken: bool = False) -> None:
-        """Return a slot; a broken one (or one of a stale generation, or evicted) is retired."""
-        self._pool.give_back(slot.key.pool_key, slot, broken=broken)
+    def take_idle(self, key: RingKey) -> RingSlot | None:
+        """An idle slot of ``key`` taken ahead, without waiting or making one (:meth:`SlotPool.take_idle`)."""
+        return self._pool.take_idle(key.pool_key)
+
+    def claim_ahead(self, slot: RingSlot) -> None:
+        """A slot taken ahead is now held by an import (:meth:`SlotPool.claim_ahead`)."""
+        self._pool.claim_ahead(slot.key.pool_key)
+
+    def give_back(self, slot: RingSlot, *, broken: bool = False, ahead: bool = False) -> None:
+        """Return a slot (``ahead``: taken ahead, not claimed); a broken one (or one of a stale
+        generation, or evicted) is retired."""
+        self._pool.give_back(slot.key.pool_key, slot, broken=broken, ahead=ahead)
 
     def _create(self, pool_key: tuple[Hashable, ...]) -> RingSlot:
         key = pool_key[2]
