@@ -1127,6 +1127,25 @@ def test_copies_ahead_take_idle_slots_only_and_never_make_an_import_wait(rig: Ri
         ticket.release()
 
 
+def test_a_stream_whose_copies_ahead_find_no_idle_slot_gets_more_slots(rig: Rig) -> None:
+    pairing = rig.pairing  # one slot per stream: the imports alone would never make a second
+    pairing.prepare_stream(cuda_frame().identity)
+    held = [on_thread(lambda: pairing.copy_ahead(cuda_frame()))]
+    assert on_thread(lambda: pairing.copy_ahead(cuda_frame())) is None, "the one slot is out"
+    first = pairing.acquire(cuda_frame(ahead=held.pop()), NativeSurfaceLease(cuda_frame()), None)
+    assert pairing.stats().pool_sets == 2, "the import made one more, for the decoder's thread"
+    second = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
+    assert second is not None
+    third = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
+    assert third is None
+    first.release()
+    pairing.acquire(cuda_frame(ahead=second), NativeSurfaceLease(cuda_frame()), None).release()
+    # Twice ``slots`` at most: the bound holds however often the decoder's thread finds none idle.
+    assert pairing.stats().pool_sets == 2
+    stats = pairing.stats()
+    assert (stats.copied_ahead, stats.not_copied_ahead) == (2, 2)
+
+
 def test_a_frame_released_unimported_gives_its_slot_back(rig: Rig) -> None:
     pairing = rig.pairing
     pairing.prepare_stream(cuda_frame().identity)

@@ -284,6 +284,9 @@ class CudaVkPairing(InteropPairing):
         self._ahead_stream: CopyStream | None = None
         self._ahead_counts = [0, 0]  # copied ahead, offered but copied at import
         self._returns: collections.deque[tuple[RingSlot, bool]] = collections.deque()
+        # Streams whose copies ahead found no idle slot: the caller's thread makes one more per import.
+        self._starved: set[RingKey] = set()
+        self._cannot_grow: set[RingKey] = set()
         self._closed = False
         self.release_order = release_order
         """How a slot's next copy is ordered after Dawn's last access (see :class:`ReleaseOrder`)."""
@@ -374,7 +377,9 @@ class CudaVkPairing(InteropPairing):
         return _uncopyable_reason(frame.pixel_format)
 
     def prepare_stream(self, identity: SurfaceIdentity) -> None:
-        """Make a ring slot for ``identity``'s frames (Vulkan images, CUDA and Dawn imports) now.
+        """Make the ring's ``slots`` slots for ``identity``'s frames (Vulkan images, CUDA and Dawn
+        imports) now, so that none is made mid-stream while fewer are in flight (a copy ahead takes
+        only slots already made).
 
         A format the copy does not take is left alone: its frames fall back, reported as they come.
         """
@@ -385,8 +390,13 @@ class CudaVkPairing(InteropPairing):
         check_16bit(self._info, geometry, pixel_format)
         key = RingKey.of(identity, pixel_format, geometry)
         with self._ctx:
-            slot, _reused = self._ring.take(key, self._wait_timeout())
-            self._ring.give_back(slot)
+            taken: list[RingSlot] = []
+            try:
+                for _ in range(self._ring.per_key):
+                    taken.append(self._ring.take(key, self._wait_timeout())[0])
+            finally:
+                for slot in taken:
+                    self._ring.give_back(slot)
 
     def poll(self) -> None:
         """Destroy retired slots whose CUDA work is done (the WaiterThread lets go of surfaces)."""
@@ -417,7 +427,10 @@ class CudaVkPairing(InteropPairing):
         assert isinstance(cuda_planes, tuple)
         slot = None
         if len(cuda_planes) >= len(geometry):
-            slot = self._ring.take_idle(RingKey.of(frame.identity, pixel_format, geometry))
+            key = RingKey.of(frame.identity, pixel_format, geometry)
+            slot = self._ring.take_idle(key)
+            if slot is None and key not in self._cannot_grow:
+                self._starved.add(key)
         if slot is not None and slot.dawn_done is not None and not promise_settled(slot.dawn_done):
             self._return_ahead(slot, False)
             slot = None
@@ -458,6 +471,24 @@ class CudaVkPairing(InteropPairing):
             return
         self._returns.append((slot, broken))
 
+    def _grow(self) -> None:
+        """Make one more slot for a stream whose copies ahead found none idle, up to twice ``slots``:
+        besides the imports' own, the decoder's thread holds one for each frame it has copied ahead.
+        A slot that cannot be made (the memory budget, the device) ends the growth for that stream."""
+        try:
+            key = self._starved.pop()
+        except KeyError:
+            return
+        try:
+            with self._ctx:
+                grown = self._ring.grow(key, 2 * self._ring.per_key)
+        except Error:
+            grown = False
+        if not grown:
+            if len(self._cannot_grow) > 256:  # keys of streams long gone: a bound, not bookkeeping
+                self._cannot_grow.clear()
+            self._cannot_grow.add(key)
+
     def _drain_returns(self) -> None:
         while self._returns:
             slot, broken = self._returns.popleft()
@@ -476,6 +507,8 @@ class CudaVkPairing(InteropPairing):
     def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
         if self._returns:
             self._drain_returns()
+        if self._starved:
+            self._grow()
         ahead = frame.take_ahead()
         if ahead is not None:
             slot = ahead.take(self) if isinstance(ahead, _CopiedAhead) else None

@@ -205,6 +205,38 @@ class SlotPool(Generic[T]):
             self._ahead[key] = self._ahead.get(key, 0) + 1
             return item
 
+    def grow(self, key: tuple[Hashable, ...], limit: int) -> bool:
+        """Make one more idle item of ``key`` while it has fewer than ``limit`` alive; whether one was made.
+
+        For a key whose items a thread taking them ahead (:meth:`take_idle`) found all out: call it on
+        the thread that may make items. Raises what making one raises (the budget's refusal too).
+        """
+        with self._cond:
+            if self._closed or self._stale(key):
+                return False
+            if len(self._idle.get(key, ())) + self._out.get(key, 0) >= limit:
+                return False
+            self._out[key] = self._out.get(key, 0) + 1  # its place, while it is made outside the lock
+        reservation: BudgetReservation | None = None
+        try:
+            if self._budget is not None:
+                assert self._item_bytes is not None
+                reservation = self._budget.reserve(
+                    self._item_bytes(key), self._backend, label=f"{self.what} of decoder {key[0]}"
+                )
+            item = self._create(key)
+        except BaseException:
+            if reservation is not None:
+                reservation.release()
+            self._returned(key)
+            raise
+        with self._cond:
+            self.allocations += 1
+            if reservation is not None:
+                self._reservations[id(item)] = reservation
+        self.give_back(key, item)
+        return True
+
     def claim_ahead(self, key: tuple[Hashable, ...]) -> None:
         """An item taken ahead is now held like one from :meth:`take` (its frame was imported)."""
         with self._cond:

@@ -268,6 +268,15 @@ class Ring:
         """An idle slot of ``key`` taken ahead, without waiting or making one (:meth:`SlotPool.take_idle`)."""
         return self._pool.take_idle(key.pool_key)
 
+    def grow(self, key: RingKey, limit: int) -> bool:
+        """Make one more idle slot of ``key`` while it has fewer than ``limit`` (:meth:`SlotPool.grow`)."""
+        return self._pool.grow(key.pool_key, limit)
+
+    @property
+    def per_key(self) -> int:
+        """Slots per stream before a take waits (slots taken ahead aside)."""
+        return self._pool.per_key
+
     def claim_ahead(self, slot: RingSlot) -> None:
         """A slot taken ahead is now held by an import (:meth:`SlotPool.claim_ahead`)."""
         self._pool.claim_ahead(slot.key.pool_key)
