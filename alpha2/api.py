@@ -339,9 +339,11 @@ class VideoSource:
         device: Any = None,
         hwaccel: str = "auto",
         prefetch: int = 2,
+        copy_ahead: bool = False,
         **options: Any,
     ) -> None:
         self._device = _as_device(device)
+        self._copy_ahead = copy_ahead
         self._session = DecodeSession(
             path, hwaccel=hwaccel, device=self._device, prefetch=prefetch, **options
         )
@@ -417,8 +419,8 @@ class VideoSource:
         """The FrameImporter on :attr:`device`."""
         if self._importer is None:
             self._importer = FrameImporter(self.device)
-            # NVDEC frames are copied into the importer's ring on the decoder's thread (prefetch).
-            self._session.set_copy_ahead(self._importer.copy_ahead)
+            if self._copy_ahead:  # NVDEC frames copied into the importer's ring on the decoder's thread
+                self._session.set_copy_ahead(self._importer.copy_ahead)
         return self._importer
 
     @property
@@ -509,7 +511,12 @@ def open(path: MediaSource, *, device: Any = None, hwaccel: str = "auto", **opti
         device: An alpha2 :class:`~alpha2.native_gpu.device.device.Device` or your own wgpu ``GPUDevice``
             (frames render into its textures); None: one is opened when first needed.
         hwaccel: ``'auto'`` (NVDEC where it can, else software), ``'cuda'`` or ``'none'``.
-        options: Passed to :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``prefetch``, ``budget``...).
+        options: ``copy_ahead=True`` makes each NVDEC frame's GPU copy on the decoder's thread
+            (:meth:`FrameImporter.copy_ahead
+            <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`): it helps with many
+            streams in one process, and cost one stream rendered per frame about 8% on the H200
+            (BENCHMARKS.md, "Copy-ahead"), so it is off. The rest go to
+            :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``prefetch``, ``budget``...).
 
     Raises:
         InvalidInputError: ``path`` is neither a path nor a file object.

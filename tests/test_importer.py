@@ -536,25 +536,37 @@ def _dawn_device() -> Any:
     return adapter.request_device_sync(required_features=need + extra[:1])
 
 
+def _nvdec_clip(path: Any, pix_fmt: str, frames: int) -> tuple[str, list[av.VideoFrame]]:
+    """A 256x144 clip NVDEC decodes (H.264 8-bit, HEVC 10-bit) and its frames as NVDEC lays them out."""
+    from tests.media import make_clip
+
+    codec = "h264" if pix_fmt == "yuv420p" else "hevc"
+    clip = make_clip(path, codec=codec, width=256, height=144, frames=frames, pix_fmt=pix_fmt)
+    with av.open(clip.path) as container:
+        layout = "nv12" if pix_fmt == "yuv420p" else "p010le"
+        return clip.path, [f.reformat(format=layout) for f in container.decode(video=0)]
+
+
+def _assert_bit_exact(device: Any, f: Any, want_frame: av.VideoFrame, index: int) -> None:
+    """Every plane texture of an imported frame read back equals the software decoder's plane."""
+    for d, texture in zip(f.planes, f.textures):
+        bpt = d.plane_format.bytes_per_texel
+        got = read_plane(device, texture, d.width, d.height, bpt)
+        want = source_plane(want_frame, d.plane_index, d.width * bpt, d.height)
+        assert np.array_equal(got, want), f"frame {index} plane {d.plane_index} differs"
+
+
 @pytest.mark.nvidia
 @pytest.mark.cuda
 @pytest.mark.dawn
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
 def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> None:
     from alpha2.ffmpeg_bridge.decode import DecodeSession
-    from tests.media import make_clip
 
-    codec = "h264" if pix_fmt == "yuv420p" else "hevc"
-    clip = make_clip(
-        tmp_path / f"clip_{pix_fmt}.mkv", codec=codec, width=256, height=144, frames=10, pix_fmt=pix_fmt
-    )
-    soft: list[av.VideoFrame] = []
-    with av.open(clip.path) as container:
-        for f in container.decode(video=0):
-            soft.append(f.reformat(format="nv12" if pix_fmt == "yuv420p" else "p010le"))
+    path, soft = _nvdec_clip(tmp_path / f"clip_{pix_fmt}.mkv", pix_fmt, 10)
     device = _dawn_device()
     with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
-        with DecodeSession(clip.path, hwaccel="cuda") as session:
+        with DecodeSession(path, hwaccel="cuda") as session:
             assert imp.prepare(gpu_frames=True) is ExecutionPath.GPU_COPY
             first = session.next_frame()
             assert first is not None
@@ -569,11 +581,7 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
                 f = lease.frame
                 assert f.path is ExecutionPath.GPU_COPY and f.bytes_crossed_cpu == 0
                 assert f.image_state.owner is ImageOwner.SHARED_VULKAN
-                for d, texture in zip(f.planes, f.textures):
-                    bpt = d.plane_format.bytes_per_texel
-                    got = read_plane(device, texture, d.width, d.height, bpt)
-                    want = source_plane(soft[index], d.plane_index, d.width * bpt, d.height)
-                    assert np.array_equal(got, want), f"frame {index} plane {d.plane_index} differs"
+                _assert_bit_exact(device, f, soft[index], index)
                 held.append(lease)
                 if len(held) == 2:  # keep two in flight: the ring turns over with fences both ways
                     held.pop(0).release()
@@ -593,19 +601,11 @@ def test_nvdec_gpu_copy_into_dawn_is_bit_exact(tmp_path: Any, pix_fmt: str) -> N
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le"])
 def test_nvdec_frames_copied_on_the_decode_thread_are_bit_exact(tmp_path: Any, pix_fmt: str) -> None:
     from alpha2.ffmpeg_bridge.decode import DecodeSession
-    from tests.media import make_clip
 
-    codec = "h264" if pix_fmt == "yuv420p" else "hevc"
-    clip = make_clip(
-        tmp_path / f"ahead_{pix_fmt}.mkv", codec=codec, width=256, height=144, frames=30, pix_fmt=pix_fmt
-    )
-    with av.open(clip.path) as container:
-        soft = [
-            f.reformat(format="nv12" if pix_fmt == "yuv420p" else "p010le") for f in container.decode(video=0)
-        ]
+    path, soft = _nvdec_clip(tmp_path / f"ahead_{pix_fmt}.mkv", pix_fmt, 30)
     device = _dawn_device()
     with FrameImporter(device, require=ExecutionPath.GPU_COPY, slots=3) as imp:
-        with DecodeSession(clip.path, hwaccel="cuda", prefetch=3) as session:
+        with DecodeSession(path, hwaccel="cuda", prefetch=3) as session:
             imp.prepare(gpu_frames=True, identity=session.expected_identity())
             session.set_copy_ahead(imp.copy_ahead)
             held: list[ImportLease] = []
@@ -613,11 +613,7 @@ def test_nvdec_frames_copied_on_the_decode_thread_are_bit_exact(tmp_path: Any, p
                 lease = imp.import_frame(frame)
                 f = lease.frame
                 assert f.path is ExecutionPath.GPU_COPY and f.bytes_crossed_cpu == 0
-                for d, texture in zip(f.planes, f.textures):
-                    bpt = d.plane_format.bytes_per_texel
-                    got = read_plane(device, texture, d.width, d.height, bpt)
-                    want = source_plane(soft[index], d.plane_index, d.width * bpt, d.height)
-                    assert np.array_equal(got, want), f"frame {index} plane {d.plane_index} differs"
+                _assert_bit_exact(device, f, soft[index], index)
                 held.append(lease)
                 if len(held) == 2:  # two in flight: slots turn over between the threads, fenced both ways
                     held.pop(0).release()

@@ -151,3 +151,34 @@ def test_wall_snapshot_quadrants_match_each_clip(clips: list[str], tmp_path: Pat
         assert error <= 1.0, (name, error)
     # The two clips differ, so each quadrant is its own clip's frame.
     assert np.abs(wall[:, :64].astype(int) - wall[:, 64:].astype(int)).mean() > 10
+
+
+@pytest.mark.nvidia
+@pytest.mark.cuda
+@pytest.mark.dawn
+def test_a_wall_of_nvdec_streams_copied_on_the_decoders_threads_matches_one_copied_at_import(
+    tmp_path: Path,
+) -> None:
+    sources = [
+        make_clip(tmp_path / "a.mkv", width=128, height=72, frames=12).path,
+        make_clip(tmp_path / "b.mkv", width=96, height=72, frames=12, gop=3).path,
+        make_clip(tmp_path / "c.mkv", codec="hevc", width=128, height=64, frames=12).path,
+    ]
+    walls = []
+    for copy_ahead in (True, False):
+        with StreamGroup(sources, hwaccel="cuda", copy_ahead=copy_ahead) as group:
+            group.run(frames=8)
+            group.drain()
+            walls.append(group.read_wall())
+            stats = [s.importer.stats() for s in group.streams]
+            paths = [
+                {k.value: n for k, n in s.importer.path_report.frames_by_path.items()} for s in group.streams
+            ]
+            assert paths == [{"gpu_copy": 8}] * 3, paths
+            ahead = sum(s.copied_ahead for s in stats)
+            if copy_ahead:
+                assert ahead > 0, stats
+            else:
+                assert ahead == 0 and sum(s.not_copied_ahead for s in stats) == 0
+        assert group.budget.usage().surfaces == 0
+    assert np.array_equal(walls[0], walls[1]), "the same pixels, whichever thread made the copy"

@@ -42,9 +42,10 @@ The release order is chosen at creation by ``ALPHA2_GPU_COPY_RELEASE`` (:class:`
 * ``queue`` (experimental): the end-of-access fences are dropped, and the release asks Dawn's queue
   for ``on_submitted_work_done``. The slot's next copy, or its destruction, waits on the CPU until
   that promise settles, which covers everything Dawn submitted before the release, the end of access
-  included. No CUDA call is made at release. On the H200, with many streams in one process, it was
-  faster than ``fence`` in three A/B pairs of four, by about as much as the run-to-run noise, and its
-  single-session figure is not measured yet (BENCHMARKS.md, "Many streams"); it stays opt-in.
+  included. On the H200, with many streams in one process (before copy-ahead), it was faster than
+  ``fence`` in four A/B pairs of five, by about as much as the run-to-run noise; one session gave 0.99
+  of decode alone in both orders (BENCHMARKS.md, "Import"). It stays opt-in: with copy-ahead, a copy
+  on a decoder's thread can only take a slot whose promise the caller's thread has seen settle.
 
 Semaphores are binary: Dawn's SharedFenceVkSemaphoreOpaqueFD imports into a binary semaphore on each
 access (Dawn 0.32), so a timeline semaphore could not be waited there; each plane has its own (one
@@ -548,25 +549,9 @@ class CudaVkPairing(InteropPairing):
             self._fail_slot(slot, copy_enqueued=True)
             raise
         # From here the copy reads the frame: the surface stays held until the copy's event completes.
-        began: list[RingPlane] = []
         try:
-            for plane, value in zip(slot.planes, values):
-                assert plane.memory is not None
-                plane.memory.begin_access(
-                    plane.texture,
-                    initialized=True,
-                    fences=[plane.fence],
-                    signaled_values=[value],
-                    vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL),
-                )
-                plane.accessing = True
-                began.append(plane)
+            self._begin_access(slot, values)
         except BaseException as exc:
-            for plane in reversed(began):
-                try:
-                    self._end_plane(plane, collect_fences=True)
-                except BaseException:
-                    pass  # the slot is retired below either way
             # The frame goes back to the caller once the copy is done (the bounded wait in _fail_slot);
             # the fences it waited on stay with the slot, which is retired.
             self._copies.recycle(event)
@@ -582,25 +567,39 @@ class CudaVkPairing(InteropPairing):
         """Import a frame copied ahead (:meth:`copy_ahead`): the copy is done, so Dawn waits on nothing."""
         cuda_planes = frame.planes
         assert isinstance(cuda_planes, tuple)
-        began: list[RingPlane] = []
         try:
-            for plane in slot.planes:
-                assert plane.memory is not None
-                plane.memory.begin_access(
-                    plane.texture, initialized=True, vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL)
-                )
-                plane.accessing = True
-                began.append(plane)
+            self._begin_access(slot, None)
         except BaseException as exc:
-            for plane in reversed(began):
-                try:
-                    self._end_plane(plane, collect_fences=True)
-                except BaseException:
-                    pass  # the slot is retired below either way
             self._fail_slot(slot, copy_enqueued=False)
             raise _typed(exc, "Dawn begin_access on a GPU-copy plane") from exc
         surface.release()  # the copy completed on the decoder's thread: nothing reads the frame now
         return self._ticket(frame, slot, cuda_planes)
+
+    def _begin_access(self, slot: RingSlot, values: list[int] | None) -> None:
+        """Dawn's access to each plane, waiting on its semaphore at ``values`` (None: on nothing, the
+        copy being done). On a failure the accesses that began are ended, and it raises."""
+        began: list[RingPlane] = []
+        try:
+            for index, plane in enumerate(slot.planes):
+                assert plane.memory is not None
+                fences = (
+                    {} if values is None else {"fences": [plane.fence], "signaled_values": [values[index]]}
+                )
+                plane.memory.begin_access(
+                    plane.texture,
+                    initialized=True,
+                    vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL),
+                    **fences,
+                )
+                plane.accessing = True
+                began.append(plane)
+        except BaseException:
+            for plane in reversed(began):
+                try:
+                    self._end_plane(plane, collect_fences=True)
+                except BaseException:
+                    pass  # the slot is retired by the caller either way
+            raise
 
     def _ticket(
         self, frame: DecodedFrame, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...]

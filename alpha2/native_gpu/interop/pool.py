@@ -160,13 +160,18 @@ class SlotPool(Generic[T]):
             self._out[key] = self._out.get(key, 0) + 1
         if item is not None:
             return item, True
+        return self._make(key), False
+
+    def _make(self, key: tuple[Hashable, ...]) -> T:
+        """Make an item whose place in ``_out`` is taken, its bytes reserved in the budget; on failure
+        the place is given back."""
         reservation: BudgetReservation | None = None
         try:
             if self._budget is not None:
                 assert self._item_bytes is not None
                 # Outside the lock: the budget may ask this very pool to trim its idle items first.
                 reservation = self._budget.reserve(
-                    self._item_bytes(key), self._backend, label=f"{self.what} of decoder {decoder_id}"
+                    self._item_bytes(key), self._backend, label=f"{self.what} of decoder {key[0]}"
                 )
             item = self._create(key)
         except BaseException:
@@ -178,7 +183,7 @@ class SlotPool(Generic[T]):
             self.allocations += 1
             if reservation is not None:
                 self._reservations[id(item)] = reservation
-        return item, False
+        return item
 
     def take_idle(self, key: tuple[Hashable, ...]) -> T | None:
         """An idle item of ``key`` taken ahead: without waiting, making or retiring anything; None when
@@ -217,24 +222,7 @@ class SlotPool(Generic[T]):
             if len(self._idle.get(key, ())) + self._out.get(key, 0) >= limit:
                 return False
             self._out[key] = self._out.get(key, 0) + 1  # its place, while it is made outside the lock
-        reservation: BudgetReservation | None = None
-        try:
-            if self._budget is not None:
-                assert self._item_bytes is not None
-                reservation = self._budget.reserve(
-                    self._item_bytes(key), self._backend, label=f"{self.what} of decoder {key[0]}"
-                )
-            item = self._create(key)
-        except BaseException:
-            if reservation is not None:
-                reservation.release()
-            self._returned(key)
-            raise
-        with self._cond:
-            self.allocations += 1
-            if reservation is not None:
-                self._reservations[id(item)] = reservation
-        self.give_back(key, item)
+        self.give_back(key, self._make(key))
         return True
 
     def claim_ahead(self, key: tuple[Hashable, ...]) -> None:
