@@ -570,3 +570,23 @@ def test_nvdec_pool_is_capped_for_a_large_shared_budget() -> None:
     assert extra == NVDEC_MAX_EXTRA_SURFACES and extra + 18 <= NVDEC_MAX_SURFACES
     assert hold == NVDEC_MAX_EXTRA_SURFACES - 3
     assert nvdec_pool_plan(100, 40) == (NVDEC_MAX_EXTRA_SURFACES, 1)
+
+
+def test_what_copy_ahead_work_raises_reaches_the_caller_in_order(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "r.mkv", "h264", 64, 48, 8)
+    seen: list[int | None] = []
+
+    def work(frame: DecodedFrame) -> None:
+        seen.append(frame.pts)
+        if len(seen) == 3:
+            raise InvalidInputError("the work failed")
+
+    with DecodeSession(clip.path, hwaccel="none", prefetch=2) as session:
+        session.set_copy_ahead(work)
+        first, second = session.next_frame(), session.next_frame()
+        assert first is not None and second is not None
+        first.release()
+        second.release()
+        with pytest.raises(InvalidInputError, match="the work failed"):
+            session.next_frame()
+        assert session.next_frame() is None

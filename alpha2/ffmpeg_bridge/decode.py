@@ -534,7 +534,8 @@ class DecodeSession:
         close. :meth:`FrameImporter.copy_ahead
         <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>` is such a ``work``: the GPU copy
         into the importer's ring then runs on the decoder's thread, off the caller's. Without
-        ``prefetch`` there is no such thread, and ``work`` is not called. None stops it.
+        ``prefetch`` there is no such thread, and ``work`` is not called. None stops it. What ``work``
+        raises ends the stream there, handed to the caller like a decoding error.
         """
         self._copy_ahead = work
 

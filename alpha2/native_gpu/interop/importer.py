@@ -377,7 +377,10 @@ class FrameImporter:
         pairing = self._gpu_pairing
         if self._closed or pairing is None or not frame.on_gpu:
             return None
-        return pairing.copy_ahead(frame)
+        try:
+            return pairing.copy_ahead(frame)
+        except Exception:  # never the decoder's failure: the import does the work, and reports it
+            return None
 
     def import_frames(self, frames: Sequence[DecodedFrame]) -> list[ImportLease]:
         """Import several frames; on a failure the leases made so far are released, then it raises."""
