@@ -412,9 +412,10 @@ class CudaVkPairing(InteropPairing):
         wait (bounded) for the copy; None when it cannot be done here (the import then copies, as
         without this). Thread-safe; makes no Dawn call, so it runs beside the caller's imports.
 
-        Only an idle slot is taken, never a new one made (making one is Dawn's work): the slots come
-        from the imports, up to ``slots`` per stream. A slot Dawn may still be using (queue release
-        order, its promise not settled yet) is left alone. Dawn's end-of-access fences are imported and
+        Only an idle slot is taken, never a new one made (making one is Dawn's work): ``prepare``
+        makes the stream's ``slots``, and when none is idle here the next import makes one more, up to
+        twice ``slots``. A slot Dawn may still be using (queue release order, its promise not settled
+        yet) is left alone. Dawn's end-of-access fences are imported and
         waited on here, on the GPU, as at import. The copy signals no semaphore: its completion is
         known on the CPU before the frame is handed out, so the import's ``begin_access`` waits on
         nothing, and the frame's surface is let go at import.
@@ -467,10 +468,9 @@ class CudaVkPairing(InteropPairing):
         """A slot from a copy ahead, given back by the caller's thread at its next import or poll: giving
         back may destroy a slot, and only that thread touches Dawn. After close there is no next import:
         the slot is retired at once."""
-        if self._closed:
-            self._ring.give_back(slot, broken=broken, ahead=True)
-            return
         self._returns.append((slot, broken))
+        if self._closed:  # checked after the append: a close running now drains it, or this does
+            self._drain_returns()
 
     def _grow(self) -> None:
         """Make one more slot for a stream whose copies ahead found none idle, up to twice ``slots``:
@@ -491,8 +491,11 @@ class CudaVkPairing(InteropPairing):
             self._cannot_grow.add(key)
 
     def _drain_returns(self) -> None:
-        while self._returns:
-            slot, broken = self._returns.popleft()
+        while True:
+            try:
+                slot, broken = self._returns.popleft()  # atomic: two threads never take the same one
+            except IndexError:
+                return
             self._ring.give_back(slot, broken=broken, ahead=True)
 
     def _copy_ahead_stream(self) -> CopyStream:
@@ -739,11 +742,11 @@ class CudaVkPairing(InteropPairing):
         if error is not None:
             raise _typed(error, "Dawn end_access on a GPU-copy plane") from error
 
-    def _fail_slot(self, slot: RingSlot, *, copy_enqueued: bool, stream: CopyStream | None = None) -> None:
+    def _fail_slot(self, slot: RingSlot, *, copy_enqueued: bool) -> None:
         """Undo a half-done acquire: the slot is retired (destroyed once its CUDA work is done)."""
         slot.broken = True
         if copy_enqueued:
-            abandon_copy(slot, stream or self._stream, self._wait_timeout())
+            abandon_copy(slot, self._stream, self._wait_timeout())
         self._ring.give_back(slot, broken=True)
 
     # -- the ring's destroy hook -----------------------------------------------------------------------
