@@ -21,7 +21,7 @@ from alpha2.gpu.frames import AheadWork
 from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.surfaces import SurfaceIdentity
 
-__all__ = ["Described", "Prefetcher", "Produced"]
+__all__ = ["Described", "Prefetcher", "Produced", "discard"]
 
 
 @dataclass(frozen=True)
