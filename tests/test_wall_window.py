@@ -63,6 +63,9 @@ def test_wall_window_on_a_virtual_display(clips: list[Clip]) -> None:
 @pytest.mark.vulkan
 def test_wall_without_a_display_renders_offscreen(clips: list[Clip]) -> None:
     stats = play_wall([c.path for c in clips], PlayOptions(frames=3), environ=NO_DISPLAY)
+    # Each stream says where its GPU copies ran; here frames went through the CPU upload: none.
+    assert [s["gpu_copies"] for s in stats.streams] == [{"decoder_thread": 0, "at_import": 0}] * 2
+    assert "GPU copies" not in stats.summary()
     assert stats.mode == "offscreen"
     assert stats.mode_reason.startswith("no window: no display"), stats.mode_reason
     assert stats.frames == 3 and stats.submissions == 3

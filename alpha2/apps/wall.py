@@ -38,7 +38,8 @@ class WallStats(PlayStats):
     """What a wall run did: the play stats (frames are display ticks) plus one entry per stream."""
 
     streams: list[dict[str, Any]] = field(default_factory=list)
-    """Per stream: source, frames shown, frames dropped, its tile's origin."""
+    """Per stream: source, frames shown, frames dropped, its tile's origin, its colour plan, and where
+    its GPU copies ran (``gpu_copies``: on its decoder's thread, or at import)."""
     submissions: int = 0
     """``queue.submit`` calls of the ticks (one per tick)."""
 
@@ -52,10 +53,15 @@ class WallStats(PlayStats):
     def summary(self) -> str:
         """A few lines for ``--stats``."""
         lines = [super().summary(), f"  wall: {len(self.streams)} streams, {self.submissions} submits"]
-        lines += [
-            f"    {s['source']}: {s['frames_shown']} shown, {s['frames_dropped']} dropped"
-            for s in self.streams
-        ]
+        for s in self.streams:
+            line = f"    {s['source']}: {s['frames_shown']} shown, {s['frames_dropped']} dropped"
+            copies = s.get("gpu_copies") or {}
+            if any(copies.values()):
+                line += (
+                    f"; GPU copies {copies['decoder_thread']} on its decoder's thread, "
+                    f"{copies['at_import']} at import"
+                )
+            lines.append(line)
         return "\n".join(lines)
 
 
@@ -191,16 +197,20 @@ def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> 
     stats.dropped_frames = sum(s.frames_dropped for s in group.streams)
     stats.hwaccel = {"streams": [s.decoder.hwaccel_report.active.value for s in group.streams]}
     curve = options.tone_curve.name.lower()
-    stats.streams = [
-        {
-            "source": s.source,
-            "frames_shown": s.frames_shown,
-            "frames_dropped": s.frames_dropped,
-            "tile_origin": list(s.origin),
-            "colour": plan_dict(s.colour, curve) if s.frames_shown else None,
-        }
-        for s in group.streams
-    ]
+    stats.streams = []
+    for s in group.streams:
+        imports = s.importer.stats()
+        stats.streams.append(
+            {
+                "source": s.source,
+                "frames_shown": s.frames_shown,
+                "frames_dropped": s.frames_dropped,
+                "tile_origin": list(s.origin),
+                "colour": plan_dict(s.colour, curve) if s.frames_shown else None,
+                # Where each frame's GPU copy ran (copy-ahead); both 0 on the CPU upload.
+                "gpu_copies": {"decoder_thread": imports.copied_ahead, "at_import": imports.not_copied_ahead},
+            }
+        )
     if any(s.frames_shown for s in group.streams):
         stats.colour = colour_report(group.renderer, options)  # the latest frame's; per stream above
 
