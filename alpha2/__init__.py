@@ -22,8 +22,9 @@ Packages (dependencies point one way, left to right), for finer control:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from alpha2._lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -59,14 +60,4 @@ if TYPE_CHECKING:
     from alpha2.native_gpu.device.device import Device as Device
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'alpha2' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -19,8 +19,9 @@ Pure Python + numpy: importable on a machine with no GPU and no Vulkan loader.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from alpha2._lazy import lazy_names
 
 if TYPE_CHECKING:
     from alpha2.gpu._handle_base import (
@@ -426,17 +427,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        value: Any = importlib.import_module(f"{__name__}.{name}")
-    else:
-        module = _EXPORTS.get(name) or _REACHABLE.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | set(_REACHABLE))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, submodules=_SUBMODULES, reachable=_REACHABLE)
