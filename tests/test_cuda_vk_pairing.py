@@ -9,9 +9,11 @@ H200 is covered by ``tests/test_importer.py::test_nvdec_gpu_copy_into_dawn_is_bi
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -413,7 +415,12 @@ def rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
 
 
 def cuda_frame(
-    decoder_id: int = 1, generation: int = 0, width: int = 64, height: int = 36, ahead: Any = None
+    decoder_id: int = 1,
+    generation: int = 0,
+    width: int = 64,
+    height: int = 36,
+    ahead: Any = None,
+    keep_alive: Any = None,
 ) -> DecodedFrame:
     """An NV12 frame 'decoded by NVDEC': two pitched CUDA planes on device 0, decode work on stream 0."""
     identity = SurfaceIdentity(decoder_id, generation, width, height, NV12)
@@ -432,6 +439,7 @@ def cuda_frame(
         metadata,
         identity,
         cuda_stream=0,
+        keep_alive=keep_alive,
         ahead=ahead,
     )
 
@@ -1072,7 +1080,7 @@ def test_a_frame_copied_ahead_is_imported_without_a_semaphore(rig: Rig) -> None:
         ("copy", "cu_image1"),
         ("record", "event0"),
     ], "copied, no semaphore signalled, no Dawn call"
-    assert rig.cuda.events[0].wait_threads == ["alpha2-decode test"], "the copy is waited for on that thread"
+    assert rig.cuda.events[0].wait_threads == [], "handed out at once, not waited for there"
     frame = cuda_frame(ahead=ahead)
     surface = NativeSurfaceLease(frame)
     del rig.log[:]
@@ -1084,6 +1092,7 @@ def test_a_frame_copied_ahead_is_imported_without_a_semaphore(rig: Rig) -> None:
     assert rig.dawn.begin_fences == [0, 0], "Dawn waits on nothing: the copy is done"
     assert surface.released and frame.released, "the surface goes at once: nothing reads it any more"
     assert ticket.frame.path.value == "gpu_copy" and ticket.frame.sync.is_signaled()
+    assert rig.cuda.events[0].wait_threads == ["MainThread"], "the import came first: it waited"
     stats = pairing.stats()
     assert (stats.copied_ahead, stats.not_copied_ahead, stats.allocations, stats.surfaces_held) == (
         1,
@@ -1097,8 +1106,125 @@ def test_a_frame_copied_ahead_is_imported_without_a_semaphore(rig: Rig) -> None:
     again = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
     assert again is not None
     assert rig.calls("wait", "copy")[:2] == [("wait", "release_fence0"), ("copy", "cu_image0")]
-    assert rig.cuda.release_fences[0].closed == 1, "closed on that thread once the copy is done"
+    assert rig.cuda.release_fences[0].closed == 0, "held until the copy is known done"
     again.discard()
+    pairing.poll()
+    assert rig.cuda.release_fences[0].closed == 1 and pairing.stats().pool_idle == 1
+
+
+class Held:
+    """Stands in for the decoded frame a copy reads (its ``keep_alive``)."""
+
+
+def test_a_decoder_s_next_copy_ahead_lets_go_of_the_last_one_once_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = Rig(monkeypatch, slots=2)
+    try:
+        pairing = made.pairing
+        pairing.prepare_stream(cuda_frame().identity)
+        made.cuda.auto_complete = False
+        decoded = cuda_frame(keep_alive=Held())
+        gone = weakref.ref(decoded.keep_alive)
+        results: list[Any] = []
+
+        def decoder_thread() -> None:
+            results.append(pairing.copy_ahead(decoded))
+            for event in made.cuda.events:  # the GPU ran the first copy meanwhile
+                event.complete()
+            results.append(pairing.copy_ahead(cuda_frame()))
+
+        on_thread(lambda: decoder_thread())
+        decoded.release()  # the session hands out its own frame; only the slot holds this one now
+        first, second = results
+        assert first is not None and second is not None
+        gc.collect()
+        assert gone() is None, "the first copy was found done on the decoder's thread, its frame let go"
+        assert sum(e.queries for e in made.cuda.events) == 1
+        ticket = pairing.acquire(cuda_frame(ahead=first), NativeSurfaceLease(cuda_frame()), None)
+        assert all(e.wait_threads == [] for e in made.cuda.events), "nothing to wait for at import"
+        ticket.release()
+        made.cuda.auto_complete = True
+        for event in made.cuda.events:
+            event.complete()
+        pairing.acquire(cuda_frame(ahead=second), NativeSurfaceLease(cuda_frame()), None).release()
+    finally:
+        made.pairing.close()
+        made.dawn.close()
+
+
+def test_an_import_waits_for_a_copy_ahead_and_a_timeout_keeps_the_frame_until_it_is_done(rig: Rig) -> None:
+    pairing = rig.pairing
+    pairing.prepare_stream(cuda_frame().identity)
+    rig.cuda.auto_complete = False
+    decoded = cuda_frame(keep_alive=Held())
+    gone = weakref.ref(decoded.keep_alive)
+    ahead = on_thread(lambda: pairing.copy_ahead(decoded))
+    decoded.release()
+    rig.timeout_s = 0.02
+    frame = cuda_frame(ahead=ahead)
+    surface = NativeSurfaceLease(frame)
+    with pytest.raises(GpuTimeoutError):
+        pairing.acquire(frame, surface, None)
+    assert rig.dawn.begin_fences == [], "Dawn never saw the slot"
+    pairing.poll()
+    gc.collect()
+    assert gone() is not None, "the copy may still read the frame: the retired slot keeps it"
+    assert rig.vk_images[0].closed == 0
+    rig.cuda.events[0].complete()
+    pairing.poll()
+    gc.collect()
+    assert gone() is None and rig.vk_images[0].closed == 1, "destroyed once done, and the frame let go"
+
+
+def test_a_frame_dropped_before_its_copy_ahead_is_done_gives_its_slot_back_once_it_is(rig: Rig) -> None:
+    pairing = rig.pairing
+    pairing.prepare_stream(cuda_frame().identity)
+    rig.cuda.auto_complete = False
+    decoded = cuda_frame(keep_alive=Held())
+    gone = weakref.ref(decoded.keep_alive)
+    frame = cuda_frame(ahead=on_thread(lambda: pairing.copy_ahead(decoded)))
+    decoded.release()
+    frame.release()  # a wall dropped it
+    threading.Timer(0.05, rig.cuda.events[0].complete).start()
+    pairing.poll()  # the slot's next copy could run on another CUDA stream: it waits for this one
+    gc.collect()
+    assert gone() is None and pairing.stats().pool_idle == 1 and rig.vk_images[0].closed == 0
+
+
+def test_copies_ahead_on_several_decoders_threads_run_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = Rig(monkeypatch, slots=1)
+    try:
+        pairing = made.pairing
+        for decoder_id in (1, 2):
+            pairing.prepare_stream(cuda_frame(decoder_id).identity)
+        both_copying = threading.Barrier(2, timeout=2.0)
+        copy = made.cuda.copy_plane_to_array
+
+        def copy_once_both_are_copying(ctx: object, src: CudaPtr2D, dst: FakeClosable, stream: Any) -> None:
+            if dst.name in ("cu_image0", "cu_image2"):  # each stream's first plane
+                both_copying.wait()  # broken (BrokenBarrierError) if one copy waited for the other
+            copy(ctx, src, dst, stream)
+
+        monkeypatch.setattr(interop, "copy_plane_to_array", copy_once_both_are_copying)
+        results: dict[int, Any] = {}
+        threads = [
+            threading.Thread(target=lambda d=d: results.__setitem__(d, pairing.copy_ahead(cuda_frame(d))))
+            for d in (1, 2)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert results[1] is not None and results[2] is not None, "both copied at once"
+        assert len(made.cuda.streams) == 3, "the import's stream and one per copy running at once"
+        for decoder_id, ahead in results.items():
+            frame = cuda_frame(decoder_id, ahead=ahead)
+            pairing.acquire(frame, NativeSurfaceLease(frame), None).release()
+    finally:
+        made.pairing.close()
+        made.dawn.close()
+    assert [stream.closed for stream in made.cuda.streams] == [1, 1, 1]
 
 
 def test_copies_ahead_take_idle_slots_only_and_never_make_an_import_wait(rig: Rig) -> None:

@@ -28,13 +28,16 @@ is kept (its fd) and imported into CUDA by the slot's next copy, which waits on 
 wait is bounded by the GPU wait timeout.
 
 Copied ahead (:meth:`CudaVkPairing.copy_ahead`, a DecodeSession's ``set_copy_ahead`` hook): the
-decoder's prefetch thread takes an idle slot of the stream, imports and waits Dawn's last fence,
-enqueues the copy on a stream of its own and waits (bounded) for it, all without a Dawn call; the
-frame is handed out carrying the slot. Its import then only begins Dawn's access, waiting on no fence
-(the copy is known complete on the CPU, so no semaphore is signalled), and lets the frame's surface go
-at once. With many streams in one process this takes every CUDA call off the importing thread. Slots
-taken ahead do not count against ``slots`` until imported, so an import never waits for a slot held
-by a later frame; they are given back on the caller's thread, the only one that touches Dawn.
+decoder's prefetch thread takes an idle slot of the stream, imports and waits Dawn's last fence and
+enqueues the copy, on a CUDA stream no other thread is using at that moment, without a Dawn call; the
+frame is handed out carrying the slot at once, the slot holding the decoded frame until the copy is
+known done. The decoder's thread finds that out at its next copy (an event query); an import that
+comes first waits for it (bounded). The import then only begins Dawn's access, waiting on no fence
+(no semaphore is signalled: the copy is known complete on the CPU), and lets the frame's surface go.
+With many streams in one process this takes the CUDA calls off the importing thread, and the copies
+of many decoders run side by side. Slots taken ahead do not count against ``slots`` until imported,
+so an import never waits for a slot held by a later frame; they are given back on the caller's
+thread, the only one that touches Dawn, once their copy is known done.
 
 The release order is chosen at creation by ``ALPHA2_GPU_COPY_RELEASE`` (:class:`ReleaseOrder`):
 
@@ -137,6 +140,9 @@ DAWN_TIMELINE_FENCES = False
 """Whether Dawn's opaque-fd shared fences accept timeline semaphores (not in Dawn 0.32: binary only)."""
 
 # The formats whose planes CUDA can write as 1- or 2-byte channels: 8-bit and 16-bit unorm planes.
+_PENDING_HERE_MAX = 32
+"""Copies ahead a decoder's thread keeps track of to let go of once done (the import does the rest)."""
+
 _COPYABLE = {PlaneFormat.R8, PlaneFormat.RG8, PlaneFormat.RGBA8, PlaneFormat.R16, PlaneFormat.RG16}
 
 
@@ -281,8 +287,13 @@ class CudaVkPairing(InteropPairing):
         self._wait_timeout = wait_timeout
         self._lock = threading.RLock()
         self._copies = CopyCompletions(self._ctx, wait_timeout)
-        self._ahead_lock = threading.Lock()  # copies ahead: one at a time, on their own stream
-        self._ahead_stream: CopyStream | None = None
+        # Copies ahead run side by side on the decoders' threads, each on a stream of the pool (one per
+        # copy running at once); the gate counts those running, for close to wait for.
+        self._ahead_gate = threading.Condition(threading.Lock())
+        self._ahead_running = 0
+        self._ahead_streams: list[CopyStream] = []
+        self._idle_ahead_streams: collections.deque[CopyStream] = collections.deque()
+        self._here = threading.local()  # each decoder's thread: its copies ahead not yet known done
         self._ahead_counts = [0, 0]  # copied ahead, offered but copied at import
         self._returns: collections.deque[tuple[RingSlot, bool]] = collections.deque()
         # Streams whose copies ahead found no idle slot: the caller's thread makes one more per import.
@@ -408,19 +419,22 @@ class CudaVkPairing(InteropPairing):
             self._ring.poll()
 
     def copy_ahead(self, frame: DecodedFrame) -> _CopiedAhead | None:
-        """Copy an NVDEC frame into an idle slot of its stream now, on the calling (decoder's) thread, and
-        wait (bounded) for the copy; None when it cannot be done here (the import then copies, as
-        without this). Thread-safe; makes no Dawn call, so it runs beside the caller's imports.
+        """Copy an NVDEC frame into an idle slot of its stream now, on the calling (decoder's) thread;
+        None when it cannot be done here (the import then copies, as without this). Thread-safe: the
+        copies of several decoders' threads run side by side, each on a CUDA stream of its own, and
+        none waits for another. Makes no Dawn call, so it runs beside the caller's imports.
 
         Only an idle slot is taken, never a new one made (making one is Dawn's work): ``prepare``
         makes the stream's ``slots``, and when none is idle here the next import makes one more, up to
         twice ``slots``. A slot Dawn may still be using (queue release order, its promise not settled
-        yet) is left alone. Dawn's end-of-access fences are imported and
-        waited on here, on the GPU, as at import. The copy signals no semaphore: its completion is
-        known on the CPU before the frame is handed out, so the import's ``begin_access`` waits on
-        nothing, and the frame's surface is let go at import.
+        yet) is left alone. Dawn's end-of-access fence is imported and waited on here, on the GPU, as
+        at import. The copy signals no semaphore, and is not waited for: the frame is handed out at
+        once, and the slot holds the decoded frame until the copy is known done, which this thread's
+        next copy ahead finds out (an event query), or else the import, which then waits for it
+        (bounded). The import's ``begin_access`` waits on nothing, and the frame's surface is let go
+        there.
         """
-        if self._closed or self.refuses(frame) is not None:
+        if self.refuses(frame) is not None:
             return None
         pixel_format = frame.pixel_format
         width, height = picture_size(frame)
@@ -439,30 +453,112 @@ class CudaVkPairing(InteropPairing):
         if slot is None:
             self._count_ahead(False)
             return None
+        if not self._enter_ahead():  # closed meanwhile
+            self._return_ahead(slot, False)
+            return None
+        stream: CopyStream | None = None
         try:
-            with self._ahead_lock, self._ctx:
+            with self._ctx:
+                self._settle_here()
                 if slot.dawn_done is not None:
                     promise, slot.dawn_done = slot.dawn_done, None
                     promise.sync_wait()  # settled: its result, or its error
                 self.poll_sync_fds(slot)
-                stream = self._copy_ahead_stream()
+                stream = self._take_ahead_stream()
                 enqueue_copy(self._ctx, stream, slot, cuda_planes, frame.cuda_stream, None, signal=False)
-                copy_done = slot.copy_done
-                assert copy_done is not None
-                copy_done.wait(self._wait_timeout(), "a GPU copy made on the decoder's thread")
-                waited, slot.waited = slot.waited, []
-                for semaphore in waited:
-                    semaphore.close()
+            slot.reading, slot.unsettled = (frame.keep_alive, cuda_planes), True
         except Exception:
             # The import copies the frame again, and reports what fails there. The slot is retired on
             # the caller's thread (destroying it drops Dawn objects).
             slot.broken = True
-            abandon_copy(slot, self._ahead_stream or self._stream, self._wait_timeout())
+            abandon_copy(slot, stream or self._stream, self._wait_timeout())
             self._return_ahead(slot, True)
             self._count_ahead(False)
             return None
+        finally:
+            if stream is not None:
+                self._idle_ahead_streams.append(stream)
+            self._leave_ahead()
+        pending = self._pending_here()
+        pending.append(slot)
+        if len(pending) > _PENDING_HERE_MAX:  # only a shortcut: the import settles what is left
+            pending.popleft()
         self._count_ahead(True)
         return _CopiedAhead(self, slot)
+
+    def _enter_ahead(self) -> bool:
+        with self._ahead_gate:
+            if self._closed:
+                return False
+            self._ahead_running += 1
+            return True
+
+    def _leave_ahead(self) -> None:
+        with self._ahead_gate:
+            self._ahead_running -= 1
+            if not self._ahead_running:
+                self._ahead_gate.notify_all()
+
+    def _take_ahead_stream(self) -> CopyStream:
+        """A stream no other copy ahead is enqueuing on: the pool holds one per copy running at once."""
+        from alpha2.native_gpu._cuda import interop
+
+        try:
+            return self._idle_ahead_streams.pop()  # atomic: two threads never take the same one
+        except IndexError:
+            pass
+        stream = interop.CopyStream(self._ctx)
+        with self._ahead_gate:
+            self._ahead_streams.append(stream)
+        return stream
+
+    def _pending_here(self) -> collections.deque[RingSlot]:
+        pending: collections.deque[RingSlot] | None = getattr(self._here, "pending", None)
+        if pending is None:
+            pending = self._here.pending = collections.deque()
+        return pending
+
+    def _settle_here(self) -> None:
+        """Let go of what this thread's earlier copies ahead hold, for those now done (one event query
+        each; the import settled the others already, or will)."""
+        pending = self._pending_here()
+        for _ in range(len(pending)):
+            slot = pending.popleft()
+            if not self._settle(slot, None):
+                pending.append(slot)
+
+    def _settle(self, slot: RingSlot, timeout_s: float | None) -> bool:
+        """Whether the copy made ahead into ``slot`` is done; once it is, the fence it waited on is
+        closed and the frame it read let go. ``timeout_s`` None: ask once, never block (False when
+        another thread is finding out); else wait up to that.
+
+        Raises:
+            GpuTimeoutError: the copy did not finish within ``timeout_s``.
+            CudaError: a driver call failed.
+        """
+        if not slot.unsettled:
+            return True
+        lock = slot.settle_lock
+        if not lock.acquire(timeout_s is not None):
+            return False
+        try:
+            if not slot.unsettled:  # another thread found it done meanwhile
+                return True
+            copy_done = slot.copy_done
+            assert copy_done is not None, "the slot's event is made with it"
+            with self._ctx:
+                if timeout_s is None:
+                    if not copy_done.query():
+                        return False
+                else:
+                    copy_done.wait(timeout_s, "a GPU copy made on the decoder's thread")
+                waited, slot.waited = slot.waited, []
+                for semaphore in waited:
+                    semaphore.close()
+            slot.reading, slot.unsettled = None, False
+            return True
+        finally:
+            lock.release()
 
     def _return_ahead(self, slot: RingSlot, broken: bool) -> None:
         """A slot from a copy ahead, given back by the caller's thread at its next import or poll: giving
@@ -496,14 +592,13 @@ class CudaVkPairing(InteropPairing):
                 slot, broken = self._returns.popleft()  # atomic: two threads never take the same one
             except IndexError:
                 return
+            if not broken:
+                # The slot's next copy may run on another stream: this one must be done first.
+                try:
+                    self._settle(slot, self._wait_timeout())
+                except Error:
+                    slot.broken = broken = True  # retired: destroyed once its CUDA work is done
             self._ring.give_back(slot, broken=broken, ahead=True)
-
-    def _copy_ahead_stream(self) -> CopyStream:
-        from alpha2.native_gpu._cuda import interop
-
-        if self._ahead_stream is None:
-            self._ahead_stream = interop.CopyStream(self._ctx)
-        return self._ahead_stream
 
     def _count_ahead(self, copied: bool) -> None:
         self._ahead_counts[0 if copied else 1] += 1  # under the GIL: a lost count is only a statistic
@@ -567,9 +662,15 @@ class CudaVkPairing(InteropPairing):
     def _acquire_copied(
         self, frame: DecodedFrame, surface: NativeSurfaceLease, slot: RingSlot
     ) -> PairingTicket:
-        """Import a frame copied ahead (:meth:`copy_ahead`): the copy is done, so Dawn waits on nothing."""
+        """Import a frame copied ahead (:meth:`copy_ahead`): once the copy is known done (usually found
+        by the decoder's thread already: no CUDA call here), Dawn waits on nothing."""
         cuda_planes = frame.planes
         assert isinstance(cuda_planes, tuple)
+        try:
+            self._settle(slot, self._wait_timeout())
+        except BaseException as exc:
+            self._fail_slot(slot, copy_enqueued=False)  # retired once the copy is done; it holds the frame
+            raise _typed(exc, "a GPU copy made on the decoder's thread") from exc
         try:
             self._begin_access(slot, None)
         except BaseException as exc:
@@ -779,8 +880,9 @@ class CudaVkPairing(InteropPairing):
             self._closed = True
         timeout_s = self._wait_timeout()
         self._copies.close(timeout_s)
-        with self._ahead_lock:  # a copy ahead running now finishes first (bounded), then finds us closed
-            self._drain_returns()
+        with self._ahead_gate:  # copies ahead running now finish first (bounded), then find us closed
+            self._ahead_gate.wait_for(lambda: not self._ahead_running, timeout_s)
+        self._drain_returns()
         self._ring.close()
         deadline = time.monotonic() + timeout_s
         while True:
@@ -790,8 +892,8 @@ class CudaVkPairing(InteropPairing):
             time.sleep(0.001)
         for slot in self._ring.take_retired():  # still running after the timeout: the context's teardown
             self._vk.defer_destroy(functools.partial(self._ring.destroy, slot))
-        if self._ahead_stream is not None:
-            self._ahead_stream.close()
+        for stream in self._ahead_streams:
+            stream.close()
         self._stream.close()
         if self._owns_context:
             self._context.close()

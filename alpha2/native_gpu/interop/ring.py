@@ -139,6 +139,13 @@ class RingSlot:
     dawn_done: Any = None
     """With the queue release order: Dawn's ``on_submitted_work_done`` promise, made at the slot's
     release; the next copy into the slot (or its destruction) waits until it settles."""
+    unsettled: bool = False
+    """Whether a copy made ahead into the slot (:meth:`CudaVkPairing.copy_ahead`) is not yet known
+    done: until it is, ``reading`` and ``waited`` are held."""
+    reading: Any = None
+    """What that copy reads (the decoded frame), held until the copy is known done."""
+    settle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Taken by whichever thread finds that copy done (its decoder's, or the importing one)."""
 
     @classmethod
     def for_key(cls, key: RingKey) -> RingSlot:
@@ -162,6 +169,7 @@ class RingSlot:
         waited, self.waited = self.waited, []
         for semaphore in waited:
             semaphore.close()
+        self.reading, self.unsettled = None, False
         for plane in reversed(self.planes):
             if plane.accessing:
                 try:
