@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead]
+#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [held]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -91,6 +91,25 @@ for step in $steps; do
       echo '$ python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads,import --wall-check 16' >> "$log"
       timeout 150 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
         --modes decode-threads,import --wall-check 16 >> "$log" 2>&1;;
+    held)  # the per-frame CUDA calls with the GIL held (ALPHA2_CUDA_GIL=hold) against cuda-python's
+      { echo '$ python3 benchmarks/bench_cuda_calls.py --threads 1,4,14 --busy 0,8';
+        timeout 60 python3 benchmarks/bench_cuda_calls.py --threads 1,4,14 --busy 0,8; } >> "$log" 2>&1
+      ALPHA2_CUDA_GIL=hold ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 150 python3 -m pytest -q \
+        -p no:cacheprovider tests/test_importer.py tests/test_streams.py tests/test_shared_vulkan.py tests/test_import_leak.py tests/test_encode_copier.py \
+        > "$OUT/tests-held.log" 2>&1; echo "tests (ALPHA2_CUDA_GIL=hold) rc=$?" >> "$log"
+      for gil in hold release; do
+        echo "\$ ALPHA2_CUDA_GIL=$gil python3 benchmarks/profile_streams.py --streams 4" >> "$log"
+        ALPHA2_CUDA_GIL=$gil timeout 60 python3 benchmarks/profile_streams.py --streams 4 2>&1 | head -24 >> "$log"
+      done
+      echo '$ ALPHA2_CUDA_GIL=hold python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 --modes decode-threads,import,import-inline' >> "$log"
+      ALPHA2_CUDA_GIL=hold timeout 150 python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 \
+        --modes decode-threads,import,import-inline >> "$log" 2>&1
+      echo '$ ALPHA2_CUDA_GIL=hold python3 benchmarks/bench_import.py --hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import,import-inline --repeat 3' >> "$log"
+      ALPHA2_CUDA_GIL=hold timeout 60 python3 benchmarks/bench_import.py --hwaccel cuda --backend wgpudawn \
+        --frames 600 --sample --modes decode,import,import-inline --repeat 3 >> "$log" 2>&1
+      echo '$ ALPHA2_CUDA_GIL=hold python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes import --wall-check 16' >> "$log"
+      ALPHA2_CUDA_GIL=hold timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
+        --modes import --wall-check 16 >> "$log" 2>&1;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
