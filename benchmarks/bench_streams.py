@@ -285,6 +285,10 @@ def wall_check(clip: str, n: int, hwaccel: str, rate: float = 30.0) -> dict[str,
         t0 = time.perf_counter()
         first_tick_s = t0 - opened
         ticks, late = 1, 0
+        late_at: list[int] = []
+        # Each tick's own time, split as the group does (waiting for decoded frames, imports, render):
+        # what a late tick was late for.
+        spans: list[tuple[float, dict[str, float]]] = []
         while not group.finished:
             due = ticks / rate
             now = time.perf_counter() - t0
@@ -292,18 +296,33 @@ def wall_check(clip: str, n: int, hwaccel: str, rate: float = 30.0) -> dict[str,
                 time.sleep(due - now)
             elif now > due + 1 / rate:
                 late += 1
+                late_at.append(ticks)
+            before = dict(group.stages.seconds)
+            start = time.perf_counter()
             group.tick(at_s=due + 0.5 / rate)  # mid-interval: pts rounding never lands two frames in a tick
+            took = time.perf_counter() - start
+            spans.append((took, {k: v - before.get(k, 0.0) for k, v in group.stages.seconds.items()}))
             ticks += 1
         group.drain()
         seconds = time.perf_counter() - t0
         dropped = sum(s.frames_dropped for s in group.streams)
+        durations = sorted(took for took, _ in spans)
+        slowest = sorted(spans, key=lambda span: span[0], reverse=True)[:3]
         return {
             "ticks": ticks,
             "seconds": seconds,
             "fps": (ticks - 1) / seconds,  # the ticks after the first, which started the clock
             "late": late,
+            "late_at": late_at[:12],
             "dropped": dropped,
             "first_tick_s": first_tick_s,
+            "tick_ms_median": 1e3 * durations[len(durations) // 2] if durations else 0.0,
+            "tick_ms_p99": 1e3 * durations[int(len(durations) * 0.99)] if durations else 0.0,
+            "ticks_over_interval": sum(1 for took in durations if took > 1 / rate),
+            "slowest_ticks_ms": [
+                {"ms": round(1e3 * took, 1), **{k: round(1e3 * v, 1) for k, v in parts.items()}}
+                for took, parts in slowest
+            ],
         }
 
 
@@ -389,6 +408,11 @@ def main() -> int:
             f"{codec} wall of {args.wall_check} at 30 fps: {result['fps']:.1f} fps, "
             f"{result['late']} late ticks, {result['dropped']} dropped frames (first tick "
             f"{result['first_tick_s'] * 1e3:.0f} ms after opening): " + ("met" if ok else "NOT met")
+        )
+        NOTES.append(
+            f"wall ticks: median {result['tick_ms_median']:.1f} ms, p99 {result['tick_ms_p99']:.1f} ms, "
+            f"{result['ticks_over_interval']} longer than the interval; late at ticks {result['late_at']}; "
+            f"slowest (ms, by stage) {result['slowest_ticks_ms']}"
         )
     for line in NOTES:
         print(line)

@@ -162,7 +162,7 @@ def test_a_wall_of_nvdec_streams_copied_on_the_decoders_threads_matches_one_copi
     sources = [
         make_clip(tmp_path / "a.mkv", width=128, height=72, frames=12).path,
         make_clip(tmp_path / "b.mkv", width=96, height=72, frames=12, gop=3).path,
-        make_clip(tmp_path / "c.mkv", codec="hevc", width=128, height=64, frames=12).path,
+        make_clip(tmp_path / "c.mkv", codec="hevc", width=256, height=144, frames=12).path,  # NVDEC: >= 144
     ]
     walls = []
     for copy_ahead in (True, False):
