@@ -63,9 +63,14 @@ def test_wall_window_on_a_virtual_display(clips: list[Clip]) -> None:
 @pytest.mark.vulkan
 def test_wall_without_a_display_renders_offscreen(clips: list[Clip]) -> None:
     stats = play_wall([c.path for c in clips], PlayOptions(frames=3), environ=NO_DISPLAY)
-    # Each stream says where its GPU copies ran; here frames went through the CPU upload: none.
-    assert [s["gpu_copies"] for s in stats.streams] == [{"decoder_thread": 0, "at_import": 0}] * 2
-    assert "GPU copies" not in stats.summary()
+    # Each stream says where its GPU copies ran: each frame the GPU copy imported was copied on its
+    # decoder's thread or at import, and so were those overtaken before their tick (none on the CPU
+    # upload, as on lavapipe; with NVDEC and Dawn, at least one per frame shown).
+    copies = [s["gpu_copies"] for s in stats.streams]
+    gpu_copied = stats.as_dict()["paths"].get("gpu_copy", 0)
+    counted = sum(c["decoder_thread"] + c["at_import"] for c in copies)
+    assert counted >= gpu_copied and (counted == 0) == (gpu_copied == 0), (copies, gpu_copied)
+    assert ("GPU copies" in stats.summary()) == (gpu_copied > 0)
     assert stats.mode == "offscreen"
     assert stats.mode_reason.startswith("no window: no display"), stats.mode_reason
     assert stats.frames == 3 and stats.submissions == 3
