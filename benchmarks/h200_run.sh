@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [held] [wallgil]
+#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [held] [wallgil] [preroll]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -121,6 +121,16 @@ for step in $steps; do
         echo "\$ ALPHA2_CUDA_GIL=$gil python3 benchmarks/bench_streams.py --codecs h264 --streams 14 --modes decode-threads,import" >> "$log"
         ALPHA2_CUDA_GIL=$gil timeout 100 python3 benchmarks/bench_streams.py --codecs h264 --streams 14 \
           --modes decode-threads,import >> "$log" 2>&1
+      done;;
+    preroll)  # the 16-stream HEVC wall after StreamGroup.preroll, against the GIL settings; its tests
+      ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 120 python3 -m pytest -q -p no:cacheprovider \
+        tests/test_streams.py tests/test_wall_window.py tests/test_importer.py tests/test_cuda_held.py \
+        > "$OUT/tests-preroll.log" 2>&1; echo "tests (streams, wall, importer) rc=$?" >> "$log"
+      for variant in "" "ALPHA2_CUDA_GIL=hold" "--switch-interval 0.001"; do
+        case $variant in ALPHA2*) envs=$variant; flags="";; *) envs=""; flags=$variant;; esac
+        echo "\$ $envs python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16 $flags" >> "$log"
+        env $envs timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
+          --modes decode-threads --wall-check 16 $flags >> "$log" 2>&1
       done;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
 from alpha2.apps.streams import StreamGroup, grid_shape
 from alpha2.ffmpeg_bridge import DecodeSession
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.surfaces import SurfaceBudget
 
@@ -119,6 +121,62 @@ def test_stream_group_one_submit_per_tick(clips: list[str], monkeypatch: pytest.
     assert all(s.importer.closed and s.decoder.closed for s in group.streams)
     assert all(s.importer.stats().in_flight == 0 for s in group.streams)
     group.close()  # idempotent
+
+
+@pytest.mark.vulkan
+def test_preroll_waits_for_every_decoder_to_fill_its_queue(clips: list[str]) -> None:
+    with StreamGroup(clips, hwaccel="none", prefetch=2, budget=SurfaceBudget(max_surfaces=None)) as group:
+        assert all(s.decoder.decoded_ahead == (0, 2) for s in group.streams), "not started before a tick"
+        group.tick(at_s=0.0)
+        waited = group.preroll(timeout_s=10.0)
+        assert 0.0 <= waited < 10.0
+        # Every decoder has its two frames waiting (or its end): the clock may start.
+        assert [s.decoder.decoded_ahead for s in group.streams] == [(2, 2)] * len(clips)
+        shown = [s.frames_shown for s in group.streams]
+        assert shown == [1] * len(clips), "the pre-roll only waits: it draws nothing"
+    with pytest.raises(ClosedError):
+        group.preroll()
+
+
+@pytest.mark.vulkan
+def test_preroll_is_bounded_and_stops_at_a_full_budget(
+    clips: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with StreamGroup(clips, hwaccel="none", prefetch=2, budget=SurfaceBudget(max_surfaces=None)) as group:
+        group.tick(at_s=0.0)
+        stuck = group.streams[0].decoder
+        monkeypatch.setattr(type(stuck), "decoded_ahead", property(lambda self: (0, 2)))  # never fills
+        waited = group.preroll(timeout_s=0.2)
+        assert 0.2 <= waited < 5.0
+    with StreamGroup(clips, hwaccel="none", prefetch=2) as group:  # 2 surfaces a stream, shared
+        group.tick(at_s=0.0)
+        usage = group.budget.usage()
+        monkeypatch.setattr(
+            type(group.budget), "usage", lambda self: replace(usage, surfaces=usage.max_surfaces)
+        )
+        assert group.preroll(timeout_s=5.0) < 1.0, "a full budget: nothing more can be decoded ahead"
+
+
+def test_decoded_ahead_counts_the_prefetch_queue(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "p.mkv", width=64, height=48, frames=6)
+    with DecodeSession(clip.path, hwaccel="none", prefetch=0) as session:
+        assert session.decoded_ahead == (0, 0)
+    with DecodeSession(clip.path, hwaccel="none", prefetch=3) as session:
+        assert session.decoded_ahead == (0, 3)
+        session.next_frame().release()
+        deadline = time.monotonic() + 10.0
+        while session.decoded_ahead[0] < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert session.decoded_ahead == (3, 3)
+        for _ in range(5):
+            frame = session.next_frame()
+            assert frame is not None
+            frame.release()
+        deadline = time.monotonic() + 10.0
+        while session.decoded_ahead[0] < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert session.decoded_ahead == (1, 3), "the end of the stream waits in the queue"
+        assert session.next_frame() is None
 
 
 @pytest.mark.vulkan

@@ -111,6 +111,8 @@ class StreamGroup:
     Typical use::
 
         with StreamGroup(["a.mp4", "b.mp4", "c.mp4"]) as group:
+            group.tick(at_s=0.0)              # every stream's first frame, which starts the decoders
+            group.preroll()                   # every decoder's queue filled: start the clock now
             while not group.finished:
                 group.tick(at_s=clock())      # or tick() to take the next frame of every stream
             pixels = group.read_wall()
@@ -270,6 +272,37 @@ class StreamGroup:
     def finished(self) -> bool:
         """Every stream has ended (nothing left to draw)."""
         return all(s.ended and s.pending is None for s in self._streams)
+
+    def preroll(self, timeout_s: float = 2.0) -> float:
+        """Wait until every stream has decoded as far ahead as it may, as a player buffers before its
+        clock starts; returns the seconds waited.
+
+        Call it after the first tick (which starts the decoders): a clock started right after that
+        finds the decoders catching up, all at once, while the ticks want the same CPU and the GIL, and
+        the first ticks come late. A stream is ready when its decoder has ``prefetch`` frames waiting
+        (or its end), when it has ended, or when the shared surface budget is full; waits at most
+        ``timeout_s``.
+
+        Raises:
+            ClosedError: the group was closed.
+        """
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
+        start = time.perf_counter()
+        deadline = start + timeout_s
+        while not self._buffered() and time.perf_counter() < deadline:
+            time.sleep(0.002)
+        return time.perf_counter() - start
+
+    def _buffered(self) -> bool:
+        usage = self.budget.usage()
+        if usage.max_surfaces is not None and usage.surfaces >= usage.max_surfaces:
+            return True
+        for stream in self._streams:
+            queued, depth = stream.decoder.decoded_ahead
+            if not stream.ended and queued < depth:
+                return False
+        return True
 
     # -- per tick -----------------------------------------------------------------------------------
 

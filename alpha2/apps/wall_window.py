@@ -230,6 +230,8 @@ class WallWindow:
         box = letterbox(group.size, window)
         self._present(box)
         if self.clock is None:
+            # The first wall is on screen: let every decoder fill its queue before the clock runs.
+            self.stats.stages.add("preroll", group.preroll())
             self.clock = SystemClock(NO_SOUND_REASON)
         if tick.submitted:
             stats.frames += 1

@@ -711,6 +711,16 @@ class DecodeSession:
                 )
             time.sleep(0.001)
 
+    @property
+    def decoded_ahead(self) -> tuple[int, int]:
+        """Frames the prefetch thread has decoded and not yet handed out (the end of the stream, or a
+        failure, counts as one), and how many it decodes ahead at most. ``(0, 0)`` without prefetching;
+        ``(0, prefetch)`` before the first frame was asked for (the thread starts then)."""
+        prefetcher = self._prefetcher
+        if prefetcher is None:
+            return 0, self._prefetch_depth
+        return prefetcher.queued, prefetcher.depth
+
     def next_frame(self) -> DecodedFrame | None:
         """The next frame, or None at the end of the stream.
 

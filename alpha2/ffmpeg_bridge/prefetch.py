@@ -96,6 +96,16 @@ class Prefetcher:
             if frame is None:
                 return
 
+    @property
+    def queued(self) -> int:
+        """Results decoded ahead and waiting for the consumer (the end or a failure counts as one)."""
+        return self._queue.qsize()
+
+    @property
+    def depth(self) -> int:
+        """How many results the worker decodes ahead at most."""
+        return self._queue.maxsize
+
     def get(self) -> Produced:
         # After the end or a failure the worker has returned: the stream is over, as a finished
         # generator is when decoding on the caller's thread.
