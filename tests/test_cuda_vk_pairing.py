@@ -1358,6 +1358,35 @@ def test_prepare_stream_makes_the_slot_frames_then_reuse(rig: Rig) -> None:
     assert (stats.allocations, stats.reuses) == (1, 1)
 
 
+def test_prepare_stream_for_copies_ahead_makes_the_slots_the_decoder_holds_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = Rig(monkeypatch, slots=2)
+    try:
+        made.pairing.prepare_stream(cuda_frame().identity, ahead=True)
+        stats = made.pairing.stats()
+        assert (stats.allocations, stats.pool_sets, stats.pool_idle) == (4, 4, 4), "twice slots, at open"
+        held = [on_thread(lambda: made.pairing.copy_ahead(cuda_frame())) for _ in range(4)]
+        assert all(ahead is not None for ahead in held), "every copy ahead finds an idle slot"
+        for ahead in held:
+            ahead.discard()
+        made.pairing.poll()
+        assert made.pairing.stats().allocations == 4, "nothing made per frame"
+    finally:
+        made.pairing.close()
+        made.dawn.close()
+    # A memory budget with room for three slots: the growth stops there, and prepare does not fail.
+    slot_bytes = 64 * 36 + 64 * 18
+    budget = MemoryBudget(caps={BackendKind.VULKAN: BudgetCaps(hard_bytes=3 * slot_bytes)})
+    made = Rig(monkeypatch, slots=2, memory_budget=budget)
+    try:
+        made.pairing.prepare_stream(cuda_frame().identity, ahead=True)
+        assert made.pairing.stats().pool_sets == 3
+    finally:
+        made.pairing.close()
+        made.dawn.close()
+
+
 def test_the_pairing_s_slots_count_against_the_importer_s_memory_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

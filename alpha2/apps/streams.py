@@ -254,6 +254,7 @@ class StreamGroup:
             importer.prepare(
                 gpu_frames=decoder.hwaccel_report.active is HwAccelMode.CUDA,
                 identity=decoder.expected_identity(),
+                copy_ahead=self._copy_ahead,
             )
             if self._copy_ahead:
                 decoder.set_copy_ahead(importer.copy_ahead)

@@ -363,8 +363,9 @@ class CpuUploadPairing(InteropPairing):
         )
         return PairingTicket(frame=imported, release=lambda: self._pool.give_back(key, tset))
 
-    def prepare_stream(self, identity: SurfaceIdentity) -> None:
-        """Make a texture set for ``identity``'s frames and initialize it (zeros) through the upload path.
+    def prepare_stream(self, identity: SurfaceIdentity, *, ahead: bool = False) -> None:
+        """Make a texture set for ``identity``'s frames and initialize it (zeros) through the upload path
+        (``ahead`` changes nothing: the CPU upload copies nothing ahead).
 
         The first upload into new textures is the costly one (staging memory, and on lavapipe the copy
         code): done here, at start-up, the first frame does not pay for it.

@@ -388,10 +388,13 @@ class CudaVkPairing(InteropPairing):
             )
         return _uncopyable_reason(frame.pixel_format)
 
-    def prepare_stream(self, identity: SurfaceIdentity) -> None:
+    def prepare_stream(self, identity: SurfaceIdentity, *, ahead: bool = False) -> None:
         """Make the ring's ``slots`` slots for ``identity``'s frames (Vulkan images, CUDA and Dawn
         imports) now, so that none is made mid-stream while fewer are in flight (a copy ahead takes
-        only slots already made).
+        only slots already made). ``ahead`` (the decoder copies ahead): as many more as a decoder's
+        thread may hold, up to twice ``slots``, which the first frames' imports would make otherwise,
+        each stream one per import, while the player's clock already runs (as far as the memory
+        budget allows; the imports make the rest when it does).
 
         A format the copy does not take is left alone: its frames fall back, reported as they come.
         """
@@ -409,6 +412,14 @@ class CudaVkPairing(InteropPairing):
             finally:
                 for slot in taken:
                     self._ring.give_back(slot)
+            try:
+                for _ in range(self._ring.per_key if ahead else 0):
+                    sets = self._ring.counts()[0]
+                    # A full memory budget may make room by trimming an idle slot: then stop.
+                    if not self._ring.grow(key, 2 * self._ring.per_key) or self._ring.counts()[0] <= sets:
+                        break
+            except Error:
+                pass  # the budget or the device refused one more: the per-frame growth tries again
 
     def poll(self) -> None:
         """Destroy retired slots whose CUDA work is done (the WaiterThread lets go of surfaces)."""
@@ -578,7 +589,9 @@ class CudaVkPairing(InteropPairing):
             return
         try:
             with self._ctx:
-                grown = self._ring.grow(key, 2 * self._ring.per_key)
+                sets = self._ring.counts()[0]
+                # A full memory budget may make room by trimming an idle slot: no more slots, then.
+                grown = self._ring.grow(key, 2 * self._ring.per_key) and self._ring.counts()[0] > sets
         except Error:
             grown = False
         if not grown:

@@ -274,7 +274,9 @@ class FrameImporter:
             f"no import path can take {what}: " + ("; ".join(skipped) if skipped else "nothing applies")
         )
 
-    def prepare(self, *, gpu_frames: bool, identity: SurfaceIdentity | None = None) -> ExecutionPath:
+    def prepare(
+        self, *, gpu_frames: bool, identity: SurfaceIdentity | None = None, copy_ahead: bool = False
+    ) -> ExecutionPath:
         """Set up now, at start-up, the path that frames of this kind will take, not on the first frame.
 
         Setting up the GPU copy makes a Vulkan device, a CUDA stream and a thread: about 0.1 s on the
@@ -289,6 +291,9 @@ class FrameImporter:
             identity: The identity the stream's frames will have
                 (``DecodeSession.expected_identity()``). The path's texture set or ring slot for them is
                 made now too, and the CPU upload does its first (costly) upload, of zeros, into it.
+            copy_ahead: The stream's decoder will copy ahead (``set_copy_ahead(importer.copy_ahead)``):
+                the GPU copy's ring slots that a decoder's thread holds are made now too (up to twice
+                ``slots``), not by the first frames' imports.
 
         Returns:
             The path such frames will take (a frame may still be refused for its format; its import
@@ -305,7 +310,7 @@ class FrameImporter:
             if gpu_frames:
                 self._gpu_pairing = pairing
         if identity is not None:
-            pairing.prepare_stream(identity)
+            pairing.prepare_stream(identity, ahead=copy_ahead)
         return pairing.path
 
     # -- importing ------------------------------------------------------------------------------------

@@ -430,10 +430,11 @@ class InteropPairing(abc.ABC):
         """Why the pairing is not meant for CUDA (``on_gpu``) or host-memory frames, when asked for it."""
         return f"{cls.name} does not take {'CUDA' if on_gpu else 'host-memory'} frames"
 
-    def prepare_stream(self, identity: SurfaceIdentity) -> None:  # noqa: B027 - optional hook
-        """Allocate what frames of ``identity`` will take (a texture set, a ring slot) before the first.
+    def prepare_stream(self, identity: SurfaceIdentity, *, ahead: bool = False) -> None:  # noqa: B027
+        """Allocate what frames of ``identity`` will take (a texture set, a ring slot) before the first;
+        ``ahead``: their decoder copies them ahead (:meth:`copy_ahead`), so what that holds too.
 
-        Raises a typed alpha2 error when it cannot; nothing is left half-made.
+        Raises a typed alpha2 error when it cannot; nothing is left half-made. (An optional hook.)
         """
 
     @abc.abstractmethod
