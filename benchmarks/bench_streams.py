@@ -304,7 +304,8 @@ def wall_check(clip: str, n: int, hwaccel: str, rate: float = 30.0, preroll: boo
             start = time.perf_counter()
             group.tick(at_s=due + 0.5 / rate)  # mid-interval: pts rounding never lands two frames in a tick
             took = time.perf_counter() - start
-            spans.append((took, {k: v - before.get(k, 0.0) for k, v in group.stages.seconds.items()}))
+            parts = {k: v - before.get(k, 0.0) for k, v in group.stages.seconds.items()}
+            spans.append((took, {"at": ticks, **parts}))
             ticks += 1
         group.drain()
         seconds = time.perf_counter() - t0
@@ -324,7 +325,10 @@ def wall_check(clip: str, n: int, hwaccel: str, rate: float = 30.0, preroll: boo
             "tick_ms_p99": 1e3 * durations[int(len(durations) * 0.99)] if durations else 0.0,
             "ticks_over_interval": sum(1 for took in durations if took > 1 / rate),
             "slowest_ticks_ms": [
-                {"ms": round(1e3 * took, 1), **{k: round(1e3 * v, 1) for k, v in parts.items()}}
+                {
+                    "ms": round(1e3 * took, 1),
+                    **{k: v if k == "at" else round(1e3 * v, 1) for k, v in parts.items()},
+                }
                 for took, parts in slowest
             ],
         }

@@ -278,11 +278,12 @@ class StreamGroup:
         """Wait until every stream has decoded as far ahead as it may, as a player buffers before its
         clock starts; returns the seconds waited.
 
-        Call it after the first tick (which starts the decoders): a clock started right after that
-        finds the decoders catching up, all at once, while the ticks want the same CPU and the GIL, and
-        the first ticks come late. A stream is ready when its decoder has ``prefetch`` frames waiting
-        (or its end), when it has ended, or when the shared surface budget is full; waits at most
-        ``timeout_s``.
+        Call it after the first tick (which starts the decoders): a clock started while decoders are
+        still filling their queues finds them catching up all at once, wanting the CPU and the GIL
+        the ticks want. A stream is ready when its decoder has ``prefetch`` frames waiting (or its
+        end), when it has ended, or when the shared surface budget is full; waits at most
+        ``timeout_s``. (With the default budget of two surfaces a stream, on the H200 with 16 NVDEC
+        streams, the budget was full by the end of the first tick: it returned at once.)
 
         Raises:
             ClosedError: the group was closed.
