@@ -1153,14 +1153,21 @@ def test_a_decoder_s_next_copy_ahead_lets_go_of_the_last_one_once_done(
         made.dawn.close()
 
 
-def test_an_import_waits_for_a_copy_ahead_and_a_timeout_keeps_the_frame_until_it_is_done(rig: Rig) -> None:
-    pairing = rig.pairing
-    pairing.prepare_stream(cuda_frame().identity)
+def copied_ahead_unfinished(rig: Rig) -> tuple[Any, weakref.ref[Held]]:
+    """A frame copied ahead on a decoder's thread whose copy the fake GPU has not run yet, and a weak
+    reference to the decoded frame it reads (the decoder's own reference already dropped)."""
+    rig.pairing.prepare_stream(cuda_frame().identity)
     rig.cuda.auto_complete = False
     decoded = cuda_frame(keep_alive=Held())
     gone = weakref.ref(decoded.keep_alive)
-    ahead = on_thread(lambda: pairing.copy_ahead(decoded))
+    ahead = on_thread(lambda: rig.pairing.copy_ahead(decoded))
     decoded.release()
+    return ahead, gone
+
+
+def test_an_import_waits_for_a_copy_ahead_and_a_timeout_keeps_the_frame_until_it_is_done(rig: Rig) -> None:
+    pairing = rig.pairing
+    ahead, gone = copied_ahead_unfinished(rig)
     rig.timeout_s = 0.02
     frame = cuda_frame(ahead=ahead)
     surface = NativeSurfaceLease(frame)
@@ -1179,12 +1186,8 @@ def test_an_import_waits_for_a_copy_ahead_and_a_timeout_keeps_the_frame_until_it
 
 def test_a_frame_dropped_before_its_copy_ahead_is_done_gives_its_slot_back_once_it_is(rig: Rig) -> None:
     pairing = rig.pairing
-    pairing.prepare_stream(cuda_frame().identity)
-    rig.cuda.auto_complete = False
-    decoded = cuda_frame(keep_alive=Held())
-    gone = weakref.ref(decoded.keep_alive)
-    frame = cuda_frame(ahead=on_thread(lambda: pairing.copy_ahead(decoded)))
-    decoded.release()
+    ahead, gone = copied_ahead_unfinished(rig)
+    frame = cuda_frame(ahead=ahead)
     frame.release()  # a wall dropped it
     threading.Timer(0.05, rig.cuda.events[0].complete).start()
     pairing.poll()  # the slot's next copy could run on another CUDA stream: it waits for this one
