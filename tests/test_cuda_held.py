@@ -11,7 +11,7 @@ import pytest
 
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.native_gpu._cuda import held
-from alpha2.native_gpu._cuda.core import CudaError
+from alpha2.native_gpu._cuda.core import CudaError, CudaUnavailableError
 
 
 class FakeFunction:
@@ -182,3 +182,15 @@ def test_semaphores_are_imported_waited_signalled_and_destroyed_by_handle() -> N
     library.cuImportExternalSemaphore.result = 999
     with pytest.raises(CudaError, match="cuImportExternalSemaphore"):
         calls.import_semaphore(18, 1)
+
+
+def test_a_driver_ctypes_cannot_load_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_library(name: str) -> Any:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(held, "cuda_driver", lambda: None)
+    monkeypatch.setattr(held.ctypes, "PyDLL", no_library)
+    monkeypatch.setattr(held, "_held", [])
+    monkeypatch.setenv(held.ENV, "hold")
+    with pytest.raises(CudaUnavailableError, match="ALPHA2_CUDA_GIL=hold"):
+        held.held_calls()

@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.native_gpu._cuda.core import check, cuda_driver
+from alpha2.native_gpu._cuda.core import CudaUnavailableError, check, cuda_driver
 
 __all__ = ["ENV", "HeldCalls", "handle_int", "held_calls"]
 
@@ -217,6 +217,7 @@ def held_calls() -> HeldCalls | None:
 
     Raises:
         InvalidInputError: ``ALPHA2_CUDA_GIL`` is neither ``hold`` nor ``release``.
+        CudaUnavailableError: ``hold``, and libcuda cannot be called through ctypes.
     """
     if _held:
         return _held[0]
@@ -233,7 +234,12 @@ def _load() -> HeldCalls | None:
     if value != "hold":
         raise InvalidInputError(f"{ENV}={value!r}: use 'hold' or 'release'")
     cuda_driver()  # cuda-python loads the driver first: PyDLL then shares its handle
-    return HeldCalls(ctypes.PyDLL("libcuda.so.1"))
+    try:
+        return HeldCalls(ctypes.PyDLL("libcuda.so.1"))
+    except (OSError, AttributeError) as exc:  # no library, or one without these entry points
+        raise CudaUnavailableError(
+            f"{ENV}=hold: libcuda.so.1 cannot be called through ctypes: {exc}"
+        ) from exc
 
 
 def handle_int(handle: Any) -> int:

@@ -139,10 +139,10 @@ VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
 DAWN_TIMELINE_FENCES = False
 """Whether Dawn's opaque-fd shared fences accept timeline semaphores (not in Dawn 0.32: binary only)."""
 
-# The formats whose planes CUDA can write as 1- or 2-byte channels: 8-bit and 16-bit unorm planes.
 _PENDING_HERE_MAX = 32
 """Copies ahead a decoder's thread keeps track of to let go of once done (the import does the rest)."""
 
+# The formats whose planes CUDA can write as 1- or 2-byte channels: 8-bit and 16-bit unorm planes.
 _COPYABLE = {PlaneFormat.R8, PlaneFormat.RG8, PlaneFormat.RGBA8, PlaneFormat.R16, PlaneFormat.RG16}
 
 
