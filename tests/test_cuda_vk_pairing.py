@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import threading
 import time
 import weakref
@@ -289,7 +290,12 @@ class FakeDawn:
         return FakeDawnFence(self.fence_kind, fd)
 
     def close(self) -> None:
-        for fd in self._fds:
+        self.close_fences()
+
+    def close_fences(self) -> None:
+        """Close the fds of the fences handed out so far (Dawn owns its fences' fds: alpha2 dups them)."""
+        fds, self._fds = self._fds, []
+        for fd in fds:
             os.close(fd)
 
 
@@ -464,7 +470,14 @@ def key_of(decoder_id: int = 1, generation: int = 0, width: int = 64, height: in
 
 def test_ring_keys_are_equal_by_value() -> None:
     a, b = key_of(), key_of()
-    assert a == b and hash(a) == hash(b) and a is not b
+    assert a is b, "RingKey.of gives the same key for the same frames: dicts find it by identity"
+    made = RingKey(a.decoder_id, a.generation, a.pixel_format, frame_geometry(NV12, 64, 36))
+    assert made == a and hash(made) == hash(a) and made is not a, "equal by value, and hashed alike"
+    assert frame_geometry(NV12, 64, 36) is a.geometry and hash(a.geometry[0]) == hash(made.geometry[0])
+    # The cached hash is not pickled (another process hashes strings differently): each is made anew.
+    assert b"_hash" not in pickle.dumps(a)
+    again = pickle.loads(pickle.dumps(a))
+    assert again == a and hash(again) == hash(a) and again.geometry == a.geometry
     assert a.pool_key == (1, 0, a)
     assert [g.width for g in a.geometry] == [64, 32] and [g.height for g in a.geometry] == [36, 18]
     assert key_of(generation=1) != a

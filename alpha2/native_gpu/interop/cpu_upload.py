@@ -24,6 +24,7 @@ idle sets (:meth:`~alpha2.native_gpu.interop.leases.SlotPool.trim_idle`).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -75,14 +76,29 @@ class PlaneGeometry:
     height: int
     """Height in rows."""
 
+    def __post_init__(self) -> None:
+        # Hashed once: it is part of every ring and texture-set key, looked up per frame.
+        object.__setattr__(
+            self, "_hash", hash((self.plane_format, self.texture_format, self.width, self.height))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made anew where unpickled: a str's hash differs from one process to another.
+        return (type(self), (self.plane_format, self.texture_format, self.width, self.height))
+
     @property
     def width_bytes(self) -> int:
         """Bytes of texel data in one source row."""
         return self.width * self.plane_format.bytes_per_texel
 
 
+@functools.lru_cache(maxsize=256)
 def frame_geometry(pixel_format: PixelFormat, width: int, height: int) -> tuple[PlaneGeometry, ...]:
-    """The plane textures a ``width`` x ``height`` frame of ``pixel_format`` needs (chroma rounded up)."""
+    """The plane textures a ``width`` x ``height`` frame of ``pixel_format`` needs (chroma rounded up;
+    the same tuple for the same arguments: asked for every frame)."""
     layout = pixel_format.plane_layout(width, height)
     return tuple(
         PlaneGeometry(plane.format, plane.format.wgpu_upload_format, plane.width, plane.height)

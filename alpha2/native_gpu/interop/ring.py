@@ -14,6 +14,7 @@ ordered after Dawn's last access), and it waits in the retired list, destroyed b
 
 from __future__ import annotations
 
+import functools
 import select
 import threading
 import time
@@ -65,18 +66,38 @@ class RingKey:
             raise InvalidInputError(f"RingKey.generation must be >= 0, got {self.generation}")
         if not self.geometry:
             raise InvalidInputError("a RingKey needs at least one plane")
+        # Hashed once: the ring's dicts look a key up several times per frame, and hashing its
+        # fields anew (enums hash in Python) was a tenth of the per-frame Python of an import.
+        object.__setattr__(
+            self, "_hash", hash((self.decoder_id, self.generation, self.pixel_format, self.geometry))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Made anew where unpickled: the hash of its formats' names differs from one process to another.
+        return (type(self), (self.decoder_id, self.generation, self.pixel_format, self.geometry))
 
     @classmethod
     def of(
         cls, identity: SurfaceIdentity, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
     ) -> RingKey:
-        """The key of ``identity``'s frames, whose planes have ``geometry``."""
-        return cls(identity.decoder_id, identity.generation, pixel_format, geometry)
+        """The key of ``identity``'s frames, whose planes have ``geometry``: the same object for the
+        same frames (a dict finds it by identity, without comparing fields)."""
+        return _ring_key(identity.decoder_id, identity.generation, pixel_format, geometry)
 
     @property
     def pool_key(self) -> tuple[Hashable, ...]:
         """The key in SlotPool's convention: decoder, generation, then this key."""
         return (self.decoder_id, self.generation, self)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ring_key(
+    decoder_id: int, generation: int, pixel_format: PixelFormat, geometry: tuple[PlaneGeometry, ...]
+) -> RingKey:
+    return RingKey(decoder_id, generation, pixel_format, geometry)
 
 
 def ring_slot_bytes(pool_key: tuple[Hashable, ...]) -> int:
