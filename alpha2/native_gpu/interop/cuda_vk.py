@@ -146,6 +146,7 @@ _PENDING_HERE_MAX = 32
 _COPYABLE = {PlaneFormat.R8, PlaneFormat.RG8, PlaneFormat.RGBA8, PlaneFormat.R16, PlaneFormat.RG16}
 
 
+@functools.cache  # one entry per PixelFormat; asked twice for every frame
 def _uncopyable_reason(pixel_format: PixelFormat) -> str | None:
     """Why the GPU copy does not take frames of ``pixel_format`` (None when it does)."""
     for plane_format in pixel_format.plane_formats:
