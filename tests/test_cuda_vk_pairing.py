@@ -42,7 +42,7 @@ from alpha2.native_gpu._vk import export
 from alpha2.native_gpu.device.shared import QueueRole
 from alpha2.native_gpu.interop import cuda_vk
 from alpha2.native_gpu.interop.cpu_upload import frame_geometry
-from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint
+from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint, order_after_last_access
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
 from alpha2.native_gpu.interop.leases import NativeSurfaceLease
 from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, ring_slot_bytes, wait_sync_fds
@@ -133,6 +133,9 @@ class FakeStream:
 
     def order_after(self, producer: int | None) -> None:
         self.cuda.log.append(("order_after", producer))
+
+    def wait_for(self, event: FakeEvent) -> None:
+        self.cuda.log.append(("wait_for", event.name))
 
     def close(self) -> None:
         self.closed += 1
@@ -1206,6 +1209,52 @@ def test_a_frame_dropped_before_its_copy_ahead_is_done_gives_its_slot_back_once_
     pairing.poll()  # the slot's next copy could run on another CUDA stream: it waits for this one
     gc.collect()
     assert gone() is None and pairing.stats().pool_idle == 1 and rig.vk_images[0].closed == 0
+
+
+def test_a_decoder_s_thread_keeps_its_stream_and_a_later_thread_takes_it_over(rig: Rig) -> None:
+    pairing = rig.pairing
+    pairing.prepare_stream(cuda_frame().identity, ahead=True)
+
+    def two_copies() -> None:
+        for _ in range(2):
+            ahead = pairing.copy_ahead(cuda_frame())
+            assert ahead is not None
+            ahead.discard()
+
+    on_thread(two_copies, name="first decoder thread")
+    pairing.poll()  # the discarded slots go back on the caller's thread
+    gc.collect()  # the thread is gone: its stream goes back
+    on_thread(two_copies, name="after a seek")
+    pairing.poll()
+    assert len(rig.cuda.streams) == 2, "the import's, and one for both decoder threads in turn"
+
+
+def test_a_copy_ahead_for_another_stream_goes_back_once_done(rig: Rig) -> None:
+    pairing = rig.pairing
+    ahead, gone = copied_ahead_unfinished(rig)
+    frame = cuda_frame(decoder_id=2, ahead=ahead)  # not the frames the slot was copied for
+    threading.Timer(0.05, rig.cuda.events[0].complete).start()
+    rig.cuda.auto_complete = True
+    pairing.acquire(frame, NativeSurfaceLease(frame), None).release()  # copied at import instead
+    gc.collect()
+    assert gone() is None, "the slot's copy was waited for before the slot went back"
+    assert rig.cuda.events[0].wait_threads == ["MainThread"]
+
+
+def test_a_retired_slot_with_dawn_fences_waits_for_its_last_copy_on_whichever_stream_it_ran(
+    rig: Rig,
+) -> None:
+    pairing = rig.pairing
+    pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()  # Dawn's fence pending
+    (slot,) = pairing._ring.idle_slots()
+    del rig.log[:]
+    order_after_last_access(FakeContext(), slot, rig.cuda.streams[0], 1.0)  # type: ignore[arg-type]
+    # Re-recorded on the import's stream, the slot's event still covers its last copy, wherever it ran.
+    assert rig.calls("wait_for", "wait", "record") == [
+        ("wait_for", "event0"),
+        ("wait", "release_fence0"),
+        ("record", "event0"),
+    ]
 
 
 def test_copies_ahead_on_several_decoders_threads_run_side_by_side(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,9 @@ fences per frame. Everything else (making and destroying streams, events, images
 cuda-python.
 
 ``ALPHA2_CUDA_GIL``: ``release`` (the default: every call through cuda-python) or ``hold`` (these
-calls through PyDLL). Read once, at the first call.
+calls through PyDLL). Read once, at the first call. With ``hold``, a call the driver is slow to
+answer (an event query can take milliseconds while NVDEC is busy) stalls every Python thread for
+that long.
 """
 
 from __future__ import annotations

@@ -271,6 +271,18 @@ class CopyStream:
                 self._cu.cuStreamWaitEvent(self.handle, self._order_event._holder[0], 0), "cuStreamWaitEvent"
             )
 
+    def wait_for(self, event: CudaEvent) -> None:
+        """Make later work on this stream wait for the work before ``event``'s last record (nothing
+        when it was never recorded)."""
+        if not event.recorded:
+            return
+        with self._ctx:
+            held = held_calls()
+            if held is not None:
+                held.wait_event(handle_int(self.handle), handle_int(event._holder[0]))
+                return
+            check(self._cu.cuStreamWaitEvent(self.handle, event._holder[0], 0), "cuStreamWaitEvent")
+
     def close(self) -> None:
         """Destroy the stream (pending work still completes). Idempotent."""
         self._order_event.close()

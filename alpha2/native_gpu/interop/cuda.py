@@ -314,10 +314,13 @@ def order_after_last_access(
     """Order a retired slot's destruction after Dawn's last access: wait its fences, then record.
 
     CUDA waits on the imported fences; sync fds are waited on the CPU (up to ``timeout_s``); then
-    ``copy_done`` is recorded, so that :func:`slot_work_done` covers Dawn's last access.
+    ``copy_done`` is recorded, so that :func:`slot_work_done` covers Dawn's last access, and the
+    slot's last copy too, which may have run on another stream (a decoder's, copying ahead).
     """
     handle = stream.handle
     with ctx:
+        if slot.copy_done is not None:
+            stream.wait_for(slot.copy_done)
         wait_release_fences(ctx, slot, handle)
     wait_sync_fds(slot, timeout_s)
     if slot.copy_done is not None:

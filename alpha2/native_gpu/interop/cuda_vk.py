@@ -29,7 +29,7 @@ wait is bounded by the GPU wait timeout.
 
 Copied ahead (:meth:`CudaVkPairing.copy_ahead`, a DecodeSession's ``set_copy_ahead`` hook): the
 decoder's prefetch thread takes an idle slot of the stream, imports and waits Dawn's last fence and
-enqueues the copy, on a CUDA stream no other thread is using at that moment, without a Dawn call; the
+enqueues the copy, on a CUDA stream of that thread's own, without a Dawn call; the
 frame is handed out carrying the slot at once, the slot holding the decoded frame until the copy is
 known done. The decoder's thread finds that out at its next copy (an event query); an import that
 comes first waits for it (bounded). The import then only begins Dawn's access, waiting on no fence
@@ -433,8 +433,8 @@ class CudaVkPairing(InteropPairing):
     def copy_ahead(self, frame: DecodedFrame) -> _CopiedAhead | None:
         """Copy an NVDEC frame into an idle slot of its stream now, on the calling (decoder's) thread;
         None when it cannot be done here (the import then copies, as without this). Thread-safe: the
-        copies of several decoders' threads run side by side, each on a CUDA stream of its own, and
-        none waits for another. Makes no Dawn call, so it runs beside the caller's imports.
+        copies of several decoders' threads run side by side, each thread's on a CUDA stream of its
+        own, and none waits for another. Makes no Dawn call, so it runs beside the caller's imports.
 
         Only an idle slot is taken, never a new one made (making one is Dawn's work): ``prepare``
         makes the stream's ``slots``, and when none is idle here the next import makes one more, up to
@@ -488,8 +488,6 @@ class CudaVkPairing(InteropPairing):
             self._count_ahead(False)
             return None
         finally:
-            if stream is not None:
-                self._idle_ahead_streams.append(stream)
             self._leave_ahead()
         pending = self._pending_here()
         pending.append(slot)
@@ -512,16 +510,22 @@ class CudaVkPairing(InteropPairing):
                 self._ahead_gate.notify_all()
 
     def _take_ahead_stream(self) -> CopyStream:
-        """A stream no other copy ahead is enqueuing on: the pool holds one per copy running at once."""
+        """This thread's copy stream: each decoder's copies go on a stream of its own, so that one's
+        wait on Dawn's fence holds up no other's. A thread that ends hands its stream on to the next
+        thread that copies ahead (a seek restarts a decoder's thread): one stream per thread alive."""
         from alpha2.native_gpu._cuda import interop
 
+        stream: CopyStream | None = getattr(self._here, "stream", None)
+        if stream is not None:
+            return stream
         try:
-            return self._idle_ahead_streams.pop()  # atomic: two threads never take the same one
+            stream = self._idle_ahead_streams.pop()  # atomic: two threads never take the same one
         except IndexError:
-            pass
-        stream = interop.CopyStream(self._ctx)
-        with self._ahead_gate:
-            self._ahead_streams.append(stream)
+            stream = interop.CopyStream(self._ctx)
+            with self._ahead_gate:
+                self._ahead_streams.append(stream)
+        self._here.stream = stream
+        weakref.finalize(threading.current_thread(), self._idle_ahead_streams.append, stream)
         return stream
 
     def _pending_here(self) -> collections.deque[RingSlot]:
@@ -536,7 +540,11 @@ class CudaVkPairing(InteropPairing):
         pending = self._pending_here()
         for _ in range(len(pending)):
             slot = pending.popleft()
-            if not self._settle(slot, None):
+            try:
+                done = self._settle(slot, None)
+            except Error:
+                continue  # the import (or the give-back) settles it, and reports what fails there
+            if not done:
                 pending.append(slot)
 
     def _settle(self, slot: RingSlot, timeout_s: float | None) -> bool:
@@ -634,7 +642,8 @@ class CudaVkPairing(InteropPairing):
                 self._ring.claim_ahead(slot)
                 return self._acquire_copied(frame, surface, slot)  # no CUDA call: no context push
             if slot is not None:
-                self._ring.give_back(slot, ahead=True)
+                self._return_ahead(slot, False)  # given back once its copy is known done
+                self._drain_returns()
             ahead.discard()
         with self._ctx:  # one context push for the whole import
             return self._acquire(frame, surface)
@@ -895,7 +904,8 @@ class CudaVkPairing(InteropPairing):
         timeout_s = self._wait_timeout()
         self._copies.close(timeout_s)
         with self._ahead_gate:  # copies ahead running now finish first (bounded), then find us closed
-            self._ahead_gate.wait_for(lambda: not self._ahead_running, timeout_s)
+            idle = self._ahead_gate.wait_for(lambda: not self._ahead_running, timeout_s)
+            ahead_streams = list(self._ahead_streams)
         self._drain_returns()
         self._ring.close()
         deadline = time.monotonic() + timeout_s
@@ -906,15 +916,17 @@ class CudaVkPairing(InteropPairing):
             time.sleep(0.001)
         for slot in self._ring.take_retired():  # still running after the timeout: the context's teardown
             self._vk.defer_destroy(functools.partial(self._ring.destroy, slot))
-        for stream in self._ahead_streams:
-            stream.close()
+        if idle:  # else a copy may still enqueue on one: each is destroyed with its object, unused
+            for stream in ahead_streams:
+                stream.close()
         self._stream.close()
         if self._owns_context:
             self._context.close()
 
 
 class _CopiedAhead:
-    """A frame's copy into a ring slot, made and completed on its decoder's thread (an ``AheadWork``).
+    """A frame's copy into a ring slot, enqueued on its decoder's thread (an ``AheadWork``); the slot
+    holds the decoded frame until the copy is known done.
 
     The slot goes back to the ring when the frame is released without being imported, or when this
     object is dropped; the import takes it instead (:meth:`take`).

@@ -366,9 +366,10 @@ class FrameImporter:
         """Do the part of an NVDEC frame's import that needs no WebGPU call now, on the calling thread.
 
         Meant for a decoder's thread: ``session.set_copy_ahead(importer.copy_ahead)`` on a
-        DecodeSession with ``prefetch``. The GPU copy then copies each frame into its ring slot and
-        waits for the copy there, so :meth:`import_frame` on the caller's thread only begins Dawn's
-        access (no CUDA call, no semaphore) and lets the frame's surface go at once. With many streams
+        DecodeSession with ``prefetch``. The GPU copy then enqueues each frame's copy into its ring
+        slot there, and finds it done there at the thread's next copy, so :meth:`import_frame` on the
+        caller's thread only begins Dawn's access (no semaphore; a CUDA call only when the copy was not
+        yet found done) and lets the frame's surface go. With many streams
         in one process this takes the CUDA work of every frame off the one importing thread.
 
         The path is the same either way (``GPU_COPY``, no byte through the CPU); ``stats()`` counts

@@ -165,8 +165,9 @@ class RingSlot:
     done: until it is, ``reading`` and ``waited`` are held."""
     reading: Any = None
     """What that copy reads (the decoded frame), held until the copy is known done."""
-    settle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    """Taken by whichever thread finds that copy done (its decoder's, or the importing one)."""
+    settle_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    """Taken by whichever thread finds that copy done (its decoder's, or the importing one), and by
+    the slot's destruction. Re-entrant: a finalizer the collector runs inside may give a slot back."""
 
     @classmethod
     def for_key(cls, key: RingKey) -> RingSlot:
@@ -187,10 +188,11 @@ class RingSlot:
         ``end_access`` ends Dawn's access to a plane still accessed (its failure does not stop the rest).
         Dawn's objects are only dropped: Dawn keeps what its submitted work still uses.
         """
-        waited, self.waited = self.waited, []
-        for semaphore in waited:
-            semaphore.close()
-        self.reading, self.unsettled = None, False
+        with self.settle_lock:  # not while a decoder's thread asks whether its copy is done
+            waited, self.waited = self.waited, []
+            for semaphore in waited:
+                semaphore.close()
+            self.reading, self.unsettled = None, False
         for plane in reversed(self.planes):
             if plane.accessing:
                 try:
