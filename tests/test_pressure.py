@@ -174,6 +174,20 @@ def test_hard_cap_takes_room_from_idle_entries_before_failing() -> None:
     pool.close()
 
 
+def test_growing_at_a_full_budget_by_trimming_the_key_s_own_idle_item_is_no_growth() -> None:
+    budget = MemoryBudget({WGPU: BudgetCaps(hard_bytes=200)})
+    destroyed: list[int] = []
+    pool = _pool(budget, destroyed)
+    assert pool.grow((1, 0), limit=4) and pool.grow((1, 0), limit=4), "room for two"
+    assert pool.counts() == (2, 2)
+    # A third only fits by trimming one of the two idle ones: the key is no larger, and says so.
+    assert not pool.grow((1, 0), limit=4)
+    assert pool.counts() == (2, 2) and len(destroyed) == 1
+    assert not pool.grow((1, 0), limit=2), "at the limit nothing is made"
+    assert len(destroyed) == 1
+    pool.close()
+
+
 def test_trim_idle_without_a_budget_destroys_all_idle() -> None:
     destroyed: list[int] = []
     pool: SlotPool[int] = SlotPool(lambda key: len(destroyed) + 7, destroyed.append, per_key=2)

@@ -263,13 +263,7 @@ class CopyStream:
             return
         with self._ctx:
             self._order_event.record(producer_stream)
-            held = held_calls()
-            if held is not None:
-                held.wait_event(handle_int(self.handle), handle_int(self._order_event._holder[0]))
-                return
-            check(
-                self._cu.cuStreamWaitEvent(self.handle, self._order_event._holder[0], 0), "cuStreamWaitEvent"
-            )
+            self.wait_for(self._order_event)
 
     def wait_for(self, event: CudaEvent) -> None:
         """Make later work on this stream wait for the work before ``event``'s last record (nothing

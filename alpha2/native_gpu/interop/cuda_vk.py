@@ -415,9 +415,7 @@ class CudaVkPairing(InteropPairing):
                     self._ring.give_back(slot)
             try:
                 for _ in range(self._ring.per_key if ahead else 0):
-                    sets = self._ring.counts()[0]
-                    # A full memory budget may make room by trimming an idle slot: then stop.
-                    if not self._ring.grow(key, 2 * self._ring.per_key) or self._ring.counts()[0] <= sets:
+                    if not self._ring.grow(key, 2 * self._ring.per_key):
                         break
             except Error:
                 pass  # the budget or the device refused one more: the per-frame growth tries again
@@ -598,9 +596,7 @@ class CudaVkPairing(InteropPairing):
             return
         try:
             with self._ctx:
-                sets = self._ring.counts()[0]
-                # A full memory budget may make room by trimming an idle slot: no more slots, then.
-                grown = self._ring.grow(key, 2 * self._ring.per_key) and self._ring.counts()[0] > sets
+                grown = self._ring.grow(key, 2 * self._ring.per_key)
         except Error:
             grown = False
         if not grown:

@@ -211,7 +211,9 @@ class SlotPool(Generic[T]):
             return item
 
     def grow(self, key: tuple[Hashable, ...], limit: int) -> bool:
-        """Make one more idle item of ``key`` while it has fewer than ``limit`` alive; whether one was made.
+        """Make one more idle item of ``key`` while it has fewer than ``limit`` alive; whether the key
+        has one more now (not when a full memory budget made room for it by trimming one of the key's
+        own idle items).
 
         For a key whose items a thread taking them ahead (:meth:`take_idle`) found all out: call it on
         the thread that may make items. Raises what making one raises (the budget's refusal too).
@@ -219,11 +221,16 @@ class SlotPool(Generic[T]):
         with self._cond:
             if self._closed or self._stale(key):
                 return False
-            if len(self._idle.get(key, ())) + self._out.get(key, 0) >= limit:
+            alive = self._alive(key)
+            if alive >= limit:
                 return False
             self._out[key] = self._out.get(key, 0) + 1  # its place, while it is made outside the lock
         self.give_back(key, self._make(key))
-        return True
+        with self._cond:
+            return self._alive(key) > alive
+
+    def _alive(self, key: tuple[Hashable, ...]) -> int:
+        return len(self._idle.get(key, ())) + self._out.get(key, 0)
 
     def claim_ahead(self, key: tuple[Hashable, ...]) -> None:
         """An item taken ahead is now held like one from :meth:`take` (its frame was imported)."""

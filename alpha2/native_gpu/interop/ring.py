@@ -300,7 +300,8 @@ class Ring:
         return self._pool.take_idle(key.pool_key)
 
     def grow(self, key: RingKey, limit: int) -> bool:
-        """Make one more idle slot of ``key`` while it has fewer than ``limit`` (:meth:`SlotPool.grow`)."""
+        """Make one more idle slot of ``key`` while it has fewer than ``limit``; whether it has one more
+        (:meth:`SlotPool.grow`)."""
         return self._pool.grow(key.pool_key, limit)
 
     @property
