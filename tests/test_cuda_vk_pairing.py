@@ -40,7 +40,7 @@ from alpha2.gpu.webgpu import (
 from alpha2.native_gpu._cuda import interop
 from alpha2.native_gpu._vk import export
 from alpha2.native_gpu.device.shared import QueueRole
-from alpha2.native_gpu.interop import cuda_vk
+from alpha2.native_gpu.interop import cuda_vk, dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import frame_geometry
 from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint, order_after_last_access
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
@@ -381,7 +381,7 @@ class Rig:
         monkeypatch.setattr(export, "ExportableImage", self._vk_image)
         monkeypatch.setattr(export, "ExportableSemaphore", self._vk_semaphore)
         monkeypatch.setattr(export, "transition_for_external", self._transition)
-        monkeypatch.setattr(cuda_vk, "_dawn_extras", lambda: self.dawn)
+        monkeypatch.setattr(dawn_planes, "dawn_extras", lambda: self.dawn)
         info = WebGpuDeviceInfo(
             WebGpuImplementation.DAWN,
             frozenset({FEATURE_SHARED_TEXTURE_OPAQUE_FD, FEATURE_SHARED_FENCE_OPAQUE_FD}),

@@ -66,14 +66,12 @@ from __future__ import annotations
 import collections
 import enum
 import functools
-import importlib
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from alpha2.gpu.budget import MemoryBudget
@@ -87,7 +85,7 @@ from alpha2.gpu.errors import (
 )
 from alpha2.gpu.formats import PixelFormat, PlaneFormat, UploadConversion
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.handles import CudaPtr2D, OwnedFd
+from alpha2.gpu.handles import CudaPtr2D
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.webgpu import (
@@ -99,6 +97,7 @@ from alpha2.gpu.webgpu import (
     pump_events,
     wait_promise,
 )
+from alpha2.native_gpu.interop import dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import check_16bit, frame_geometry, picture_size
 from alpha2.native_gpu.interop.cuda import (
     CopyCompletions,
@@ -154,10 +153,6 @@ def _uncopyable_reason(pixel_format: PixelFormat) -> str | None:
             name = pixel_format.ffmpeg_name
             return f"{name} has {plane_format.name} planes, which the GPU copy does not take"
     return None
-
-
-def _dawn_extras() -> ModuleType:
-    return importlib.import_module("wgpudawn.backends.dawn.extras")
 
 
 class ReleaseOrder(enum.Enum):
@@ -320,7 +315,7 @@ class CudaVkPairing(InteropPairing):
         from alpha2.native_gpu._vk import export
 
         slot = RingSlot.for_key(key)
-        extras = _dawn_extras()
+        extras = dawn_planes.dawn_extras()
         try:
             images: list[ExportableImage] = []
             for plane in slot.planes:
@@ -346,28 +341,13 @@ class CudaVkPairing(InteropPairing):
                 plane.cu_semaphore = interop.ExternalSemaphore(
                     self._ctx, semaphore.export_fd(), timeline=False
                 )
-                # Dawn duplicates the fds it is given: ours are closed right after.
-                with image.export_memory_fd() as memory_fd:
-                    plane.memory = extras.import_shared_texture_memory(
-                        self._device,
-                        label=f"alpha2 ring plane {index}",
-                        opaque_fd={
-                            "fd": memory_fd.fileno(),
-                            "vk_image_create_info": image.create_info_address,
-                            "memory_type_index": image.memory_type_index,
-                            "allocation_size": image.size_bytes,
-                            "dedicated_allocation": True,
-                        },
-                    )
-                plane.texture = plane.memory.create_texture(label=f"alpha2 ring plane {index}")
-                plane.view = plane.texture.create_view(label="alpha2 ring plane view")
+                dawn_planes.import_plane(self._device, image, plane, index)
                 with semaphore.export_fd() as semaphore_fd:
                     plane.fence = extras.import_shared_fence(
                         self._device,
                         label=f"alpha2 copy-done {index}",
                         vk_semaphore_opaque_fd=semaphore_fd.fileno(),
                     )
-                plane.layout = image.layout
             slot.copy_done = interop.CudaEvent(self._ctx)
         except BaseException:
             self._destroy_slot(slot)
@@ -701,28 +681,7 @@ class CudaVkPairing(InteropPairing):
     def _begin_access(self, slot: RingSlot, values: list[int] | None) -> None:
         """Dawn's access to each plane, waiting on its semaphore at ``values`` (None: on nothing, the
         copy being done). On a failure the accesses that began are ended, and it raises."""
-        began: list[RingPlane] = []
-        try:
-            for index, plane in enumerate(slot.planes):
-                assert plane.memory is not None
-                fences = (
-                    {} if values is None else {"fences": [plane.fence], "signaled_values": [values[index]]}
-                )
-                plane.memory.begin_access(
-                    plane.texture,
-                    initialized=True,
-                    vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL),
-                    **fences,
-                )
-                plane.accessing = True
-                began.append(plane)
-        except BaseException:
-            for plane in reversed(began):
-                try:
-                    self._end_plane(plane, collect_fences=True)
-                except BaseException:
-                    pass  # the slot is retired by the caller either way
-            raise
+        dawn_planes.begin_access(slot, values)
 
     def _ticket(
         self, frame: DecodedFrame, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...]
@@ -807,29 +766,10 @@ class CudaVkPairing(InteropPairing):
     # -- release -----------------------------------------------------------------------------------
 
     def _end_plane(self, plane: RingPlane, *, collect_fences: bool) -> None:
-        """End Dawn's access to a plane; keep its fences for the slot's next copy to wait on."""
-        if not plane.accessing:
-            return
-        plane.accessing = False
-        assert plane.memory is not None
-        state = plane.memory.end_access(plane.texture)
-        if state.vk_image_layout:
-            plane.layout = int(state.vk_image_layout[1])
-        if not collect_fences:
-            return
-        for fence in state.fences:
-            exported = fence.export()
-            kind = exported.get("type")
-            if kind == "vk-semaphore-opaque-fd":
-                # Imported into CUDA by the slot's next copy, on the thread that makes it: a decoder's
-                # copying ahead, or the caller's at import (where the import once was, at release).
-                plane.release_fence_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
-            elif kind == "sync-fd":
-                plane.release_sync_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
-            else:
-                raise InternalError(
-                    f"Dawn ended the access with a {kind} fence, which the GPU copy cannot wait on"
-                )
+        """End Dawn's access to a plane; keep its fences for the slot's next copy to wait on (imported
+        into CUDA by that copy, on the thread that makes it: a decoder's copying ahead, or the
+        caller's at import)."""
+        dawn_planes.end_plane(plane, collect_fences=collect_fences)
 
     def _release_slot(self, slot: RingSlot) -> None:
         # No CUDA call here (Dawn's fence is imported by the slot's next copy): no context push. What

@@ -1,0 +1,102 @@
+"""Dawn's side of a ring slot's plane images: the import of a Vulkan image, and each access to it.
+
+Shared by the GPU copy (:mod:`.cuda_vk`: CUDA writes the slots in this process) and the hand-off from
+decoder processes (:mod:`.handoff`: another process writes them). A plane image is a Vulkan image on
+exportable OPAQUE_FD memory (``_vk.export.ExportableImage``); Dawn imports its memory as a
+SharedTextureMemory made from the same ``VkImageCreateInfo`` and samples a texture on it, between a
+``begin_access`` and an ``end_access``. Each access ends with a fence that whoever writes the slot
+next waits for, on the GPU: an opaque-fd semaphore (imported into CUDA) or a sync fd.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from alpha2.gpu.errors import InternalError
+from alpha2.gpu.handles import OwnedFd
+from alpha2.native_gpu.interop.ring import VK_IMAGE_LAYOUT_GENERAL, RingPlane, RingSlot
+
+if TYPE_CHECKING:
+    from alpha2.native_gpu._vk.export import ExportableImage
+
+__all__ = ["begin_access", "dawn_extras", "end_plane", "import_plane"]
+
+
+def dawn_extras() -> ModuleType:
+    """wgpudawn's shared-memory extras (imported on first use: only Dawn devices have them)."""
+    return importlib.import_module("wgpudawn.backends.dawn.extras")
+
+
+def import_plane(device: Any, image: ExportableImage, plane: RingPlane, index: int) -> None:
+    """Import ``image``'s memory into Dawn as ``plane``'s SharedTextureMemory, with a texture and a view
+    on it. Dawn duplicates the fd it is given: ours is closed right after."""
+    extras = dawn_extras()
+    with image.export_memory_fd() as memory_fd:
+        plane.memory = extras.import_shared_texture_memory(
+            device,
+            label=f"alpha2 ring plane {index}",
+            opaque_fd={
+                "fd": memory_fd.fileno(),
+                "vk_image_create_info": image.create_info_address,
+                "memory_type_index": image.memory_type_index,
+                "allocation_size": image.size_bytes,
+                "dedicated_allocation": True,
+            },
+        )
+    plane.texture = plane.memory.create_texture(label=f"alpha2 ring plane {index}")
+    plane.view = plane.texture.create_view(label="alpha2 ring plane view")
+    plane.layout = image.layout
+
+
+def begin_access(slot: RingSlot, values: list[int] | None) -> None:
+    """Dawn's access to each plane of ``slot``, waiting on its semaphore's shared fence at ``values``
+    (None: on nothing, the write being known done). On a failure the accesses that began are ended,
+    and it raises."""
+    began: list[RingPlane] = []
+    try:
+        for index, plane in enumerate(slot.planes):
+            assert plane.memory is not None
+            fences = {} if values is None else {"fences": [plane.fence], "signaled_values": [values[index]]}
+            plane.memory.begin_access(
+                plane.texture,
+                initialized=True,
+                vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL),
+                **fences,
+            )
+            plane.accessing = True
+            began.append(plane)
+    except BaseException:
+        for plane in reversed(began):
+            try:
+                end_plane(plane, collect_fences=True)
+            except BaseException:
+                pass  # the slot is retired by the caller either way
+        raise
+
+
+def end_plane(plane: RingPlane, *, collect_fences: bool) -> None:
+    """End Dawn's access to a plane; keep its end-of-access fences (``release_fence_fds`` for opaque-fd
+    semaphores, ``release_sync_fds`` for sync fds), duplicated, for the slot's next write to wait on."""
+    if not plane.accessing:
+        return
+    plane.accessing = False
+    assert plane.memory is not None
+    state = plane.memory.end_access(plane.texture)
+    if state.vk_image_layout:
+        plane.layout = int(state.vk_image_layout[1])
+    if not collect_fences:
+        return
+    for fence in state.fences:
+        exported = fence.export()
+        kind = exported.get("type")
+        if kind == "vk-semaphore-opaque-fd":
+            plane.release_fence_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
+        elif kind == "sync-fd":
+            plane.release_sync_fds.append(OwnedFd(os.dup(int(exported["fd"]))))
+        else:
+            raise InternalError(
+                f"Dawn ended the access with a {kind} fence, which the slot's writer cannot wait on"
+            )
