@@ -40,6 +40,13 @@ MAX_WALL = Size(3840, 2160)
 _WALL_FORMAT = "rgba8unorm"
 
 
+def _pts(item: Any) -> float | None:
+    """A decoded frame's pts in seconds, or a lease's (a DecodeProcess's frames)."""
+    if isinstance(item, DecodedFrame):
+        return item.pts_seconds
+    return item.frame.metadata.pts_seconds
+
+
 def grid_shape(count: int) -> tuple[int, int]:
     """Columns and rows of a near-square grid with room for ``count`` tiles (columns >= rows)."""
     if count < 1:
@@ -76,16 +83,18 @@ class StreamState:
 
     source: str
     """What was opened."""
-    decoder: DecodeSession
-    """Its decode session (decoding ahead on its own thread)."""
+    decoder: Any
+    """Its DecodeSession (decoding ahead on its own thread), or its DecodeProcess (decoding in a
+    process of its own, whose frames come out as leases)."""
     importer: Any
-    """Its FrameImporter (own ring / texture sets) on the group's Device."""
+    """Its FrameImporter (own ring / texture sets) on the group's Device; None for a DecodeProcess,
+    which imports itself."""
     origin: tuple[int, int]
     """Top-left corner of its tile in the wall."""
     start_pts_s: float | None = None
     """The pts of its first frame: display times are counted from it."""
-    pending: DecodedFrame | None = None
-    """A decoded frame not yet due."""
+    pending: Any = None
+    """A decoded frame not yet due (a lease, for a DecodeProcess)."""
     texture: Any = None
     """Its rendered tile (letterboxed size), kept so the wall can be redrawn."""
     fitted: Size | None = None
@@ -135,6 +144,13 @@ class StreamGroup:
             (:meth:`FrameImporter.copy_ahead
             <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`), so that the tick's
             thread only begins Dawn's access; False: the import makes the copy, on the tick's thread.
+        decoders: ``"threads"`` (the default): a DecodeSession per stream, decoding on its own thread
+            in this process; ``"processes"``: a :class:`~alpha2.ffmpeg_bridge.decode_process.DecodeProcess`
+            per stream, decoding in a process of its own and handing frames over through shared
+            memory (NVDEC frames by the GPU copy, written by the decoder process; others through
+            shared host memory and the CPU upload). Then the per-frame decode and copy calls no longer
+            wait for this process's GIL; each stream holds ``slots`` frames here, counted against the
+            budget (default: ``slots * N`` surfaces).
 
     Raises:
         InvalidInputError: no sources, a budget with fewer than ``N`` surfaces, bad sizes.
@@ -156,15 +172,20 @@ class StreamGroup:
         colour_target: ColourTarget | None = None,
         colour_options: ColourOptions | None = None,
         copy_ahead: bool = True,
+        decoders: str = "threads",
     ) -> None:
         count = len(sources)
+        if decoders not in ("threads", "processes"):
+            raise InvalidInputError(f"decoders must be 'threads' or 'processes', got {decoders!r}")
+        self.decoders = decoders
+        """Where the streams decode: ``threads`` of this process, or ``processes`` of their own."""
         self.columns, self.rows = grid_shape(count)
         if columns is not None:
             if columns < 1:
                 raise InvalidInputError(f"columns must be >= 1, got {columns}")
             self.columns, self.rows = columns, math.ceil(count / columns)
         if budget is None:
-            budget = SurfaceBudget(max_surfaces=2 * count)
+            budget = SurfaceBudget(max_surfaces=(slots if decoders == "processes" else 2) * count)
         elif budget.max_surfaces is not None and budget.max_surfaces < count:
             raise InvalidInputError(
                 f"the surface budget allows {budget.max_surfaces} surfaces; {count} streams need at least "
@@ -210,8 +231,22 @@ class StreamGroup:
         from alpha2.native_gpu.interop.importer import FrameImporter
         from alpha2.native_gpu.render.renderer import FrameRenderer
 
-        decoders: list[DecodeSession] = []
-        for source in sources:
+        decoders: list[Any] = []
+        if self.decoders == "processes":
+            from alpha2.ffmpeg_bridge.decode_process import open_processes
+
+            decoders = list(
+                open_processes(
+                    sources,
+                    device=self.device,
+                    hwaccel=hwaccel,
+                    slots=slots,
+                    prefetch=prefetch,
+                    budget=self.budget,
+                )
+            )
+            self._objects.extend(decoders)
+        for source in sources if not decoders else ():
             decoder = DecodeSession(
                 source, hwaccel=hwaccel, budget=self.budget, device=self.device, prefetch=prefetch
             )
@@ -249,15 +284,17 @@ class StreamGroup:
         self._in_flight = SubmitThrottle(webgpu, gpu, label="alpha2 wall throttle")
         self._dirty = True  # the wall needs clearing (first tick, or a tile changed its letterbox)
         for index, (source, decoder) in enumerate(zip(sources, decoders, strict=True)):
-            importer = FrameImporter(self.device, slots=slots)
-            self._objects.append(importer)
-            importer.prepare(
-                gpu_frames=decoder.hwaccel_report.active is HwAccelMode.CUDA,
-                identity=decoder.expected_identity(),
-                copy_ahead=self._copy_ahead,
-            )
-            if self._copy_ahead:
-                decoder.set_copy_ahead(importer.copy_ahead)
+            importer = None
+            if isinstance(decoder, DecodeSession):
+                importer = FrameImporter(self.device, slots=slots)
+                self._objects.append(importer)
+                importer.prepare(
+                    gpu_frames=decoder.hwaccel_report.active is HwAccelMode.CUDA,
+                    identity=decoder.expected_identity(),
+                    copy_ahead=self._copy_ahead,
+                )
+                if self._copy_ahead:
+                    decoder.set_copy_ahead(importer.copy_ahead)
             column, row = index % self.columns, index // self.columns
             origin = (column * tile.width, row * tile.height)
             self._streams.append(StreamState(os.fspath(source), decoder, importer, origin))
@@ -308,22 +345,22 @@ class StreamGroup:
 
     # -- per tick -----------------------------------------------------------------------------------
 
-    def _next(self, stream: StreamState) -> DecodedFrame | None:
+    def _next(self, stream: StreamState) -> Any:
         frame = stream.decoder.next_frame()
         if frame is None:
             stream.ended = True
         elif stream.start_pts_s is None:
-            stream.start_pts_s = frame.pts_seconds or 0.0
+            stream.start_pts_s = _pts(frame) or 0.0
         return frame
 
-    def _due(self, stream: StreamState, at_s: float | None) -> tuple[DecodedFrame | None, int]:
+    def _due(self, stream: StreamState, at_s: float | None) -> tuple[Any, int]:
         """The latest frame due at ``at_s`` (None: the next frame), and how many were skipped for it."""
         if at_s is None:
             if stream.pending is not None:
                 frame, stream.pending = stream.pending, None
                 return frame, 0
             return (None, 0) if stream.ended else (self._next(stream), 0)
-        chosen: DecodedFrame | None = None
+        chosen: Any = None
         skipped = 0
         while True:
             if stream.pending is None:
@@ -332,7 +369,7 @@ class StreamGroup:
                 stream.pending = self._next(stream)
                 if stream.pending is None:
                     break
-            pts = stream.pending.pts_seconds
+            pts = _pts(stream.pending)
             start = stream.start_pts_s or 0.0
             if pts is not None and pts - start > at_s:
                 break
@@ -384,7 +421,7 @@ class StreamGroup:
             raise ClosedError("this StreamGroup was closed")
         clock = time.perf_counter
         t0 = clock()
-        frames: list[DecodedFrame | None] = []
+        frames: list[Any] = []
         dropped = 0
         try:
             for stream in self._streams:
@@ -402,7 +439,9 @@ class StreamGroup:
         try:
             for index, (stream, frame) in enumerate(zip(self._streams, frames, strict=True)):
                 if frame is not None:
-                    leases[index] = stream.importer.import_frame(frame)
+                    # A DecodeProcess's frames come as leases already (their import began there).
+                    imported = frame if stream.importer is None else stream.importer.import_frame(frame)
+                    leases[index] = imported
                     frames[index] = None  # the lease owns it now
             t2 = clock()
             shown = [None if lease is None else lease.frame.metadata.pts_seconds for lease in leases]
@@ -499,7 +538,7 @@ class StreamGroup:
 
         counter = pipeline.PathCounter()
         for stream in self._streams:
-            report = stream.importer.path_report
+            report = (stream.importer or stream.decoder).path_report
             counter.merge_counts(report.frames_by_path, report.fallbacks)
             counter.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
         return counter

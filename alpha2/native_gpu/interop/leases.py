@@ -476,7 +476,7 @@ class _LeaseState:
     __slots__ = ("counter", "lock", "release_slot", "surface")
 
     def __init__(
-        self, release_slot: Callable[[], None], surface: NativeSurfaceLease, counter: TicketCounter
+        self, release_slot: Callable[[], None], surface: NativeSurfaceLease | None, counter: TicketCounter
     ) -> None:
         self.release_slot: Callable[[], None] | None = release_slot
         self.surface: NativeSurfaceLease | None = surface
@@ -516,7 +516,7 @@ class ImportLease:
         self,
         frame: ImportedFrame,
         release_slot: Callable[[], None],
-        surface: NativeSurfaceLease,
+        surface: NativeSurfaceLease | None,
         counter: TicketCounter,
         *,
         ticket_id: int,
@@ -526,7 +526,8 @@ class ImportLease:
         self._path = frame.path
         self._state = _LeaseState(release_slot, surface, counter)
         self.surface = surface
-        """The decoded surface this import holds (released early where safe)."""
+        """The decoded surface this import holds (released early where safe); None for a frame whose
+        surface is another process's (:class:`~alpha2.ffmpeg_bridge.decode_process.DecodeProcess`)."""
         self.ticket_id = ticket_id
         """Sequence number of this import within its importer."""
         self.reason = reason
