@@ -6,6 +6,9 @@ For each codec and each N, in one run (start-up excluded: every session is open 
 * ``decode-procs``: the same as N processes (the NVDEC reference the issue measured);
 * ``import``: N sessions (decoding ahead on their threads) imported into one Device, one importer each;
 * ``wall``: the same plus one composed grid render per tick, ONE submit per tick (StreamGroup);
+* ``import-procs``: N decoder processes (``StreamGroup(decoders="processes")``) handing frames over to
+  one Device in this process (NVDEC frames copied on the GPU by the decoder process into Vulkan images
+  that Dawn imports here); ``wall-procs``: ``wall`` with them;
 * ``import-queue`` (asked for by name): ``import`` with ``ALPHA2_GPU_COPY_RELEASE=queue``, the GPU copy's
   experimental release order that imports no CUDA fence per frame.
 
@@ -152,6 +155,34 @@ def import_only(clip: str, n: int, hwaccel: str, copy_ahead: bool = True) -> tup
         return frames, seconds
 
 
+def import_procs(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """Decode in N decoder processes (``StreamGroup(decoders="processes")``), each frame handed over to
+    this process's Device (NVDEC frames: copied by the decoder process into Vulkan images Dawn imports
+    here), leases released at once: the textures are this process's, the decoding is not."""
+    with StreamGroup([clip] * n, hwaccel=hwaccel, decoders="processes") as group:
+        live = list(group.streams)
+        t0 = time.perf_counter()
+        frames = 0
+        while live:
+            for stream in list(live):
+                lease = stream.decoder.next_frame()
+                if lease is None:
+                    live.remove(stream)
+                    continue
+                lease.release()
+                frames += 1
+        group.device.webgpu_device.queue.submit([])
+        seconds = time.perf_counter() - t0
+        paths = group.path_counts()
+        NOTES.append(f"N={n} import-procs: paths {dict((p.value, c) for p, c in paths.frames.items())}")
+        return frames, seconds
+
+
+def wall_procs(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+    """``wall`` with the decoders in processes of their own."""
+    return wall(clip, n, hwaccel, decoders="processes")
+
+
 def _note_copies(cell: str, group: StreamGroup) -> None:
     stats = [s.importer.stats() for s in group.streams]
     ahead = sum(s.copied_ahead for s in stats)
@@ -264,9 +295,9 @@ def import_threads(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
         return result
 
 
-def wall(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
+def wall(clip: str, n: int, hwaccel: str, decoders: str = "threads") -> tuple[int, float]:
     """Decode + import + one composed grid render (one submit) per tick."""
-    with StreamGroup([clip] * n, hwaccel=hwaccel) as group:
+    with StreamGroup([clip] * n, hwaccel=hwaccel, decoders=decoders) as group:
         t0 = time.perf_counter()
         group.run()
         group.drain()
@@ -274,14 +305,16 @@ def wall(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
         return sum(s.frames_shown for s in group.streams), seconds
 
 
-def wall_check(clip: str, n: int, hwaccel: str, rate: float = 30.0, preroll: bool = True) -> dict[str, Any]:
+def wall_check(
+    clip: str, n: int, hwaccel: str, rate: float = 30.0, preroll: bool = True, decoders: str = "threads"
+) -> dict[str, Any]:
     """A wall paced at ``rate``: ticks at k / rate against the clock; late ticks and drops counted.
 
     The clock starts when the first tick has shown every stream's first frame, as a player's does
     (``first_tick_s``, from the group's opening, is reported apart: the decoders' start-up), after the
     group's pre-roll (``StreamGroup.preroll``: every decoder's queue filled, ``preroll_s``) unless
-    ``preroll`` is False."""
-    with StreamGroup([clip] * n, hwaccel=hwaccel) as group:
+    ``preroll`` is False. ``decoders``: as StreamGroup's (``processes``: a decoder process a stream)."""
+    with StreamGroup([clip] * n, hwaccel=hwaccel, decoders=decoders) as group:
         opened = time.perf_counter()
         group.tick(at_s=0.5 / rate)
         preroll_s = group.preroll() if preroll else 0.0
@@ -344,8 +377,10 @@ MODES: dict[str, Callable[[str, int, str], tuple[int, float]]] = {
     "import-threads": import_threads,
     "decode-threads-own-ctx": decode_threads_own_ctx,
     "import-own-ctx": import_own_ctx,
+    "import-procs": import_procs,
+    "wall-procs": wall_procs,
 }
-DEFAULT_MODES = ("decode-threads", "decode-procs", "import", "wall")
+DEFAULT_MODES = ("decode-threads", "decode-procs", "import", "import-procs", "wall", "wall-procs")
 """What a plain run measures; ``import-queue`` (the experimental release order) is asked for by name."""
 
 
@@ -363,6 +398,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--wall-check", type=int, default=0, metavar="N", help="also pace an N-stream wall at 30 fps"
+    )
+    parser.add_argument(
+        "--wall-decoders",
+        default="threads",
+        help="where the --wall-check wall decodes: threads (default), processes, or threads,processes",
     )
     parser.add_argument(
         "--no-preroll", action="store_true", help="start the wall's clock right after its first tick"
@@ -404,27 +444,30 @@ def main() -> int:
                 f"{codec:<6}{n:>4}  " + "".join(f"{fps[m]:>16.1f}" for m in modes) + f"   {ratios}",
                 flush=True,
             )
-            if codec == "h264" and n >= 14 and "import" in fps and base:
-                ok = fps["import"] >= TARGET_FPS and fps["import"] / base >= TARGET_RATIO
-                verdicts.append(
-                    f"h264 N={n}: import {fps['import']:.0f} fps (target >= {TARGET_FPS:.0f}), "
-                    f"{fps['import'] / base:.2f} of decode alone (target >= {TARGET_RATIO}): "
-                    + ("met" if ok else "NOT met")
-                )
-    if args.wall_check:
+            for mode in ("import", "import-procs"):
+                if codec == "h264" and n >= 14 and mode in fps and base:
+                    ok = fps[mode] >= TARGET_FPS and fps[mode] / base >= TARGET_RATIO
+                    verdicts.append(
+                        f"h264 N={n}: {mode} {fps[mode]:.0f} fps (target >= {TARGET_FPS:.0f}), "
+                        f"{fps[mode] / base:.2f} of decode alone in threads (target >= {TARGET_RATIO}): "
+                        + ("met" if ok else "NOT met")
+                    )
+    for decoders in args.wall_decoders.split(",") if args.wall_check else ():
         codec = "hevc" if "hevc" in clips else next(iter(clips))
-        result = wall_check(clips[codec], args.wall_check, args.hwaccel, preroll=not args.no_preroll)
+        result = wall_check(
+            clips[codec], args.wall_check, args.hwaccel, preroll=not args.no_preroll, decoders=decoders
+        )
         ok = result["late"] == 0 and result["dropped"] == 0 and result["fps"] >= 29.5
         verdicts.append(
-            f"{codec} wall of {args.wall_check} at 30 fps: {result['fps']:.1f} fps, "
+            f"{codec} wall of {args.wall_check} at 30 fps, decoders in {decoders}: {result['fps']:.1f} fps, "
             f"{result['late']} late ticks, {result['dropped']} dropped frames (first tick "
             f"{result['first_tick_s'] * 1e3:.0f} ms after opening, then a pre-roll of "
             f"{result['preroll_s'] * 1e3:.0f} ms): " + ("met" if ok else "NOT met")
         )
         NOTES.append(
-            f"wall ticks: median {result['tick_ms_median']:.1f} ms, p99 {result['tick_ms_p99']:.1f} ms, "
-            f"{result['ticks_over_interval']} longer than the interval; late at ticks {result['late_at']}; "
-            f"slowest (ms, by stage) {result['slowest_ticks_ms']}"
+            f"wall ({decoders}) ticks: median {result['tick_ms_median']:.1f} ms, p99 "
+            f"{result['tick_ms_p99']:.1f} ms, {result['ticks_over_interval']} longer than the interval; "
+            f"late at ticks {result['late_at']}; slowest (ms, by stage) {result['slowest_ticks_ms']}"
         )
     for line in NOTES:
         print(line)

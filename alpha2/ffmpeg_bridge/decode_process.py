@@ -184,6 +184,7 @@ class DecodeProcess:
         self._counter = TicketCounter()
         self._ids = itertools.count(1)
         self._frames_by_path: collections.Counter[ExecutionPath] = collections.Counter()
+        self._notes: collections.Counter[str] = collections.Counter()  # slot sets that fell back
         self._stats: DecodeStats | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
@@ -353,15 +354,20 @@ class DecodeProcess:
 
     @property
     def path_report(self) -> ImportPathReport:
-        """The paths frames took (a CPU-upload stream's own importer's report, with its fallbacks)."""
+        """The paths frames took (a CPU-upload stream's own importer's report), with the fallbacks: a
+        slot set of NVDEC frames the GPU copy does not take (their format) counts once, downloaded by
+        the decoder process."""
         from alpha2.native_gpu.interop.importer import ImportPathReport
 
         if self._importer is not None:
             report = self._importer.path_report
             frames = collections.Counter(report.frames_by_path) + self._frames_by_path
-            return dataclasses.replace(report, frames_by_path=dict(frames))
+            notes = collections.Counter(report.fallbacks) + self._notes
+            return dataclasses.replace(report, frames_by_path=dict(frames), fallbacks=dict(notes))
         info = self.device.info
-        return ImportPathReport(info.implementation, info.adapter_name, (), dict(self._frames_by_path), {}, 0)
+        return ImportPathReport(
+            info.implementation, info.adapter_name, (), dict(self._frames_by_path), dict(self._notes), 0
+        )
 
     @property
     def closed(self) -> bool:
@@ -439,6 +445,8 @@ class DecodeProcess:
         self, set_id: int, pixel_format: Any, width: int, height: int, geometry: Any, on_gpu: bool
     ) -> None:
         from alpha2.native_gpu.interop import handoff
+        from alpha2.native_gpu.interop.cpu_upload import check_16bit
+        from alpha2.native_gpu.interop.cuda_vk import _uncopyable_reason
         from alpha2.native_gpu.interop.ring import RingKey
 
         old = self._current
@@ -450,8 +458,12 @@ class DecodeProcess:
         key = RingKey(self.decoder_id, set_id, pixel_format, geometry)
         reservations: list[SurfaceReservation] = []
         slots: Any = None
+        check_16bit(self.device.info, geometry, pixel_format)
+        uncopyable = _uncopyable_reason(pixel_format) if on_gpu else None
+        if uncopyable is not None:  # downloaded by the decoder process, then uploaded here: said so
+            self._notes[f"NVDEC frames downloaded by the decoder process: {uncopyable}"] += 1
         try:
-            if on_gpu and self._gpu_route:
+            if on_gpu and self._gpu_route and uncopyable is None:
                 slots = handoff.DawnSlotSet(self.device, key, self.slots, self._wait_timeout())
             else:
                 slots = handoff.HostSlotSet(pixel_format, geometry, self.slots)
