@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [held] [wallgil] [preroll]
+#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [held] [wallgil] [preroll] [procs]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -132,6 +132,15 @@ for step in $steps; do
         env $envs timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
           --modes decode-threads --wall-check 16 $flags >> "$log" 2>&1
       done;;
+    procs)  # the decoders in processes of their own (DecodeProcess): tests, N streams, the HEVC wall
+      ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 120 python3 -m pytest -q -p no:cacheprovider \
+        tests/test_decode_process.py tests/test_streams.py > "$OUT/tests_procs.log" 2>&1; echo "procs tests rc=$?" >> "$log"
+      echo '$ python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 1,14,28 --modes decode-threads,decode-procs,import,import-procs' >> "$log"
+      timeout 330 python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 1,14,28 \
+        --modes decode-threads,decode-procs,import,import-procs >> "$log" 2>&1
+      echo '$ python3 benchmarks/bench_streams.py --codecs hevc --streams 1 --modes decode-threads --wall-check 16 --wall-decoders processes,threads' >> "$log"
+      timeout 120 python3 benchmarks/bench_streams.py --codecs hevc --streams 1 --modes decode-threads \
+        --wall-check 16 --wall-decoders processes,threads >> "$log" 2>&1;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
