@@ -23,7 +23,7 @@ from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge import decode_worker as wire
 from alpha2.ffmpeg_bridge.decode_process import DecodeProcess, open_processes
 from alpha2.ffmpeg_bridge.errors import DecodeError, MediaNotFoundError
-from alpha2.gpu.errors import ClosedError, Error, GpuTimeoutError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, Error, GpuTimeoutError, InvalidInputError, UnsupportedError
 from alpha2.gpu.handles import OwnedFd
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceBudget
@@ -278,4 +278,45 @@ def test_nvdec_frames_from_processes_are_copied_on_the_gpu_and_match_threads(tmp
                 assert all(s.decoder.hwaccel_report.active.value == "cuda" for s in group.streams)
         assert group.budget.usage().surfaces == 0
     assert np.array_equal(walls[0], walls[1]), "the same pixels, whichever process decoded"
+    assert not _worker_pids()
+
+
+@pytest.mark.vulkan
+def test_a_seek_before_the_first_frame_starts_there(tmp_path: Path, device: object) -> None:
+    src = make_clip(tmp_path / "g.mkv", width=64, height=48, frames=24, gop=4).path
+    with DecodeSession(src, hwaccel="none") as session:
+        session.seek(0.4)
+        first = session.next_frame()
+        assert first is not None
+        expected = first.pts_seconds
+        first.release()
+    with DecodeProcess(src, device=device, hwaccel="none") as stream:
+        with pytest.raises(InvalidInputError):
+            stream.seek(-1.0)
+        stream.seek(0.4)
+        lease = stream.next_frame()
+        assert lease is not None
+        assert lease.frame.metadata.pts_seconds == expected
+        lease.release()
+        with pytest.raises(UnsupportedError):
+            stream.seek(0.0)
+
+
+@pytest.mark.vulkan
+def test_the_play_command_plays_a_wall_of_decoder_processes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from alpha2.apps.cli import main
+
+    sources = [make_clip(tmp_path / f"{i}.mkv", width=64, height=48, frames=12).path for i in range(2)]
+    code = main(["play", *sources, "--offscreen", "--decoders", "processes", "--at", "0.1", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    data = json.loads(out.out)
+    assert [s["frames_shown"] for s in data["streams"]] == [9, 9], data["streams"]
+    assert all(s["gpu_copies"] == {"decoder_process": 0} for s in data["streams"])  # lavapipe: CPU upload
+    code = main(["play", sources[0], "--offscreen", "--decoders", "processes"])
+    assert code != 0 and "several inputs" in capsys.readouterr().err
     assert not _worker_pids()

@@ -81,6 +81,8 @@ class PlayOptions:
     """Stop after this many frames."""
     hwaccel: str = "auto"
     """Decoding: ``auto``, ``cuda`` or ``none``."""
+    decoders: str = "threads"
+    """A wall's decoders: ``threads`` of this process, or ``processes`` of their own (``--decoders``)."""
     audio: bool = True
     """Play the sound (the master clock) when there is a stream and a device; ``--no-audio`` turns it off."""
     volume: float = 1.0
@@ -458,6 +460,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
     pipeline.add_hwaccel_argument(parser)
+    parser.add_argument(
+        "--decoders",
+        choices=("threads", "processes"),
+        default="threads",
+        help="a wall's decoders: threads of this process (default), or a process each, which hands its "
+        "frames over through shared GPU memory (faster with many NVDEC streams)",
+    )
     parser.add_argument("--no-audio", dest="audio", action="store_false", help="no sound: the system clock")
     parser.add_argument(
         "--volume",
@@ -496,6 +505,7 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         at_s=args.at,
         frames=args.frames,
         hwaccel=args.hwaccel,
+        decoders=args.decoders,
         audio=args.audio,
         volume=args.volume,
         gpu=args.gpu,
@@ -508,6 +518,8 @@ def run(args: argparse.Namespace) -> int:
     """``alpha2 play``."""
     if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
         raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
+    if len(args.input) == 1 and args.decoders != "threads":
+        raise InvalidInputError("--decoders processes is for a wall: give several inputs")
     if len(args.input) > 1:
         from alpha2.apps.wall import run_wall
 

@@ -109,6 +109,7 @@ def play_wall(
             names,
             hwaccel=options.hwaccel,
             device=device,
+            decoders=options.decoders,
             colour_target=ColourTarget.sdr_bt709(options.target_peak_cd_m2),
             colour_options=ColourOptions(tone_curve=options.tone_curve),
         )
@@ -199,7 +200,11 @@ def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> 
     curve = options.tone_curve.name.lower()
     stats.streams = []
     for s in group.streams:
-        imports = s.importer.stats()
+        if s.importer is not None:
+            imports = s.importer.stats()
+            copies = {"decoder_thread": imports.copied_ahead, "at_import": imports.not_copied_ahead}
+        else:  # a DecodeProcess: its decoder process made every GPU copy
+            copies = {"decoder_process": s.decoder.path_report.frames_by_path.get(ExecutionPath.GPU_COPY, 0)}
         stats.streams.append(
             {
                 "source": s.source,
@@ -207,8 +212,8 @@ def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> 
                 "frames_dropped": s.frames_dropped,
                 "tile_origin": list(s.origin),
                 "colour": plan_dict(s.colour, curve) if s.frames_shown else None,
-                # Where each frame's GPU copy ran (copy-ahead); both 0 on the CPU upload.
-                "gpu_copies": {"decoder_thread": imports.copied_ahead, "at_import": imports.not_copied_ahead},
+                # Where each frame's GPU copy ran (copy-ahead, or a decoder process); 0 on the CPU upload.
+                "gpu_copies": copies,
             }
         )
     if any(s.frames_shown for s in group.streams):

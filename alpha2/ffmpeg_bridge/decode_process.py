@@ -186,6 +186,8 @@ class DecodeProcess:
         self._frames_by_path: collections.Counter[ExecutionPath] = collections.Counter()
         self._notes: collections.Counter[str] = collections.Counter()  # slot sets that fell back
         self._stats: DecodeStats | None = None
+        self._started = False  # the decoder process decodes once told to ("start"), from a seek or not
+        self._seek_s: float | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._stderr: Any = None
@@ -394,6 +396,7 @@ class DecodeProcess:
             if self._ended and not self._ready:
                 return None
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            self._start_decoding()
             while not self._ready:
                 current = self._current
                 if current is not None and len(current.here) >= self.slots:
@@ -411,10 +414,37 @@ class DecodeProcess:
                 raise self._error(message)
             return self._deliver(message)
 
+    def seek(self, seconds: float) -> None:
+        """Start at ``seconds`` (the frame a DecodeSession's seek gives there). Only before the first
+        frame is asked for: the decoder process seeks before it decodes.
+
+        Raises:
+            ClosedError: the stream was closed.
+            InvalidInputError: a negative time.
+            UnsupportedError: frames were already asked for (:meth:`next_frame`, :attr:`decoded_ahead`).
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeProcess was closed")
+            if seconds < 0:
+                raise InvalidInputError(f"seek needs a time >= 0 s, got {seconds}")
+            if self._started:
+                raise UnsupportedError(
+                    "a DecodeProcess seeks only before its first frame (its decoder process has begun "
+                    "decoding); open a new one to start elsewhere"
+                )
+            self._seek_s = float(seconds)
+
+    def _start_decoding(self) -> None:
+        if not self._started and self._sock is not None:
+            self._started = True
+            wire.send(self._sock, ("start", self._seek_s))
+
     def _pump(self) -> None:
         """Take in the messages waiting, without blocking."""
         if self._sock is None or self._ended:
             return
+        self._start_decoding()
         while True:
             try:
                 got = wire.receive(self._sock, 0.0)

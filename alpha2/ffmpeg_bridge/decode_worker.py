@@ -8,7 +8,7 @@ ends are alpha2's own, made by the same user; nothing else can reach the socket.
 The conversation, consumer (C) and this process (W):
 
 * C: ``("open", options)``; W opens the source and answers ``("info", StreamInfo, HwAccelReport)``, or
-  ``("error", ...)``.
+  ``("error", ...)``. C: ``("start", seek_s)``; W seeks there (None: from the start) and decodes.
 * W, at the first frame and at every change of format or size: ``("layout", set_id, pixel_format, width,
   height, geometry, on_gpu)``; C makes a slot set and answers ``("slots", set_id, SlotLayout)`` with the
   slots' memory fds.
@@ -225,6 +225,13 @@ def serve(sock: socket.socket) -> int:
             threads=int(options.get("threads", 0)),
         )
         send(sock, ("info", session.info, session.hwaccel_report))
+        got = receive(sock, None)
+        assert got is not None
+        (kind, seek_s), _ = got
+        if kind != "start":
+            raise InternalError(f"a decoder process must be started after open, got {kind!r}")
+        if seek_s is not None:
+            session.seek(float(seek_s))
         worker = _Worker(sock, session, options)
         worker.run()
         while True:  # ended: wait for the consumer's close (its slots stay imported until then)
