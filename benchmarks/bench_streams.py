@@ -164,7 +164,10 @@ def import_procs(clip: str, n: int, hwaccel: str) -> tuple[int, float]:
         t0 = time.perf_counter()
         frames = 0
         while live:
-            for stream in list(live):
+            # Frames as they come: a stream with none waiting here is passed over, so that one slow
+            # decoder process holds up no other (each can only get `slots` frames ahead of this loop).
+            waiting = [s for s in live if s.decoder.decoded_ahead[0]] or live[:1]
+            for stream in waiting:
                 lease = stream.decoder.next_frame()
                 if lease is None:
                     live.remove(stream)
