@@ -322,3 +322,20 @@ def test_the_play_command_plays_a_wall_of_decoder_processes(
     code = main(["play", sources[0], "--offscreen", "--decoders", "processes"])
     assert code != 0 and "several inputs" in capsys.readouterr().err
     assert not _worker_pids()
+
+
+@pytest.mark.vulkan
+def test_a_lease_released_on_another_thread_frees_a_waiting_next_frame(clip: str, device: object) -> None:
+    import threading
+
+    with DecodeProcess(clip, device=device, hwaccel="none", slots=2) as stream:
+        a, b = stream.next_frame(), stream.next_frame()
+        assert a is not None and b is not None
+        timer = threading.Timer(0.3, a.release)  # while the next call waits for a slot
+        timer.start()
+        start = time.monotonic()
+        c = stream.next_frame(timeout_s=10.0)
+        timer.join()
+        assert c is not None and time.monotonic() - start < 5
+        b.release()
+        c.release()

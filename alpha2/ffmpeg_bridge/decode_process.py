@@ -174,7 +174,8 @@ class DecodeProcess:
         self.decoder_id = _next_decoder_id()
         """This stream's decoder id in this process (its frames' ``SurfaceIdentity.decoder_id``)."""
         self._wait_timeout = gpu_wait_timeout
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the state: sets, ready messages, sends
+        self._receiving = threading.Lock()  # taken by the one caller waiting for a message
         self._closed = False
         self._ended = False
         self._sets: dict[int, _Set] = {}
@@ -267,7 +268,8 @@ class DecodeProcess:
 
     def _receive(self, deadline: float | None, what: str) -> tuple[tuple[Any, ...], list[OwnedFd]]:
         """The decoder process's next message, waiting up to ``deadline`` (None: while it lives)."""
-        assert self._sock is not None
+        if self._sock is None:
+            raise ClosedError("this DecodeProcess was closed")
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -351,7 +353,11 @@ class DecodeProcess:
     def decoded_ahead(self) -> tuple[int, int]:
         """Frames waiting here to be handed out, and the most there can be (``slots``)."""
         with self._lock:
-            self._pump()
+            if self._receiving.acquire(blocking=False):  # else a next_frame is taking them in now
+                try:
+                    self._pump()
+                finally:
+                    self._receiving.release()
             return sum(1 for m in self._ready if m[0] == "frame"), self.slots
 
     @property
@@ -390,20 +396,13 @@ class DecodeProcess:
             alpha2.gpu.Error subclasses: the decoder process failed (its error, with its type), or
                 ended unexpectedly (DecodeError); importing failed here.
         """
+        # One caller receives at a time; the state lock is not held while waiting, so that a lease
+        # released on another thread gives its slot back meanwhile.
+        with self._receiving:
+            message = self._next_message(timeout_s)
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeProcess was closed")
-            if self._ended and not self._ready:
-                return None
-            deadline = None if timeout_s is None else time.monotonic() + timeout_s
-            self._start_decoding()
-            while not self._ready:
-                current = self._current
-                if current is not None and len(current.here) >= self.slots:
-                    held = time.monotonic() + self._wait_timeout()
-                    deadline = held if deadline is None else min(deadline, held)
-                self._handle(*self._receive(deadline, "send a frame"))
-            message = self._ready.popleft()
             kind = message[0]
             if kind == "end":
                 self._ended = True
@@ -413,6 +412,31 @@ class DecodeProcess:
                 self._ended = True
                 raise self._error(message)
             return self._deliver(message)
+
+    def _next_message(self, timeout_s: float | None) -> tuple[Any, ...]:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise ClosedError("this DecodeProcess was closed")
+                if self._ready:
+                    return self._ready.popleft()
+                if self._ended:
+                    return ("end", self._stats)
+                self._start_decoding()
+                wait_until = deadline
+                current = self._current
+                if current is not None and len(current.here) >= self.slots:
+                    held = time.monotonic() + self._wait_timeout()
+                    wait_until = held if wait_until is None else min(wait_until, held)
+            try:
+                got = self._receive(wait_until, "send a frame")
+            except (OSError, ValueError) as exc:  # closed by another thread meanwhile
+                if self._closed:
+                    raise ClosedError("this DecodeProcess was closed") from exc
+                raise
+            with self._lock:
+                self._handle(*got)
 
     def seek(self, seconds: float) -> None:
         """Start at ``seconds`` (the frame a DecodeSession's seek gives there). Only before the first
