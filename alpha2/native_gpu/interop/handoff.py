@@ -103,24 +103,13 @@ class SlotLayout:
 
 def gpu_route_unavailable_reason(device: Device) -> str | None:
     """Why NVDEC frames from a decoder process cannot be copied into ``device``'s textures on the GPU
-    (None when they can): a Dawn device with the two shared-memory features, its Vulkan twin with
-    exportable memory and semaphores, and a CUDA device with its UUID."""
-    from alpha2.gpu.webgpu import (
-        FEATURE_SHARED_FENCE_OPAQUE_FD,
-        FEATURE_SHARED_TEXTURE_OPAQUE_FD,
-        WebGpuImplementation,
-    )
+    (None when they can): what the GPU copy in one process needs (a Dawn device with the two
+    shared-memory features and a Vulkan device UUID, usable CUDA), and a CUDA device with its UUID."""
+    from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
 
-    info = device.info
-    if info.implementation is not WebGpuImplementation.DAWN:
-        return f"{info.implementation.value} (wgpu-native) cannot import external memory; it needs wgpudawn"
-    missing = [
-        f
-        for f in (FEATURE_SHARED_TEXTURE_OPAQUE_FD, FEATURE_SHARED_FENCE_OPAQUE_FD)
-        if f not in info.features
-    ]
-    if missing:
-        return f"the Dawn device lacks {missing}; request it with required_features={missing}"
+    reason = CudaVkPairing.unavailable_reason(device.webgpu_device, device.info, {})
+    if reason is not None:
+        return reason
     if device.cuda_ordinal is None:
         return f"no CUDA device has the UUID of Dawn's adapter ({device.cuda_reason})"
     return None
