@@ -40,7 +40,7 @@ from alpha2.gpu.webgpu import (
 from alpha2.native_gpu._cuda import interop
 from alpha2.native_gpu._vk import export
 from alpha2.native_gpu.device.shared import QueueRole
-from alpha2.native_gpu.interop import cuda_vk, dawn_planes, ring
+from alpha2.native_gpu.interop import cuda_vk, dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import frame_geometry
 from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint, order_after_last_access
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
@@ -207,7 +207,7 @@ class FakeVkImage(FakeClosable):
     size_bytes = 4096
     create_info_address = 0x1234
     memory_type_index = 0
-    layout = ring.VK_IMAGE_LAYOUT_GENERAL
+    layout = cuda_vk.VK_IMAGE_LAYOUT_GENERAL
 
     def export_memory_fd(self) -> OwnedFd:
         return OwnedFd(os.open(os.devnull, os.O_RDONLY))
