@@ -109,12 +109,17 @@ from alpha2.native_gpu.interop.cuda import (
 )
 from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
+    ImageOwner,
+    ImportedPlaneDescriptor,
+    ImportedVulkanFrame,
     ImportTicketStats,
     InteropPairing,
+    NativeImageState,
     NativeSurfaceLease,
     PairingTicket,
 )
 from alpha2.native_gpu.interop.ring import (
+    VK_IMAGE_LAYOUT_GENERAL,
     Ring,
     RingKey,
     RingPlane,
@@ -129,6 +134,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CudaVkPairing", "RingSlot"]
 
+VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
 DAWN_TIMELINE_FENCES = False
 """Whether Dawn's opaque-fd shared fences accept timeline semaphores (not in Dawn 0.32: binary only)."""
 
@@ -682,18 +688,40 @@ class CudaVkPairing(InteropPairing):
     ) -> PairingTicket:
         """The imported frame of a slot whose planes Dawn accesses, and the ticket that releases it."""
         width, height = picture_size(frame)
+        pixel_format = frame.pixel_format
+        descriptors = tuple(
+            ImportedPlaneDescriptor(
+                plane_index=index,
+                plane_format=plane.geometry.plane_format,
+                texture_format=plane.geometry.texture_format,
+                width=plane.geometry.width,
+                height=plane.geometry.height,
+                source_stride_bytes=src.pitch_bytes,
+            )
+            for index, (plane, src) in enumerate(zip(slot.planes, cuda_planes))
+        )
         copy_done = slot.copy_done  # re-recorded only when the slot is reused, after this lease's release
         assert copy_done is not None
-        imported = dawn_planes.slot_frame(
-            slot,
-            pixel_format=frame.pixel_format,
+        imported = ImportedVulkanFrame(
+            textures=tuple(p.texture for p in slot.planes),
+            views=tuple(p.view for p in slot.planes),
+            planes=descriptors,
+            pixel_format=pixel_format,
             colour=frame.colour,
             metadata=frame.metadata,
             identity=frame.identity,
             width=width,
             height=height,
-            strides=tuple(src.pitch_bytes for src in cuda_planes),
             sync=copy_sync_point(copy_done, slot.planes[0].uses),
+            path=ExecutionPath.GPU_COPY,
+            steps=(ExecutionPath.GPU_COPY,),
+            bytes_crossed_cpu=0,
+            image_state=NativeImageState(
+                owner=ImageOwner.SHARED_VULKAN,
+                layout=VK_IMAGE_LAYOUT_GENERAL,
+                queue_family=VK_QUEUE_FAMILY_EXTERNAL,
+                timeline_value=slot.planes[0].uses,
+            ),
         )
         return PairingTicket(frame=imported, release=lambda: self._release_slot(slot))
 

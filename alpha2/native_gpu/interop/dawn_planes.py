@@ -17,34 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from alpha2.gpu.errors import InternalError
 from alpha2.gpu.handles import OwnedFd
-from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.interop.leases import (
-    ExternalSyncPoint,
-    ImageOwner,
-    ImportedFrame,
-    ImportedPlaneDescriptor,
-    NativeImageState,
-)
 from alpha2.native_gpu.interop.ring import VK_IMAGE_LAYOUT_GENERAL, RingPlane, RingSlot
 
 if TYPE_CHECKING:
-    from alpha2.gpu.colour import ColourInfo
-    from alpha2.gpu.formats import PixelFormat
-    from alpha2.gpu.geometry import FrameMetadata
-    from alpha2.gpu.surfaces import SurfaceIdentity
     from alpha2.native_gpu._vk.export import ExportableImage
 
-__all__ = [
-    "VK_QUEUE_FAMILY_EXTERNAL",
-    "begin_access",
-    "dawn_extras",
-    "end_plane",
-    "import_plane",
-    "slot_frame",
-]
-
-VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
-"""The queue family a slot's images are released to, for a user outside the Vulkan device."""
+__all__ = ["begin_access", "dawn_extras", "end_plane", "import_plane"]
 
 
 def dawn_extras() -> ModuleType:
@@ -71,54 +49,6 @@ def import_plane(device: Any, image: ExportableImage, plane: RingPlane, index: i
     plane.texture = plane.memory.create_texture(label=f"alpha2 ring plane {index}")
     plane.view = plane.texture.create_view(label="alpha2 ring plane view")
     plane.layout = image.layout
-
-
-def slot_frame(
-    slot: RingSlot,
-    *,
-    pixel_format: PixelFormat,
-    colour: ColourInfo,
-    metadata: FrameMetadata,
-    identity: SurfaceIdentity,
-    width: int,
-    height: int,
-    strides: tuple[int, ...],
-    sync: ExternalSyncPoint,
-) -> ImportedFrame:
-    """``slot`` (Dawn's access begun) as an imported frame: its textures and views, one descriptor per
-    plane (``strides``: the source planes' row pitches), the GPU-copy path, no byte through the CPU."""
-    descriptors = tuple(
-        ImportedPlaneDescriptor(
-            plane_index=index,
-            plane_format=plane.geometry.plane_format,
-            texture_format=plane.geometry.texture_format,
-            width=plane.geometry.width,
-            height=plane.geometry.height,
-            source_stride_bytes=stride,
-        )
-        for index, (plane, stride) in enumerate(zip(slot.planes, strides))
-    )
-    return ImportedFrame(
-        textures=tuple(p.texture for p in slot.planes),
-        views=tuple(p.view for p in slot.planes),
-        planes=descriptors,
-        pixel_format=pixel_format,
-        colour=colour,
-        metadata=metadata,
-        identity=identity,
-        width=width,
-        height=height,
-        sync=sync,
-        path=ExecutionPath.GPU_COPY,
-        steps=(ExecutionPath.GPU_COPY,),
-        bytes_crossed_cpu=0,
-        image_state=NativeImageState(
-            owner=ImageOwner.SHARED_VULKAN,
-            layout=VK_IMAGE_LAYOUT_GENERAL,
-            queue_family=VK_QUEUE_FAMILY_EXTERNAL,
-            timeline_value=sync.timeline_value,
-        ),
-    )
 
 
 def begin_access(slot: RingSlot, values: list[int] | None) -> None:

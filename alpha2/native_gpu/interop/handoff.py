@@ -41,15 +41,18 @@ from alpha2.gpu.errors import Error, GpuTimeoutError, InternalError, InvalidInpu
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
-from alpha2.gpu.identity import BackendKind
+from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.native_gpu.interop import dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
 from alpha2.native_gpu.interop.leases import (
     ExternalSyncPoint,
+    ImageOwner,
     ImportedFrame,
+    ImportedPlaneDescriptor,
+    NativeImageState,
 )
-from alpha2.native_gpu.interop.ring import RingKey, RingSlot
+from alpha2.native_gpu.interop.ring import VK_IMAGE_LAYOUT_GENERAL, RingKey, RingSlot
 
 if TYPE_CHECKING:
     from alpha2.gpu.colour import ColourInfo
@@ -67,6 +70,7 @@ __all__ = [
     "gpu_route_unavailable_reason",
 ]
 
+VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
 FENCE_OPAQUE_FD = "opaque-fd"
 """A returned slot's fence: an opaque-fd binary semaphore (the producer waits on it in CUDA)."""
 FENCE_SYNC_FD = "sync-fd"
@@ -230,16 +234,38 @@ class DawnSlotSet:
         uses: int,
     ) -> ImportedFrame:
         """Slot ``index`` as an imported frame (its access begun)."""
-        return dawn_planes.slot_frame(
-            self.slots[index],
+        slot = self.slots[index]
+        descriptors = tuple(
+            ImportedPlaneDescriptor(
+                plane_index=i,
+                plane_format=p.geometry.plane_format,
+                texture_format=p.geometry.texture_format,
+                width=p.geometry.width,
+                height=p.geometry.height,
+                source_stride_bytes=stride,
+            )
+            for i, (p, stride) in enumerate(zip(slot.planes, strides))
+        )
+        return ImportedFrame(
+            textures=tuple(p.texture for p in slot.planes),
+            views=tuple(p.view for p in slot.planes),
+            planes=descriptors,
             pixel_format=pixel_format,
             colour=colour,
             metadata=metadata,
             identity=identity,
             width=identity.width,
             height=identity.height,
-            strides=strides,
-            sync=_done_point(uses),
+            sync=_done_point(),
+            path=ExecutionPath.GPU_COPY,
+            steps=(ExecutionPath.GPU_COPY,),
+            bytes_crossed_cpu=0,
+            image_state=NativeImageState(
+                owner=ImageOwner.SHARED_VULKAN,
+                layout=VK_IMAGE_LAYOUT_GENERAL,
+                queue_family=VK_QUEUE_FAMILY_EXTERNAL,
+                timeline_value=uses,
+            ),
         )
 
     def destroy(self, index: int) -> None:
@@ -260,12 +286,11 @@ def _typed(exc: BaseException, what: str) -> BaseException:
     return InternalError(f"{what} failed: {type(exc).__name__}: {exc}")
 
 
-def _done_point(uses: int) -> ExternalSyncPoint:
+def _done_point() -> ExternalSyncPoint:
     return ExternalSyncPoint(
         BackendKind.CUDA,
         poll=None,  # always signalled
         gpu_ordered=True,
-        timeline_value=uses,
         description="copied by a decoder process, which waited for the copy before handing the slot over",
     )
 
