@@ -24,8 +24,8 @@ from collections.abc import Iterator
 import av
 import numpy as np
 
-from alpha2.apps.transcode_plan import ColourChoice, TranscodeOptions
-from alpha2.apps.transcoder import transcode
+from alpha2.api.transcode_plan import ColourChoice, TranscodeOptions
+from alpha2.api.transcoder import transcode
 from alpha2.gpu.geometry import Size
 
 W, H, OW, OH = 1920, 1080, 640, 360

@@ -23,7 +23,7 @@ CHILD = r"""
 import resource, sys
 sys.path.insert(0, {root!r})
 from alpha2.apps.player import PlayOptions, play
-from alpha2.apps.transcoder import TranscodeOptions, transcode
+from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.gpu.geometry import Size
 kind, clip, frames, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if kind == "play":

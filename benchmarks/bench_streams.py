@@ -37,8 +37,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from alpha2.api.streams import StreamGroup
 from alpha2.apps.sample import write_sample
-from alpha2.apps.streams import StreamGroup
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.surfaces import SurfaceBudget

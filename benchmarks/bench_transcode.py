@@ -45,7 +45,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import av
 import av.codec.hwaccel
 
-from alpha2.apps.transcoder import ColourChoice, TranscodeOptions, transcode
+from alpha2.api.transcoder import ColourChoice, TranscodeOptions, transcode
 from alpha2.gpu.geometry import Size
 
 TARGETS = {"a": 1.1, "b": 1.5}

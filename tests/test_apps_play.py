@@ -11,8 +11,8 @@ import av
 import numpy as np
 import pytest
 
+from alpha2.api.atomic import png_bytes
 from alpha2.apps import player
-from alpha2.apps.atomic import png_bytes
 from alpha2.apps.player import PlayOptions, letterbox, play, window_unavailable_reason
 from alpha2.apps.sample import write_sample
 from alpha2.gpu.errors import InvalidInputError
@@ -225,7 +225,7 @@ def test_real_window_on_a_virtual_display(clip: str) -> None:
 @pytest.mark.vulkan
 def test_window_playback_letterboxes_and_handles_keys(clip: str) -> None:
     pytest.importorskip("rendercanvas")
-    stats_player = player._Player(clip, PlayOptions(frames=4), player.pipeline.Progress())
+    stats_player = player.Player(clip, PlayOptions(frames=4), player.pipeline.Progress())
     playback = player._WindowPlayback(stats_player)
     try:
         playback.open("rendercanvas.offscreen", size=Size(200, 200))

@@ -10,7 +10,7 @@ import av
 import numpy as np
 import pytest
 
-from alpha2.apps.atomic import atomic_path, check_output_path, write_bytes_atomic
+from alpha2.api.atomic import atomic_path, check_output_path, write_bytes_atomic
 from alpha2.apps.sample import pattern_planes, sample_colour, write_sample
 from alpha2.gpu.colour import ColourMatrix, ColourRange, rgb_to_yuv
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError

@@ -17,9 +17,9 @@ import av
 import numpy as np
 import pytest
 
-from alpha2.apps import pipeline
+from alpha2.api import pipeline
+from alpha2.api.transcoder import ColourChoice, DepthChoice, TranscodeOptions, plan_transcode, transcode
 from alpha2.apps.sample import pattern_planes, sample_colour, write_sample
-from alpha2.apps.transcoder import ColourChoice, DepthChoice, TranscodeOptions, plan_transcode, transcode
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourPrimaries, ColourRange
 from alpha2.gpu.colour import TransferCharacteristic as Trc
 from alpha2.gpu.errors import Error, InvalidInputError

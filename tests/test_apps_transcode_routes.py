@@ -8,7 +8,7 @@ import av
 import numpy as np
 import pytest
 
-from alpha2.apps.transcoder import TranscodeOptions, transcode
+from alpha2.api.transcoder import TranscodeOptions, transcode
 
 FRAMES = 4
 

@@ -107,7 +107,7 @@ def test_av_offset_against_the_audio_clock(audio_server: str, av_clip: str) -> N
     """Frames presented by the player's scheduling, offsets against the sound's clock, also after a
     pause and after a seek."""
     pytest.importorskip("rendercanvas")
-    run = player._Player(av_clip, PlayOptions(), player.pipeline.Progress())
+    run = player.Player(av_clip, PlayOptions(), player.pipeline.Progress())
     playback = player._WindowPlayback(run)
     try:
         playback.open("rendercanvas.offscreen", size=Size(160, 90))
@@ -147,7 +147,7 @@ def test_av_offset_against_the_audio_clock(audio_server: str, av_clip: str) -> N
 @pytest.mark.vulkan
 def test_no_audio_runs_on_the_system_clock(av_clip: str) -> None:
     pytest.importorskip("rendercanvas")
-    run = player._Player(av_clip, PlayOptions(audio=False, frames=3), player.pipeline.Progress())
+    run = player.Player(av_clip, PlayOptions(audio=False, frames=3), player.pipeline.Progress())
     playback = player._WindowPlayback(run)
     try:
         playback.open("rendercanvas.offscreen", size=Size(160, 90))

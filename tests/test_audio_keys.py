@@ -101,7 +101,7 @@ def test_audio_only_window_follows_the_level(audio_server: str, tmp_path: Path) 
     import rendercanvas.offscreen as offscreen
 
     tone = make_audio_only(tmp_path / "tone.mka", seconds=0.5)
-    run = player._Player(tone, PlayOptions(), player.pipeline.Progress())
+    run = player.Player(tone, PlayOptions(), player.pipeline.Progress())
     playback = window.AudioOnlyPlayback(run)
     colours: list[tuple[float, ...]] = []
     clear = window._clear

@@ -15,12 +15,12 @@ from typing import Any
 import av
 import pytest
 
+from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch import BatchSettings, batch
 from alpha2.apps.batch_local import DeviceChoice
 from alpha2.apps.batch_plan import MANIFEST_NAME, STAGING_NAME, FileStatus
 from alpha2.apps.batch_run import Event, Finished, Frames, Retrying, Started
 from alpha2.apps.cli import main
-from alpha2.apps.transcode_plan import TranscodeOptions
 from alpha2.gpu.identity import ExecutionPath
 
 sys.path.insert(0, os.path.dirname(__file__))

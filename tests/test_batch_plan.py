@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps import batch_ray
 from alpha2.apps.batch import BatchProgress
 from alpha2.apps.batch_local import DeviceChoice, plan_workers
@@ -46,7 +47,6 @@ from alpha2.apps.batch_run import (
     run_batch,
     staging_dir,
 )
-from alpha2.apps.transcode_plan import TranscodeOptions
 from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError, AdapterType
 from alpha2.gpu.errors import ErrorKind, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Size

@@ -22,7 +22,7 @@ with contextlib.redirect_stdout(out):
     except SystemExit:
         pass
 heavy = sorted(m for m in ("av", "wgpu", "wgpudawn", "vulkan", "alpha2.apps.player",
-               "alpha2.apps.transcoder", "alpha2.apps.probe", "alpha2.apps.sample") if m in sys.modules)
+               "alpha2.api.transcoder", "alpha2.apps.probe", "alpha2.apps.sample") if m in sys.modules)
 print(json.dumps({"help": out.getvalue(), "heavy": heavy}))
 """
 
@@ -50,7 +50,7 @@ def test_one_command_imports_only_its_module() -> None:
     result = _loaded("sample", "--help")
     assert "alpha2.apps.sample" in result["heavy"]
     assert "alpha2.apps.player" not in result["heavy"]
-    assert "alpha2.apps.transcoder" not in result["heavy"]
+    assert "alpha2.api.transcoder" not in result["heavy"]
     assert "usage: alpha2 sample" in str(result["help"])
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from alpha2.apps import scale_route
-from alpha2.apps.scale_route import cpu_device_reason
+from alpha2.api import scale_route
+from alpha2.api.scale_route import cpu_device_reason
 from alpha2.native_gpu.device.cpu_only import cpu_only_reason, gpu_device_nodes
 
 

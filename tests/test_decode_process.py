@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 from media import concat_files, make_clip
 
-from alpha2.apps.streams import StreamGroup
+from alpha2.api import decode_worker as wire
+from alpha2.api.decode_process import DecodeProcess, open_processes
+from alpha2.api.devices import open_device
+from alpha2.api.streams import StreamGroup
 from alpha2.ffmpeg_bridge import DecodeSession
-from alpha2.ffmpeg_bridge import decode_worker as wire
-from alpha2.ffmpeg_bridge.decode_process import DecodeProcess, open_processes
 from alpha2.ffmpeg_bridge.errors import DecodeError, MediaNotFoundError
 from alpha2.gpu.errors import ClosedError, Error, GpuTimeoutError, InvalidInputError, UnsupportedError
 from alpha2.gpu.handles import OwnedFd
@@ -44,7 +45,7 @@ def _worker_pids() -> set[int]:
                 cmdline = f.read()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == me and b"alpha2.ffmpeg_bridge.decode_worker" in cmdline:
+        if ppid == me and b"alpha2.api.decode_worker" in cmdline:
             found.add(int(entry))
     return found
 
@@ -56,9 +57,8 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def device() -> object:
-    from alpha2.apps import pipeline
 
-    dev = pipeline.create_device(want_gpu_copy=False)
+    dev = open_device("none")
     yield dev
     dev.close()
 

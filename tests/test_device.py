@@ -189,13 +189,27 @@ def test_no_cuda_skips_the_adapter_ranking_for_nvdec(tmp_path: Path, monkeypatch
     calls: list[int] = []
     monkeypatch.setattr(candidates, "vulkan_candidates", lambda: calls.append(1) or [])
     monkeypatch.setattr(core, "cuda_available", lambda: False)
+    from alpha2.api.devices import open_decoder
+
     clip = make_clip(tmp_path / "c.mkv", frames=2)
-    with DecodeSession(clip.path, hwaccel="auto") as session:
+    with open_decoder(clip.path, None, hwaccel="auto") as session:
         assert not session.hwaccel_report.on_gpu
         assert "no CUDA device" in session.hwaccel_report.reason
     with pytest.raises(HwAccelUnavailableError, match="no CUDA device"):
-        DecodeSession(clip.path, hwaccel="cuda")
+        open_decoder(clip.path, None, hwaccel="cuda")
     assert calls == []  # no Vulkan enumeration to learn that there is no NVDEC
+
+
+def test_a_bare_decode_session_without_a_driver_decodes_in_software(tmp_path: Path) -> None:
+    """The bridge alone (no device to place it) says why NVDEC was not tried, and never fails for it."""
+    from alpha2.ffmpeg_bridge import hwdevice
+
+    if hwdevice._cuda_driver_present():
+        pytest.skip("a CUDA driver is installed here")
+    clip = make_clip(tmp_path / "c.mkv", frames=2)
+    with DecodeSession(clip.path, hwaccel="auto") as session:
+        assert not session.hwaccel_report.on_gpu
+        assert "no CUDA driver" in session.hwaccel_report.reason
 
 
 def test_devices_open_one_at_a_time_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:

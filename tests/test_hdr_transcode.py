@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from alpha2.api.transcode_plan import ColourChoice, DepthChoice, TranscodeOptions, plan_transcode
+from alpha2.api.transcoder import transcode
 from alpha2.apps.player import PlayOptions, play
-from alpha2.apps.transcode_plan import ColourChoice, DepthChoice, TranscodeOptions, plan_transcode
-from alpha2.apps.transcoder import transcode
 from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.scale import swscale_unsupported_reason
 from alpha2.gpu.colour import (

@@ -13,8 +13,8 @@ from typing import Any
 import av
 import pytest
 
+from alpha2.api.atomic import write_bytes_atomic
 from alpha2.apps import cli
-from alpha2.apps.atomic import write_bytes_atomic
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.audio import AudioDecodeSession
 from alpha2.gpu.errors import InvalidInputError

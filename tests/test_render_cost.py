@@ -94,7 +94,7 @@ def test_play_offscreen_creates_nothing_per_frame(
 def test_transcode_creates_nothing_per_frame(
     tmp_path: Path, gpu_objects: collections.Counter[str], pix_fmt: str
 ) -> None:
-    from alpha2.apps.transcoder import TranscodeOptions, transcode
+    from alpha2.api.transcoder import TranscodeOptions, transcode
 
     _adapter_or_skip()
     clip = make_clip(tmp_path / "a.mkv", width=96, height=64, frames=40, pix_fmt=pix_fmt)

@@ -8,8 +8,8 @@ import av
 import numpy as np
 import pytest
 
-from alpha2.apps.transcode_plan import TranscodeOptions, plan_transcode
-from alpha2.apps.transcoder import transcode
+from alpha2.api.transcode_plan import TranscodeOptions, plan_transcode
+from alpha2.api.transcoder import transcode
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation, Size

@@ -10,9 +10,9 @@ import av
 import numpy as np
 import pytest
 
+from alpha2.api.scale_route import ScaleRouteKind, choose_scale_route, cpu_device_reason
 from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
-from alpha2.apps.scale_route import ScaleRouteKind, choose_scale_route, cpu_device_reason
 from alpha2.gpu.adapters import AdapterType
 from alpha2.gpu.geometry import Size
 from alpha2.native_gpu.device.candidates import VulkanCandidate

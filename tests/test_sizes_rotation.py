@@ -9,8 +9,8 @@ import av
 import numpy as np
 import pytest
 
-from alpha2.apps.transcode_plan import TranscodeOptions, plan_transcode
-from alpha2.apps.transcode_report import TranscodeStats, summary_notes
+from alpha2.api.transcode_plan import TranscodeOptions, plan_transcode
+from alpha2.api.transcode_report import TranscodeStats, summary_notes
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Size
@@ -50,7 +50,7 @@ def test_odd_transcode_keeps_the_pixels(tmp_path: Path, pix_fmt: str) -> None:
     wgpu = pytest.importorskip("wgpu")
     if wgpu.gpu.request_adapter_sync(power_preference="high-performance") is None:
         pytest.skip("wgpu has no adapter")
-    from alpha2.apps.transcoder import transcode
+    from alpha2.api.transcoder import transcode
 
     clip = make_clip(tmp_path / "odd.mkv", codec="ffv1", width=65, height=49, frames=3, pix_fmt=pix_fmt)
     out = tmp_path / "out.mkv"

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from alpha2.api.scale_route import cpu_device_reason
+from alpha2.api.snapshot_cpu import SnapshotRouteKind, choose_snapshot_route, rotate
 from alpha2.apps.cli import main
 from alpha2.apps.player import PlayOptions, play
 from alpha2.apps.sample import write_sample
-from alpha2.apps.scale_route import cpu_device_reason
-from alpha2.apps.snapshot_cpu import SnapshotRouteKind, choose_snapshot_route, rotate
 from alpha2.gpu.geometry import Rotation, Size
 from tests.test_apps_play import NO_DISPLAY, read_png
 

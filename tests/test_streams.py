@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from alpha2.api.streams import StreamGroup, grid_shape
 from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
-from alpha2.apps.streams import StreamGroup, grid_shape
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.geometry import Size

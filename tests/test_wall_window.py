@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from alpha2.apps import pipeline
+from alpha2.api.devices import open_device
+from alpha2.api.streams import StreamGroup
 from alpha2.apps.player import PlayOptions
-from alpha2.apps.streams import StreamGroup
 from alpha2.apps.wall import play_wall
 from alpha2.apps.wall_window import NO_SOUND_REASON, WallWindow
 from alpha2.apps.window import letterbox
@@ -81,7 +81,7 @@ def test_wall_window_in_process(clips: list[Clip], monkeypatch: pytest.MonkeyPat
     """One queue.submit per tick for every stream's work (plus one present per draw), letterboxed, keys,
     and the run ends when every stream has ended."""
     pytest.importorskip("rendercanvas")
-    device = pipeline.create_device(want_gpu_copy=False)
+    device = open_device("none")
     group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
     stats = play_stats(clips)
     window = WallWindow(group, stats)
@@ -138,7 +138,7 @@ def test_wall_window_in_process(clips: list[Clip], monkeypatch: pytest.MonkeyPat
 @pytest.mark.vulkan
 def test_wall_window_quits_on_q(clips: list[Clip]) -> None:
     pytest.importorskip("rendercanvas")
-    device = pipeline.create_device(want_gpu_copy=False)
+    device = open_device("none")
     group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
     window = WallWindow(group, play_stats(clips), frames=2)
     try:

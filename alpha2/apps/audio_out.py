@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from alpha2.ffmpeg_bridge import AudioBlock, AudioDecodeSession
+from alpha2.api.media import AudioBlock, AudioDecodeSession
 
 __all__ = [
     "MISSING_EXTRA_REASON",

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from alpha2.apps import pipeline
+from alpha2.api import pipeline
+from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch_local import DeviceChoice, LocalBackend, plan_workers
 from alpha2.apps.batch_plan import (
     BatchItem,
@@ -47,7 +48,6 @@ from alpha2.apps.batch_run import (
     run_batch,
 )
 from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
-from alpha2.apps.transcode_plan import TranscodeOptions
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["BatchReport", "BatchSettings", "batch", "register", "run"]

@@ -110,7 +110,7 @@ def cpu_cores() -> int:
 
 def _vulkan_candidates() -> list[Any]:
     try:
-        from alpha2.native_gpu.device.candidates import vulkan_candidates
+        from alpha2.api.machine import vulkan_candidates
 
         return list(vulkan_candidates())
     except Exception:  # no loader or no driver: no GPU to pin, CPU workers
@@ -119,7 +119,7 @@ def _vulkan_candidates() -> list[Any]:
 
 def _cuda_uuids() -> list[bytes]:
     try:
-        from alpha2.native_gpu._cuda.core import cuda_device_uuids
+        from alpha2.api.machine import cuda_device_uuids
 
         return cuda_device_uuids()
     except Exception:  # no cuda-python or no driver: GPUs without a CUDA ordinal

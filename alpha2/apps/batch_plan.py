@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.apps.atomic import write_bytes_atomic
-from alpha2.apps.transcode_plan import TranscodeOptions
+from alpha2.api.atomic import write_bytes_atomic
+from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
 
 __all__ = [

@@ -143,7 +143,7 @@ def pin_assigned_gpu(uses_gpu: bool, visible_uuids: Callable[[], list[bytes]] | 
             os.environ[ADAPTER_ENV] = _UNPINNED
         return None
     if visible_uuids is None:
-        from alpha2.native_gpu._cuda.core import cuda_device_uuids
+        from alpha2.api.machine import cuda_device_uuids
 
         visible_uuids = cuda_device_uuids
     try:

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from alpha2.apps import pipeline
+from alpha2.api import pipeline
+from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch_plan import (
     STAGING_NAME,
     BatchItem,
@@ -36,7 +37,6 @@ from alpha2.apps.batch_plan import (
     is_transient,
     one_line,
 )
-from alpha2.apps.transcode_plan import TranscodeOptions
 from alpha2.gpu.errors import Error, ErrorKind, InvalidInputError
 
 __all__ = [
@@ -235,7 +235,7 @@ def transcode_task(
 ) -> Outcome:
     """Transcode one file into its staging folder and rename it into place; never raises for the file's
     own failures (they are the outcome)."""
-    from alpha2.apps.transcoder import transcode
+    from alpha2.api.transcoder import transcode
 
     shutil.rmtree(task.staging, ignore_errors=True)
     staged = os.path.join(task.staging, os.path.basename(task.output))

@@ -138,7 +138,7 @@ def _signals_unwind() -> Iterator[None]:
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     """Run one command's ``func``; errors become the one-line message and exit status 1."""
     # Here, not at the top: the command's module has imported them already, and ``--help`` needs neither.
-    from alpha2.ffmpeg_bridge.errors import OutputFormatError
+    from alpha2.api.errors import OutputFormatError
     from alpha2.gpu.errors import Error
 
     ensure_runtime_dir()

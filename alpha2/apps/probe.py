@@ -13,14 +13,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from alpha2.apps.cli import run_command
-from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
-from alpha2.gpu.errors import UnsupportedError
-from alpha2.native_gpu.device.candidates import (
+from alpha2.api.machine import (
     ExternalHandleType,
     VulkanCandidate,
     vulkan_candidates,
 )
+from alpha2.apps.cli import run_command
+from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
+from alpha2.gpu.errors import UnsupportedError
 
 
 def register(subparsers: Any) -> None:
@@ -141,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submission(candidate: VulkanCandidate, decode: bool) -> dict[str, Any]:
-    from alpha2.native_gpu.device.probe import probe_vulkan_submission
-    from alpha2.native_gpu.device.shared import SharedVulkanContext
+    from alpha2.api.machine import SharedVulkanContext, probe_vulkan_submission
 
     with SharedVulkanContext(candidate, decode=decode) as context:
         result = probe_vulkan_submission(context)

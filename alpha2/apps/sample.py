@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from alpha2.apps import pipeline
-from alpha2.apps.atomic import check_output_path
-from alpha2.ffmpeg_bridge import EncodeSession, choose_encoder
+from alpha2.api import pipeline
+from alpha2.api.atomic import check_output_path
+from alpha2.api.encoding import EncodeSession, choose_encoder
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,

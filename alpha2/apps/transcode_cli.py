@@ -1,7 +1,7 @@
-"""``alpha2 transcode INPUT OUTPUT``: the command line of :mod:`alpha2.apps.transcoder`.
+"""``alpha2 transcode INPUT OUTPUT``: the command line of :mod:`alpha2.api.transcoder`.
 
 The options (:func:`add_transcode_arguments`, shared with ``alpha2 batch``), reading them back into
-:class:`~alpha2.apps.transcode_plan.TranscodeOptions`, and the summary line or JSON at the end.
+:class:`~alpha2.api.transcode_plan.TranscodeOptions`, and the summary line or JSON at the end.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from alpha2.apps import pipeline
-from alpha2.apps.transcode_plan import DEFAULT_CRF, ColourChoice, DepthChoice, TranscodeOptions
-from alpha2.apps.transcode_report import TranscodeStats, summary_notes
-from alpha2.apps.transcoder import transcode
-from alpha2.ffmpeg_bridge.encode import OUTPUT_CONTAINERS
+from alpha2.api import pipeline
+from alpha2.api.encoding import OUTPUT_CONTAINERS
+from alpha2.api.transcode_plan import DEFAULT_CRF, ColourChoice, DepthChoice, TranscodeOptions
+from alpha2.api.transcode_report import TranscodeStats, summary_notes
+from alpha2.api.transcoder import transcode
 
 __all__ = ["add_transcode_arguments", "options_from_args", "register", "run"]
 

@@ -1,6 +1,6 @@
 """``alpha2 play A B C ...``: several inputs as one grid (a video wall), composed on one device.
 
-The streams go through one :class:`~alpha2.apps.streams.StreamGroup`: one Device, one decoder thread and
+The streams go through one :class:`~alpha2.api.streams.StreamGroup`: one Device, one decoder thread and
 one importer per stream, one surface budget, one submit per display frame. With a display (the rules of
 single-input play: :func:`~alpha2.apps.player.window_unavailable_reason`) the wall plays in a window
 (:mod:`alpha2.apps.wall_window`): paced by the system clock at the refresh, each stream showing its
@@ -20,11 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.apps import pipeline
-from alpha2.apps.atomic import check_output_path, write_png
-from alpha2.apps.colour_report import colour_report, plan_dict
-from alpha2.apps.player import PlayOptions, PlayStats, options_from_args, window_unavailable_reason
-from alpha2.apps.streams import StreamGroup
+from alpha2.api import pipeline
+from alpha2.api.atomic import check_output_path, write_png
+from alpha2.api.colour_report import colour_report, plan_dict
+from alpha2.api.devices import open_device
+from alpha2.api.playback import PlayOptions, PlayStats
+from alpha2.api.streams import StreamGroup
+from alpha2.apps.player import options_from_args, window_unavailable_reason
 from alpha2.apps.wall_window import WallWindow
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
@@ -102,7 +104,7 @@ def play_wall(
     completed = False
     t0 = clock()
     # A window presents wgpu-native devices: the group's Device asks for no GPU copy then.
-    device = None if refusal is not None else pipeline.create_device(want_gpu_copy=False)
+    device = None if refusal is not None else open_device("none")
     window: WallWindow | None = None
     try:
         group = StreamGroup(

@@ -1,7 +1,7 @@
 """The video wall in a window: a StreamGroup's wall, paced by the system clock at the display's refresh.
 
 :class:`WallWindow` draws in a rendercanvas window with vsync: at each draw it asks the
-:class:`~alpha2.apps.streams.StreamGroup` for every stream's latest frame due at the clock's media time
+:class:`~alpha2.api.streams.StreamGroup` for every stream's latest frame due at the clock's media time
 (one ``queue.submit`` for all the streams' work; frames overtaken are counted as dropped), then scales the
 wall texture, aspect kept, into the window's current texture with black bars (a second, small submit).
 The wall has no sound: the system clock paces it. Keys: space pauses, q or Escape quits. The run ends
@@ -15,9 +15,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from alpha2.apps import pipeline
+from alpha2.api import pipeline
+from alpha2.api.streams import StreamGroup
 from alpha2.apps.audio_out import SystemClock
-from alpha2.apps.streams import StreamGroup
 from alpha2.apps.window import letterbox, open_canvas
 from alpha2.gpu.geometry import Rect, Size
 

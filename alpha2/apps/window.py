@@ -16,12 +16,13 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from alpha2.apps import pipeline
+from alpha2.api import pipeline
+from alpha2.api.media import media_kinds
+from alpha2.api.playback import displayed_size
 from alpha2.apps.avsync import AVScheduler
-from alpha2.ffmpeg_bridge import media_kinds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Rect, Rotation, Size
+from alpha2.gpu.geometry import Rect, Size
 from alpha2.gpu.webgpu import gpu_module_of
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ __all__ = [
     "VOLUME_STEP",
     "AudioOnlyPlayback",
     "WindowPlayback",
-    "displayed_size",
     "letterbox",
 ]
 
@@ -41,12 +41,6 @@ SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDo
 """Seek per arrow key, in seconds."""
 VOLUME_STEP = 0.1
 """Volume change per 9 / 0 key press."""
-
-
-def displayed_size(frame: DecodedFrame) -> Size:
-    """The frame's size as shown: width and height swapped by a quarter-turn display rotation."""
-    size = Size(frame.width, frame.height)
-    return size.transposed() if frame.metadata.rotation in (Rotation.CW90, Rotation.CW270) else size
 
 
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
@@ -324,7 +318,7 @@ class AudioOnlyPlayback(_Keys):
         self.device: Any = None
 
     def _start(self) -> MediaClock:
-        from alpha2.ffmpeg_bridge import AudioDecodeSession
+        from alpha2.api.media import AudioDecodeSession
 
         with AudioDecodeSession(self.player.source) as probe:
             duration = probe.info.duration_seconds

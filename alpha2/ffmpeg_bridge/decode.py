@@ -56,8 +56,8 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
+from alpha2.gpu.identity import DecoderPlacement, PlacesDecoders
 from alpha2.gpu.surfaces import SurfaceBudget, SurfaceBudgetError, SurfaceIdentity
-from alpha2.native_gpu.device.device import Device
 
 __all__ = ["CorruptPolicy", "DecodeSession", "DecodeStats", "MediaSource", "download_frame"]
 
@@ -137,7 +137,7 @@ class DecodeSession:
 
     Args:
         source: A path or a readable binary file object.
-        hwaccel: ``'auto'`` (NVDEC on the shared device's CUDA twin, else software, with the reason in
+        hwaccel: ``'auto'`` (NVDEC where ``device`` places it, else software, with the reason in
             :attr:`hwaccel_report`), ``'cuda'`` (NVDEC or an error) or ``'none'``.
         budget: The surface budget frames count against; shared between sessions as wanted. None:
             a private, unlimited budget for software decoding, and one of ``DEFAULT_HW_SURFACES``
@@ -146,12 +146,11 @@ class DecodeSession:
         on_corrupt: ``'keep'`` frames the decoder flags corrupt (the default, as FFmpeg does), ``'skip'``
             them, or ``'stop'`` with a DecodeError; kept and skipped ones are counted in :attr:`stats`.
         stream_index: Which video stream (index among the container's video streams); None picks the best.
-        cuda_ordinal: Decode on this CUDA ordinal instead of the shared device's; the caller then keeps
-            decoder and renderer on one GPU.
-        device: The alpha2 Device frames go to (:class:`~alpha2.native_gpu.device.device.Device`):
-            NVDEC runs on its CUDA twin, found when the Device was made.
-        shared_device: Instead of ``device``: a SharedVulkanContext (or choice / candidate) whose CUDA
-            twin NVDEC runs on. With neither, the adapters are ranked as the renderer does by default.
+        cuda_ordinal: Decode on this CUDA ordinal instead of where ``device`` places it; the caller then
+            keeps decoder and renderer on one GPU.
+        device: Where the frames go: an alpha2 Device (NVDEC runs on its CUDA twin, found when the
+            Device was made) or a :class:`~alpha2.gpu.identity.DecoderPlacement`. None: CUDA ordinal 0
+            where a CUDA driver is present (``alpha2.open`` always places the decoder on its device).
         reserve_timeout_s: How long to wait for room in the budget (WAIT policy); None uses the budget's.
         prefetch: Decode up to this many frames ahead on a worker thread (0: decode on the caller's
             thread). PyAV releases the GIL while demuxing and decoding, so the caller's per-frame work
@@ -173,8 +172,7 @@ class DecodeSession:
         on_corrupt: CorruptPolicy | str = "keep",
         stream_index: int | None = None,
         cuda_ordinal: int | None = None,
-        device: Device | None = None,
-        shared_device: object = None,
+        device: PlacesDecoders | DecoderPlacement | None = None,
         reserve_timeout_s: float | None = None,
         prefetch: int = 0,
     ) -> None:
@@ -217,11 +215,7 @@ class DecodeSession:
         self._prefetcher: Prefetcher | None = None
         self._copy_ahead: Callable[[DecodedFrame], AheadWork | None] | None = None
 
-        if device is not None and not isinstance(device, Device):
-            raise InvalidInputError(
-                f"device must be an alpha2 Device (alpha2.native_gpu.Device), got {type(device).__name__}"
-            )
-        plan = plan_hw_device(self._mode, cuda_ordinal, device if device is not None else shared_device)
+        plan = plan_hw_device(self._mode, cuda_ordinal, device)
         self._plan = plan
         if budget is None:
             budget = SurfaceBudget(max_surfaces=DEFAULT_HW_SURFACES if plan.use_cuda else None)

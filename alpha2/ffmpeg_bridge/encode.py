@@ -50,13 +50,13 @@ from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
 from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.colour import ColourInfo, ColourRange
+from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.hdr import HdrMetadata
-from alpha2.native_gpu.encode.planes import EncodedPlanes
 
 __all__ = [
     "ENCODER_PREFERENCE",

@@ -1,9 +1,9 @@
 """Which hardware device FFmpeg decodes on: the CUDA twin of the shared device, or none.
 
-The decoder must land on the GPU the renderer uses. The shared device (H3's
-``alpha2.native_gpu.device.shared.shared_device_index``) names the Vulkan device and, matched by UUID, its
-CUDA ordinal; NVDEC runs on that ordinal or not at all. ``auto`` falls back to software decoding and
-says why; an explicit ``cuda`` that cannot be had is an error.
+The decoder must land on the GPU the renderer uses. Whoever chose that GPU says where, as a
+:class:`~alpha2.gpu.identity.DecoderPlacement` (an alpha2 Device gives one; the front door makes the
+device before the decoder): NVDEC runs on that CUDA ordinal or not at all. ``auto`` falls back to
+software decoding and says why; an explicit ``cuda`` that cannot be had is an error.
 
 FFmpeg's CUDA device retains the primary context with ``CU_CTX_SCHED_BLOCKING_SYNC`` and fails
 ("Operation not supported") when something else already activated the primary context with other
@@ -12,6 +12,7 @@ flags: set those flags before anything retains it, or let FFmpeg go first.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import functools
 from dataclasses import dataclass
@@ -21,13 +22,14 @@ from av.codec.hwaccel import HWAccel, hwdevices_available
 
 from alpha2.ffmpeg_bridge.errors import HwAccelUnavailableError
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.identity import DecoderPlacement, PlacesDecoders
 
 __all__ = [
     "HwAccelMode",
     "HwAccelReport",
     "HwDevicePlan",
     "make_hwaccel",
-    "nvdec_possible",
+    "no_cuda_device_type_reason",
     "plan_hw_device",
 ]
 
@@ -121,91 +123,57 @@ def _cuda_device_type_available() -> bool:
     return "cuda" in hwdevices_available()
 
 
-def _shared_device(source: object = None) -> tuple[int | None, int | None, str]:
-    """(loader index, CUDA ordinal, explanation) of the shared device; (None, None, why) if unknown.
-
-    ``source`` is what the renderer already chose (an alpha2 Device, or a SharedVulkanContext, choice or
-    candidate), so the decoder lands on that GPU; None ranks the adapters as the renderer would
-    (ALPHA2_GPU_ADAPTER included).
-    """
-    from alpha2.native_gpu.device.device import Device
-
-    if isinstance(source, Device):
-        # The Device matched its CUDA twin when it was made: nothing is enumerated again.
-        name = f"the device {source.adapter_name!r}"
-        if source.cuda_ordinal is None:
-            return source.vulkan_index, None, f"{name} has no CUDA counterpart: {source.cuda_reason}"
-        return source.vulkan_index, source.cuda_ordinal, f"{source.cuda_reason} ({name})"
-    try:
-        from alpha2.native_gpu.device import shared
-    except Exception as exc:  # absent or unusable: no shared device, hence no CUDA twin
-        return None, None, f"alpha2.native_gpu.device.shared is unavailable ({exc})"
-    try:
-        index_of: Any = shared.shared_device_index
-        result: Any = index_of(source) if source is not None else index_of()
-    except Exception as exc:
-        return None, None, f"no shared device: {exc}"
-    if result is None:
-        return None, None, "no shared device"
-    if isinstance(result, tuple):
-        loader = result[0] if len(result) > 0 else None
-        ordinal = result[1] if len(result) > 1 else None
-        name = ""
-    else:
-        loader = getattr(result, "vulkan_index", getattr(result, "loader_index", None))
-        ordinal = getattr(result, "cuda_ordinal", None)
-        name = str(getattr(result, "name", "") or "")
-    loader = None if loader is None else int(loader)
-    ordinal = None if ordinal is None else int(ordinal)
-    device = (
-        f"the shared device {name!r} (loader index {loader})"
-        if name
-        else f"the shared device (loader index {loader})"
+def _placement_of(source: object) -> DecoderPlacement:
+    """The placement ``source`` gives: a DecoderPlacement, or an object that places decoders (a Device)."""
+    if isinstance(source, DecoderPlacement):
+        return source
+    if isinstance(source, PlacesDecoders):
+        return source.decoder_placement()
+    raise InvalidInputError(
+        f"device must be an alpha2 Device or a DecoderPlacement, got {type(source).__name__}"
     )
-    if ordinal is None:
-        return loader, None, f"{device} has no CUDA counterpart"
-    return loader, ordinal, f"CUDA ordinal {ordinal} matches {device} by UUID"
 
 
-def nvdec_possible(mode: HwAccelMode | str) -> tuple[bool, str]:
-    """Whether ``mode`` may decode on NVDEC here (FFmpeg's CUDA device type and a CUDA device), and why.
+def _cuda_driver_present() -> bool:
+    """Whether a CUDA driver library is installed (loaded, never called: the CUDA calls are native_gpu's)."""
+    return _load_libcuda() is not None
 
-    Asked before the device is chosen, so that a device that can take NVDEC frames on the GPU is made.
-    """
-    mode = HwAccelMode.parse(mode)
-    if mode is HwAccelMode.NONE:
-        return False, "software decoding was requested"
-    if not _cuda_device_type_available():
-        return (
-            False,
-            f"this FFmpeg build has no CUDA hardware device (it has: {', '.join(hwdevices_available())})",
-        )
-    from alpha2.native_gpu._cuda.core import cuda_available
 
-    if not cuda_available():
-        return False, "no CUDA device (or no cuda-python)"
-    return True, "FFmpeg has its CUDA device type and a CUDA device is present"
+@functools.cache
+def _load_libcuda() -> object | None:
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+def no_cuda_device_type_reason() -> str | None:
+    """Why this FFmpeg build cannot decode on NVDEC at all (None when it has the CUDA device type)."""
+    if _cuda_device_type_available():
+        return None
+    return f"this FFmpeg build has no CUDA hardware device (it has: {', '.join(hwdevices_available())})"
 
 
 def plan_hw_device(
-    mode: HwAccelMode, cuda_ordinal: int | None = None, shared_device: object = None
+    mode: HwAccelMode, cuda_ordinal: int | None = None, placement: object = None
 ) -> HwDevicePlan:
     """Decide where to decode.
 
     Args:
         mode: auto, cuda or none.
-        cuda_ordinal: An explicit CUDA ordinal; overrides the shared-device match (the caller then
-            owns keeping decoder and renderer on one GPU).
-        shared_device: The renderer's alpha2 Device (or a SharedVulkanContext, choice or candidate);
-            None ranks the adapters the way the renderer does by default.
+        cuda_ordinal: An explicit CUDA ordinal; overrides ``placement`` (the caller then owns keeping
+            decoder and renderer on one GPU).
+        placement: Where the renderer's GPU wants NVDEC (a :class:`~alpha2.gpu.identity.DecoderPlacement`,
+            or an alpha2 Device, which gives one). None: CUDA ordinal 0 when a CUDA driver is present
+            (the front door, ``alpha2.open``, always passes the renderer's placement).
 
     Raises:
         HwAccelUnavailableError: ``mode`` is CUDA and NVDEC cannot be had.
     """
     if mode is HwAccelMode.NONE:
         return HwDevicePlan(mode, None, None, "software decoding was requested")
-    if not _cuda_device_type_available():
-        why = f"this FFmpeg build has no CUDA hardware device (it has: {', '.join(hwdevices_available())})"
+    why = no_cuda_device_type_reason()
+    if why is not None:
         if mode is HwAccelMode.CUDA:
             raise HwAccelUnavailableError(
                 f"hwaccel='cuda' cannot be had: {why}; use hwaccel='auto' or 'none'"
@@ -215,27 +183,26 @@ def plan_hw_device(
         if cuda_ordinal < 0:
             raise InvalidInputError(f"cuda_ordinal must be non-negative, got {cuda_ordinal}")
         return HwDevicePlan(mode, cuda_ordinal, None, f"CUDA ordinal {cuda_ordinal} was given explicitly")
-    if shared_device is None:
-        # Ranking the adapters only to learn that no CUDA device exists costs a Vulkan enumeration
-        # (0.1 s or more): ask CUDA first, cheaply.
-        from alpha2.native_gpu._cuda.core import cuda_available
-
-        if not cuda_available():
-            why = "no CUDA device (or no cuda-python), so no NVDEC"
+    if placement is None:
+        if not _cuda_driver_present():
+            why = "no CUDA driver (libcuda.so.1), so no NVDEC"
             if mode is HwAccelMode.CUDA:
                 raise HwAccelUnavailableError(
                     f"hwaccel='cuda' cannot be had: {why}; use hwaccel='auto' or 'none'"
                 )
             return HwDevicePlan(mode, None, None, why)
-    loader, ordinal, why = _shared_device(shared_device)
-    if ordinal is None:
+        return HwDevicePlan(
+            mode, 0, None, "CUDA ordinal 0, FFmpeg's default (no device was given to place the decoder on)"
+        )
+    where = _placement_of(placement)
+    if where.cuda_ordinal is None:
         if mode is HwAccelMode.CUDA:
             raise HwAccelUnavailableError(
-                f"hwaccel='cuda' cannot be had: {why}; NVDEC must run on the renderer's GPU. "
+                f"hwaccel='cuda' cannot be had: {where.reason}; NVDEC must run on the renderer's GPU. "
                 "Use hwaccel='auto' or 'none', or pass cuda_ordinal explicitly"
             )
-        return HwDevicePlan(mode, None, loader, why)
-    return HwDevicePlan(mode, ordinal, loader, why)
+        return HwDevicePlan(mode, None, where.vulkan_index, where.reason)
+    return HwDevicePlan(mode, where.cuda_ordinal, where.vulkan_index, where.reason)
 
 
 def make_hwaccel(plan: HwDevicePlan) -> HWAccel:

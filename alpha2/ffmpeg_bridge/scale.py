@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Collection
+from fractions import Fraction
 
 import av
+import numpy as np
 from av.video.reformatter import ColorRange, Colorspace, Interpolation, VideoReformatter
 
 from alpha2.ffmpeg_bridge import media
-from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange, TransferCharacteristic
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
-from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.formats import AlphaChannel, PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.surfaces import SurfaceIdentity
@@ -28,6 +31,8 @@ __all__ = [
     "SWSCALE_MATRICES",
     "FrameScaler",
     "rgb_to_yuv_frame",
+    "rgba_like_shader",
+    "rgba_unsupported_reason",
     "scale_frame",
     "swscale_unsupported_reason",
     "yuv_colour_for_rgb",
@@ -44,6 +49,18 @@ SWSCALE_MATRICES: dict[ColourMatrix, Colorspace] = {
 """The Y'CbCr matrices swscale converts between."""
 
 _RANGES = {ColourRange.LIMITED: ColorRange.MPEG, ColourRange.FULL: ColorRange.JPEG}
+
+_SWS_FILTER_MATRICES = {
+    ColourMatrix.BT709: "bt709",
+    ColourMatrix.BT470BG: "bt601",
+    ColourMatrix.SMPTE170M: "bt601",
+    ColourMatrix.SMPTE240M: "smpte240m",
+    ColourMatrix.FCC: "fcc",
+    ColourMatrix.BT2020_NCL: "bt2020",
+}
+"""The frame matrices the scale filter converts from, by its ``in_color_matrix`` names."""
+
+_SWS_FILTER_RANGES = {ColourRange.LIMITED: "tv", ColourRange.FULL: "pc"}
 
 
 _HD_HEIGHT = 720
@@ -185,3 +202,74 @@ class FrameScaler:
             identity=identity,
             keep_alive=scaled,
         )
+
+
+def rgba_unsupported_reason(
+    frame: DecodedFrame, hdr_transfers: Collection[TransferCharacteristic]
+) -> str | None:
+    """Why swscale cannot convert ``frame`` exactly as the sampling shader does (None: it can)."""
+    fmt = frame.pixel_format
+    if frame.on_gpu:
+        return "the frame is on the GPU"
+    if fmt.is_rgb or fmt.alpha is not AlphaChannel.NONE:
+        return f"{fmt.ffmpeg_name} is not a Y'CbCr format without alpha"
+    planes = fmt.plane_formats
+    if not (fmt.is_semi_planar or all(p.channels == 1 for p in planes)):
+        return f"{fmt.ffmpeg_name} is a packed Y'CbCr format"
+    size = frame.metadata.display_size
+    if (size.width % (1 << fmt.log2_chroma_w)) or (size.height % (1 << fmt.log2_chroma_h)):
+        # swscale stretches a subsampled plane's ceil(w / 2) samples over w: its siting drifts.
+        return f"the {size.width}x{size.height} picture has an odd side under subsampled chroma"
+    colour = frame.colour.resolved(fmt, size.width, size.height)
+    if colour.transfer in hdr_transfers:
+        return f"the frame is HDR ({colour.transfer.name}): the sampling shader tone maps it to SDR"
+    if len(planes) > 1 and colour.matrix not in _SWS_FILTER_MATRICES:
+        return f"the scale filter has no {colour.matrix.name} matrix"
+    if colour.range not in _SWS_FILTER_RANGES:
+        return f"the range is {colour.range.name}"
+    return None
+
+
+def rgba_like_shader(
+    frame: DecodedFrame, chroma_offset: tuple[float, float], hdr_transfers: Collection[TransferCharacteristic]
+) -> np.ndarray:
+    """``frame``'s picture as alpha2's sampling shader renders it: (H, W, 4) uint8, full range, alpha 255.
+
+    ``chroma_offset`` is the shader's chroma siting (its ``ShaderParams.chroma_offset``), in pixels.
+
+    Raises:
+        InvalidInputError: a frame :func:`unsupported_reason` refuses, or not a PyAV frame.
+    """
+    why = rgba_unsupported_reason(frame, hdr_transfers)
+    source = frame.keep_alive
+    if why is not None or not isinstance(source, av.VideoFrame):
+        raise InvalidInputError(f"swscale_rgba cannot convert this frame: {why or 'not a PyAV frame'}")
+    fmt, size = frame.pixel_format, frame.metadata.display_size
+    colour = frame.colour.resolved(fmt, size.width, size.height)
+    h_pos, v_pos = (round(v * 256) for v in chroma_offset)
+    matrix = _SWS_FILTER_MATRICES.get(colour.matrix, "bt709")  # gray: chroma is neutral, any matrix will do
+    graph = av.filter.Graph()
+    time_base = Fraction(1, 25)
+    src = graph.add_buffer(
+        width=source.width, height=source.height, format=source.format, time_base=time_base
+    )
+    scale = graph.add(
+        "scale",
+        "flags=bilinear+accurate_rnd+full_chroma_int"
+        f":in_color_matrix={matrix}:in_range={_SWS_FILTER_RANGES[colour.range]}:out_range=pc"
+        f":in_h_chr_pos={h_pos}:in_v_chr_pos={v_pos}",
+    )
+    out = graph.add("format", "rgba")
+    sink = graph.add("buffersink")
+    src.link_to(scale)
+    scale.link_to(out)
+    out.link_to(sink)
+    graph.configure()
+    pts, source_tb = source.pts, source.time_base
+    source.pts, source.time_base = 0, time_base
+    try:
+        graph.push(source)
+        rgba = graph.pull().to_ndarray()
+    finally:
+        source.pts, source.time_base = pts, source_tb
+    return np.asarray(rgba)[: size.height, : size.width]

@@ -12,7 +12,7 @@ Pure Python + numpy: importable on a machine with no GPU and no Vulkan loader.
   re-exports platform_handles (other platforms' variants) and contexts (contexts and queues)
 - sync: ``SyncPoint`` with blocking, timeout-bounded and async waits; the one ``WaiterThread``
 - budget: ``MemoryBudget`` with caps, reservations and pressure events
-- identity: ``BackendKind``, ``DeviceId``, ``ExecutionPath``
+- identity: ``BackendKind``, ``DeviceId``, ``ExecutionPath``, ``DecoderPlacement``
 - errors: ``Error`` with a ``kind`` and its subclasses
 - adapters: adapter ranking and ``ALPHA2_GPU_ADAPTER`` pinning
 """
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         WgpuContext,
         WgpuQueue,
     )
+    from alpha2.gpu.encoded import EncodedPlanes, EncodeTarget
     from alpha2.gpu.errors import (
         BudgetExceededError,
         ClosedError,
@@ -119,8 +120,10 @@ if TYPE_CHECKING:
     )
     from alpha2.gpu.identity import (
         BackendKind,
+        DecoderPlacement,
         DeviceId,
         ExecutionPath,
+        PlacesDecoders,
     )
     from alpha2.gpu.primaries import (
         Chromaticities,
@@ -187,11 +190,15 @@ _EXPORTS: dict[str, str] = {
     "CudaPtr2D": "alpha2.gpu.handles",
     "CudaStream": "alpha2.gpu.contexts",
     "DecodedFrame": "alpha2.gpu.frames",
+    "EncodeTarget": "alpha2.gpu.encoded",
+    "EncodedPlanes": "alpha2.gpu.encoded",
     "DeviceId": "alpha2.gpu.identity",
     "DeviceLostError": "alpha2.gpu.errors",
     "Error": "alpha2.gpu.errors",
     "ErrorKind": "alpha2.gpu.errors",
+    "DecoderPlacement": "alpha2.gpu.identity",
     "ExecutionPath": "alpha2.gpu.identity",
+    "PlacesDecoders": "alpha2.gpu.identity",
     "ExternalQueue": "alpha2.gpu.contexts",
     "FrameMetadata": "alpha2.gpu.geometry",
     "GamutMapping": "alpha2.gpu.tonemap",
@@ -340,8 +347,11 @@ __all__ = [
     "CudaPtr2D",
     "CudaStream",
     "DecodedFrame",
+    "DecoderPlacement",
     "DeviceId",
     "DeviceLostError",
+    "EncodeTarget",
+    "EncodedPlanes",
     "Error",
     "ErrorKind",
     "ExecutionPath",
@@ -362,6 +372,7 @@ __all__ = [
     "OutOfMemoryError",
     "OwnedFd",
     "PixelFormat",
+    "PlacesDecoders",
     "PlaneFormat",
     "PlaneInfo",
     "PlaneLayout",

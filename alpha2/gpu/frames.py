@@ -7,13 +7,12 @@ plane memory valid for as long as the frame (or any of its planes) is referenced
 Frames are arrays too: :meth:`DecodedFrame.plane` gives one plane as a
 :class:`~alpha2.gpu.dlpack.PlaneArray` (DLPack, numpy), :meth:`DecodedFrame.to_ndarray` a numpy array.
 For CUDA planes the stream ordering and the host copy need the CUDA driver, which only
-``alpha2.native_gpu._cuda`` touches: those two calls import it on first use (the vocabulary itself stays
-importable with no GPU), and nothing else here does.
+``alpha2.native_gpu._cuda`` touches: it hands those two operations in through :func:`set_cuda_plane_ops`
+(the front door does, before it decodes), and the vocabulary itself imports nothing of it.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,7 +25,35 @@ from alpha2.gpu.geometry import FrameMetadata
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.surfaces import SurfaceIdentity, SurfaceReservation
 
-__all__ = ["AheadWork", "DecodedFrame"]
+__all__ = ["AheadWork", "CudaPlaneOps", "DecodedFrame", "set_cuda_plane_ops"]
+
+
+class CudaPlaneOps(Protocol):
+    """What CUDA planes need from the CUDA driver: stream ordering for DLPack, and host copies."""
+
+    def order_consumer_stream(self, ordinal: int, producer: int, consumer: int | None) -> None:
+        """Make the ``consumer`` stream wait for the work on ``producer`` (no CPU wait)."""
+
+    def download_planes(self, planes: tuple[CudaPtr2D, ...], stream: int | None) -> CpuPlaneSet:
+        """Copy ``planes`` to host memory after the work on ``stream``, waiting (bounded)."""
+
+
+_cuda_ops: CudaPlaneOps | None = None
+
+
+def set_cuda_plane_ops(ops: CudaPlaneOps) -> None:
+    """Install the CUDA operations CUDA planes use (``alpha2.native_gpu._cuda.streams.PLANE_OPS``)."""
+    global _cuda_ops
+    _cuda_ops = ops
+
+
+def _cuda_plane_ops() -> CudaPlaneOps:
+    if _cuda_ops is None:
+        raise InvalidInputError(
+            "reading CUDA planes needs alpha2's CUDA support, which was not loaded: decode through "
+            "alpha2.open(...), or call alpha2.native_gpu.install_cuda_plane_ops() first"
+        )
+    return _cuda_ops
 
 
 class AheadWork(Protocol):
@@ -195,8 +222,7 @@ class DecodedFrame:
             return None
 
         def order(consumer: int | None) -> None:
-            streams = importlib.import_module("alpha2.native_gpu._cuda.streams")
-            streams.order_consumer_stream(ordinal, producer, consumer)
+            _cuda_plane_ops().order_consumer_stream(ordinal, producer, consumer)
 
         return order
 
@@ -232,11 +258,7 @@ class DecodedFrame:
             return tuple(a.to_ndarray() for a in arrays)
         planes = self.planes
         assert not isinstance(planes, CpuPlaneSet)
-        streams = importlib.import_module("alpha2.native_gpu._cuda.streams")
-        waits = importlib.import_module("alpha2.native_gpu.device.waits")
-        host = streams.download_planes(
-            tuple(planes[i] for i in indices), self.cuda_stream, waits.gpu_wait_timeout()
-        )
+        host = _cuda_plane_ops().download_planes(tuple(planes[i] for i in indices), self.cuda_stream)
         out = []
         for array, cpu in zip(arrays, host.planes):
             out.append(cpu.to_ndarray(array.dtype, array.channels))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import uuid as _uuid
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from alpha2.gpu.errors import InvalidInputError
 
@@ -107,3 +108,32 @@ class DeviceId:
     def __hash__(self) -> int:
         # Consistent with __eq__: devices equal by UUID share vendor and device ids.
         return hash((self.vendor_id, self.device_id))
+
+
+@dataclass(frozen=True)
+class DecoderPlacement:
+    """Where a hardware decoder must run so that its frames land on the GPU that renders them.
+
+    Made by whoever chose the GPU (``alpha2.native_gpu.Device.decoder_placement()``, or the front door's
+    ranking when no device was given) and handed to the decoder, which knows nothing of devices.
+    """
+
+    cuda_ordinal: int | None
+    """The CUDA ordinal of the rendering GPU; None when it has no CUDA counterpart (no NVDEC)."""
+    vulkan_index: int | None
+    """The rendering GPU's index in the Vulkan loader's enumeration, where known."""
+    reason: str
+    """How the ordinal was found, or why there is none (shown in the decoder's report)."""
+
+    def __post_init__(self) -> None:
+        if self.cuda_ordinal is not None and self.cuda_ordinal < 0:
+            raise InvalidInputError(f"cuda_ordinal must be non-negative, got {self.cuda_ordinal}")
+
+
+@runtime_checkable
+class PlacesDecoders(Protocol):
+    """Anything that can say where a decoder must run for its frames (an alpha2 Device does)."""
+
+    def decoder_placement(self) -> DecoderPlacement:
+        """Where NVDEC must run for frames this object renders."""
+        ...

@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "VulkanTimelineSyncPoint": "device.timeline",
     "set_gpu_wait_timeout": "device.waits",
     "gpu_wait_timeout": "device.waits",
+    "install_cuda_plane_ops": "_cuda.streams",
     "SharedVulkanError": "device.shared",
     "VulkanUnavailableError": "device.candidates",
     # import
@@ -50,8 +51,8 @@ _EXPORTS: dict[str, str] = {
     "read_texture_rgba": "render.renderer",
     # encode
     "EncodeCopier": "encode.copier",
-    "EncodedPlanes": "encode.planes",
-    "EncodeTarget": "encode.planes",
+    "EncodedPlanes": "alpha2.gpu.encoded",
+    "EncodeTarget": "alpha2.gpu.encoded",
     "EncodeRoute": "encode.routes",
     "EncodeRouteReport": "encode.routes",
     "VideoEncodeExtent": "encode.extent",

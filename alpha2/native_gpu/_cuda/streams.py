@@ -19,7 +19,14 @@ from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 from alpha2.native_gpu._cuda.core import check
 from alpha2.native_gpu._cuda.interop import HostDownloader, PrimaryContext, primary_context
 
-__all__ = ["consumer_stream_handle", "download_planes", "order_consumer_stream", "same_stream"]
+__all__ = [
+    "PLANE_OPS",
+    "consumer_stream_handle",
+    "download_planes",
+    "install_cuda_plane_ops",
+    "order_consumer_stream",
+    "same_stream",
+]
 
 CU_STREAM_LEGACY = 0x1
 CU_STREAM_PER_THREAD = 0x2
@@ -113,3 +120,30 @@ def download_planes(planes: tuple[CudaPtr2D, ...], stream: int | None, timeout_s
                 for p in staged.planes
             )
         )
+
+
+class _PlaneOps:
+    """The CUDA operations :class:`~alpha2.gpu.frames.DecodedFrame` planes use (the vocabulary's
+    :class:`~alpha2.gpu.frames.CudaPlaneOps`), bounded by the GPU wait timeout."""
+
+    def order_consumer_stream(self, ordinal: int, producer: int, consumer: int | None) -> None:
+        order_consumer_stream(ordinal, producer, consumer)
+
+    def download_planes(self, planes: tuple[CudaPtr2D, ...], stream: int | None) -> CpuPlaneSet:
+        from alpha2.native_gpu.device.waits import gpu_wait_timeout
+
+        return download_planes(planes, stream, gpu_wait_timeout())
+
+
+PLANE_OPS = _PlaneOps()
+"""Installed into the vocabulary by :func:`install_cuda_plane_ops`."""
+
+
+def install_cuda_plane_ops() -> None:
+    """Let decoded frames' CUDA planes order DLPack consumers and copy to the host through this module.
+
+    Importing needs no GPU; the driver is loaded on the first call that needs it. Idempotent.
+    """
+    from alpha2.gpu.frames import set_cuda_plane_ops
+
+    set_cuda_plane_ops(PLANE_OPS)

@@ -25,6 +25,7 @@ from typing import Any
 
 from alpha2.gpu.adapters import adapter_pin, rank_wgpu_adapters
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
+from alpha2.gpu.identity import DecoderPlacement
 from alpha2.gpu.webgpu import (
     FEATURES_GPU_COPY,
     WebGpuDeviceInfo,
@@ -333,6 +334,16 @@ class Device:
     def vulkan_index(self) -> int | None:
         """The Vulkan loader index of the same GPU (FFmpeg's Vulkan device string), or None."""
         return getattr(self.vulkan_candidate, "index", None)
+
+    def decoder_placement(self) -> DecoderPlacement:
+        """Where NVDEC must run for its frames to land on this GPU (matched when the Device was made)."""
+        name = f"the device {self.adapter_name!r}"
+        ordinal = self.cuda_ordinal
+        if ordinal is None:
+            return DecoderPlacement(
+                None, self.vulkan_index, f"{name} has no CUDA counterpart: {self.cuda_reason}"
+            )
+        return DecoderPlacement(ordinal, self.vulkan_index, f"{self.cuda_reason} ({name})")
 
     def shared_vulkan(self) -> Any:
         """The shared Vulkan context on this GPU, opened on first use (no decode queue).

@@ -3,7 +3,7 @@
 :class:`EncodeCopier` composes the encode room: it checks the output against the encoder's limits
 (:mod:`.extent`), converts each frame on the GPU by one of two compute passes (:mod:`.pipelines`, their
 uniform blocks in :mod:`.params`), delivers the planes through the CPU read-back ring (:mod:`.readback`)
-as :class:`~alpha2.native_gpu.encode.planes.EncodedPlanes`, and reports which route (:mod:`.routes`)
+as :class:`~alpha2.gpu.encoded.EncodedPlanes`, and reports which route (:mod:`.routes`)
 each frame took, with every fallback's reason and the bytes read back (:attr:`EncodeCopier.route_report`).
 
 - :meth:`EncodeCopier.submit_planes` reads an importer's plane textures (nv12, p010, yuv420p,
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpha2.gpu.colour import ChromaLocation, ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
+from alpha2.gpu.encoded import EncodedPlanes, EncodeTarget, parse_target
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
@@ -48,7 +49,6 @@ from alpha2.native_gpu.encode.pipelines import (
     submit_conversion,
     workgroups,
 )
-from alpha2.native_gpu.encode.planes import EncodedPlanes, EncodeTarget, parse_target
 from alpha2.native_gpu.encode.readback import ReadbackRing, destroy_buffers
 from alpha2.native_gpu.encode.routes import (
     CUDA_DELIVERY_REFUSAL,

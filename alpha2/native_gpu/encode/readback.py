@@ -3,7 +3,7 @@
 Each converted frame is copied into one slot of a ring of mappable buffers, which is then mapped
 asynchronously. The CPU never waits for a frame that is not done, except when the ring is full: then the
 oldest frame is waited for (bounded) and handed back. Frames come back in submission order as
-:class:`~alpha2.native_gpu.encode.planes.EncodedPlanes` viewing the mapped memory (no copy); releasing
+:class:`~alpha2.gpu.encoded.EncodedPlanes` viewing the mapped memory (no copy); releasing
 one unmaps its slot.
 """
 
@@ -16,12 +16,12 @@ import weakref
 from typing import Any
 
 from alpha2.gpu.colour import ChromaLocation, ColourMatrix, ColourRange
+from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import GpuTimeoutError, InternalError, OutOfMemoryError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
 from alpha2.gpu.webgpu import promise_settled, pump_events, wait_promise
 from alpha2.native_gpu.encode.params import ReadbackLayout
-from alpha2.native_gpu.encode.planes import EncodedPlanes
 
 __all__ = ["ReadbackRing", "destroy_buffers"]
 

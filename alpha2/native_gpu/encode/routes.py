@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.gpu.colour import ChromaLocation, ColourMatrix, ColourRange
+from alpha2.gpu.encoded import EncodeTarget
 from alpha2.gpu.errors import UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.encode.planes import EncodeTarget
 from alpha2.native_gpu.render.renderer import LayoutKind, layout_kind
 
 __all__ = [

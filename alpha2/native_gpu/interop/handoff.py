@@ -5,7 +5,7 @@ its memory, as file descriptors, to the producer (a decoder process), which writ
 into a free slot and says which; the consumer hands the slot's textures out as an
 :class:`~alpha2.native_gpu.interop.leases.ImportLease` and, when that is released, sends the slot back
 with whatever the producer must wait for before writing it again. The messages themselves are the
-caller's (:mod:`alpha2.ffmpeg_bridge.decode_process`); this module holds the memory on both sides:
+caller's (:mod:`alpha2.api.decode_process`); this module holds the memory on both sides:
 
 * :class:`DawnSlotSet` / :class:`CudaSlotWriter` -- the GPU route, for NVDEC frames and a Dawn device on
   the same GPU: each slot is one Vulkan image per plane on exportable OPAQUE_FD memory, imported into

@@ -527,7 +527,7 @@ class ImportLease:
         self._state = _LeaseState(release_slot, surface, counter)
         self.surface = surface
         """The decoded surface this import holds (released early where safe); None for a frame whose
-        surface is another process's (:class:`~alpha2.ffmpeg_bridge.decode_process.DecodeProcess`)."""
+        surface is another process's (:class:`~alpha2.api.decode_process.DecodeProcess`)."""
         self.ticket_id = ticket_id
         """Sequence number of this import within its importer."""
         self.reason = reason

@@ -13,7 +13,7 @@ import enum
 import os
 from dataclasses import dataclass
 
-from alpha2.apps import pipeline
+from alpha2.api import pipeline
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,

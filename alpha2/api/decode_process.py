@@ -39,7 +39,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from alpha2.ffmpeg_bridge import decode_worker as wire
+from alpha2.api import decode_worker as wire
 from alpha2.ffmpeg_bridge.errors import DecodeError
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, HwAccelReport, plan_hw_device
 from alpha2.gpu.errors import (
@@ -243,7 +243,7 @@ class DecodeProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "alpha2.ffmpeg_bridge.decode_worker", str(child.fileno())],
+                [sys.executable, "-m", "alpha2.api.decode_worker", str(child.fileno())],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

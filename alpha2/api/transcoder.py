@@ -14,7 +14,7 @@ Two ways through, decided from the first frame and reported:
   works on frame N while the GPU converts N + 2.
 
 The options and the plan (passthrough or GPU, output size, format and colour) are
-:mod:`alpha2.apps.transcode_plan`, re-exported here. Timestamps pass through (variable frame rate
+:mod:`alpha2.api.transcode_plan`, re-exported here. Timestamps pass through (variable frame rate
 included), made strictly increasing where the input's repeat, go back or reset
 (:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt are kept and
 counted; audio packets are copied when the input has audio; the output appears under its name only
@@ -29,10 +29,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from alpha2.apps import pipeline
-from alpha2.apps.atomic import check_output_path
-from alpha2.apps.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
-from alpha2.apps.transcode_plan import (
+from alpha2.api import pipeline
+from alpha2.api.atomic import check_output_path
+from alpha2.api.devices import nvdec_possible, open_decoder, open_device
+from alpha2.api.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
+from alpha2.api.transcode_plan import (
     DEFAULT_CRF,
     ColourChoice,
     DepthChoice,
@@ -41,7 +42,7 @@ from alpha2.apps.transcode_plan import (
     default_codec,
     plan_transcode,
 )
-from alpha2.apps.transcode_report import TranscodeStats, decode_dict, input_notes
+from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, output_container
 from alpha2.ffmpeg_bridge.timestamps import TimestampFixer
@@ -140,11 +141,9 @@ class _Transcoder:
 
         With software decoding the device waits until something renders (a passthrough needs none).
         """
-        from alpha2.ffmpeg_bridge.hwdevice import nvdec_possible
-
         if nvdec_possible(self.options.hwaccel)[0]:
-            self.gpu_device = pipeline.create_device(want_gpu_copy=True)
-        self.decoder = DecodeSession(self.source, hwaccel=self.options.hwaccel, device=self.gpu_device)
+            self.gpu_device = open_device(self.options.hwaccel)
+        self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
         return self.decoder
 
     def _encode_session(self, decoder: DecodeSession, plan: TranscodePlan) -> EncodeSession:
@@ -374,7 +373,7 @@ class _Transcoder:
         assert self.session is not None
         start = time.perf_counter()
         if self.gpu_device is None:
-            self.gpu_device = pipeline.create_device(want_gpu_copy=first.on_gpu)
+            self.gpu_device = Device.open(want_gpu_copy=first.on_gpu)
         self.stats.device = self.gpu_device.as_dict()
         device = self.gpu_device.webgpu_device
         importer = FrameImporter(self.gpu_device)

@@ -1,7 +1,7 @@
 """A decoder process: one DecodeSession whose frames go into another process's slots, and the messages.
 
-Started by :class:`~alpha2.ffmpeg_bridge.decode_process.DecodeProcess` as
-``python -m alpha2.ffmpeg_bridge.decode_worker FD``, FD being its end of a ``SOCK_SEQPACKET`` socket
+Started by :class:`~alpha2.api.decode_process.DecodeProcess` as
+``python -m alpha2.api.decode_worker FD``, FD being its end of a ``SOCK_SEQPACKET`` socket
 pair: one message per record, a pickled tuple, with file descriptors beside it (``SCM_RIGHTS``). Both
 ends are alpha2's own, made by the same user; nothing else can reach the socket.
 
@@ -252,11 +252,11 @@ def serve(sock: socket.socket) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m alpha2.ffmpeg_bridge.decode_worker FD``."""
+    """``python -m alpha2.api.decode_worker FD``."""
     args = sys.argv if argv is None else argv
     if len(args) != 2 or not args[1].isdigit():
         print(
-            "usage: python -m alpha2.ffmpeg_bridge.decode_worker FD (started by DecodeProcess)",
+            "usage: python -m alpha2.api.decode_worker FD (started by DecodeProcess)",
             file=sys.stderr,
         )
         return 2

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.apps import pipeline
-from alpha2.apps.transcode_plan import TranscodePlan
+from alpha2.api import pipeline
+from alpha2.api.transcode_plan import TranscodePlan
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo

@@ -36,6 +36,7 @@ from alpha2.gpu.colour import (
     TransferCharacteristic,
 )
 from alpha2.gpu.dlpack import PlaneArray
+from alpha2.gpu.encoded import companion_colour
 from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
@@ -44,7 +45,6 @@ from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitStatus
 from alpha2.gpu.webgpu import promise_settled, pump_events
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
-from alpha2.native_gpu.encode.planes import companion_colour
 from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
 from alpha2.native_gpu.render.renderer import FrameRenderer, read_texture_rgba

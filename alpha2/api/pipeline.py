@@ -24,7 +24,6 @@ from typing import IO, Any
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.native_gpu.device.device import Device
 
 __all__ = [
     "PathCounter",
@@ -32,7 +31,6 @@ __all__ = [
     "Progress",
     "RichProgress",
     "StageTimes",
-    "create_device",
     "emit_json",
     "fit_inside",
     "make_progress",
@@ -122,15 +120,6 @@ def fit_inside(width: int, height: int, box: Size) -> Size:
     fit_w -= fit_w % 2
     fit_h -= fit_h % 2
     return Size(max(2, fit_w), max(2, fit_h))
-
-
-# ---------------------------------------------------------------------------------------------------
-# the device
-
-
-def create_device(*, want_gpu_copy: bool = False) -> Device:
-    """The device to work on: :meth:`alpha2.native_gpu.device.device.Device.open` (see there)."""
-    return Device.open(want_gpu_copy=want_gpu_copy)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ swscale exactly as the sampling shader does (the frame's matrix and range resolv
 bilinear chroma at the same siting, ``full_chroma_int`` and accurate rounding, full-range 8-bit
 output with opaque alpha), applies the frame's rotation and writes the PNG (the same pixels; zlib
 level 1). It is chosen only
-where the device is a CPU one (:func:`~alpha2.apps.scale_route.cpu_device_reason`, which looks at the
+where the device is a CPU one (:func:`~alpha2.api.scale_route.cpu_device_reason`, which looks at the
 GPU device nodes first) and ``--gpu`` does not ask for the GPU; a frame whose conversion swscale does
 not do as the shader does is left to the GPU route. The route and its reason are in the stats
 (``snapshot_route``).
@@ -19,23 +19,21 @@ import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from alpha2.apps import pipeline
-from alpha2.apps.atomic import check_output_path, png_bytes, write_bytes_atomic
-from alpha2.apps.transcode_plan import HDR_TRANSFERS
-from alpha2.gpu.colour import ColourMatrix, ColourRange
+from alpha2.api import pipeline
+from alpha2.api.atomic import check_output_path, png_bytes, write_bytes_atomic
+from alpha2.api.transcode_plan import HDR_TRANSFERS
+from alpha2.ffmpeg_bridge.scale import rgba_like_shader, rgba_unsupported_reason
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.gpu.formats import AlphaChannel
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 
 if TYPE_CHECKING:
-    from alpha2.apps.player import PlayStats, _Player
+    from alpha2.api.playback import Player, PlayStats
 
 __all__ = [
     "SnapshotRoute",
@@ -46,18 +44,6 @@ __all__ = [
     "swscale_rgba",
     "unsupported_reason",
 ]
-
-_SWS_MATRICES = {
-    ColourMatrix.BT709: "bt709",
-    ColourMatrix.BT470BG: "bt601",
-    ColourMatrix.SMPTE170M: "bt601",
-    ColourMatrix.SMPTE240M: "smpte240m",
-    ColourMatrix.FCC: "fcc",
-    ColourMatrix.BT2020_NCL: "bt2020",
-}
-"""The frame matrices the scale filter converts from, by its ``in_color_matrix`` names."""
-
-_SWS_RANGES = {ColourRange.LIMITED: "tv", ColourRange.FULL: "pc"}
 
 
 class SnapshotRouteKind(enum.Enum):
@@ -84,7 +70,7 @@ class SnapshotRoute:
 
 
 def _cpu_device_reason() -> str | None:
-    from alpha2.apps.scale_route import cpu_device_reason
+    from alpha2.api.scale_route import cpu_device_reason
 
     return cpu_device_reason()
 
@@ -114,73 +100,21 @@ def choose_snapshot_route(
 
 def unsupported_reason(frame: DecodedFrame) -> str | None:
     """Why swscale cannot convert ``frame`` exactly as the sampling shader does (None: it can)."""
-    fmt = frame.pixel_format
-    if frame.on_gpu:
-        return "the frame is on the GPU"
-    if fmt.is_rgb or fmt.alpha is not AlphaChannel.NONE:
-        return f"{fmt.ffmpeg_name} is not a Y'CbCr format without alpha"
-    planes = fmt.plane_formats
-    if not (fmt.is_semi_planar or all(p.channels == 1 for p in planes)):
-        return f"{fmt.ffmpeg_name} is a packed Y'CbCr format"
-    size = frame.metadata.display_size
-    if (size.width % (1 << fmt.log2_chroma_w)) or (size.height % (1 << fmt.log2_chroma_h)):
-        # swscale stretches a subsampled plane's ceil(w / 2) samples over w: its siting drifts.
-        return f"the {size.width}x{size.height} picture has an odd side under subsampled chroma"
-    colour = frame.colour.resolved(fmt, size.width, size.height)
-    if colour.transfer in HDR_TRANSFERS:
-        return f"the frame is HDR ({colour.transfer.name}): the sampling shader tone maps it to SDR"
-    if len(planes) > 1 and colour.matrix not in _SWS_MATRICES:
-        return f"the scale filter has no {colour.matrix.name} matrix"
-    if colour.range not in _SWS_RANGES:
-        return f"the range is {colour.range.name}"
-    return None
+    return rgba_unsupported_reason(frame, HDR_TRANSFERS)
 
 
 def swscale_rgba(frame: DecodedFrame) -> np.ndarray:
-    """``frame``'s picture as the sampling shader renders it: (H, W, 4) uint8, full range, alpha 255.
+    """``frame``'s picture as the sampling shader renders it: (H, W, 4) uint8, full range, alpha 255,
+    with the shader's chroma siting (swscale does the work, on the CPU).
 
     Raises:
         InvalidInputError: a frame :func:`unsupported_reason` refuses, or not a PyAV frame.
     """
-    import av
-
-    why = unsupported_reason(frame)
-    source = frame.keep_alive
-    if why is not None or not isinstance(source, av.VideoFrame):
-        raise InvalidInputError(f"swscale_rgba cannot convert this frame: {why or 'not a PyAV frame'}")
     from alpha2.native_gpu.render.params import shader_params
 
-    fmt, size = frame.pixel_format, frame.metadata.display_size
-    colour = frame.colour.resolved(fmt, size.width, size.height)
-    h_pos, v_pos = (
-        round(v * 256) for v in shader_params(fmt, frame.colour, size.width, size.height).chroma_offset
-    )
-    matrix = _SWS_MATRICES.get(colour.matrix, "bt709")  # gray: chroma is neutral, any matrix will do
-    graph = av.filter.Graph()
-    time_base = Fraction(1, 25)
-    src = graph.add_buffer(
-        width=source.width, height=source.height, format=source.format, time_base=time_base
-    )
-    scale = graph.add(
-        "scale",
-        "flags=bilinear+accurate_rnd+full_chroma_int"
-        f":in_color_matrix={matrix}:in_range={_SWS_RANGES[colour.range]}:out_range=pc"
-        f":in_h_chr_pos={h_pos}:in_v_chr_pos={v_pos}",
-    )
-    out = graph.add("format", "rgba")
-    sink = graph.add("buffersink")
-    src.link_to(scale)
-    scale.link_to(out)
-    out.link_to(sink)
-    graph.configure()
-    pts, source_tb = source.pts, source.time_base
-    source.pts, source.time_base = 0, time_base
-    try:
-        graph.push(source)
-        rgba = graph.pull().to_ndarray()
-    finally:
-        source.pts, source.time_base = pts, source_tb
-    return np.asarray(rgba)[: size.height, : size.width]
+    size = frame.metadata.display_size
+    offset = shader_params(frame.pixel_format, frame.colour, size.width, size.height).chroma_offset
+    return rgba_like_shader(frame, offset, HDR_TRANSFERS)
 
 
 def rotate(pixels: np.ndarray, rotation: Rotation) -> np.ndarray:
@@ -188,14 +122,14 @@ def rotate(pixels: np.ndarray, rotation: Rotation) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(pixels, k=-(int(rotation) // 90)))
 
 
-def snapshot_on_cpu(player: _Player, route: SnapshotRoute, mode_reason: str) -> PlayStats | None:
+def snapshot_on_cpu(player: Player, route: SnapshotRoute, mode_reason: str) -> PlayStats | None:
     """The snapshot through swscale, or None when the frame is one swscale does not convert as the
     shader does (the decoder is closed again; the route says why, and the GPU route takes over).
 
     Raises:
         InvalidInputError: no frame at ``--at``, an unwritable path.
     """
-    from alpha2.ffmpeg_bridge import DecodeSession
+    from alpha2.api.devices import open_decoder
 
     stats, options = player.stats, player.options
     stats.mode, stats.mode_reason = "offscreen", mode_reason
@@ -204,7 +138,7 @@ def snapshot_on_cpu(player: _Player, route: SnapshotRoute, mode_reason: str) -> 
     timer = pipeline.RunTimer()
     clock = time.perf_counter
     t0 = clock()
-    decoder = player.decoder = DecodeSession(player.source, hwaccel=options.hwaccel)
+    decoder = player.decoder = open_decoder(player.source, None, hwaccel=options.hwaccel)
     stats.hwaccel = decoder.hwaccel_report.as_dict()
     player._seek_start(decoder)
     frame = decoder.next_frame()

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.apps import pipeline
-from alpha2.apps.throttle import SubmitThrottle
+from alpha2.api import pipeline
+from alpha2.api.devices import open_decoder, open_device
+from alpha2.api.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
@@ -145,7 +146,7 @@ class StreamGroup:
             <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`), so that the tick's
             thread only begins Dawn's access; False: the import makes the copy, on the tick's thread.
         decoders: ``"threads"`` (the default): a DecodeSession per stream, decoding on its own thread
-            in this process; ``"processes"``: a :class:`~alpha2.ffmpeg_bridge.decode_process.DecodeProcess`
+            in this process; ``"processes"``: a :class:`~alpha2.api.decode_process.DecodeProcess`
             per stream, decoding in a process of its own and handing frames over through shared
             memory (NVDEC frames by the GPU copy, written by the decoder process; others through
             shared host memory and the CPU upload). Then the per-frame decode and copy calls no longer
@@ -206,9 +207,7 @@ class StreamGroup:
         """Time per stage (decode wait, import, render, submit), over all ticks."""
         try:
             if device is None:
-                from alpha2.ffmpeg_bridge.hwdevice import nvdec_possible
-
-                device = pipeline.create_device(want_gpu_copy=nvdec_possible(hwaccel)[0])
+                device = open_device(hwaccel)
             self.device: Device = device
             """The one Device every stream goes to."""
             self._open(sources, hwaccel, prefetch, slots, tile, colour_target, colour_options)
@@ -233,7 +232,7 @@ class StreamGroup:
 
         decoders: list[Any] = []
         if self.decoders == "processes":
-            from alpha2.ffmpeg_bridge.decode_process import open_processes
+            from alpha2.api.decode_process import open_processes
 
             decoders = list(
                 open_processes(
@@ -247,8 +246,8 @@ class StreamGroup:
             )
             self._objects.extend(decoders)
         for source in sources if not decoders else ():
-            decoder = DecodeSession(
-                source, hwaccel=hwaccel, budget=self.budget, device=self.device, prefetch=prefetch
+            decoder = open_decoder(
+                source, self.device, hwaccel=hwaccel, budget=self.budget, prefetch=prefetch
             )
             self._objects.append(decoder)
             decoders.append(decoder)

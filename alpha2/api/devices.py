@@ -1,0 +1,85 @@
+"""The device before the decoder: where a program's GPU work and its NVDEC decoding meet.
+
+One rule, written once: make (or adopt) the WebGPU device first, then open the decoder on that device's
+CUDA twin, so that NVDEC frames land on the GPU that renders them and the GPU copy can take them. When
+NVDEC may decode, the device is asked for the GPU copy's features (Dawn's shared memory), which it
+takes where the machine has them; a device the program brought is used as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
+from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, no_cuda_device_type_reason
+from alpha2.gpu.identity import DecoderPlacement
+from alpha2.native_gpu._cuda.streams import install_cuda_plane_ops
+from alpha2.native_gpu.device.device import Device
+
+__all__ = ["as_device", "decoder_placement", "nvdec_possible", "open_decoder", "open_device"]
+
+
+def nvdec_possible(mode: HwAccelMode | str) -> tuple[bool, str]:
+    """Whether ``mode`` may decode on NVDEC here (FFmpeg's CUDA device type and a CUDA device), and why.
+
+    Asked before the device is chosen, so that a device that can take NVDEC frames on the GPU is made.
+    """
+    mode = HwAccelMode.parse(mode)
+    if mode is HwAccelMode.NONE:
+        return False, "software decoding was requested"
+    why = no_cuda_device_type_reason()
+    if why is not None:
+        return False, why
+    from alpha2.native_gpu._cuda.core import cuda_available
+
+    if not cuda_available():
+        return False, "no CUDA device (or no cuda-python)"
+    return True, "FFmpeg has its CUDA device type and a CUDA device is present"
+
+
+def decoder_placement(device: Device | None = None) -> DecoderPlacement:
+    """Where NVDEC must run: ``device``'s CUDA twin, or (no device) the one of the adapter
+    ``Device.open()`` would take, ranked without opening anything (``ALPHA2_GPU_ADAPTER`` honoured)."""
+    if device is not None:
+        return device.decoder_placement()
+    from alpha2.native_gpu._cuda.core import cuda_available
+
+    # Ranking the adapters only to learn that no CUDA device exists costs a Vulkan enumeration
+    # (0.1 s or more): ask CUDA first, cheaply.
+    if not cuda_available():
+        return DecoderPlacement(None, None, "no CUDA device (or no cuda-python), so no NVDEC")
+    try:
+        from alpha2.native_gpu.device.shared import shared_device_index
+
+        found = shared_device_index()
+    except Exception as exc:  # no Vulkan, no adapter, a bad pin: no GPU to match, hence no CUDA twin
+        return DecoderPlacement(None, None, f"no shared device: {exc}")
+    loader = None if found.vulkan_index is None else int(found.vulkan_index)
+    name = str(getattr(found, "name", "") or "")
+    where = f"the shared device {name!r} (loader index {loader})" if name else f"the shared device ({loader})"
+    if found.cuda_ordinal is None:
+        return DecoderPlacement(None, loader, f"{where} has no CUDA counterpart")
+    return DecoderPlacement(
+        int(found.cuda_ordinal), loader, f"CUDA ordinal {found.cuda_ordinal} matches {where} by UUID"
+    )
+
+
+def as_device(device: Any) -> Device | None:
+    """An alpha2 Device from ``device``: a Device as it is, a WebGPU device adopted, None kept."""
+    if device is None or isinstance(device, Device):
+        return device
+    return Device.adopt(device)
+
+
+def open_device(hwaccel: HwAccelMode | str = "auto", *, gpu_copy: bool = True) -> Device:
+    """The device to work on (``Device.open()``: ranked, ``ALPHA2_GPU_ADAPTER`` honoured), asked for the
+    GPU copy's features when NVDEC may decode (``gpu_copy=False``: a window presents through wgpu-native,
+    so it asks for none)."""
+    return Device.open(want_gpu_copy=gpu_copy and nvdec_possible(hwaccel)[0])
+
+
+def open_decoder(source: MediaSource, device: Device | None, **options: Any) -> DecodeSession:
+    """A DecodeSession placed on ``device``'s GPU (on the adapter ``Device.open()`` would take when None);
+    its CUDA planes read through alpha2.native_gpu (DLPack stream order, host copies)."""
+    install_cuda_plane_ops()
+    return DecodeSession(source, device=decoder_placement(device), **options)

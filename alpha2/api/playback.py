@@ -1,0 +1,354 @@
+"""One play run's decoding and rendering, for ``alpha2 play`` and any program that shows video.
+
+:class:`Player` opens the device before the decoder (:func:`alpha2.api.devices.open_device`), seeks to
+the start, imports and renders each frame with the sampling shader and counts what each frame cost and
+which path it took (:class:`PlayStats`). The app puts it in a window (``alpha2.apps.window``) or runs it
+offscreen (:meth:`Player.offscreen`: as fast as the device allows; ``snapshot`` writes one frame as a PNG).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from alpha2.api import pipeline
+from alpha2.api.atomic import check_output_path, write_png
+from alpha2.api.colour_report import colour_report, colour_summary
+from alpha2.api.devices import open_decoder, open_device
+from alpha2.api.throttle import SubmitThrottle
+from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.geometry import Rotation, Size
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.gpu.tonemap import ToneCurve
+from alpha2.native_gpu.device.device import Device
+
+__all__ = ["PlayOptions", "PlayStats", "Player", "displayed_size"]
+
+
+def displayed_size(frame: DecodedFrame) -> Size:
+    """The frame's size as shown: width and height swapped by a quarter-turn display rotation."""
+    size = Size(frame.width, frame.height)
+    return size.transposed() if frame.metadata.rotation in (Rotation.CW90, Rotation.CW270) else size
+
+
+@dataclass(frozen=True)
+class PlayOptions:
+    """What ``alpha2 play`` was asked to do."""
+
+    offscreen: bool = False
+    """Render into a texture even when a window could be opened."""
+    snapshot: str | None = None
+    """Write the frame on display at ``at_s`` to this PNG path (renders offscreen)."""
+    at_s: float | None = None
+    """Start (and snapshot) at this time in seconds."""
+    frames: int | None = None
+    """Stop after this many frames."""
+    hwaccel: str = "auto"
+    """Decoding: ``auto``, ``cuda`` or ``none``."""
+    decoders: str = "threads"
+    """A wall's decoders: ``threads`` of this process, or ``processes`` of their own (``--decoders``)."""
+    audio: bool = True
+    """Play the sound (the master clock) when there is a stream and a device; ``--no-audio`` turns it off."""
+    volume: float = 1.0
+    """Initial volume factor, 0..2."""
+    gpu: bool = False
+    """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
+    tone_curve: ToneCurve = ToneCurve.BT2390
+    """How HDR (PQ, HLG) light above the display's peak is brought down (``--tone-curve``)."""
+    target_peak_cd_m2: float | None = None
+    """The SDR display's peak (``--target-peak``); None: 203 cd/m², HDR reference white = SDR white."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tone_curve, ToneCurve):
+            raise InvalidInputError(f"--tone-curve must be a ToneCurve, not {self.tone_curve!r}")
+        if self.target_peak_cd_m2 is not None and not 80.0 <= self.target_peak_cd_m2 <= 10000.0:
+            raise InvalidInputError(f"--target-peak must be 80..10000 cd/m², got {self.target_peak_cd_m2}")
+        if not 0.0 <= self.volume <= 2.0:
+            raise InvalidInputError(f"--volume must be within 0..2, got {self.volume}")
+        if self.frames is not None and self.frames < 1:
+            raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
+        if self.at_s is not None and self.at_s < 0:
+            raise InvalidInputError(f"--at must be >= 0 seconds, got {self.at_s}")
+
+
+_NO_CLOCK: dict[str, Any] = {
+    "kind": "none",
+    "reason": "offscreen: rendered as fast as the device allows, no sound",
+}
+
+
+@dataclass
+class PlayStats:
+    """What a play run did (``--stats`` prints it, ``--json`` emits :meth:`as_dict`)."""
+
+    input: str
+    mode: str = "offscreen"
+    mode_reason: str = ""
+    frames: int = 0
+    seconds: float = 0.0
+    paths: pipeline.PathCounter = field(default_factory=pipeline.PathCounter)
+    stages: pipeline.StageTimes = field(default_factory=pipeline.StageTimes)
+    peak_surfaces: int = 0
+    device: dict[str, Any] | None = None
+    hwaccel: dict[str, Any] = field(default_factory=dict)
+    import_report: str | None = None
+    snapshot: str | None = None
+    snapshot_pts_s: float | None = None
+    size: Size | None = None
+    dropped_frames: int = 0
+    late_frames: int = 0
+    clock: dict[str, Any] = field(default_factory=lambda: dict(_NO_CLOCK))
+    sync: dict[str, Any] | None = None
+    audio_seconds: float | None = None
+    snapshot_route: dict[str, Any] | None = None
+    colour: dict[str, Any] | None = None
+
+    @property
+    def fps(self) -> float:
+        """Frames rendered per second."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready stats."""
+        paths = self.paths.as_dict()
+        return {
+            "command": "play",
+            "input": self.input,
+            "mode": self.mode,
+            "mode_reason": self.mode_reason,
+            "frames": self.frames,
+            "seconds": round(self.seconds, 4),
+            "fps": round(self.fps, 3),
+            "paths": paths["frames"],
+            "path_bytes": paths["bytes"],
+            "path_notes": paths["notes"],
+            "bytes_through_cpu": self.paths.bytes_through_cpu,
+            "peak_surfaces": self.peak_surfaces,
+            "dropped_frames": self.dropped_frames,
+            "late_frames": self.late_frames,
+            "clock": self.clock,
+            "sync": self.sync,
+            "audio_seconds": None if self.audio_seconds is None else round(self.audio_seconds, 4),
+            "size": None if self.size is None else [self.size.width, self.size.height],
+            "snapshot": self.snapshot,
+            "snapshot_pts_s": self.snapshot_pts_s,
+            "snapshot_route": self.snapshot_route,
+            "device": self.device,
+            "hwaccel": self.hwaccel,
+            "import_report": self.import_report,
+            "colour": self.colour,
+            "stages": self.stages.as_dict(self.seconds),
+        }
+
+    def summary(self) -> str:
+        """A few lines for ``--stats``."""
+        data = self.as_dict()
+        paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
+        lines = [
+            f"alpha2: played {self.frames} frames in {self.seconds:.2f} s ({self.fps:.1f} fps), {self.mode}"
+            + (f" ({self.mode_reason})" if self.mode_reason else ""),
+            f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
+            f"peak surfaces {self.peak_surfaces}",
+            f"  time: {self.stages.summary(self.seconds)}",
+            f"  clock: {self.clock['reason']}",
+        ]
+        if self.colour is not None:
+            lines.append(f"  colour: {colour_summary(self.colour)}")
+        if self.sync:
+            sync = self.sync
+            lines.append(
+                f"  sync: {sync['shown']} shown, {sync['dropped']} dropped, {sync['late']} late; "
+                f"A/V offset mean {sync['offset_mean_abs_ms']:.1f} ms, "
+                f"max {sync['offset_max_abs_ms']:.1f} ms (refresh {sync['refresh_hz']:.0f} Hz)"
+            )
+        if self.device:
+            lines.append(f"  device: {self.device['implementation']} on {self.device['adapter']}")
+        if self.snapshot:
+            lines.append(f"  snapshot: {self.snapshot} (frame at {self.snapshot_pts_s:.3f} s)")
+        if self.snapshot_route:
+            lines.append(
+                f"  snapshot route: {self.snapshot_route['route']} ({self.snapshot_route['reason']})"
+            )
+        return "\n".join(lines)
+
+
+class Player:
+    """One play run: the decoder, the device objects, the stats; torn down on every way out."""
+
+    def __init__(self, source: str, options: PlayOptions, progress: pipeline.Progress) -> None:
+        self.source = source
+        self.options = options
+        self.progress = progress
+        self.stats = PlayStats(input=source)
+        self.decoder: DecodeSession | None = None
+        self._closables: list[Any] = []
+        self.gpu_device: Device | None = None
+        self.device: Any = None
+        self.importer: Any = None
+        self.renderer: Any = None
+
+    # -- shared pieces --------------------------------------------------------------------------------
+
+    def _open(self, *, gpu_copy: bool = True) -> DecodeSession:
+        """The device first, then the decoder on its GPU (``gpu_copy``: a device that may take the
+        GPU copy; a window presents through wgpu-native, so it asks for none)."""
+        self.gpu_device = open_device(self.options.hwaccel, gpu_copy=gpu_copy)
+        self._closables.append(self.gpu_device)
+        self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
+        self.stats.hwaccel = self.decoder.hwaccel_report.as_dict()
+        return self.decoder
+
+    def _seek_start(self, decoder: DecodeSession) -> None:
+        at = self.options.at_s
+        if at is None or at == 0:
+            return
+        duration = decoder.info.duration_seconds
+        if duration is not None and at >= duration:
+            raise InvalidInputError(
+                f"--at {at:g} s is past the end of {self.source!r} ({duration:.3f} s long)"
+            )
+        decoder.seek(at)
+
+    def _make_gpu(self, on_gpu: bool) -> None:
+        from alpha2.native_gpu.interop.importer import FrameImporter
+        from alpha2.native_gpu.render.renderer import FrameRenderer
+
+        if self.gpu_device is None:  # audio only: no decoder was opened
+            self.gpu_device = Device.open(want_gpu_copy=on_gpu)
+            self._closables.append(self.gpu_device)
+        self.stats.device = self.gpu_device.as_dict()
+        self.device = self.gpu_device.webgpu_device
+        self.importer = FrameImporter(self.gpu_device)
+        self._closables.append(self.importer)
+        # The path's set-up and the stream's textures now, not on the first frame.
+        identity = self.decoder.expected_identity() if self.decoder is not None else None
+        self.importer.prepare(gpu_frames=on_gpu, identity=identity)
+        self.renderer = FrameRenderer(
+            self.gpu_device,
+            colour_target=ColourTarget.sdr_bt709(self.options.target_peak_cd_m2),
+            colour_options=ColourOptions(tone_curve=self.options.tone_curve),
+        )
+
+    def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:
+        """Import ``frame`` (the importer owns it from then on) and render it; returns the target texture."""
+        clock = time.perf_counter
+        t0 = clock()
+        try:
+            lease = self.importer.import_frame(frame)
+        except BaseException:
+            frame.release()
+            raise
+        t1 = clock()
+        try:
+            imported = lease.frame
+            size = imported.metadata.display_size
+            texture = self.renderer.render(
+                imported.views,
+                imported.pixel_format,
+                imported.colour,
+                size.width,
+                size.height,
+                target,
+                output_format=output_format,
+                rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
+                hdr=imported.metadata.hdr,
+            )
+            if self.stats.colour is None:
+                self.stats.colour = colour_report(self.renderer, self.options)
+        finally:
+            lease.release()
+        self.stats.stages.add("import", t1 - t0)
+        self.stats.stages.add("render", clock() - t1)
+        return texture
+
+    def _finish_stats(self) -> None:
+        if self.importer is not None:
+            report = self.importer.path_report
+            self.stats.paths.merge_counts(report.frames_by_path, report.fallbacks)
+            self.stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
+            self.stats.import_report = report.summary()
+
+    def close(self, completed: bool = True) -> None:
+        for obj in reversed(self._closables):
+            try:
+                obj.close()
+            except Exception:
+                pass  # tear-down after a failure must not hide the failure
+        self._closables.clear()
+        decoder, self.decoder = self.decoder, None
+        if decoder is not None:
+            self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
+            decoder.close()
+        self.progress.close(completed)
+
+    # -- offscreen ------------------------------------------------------------------------------------
+
+    def offscreen(self, reason: str) -> PlayStats:
+        from alpha2.native_gpu.render.renderer import gpu_module_of, read_texture_rgba
+
+        stats, options = self.stats, self.options
+        if options.snapshot is not None and stats.snapshot_route is None:
+            from alpha2.api.snapshot_cpu import SnapshotRouteKind, choose_snapshot_route, snapshot_on_cpu
+
+            route = choose_snapshot_route(forced_gpu=options.gpu, hwaccel=options.hwaccel)
+            stats.snapshot_route = route.as_dict()
+            if route.kind is SnapshotRouteKind.SWSCALE:
+                done = snapshot_on_cpu(self, route, reason)
+                if done is not None:
+                    return done
+        stats.mode, stats.mode_reason = "offscreen", reason
+        snapshot_path = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
+        timer = pipeline.RunTimer()
+        decoder = self._open()
+        self._seek_start(decoder)
+        clock = time.perf_counter
+        t0 = clock()
+        frame = decoder.next_frame()
+        stats.stages.add("decode", clock() - t0)
+        if frame is None:
+            where = f" at {options.at_s:g} s" if options.at_s else ""
+            raise InvalidInputError(f"{self.source!r} has no decodable video frame{where}")
+        t0 = clock()
+        try:
+            self._make_gpu(frame.on_gpu)
+            throttle = SubmitThrottle(self.device, gpu_module_of(self.device), label="alpha2 play throttle")
+        except BaseException:
+            frame.release()
+            raise
+        self._closables.append(throttle)
+        stats.stages.add("setup", clock() - t0)
+        limit = options.frames if options.frames is not None else (1 if snapshot_path else None)
+        total = decoder.info.frame_count
+        self.progress.start(limit if limit is not None else total)
+        while frame is not None:
+            stats.size = displayed_size(frame)
+            pts_s = frame.pts_seconds
+            target = self._render(frame)
+            if snapshot_path is not None and stats.snapshot is None:
+                t0 = clock()
+                pixels = read_texture_rgba(self.device, target)
+                stats.paths.add(ExecutionPath.CPU_DOWNLOAD, int(pixels.nbytes), note="snapshot read-back")
+                stats.snapshot = write_png(snapshot_path, pixels)
+                stats.snapshot_pts_s = pts_s
+                stats.stages.add("snapshot", clock() - t0)
+            else:
+                t0 = clock()
+                throttle.mark(target)
+                stats.stages.add("wait", clock() - t0)
+            stats.frames += 1
+            self.progress.update(stats.frames)
+            if limit is not None and stats.frames >= limit:
+                break
+            t0 = clock()
+            frame = decoder.next_frame()
+            stats.stages.add("decode", clock() - t0)
+        t0 = clock()
+        throttle.drain()
+        stats.stages.add("wait", clock() - t0)
+        stats.seconds = timer.stop()
+        self._finish_stats()
+        return stats
