@@ -30,12 +30,12 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "open": "alpha2.api.source",
-    "create": "alpha2.api.source",
+    "create": "alpha2.api.writer",
     "adapters": "alpha2.api.source",
     "AdapterInfo": "alpha2.api.source",
     "Frame": "alpha2.api.source",
     "VideoSource": "alpha2.api.source",
-    "Writer": "alpha2.api.source",
+    "Writer": "alpha2.api.writer",
     "Device": "alpha2.native_gpu.device.device",
     "ColourInfo": "alpha2.gpu.colour",
     "PixelFormat": "alpha2.gpu.formats",
@@ -49,10 +49,10 @@ if TYPE_CHECKING:
     from alpha2.api.source import AdapterInfo as AdapterInfo
     from alpha2.api.source import Frame as Frame
     from alpha2.api.source import VideoSource as VideoSource
-    from alpha2.api.source import Writer as Writer
     from alpha2.api.source import adapters as adapters
-    from alpha2.api.source import create as create
     from alpha2.api.source import open as open
+    from alpha2.api.writer import Writer as Writer
+    from alpha2.api.writer import create as create
     from alpha2.gpu.colour import ColourInfo as ColourInfo
     from alpha2.gpu.errors import Error as Error
     from alpha2.gpu.formats import PixelFormat as PixelFormat

@@ -24,9 +24,9 @@ _EXPORTS: dict[str, str] = {
     "Frame": "alpha2.api.source",
     "GpuWorkDone": "alpha2.api.source",
     "VideoSource": "alpha2.api.source",
-    "Writer": "alpha2.api.source",
+    "Writer": "alpha2.api.writer",
     "adapters": "alpha2.api.source",
-    "create": "alpha2.api.source",
+    "create": "alpha2.api.writer",
     "open": "alpha2.api.source",
     "StreamGroup": "alpha2.api.streams",
     "DecodeProcess": "alpha2.api.decode_process",
@@ -44,12 +44,12 @@ if TYPE_CHECKING:
     from alpha2.api.source import Frame as Frame
     from alpha2.api.source import GpuWorkDone as GpuWorkDone
     from alpha2.api.source import VideoSource as VideoSource
-    from alpha2.api.source import Writer as Writer
     from alpha2.api.source import adapters as adapters
-    from alpha2.api.source import create as create
     from alpha2.api.source import open as open
     from alpha2.api.streams import StreamGroup as StreamGroup
     from alpha2.api.transcode_plan import TranscodeOptions as TranscodeOptions
     from alpha2.api.transcoder import transcode as transcode
+    from alpha2.api.writer import Writer as Writer
+    from alpha2.api.writer import create as create
 
 __getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -1,7 +1,7 @@
 """Encoding for programs that hand frames to an encoder themselves (``alpha2 sample``, tools).
 
 :class:`EncodeSession` (atomic outputs: a file appears whole or not at all), the one encoder table
-(:func:`choose_encoder`) and the output containers alpha2 writes. :class:`~alpha2.api.source.Writer`
+(:func:`choose_encoder`) and the output containers alpha2 writes. :class:`~alpha2.api.writer.Writer`
 is the simpler door for textures and arrays.
 """
 
