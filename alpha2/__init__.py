@@ -5,19 +5,21 @@ hardware allows, and saying which path that was.
 
 The three jobs, from the top level (names load on first use: ``import alpha2`` needs no GPU):
 
-- ``alpha2.open(path, device=None, hwaccel="auto")`` -> :class:`~alpha2.api.VideoSource`: frames that
+- ``alpha2.open(path, device=None, hwaccel="auto")`` -> :class:`~alpha2.api.source.VideoSource`: frames that
   render themselves into your texture (``frame.render(texture)``), with ``pts_seconds``, ``colour``
   and frame-accurate ``seek``;
-- ``alpha2.create(path, codec="h264", colour=...)`` -> :class:`~alpha2.api.Writer`: textures, RGB(A)
+- ``alpha2.create(path, codec="h264", colour=...)`` -> :class:`~alpha2.api.writer.Writer`: textures, RGB(A)
   arrays (numpy, torch, cupy through DLPack) or frames in, a tagged video file out;
 - ``frame.to_ndarray()`` / ``frame.plane(i)`` (DLPack) for arrays; ``alpha2.Device`` and
   ``alpha2.adapters()`` for the GPU.
 
-Packages (dependencies point one way, left to right), for finer control:
-    alpha2.gpu            the vocabulary: formats, colour, handles, sync, budgets, errors, adapter ranking
-    alpha2.native_gpu     the shared Vulkan device, import leases, surface accounting, the encode copier
+Packages (each imports only those below it; import-linter checks it), for finer control:
+    alpha2.apps           the `alpha2` command: probe, sample, play, transcode, batch
+    alpha2.api            the front door: everything above, stream groups, decoder processes, transcode
     alpha2.ffmpeg_bridge  FFmpeg through PyAV: containers, codecs, hardware devices, frames
-    alpha2.apps           the `alpha2` command: probe, sample, play, transcode
+    alpha2.native_gpu     the shared Vulkan device, import leases, surface accounting, the encode copier
+    alpha2.gpu            the vocabulary: formats, colour, handles, sync, budgets, errors, adapter ranking
+(``ffmpeg_bridge`` and ``native_gpu`` are siblings: neither imports the other.)
 """
 
 from __future__ import annotations
