@@ -8,6 +8,7 @@ takes where the machine has them; a device the program brought is used as it is.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
@@ -16,7 +17,14 @@ from alpha2.gpu.identity import DecoderPlacement
 from alpha2.native_gpu._cuda.streams import install_cuda_plane_ops
 from alpha2.native_gpu.device.device import Device
 
-__all__ = ["as_device", "decoder_placement", "nvdec_possible", "open_decoder", "open_device"]
+__all__ = [
+    "as_device",
+    "beside_other_libraries",
+    "decoder_placement",
+    "nvdec_possible",
+    "open_decoder",
+    "open_device",
+]
 
 
 def nvdec_possible(mode: HwAccelMode | str) -> tuple[bool, str]:
@@ -78,8 +86,36 @@ def open_device(hwaccel: HwAccelMode | str = "auto", *, gpu_copy: bool = True) -
     return Device.open(want_gpu_copy=gpu_copy and nvdec_possible(hwaccel)[0])
 
 
+def beside_other_libraries(placement: DecoderPlacement) -> DecoderPlacement:
+    """``placement``, joining the CUDA primary context when another library (PyTorch, CuPy,
+    PyNvVideoCodec) already made it active with flags FFmpeg's own way of opening refuses.
+
+    The context is made current on this thread, which opens the decoder next; FFmpeg then shares it.
+    """
+    ordinal = placement.cuda_ordinal
+    if ordinal is None:
+        return placement
+    from alpha2.native_gpu._cuda.sharing import join_primary_context, primary_context_taken
+
+    try:
+        if not primary_context_taken(ordinal):
+            return placement
+        join_primary_context(ordinal)
+    except Exception as exc:  # no driver here after all: the decoder says why it cannot open NVDEC
+        return dataclasses.replace(placement, reason=f"{placement.reason} (CUDA context not checked: {exc})")
+    return dataclasses.replace(
+        placement,
+        join_current_context=True,
+        reason=f"{placement.reason}; joins the CUDA primary context another library made (torch, CuPy, ...)",
+    )
+
+
 def open_decoder(source: MediaSource, device: Device | None, **options: Any) -> DecodeSession:
     """A DecodeSession placed on ``device``'s GPU (on the adapter ``Device.open()`` would take when None);
-    its CUDA planes read through alpha2.native_gpu (DLPack stream order, host copies)."""
+    it joins the CUDA context another library made, where one did; its CUDA planes read through
+    alpha2.native_gpu (DLPack stream order, host copies)."""
     install_cuda_plane_ops()
-    return DecodeSession(source, device=decoder_placement(device), **options)
+    placement = decoder_placement(device)
+    if HwAccelMode.parse(options.get("hwaccel", "auto")) is not HwAccelMode.NONE:
+        placement = beside_other_libraries(placement)
+    return DecodeSession(source, device=placement, **options)

@@ -75,6 +75,9 @@ class HwDevicePlan:
     """Index of the shared Vulkan device in the loader's enumeration, when known."""
     reason: str
     """Why this device (or why software)."""
+    join_current_context: bool = False
+    """Open FFmpeg's CUDA device in the context current on the opening thread (``current_ctx``), not
+    by retaining the primary context (which fails when another library activated it with its flags)."""
 
     @property
     def use_cuda(self) -> bool:
@@ -202,16 +205,23 @@ def plan_hw_device(
                 "Use hwaccel='auto' or 'none', or pass cuda_ordinal explicitly"
             )
         return HwDevicePlan(mode, None, where.vulkan_index, where.reason)
-    return HwDevicePlan(mode, where.cuda_ordinal, where.vulkan_index, where.reason)
+    return HwDevicePlan(
+        mode, where.cuda_ordinal, where.vulkan_index, where.reason, where.join_current_context
+    )
 
 
 def make_hwaccel(plan: HwDevicePlan) -> HWAccel:
     """PyAV's HWAccel for the plan: frames stay on the GPU; software fallback only for ``auto``."""
     if plan.cuda_ordinal is None:
         raise InvalidInputError("make_hwaccel needs a plan with a CUDA ordinal")
+    # PyAV adds primary_ctx=1 unless told otherwise; with current_ctx=1 both would conflict.
+    options: dict[str, object] | None = (
+        {"primary_ctx": "0", "current_ctx": "1"} if plan.join_current_context else None
+    )
     return HWAccel(
         device_type="cuda",
         device=str(plan.cuda_ordinal),
         allow_software_fallback=plan.requested is HwAccelMode.AUTO,
         is_hw_owned=True,
+        options=options,
     )

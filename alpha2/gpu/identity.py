@@ -124,6 +124,9 @@ class DecoderPlacement:
     """The rendering GPU's index in the Vulkan loader's enumeration, where known."""
     reason: str
     """How the ordinal was found, or why there is none (shown in the decoder's report)."""
+    join_current_context: bool = False
+    """Open the decoder in the CUDA context current on the opening thread (another library's primary
+    context, made current there by the placer) instead of retaining the primary context itself."""
 
     def __post_init__(self) -> None:
         if self.cuda_ordinal is not None and self.cuda_ordinal < 0:
