@@ -3,7 +3,7 @@
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
-#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [held] [wallgil] [preroll] [procs]
+#                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
@@ -91,45 +91,13 @@ for step in $steps; do
       echo '$ python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads,import --wall-check 16' >> "$log"
       timeout 150 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
         --modes decode-threads,import --wall-check 16 >> "$log" 2>&1;;
-    held)  # the per-frame CUDA calls with the GIL held (ALPHA2_CUDA_GIL=hold) against cuda-python's
-      { echo '$ python3 benchmarks/bench_cuda_calls.py --threads 1,4,14 --busy 0,8';
-        timeout 60 python3 benchmarks/bench_cuda_calls.py --threads 1,4,14 --busy 0,8; } >> "$log" 2>&1
-      ALPHA2_CUDA_GIL=hold ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 150 python3 -m pytest -q \
-        -p no:cacheprovider tests/test_importer.py tests/test_streams.py tests/test_shared_vulkan.py tests/test_import_leak.py tests/test_encode_copier.py \
-        > "$OUT/tests-held.log" 2>&1; echo "tests (ALPHA2_CUDA_GIL=hold) rc=$?" >> "$log"
-      for gil in hold release; do
-        echo "\$ ALPHA2_CUDA_GIL=$gil python3 benchmarks/profile_streams.py --streams 4" >> "$log"
-        ALPHA2_CUDA_GIL=$gil timeout 60 python3 benchmarks/profile_streams.py --streams 4 2>&1 | head -24 >> "$log"
-      done
-      echo '$ ALPHA2_CUDA_GIL=hold python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 --modes decode-threads,import,import-inline' >> "$log"
-      ALPHA2_CUDA_GIL=hold timeout 150 python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 \
-        --modes decode-threads,import,import-inline >> "$log" 2>&1
-      echo '$ ALPHA2_CUDA_GIL=hold python3 benchmarks/bench_import.py --hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import,import-inline --repeat 3' >> "$log"
-      ALPHA2_CUDA_GIL=hold timeout 60 python3 benchmarks/bench_import.py --hwaccel cuda --backend wgpudawn \
-        --frames 600 --sample --modes decode,import,import-inline --repeat 3 >> "$log" 2>&1
-      echo '$ ALPHA2_CUDA_GIL=hold python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes import --wall-check 16' >> "$log"
-      ALPHA2_CUDA_GIL=hold timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
-        --modes import --wall-check 16 >> "$log" 2>&1;;
-    wallgil)  # the 16-stream HEVC wall's late ticks, by stage, against the GIL settings; h264 N=14 A/B
-      for variant in "" "ALPHA2_CUDA_GIL=hold" "--switch-interval 0.001"; do
-        case $variant in ALPHA2*) envs=$variant; flags="";; *) envs=""; flags=$variant;; esac
-        echo "\$ $envs python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16 $flags" >> "$log"
-        env $envs timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
-          --modes decode-threads --wall-check 16 $flags >> "$log" 2>&1
-      done
-      for gil in release hold; do
-        echo "\$ ALPHA2_CUDA_GIL=$gil python3 benchmarks/bench_streams.py --codecs h264 --streams 14 --modes decode-threads,import" >> "$log"
-        ALPHA2_CUDA_GIL=$gil timeout 100 python3 benchmarks/bench_streams.py --codecs h264 --streams 14 \
-          --modes decode-threads,import >> "$log" 2>&1
-      done;;
-    preroll)  # the 16-stream HEVC wall after StreamGroup.preroll, against the GIL settings; its tests
+    preroll)  # the 16-stream HEVC wall after StreamGroup.preroll, against a shorter switch interval; its tests
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 120 python3 -m pytest -q -p no:cacheprovider \
-        tests/test_streams.py tests/test_wall_window.py tests/test_importer.py tests/test_cuda_held.py \
+        tests/test_streams.py tests/test_wall_window.py tests/test_importer.py \
         > "$OUT/tests-preroll.log" 2>&1; echo "tests (streams, wall, importer) rc=$?" >> "$log"
-      for variant in "" "ALPHA2_CUDA_GIL=hold" "--switch-interval 0.001"; do
-        case $variant in ALPHA2*) envs=$variant; flags="";; *) envs=""; flags=$variant;; esac
-        echo "\$ $envs python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16 $flags" >> "$log"
-        env $envs timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
+      for flags in "" "--switch-interval 0.001"; do
+        echo "\$ python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16 $flags" >> "$log"
+        timeout 100 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
           --modes decode-threads --wall-check 16 $flags >> "$log" 2>&1
       done;;
     procs)  # the decoders in processes of their own (DecodeProcess): tests, N streams, the HEVC wall

@@ -31,7 +31,6 @@ from typing import Any
 from alpha2.gpu.errors import GpuTimeoutError, InvalidInputError
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
 from alpha2.native_gpu._cuda.core import CudaError, CudaUnavailableError, check, cuda_init
-from alpha2.native_gpu._cuda.held import HeldCalls, handle_int, held_calls
 
 __all__ = [
     "CopyStream",
@@ -117,22 +116,14 @@ class PrimaryContext:
         # Nested uses on one thread push once: the per-frame path makes many short driver calls.
         depth = getattr(self._local, "depth", 0)
         if depth == 0:
-            held = held_calls()
-            if held is not None:
-                held.push_context(handle_int(self.handle))
-            else:
-                check(self._cu.cuCtxPushCurrent(self.handle), "cuCtxPushCurrent")
+            check(self._cu.cuCtxPushCurrent(self.handle), "cuCtxPushCurrent")
         self._local.depth = depth + 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._local.depth -= 1
         if self._local.depth == 0:
-            held = held_calls()
-            if held is not None:
-                held.pop_context()
-            else:
-                check(self._cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
+            check(self._cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
     def close(self) -> None:
         """Release the retained context (the driver keeps it while others hold it). Idempotent."""
@@ -180,13 +171,7 @@ class CudaEvent:
     def record(self, stream: Any) -> None:
         """Record on ``stream`` (0 / None: the legacy default stream)."""
         with self._ctx:
-            held = held_calls()
-            if held is not None:
-                held.record(handle_int(self._holder[0]), handle_int(stream))
-            else:
-                check(
-                    self._cu.cuEventRecord(self._holder[0], 0 if stream is None else stream), "cuEventRecord"
-                )
+            check(self._cu.cuEventRecord(self._holder[0], 0 if stream is None else stream), "cuEventRecord")
         self.recorded = True
 
     def query(self) -> bool:
@@ -194,9 +179,6 @@ class CudaEvent:
         if not self.recorded:
             return True
         with self._ctx:
-            held = held_calls()
-            if held is not None:
-                return held.query(handle_int(self._holder[0]))
             result = self._cu.cuEventQuery(self._holder[0])
         code = int(result[0] if isinstance(result, tuple) else result)
         if code == _CUDA_ERROR_NOT_READY:
@@ -271,10 +253,6 @@ class CopyStream:
         if not event.recorded:
             return
         with self._ctx:
-            held = held_calls()
-            if held is not None:
-                held.wait_event(handle_int(self.handle), handle_int(event._holder[0]))
-                return
             check(self._cu.cuStreamWaitEvent(self.handle, event._holder[0], 0), "cuStreamWaitEvent")
 
     def close(self) -> None:
@@ -521,14 +499,6 @@ class ExternalSemaphore:
             if timeline
             else kinds.CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
         )
-        self._held = held = held_calls()
-        """The calls with the GIL held, when the semaphore was imported by them (its handle an int)."""
-        if held is not None:
-            self._finalizer: Any = weakref.finalize(self, _destroy_held_semaphore, held, ctx, self._holder)
-            with ctx:
-                self._holder[0] = held.import_semaphore(fd.fileno(), int(handle_type))
-            fd.detach()
-            return
         self._finalizer = weakref.finalize(self, _destroy_external_semaphore, cu, ctx, self._holder)
         desc = cu.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
         desc.type = handle_type
@@ -540,12 +510,6 @@ class ExternalSemaphore:
 
     def signal(self, stream: Any, value: int = 0) -> None:
         """Enqueue a signal (to ``value`` for a timeline semaphore) on ``stream``."""
-        if self._held is not None:
-            with self._ctx:
-                self._held.signal_semaphore(
-                    self._holder[0], value if self.timeline else 0, handle_int(stream)
-                )
-            return
         cu = self._cu
         params = cu.CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS()
         if self.timeline:
@@ -558,10 +522,6 @@ class ExternalSemaphore:
 
     def wait(self, stream: Any, value: int = 0) -> None:
         """Enqueue a wait (until ``value`` for a timeline semaphore) on ``stream``."""
-        if self._held is not None:
-            with self._ctx:
-                self._held.wait_semaphore(self._holder[0], value if self.timeline else 0, handle_int(stream))
-            return
         cu = self._cu
         params = cu.CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS()
         if self.timeline:
@@ -587,16 +547,6 @@ def _destroy_external_semaphore(cu: Any, ctx: PrimaryContext, holder: list[Any])
             pass
 
 
-def _destroy_held_semaphore(held: HeldCalls, ctx: PrimaryContext, holder: list[Any]) -> None:
-    semaphore, holder[0] = holder[0], None
-    if semaphore:
-        try:
-            with ctx:
-                held.destroy_semaphore(semaphore)
-        except Exception:
-            pass
-
-
 def copy_plane_to_array(ctx: PrimaryContext, src: CudaPtr2D, dst: ExternalImage, stream: Any) -> None:
     """Enqueue ``cuMemcpy2DAsync`` from a pitched device plane into an imported array (rows of dst.row_bytes).
 
@@ -609,18 +559,6 @@ def copy_plane_to_array(ctx: PrimaryContext, src: CudaPtr2D, dst: ExternalImage,
             f"CUDA plane of {src.width_bytes} bytes x {src.height} rows is smaller than the "
             f"{dst.row_bytes} x {dst.height} image it is copied into"
         )
-    held = held_calls()
-    if held is not None:
-        with ctx:
-            held.copy_to_array(
-                src.device_ptr,
-                src.pitch_bytes,
-                handle_int(dst.array),
-                dst.row_bytes,
-                dst.height,
-                handle_int(stream),
-            )
-        return
     cu = ctx._cu
     copy = cu.CUDA_MEMCPY2D()
     copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
