@@ -42,22 +42,20 @@ for step in $steps; do
         timeout 300 python3 benchmarks/bench_transcode.py --hwaccel cuda --frames 240 --repeat 2; } >> "$log" 2>&1;;
     copier)
       { echo '$ python3 benchmarks/bench_encode_copier.py'; timeout 60 python3 benchmarks/bench_encode_copier.py; } >> "$log" 2>&1;;
-    streams)  # one process, N streams, the GPU copy's two release orders side by side
-      { echo '$ python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 --modes decode-threads,decode-procs,import,import-queue';
+    streams)  # one process, N streams, against decoders in processes
+      { echo '$ python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 --modes decode-threads,decode-procs,import';
         timeout 240 python3 benchmarks/bench_streams.py --codecs h264 --streams 1,4,14 \
-          --modes decode-threads,decode-procs,import,import-queue; } >> "$log" 2>&1;;
+          --modes decode-threads,decode-procs,import; } >> "$log" 2>&1;;
     streams-exp)  # what limits one process: imports on threads, decoders on own CUDA contexts, the GIL
-      for args in "--modes decode-threads,import,import-threads,import-queue" \
+      for args in "--modes decode-threads,import,import-threads" \
                   "--modes decode-threads-own-ctx,import-own-ctx" "--modes import --switch-interval 0.0005"; do
         echo "\$ python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 $args" >> "$log"
         timeout 150 python3 benchmarks/bench_streams.py --codecs h264 --streams 4,14 $args >> "$log" 2>&1
       done;;
-    wall)  # the 16-stream 1080p30 HEVC wall, in both release orders
-      for order in fence queue; do
-        echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16" >> "$log"
-        ALPHA2_GPU_COPY_RELEASE=$order timeout 120 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
-          --modes decode-threads --wall-check 16 >> "$log" 2>&1
-      done;;
+    wall)  # the 16-stream 1080p30 HEVC wall
+      { echo '$ python3 benchmarks/bench_streams.py --codecs hevc --streams 16 --modes decode-threads --wall-check 16';
+        timeout 120 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
+          --modes decode-threads --wall-check 16; } >> "$log" 2>&1;;
     batch)
       { echo '$ python3 benchmarks/bench_batch.py --files 8 --frames 300 --args "--preset veryfast --size 1280x720 --hwaccel cuda"';
         timeout 240 python3 benchmarks/bench_batch.py --files 8 --frames 300 \
@@ -65,15 +63,11 @@ for step in $steps; do
     followup)  # what the session of 2026-12-02 left to measure (its closing note, "Next device session")
       for args in "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import --repeat 3" \
                   "--hwaccel cuda --backend wgpudawn --frames 600 --modes decode,import --repeat 3"; do
-        for order in fence queue; do
-          echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/bench_import.py $args" >> "$log"
-          ALPHA2_GPU_COPY_RELEASE=$order timeout 120 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
-        done
+        echo "\$ python3 benchmarks/bench_import.py $args" >> "$log"
+        timeout 120 python3 benchmarks/bench_import.py $args >> "$log" 2>&1
       done
-      for order in fence queue; do
-        echo "\$ ALPHA2_GPU_COPY_RELEASE=$order python3 benchmarks/profile_streams.py --streams 4" >> "$log"
-        ALPHA2_GPU_COPY_RELEASE=$order timeout 90 python3 benchmarks/profile_streams.py --streams 4 >> "$log" 2>&1
-      done
+      echo '$ python3 benchmarks/profile_streams.py --streams 4' >> "$log"
+      timeout 90 python3 benchmarks/profile_streams.py --streams 4 >> "$log" 2>&1
       echo '$ python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 28 --modes decode-threads,decode-procs,import' >> "$log"
       timeout 240 python3 benchmarks/bench_streams.py --codecs h264,hevc --streams 28 \
         --modes decode-threads,decode-procs,import >> "$log" 2>&1;;

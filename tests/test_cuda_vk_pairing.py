@@ -318,37 +318,8 @@ class FakeVulkan:
         self.closed += 1
 
 
-class FakeWorkDone:
-    """A GPUPromise of ``on_submitted_work_done``: settled by the test (``_state`` as wgpu-py's)."""
-
-    def __init__(self) -> None:
-        self._state = "pending"
-        self.waits = 0
-
-    def settle(self) -> None:
-        self._state = "fulfilled"
-
-    def sync_wait(self) -> None:
-        self.waits += 1
-        assert self._state != "pending", "only a settled promise is resolved"
-
-
 class FakeDawnDevice:
-    """The Dawn device's queue, as far as the queue release order uses it."""
-
-    def __init__(self, log: list[tuple[str, Any]]) -> None:
-        self.promises: list[FakeWorkDone] = []
-        self.auto_settle = True
-        self.queue = SimpleNamespace(on_submitted_work_done_async=self._work_done)
-        self._log = log
-
-    def _work_done(self) -> FakeWorkDone:
-        promise = FakeWorkDone()
-        if self.auto_settle:
-            promise.settle()
-        self.promises.append(promise)
-        self._log.append(("work_done", len(self.promises) - 1))
-        return promise
+    """The Dawn device the pairing is given (the fakes of ``wgpudawn``'s extras do the work)."""
 
 
 class Rig:
@@ -359,10 +330,9 @@ class Rig:
         monkeypatch: pytest.MonkeyPatch,
         slots: int,
         memory_budget: MemoryBudget | None = None,
-        release_order: cuda_vk.ReleaseOrder = cuda_vk.ReleaseOrder.FENCE,
     ) -> None:
         self.log: list[tuple[str, Any]] = []
-        self.device = FakeDawnDevice(self.log)
+        self.device = FakeDawnDevice()
         self.cuda = FakeCuda(self.log)
         self.dawn = FakeDawn(self.log)
         self.vulkan = FakeVulkan()
@@ -395,7 +365,6 @@ class Rig:
             slots=slots,
             wait_timeout=lambda: self.timeout_s,
             memory_budget=memory_budget,
-            release_order=release_order,
         )
 
     def _vk_image(self, vk: object, width: int, height: int, vk_format: int) -> FakeVkImage:
@@ -930,63 +899,6 @@ def test_a_reused_slot_s_copy_waits_for_dawn_s_last_access(rig: Rig) -> None:
     second.release()
 
 
-def test_queue_release_order_imports_no_fence_and_waits_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    made = Rig(monkeypatch, slots=1, release_order=cuda_vk.ReleaseOrder.QUEUE)
-    try:
-        pairing = made.pairing
-        assert pairing.release_order is cuda_vk.ReleaseOrder.QUEUE
-        first = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
-        del made.log[:]
-        first.release()
-        # Dawn's access ends; no fence goes to CUDA, the queue is asked instead.
-        assert made.calls("end_access", "work_done") == [
-            ("end_access", "alpha2 ring plane 1"),
-            ("end_access", "alpha2 ring plane 0"),
-            ("work_done", 0),
-        ]
-        assert made.cuda.release_fences == []
-        del made.log[:]
-        second = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
-        assert made.device.promises[0].waits == 1, "the settled promise is resolved before the copy"
-        assert [c for c in made.calls("wait", "copy") if c[0] == "wait"] == [], "CUDA waits on nothing"
-        assert pairing.stats().reuses == 1
-        second.release()
-    finally:
-        made.pairing.close()
-        made.dawn.close()
-
-
-def test_queue_release_order_times_out_while_dawn_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
-    made = Rig(monkeypatch, slots=1, release_order=cuda_vk.ReleaseOrder.QUEUE)
-    try:
-        made.device.auto_settle = False
-        made.pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
-        made.timeout_s = 0.05
-        frame = cuda_frame()
-        surface = NativeSurfaceLease(frame)
-        with pytest.raises(GpuTimeoutError, match="Dawn's work on a GPU-copy slot"):
-            made.pairing.acquire(frame, surface, None)
-        # The frame goes back to the caller; the slot is retired, not destroyed while Dawn may use it.
-        assert not surface.released and made.pairing.stats().surfaces_held == 0
-        made.pairing.poll()
-        assert made.pairing.stats().live_textures == 2
-        made.device.promises[0].settle()
-        made.pairing.poll()
-        assert made.pairing.stats().live_textures == 0
-    finally:
-        made.pairing.close()
-        made.dawn.close()
-
-
-def test_release_order_from_the_environment() -> None:
-    order = cuda_vk.ReleaseOrder.from_environment
-    assert order({}) is cuda_vk.ReleaseOrder.FENCE
-    assert order({cuda_vk.RELEASE_ENV: " Queue "}) is cuda_vk.ReleaseOrder.QUEUE
-    assert order({cuda_vk.RELEASE_ENV: "fence"}) is cuda_vk.ReleaseOrder.FENCE
-    with pytest.raises(InvalidInputError, match="use fence or queue"):
-        order({cuda_vk.RELEASE_ENV: "cpu"})
-
-
 def test_the_frame_is_held_until_its_copy_completes(rig: Rig) -> None:
     rig.cuda.auto_complete = False
     frame = cuda_frame()
@@ -1364,26 +1276,6 @@ def test_a_copy_ahead_that_fails_retires_its_slot_and_the_import_copies(rig: Rig
     stats = pairing.stats()
     assert (stats.copied_ahead, stats.not_copied_ahead, stats.drained, stats.allocations) == (0, 1, 1, 2)
     ticket.release()
-
-
-def test_queue_order_copies_ahead_only_once_dawn_is_done_with_the_slot(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    made = Rig(monkeypatch, slots=1, release_order=cuda_vk.ReleaseOrder.QUEUE)
-    try:
-        pairing = made.pairing
-        made.device.auto_settle = False
-        pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None).release()
-        assert on_thread(lambda: pairing.copy_ahead(cuda_frame())) is None, "Dawn may still read the slot"
-        pairing.poll()
-        made.device.promises[0].settle()
-        ahead = on_thread(lambda: pairing.copy_ahead(cuda_frame()))
-        assert ahead is not None and made.device.promises[0].waits == 1
-        pairing.acquire(cuda_frame(ahead=ahead), NativeSurfaceLease(cuda_frame()), None).release()
-        assert pairing.stats().copied_ahead == 1
-    finally:
-        made.pairing.close()
-        made.dawn.close()
 
 
 class ForeignAhead:

@@ -39,38 +39,25 @@ of many decoders run side by side. Slots taken ahead do not count against ``slot
 so an import never waits for a slot held by a later frame; they are given back on the caller's
 thread, the only one that touches Dawn, once their copy is known done.
 
-The release order is chosen at creation by ``ALPHA2_GPU_COPY_RELEASE`` (:class:`ReleaseOrder`):
-
-* ``fence`` (the default): as above, Dawn's end-of-access fence is imported into CUDA, every frame.
-* ``queue`` (experimental): the end-of-access fences are dropped, and the release asks Dawn's queue
-  for ``on_submitted_work_done``. The slot's next copy, or its destruction, waits on the CPU until
-  that promise settles, which covers everything Dawn submitted before the release, the end of access
-  included. On the H200, with many streams in one process (before copy-ahead), it was faster than
-  ``fence`` in four A/B pairs of five, by about as much as the run-to-run noise; one session gave 0.99
-  of decode alone in both orders (BENCHMARKS.md, "Import"). It stays opt-in: with copy-ahead, a copy
-  on a decoder's thread can only take a slot whose promise the caller's thread has seen settle.
-
 Semaphores are binary: Dawn's SharedFenceVkSemaphoreOpaqueFD imports into a binary semaphore on each
 access (Dawn 0.32), so a timeline semaphore could not be waited there; each plane has its own (one
 signal, one wait per use), as in shared/probes/nvdec_to_dawn.py. ``NativeImageState.timeline_value``
 reports the use count. A slot that fails half-way is retired (destroyed once its CUDA work is done)
 rather than reused in an unknown state.
 
-The module is one state machine (slot creation, acquire, copy ahead, release in either order,
-retirement, close) and stays whole for that reason, about 860 lines; what stands alone lives beside
-it: the CUDA copy and its completions in :mod:`.cuda`, the ring's bookkeeping in :mod:`.ring`.
+The module is one state machine (slot creation, acquire, copy ahead, release, retirement, close)
+and stays whole for that reason; what stands alone lives beside it: the CUDA copy and its completions
+in :mod:`.cuda`, the ring's bookkeeping in :mod:`.ring`.
 """
 
 from __future__ import annotations
 
 import collections
-import enum
 import functools
-import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +65,6 @@ from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import (
     DeviceLostError,
     Error,
-    GpuTimeoutError,
     InternalError,
     InvalidInputError,
     UnsupportedError,
@@ -93,9 +79,6 @@ from alpha2.gpu.webgpu import (
     FEATURE_SHARED_TEXTURE_OPAQUE_FD,
     WebGpuDeviceInfo,
     WebGpuImplementation,
-    promise_settled,
-    pump_events,
-    wait_promise,
 )
 from alpha2.native_gpu.interop import dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import check_16bit, frame_geometry, picture_size
@@ -153,36 +136,6 @@ def _uncopyable_reason(pixel_format: PixelFormat) -> str | None:
             name = pixel_format.ffmpeg_name
             return f"{name} has {plane_format.name} planes, which the GPU copy does not take"
     return None
-
-
-class ReleaseOrder(enum.Enum):
-    """How a slot's next copy is ordered after Dawn's last access (``ALPHA2_GPU_COPY_RELEASE``)."""
-
-    FENCE = "fence"
-    """CUDA waits, on the GPU, on Dawn's end-of-access fence, imported into CUDA at each release."""
-    QUEUE = "queue"
-    """The CPU waits for Dawn's ``on_submitted_work_done`` promise made at the release (experimental)."""
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> ReleaseOrder:
-        """The order ``ALPHA2_GPU_COPY_RELEASE`` names (default FENCE).
-
-        Raises:
-            InvalidInputError: the variable names neither order.
-        """
-        raw = (os.environ if environ is None else environ).get(RELEASE_ENV, "").strip().lower()
-        if not raw:
-            return cls.FENCE
-        try:
-            return cls(raw)
-        except ValueError:
-            raise InvalidInputError(
-                f"{RELEASE_ENV}={raw!r}: use {' or '.join(o.value for o in cls)}"
-            ) from None
-
-
-RELEASE_ENV = "ALPHA2_GPU_COPY_RELEASE"
-"""Chooses the GPU copy's :class:`ReleaseOrder` when a pairing is made."""
 
 
 class CudaVkPairing(InteropPairing):
@@ -245,7 +198,6 @@ class CudaVkPairing(InteropPairing):
                 slots=int(options.get("slots", DEFAULT_SLOTS_PER_KEY)),
                 wait_timeout=wait_timeout,
                 memory_budget=options.get("memory_budget"),
-                release_order=ReleaseOrder.from_environment(),
             )
         except BaseException:
             if found.owns_context:
@@ -265,7 +217,6 @@ class CudaVkPairing(InteropPairing):
         slots: int,
         wait_timeout: Callable[[], float],
         memory_budget: MemoryBudget | None = None,
-        release_order: ReleaseOrder = ReleaseOrder.FENCE,
     ) -> None:
         from alpha2.native_gpu._cuda import interop
         from alpha2.native_gpu.device.shared import QueueRole
@@ -296,11 +247,9 @@ class CudaVkPairing(InteropPairing):
         self._starved: set[RingKey] = set()
         self._cannot_grow: set[RingKey] = set()
         self._closed = False
-        self.release_order = release_order
-        """How a slot's next copy is ordered after Dawn's last access (see :class:`ReleaseOrder`)."""
         self._ring = Ring(
             create=self._new_slot,
-            work_done=self._slot_work_done,
+            work_done=slot_work_done,
             order_after_last_access=lambda slot: order_after_last_access(
                 self._ctx, slot, self._stream, wait_timeout()
             ),
@@ -416,8 +365,7 @@ class CudaVkPairing(InteropPairing):
 
         Only an idle slot is taken, never a new one made (making one is Dawn's work): ``prepare``
         makes the stream's ``slots``, and when none is idle here the next import makes one more, up to
-        twice ``slots``. A slot Dawn may still be using (queue release order, its promise not settled
-        yet) is left alone. Dawn's end-of-access fence is imported and waited on here, on the GPU, as
+        twice ``slots``. Dawn's end-of-access fence is imported and waited on here, on the GPU, as
         at import. The copy signals no semaphore, and is not waited for: the frame is handed out at
         once, and the slot holds the decoded frame until the copy is known done, which this thread's
         next copy ahead finds out (an event query), or else the import, which then waits for it
@@ -437,9 +385,6 @@ class CudaVkPairing(InteropPairing):
             slot = self._ring.take_idle(key)
             if slot is None and key not in self._cannot_grow:
                 self._starved.add(key)
-        if slot is not None and slot.dawn_done is not None and not promise_settled(slot.dawn_done):
-            self._return_ahead(slot, False)
-            slot = None
         if slot is None:
             self._count_ahead(False)
             return None
@@ -450,9 +395,6 @@ class CudaVkPairing(InteropPairing):
         try:
             with self._ctx:
                 self._settle_here()
-                if slot.dawn_done is not None:
-                    promise, slot.dawn_done = slot.dawn_done, None
-                    promise.sync_wait()  # settled: its result, or its error
                 self.poll_sync_fds(slot)
                 stream = self._take_ahead_stream()
                 enqueue_copy(self._ctx, stream, slot, cuda_planes, frame.cuda_stream, None, signal=False)
@@ -729,35 +671,9 @@ class CudaVkPairing(InteropPairing):
         self, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...], producer: int | None, event: CudaEvent
     ) -> list[int]:
         """On the copy stream: wait Dawn's last fences, copy, signal, record. Returns the fence values."""
-        self._wait_dawn_done(slot)
         self.poll_sync_fds(slot)
         enqueue_copy(self._ctx, self._stream, slot, cuda_planes, producer, event)
         return [plane.uses if DAWN_TIMELINE_FENCES else 1 for plane in slot.planes]
-
-    def _wait_dawn_done(self, slot: RingSlot) -> None:
-        """Queue release order: wait (bounded) on the CPU for the work Dawn had submitted at the slot's
-        last release."""
-        promise = slot.dawn_done
-        if promise is None:
-            return
-        if not wait_promise(promise, self._wait_timeout(), self._device):
-            raise GpuTimeoutError(
-                "Dawn's work on a GPU-copy slot did not finish within the GPU wait timeout "
-                f"(raise it with set_gpu_wait_timeout; {RELEASE_ENV}=queue)"
-            )
-        slot.dawn_done = None
-        try:
-            promise.sync_wait()  # settled: gives its result, or raises its error
-        except Exception as exc:
-            raise _typed(exc, "Dawn's on_submitted_work_done for a GPU-copy slot") from exc
-
-    def _slot_work_done(self, slot: RingSlot) -> bool:
-        """Whether a retired slot may be destroyed: its CUDA work, and (queue order) Dawn's, are done."""
-        if slot.dawn_done is not None:
-            pump_events(self._device)
-            if not promise_settled(slot.dawn_done):
-                return False
-        return slot_work_done(slot)
 
     def poll_sync_fds(self, slot: RingSlot) -> None:
         """Wait (bounded) on the CPU for end-of-access sync fds (when Dawn hands back sync fds)."""
@@ -782,20 +698,10 @@ class CudaVkPairing(InteropPairing):
         # waiting on the fence of the access ended last orders the slot's next copy after Dawn's use of
         # every plane. Importing one fence per frame instead of one per plane saves a CUDA import each.
         last = slot.planes[0]
-        by_fence = self.release_order is ReleaseOrder.FENCE
         for plane in reversed(slot.planes):
             try:
-                self._end_plane(plane, collect_fences=by_fence and plane is last)
+                self._end_plane(plane, collect_fences=plane is last)
             except BaseException as exc:  # keep ending the others; the slot is not reusable
-                slot.broken = True
-                error = error or exc
-        if not by_fence:
-            try:
-                # Earlier releases' promises settle here, for copies ahead to find them settled.
-                pump_events(self._device)
-                # Covers everything Dawn was given before this point, the end of access included.
-                slot.dawn_done = self._device.queue.on_submitted_work_done_async()
-            except BaseException as exc:
                 slot.broken = True
                 error = error or exc
         self._ring.give_back(slot, broken=slot.broken)

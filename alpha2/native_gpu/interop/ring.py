@@ -157,9 +157,6 @@ class RingSlot:
     """CUDA-imported Dawn fences that CUDA work on the slot waited on, not yet handed on or closed."""
     broken: bool = False
     """Whether an acquire or release failed half-way: the slot is retired, never reused."""
-    dawn_done: Any = None
-    """With the queue release order: Dawn's ``on_submitted_work_done`` promise, made at the slot's
-    release; the next copy into the slot (or its destruction) waits until it settles."""
     unsettled: bool = False
     """Whether a copy made ahead into the slot (:meth:`CudaVkPairing.copy_ahead`) is not yet known
     done: until it is, ``reading`` and ``waited`` are held."""
