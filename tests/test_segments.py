@@ -1,0 +1,173 @@
+"""Segment-parallel decoding gives what one session gives: the same frames, bit for bit, with the same
+timestamps, in the same order (open GOPs, B-pyramids, VFR, HEVC, MPEG-TS), with bounded buffers."""
+
+from __future__ import annotations
+
+import fractions
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api.devices import open_decoder
+from alpha2.api.segments import SegmentReader, plan_chunks
+from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
+from alpha2.gpu.errors import InvalidInputError
+from tests.media import pattern
+
+_X264_OPEN = "keyint=12:min-keyint=12:scenecut=0:open-gop=1:bframes=3:b-pyramid=normal"
+_X264_CLOSED = "keyint=10:min-keyint=10:scenecut=0:bframes=2"
+_X265_OPEN = "keyint=12:min-keyint=12:scenecut=0:open-gop=1:bframes=3:log-level=error"
+
+
+def encode(
+    path: Path,
+    codec: str,
+    params: str,
+    frames: int = 90,
+    *,
+    vfr: bool = False,
+    size: tuple[int, int] = (96, 64),
+) -> str:
+    """A clip made for segment tests: GOPs of about 12 frames, B-frames, optionally jittered timing."""
+    time_base = fractions.Fraction(1, 1000) if vfr else fractions.Fraction(1, 25)
+    with av.open(os.fspath(path), "w") as out:
+        options = {"x264-params": params} if codec == "libx264" else {"x265-params": params}
+        stream: Any = out.add_stream(codec, rate=25, options=options)
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        stream.codec_context.time_base = time_base
+        stream.time_base = time_base
+        t = 0
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(pattern(i, *size), format="rgb24").reformat(format="yuv420p")
+            frame.pts = t if vfr else i
+            frame.time_base = time_base
+            t += (40, 33, 47, 40, 29)[i % 5]
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return os.fspath(path)
+
+
+def one_session(path: str) -> list[tuple[int | None, list[bytes]]]:
+    with open_decoder(path, None, hwaccel="none") as session:
+        out = []
+        for frame in session:
+            with frame:
+                out.append((frame.metadata.pts, [a.tobytes() for a in frame.plane_arrays()]))
+        return out
+
+
+def segmented(path: str, sessions: int, **options: Any) -> tuple[list[tuple[int | None, list[bytes]]], Any]:
+    with SegmentReader(path, sessions=sessions, hwaccel="none", **options) as reader:
+        out = []
+        for frame in reader:
+            with frame:
+                out.append((frame.metadata.pts, [a.tobytes() for a in frame.plane_arrays()]))
+        return out, reader.report
+
+
+@pytest.mark.parametrize(
+    ("name", "codec", "params", "vfr"),
+    [
+        ("closed.mp4", "libx264", _X264_CLOSED, False),
+        ("open-pyramid.mp4", "libx264", _X264_OPEN, False),
+        ("open-pyramid.mkv", "libx264", _X264_OPEN, False),
+        ("vfr.mkv", "libx264", _X264_OPEN, True),
+        ("vfr.mp4", "libx264", _X264_CLOSED, True),
+        ("hevc-open.mkv", "libx265", _X265_OPEN, False),
+        ("closed.ts", "libx264", _X264_CLOSED, False),
+    ],
+)
+def test_segments_equal_one_session(tmp_path: Path, name: str, codec: str, params: str, vfr: bool) -> None:
+    path = encode(tmp_path / name, codec, params, vfr=vfr)
+    reference = one_session(path)
+    assert len(reference) == 90
+    for sessions in (2, 3):
+        frames, report = segmented(path, sessions, min_packets=12)
+        assert report.sessions == sessions and report.chunks >= 4, report
+        assert [pts for pts, _ in frames] == [pts for pts, _ in reference]
+        for (pts, planes), (_, expected) in zip(frames, reference):
+            assert planes == expected, f"frame at pts {pts} differs ({name}, {sessions} sessions)"
+        assert report.frames == len(reference)
+
+
+def test_the_open_gop_clips_have_leading_pictures(tmp_path: Path) -> None:
+    """The open-GOP cases above mean something: after a key frame in decode order come pictures shown
+    before it (they reference the GOP before, so only the chunk before can decode them)."""
+    path = encode(tmp_path / "open.mkv", "libx264", _X264_OPEN)
+    with av.open(path) as container:
+        packets = [(p.pts, p.is_keyframe) for p in container.demux(video=0) if p.size]
+    leading = 0
+    for i, (pts, key) in enumerate(packets):
+        if key and i > 0:
+            leading += sum(1 for later, _ in packets[i + 1 : i + 4] if later is not None and later < pts)
+    assert leading > 0
+
+
+def test_plan_chunks_takes_whole_gops() -> None:
+    index = KeyframeIndex(
+        time_base=fractions.Fraction(1, 25),
+        start_time=0,
+        keyframes=(0, 12, 24, 36, 48, 60),
+        packets_from=(0, 12, 24, 36, 48, 60),
+        packets=66,
+    )
+    chunks = plan_chunks(index, min_packets=20)
+    assert [(c.start_pts, c.end_pts) for c in chunks] == [(None, 24), (24, 48), (48, None)]
+    assert sum(c.packets for c in chunks) == 66
+    # A last chunk of fewer than half the minimum joins the one before.
+    assert [c.end_pts for c in plan_chunks(index, min_packets=30)] == [36, None]
+    with pytest.raises(InvalidInputError):
+        plan_chunks(index, min_packets=0)
+
+
+def test_one_chunk_is_one_session(tmp_path: Path) -> None:
+    path = encode(tmp_path / "short.mp4", "libx264", _X264_CLOSED, frames=20)
+    frames, report = segmented(path, 4)
+    assert report.sessions == 1 and "one session" in report.reason
+    assert len(frames) == 20
+
+
+def test_keyframe_index(tmp_path: Path) -> None:
+    path = encode(tmp_path / "k.mp4", "libx264", _X264_CLOSED, frames=40)
+    index = keyframe_index(path)
+    assert [index.seconds(pts) for pts in index.keyframes] == pytest.approx([0.0, 0.4, 0.8, 1.2])
+    assert index.packets == 40
+    assert index.packets_from == (0, 10, 20, 30)
+
+
+def test_buffers_are_bounded_and_close_stops_the_sessions(tmp_path: Path) -> None:
+    path = encode(tmp_path / "b.mp4", "libx264", _X264_CLOSED, frames=120)
+    before = threading.active_count()
+    reader = SegmentReader(path, sessions=3, hwaccel="none", ahead=4, min_packets=10)
+    first = reader.next_frame()
+    assert first is not None
+    first.release()
+    # The reader holds chunk 0; the others wait with at most ``ahead`` frames each.
+    for waiting in reader._queues:
+        assert waiting.qsize() <= 4
+    reader.close()
+    assert threading.active_count() <= before
+    with pytest.raises(Exception, match="closed"):
+        reader.next_frame()
+
+
+def test_a_file_object_is_refused(tmp_path: Path) -> None:
+    path = encode(tmp_path / "f.mp4", "libx264", _X264_CLOSED, frames=20)
+    with open(path, "rb") as handle, pytest.raises(InvalidInputError, match="give a path"):
+        SegmentReader(handle, sessions=2)
+
+
+def test_planes_match_numpy(tmp_path: Path) -> None:
+    """Sanity: the frames are real pictures (the gradient's level changes with the index)."""
+    path = encode(tmp_path / "n.mp4", "libx264", _X264_CLOSED, frames=30)
+    frames, _ = segmented(path, 2, min_packets=10)
+    lumas = [np.frombuffer(planes[0], np.uint8).mean() for _, planes in frames]
+    assert len(set(np.round(lumas, 3))) > 20
