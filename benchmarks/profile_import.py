@@ -118,14 +118,11 @@ def report(title: str, frames: int) -> None:
 
 
 def blocking_stream() -> Callable[[], None]:
-    """Make new copy streams blocking (CU_STREAM_DEFAULT); returns the undo."""
-    original = interop.CopyStream.__init__
-
-    def init(self: Any, ctx: Any, *, blocking: bool = True) -> None:
-        original(self, ctx, blocking=True)
-
-    interop.CopyStream.__init__ = init  # type: ignore[method-assign]
-    return lambda: setattr(interop.CopyStream, "__init__", original)
+    """Make new copy streams blocking (flags 0, CU_STREAM_DEFAULT, for ``cuStreamCreate``); returns the
+    undo. The library has no such option: its copy streams are non-blocking."""
+    original = interop._CU_STREAM_NON_BLOCKING
+    interop._CU_STREAM_NON_BLOCKING = 0
+    return lambda: setattr(interop, "_CU_STREAM_NON_BLOCKING", original)
 
 
 def dawn_submit_baseline(backend: str, frames: int) -> None:

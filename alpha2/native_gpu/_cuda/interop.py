@@ -208,21 +208,20 @@ def _destroy_event(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
 class CopyStream:
     """A stream of alpha2's own, ordered after its producers' work explicitly, never implicitly.
 
-    Non-blocking (``CU_STREAM_NON_BLOCKING``) by default: FFmpeg enqueues its decode copies on the legacy
-    default stream, and a blocking stream would tie that stream to ours both ways -- every later decode
+    Non-blocking (``CU_STREAM_NON_BLOCKING``): FFmpeg enqueues its decode copies on the legacy default
+    stream, and a blocking stream would tie that stream to ours both ways -- every later decode
     copy would wait for our work, including the waits on Dawn's end-of-access fences, so decoding
     would run at the pace of rendering. Ours waits for exactly the work it reads
     (:meth:`order_after`), and nothing of FFmpeg's waits for it.
     """
 
-    def __init__(self, ctx: PrimaryContext, *, blocking: bool = False) -> None:
+    def __init__(self, ctx: PrimaryContext) -> None:
         self._ctx = ctx
         self._cu = ctx._cu
-        self.blocking = blocking
-        """Whether the stream synchronizes with the legacy default stream (``CU_STREAM_DEFAULT``)."""
         with ctx:
-            flags = 0 if blocking else _CU_STREAM_NON_BLOCKING
-            self._holder: list[Any] = [check(self._cu.cuStreamCreate(flags), "cuStreamCreate")]
+            self._holder: list[Any] = [
+                check(self._cu.cuStreamCreate(_CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+            ]
         self._finalizer = weakref.finalize(self, _destroy_stream, self._cu, ctx, self._holder)
         self._order_event = CudaEvent(ctx)
 
@@ -238,10 +237,9 @@ class CopyStream:
         """Make later work on this stream wait for the work already enqueued on ``producer_stream``.
 
         0 is the legacy default stream (FFmpeg's decode copies); None means no producer: nothing to
-        wait for. A blocking stream already waits for the legacy default stream, so 0 needs nothing
-        there.
+        wait for.
         """
-        if producer_stream is None or (producer_stream == 0 and self.blocking):
+        if producer_stream is None:
             return
         with self._ctx:
             self._order_event.record(producer_stream)

@@ -118,9 +118,6 @@ if TYPE_CHECKING:
 __all__ = ["CudaVkPairing", "RingSlot"]
 
 VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
-DAWN_TIMELINE_FENCES = False
-"""Whether Dawn's opaque-fd shared fences accept timeline semaphores (not in Dawn 0.32: binary only)."""
-
 _PENDING_HERE_MAX = 32
 """Copies ahead a decoder's thread keeps track of to let go of once done (the import does the rest)."""
 
@@ -670,10 +667,12 @@ class CudaVkPairing(InteropPairing):
     def _enqueue_copy(
         self, slot: RingSlot, cuda_planes: tuple[CudaPtr2D, ...], producer: int | None, event: CudaEvent
     ) -> list[int]:
-        """On the copy stream: wait Dawn's last fences, copy, signal, record. Returns the fence values."""
+        """On the copy stream: wait Dawn's last fences, copy, signal, record. Returns the values Dawn's
+        access waits at: 1 for each plane, its semaphore being binary (Dawn's shared fences take no
+        timeline semaphore)."""
         self.poll_sync_fds(slot)
         enqueue_copy(self._ctx, self._stream, slot, cuda_planes, producer, event)
-        return [plane.uses if DAWN_TIMELINE_FENCES else 1 for plane in slot.planes]
+        return [1] * len(slot.planes)
 
     def poll_sync_fds(self, slot: RingSlot) -> None:
         """Wait (bounded) on the CPU for end-of-access sync fds (when Dawn hands back sync fds)."""
