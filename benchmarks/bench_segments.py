@@ -1,0 +1,167 @@
+"""One file read in order on several decoders at once (segment-parallel), against one session and
+against NVIDIA's PyNvVideoCodec, side by side in one run; frames kept on the GPU, start-up excluded.
+
+Generates its clips (1080p, libx264 / libx265 veryfast, a key frame every ``--gop`` frames), then for
+each codec times:
+
+- ``one session``: alpha2's DecodeSession (placed by the front door), each frame released at once;
+- ``segments K``: :class:`alpha2.api.segments.SegmentReader` with K sessions (frames in presentation
+  order, NVDEC frames copied into the frame pool);
+- ``pynvc simple`` / ``pynvc threaded``: PyNvVideoCodec's SimpleDecoder (batches of 32) and
+  ThreadedDecoder, where it is installed.
+
+The segment rows also check that the timestamps equal the one session's, in order. Prints fps and
+ratios against one session and against PyNvVideoCodec's SimpleDecoder.
+
+    python benchmarks/bench_segments.py --codecs hevc,h264 --frames 1800 --sessions 2,4,7
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+import av
+import numpy as np
+
+from alpha2.api.devices import open_decoder
+from alpha2.api.segments import SegmentReader
+
+ENCODERS = {"h264": "libx264", "hevc": "libx265"}
+
+
+def make_clip(path: str, codec: str, frames: int, gop: int, width: int = 1920, height: int = 1080) -> None:
+    """A moving pattern with grain, veryfast-encoded, GOPs of ``gop`` frames (B-frames, open where the
+    encoder's defaults make them)."""
+    rng = np.random.default_rng(1)
+    y, x = np.mgrid[0:height, 0:width]
+    grain = rng.integers(0, 24, size=(8, height, width), dtype=np.uint8)
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream(ENCODERS[codec], rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        if codec == "hevc":
+            stream.options = {
+                "preset": "veryfast",
+                "x265-params": f"keyint={gop}:min-keyint={gop}:log-level=error",
+            }
+        else:
+            stream.options = {"preset": "veryfast", "x264-params": f"keyint={gop}:min-keyint={gop}"}
+        for i in range(frames):
+            luma = ((x + y + i * 8) % 256).astype(np.uint8) ^ grain[i % 8]
+            img = np.stack([luma, np.roll(luma, i * 4, axis=1), 255 - luma], axis=-1)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+
+
+def one_session(path: str, hwaccel: str) -> tuple[float, list[int | None], str]:
+    with open_decoder(path, None, hwaccel=hwaccel) as session:
+        first = session.next_frame()
+        assert first is not None
+        pts = [first.metadata.pts]
+        first.release()
+        t0 = time.perf_counter()
+        for frame in session:
+            pts.append(frame.metadata.pts)
+            frame.release()
+        seconds = time.perf_counter() - t0
+        report = session.hwaccel_report
+    return (len(pts) - 1) / seconds, pts, f"{report.decoder} {'NVDEC' if report.on_gpu else 'software'}"
+
+
+def segments(path: str, hwaccel: str, sessions: int) -> tuple[float, list[int | None], str]:
+    with SegmentReader(path, sessions=sessions, hwaccel=hwaccel) as reader:
+        first = reader.next_frame()
+        assert first is not None
+        pts = [first.metadata.pts]
+        first.release()
+        t0 = time.perf_counter()
+        for frame in reader:
+            pts.append(frame.metadata.pts)
+            frame.release()
+        seconds = time.perf_counter() - t0
+        report = reader.report
+    return (len(pts) - 1) / seconds, pts, f"{report.sessions} sessions, {report.chunks} chunks"
+
+
+def pynvc(path: str, kind: str) -> tuple[float, int, str] | None:
+    try:
+        import PyNvVideoCodec as nvc
+    except ImportError:
+        return None
+    if kind == "simple":
+        decoder = nvc.SimpleDecoder(
+            path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
+        )
+        n = len(decoder.get_batch_frames(1))
+        t0 = time.perf_counter()
+        while True:
+            batch = decoder.get_batch_frames(32)
+            if not batch:
+                break
+            n += len(batch)
+        seconds = time.perf_counter() - t0
+    else:
+        decoder = nvc.ThreadedDecoder(
+            path,
+            buffer_size=32,
+            gpu_id=0,
+            use_device_memory=True,
+            output_color_type=nvc.OutputColorType.NATIVE,
+        )
+        n = len(decoder.get_batch_frames(1))
+        t0 = time.perf_counter()
+        while True:
+            batch = decoder.get_batch_frames(32)
+            if not batch:
+                break
+            n += len(batch)
+        seconds = time.perf_counter() - t0
+    return (n - 1) / seconds, n, f"PyNvVideoCodec {nvc.__version__}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--codecs", default="hevc,h264")
+    parser.add_argument("--frames", type=int, default=1800)
+    parser.add_argument("--gop", type=int, default=60)
+    parser.add_argument("--sessions", default="2,4,7")
+    parser.add_argument("--hwaccel", default="cuda", choices=("cuda", "auto", "none"))
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        for codec in args.codecs.split(","):
+            path = os.path.join(tmp, f"{codec}.mkv")
+            t0 = time.perf_counter()
+            make_clip(path, codec, args.frames, args.gop)
+            print(
+                f"# {codec}: {args.frames} frames 1920x1080, GOP {args.gop}, made in {time.perf_counter() - t0:.1f} s"
+            )
+            for _ in range(args.repeat):
+                base_fps, base_pts, note = one_session(path, args.hwaccel)
+                peer = pynvc(path, "simple") if args.hwaccel != "none" else None
+                print(f"{codec:5} one session      {base_fps:8.1f} fps  {note}")
+                if peer is not None:
+                    print(f"{codec:5} pynvc simple     {peer[0]:8.1f} fps  {peer[2]} ({peer[1]} frames)")
+                    threaded = pynvc(path, "threaded")
+                    if threaded is not None:
+                        print(f"{codec:5} pynvc threaded   {threaded[0]:8.1f} fps")
+                for k in (int(s) for s in args.sessions.split(",")):
+                    fps, pts, note = segments(path, args.hwaccel, k)
+                    same = "timestamps equal" if pts == base_pts else f"TIMESTAMPS DIFFER ({len(pts)} frames)"
+                    ratio = f" = {fps / peer[0]:.2f}x pynvc simple" if peer is not None else ""
+                    print(
+                        f"{codec:5} segments {k:<2}      {fps:8.1f} fps  {fps / base_fps:.2f}x one session{ratio}; {note}; {same}"
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
