@@ -141,9 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             path = os.path.join(tmp, f"{codec}.mkv")
             t0 = time.perf_counter()
             make_clip(path, codec, args.frames, args.gop)
-            print(
-                f"# {codec}: {args.frames} frames 1920x1080, GOP {args.gop}, made in {time.perf_counter() - t0:.1f} s"
-            )
+            made = time.perf_counter() - t0
+            print(f"# {codec}: {args.frames} frames 1920x1080, GOP {args.gop}, made in {made:.1f} s")
             for _ in range(args.repeat):
                 base_fps, base_pts, note = one_session(path, args.hwaccel)
                 peer = pynvc(path, "simple") if args.hwaccel != "none" else None
@@ -158,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                     same = "timestamps equal" if pts == base_pts else f"TIMESTAMPS DIFFER ({len(pts)} frames)"
                     ratio = f" = {fps / peer[0]:.2f}x pynvc simple" if peer is not None else ""
                     print(
-                        f"{codec:5} segments {k:<2}      {fps:8.1f} fps  {fps / base_fps:.2f}x one session{ratio}; {note}; {same}"
+                        f"{codec:5} segments {k:<2}      {fps:8.1f} fps  {fps / base_fps:.2f}x one session"
+                        f"{ratio}; {note}; {same}"
                     )
     return 0
 
