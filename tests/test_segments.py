@@ -171,3 +171,28 @@ def test_planes_match_numpy(tmp_path: Path) -> None:
     frames, _ = segmented(path, 2, min_packets=10)
     lumas = [np.frombuffer(planes[0], np.uint8).mean() for _, planes in frames]
     assert len(set(np.round(lumas, 3))) > 20
+
+
+@pytest.mark.cuda
+@pytest.mark.nvidia
+@pytest.mark.parametrize("codec", ["libx264", "libx265"])
+def test_nvdec_segments_equal_one_nvdec_session(tmp_path: Path, codec: str) -> None:
+    """On NVDEC: the same planes (downloaded) and timestamps as one NVDEC session, through the frame pool."""
+    params = _X264_OPEN if codec == "libx264" else _X265_OPEN
+    path = encode(tmp_path / "n.mkv", codec, params, size=(320, 240))
+    with open_decoder(path, None, hwaccel="cuda") as session:
+        reference = []
+        for frame in session:
+            with frame:
+                assert frame.on_gpu
+                reference.append((frame.metadata.pts, [a.tobytes() for a in frame.plane_arrays()]))
+    with SegmentReader(path, sessions=3, hwaccel="cuda", min_packets=12) as reader:
+        frames = []
+        for frame in reader:
+            with frame:
+                assert frame.on_gpu
+                frames.append((frame.metadata.pts, [a.tobytes() for a in frame.plane_arrays()]))
+        assert reader.report.pooled == len(frames)
+        assert all(h["active"] == "cuda" for h in reader.report.hwaccel)
+    assert [p for p, _ in frames] == [p for p, _ in reference]
+    assert all(a == b for (_, a), (_, b) in zip(frames, reference))
