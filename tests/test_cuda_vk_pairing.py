@@ -40,7 +40,7 @@ from alpha2.gpu.webgpu import (
 from alpha2.native_gpu._cuda import interop
 from alpha2.native_gpu._vk import export
 from alpha2.native_gpu.device.shared import QueueRole
-from alpha2.native_gpu.interop import cuda_vk, dawn_planes
+from alpha2.native_gpu.interop import cuda_vk, dawn_planes, handoff
 from alpha2.native_gpu.interop.cpu_upload import frame_geometry
 from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint, order_after_last_access
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
@@ -981,6 +981,43 @@ def test_sync_fd_fences_are_waited_before_the_slot_s_next_copy(rig: Rig) -> None
     with pytest.raises(GpuTimeoutError, match="sync fd"):
         pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
     assert pairing.stats().drained == 1, "the slot whose fence never signalled is retired"
+
+
+def test_a_decoder_process_s_slot_writer_makes_the_same_copy(rig: Rig) -> None:
+    """The producer's side of the decoder processes' slots copies with the GPU copy's own function:
+    the consumer's fences waited (a sync fd on the CPU, an opaque fd in CUDA), then the copy; waited for
+    before the slot is named."""
+    geometry = frame_geometry(NV12, 64, 36)
+    layout = handoff.SlotLayout("vulkan", NV12, 0, 0, geometry, (4096, 4096), 2)
+    fds = [OwnedFd(os.open(os.devnull, os.O_RDONLY)) for _ in range(4)]
+    writer = handoff.CudaSlotWriter(0, layout, fds)
+    assert len(rig.cuda.images) == 4 and all(fd.closed for fd in fds), "CUDA took every memory"
+    read, write = os.pipe()
+    os.write(write, b"x")
+    fences = [
+        (handoff.FENCE_SYNC_FD, OwnedFd(read)),
+        (handoff.FENCE_OPAQUE_FD, OwnedFd(os.open(os.devnull, os.O_RDONLY))),
+    ]
+    del rig.log[:]
+    strides = writer.write(1, cuda_frame(), fences, 1.0)
+    os.close(write)
+    assert strides == (256, 256) and fences == []
+    assert rig.calls("order_after", "wait", "copy", "signal", "record") == [
+        ("order_after", 0),
+        ("wait", "release_fence0"),
+        ("copy", "cu_image2"),
+        ("copy", "cu_image3"),
+        ("record", rig.cuda.events[-1].name),
+    ]
+    assert rig.cuda.events[-1].wait_threads, "the copy is waited for before the slot is named"
+    assert rig.cuda.release_fences[0].closed == 1
+    rig.cuda.auto_complete = False
+    with pytest.raises(GpuTimeoutError, match="decoder process"):
+        writer.write(0, cuda_frame(), [], 0.02)
+    writer.close()
+    writer.close()
+    assert [image.closed for image in rig.cuda.images] == [1, 1, 1, 1]
+    assert rig.cuda.streams[-1].closed == 1
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from alpha2.gpu.errors import ClosedError, Error, GpuTimeoutError
-from alpha2.gpu.handles import CudaPtr2D
+from alpha2.gpu.handles import CudaPtr2D, OwnedFd
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.sync import SyncPoint, WaiterThread, WaitResult, WaitStatus
 from alpha2.native_gpu.interop.leases import ExternalSyncPoint, NativeSurfaceLease
-from alpha2.native_gpu.interop.ring import RingSlot, wait_sync_fds
+from alpha2.native_gpu.interop.ring import RingPlane, RingSlot, wait_sync_fds
 
 if TYPE_CHECKING:
     from alpha2.native_gpu._cuda.interop import CopyStream, CudaEvent, ExternalSemaphore, PrimaryContext
@@ -46,6 +46,7 @@ __all__ = [
     "abandon_copy",
     "copy_sync_point",
     "enqueue_copy",
+    "import_plane_image",
     "order_after_last_access",
     "slot_work_done",
     "wait_release_fences",
@@ -265,6 +266,23 @@ def wait_release_fences(ctx: PrimaryContext, slot: RingSlot, stream: object) -> 
             semaphore.wait(stream)
 
 
+def import_plane_image(ctx: PrimaryContext, plane: RingPlane, memory_fd: OwnedFd, size_bytes: int) -> None:
+    """Import a plane image's memory (an OPAQUE_FD of ``size_bytes``; CUDA takes the fd) into CUDA as
+    ``plane.cu_image``, the destination of :func:`enqueue_copy`."""
+    from alpha2.native_gpu._cuda import interop
+
+    g = plane.geometry
+    plane.cu_image = interop.ExternalImage(
+        ctx,
+        memory_fd,
+        size_bytes=size_bytes,
+        width=g.width,
+        height=g.height,
+        bytes_per_channel=g.plane_format.bits_per_channel // 8,
+        channels=g.plane_format.channels,
+    )
+
+
 def enqueue_copy(
     ctx: PrimaryContext,
     stream: CopyStream,
@@ -275,11 +293,14 @@ def enqueue_copy(
     *,
     signal: bool = True,
 ) -> None:
-    """On the copy stream: wait for ``producer``'s work and Dawn's last fences, copy, signal, record.
+    """On ``stream``: wait for ``producer``'s work and Dawn's last fences, copy, signal, record.
 
-    Each plane's ``uses`` counts the copy; ``slot.copy_done`` and ``event`` are recorded after it all.
-    The fences waited on move to ``slot.waited`` (the caller hands them to :meth:`CopyCompletions.add`).
-    ``signal=False`` (a copy whose completion the CPU waits for) signals no plane semaphore.
+    The one CUDA copy into a slot: the GPU copy's (:mod:`.cuda_vk`, at import or ahead) and a decoder
+    process's (:class:`~alpha2.native_gpu.interop.handoff.CudaSlotWriter`). Each plane's ``uses`` counts
+    the copy; ``slot.copy_done`` and ``event`` are recorded after it all. The fences waited on move to
+    ``slot.waited`` (the caller closes them once the copy is done, or hands them to
+    :meth:`CopyCompletions.add`). ``signal=False`` (a copy whose completion the CPU waits for) signals no
+    plane semaphore.
     """
     from alpha2.native_gpu._cuda import interop
 

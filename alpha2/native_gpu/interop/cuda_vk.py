@@ -87,6 +87,7 @@ from alpha2.native_gpu.interop.cuda import (
     abandon_copy,
     copy_sync_point,
     enqueue_copy,
+    import_plane_image,
     order_after_last_access,
     slot_work_done,
 )
@@ -271,19 +272,9 @@ class CudaVkPairing(InteropPairing):
                 images.append(image)
             export.transition_for_external(self._vk, images, self._queue_family, self._wait_timeout())
             for index, (plane, image) in enumerate(zip(slot.planes, images)):
-                g = plane.geometry
                 semaphore = export.ExportableSemaphore(self._vk, timeline=False)
                 plane.semaphore = semaphore
-                bytes_per_channel = g.plane_format.bits_per_channel // 8
-                plane.cu_image = interop.ExternalImage(
-                    self._ctx,
-                    image.export_memory_fd(),
-                    size_bytes=image.size_bytes,
-                    width=g.width,
-                    height=g.height,
-                    bytes_per_channel=bytes_per_channel,
-                    channels=g.plane_format.channels,
-                )
+                import_plane_image(self._ctx, plane, image.export_memory_fd(), image.size_bytes)
                 plane.cu_semaphore = interop.ExternalSemaphore(
                     self._ctx, semaphore.export_fd(), timeline=False
                 )

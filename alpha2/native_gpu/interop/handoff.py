@@ -30,14 +30,13 @@ from __future__ import annotations
 import functools
 import mmap
 import os
-import select
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from alpha2.gpu.errors import Error, GpuTimeoutError, InternalError, InvalidInputError
+from alpha2.gpu.errors import Error, InternalError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
@@ -45,6 +44,7 @@ from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.native_gpu.interop import dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
+from alpha2.native_gpu.interop.cuda import enqueue_copy, import_plane_image
 from alpha2.native_gpu.interop.leases import (
     ExternalSyncPoint,
     ImageOwner,
@@ -52,7 +52,13 @@ from alpha2.native_gpu.interop.leases import (
     ImportedPlaneDescriptor,
     NativeImageState,
 )
-from alpha2.native_gpu.interop.ring import VK_IMAGE_LAYOUT_GENERAL, RingKey, RingSlot
+from alpha2.native_gpu.interop.ring import (
+    VK_IMAGE_LAYOUT_GENERAL,
+    RingKey,
+    RingSlot,
+    wait_sync_fd,
+    wait_sync_fds,
+)
 
 if TYPE_CHECKING:
     from alpha2.gpu.colour import ColourInfo
@@ -371,24 +377,13 @@ class HostSlotSet:
 # the producer's side
 
 
-def wait_sync_fd(fd: OwnedFd, deadline: float) -> None:
-    """Wait on the CPU until a sync fd signals (readable), up to ``deadline``; closes it.
-
-    Raises:
-        GpuTimeoutError: it did not signal in time.
-    """
-    try:
-        poller = select.poll()
-        poller.register(fd.fileno(), select.POLLIN)
-        if not poller.poll(max(0, int((deadline - time.monotonic()) * 1000))):
-            raise GpuTimeoutError("the consumer's end-of-access fence (a sync fd) did not signal in time")
-    finally:
-        fd.close()
-
-
 class CudaSlotWriter:
     """The producer's side of a :class:`DawnSlotSet`: its memories imported into CUDA, and each frame's
     NVDEC planes copied into a slot on a stream of its own, waited for before the slot is handed over.
+
+    Each slot is a :class:`~alpha2.native_gpu.interop.ring.RingSlot` with only its CUDA side (the plane
+    images' memories, the event of its copy), written by the GPU copy's own
+    :func:`~alpha2.native_gpu.interop.cuda.enqueue_copy`.
 
     Args:
         ordinal: the CUDA device (the consumer's Dawn GPU).
@@ -406,29 +401,19 @@ class CudaSlotWriter:
                 fd.close()
             raise InternalError(f"a slot set of {layout.count} x {planes} planes came with {len(fds)} fds")
         self._ctx = interop.primary_context(ordinal)
-        self._images: list[list[Any]] = []
+        self._slots: list[RingSlot] = []
         self._stream: Any = None
-        self._event: Any = None
+        # The slots of one stream: the key only carries their planes (the consumer's has the stream's).
+        key = RingKey(0, 0, layout.pixel_format, layout.geometry)
         pending = list(fds)
         try:
             self._stream = interop.CopyStream(self._ctx)
-            self._event = interop.CudaEvent(self._ctx)
             for _ in range(layout.count):
-                images: list[Any] = []
-                self._images.append(images)
-                for g, size in zip(layout.geometry, layout.plane_bytes):
-                    fd = pending.pop(0)
-                    images.append(
-                        interop.ExternalImage(
-                            self._ctx,
-                            fd,
-                            size_bytes=size,
-                            width=g.width,
-                            height=g.height,
-                            bytes_per_channel=g.plane_format.bits_per_channel // 8,
-                            channels=g.plane_format.channels,
-                        )
-                    )
+                slot = RingSlot.for_key(key)
+                self._slots.append(slot)
+                for plane, size in zip(slot.planes, layout.plane_bytes):
+                    import_plane_image(self._ctx, plane, pending.pop(0), size)
+                slot.copy_done = interop.CudaEvent(self._ctx)
         except BaseException:
             for fd in pending:
                 fd.close()
@@ -445,51 +430,39 @@ class CudaSlotWriter:
             GpuTimeoutError: a fence or the copy did not finish within ``timeout_s``.
             CudaError: a driver call failed.
         """
-        from alpha2.native_gpu._cuda import interop
-
         deadline = time.monotonic() + timeout_s
         planes = frame.planes
         if not isinstance(planes, tuple) or len(planes) < len(self.layout.geometry):
             for _, fd in fences:
                 fd.close()
             raise InvalidInputError("the frame has no CUDA planes for the slot")
-        semaphores = []
+        slot = self._slots[index]
+        first = slot.planes[0]
+        while fences:  # the slot owns them now: waited on below, or closed with it
+            kind, fd = fences.pop(0)
+            (first.release_fence_fds if kind == FENCE_OPAQUE_FD else first.release_sync_fds).append(fd)
+        copy_done = slot.copy_done
+        assert copy_done is not None, "the slot's event is made with it"
         try:
+            wait_sync_fds(slot, timeout_s)
             with self._ctx:
-                handle = self._stream.handle
-                while fences:
-                    kind, fd = fences.pop(0)
-                    if kind == FENCE_OPAQUE_FD:
-                        semaphore = interop.ExternalSemaphore(self._ctx, fd, timeline=False)
-                        semaphores.append(semaphore)
-                        semaphore.wait(handle)
-                    else:
-                        wait_sync_fd(fd, deadline)
-                self._stream.order_after(frame.cuda_stream)
-                for src, dst in zip(planes, self._images[index]):
-                    assert isinstance(src, CudaPtr2D)
-                    interop.copy_plane_to_array(self._ctx, src, dst, handle)
-                self._event.record(handle)
-                self._event.wait(max(0.0, deadline - time.monotonic()), "a decoder process's GPU copy")
+                enqueue_copy(self._ctx, self._stream, slot, planes, frame.cuda_stream, None, signal=False)
+                copy_done.wait(max(0.0, deadline - time.monotonic()), "a decoder process's GPU copy")
         finally:
-            for _, fd in fences:
-                fd.close()
+            waited, slot.waited = slot.waited, []
             with self._ctx:
-                for semaphore in semaphores:
+                for semaphore in waited:
                     semaphore.close()
         return tuple(p.pitch_bytes for p in planes if isinstance(p, CudaPtr2D))
 
     def close(self) -> None:
-        """Drop the imports, the event and the stream (idempotent)."""
-        images, self._images = self._images, []
-        for row in images:
-            for image in row:
-                image.close()
-        for name in ("_event", "_stream"):
-            obj = getattr(self, name, None)
-            setattr(self, name, None)
-            if obj is not None:
-                obj.close()
+        """Drop the imports, the events and the stream (idempotent)."""
+        slots, self._slots = self._slots, []
+        for slot in slots:
+            slot.destroy_objects(lambda plane: None)  # no Dawn side here
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
 
 
 class HostSlotWriter:

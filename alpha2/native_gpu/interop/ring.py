@@ -42,6 +42,7 @@ __all__ = [
     "RingPlane",
     "RingSlot",
     "ring_slot_bytes",
+    "wait_sync_fd",
     "wait_sync_fds",
 ]
 
@@ -214,6 +215,24 @@ class RingSlot:
             copy_done.close()
 
 
+def wait_sync_fd(fd: OwnedFd, deadline: float) -> None:
+    """Wait on the CPU until an end-of-access sync fd signals (is readable), up to ``deadline`` (a
+    ``time.monotonic()`` value); closes it.
+
+    Raises:
+        GpuTimeoutError: it did not signal in time.
+    """
+    try:
+        poller = select.poll()
+        poller.register(fd.fileno(), select.POLLIN)
+        if not poller.poll(max(0, int((deadline - time.monotonic()) * 1000))):
+            raise GpuTimeoutError(
+                "Dawn's end-of-access fence (a sync fd) did not signal within the GPU wait timeout"
+            )
+    finally:
+        fd.close()
+
+
 def wait_sync_fds(slot: RingSlot, timeout_s: float) -> None:
     """Wait on the CPU, up to ``timeout_s`` in all, for the slot's end-of-access sync fds; closes them.
 
@@ -221,19 +240,15 @@ def wait_sync_fds(slot: RingSlot, timeout_s: float) -> None:
         GpuTimeoutError: a sync fd did not signal in time (the fds are closed and dropped either way).
     """
     deadline = time.monotonic() + timeout_s
+    fds = [fd for plane in slot.planes for fd in plane.release_sync_fds]
     for plane in slot.planes:
-        fds, plane.release_sync_fds = plane.release_sync_fds, []
+        plane.release_sync_fds = []
+    try:
+        while fds:
+            wait_sync_fd(fds.pop(0), deadline)
+    finally:
         for fd in fds:
-            try:
-                poller = select.poll()
-                poller.register(fd.fileno(), select.POLLIN)
-                left_ms = max(0, int((deadline - time.monotonic()) * 1000))
-                if not poller.poll(left_ms):
-                    raise GpuTimeoutError(
-                        "Dawn's end-of-access fence (a sync fd) did not signal within the GPU wait timeout"
-                    )
-            finally:
-                fd.close()
+            fd.close()
 
 
 class Ring:
