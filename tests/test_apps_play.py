@@ -15,6 +15,7 @@ from alpha2.api.atomic import png_bytes
 from alpha2.apps import player
 from alpha2.apps.player import PlayOptions, letterbox, play, window_unavailable_reason
 from alpha2.apps.sample import write_sample
+from alpha2.gpu.colour import ColourMatrix, ColourRange, rgb_to_yuv
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Rect, Size
 from tests.xvfb import play_under_xvfb
@@ -262,3 +263,52 @@ def test_nvdec_frames_are_gpu_copied(clip: str) -> None:
     assert data["paths"] == {"gpu_copy": 10}, data.get("device")
     assert data["bytes_through_cpu"] == 0
     assert data["device"]["implementation"] == "wgpudawn"
+
+
+# ---------------------------------------------------------------------------------------------------
+# untagged colour: guessed from the size, as mpv and libplacebo do
+
+
+def _untagged_red(path: Path, width: int, height: int, matrix: ColourMatrix) -> str:
+    """Two lossless (FFV1 4:4:4) frames of pure red coded with ``matrix``, limited range, no colour tags."""
+    codes = np.rint(rgb_to_yuv(matrix, ColourRange.LIMITED, 8).apply(np.array([1.0, 0.0, 0.0])))
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv444p"
+        for index in range(2):
+            frame = av.VideoFrame(width, height, "yuv444p")
+            for plane, code in zip(frame.planes, codes, strict=True):
+                plane.update(np.full(plane.line_size * plane.height, int(code), np.uint8).tobytes())
+            frame.pts = index
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    with av.open(str(path)) as check:
+        decoded = next(check.decode(video=0))
+        assert int(decoded.colorspace) == int(ColourMatrix.UNSPECIFIED)
+    return str(path)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(
+    ("width", "height", "matrix", "name"),
+    [(1280, 720, ColourMatrix.BT709, "BT.709"), (720, 576, ColourMatrix.BT470BG, "BT.601")],
+)
+@pytest.mark.parametrize("gpu", [False, True])
+def test_untagged_colour_is_guessed_from_the_size(
+    tmp_path: Path, width: int, height: int, matrix: ColourMatrix, name: str, gpu: bool
+) -> None:
+    """Pure red coded as mpv would guess (HD: BT.709, SD: BT.601) comes out pure red, on the GPU and
+    through swscale's snapshot route alike; the colour line says the matrix was guessed."""
+    clip = _untagged_red(tmp_path / "red.mkv", width, height, matrix)
+    out = tmp_path / "red.png"
+    stats = play(clip, PlayOptions(snapshot=str(out), gpu=gpu), environ=NO_DISPLAY)
+    got = read_png(out)[height // 2, width // 2, :3].astype(int)
+    assert np.abs(got - [255, 0, 0]).max() <= 2, got
+    if gpu:
+        colour = stats.as_dict()["colour"]
+        assert colour["matrix"] == name
+        assert f"matrix {name} guessed from the size (untagged)" in colour["guessed"]
+        assert "range limited guessed (untagged)" in colour["guessed"]
+        assert f"matrix {name} guessed from the size (untagged)" in stats.summary()

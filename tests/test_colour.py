@@ -126,10 +126,14 @@ def test_unspecified_tags_resolve_like_swscale() -> None:
     rng = np.random.default_rng(7)
     codes = _legal_yuv(rng, ColourRange.LIMITED, 8)
     untagged = _swscale_rgb(codes, int(ColourMatrix.UNSPECIFIED), int(ColourRange.UNSPECIFIED))
-    for width, height in ((W, H), (1920, 1080), (3840, 2160)):
+    # SD: BT.601 as swscale; HD and above: BT.709, as mpv and libplacebo guess (swscale stays at BT.601).
+    for width, height in ((W, H), (720, 576), (1024, 576)):
         info = ColourInfo().resolved(PixelFormat.YUV444P, width, height)
         assert info.matrix is ColourMatrix.BT470BG and info.range is ColourRange.LIMITED
+        assert info.guessed == {"matrix", "range", "primaries", "transfer"}
         assert np.abs(_to_rgb8(yuv_to_rgb(info.matrix, info.range, 8), codes) - untagged).max() <= 1
+    for width, height in ((1280, 720), (720, 578), (1920, 1080), (3840, 2160)):
+        assert ColourInfo().resolved(PixelFormat.YUV444P, width, height).matrix is ColourMatrix.BT709
 
 
 def test_gray_and_yuvj_are_full_range_in_swscale() -> None:

@@ -699,7 +699,7 @@ def test_scale_yuv_params_without_a_device() -> None:
     np.testing.assert_allclose(same.transform.offset, 0.0, atol=1e-9)
     assert not same.luma_reads_chroma and not same.chroma_reads_luma
     assert len(same.to_bytes()) == 160
-    p010 = scale_yuv_params(PixelFormat.P010, ColourInfo(), 1920, 1080, **kwargs)  # BT.601 by default
+    p010 = scale_yuv_params(PixelFormat.P010, ColourInfo(matrix=ColourMatrix.BT470BG), 1920, 1080, **kwargs)
     # A matrix change mixes chroma into luma; chroma never needs luma (white has no chroma in any matrix).
     assert p010.luma_reads_chroma and not p010.chroma_reads_luma
     with pytest.raises(UnsupportedError, match="submit\\(texture\\)"):

@@ -4,9 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.native_gpu.render.colour_params import ColourParams
 
-__all__ = ["colour_report", "colour_summary", "plan_dict"]
+__all__ = ["colour_report", "colour_summary", "guessed_notes", "plan_dict"]
+
+_MATRIX_NAMES = {
+    ColourMatrix.BT709: "BT.709",
+    ColourMatrix.BT470BG: "BT.601",
+    ColourMatrix.SMPTE170M: "BT.601",
+    ColourMatrix.BT2020_NCL: "BT.2020",
+}
+
+
+def guessed_notes(colour: ColourInfo | None) -> list[str]:
+    """What the source left untagged and what was taken instead, one phrase each (for the ``colour:``
+    line): ``matrix BT.709 guessed from the size (untagged)``, ``range limited guessed (untagged)``, ..."""
+    if colour is None or not colour.guessed:
+        return []
+    notes = []
+    if "matrix" in colour.guessed:
+        name = _MATRIX_NAMES.get(colour.matrix, colour.matrix.name)
+        notes.append(f"matrix {name} guessed from the size (untagged)")
+    if "range" in colour.guessed:
+        kind = "limited" if colour.range is ColourRange.LIMITED else "full"
+        notes.append(f"range {kind} guessed (untagged)")
+    if "primaries" in colour.guessed:
+        notes.append(f"primaries {colour.primaries.name.replace('BT709', 'BT.709')} assumed (untagged)")
+    if "transfer" in colour.guessed:
+        notes.append(f"transfer {colour.transfer.name.replace('BT709', 'BT.709')} assumed (untagged)")
+    return notes
 
 
 def plan_dict(plan: ColourParams | None, tone_curve: str) -> dict[str, Any]:
@@ -26,20 +53,30 @@ def plan_dict(plan: ColourParams | None, tone_curve: str) -> dict[str, Any]:
     }
 
 
-def colour_report(renderer: Any, options: Any) -> dict[str, Any]:
-    """The player's colour stats from its renderer's latest plan and its options."""
+def colour_report(renderer: Any, options: Any, source_colour: ColourInfo | None = None) -> dict[str, Any]:
+    """The player's colour stats from its renderer's latest plan and its options; ``source_colour`` (the
+    frame's resolved colour) adds its matrix and range, and ``guessed``: what was taken for missing tags."""
     report = plan_dict(renderer.last_colour, options.tone_curve.name.lower())
     report["target"] = f"{renderer.colour_target.transfer.name} {renderer.colour_target.primaries.name}"
+    if source_colour is not None:
+        report["matrix"] = _MATRIX_NAMES.get(source_colour.matrix, source_colour.matrix.name)
+        report["range"] = source_colour.range.name.lower()
+        report["guessed"] = guessed_notes(source_colour)
     return report
 
 
 def colour_summary(report: dict[str, Any]) -> str:
     """One line of ``--stats``."""
     if not report.get("managed"):
-        return (
+        line = (
             report.get("reason") or f"as tagged (the frames are {report.get('target', 'the target')} already)"
         )
-    return (
-        f"managed to {report.get('target', 'the target')}: transfer {report['transfer']}, primaries "
-        f"{report['primaries']}, tone {report['tone']} ({report['tone_curve']})"
-    )
+    else:
+        line = (
+            f"managed to {report.get('target', 'the target')}: transfer {report['transfer']}, primaries "
+            f"{report['primaries']}, tone {report['tone']} ({report['tone_curve']})"
+        )
+    if report.get("matrix"):
+        line += f"; matrix {report['matrix']}, {report['range']} range"
+    guessed = report.get("guessed") or []
+    return line + "".join(f"; {note}" for note in guessed)

@@ -16,7 +16,7 @@ at 8 bits.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -34,6 +34,7 @@ __all__ = [
     "ColourRange",
     "ColourTransform",
     "TransferCharacteristic",
+    "guess_matrix",
     "rgb_to_yuv",
     "sample_to_rgb",
     "yuv_to_rgb",
@@ -161,6 +162,9 @@ class ColourInfo:
     """Quantisation range."""
     chroma_location: ChromaLocation = ChromaLocation.UNSPECIFIED
     """Siting of subsampled chroma."""
+    guessed: frozenset[str] = field(default=frozenset(), compare=False)
+    """Fields that :meth:`resolved` filled in because the source left them unspecified (``matrix``,
+    ``range``, ``primaries``, ``transfer``); not part of equality."""
 
     def __post_init__(self) -> None:
         for name, cls in (
@@ -205,41 +209,53 @@ class ColourInfo:
         )
 
     def resolved(self, pixel_format: PixelFormat, width: int, height: int) -> ColourInfo:
-        """Fill unspecified fields the way FFmpeg's swscale (``VideoFrame.reformat``) treats them.
+        """Fill unspecified fields the way mpv (libplacebo's ``pl_color_space_infer``) guesses them.
 
-        - matrix: RGB formats -> RGB; otherwise unspecified -> BT.601 (``BT470BG``) at every size:
-          swscale does not guess BT.709 for HD (``width``/``height`` are accepted for that reason
-          and deliberately unused).
+        - matrix: RGB formats -> RGB; otherwise unspecified -> guessed from the size as mpv and
+          libplacebo do: HD and above (``width >= 1280`` or ``height > 576``) BT.709, SD BT.601
+          (``BT470BG``). (swscale, ``VideoFrame.reformat``, takes BT.601 at every size.)
         - range: RGB, gray and ``yuvj*`` -> FULL whatever the tag (swscale overrides those tags);
           other Y'CbCr unspecified -> LIMITED.
         - primaries and transfer: unspecified -> BT.709, swscale's SDR reference.
         - chroma siting: unspecified -> LEFT for horizontally subsampled formats (the H.264/HEVC/H.273
           default, which FFmpeg's decoders tag); UNSPECIFIED where there is no subsampling. Legacy
           swscale itself interpolates unspecified siting as CENTER.
+
+        The fields filled here are named in the result's :attr:`guessed`.
         """
-        del width, height  # swscale's defaults do not depend on the size
+        guessed = set(self.guessed)
         matrix = self.matrix
         if pixel_format.is_rgb:
             matrix = ColourMatrix.RGB
         elif matrix is ColourMatrix.UNSPECIFIED:
-            matrix = ColourMatrix.BT470BG
+            matrix = guess_matrix(width, height)
+            guessed.add("matrix")
         colour_range = self.range
         if pixel_format.is_rgb or pixel_format.is_gray or pixel_format is PixelFormat.YUVJ420P:
             colour_range = ColourRange.FULL
         elif colour_range is ColourRange.UNSPECIFIED:
             colour_range = ColourRange.LIMITED
+            guessed.add("range")
         primaries = self.primaries
         if primaries is ColourPrimaries.UNSPECIFIED:
             primaries = ColourPrimaries.BT709
+            guessed.add("primaries")
         transfer = self.transfer
         if transfer is TransferCharacteristic.UNSPECIFIED:
             transfer = TransferCharacteristic.BT709
+            guessed.add("transfer")
         location = self.chroma_location
         if pixel_format.log2_chroma_w == 0 and pixel_format.log2_chroma_h == 0:
             location = ChromaLocation.UNSPECIFIED
         elif location is ChromaLocation.UNSPECIFIED:
             location = ChromaLocation.LEFT
-        return ColourInfo(matrix, primaries, transfer, colour_range, location)
+        return ColourInfo(matrix, primaries, transfer, colour_range, location, frozenset(guessed))
+
+
+def guess_matrix(width: int, height: int) -> ColourMatrix:
+    """The matrix of untagged Y'CbCr of that size, as mpv and libplacebo guess it: BT.709 for HD and
+    above (``width >= 1280`` or ``height > 576``), else BT.601 (``BT470BG``)."""
+    return ColourMatrix.BT709 if width >= 1280 or height > 576 else ColourMatrix.BT470BG
 
 
 @dataclass(frozen=True, eq=False)
