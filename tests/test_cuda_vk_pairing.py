@@ -207,7 +207,7 @@ class FakeVkImage(FakeClosable):
     size_bytes = 4096
     create_info_address = 0x1234
     memory_type_index = 0
-    layout = cuda_vk.VK_IMAGE_LAYOUT_GENERAL
+    layout = export.VK_IMAGE_LAYOUT_GENERAL
 
     def export_memory_fd(self) -> OwnedFd:
         return OwnedFd(os.open(os.devnull, os.O_RDONLY))

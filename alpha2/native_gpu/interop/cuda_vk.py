@@ -93,17 +93,12 @@ from alpha2.native_gpu.interop.cuda import (
 )
 from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
-    ImageOwner,
-    ImportedPlaneDescriptor,
-    ImportedVulkanFrame,
     ImportTicketStats,
     InteropPairing,
-    NativeImageState,
     NativeSurfaceLease,
     PairingTicket,
 )
 from alpha2.native_gpu.interop.ring import (
-    VK_IMAGE_LAYOUT_GENERAL,
     Ring,
     RingKey,
     RingPlane,
@@ -113,12 +108,10 @@ from alpha2.native_gpu.interop.ring import (
 
 if TYPE_CHECKING:
     from alpha2.native_gpu._cuda.interop import CopyStream, CudaEvent
-    from alpha2.native_gpu._vk.export import ExportableImage
     from alpha2.native_gpu.device.shared import SharedVulkanContext
 
 __all__ = ["CudaVkPairing", "RingSlot"]
 
-VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
 _PENDING_HERE_MAX = 32
 """Copies ahead a decoder's thread keeps track of to let go of once done (the import does the rest)."""
 
@@ -264,13 +257,7 @@ class CudaVkPairing(InteropPairing):
         slot = RingSlot.for_key(key)
         extras = dawn_planes.dawn_extras()
         try:
-            images: list[ExportableImage] = []
-            for plane in slot.planes:
-                g = plane.geometry
-                image = export.ExportableImage(self._vk, g.width, g.height, g.plane_format.vk_format)
-                plane.vk_image = image
-                images.append(image)
-            export.transition_for_external(self._vk, images, self._queue_family, self._wait_timeout())
+            images = dawn_planes.make_plane_images(self._vk, slot, self._queue_family, self._wait_timeout())
             for index, (plane, image) in enumerate(zip(slot.planes, images)):
                 semaphore = export.ExportableSemaphore(self._vk, timeline=False)
                 plane.semaphore = semaphore
@@ -618,40 +605,20 @@ class CudaVkPairing(InteropPairing):
     ) -> PairingTicket:
         """The imported frame of a slot whose planes Dawn accesses, and the ticket that releases it."""
         width, height = picture_size(frame)
-        pixel_format = frame.pixel_format
-        descriptors = tuple(
-            ImportedPlaneDescriptor(
-                plane_index=index,
-                plane_format=plane.geometry.plane_format,
-                texture_format=plane.geometry.texture_format,
-                width=plane.geometry.width,
-                height=plane.geometry.height,
-                source_stride_bytes=src.pitch_bytes,
-            )
-            for index, (plane, src) in enumerate(zip(slot.planes, cuda_planes))
-        )
         copy_done = slot.copy_done  # re-recorded only when the slot is reused, after this lease's release
         assert copy_done is not None
-        imported = ImportedVulkanFrame(
-            textures=tuple(p.texture for p in slot.planes),
-            views=tuple(p.view for p in slot.planes),
-            planes=descriptors,
-            pixel_format=pixel_format,
+        uses = slot.planes[0].uses
+        imported = dawn_planes.slot_frame(
+            slot,
+            pixel_format=frame.pixel_format,
             colour=frame.colour,
             metadata=frame.metadata,
             identity=frame.identity,
             width=width,
             height=height,
-            sync=copy_sync_point(copy_done, slot.planes[0].uses),
-            path=ExecutionPath.GPU_COPY,
-            steps=(ExecutionPath.GPU_COPY,),
-            bytes_crossed_cpu=0,
-            image_state=NativeImageState(
-                owner=ImageOwner.SHARED_VULKAN,
-                layout=VK_IMAGE_LAYOUT_GENERAL,
-                queue_family=VK_QUEUE_FAMILY_EXTERNAL,
-                timeline_value=slot.planes[0].uses,
-            ),
+            strides=tuple(src.pitch_bytes for src in cuda_planes),
+            sync=copy_sync_point(copy_done, uses),
+            uses=uses,
         )
         return PairingTicket(frame=imported, release=lambda: self._release_slot(slot))
 

@@ -1,11 +1,12 @@
-"""Dawn's side of a ring slot's plane images: the import of a Vulkan image, and each access to it.
+"""Dawn's side of a ring slot's plane images: making them, their import, each access, the imported frame.
 
 Shared by the GPU copy (:mod:`.cuda_vk`: CUDA writes the slots in this process) and the hand-off from
 decoder processes (:mod:`.handoff`: another process writes them). A plane image is a Vulkan image on
 exportable OPAQUE_FD memory (``_vk.export.ExportableImage``); Dawn imports its memory as a
 SharedTextureMemory made from the same ``VkImageCreateInfo`` and samples a texture on it, between a
 ``begin_access`` and an ``end_access``. Each access ends with a fence that whoever writes the slot
-next waits for, on the GPU: an opaque-fd semaphore (imported into CUDA) or a sync fd.
+next waits for, on the GPU: an opaque-fd semaphore (imported into CUDA) or a sync fd. While Dawn
+accesses a slot, :func:`slot_frame` is the slot as an imported frame.
 """
 
 from __future__ import annotations
@@ -17,17 +18,54 @@ from typing import TYPE_CHECKING, Any
 
 from alpha2.gpu.errors import InternalError
 from alpha2.gpu.handles import OwnedFd
-from alpha2.native_gpu.interop.ring import VK_IMAGE_LAYOUT_GENERAL, RingPlane, RingSlot
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu._vk.export import VK_IMAGE_LAYOUT_GENERAL, VK_QUEUE_FAMILY_EXTERNAL
+from alpha2.native_gpu.interop.leases import (
+    ExternalSyncPoint,
+    ImageOwner,
+    ImportedFrame,
+    ImportedPlaneDescriptor,
+    NativeImageState,
+)
+from alpha2.native_gpu.interop.ring import RingPlane, RingSlot
 
 if TYPE_CHECKING:
+    from alpha2.gpu.colour import ColourInfo
+    from alpha2.gpu.formats import PixelFormat
+    from alpha2.gpu.geometry import FrameMetadata
+    from alpha2.gpu.surfaces import SurfaceIdentity
     from alpha2.native_gpu._vk.export import ExportableImage
 
-__all__ = ["begin_access", "dawn_extras", "end_plane", "import_plane"]
+__all__ = [
+    "begin_access",
+    "dawn_extras",
+    "end_plane",
+    "import_plane",
+    "make_plane_images",
+    "slot_frame",
+]
 
 
 def dawn_extras() -> ModuleType:
     """wgpudawn's shared-memory extras (imported on first use: only Dawn devices have them)."""
     return importlib.import_module("wgpudawn.backends.dawn.extras")
+
+
+def make_plane_images(vk: Any, slot: RingSlot, queue_family: int, timeout_s: float) -> list[ExportableImage]:
+    """Make ``slot``'s plane images on the shared Vulkan device (``vk``: its ``_internal``), on
+    exportable memory, moved to GENERAL and released to ``VK_QUEUE_FAMILY_EXTERNAL`` once, before
+    anything writes them (the transition's submission waits up to ``timeout_s``). Each plane keeps its
+    image (``vk_image``): destroying the slot destroys them."""
+    from alpha2.native_gpu._vk import export
+
+    images: list[ExportableImage] = []
+    for plane in slot.planes:
+        g = plane.geometry
+        image = export.ExportableImage(vk, g.width, g.height, g.plane_format.vk_format)
+        plane.vk_image = image
+        images.append(image)
+    export.transition_for_external(vk, images, queue_family, timeout_s)
+    return images
 
 
 def import_plane(device: Any, image: ExportableImage, plane: RingPlane, index: int) -> None:
@@ -49,6 +87,56 @@ def import_plane(device: Any, image: ExportableImage, plane: RingPlane, index: i
     plane.texture = plane.memory.create_texture(label=f"alpha2 ring plane {index}")
     plane.view = plane.texture.create_view(label="alpha2 ring plane view")
     plane.layout = image.layout
+
+
+def slot_frame(
+    slot: RingSlot,
+    *,
+    pixel_format: PixelFormat,
+    colour: ColourInfo,
+    metadata: FrameMetadata,
+    identity: SurfaceIdentity,
+    width: int,
+    height: int,
+    strides: tuple[int, ...],
+    sync: ExternalSyncPoint,
+    uses: int,
+) -> ImportedFrame:
+    """``slot``, whose access Dawn has begun, as an imported frame: its textures and views, one
+    descriptor per plane (``strides``: the source planes' row pitches), the GPU-copy path, no byte
+    through the CPU; ``uses`` (the copies made into the slot) is its images' timeline value."""
+    descriptors = tuple(
+        ImportedPlaneDescriptor(
+            plane_index=index,
+            plane_format=plane.geometry.plane_format,
+            texture_format=plane.geometry.texture_format,
+            width=plane.geometry.width,
+            height=plane.geometry.height,
+            source_stride_bytes=stride,
+        )
+        for index, (plane, stride) in enumerate(zip(slot.planes, strides))
+    )
+    return ImportedFrame(
+        textures=tuple(p.texture for p in slot.planes),
+        views=tuple(p.view for p in slot.planes),
+        planes=descriptors,
+        pixel_format=pixel_format,
+        colour=colour,
+        metadata=metadata,
+        identity=identity,
+        width=width,
+        height=height,
+        sync=sync,
+        path=ExecutionPath.GPU_COPY,
+        steps=(ExecutionPath.GPU_COPY,),
+        bytes_crossed_cpu=0,
+        image_state=NativeImageState(
+            owner=ImageOwner.SHARED_VULKAN,
+            layout=VK_IMAGE_LAYOUT_GENERAL,
+            queue_family=VK_QUEUE_FAMILY_EXTERNAL,
+            timeline_value=uses,
+        ),
+    )
 
 
 def begin_access(slot: RingSlot, values: list[int] | None) -> None:

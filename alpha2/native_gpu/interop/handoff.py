@@ -40,20 +40,16 @@ from alpha2.gpu.errors import Error, InternalError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
-from alpha2.gpu.identity import BackendKind, ExecutionPath
+from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.native_gpu.interop import dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
 from alpha2.native_gpu.interop.cuda import enqueue_copy, import_plane_image
 from alpha2.native_gpu.interop.leases import (
     ExternalSyncPoint,
-    ImageOwner,
     ImportedFrame,
-    ImportedPlaneDescriptor,
-    NativeImageState,
 )
 from alpha2.native_gpu.interop.ring import (
-    VK_IMAGE_LAYOUT_GENERAL,
     RingKey,
     RingSlot,
     wait_sync_fd,
@@ -76,7 +72,6 @@ __all__ = [
     "gpu_route_unavailable_reason",
 ]
 
-VK_QUEUE_FAMILY_EXTERNAL = 0xFFFFFFFE
 FENCE_OPAQUE_FD = "opaque-fd"
 """A returned slot's fence: an opaque-fd binary semaphore (the producer waits on it in CUDA)."""
 FENCE_SYNC_FD = "sync-fd"
@@ -145,7 +140,6 @@ class DawnSlotSet:
     kind = "vulkan"
 
     def __init__(self, device: Device, key: RingKey, count: int, wait_timeout_s: float) -> None:
-        from alpha2.native_gpu._vk import export
         from alpha2.native_gpu.device.shared import QueueRole
 
         if count < 1:
@@ -160,14 +154,7 @@ class DawnSlotSet:
             for _ in range(count):
                 slot = RingSlot.for_key(key)
                 self.slots.append(slot)
-                images = []
-                for plane in slot.planes:
-                    g = plane.geometry
-                    plane.vk_image = export.ExportableImage(
-                        self._vk, g.width, g.height, g.plane_format.vk_format
-                    )
-                    images.append(plane.vk_image)
-                export.transition_for_external(self._vk, images, family, wait_timeout_s)
+                images = dawn_planes.make_plane_images(self._vk, slot, family, wait_timeout_s)
                 for index, (plane, image) in enumerate(zip(slot.planes, images)):
                     dawn_planes.import_plane(device.webgpu_device, image, plane, index)
         except BaseException:
@@ -240,38 +227,17 @@ class DawnSlotSet:
         uses: int,
     ) -> ImportedFrame:
         """Slot ``index`` as an imported frame (its access begun)."""
-        slot = self.slots[index]
-        descriptors = tuple(
-            ImportedPlaneDescriptor(
-                plane_index=i,
-                plane_format=p.geometry.plane_format,
-                texture_format=p.geometry.texture_format,
-                width=p.geometry.width,
-                height=p.geometry.height,
-                source_stride_bytes=stride,
-            )
-            for i, (p, stride) in enumerate(zip(slot.planes, strides))
-        )
-        return ImportedFrame(
-            textures=tuple(p.texture for p in slot.planes),
-            views=tuple(p.view for p in slot.planes),
-            planes=descriptors,
+        return dawn_planes.slot_frame(
+            self.slots[index],
             pixel_format=pixel_format,
             colour=colour,
             metadata=metadata,
             identity=identity,
             width=identity.width,
             height=identity.height,
+            strides=strides,
             sync=_done_point(),
-            path=ExecutionPath.GPU_COPY,
-            steps=(ExecutionPath.GPU_COPY,),
-            bytes_crossed_cpu=0,
-            image_state=NativeImageState(
-                owner=ImageOwner.SHARED_VULKAN,
-                layout=VK_IMAGE_LAYOUT_GENERAL,
-                queue_family=VK_QUEUE_FAMILY_EXTERNAL,
-                timeline_value=uses,
-            ),
+            uses=uses,
         )
 
     def destroy(self, index: int) -> None:

@@ -28,6 +28,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import OwnedFd
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.native_gpu._vk.export import VK_IMAGE_LAYOUT_GENERAL
 from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
 from alpha2.native_gpu.interop.leases import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOTS_PER_KEY, SlotPool
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from alpha2.native_gpu._vk.export import ExportableImage, ExportableSemaphore
 
 __all__ = [
-    "VK_IMAGE_LAYOUT_GENERAL",
     "Ring",
     "RingKey",
     "RingPlane",
@@ -45,8 +45,6 @@ __all__ = [
     "wait_sync_fd",
     "wait_sync_fds",
 ]
-
-VK_IMAGE_LAYOUT_GENERAL = 1
 
 
 @dataclass(frozen=True)
