@@ -24,6 +24,7 @@ __all__ = [
     "nvdec_possible",
     "open_decoder",
     "open_device",
+    "place_decoder",
 ]
 
 
@@ -110,12 +111,25 @@ def beside_other_libraries(placement: DecoderPlacement) -> DecoderPlacement:
     )
 
 
-def open_decoder(source: MediaSource, device: Device | None, **options: Any) -> DecodeSession:
-    """A DecodeSession placed on ``device``'s GPU (on the adapter ``Device.open()`` would take when None);
-    it joins the CUDA context another library made, where one did; its CUDA planes read through
+def place_decoder(device: Device | None, hwaccel: HwAccelMode | str = "auto") -> DecoderPlacement:
+    """Where a decoder for ``device`` runs: its placement, joining the CUDA context another library made
+    where one did; nothing is ranked or asked of CUDA for software decoding."""
+    if HwAccelMode.parse(hwaccel) is HwAccelMode.NONE:
+        return DecoderPlacement(None, None, "software decoding was requested")
+    return beside_other_libraries(decoder_placement(device))
+
+
+def open_decoder(
+    source: MediaSource,
+    device: Device | None,
+    *,
+    placement: DecoderPlacement | None = None,
+    **options: Any,
+) -> DecodeSession:
+    """A DecodeSession placed on ``device``'s GPU (on the adapter ``Device.open()`` would take when None,
+    or at ``placement`` when the caller placed several decoders at once); its CUDA planes read through
     alpha2.native_gpu (DLPack stream order, host copies)."""
     install_cuda_plane_ops()
-    placement = decoder_placement(device)
-    if HwAccelMode.parse(options.get("hwaccel", "auto")) is not HwAccelMode.NONE:
-        placement = beside_other_libraries(placement)
+    if placement is None:
+        placement = place_decoder(device, options.get("hwaccel", "auto"))
     return DecodeSession(source, device=placement, **options)

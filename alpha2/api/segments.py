@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.api.devices import open_decoder
+from alpha2.api.devices import open_decoder, place_decoder
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.gpu.errors import ClosedError, InvalidInputError
@@ -187,8 +187,9 @@ class SegmentReader:
         self._pools: list[Any] = []
         self._threads: list[threading.Thread] = []
         try:
+            placement = place_decoder(device, hwaccel)  # once: every session decodes on that GPU
             for _ in range(count):
-                session = open_decoder(source, device, hwaccel=hwaccel)
+                session = open_decoder(source, device, placement=placement, hwaccel=hwaccel)
                 self._sessions.append(session)
                 self.report.hwaccel.append(session.hwaccel_report.as_dict())
         except BaseException:
