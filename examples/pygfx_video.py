@@ -5,10 +5,12 @@ import and the YUV->RGB render happen there. pygfx has no public way to wrap an 
 (its ``Texture`` owns its GPU texture), so each frame goes in as an RGB array (``frame.to_ndarray()``)
 and pygfx uploads it; the zero-copy route would need pygfx to accept an external texture.
 
-Run ``alpha2 sample /tmp/alpha2-sample.mp4`` first.
+Usage: python pygfx_video.py [VIDEO]   (default: the clip ``alpha2 sample /tmp/alpha2-sample.mp4`` writes)
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import pygfx as gfx
@@ -16,6 +18,7 @@ from rendercanvas.offscreen import RenderCanvas
 
 import alpha2
 
+path = sys.argv[1] if len(sys.argv) > 1 else "/tmp/alpha2-sample.mp4"
 canvas = RenderCanvas(size=(320, 180))
 renderer = gfx.renderers.WgpuRenderer(canvas)
 device = gfx.renderers.wgpu.get_shared().device
@@ -24,7 +27,7 @@ camera = gfx.OrthographicCamera(1280, 720)
 camera.local.position = (640, 360, 0)
 camera.local.scale_y = -1  # image rows run downwards
 
-with alpha2.open("/tmp/alpha2-sample.mp4", device=device) as source:
+with alpha2.open(path, device=device) as source:
     image = None
     for frame in source:
         pixels = frame.to_ndarray("rgba")

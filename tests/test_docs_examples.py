@@ -1,10 +1,19 @@
-"""Every ```python block in README.md and docs/*.md runs as written (after ``alpha2 sample``)."""
+"""The docs' code runs as written (after ``alpha2 sample``).
+
+- Every ```python block in README.md and docs/**/*.md runs in this process.
+- Every script of the gallery (``examples/*.py``) is shown on a docs page (``--8<-- "examples/x.py"``,
+  pymdownx.snippets) and runs as a user would run it, ``python examples/x.py ...``, in a process of its
+  own and within a time limit.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,18 +21,51 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = "/tmp/alpha2-sample.mp4"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+_SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"$', re.M)
+
+GALLERY = sorted((REPO / "examples").glob("*.py"))
+GALLERY_LIMIT_S = 180
+"""Each gallery script's time limit (CI has 2 cores and lavapipe; they take a few seconds there)."""
+NEEDS = {"pygfx_video.py": "pygfx"}
+"""Gallery scripts that need an optional package (skipped without it)."""
+
+
+def _docs() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def _is_snippet(code: str) -> bool:
+    """A block that only includes files (the gallery's pages): the files run in test_gallery_runs."""
+    return all(_SNIPPET.match(line) for line in code.strip().splitlines())
 
 
 def _examples() -> list[tuple[str, int, str]]:
     found = []
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+    for doc in _docs():
         for index, match in enumerate(_BLOCK.finditer(doc.read_text())):
-            found.append((str(doc.relative_to(REPO)), index, match.group(1)))
+            if not _is_snippet(match.group(1)):
+                found.append((str(doc.relative_to(REPO)), index, match.group(1)))
     return found
+
+
+def _shown_scripts() -> set[str]:
+    shown = set()
+    for doc in _docs():
+        for match in _BLOCK.finditer(doc.read_text()):
+            shown.update(snippet["path"] for snippet in _SNIPPET.finditer(match.group(1)))
+    return shown
 
 
 def test_there_are_examples() -> None:
     assert sum(1 for doc, _, _ in _examples() if doc == "README.md") >= 3
+    assert len(GALLERY) >= 6
+
+
+def test_every_gallery_script_is_shown_on_a_page() -> None:
+    shown = _shown_scripts()
+    missing = [script.name for script in GALLERY if f"examples/{script.name}" not in shown]
+    assert not missing, f"examples not included by any docs page (--8<-- in a ```python block): {missing}"
+    assert all((REPO / path).is_file() for path in shown), f"a page includes a missing file: {shown}"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +86,31 @@ def test_example_runs(doc: str, index: int, code: str, sample: str, tmp_path: Pa
     runpy.run_path(str(script), run_name="__main__")
 
 
+def _gallery_args(name: str, sample: str, tmp_path: Path) -> list[str]:
+    """The command-line arguments each script's usage line asks for."""
+    if name == "write_from_arrays.py":
+        return [str(tmp_path / "out.mp4")]
+    if name == "stream_group.py":
+        return [sample, sample]
+    return [sample, str(tmp_path / "out.mp4")]
+
+
 @pytest.mark.vulkan
-def test_pygfx_example_runs_offscreen(sample: str) -> None:
-    pytest.importorskip("pygfx")
-    runpy.run_path(str(REPO / "examples" / "pygfx_video.py"), run_name="__main__")
+@pytest.mark.parametrize("script", GALLERY, ids=lambda path: path.name)
+def test_gallery_runs(script: Path, sample: str, tmp_path: Path) -> None:
+    needed = NEEDS.get(script.name)
+    if needed is not None and importlib.util.find_spec(needed) is None:
+        pytest.skip(f"{script.name} needs {needed}")
+    args = _gallery_args(script.name, sample, tmp_path)
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script), *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=GALLERY_LIMIT_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{script.name} ran past {GALLERY_LIMIT_S} s; output so far:\n{exc.stdout}\n{exc.stderr}")
+    assert done.returncode == 0, f"{script.name} failed:\n{done.stdout}\n{done.stderr}"
+    assert done.stdout.strip(), f"{script.name} printed nothing"
