@@ -10,6 +10,8 @@ The three jobs, from the top level (names load on first use: ``import alpha2`` n
   and frame-accurate ``seek``;
 - ``alpha2.create(path, codec="h264", colour=...)`` -> :class:`~alpha2.api.writer.Writer`: textures, RGB(A)
   arrays (numpy, torch, cupy through DLPack) or frames in, a tagged video file out;
+- ``alpha2.open_audio(path, sample_rate=None, channels=None)`` -> :class:`~alpha2.api.audio.AudioSource`:
+  sound as float32 (frames, channels) blocks with ``pts_seconds``, resampled on request;
 - ``frame.to_ndarray()`` / ``frame.plane(i)`` (DLPack) for arrays; ``alpha2.Device`` and
   ``alpha2.adapters()`` for the GPU.
 
@@ -33,6 +35,8 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "open": "alpha2.api.source",
     "create": "alpha2.api.writer",
+    "open_audio": "alpha2.api.audio",
+    "AudioSource": "alpha2.api.audio",
     "adapters": "alpha2.api.source",
     "AdapterInfo": "alpha2.api.source",
     "Frame": "alpha2.api.source",
@@ -48,6 +52,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from alpha2.api.audio import AudioSource as AudioSource
+    from alpha2.api.audio import open_audio as open_audio
     from alpha2.api.source import AdapterInfo as AdapterInfo
     from alpha2.api.source import Frame as Frame
     from alpha2.api.source import VideoSource as VideoSource

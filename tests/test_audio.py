@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from alpha2.apps import audio_out, player
 from alpha2.apps.audio_out import ClockKind, open_clock
 from alpha2.apps.player import PlayOptions, play
 from alpha2.ffmpeg_bridge import AudioDecodeSession, NoAudioStreamError
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 from tests.media import AV_FLASH_EVERY, make_audio_only, make_av_clip, make_clip
 from tests.xvfb import play_under_xvfb
@@ -57,6 +59,44 @@ def test_audio_seek_and_format(av_clip: str) -> None:
         assert block is not None and block.samples.dtype == np.float32 and block.samples.shape[1] == 2
         assert block.pts_seconds == pytest.approx(1.25, abs=1 / 44100)
     session.close()  # idempotent
+
+
+def _two_audio_streams(path: Path) -> str:
+    """An MKV with a 22.05 kHz mono PCM stream, then a 48 kHz 5.1 FLAC one (a tone on every channel)."""
+    import av
+
+    with av.open(str(path), "w") as out:
+        streams: list[Any] = []
+        for rate, layout, codec in ((22050, "mono", "pcm_s16le"), (48000, "5.1", "flac")):
+            streams.append(out.add_stream(codec, rate=rate))  # every stream before the first packet
+            streams[-1].layout = layout
+        for stream in streams:
+            rate, layout = stream.codec_context.sample_rate, stream.layout.name
+            channels = stream.codec_context.channels
+            t = np.arange(rate // 2) / rate
+            tone = (0.25 * np.sin(2 * np.pi * 440 * t) * 32767).astype(np.int16)
+            pcm = np.repeat(tone[:, None], channels, axis=1).reshape(1, -1)
+            frame = av.AudioFrame.from_ndarray(pcm, format="s16", layout=layout)
+            frame.sample_rate, frame.pts = rate, 0
+            for packet in [*stream.encode(frame), *stream.encode(None)]:
+                out.mux(packet)
+    return str(path)
+
+
+def test_stream_choice_own_format_and_surround(tmp_path: Path) -> None:
+    path = _two_audio_streams(tmp_path / "two.mkv")
+    with AudioDecodeSession(path, sample_rate=None, channels=None, stream_index=0) as mono:
+        assert (mono.sample_rate, mono.channels, mono.info.stream_index) == (22050, 1, 0)
+        assert mono.info.codec == "pcm_s16le"
+    with AudioDecodeSession(path, sample_rate=None, channels=None, stream_index=1) as surround:
+        assert (surround.info.codec, surround.info.layout) == ("flac", "5.1")
+        block = surround.next_block()
+        assert block is not None and block.samples.shape[1] == 6 and block.sample_rate == 48000
+    with AudioDecodeSession(path, sample_rate=44100, channels=2, stream_index=1) as down:
+        samples = np.concatenate([b.samples for b in down.blocks()])
+        assert samples.shape[1] == 2 and abs(samples.shape[0] - 44100 // 2) <= 64
+    with pytest.raises(InvalidInputError, match=r"has 2 audio stream\(s\); stream_index must be 0 to 1"):
+        AudioDecodeSession(path, stream_index=2)
 
 
 def test_no_audio_stream_is_a_typed_error(tmp_path: Path) -> None:

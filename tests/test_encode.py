@@ -209,6 +209,25 @@ def test_variable_frame_rate_pts(tmp_path: Path) -> None:
             enc2.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48, pts=5)
 
 
+def test_timing_set_before_the_first_frame(tmp_path: Path) -> None:
+    out = str(tmp_path / "timed.mp4")
+    with EncodeSession(out, codec="h264") as enc:
+        enc.set_timing(rate=25, time_base=fractions.Fraction(1, 90000))
+        assert (enc.rate, enc.time_base) == (25, fractions.Fraction(1, 90000))
+        for i in range(5):
+            planes, _ = _yuv420_planes(i, 64, 48)
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48, pts=i * 3600)
+        with pytest.raises(InvalidInputError, match="first frame fixed the timing"):
+            enc.set_timing(rate=30, time_base=fractions.Fraction(1, 30))
+    with av.open(out) as c:
+        stream = c.streams.video[0]
+        assert stream.average_rate == 25 and c.duration == pytest.approx(200_000, abs=1000)
+    enc2 = EncodeSession(str(tmp_path / "bad.mp4"), codec="h264")
+    with pytest.raises(InvalidInputError, match="must be positive"):
+        enc2.set_timing(rate=0, time_base=fractions.Fraction(1, 90000))
+    enc2.abort()
+
+
 def test_rate_control_crf_changes_size(tmp_path: Path) -> None:
     sizes = {}
     for crf in (5, 45):

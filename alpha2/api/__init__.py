@@ -5,6 +5,7 @@ Everything a program does with video goes through here, the ``alpha2`` command i
 
 - :func:`open` -> :class:`VideoSource` (frames that render themselves, arrays, exact seeks);
 - :func:`create` -> :class:`Writer` (textures, arrays or frames in, a tagged video file out);
+- :func:`open_audio` -> :class:`AudioSource` (sound as float32 sample blocks, resampled on request);
 - :class:`StreamGroup` (many streams on one device, ticked together; decoders in threads or processes);
 - :func:`transcode` (the ``alpha2 transcode`` frame loop: decode, import, render or scale, encode).
 
@@ -21,6 +22,8 @@ from alpha2._lazy import lazy_names
 
 _EXPORTS: dict[str, str] = {
     "AdapterInfo": "alpha2.api.source",
+    "AudioSource": "alpha2.api.audio",
+    "open_audio": "alpha2.api.audio",
     "Frame": "alpha2.api.source",
     "GpuWorkDone": "alpha2.api.source",
     "VideoSource": "alpha2.api.source",
@@ -38,6 +41,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from alpha2.api.audio import AudioSource as AudioSource
+    from alpha2.api.audio import open_audio as open_audio
     from alpha2.api.decode_process import DecodeProcess as DecodeProcess
     from alpha2.api.decode_process import open_processes as open_processes
     from alpha2.api.source import AdapterInfo as AdapterInfo

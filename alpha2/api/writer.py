@@ -1,11 +1,29 @@
 """Writing video: textures, RGB(A) arrays or decoded frames in, a tagged video file out.
 
 Made by :func:`create`; the sibling of :mod:`alpha2.api.source`.
+
+Timing comes from what is written. Frames of a :class:`~alpha2.api.source.VideoSource` keep their own
+timestamps (variable frame rate included), counted from the first one written, in their stream's time
+base (or a 90 kHz one when that is coarser than a millisecond); the output's nominal rate is the
+source's. Textures and arrays carry no time: each comes one frame (``1 / rate``) after the previous,
+at ``rate`` when given, else at 30 frames per second (:attr:`Writer.timing` says which), unless
+``write(item, pts_seconds=...)`` gives its time. A ``rate`` given to :func:`create` times every frame
+by its order, decoded frames included (a constant frame rate).
+
+A Writer dropped without :meth:`~Writer.close` leaves no half-written output behind: its backstop
+removes the partial file, stops its thread, frees its GPU objects and warns (``ResourceWarning``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fractions
+import math
 import os
+import threading
+import warnings
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,11 +40,12 @@ from alpha2.gpu.colour import (
     TransferCharacteristic,
 )
 from alpha2.gpu.encoded import companion_colour
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
+from alpha2.native_gpu.encode.pipelines import SOURCE_TEXTURE_FORMATS
 
-__all__ = ["DEFAULT_COLOUR", "Writer", "create"]
+__all__ = ["DEFAULT_COLOUR", "DEFAULT_RATE", "Writer", "create"]
 
 DEFAULT_COLOUR = ColourInfo(
     ColourMatrix.BT709,
@@ -37,9 +56,37 @@ DEFAULT_COLOUR = ColourInfo(
 )
 """What a :class:`Writer` tags its stream with when given no colour: BT.709, limited range, left siting."""
 
+DEFAULT_RATE = fractions.Fraction(30)
+"""Frames per second of textures and arrays written without ``rate`` nor timestamps."""
+
+_TICKS_PER_SECOND = 90_000
+"""The clock a coarse time base is cut toward: MPEG's 90 kHz, exact for 24, 25, 30, 50 and 60 fps."""
+
+_WORKER_NAME = "alpha2-encode"
+
+
+def _fine_time_base(unit: fractions.Fraction) -> fractions.Fraction:
+    """``unit`` when it is between 1 ms and 1 us, else a tick near 1 / 90000 s (a whole fraction of
+    ``unit`` when ``unit`` is coarser, so its multiples stay exact)."""
+    if unit > fractions.Fraction(1, 1000):
+        return unit / math.ceil(unit * _TICKS_PER_SECOND)
+    if unit.denominator > 1_000_000:
+        return fractions.Fraction(1, _TICKS_PER_SECOND)
+    return unit
+
+
+def _has_time(frame: Frame) -> bool:
+    """Whether a decoded frame says when it shows."""
+    meta = frame.decoded.metadata
+    return meta.pts is not None and bool(meta.time_base)
+
+
+def _size(width: int, height: int) -> str:
+    return f"{width}x{height}"
+
 
 # ---------------------------------------------------------------------------------------------------
-# writing
+# input checks
 
 
 def _host_array(item: Any) -> np.ndarray:
@@ -68,12 +115,105 @@ def _host_array(item: Any) -> np.ndarray:
     )
 
 
+def _check_pixels(pixels: np.ndarray) -> None:
+    """Refuse an array that is not (height, width, 3 or 4) uint8, saying how to make one."""
+    if pixels.dtype != np.uint8:
+        fix = (
+            "scale 0..1 floats with (pixels * 255).clip(0, 255).astype(np.uint8)"
+            if pixels.dtype.kind == "f"
+            else "convert with pixels.astype(np.uint8) (values 0..255)"
+        )
+        raise InvalidInputError(
+            f"arrays must be uint8 RGB(A) (0..255 per channel); got {pixels.dtype}: {fix}"
+        )
+    if pixels.ndim == 3 and pixels.shape[2] in (3, 4):
+        return
+    if pixels.ndim == 3 and pixels.shape[0] in (3, 4):
+        fix = "a channels-first (3|4, h, w) array becomes (h, w, 3|4) by pixels.transpose(1, 2, 0)"
+    elif pixels.ndim == 2:
+        fix = "a gray (h, w) array becomes RGB by np.repeat(pixels[:, :, None], 3, axis=2)"
+    else:
+        fix = "write one picture per call"
+    raise InvalidInputError(
+        f"arrays must be shaped (height, width, 3) RGB or (height, width, 4) RGBA; got {pixels.shape}: {fix}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# what a Writer holds (the finalizer's, so that it never refers to the Writer itself)
+
+
+@dataclass
+class _Held:
+    """Everything a Writer must close: its encode session, GPU objects and thread."""
+
+    session: EncodeSession
+    """The encoder and the (temporary) output file."""
+    copier: EncodeCopier | None = None
+    """The GPU RGB -> NV12 copier, made by the first texture or array."""
+    upload: Any = None
+    """The texture arrays are uploaded into."""
+    worker: _Worker | None = None
+    """The thread of :meth:`Writer.write_async`."""
+    own_device: Device | None = None
+    """The Device the Writer opened itself (closed with it)."""
+
+    def release_gpu_and_thread(self) -> None:
+        """Stop the thread and free the GPU objects, without encoding what is in flight."""
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            if threading.current_thread().name.startswith(_WORKER_NAME):
+                worker._pool.shutdown(wait=False)  # a collection on the worker itself cannot join it
+            else:
+                worker.close()
+        copier, self.copier = self.copier, None
+        if copier is not None:
+            with contextlib.suppress(Exception):
+                copier.close()
+        upload, self.upload = self.upload, None
+        if upload is not None:
+            with contextlib.suppress(Exception):
+                upload.destroy()
+        device, self.own_device = self.own_device, None
+        if device is not None:
+            with contextlib.suppress(Exception):
+                device.close()
+
+
+def _abandoned(held: _Held, path: str) -> None:
+    """The backstop of a Writer dropped without close(): no partial output, thread or GPU object left."""
+    held.release_gpu_and_thread()
+    with contextlib.suppress(Exception):
+        held.session.abort()
+    warnings.warn(
+        f"an alpha2 Writer of {path!r} was dropped without close(): its partial output was removed; "
+        "call close() (or use `with alpha2.create(...) as writer:`) to finish the file",
+        ResourceWarning,
+        stacklevel=2,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# writing
+
+
 class Writer:
     """Encode textures, RGB(A) arrays or decoded frames into a video file; made by :func:`create`.
 
     Textures and arrays are converted to NV12 on the GPU (the copier) with :attr:`colour`'s matrix and
     range, and the stream is tagged with that colour; decoded frames are encoded as they are, tagged
     with their own colour. ``untagged=True`` writes no colour tags (decoders then assume BT.601).
+
+    Timing (fixed by the first :meth:`write`): frames of a VideoSource keep their own timestamps, counted
+    from the first one written, and the source's frame rate is the nominal one; textures and arrays
+    come ``1 / rate`` apart, at 30 frames per second when no ``rate`` was given (:attr:`timing` says
+    so), unless ``write(..., pts_seconds=...)`` gives their time. A ``rate`` given times every frame by
+    its order, decoded frames included.
+
+    Every frame must have the first one's size. :meth:`close` finishes the file under its name
+    (atomically); :meth:`abort`, an exception in a ``with`` block, or dropping the Writer unclosed
+    (with a ``ResourceWarning``) removes the partial output. Any call but :meth:`close` and
+    :meth:`abort` after those raises :class:`~alpha2.gpu.errors.ClosedError`.
     """
 
     def __init__(
@@ -81,7 +221,7 @@ class Writer:
         path: str | os.PathLike[str],
         *,
         codec: str = "h264",
-        rate: float = 30,
+        rate: float | fractions.Fraction | None = None,
         colour: ColourInfo | None = None,
         device: Any = None,
         untagged: bool = False,
@@ -90,40 +230,188 @@ class Writer:
         colour = DEFAULT_COLOUR if colour is None else colour
         if colour.primaries is ColourPrimaries.UNSPECIFIED:  # the matrix's standard primaries and transfer
             colour = companion_colour(colour.matrix, colour.range, colour.chroma_location)
+        if rate is not None and not (isinstance(rate, int | float | fractions.Fraction) and rate > 0):
+            raise InvalidInputError(
+                f"rate must be positive frames per second (e.g. 25, 30000/1001 as a Fraction), or None "
+                f"to take the timing from what is written; got {rate!r}"
+            )
         self.colour = colour
         """What the stream is tagged with (for textures and arrays)."""
         self.path = os.fspath(path)
         """The output file."""
+        self._rate_given = None if rate is None else fractions.Fraction(rate).limit_denominator(1_000_000)
         self._device = as_device(device)
         # The copier's planes carry the matrix's companion colour; other primaries / transfer go to the
         # session, which then tags every frame with them. All-unspecified is the untagged request.
         companion = companion_colour(colour.matrix, colour.range, colour.chroma_location)
         session_colour = ColourInfo() if untagged else (None if colour == companion else colour)
-        self._session = EncodeSession(path, codec=codec, rate=rate, colour=session_colour, **options)
-        self._copier: EncodeCopier | None = None
-        self._upload: Any = None
+        session = EncodeSession(path, codec=codec, rate=rate, colour=session_colour, **options)
+        self._held = _Held(session)
+        self._finalizer = weakref.finalize(self, _abandoned, self._held, self.path)
+        self._closed: str | None = None  # "closed" / "aborted" once either ran
         self._frames = 0
-        self._worker: _Worker | None = None
+        self._size: tuple[int, int] | None = None
+        self._rate: fractions.Fraction | None = self._rate_given
+        self._time_base: fractions.Fraction | None = None
+        self._timing: str | None = None
+        self._follow_frames = False  # decoded frames keep their own timestamps
+        self._origin: fractions.Fraction | None = None  # the first decoded frame's time: output's 0
+        self._last: fractions.Fraction | None = None  # the previous frame's time, in seconds
+        self._last_ticks: int | None = None
+
+    # -- what it is ----------------------------------------------------------------------------------
 
     @property
     def session(self) -> EncodeSession:
         """The EncodeSession underneath."""
-        return self._session
+        return self._held.session
 
     @property
     def frames_written(self) -> int:
         """Frames handed to the encoder so far."""
         return self._frames
 
+    @property
+    def rate(self) -> fractions.Fraction | None:
+        """The output's nominal frame rate (frames per second): the ``rate`` given, else fixed by the
+        first write (a VideoSource's frame rate, or 30 for textures and arrays); None until then."""
+        return self._rate
+
+    @property
+    def time_base(self) -> fractions.Fraction | None:
+        """The unit of the output's timestamps, in seconds; None until the first write fixes it."""
+        return self._time_base
+
+    @property
+    def timing(self) -> str | None:
+        """How frames are timed, and where that came from (e.g. that 30 fps is the default, not asked
+        for); None until the first write."""
+        return self._timing
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` or :meth:`abort` ran."""
+        return self._closed is not None
+
+    # -- timing --------------------------------------------------------------------------------------
+
+    def _fix_timing(self, item: Any) -> None:
+        """Choose the rate and time base from the first item written (once)."""
+        if self._time_base is not None:
+            return
+        given = self._rate_given
+        if isinstance(item, Frame) and given is None:
+            info = item._source.session.info
+            unit = item.decoded.metadata.time_base
+            rate = fractions.Fraction(info.average_rate) if info.average_rate else None
+            said = f"{rate} fps, the source's" if rate else "30 fps (the source says no rate)"
+            rate = rate or DEFAULT_RATE
+            self._time_base = _fine_time_base(fractions.Fraction(unit) if unit else 1 / rate)
+            self._follow_frames = True
+            self._timing = (
+                f"decoded frames keep their own timestamps (variable rate kept) from the first one "
+                f"written, in units of {self._time_base} s; nominal rate {said}; frames without a "
+                "timestamp (textures, arrays) come one frame after the previous"
+            )
+        else:
+            rate = given or DEFAULT_RATE
+            self._time_base = _fine_time_base(1 / rate)
+            how = (
+                f"at {rate} fps, as asked (rate=)"
+                if given
+                else f"at {rate} fps, the default: pass rate=... to create() for another, or "
+                "write(..., pts_seconds=...)"
+            )
+            self._timing = f"frames come one after another {how}, unless write() gives pts_seconds"
+        self._rate = rate
+        self._held.session.set_timing(rate=rate, time_base=self._time_base)
+
+    def _ticks_for(self, item: Any, pts_seconds: float | None) -> int:
+        """The item's timestamp in :attr:`time_base` units; refuses one that does not increase."""
+        assert self._time_base is not None and self._rate is not None
+        if pts_seconds is not None:
+            if not math.isfinite(pts_seconds) or pts_seconds < 0:
+                raise InvalidInputError(f"pts_seconds must be a time >= 0 in seconds, got {pts_seconds!r}")
+            time = fractions.Fraction(pts_seconds)
+            said = f"pts_seconds {pts_seconds}"
+        elif self._follow_frames and isinstance(item, Frame) and _has_time(item):
+            meta = item.decoded.metadata
+            assert meta.pts is not None and meta.time_base is not None
+            own = meta.pts * fractions.Fraction(meta.time_base)
+            if self._origin is None:
+                self._origin = own - (self._last + 1 / self._rate if self._last is not None else 0)
+            time = own - self._origin
+            said = f"the frame's pts_seconds {item.pts_seconds}"
+        else:
+            time = self._last + 1 / self._rate if self._last is not None else fractions.Fraction(0)
+            said = "the next frame's time"
+        ticks = round(time / self._time_base)
+        if self._last_ticks is not None and ticks <= self._last_ticks:
+            assert self._last is not None
+            raise InvalidInputError(
+                f"timestamps must increase: {said} ({float(time):.6f} s) is not after the previous "
+                f"frame's {float(self._last):.6f} s; pass later pts_seconds, or create the Writer with "
+                "rate=... to time frames by their order"
+            )
+        self._last, self._last_ticks = time, ticks
+        return ticks
+
+    # -- checks --------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed is not None:
+            raise ClosedError(
+                f"this Writer of {self.path!r} was {self._closed}; nothing more can be written to it: "
+                "create another one (alpha2.create) for more frames"
+            )
+
+    def _check_size(self, width: int, height: int) -> None:
+        if self._size is None:
+            self._size = (width, height)
+        elif self._size != (width, height):
+            raise InvalidInputError(
+                f"all frames of one output must have the first frame's size ({_size(*self._size)}); got "
+                f"{_size(width, height)}: resize before writing, or create another Writer"
+            )
+
+    def _check_texture(self, texture: Any) -> Device:
+        """The Device to convert ``texture`` on; refuses one the writer cannot read, saying why."""
+        owner = getattr(texture, "_device", None)  # wgpu-py's objects keep their device there
+        if self._device is not None and owner is not None and owner is not self._device.webgpu_device:
+            raise InvalidInputError(
+                f"the texture belongs to another device than this Writer's ({self._device.adapter_name}); "
+                "create the Writer on the texture's device (alpha2.create(path, device=source.device), or "
+                "your own GPUDevice), or write arrays instead"
+            )
+        fmt = str(texture.format)
+        if fmt not in SOURCE_TEXTURE_FORMATS:
+            twin = " (for an -srgb texture, render into its plain twin)" if "srgb" in fmt else ""
+            raise InvalidInputError(
+                f"the Writer reads {', '.join(SOURCE_TEXTURE_FORMATS)} textures, not {fmt!r}: render into "
+                f"one of those{twin}"
+            )
+        device = self._device_for(texture)
+        if not int(texture.usage) & int(device.gpu_module.TextureUsage.TEXTURE_BINDING):
+            raise InvalidInputError(
+                "the texture lacks TextureUsage.TEXTURE_BINDING, which the Writer reads it by: create it "
+                "with usage=... | TextureUsage.TEXTURE_BINDING"
+            )
+        return device
+
+    # -- GPU objects ---------------------------------------------------------------------------------
+
     def _device_for(self, texture: Any) -> Device:
         if self._device is None:
             owner = getattr(texture, "_device", None)
-            self._device = Device.adopt(owner) if owner is not None else Device.open()
+            if owner is not None:
+                self._device = Device.adopt(owner)
+            else:
+                self._device = self._held.own_device = Device.open()
         return self._device
 
     def _copier_for(self, device: Device, width: int, height: int) -> EncodeCopier:
-        if self._copier is None:
-            self._copier = EncodeCopier(
+        if self._held.copier is None:
+            self._held.copier = EncodeCopier(
                 device,
                 width,
                 height,
@@ -131,80 +419,130 @@ class Writer:
                 colour_range=self.colour.range,
                 chroma_location=self.colour.chroma_location,
             )
-        return self._copier
+        return self._held.copier
 
     def _array_texture(self, pixels: np.ndarray) -> Any:
-        if pixels.ndim != 3 or pixels.shape[2] not in (3, 4) or pixels.dtype != np.uint8:
-            raise InvalidInputError(
-                f"arrays must be (height, width, 3 or 4) uint8 RGB(A), got {pixels.shape} {pixels.dtype}"
-            )
+        _check_pixels(pixels)
         height, width = pixels.shape[:2]
+        self._check_size(width, height)
         if pixels.shape[2] == 3:
             pixels = np.concatenate([pixels, np.full((height, width, 1), 255, np.uint8)], axis=2)
         device = self._device_for(None)
         gpu = device.gpu_module
-        if self._upload is None or tuple(self._upload.size[:2]) != (width, height):
-            self._upload = device.webgpu_device.create_texture(
+        held = self._held
+        if held.upload is None:
+            held.upload = device.webgpu_device.create_texture(
                 size=(width, height, 1),
                 format="rgba8unorm",
                 usage=gpu.TextureUsage.TEXTURE_BINDING | gpu.TextureUsage.COPY_DST,
             )
         device.webgpu_device.queue.write_texture(
-            {"texture": self._upload, "origin": (0, 0, 0), "mip_level": 0},
+            {"texture": held.upload, "origin": (0, 0, 0), "mip_level": 0},
             np.ascontiguousarray(pixels),
             {"offset": 0, "bytes_per_row": width * 4, "rows_per_image": height},
             (width, height, 1),
         )
-        return self._upload
+        return held.upload
 
-    def write(self, item: Any, pts: int | None = None) -> None:
+    # -- writing -------------------------------------------------------------------------------------
+
+    def write(self, item: Any, *, pts_seconds: float | None = None) -> None:
         """Encode one frame: a texture, an RGB(A) uint8 array (numpy / DLPack), or an alpha2 Frame.
 
         Args:
             item: What to write. Textures need TEXTURE_BINDING usage and rgba8unorm, bgra8unorm or
-                rgba16float; every texture or array must have the first one's size.
-            pts: Timestamp in frames at ``rate``; default the frame's index.
+                rgba16float, on the Writer's device; arrays are (height, width, 3 or 4) uint8. Every
+                item must have the first one's size.
+            pts_seconds: When the frame shows, in seconds of the output; must increase. Default: a
+                decoded frame's own timestamp (from the first one written), else one frame after the
+                previous (see :attr:`timing`).
+
+        Raises:
+            ClosedError: the Writer was closed or aborted.
+            InvalidInputError: a size other than the first frame's, an array or texture the Writer
+                cannot read, or a timestamp that does not increase; the message says what to do.
         """
-        pts = self._frames if pts is None else pts
+        self._check_open()
         if isinstance(item, Frame):
-            self._session.encode(item.decoded, pts=pts)
+            if item._released or item.decoded.released:
+                raise InvalidInputError(
+                    "this Frame's decoded picture is gone (released, or handed to textures by render()); "
+                    "write the frame before rendering or releasing it, or write the texture render() returned"
+                )
+            self._check_size(item.width, item.height)
+            self._fix_timing(item)
+            ticks = self._ticks_for(item, pts_seconds)
+            if self._held.copier is not None:  # textures written before it go first, in order
+                for planes in self._held.copier.flush():
+                    with planes:
+                        self._held.session.encode(planes)
+            self._held.session.encode(item.decoded, pts=ticks)
             self._frames += 1
             return
-        texture = item if hasattr(item, "create_view") else self._array_texture(_host_array(item))
-        device = self._device_for(texture)
+        if hasattr(item, "create_view"):
+            texture = item
+            device = self._check_texture(texture)
+            self._check_size(int(texture.size[0]), int(texture.size[1]))
+        else:
+            texture = self._array_texture(_host_array(item))
+            device = self._device_for(texture)
         copier = self._copier_for(device, int(texture.size[0]), int(texture.size[1]))
-        for planes in copier.submit(texture, pts):
+        self._fix_timing(item)
+        ticks = self._ticks_for(item, pts_seconds)
+        for planes in copier.submit(texture, ticks):
             with planes:
-                self._session.encode(planes)
+                self._held.session.encode(planes)
         self._frames += 1
 
-    async def write_async(self, item: Any, pts: int | None = None) -> None:
-        """:meth:`write` on a worker thread: the event loop runs while the GPU and the encoder work."""
-        if self._worker is None:
-            self._worker = _Worker("alpha2-encode")
-        await self._worker.run(lambda: self.write(item, pts))
+    async def write_async(self, item: Any, *, pts_seconds: float | None = None) -> None:
+        """:meth:`write` on a worker thread: the event loop runs while the GPU and the encoder work.
+
+        Raises:
+            ClosedError: the Writer was closed or aborted.
+        """
+        self._check_open()
+        held = self._held
+        if held.worker is None:
+            held.worker = _Worker(_WORKER_NAME)
+        await held.worker.run(lambda: self.write(item, pts_seconds=pts_seconds))
 
     def close(self) -> None:
-        """Encode what is still in flight and finish the file (atomically). Idempotent."""
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-        if self._copier is not None:
-            for planes in self._copier.flush():
-                with planes:
-                    self._session.encode(planes)
-            self._copier.close()
-            self._copier = None
-        self._session.close()
+        """Encode what is still in flight and finish the file (atomically). Idempotent.
+
+        Raises:
+            EncoderError: finishing failed, or nothing was written (then no file is left either).
+        """
+        if self._closed is not None:
+            return
+        self._closed = "closed"
+        self._finalizer.detach()
+        held = self._held
+        try:
+            if held.worker is not None:
+                held.worker.close()
+                held.worker = None
+            if held.copier is not None:
+                for planes in held.copier.flush():
+                    with planes:
+                        held.session.encode(planes)
+            held.release_gpu_and_thread()
+            held.session.close()
+        except BaseException:
+            held.release_gpu_and_thread()
+            held.session.abort()
+            raise
 
     def abort(self) -> None:
-        """Stop and remove the partial output."""
-        if self._copier is not None:
-            self._copier.close()
-            self._copier = None
-        self._session.abort()
+        """Stop and remove the partial output. Idempotent."""
+        if self._closed is not None:
+            return
+        self._closed = "aborted"
+        self._finalizer.detach()
+        self._held.release_gpu_and_thread()
+        self._held.session.abort()
 
     def __enter__(self) -> Writer:
+        self._check_open()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
@@ -213,7 +551,19 @@ class Writer:
         else:
             self.abort()
 
+    def __repr__(self) -> str:
+        state = self._closed or f"{self._frames} frames written"
+        return f"<alpha2.Writer {self.path!r} {state}>"
+
 
 def create(path: str | os.PathLike[str], **options: Any) -> Writer:
-    """Create a video file to write into; :class:`Writer` lists the options (codec, rate, colour, device)."""
+    """Create a video file to write into; :class:`Writer` lists the options (codec, rate, colour, device).
+
+    Args:
+        path: The output; its extension picks the container (.mp4, .mkv, .mov, .webm, ...).
+        options: ``codec`` (``'h264'``, ``'hevc'``, ``'av1'``, ... or an encoder name); ``rate`` (None:
+            timing from what is written, see :class:`Writer`); ``colour``; ``device`` (the textures');
+            ``untagged``; the rest go to :class:`~alpha2.ffmpeg_bridge.encode.EncodeSession` (``crf``,
+            ``bitrate``, ``preset``, ``audio_from`` ...).
+    """
     return Writer(path, **options)

@@ -1,13 +1,14 @@
-"""Audio decode for playback: the first audio stream, resampled by FFmpeg to the output's format.
+"""Audio decode: one audio stream, resampled by FFmpeg to the rate and channels asked for.
 
 :class:`AudioDecodeSession` opens its own container (the video's :class:`DecodeSession` is left as it is),
-decodes and resamples with ``av.AudioResampler`` to float32 interleaved at the rate and channel count the
-output device asks for, and hands out :class:`AudioBlock` values: numpy samples with a pts in seconds.
-No PyAV object leaves this module.
+decodes and resamples with ``av.AudioResampler`` (FFmpeg's swresample) to float32 interleaved at the rate
+and channel count asked for (the player's output device, or the stream's own), and hands out
+:class:`AudioBlock` values: numpy samples with a pts in seconds. No PyAV object leaves this module.
 """
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +23,13 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError
 
 __all__ = ["AudioBlock", "AudioDecodeSession", "AudioStreamInfo", "NoAudioStreamError", "media_kinds"]
 
-_LAYOUTS = {1: "mono", 2: "stereo"}
+_LAYOUTS = {1: "mono", 2: "stereo", 3: "2.1", 4: "quad", 5: "5.0", 6: "5.1", 7: "6.1", 8: "7.1"}
+"""FFmpeg's layout for each channel count alpha2 resamples to (the stream's own when it has as many)."""
+
+MIN_SAMPLE_RATE = 1_000
+"""Lowest sample rate (per second) a session resamples to."""
+MAX_SAMPLE_RATE = 768_000
+"""Highest sample rate (per second) a session resamples to."""
 
 
 class NoAudioStreamError(BridgeError, InvalidInputError):
@@ -63,6 +70,10 @@ class AudioStreamInfo:
     """The stream's own channel count."""
     duration_seconds: float | None
     """Stream (or container) duration, when known."""
+    stream_index: int = 0
+    """Which audio stream: its index among the container's audio streams."""
+    layout: str = ""
+    """The stream's channel layout as FFmpeg names it (``stereo``, ``5.1(side)`` ...), when known."""
 
 
 def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
@@ -75,19 +86,73 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
         raise from_ffmpeg(exc, f"opening {where!r}") from exc
 
 
+def _stream_counts(container: av.container.InputContainer) -> str:
+    """``1 video, 2 subtitle``: what a container holds, for messages."""
+    kinds: dict[str, int] = {}
+    for stream in container.streams:
+        kinds[str(stream.type)] = kinds.get(str(stream.type), 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) or "no streams"
+
+
+def _named_layout(name: str) -> bool:
+    """Whether FFmpeg knows ``name`` as a layout (not an unordered ``3 channels``)."""
+    if not name or name.endswith(" channels"):
+        return False
+    try:
+        av.AudioLayout(name)
+    except (ValueError, av.error.FFmpegError):
+        return False
+    return True
+
+
+def _check_output(sample_rate: int | None, channels: int | None) -> None:
+    """Refuse a rate or channel count the resampler is not asked for, naming the allowed values."""
+    if sample_rate is not None and (
+        isinstance(sample_rate, bool)
+        or not isinstance(sample_rate, numbers.Integral)
+        or not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE
+    ):
+        raise InvalidInputError(
+            f"sample_rate must be a whole number of samples per second from {MIN_SAMPLE_RATE} to "
+            f"{MAX_SAMPLE_RATE} (e.g. 48000, 44100), or None for the stream's own; got {sample_rate!r}"
+        )
+    if channels is not None and (isinstance(channels, bool) or channels not in _LAYOUTS):
+        raise InvalidInputError(
+            f"channels must be 1 to {max(_LAYOUTS)} (1 mono, 2 stereo, 6 for 5.1 ...), or None for the "
+            f"stream's own; got {channels!r}"
+        )
+
+
 class AudioDecodeSession:
-    """Decodes the first audio stream of ``source`` into float32 blocks at ``sample_rate``/``channels``."""
+    """Decodes one audio stream of ``source`` into float32 blocks at ``sample_rate`` / ``channels``.
+
+    Args:
+        source: The media file.
+        sample_rate: Samples per second of the blocks (resampled); None: the stream's own.
+        channels: Channels of the blocks (1 to 8, mixed up or down by FFmpeg); None: the stream's own.
+        stream_index: Which audio stream, by its index among the container's audio streams; None: the
+            one FFmpeg ranks best (the first, in a file with one).
+
+    Raises:
+        InvalidInputError: a sample rate, channel count or stream index out of range.
+        NoAudioStreamError: the file has no audio stream (the message lists what it has).
+        MediaNotFoundError, MediaFormatError: the file is missing or not media.
+    """
 
     def __init__(
-        self, source: str | os.PathLike[str], *, sample_rate: int = 48000, channels: int = 2
+        self,
+        source: str | os.PathLike[str],
+        *,
+        sample_rate: int | None = 48000,
+        channels: int | None = 2,
+        stream_index: int | None = None,
     ) -> None:
-        if sample_rate <= 0 or channels not in _LAYOUTS:
-            raise InvalidInputError(
-                f"audio output must be > 0 Hz with 1 or 2 channels, got {sample_rate} Hz, {channels}"
-            )
+        _check_output(sample_rate, channels)
+        if stream_index is not None and (
+            isinstance(stream_index, bool) or not isinstance(stream_index, numbers.Integral)
+        ):
+            raise InvalidInputError(f"stream_index must be an int or None, got {stream_index!r}")
         self.source = os.fspath(source)
-        self.sample_rate = sample_rate
-        self.channels = channels
         try:
             container = av.open(self.source, mode="r", metadata_errors="replace")
         except av.error.FFmpegError as exc:
@@ -95,13 +160,38 @@ class AudioDecodeSession:
         if not isinstance(container, av.container.InputContainer):
             container.close()
             raise MediaFormatError(f"{self.source!r} did not open as an input")
-        if not container.streams.audio:
-            kinds = ", ".join(sorted({str(s.type) for s in container.streams})) or "none"
+        audio = list(container.streams.audio)
+        if not audio:
+            held = _stream_counts(container)
             container.close()
-            raise NoAudioStreamError(f"{self.source!r} has no audio stream (streams: {kinds})")
+            raise NoAudioStreamError(
+                f"{self.source!r} has no audio stream (it has {held}); give a file with sound"
+            )
+        stream: Any
+        if stream_index is None:
+            stream = container.streams.best("audio") or audio[0]
+        elif 0 <= stream_index < len(audio):
+            stream = audio[int(stream_index)]
+        else:
+            container.close()
+            raise InvalidInputError(
+                f"{self.source!r} has {len(audio)} audio stream(s); stream_index must be 0 to "
+                f"{len(audio) - 1} (an index among its audio streams) or None, got {stream_index}"
+            )
         self._container: av.container.InputContainer | None = container
-        self._stream: Any = container.streams.audio[0]
+        self._stream: Any = stream
         ctx = self._stream.codec_context
+        own_channels = int(ctx.channels or 0)
+        own_layout = str(getattr(ctx.layout, "name", "") or "")
+        self.sample_rate: int = int(sample_rate) if sample_rate is not None else int(ctx.sample_rate or 48000)
+        """Samples per second of the blocks."""
+        self.channels: int = (
+            int(channels) if channels is not None else min(max(own_channels, 1), max(_LAYOUTS))
+        )
+        """Channels of the blocks."""
+        # The stream's own layout when the channel count is kept (5.1(side) stays itself), else FFmpeg's.
+        keep = own_channels == self.channels and _named_layout(own_layout)
+        self._layout = own_layout if keep else _LAYOUTS[self.channels]
         duration = None
         if self._stream.duration is not None and self._stream.time_base is not None:
             duration = float(self._stream.duration * self._stream.time_base)
@@ -110,8 +200,10 @@ class AudioDecodeSession:
         self.info = AudioStreamInfo(
             codec=str(ctx.name),
             sample_rate=int(ctx.sample_rate or 0),
-            channels=int(ctx.channels or 0),
+            channels=own_channels,
             duration_seconds=duration,
+            stream_index=next(i for i, s in enumerate(audio) if s.index == stream.index),
+            layout=own_layout,
         )
         self._frames: Iterator[Any] | None = None
         self._resampler: Any = None
@@ -120,14 +212,12 @@ class AudioDecodeSession:
 
     def _fresh(self) -> None:
         # A new resampler after a seek: the old one holds samples from before the jump.
-        self._resampler = av.AudioResampler(
-            format="flt", layout=_LAYOUTS[self.channels], rate=self.sample_rate
-        )
+        self._resampler = av.AudioResampler(format="flt", layout=self._layout, rate=self.sample_rate)
         self._next_pts = None
 
     def _live(self) -> av.container.InputContainer:
         if self._container is None:
-            raise ClosedError("the audio decode session is closed")
+            raise ClosedError(f"the audio decode session of {self.source!r} is closed; open the file again")
         return self._container
 
     def seek(self, seconds: float) -> None:

@@ -418,6 +418,24 @@ class EncodeSession:
         """The encoder's pixel format once known."""
         return self._pixel_format
 
+    def set_timing(self, *, rate: fractions.Fraction | int | float, time_base: fractions.Fraction) -> None:
+        """Set the nominal frame rate and the unit of ``pts`` before the first frame is encoded.
+
+        For a caller that learns its timing from the first frame (the front door's Writer takes a decoded
+        frame's time base and its source's frame rate).
+
+        Raises:
+            InvalidInputError: a frame was already encoded, or a rate or time base that is not positive.
+        """
+        with self._lock:
+            if self._out is not None or self._frames_in:
+                raise InvalidInputError("the first frame fixed the timing: set it before encoding any frame")
+            nominal = fractions.Fraction(rate).limit_denominator(1_000_000)
+            unit = fractions.Fraction(time_base)
+            if nominal <= 0 or unit <= 0:
+                raise InvalidInputError(f"rate and time_base must be positive, got {rate} and {time_base}")
+            self.rate, self.time_base = nominal, unit
+
     # -- opening ----------------------------------------------------------------------------------
 
     def _encoder_pixel_format(self, first: PixelFormat) -> str:

@@ -1,0 +1,216 @@
+"""Reading sound: a file's audio stream as float32 sample blocks, resampled on request.
+
+Made by :func:`open_audio`; the sound-side sibling of :mod:`alpha2.api.source`::
+
+    with alpha2.open_audio("clip.mp4", sample_rate=48000, channels=2) as sound:
+        for block in sound:                 # AudioBlock: samples (frames, channels) float32, pts_seconds
+            ...
+        sound.seek(1.0)
+        half_second = sound.read(0.5)       # one (24000, 2) float32 array
+
+Built on :class:`~alpha2.ffmpeg_bridge.audio.AudioDecodeSession` (FFmpeg's decoder and resampler through
+PyAV), the decoder the player's sound plays from.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+import weakref
+from collections.abc import Iterator
+
+import numpy as np
+
+from alpha2.ffmpeg_bridge.audio import AudioBlock, AudioDecodeSession, AudioStreamInfo, NoAudioStreamError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+
+__all__ = ["AudioBlock", "AudioSource", "AudioStreamInfo", "NoAudioStreamError", "open_audio"]
+
+
+def _abandoned(session: AudioDecodeSession, path: str) -> None:
+    """The backstop of an AudioSource dropped without close(): the file is closed, with a warning."""
+    session.close()
+    warnings.warn(
+        f"an alpha2 AudioSource of {path!r} was dropped without close(); it is closed now: call close() "
+        "or use `with alpha2.open_audio(...) as sound:`",
+        ResourceWarning,
+        stacklevel=2,
+    )
+
+
+class AudioSource:
+    """A file's audio stream as :class:`~alpha2.ffmpeg_bridge.audio.AudioBlock` values; made by
+    :func:`open_audio`.
+
+    Iterating gives blocks from the current position on: ``samples`` float32 shaped (frames,
+    channels), at :attr:`sample_rate` and :attr:`channels`, with the ``pts_seconds`` of their first
+    sample. :meth:`read` gives a span as one array; :meth:`seek` moves (sample-exact: samples before the
+    target are cut off). Close it (or use ``with``); one dropped unclosed is closed by a backstop, with
+    a ``ResourceWarning``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sample_rate: int | None = None,
+        channels: int | None = None,
+        stream_index: int | None = None,
+    ) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise InvalidInputError(
+                f"open_audio takes a path (str or os.PathLike), got {type(path).__name__}"
+            )
+        self._session = AudioDecodeSession(
+            path, sample_rate=sample_rate, channels=channels, stream_index=stream_index
+        )
+        self.path = os.fspath(path)
+        """What was opened."""
+        self._pending: AudioBlock | None = None  # what read() split off and did not hand out
+        self._finalizer = weakref.finalize(self, _abandoned, self._session, self.path)
+
+    # -- what it is ----------------------------------------------------------------------------------
+
+    @property
+    def info(self) -> AudioStreamInfo:
+        """The stream as the file has it: codec, its own sample rate and channels, duration."""
+        return self._session.info
+
+    @property
+    def sample_rate(self) -> int:
+        """Samples per second of the blocks (the one asked for, else the stream's)."""
+        return self._session.sample_rate
+
+    @property
+    def channels(self) -> int:
+        """Channels of the blocks (the count asked for, else the stream's)."""
+        return self._session.channels
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Duration the file announces for the stream, when it does."""
+        return self._session.info.duration_seconds
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran."""
+        return not self._finalizer.alive
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedError(
+                f"this AudioSource of {self.path!r} was closed; open it again (alpha2.open_audio)"
+            )
+
+    # -- samples -------------------------------------------------------------------------------------
+
+    def next_block(self) -> AudioBlock | None:
+        """The next block, or None at the end of the stream.
+
+        Raises:
+            ClosedError: the source was closed.
+            DecodeError: the stream is damaged beyond what the decoder skips.
+        """
+        self._check_open()
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            return pending
+        return self._session.next_block()
+
+    def __iter__(self) -> Iterator[AudioBlock]:
+        while (block := self.next_block()) is not None:
+            yield block
+
+    def read(self, seconds: float | None = None) -> np.ndarray:
+        """The next ``seconds`` of sound (all that is left when None) as one float32 array.
+
+        Returns:
+            Shape (frames, :attr:`channels`): ``round(seconds * sample_rate)`` frames, fewer at the end
+            of the stream (none past it).
+
+        Raises:
+            InvalidInputError: ``seconds`` is negative or not a number.
+            ClosedError: the source was closed.
+        """
+        if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
+            raise InvalidInputError(
+                f"seconds must be >= 0, or None for the rest of the stream; got {seconds!r}"
+            )
+        wanted = None if seconds is None else round(seconds * self.sample_rate)
+        parts: list[np.ndarray] = []
+        have = 0
+        while wanted is None or have < wanted:
+            block = self.next_block()
+            if block is None:
+                break
+            if wanted is not None and have + block.frames > wanted:
+                keep = wanted - have
+                self._pending = AudioBlock(
+                    samples=block.samples[keep:],
+                    pts_seconds=block.pts_seconds + keep / block.sample_rate,
+                    sample_rate=block.sample_rate,
+                )
+                block = AudioBlock(block.samples[:keep], block.pts_seconds, block.sample_rate)
+            parts.append(block.samples)
+            have += block.frames
+        if not parts:
+            return np.zeros((0, self.channels), np.float32)
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+    def seek(self, seconds: float) -> None:
+        """Make the next sample the one at ``seconds`` (0 or later).
+
+        Raises:
+            InvalidInputError: ``seconds`` is not a number.
+            ClosedError: the source was closed.
+        """
+        if not math.isfinite(seconds):
+            raise InvalidInputError(f"seconds must be a finite time, got {seconds!r}")
+        self._check_open()
+        self._pending = None
+        self._session.seek(seconds)
+
+    # -- lifetime ------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file. Idempotent."""
+        self._finalizer.detach()
+        self._pending = None
+        self._session.close()
+
+    def __enter__(self) -> AudioSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.sample_rate} Hz, {self.channels} ch"
+        return f"<alpha2.AudioSource {self.path!r} {self.info.codec} {state}>"
+
+
+def open_audio(
+    path: str | os.PathLike[str],
+    *,
+    sample_rate: int | None = None,
+    channels: int | None = None,
+    stream_index: int | None = None,
+) -> AudioSource:
+    """Open a media file's sound for decoding.
+
+    Args:
+        path: A media file with an audio stream (audio only, or beside video).
+        sample_rate: Samples per second to resample to (FFmpeg's resampler), 1000 to 768000; None: the
+            stream's own.
+        channels: Channels to mix to, 1 to 8 (1 mono, 2 stereo, 6 for 5.1); None: the stream's own.
+        stream_index: Which audio stream, by its index among the file's audio streams; None: the best
+            (FFmpeg's choice; the only one in most files).
+
+    Raises:
+        NoAudioStreamError: the file has no audio stream; the message names the file and what it has.
+        InvalidInputError: a sample rate, channel count or stream index out of range (the message names
+            the allowed values), or a path that is not one.
+        MediaNotFoundError, MediaFormatError: see :mod:`alpha2.ffmpeg_bridge.errors`.
+    """
+    return AudioSource(path, sample_rate=sample_rate, channels=channels, stream_index=stream_index)
