@@ -27,7 +27,7 @@ from alpha2.gpu.errors import BudgetExceededError, GpuTimeoutError, InternalErro
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Size
-from alpha2.gpu.handles import CudaPtr2D, OwnedFd
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import WaiterThread
@@ -37,7 +37,7 @@ from alpha2.gpu.webgpu import (
     WebGpuDeviceInfo,
     WebGpuImplementation,
 )
-from alpha2.native_gpu._cuda import interop
+from alpha2.native_gpu._cuda import interop, streams
 from alpha2.native_gpu._vk import export
 from alpha2.native_gpu.device.shared import QueueRole
 from alpha2.native_gpu.interop import cuda_vk, dawn_planes, handoff
@@ -1018,6 +1018,48 @@ def test_a_decoder_process_s_slot_writer_makes_the_same_copy(rig: Rig) -> None:
     writer.close()
     assert [image.closed for image in rig.cuda.images] == [1, 1, 1, 1]
     assert rig.cuda.streams[-1].closed == 1
+
+
+class FakeDownloader:
+    """``_cuda.interop.HostDownloader``: each plane 'downloaded' as bytes of its index + 7."""
+
+    def __init__(self) -> None:
+        self.streams: list[int | None] = []
+
+    def download(self, planes: tuple[CudaPtr2D, ...], stream: int | None, timeout_s: float) -> CpuPlaneSet:
+        self.streams.append(stream)
+        return CpuPlaneSet(
+            tuple(
+                CpuPlane(
+                    data=bytearray([7 + i]) * (p.width_bytes * p.height),
+                    bytes_per_row=p.width_bytes,
+                    width_bytes=p.width_bytes,
+                    height=p.height,
+                )
+                for i, p in enumerate(planes)
+            )
+        )
+
+
+def test_nvdec_frames_reach_host_memory_through_one_download(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoder process's host slots take NVDEC frames from the one download's staging memory; the
+    frames' own host copy is the same download, copied into memory of its own."""
+    downloader = FakeDownloader()
+    monkeypatch.setattr(streams, "_downloader", downloader)
+    frame = cuda_frame()
+    slots = handoff.HostSlotSet(NV12, frame_geometry(NV12, 64, 36), 1)
+    writer = handoff.HostSlotWriter(slots.layout, slots.export_fds())
+    try:
+        assert writer.write(0, frame, [], 1.0) == (64, 64)
+        luma, chroma = slots.planes(0).planes
+        assert bytes(luma.data) == b"\x07" * (64 * 36) and bytes(chroma.data) == b"\x08" * (64 * 18)
+    finally:
+        writer.close()
+        slots.close()
+    owned = streams.download_planes(frame.planes, frame.cuda_stream, 1.0)  # type: ignore[arg-type]
+    assert [bytes(p.data[:1]) for p in owned.planes] == [b"\x07", b"\x08"]
+    assert all(isinstance(p.data, bytearray) for p in owned.planes)
+    assert downloader.streams == [0, 0], "after the decode, on its stream"
 
 
 # ---------------------------------------------------------------------------------------------------

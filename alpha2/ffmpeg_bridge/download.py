@@ -1,4 +1,12 @@
-"""NVDEC frames copied to host memory, for consumers that need the pixels on the CPU."""
+"""NVDEC frames copied to host memory, for consumers that need the pixels on the CPU.
+
+This is FFmpeg's own transfer (``av_hwframe_transfer_data``, through PyAV), for users of the bridge
+alone: the bridge never imports ``alpha2.native_gpu`` (the import contract), so it cannot use the
+download everything else in alpha2 uses, ``alpha2.native_gpu._cuda.streams.download_planes`` (the CUDA
+driver's ``cuMemcpy2DAsync`` into pinned staging, ordered after the decode; behind
+``DecodedFrame.plane_arrays()``, the CPU upload and the decoder processes' host slots). Two downloads
+remain for that reason only; nothing in alpha2 beyond the bridge calls this one.
+"""
 
 from __future__ import annotations
 

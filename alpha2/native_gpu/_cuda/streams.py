@@ -3,7 +3,10 @@
 :func:`order_consumer_stream` is what a CUDA plane's ``__dlpack__(stream=...)`` calls: it records an event
 on the producer's stream (the decode) and makes the consumer's stream wait for it (``cuStreamWaitEvent``),
 so the consumer's kernels read the plane only once it is decoded, without blocking the CPU.
-:func:`download_planes` copies CUDA planes to host memory on the producer's stream and waits (bounded).
+:func:`download_planes` copies CUDA planes to host memory on the producer's stream and waits (bounded):
+the one download of NVDEC frames in alpha2.native_gpu, which the CPU upload, a decoder process's host
+slots and the frames' own ``plane_arrays()`` all use. (``alpha2.ffmpeg_bridge.download_frame`` is the
+other, FFmpeg's own transfer: the bridge cannot import this package, and serves users without it.)
 
 The DLPack stream values map onto CUstream handles directly: ``1`` is ``CU_STREAM_LEGACY`` and ``2`` is
 ``CU_STREAM_PER_THREAD`` in both; ``None`` means the legacy default stream.
@@ -12,7 +15,8 @@ The DLPack stream values map onto CUstream handles directly: ``1`` is ``CU_STREA
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
@@ -25,6 +29,7 @@ __all__ = [
     "download_planes",
     "install_cuda_plane_ops",
     "order_consumer_stream",
+    "owned_copy",
     "same_stream",
 ]
 
@@ -93,12 +98,37 @@ def order_consumer_stream(
 
 _downloader: HostDownloader | None = None
 _downloader_lock = threading.Lock()
+_T = TypeVar("_T")
 
 
-def download_planes(planes: tuple[CudaPtr2D, ...], stream: int | None, timeout_s: float) -> CpuPlaneSet:
-    """Copy CUDA planes into host memory on ``stream`` (the decode's), waiting up to ``timeout_s``.
+def owned_copy(staged: CpuPlaneSet) -> CpuPlaneSet:
+    """Planes in staging memory copied into memory of their own (what :func:`download_planes` returns
+    by default)."""
+    return CpuPlaneSet(
+        planes=tuple(
+            type(p)(
+                data=bytearray(p.as_raw()),
+                bytes_per_row=p.bytes_per_row,
+                width_bytes=p.width_bytes,
+                height=p.height,
+            )
+            for p in staged.planes
+        )
+    )
 
-    The result is a copy the caller owns (the staging buffers are reused by the next download).
+
+def download_planes(
+    planes: tuple[CudaPtr2D, ...],
+    stream: int | None,
+    timeout_s: float,
+    consume: Callable[[CpuPlaneSet], _T] = owned_copy,  # type: ignore[assignment]
+) -> _T:
+    """Copy CUDA planes into host memory on ``stream`` (the decode's), waiting up to ``timeout_s``, and
+    give ``consume``'s result for them.
+
+    ``consume`` gets the planes in the process's pinned staging memory, valid only while it runs (the
+    next download reuses it; downloads take turns); the default copies them into memory the caller
+    owns. Writing them straight where they go (a texture, shared pages) saves that copy.
 
     Raises:
         GpuTimeoutError: the copy did not finish in time.
@@ -108,18 +138,7 @@ def download_planes(planes: tuple[CudaPtr2D, ...], stream: int | None, timeout_s
     with _downloader_lock:
         if _downloader is None:
             _downloader = HostDownloader()
-        staged = _downloader.download(planes, stream, timeout_s)
-        return CpuPlaneSet(
-            planes=tuple(
-                type(p)(
-                    data=bytearray(p.as_raw()),
-                    bytes_per_row=p.bytes_per_row,
-                    width_bytes=p.width_bytes,
-                    height=p.height,
-                )
-                for p in staged.planes
-            )
-        )
+        return consume(_downloader.download(planes, stream, timeout_s))
 
 
 class _PlaneOps:

@@ -7,9 +7,9 @@ copy in Python. The only exception is ``rgb24``, which WebGPU cannot hold as 3-b
 widened to RGBA in numpy first (reported in the lease's plane descriptors and path note).
 
 CUDA frames (NVDEC) on a device without the GPU-copy path are downloaded first, through the CUDA
-driver (``cuMemcpy2DAsync`` device -> pinned host staging, ordered after the decode stream, waited with
-the GPU wait timeout), then uploaded: the lease reports ``steps = (CPU_DOWNLOAD, CPU_UPLOAD)`` and
-the reason.
+driver (``_cuda.streams.download_planes``: ``cuMemcpy2DAsync`` device -> pinned host staging, ordered
+after the decode stream, waited with the GPU wait timeout), and uploaded from the staging memory: the
+lease reports ``steps = (CPU_DOWNLOAD, CPU_UPLOAD)`` and the reason.
 
 Texture pool: plane texture sets are keyed by (decoder, generation, pixel format, plane sizes) and
 reused, never created per frame. A set goes back to the pool when its lease is released; reusing it
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,7 +245,6 @@ class CpuUploadPairing(InteropPairing):
         self._live_textures = 0
         self._wait_timeout = wait_timeout
         self._lock = threading.Lock()
-        self._downloader: Any = None
 
     @classmethod
     def create(
@@ -283,19 +282,6 @@ class CpuUploadPairing(InteropPairing):
 
     # -- acquire -----------------------------------------------------------------------------------
 
-    def _host_planes(self, frame: DecodedFrame, timeout_s: float) -> tuple[CpuPlaneSet, bool]:
-        planes = frame.planes
-        if isinstance(planes, CpuPlaneSet):
-            return planes, False
-        from alpha2.native_gpu._cuda import interop
-
-        with self._lock:
-            if self._downloader is None:
-                self._downloader = interop.HostDownloader()
-            downloader = self._downloader
-        cuda_planes: tuple[CudaPtr2D, ...] = planes
-        return downloader.download(cuda_planes, frame.cuda_stream, timeout_s), True
-
     def _write_plane(self, texture: Any, data: Any, bytes_per_row: int, g: PlaneGeometry) -> None:
         self._queue.write_texture(
             {"texture": texture, "mip_level": 0, "origin": (0, 0, 0)},
@@ -304,18 +290,44 @@ class CpuUploadPairing(InteropPairing):
             (g.width, g.height, 1),
         )
 
+    def _write_planes(
+        self, geometry: tuple[PlaneGeometry, ...], tset: TextureSet, host: CpuPlaneSet
+    ) -> tuple[tuple[ImportedPlaneDescriptor, ...], int]:
+        """Write host planes into ``tset``'s textures; their descriptors, and the bytes written."""
+        crossed = 0
+        descriptors = []
+        for index, (g, plane, texture) in enumerate(zip(geometry, host.planes, tset.textures)):
+            data: Any = plane.data
+            stride = plane.bytes_per_row
+            if g.plane_format.upload_conversion is UploadConversion.EXPAND_RGB_TO_RGBA:
+                data, stride = _expand_rgb(plane, g.width)
+            self._write_plane(texture, data, stride, g)
+            crossed += g.width_bytes * g.height
+            descriptors.append(
+                ImportedPlaneDescriptor(
+                    plane_index=index,
+                    plane_format=g.plane_format,
+                    texture_format=g.texture_format,
+                    width=g.width,
+                    height=g.height,
+                    source_stride_bytes=plane.bytes_per_row,
+                )
+            )
+        return tuple(descriptors), crossed
+
     def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
         pixel_format = frame.pixel_format
         width, height = picture_size(frame)
         geometry = frame_geometry(pixel_format, width, height)
         check_16bit(self._info, geometry, pixel_format)
         timeout_s = self._wait_timeout()
-        host, downloaded = self._host_planes(frame, timeout_s)
+        planes = frame.planes
+        host: Sequence[CpuPlane | CudaPtr2D] = planes.planes if isinstance(planes, CpuPlaneSet) else planes
         if len(host) < len(geometry):
             raise InvalidInputError(
                 f"{pixel_format.ffmpeg_name} has {len(geometry)} planes, the frame brought {len(host)}"
             )
-        for index, (g, plane) in enumerate(zip(geometry, host.planes)):
+        for index, (g, plane) in enumerate(zip(geometry, host)):
             if plane.width_bytes < g.width_bytes or plane.height < g.height:
                 raise InvalidInputError(
                     f"plane {index} holds {plane.width_bytes} bytes x {plane.height} rows; a "
@@ -323,26 +335,15 @@ class CpuUploadPairing(InteropPairing):
                 )
         key = pool_key(frame.identity, pixel_format, geometry)
         tset, _reused = self._pool.take(key, timeout_s)
+        downloaded = not isinstance(planes, CpuPlaneSet)
+        write = functools.partial(self._write_planes, geometry, tset)
         try:
-            crossed = 0
-            descriptors = []
-            for index, (g, plane, texture) in enumerate(zip(geometry, host.planes, tset.textures)):
-                data: Any = plane.data
-                stride = plane.bytes_per_row
-                if g.plane_format.upload_conversion is UploadConversion.EXPAND_RGB_TO_RGBA:
-                    data, stride = _expand_rgb(plane, g.width)
-                self._write_plane(texture, data, stride, g)
-                crossed += g.width_bytes * g.height
-                descriptors.append(
-                    ImportedPlaneDescriptor(
-                        plane_index=index,
-                        plane_format=g.plane_format,
-                        texture_format=g.texture_format,
-                        width=g.width,
-                        height=g.height,
-                        source_stride_bytes=plane.bytes_per_row,
-                    )
-                )
+            if isinstance(planes, CpuPlaneSet):
+                descriptors, crossed = write(planes)
+            else:
+                from alpha2.native_gpu._cuda.streams import download_planes
+
+                descriptors, crossed = download_planes(planes, frame.cuda_stream, timeout_s, write)
             # An empty submit flushes the queue's pending writes: without one, wgpu-native keeps every
             # frame's staging copy until the consumer's next submit (unbounded if it skips frames).
             self._queue.submit([])
@@ -360,7 +361,7 @@ class CpuUploadPairing(InteropPairing):
         imported = ImportedFrame(
             textures=tset.textures,
             views=tset.views,
-            planes=tuple(descriptors),
+            planes=descriptors,
             pixel_format=pixel_format,
             colour=frame.colour,
             metadata=frame.metadata,
@@ -429,7 +430,3 @@ class CpuUploadPairing(InteropPairing):
 
     def close(self) -> None:
         self._pool.close()
-        with self._lock:
-            downloader, self._downloader = self._downloader, None
-        if downloader is not None:
-            downloader.close()

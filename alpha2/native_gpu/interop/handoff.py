@@ -15,9 +15,9 @@ caller's (:mod:`alpha2.api.decode_process`); this module holds the memory on bot
   slot: the producer's next copy into it waits for that fence on the GPU. No byte crosses the CPU, and
   the consumer makes no CUDA call.
 * :class:`HostSlotSet` / :class:`HostSlotWriter` -- host memory (``memfd``), for software-decoded frames or
-  a device that cannot import Vulkan memory: the producer writes the planes' rows, the consumer uploads
-  them (the CPU upload) straight from the shared pages, and the slot goes back once the upload has
-  copied them.
+  a device that cannot import Vulkan memory: the producer writes the planes' rows (NVDEC frames through
+  the one download, ``_cuda.streams.download_planes``), the consumer uploads them (the CPU upload)
+  straight from the shared pages, and the slot goes back once the upload has copied them.
 
 Why processes: with many streams in one process, every per-frame call that lets go of the GIL (PyAV's
 demux and decode, the CUDA driver, Dawn) waits for it again behind the others; on the H200, one process
@@ -460,17 +460,28 @@ class HostSlotWriter:
         self, index: int, frame: DecodedFrame, fences: list[tuple[str, OwnedFd]], timeout_s: float
     ) -> tuple[int, ...]:
         """Write ``frame``'s planes into slot ``index`` (after any sync fd in ``fences``); returns the
-        rows' byte counts (packed)."""
+        rows' byte counts (packed). CUDA planes are downloaded (bounded by ``timeout_s``) and written
+        from the download's staging memory.
+
+        Raises:
+            GpuTimeoutError: a fence or the download did not finish within ``timeout_s``.
+        """
         deadline = time.monotonic() + timeout_s
         for _, fd in fences:
             wait_sync_fd(fd, deadline)
-        arrays = frame.plane_arrays()
+        planes = frame.planes
+        if isinstance(planes, CpuPlaneSet):
+            return self._write_rows(index, planes)
+        from alpha2.native_gpu._cuda.streams import download_planes
+
+        left = max(0.0, deadline - time.monotonic())
+        return download_planes(planes, frame.cuda_stream, left, functools.partial(self._write_rows, index))
+
+    def _write_rows(self, index: int, host: CpuPlaneSet) -> tuple[int, ...]:
         strides = []
-        for array, g, m in zip(arrays, self.layout.geometry, self._maps[index]):
-            rows = np.asarray(array)
-            src = rows.reshape(rows.shape[0], -1).view(np.uint8)[: g.height, : g.width_bytes]
+        for plane, g, m in zip(host.planes, self.layout.geometry, self._maps[index]):
             dst = np.ndarray((g.height, g.width_bytes), dtype=np.uint8, buffer=m)
-            dst[...] = src
+            dst[...] = plane.to_ndarray()[: g.height, : g.width_bytes]
             strides.append(g.width_bytes)
         return tuple(strides)
 
