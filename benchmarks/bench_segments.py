@@ -89,6 +89,45 @@ def segments(path: str, hwaccel: str, sessions: int) -> tuple[float, list[int | 
     return (len(pts) - 1) / seconds, pts, f"{report.sessions} sessions, {report.chunks} chunks"
 
 
+def decode_only(path: str, hwaccel: str, sessions: int) -> float:
+    """K sessions in threads, each decoding its round-robin chunks and releasing every frame at once:
+    what threads of one process can decode at most (no queue, no order, no pool)."""
+    import threading
+
+    from alpha2.api.devices import place_decoder
+    from alpha2.api.segments import plan_chunks
+    from alpha2.ffmpeg_bridge.index import keyframe_index
+
+    index = keyframe_index(path)
+    chunks = plan_chunks(index)
+    placement = place_decoder(None, hwaccel)
+    decoders = [open_decoder(path, None, placement=placement, hwaccel=hwaccel) for _ in range(sessions)]
+    counts = [0] * sessions
+
+    def work(k: int) -> None:
+        session = decoders[k]
+        for chunk in chunks[k::sessions]:
+            if chunk.start_pts is not None:
+                session.seek(index.seconds(chunk.start_pts))
+            for frame in session:
+                pts = frame.metadata.pts
+                frame.release()
+                if chunk.end_pts is not None and pts is not None and pts >= chunk.end_pts:
+                    break
+                counts[k] += 1
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(sessions)]
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - t0
+    for session in decoders:
+        session.close()
+    return sum(counts) / seconds
+
+
 def pynvc(path: str, kind: str) -> tuple[float, int, str] | None:
     try:
         import PyNvVideoCodec as nvc
@@ -135,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", default="2,4,7")
     parser.add_argument("--hwaccel", default="cuda", choices=("cuda", "auto", "none"))
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's slice)")
+    parser.add_argument("--decode-only", action="store_true", help="also time K threads decoding alone")
     args = parser.parse_args(argv)
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+        print(f"# sys.setswitchinterval({args.switch_interval})")
     with tempfile.TemporaryDirectory() as tmp:
         for codec in args.codecs.split(","):
             path = os.path.join(tmp, f"{codec}.mkv")
@@ -153,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
                     if threaded is not None:
                         print(f"{codec:5} pynvc threaded   {threaded[0]:8.1f} fps")
                 for k in (int(s) for s in args.sessions.split(",")):
+                    if args.decode_only:
+                        alone = decode_only(path, args.hwaccel, k)
+                        print(
+                            f"{codec:5} decode only {k:<2}   {alone:8.1f} fps  threads, frames released at once"
+                        )
                     fps, pts, note = segments(path, args.hwaccel, k)
                     same = "timestamps equal" if pts == base_pts else f"TIMESTAMPS DIFFER ({len(pts)} frames)"
                     ratio = f" = {fps / peer[0]:.2f}x pynvc simple" if peer is not None else ""

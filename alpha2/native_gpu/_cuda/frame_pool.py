@@ -4,8 +4,10 @@ a data loader, a segment's reorder buffer) do not pin the decoder's surfaces.
 NVDEC hands out frames from a small pool (FFmpeg's, at most about 32 surfaces a decoder, of which the
 application may hold about 14): a program that keeps more frames than that stalls the decoder. A
 :class:`CudaFramePool` copies each frame's planes (``cuMemcpy2DAsync`` device -> device, ordered after
-the decode on the frame's stream), waits for the copy (bounded), lets the decoder's frame go, and hands
-back a :class:`~alpha2.gpu.frames.DecodedFrame` over pooled allocations. A pooled block returns to the
+the decode on the frame's stream) and hands back at once a :class:`~alpha2.gpu.frames.DecodedFrame` over
+pooled allocations whose ``cuda_stream`` is the copy's (consumers order after it, as after a decode);
+the decoder's frame is let go once its copy is known done (queried at the next copies, waited for,
+bounded, when more than a few are pending). A pooled block returns to the
 pool when the frame and every array of it (DLPack consumers hold the keep-alive) are gone. The pool
 counts its frames against a :class:`~alpha2.gpu.surfaces.SurfaceBudget`: a full pool waits (bounded)
 for a frame to be released, which is the back-pressure a batch or a reorder buffer needs.
@@ -13,6 +15,7 @@ for a frame to be released, which is the back-pressure a batch or a reorder buff
 
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
 from typing import Any
@@ -28,6 +31,9 @@ __all__ = ["CudaFramePool"]
 
 _PITCH_ALIGN = 256
 """Row pitch of pooled planes (bytes): what texture and DLPack consumers read fastest."""
+
+_PENDING = 8
+"""Copies in flight at most before :meth:`CudaFramePool.detach` waits for the oldest."""
 
 _Shape = tuple[tuple[int, int], ...]
 """(width_bytes, height) per plane: the key of interchangeable blocks."""
@@ -63,7 +69,9 @@ class CudaFramePool:
         self._lock = threading.Lock()
         self._free: dict[_Shape, list[tuple[tuple[int, int], ...]]] = {}
         self._stream = CopyStream(self._ctx)
-        self._event = CudaEvent(self._ctx)
+        self._stream_id = int(self._stream.handle)
+        self._events: list[CudaEvent] = []
+        self._pending: collections.deque[tuple[CudaEvent, DecodedFrame]] = collections.deque()
         self._closed = False
         # Blocks hold the pool (their finalizers call it back), so this runs once every block is gone.
         self._finalizer = weakref.finalize(self, _free_idle, self._cu, self._ctx, self._free)
@@ -96,9 +104,22 @@ class CudaFramePool:
                 return
         _free_idle(self._cu, self._ctx, {shape: [planes]})
 
+    def _settle(self, *, wait: bool) -> None:
+        """Let go of the decoder frames whose copies are done (``wait``: the oldest, waited for)."""
+        while self._pending:
+            event, source = self._pending[0]
+            if not event.query():
+                if not wait:
+                    return
+                event.wait(gpu_wait_timeout(), "copying a decoded frame into the frame pool")
+            self._pending.popleft()
+            source.release()
+            self._events.append(event)
+            wait = False
+
     def detach(self, frame: DecodedFrame) -> DecodedFrame:
-        """A copy of ``frame`` in pooled memory; ``frame`` is released (its surface goes back to the
-        decoder) once the copy is done. Host frames are returned as they are.
+        """A copy of ``frame`` in pooled memory, its copy enqueued; ``frame`` is released (its surface
+        goes back to the decoder) once the copy is done. Host frames are returned as they are.
 
         Raises:
             SurfaceBudgetError: every pooled frame stayed held for the budget's wait timeout.
@@ -127,8 +148,8 @@ class CudaFramePool:
                     copy.WidthInBytes = plane.width_bytes
                     copy.Height = plane.height
                     check(cu.cuMemcpy2DAsync(copy, self._stream.handle), "cuMemcpy2DAsync (D->D)")
-                self._event.record(self._stream.handle)
-            self._event.wait(gpu_wait_timeout(), "copying a decoded frame into the frame pool")
+                event = self._events.pop() if self._events else CudaEvent(self._ctx)
+                event.record(self._stream.handle)
         except BaseException:
             reservation.release()
             raise
@@ -150,19 +171,23 @@ class CudaFramePool:
             frame.metadata,
             frame.identity,
             reservation=reservation,
-            cuda_stream=None,  # the copy is done: consumers need no ordering
+            cuda_stream=self._stream_id,  # consumers order after the copy
             keep_alive=block,
         )
-        frame.release()
+        self._pending.append((event, frame))
+        self._settle(wait=len(self._pending) > _PENDING)
         self.copies += 1
         return out
 
     def close(self) -> None:
         """Free the pool's idle memory now, and each frame's when it is released. Idempotent."""
+        while self._pending:
+            self._settle(wait=True)
         with self._lock:
             self._closed = True
         self._finalizer()
-        self._event.close()
+        for event in self._events:
+            event.close()
         self._stream.close()
 
 
