@@ -176,15 +176,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's slice)")
     parser.add_argument("--decode-only", action="store_true", help="also time K threads decoding alone")
+    parser.add_argument("--clip-dir", help="keep the clips here and reuse them (default: a temporary folder)")
     args = parser.parse_args(argv)
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
         print(f"# sys.setswitchinterval({args.switch_interval})")
     with tempfile.TemporaryDirectory() as tmp:
         for codec in args.codecs.split(","):
-            path = os.path.join(tmp, f"{codec}.mkv")
+            folder = args.clip_dir or tmp
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"{codec}-{args.frames}-gop{args.gop}.mkv")
             t0 = time.perf_counter()
-            make_clip(path, codec, args.frames, args.gop)
+            if not os.path.exists(path):
+                make_clip(path + ".part.mkv", codec, args.frames, args.gop)
+                os.replace(path + ".part.mkv", path)
             made = time.perf_counter() - t0
             print(f"# {codec}: {args.frames} frames 1920x1080, GOP {args.gop}, made in {made:.1f} s")
             for _ in range(args.repeat):
@@ -200,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                     if args.decode_only:
                         alone = decode_only(path, args.hwaccel, k)
                         print(
-                            f"{codec:5} decode only {k:<2}   {alone:8.1f} fps  threads, frames released at once"
+                            f"{codec:5} decode only {k:<2}   {alone:8.1f} fps  threads, frames let go at once"
                         )
                     fps, pts, note = segments(path, args.hwaccel, k)
                     same = "timestamps equal" if pts == base_pts else f"TIMESTAMPS DIFFER ({len(pts)} frames)"
