@@ -727,7 +727,7 @@ def test_route_table_statuses_and_refusals() -> None:
         EncodeRoute.RGBA_CUDA,
         EncodeRoute.RGBA_CPU,
     ]
-    by_route = {status.route: status for status in route_statuses()}
+    by_route = {status.path: status for status in route_statuses()}
     for route in (EncodeRoute.PLANES_CUDA, EncodeRoute.RGBA_CUDA):
         assert not by_route[route].available and by_route[route].reason == CUDA_DELIVERY_REFUSAL
         assert "NVENC" in CUDA_DELIVERY_REFUSAL and "target='cpu'" in CUDA_DELIVERY_REFUSAL
@@ -827,7 +827,7 @@ def test_route_report_counts_frames_fallbacks_and_bytes(device16: Any) -> None:
         for f in copier.flush():
             f.release()
         report = copier.route_report
-    assert report.frames_by_route == {EncodeRoute.PLANES_CPU: 3, EncodeRoute.RGBA_CPU: 2}
+    assert report.frames_by_path == {EncodeRoute.PLANES_CPU: 3, EncodeRoute.RGBA_CPU: 2}
     assert report.fallbacks == {gray.reason: 2} and report.fallback_count == 2
     assert report.bytes_crossed_cpu == 5 * copier.frame_size_bytes == copier.bytes_read_total
     assert "frames via planes_cpu: 3" in report.summary()

@@ -59,8 +59,9 @@ if TYPE_CHECKING:
     from alpha2.ffmpeg_bridge.decode import DecodeStats
     from alpha2.ffmpeg_bridge.media import StreamInfo
     from alpha2.native_gpu.device.device import Device
-    from alpha2.native_gpu.interop.importer import FrameImporter, ImportPathReport
+    from alpha2.native_gpu.interop.importer import FrameImporter
     from alpha2.native_gpu.interop.leases import ImportLease
+    from alpha2.native_gpu.paths import PathReport
 
 __all__ = ["DecodeProcess", "open_processes"]
 
@@ -361,21 +362,18 @@ class DecodeProcess:
             return sum(1 for m in self._ready if m[0] == "frame"), self.slots
 
     @property
-    def path_report(self) -> ImportPathReport:
+    def path_report(self) -> PathReport[ExecutionPath]:
         """The paths frames took (a CPU-upload stream's own importer's report), with the fallbacks: a
         slot set of NVDEC frames the GPU copy does not take (their format) counts once, downloaded by
         the decoder process."""
-        from alpha2.native_gpu.interop.importer import ImportPathReport
+        from alpha2.native_gpu.interop.importer import import_report
 
         if self._importer is not None:
             report = self._importer.path_report
             frames = collections.Counter(report.frames_by_path) + self._frames_by_path
             notes = collections.Counter(report.fallbacks) + self._notes
             return dataclasses.replace(report, frames_by_path=dict(frames), fallbacks=dict(notes))
-        info = self.device.info
-        return ImportPathReport(
-            info.implementation, info.adapter_name, (), dict(self._frames_by_path), dict(self._notes), 0
-        )
+        return import_report(self.device.info, frames_by_path=self._frames_by_path, fallbacks=self._notes)
 
     @property
     def closed(self) -> bool:

@@ -6,7 +6,9 @@
 - import: ``FrameImporter`` -> ``ImportLease`` holding an ``ImportedFrame`` (plane textures, views, the
   sync point, the path taken);
 - render: ``FrameRenderer``, ``read_texture_rgba``;
-- encode: ``EncodeCopier`` -> ``EncodedPlanes``, routes reported in ``EncodeRouteReport``.
+- encode: ``EncodeCopier`` -> ``EncodedPlanes``;
+- reports: the importer's paths and the copier's routes, each a ``paths.PathReport`` of ``PathStatus``
+  rows.
 
 The reference documents' names ``VulkanImportLease``, ``ImportedVulkanFrame`` and ``VulkanEncodeCopier``
 are aliases. Surface accounting (``SurfaceBudget``) and ``DecodedFrame`` are vocabulary, in
@@ -41,8 +43,6 @@ _EXPORTS: dict[str, str] = {
     "VulkanUnavailableError": "device.candidates",
     # import
     "FrameImporter": "interop.importer",
-    "ImportPathReport": "interop.importer",
-    "PathStatus": "interop.importer",
     "ImportLease": "interop.leases",
     "ImportedFrame": "interop.leases",
     "ExternalSyncPoint": "interop.leases",
@@ -54,7 +54,6 @@ _EXPORTS: dict[str, str] = {
     "EncodedPlanes": "alpha2.gpu.encoded",
     "EncodeTarget": "alpha2.gpu.encoded",
     "EncodeRoute": "encode.routes",
-    "EncodeRouteReport": "encode.routes",
     "VideoEncodeExtent": "encode.extent",
     # the seeds' names, kept as aliases (each defined once, beside the new name)
     "VulkanImportLease": "interop.leases",

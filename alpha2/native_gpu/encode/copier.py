@@ -55,11 +55,11 @@ from alpha2.native_gpu.encode.routes import (
     OUTPUT_FORMATS,
     EncodeConversion,
     EncodeRoute,
-    EncodeRouteReport,
     resolve_output,
     route_pairing,
     route_statuses,
 )
+from alpha2.native_gpu.paths import PathReport
 
 if TYPE_CHECKING:
     import wgpu
@@ -279,13 +279,15 @@ class EncodeCopier:
         return self._ring.bytes_read_total
 
     @property
-    def route_report(self) -> EncodeRouteReport:
+    def route_report(self) -> PathReport[EncodeRoute]:
         """The routes this build has, frames per route, fallbacks with reasons, bytes read back."""
-        return EncodeRouteReport(
-            routes=route_statuses(),
-            frames_by_route=dict(self._frames_by_route),
-            fallbacks=dict(self._fallbacks),
-            bytes_crossed_cpu=self._ring.bytes_read_total,
+        return PathReport(
+            "encode copier",
+            "routes",
+            route_statuses(),
+            dict(self._frames_by_route),
+            dict(self._fallbacks),
+            self._ring.bytes_read_total,
         )
 
     def submit(

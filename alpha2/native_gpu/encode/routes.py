@@ -21,22 +21,23 @@ route            conversion                                  delivery        whe
 :func:`choose_encode_route` walks the table for a frame's pixel format, as the importer walks its
 pairings: routes whose delivery does not apply (CUDA frames for an encoder that takes host memory only)
 are skipped silently; every other route passed over is named, with its reason, in the choice, and the
-copier counts those reasons per frame in its :class:`EncodeRouteReport`. What the copier can write
-(:data:`OUTPUT_FORMATS`, :data:`WRITABLE_MATRICES`, :data:`OUTPUT_CHROMA_LOCATIONS`) lives here too.
+copier counts those reasons per frame in its route report (a
+:class:`~alpha2.native_gpu.paths.PathReport`). What the copier can write (:data:`OUTPUT_FORMATS`,
+:data:`WRITABLE_MATRICES`, :data:`OUTPUT_CHROMA_LOCATIONS`) lives here too.
 """
 
 from __future__ import annotations
 
 import enum
 import functools
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from alpha2.gpu.colour import ChromaLocation, ColourMatrix, ColourRange
 from alpha2.gpu.encoded import EncodeTarget
 from alpha2.gpu.errors import UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.paths import PathStatus
 from alpha2.native_gpu.render.renderer import LayoutKind, layout_kind
 
 __all__ = [
@@ -48,9 +49,7 @@ __all__ = [
     "EncodeConversion",
     "EncodeRoute",
     "EncodeRouteChoice",
-    "EncodeRouteReport",
     "RoutePairing",
-    "RouteStatus",
     "choose_encode_route",
     "resolve_output",
     "route_pairing",
@@ -226,62 +225,9 @@ def _refusal(row: RoutePairing, source_format: PixelFormat, encoder_takes_cuda: 
     return _conversion_refusal(row.conversion, source_format)
 
 
-@dataclass(frozen=True)
-class RouteStatus:
-    """Whether this build has one route, and why not."""
-
-    route: EncodeRoute
-    """The route."""
-    available: bool
-    """Whether this build has it (a frame's format may still rule it out; its choice says why)."""
-    reason: str | None
-    """Why not, when not."""
-
-
-def route_statuses() -> tuple[RouteStatus, ...]:
+def route_statuses() -> tuple[PathStatus[EncodeRoute], ...]:
     """Every route of :data:`ROUTES`, best first, with this build's refusal reasons."""
-    return tuple(RouteStatus(row.route, row.built_refusal is None, row.built_refusal) for row in ROUTES)
-
-
-@dataclass(frozen=True)
-class EncodeRouteReport:
-    """What routes the copier has, which ones frames took, every fallback with its reason, CPU bytes."""
-
-    routes: tuple[RouteStatus, ...]
-    """Each route, best first."""
-    frames_by_route: dict[EncodeRoute, int] = field(default_factory=dict)
-    """Frames submitted per route."""
-    fallbacks: dict[str, int] = field(default_factory=dict)
-    """Fallback reasons and how many frames each covered."""
-    bytes_crossed_cpu: int = 0
-    """Plane bytes read back to host memory, over all frames handed out (padded rows included)."""
-
-    @property
-    def fallback_count(self) -> int:
-        """Frames that did not take the best route."""
-        return sum(self.fallbacks.values())
-
-    def summary(self) -> str:
-        """One line per route and fallback, for logs and command-line output."""
-        lines = ["encode copier routes:"]
-        for status in self.routes:
-            state = "available" if status.available else f"unavailable: {status.reason}"
-            lines.append(f"  {status.route.value:<12} {state}")
-        for route, count in self.frames_by_route.items():
-            lines.append(f"  frames via {route.value}: {count}")
-        for reason, count in self.fallbacks.items():
-            lines.append(f"  fallback x{count}: {reason}")
-        lines.append(f"  bytes read back to the CPU: {self.bytes_crossed_cpu}")
-        return "\n".join(lines)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "routes": {s.route.value: {"available": s.available, "reason": s.reason} for s in self.routes},
-            "frames": {route.value: count for route, count in self.frames_by_route.items()},
-            "fallbacks": dict(self.fallbacks),
-            "bytes_crossed_cpu": self.bytes_crossed_cpu,
-        }
+    return tuple(PathStatus(row.route, row.built_refusal is None, row.built_refusal) for row in ROUTES)
 
 
 def resolve_output(

@@ -27,8 +27,7 @@ import collections
 import importlib
 import itertools
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from alpha2.gpu.budget import MemoryBudget
@@ -36,7 +35,7 @@ from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, Unsupported
 from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
-from alpha2.gpu.webgpu import WebGpuImplementation
+from alpha2.gpu.webgpu import WebGpuDeviceInfo
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload, cuda_vk
@@ -47,12 +46,12 @@ from alpha2.native_gpu.interop.leases import (
     NativeSurfaceLease,
     TicketCounter,
 )
+from alpha2.native_gpu.paths import PathReport, PathStatus
 
 __all__ = [
     "PAIRINGS",
     "FrameImporter",
-    "ImportPathReport",
-    "PathStatus",
+    "import_report",
 ]
 
 PAIRINGS: tuple[type[InteropPairing], ...] = (
@@ -62,53 +61,24 @@ PAIRINGS: tuple[type[InteropPairing], ...] = (
 """The interop pairings, best first. The importer takes the first one that the device and frame allow."""
 
 
-@dataclass(frozen=True)
-class PathStatus:
-    """Whether one pairing can be used with the importer's device, and why not."""
-
-    path: ExecutionPath
-    """The path the pairing gives."""
-    name: str
-    """The pairing's short name."""
-    available: bool
-    """Whether it is usable with this device (so far: it may fail when first set up)."""
-    reason: str | None
-    """Why not, when not."""
-
-
-@dataclass(frozen=True)
-class ImportPathReport:
-    """What paths an importer has, which ones frames took, and every fallback with its reason."""
-
-    implementation: WebGpuImplementation
-    """wgpu or wgpudawn."""
-    adapter_name: str
-    """The device's adapter, for messages."""
-    paths: tuple[PathStatus, ...]
-    """Each pairing, best first."""
-    frames_by_path: dict[ExecutionPath, int] = field(default_factory=dict)
-    """Frames imported per path."""
-    fallbacks: dict[str, int] = field(default_factory=dict)
-    """Fallback reasons and how many frames each covered."""
-    bytes_crossed_cpu: int = 0
-    """Pixel bytes that passed through host memory, over all frames."""
-
-    @property
-    def fallback_count(self) -> int:
-        """Frames that did not take the preferred path."""
-        return sum(self.fallbacks.values())
-
-    def summary(self) -> str:
-        """One line per path and fallback, for logs and command-line output."""
-        lines = [f"importer on {self.implementation.value} ({self.adapter_name or 'unknown adapter'}):"]
-        for status in self.paths:
-            state = "available" if status.available else f"unavailable: {status.reason}"
-            lines.append(f"  {status.path.value:<12} {status.name:<10} {state}")
-        for path, count in self.frames_by_path.items():
-            lines.append(f"  frames via {path.value}: {count}")
-        for reason, count in self.fallbacks.items():
-            lines.append(f"  fallback x{count}: {reason}")
-        return "\n".join(lines)
+def import_report(
+    info: WebGpuDeviceInfo,
+    paths: tuple[PathStatus[ExecutionPath], ...] = (),
+    frames_by_path: Mapping[ExecutionPath, int] | None = None,
+    fallbacks: Mapping[str, int] | None = None,
+    bytes_crossed_cpu: int = 0,
+) -> PathReport[ExecutionPath]:
+    """The :class:`~alpha2.native_gpu.paths.PathReport` of imports into the device ``info`` describes."""
+    return PathReport(
+        "importer",
+        "paths",
+        paths,
+        dict(frames_by_path or {}),
+        dict(fallbacks or {}),
+        bytes_crossed_cpu,
+        info.implementation,
+        info.adapter_name,
+    )
 
 
 class _Entry:
@@ -403,18 +373,15 @@ class FrameImporter:
     # -- reports ------------------------------------------------------------------------------------
 
     @property
-    def path_report(self) -> ImportPathReport:
+    def path_report(self) -> PathReport[ExecutionPath]:
         """Which paths the device allows, which ones frames took, and the fallbacks with reasons."""
         with self._lock:
-            return ImportPathReport(
-                implementation=self.info.implementation,
-                adapter_name=self.info.adapter_name,
-                paths=tuple(
-                    PathStatus(e.cls.path, e.cls.name, e.reason is None, e.reason) for e in self._entries
-                ),
-                frames_by_path=dict(self._frames_by_path),
-                fallbacks=dict(self._fallbacks),
-                bytes_crossed_cpu=self._bytes_crossed_cpu,
+            return import_report(
+                self.info,
+                tuple(PathStatus(e.cls.path, e.reason is None, e.reason, e.cls.name) for e in self._entries),
+                self._frames_by_path,
+                self._fallbacks,
+                self._bytes_crossed_cpu,
             )
 
     def available_paths(self) -> tuple[ExecutionPath, ...]:
