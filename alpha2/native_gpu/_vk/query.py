@@ -19,7 +19,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from alpha2.native_gpu._vk.core import FunctionTable, Instance, VulkanApi, check, cstr, vulkan_api
+from alpha2.native_gpu._vk.core import (
+    API_VERSION_1_1,
+    API_VERSION_1_2,
+    API_VERSION_1_3,
+    FunctionTable,
+    Instance,
+    VulkanApi,
+    check,
+    cstr,
+    vulkan_api,
+)
 from alpha2.native_gpu._vk.structs import link
 
 __all__ = [
@@ -35,6 +45,7 @@ __all__ = [
     "PhysicalDevice",
     "QueueFamilyInfo",
     "QueueFlag",
+    "askable_features",
     "instance_layers",
     "physical_devices",
 ]
@@ -65,6 +76,21 @@ class Feature(enum.Enum):
     TIMELINE_SEMAPHORE = "timelineSemaphore"
     SYNCHRONIZATION2 = "synchronization2"
     SAMPLER_YCBCR_CONVERSION = "samplerYcbcrConversion"
+
+
+_FEATURE_SOURCES: tuple[tuple[Feature, str, int], ...] = (
+    (Feature.TIMELINE_SEMAPHORE, "VK_KHR_timeline_semaphore", API_VERSION_1_2),
+    (Feature.SYNCHRONIZATION2, "VK_KHR_synchronization2", API_VERSION_1_3),
+    (Feature.SAMPLER_YCBCR_CONVERSION, "VK_KHR_sampler_ycbcr_conversion", API_VERSION_1_1),
+)
+"""Each feature, the extension that provides it, and the core version that includes it."""
+
+
+def askable_features(api_version: int, extensions: Iterable[str]) -> list[Feature]:
+    """The features a device of ``api_version`` with ``extensions`` (available or enabled) provides,
+    so that asking for them is legal (whether the driver has them is the query's answer)."""
+    names = set(extensions)
+    return [f for f, extension, core in _FEATURE_SOURCES if api_version >= core or extension in names]
 
 
 # Feature -> (feature structure, its VkStructureType constant): chained in this order.

@@ -38,7 +38,6 @@ from alpha2.gpu.identity import DeviceId
 from alpha2.native_gpu._vk.core import (
     API_VERSION_1_1,
     API_VERSION_1_2,
-    API_VERSION_1_3,
     Instance,
     VulkanApi,
     VulkanUnavailableError,
@@ -50,6 +49,7 @@ from alpha2.native_gpu._vk.query import (
     HandleType,
     MemoryHeapFlag,
     PhysicalDevice,
+    askable_features,
     instance_layers,
     physical_devices,
 )
@@ -425,16 +425,7 @@ class _Describer:
         )
 
     def features(self) -> dict[str, bool]:
-        asked = [
-            feature
-            for feature, extension, core in (
-                (Feature.TIMELINE_SEMAPHORE, "VK_KHR_timeline_semaphore", API_VERSION_1_2),
-                (Feature.SYNCHRONIZATION2, "VK_KHR_synchronization2", API_VERSION_1_3),
-                (Feature.SAMPLER_YCBCR_CONVERSION, "VK_KHR_sampler_ycbcr_conversion", API_VERSION_1_1),
-            )
-            if self.has(extension, core)
-        ]
-        supported = self.device.features(asked)
+        supported = self.device.features(askable_features(self.api_version, self.extensions))
         return {
             "timeline_semaphores": Feature.TIMELINE_SEMAPHORE in supported,
             "synchronization2": Feature.SYNCHRONIZATION2 in supported,

@@ -50,7 +50,7 @@ from alpha2.native_gpu._vk.core import (
     vulkan_api,
 )
 from alpha2.native_gpu._vk.device import VulkanDeviceState, open_device
-from alpha2.native_gpu._vk.query import Feature, QueueFlag, physical_devices
+from alpha2.native_gpu._vk.query import QueueFlag, askable_features, physical_devices
 from alpha2.native_gpu.device.candidates import VulkanCandidate, VulkanQueueFamily, vulkan_candidates
 
 __all__ = [
@@ -210,15 +210,7 @@ class SharedVulkanContext:
         wanted += [name for name in extra_extensions if name not in wanted]
 
         # Features: ask for those the version or an enabled extension provides, enable what the driver has.
-        asked = [
-            feature
-            for feature, extension, core in (
-                (Feature.TIMELINE_SEMAPHORE, "VK_KHR_timeline_semaphore", API_VERSION_1_2),
-                (Feature.SYNCHRONIZATION2, "VK_KHR_synchronization2", API_VERSION_1_3),
-                (Feature.SAMPLER_YCBCR_CONVERSION, "VK_KHR_sampler_ycbcr_conversion", API_VERSION_1_1),
-            )
-            if api_version >= core or extension in wanted
-        ]
+        asked = askable_features(api_version, wanted)
         enabled = open_device(
             state,
             pd,
