@@ -94,6 +94,18 @@ class PlaneGeometry:
         """Bytes of texel data in one source row."""
         return self.width * self.plane_format.bytes_per_texel
 
+    def descriptor(self, plane_index: int, source_stride_bytes: int) -> ImportedPlaneDescriptor:
+        """The imported frame's description of plane ``plane_index``, a texture of this geometry
+        filled from rows ``source_stride_bytes`` apart."""
+        return ImportedPlaneDescriptor(
+            plane_index=plane_index,
+            plane_format=self.plane_format,
+            texture_format=self.texture_format,
+            width=self.width,
+            height=self.height,
+            source_stride_bytes=source_stride_bytes,
+        )
+
 
 @functools.lru_cache(maxsize=256)
 def frame_geometry(pixel_format: PixelFormat, width: int, height: int) -> tuple[PlaneGeometry, ...]:
@@ -303,16 +315,7 @@ class CpuUploadPairing(InteropPairing):
                 data, stride = _expand_rgb(plane, g.width)
             self._write_plane(texture, data, stride, g)
             crossed += g.width_bytes * g.height
-            descriptors.append(
-                ImportedPlaneDescriptor(
-                    plane_index=index,
-                    plane_format=g.plane_format,
-                    texture_format=g.texture_format,
-                    width=g.width,
-                    height=g.height,
-                    source_stride_bytes=plane.bytes_per_row,
-                )
-            )
+            descriptors.append(g.descriptor(index, plane.bytes_per_row))
         return tuple(descriptors), crossed
 
     def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:

@@ -24,7 +24,6 @@ from alpha2.native_gpu.interop.leases import (
     ExternalSyncPoint,
     ImageOwner,
     ImportedFrame,
-    ImportedPlaneDescriptor,
     NativeImageState,
 )
 from alpha2.native_gpu.interop.ring import RingPlane, RingSlot
@@ -106,14 +105,7 @@ def slot_frame(
     descriptor per plane (``strides``: the source planes' row pitches), the GPU-copy path, no byte
     through the CPU; ``uses`` (the copies made into the slot) is its images' timeline value."""
     descriptors = tuple(
-        ImportedPlaneDescriptor(
-            plane_index=index,
-            plane_format=plane.geometry.plane_format,
-            texture_format=plane.geometry.texture_format,
-            width=plane.geometry.width,
-            height=plane.geometry.height,
-            source_stride_bytes=stride,
-        )
+        plane.geometry.descriptor(index, stride)
         for index, (plane, stride) in enumerate(zip(slot.planes, strides))
     )
     return ImportedFrame(
