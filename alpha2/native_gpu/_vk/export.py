@@ -332,19 +332,7 @@ class ExportableImage:
         """A new OPAQUE_FD for the image's memory (each call makes one; an import takes ownership)."""
         if self._handles.memory is None:
             raise InvalidInputError("the exportable image was destroyed")
-        api = self._dev.api
-        ffi, vk = api.ffi, api.vk
-        info = ffi.new(
-            "VkMemoryGetFdInfoKHR*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
-                "memory": self._handles.memory,
-                "handleType": _OPAQUE_FD,
-            },
-        )
-        out = ffi.new("int*")
-        check(self._dev.dfn.vkGetMemoryFdKHR(self._dev.device, info, out), "vkGetMemoryFdKHR")
-        return OwnedFd(int(out[0]))
+        return _export_fd(self._dev, "Memory", "memory", self._handles.memory)
 
     def close(self) -> None:
         """Destroy the image and free its memory (importers' own references keep theirs). Idempotent."""
@@ -427,23 +415,29 @@ class ExportableSemaphore:
 
     def export_fd(self) -> OwnedFd:
         """A new OPAQUE_FD for the semaphore (an import takes ownership of it)."""
-        api = self._dev.api
-        ffi, vk = api.ffi, api.vk
-        info = ffi.new(
-            "VkSemaphoreGetFdInfoKHR*",
-            {
-                "sType": vk.VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR,
-                "semaphore": self.handle,
-                "handleType": _OPAQUE_FD,
-            },
-        )
-        out = ffi.new("int*")
-        check(self._dev.dfn.vkGetSemaphoreFdKHR(self._dev.device, info, out), "vkGetSemaphoreFdKHR")
-        return OwnedFd(int(out[0]))
+        return _export_fd(self._dev, "Semaphore", "semaphore", self.handle)
 
     def close(self) -> None:
         """Destroy the semaphore (no submitted work may still use it). Idempotent."""
         self._finalizer()
+
+
+def _export_fd(dev: VulkanDeviceAccess, kind: str, member: str, handle: Any) -> OwnedFd:
+    """A new OPAQUE_FD of a ``kind`` (``Memory``, ``Semaphore``) through ``vkGet<kind>FdKHR``."""
+    api = dev.api
+    ffi, vk = api.ffi, api.vk
+    info = ffi.new(
+        f"Vk{kind}GetFdInfoKHR*",
+        {
+            "sType": getattr(vk, f"VK_STRUCTURE_TYPE_{kind.upper()}_GET_FD_INFO_KHR"),
+            member: handle,
+            "handleType": _OPAQUE_FD,
+        },
+    )
+    out = ffi.new("int*")
+    function = f"vkGet{kind}FdKHR"
+    check(getattr(dev.dfn, function)(dev.device, info, out), function)
+    return OwnedFd(int(out[0]))
 
 
 # ---------------------------------------------------------------------------------------------------
