@@ -86,7 +86,8 @@ def segments(path: str, hwaccel: str, sessions: int) -> tuple[float, list[int | 
             frame.release()
         seconds = time.perf_counter() - t0
         report = reader.report
-    return (len(pts) - 1) / seconds, pts, f"{report.sessions} sessions, {report.chunks} chunks"
+    stages = ", ".join(f"{name} {value:.2f}" for name, value in report.stages.items())
+    return (len(pts) - 1) / seconds, pts, f"{report.sessions} sessions, {report.chunks} chunks; s: {stages}"
 
 
 def decode_only(path: str, hwaccel: str, sessions: int) -> float:

@@ -103,6 +103,10 @@ class SegmentReport:
     """Frames handed out."""
     pooled: int = 0
     """NVDEC frames copied into the frame pool (so that buffered frames never pin decoder surfaces)."""
+    stages: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage, summed over the sessions' threads (``decode``, ``pool`` copy, ``turn``: waiting
+    for the reader to reach the chunk before, ``queue``: waiting for room in a chunk's buffer) and the
+    reader's (``wait``: for the next frame)."""
 
     def as_dict(self) -> dict[str, Any]:
         """For ``--json`` and benchmarks."""
@@ -113,7 +117,12 @@ class SegmentReport:
             "hwaccel": self.hwaccel,
             "frames": self.frames,
             "pooled": self.pooled,
+            "stages": {name: round(seconds, 4) for name, seconds in self.stages.items()},
         }
+
+    def _add(self, stages: dict[str, float]) -> None:
+        for name, seconds in stages.items():
+            self.stages[name] = self.stages.get(name, 0.0) + seconds
 
 
 class _End:
@@ -179,6 +188,7 @@ class SegmentReader:
         """How the file is being read."""
         self._queues: list[queue.Queue[DecodedFrame | _End]] = [queue.Queue(maxsize=ahead) for _ in chunks]
         self._reading = 0  # the chunk the reader is in
+        self._wait_s = 0.0
         self._progress = threading.Condition()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -242,22 +252,37 @@ class SegmentReader:
         return not self._stop.is_set()
 
     def _run(self, worker: int, session: DecodeSession) -> None:
-        for chunk in self._chunks[worker :: len(self._sessions)]:
-            if not self._wait_turn(chunk.index):
-                return
-            try:
-                self._decode_chunk(worker, session, chunk)
-            except BaseException as exc:  # handed to the reader, raised there
-                self._put(chunk.index, _End(exc))
-                return
-            if not self._put(chunk.index, _End()):
-                return
+        stages: dict[str, float] = {"decode": 0.0, "pool": 0.0, "turn": 0.0, "queue": 0.0}
+        try:
+            for chunk in self._chunks[worker :: len(self._sessions)]:
+                t0 = time.perf_counter()
+                if not self._wait_turn(chunk.index):
+                    return
+                stages["turn"] += time.perf_counter() - t0
+                try:
+                    self._decode_chunk(worker, session, chunk, stages)
+                except BaseException as exc:  # handed to the reader, raised there
+                    self._put(chunk.index, _End(exc))
+                    return
+                if not self._put(chunk.index, _End()):
+                    return
+        finally:
+            with self._lock:
+                self.report._add(stages)
 
-    def _decode_chunk(self, worker: int, session: DecodeSession, chunk: Chunk) -> None:
+    def _decode_chunk(
+        self, worker: int, session: DecodeSession, chunk: Chunk, stages: dict[str, float]
+    ) -> None:
+        clock = time.perf_counter
         if chunk.start_pts is not None:  # chunk 0 starts where its session is: at the beginning
+            t0 = clock()
             session.seek(self._index.seconds(chunk.start_pts))
+            stages["decode"] += clock() - t0
         while not self._stop.is_set():
+            t0 = clock()
             frame = session.next_frame()
+            t1 = clock()
+            stages["decode"] += t1 - t0
             if frame is None:
                 return
             pts = frame.metadata.pts
@@ -271,10 +296,17 @@ class SegmentReader:
                 return
             if frame.on_gpu:
                 frame = self._pool_for(worker, frame).detach(frame)
-                with self._lock:
-                    self.report.pooled += 1
+                pooled = True
+            else:
+                pooled = False
+            t2 = clock()
+            stages["pool"] += t2 - t1
             if not self._put(chunk.index, frame):
                 return
+            stages["queue"] += clock() - t2
+            if pooled:
+                with self._lock:
+                    self.report.pooled += 1
 
     # -- the reader's side -----------------------------------------------------------------------------
 
@@ -288,7 +320,9 @@ class SegmentReader:
         if self._closed:
             raise ClosedError("this SegmentReader was closed")
         while self._reading < len(self._chunks):
+            t0 = time.perf_counter()
             item = self._queues[self._reading].get()
+            self._wait_s += time.perf_counter() - t0
             if isinstance(item, DecodedFrame):
                 self.report.frames += 1
                 return item
@@ -323,6 +357,7 @@ class SegmentReader:
         deadline = time.monotonic() + 10.0
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.report._add({"wait": self._wait_s})
         _drain(self._queues)
         self._close_sessions()
         for pool in self._pools:
