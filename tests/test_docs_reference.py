@@ -58,7 +58,7 @@ PAGES = {
     "alpha2.ffmpeg_bridge.media.StreamInfo": "reference/ffmpeg_bridge/",
 }
 """Where the main names are documented: one page per group."""
-_ROLE_TEXT = re.compile(r":(?:class|meth|func|mod|attr|data|exc|obj|const):`")
+_ROLE_TEXT = re.compile(r":(?:class|meth|func|mod|attr|data|exc|obj|const):(?:`|<code>)")
 _ERROR_CLASS = re.compile(r"^class (\w+Error)\b", re.M)
 
 
