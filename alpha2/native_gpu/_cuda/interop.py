@@ -36,10 +36,12 @@ from alpha2.native_gpu._cuda.core import CudaError, CudaUnavailableError, check,
 __all__ = [
     "CopyStream",
     "CudaEvent",
+    "DeviceMemory",
     "ExternalImage",
     "ExternalSemaphore",
     "HostDownloader",
     "PrimaryContext",
+    "copy_array_to_device",
     "copy_plane_to_array",
     "download_unavailable_reason",
     "primary_context",
@@ -569,6 +571,76 @@ def copy_plane_to_array(ctx: PrimaryContext, src: CudaPtr2D, dst: ExternalImage,
     copy.Height = dst.height
     with ctx:
         check(cu.cuMemcpy2DAsync(copy, stream), "cuMemcpy2DAsync (D->array)")
+
+
+class DeviceMemory:
+    """Linear device memory of one context (``cuMemAlloc``), freed exactly once (``close()`` or the GC).
+
+    Whoever frees it makes sure no enqueued work still reads it (an event, or a consumer that is done)."""
+
+    def __init__(self, ctx: PrimaryContext, size_bytes: int) -> None:
+        if size_bytes < 1:
+            raise InvalidInputError(f"device memory needs at least one byte, got {size_bytes}")
+        self._ctx = ctx
+        cu = ctx._cu
+        with ctx:
+            pointer = check(cu.cuMemAlloc(size_bytes), f"cuMemAlloc({size_bytes})")
+        self.pointer = int(pointer)
+        """The device address of the first byte."""
+        self.size_bytes = size_bytes
+        """Bytes allocated."""
+        self._holder: list[Any] = [pointer]
+        self._finalizer = weakref.finalize(self, _free_device, cu, ctx, self._holder)
+
+    def close(self) -> None:
+        """Free the memory. Idempotent."""
+        self._finalizer()
+
+
+def _free_device(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
+    pointer, holder[0] = holder[0], None
+    if pointer is not None:
+        try:
+            with ctx:
+                cu.cuMemFree(pointer)
+        except Exception:
+            pass  # the context is gone: so is the memory
+
+
+def copy_array_to_device(
+    ctx: PrimaryContext, src: ExternalImage, dst_pointer: int, size_bytes: int, stream: Any
+) -> None:
+    """Enqueue copies of the first ``size_bytes`` of an imported array, its rows read one after another,
+    into contiguous device memory at ``dst_pointer``: the whole rows in one ``cuMemcpy2DAsync``, the
+    start of the next row in a second.
+
+    Raises:
+        InvalidInputError: more bytes than the array holds, or not whole 4-byte texels.
+        CudaError: the driver refused a copy.
+    """
+    row_bytes = src.row_bytes
+    if size_bytes < 0 or size_bytes > row_bytes * src.height or size_bytes % 4:
+        raise InvalidInputError(
+            f"cannot copy {size_bytes} bytes out of a {row_bytes} x {src.height} array (whole 4-byte "
+            "texels, at most the array)"
+        )
+    rows, rest = divmod(size_bytes, row_bytes)
+    cu = ctx._cu
+    with ctx:
+        for first_row, height, width_bytes in ((0, rows, row_bytes), (rows, 1 if rest else 0, rest)):
+            if not height:
+                continue
+            copy = cu.CUDA_MEMCPY2D()
+            copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_ARRAY
+            copy.srcArray = src.array
+            copy.srcXInBytes = 0
+            copy.srcY = first_row
+            copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+            copy.dstDevice = dst_pointer + first_row * row_bytes
+            copy.dstPitch = row_bytes
+            copy.WidthInBytes = width_bytes
+            copy.Height = height
+            check(cu.cuMemcpy2DAsync(copy, stream), "cuMemcpy2DAsync (array->D)")
 
 
 _ = CudaError  # re-exported for callers catching driver failures from this module

@@ -1,0 +1,511 @@
+"""RGB tensors of frames for machine learning: :func:`to_tensor`.
+
+Frames are rendered by their source's renderer (colour-exact, HDR tone-mapped to SDR BT.709, resized
+bilinearly, cropped by a source rectangle) and packed by a compute pass into the tensor's bytes:
+``layout`` HWC or CHW, ``dtype`` uint8, float16 or float32, optionally normalised as
+``(x / 255 - mean[c]) / std[c]``; a list of frames gives one stacked ``(N, ...)`` tensor. Where the
+source's device is a Dawn device on an NVIDIA GPU with CUDA, the tensor goes to CUDA memory on the GPU
+(no byte through the CPU) and is handed out through DLPack; elsewhere it is read back into a numpy
+array. Which way it went is reported (:attr:`RgbTensor.path`, :attr:`RgbTensor.report`), never
+implied; ``require="gpu"`` (or ``device="cuda"``) makes the CPU way an error with the reason.
+
+Example::
+
+    import torch
+    import alpha2
+    from alpha2.api.tensors import to_tensor
+
+    with alpha2.open("clip.mp4") as source:
+        frames = [source.frame_at(t) for t in (0.0, 1.0, 2.0)]   # or source.frames_at(...)
+        batch = to_tensor(frames, size=(224, 224), layout="CHW", dtype="float32",
+                          mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
+        print(batch.shape, batch.path)   # (3, 3, 224, 224) ExecutionPath.GPU_COPY on Dawn + CUDA
+        x = torch.from_dlpack(batch)     # a CUDA tensor there; a CPU tensor (numpy's memory) elsewhere
+        for frame in frames:
+            frame.release()
+
+Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``H`` before ``W``).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from alpha2.gpu.dlpack import DLDeviceType, dlpack_capsule
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.geometry import Size
+from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.render.tensor import (
+    RgbTensorPass,
+    TensorDType,
+    TensorLayout,
+    TensorSpec,
+    batch_words,
+    frame_words,
+    max_frame_words,
+)
+
+if TYPE_CHECKING:
+    from alpha2.api.source import Frame
+    from alpha2.native_gpu.interop.tensor_export import CudaTensorMemory, TensorExporter
+
+__all__ = [
+    "LAYOUTS",
+    "REQUIRES",
+    "TENSOR_DEVICES",
+    "TENSOR_DTYPES",
+    "RgbTensor",
+    "TensorReport",
+    "close_tensor_routes",
+    "to_tensor",
+]
+
+LAYOUTS: tuple[str, ...] = tuple(m.value for m in TensorLayout)
+"""The ``layout`` values :func:`to_tensor` takes."""
+TENSOR_DTYPES: tuple[str, ...] = tuple(m.value for m in TensorDType)
+"""The ``dtype`` values :func:`to_tensor` takes."""
+TENSOR_DEVICES: tuple[str, ...] = ("auto", "cuda", "cpu")
+"""The ``device`` values: CUDA where the source's device can, else numpy; CUDA or an error; numpy."""
+REQUIRES: tuple[str | None, ...] = (None, "gpu")
+"""The ``require`` values: None (the CPU way is a reported fallback) or 'gpu' (it is an error)."""
+
+_TYPE_CODES = {"u": 1, "f": 2}
+
+
+@dataclass(frozen=True)
+class TensorReport:
+    """How a tensor was made: every frame's path, the tensor's path, and why."""
+
+    path: ExecutionPath
+    """How the tensor's bytes reached their memory: GPU_COPY (packed by the GPU and copied into CUDA
+    memory on the GPU) or CPU_DOWNLOAD (packed by the GPU and read back into host memory)."""
+    frame_paths: tuple[ExecutionPath, ...]
+    """How each frame's pixels reached the renderer's textures (its import: GPU_COPY, CPU_UPLOAD, ...)."""
+    reason: str
+    """Why the tensor took :attr:`path` (why not CUDA, when it did not)."""
+    bytes_crossed_cpu: int
+    """Bytes that passed through host memory: the frames' uploads and the tensor's read-back."""
+
+    @property
+    def steps(self) -> tuple[tuple[ExecutionPath, ExecutionPath], ...]:
+        """Per frame: (its import's path, the tensor's path)."""
+        return tuple((frame_path, self.path) for frame_path in self.frame_paths)
+
+
+class RgbTensor:
+    """An RGB tensor of one frame ``(H, W, 3)`` / ``(3, H, W)`` or a batch ``(N, ...)``, on CUDA or the CPU.
+
+    Give it to any DLPack consumer (``torch.from_dlpack``, ``cupy.from_dlpack``, ``np.from_dlpack`` for
+    CPU tensors), or take :meth:`numpy` of a CPU tensor. A CUDA tensor's memory stays valid while this
+    object or a consumer's tensor made from it lives; a consumer's stream waits for the copy on the GPU.
+    """
+
+    def __init__(
+        self,
+        spec: TensorSpec,
+        count: int | None,
+        report: TensorReport,
+        *,
+        array: np.ndarray | None = None,
+        cuda: CudaTensorMemory | None = None,
+    ) -> None:
+        if (array is None) == (cuda is None):
+            raise InvalidInputError("an RgbTensor holds a numpy array or CUDA memory, one of them")
+        self.spec = spec
+        """Size, layout, dtype and normalisation."""
+        self.shape: tuple[int, ...] = spec.shape(count)
+        """The array's shape."""
+        self.dtype: np.dtype[Any] = spec.dtype.numpy
+        """The element type."""
+        self.report = report
+        """Every frame's path, the tensor's, and why."""
+        self._array = array
+        self._cuda = cuda
+
+    @property
+    def path(self) -> ExecutionPath:
+        """How the tensor's bytes reached their memory (:attr:`TensorReport.path`)."""
+        return self.report.path
+
+    @property
+    def layout(self) -> str:
+        """``'HWC'`` or ``'CHW'``."""
+        return self.spec.layout.value
+
+    @property
+    def on_cuda(self) -> bool:
+        """Whether the tensor is CUDA device memory."""
+        return self._cuda is not None
+
+    @property
+    def device(self) -> str:
+        """``'cuda:N'`` or ``'cpu'``."""
+        return f"cuda:{self._cuda.ordinal}" if self._cuda is not None else "cpu"
+
+    @property
+    def data_ptr(self) -> int:
+        """Address of the first element (device memory for a CUDA tensor)."""
+        if self._cuda is not None:
+            return self._cuda.pointer
+        assert self._array is not None
+        return int(self._array.ctypes.data)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor."""
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def _strides(self) -> tuple[int, ...]:
+        strides, step = [], 1
+        for extent in reversed(self.shape):
+            strides.append(step)
+            step *= extent
+        return tuple(reversed(strides))
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self._cuda is not None:
+            return (int(DLDeviceType.CUDA), self._cuda.ordinal)
+        return (int(DLDeviceType.CPU), 0)
+
+    def __dlpack__(self, *, stream: int | None = None, **kwargs: Any) -> object:
+        """The DLPack capsule; a CUDA tensor first makes the consumer's ``stream`` wait for its copy.
+
+        ``stream`` follows the protocol: None or 1 the legacy default stream, 2 the per-thread default
+        stream, another integer a ``cudaStream_t``, -1 no ordering (then :meth:`wait` first).
+
+        Raises:
+            InvalidInputError: ``stream=0`` for a CUDA tensor (ambiguous in the protocol).
+        """
+        if self._cuda is None:
+            assert self._array is not None
+            return self._array.__dlpack__(stream=stream, **kwargs)
+        if stream == 0:
+            raise InvalidInputError(
+                "stream=0 is ambiguous for CUDA in the DLPack protocol; pass 1 (legacy default stream), "
+                "2 (per-thread default stream), a stream handle, or -1 to order the work yourself"
+            )
+        if stream != -1:
+            self._cuda.order_consumer(stream)
+        return dlpack_capsule(
+            self._cuda.pointer,
+            self.shape,
+            self._strides(),
+            type_code=_TYPE_CODES[self.dtype.kind],
+            bits=self.dtype.itemsize * 8,
+            device=self.__dlpack_device__(),
+            owner=self._cuda.owner,
+        )
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        """Block until a CUDA tensor's copy is done (nothing to wait for on the CPU).
+
+        Raises:
+            GpuTimeoutError: not done within ``timeout_s`` (default: the GPU wait timeout).
+        """
+        if self._cuda is None:
+            return
+        if timeout_s is None:
+            from alpha2.native_gpu.device.waits import gpu_wait_timeout
+
+            timeout_s = gpu_wait_timeout()
+        self._cuda.wait(timeout_s)
+
+    def numpy(self) -> np.ndarray:
+        """The tensor as a numpy array (CPU tensors only).
+
+        Raises:
+            UnsupportedError: a CUDA tensor (use ``torch.from_dlpack`` / ``cupy.from_dlpack``, or
+                ``to_tensor(..., device='cpu')``).
+        """
+        if self._array is None:
+            raise UnsupportedError(
+                "this tensor is CUDA memory: use torch.from_dlpack / cupy.from_dlpack on it, or ask "
+                "to_tensor(..., device='cpu') for a numpy array"
+            )
+        return self._array
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        array = self.numpy()
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def __repr__(self) -> str:
+        return (
+            f"<alpha2.RgbTensor {self.shape} {self.dtype} {self.layout} on {self.device} "
+            f"path={self.path.value}>"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# routes: per Device, the compute pass and (where it can be had) the CUDA export
+
+
+class _Routes:
+    """The tensor pass of one Device, and its CUDA exporter (made on first use) or why there is none."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.lock = threading.Lock()
+        self.packer = RgbTensorPass(device.webgpu_device)
+        self._exporter: TensorExporter | None = None
+        self._cuda_reason: str | None = None
+        self._asked = False
+
+    def exporter(self) -> tuple[TensorExporter | None, str | None]:
+        """The exporter, or None and why not (asked once)."""
+        if not self._asked:
+            self._asked = True
+            from alpha2.native_gpu.interop.tensor_export import TensorExporter
+
+            self._cuda_reason = TensorExporter.unavailable_reason(self.device)
+            if self._cuda_reason is None:
+                try:
+                    self._exporter = TensorExporter.create(self.device)
+                except UnsupportedError as exc:
+                    self._cuda_reason = exc.message
+        return self._exporter, self._cuda_reason
+
+    def close(self) -> None:
+        exporter, self._exporter = self._exporter, None
+        if exporter is not None:
+            exporter.close()
+
+
+_routes: weakref.WeakKeyDictionary[Any, _Routes] = weakref.WeakKeyDictionary()
+_routes_lock = threading.Lock()
+
+
+def _routes_of(device: Any) -> _Routes:
+    with _routes_lock:
+        routes = _routes.get(device)
+        if routes is None:
+            routes = _Routes(device)
+            _routes[device] = routes
+        return routes
+
+
+def close_tensor_routes(device: Any) -> None:
+    """Close the tensor pass and CUDA exporter kept for ``device`` (an alpha2 Device). Idempotent;
+    a later :func:`to_tensor` on the device makes them again."""
+    with _routes_lock:
+        routes = _routes.pop(device, None)
+    if routes is not None:
+        with routes.lock:
+            routes.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# arguments
+
+
+def _choice(name: str, value: Any, allowed: Sequence[str | None]) -> Any:
+    if isinstance(value, (TensorLayout, TensorDType)):
+        value = value.value
+    if value not in allowed:
+        shown = ", ".join(repr(a) for a in allowed)
+        raise InvalidInputError(f"{name} must be one of {shown}, got {value!r}")
+    return value
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInputError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _size(size: Any) -> tuple[int, int] | None:
+    if size is None:
+        return None
+    if isinstance(size, Size):
+        size = (size.width, size.height)
+    if not isinstance(size, Sequence) or isinstance(size, str) or len(size) != 2:
+        raise InvalidInputError(f"size must be (width, height) in pixels, or None, got {size!r}")
+    return _positive("size width", size[0]), _positive("size height", size[1])
+
+
+def _crop(crop: Any) -> tuple[int, int, int, int] | None:
+    if crop is None:
+        return None
+    if not isinstance(crop, Sequence) or isinstance(crop, str) or len(crop) != 4:
+        raise InvalidInputError(
+            f"crop must be (x, y, width, height) in pixels of the frame, or None, got {crop!r}"
+        )
+    x, y = crop[0], crop[1]
+    for name, value in (("crop x", x), ("crop y", y)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InvalidInputError(f"{name} must be an int >= 0, got {value!r}")
+    return int(x), int(y), _positive("crop width", crop[2]), _positive("crop height", crop[3])
+
+
+def _channels(name: str, value: Any) -> tuple[float, float, float] | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        value = (value, value, value)
+    try:
+        values = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"{name} must be a number or three numbers (R, G, B) on the 0..1 scale, got {value!r}"
+        ) from None
+    if len(values) != 3:
+        raise InvalidInputError(f"{name} must be a number or three numbers (R, G, B), got {value!r}")
+    return values[0], values[1], values[2]
+
+
+def _frames_of(frames: Any) -> tuple[list[Frame], bool]:
+    """The frames as a list, and whether one frame (no batch axis) was given."""
+    from alpha2.api.source import Frame as FrameClass  # here: source.py may delegate to this module
+
+    if isinstance(frames, FrameClass):
+        return [frames], True
+    if isinstance(frames, Sequence) and not isinstance(frames, (str, bytes)):
+        listed = list(frames)
+        if not listed:
+            raise InvalidInputError("to_tensor needs at least one frame; got an empty sequence")
+        for item in listed:
+            if not isinstance(item, FrameClass):
+                raise InvalidInputError(
+                    f"to_tensor takes alpha2 Frames (VideoSource.next_frame, frame_at, iteration), "
+                    f"got {type(item).__name__}"
+                )
+        return listed, False
+    raise InvalidInputError(
+        f"to_tensor takes an alpha2 Frame or a sequence of them, got {type(frames).__name__}"
+    )
+
+
+def _picture_size(frames: Sequence[Any], size: tuple[int, int] | None, crop: Any) -> tuple[int, int]:
+    for index, frame in enumerate(frames):
+        if crop is not None:
+            x, y, w, h = crop
+            if x + w > frame.width or y + h > frame.height:
+                raise InvalidInputError(
+                    f"crop {crop} reaches past frame {index} ({frame.width}x{frame.height}): x + width must "
+                    f"be at most {frame.width} and y + height at most {frame.height}"
+                )
+    if size is not None:
+        return size
+    if crop is not None:
+        return crop[2], crop[3]
+    sizes = {(f.width, f.height) for f in frames}
+    if len(sizes) > 1:
+        raise InvalidInputError(
+            f"the frames have different sizes {sorted(sizes)}: pass size=(width, height) for one stacked "
+            "tensor"
+        )
+    return next(iter(sizes))
+
+
+# ---------------------------------------------------------------------------------------------------
+# the front door
+
+
+def to_tensor(
+    frames: Frame | Sequence[Frame],
+    *,
+    size: tuple[int, int] | Size | None = None,
+    crop: tuple[int, int, int, int] | None = None,
+    layout: str = "HWC",
+    dtype: str = "uint8",
+    mean: float | Sequence[float] | None = None,
+    std: float | Sequence[float] | None = None,
+    device: str = "auto",
+    require: str | None = None,
+) -> RgbTensor:
+    """An RGB tensor of one frame, or one stacked tensor of a list of frames.
+
+    Args:
+        frames: an alpha2 Frame (the tensor has no batch axis) or a sequence of Frames of one source
+            (``(N, ...)``); they stay the caller's to release.
+        size: ``(width, height)`` of the tensor's pictures (scaled bilinearly); None: the crop's size, or
+            the frames' display size.
+        crop: ``(x, y, width, height)``, the rectangle of each frame that is used; None: the whole frame.
+        layout: ``'HWC'`` ``(H, W, 3)`` or ``'CHW'`` ``(3, H, W)``.
+        dtype: ``'uint8'`` (codes 0..255), ``'float16'`` or ``'float32'`` (``code / 255``, normalised).
+        mean: per channel, subtracted from ``code / 255`` (floats only): a number or three (R, G, B).
+        std: per channel, divides after the mean (floats only): a number or three.
+        device: ``'auto'`` (CUDA memory where the source's device can take it there on the GPU, else a
+            numpy array), ``'cuda'`` (CUDA or an error) or ``'cpu'`` (a numpy array).
+        require: ``'gpu'``: the tensor must go to CUDA without the CPU (an error with the reason
+            otherwise); None: the numpy fallback is allowed, and reported.
+
+    Returns:
+        The :class:`RgbTensor`; its :attr:`~RgbTensor.report` says every frame's path, the tensor's,
+        and why.
+
+    Raises:
+        InvalidInputError: a bad argument (the message names the allowed values), frames of different
+            sources, or a released frame.
+        UnsupportedError: the CUDA route was required and cannot be had (the reason), or a frame's
+            tensor is larger than the device can pack at once.
+    """
+    listed, single = _frames_of(frames)
+    layout_value = _choice("layout", layout, LAYOUTS)
+    dtype_value = _choice("dtype", dtype, TENSOR_DTYPES)
+    device_value = _choice("device", device, TENSOR_DEVICES)
+    require_value = _choice("require", require, REQUIRES)
+    if require_value == "gpu" and device_value == "cpu":
+        raise InvalidInputError("require='gpu' asks for CUDA memory, device='cpu' for numpy: pick one")
+    crop_rect = _crop(crop)
+    picture = _picture_size(listed, _size(size), crop_rect)
+    spec = TensorSpec(
+        picture[0],
+        picture[1],
+        TensorLayout(layout_value),
+        TensorDType(dtype_value),
+        mean=_channels("mean", mean),
+        std=_channels("std", std),
+    )
+    source = listed[0]._source
+    if any(frame._source is not source for frame in listed):
+        raise InvalidInputError(
+            "to_tensor batches frames of one VideoSource; convert each source's frames apart"
+        )
+    routes = _routes_of(source.device)
+    with routes.lock:
+        exporter: TensorExporter | None = None
+        reason: str | None = "device='cpu' asked for a numpy array"
+        if device_value != "cpu":
+            exporter, reason = routes.exporter()
+            if exporter is None and (device_value == "cuda" or require_value == "gpu"):
+                raise UnsupportedError(
+                    f"the tensor cannot go to CUDA on the GPU: {reason}; to_tensor(..., device='cpu') reads "
+                    "it back into a numpy array instead"
+                )
+        leases = [frame._import() for frame in listed]
+        renderer = source.renderer
+
+        def encode_render(encoder: Any, index: int, target: Any) -> None:
+            renderer.encode_render(encoder, leases[index], target=target, crop=crop_rect)
+
+        count = len(listed)
+        frame_paths = tuple(lease.path for lease in leases)
+        uploaded = sum(int(getattr(lease.frame, "bytes_crossed_cpu", 0) or 0) for lease in leases)
+        if exporter is not None:
+            spans = [frame_words(spec, n) for n in range(count)]
+            batch = exporter.batch(spans, max_frame_words(spec), batch_words(spec, count))
+            routes.packer.pack_into_textures(spec, count, encode_render, batch)
+            memory = batch.finish()
+            report = TensorReport(
+                ExecutionPath.GPU_COPY,
+                frame_paths,
+                "packed on the Dawn device and copied into CUDA memory on the GPU",
+                uploaded,
+            )
+            return RgbTensor(spec, None if single else count, report, cuda=memory)
+        array = routes.packer.to_numpy(spec, count, encode_render)
+        report = TensorReport(
+            ExecutionPath.CPU_DOWNLOAD,
+            frame_paths,
+            f"read back through the CPU: {reason}",
+            uploaded + batch_words(spec, count) * 4,
+        )
+        return RgbTensor(spec, None if single else count, report, array=array[0] if single else array)
