@@ -2,6 +2,10 @@
 
 import sys
 
-from alpha2.apps.cli import main
+try:
+    from alpha2.apps.cli import main
+except KeyboardInterrupt:  # Ctrl-C before main() could install its handlers: the same one line
+    print("alpha2: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

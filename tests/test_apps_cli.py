@@ -72,7 +72,7 @@ def test_bad_input(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out_dir.mkdir()
     code, _, err = run_cli(["transcode", bad, str(out_dir / "o.mp4")], capsys)
     assert code == 1
-    assert_one_error_line(err, *(["no video stream"] if kind == "audio-only" else []))
+    assert_one_error_line(err, *(["no video"] if kind == "audio-only" else []))
     assert files_in(out_dir) == []
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import av
+import numpy as np
 import pytest
 
 from alpha2.api.transcode_plan import TranscodeOptions
@@ -60,7 +61,7 @@ def test_local_default_then_resume(clips: Path, tmp_path: Path, capsys: pytest.C
     assert code == 1  # one input is broken
     report = json.loads(capsys.readouterr().out)
     files = {os.path.relpath(f["output"], out): f for f in report["files"]}
-    assert sorted(files) == ["broken.mp4", "one.mp4", os.path.join("sub", "two.mkv"), "three.mp4"]
+    assert sorted(files) == ["broken.mp4", "one.mp4", os.path.join("sub", "two.mp4"), "three.mp4"]
     runner = report["runner"]
     assert runner["runner"] == "local" and 1 <= len(runner["workers"]) <= 2
     labels = {w["label"] for w in runner["workers"]}
@@ -80,7 +81,7 @@ def test_local_default_then_resume(clips: Path, tmp_path: Path, capsys: pytest.C
     assert (report["done"], report["skipped"], report["failed"]) == (3, 0, 1)
     assert not _leftovers(out)
     manifest = json.loads((out / MANIFEST_NAME).read_text())
-    assert sorted(manifest["entries"]) == ["one.mp4", "sub/two.mkv", "three.mp4"]
+    assert sorted(manifest["entries"]) == ["one.mp4", "sub/two.mp4", "three.mp4"]  # not the failure
 
     # Resumed: what is done is skipped, the failure is tried again.
     before = (out / "one.mp4").stat().st_mtime_ns
@@ -91,7 +92,7 @@ def test_local_default_then_resume(clips: Path, tmp_path: Path, capsys: pytest.C
     assert again == {
         "broken.mp4": "failed",
         "one.mp4": "skipped",
-        os.path.join("sub", "two.mkv"): "skipped",
+        os.path.join("sub", "two.mp4"): "skipped",
         "three.mp4": "skipped",
     }
     assert (out / "one.mp4").stat().st_mtime_ns == before
@@ -169,6 +170,47 @@ def test_worker_killed_mid_file_is_retried(tmp_path: Path) -> None:
     assert not (out / STAGING_NAME).exists()
 
 
+def _ogv(path: Path, frames: int) -> None:
+    """A VP8 clip in Ogg (this PyAV has no Theora encoder; FFmpeg's Ogg muxer takes VP8)."""
+    with av.open(str(path), "w", format="ogg") as container:
+        stream: Any = container.add_stream("libvpx", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 96, 64, "yuv420p"
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(
+                np.full((64, 96, 3), (i * 20) % 256, dtype=np.uint8), format="rgb24"
+            ).reformat(format="yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+
+
+def test_inputs_alpha2_does_not_write_get_the_batch_container(tmp_path: Path) -> None:
+    """.flv, .ogv and .mpg inputs (read, not written by alpha2) become .mp4 outputs, or --container's."""
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "a.flv", width=96, height=64, frames=FRAMES)
+    make_clip(src / "b.mpg", codec="mpeg2", width=96, height=64, frames=FRAMES)
+    _ogv(src / "c.ogv", FRAMES)
+    out = tmp_path / "out"
+    report = batch([str(src)], out, TranscodeOptions(), BatchSettings(device=DeviceChoice.CPU, workers=1))
+    results = {r.item.key: r for r in report.results}
+    assert sorted(results) == ["a.mp4", "b.mp4", "c.mp4"]
+    for key, result in results.items():
+        assert result.status is FileStatus.DONE, (key, result.error)
+        with av.open(str(out / key)) as container:
+            assert "mp4" in container.format.name
+        assert _frames(out / key) == FRAMES
+    mkv = batch(
+        [str(src / "a.flv")],
+        tmp_path / "out-mkv",
+        TranscodeOptions(),
+        BatchSettings(device=DeviceChoice.CPU, workers=1, container="mkv"),
+    )
+    assert [r.item.key for r in mkv.results] == ["a.mkv"] and mkv.results[0].status is FileStatus.DONE
+
+
 @pytest.fixture(scope="module")
 def ray_session() -> Any:
     module = pytest.importorskip("ray")
@@ -190,7 +232,7 @@ def test_ray_batch(ray_session: Any, clips: Path, tmp_path: Path) -> None:
     results = {r.item.key: r for r in report.results}
     assert results["broken.mp4"].status is FileStatus.FAILED
     assert results["broken.mp4"].error_kind == "invalid_input" and results["broken.mp4"].attempts == 1
-    for key in ("one.mp4", "sub/two.mkv", "three.mp4"):
+    for key in ("one.mp4", "sub/two.mp4", "three.mp4"):
         result = results[key]
         assert (result.status, result.frames, sum(result.paths.values())) == (FileStatus.DONE, FRAMES, FRAMES)
         assert result.worker and ":" in result.worker  # host:pid of the Ray worker

@@ -15,9 +15,10 @@ import pytest
 
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps import batch_ray
-from alpha2.apps.batch import BatchProgress
+from alpha2.apps.batch import BatchProgress, batch
 from alpha2.apps.batch_local import DeviceChoice, plan_workers
 from alpha2.apps.batch_plan import (
+    DEFAULT_CONTAINER,
     FINGERPRINT_EDGE_BYTES,
     MANIFEST_NAME,
     STAGING_NAME,
@@ -25,6 +26,7 @@ from alpha2.apps.batch_plan import (
     FileResult,
     FileStatus,
     Manifest,
+    container_extension,
     expand_inputs,
     input_fingerprint,
     is_transient,
@@ -40,6 +42,7 @@ from alpha2.apps.batch_run import (
     FileTask,
     Finished,
     Frames,
+    Notice,
     Outcome,
     Planned,
     Retrying,
@@ -77,7 +80,7 @@ def test_folder_is_searched_recursively_for_videos(tmp_path: Path) -> None:
     _touch(src / "out" / "old.mp4")  # the output folder inside the input folder
     pairs = expand_inputs([str(src)], out_dir=str(src / "out"))
     assert [os.path.relpath(f, base) for f, base in pairs] == ["a.mp4", os.path.join("sub", "b.MKV")]
-    items = plan_items(pairs, str(tmp_path / "dest"), ext=".mkv")
+    items = plan_items(pairs, str(tmp_path / "dest"), container=".mkv")
     assert [i.key for i in items] == ["a.mkv", "sub/b.mkv"]
     assert items[1].output == str(tmp_path / "dest" / "sub" / "b.mkv")
 
@@ -91,7 +94,7 @@ def test_glob_and_list_file(tmp_path: Path) -> None:
     # one.mp4 is named twice: taken once, where it first came
     assert [os.path.basename(f) for f, _ in pairs] == ["one.mp4", "three.webm", "two.mp4"]
     items = plan_items(pairs, str(tmp_path / "out"))
-    assert [i.key for i in items] == ["x/one.mp4", "y/three.webm", "two.mp4"]
+    assert [i.key for i in items] == ["x/one.mp4", "y/three.mp4", "two.mp4"]  # the batch's one container
 
 
 @pytest.mark.parametrize("spec", ["missing.mp4", "nothing-*.mp4"])
@@ -114,11 +117,24 @@ def test_outputs_that_collide_or_overwrite_the_input(tmp_path: Path) -> None:
     b = _touch(tmp_path / "a.mkv")
     pairs = [(str(a), str(tmp_path)), (str(b), str(tmp_path))]
     with pytest.raises(InvalidInputError, match="would both be written"):
-        plan_items(pairs, str(tmp_path / "out"), ext=".mp4")
+        plan_items(pairs, str(tmp_path / "out"))
     with pytest.raises(InvalidInputError, match="would be the input"):
         plan_items([(str(a), str(tmp_path))], str(tmp_path))
-    raw = _touch(tmp_path / "r.y4m")
-    assert plan_items([(str(raw), str(tmp_path))], str(tmp_path / "o"))[0].key == "r.mkv"
+
+
+@pytest.mark.parametrize("name", ["c.flv", "c.ogv", "c.mpg", "c.y4m", "c.ivf", "c.wmv", "c.3gp", "c.mkv"])
+def test_outputs_take_the_batch_container_whatever_the_input(tmp_path: Path, name: str) -> None:
+    """Inputs alpha2 reads but does not write (.flv, .ogv, .mpg, ...) get the batch's container."""
+    source = _touch(tmp_path / "in" / name)
+    pairs = expand_inputs([str(tmp_path / "in")])
+    assert [f for f, _ in pairs] == [str(source)]
+    (item,) = plan_items(pairs, str(tmp_path / "out"))
+    assert item.key == "c.mp4" and item.output == str(tmp_path / "out" / "c.mp4")
+    for given in ("mkv", ".MKV"):
+        assert plan_items(pairs, str(tmp_path / "out"), container=given)[0].key == "c.mkv"
+    assert container_extension(None) == DEFAULT_CONTAINER == ".mp4"
+    with pytest.raises(InvalidInputError, match=r"not one alpha2 writes.*mp4"):
+        plan_items(pairs, str(tmp_path / "out"), container="flv")
 
 
 # -- fingerprints and the manifest -------------------------------------------------------------------
@@ -149,6 +165,12 @@ def test_input_fingerprint_sees_ends_size_and_time(tmp_path: Path) -> None:
         input_fingerprint(str(tmp_path / "gone"))
 
 
+def test_settings_fingerprint_ignores_overwrite() -> None:
+    assert settings_fingerprint(TranscodeOptions(overwrite=False), ".mp4") == settings_fingerprint(
+        TranscodeOptions(overwrite=True), ".mp4"
+    )
+
+
 def test_settings_fingerprint() -> None:
     base = settings_fingerprint(TranscodeOptions(), ".mp4")
     assert base == settings_fingerprint(TranscodeOptions(), ".mp4")
@@ -174,7 +196,76 @@ def test_manifest_round_trip(tmp_path: Path) -> None:
     (out / "a.mp4").write_bytes(b"123")  # not the output that was recorded
     assert not again.done(item, "h1", "s1")
     (out / MANIFEST_NAME).write_text("{not json")
-    assert Manifest.load(str(out)).entries == {}
+    damaged = Manifest.load(str(out))
+    assert damaged.entries == {} and damaged.note is not None and "set aside" in damaged.note
+    assert not (out / MANIFEST_NAME).exists()
+    assert [p.read_text() for p in out.glob(MANIFEST_NAME + ".corrupt-*")] == ["{not json"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 200_000 + "]" * 200_000,  # nested past the parser's recursion limit: RecursionError
+        '{"version": 1, "entries": ' + '{"a": ' * 100_000 + "1" + "}" * 100_001,
+        '{"version": 99, "entries": {}}',
+        '{"version": 1, "entries": []}',
+        "\xff\xfe not utf-8",
+    ],
+    ids=["nested-list", "nested-entries", "future-version", "entries-not-a-map", "not-utf8"],
+)
+def test_unusable_manifest_is_set_aside_and_the_run_starts_afresh(tmp_path: Path, text: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST_NAME).write_bytes(text.encode("latin-1"))
+    manifest = Manifest.load(str(out))
+    assert manifest.entries == {}
+    assert manifest.note is not None and "\n" not in manifest.note and "starting afresh" in manifest.note
+    (aside,) = out.glob(MANIFEST_NAME + ".corrupt-*")
+    assert aside.read_bytes() == text.encode("latin-1") and str(aside) in manifest.note
+    # The next run records into a fresh manifest, and the one after reads it.
+    item = BatchItem("a.mp4", str(tmp_path / "a.mp4"), str(out / "a.mp4"))
+    (out / "a.mp4").write_bytes(b"12345")
+    manifest.record(FileResult(item, FileStatus.DONE, output_bytes=5), "h", "s")
+    again = Manifest.load(str(out))
+    assert again.note is None and again.done(item, "h", "s")
+
+
+def test_nested_manifest_through_the_batch_is_one_line(tmp_path: Path) -> None:
+    """The batch says once that it set the manifest aside, and runs (no RecursionError)."""
+    src = _touch(tmp_path / "in" / "a.mp4")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST_NAME).write_text("[" * 100_000)
+    events: list[Event] = []
+    backend = ScriptedBackend({"a.mp4": [{"ok": True}]})
+    report = batch([str(src.parent)], out, TranscodeOptions(), on_event=events.append, backend=backend)
+    assert [r.status for r in report.results] == [FileStatus.DONE]
+    (notice,) = [e for e in events if isinstance(e, Notice)]
+    assert "RecursionError" in notice.text and "set aside" in notice.text
+    assert report.notes == [notice.text] and report.as_dict()["notes"] == [notice.text]
+    assert "a.mp4" in Manifest.load(str(out)).entries
+    stream = io.StringIO()
+    BatchProgress(enabled=False, stream=stream)(notice)  # said even with the display off
+    assert stream.getvalue().count("\n") == 1 and stream.getvalue().startswith("alpha2: batch: the manifest")
+
+
+def test_pending_entries_let_a_cut_run_resume(tmp_path: Path) -> None:
+    """Outputs a run may write are claimed first; those not written are forgotten at the end, and an
+    output renamed into place just before a kill is known as the batch's own by the next run."""
+    out = tmp_path / "out"
+    out.mkdir()
+    items = [BatchItem(k, str(tmp_path / k), str(out / k)) for k in ("a.mp4", "b.mp4")]
+    manifest = Manifest.load(str(out))
+    manifest.claim(items)
+    assert Manifest.load(str(out)).knows("a.mp4") and Manifest.load(str(out)).knows("b.mp4")
+    (out / "a.mp4").write_bytes(b"made, then the driver was killed before it recorded it")
+    manifest.release()
+    kept = Manifest.load(str(out))
+    assert kept.knows("a.mp4") and not kept.knows("b.mp4")
+    assert not kept.done(items[0], "h", "s")  # pending is not done: it is made again
+    (out / "a.mp4").unlink()
+    kept.release()
+    assert not (out / MANIFEST_NAME).exists()  # nothing left to say
 
 
 @pytest.mark.parametrize(

@@ -2,48 +2,161 @@
 
 A file is written under a temporary name in its destination directory and renamed over the final name
 only once complete; on any failure the temporary file is removed, so a half-written output never
-appears. PNG encoding is zlib + struct (RGBA, 8 bits per channel, no filtering): no new dependency.
+appears. The temporary file is created exclusively and without following a symbolic link
+(``O_EXCL | O_NOFOLLOW``), and :func:`write_bytes_atomic` writes through that descriptor, so a name
+planted in a folder others may write into (a batch's ``--out``) cannot send the bytes elsewhere.
+:func:`open_regular` opens a file that must be a plain one (a lock, a manifest) without following a
+link or blocking on a FIFO. PNG encoding is zlib + struct (RGBA, 8 bits per channel, no filtering): no
+new dependency.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
+import stat
 import struct
-import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from alpha2.gpu.errors import InvalidInputError
 
-__all__ = ["atomic_path", "check_output_path", "png_bytes", "write_bytes_atomic", "write_png"]
+__all__ = [
+    "atomic_path",
+    "check_output_path",
+    "open_regular",
+    "png_bytes",
+    "same_file",
+    "write_bytes_atomic",
+    "write_png",
+]
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> str:
-    """The absolute output path, after checking that its directory exists and is writable.
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name one file (a hard link, a symbolic link or another spelling of it)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+        return os.path.realpath(a) == os.path.realpath(b)
+    except OSError:
+        return False
+
+
+def check_output_path(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "output",
+    overwrite: bool = True,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+) -> str:
+    """The absolute output path, after checking that it may be written.
+
+    Args:
+        what: How messages name the file (``output``, ``snapshot``).
+        overwrite: Whether an existing file may be replaced; False refuses it, naming ``-y``.
+        inputs: Files being read: the output is never one of them, whatever ``overwrite`` says.
 
     Raises:
-        InvalidInputError: the directory is missing or not writable, or the path is a directory.
+        InvalidInputError: the directory is missing or not writable, the path is a directory, is one
+            of ``inputs``, or exists and ``overwrite`` is False.
     """
-    full = os.path.abspath(os.fspath(path))
+    given = os.fspath(path)
+    full = os.path.abspath(given)
     directory = os.path.dirname(full)
     if os.path.isdir(full):
-        raise InvalidInputError(f"{what} {os.fspath(path)!r} is a directory; give a file name")
+        raise InvalidInputError(f"{what} {given!r} is a directory; give a file name")
     if not os.path.isdir(directory):
         raise InvalidInputError(f"{what} directory {directory!r} does not exist")
+    for source in inputs:
+        if same_file(full, source):
+            raise InvalidInputError(f"the {what} {given!r} is the input; choose another name")
+    if not overwrite and os.path.lexists(full):
+        raise InvalidInputError(f"{given} exists; pass -y (--overwrite) to replace it")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InvalidInputError(f"{what} directory {directory!r} is not writable")
     return full
+
+
+def open_regular(path: str, flags: int = os.O_RDONLY, mode: int = 0o600, *, what: str = "file") -> int:
+    """A descriptor of ``path``, which must be a regular file: a symbolic link is not followed and a FIFO
+    or a device is not waited on (``O_NOFOLLOW | O_NONBLOCK``), both refused.
+
+    Raises:
+        FileNotFoundError: there is no such file (and ``flags`` has no ``O_CREAT``).
+        InvalidInputError: ``path`` is a symbolic link, or not a regular file.
+        OSError: any other failure to open it.
+    """
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENXIO and os.path.islink(path)):
+            raise InvalidInputError(f"{what} {path!r} is a symbolic link; remove it") from None
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
+            raise InvalidInputError(f"{what} {path!r} is not a regular file (a FIFO); remove it") from None
+        raise
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = _file_kind(st.st_mode)
+        raise InvalidInputError(f"{what} {path!r} is not a regular file ({kind}); remove it")
+    return fd
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def _create_temp(final: str) -> tuple[int, str]:
+    """A new file next to ``final``, created exclusively and without following a link, with the mode a
+    plain ``open()`` would give it; returns its descriptor and path."""
+    directory, name = os.path.split(final)
+    stem, ext = os.path.splitext(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}.partial{ext}")
+        try:
+            fd = os.open(tmp, flags, 0o666 & ~_umask())
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
+        return fd, tmp
+    raise InvalidInputError(f"cannot write {final!r}: no free temporary name in its directory")
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 @contextlib.contextmanager
@@ -54,40 +167,39 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     left as it was.
     """
     final = check_output_path(path)
-    directory, name = os.path.split(final)
-    stem, ext = os.path.splitext(name)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".partial{ext}", dir=directory)
-    except OSError as exc:
-        raise InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
+    fd, tmp = _create_temp(final)
     os.close(fd)
     try:
-        # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
-        os.chmod(tmp, 0o666 & ~_umask())
         yield tmp
         if os.path.getsize(tmp) == 0:
             raise InvalidInputError(f"nothing was written to {final!r}")
         os.replace(tmp, final)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(tmp)
+        _remove(tmp)
         raise
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> str:
-    """Write ``data`` to ``path`` atomically; returns the absolute path."""
-    with atomic_path(path) as tmp:
+    """Write ``data`` to ``path`` atomically (through the temporary file's own descriptor: a name swapped
+    in its place cannot redirect the bytes); returns the absolute path."""
+    final = check_output_path(path)
+    fd, tmp = _create_temp(final)
+    try:
         try:
-            with open(tmp, "wb") as f:
+            with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            if not data:
+                raise InvalidInputError(f"nothing was written to {final!r}")
+            os.replace(tmp, final)
         except OSError as exc:
             # A full disk or a lost mount: say which file (the bare errno names none).
-            raise InvalidInputError(
-                f"cannot write {os.path.abspath(os.fspath(path))!r}: {exc.strerror or exc}"
-            ) from exc
-    return os.path.abspath(os.fspath(path))
+            raise InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
+    except BaseException:
+        _remove(tmp)
+        raise
+    return final
 
 
 def _chunk(kind: bytes, payload: bytes) -> bytes:

@@ -61,6 +61,9 @@ class PlayOptions:
     """How HDR (PQ, HLG) light above the display's peak is brought down (``--tone-curve``)."""
     target_peak_cd_m2: float | None = None
     """The SDR display's peak (``--target-peak``); None: 203 cd/m², HDR reference white = SDR white."""
+    overwrite: bool = True
+    """Replace an existing snapshot file (the input itself never); ``alpha2 play`` passes False unless
+    given ``-y`` (``--overwrite``), and an existing file is then refused."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tone_curve, ToneCurve):
@@ -291,6 +294,13 @@ class Player:
         from alpha2.native_gpu.render.renderer import gpu_module_of, read_texture_rgba
 
         stats, options = self.stats, self.options
+        snapshot_path = (
+            check_output_path(
+                options.snapshot, what="snapshot", overwrite=options.overwrite, inputs=(self.source,)
+            )
+            if options.snapshot
+            else None
+        )
         if options.snapshot is not None and stats.snapshot_route is None:
             from alpha2.api.snapshot_cpu import SnapshotRouteKind, choose_snapshot_route, snapshot_on_cpu
 
@@ -301,7 +311,6 @@ class Player:
                 if done is not None:
                     return done
         stats.mode, stats.mode_reason = "offscreen", reason
-        snapshot_path = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
         timer = pipeline.RunTimer()
         decoder = self._open()
         self._seek_start(decoder)

@@ -176,6 +176,9 @@ class TranscodeOptions:
     """The output's bits per sample (:func:`output_depth`)."""
     sdr: bool = False
     """Tone map an HDR input to SDR BT.709 (``--sdr``) whatever the codec and depth."""
+    overwrite: bool = True
+    """Replace an existing output (the input itself never); ``alpha2 transcode`` passes False unless
+    given ``-y`` (``--overwrite``), and an existing output is then refused."""
 
     def __post_init__(self) -> None:
         if self.crf is not None and self.bitrate is not None:

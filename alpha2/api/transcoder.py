@@ -541,10 +541,8 @@ def transcode(
     """
     options = options if options is not None else TranscodeOptions()
     src = os.fspath(source)
-    out = check_output_path(output)
+    out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     output_container(out)  # an unknown extension is refused before the input is opened
-    if os.path.exists(src) and os.path.exists(out) and os.path.samefile(src, out):
-        raise InvalidInputError(f"the output {os.fspath(output)!r} is the input; choose another name")
     return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
 
 

@@ -6,8 +6,12 @@ per GPU (``--streams``), one file each, or one per core without a GPU (:mod:`alp
 ``--ray auto|ADDRESS`` each file is a Ray task (:mod:`alpha2.apps.batch_ray`). Either way a failure
 stays with its file with a one-line reason, transient failures are retried, outputs appear whole or not
 at all, and a run can be resumed: outputs the manifest in DIR records for the same input and settings
-are skipped (:mod:`alpha2.apps.batch_plan`). Progress shows files and frames; the end is a table, or
-``--json``, with each file's execution paths, fps, bytes and error.
+are skipped (:mod:`alpha2.apps.batch_plan`). Outputs are in one container, ``.mp4`` or ``--container``'s,
+whatever the inputs' own. A file already at an output's name that no batch into DIR made is not
+replaced unless ``-y`` (``--overwrite``, which also makes every output again, as ``--force``); an
+interrupted run removes the ``--out`` folder it made when nothing was written into it. Progress shows
+files and frames; the end is a table, or ``--json``, with each file's execution paths, fps, bytes and
+error.
 
 :func:`batch` is the in-process form.
 """
@@ -23,16 +27,18 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from alpha2.api import pipeline
+from alpha2.api.encoding import OUTPUT_CONTAINERS
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch_local import DeviceChoice, LocalBackend, plan_workers
 from alpha2.apps.batch_plan import (
+    DEFAULT_CONTAINER,
     BatchItem,
     FileResult,
     FileStatus,
     Manifest,
+    container_extension,
     expand_inputs,
     fingerprints,
-    output_extension,
     plan_items,
     settings_fingerprint,
 )
@@ -42,13 +48,15 @@ from alpha2.apps.batch_run import (
     Event,
     Finished,
     Frames,
+    Notice,
     Planned,
     Retrying,
     Started,
     run_batch,
 )
+from alpha2.apps.cli import add_overwrite_arguments
 from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import ErrorKind, InvalidInputError
 
 __all__ = ["BatchReport", "BatchSettings", "batch", "register", "run"]
 
@@ -59,6 +67,9 @@ class BatchSettings:
 
     ray: str | None = None
     """None: local workers; ``auto`` or a cluster address: Ray."""
+    ray_bind: str | None = None
+    """The address a Ray cluster that alpha2 starts itself (``auto`` with none to join) listens on; None:
+    127.0.0.1, this machine only."""
     device: DeviceChoice = DeviceChoice.AUTO
     """GPUs, CPU, or whichever the machine (cluster) has."""
     workers: int | None = None
@@ -68,14 +79,20 @@ class BatchSettings:
     """Files per GPU at once; None: cores / GPUs, at most 8."""
     retries: int = 2
     """Further attempts for a file whose failure is transient."""
-    ext: str | None = None
-    """Output extension; None keeps each input's."""
+    container: str = DEFAULT_CONTAINER
+    """Every output's container, as an extension (``.mp4``, ``mkv``), whatever the input's."""
     force: bool = False
-    """Transcode every file again, whatever the manifest says."""
+    """Transcode every file again, whatever the manifest says, replacing what is at the outputs' names
+    (``-y``, ``--overwrite``, ``--force``)."""
 
     def __post_init__(self) -> None:
         if self.retries < 0:
             raise InvalidInputError(f"retries must be >= 0, got {self.retries}")
+        container_extension(self.container)  # an unknown container is refused before any work
+        if self.ray_bind is not None and self.ray is None:
+            raise InvalidInputError("--ray-bind is for a Ray cluster alpha2 starts: give --ray auto too")
+        if self.ray_bind is not None and not self.ray_bind.strip():
+            raise InvalidInputError("--ray-bind takes an address, e.g. 127.0.0.1")
 
 
 @dataclass
@@ -90,6 +107,8 @@ class BatchReport:
     """Wall time of the run."""
     runner: dict[str, Any] = field(default_factory=dict)
     """The backend's description (workers, or the Ray resources)."""
+    notes: list[str] = field(default_factory=list)
+    """What the run said on the way (a manifest set aside)."""
 
     def count(self, status: FileStatus) -> int:
         """Files with ``status``."""
@@ -114,6 +133,7 @@ class BatchReport:
             "seconds": round(self.seconds, 4),
             "fps": round(self.frames / self.seconds, 3) if self.seconds > 0 else 0.0,
             "output_bytes": sum(r.output_bytes for r in self.results if r.status is FileStatus.DONE),
+            "notes": list(self.notes),
         }
 
 
@@ -122,10 +142,36 @@ def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
         from alpha2.apps.batch_ray import RayBackend
 
         return RayBackend(
-            settings.ray, device=settings.device, streams=settings.streams, hwaccel=options.hwaccel
+            settings.ray,
+            device=settings.device,
+            streams=settings.streams,
+            hwaccel=options.hwaccel,
+            bind=settings.ray_bind,
         )
     slots = plan_workers(device=settings.device, workers=settings.workers, streams=settings.streams)
     return LocalBackend(slots)
+
+
+def _folders_to_make(path: str) -> list[str]:
+    """The folders ``os.makedirs(path)`` would make, deepest first."""
+    missing: list[str] = []
+    while path and not os.path.lexists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
+
+
+def _refused(item: BatchItem) -> FileResult:
+    return FileResult(
+        item,
+        FileStatus.FAILED,
+        error=f"{item.output} exists and no batch into this folder made it; pass -y (--overwrite) to "
+        "replace it",
+        error_kind=ErrorKind.INVALID_INPUT.value,
+    )
 
 
 def batch(
@@ -139,9 +185,14 @@ def batch(
 ) -> BatchReport:
     """Transcode every input into ``out_dir`` (the in-process form of ``alpha2 batch``).
 
+    An output already done by an earlier run (the manifest's record matches) is skipped; a file at an
+    output's name that no batch into ``out_dir`` made fails that input, unless ``settings.force``. When
+    the run ends by an exception (Ctrl-C included), the folders it made for ``out_dir`` are removed
+    again if nothing is in them.
+
     Raises:
         InvalidInputError: no inputs, an input that is missing, two inputs with one output, an output
-            folder another batch writes into.
+            folder another batch writes into, a lock or manifest that is not a regular file.
         UnsupportedError: ``--ray`` without Ray installed, ``--device gpu`` without a GPU.
     """
     options = options if options is not None else TranscodeOptions()
@@ -149,31 +200,62 @@ def batch(
     out = os.path.abspath(os.fspath(out_dir))
     if os.path.exists(out) and not os.path.isdir(out):
         raise InvalidInputError(f"--out {os.fspath(out_dir)!r} is a file; give a folder")
-    items = plan_items(expand_inputs(inputs, out_dir=out), out, ext=settings.ext)
-    os.makedirs(out, exist_ok=True)
+    items = plan_items(expand_inputs(inputs, out_dir=out), out, container=settings.container)
+    extension = container_extension(settings.container)
     start = time.perf_counter()
-    with BatchLock(out):
-        manifest = Manifest.load(out)
-        hashes = fingerprints(items)
-        by_settings = {
-            item.key: settings_fingerprint(options, output_extension(item.input, settings.ext))
-            for item in items
-        }
-        todo: list[BatchItem] = []
-        skipped: dict[str, FileResult] = {}
-        for item in items:
-            if not settings.force and manifest.done(item, hashes[item.key], by_settings[item.key]):
-                skipped[item.key] = FileResult(
-                    item, FileStatus.SKIPPED, error="done by an earlier run (same input and settings)"
-                )
-            else:
-                todo.append(item)
-        if on_event is not None:
-            on_event(Planned(len(items), len(skipped)))
-        ran: dict[str, FileResult] = {}
-        runner: dict[str, Any] = {"runner": "none (nothing to do)"}
-        if todo:
-            backend = backend if backend is not None else _backend(settings, options)
+    made = _folders_to_make(out)
+    try:
+        os.makedirs(out, exist_ok=True)
+        with BatchLock(out):
+            return _run_locked(items, out, options, settings, extension, start, on_event, backend)
+    except BaseException:
+        if made:  # a lock taken back only in a folder this run made: no other run was there before it
+            BatchLock.remove_stale(out)
+        for folder in made:  # deepest first; stops at the first that is not empty
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        raise
+
+
+def _run_locked(
+    items: list[BatchItem],
+    out: str,
+    options: TranscodeOptions,
+    settings: BatchSettings,
+    extension: str,
+    start: float,
+    on_event: Callable[[Event], None] | None,
+    backend: Backend | None,
+) -> BatchReport:
+    notify = on_event if on_event is not None else (lambda event: None)
+    manifest = Manifest.load(out)
+    notes = [manifest.note] if manifest.note else []
+    for note in notes:
+        notify(Notice(note))
+    hashes = fingerprints(items)
+    by_settings = {item.key: settings_fingerprint(options, extension) for item in items}
+    todo: list[BatchItem] = []
+    skipped: dict[str, FileResult] = {}
+    for item in items:
+        if settings.force:
+            todo.append(item)
+        elif manifest.done(item, hashes[item.key], by_settings[item.key]):
+            skipped[item.key] = FileResult(
+                item, FileStatus.SKIPPED, error="done by an earlier run (same input and settings)"
+            )
+        elif os.path.lexists(item.output) and not manifest.knows(item.key):
+            skipped[item.key] = _refused(item)
+        else:
+            todo.append(item)
+    notify(Planned(len(items), sum(1 for r in skipped.values() if r.status is FileStatus.SKIPPED)))
+    ran: dict[str, FileResult] = {}
+    runner: dict[str, Any] = {"runner": "none (nothing to do)"}
+    if todo:
+        backend = backend if backend is not None else _backend(settings, options)
+        try:
+            manifest.claim(todo)
             results = run_batch(
                 todo,
                 options,
@@ -185,10 +267,12 @@ def batch(
                 retries=settings.retries,
                 on_event=on_event,
             )
-            ran = {r.item.key: r for r in results}
-            runner = backend.describe()
+        finally:
+            manifest.release()
+        ran = {r.item.key: r for r in results}
+        runner = backend.describe()
     results_all = [ran.get(i.key) or skipped[i.key] for i in items]
-    return BatchReport(out, results_all, time.perf_counter() - start, runner)
+    return BatchReport(out, results_all, time.perf_counter() - start, runner, notes)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -228,6 +312,9 @@ class BatchProgress:
             self._start = time.monotonic()
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, Notice):  # said even with the display off: it is about the user's files
+            self._line(f"alpha2: batch: {event.text}")
+            return
         if not self.enabled:
             return
         if isinstance(event, Planned):
@@ -352,13 +439,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a folder (searched recursively), a glob, or a .txt list file",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (made when missing)")
-    parser.add_argument("--ext", help="output extension, e.g. .mkv (default: each input's)")
+    parser.add_argument(
+        "--container",
+        "--ext",
+        dest="container",
+        default=DEFAULT_CONTAINER,
+        metavar="EXT",
+        help="every output's container, whatever the input's: "
+        + ", ".join(e.lstrip(".") for e in OUTPUT_CONTAINERS)
+        + f" (default {DEFAULT_CONTAINER.lstrip('.')})",
+    )
     add_transcode_arguments(parser)
     parser.add_argument(
         "--ray",
         metavar="auto|ADDRESS",
         help="run each file as a Ray task: 'auto' joins this machine's cluster or starts one "
         "(needs alpha2[ray])",
+    )
+    parser.add_argument(
+        "--ray-bind",
+        metavar="ADDRESS",
+        help="the address a Ray cluster started by --ray auto listens on (default 127.0.0.1: this machine "
+        "only; give this machine's network address to let other nodes join it)",
     )
     parser.add_argument(
         "--device",
@@ -382,9 +484,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--retries", type=int, default=2, metavar="N", help="retries of transient failures (2)"
     )
-    parser.add_argument(
-        "--force", action="store_true", help="transcode every file again, ignoring the manifest"
+    add_overwrite_arguments(
+        parser,
+        what="a file at an output's name that no batch into DIR made",
+        yes_help="transcode every file again, ignoring the manifest, replacing what is at the outputs' names",
     )
+    parser.add_argument("--force", dest="overwrite", action="store_true", help="the same as -y (--overwrite)")
     parser.add_argument("--json", action="store_true", help="print the per-file report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=run)
@@ -395,12 +500,13 @@ def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     settings = BatchSettings(
         ray=args.ray,
+        ray_bind=args.ray_bind,
         device=DeviceChoice(args.device),
         workers=args.workers,
         streams=args.streams,
         retries=args.retries,
-        ext=args.ext,
-        force=args.force,
+        container=args.container,
+        force=args.overwrite,
     )
     progress = BatchProgress(enabled=not (args.json or args.quiet))
     try:

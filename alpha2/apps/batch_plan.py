@@ -3,18 +3,23 @@
 Pure planning, no GPU and no FFmpeg:
 
 * :func:`expand_inputs` turns folders, globs and list files into input files, each with the output it
-  gets under ``--out`` (the layout below the inputs' common folder is kept);
+  gets under ``--out`` (the layout below the inputs' common folder is kept, in the batch's one container,
+  ``.mp4`` unless ``--container`` says otherwise, whatever each input's own: an input's extension is
+  often one alpha2 reads but does not write, such as ``.flv``, ``.ogv`` or ``.mpg``);
 * :func:`input_fingerprint` is a fast hash of an input: its size, its modification time and the first
   and last MiB of its bytes (not the whole file: a change in the middle that keeps the size and the
   time goes unseen, which is the price of not reading terabytes again to resume);
 * :func:`settings_fingerprint` hashes the transcode options and the output's extension;
 * :class:`Manifest` (``alpha2-batch.json`` in the output folder) records each finished output with
-  both fingerprints; a resumed run skips the outputs whose record still matches;
+  both fingerprints; a resumed run skips the outputs whose record still matches. A manifest that
+  cannot be parsed (damaged, cut short, nested past what the parser takes) is set aside as
+  ``alpha2-batch.json.corrupt-<time>`` and the run starts afresh, saying so;
 * :func:`is_transient` says which failures are retried.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import glob
@@ -26,11 +31,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.api.atomic import write_bytes_atomic
+from alpha2.api.atomic import open_regular, write_bytes_atomic
+from alpha2.api.encoding import OUTPUT_CONTAINERS
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
 
 __all__ = [
+    "DEFAULT_CONTAINER",
     "LIST_EXTENSIONS",
     "MANIFEST_NAME",
     "STAGING_NAME",
@@ -39,6 +46,7 @@ __all__ = [
     "FileResult",
     "FileStatus",
     "Manifest",
+    "container_extension",
     "expand_inputs",
     "input_fingerprint",
     "is_transient",
@@ -66,8 +74,8 @@ FINGERPRINT_EDGE_BYTES = 1 << 20
 
 MANIFEST_VERSION = 1
 
-# Containers that cannot take what the transcoder writes: their outputs become Matroska.
-_RAW_EXTENSIONS = frozenset({".y4m", ".ivf"})
+DEFAULT_CONTAINER = ".mp4"
+"""The outputs' container when ``--container`` does not name one."""
 
 
 def one_line(message: str) -> str:
@@ -195,8 +203,11 @@ def _scan_folder(folder: str, skip: str | None) -> list[str]:
         if skip is not None and os.path.join(os.path.abspath(root), "").startswith(skip):
             continue  # the output folder inside an input folder: its outputs are not inputs
         for name in sorted(files):
+            path = os.path.join(root, name)
+            # Regular files only: a FIFO named like a video would hang the fingerprint's read.
             if not name.startswith(".") and os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
-                found.append(os.path.join(root, name))
+                if os.path.isfile(path):
+                    found.append(path)
     return found
 
 
@@ -247,31 +258,44 @@ def expand_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> list[t
     return unique
 
 
-def output_extension(source: str, ext: str | None) -> str:
-    """The output's extension: ``ext`` when given, else the input's (``.mkv`` for raw streams)."""
-    if ext:
-        return ext if ext.startswith(".") else "." + ext
-    own = os.path.splitext(source)[1].lower()
-    return ".mkv" if own in _RAW_EXTENSIONS or not own else own
-
-
-def plan_items(inputs: Sequence[tuple[str, str]], out_dir: str, *, ext: str | None = None) -> list[BatchItem]:
-    """One item per input, its output under ``out_dir`` at the input's path below its base folder.
+def container_extension(container: str | None = None) -> str:
+    """The batch's output extension: ``container`` (``mkv`` or ``.mkv``), or :data:`DEFAULT_CONTAINER`.
 
     Raises:
-        InvalidInputError: two inputs would write the same output, or an output would be its input.
+        InvalidInputError: a container alpha2 does not write (the message lists those it does).
+    """
+    if not container:
+        return DEFAULT_CONTAINER
+    ext = container.lower() if container.startswith(".") else "." + container.lower()
+    if ext not in OUTPUT_CONTAINERS:
+        raise InvalidInputError(
+            f"--container {container!r} is not one alpha2 writes; give one of "
+            + ", ".join(e.lstrip(".") for e in OUTPUT_CONTAINERS)
+        )
+    return ext
+
+
+def plan_items(
+    inputs: Sequence[tuple[str, str]], out_dir: str, *, container: str | None = None
+) -> list[BatchItem]:
+    """One item per input, its output under ``out_dir`` at the input's path below its base folder, in
+    the batch's container (:func:`container_extension`) whatever the input's own extension.
+
+    Raises:
+        InvalidInputError: an unknown container, two inputs that would write the same output, or an
+            output that would be its input.
     """
     root = os.path.abspath(out_dir)
+    extension = container_extension(container)
     items: list[BatchItem] = []
     by_key: dict[str, str] = {}
     for source, base in inputs:
         relative = os.path.relpath(source, base)
-        key = os.path.splitext(relative)[0] + output_extension(source, ext)
+        key = os.path.splitext(relative)[0] + extension
         key = key.replace(os.sep, "/")
         if key in by_key:
             raise InvalidInputError(
-                f"{by_key[key]!r} and {source!r} would both be written to {key!r}; "
-                "batch them separately or give --ext"
+                f"{by_key[key]!r} and {source!r} would both be written to {key!r}; batch them separately"
             )
         by_key[key] = source
         output = os.path.join(root, *key.split("/"))
@@ -313,32 +337,95 @@ def _plain(value: Any) -> Any:
 
 
 def settings_fingerprint(options: TranscodeOptions, extension: str) -> str:
-    """A hash of what shapes an output: every transcode option and the output's extension."""
-    text = json.dumps({"options": _plain(options), "extension": extension}, sort_keys=True)
+    """A hash of what shapes an output: every transcode option (but ``overwrite``, which says what may be
+    replaced, not what is made) and the output's extension."""
+    shaping = {k: v for k, v in _plain(options).items() if k != "overwrite"}
+    text = json.dumps({"options": shaping, "extension": extension}, sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def _corrupt_name(path: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    name = f"{path}.corrupt-{stamp}"
+    n = 1
+    while os.path.lexists(name):
+        n += 1
+        name = f"{path}.corrupt-{stamp}-{n}"
+    return name
+
+
 class Manifest:
-    """``alpha2-batch.json``: per output, the fingerprints it was made from and what the run reported."""
+    """``alpha2-batch.json``: per output, the fingerprints it was made from and what the run reported.
+
+    An entry is either a finished output (its fingerprints, size and report) or, while a run is under
+    way, ``{"pending": true}``: an output the run may write. A run cut short (a kill, a power cut) may
+    have renamed an output into place without recording it; its pending entry says that the output is
+    the batch's own, so that the next run may make it again rather than refuse to replace it.
+    """
 
     def __init__(self, path: str, entries: dict[str, dict[str, Any]] | None = None) -> None:
         self.path = path
         self.entries: dict[str, dict[str, Any]] = dict(entries or {})
+        self.note: str | None = None
+        """One line when the file found could not be used (set aside, or unreadable); None otherwise."""
 
     @classmethod
     def load(cls, out_dir: str) -> Manifest:
-        """The manifest in ``out_dir`` (empty when there is none, or when it cannot be read: the
-        outputs are then made again, never trusted blindly)."""
+        """The manifest in ``out_dir``: empty when there is none, or when it cannot be read; one that
+        cannot be parsed is renamed ``<name>.corrupt-<time>`` (the outputs are then made again, never
+        trusted blindly) and :attr:`note` says so.
+
+        Raises:
+            InvalidInputError: the manifest's name is a symbolic link, a FIFO or anything but a file.
+        """
         path = os.path.join(os.path.abspath(out_dir), MANIFEST_NAME)
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
+            fd = open_regular(path, what="the batch manifest")
+        except FileNotFoundError:
             return cls(path)
-        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
-            return cls(path)
-        entries = data.get("entries")
-        return cls(path, entries if isinstance(entries, dict) else {})
+        except OSError as exc:
+            manifest = cls(path)
+            manifest.note = f"cannot read {path} ({exc.strerror or exc}); every output is made again"
+            return manifest
+        try:
+            with os.fdopen(fd, "rb") as f:
+                raw = f.read()
+        except OSError as exc:
+            manifest = cls(path)
+            manifest.note = f"cannot read {path} ({exc.strerror or exc}); every output is made again"
+            return manifest
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            why = None
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json parses
+            data, why = None, type(exc).__name__
+        if why is None and not isinstance(data, dict):
+            why = "not a JSON object"
+        elif why is None and data.get("version") != MANIFEST_VERSION:
+            why = f"version {data.get('version')!r}, not {MANIFEST_VERSION}"
+        elif why is None and not isinstance(data.get("entries"), dict):
+            why = "no entries"
+        if why is None:
+            return cls(path, data["entries"])
+        return cls._set_aside(path, why)
+
+    @classmethod
+    def _set_aside(cls, path: str, why: str) -> Manifest:
+        manifest = cls(path)
+        aside = _corrupt_name(path)
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            manifest.note = (
+                f"the manifest {path} is unusable ({why}) and could not be set aside "
+                f"({exc.strerror or exc}); starting afresh"
+            )
+        else:
+            manifest.note = f"the manifest {path} is unusable ({why}); set aside as {aside}; starting afresh"
+        return manifest
+
+    def _output(self, key: str) -> str:
+        return os.path.join(os.path.dirname(self.path), *key.split("/"))
 
     def done(self, item: BatchItem, input_hash: str, settings_hash: str) -> bool:
         """Whether ``item``'s output exists as recorded, made from this input with these settings."""
@@ -351,6 +438,37 @@ class Manifest:
             return os.path.getsize(item.output) == entry.get("output_bytes")
         except OSError:
             return False
+
+    def knows(self, key: str) -> bool:
+        """Whether the output ``key`` is the batch's own (finished or pending in some run)."""
+        return isinstance(self.entries.get(key), dict)
+
+    def claim(self, items: Iterable[BatchItem]) -> None:
+        """Mark the outputs a run is about to write as pending (those not recorded yet), and save."""
+        changed = False
+        for item in items:
+            if not self.knows(item.key):
+                self.entries[item.key] = {"input": item.input, "pending": True}
+                changed = True
+        if changed:
+            self.save()
+
+    def release(self) -> None:
+        """Forget the pending outputs that were not written; the file goes when no entry is left."""
+        gone = [
+            key
+            for key, entry in self.entries.items()
+            if isinstance(entry, dict) and entry.get("pending") and not os.path.lexists(self._output(key))
+        ]
+        if not gone:
+            return
+        for key in gone:
+            del self.entries[key]
+        if self.entries:
+            self.save()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path)
 
     def record(self, result: FileResult, input_hash: str, settings_hash: str) -> None:
         """Record a finished output and write the manifest (atomically)."""

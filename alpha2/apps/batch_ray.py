@@ -1,9 +1,16 @@
 """``alpha2 batch --ray auto|ADDRESS``: each file is a Ray task, placed by the resources it asks for.
 
 Ray is imported only here, and only when ``--ray`` is given (``pip install 'alpha2[ray]'``). ``auto``
-joins the Ray cluster this machine already runs, else starts a local one (``ray.init()``); an address
-(``ray://host:10001``, ``host:6379``) joins that cluster; a process that already called ``ray.init``
-keeps its own session.
+joins the Ray cluster this machine already runs (or the one ``RAY_ADDRESS`` names), else starts a local
+one; an address (``ray://host:10001``, ``host:6379``) joins that cluster; a process that already called
+``ray.init`` keeps its own session.
+
+A local cluster that alpha2 starts listens on 127.0.0.1 only (``--ray-bind`` gives another address):
+Ray's own default is every interface, which lets anyone who reaches the machine submit work to it.
+Ray (2.x) turns a loopback ``_node_ip_address`` into the machine's outward address unless its
+``ENABLE_RAY_CLUSTER`` constant is off (as it is on macOS and Windows), so that constant is off while the
+cluster starts; the node address Ray then reports is checked, and a cluster that did not bind where it
+was asked is shut down again with an error.
 
 What a task asks for (:func:`task_resources`):
 
@@ -23,12 +30,14 @@ tasks post to.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import ipaddress
 import os
 import socket
 import time
 import uuid as _uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,13 +56,52 @@ from alpha2.apps.batch_run import (
 from alpha2.gpu.adapters import ADAPTER_ENV
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 
-__all__ = ["NVDEC_RESOURCE", "RayBackend", "TaskResources", "pin_assigned_gpu", "task_resources"]
+__all__ = [
+    "DEFAULT_RAY_BIND",
+    "NVDEC_RESOURCE",
+    "RayBackend",
+    "TaskResources",
+    "pin_assigned_gpu",
+    "task_resources",
+]
 
 NVDEC_RESOURCE = "nvdec"
 """The custom resource that counts NVDEC decode sessions on a node."""
 
 PROGRESS_EVERY_S = 0.5
 """How often a task posts its frame count."""
+
+DEFAULT_RAY_BIND = "127.0.0.1"
+"""Where a Ray cluster that alpha2 starts listens, unless ``--ray-bind`` says otherwise."""
+
+
+def _is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def _loopback_kept(ray: Any, address: str) -> Iterator[None]:
+    """While Ray starts: keep a loopback node address as given (see the module docstring)."""
+    constants: Any = None
+    if _is_loopback(address):
+        try:
+            constants = importlib.import_module("ray._private.ray_constants")
+        except ImportError:  # a Ray without the constant keeps the address as given anyway
+            constants = None
+    if constants is None or not hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        yield
+        return
+    before = constants.ENABLE_RAY_CLUSTER
+    constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        constants.ENABLE_RAY_CLUSTER = before
 
 
 def _ray() -> Any:
@@ -200,10 +248,17 @@ class RayBackend:
         device: DeviceChoice = DeviceChoice.AUTO,
         streams: int | None = None,
         hwaccel: str = "auto",
+        bind: str | None = None,
     ) -> None:
         if not address:
             raise InvalidInputError("--ray takes 'auto' or a cluster address")
         self.address = address
+        self.bind = bind or DEFAULT_RAY_BIND
+        """Where a cluster this backend starts listens."""
+        self.started_cluster = False
+        """Whether :meth:`start` started a local cluster (rather than joining one)."""
+        self.node_ip: str | None = None
+        """The node address Ray reports for the cluster this backend started."""
         self.device = device
         self.streams = streams
         self.hwaccel = hwaccel
@@ -220,18 +275,41 @@ class RayBackend:
         return {
             "runner": "ray",
             "address": self.address,
+            "started_cluster": self.started_cluster,
+            "node_ip": self.node_ip,
             "resources": None if self.resources is None else self.resources.as_dict(),
         }
+
+    def _init(self, ray: Any) -> None:
+        common = {"include_dashboard": False, "log_to_driver": False}
+        if self.address != "auto" or os.environ.get("RAY_ADDRESS"):
+            # A cluster named on the line (or by RAY_ADDRESS): join it, or fail saying why.
+            ray.init(address=None if self.address == "auto" else self.address, **common)
+            return
+        try:
+            ray.init(address="auto", **common)  # this machine's running cluster
+            return
+        except ConnectionError:
+            pass  # none running: start one, listening where asked
+        with _loopback_kept(ray, self.bind):
+            ray.init(address=None, _node_ip_address=self.bind, **common)
+        self.started_cluster = True
+        try:
+            self.node_ip = str(ray.util.get_node_ip_address())
+        except Exception:  # an older Ray without it: nothing to check against
+            self.node_ip = None
+        if self.node_ip is not None and _is_loopback(self.bind) and not _is_loopback(self.node_ip):
+            ray.shutdown()
+            raise UnsupportedError(
+                f"Ray started its local cluster on {self.node_ip}, not on {self.bind} as asked: it would "
+                f"take work from the network; pass --ray-bind {self.node_ip} to accept that"
+            )
 
     def start(self) -> None:
         """Join or start the cluster, decide the task resources, start the progress actor."""
         ray = self._ray = _ray()
         if not ray.is_initialized():
-            ray.init(
-                address=None if self.address == "auto" else self.address,
-                include_dashboard=False,
-                log_to_driver=False,
-            )
+            self._init(ray)
             self._owns_session = True
         cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
         self.resources = res = task_resources(

@@ -10,6 +10,13 @@ The work of one file is :func:`transcode_task`, the same in every backend: the o
 its own staging folder in the output folder, then renamed into place (one filesystem: the rename is
 atomic). A worker killed half-way leaves only its staging folder, which the driver removes before the
 file is tried again; so nothing half-written ever appears under an output's name.
+
+The output folder may be one that others can write into, so nothing there is taken on trust: the
+driver makes the staging root itself (mode 0700, after removing whatever had its name), each attempt
+gets a staging folder with an unguessable name (:func:`staging_dir`, a random suffix) made exclusively
+(``mkdir`` follows no link and fails on a name that exists), an output's folder must not lead out of
+the output folder through a symbolic link, and the lock is opened without following a link or waiting
+on a FIFO (:func:`~alpha2.api.atomic.open_regular`).
 """
 
 from __future__ import annotations
@@ -20,13 +27,16 @@ import dataclasses
 import errno
 import hashlib
 import os
+import secrets
 import shutil
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from alpha2.api import pipeline
+from alpha2.api.atomic import open_regular
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch_plan import (
     STAGING_NAME,
@@ -47,11 +57,14 @@ __all__ = [
     "FileTask",
     "Finished",
     "Frames",
+    "Notice",
     "Outcome",
     "Planned",
     "Retrying",
     "Started",
+    "prepare_staging",
     "run_batch",
+    "staging_dir",
     "transcode_task",
 ]
 
@@ -175,7 +188,15 @@ class Planned:
     """Of those, done by an earlier run."""
 
 
-Event = Planned | Started | Frames | Finished | Retrying
+@dataclass(frozen=True)
+class Notice:
+    """Something the run says once, in one line (a manifest set aside)."""
+
+    text: str
+    """The line, without the ``alpha2: batch:`` prefix."""
+
+
+Event = Planned | Started | Frames | Finished | Retrying | Notice
 
 
 class Backend(Protocol):
@@ -225,9 +246,45 @@ class _Reporter(pipeline.Progress):
 
 
 def staging_dir(out_dir: str, key: str) -> str:
-    """The staging folder of one item (named by a hash of its key: keys may hold folders)."""
+    """A new staging folder name for one attempt at one item: a hash of its key (keys may hold
+    folders) and a random suffix, so that no one can plant something at the name beforehand."""
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return os.path.join(os.path.abspath(out_dir), STAGING_NAME, digest)
+    return os.path.join(os.path.abspath(out_dir), STAGING_NAME, f"{digest}-{secrets.token_hex(8)}")
+
+
+def prepare_staging(out_dir: str) -> str:
+    """Make the staging root in ``out_dir`` afresh (mode 0700), removing whatever had its name: a
+    previous run's leftovers, or a symbolic link or a file planted there. Returns its path.
+
+    Raises:
+        InvalidInputError: the name cannot be cleared (someone else's folder) or the folder not made.
+    """
+    root = os.path.join(os.path.abspath(out_dir), STAGING_NAME)
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        st = None
+    try:
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(root)  # does not follow the links inside
+        elif st is not None:
+            os.remove(root)  # a link or a file: the name goes, never what it points at
+        os.mkdir(root, 0o700)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot make the staging folder {root!r} ({exc.strerror or exc}); remove it"
+        ) from None
+    return root
+
+
+def _check_inside(output: str, out_root: str, key: str) -> None:
+    """Refuse an output whose folder leads out of the output folder (a symbolic link planted on the way)."""
+    expected = os.path.join(os.path.realpath(out_root), *key.split("/")[:-1])
+    found = os.path.realpath(os.path.dirname(output))
+    if found != expected:
+        raise InvalidInputError(
+            f"the folder of {output!r} leads to {found!r} through a symbolic link; outputs stay inside --out"
+        )
 
 
 def transcode_task(
@@ -237,13 +294,18 @@ def transcode_task(
     own failures (they are the outcome)."""
     from alpha2.api.transcoder import transcode
 
-    shutil.rmtree(task.staging, ignore_errors=True)
     staged = os.path.join(task.staging, os.path.basename(task.output))
     progress = _Reporter(report) if report is not None else pipeline.Progress()
+    out_root = os.path.dirname(os.path.dirname(task.staging))
+    made = False
     try:
-        os.makedirs(task.staging, exist_ok=True)
-        stats = transcode(task.input, staged, task.options, progress=progress)
+        # Exclusive (fails when the name exists, follows no link), private; the driver made the root.
+        os.mkdir(task.staging, 0o700)
+        made = True
+        options = dataclasses.replace(task.options, overwrite=True)  # the staging folder is new
+        stats = transcode(task.input, staged, options, progress=progress)
         os.makedirs(os.path.dirname(task.output), exist_ok=True)
+        _check_inside(task.output, out_root, task.key)
         os.replace(staged, task.output)
         data = stats.as_dict()
         return Outcome(
@@ -265,7 +327,8 @@ def transcode_task(
     except Exception as exc:
         return Outcome(task.key, False, worker, error=one_line(f"{type(exc).__name__}: {exc}"))
     finally:
-        shutil.rmtree(task.staging, ignore_errors=True)
+        if made:
+            shutil.rmtree(task.staging, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -274,34 +337,53 @@ def transcode_task(
 
 class BatchLock:
     """An exclusive lock on the output folder (``fcntl.flock`` on :data:`LOCK_NAME`); a second run into
-    the same folder is refused rather than let two runs share a staging folder and a manifest."""
+    the same folder is refused rather than let two runs share a staging folder and a manifest. The lock
+    file is opened without following a symbolic link or waiting on a FIFO, and must be a regular file."""
 
     def __init__(self, out_dir: str) -> None:
         self.path = os.path.join(os.path.abspath(out_dir), LOCK_NAME)
-        self._file: IO[str] | None = None
+        self._fd: int | None = None
 
     def __enter__(self) -> BatchLock:
         import fcntl
 
-        handle = open(self.path, "a")  # held open for the lock's lifetime
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, what="the batch lock")
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.close()
+            os.close(fd)
             raise InvalidInputError(
                 f"another alpha2 batch is writing into {os.path.dirname(self.path)!r}; wait for it or "
                 "choose another --out",
                 kind=ErrorKind.RETRY,
             ) from None
-        self._file = handle
+        self._fd = fd  # held open for the lock's lifetime
         return self
 
+    @staticmethod
+    def remove_stale(out_dir: str) -> None:
+        """Remove a lock file that no run holds (one left by a run interrupted while taking it)."""
+        import fcntl
+
+        path = os.path.join(os.path.abspath(out_dir), LOCK_NAME)
+        try:
+            fd = open_regular(path, os.O_RDWR, what="the batch lock")
+        except (OSError, InvalidInputError):
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.remove(path)
+        except OSError:
+            pass  # held by a run, or gone already
+        finally:
+            os.close(fd)
+
     def __exit__(self, *exc: object) -> None:
-        handle, self._file = self._file, None
-        if handle is not None:
-            handle.close()  # closing releases the lock
+        fd, self._fd = self._fd, None
+        if fd is not None:
             with contextlib.suppress(OSError):
-                os.remove(self.path)
+                os.remove(self.path)  # while still held: no second run has locked this very file
+            os.close(fd)  # closing releases the lock
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -350,8 +432,10 @@ def run_batch(
     running: dict[str, FileTask] = {}
     results: dict[str, FileResult] = {}
     notify = on_event if on_event is not None else (lambda event: None)
-    backend.start()
+    staging_root = os.path.join(os.path.abspath(out_dir), STAGING_NAME)
     try:
+        prepare_staging(out_dir)
+        backend.start()
         while pending or running:
             while pending and backend.capacity() > 0:
                 task = pending.popleft()
@@ -375,10 +459,10 @@ def run_batch(
                 transient = is_transient(outcome.kind, crashed=outcome.crashed)
                 if transient and attempts[item.key] <= retries:
                     notify(Retrying(item.key, task.attempt, outcome.error or "failed"))
-                    pending.append(task)
+                    pending.append(dataclasses.replace(task, staging=staging_dir(out_dir, item.key)))
                 else:
                     results[item.key] = _result(item, outcome, attempts[item.key])
     finally:
         backend.close()
-        shutil.rmtree(os.path.join(os.path.abspath(out_dir), STAGING_NAME), ignore_errors=True)
+        shutil.rmtree(staging_root, ignore_errors=True)
     return [results[item.key] for item in items]

@@ -19,6 +19,7 @@ import numpy as np
 from alpha2.api import pipeline
 from alpha2.api.atomic import check_output_path
 from alpha2.api.encoding import EncodeSession, choose_encoder
+from alpha2.apps.cli import add_overwrite_arguments
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -161,15 +162,18 @@ def write_sample(
     audio: bool = True,
     crf: float | None = 18,
     preset: str | None = None,
+    overwrite: bool = True,
 ) -> SampleResult:
     """Write the test clip to ``path`` (atomically, through EncodeSession).
 
     Args:
         audio: add the 440 Hz tone (48 kHz stereo).
         preset: the encoder's speed preset; None: :data:`FAST_PRESETS` for the encoder, if listed.
+        overwrite: replace ``path`` when it exists (``alpha2 sample`` passes False unless given ``-y``).
 
     Raises:
-        InvalidInputError: a bad duration or size, or an unwritable output.
+        InvalidInputError: a bad duration or size, an unwritable output, or one that exists when
+            ``overwrite`` is False.
         UnsupportedError: an unknown codec.
     """
     if not (duration_s > 0 and math.isfinite(duration_s)):
@@ -180,7 +184,7 @@ def write_sample(
         )
     if rate < 1:
         raise InvalidInputError(f"rate must be >= 1, got {rate}")
-    full = check_output_path(path)
+    full = check_output_path(path, overwrite=overwrite)
     with_audio = bool(audio)
     colour = sample_colour(size)
     frames = max(1, round(duration_s * rate))
@@ -258,6 +262,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-audio", dest="audio", action="store_false", help="no audio track (default: a 440 Hz tone)"
     )
+    add_overwrite_arguments(parser, what="OUTPUT")
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
     parser.set_defaults(func=run)
 
@@ -278,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
         rate=args.rate,
         codec=args.codec,
         audio=args.audio,
+        overwrite=args.overwrite,
     )
     if args.json:
         pipeline.emit_json(

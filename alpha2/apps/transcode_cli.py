@@ -14,6 +14,7 @@ from alpha2.api.encoding import OUTPUT_CONTAINERS
 from alpha2.api.transcode_plan import DEFAULT_CRF, ColourChoice, DepthChoice, TranscodeOptions
 from alpha2.api.transcode_report import TranscodeStats, summary_notes
 from alpha2.api.transcoder import transcode
+from alpha2.apps.cli import add_overwrite_arguments
 
 __all__ = ["add_transcode_arguments", "options_from_args", "register", "run"]
 
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
     )
     add_transcode_arguments(parser)
+    add_overwrite_arguments(parser, what="OUTPUT")
     parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=run)
@@ -88,7 +90,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
-    """The TranscodeOptions of parsed :func:`add_transcode_arguments` options."""
+    """The TranscodeOptions of parsed :func:`add_transcode_arguments` options (and ``-y``, which lets an
+    existing output be replaced; without it, it is refused)."""
     return TranscodeOptions(
         codec=args.codec,
         size=args.size,
@@ -102,6 +105,7 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         gpu=args.gpu,
         depth=DepthChoice(args.depth),
         sdr=getattr(args, "sdr", False),
+        overwrite=getattr(args, "overwrite", False),
     )
 
 

@@ -1,0 +1,221 @@
+"""Signals end ``alpha2`` with one line and 128 + the signal, from the first moment ``main`` runs (while
+the command's modules still load), never a traceback; a signal ignored at start (``nohup``, a shell's
+background job) stays ignored; an interrupted batch takes back the ``--out`` folder it made when nothing
+was written into it. Real processes (``python -m alpha2``), signalled as soon as their handlers are in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.apps.batch import batch
+from alpha2.apps.batch_run import Event, FileTask
+
+sys.path.insert(0, os.path.dirname(__file__))
+from media import make_clip
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc/<pid>/status")
+
+EXPECTED = {
+    signal.SIGINT: "alpha2: interrupted",
+    signal.SIGTERM: "alpha2: terminated (SIGTERM)",
+    signal.SIGHUP: "alpha2: terminated (SIGHUP)",
+}
+
+# A command that runs for a long while: 60 s of 640x360 video to encode.
+LONG_SAMPLE = ["sample", "long.mp4", "--duration", "60", "--size", "640x360", "--no-audio"]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    return env
+
+
+def _mask(pid: int, field: str) -> int:
+    """A signal mask of /proc/<pid>/status (``SigCgt``: caught, ``SigIgn``: ignored)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1], 16)
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def _has(mask: int, signum: int) -> bool:
+    return bool(mask & (1 << (signum - 1)))
+
+
+def _start(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "alpha2", *args],
+        cwd=cwd,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def _wait_for_handlers(process: subprocess.Popen[str], timeout_s: float = 60.0) -> None:
+    """Until main() has put its handlers in (SIGTERM caught: Python itself never catches it)."""
+    deadline = time.monotonic() + timeout_s
+    while not _has(_mask(process.pid, "SigCgt"), signal.SIGTERM):
+        assert process.poll() is None, f"ended before its handlers were in: {process.communicate()}"
+        assert time.monotonic() < deadline, "no handler installed"
+        time.sleep(0.0005)
+
+
+def _ended_by(process: subprocess.Popen[str], signum: int) -> str:
+    _, err = process.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    assert process.returncode == 128 + signum, (process.returncode, err)
+    assert err.splitlines() == [EXPECTED[signal.Signals(signum)]], err
+    return err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_signal_while_the_command_loads(signum: signal.Signals, tmp_path: Path) -> None:
+    """The first moments: the handlers are in, the command's modules (PyAV, numpy) are still loading."""
+    started = time.monotonic()
+    process = _start(LONG_SAMPLE, tmp_path)
+    _wait_for_handlers(process)
+    process.send_signal(signum)
+    sent_after = time.monotonic() - started
+    _ended_by(process, signum)
+    assert sent_after < 5.0
+    assert list(tmp_path.iterdir()) == []  # no output, no partial file
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_signal_while_encoding_leaves_nothing(signum: signal.Signals, tmp_path: Path) -> None:
+    process = _start(LONG_SAMPLE, tmp_path)
+    deadline = time.monotonic() + 120
+    while not any(".partial" in p.name for p in tmp_path.iterdir()):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(signum)
+    _ended_by(process, signum)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _nohup_like() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def test_sighup_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
+    """Under nohup, a hang-up must not end alpha2 (it used to install its own SIGHUP handler)."""
+    args = ["sample", "s.mp4", "--duration", "0.5", "--size", "64x48", "--no-audio"]
+    if shutil.which("nohup"):
+        process = subprocess.Popen(
+            ["nohup", sys.executable, "-m", "alpha2", *args],
+            cwd=tmp_path,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    else:
+        process = _start(args, tmp_path, preexec_fn=_nohup_like)
+    _wait_for_handlers(process)
+    assert _has(_mask(process.pid, "SigIgn"), signal.SIGHUP)
+    assert not _has(_mask(process.pid, "SigCgt"), signal.SIGHUP)
+    process.send_signal(signal.SIGHUP)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "terminated" not in err
+    assert (tmp_path / "s.mp4").stat().st_size > 0
+
+
+def _background_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_sigint_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
+    """A shell's background job (``alpha2 ... &`` in a script) starts with SIGINT ignored."""
+    process = _start(LONG_SAMPLE, tmp_path, preexec_fn=_background_job)
+    _wait_for_handlers(process)
+    assert _has(_mask(process.pid, "SigIgn"), signal.SIGINT)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert process.poll() is None  # still running
+    process.send_signal(signal.SIGTERM)
+    _ended_by(process, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_interrupted_batch_removes_the_out_folder_it_made(signum: signal.Signals, tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "a.mp4", width=320, height=240, frames=120)
+    made = tmp_path / "new"
+    out = made / "deeper" / "out"
+    process = _start(["batch", str(src), "--out", str(out), "--quiet", "--workers", "1"], tmp_path)
+    deadline = time.monotonic() + 120
+    while not out.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.0005)
+    process.send_signal(signum)
+    _ended_by(process, signum)
+    assert not made.exists()  # every folder it made, as nothing was written
+    # A folder that was there before is left, even empty.
+    out.mkdir(parents=True)
+    process = _start(["batch", str(src), "--out", str(out), "--quiet", "--workers", "1"], tmp_path)
+    _wait_for_handlers(process)
+    time.sleep(0.3)
+    process.send_signal(signum)
+    _ended_by(process, signum)
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+class _InterruptedBackend:
+    def start(self) -> None:
+        raise KeyboardInterrupt
+
+    def capacity(self) -> int:
+        return 1
+
+    def submit(self, task: FileTask) -> None:
+        raise AssertionError("not started")
+
+    def poll(self, timeout: float) -> list[Event]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"runner": "interrupted"}
+
+
+def test_batch_interrupted_in_process(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.mp4").write_bytes(b"x")
+    out = tmp_path / "a" / "b"
+    with pytest.raises(KeyboardInterrupt):
+        batch([str(src)], out, TranscodeOptions(), backend=_InterruptedBackend())
+    assert not (tmp_path / "a").exists()
+    out.mkdir(parents=True)
+    (out / "mine.txt").write_text("kept")
+    with pytest.raises(KeyboardInterrupt):
+        batch([str(src)], out, TranscodeOptions(), backend=_InterruptedBackend())
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]  # the manifest's claim taken back
