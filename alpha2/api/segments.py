@@ -24,6 +24,7 @@ is read by one session (and the report says why).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -216,10 +217,11 @@ class SegmentReader:
 
     # -- the sessions' side ----------------------------------------------------------------------------
 
-    def _pool_for(self, worker: int, frame: DecodedFrame) -> Any:
-        while len(self._pools) <= worker:
-            self._pools.append(None)
-        pool = self._pools[worker]
+    def _pool_for(self, worker: int, frame: DecodedFrame, hold: contextlib.ExitStack) -> Any:
+        with self._lock:
+            while len(self._pools) <= worker:
+                self._pools.append(None)
+            pool = self._pools[worker]
         if pool is None:
             from alpha2.native_gpu._cuda.frame_pool import CudaFramePool
 
@@ -227,7 +229,11 @@ class SegmentReader:
             assert isinstance(planes, tuple)
             # Two chunks a session are alive at most, plus what the reader holds.
             pool = CudaFramePool(planes[0].device_ordinal, max_frames=2 * self._ahead + 8)
-            self._pools[worker] = pool
+            with self._lock:
+                self._pools[worker] = pool
+            # The context stays current on this thread: no push and pop per copy (each driver call lets
+            # go of the GIL, and taking it back waits behind the other decoders' threads).
+            hold.enter_context(pool.context)
         return pool
 
     def _put(self, chunk: int, item: DecodedFrame | _End) -> bool:
@@ -253,6 +259,7 @@ class SegmentReader:
 
     def _run(self, worker: int, session: DecodeSession) -> None:
         stages: dict[str, float] = {"decode": 0.0, "pool": 0.0, "turn": 0.0, "queue": 0.0}
+        hold = contextlib.ExitStack()
         try:
             for chunk in self._chunks[worker :: len(self._sessions)]:
                 t0 = time.perf_counter()
@@ -260,18 +267,24 @@ class SegmentReader:
                     return
                 stages["turn"] += time.perf_counter() - t0
                 try:
-                    self._decode_chunk(worker, session, chunk, stages)
+                    self._decode_chunk(worker, session, chunk, stages, hold)
                 except BaseException as exc:  # handed to the reader, raised there
                     self._put(chunk.index, _End(exc))
                     return
                 if not self._put(chunk.index, _End()):
                     return
         finally:
+            hold.close()
             with self._lock:
                 self.report._add(stages)
 
     def _decode_chunk(
-        self, worker: int, session: DecodeSession, chunk: Chunk, stages: dict[str, float]
+        self,
+        worker: int,
+        session: DecodeSession,
+        chunk: Chunk,
+        stages: dict[str, float],
+        hold: contextlib.ExitStack,
     ) -> None:
         clock = time.perf_counter
         if chunk.start_pts is not None:  # chunk 0 starts where its session is: at the beginning
@@ -295,7 +308,7 @@ class SegmentReader:
                 frame.release()  # the next chunk's first frame: this chunk is complete
                 return
             if frame.on_gpu:
-                frame = self._pool_for(worker, frame).detach(frame)
+                frame = self._pool_for(worker, frame, hold).detach(frame)
                 pooled = True
             else:
                 pooled = False

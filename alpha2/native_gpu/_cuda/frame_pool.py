@@ -7,24 +7,32 @@ application may hold about 14): a program that keeps more frames than that stall
 the decode on the frame's stream) and hands back at once a :class:`~alpha2.gpu.frames.DecodedFrame` over
 pooled allocations whose ``cuda_stream`` is the copy's (consumers order after it, as after a decode);
 the decoder's frame is let go once its copy is known done (queried at the next copies, waited for,
-bounded, when more than a few are pending). A pooled block returns to the
+bounded, when more than a few are pending). The copy runs on the frame's own stream (FFmpeg's), so it
+is ordered after the decode with no cross-stream wait. Per frame: one ``cuMemcpy2DAsync`` (NV12 / P010
+planes that lie back to back in one allocation, as FFmpeg's pools make them, are copied as one) and one
+event record; a thread that copies many frames keeps the context current (``with pool.context:``) so
+that no call pushes it. Every driver call lets go of the GIL, and under many decoder threads each
+costs a wait to take it back: the fewer, the faster. A pooled block returns to the
 pool when the frame and every array of it (DLPack consumers hold the keep-alive) are gone. The pool
-counts its frames against a :class:`~alpha2.gpu.surfaces.SurfaceBudget`: a full pool waits (bounded)
-for a frame to be released, which is the back-pressure a batch or a reorder buffer needs.
+holds at most ``max_frames`` blocks: a full pool waits (bounded) for a frame to be released, which is
+the back-pressure a batch or a reorder buffer needs.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
+import time
 import weakref
 from typing import Any
 
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CudaPtr2D
-from alpha2.gpu.surfaces import SurfaceBudget
+from alpha2.gpu.surfaces import SurfaceBudgetError
 from alpha2.native_gpu._cuda.core import check
-from alpha2.native_gpu._cuda.interop import CopyStream, CudaEvent, PrimaryContext, primary_context
+from alpha2.native_gpu._cuda.interop import CudaEvent, PrimaryContext, primary_context
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 
 __all__ = ["CudaFramePool"]
@@ -34,6 +42,8 @@ _PITCH_ALIGN = 256
 
 _PENDING = 8
 """Copies in flight at most before :meth:`CudaFramePool.detach` waits for the oldest."""
+_QUERY_FROM = 3
+"""Copies in flight before :meth:`CudaFramePool.detach` asks which are done (a driver call each)."""
 
 _Shape = tuple[tuple[int, int], ...]
 """(width_bytes, height) per plane: the key of interchangeable blocks."""
@@ -53,30 +63,41 @@ class _Block:
 class CudaFramePool:
     """Copies of CUDA frames in pooled device memory on one GPU, at most ``max_frames`` alive at once.
 
+    Not thread-safe for :meth:`detach` (one copying thread a pool); frames may be released anywhere.
+
     Args:
         ordinal: CUDA device ordinal (the decoder's).
-        max_frames: Frames the pool holds at most; :meth:`detach` waits for one to be released (bounded
-            by the budget's timeout) when all are taken.
+        max_frames: Frames the pool holds at most; :meth:`detach` waits up to ``wait_timeout_s`` for one
+            to be released when all are taken.
+        wait_timeout_s: How long :meth:`detach` waits for a free block.
     """
 
-    def __init__(self, ordinal: int, *, max_frames: int) -> None:
+    def __init__(self, ordinal: int, *, max_frames: int, wait_timeout_s: float = 10.0) -> None:
+        if max_frames < 1:
+            raise InvalidInputError(f"max_frames must be >= 1, got {max_frames}")
         self._ctx: PrimaryContext = primary_context(ordinal)
         self._cu = self._ctx._cu
         self.ordinal = ordinal
         """CUDA device ordinal."""
-        self.budget = SurfaceBudget(max_surfaces=max_frames)
-        """What pooled frames count against."""
-        self._lock = threading.Lock()
+        self.max_frames = max_frames
+        """Blocks (frames) the pool holds at most."""
+        self._wait_timeout_s = wait_timeout_s
+        self._cond = threading.Condition()
         self._free: dict[_Shape, list[tuple[tuple[int, int], ...]]] = {}
-        self._stream = CopyStream(self._ctx)
-        self._stream_id = int(self._stream.handle)
+        self._blocks = 0  # allocated, free or in use
         self._events: list[CudaEvent] = []
         self._pending: collections.deque[tuple[CudaEvent, DecodedFrame]] = collections.deque()
+        self._copy: Any = None
         self._closed = False
         # Blocks hold the pool (their finalizers call it back), so this runs once every block is gone.
         self._finalizer = weakref.finalize(self, _free_idle, self._cu, self._ctx, self._free)
         self.copies = 0
         """Frames copied so far."""
+
+    @property
+    def context(self) -> PrimaryContext:
+        """The CUDA context; ``with pool.context:`` around many :meth:`detach` calls pushes it once."""
+        return self._ctx
 
     def _allocate(self, shape: _Shape) -> tuple[tuple[int, int], ...]:
         planes = []
@@ -88,19 +109,45 @@ class CudaFramePool:
         return tuple(planes)
 
     def _take(self, shape: _Shape) -> _Block:
-        with self._lock:
-            free = self._free.get(shape)
-            planes = free.pop() if free else None
+        deadline = time.monotonic() + self._wait_timeout_s
+        with self._cond:
+            while True:
+                free = self._free.get(shape)
+                if free:
+                    planes: tuple[tuple[int, int], ...] | None = free.pop()
+                    break
+                if self._blocks < self.max_frames:
+                    self._blocks += 1
+                    planes = None
+                    break
+                if any(self._free.values()):  # idle blocks of another size: make room
+                    other = next(k for k, v in self._free.items() if v)
+                    _free_idle(self._cu, self._ctx, {other: [self._free[other].pop()]})
+                    self._blocks -= 1
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SurfaceBudgetError(
+                        f"all {self.max_frames} pooled frames stayed held for {self._wait_timeout_s:g} s; "
+                        "release frames you hold"
+                    )
+                self._cond.wait(left)
         if planes is None:
-            planes = self._allocate(shape)
+            try:
+                planes = self._allocate(shape)
+            except BaseException:
+                with self._cond:
+                    self._blocks -= 1
+                raise
         block = _Block(shape, planes)
         weakref.finalize(block, self._give_back, shape, planes)
         return block
 
     def _give_back(self, shape: _Shape, planes: tuple[tuple[int, int], ...]) -> None:
-        with self._lock:
+        with self._cond:
             if not self._closed:
                 self._free.setdefault(shape, []).append(planes)
+                self._cond.notify()
                 return
         _free_idle(self._cu, self._ctx, {shape: [planes]})
 
@@ -117,42 +164,74 @@ class CudaFramePool:
             self._events.append(event)
             wait = False
 
+    def _enqueue(
+        self, src: int, src_pitch: int, dst: int, dst_pitch: int, width: int, height: int, stream: int
+    ) -> None:
+        cu = self._cu
+        copy = self._copy
+        if copy is None:
+            copy = self._copy = cu.CUDA_MEMCPY2D()
+            copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+            copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        copy.srcDevice = src
+        copy.srcPitch = src_pitch
+        copy.dstDevice = dst
+        copy.dstPitch = dst_pitch
+        copy.WidthInBytes = width
+        copy.Height = height
+        check(cu.cuMemcpy2DAsync(copy, stream), "cuMemcpy2DAsync (D->D)")
+
     def detach(self, frame: DecodedFrame) -> DecodedFrame:
-        """A copy of ``frame`` in pooled memory, its copy enqueued; ``frame`` is released (its surface
-        goes back to the decoder) once the copy is done. Host frames are returned as they are.
+        """A copy of ``frame`` in pooled memory, its copy enqueued on the frame's stream; ``frame`` is
+        released (its surface goes back to the decoder) once the copy is done. Host frames are
+        returned as they are.
 
         Raises:
-            SurfaceBudgetError: every pooled frame stayed held for the budget's wait timeout.
-            GpuTimeoutError: the copy did not finish within the GPU wait timeout.
+            SurfaceBudgetError: every pooled frame stayed held for the wait timeout.
+            GpuTimeoutError: a copy did not finish within the GPU wait timeout.
         """
         if not frame.on_gpu:
             return frame
         planes = frame.planes
         assert isinstance(planes, tuple)
-        size_bytes = sum(p.pitch_bytes * p.height for p in planes)
-        reservation = self.budget.reserve(size_bytes, frame.identity)
-        try:
-            shape: _Shape = tuple((p.width_bytes, p.height) for p in planes)
-            block = self._take(shape)
-            cu = self._cu
-            with self._ctx:
-                self._stream.order_after(frame.cuda_stream)
-                for plane, (pointer, pitch) in zip(planes, block.planes):
-                    copy = cu.CUDA_MEMCPY2D()
-                    copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-                    copy.srcDevice = plane.device_ptr
-                    copy.srcPitch = plane.pitch_bytes
-                    copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-                    copy.dstDevice = pointer
-                    copy.dstPitch = pitch
-                    copy.WidthInBytes = plane.width_bytes
-                    copy.Height = plane.height
-                    check(cu.cuMemcpy2DAsync(copy, self._stream.handle), "cuMemcpy2DAsync (D->D)")
-                event = self._events.pop() if self._events else CudaEvent(self._ctx)
-                event.record(self._stream.handle)
-        except BaseException:
-            reservation.release()
-            raise
+        stream = frame.cuda_stream or 0
+        first = planes[0]
+        # Planes back to back with one pitch (FFmpeg's CUDA pools): one allocation, one copy.
+        together = all(p.pitch_bytes == first.pitch_bytes for p in planes) and all(
+            b.device_ptr == a.device_ptr + a.pitch_bytes * a.height for a, b in itertools.pairwise(planes)
+        )
+        shape: _Shape = (
+            ((max(p.width_bytes for p in planes), sum(p.height for p in planes)),)
+            if together
+            else tuple((p.width_bytes, p.height) for p in planes)
+        )
+        block = self._take(shape)
+        with self._ctx:
+            if together:
+                pointer, pitch = block.planes[0]
+                width, rows = shape[0]
+                self._enqueue(first.device_ptr, first.pitch_bytes, pointer, pitch, width, rows, stream)
+                where = []
+                for plane in planes:
+                    where.append((pointer, pitch))
+                    pointer += pitch * plane.height
+            else:
+                where = list(block.planes)
+                for plane, (pointer, pitch) in zip(planes, where):
+                    self._enqueue(
+                        plane.device_ptr,
+                        plane.pitch_bytes,
+                        pointer,
+                        pitch,
+                        plane.width_bytes,
+                        plane.height,
+                        stream,
+                    )
+            event = self._events.pop() if self._events else CudaEvent(self._ctx)
+            event.record(stream)
+            self._pending.append((event, frame))
+            if len(self._pending) > _QUERY_FROM:
+                self._settle(wait=len(self._pending) > _PENDING)
         copied = tuple(
             CudaPtr2D(
                 device_ptr=pointer,
@@ -162,33 +241,29 @@ class CudaFramePool:
                 device_ordinal=self.ordinal,
                 keep_alive=block,
             )
-            for plane, (pointer, pitch) in zip(planes, block.planes)
+            for plane, (pointer, pitch) in zip(planes, where)
         )
-        out = DecodedFrame(
+        self.copies += 1
+        return DecodedFrame(
             copied,
             frame.pixel_format,
             frame.colour,
             frame.metadata,
             frame.identity,
-            reservation=reservation,
-            cuda_stream=self._stream_id,  # consumers order after the copy
+            cuda_stream=stream,  # consumers order after the copy, as after the decode
             keep_alive=block,
         )
-        self._pending.append((event, frame))
-        self._settle(wait=len(self._pending) > _PENDING)
-        self.copies += 1
-        return out
 
     def close(self) -> None:
         """Free the pool's idle memory now, and each frame's when it is released. Idempotent."""
         while self._pending:
             self._settle(wait=True)
-        with self._lock:
+        with self._cond:
             self._closed = True
         self._finalizer()
         for event in self._events:
             event.close()
-        self._stream.close()
+        self._events.clear()
 
 
 def _free_idle(cu: Any, ctx: PrimaryContext, free: dict[_Shape, list[tuple[tuple[int, int], ...]]]) -> None:
