@@ -480,3 +480,22 @@ def test_to_tensor_refuses_mixed_sources_and_sizes(clip: str, tmp_path: Path) ->
             for frame in (a, b):
                 if frame is not None:
                     frame.release()
+
+
+@pytest.mark.vulkan
+def test_caches_stay_bounded(device: Any, renderer: FrameRenderer) -> None:
+    """Many sizes, dtypes and normalisations on one pass: its targets, tables and bind groups stay bounded."""
+    case = CASES[0]
+    planes = [plane_textures(device, case)]
+    packer = RgbTensorPass(device)
+    for step in range(24):
+        spec = TensorSpec(
+            8 + step,
+            6 + step % 5,
+            TensorLayout.CHW if step % 2 else TensorLayout.HWC,
+            TensorDType.FLOAT32,
+            mean=(0.1 * (step % 7), 0.5, 0.5),
+        )
+        assert pack(packer, renderer, case, spec, planes).shape == spec.shape(1)
+    assert len(packer._targets) <= 4 and len(packer._tables) <= 16 and len(packer._bind_groups) <= 16
+    assert len(packer._pipelines) == 2, "one pipeline per (output, layout, dtype)"

@@ -572,8 +572,14 @@ def test_to_tensor_takes_the_cuda_route_when_it_can(
             assert gpu.shape == cpu.shape == (2, 3, 11, 17) and gpu.dtype == np.float16
             assert exported_bytes(rig, gpu._cuda, gpu.spec, 2) == cpu.numpy().tobytes()
             assert gpu.__dlpack_device__() == (2, 0)
+            from alpha2.gpu.dlpack import live_exports
+
+            exports = live_exports()
             capsule = gpu.__dlpack__(stream=5)
             assert type(capsule).__name__ == "PyCapsule" and rig.orders[-1][2] == 5
+            assert live_exports() == exports + 1
+            del capsule  # never consumed: the capsule lets go of the tensor's owner
+            assert live_exports() == exports
             gpu.__dlpack__(stream=-1)
             assert len(rig.orders) == 1, "stream=-1: the consumer orders the work itself"
             with pytest.raises(InvalidInputError, match="ambiguous"):
@@ -628,7 +634,7 @@ def test_cuda_tensor_equals_the_cpu_path_bit_for_bit(tmp_path: Any) -> None:
                 assert cpu.path is ExecutionPath.CPU_DOWNLOAD
                 gpu.wait()
                 host = np.empty(cpu.numpy().nbytes, np.uint8)
-                ctx = interop.primary_context(0)
+                ctx = interop.primary_context(int(gpu.device.split(":")[1]))
                 with ctx:
                     check(ctx._cu.cuMemcpyDtoH(host.ctypes.data, gpu.data_ptr, host.nbytes), "cuMemcpyDtoH")
                 assert host.tobytes() == cpu.numpy().tobytes(), kwargs

@@ -248,10 +248,14 @@ class RgbTensor:
 
 
 class _Routes:
-    """The tensor pass of one Device, and its CUDA exporter (made on first use) or why there is none."""
+    """The tensor pass of one Device, and its CUDA exporter (made on first use) or why there is none.
 
-    def __init__(self, device: Any) -> None:
+    The exporter's textures count against the memory budget of the first source's importer that asked
+    (None: not counted)."""
+
+    def __init__(self, device: Any, memory_budget: Any = None) -> None:
         self.device = device
+        self.memory_budget = memory_budget
         self.lock = threading.Lock()
         self.packer = RgbTensorPass(device.webgpu_device)
         self._exporter: TensorExporter | None = None
@@ -267,7 +271,7 @@ class _Routes:
             self._cuda_reason = TensorExporter.unavailable_reason(self.device)
             if self._cuda_reason is None:
                 try:
-                    self._exporter = TensorExporter.create(self.device)
+                    self._exporter = TensorExporter.create(self.device, memory_budget=self.memory_budget)
                 except UnsupportedError as exc:
                     self._cuda_reason = exc.message
         return self._exporter, self._cuda_reason
@@ -282,11 +286,11 @@ _routes: weakref.WeakKeyDictionary[Any, _Routes] = weakref.WeakKeyDictionary()
 _routes_lock = threading.Lock()
 
 
-def _routes_of(device: Any) -> _Routes:
+def _routes_of(device: Any, memory_budget: Any = None) -> _Routes:
     with _routes_lock:
         routes = _routes.get(device)
         if routes is None:
-            routes = _Routes(device)
+            routes = _Routes(device, memory_budget)
             _routes[device] = routes
         return routes
 
@@ -469,7 +473,7 @@ def to_tensor(
         raise InvalidInputError(
             "to_tensor batches frames of one VideoSource; convert each source's frames apart"
         )
-    routes = _routes_of(source.device)
+    routes = _routes_of(source.device, getattr(source.importer, "memory_budget", None))
     with routes.lock:
         exporter: TensorExporter | None = None
         reason: str | None = "device='cpu' asked for a numpy array"

@@ -166,7 +166,8 @@ class _TensorOwner:
 
     def __init__(self, memory: DeviceMemory, done: CudaEvent, timeout_s: float) -> None:
         self.memory = memory
-        weakref.finalize(self, _free_when_done, memory, done, timeout_s)
+        # Not at exit: the driver tears its contexts down, and a wait then would only stall the exit.
+        weakref.finalize(self, _free_when_done, memory, done, timeout_s).atexit = False
 
 
 def _free_when_done(memory: DeviceMemory, done: CudaEvent, timeout_s: float) -> None:
