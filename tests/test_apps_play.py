@@ -310,5 +310,5 @@ def test_untagged_colour_is_guessed_from_the_size(
         colour = stats.as_dict()["colour"]
         assert colour["matrix"] == name
         assert f"matrix {name} guessed from the size (untagged)" in colour["guessed"]
-        assert "range limited guessed (untagged)" in colour["guessed"]
+        assert "range limited, primaries BT709, transfer BT709 assumed (untagged)" in colour["guessed"]
         assert f"matrix {name} guessed from the size (untagged)" in stats.summary()

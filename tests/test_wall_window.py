@@ -47,7 +47,7 @@ def drive(window: WallWindow, seconds: float, hz: float = 60.0) -> None:
 @pytest.mark.vulkan
 def test_wall_window_on_a_virtual_display(clips: list[Clip]) -> None:
     """`alpha2 play a b` opens a glfw window on Xvfb and plays every stream to its end."""
-    data = play_under_xvfb(*(c.path for c in clips))
+    data = play_under_xvfb(*(c.path for c in clips), "--wall")
     assert data["mode"] == "window", data.get("mode_reason")
     assert NO_SOUND_REASON in data["mode_reason"]
     assert data["clock"]["kind"] == "system"

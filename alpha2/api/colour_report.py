@@ -18,21 +18,23 @@ _MATRIX_NAMES = {
 
 
 def guessed_notes(colour: ColourInfo | None) -> list[str]:
-    """What the source left untagged and what was taken instead, one phrase each (for the ``colour:``
-    line): ``matrix BT.709 guessed from the size (untagged)``, ``range limited guessed (untagged)``, ..."""
+    """What the source left untagged and what was taken instead (for the ``colour:`` line): ``matrix
+    BT.709 guessed from the size (untagged)``, ``range limited, primaries BT709 assumed (untagged)``."""
     if colour is None or not colour.guessed:
         return []
     notes = []
     if "matrix" in colour.guessed:
         name = _MATRIX_NAMES.get(colour.matrix, colour.matrix.name)
         notes.append(f"matrix {name} guessed from the size (untagged)")
+    assumed = []
     if "range" in colour.guessed:
-        kind = "limited" if colour.range is ColourRange.LIMITED else "full"
-        notes.append(f"range {kind} guessed (untagged)")
+        assumed.append(f"range {'limited' if colour.range is ColourRange.LIMITED else 'full'}")
     if "primaries" in colour.guessed:
-        notes.append(f"primaries {colour.primaries.name.replace('BT709', 'BT.709')} assumed (untagged)")
+        assumed.append(f"primaries {colour.primaries.name}")
     if "transfer" in colour.guessed:
-        notes.append(f"transfer {colour.transfer.name.replace('BT709', 'BT.709')} assumed (untagged)")
+        assumed.append(f"transfer {colour.transfer.name}")
+    if assumed:
+        notes.append(", ".join(assumed) + " assumed (untagged)")
     return notes
 
 
@@ -76,7 +78,7 @@ def colour_summary(report: dict[str, Any]) -> str:
             f"managed to {report.get('target', 'the target')}: transfer {report['transfer']}, primaries "
             f"{report['primaries']}, tone {report['tone']} ({report['tone_curve']})"
         )
-    if report.get("matrix"):
-        line += f"; matrix {report['matrix']}, {report['range']} range"
     guessed = report.get("guessed") or []
+    if report.get("matrix") and not guessed:
+        line += f"; matrix {report['matrix']}, {report['range']} range"
     return line + "".join(f"; {note}" for note in guessed)

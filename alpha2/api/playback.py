@@ -55,6 +55,12 @@ class PlayOptions:
     """Play the sound (the master clock) when there is a stream and a device; ``--no-audio`` turns it off."""
     volume: float = 1.0
     """Initial volume factor, 0..2."""
+    loop: bool = False
+    """Play the file again from its start when it ends (``--loop``; ``l`` in the window)."""
+    sub: str | None = None
+    """A subtitle file to show (``--sub``), before the sidecar files and the input's own tracks."""
+    subtitles: bool = True
+    """Show the first subtitle track (``--no-sub``: none until ``j`` picks one)."""
     gpu: bool = False
     """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
     tone_curve: ToneCurve = ToneCurve.BT2390
@@ -182,13 +188,18 @@ class PlayStats:
 class Player:
     """One play run: the decoder, the device objects, the stats; torn down on every way out."""
 
-    def __init__(self, source: str, options: PlayOptions, progress: pipeline.Progress) -> None:
+    def __init__(
+        self, source: str, options: PlayOptions, progress: pipeline.Progress, device: Device | None = None
+    ) -> None:
+        """``device``: the Device to play on, kept open at :meth:`close` (a playlist's window shares one
+        between its files); None: one is opened, and closed with the player."""
         self.source = source
         self.options = options
         self.progress = progress
         self.stats = PlayStats(input=source)
         self.decoder: DecodeSession | None = None
         self._closables: list[Any] = []
+        self._shared_device = device
         self.gpu_device: Device | None = None
         self.device: Any = None
         self.importer: Any = None
@@ -199,8 +210,11 @@ class Player:
     def _open(self, *, gpu_copy: bool = True) -> DecodeSession:
         """The device first, then the decoder on its GPU (``gpu_copy``: a device that may take the
         GPU copy; a window presents through wgpu-native, so it asks for none)."""
-        self.gpu_device = open_device(self.options.hwaccel, gpu_copy=gpu_copy)
-        self._closables.append(self.gpu_device)
+        if self._shared_device is not None:
+            self.gpu_device = self._shared_device
+        else:
+            self.gpu_device = open_device(self.options.hwaccel, gpu_copy=gpu_copy)
+            self._closables.append(self.gpu_device)
         self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
         self.stats.hwaccel = self.decoder.hwaccel_report.as_dict()
         return self.decoder
@@ -220,6 +234,8 @@ class Player:
         from alpha2.native_gpu.interop.importer import FrameImporter
         from alpha2.native_gpu.render.renderer import FrameRenderer
 
+        if self.gpu_device is None and self._shared_device is not None:
+            self.gpu_device = self._shared_device
         if self.gpu_device is None:  # audio only: no decoder was opened
             self.gpu_device = Device.open(want_gpu_copy=on_gpu)
             self._closables.append(self.gpu_device)

@@ -61,6 +61,7 @@ class MediaClock(Protocol):
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def seek(self, seconds: float) -> None: ...
+    def set_speed(self, speed: float) -> None: ...
     def set_volume(self, volume: float) -> None: ...
     def toggle_mute(self) -> None: ...
     def level(self) -> float: ...
@@ -79,13 +80,21 @@ class SystemClock:
         self.paused = False
         self.volume = 1.0
         self.muted = False
+        self.speed = 1.0
         self._duration = duration_s
         self._media = start_s
         self._wall = time.perf_counter()
 
     def now(self) -> float:
         """Media seconds now."""
-        return self._media if self.paused else self._media + (time.perf_counter() - self._wall)
+        if self.paused:
+            return self._media
+        return self._media + (time.perf_counter() - self._wall) * self.speed
+
+    def set_speed(self, speed: float) -> None:
+        """Run at ``speed`` media seconds per second from now."""
+        self._media, self._wall = self.now(), time.perf_counter()
+        self.speed = float(speed)
 
     def pause(self) -> None:
         if not self.paused:
@@ -136,6 +145,8 @@ class AudioOutput:
         self.volume = 1.0
         self.muted = False
         self.paused = False
+        self.speed = decoder.tempo
+        """Media seconds per second (:meth:`set_speed`: FFmpeg's atempo keeps the pitch)."""
         self.underruns = 0
         self._cond = threading.Condition()
         self._queue: collections.deque[AudioBlock] = collections.deque()
@@ -149,7 +160,8 @@ class AudioOutput:
         self._data_end = start_s  # media time just after the last decoded sample handed over
         self._floor = start_s  # the clock never reads below this (start, seek or pause point)
         self._synced = False  # a sample of the current generation has reached the device
-        self._anchor: tuple[float, float, float, float] | None = None  # pts, perf, latency, advanced_s
+        # pts, perf, latency, advanced_s, tempo (media seconds per second) of the last samples handed over
+        self._anchor: tuple[float, float, float, float, float] | None = None
         self._last = start_s
         self._level = 0.0
         self._latency = 0.0
@@ -182,7 +194,10 @@ class AudioOutput:
                     return
                 seek_to, self._seek_to = self._seek_to, None
                 generation = self._generation
+                speed = self.speed
             if seek_to is not None:
+                if speed != self._decoder.tempo:
+                    self._decoder.set_tempo(speed)
                 self._decoder.seek(seek_to)
             block = self._decoder.next_block()
             with self._cond:
@@ -204,11 +219,13 @@ class AudioOutput:
         with self._cond:
             written = 0
             start_pts: float | None = None
+            tempo = self.speed
             if not self.paused:
                 while written < frames and self._queue:
                     block = self._queue[0]
                     if start_pts is None:
-                        start_pts = block.pts_seconds + self._head / self.rate
+                        tempo = block.tempo
+                        start_pts = block.pts_seconds + self._head * tempo / self.rate
                     take = min(frames - written, block.frames - self._head)
                     outdata[written : written + take] = block.samples[self._head : self._head + take]
                     written += take
@@ -220,18 +237,18 @@ class AudioOutput:
             outdata[written:] = 0.0
             if start_pts is not None:
                 self._synced = True
-                self._position = self._data_end = start_pts + written / self.rate
+                self._position = self._data_end = start_pts + written * tempo / self.rate
             advanced = written
             if not self.paused and self._synced and written < frames:
                 if self._eof and not self._queue:
                     advanced = frames  # past the end: silence keeps the clock going
                     if start_pts is None:
                         start_pts = self._position
-                    self._position += (frames - written) / self.rate
+                    self._position += (frames - written) * tempo / self.rate
                 else:
                     self.underruns += 1
             if start_pts is not None:
-                self._anchor = (start_pts, now, latency, advanced / self.rate)
+                self._anchor = (start_pts, now, latency, advanced / self.rate, tempo)
             self._cond.notify_all()
             gain = 0.0 if self.muted else self.volume
         if written:
@@ -246,10 +263,10 @@ class AudioOutput:
         with self._cond:
             if self.paused or not self._synced or self._anchor is None:
                 return self._last if self.paused else self._floor
-            pts, at, latency, advanced = self._anchor
+            pts, at, latency, advanced, tempo = self._anchor
             # Interpolate between callbacks, never past what was handed over (an underrun holds the clock).
             elapsed = min(time.perf_counter() - at, advanced + 0.002)
-            value = max(pts + elapsed - latency, self._floor, self._last)
+            value = max(pts + (elapsed - latency) * tempo, self._floor, self._last)
             self._last = value
             return value
 
@@ -282,6 +299,16 @@ class AudioOutput:
             self._anchor = None
             self._cond.notify_all()
 
+    def set_speed(self, speed: float) -> None:
+        """Play at ``speed`` (0.25 to 4) from the time heard now, the pitch kept: what is queued is
+        decoded again at the new tempo (a seek to now)."""
+        if speed == self.speed:
+            return
+        now = self.now()
+        with self._cond:
+            self.speed = float(speed)
+        self.seek(now)
+
     def set_volume(self, volume: float) -> None:
         self.volume = min(max(volume, 0.0), MAX_VOLUME)
 
@@ -297,7 +324,7 @@ class AudioOutput:
         with self._cond:
             end = self._data_end
             done = self._eof and not self._queue and self._seek_to is None
-        return done and self.now() >= end + self._latency
+        return done and self.now() >= end + self._latency * self.speed
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -68,6 +68,10 @@ class AVScheduler:
 
     refresh_s: float = DEFAULT_REFRESH_S
     """Current estimate of the display's refresh interval."""
+    speed: float = 1.0
+    """Media seconds per second (``[`` / ``]``): a refresh spans ``refresh_s * speed`` of the media."""
+    last_offset: float | None = None
+    """The offset of the frame shown last, seconds."""
     shown: int = 0
     """Frames presented."""
     dropped: int = 0
@@ -91,7 +95,7 @@ class AVScheduler:
 
     def is_due(self, pts_s: float, now_s: float) -> bool:
         """Whether a frame at ``pts_s`` belongs on this draw (it is nearer now than the next refresh)."""
-        return pts_s <= now_s + self.refresh_s / 2
+        return pts_s <= now_s + self.refresh_s * self.speed / 2
 
     def drop(self) -> None:
         """A due frame was passed over for a newer due one."""
@@ -101,14 +105,15 @@ class AVScheduler:
         """A frame at ``pts_s`` was shown when the clock read ``now_s``; returns its offset (seconds)."""
         offset = now_s - pts_s
         self.shown += 1
-        if offset > self.refresh_s:
+        self.last_offset = offset
+        if offset > self.refresh_s * self.speed:
             self.late += 1
         self.total.add(offset)
         self.segments[-1].add(offset)
         return offset
 
     def mark(self, label: str) -> None:
-        """A new stretch begins (a seek, a resume): its offsets are kept apart."""
+        """A new stretch begins (a seek, a resume, a speed change): its offsets are kept apart."""
         self._last_draw = None
         if self.segments[-1].count == 0:
             self.segments[-1] = OffsetStats(label)

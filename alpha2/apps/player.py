@@ -4,8 +4,10 @@ With a display (``DISPLAY`` / ``WAYLAND_DISPLAY`` on Linux) and rendercanvas wit
 installed, a window shows the video with vsync, the aspect kept with letterboxing, each frame presented
 when its pts is due against the media clock (:mod:`alpha2.apps.window`): the sound's when there is sound
 (``alpha2[audio]``, :mod:`alpha2.apps.audio_out`), else the system clock, with the reason in the stats;
-space pauses, the arrow keys seek (left/right 5 s, down/up 30 s), m mutes, 9 / 0 set the volume, q or
-Escape quits. A file without video plays its sound (a level visual in a window). rendercanvas is not a
+the keys and the mouse are mpv's (:mod:`alpha2.apps.keys`; ``alpha2 play --help`` and ``?`` list them), and an
+on-screen display, subtitles among it, is drawn over the video on the GPU. Several inputs play in turn in
+one window (a playlist: n / p), or side by side with ``--wall``. A file without video plays its sound (a
+level visual in a window). rendercanvas is not a
 dependency: it is imported only when a window is possible, and when it (or a backend) is missing,
 playback falls back to offscreen and says why. Offscreen (no display, ``--offscreen``, or ``--snapshot``),
 frames are rendered into a texture as fast as the device allows, without sound; ``--snapshot PATH.png
@@ -19,15 +21,16 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from alpha2.api import pipeline
 from alpha2.api.media import media_kinds
 from alpha2.api.playback import Player, PlayOptions, PlayStats
 from alpha2.apps.cli import add_overwrite_arguments
-from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, letterbox
+from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, Playlist, letterbox
 from alpha2.apps.window import WindowPlayback as _WindowPlayback
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.tonemap import ToneCurve
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "PlayStats",
     "letterbox",
     "play",
+    "play_list",
     "register",
     "run",
     "window_unavailable_reason",
@@ -102,6 +106,55 @@ def play(
     return stats
 
 
+def play_list(
+    sources: Sequence[str | os.PathLike[str]],
+    options: PlayOptions | None = None,
+    *,
+    progress: Callable[[], pipeline.Progress] | None = None,
+    environ: Mapping[str, str] | None = None,
+    canvas_module: str = "rendercanvas.auto",
+) -> tuple[list[PlayStats], list[tuple[str, str]]]:
+    """Play ``sources`` in turn (``alpha2 play A B C``): in one window when there is a display (``n`` /
+    ``p`` go to the next / previous file), else each offscreen. A file that cannot be played is passed
+    over; returns every file's stats and the (input, message) of those that failed.
+
+    ``progress`` makes each file's progress line.
+
+    Raises:
+        alpha2.gpu.Error subclasses: when no file could be played in the window.
+    """
+    options = options if options is not None else PlayOptions()
+    make_progress = progress if progress is not None else pipeline.Progress
+    names = [os.fspath(s) for s in sources]
+    results: list[PlayStats] = []
+    errors: list[tuple[str, str]] = []
+    why = "--offscreen" if options.offscreen else window_unavailable_reason(environ)
+    if why is not None or options.snapshot is not None:
+        for name in names:
+            try:
+                results.append(play(name, options, progress=make_progress(), environ=environ))
+            except Error as exc:
+                errors.append((name, exc.message))
+        return results, errors
+    from alpha2.api.devices import open_device
+
+    device = open_device(options.hwaccel, gpu_copy=False)  # one device for the window's whole life
+    try:
+        playlist = Playlist(names, lambda name: Player(name, options, make_progress(), device=device))
+        window = _WindowPlayback(playlist.make_player(names[0]), playlist=playlist)
+        timer = pipeline.RunTimer()
+        try:
+            window.run(canvas_module)
+        finally:
+            timer.stop()
+            window.player.close(True)
+        results = [*window.results, window.stats]
+        errors = list(playlist.errors)
+    finally:
+        device.close()
+    return results, errors
+
+
 # ---------------------------------------------------------------------------------------------------
 # the command line
 
@@ -112,10 +165,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "play",
         help="play a video (window, or offscreen with a snapshot)",
         description="Decode, import and render a video with the sampling shader: in a window when there is "
-        "a display (space pauses, arrows seek, q quits), otherwise into an offscreen texture.",
+        "a display, with an on-screen display and subtitles drawn over it on the GPU, otherwise into an "
+        "offscreen texture. Several inputs play one after the other (a playlist), or side by side with "
+        "--wall.",
+        epilog="keys and mouse in the window (as mpv has them):\n  "
+        + "\n  ".join(help_lines(PLAYER_BINDINGS))
+        + "\n\nthe wall (--wall): space pauses, arrows seek every tile, a plays the next tile's sound, "
+        "f fullscreen, q quits",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "input", metavar="INPUT", nargs="+", help="input video file (several: a grid of them, a video wall)"
+        "input",
+        metavar="INPUT",
+        nargs="+",
+        help="input video file (several: a playlist, n / p go to the next / previous one; with --wall "
+        "or --snapshot, a grid of them)",
+    )
+    parser.add_argument(
+        "--wall", action="store_true", help="several inputs side by side in one grid (a video wall)"
+    )
+    parser.add_argument("--loop", action="store_true", help="play each file again when it ends (l toggles)")
+    parser.add_argument(
+        "--sub",
+        metavar="FILE",
+        help="show this subtitle file (.srt, .ass, .vtt); a FILE.srt / .ass next to the input is found "
+        "by itself, and j cycles the tracks",
+    )
+    parser.add_argument(
+        "--no-sub", dest="subtitles", action="store_false", help="no subtitles until j picks a track"
     )
     parser.add_argument("--offscreen", action="store_true", help="render into a texture, no window")
     parser.add_argument("--snapshot", metavar="PATH.png", help="write the rendered frame as a PNG")
@@ -176,6 +253,9 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         gpu=args.gpu,
         tone_curve=ToneCurve[args.tone_curve.upper()],
         target_peak_cd_m2=args.target_peak,
+        loop=getattr(args, "loop", False),
+        sub=getattr(args, "sub", None),
+        subtitles=getattr(args, "subtitles", True),
         overwrite=getattr(args, "overwrite", False),
     )
 
@@ -186,23 +266,49 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
     if len(args.input) == 1 and args.decoders != "threads":
         raise InvalidInputError("--decoders processes is for a wall: give several inputs")
-    if len(args.input) > 1:
+    wall = getattr(args, "wall", False) or args.decoders != "threads" or args.snapshot is not None
+    if len(args.input) > 1 and wall:
         from alpha2.apps.wall import run_wall
 
         return run_wall(args)
-    (source,) = args.input
     options = options_from_args(args)
-    progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
-    stats = play(source, options, progress=progress)
+    if getattr(args, "sub", None) is not None and not os.path.isfile(args.sub):
+        raise InvalidInputError(f"--sub {args.sub!r}: no such file")
+    enabled = not args.json and args.snapshot is None
+    if len(args.input) == 1:
+        (source,) = args.input
+        stats = play(source, options, progress=pipeline.make_progress("play", enabled=enabled))
+        _report(stats, args)
+        return 0
+    results, errors = play_list(
+        args.input, options, progress=lambda: pipeline.make_progress("play", enabled=enabled)
+    )
+    if args.json:
+        data = {
+            "command": "play",
+            "playlist": [stats.as_dict() for stats in results if stats.frames or stats.mode != "offscreen"],
+            "errors": [{"input": name, "error": message} for name, message in errors],
+        }
+        pipeline.emit_json(data)
+    else:
+        for stats in results:
+            if stats.frames or stats.seconds:
+                _report(stats, args)
+    for name, message in errors:
+        print(f"alpha2: error: {name}: {message}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _report(stats: PlayStats, args: argparse.Namespace) -> None:
+    """One file's report: its JSON, its ``--stats`` lines, or one line."""
     if args.json:
         pipeline.emit_json(stats.as_dict())
     elif args.stats:
         print(stats.summary(), file=sys.stderr)
     else:
         note = f" ({stats.mode_reason})" if stats.mode_reason else ""
-        line = f"alpha2: played {stats.frames} frames ({stats.fps:.1f} fps) {stats.mode}{note}"
-        line += f"; {stats.clock['reason']}"
+        line = f"alpha2: played {os.path.basename(stats.input)}: {stats.frames} frames ({stats.fps:.1f} fps) "
+        line += f"{stats.mode}{note}; {stats.clock['reason']}"
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
         print(line, file=sys.stderr)
-    return 0

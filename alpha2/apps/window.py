@@ -3,9 +3,15 @@
 :class:`WindowPlayback` draws in a rendercanvas window with vsync: at each draw it asks the
 :class:`~alpha2.apps.avsync.AVScheduler` which decoded frame is due against the clock (the sound's,
 from :mod:`alpha2.apps.audio_out`, or the system clock, which says why), letterboxes it, and counts
-frames shown, dropped and late with their A/V offsets. Keys: space pauses, arrows seek (5 s / 30 s), m
-mutes, 9 / 0 lower / raise the volume, q or Escape quits. :class:`AudioOnlyPlayback` plays a file
-without video: a window whose colour follows the sound's level, or no window at all.
+frames shown, dropped and late with their A/V offsets. Over the frame, in the same submit, it blends
+the on-screen display (:mod:`alpha2.apps.osd`, drawn on the GPU through :mod:`alpha2.api.overlay`):
+time and progress bar, pause sign, messages, stats, key help and subtitles (:mod:`alpha2.api.subtitles`).
+Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 30 s),
+``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
+and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot, l loops, j
+cycles subtitles, n / p go to the next / previous file of a playlist, i shows the stats, ? the keys,
+a click on the progress bar seeks, q or Escape quits. :class:`AudioOnlyPlayback` plays a file without
+video: a window whose colour follows the sound's level, or no window at all.
 """
 
 from __future__ import annotations
@@ -13,14 +19,21 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
+from alpha2.api.atomic import write_png
+from alpha2.api.colour_report import colour_summary
 from alpha2.api.media import media_kinds
+from alpha2.api.overlay import OverlayPlacement, OverlayRenderer, OverlaySprite, read_texture_rgba
 from alpha2.api.playback import displayed_size
+from alpha2.api.subtitles import Subtitles, open_subtitles
 from alpha2.apps.avsync import AVScheduler
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name, next_speed
+from alpha2.apps.osd import Layer, Osd, OsdView, format_time
+from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rect, Size
 from alpha2.gpu.webgpu import gpu_module_of
@@ -33,26 +46,32 @@ __all__ = [
     "SEEK_STEPS_S",
     "VOLUME_STEP",
     "AudioOnlyPlayback",
+    "Playlist",
     "WindowPlayback",
     "letterbox",
+    "screenshot_path",
+    "set_fullscreen",
 ]
 
 SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -30.0, "ArrowUp": 30.0}
 """Seek per arrow key, in seconds."""
 VOLUME_STEP = 0.1
-"""Volume change per 9 / 0 key press."""
+"""Volume change per 9 / 0 key press (and per wheel notch)."""
 
 
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
 
 
-def open_canvas(backend: Any, title: str, size: Size, device: Any) -> tuple[Any, Any, str, str]:
+def open_canvas(
+    backend: Any, title: str, size: Size, device: Any, *, readable: bool = False
+) -> tuple[Any, Any, str, str]:
     """A continuously drawn ``backend.RenderCanvas`` of ``size``, its wgpu context configured for
     ``device`` (a GPUDevice): ``(canvas, context, present format, render format)``.
 
     The render format is the present format without ``-srgb``: the shader's values are already
     sRGB-encoded, and an -srgb surface and its plain format are copy-compatible, so they are copied as
-    they are, never encoded twice.
+    they are, never encoded twice. ``readable``: the surface can also be copied from (tests read back
+    what the window shows).
     """
     canvas = backend.RenderCanvas(
         title=title, size=(size.width, size.height), update_mode="continuous", max_fps=240, vsync=True
@@ -61,9 +80,10 @@ def open_canvas(backend: Any, title: str, size: Size, device: Any) -> tuple[Any,
     preferred = str(context.get_preferred_format(device.adapter))
     base = preferred.replace("-srgb", "")
     gpu = gpu_module_of(device)
-    context.configure(
-        device=device, format=preferred, usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST
-    )
+    usage = gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_DST
+    if readable:
+        usage |= gpu.TextureUsage.COPY_SRC
+    context.configure(device=device, format=preferred, usage=usage)
     return canvas, context, preferred, base if base in _RENDER_FORMATS else "bgra8unorm"
 
 
@@ -75,6 +95,50 @@ def letterbox(frame: Size, window: Size) -> Rect:
     width = max(1, min(window.width, round(frame.width * scale)))
     height = max(1, min(window.height, round(frame.height * scale)))
     return Rect((window.width - width) // 2, (window.height - height) // 2, width, height)
+
+
+def set_fullscreen(canvas: Any, on: bool) -> str | None:
+    """Make the canvas's window fullscreen (``on``) or windowed again; None when done, else why not.
+
+    rendercanvas 2.7 has no fullscreen call: a glfw window is put on its monitor with
+    ``glfw.set_window_monitor`` (its windowed place and size kept for the way back), a Qt one is asked
+    with ``showFullScreen`` / ``showNormal``.
+    """
+    handle = getattr(canvas, "_window", None)
+    if handle is not None and type(canvas).__module__.startswith("rendercanvas.glfw"):
+        glfw = importlib.import_module("glfw")
+        if on:
+            monitor = glfw.get_window_monitor(handle) or glfw.get_primary_monitor()
+            if not monitor:
+                return "glfw finds no monitor"
+            mode = glfw.get_video_mode(monitor)
+            x, y = glfw.get_window_pos(handle)
+            width, height = glfw.get_window_size(handle)
+            canvas._alpha2_windowed = (x, y, width, height)
+            glfw.set_window_monitor(
+                handle, monitor, 0, 0, mode.size.width, mode.size.height, mode.refresh_rate
+            )
+        else:
+            x, y, width, height = getattr(canvas, "_alpha2_windowed", (64, 64, 960, 540))
+            glfw.set_window_monitor(handle, None, x, y, width, height, 0)
+        return None
+    top = canvas.window() if callable(getattr(canvas, "window", None)) else None
+    if top is not None and hasattr(top, "showFullScreen"):
+        (top.showFullScreen if on else top.showNormal)()
+        return None
+    return f"the {type(canvas).__module__} canvas has no fullscreen"
+
+
+def screenshot_path(source: str, pts_s: float) -> str:
+    """A free file name for a screenshot of ``source`` at ``pts_s``, next to it:
+    ``name-0012.345.png``, then ``name-0012.345-2.png``, ... (an existing file is never replaced)."""
+    stem = os.path.splitext(os.path.abspath(source))[0]
+    base = f"{stem}-{max(0.0, pts_s):08.3f}"
+    path, number = base + ".png", 1
+    while os.path.lexists(path):
+        number += 1
+        path = f"{base}-{number}.png"
+    return path
 
 
 def make_clock(player: Any, start_s: float, duration_s: float | None) -> MediaClock:
@@ -100,11 +164,39 @@ class _Keys:
     canvas: Any
     clock: MediaClock | None
     scheduler: AVScheduler
+    osd: Osd | None = None
+    fullscreen: bool = False
+
+    def _say(self, text: str) -> None:
+        if self.osd is not None:
+            self.osd.message(text)
+
+    def toggle_fullscreen(self) -> None:
+        """Fullscreen on or off (``f``, a double click)."""
+        why = set_fullscreen(self.canvas, not self.fullscreen)
+        if why is None:
+            self.fullscreen = not self.fullscreen
+        else:
+            self._say(f"Fullscreen: not here ({why})")
+
+    def change_volume(self, step: float) -> None:
+        clock = self.clock
+        if clock is None:
+            return
+        clock.set_volume(getattr(clock, "volume", 1.0) + step)
+        self._say(f"Volume: {round(getattr(clock, 'volume', 1.0) * 100)}%")
 
     def _common_key(self, key: str) -> bool:
         clock = self.clock
-        if key in ("q", "Q", "Escape"):
+        if key in ("q", "Q"):
             self.canvas.close()
+        elif key == "Escape":
+            if self.fullscreen:
+                self.toggle_fullscreen()
+            else:
+                self.canvas.close()
+        elif key in ("f", "F"):
+            self.toggle_fullscreen()
         elif clock is None:
             return False
         elif key == " ":
@@ -113,23 +205,77 @@ class _Keys:
                 self.scheduler.mark("resume")
             else:
                 clock.pause()
+            if self.osd is not None:
+                self.osd.activity()
         elif key in ("m", "M"):
             clock.toggle_mute()
+            self._say(f"Mute: {'yes' if getattr(clock, 'muted', False) else 'no'}")
         elif key in ("9", "0"):
-            step = VOLUME_STEP if key == "0" else -VOLUME_STEP
-            clock.set_volume(getattr(clock, "volume", 1.0) + step)
+            self.change_volume(VOLUME_STEP if key == "0" else -VOLUME_STEP)
         else:
             return False
         return True
 
+    def _on_wheel(self, event: Mapping[str, Any]) -> None:
+        dy = float(event.get("dy", 0.0) or 0.0)
+        if dy:
+            self.change_volume(VOLUME_STEP if dy < 0 else -VOLUME_STEP)  # the wheel away: louder
+
+
+@dataclass
+class Playlist:
+    """The files of one ``alpha2 play`` run, played in turn in one window (``n`` / ``p``)."""
+
+    sources: list[str]
+    """The inputs, in order."""
+    make_player: Callable[[str], Any]
+    """Makes the :class:`~alpha2.api.playback.Player` of one input (on the window's device)."""
+    index: int = 0
+    """The file playing."""
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    """(input, message) of each file that could not be played."""
+
+
+class _Overlay:
+    """The display's layers as GPU sprites (one per kind, re-uploaded when its image changes)."""
+
+    def __init__(self, device: Any) -> None:
+        self.renderer = OverlayRenderer(device)
+        self._sprites: dict[str, tuple[Any, OverlaySprite]] = {}
+
+    def encode(self, encoder: Any, target: Any, layers: list[Layer]) -> None:
+        placements = []
+        for layer in layers:
+            held = self._sprites.get(layer.key)
+            if held is None:
+                sprite = self.renderer.sprite(layer.pixels)
+            else:
+                pixels, sprite = held
+                if pixels is not layer.pixels:
+                    sprite.update(layer.pixels)
+            self._sprites[layer.key] = (layer.pixels, sprite)
+            placements.append(OverlayPlacement(sprite, layer.x, layer.y, min(max(layer.opacity, 0.0), 1.0)))
+        self.renderer.encode(encoder, target, placements)
+
+    def close(self) -> None:
+        self._sprites.clear()
+        self.renderer.close()
+
 
 class WindowPlayback(_Keys):
-    """Playback in a rendercanvas window: paced by the media clock at the refresh, letterboxed, keys."""
+    """Playback in a rendercanvas window: paced by the media clock at the refresh, letterboxed, the
+    on-screen display over it, keys and mouse; with a :class:`Playlist`, its files in turn."""
 
-    def __init__(self, player: Any) -> None:
+    osd: Osd
+
+    def __init__(self, player: Any, *, playlist: Playlist | None = None) -> None:
         self.player = player
         self.stats = player.stats
+        self.playlist = playlist
+        self.results: list[Any] = []
+        """The stats of the files finished before the one playing (a playlist)."""
         self.shown: Any = None  # (texture, letterbox rect) of the last frame rendered
+        self.shown_pts: float | None = None
         self.pending: DecodedFrame | None = None
         self.clock: MediaClock | None = None
         self.scheduler = AVScheduler()
@@ -139,19 +285,31 @@ class WindowPlayback(_Keys):
         self.present_format = "bgra8unorm"
         self.render_format = "bgra8unorm"
         self.last_window = Size(0, 0)
+        self.osd = Osd()
+        self.overlay: _Overlay | None = None
+        self.subtitles: Subtitles | None = None
+        self.loop = bool(player.options.loop)
+        self.speed = 1.0
+        self.fullscreen = False
+        self.readable_surface = False
+        """Tests: the window's surface can be read back (``on_present``)."""
+        self.on_present: Callable[[Any], None] | None = None
+        """Tests: called with the surface texture after each draw's submit, before it is presented."""
+        self.title = ""
+        self._file_started = time.perf_counter()
 
     @property
     def paused(self) -> bool:
         return bool(getattr(self.clock, "paused", False))
 
-    def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
-        """Decode the first frame, make the device and the canvas (the clock starts on the first frame shown).
+    @property
+    def duration_s(self) -> float | None:
+        decoder = self.player.decoder
+        return decoder.info.duration_seconds if decoder is not None else None
 
-        ``canvas_module`` is a rendercanvas backend module (``rendercanvas.auto`` picks glfw or Qt;
-        tests drive ``rendercanvas.offscreen``). ``size``: the canvas size (default the frame's).
-        """
-        player, stats = self.player, self.stats
-        backend = importlib.import_module(canvas_module)
+    def _start(self, player: Any) -> DecodedFrame:
+        """Open ``player``'s decoder, seek to the start, decode the first frame, make its GPU objects and
+        its subtitles; the frame is pending."""
         decoder = player._open(gpu_copy=False)  # rendercanvas presents wgpu-native devices
         player._seek_start(decoder)
         first = decoder.next_frame()
@@ -159,19 +317,43 @@ class WindowPlayback(_Keys):
             raise InvalidInputError(f"{player.source!r} has no decodable video frame")
         self.pending = first
         player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
-        stats.size = displayed_size(first)
+        player.stats.size = displayed_size(first)
+        options = player.options
+        self.subtitles = open_subtitles(player.source, sub=options.sub, enabled=options.subtitles)
+        player.progress.start(options.frames or decoder.info.frame_count)
+        self._file_started = time.perf_counter()
+        return first
+
+    def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
+        """Decode the first frame, make the device and the canvas (the clock starts on the first frame shown).
+
+        ``canvas_module`` is a rendercanvas backend module (``rendercanvas.auto`` picks glfw or Qt;
+        tests drive ``rendercanvas.offscreen``). ``size``: the canvas size (default the frame's).
+        """
+        backend = importlib.import_module(canvas_module)
+        if self.playlist is None:
+            self._start(self.player)
+        elif not self._play_from(self.playlist.index, +1, first=True):
+            source, message = self.playlist.errors[0]
+            count = len(self.playlist.sources)
+            raise InvalidInputError(f"none of the {count} files could be played ({source}: {message})")
+        player, stats = self.player, self.stats
         window = size if size is not None else stats.size
-        title = f"alpha2 play - {os.path.basename(player.source)}"
+        self.title = self._title_text()
         self.canvas, self.context, self.present_format, self.render_format = open_canvas(
-            backend, title, window, player.device
+            backend, self.title, window, player.device, readable=self.readable_surface
         )
+        self.overlay = _Overlay(player.device)
         self.canvas.add_event_handler(self._on_key, "key_down")
+        self.canvas.add_event_handler(self._on_pointer_move, "pointer_move")
+        self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
+        self.canvas.add_event_handler(lambda e: self.toggle_fullscreen(), "double_click")
+        self.canvas.add_event_handler(self._on_wheel, "wheel")
         self.canvas.request_draw(self._draw)
-        player.progress.start(player.options.frames or decoder.info.frame_count)
         return backend
 
-    def finish(self, seconds: float) -> Any:
-        """Release what is held and complete the stats."""
+    def _finish_file(self) -> None:
+        """Release what the file holds (its pending frame, clock, subtitles) and complete its stats."""
         if self.pending is not None:
             self.pending.release()
             self.pending = None
@@ -179,18 +361,30 @@ class WindowPlayback(_Keys):
         if clock is not None:
             self.stats.clock = clock.as_dict()
             clock.close()
-        self.stats.seconds = seconds
+        subtitles, self.subtitles = self.subtitles, None
+        if subtitles is not None:
+            subtitles.close()
+        self.stats.seconds = time.perf_counter() - self._file_started
         self.stats.mode, self.stats.mode_reason = "window", "vsync, letterboxed"
         self.stats.dropped_frames = self.scheduler.dropped
         self.stats.late_frames = self.scheduler.late
         self.stats.sync = self.scheduler.as_dict()
         self.player._finish_stats()
+
+    def finish(self, seconds: float) -> Any:
+        """Release what is held and complete the stats (of the file playing last)."""
+        self._finish_file()
+        if self.playlist is None:
+            self.stats.seconds = seconds
+        overlay, self.overlay = self.overlay, None
+        if overlay is not None:
+            overlay.close()
         return self.stats
 
-    def run(self) -> Any:
+    def run(self, canvas_module: str = "rendercanvas.auto") -> Any:
         timer = pipeline.RunTimer()
         try:
-            backend = self.open()
+            backend = self.open(canvas_module)
             backend.loop.run()
         finally:
             self.finish(timer.stop())
@@ -199,15 +393,166 @@ class WindowPlayback(_Keys):
     def media_time(self) -> float:
         return self.clock.now() if self.clock is not None else 0.0
 
+    # -- input --------------------------------------------------------------------------------------
+
     def _on_key(self, event: Mapping[str, Any]) -> None:
-        key = str(event.get("key", ""))
+        key = key_name(event)
         if self._common_key(key):
             return
-        decoder = self.player.decoder
-        if key in SEEK_STEPS_S and decoder is not None and self.clock is not None:
+        action = self._actions().get(key)
+        if action is not None:
+            action()
+        elif key in SEEK_STEPS_S and self.player.decoder is not None and self.clock is not None:
             self.seek(self.media_time() + SEEK_STEPS_S[key])
 
-    def seek(self, seconds: float) -> None:
+    def _actions(self) -> dict[str, Callable[[], Any]]:
+        return {
+            ".": lambda: self.step(forward=True),
+            ",": lambda: self.step(forward=False),
+            "[": lambda: self.set_speed(next_speed(self.speed, -1)),
+            "]": lambda: self.set_speed(next_speed(self.speed, +1)),
+            "Backspace": lambda: self.set_speed(1.0),
+            "s": self.screenshot,
+            "l": self.toggle_loop,
+            "L": self.toggle_loop,
+            "j": self.cycle_subtitles,
+            "J": self.cycle_subtitles,
+            "n": lambda: self.go(+1),
+            "N": lambda: self.go(+1),
+            "p": lambda: self.go(-1),
+            "P": lambda: self.go(-1),
+            "i": self.toggle_stats,
+            "I": self.toggle_stats,
+            "?": self.toggle_help,
+        }
+
+    def _window_size(self) -> Size:
+        width, height = (int(v) for v in self.canvas.get_physical_size())
+        return Size(max(width, 1), max(height, 1))
+
+    def _pointer(self, event: Mapping[str, Any]) -> tuple[float, float]:
+        """The event's position in physical pixels (rendercanvas gives logical ones)."""
+        ratio = float(self.canvas.get_pixel_ratio() or 1.0)
+        return float(event.get("x", 0.0)) * ratio, float(event.get("y", 0.0)) * ratio
+
+    def _on_pointer_move(self, event: Mapping[str, Any]) -> None:
+        self.osd.activity()
+
+    def _on_pointer_down(self, event: Mapping[str, Any]) -> None:
+        if int(event.get("button", 1) or 1) != 1:
+            return
+        x, y = self._pointer(event)
+        fraction = self.osd.bar_fraction_at(self._window_size(), x, y)
+        duration = self.duration_s
+        if fraction is not None and duration and self.clock is not None:
+            self.seek(fraction * duration)
+
+    # -- what the keys do ---------------------------------------------------------------------------
+
+    def toggle_stats(self) -> None:
+        self.osd.show_stats = not self.osd.show_stats
+
+    def toggle_help(self) -> None:
+        self.osd.show_help = not self.osd.show_help
+
+    def toggle_loop(self) -> None:
+        self.loop = not self.loop
+        self._say(f"Loop: {'yes' if self.loop else 'no'}")
+
+    def cycle_subtitles(self) -> None:
+        if self.subtitles is None:
+            return
+        self.subtitles.cycle()
+        self._say(self.subtitles.describe())
+
+    def set_speed(self, speed: float) -> None:
+        """Play at ``speed`` (0.25 to 4); the sound keeps its pitch (FFmpeg's atempo)."""
+        self.speed = speed
+        self.scheduler.speed = speed
+        if self.clock is not None:
+            self.clock.set_speed(speed)
+            self.scheduler.mark("speed")
+        self._say(f"Speed: {speed:g}x")
+
+    def _frame_duration(self) -> float:
+        decoder = self.player.decoder
+        rate = decoder.info.average_rate if decoder is not None else None
+        return float(1 / rate) if rate else 1 / 30
+
+    def step(self, *, forward: bool) -> None:
+        """One frame forward or back, paused (``.`` / ``,``)."""
+        clock = self.clock
+        if clock is None:
+            return
+        if not self.paused:
+            clock.pause()
+        if forward:
+            if self.pending is not None:
+                clock.seek(self.pending.pts_seconds or 0.0)
+            return
+        shown = self.shown_pts if self.shown_pts is not None else self.media_time()
+        self.seek(max(0.0, shown - self._frame_duration() / 2), show_bar=False)
+
+    def screenshot(self) -> str | None:
+        """Write the frame on display as ``NAME-SECONDS.png`` next to the input (``s``); its path."""
+        if self.shown is None:
+            return None
+        texture, _ = self.shown
+        pixels = read_texture_rgba(self.player.device, texture)
+        path = write_png(screenshot_path(self.player.source, self.shown_pts or 0.0), pixels)
+        self._say(f"Screenshot: {os.path.basename(path)}")
+        return path
+
+    def go(self, step: int) -> None:
+        """The next (``+1``) or previous (``-1``) file of the playlist (``n`` / ``p``)."""
+        playlist = self.playlist
+        if playlist is None or not 0 <= playlist.index + step < len(playlist.sources):
+            self._say("No next file" if step > 0 else "No previous file")
+            return
+        self._switch(playlist.index + step, step)
+
+    def _switch(self, index: int, step: int) -> None:
+        """Finish the file playing and play ``playlist.sources[index]`` in this window (a file that
+        cannot be played is said and passed over in the ``step`` direction); closes at the end."""
+        self._finish_file()
+        self.results.append(self.stats)
+        self.player.close(True)
+        if not self._play_from(index, step):
+            self.canvas.close()
+
+    def _play_from(self, index: int, step: int, *, first: bool = False) -> bool:
+        """Start the first file that plays from ``index`` on, in the ``step`` direction; whether one did.
+        ``first``: the window's first file, whose player exists already."""
+        playlist = self.playlist
+        assert playlist is not None
+        while 0 <= index < len(playlist.sources):
+            source = playlist.sources[index]
+            player = self.player if first else playlist.make_player(source)
+            first = False
+            try:
+                self._reset(player)
+                self._start(player)
+            except Error as exc:
+                playlist.errors.append((source, exc.message))
+                self.pending = None
+                player.close(False)
+                self._say(f"{os.path.basename(source)}: {exc.message}")
+                index += step
+                continue
+            playlist.index = index
+            return True
+        return False
+
+    def _reset(self, player: Any) -> None:
+        self.player, self.stats = player, player.stats
+        self.shown = self.shown_pts = None
+        self.pending = None
+        self.scheduler = AVScheduler(speed=self.speed)
+        self.ended = False
+        self.last_window = Size(0, 0)
+        self.osd.activity()
+
+    def seek(self, seconds: float, *, show_bar: bool = True) -> None:
         """Jump to ``seconds`` (clamped to the clip): the video and the sound resync there."""
         decoder = self.player.decoder
         target = max(0.0, seconds)
@@ -223,6 +568,10 @@ class WindowPlayback(_Keys):
             self.clock.seek(target)
         self.scheduler.mark("seek")
         self.ended = False
+        if show_bar:
+            self.osd.activity()
+
+    # -- drawing ------------------------------------------------------------------------------------
 
     def _advance(self) -> DecodedFrame | None:
         """The newest frame due at the media time (older due frames are dropped), or None."""
@@ -241,8 +590,6 @@ class WindowPlayback(_Keys):
             t0 = time.perf_counter()
             self.pending = decoder.next_frame()
             self.stats.stages.add("decode", time.perf_counter() - t0)
-            if self.paused:
-                break
         if self.pending is None and due is None and self.shown is not None:
             from alpha2.apps.audio_out import ClockKind
 
@@ -250,17 +597,82 @@ class WindowPlayback(_Keys):
             self.ended = clock is None or clock.kind is ClockKind.SYSTEM or clock.ended()
         return due
 
+    def _title_text(self) -> str:
+        name = os.path.basename(self.player.source)
+        position = self.shown_pts if self.shown_pts is not None else 0.0
+        title = f"{name} — {format_time(position)} / {format_time(self.duration_s)}"
+        if self.paused:
+            title += " [paused]"
+        if self.playlist is not None and len(self.playlist.sources) > 1:
+            title += f" ({self.playlist.index + 1}/{len(self.playlist.sources)})"
+        return title
+
+    def _stats_lines(self) -> list[str]:
+        stats, sync, player = self.stats, self.scheduler, self.player
+        decoder = player.decoder
+        hwaccel = stats.hwaccel or {}
+        lines = [f"File: {player.source}"]
+        if decoder is not None:
+            info = decoder.info
+            rate = f", {float(info.average_rate):.3f} fps" if info.average_rate else ""
+            size = f"{stats.size.width}x{stats.size.height}" if stats.size else "?"
+            where = "NVDEC" if hwaccel.get("active") == "cuda" else "software"
+            name = hwaccel.get("decoder") or info.codec_name
+            lines.append(f"Decoder: {info.codec_name} ({name}, {where}); {size}{rate}")
+        lines.append(f"Frames: {sync.shown} shown, {sync.dropped} dropped, {sync.late} late")
+        offset = "n/a" if sync.last_offset is None else f"{sync.last_offset * 1000:+.1f} ms"
+        lines.append(
+            f"A/V offset: {offset} (mean {sync.total.mean_abs * 1000:.1f} ms, "
+            f"max {sync.total.max_abs * 1000:.1f} ms; refresh {1 / sync.refresh_s:.0f} Hz)"
+        )
+        clock = self.clock
+        if clock is not None:
+            volume = round(getattr(clock, "volume", 1.0) * 100)
+            muted = " (muted)" if getattr(clock, "muted", False) else ""
+            lines.append(f"Clock: {clock.reason}")
+            loop = "yes" if self.loop else "no"
+            lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}")
+        if stats.colour is not None:
+            lines.append(f"Colour: {colour_summary(stats.colour)}")
+        if self.subtitles is not None:
+            lines.append(self.subtitles.describe())
+        return lines
+
+    def _osd_view(self) -> OsdView:
+        position = self.shown_pts if self.shown_pts is not None else 0.0
+        if self.clock is not None:
+            position = self.media_time() if not self.paused else position
+        subtitle = None
+        if self.subtitles is not None:
+            subtitle = self.subtitles.text_at(self.media_time() if self.clock is not None else position)
+        return OsdView(
+            position_s=position,
+            duration_s=self.duration_s,
+            paused=self.paused,
+            subtitle=subtitle,
+            stats=self._stats_lines() if self.osd.show_stats else (),
+            help=help_lines(PLAYER_BINDINGS) if self.osd.show_help else (),
+        )
+
     def _draw(self) -> None:
         player, stats = self.player, self.stats
         limit = player.options.frames
         frame = self._advance()
+        if self.ended and self.loop and (limit is None or stats.frames < limit):
+            if frame is not None:
+                frame.release()
+            self.seek(0.0, show_bar=False)
+            return
         if self.ended or (limit is not None and stats.frames >= limit):
             if frame is not None:
                 frame.release()
-            self.canvas.close()
+            playlist = self.playlist
+            if self.ended and playlist is not None and playlist.index + 1 < len(playlist.sources):
+                self._switch(playlist.index + 1, +1)
+            else:
+                self.canvas.close()
             return
-        width, height = (int(v) for v in self.canvas.get_physical_size())
-        window = Size(max(width, 1), max(height, 1))
+        window = self._window_size()
         if window != self.last_window:
             player.renderer.clear_cache()
             self.last_window = window
@@ -269,6 +681,7 @@ class WindowPlayback(_Keys):
             box = letterbox(displayed_size(frame), window)
             target = player.renderer.target_texture(box.width, box.height, self.render_format)
             self.shown = (player._render(frame, target), box)
+            self.shown_pts = pts
         if self.shown is None:
             return
         texture, _ = self.shown
@@ -285,15 +698,26 @@ class WindowPlayback(_Keys):
             {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
             (box.width, box.height, 1),
         )
+        if self.overlay is not None:
+            t0 = time.perf_counter()
+            self.overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
+            stats.stages.add("osd", time.perf_counter() - t0)
         device.queue.submit([encoder.finish()])
+        if self.on_present is not None:
+            self.on_present(surface)
         if self.clock is None:
             # The sound starts once the first frame is up (its first render may take long), in sync with it.
-            decoder = player.decoder
-            self.clock = make_clock(player, pts, decoder.info.duration_seconds if decoder else None)
+            self.clock = make_clock(player, pts, self.duration_s)
+            if self.speed != 1.0:
+                self.clock.set_speed(self.speed)
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
             player.progress.update(stats.frames)
+        title = self._title_text()
+        if title != self.title:
+            self.title = title
+            self.canvas.set_title(title)
 
 
 def _clear(encoder: Any, surface: Any, colour: tuple[float, float, float, float]) -> None:

@@ -12,6 +12,7 @@ import numbers
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import av
@@ -46,6 +47,9 @@ class AudioBlock:
     """Media time of the first sample."""
     sample_rate: int
     """Samples per second per channel."""
+    tempo: float = 1.0
+    """Media seconds per second played: a block made at a tempo (FFmpeg's ``atempo``, pitch kept) other
+    than 1 covers ``frames * tempo / sample_rate`` seconds of the media from ``pts_seconds``."""
 
     @property
     def frames(self) -> int:
@@ -132,6 +136,7 @@ class AudioDecodeSession:
         channels: Channels of the blocks (1 to 8, mixed up or down by FFmpeg); None: the stream's own.
         stream_index: Which audio stream, by its index among the container's audio streams; None: the
             one FFmpeg ranks best (the first, in a file with one).
+        tempo: Play speed, 0.25 to 4, the pitch kept (FFmpeg's ``atempo``); 1: as decoded.
 
     Raises:
         InvalidInputError: a sample rate, channel count or stream index out of range.
@@ -146,8 +151,12 @@ class AudioDecodeSession:
         sample_rate: int | None = 48000,
         channels: int | None = 2,
         stream_index: int | None = None,
+        tempo: float = 1.0,
     ) -> None:
         _check_output(sample_rate, channels)
+        self.tempo = _checked_tempo(tempo)
+        """Play speed of the blocks (:meth:`set_tempo`)."""
+        self._stretch: _Stretch | None = None
         if stream_index is not None and (
             isinstance(stream_index, bool) or not isinstance(stream_index, numbers.Integral)
         ):
@@ -230,7 +239,20 @@ class AudioDecodeSession:
             raise from_ffmpeg(exc, f"seeking {self.source!r} to {target:.3f} s") from exc
         self._frames = None
         self._resampler = None
+        self._stretch = None
         self._skip_before = target
+
+    def set_tempo(self, tempo: float) -> None:
+        """Play at ``tempo`` (0.25 to 4, the pitch kept) from the next :meth:`seek` on."""
+        self.tempo = _checked_tempo(tempo)
+        self._stretch = None
+
+    def _stretched(self, blocks: list[AudioBlock], flush: bool = False) -> AudioBlock | None:
+        if self.tempo == 1.0:
+            return _joined(blocks) if blocks else None
+        if self._stretch is None:
+            self._stretch = _Stretch(self.tempo, self.sample_rate, self._layout, self.channels)
+        return self._stretch.run(blocks, flush)
 
     def _blocks_of(self, frame: Any) -> list[AudioBlock]:
         if self._resampler is None:
@@ -269,14 +291,12 @@ class AudioDecodeSession:
                 tail = self._blocks_of(None)  # flush what the resampler holds
                 self._resampler = None
                 self._frames = iter(())
-                if tail:
-                    return _joined(tail)
-                return None
+                return self._stretched(tail, flush=True)
             except av.error.FFmpegError as exc:
                 raise from_ffmpeg(exc, f"decoding audio of {self.source!r}") from exc
-            blocks = self._blocks_of(frame)
-            if blocks:
-                return _joined(blocks)
+            block = self._stretched(self._blocks_of(frame))
+            if block is not None:
+                return block
 
     def blocks(self) -> Iterator[AudioBlock]:
         """Every block from here to the end."""
@@ -303,3 +323,59 @@ def _joined(blocks: list[AudioBlock]) -> AudioBlock:
         return blocks[0]
     samples = np.concatenate([b.samples for b in blocks])
     return AudioBlock(samples=samples, pts_seconds=blocks[0].pts_seconds, sample_rate=blocks[0].sample_rate)
+
+
+def _checked_tempo(tempo: float) -> float:
+    if isinstance(tempo, bool) or not isinstance(tempo, numbers.Real) or not 0.25 <= float(tempo) <= 4.0:
+        raise InvalidInputError(f"tempo must be a number from 0.25 to 4 (1: as decoded), got {tempo!r}")
+    return float(tempo)
+
+
+class _Stretch:
+    """FFmpeg's ``atempo`` over float32 interleaved blocks (chained: one filter takes 0.5 to 2)."""
+
+    def __init__(self, tempo: float, rate: int, layout: str, channels: int) -> None:
+        self.tempo, self.rate, self.channels = tempo, rate, channels
+        self._layout = layout
+        graph = av.filter.Graph()
+        last: Any = graph.add_abuffer(
+            format="flt", sample_rate=rate, layout=layout, time_base=Fraction(1, rate)
+        )
+        factors, left = [], tempo
+        while left < 0.5 or left > 2.0:
+            factors.append(0.5 if left < 0.5 else 2.0)
+            left /= factors[-1]
+        for factor in [*factors, left]:
+            node = graph.add("atempo", f"{factor:.6f}")
+            last.link_to(node)
+            last = node
+        last.link_to(graph.add("abuffersink"))
+        graph.configure()
+        self._graph = graph
+        self._pushed = 0  # samples in
+        self._pts: float | None = None  # media time of the next sample out
+
+    def run(self, blocks: list[AudioBlock], flush: bool) -> AudioBlock | None:
+        for block in blocks:
+            if self._pts is None:
+                self._pts = block.pts_seconds
+            frame = av.AudioFrame.from_ndarray(
+                block.samples.reshape(1, -1), format="flt", layout=self._layout
+            )
+            frame.sample_rate, frame.pts, frame.time_base = self.rate, self._pushed, Fraction(1, self.rate)
+            self._pushed += block.frames
+            self._graph.push(frame)
+        if flush:
+            self._graph.push(None)
+        out = []
+        while True:
+            try:
+                out.append(self._graph.pull().to_ndarray().reshape(-1, self.channels))
+            except (av.error.BlockingIOError, av.error.EOFError):
+                break
+        if not out or self._pts is None:
+            return None
+        samples = np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
+        pts = self._pts
+        self._pts = pts + samples.shape[0] * self.tempo / self.rate
+        return AudioBlock(samples=samples, pts_seconds=pts, sample_rate=self.rate, tempo=self.tempo)

@@ -1,0 +1,202 @@
+"""Subtitles for a play run: the input's text subtitle tracks, a sidecar file, ``--sub FILE``; one shown.
+
+:func:`open_subtitles` gathers the tracks as mpv does: a file given with ``--sub`` first, then sidecar
+files with the input's name (``clip.srt``, ``clip.ass``, ``clip.ssa``, ``clip.vtt`` next to ``clip.mkv``),
+then the input's own text subtitle streams (SubRip, ASS / SSA, mov_text, WebVTT); the first is selected
+(none with ``enabled=False``) and :meth:`Subtitles.cycle` steps through them and "off". A track's cues are
+read (:func:`alpha2.ffmpeg_bridge.subtitles.read_cues`) on a thread of its own when it is first selected,
+so a long film starts playing at once; :meth:`Subtitles.text_at` gives the text on display at a time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from alpha2.ffmpeg_bridge.subtitles import SubtitleCue, SubtitleTrackInfo, read_cues, subtitle_tracks
+from alpha2.gpu.errors import Error, InvalidInputError
+
+__all__ = [
+    "SIDECAR_EXTENSIONS",
+    "SubtitleCue",
+    "SubtitleTrack",
+    "Subtitles",
+    "open_subtitles",
+    "sidecar_files",
+]
+
+SIDECAR_EXTENSIONS = (".srt", ".ass", ".ssa", ".vtt")
+"""Subtitle files picked up next to the input, same name."""
+
+
+def sidecar_files(source: str | os.PathLike[str]) -> list[str]:
+    """The subtitle files next to ``source`` with its name (``clip.srt`` for ``clip.mkv``), in
+    :data:`SIDECAR_EXTENSIONS` order."""
+    stem = os.path.splitext(os.fspath(source))[0]
+    found = []
+    for extension in SIDECAR_EXTENSIONS:
+        for candidate in (stem + extension, stem + extension.upper()):
+            if os.path.isfile(candidate) and candidate != os.fspath(source):
+                found.append(candidate)
+                break
+    return found
+
+
+@dataclass
+class SubtitleTrack:
+    """One track: where it comes from and, once read, its cues."""
+
+    info: SubtitleTrackInfo
+    """The stream (a subtitle file's is its only stream)."""
+    external: bool
+    """A file of its own (``--sub`` or a sidecar), not a stream of the input."""
+    cues: list[SubtitleCue] = field(default_factory=list)
+    """The cues, sorted by start (empty until read)."""
+    error: str | None = None
+    """Why the cues could not be read, if they could not."""
+    _starts: list[float] = field(default_factory=list)
+    _loaded: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _stop: bool = False
+
+    @property
+    def label(self) -> str:
+        """How the track is named on screen: the file's name, or the stream's language, title and codec."""
+        if self.external:
+            return os.path.basename(self.info.source)
+        parts = [p for p in (self.info.language, self.info.title) if p]
+        return " ".join([*parts, f"({self.info.codec})"])
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the cues have been read (or failed to be)."""
+        return self._loaded.is_set()
+
+    def load(self) -> None:
+        """Start reading the cues on a thread of their own (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._read, name="alpha2 subtitles", daemon=True)
+            self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            cues = read_cues(self.info.source, self.info.stream_index, stop=lambda: self._stop)
+            self._starts = [c.start_s for c in cues]
+            self.cues = cues
+        except Error as exc:
+            self.error = str(exc)
+        finally:
+            self._loaded.set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until the cues are read (starting the reading); whether they are."""
+        self.load()
+        return self._loaded.wait(timeout_s)
+
+    def text_at(self, seconds: float) -> str | None:
+        """The text on display at ``seconds`` (overlapping cues one under the other), or None."""
+        cues, starts = self.cues, self._starts
+        if not cues or len(starts) != len(cues):
+            return None
+        end = bisect.bisect_right(starts, seconds)
+        shown = [c.text for c in cues[max(0, end - 16) : end] if c.end_s > seconds]
+        return "\n".join(shown) if shown else None
+
+    def close(self) -> None:
+        """Stop reading (the thread ends at its next packet)."""
+        self._stop = True
+
+
+class Subtitles:
+    """The tracks of one play run, one of them (or none) selected."""
+
+    def __init__(self, tracks: Sequence[SubtitleTrack], selected: int | None = 0) -> None:
+        self.tracks = list(tracks)
+        """Every track, in the order ``j`` steps through them."""
+        self.selected_index: int | None = None
+        """The selected track's index in :attr:`tracks`, None: off."""
+        self.select(selected if self.tracks else None)
+
+    @property
+    def selected(self) -> SubtitleTrack | None:
+        """The track shown, if any."""
+        return None if self.selected_index is None else self.tracks[self.selected_index]
+
+    def select(self, index: int | None) -> SubtitleTrack | None:
+        """Show track ``index`` (None: none); its cues start loading."""
+        if index is not None and not 0 <= index < len(self.tracks):
+            raise InvalidInputError(f"subtitle track {index} does not exist; there are {len(self.tracks)}")
+        self.selected_index = index
+        track = self.selected
+        if track is not None:
+            track.load()
+        return track
+
+    def cycle(self) -> SubtitleTrack | None:
+        """The next track, after the last none, then the first again (``j``)."""
+        if not self.tracks:
+            return None
+        if self.selected_index is None:
+            return self.select(0)
+        following = self.selected_index + 1
+        return self.select(following if following < len(self.tracks) else None)
+
+    def describe(self) -> str:
+        """``Subtitles: 1/2 clip.srt``, ``Subtitles: off``, or ``Subtitles: none``."""
+        if not self.tracks:
+            return "Subtitles: none"
+        track = self.selected
+        if track is None or self.selected_index is None:
+            return "Subtitles: off"
+        note = f" ({track.error})" if track.error else ""
+        return f"Subtitles: {self.selected_index + 1}/{len(self.tracks)} {track.label}{note}"
+
+    def text_at(self, seconds: float) -> str | None:
+        """The selected track's text at ``seconds``, or None."""
+        track = self.selected
+        return None if track is None else track.text_at(seconds)
+
+    def close(self) -> None:
+        """Stop every track's reading."""
+        for track in self.tracks:
+            track.close()
+
+
+def _file_track(path: str) -> SubtitleTrack:
+    tracks = [t for t in subtitle_tracks(path) if t.text]
+    if not tracks:
+        raise InvalidInputError(f"{path!r} has no text subtitles (SubRip, ASS / SSA, WebVTT)")
+    return SubtitleTrack(tracks[0], external=True)
+
+
+def open_subtitles(
+    source: str | os.PathLike[str], *, sub: str | os.PathLike[str] | None = None, enabled: bool = True
+) -> Subtitles:
+    """The subtitle tracks for playing ``source``: ``sub`` (a file), sidecar files, the input's own text
+    streams; the first selected unless ``enabled`` is False.
+
+    Raises:
+        InvalidInputError, MediaNotFoundError, MediaFormatError: ``sub`` cannot be read as subtitles.
+    """
+    where = os.fspath(source)
+    tracks: list[SubtitleTrack] = []
+    if sub is not None:
+        tracks.append(_file_track(os.fspath(sub)))
+    for path in sidecar_files(where):
+        if sub is not None and os.path.abspath(path) == os.path.abspath(os.fspath(sub)):
+            continue
+        try:
+            tracks.append(_file_track(path))
+        except Error:
+            pass  # a stray file with a subtitle extension is not worth stopping the film for
+    try:
+        embedded = [SubtitleTrack(info, external=False) for info in subtitle_tracks(where) if info.text]
+    except Error:
+        embedded = []
+    # A stream the file marks as default comes first among its own.
+    embedded.sort(key=lambda track: not track.info.default)
+    tracks.extend(embedded)
+    return Subtitles(tracks, 0 if enabled and tracks else None)

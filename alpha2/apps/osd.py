@@ -1,0 +1,369 @@
+"""The player's on-screen display: what is drawn over the video, as RGBA images placed in the window.
+
+Text is rasterised with Pillow's TrueType renderer (DejaVu Sans from Debian's ``fonts-dejavu-core``
+when it is installed, else Pillow's own scalable default font), white with a dark outline so that it
+reads over any picture. :class:`Osd` decides what shows and where, from what the window tells it
+(:class:`OsdView`) and the time: the time / duration and a progress bar on a seek or a mouse move,
+fading after :data:`SHOW_S`; a pause sign; short messages (``Volume: 80%``, ``Mute: yes``); the stats
+(``i``) and the key help (``?``); the subtitle on display, bottom centre. It hands out :class:`Layer`
+values; the window uploads them (:mod:`alpha2.api.overlay`) and blends them over the frame on the GPU.
+Rasterised images are cached by their content, so an unchanged display costs no Pillow work.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import textwrap
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from alpha2.gpu.geometry import Rect, Size
+
+__all__ = [
+    "FADE_S",
+    "MESSAGE_S",
+    "SHOW_S",
+    "Layer",
+    "Osd",
+    "OsdView",
+    "font_source",
+    "format_time",
+    "text_image",
+]
+
+SHOW_S = 1.5
+"""How long the time and progress bar stay after a seek or a mouse move, before fading."""
+FADE_S = 0.3
+"""How long they take to fade out."""
+MESSAGE_S = 1.5
+"""How long a message (volume, mute, speed, ...) stays."""
+
+_FONT_DIRS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu", "/usr/local/share/fonts")
+_WHITE = (255, 255, 255)
+_OUTLINE = (0, 0, 0)
+
+
+def format_time(seconds: float | None) -> str:
+    """``0:12``, ``1:02:03``; ``--:--`` when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "--:--"
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@functools.cache
+def _font_file(mono: bool) -> str | None:
+    name = "DejaVuSansMono.ttf" if mono else "DejaVuSans.ttf"
+    for folder in _FONT_DIRS:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def font_source() -> str:
+    """Which font the text is drawn with: a DejaVu file, or Pillow's built-in default."""
+    return _font_file(False) or "Pillow's default font"
+
+
+@functools.lru_cache(maxsize=32)
+def _font(size_px: int, mono: bool) -> Any:
+    from PIL import ImageFont
+
+    path = _font_file(mono) or _font_file(False)
+    if path is not None:
+        return ImageFont.truetype(path, size_px)
+    return ImageFont.load_default(size=size_px)  # scalable since Pillow 10.1
+
+
+def text_image(
+    text: str,
+    size_px: int,
+    *,
+    outline_px: int | None = None,
+    mono: bool = False,
+    align: str = "left",
+    box_alpha: int = 0,
+) -> np.ndarray:
+    """``text`` (lines split at ``\\n``) as an (H, W, 4) uint8 RGBA image of straight alpha: white
+    glyphs with a dark outline of ``outline_px`` (default size / 12), on transparency or, with
+    ``box_alpha`` > 0, on a dark box of that alpha with a margin."""
+    from PIL import Image, ImageDraw
+
+    font = _font(max(6, int(size_px)), mono)
+    outline = max(1, round(size_px / 12)) if outline_px is None else max(0, outline_px)
+    lines = (text or " ").split("\n")
+    ascent, descent = font.getmetrics()
+    line_height = ascent + descent + max(2, size_px // 5)
+    probe = ImageDraw.Draw(Image.new("L", (1, 1)))
+    widths = [math.ceil(probe.textlength(line, font=font)) for line in lines]
+    pad = max(size_px // 3, outline + 1) if box_alpha else outline + 1
+    width = max(widths) + 2 * outline + 2 * pad
+    height = line_height * (len(lines) - 1) + ascent + descent + 2 * outline + 2 * pad
+    # Line by line, so that the glyphs and their outline share one origin (Pillow's multiline text
+    # spaces stroked lines further apart than plain ones).
+    origins = []
+    for index, line_width in enumerate(widths):
+        shift = {"center": (max(widths) - line_width) // 2, "right": max(widths) - line_width}.get(align, 0)
+        origins.append((pad + outline + shift, pad + outline + index * line_height))
+
+    def coverage(stroke: int) -> np.ndarray:
+        mask = Image.new("L", (width, height), 0)
+        draw = ImageDraw.Draw(mask)
+        for line, origin in zip(lines, origins, strict=True):
+            draw.text(origin, line, font=font, fill=255, stroke_width=stroke, stroke_fill=255)
+        return np.asarray(mask, np.float32) / 255.0
+
+    fill = coverage(0)
+    shape = np.maximum(coverage(outline), fill) if outline else fill
+    # The glyph over its outline: white where the glyph covers, dark where only the outline does.
+    share = np.divide(fill, shape, out=np.zeros_like(fill), where=shape > 0)
+    rgb = np.asarray(_OUTLINE, np.float32) + share[..., None] * (
+        np.asarray(_WHITE, np.float32) - np.asarray(_OUTLINE, np.float32)
+    )
+    alpha = shape
+    if box_alpha:
+        # Over a dark box: composite the text over it (the box is black).
+        box = box_alpha / 255.0
+        out_alpha = alpha + box * (1.0 - alpha)
+        rgb = np.divide(
+            rgb * alpha[..., None],
+            out_alpha[..., None],
+            out=np.zeros_like(rgb),
+            where=out_alpha[..., None] > 0,
+        )
+        alpha = out_alpha
+    out = np.empty((height, width, 4), np.uint8)
+    out[..., :3] = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+    out[..., 3] = np.clip(np.rint(alpha * 255.0), 0, 255).astype(np.uint8)
+    return out
+
+
+def bar_image(width: int, height: int, fraction: float) -> np.ndarray:
+    """The progress bar: a dark-edged translucent track, filled white up to ``fraction``."""
+    width, height = max(4, width), max(4, height)
+    out = np.zeros((height, width, 4), np.uint8)
+    out[...] = (0, 0, 0, 170)  # the edge
+    out[1:-1, 1:-1] = (255, 255, 255, 70)  # the track
+    filled = round((width - 2) * min(max(fraction, 0.0), 1.0))
+    if filled > 0:
+        out[1:-1, 1 : 1 + filled] = (255, 255, 255, 235)
+    return out
+
+
+def pause_image(size_px: int) -> np.ndarray:
+    """The pause sign: two white bars with a dark outline on a round dark backdrop."""
+    size = max(12, size_px)
+    y, x = np.mgrid[0:size, 0:size].astype(np.float32) + 0.5
+    centre = size / 2
+    disc = np.clip(centre - np.hypot(x - centre, y - centre), 0.0, 1.0)
+    bar_w, bar_h = size * 0.14, size * 0.46
+    gap = size * 0.09
+    top, bottom = centre - bar_h / 2, centre + bar_h / 2
+
+    def bar(left: float) -> np.ndarray:
+        inside_x = np.clip(np.minimum(x - left, left + bar_w - x) + 0.5, 0.0, 1.0)
+        inside_y = np.clip(np.minimum(y - top, bottom - y) + 0.5, 0.0, 1.0)
+        return np.asarray(inside_x * inside_y, np.float32)
+
+    bars = np.maximum(bar(centre - gap - bar_w), bar(centre + gap))
+    backdrop = disc * 0.45
+    alpha = bars + backdrop * (1.0 - bars)
+    rgb = np.divide(bars * 255.0, alpha, out=np.zeros_like(alpha), where=alpha > 0)
+    out = np.empty((size, size, 4), np.uint8)
+    out[..., 0] = out[..., 1] = out[..., 2] = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+    out[..., 3] = np.clip(np.rint(alpha * 255.0), 0, 255).astype(np.uint8)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One image of the display, placed in the window."""
+
+    key: str
+    """What it is: ``bar``, ``time``, ``pause``, ``message``, ``stats``, ``help``, ``subtitle``, ... (one
+    GPU sprite each)."""
+    pixels: np.ndarray
+    """(H, W, 4) uint8 RGBA, straight alpha; the same object while its content is unchanged."""
+    x: int
+    """Left edge in window pixels."""
+    y: int
+    """Top edge in window pixels."""
+    opacity: float = 1.0
+    """0..1 (fading)."""
+
+    @property
+    def rect(self) -> Rect:
+        """Where it lies in the window."""
+        return Rect(self.x, self.y, int(self.pixels.shape[1]), int(self.pixels.shape[0]))
+
+
+@dataclass
+class OsdView:
+    """What the window tells the display at a draw."""
+
+    position_s: float
+    """The media time on screen."""
+    duration_s: float | None
+    """The clip's length, when known."""
+    paused: bool = False
+    """Whether playback is paused (the pause sign, and the bar stays)."""
+    subtitle: str | None = None
+    """The subtitle text on display now, if any."""
+    stats: Sequence[str] = ()
+    """The stats lines (drawn while the stats are toggled on)."""
+    help: Sequence[str] = ()
+    """The key help lines (drawn while the help is toggled on)."""
+
+
+@dataclass
+class Osd:
+    """Decides what the display shows and where; rasterises it, cached by content."""
+
+    clock: Callable[[], float] = time.monotonic
+    """Seconds, for the fading (tests pass their own)."""
+    show_stats: bool = False
+    """The stats overlay (``i``)."""
+    show_help: bool = False
+    """The key help (``?``)."""
+    _active_until: float = -math.inf
+    _message: tuple[str, float] | None = None
+    _cache: OrderedDict[tuple[Any, ...], np.ndarray] = field(default_factory=OrderedDict)
+
+    # -- what happened ------------------------------------------------------------------------------
+
+    def activity(self) -> None:
+        """A seek or a mouse move: the time and the bar show for :data:`SHOW_S`."""
+        self._active_until = self.clock() + SHOW_S
+
+    def message(self, text: str) -> None:
+        """Show ``text`` (top left) for :data:`MESSAGE_S`."""
+        self._message = (text, self.clock() + MESSAGE_S)
+
+    @property
+    def current_message(self) -> str | None:
+        """The message on display now, if any."""
+        if self._message is None or self.clock() >= self._message[1] + FADE_S:
+            return None
+        return self._message[0]
+
+    # -- sizes --------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _sizes(window: Size) -> dict[str, int]:
+        short = min(window.width * 9 // 16, window.height)
+        return {
+            "margin": max(4, short // 36),
+            "text": max(12, min(44, short // 18)),
+            "small": max(10, min(24, short // 34)),
+            "subtitle": max(14, min(64, short // 14)),
+            "bar": max(6, short // 70),
+            "pause": max(24, short // 6),
+        }
+
+    def bar_rect(self, window: Size) -> Rect:
+        """Where the progress bar lies in ``window`` (whether it shows or not)."""
+        sizes = self._sizes(window)
+        margin, bar = sizes["margin"], sizes["bar"]
+        return Rect(margin, window.height - margin - bar, max(4, window.width - 2 * margin), bar)
+
+    def bar_fraction_at(self, window: Size, x: float, y: float) -> float | None:
+        """The fraction of the clip at window pixel (``x``, ``y``) when it is on the progress bar (a
+        little above and below counts), else None."""
+        rect = self.bar_rect(window)
+        slack = max(6, rect.height)
+        if not (rect.y - slack <= y <= rect.y + rect.height + slack and rect.x <= x <= rect.x + rect.width):
+            return None
+        return min(max((x - rect.x) / rect.width, 0.0), 1.0)
+
+    def _bar_opacity(self, paused: bool) -> float:
+        if paused:
+            return 1.0
+        left = self._active_until - self.clock()
+        if left >= 0:
+            return 1.0
+        return max(0.0, 1.0 + left / FADE_S)
+
+    # -- what shows ---------------------------------------------------------------------------------
+
+    def _cached(self, key: tuple[Any, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
+        image = self._cache.get(key)
+        if image is None:
+            image = make()
+            self._cache[key] = image
+            while len(self._cache) > 48:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return image
+
+    def _text(self, text: str, size: int, **options: Any) -> np.ndarray:
+        key = ("text", text, size, tuple(sorted(options.items())))
+        return self._cached(key, lambda: text_image(text, size, **options))
+
+    def layers(self, window: Size, view: OsdView) -> list[Layer]:
+        """The images to draw over the frame in ``window`` now, in drawing order."""
+        if window.width < 16 or window.height < 16:
+            return []
+        sizes = self._sizes(window)
+        margin = sizes["margin"]
+        out: list[Layer] = []
+        bar_opacity = self._bar_opacity(view.paused)
+        bar = self.bar_rect(window)
+        bottom = window.height - margin  # where the subtitle's lower edge goes
+        if bar_opacity > 0:
+            fraction = 0.0
+            if view.duration_s:
+                fraction = view.position_s / view.duration_s
+            filled = round((bar.width - 2) * min(max(fraction, 0.0), 1.0))
+            bar_pixels = self._cached(
+                ("bar", bar.width, bar.height, filled), lambda: bar_image(bar.width, bar.height, fraction)
+            )
+            out.append(Layer("bar", bar_pixels, bar.x, bar.y, bar_opacity))
+            label = f"{format_time(view.position_s)} / {format_time(view.duration_s)}"
+            time_pixels = self._text(label, sizes["text"])
+            time_y = bar.y - margin // 2 - int(time_pixels.shape[0])
+            out.append(Layer("time", time_pixels, bar.x, time_y, bar_opacity))
+            bottom = time_y - margin // 2
+        if view.paused:
+            pause = self._cached(("pause", sizes["pause"]), lambda: pause_image(sizes["pause"]))
+            size = int(pause.shape[0])
+            out.append(Layer("pause", pause, (window.width - size) // 2, (window.height - size) // 2))
+        if view.subtitle:
+            width_chars = max(8, int(window.width * 0.9 / (sizes["subtitle"] * 0.55)))
+            wrapped = "\n".join(
+                textwrap.fill(line, width_chars) if line else line for line in view.subtitle.split("\n")
+            )
+            outline = max(2, sizes["subtitle"] // 14)
+            sub = self._text(wrapped, sizes["subtitle"], align="center", outline_px=outline)
+            out.append(
+                Layer("subtitle", sub, (window.width - int(sub.shape[1])) // 2, bottom - int(sub.shape[0]))
+            )
+        top = margin
+        message = self.current_message
+        if message is not None and self._message is not None:
+            left = self._message[1] - self.clock()
+            opacity = 1.0 if left >= 0 else max(0.0, 1.0 + left / FADE_S)
+            pixels = self._text(message, sizes["text"])
+            out.append(Layer("message", pixels, margin, top, opacity))
+            top += int(pixels.shape[0]) + margin // 2
+        if self.show_stats and view.stats and not (self.show_help and view.help):
+            chars = max(20, int((window.width - 2 * margin) / (sizes["small"] * 0.62)) - 2)
+            lines = [piece for line in view.stats for piece in (textwrap.wrap(line, chars) or [""])]
+            pixels = self._text("\n".join(lines), sizes["small"], mono=True, box_alpha=150, outline_px=0)
+            out.append(Layer("stats", pixels, margin, top))
+        if self.show_help and view.help:
+            pixels = self._text("\n".join(view.help), sizes["small"], mono=True, box_alpha=215, outline_px=0)
+            x = max(0, (window.width - int(pixels.shape[1])) // 2)
+            y = max(0, (window.height - int(pixels.shape[0])) // 2)
+            out.append(Layer("help", pixels, x, y))
+        return out
