@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "open": "alpha2.api.source",
+    "open_async": "alpha2.api.source",
     "create": "alpha2.api.writer",
     "open_audio": "alpha2.api.audio",
     "AudioSource": "alpha2.api.audio",
@@ -41,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "AdapterInfo": "alpha2.api.source",
     "Frame": "alpha2.api.source",
     "VideoSource": "alpha2.api.source",
+    "VideoInfo": "alpha2.api.source",
     "Writer": "alpha2.api.writer",
     "Device": "alpha2.native_gpu.device.device",
     "ColourInfo": "alpha2.gpu.colour",
@@ -56,9 +58,11 @@ if TYPE_CHECKING:
     from alpha2.api.audio import open_audio as open_audio
     from alpha2.api.source import AdapterInfo as AdapterInfo
     from alpha2.api.source import Frame as Frame
+    from alpha2.api.source import VideoInfo as VideoInfo
     from alpha2.api.source import VideoSource as VideoSource
     from alpha2.api.source import adapters as adapters
     from alpha2.api.source import open as open
+    from alpha2.api.source import open_async as open_async
     from alpha2.api.writer import Writer as Writer
     from alpha2.api.writer import create as create
     from alpha2.gpu.colour import ColourInfo as ColourInfo

@@ -8,6 +8,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -159,6 +160,9 @@ def test_colour_from_stream_tags(tmp_path: Path) -> None:
 def test_rotation_from_display_matrix(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "r.mp4", "h264", 64, 48, 2, rotation_ccw=90)
     with DecodeSession(clip.path, hwaccel="none") as session:
+        # The stream's facts agree with its frames (PyAV has no stream side data: the first frame says).
+        assert session.info.rotation is Rotation.CW270
+        assert (session.info.display_width, session.info.display_height) == (48, 64)
         frame = session.next_frame()
     assert frame is not None and frame.metadata.rotation is Rotation.CW270
     assert frame.metadata.rotated_size.width == 48
@@ -213,6 +217,45 @@ def test_seek_is_accurate(tmp_path: Path, hwaccel: str) -> None:
         assert session.stats.frames_discarded_for_seek > 0
         session.seek(100.0)
         assert session.next_frame() is None
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+@pytest.mark.parametrize("source", ["path", "file object"])
+def test_frame_index_keeps_the_position(tmp_path: Path, prefetch: int, source: str) -> None:
+    """Counting the frames (one pass over the packets) moves the demuxer; the caller's position is kept
+    at the start, after a seek, after frames handed out (also decoded ahead), and at the end."""
+    clip = make_clip(tmp_path / "i.mkv", "h264", 64, 48, 24, vfr=True, gop=6)
+    ref = sorted(f.pts for f in _reference(clip.path))
+
+    def opened() -> DecodeSession:
+        media: Any = clip.path if source == "path" else io.BytesIO(Path(clip.path).read_bytes())
+        return DecodeSession(media, hwaccel="none", prefetch=prefetch)
+
+    def rest(session: DecodeSession) -> list[int | None]:
+        return [f.pts for f in session]
+
+    with opened() as session:
+        index = session.frame_index()
+        assert list(index.pts) == ref and len(index) == 24 and index.key_pts[0] == ref[0]
+        assert session.frame_index() is index  # kept
+        assert rest(session) == ref
+    with opened() as session:
+        taken = [session.next_frame(), session.next_frame()]
+        time.sleep(0.05)  # let the worker decode ahead: what it queued is dropped and decoded again
+        session.frame_index()
+        assert [f.pts for f in taken if f is not None] + rest(session) == ref
+    with opened() as session:
+        session.seek(float(ref[10] / 1000) + 0.001)
+        session.frame_index()
+        assert rest(session) == ref[10:]
+    with opened() as session:
+        assert rest(session) == ref
+        session.frame_index()
+        assert session.next_frame() is None
+    with opened() as session:
+        got = session.frames_at_pts([ref[20], ref[3], ref[3], ref[0] - 5])
+        assert [f.pts if f is not None else None for f in got] == [ref[20], ref[3], ref[3], ref[0]]
+        assert rest(session) == ref[21:]  # on after the latest frame asked for
 
 
 @pytest.mark.parametrize("prefetch", [0, 2])

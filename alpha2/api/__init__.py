@@ -24,13 +24,19 @@ _EXPORTS: dict[str, str] = {
     "AdapterInfo": "alpha2.api.source",
     "AudioSource": "alpha2.api.audio",
     "open_audio": "alpha2.api.audio",
+    "AudioTrack": "alpha2.api.source",
+    "ConcurrentIterationError": "alpha2.api.source",
+    "EndOfStreamError": "alpha2.api.source",
     "Frame": "alpha2.api.source",
+    "FrameIndexError": "alpha2.api.source",
     "GpuWorkDone": "alpha2.api.source",
+    "VideoInfo": "alpha2.api.source",
     "VideoSource": "alpha2.api.source",
     "Writer": "alpha2.api.writer",
     "adapters": "alpha2.api.source",
     "create": "alpha2.api.writer",
     "open": "alpha2.api.source",
+    "open_async": "alpha2.api.source",
     "StreamGroup": "alpha2.api.streams",
     "DecodeProcess": "alpha2.api.decode_process",
     "open_processes": "alpha2.api.decode_process",
@@ -46,11 +52,17 @@ if TYPE_CHECKING:
     from alpha2.api.decode_process import DecodeProcess as DecodeProcess
     from alpha2.api.decode_process import open_processes as open_processes
     from alpha2.api.source import AdapterInfo as AdapterInfo
+    from alpha2.api.source import AudioTrack as AudioTrack
+    from alpha2.api.source import ConcurrentIterationError as ConcurrentIterationError
+    from alpha2.api.source import EndOfStreamError as EndOfStreamError
     from alpha2.api.source import Frame as Frame
+    from alpha2.api.source import FrameIndexError as FrameIndexError
     from alpha2.api.source import GpuWorkDone as GpuWorkDone
+    from alpha2.api.source import VideoInfo as VideoInfo
     from alpha2.api.source import VideoSource as VideoSource
     from alpha2.api.source import adapters as adapters
     from alpha2.api.source import open as open
+    from alpha2.api.source import open_async as open_async
     from alpha2.api.streams import StreamGroup as StreamGroup
     from alpha2.api.transcode_plan import TranscodeOptions as TranscodeOptions
     from alpha2.api.transcoder import transcode as transcode

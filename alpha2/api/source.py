@@ -8,31 +8,47 @@ Three jobs, each a few lines (the README's "Use from Python" shows them)::
     with alpha2.create("out.mp4", device=source.device) as writer:
         writer.write(my_texture)                        # textures, numpy / DLPack arrays or frames
 
+Frames by time or number: ``source.frame_at(2.5)``, ``source.frames_at([0.0, 1.0, 2.0])`` and
+``source.frames_at_index([0, 10, -1])`` give the frame on display then (exact on variable frame rate
+and with B-frames), ``len(source)`` counts them. Pictures are shown turned by the file's display
+matrix: ``width`` / ``height``, :meth:`Frame.render` and :meth:`Frame.to_ndarray` all honour it.
+``source.info`` (:class:`VideoInfo`) says what the file holds.
+
 Built on the sub-packages (DecodeSession, FrameImporter, FrameRenderer, EncodeCopier, EncodeSession,
-Device), which stay available for finer control. Awaitable forms (:meth:`VideoSource.next_async`,
-:meth:`Frame.ready`, :meth:`Frame.render_async`, :meth:`Writer.write_async`) wait on alpha2's one
-WaiterThread and never block the event loop on decoding, the GPU or the encoder.
+Device), which stay available for finer control. Awaitable forms (:func:`open_async`,
+:meth:`VideoSource.next_async`, :meth:`Frame.ready`, :meth:`Frame.render_async`,
+:meth:`Writer.write_async`) wait on alpha2's one WaiterThread and never block the event loop on opening,
+decoding, the GPU or the encoder.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import io
+import math
+import numbers
+import operator
+import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+import warnings
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from alpha2.api.devices import as_device, open_decoder
-from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
-from alpha2.gpu.colour import (
-    ColourInfo,
-)
+from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, short_repr
+from alpha2.ffmpeg_bridge.media import AudioTrack
+from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.dlpack import PlaneArray
 from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitStatus
 from alpha2.gpu.webgpu import promise_settled, pump_events
@@ -41,7 +57,20 @@ from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
 from alpha2.native_gpu.render.renderer import FrameRenderer, read_texture_rgba
 
-__all__ = ["AdapterInfo", "Frame", "GpuWorkDone", "VideoSource", "adapters", "open"]
+__all__ = [
+    "AdapterInfo",
+    "AudioTrack",
+    "ConcurrentIterationError",
+    "EndOfStreamError",
+    "Frame",
+    "FrameIndexError",
+    "GpuWorkDone",
+    "VideoInfo",
+    "VideoSource",
+    "adapters",
+    "open",
+    "open_async",
+]
 
 _T = TypeVar("_T")
 
@@ -142,10 +171,16 @@ class GpuWorkDone(SyncPoint):
 
 
 class _Worker:
-    """One thread that runs blocking calls (decode, encode) and signals a SyncPoint for each."""
+    """One thread that runs blocking calls (open, decode, encode) and signals a SyncPoint for each."""
 
     def __init__(self, name: str) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._thread: threading.Thread | None = None
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=name, initializer=self._started
+        )
+
+    def _started(self) -> None:
+        self._thread = threading.current_thread()
 
     async def run(self, fn: Callable[[], _T]) -> _T:
         done = CpuSyncPoint()
@@ -157,26 +192,116 @@ class _Worker:
         return future.result()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        """Stop the thread (joined, unless this is it: a finalizer run there cannot join itself)."""
+        self._pool.shutdown(wait=threading.current_thread() is not self._thread)
+
+
+# ---------------------------------------------------------------------------------------------------
+# errors and facts
+
+
+class EndOfStreamError(InvalidInputError):
+    """No frame is on display at the time asked for: it lies at or past the end of the stream."""
+
+
+class FrameIndexError(InvalidInputError, IndexError):
+    """A frame index outside the stream's frames (``0 .. len(source) - 1``, or ``-len(source) .. -1``)."""
+
+
+class ConcurrentIterationError(InvalidInputError):
+    """Two threads took frames from one :class:`VideoSource` at once (each would get some of them)."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What a file says about the video stream a :class:`VideoSource` decodes, and about its audio."""
+
+    codec: str
+    """FFmpeg's codec name (``h264``, ``hevc``, ``vp9``, ``av1``, ...)."""
+    width: int
+    """Width of the picture as shown, in pixels: after :attr:`rotation` (a quarter turn swaps the sides)."""
+    height: int
+    """Height of the picture as shown, in pixels (after :attr:`rotation`)."""
+    coded_width: int
+    """Width the decoder works at, before rotation (the stored picture plus alignment padding)."""
+    coded_height: int
+    """Height the decoder works at, before rotation."""
+    rotation: Rotation
+    """Clockwise turn applied for display (the file's display matrix or ``rotate`` tag)."""
+    frame_rate: float | None
+    """Average frames per second where the container says (variable-rate files: the average)."""
+    duration_seconds: float | None
+    """The stream's duration where the container says."""
+    frame_count: int | None
+    """Frames the container records, None when it does not say (``len(source)`` counts them then)."""
+    colour: ColourInfo | None
+    """The first frame's matrix, primaries, transfer and range (resolved); None when none decodes."""
+    hdr: HdrMetadata | None
+    """The first frame's HDR static metadata (mastering display, light level), or None."""
+    audio: tuple[AudioTrack, ...]
+    """The file's audio streams (index, codec, sample rate, channels, language), in file order."""
+
+
+def _check_seconds(seconds: object) -> float:
+    """``seconds`` as a float, refusing what names no moment of a stream."""
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise InvalidInputError(f"a time must be a number of seconds, got {short_repr(seconds)}")
+    value = float(seconds)
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInputError(f"a time must be a finite number of seconds >= 0, got {value!r}")
+    return value
+
+
+def _media_source(path: object) -> tuple[MediaSource, str]:
+    """What to decode from ``path`` (the file's bytes are read from memory), and how messages name it."""
+    if isinstance(path, bytes | bytearray | memoryview):
+        data = path.tobytes() if isinstance(path, memoryview) and not path.c_contiguous else path
+        size = memoryview(data).nbytes
+        if size == 0:
+            raise InvalidInputError("the file's bytes are empty; pass a video file's contents, or its path")
+        if size < 4096 and isinstance(path, bytes) and os.path.exists(os.fsdecode(path)):
+            raise InvalidInputError(
+                "bytes are decoded as the file's contents, and these name a file; pass the path as a str "
+                "(os.fsdecode(path))"
+            )
+        return io.BytesIO(data), f"<{size} bytes in memory>"
+    if isinstance(path, str | os.PathLike):
+        return path, short_repr(os.fspath(path), 200)
+    if callable(getattr(path, "read", None)):
+        name = getattr(path, "name", None)
+        label = short_repr(name, 200) if isinstance(name, str) else f"<{type(path).__name__}>"
+        return cast(MediaSource, path), label
+    raise InvalidInputError(
+        "alpha2.open takes a path (str or os.PathLike), a readable binary file object, or the file's "
+        f"bytes (bytes, bytearray, memoryview); got {type(path).__name__} {short_repr(path)}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # reading
 
 
+_LOOP_RELEASED = (
+    "this frame was released when the loop took the next one; call source.next_frame() to keep frames, "
+    "and release them yourself"
+)
+
+
 class Frame:
     """One decoded frame of a :class:`VideoSource`: render it, read it as arrays, or write it.
 
     Release it (``release()``, ``with``, or let ``for frame in source`` do it when the next one comes)
-    to give its surface and textures back.
+    to give its surface and textures back. Its size is the picture as shown (the file's rotation
+    applied); :attr:`decoded` has the planes as stored.
     """
 
     def __init__(self, decoded: DecodedFrame, source: VideoSource) -> None:
         self.decoded = decoded
-        """The sub-package's frame (planes, colour, metadata)."""
+        """The sub-package's frame (planes as stored, colour, metadata)."""
         self._source = source
         self._lease: ImportLease | None = None
         self._released = False
+        self._released_by_loop = False
 
     @property
     def pts_seconds(self) -> float | None:
@@ -185,13 +310,18 @@ class Frame:
 
     @property
     def width(self) -> int:
-        """Display width in pixels."""
-        return self.decoded.width
+        """Width of the picture as shown (after :attr:`rotation`), in pixels."""
+        return self.decoded.metadata.rotated_size.width
 
     @property
     def height(self) -> int:
-        """Display height in pixels."""
-        return self.decoded.height
+        """Height of the picture as shown (after :attr:`rotation`), in pixels."""
+        return self.decoded.metadata.rotated_size.height
+
+    @property
+    def rotation(self) -> Rotation:
+        """Clockwise turn applied for display (from the file's display matrix)."""
+        return self.decoded.metadata.rotation
 
     @property
     def colour(self) -> ColourInfo:
@@ -213,9 +343,18 @@ class Frame:
         """How the pixels reached the device's textures (None until imported)."""
         return self._lease.path if self._lease is not None else None
 
+    @property
+    def released(self) -> bool:
+        """Whether the frame was released (by you, a ``with`` block, or the ``for`` loop)."""
+        return self._released
+
     def _check(self) -> None:
         if self._released:
-            raise ClosedError("this Frame was released; keep it (do not release) while you use it")
+            if self._released_by_loop:
+                raise ClosedError(_LOOP_RELEASED)
+            raise ClosedError(
+                "this Frame was released (release() or its with block); use it before releasing it"
+            )
 
     def _import(self) -> ImportLease:
         self._check()
@@ -223,17 +362,46 @@ class Frame:
             self._lease = self._source.importer.import_frame(self.decoded)
         return self._lease
 
+    def _check_target(self, target: Any) -> None:
+        if target is None:
+            return
+        if not (hasattr(target, "create_view") and hasattr(target, "usage")):
+            raise InvalidInputError(
+                f"render takes a GPUTexture of the source's device, got {type(target).__name__}; for arrays "
+                "use to_ndarray()"
+            )
+        device = self._source.device
+        owner = getattr(target, "_device", None)  # wgpu-py's objects keep their device there
+        if owner is not None and owner is not device.webgpu_device and hasattr(owner, "create_texture"):
+            raise InvalidInputError(
+                "the target texture belongs to another device than this source's; create it on "
+                "source.device.webgpu_device, or open the source on your device: "
+                "alpha2.open(path, device=your_device)"
+            )
+        flag = int(device.gpu_module.TextureUsage.RENDER_ATTACHMENT)
+        if not int(target.usage) & flag:
+            raise InvalidInputError(
+                f"the target texture lacks the RENDER_ATTACHMENT usage (it has {int(target.usage)}); create "
+                "it with usage=TextureUsage.RENDER_ATTACHMENT (| COPY_SRC to read it back)"
+            )
+
     def render(self, target: Any = None, *, output_format: str = "rgba8unorm") -> Any:
         """Render into ``target`` (a texture of the source's device with RENDER_ATTACHMENT), and submit.
 
-        The frame is scaled to the target's size. None: a cached texture of the frame's size
-        (reused by the next render). Returns the target.
+        The picture is turned by the file's rotation and scaled to the target's size. None: a cached
+        texture of the frame's (shown) size, reused by the next render. Returns the target.
 
         Raises:
-            InvalidInputError: a target of another device, or of an unsupported format.
+            InvalidInputError: a target that is not a texture, lacks RENDER_ATTACHMENT, belongs to
+                another device, or has an unsupported format.
+            ClosedError: the frame was released.
         """
+        self._check()
+        self._check_target(target)
         lease = self._import()
-        return self._source.renderer.render(lease, target=target, output_format=output_format)
+        return self._source.renderer.render(
+            lease, target=target, output_format=output_format, rotation=self.decoded.metadata.rotation
+        )
 
     async def ready(self) -> Frame:
         """Import into the device's textures; wait, off the event loop, until they may be sampled."""
@@ -243,20 +411,22 @@ class Frame:
         return self
 
     async def render_async(self, target: Any = None, *, output_format: str = "rgba8unorm") -> Any:
-        """:meth:`render`, then wait for the GPU to finish it without blocking the event loop."""
+        """:meth:`render` on the source's worker thread (pipelines are built there the first time),
+        then wait for the GPU to finish it without blocking the event loop."""
         await self.ready()
-        texture = self.render(target, output_format=output_format)
+        texture = await self._source._run(lambda: self.render(target, output_format=output_format))
         await GpuWorkDone(self._source.device.webgpu_device).wait_async(timeout=None)
         return texture
 
     def to_ndarray(self, format: str = "rgb24") -> np.ndarray:
-        """The picture as an ``(height, width, 3)`` (``'rgb24'``) or ``(..., 4)`` (``'rgba'``) uint8 array.
+        """The picture as shown, as an ``(height, width, 3)`` (``'rgb24'``) or ``(..., 4)`` (``'rgba'``)
+        uint8 array (:attr:`width` x :attr:`height`: the file's rotation applied).
 
         Rendered on the source's device with the frame's colour (the same conversion as :meth:`render`)
         and read back; for the raw planes use :meth:`plane` or :meth:`plane_arrays`.
         """
         if format not in ("rgb24", "rgba"):
-            raise InvalidInputError(f"format must be 'rgb24' or 'rgba', got {format!r}")
+            raise InvalidInputError(f"format must be 'rgb24' or 'rgba', got {short_repr(format)}")
         texture = self.render()
         pixels = read_texture_rgba(self._source.device, texture)
         return np.ascontiguousarray(pixels[:, :, :3]) if format == "rgb24" else pixels
@@ -270,7 +440,8 @@ class Frame:
             )
 
     def plane(self, index: int = 0) -> PlaneArray:
-        """Plane ``index`` for DLPack consumers (``torch.from_dlpack(frame.plane(0))``) or numpy.
+        """Plane ``index`` as stored (not rotated), for DLPack (``torch.from_dlpack(frame.plane(0))``)
+        or numpy.
 
         Take planes before :meth:`render`: importing hands the decoded surface to the textures.
         """
@@ -278,7 +449,7 @@ class Frame:
         return self.decoded.plane(index)
 
     def plane_arrays(self) -> tuple[np.ndarray, ...]:
-        """Every plane as a numpy array (views of host planes; CUDA planes are copied); before render."""
+        """Every plane as stored (views of host planes; CUDA planes are copied); before render."""
         self._check_planes()
         return self.decoded.plane_arrays()
 
@@ -299,19 +470,54 @@ class Frame:
         self.release()
 
     def __repr__(self) -> str:
-        return f"<alpha2.Frame {self.width}x{self.height} pts={self.pts_seconds} {self.pixel_format.name}>"
+        gone = " released" if self._released else ""
+        return (
+            f"<alpha2.Frame {self.width}x{self.height} pts={self.pts_seconds} {self.pixel_format.name}{gone}>"
+        )
+
+
+class _Resources:
+    """What a VideoSource owns, held apart from it so that its finalizer does not keep it alive."""
+
+    def __init__(self, session: DecodeSession) -> None:
+        self.session = session
+        self.worker: _Worker | None = None
+        self.importer: FrameImporter | None = None
+
+    def close(self) -> None:
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.close()
+        self.session.close()
+        importer, self.importer = self.importer, None
+        if importer is not None:
+            importer.close()
+
+
+def _close_unclosed(resources: _Resources, label: str) -> None:
+    """The finalizer of a VideoSource dropped without close(): say so, as Python's files do, and close."""
+    warnings.warn(
+        f"unclosed alpha2.VideoSource {label}; close() it, or open it with 'with alpha2.open(...) as s:'",
+        ResourceWarning,
+        stacklevel=2,
+    )
+    resources.close()
 
 
 class VideoSource:
-    """A video file's frames; made by :func:`open`.
+    """A video file's frames; made by :func:`open` (or :func:`open_async`).
 
-    Iterating releases each frame when the next one is taken; :meth:`next_frame` hands frames over for
-    the caller to release. The device, importer and renderer are made on first use when not given.
+    Iterating releases each frame when the next one is taken; :meth:`next_frame`, :meth:`frame_at`,
+    :meth:`frames_at` and :meth:`frames_at_index` hand frames over for the caller to release (each holds
+    its decoded surface until then: NVDEC's pool is finite, and the budget's ``max_surfaces`` bounds how
+    many may be held). The device, importer and renderer are made on first use when not given. One
+    thread takes the frames of a source (a second one gets :class:`ConcurrentIterationError`). Close it
+    (or use ``with``); one dropped unclosed is closed when collected, with a ResourceWarning.
     """
 
     def __init__(
         self,
-        path: MediaSource,
+        path: MediaSource | bytes | bytearray | memoryview,
         *,
         device: Any = None,
         hwaccel: str = "auto",
@@ -319,34 +525,70 @@ class VideoSource:
         copy_ahead: bool = False,
         **options: Any,
     ) -> None:
+        media, self._label = _media_source(path)
         self._device = as_device(device)
         self._copy_ahead = copy_ahead
-        self._session = open_decoder(path, self._device, hwaccel=hwaccel, prefetch=prefetch, **options)
+        session = open_decoder(media, self._device, hwaccel=hwaccel, prefetch=prefetch, **options)
+        self._resources = _Resources(session)
+        self._finalizer = weakref.finalize(self, _close_unclosed, self._resources, self._label)
         self.path = path
-        """What was opened."""
-        self._importer: FrameImporter | None = None
+        """What was opened (a path, a file object, or the file's bytes)."""
         self._renderer: FrameRenderer | None = None
         self._current: Frame | None = None
-        self._worker: _Worker | None = None
         self._colour: ColourInfo | None = None
+        self._info: VideoInfo | None = None
+        self._frame_count: int | None = None
         self._lock = threading.Lock()
+        self._busy = threading.Lock()  # held while a call takes frames: a second thread is refused
+        self._loop_thread: threading.Thread | None = None  # the thread whose loop iterates the source
+        self._loop_depth = 0
 
     # -- what it is ----------------------------------------------------------------------------------
 
     @property
+    def _session(self) -> DecodeSession:
+        return self._resources.session
+
+    @property
     def session(self) -> DecodeSession:
         """The DecodeSession underneath."""
-        return self._session
+        return self._resources.session
+
+    @property
+    def info(self) -> VideoInfo:
+        """Codec, shown and coded size, rotation, rate, duration, frame count, colour, HDR and audio."""
+        if self._info is None:
+            facts = self._session.info
+            self._info = VideoInfo(
+                codec=facts.codec_name,
+                width=facts.display_width,
+                height=facts.display_height,
+                coded_width=facts.coded_width or facts.width,
+                coded_height=facts.coded_height or facts.height,
+                rotation=facts.rotation,
+                frame_rate=float(facts.average_rate) if facts.average_rate else None,
+                duration_seconds=facts.duration_seconds,
+                frame_count=facts.frame_count,
+                colour=facts.colour,
+                hdr=facts.hdr,
+                audio=facts.audio_tracks,
+            )
+        return self._info
 
     @property
     def width(self) -> int:
-        """Display width of the stream."""
-        return self._session.info.width
+        """Width of the picture as shown (the file's rotation applied)."""
+        return self._session.info.display_width
 
     @property
     def height(self) -> int:
-        """Display height of the stream."""
-        return self._session.info.height
+        """Height of the picture as shown (the file's rotation applied)."""
+        return self._session.info.display_height
+
+    @property
+    def rotation(self) -> Rotation:
+        """Clockwise turn applied for display (the file's display matrix)."""
+        return self._session.info.rotation
 
     @property
     def duration_seconds(self) -> float | None:
@@ -371,14 +613,15 @@ class VideoSource:
 
     @property
     def colour(self) -> ColourInfo:
-        """The stream's colour (from its first frame; decoded and kept when asked before any frame)."""
+        """The stream's colour (its first frame's, decoded when the source opened).
+
+        Raises:
+            InvalidInputError: the stream has no frame.
+        """
         if self._colour is None:
-            frame = self._session.next_frame()
-            if frame is None:
-                raise InvalidInputError("the stream has no frames to take the colour from")
-            self._colour = frame.colour
-            frame.release()
-            self._session.seek(0.0)
+            self._colour = self._session.info.colour
+        if self._colour is None:
+            raise InvalidInputError(f"{self._label} has no decodable frame to take the colour from")
         return self._colour
 
     @property
@@ -392,11 +635,12 @@ class VideoSource:
     @property
     def importer(self) -> FrameImporter:
         """The FrameImporter on :attr:`device`."""
-        if self._importer is None:
-            self._importer = FrameImporter(self.device)
+        resources = self._resources
+        if resources.importer is None:
+            resources.importer = FrameImporter(self.device)
             if self._copy_ahead:  # NVDEC frames copied into the importer's ring on the decoder's thread
-                self._session.set_copy_ahead(self._importer.copy_ahead)
-        return self._importer
+                self._session.set_copy_ahead(resources.importer.copy_ahead)
+        return resources.importer
 
     @property
     def renderer(self) -> FrameRenderer:
@@ -405,68 +649,240 @@ class VideoSource:
             self._renderer = FrameRenderer(self.device)
         return self._renderer
 
+    def __len__(self) -> int:
+        """The number of frames: the container's count, else counted once over the packets (kept)."""
+        if self._frame_count is None:
+            self._check_open()
+            count = self._session.info.frame_count
+            if count is None:
+                count = len(self._session.frame_index())
+            self._frame_count = count
+        return self._frame_count
+
+    def __bool__(self) -> bool:
+        return True  # a source is a source, whatever len() would count
+
+    # -- who takes the frames ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._resources.session.closed:
+            raise ClosedError(f"this VideoSource ({self._label}) was closed; open the file again")
+
+    def _check_thread(self) -> None:
+        owner = self._loop_thread
+        if owner is not None and owner is not threading.current_thread() and owner.is_alive():
+            raise ConcurrentIterationError(
+                f"thread {owner.name!r} is iterating this VideoSource; one source gives its frames to one "
+                "loop: open a source per thread (alpha2.open(path) in each), or hand the frames of the one "
+                "loop to the others through a queue"
+            )
+
+    @contextlib.contextmanager
+    def _taking(self) -> Iterator[None]:
+        """Held while frames are taken: a second thread taking frames at the same time is refused."""
+        self._check_open()
+        if not self._busy.acquire(blocking=False):
+            raise ConcurrentIterationError(
+                "another thread is taking frames from this VideoSource at the same time, and each would "
+                "get some of them; open a source per thread (alpha2.open(path) in each), or take the "
+                "frames in one thread and hand them on through a queue"
+            )
+        try:
+            yield
+        finally:
+            self._busy.release()
+
+    @contextlib.contextmanager
+    def _loop(self) -> Iterator[threading.Thread]:
+        me = threading.current_thread()
+        with self._lock:
+            self._check_thread()
+            self._loop_thread = me
+            self._loop_depth += 1
+        try:
+            yield me
+        finally:
+            with self._lock:
+                self._loop_depth -= 1
+                if self._loop_depth == 0 and self._loop_thread is me:
+                    self._loop_thread = None
+
     # -- frames --------------------------------------------------------------------------------------
 
-    def next_frame(self) -> Frame | None:
-        """The next frame (the caller releases it), or None at the end."""
-        decoded = self._session.next_frame()
-        if decoded is None:
-            return None
+    def _wrap(self, decoded: DecodedFrame) -> Frame:
         if self._colour is None:
             self._colour = decoded.colour
         return Frame(decoded, self)
 
-    def __iter__(self) -> Iterator[Frame]:
-        while True:
-            self._drop_current()
-            frame = self.next_frame()
-            if frame is None:
-                return
-            self._current = frame
-            yield frame
+    def _take_next(self) -> Frame | None:
+        with self._taking():
+            decoded = self._session.next_frame()
+        return None if decoded is None else self._wrap(decoded)
 
-    def _drop_current(self) -> None:
+    def next_frame(self) -> Frame | None:
+        """The next frame (the caller releases it), or None at the end.
+
+        Raises:
+            ConcurrentIterationError: another thread is iterating the source, or taking a frame now.
+            ClosedError: the source was closed.
+        """
+        self._check_thread()
+        return self._take_next()
+
+    def __iter__(self) -> Iterator[Frame]:
+        with self._loop() as me:
+            while True:
+                if threading.current_thread() is not me:
+                    raise ConcurrentIterationError(
+                        f"this loop over a VideoSource began in thread {me.name!r} and was resumed in "
+                        f"{threading.current_thread().name!r}; iterate a source in one thread"
+                    )
+                self._drop_current(by_loop=True)
+                frame = self._take_next()
+                if frame is None:
+                    return
+                self._current = frame
+                yield frame
+
+    def _drop_current(self, *, by_loop: bool = False) -> None:
         current, self._current = self._current, None
         if current is not None:
+            current._released_by_loop = by_loop and not current._released
             current.release()
 
     async def _run(self, fn: Callable[[], _T]) -> _T:
-        if self._worker is None:
-            self._worker = _Worker("alpha2-decode")
-        return await self._worker.run(fn)
+        resources = self._resources
+        if resources.worker is None:
+            resources.worker = _Worker("alpha2-decode")
+        return await resources.worker.run(fn)
 
     async def next_async(self) -> Frame | None:
         """:meth:`next_frame` decoded on a worker thread; the event loop keeps running meanwhile."""
-        return await self._run(self.next_frame)
+        self._check_thread()
+        return await self._run(self._take_next)
 
     async def __aiter__(self) -> AsyncIterator[Frame]:
-        while True:
-            self._drop_current()
-            frame = await self.next_async()
-            if frame is None:
-                return
-            self._current = frame
-            yield frame
+        with self._loop():
+            while True:
+                self._drop_current(by_loop=True)
+                frame = await self._run(self._take_next)
+                if frame is None:
+                    return
+                self._current = frame
+                yield frame
 
     def seek(self, seconds: float) -> None:
-        """Make the next frame the one on display at ``seconds`` (frame-accurate)."""
-        self._drop_current()
-        self._session.seek(seconds)
+        """Make the next frame the one on display at ``seconds`` (the last one shown at or before it;
+        exact on variable frame rate and with B-frames). Past the end, iteration ends at once.
 
-    def frame_at(self, seconds: float) -> Frame | None:
-        """The frame on display at ``seconds`` (seeks; the caller releases it)."""
-        self.seek(seconds)
-        return self.next_frame()
+        Raises:
+            InvalidInputError: ``seconds`` is not a finite number >= 0.
+        """
+        value = _check_seconds(seconds)
+        self._check_thread()
+        self._drop_current()
+        with self._taking():
+            self._session.seek(value)
+
+    def _end_seconds(self) -> str:
+        duration = self._session.info.duration_seconds
+        return f"{duration:.3f} s long" if duration is not None else "of unknown duration"
+
+    def frame_at(self, seconds: float) -> Frame:
+        """The frame on display at ``seconds``: the last one shown at or before it (the caller releases it).
+
+        The source then goes on from the frame after it; a frame a ``for`` loop holds stays valid.
+
+        Raises:
+            InvalidInputError: ``seconds`` is not a finite number >= 0.
+            EndOfStreamError: ``seconds`` lies at or past the end of the stream (the message says its length).
+        """
+        value = _check_seconds(seconds)
+        self._check_thread()
+        with self._taking():
+            self._session.seek(value)
+            decoded = self._session.next_frame()
+        if decoded is None:
+            raise EndOfStreamError(
+                f"no frame is on display at {value} s: {self._label} is {self._end_seconds()}; ask for an "
+                "earlier time"
+            )
+        return self._wrap(decoded)
+
+    def frames_at(self, seconds: Sequence[float]) -> list[Frame]:
+        """The frames on display at each of ``seconds``, in the order asked (duplicates allowed, each
+        its own Frame): exact on variable frame rate and with B-frames.
+
+        The times are sorted and decoded in one forward pass, seeking only to skip to a later key
+        frame. Each returned Frame holds its decoded surface until you release it. Afterwards the
+        source goes on from the frame after the latest one asked for.
+
+        Raises:
+            InvalidInputError: a time that is not a finite number >= 0.
+            EndOfStreamError: a time at or past the end (no frame is then kept).
+        """
+        values = [_check_seconds(s) for s in seconds]
+        self._check_thread()
+        with self._taking():
+            decoded = self._session.frames_at(values)
+        return self._all_or_none(decoded, values)
+
+    def frames_at_index(self, indices: Sequence[int]) -> list[Frame]:
+        """The frames with these numbers in presentation order (``0`` the first shown, ``-1`` the last),
+        in the order asked (duplicates allowed). Decoded as :meth:`frames_at` does; the first call counts
+        the frames (one pass over the packets, nothing decoded).
+
+        Raises:
+            FrameIndexError: an index out of range (an IndexError too).
+            InvalidInputError: an index that is not an integer.
+        """
+        wanted: list[int] = []
+        for item in indices:
+            if isinstance(item, bool):
+                raise InvalidInputError(f"frame indices must be integers, got {item!r}")
+            try:
+                wanted.append(operator.index(item))
+            except TypeError:
+                raise InvalidInputError(f"frame indices must be integers, got {short_repr(item)}") from None
+        self._check_thread()
+        with self._taking():
+            index = self._session.frame_index()
+            count = len(index)
+            pts = []
+            for i in wanted:
+                j = i + count if i < 0 else i
+                if not 0 <= j < count:
+                    raise FrameIndexError(
+                        f"frame index {i} is out of range: {self._label} has {count} frames "
+                        f"(0..{count - 1}, or -{count}..-1 from the end)"
+                        if count
+                        else f"frame index {i} is out of range: {self._label} has no frames"
+                    )
+                pts.append(index.pts[j])
+            decoded = self._session.frames_at_pts(pts)
+        return self._all_or_none(decoded, [float(i) for i in wanted], by_index=True)
+
+    def _all_or_none(
+        self, decoded: list[DecodedFrame | None], asked: list[float], *, by_index: bool = False
+    ) -> list[Frame]:
+        missing = [a for a, d in zip(asked, decoded) if d is None]
+        if missing:
+            for d in decoded:
+                if d is not None:
+                    d.release()
+            what = f"frame {int(missing[0])}" if by_index else f"{missing[0]} s"
+            raise EndOfStreamError(
+                f"no frame is on display at {what}: {self._label} is {self._end_seconds()}; ask for an "
+                "earlier time"
+            )
+        return [self._wrap(d) for d in decoded if d is not None]
 
     def close(self) -> None:
-        """Close the decoder, importer and the Device it opened. Idempotent."""
+        """Close the decoder (its thread too), the worker thread and the importer. Frames you hold stay
+        valid until released; the Device stays open (it is freed with its last reference). Idempotent."""
+        self._finalizer.detach()
         self._drop_current()
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-        self._session.close()
-        if self._importer is not None:
-            self._importer.close()
+        self._resources.close()
 
     def __enter__(self) -> VideoSource:
         return self
@@ -475,14 +891,22 @@ class VideoSource:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<alpha2.VideoSource {self.path!r} {self.width}x{self.height}>"
+        closed = " closed" if self._resources.session.closed else ""
+        return f"<alpha2.VideoSource {self._label} {self.width}x{self.height}{closed}>"
 
 
-def open(path: MediaSource, *, device: Any = None, hwaccel: str = "auto", **options: Any) -> VideoSource:
-    """Open a video file (or binary file object) for decoding.
+def open(
+    path: MediaSource | bytes | bytearray | memoryview,
+    *,
+    device: Any = None,
+    hwaccel: str = "auto",
+    **options: Any,
+) -> VideoSource:
+    """Open a video file (or binary file object, or a file's bytes) for decoding.
 
     Args:
-        path: A path or a readable binary file object.
+        path: A path, a readable binary file object, or the whole file as ``bytes`` / ``bytearray`` /
+            ``memoryview`` (decoded from memory).
         device: An alpha2 :class:`~alpha2.native_gpu.device.device.Device` or your own wgpu ``GPUDevice``
             (frames render into its textures); None: one is opened when first needed.
         hwaccel: ``'auto'`` (NVDEC where it can, else software), ``'cuda'`` or ``'none'``.
@@ -494,7 +918,39 @@ def open(path: MediaSource, *, device: Any = None, hwaccel: str = "auto", **opti
             :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``prefetch``, ``budget``...).
 
     Raises:
-        InvalidInputError: ``path`` is neither a path nor a file object.
+        InvalidInputError: ``path`` is none of those.
         MediaNotFoundError, MediaFormatError, NoVideoStreamError: see :mod:`alpha2.ffmpeg_bridge.errors`.
     """
     return VideoSource(path, device=device, hwaccel=hwaccel, **options)
+
+
+async def open_async(
+    path: MediaSource | bytes | bytearray | memoryview,
+    *,
+    device: Any = None,
+    hwaccel: str = "auto",
+    **options: Any,
+) -> VideoSource:
+    """:func:`open` on a worker thread: the container, its first frame, the device (when not given),
+    importer and renderer are made there, so the event loop never waits on them. That thread then
+    decodes for the source's awaitable forms (:meth:`VideoSource.next_async`, ``async for``).
+    """
+    worker = _Worker("alpha2-decode")
+
+    def make() -> VideoSource:
+        source = VideoSource(path, device=device, hwaccel=hwaccel, **options)
+        try:
+            source.importer  # noqa: B018 - opens the device and the importer here, not on the loop
+            source.renderer  # noqa: B018
+        except BaseException:
+            source.close()
+            raise
+        return source
+
+    try:
+        source = await worker.run(make)
+    except BaseException:
+        worker.close()
+        raise
+    source._resources.worker = worker
+    return source

@@ -18,11 +18,12 @@ from __future__ import annotations
 import fractions
 import io
 import itertools
+import math
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import IO, Any
 
@@ -52,7 +53,7 @@ from alpha2.ffmpeg_bridge.hwdevice import (
     plan_hw_device,
 )
 from alpha2.ffmpeg_bridge.prefetch import Described, Prefetcher, Produced, discard
-from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError
+from alpha2.gpu.errors import ClosedError, InvalidInputError, UnknownFormatError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.geometry import FrameMetadata, Rotation, Size
@@ -100,11 +101,32 @@ def _next_decoder_id() -> int:
         return next(_decoder_ids)
 
 
+_SHORT_REPR_CHARS = 80
+"""Messages show at most this much of a value's repr (never a whole buffer someone passed)."""
+
+
+def short_repr(value: object, limit: int = _SHORT_REPR_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _display_source(source: MediaSource) -> str:
     if isinstance(source, str | os.PathLike):
-        return repr(os.fspath(source))
+        return short_repr(os.fspath(source), 200)
     name = getattr(source, "name", None)
-    return repr(name) if isinstance(name, str) else "<file object>"
+    if isinstance(name, str):
+        return short_repr(name, 200)
+    if isinstance(source, io.BytesIO):
+        try:
+            with source.getbuffer() as view:
+                return f"<{view.nbytes} bytes in memory>"
+        except ValueError:
+            return "<closed BytesIO>"
+    return f"<{type(source).__name__} file object>"
 
 
 def _fallback_software_format(name: str) -> str:
@@ -179,7 +201,7 @@ class DecodeSession:
         if not isinstance(source, str | os.PathLike) and not callable(getattr(source, "read", None)):
             raise InvalidInputError(
                 f"source must be a path (str or os.PathLike) or a readable binary file object, got "
-                f"{type(source).__name__} {source!r}"
+                f"{type(source).__name__} {short_repr(source)}"
             )
         if prefetch < 0:
             raise InvalidInputError(f"prefetch must be >= 0 frames, got {prefetch}")
@@ -201,6 +223,14 @@ class DecodeSession:
         self._frames: Iterator[av.VideoFrame] | None = None
         self._pending: av.VideoFrame | Described | None = None
         self._seek_target: int | None = None
+        self._seek_after = False  # the seek target is a frame handed out already: resume after it
+        self._held: av.VideoFrame | None = None  # decoded past a target: the next frame to hand out
+        # Where the caller is, to come back to after the frame index scan moved the demuxer:
+        # ("start", None), ("at", target), ("after", pts of the last frame handed out) or ("end", None).
+        self._cursor: tuple[str, int | None] = ("start", None)
+        self._index: seeking.FrameIndex | None = None
+        self._last_pts: int | None = None  # of the latest frame decoded since the last seek
+        self._last_gap = 0  # between the two latest frames decoded (a last frame's guessed duration)
         self._nvdec_hold_limit: int | None = None  # set at open when the budget outgrows NVDEC's pool
         self._nvdec_live: weakref.WeakSet[DecodedFrame] = weakref.WeakSet()
         self._probing = False  # decoding the first frame after a seek: errors are expected, not counted
@@ -222,6 +252,11 @@ class DecodeSession:
         self.budget = budget
         """The budget every handed-out frame counts against."""
         self._report = self._open(plan)
+        try:
+            self._take_first_frame()
+        except BaseException:
+            self.close()
+            raise
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -334,11 +369,26 @@ class DecodeSession:
             fallback_reason=fallback if plan.requested is HwAccelMode.AUTO else None,
         )
 
+    def _take_first_frame(self) -> None:
+        """Decode the first frame now and hold it (it is handed out first): PyAV exposes no stream
+        side data, so the display matrix, coded size and colour of :attr:`info` come from it."""
+        frame = self._decoded_next()
+        self._held = frame
+        if frame is not None:
+            rotation = media.frame_rotation(frame, self._stream_rotation)
+            try:
+                pixel_format = media.pixel_format_of(frame)
+            except UnknownFormatError:  # converted on the way out (see _describe): the target's colour
+                pixel_format = PixelFormat.from_ffmpeg_name(_fallback_software_format(frame.format.name))
+            colour = media.colour_of(frame, pixel_format)
+            self._info = media.with_first_frame(self._info, frame, rotation, colour)
+
     # -- public state ---------------------------------------------------------------------------
 
     @property
     def info(self) -> media.StreamInfo:
-        """The video stream's codec, size, frame count, rate, time base and duration."""
+        """The video stream's codec, size, frame count, rate, time base and duration; its rotation,
+        coded size and colour as its first frame says (decoded, and held, when the session opened)."""
         return self._info
 
     @property
@@ -505,15 +555,21 @@ class DecodeSession:
             return self._raw_next()
         if self._prefetcher is None:
             # The worker sets _eof when it reaches the end; frames it queued before that still count.
-            if self._eof or self._frames is None:
+            if self._held is None and (self._eof or self._frames is None):
                 return None
             self._prefetcher = Prefetcher(self._described_next, self._prefetch_depth, repr(self))
         return self._prefetcher.get()
 
     def _stop_prefetch(self) -> None:
         prefetcher, self._prefetcher = self._prefetcher, None
-        if prefetcher is not None:
-            prefetcher.stop()
+        if prefetcher is None:
+            return
+        if threading.current_thread() is getattr(prefetcher, "_thread", None):
+            # Closed from the worker itself (a finalizer run by the garbage collector there): it cannot
+            # join itself; it stops once this call returns to it.
+            prefetcher._stopping.set()
+            return
+        prefetcher.stop()
 
     def _drop_pending(self) -> None:
         pending, self._pending = self._pending, None
@@ -562,6 +618,61 @@ class DecodeSession:
         return replace(described, identity=identity, ahead=ahead)
 
     def _raw_next(self) -> av.VideoFrame | None:
+        """The next frame to hand out: one held back by a seek, the frame a pending seek lands on, or
+        the next decoded one."""
+        held, self._held = self._held, None
+        if held is not None:
+            return held
+        target, self._seek_target = self._seek_target, None
+        if target is None:
+            return self._decoded_next()
+        after, self._seek_after = self._seek_after, False
+        shown, upcoming = self._advance(None, target)
+        if after:  # the frame at the target was handed out before: go on after it
+            if shown is not None:
+                self._bump(frames_discarded_for_seek=1)
+            return upcoming
+        if shown is None:  # the target lies before the first frame (or past the end: None)
+            return upcoming
+        self._held = upcoming
+        return shown
+
+    def _advance(
+        self, shown: av.VideoFrame | None, target: int
+    ) -> tuple[av.VideoFrame | None, av.VideoFrame | None]:
+        """Decode on to the frame on display at ``target``: the last one with a timestamp at or before
+        it, in presentation order (``shown`` is the latest so far). Returns that frame (None: none
+        decoded from here is, or ``target`` lies past the end) and the first frame after it (None at the
+        end), which the caller holds as the next."""
+        while True:
+            frame = self._decoded_next()
+            if frame is None:
+                if shown is not None and not self._still_shown(shown, target):
+                    self._bump(frames_discarded_for_seek=1)
+                    shown = None
+                return shown, None
+            if frame.pts is None or frame.pts > target:
+                return shown, frame
+            if shown is not None:
+                self._bump(frames_discarded_for_seek=1)
+            shown = frame
+
+    def _still_shown(self, last: av.VideoFrame, target: int) -> bool:
+        """Whether the stream's last frame is still on display at ``target``: until its duration ends,
+        or the stream's, whichever is later (a frame without one, as in MPEG-TS, lasts the average
+        frame interval, else as long as the gap before it)."""
+        pts = last.pts if last.pts is not None else target
+        info = self._info
+        duration = last.duration
+        if not duration and info.average_rate:
+            duration = round(1 / (info.average_rate * info.time_base))
+        end = pts + (duration or self._last_gap or 0)
+        if info.duration:
+            end = max(end, (info.start_time or 0) + info.duration)
+        return target < end or target == pts
+
+    def _decoded_next(self) -> av.VideoFrame | None:
+        """The next frame the decoder gives (corrupt ones kept, skipped or refused as configured)."""
         if self._eof or self._frames is None:
             return None
         while True:
@@ -580,14 +691,10 @@ class DecodeSession:
                     self._bump(corrupt_frames_skipped=1)
                     continue
                 self._bump(corrupt_frames_kept=1)
-            if self._seek_target is not None:
-                end = (frame.pts or 0) + (frame.duration or 0)
-                if frame.pts is not None and (
-                    end <= self._seek_target if frame.duration else frame.pts < self._seek_target
-                ):
-                    self._bump(frames_discarded_for_seek=1)
-                    continue
-                self._seek_target = None
+            if frame.pts is not None:
+                if self._last_pts is not None and frame.pts > self._last_pts:
+                    self._last_gap = frame.pts - self._last_pts
+                self._last_pts = frame.pts
             return frame
 
     def _note_first_frame(self, frame: av.VideoFrame) -> None:
@@ -729,16 +836,24 @@ class DecodeSession:
                 raise ClosedError("this DecodeSession was closed")
             item = self._fetch()
             if item is None:
+                self._cursor = ("end", None)
                 return None
-            if self._stats.frames_out == 0:
-                self._note_first_frame(item.frame if isinstance(item, Described) else item)
             try:
-                decoded = self._to_decoded(item)
+                decoded = self._hand_out(item)
             except BaseException:
                 self._pending = item  # not lost: handed out by the next call
                 raise
-            self._bump(self._generation, frames_out=1, frames_on_gpu=1 if decoded.on_gpu else 0)
+            if decoded.metadata.pts is not None:
+                self._cursor = ("after", decoded.metadata.pts)
             return decoded
+
+    def _hand_out(self, item: av.VideoFrame | Described) -> DecodedFrame:
+        """``item`` as a DecodedFrame holding a reservation, counted as handed out."""
+        if self._stats.frames_out == 0:
+            self._note_first_frame(item.frame if isinstance(item, Described) else item)
+        decoded = self._to_decoded(item)
+        self._bump(self._generation, frames_out=1, frames_on_gpu=1 if decoded.on_gpu else 0)
+        return decoded
 
     def __iter__(self) -> Iterator[DecodedFrame]:
         while True:
@@ -747,40 +862,67 @@ class DecodeSession:
                 return
             yield frame
 
+    def _target_ticks(self, seconds: float) -> int:
+        assert self._stream is not None
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+            raise InvalidInputError(f"a time must be a finite number of seconds, got {short_repr(seconds)}")
+        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+        return seeking.target_ticks(seconds, self._stream.start_time, tb)
+
     def seek(self, seconds: float) -> None:
-        """Position the session so that the next frame is the one on display at ``seconds``.
+        """Position the session so that the next frame is the one on display at ``seconds``: the last
+        frame, in presentation order, whose timestamp is at or before it (the first frame when
+        ``seconds`` lies before it).
 
         ``seconds`` count from the stream's start (its first timestamp, which need not be 0). Seeks the
         demuxer to a key frame at or before the target, going further back while it lands after the
-        target (MPEG-TS / PS, see :mod:`.seeking`), then decodes and discards the frames before it.
-        Starts a new decoder generation. Seeking past the end gives end of stream.
+        target (MPEG-TS / PS, see :mod:`.seeking`), then decodes forward, keeping the latest frame at or
+        before the target and holding the first one after it as the next. Starts a new decoder
+        generation. Seeking past the end (the last frame's duration, or the stream's) gives end of stream.
+
+        Raises:
+            InvalidInputError: ``seconds`` is not a finite number.
+            ClosedError: The session was closed.
         """
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
-            assert self._container is not None and self._stream is not None
-            tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
-            start = self._stream.start_time
-            target = seeking.target_ticks(seconds, start, tb)
+            target = self._target_ticks(seconds)
             self._stop_prefetch()
             self._drop_pending()
             self._sought = True
-            self._generation += 1
-            positions = seeking.seek_positions(target, start, tb)
-            for attempt, position in enumerate(positions):
-                first, rest = self._seek_to(position)
-                last = attempt == len(positions) - 1
-                if first is None and not last:
-                    continue  # nothing decodable from there (no key frame after it): go further back
-                if first is not None and not last:
-                    if not seeking.landed_before(first.pts, target, corrupt=bool(first.is_corrupt)):
-                        continue
-                # The probe's own iterator goes on: one packet (the flush above all, with frame threads)
-                # can give several frames, and those after the first are still in it.
-                self._frames = rest if first is None or rest is None else itertools.chain([first], rest)
-                break
-            self._seek_target = target
-            self._eof = False
+            self._position_at(target)
+            self._cursor = ("at", target)
+
+    def _position_at(self, target: int | None) -> None:
+        """Seek the demuxer for ``target`` (None: the stream's start) and leave the target for
+        :meth:`_raw_next` to decode forward to. Starts a new decoder generation."""
+        assert self._container is not None and self._stream is not None
+        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+        start = self._stream.start_time
+        self._generation += 1
+        if target is None:
+            positions: tuple[int, ...] = seeking.seek_positions(start or 0, start, tb)[-1:]
+        else:
+            # With an index, aim at the key frame itself: an MP4's index holds decode timestamps, and a
+            # later key frame's can lie before the target while its presentation time does not.
+            key = self._index.key_at_or_before(target) if self._index is not None else None
+            positions = seeking.seek_positions(target if key is None else key, start, tb)
+        for attempt, position in enumerate(positions):
+            first, rest = self._seek_to(position)
+            last = attempt == len(positions) - 1
+            if first is None and not last:
+                continue  # nothing decodable from there (no key frame after it): go further back
+            if first is not None and not last and target is not None:
+                if not seeking.landed_before(first.pts, target, corrupt=bool(first.is_corrupt)):
+                    continue
+            # The probe's own iterator goes on: one packet (the flush above all, with frame threads)
+            # can give several frames, and those after the first are still in it.
+            self._frames = rest if first is None or rest is None else itertools.chain([first], rest)
+            break
+        self._seek_target = target
+        self._seek_after = False
+        self._eof = False
 
     def _seek_to(self, position: int) -> tuple[av.VideoFrame | None, Iterator[av.VideoFrame] | None]:
         """Seek the demuxer to ``position`` and decode the first frame from there; gives that frame and
@@ -788,6 +930,7 @@ class DecodeSession:
         a key frame meets them by design)."""
         assert self._container is not None and self._stream is not None
         self._frames = None
+        self._held = None
         try:
             self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
         except av.error.FFmpegError:
@@ -797,12 +940,191 @@ class DecodeSession:
         self._stream.codec_context.flush_buffers()
         self._eof = False
         self._seek_target = None
+        self._last_pts = None
         self._probing = True
         try:
             frames = self._decode_frames()
             return next(frames, None), frames
         finally:
             self._probing = False
+
+    # -- many frames at once ----------------------------------------------------------------------
+
+    def frames_at(self, seconds: Sequence[float]) -> list[DecodedFrame | None]:
+        """The frame on display at each of ``seconds`` (as :meth:`seek` defines it), in the order asked;
+        None for a time past the end. Duplicates are allowed (each gets its own DecodedFrame).
+
+        The asks are sorted and decoded in one forward pass: the session seeks only when the next
+        target lies behind a key frame it has not reached (the frame index says where they are: for
+        more than one time it is built on the first call, :meth:`frame_index`, which reads the packets
+        of the whole file once). Every frame returned holds its surface (and a reservation on the
+        budget) until released. Afterwards the next frame is the one after the latest frame asked for.
+
+        Raises:
+            InvalidInputError: a time that is not a finite number.
+            SurfaceBudgetError: the budget cannot hold them all (none is then kept).
+            ClosedError: The session was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            return self._frames_at_ticks([self._target_ticks(s) for s in seconds])
+
+    def frames_at_pts(self, pts: Sequence[int]) -> list[DecodedFrame | None]:
+        """:meth:`frames_at` for timestamps in the stream's time base (:attr:`frame_index` gives each
+        frame's, so that ``frames_at_pts([index.pts[i]])`` is the ``i``-th frame shown)."""
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            return self._frames_at_ticks([int(p) for p in pts])
+
+    def _frames_at_ticks(self, ticks: Sequence[int]) -> list[DecodedFrame | None]:
+        if not ticks:
+            return []
+        # One time needs one seek; more need to know where the key frames are (counted before the pass:
+        # the scan moves the demuxer).
+        index = self._frame_index() if len(set(ticks)) > 1 else None
+        self._stop_prefetch()
+        self._drop_pending()
+        out: list[DecodedFrame | None] = [None] * len(ticks)
+        shown: av.VideoFrame | None = None
+        upcoming: av.VideoFrame | None = None
+        positioned = False
+        try:
+            for i in sorted(range(len(ticks)), key=ticks.__getitem__):
+                target = ticks[i]
+                if not positioned or (
+                    index is not None
+                    and upcoming is not None
+                    and upcoming.pts is not None
+                    and index.key_between(upcoming.pts, target)
+                ):
+                    self._sought = True
+                    self._position_at(target)
+                    self._seek_target = None
+                    shown, upcoming = self._advance(None, target)
+                    if shown is None and upcoming is not None:  # before the first frame: that one
+                        shown, upcoming = upcoming, self._decoded_next()
+                    positioned = True
+                elif upcoming is not None and (upcoming.pts is None or upcoming.pts <= target):
+                    shown, upcoming = self._advance(upcoming, target)
+                elif upcoming is None and shown is not None and not self._still_shown(shown, target):
+                    shown = None  # past the end
+                if shown is not None:
+                    out[i] = self._hand_out(shown)
+        except BaseException:
+            for frame in out:
+                if frame is not None:
+                    frame.release()
+            self._reposition()  # back where the caller was
+            raise
+        if positioned:
+            self._held = upcoming
+            if upcoming is None:
+                self._eof = True
+                self._cursor = ("end", None)
+            elif shown is not None and shown.pts is not None:
+                self._cursor = ("after", shown.pts)
+        return out
+
+    def frame_index(self) -> seeking.FrameIndex:
+        """Every frame's timestamp in presentation order and the key frames' (:class:`FrameIndex
+        <alpha2.ffmpeg_bridge.seeking.FrameIndex>`), from one pass over the packets (nothing decoded;
+        kept for the session's life). Frames are counted as packets; packets without a timestamp make
+        it decode the stream once instead. The session's position is kept.
+
+        Raises:
+            MediaFormatError: the demuxer cannot go back to the start (a file object that is not seekable).
+            ClosedError: The session was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            return self._frame_index()
+
+    def _frame_index(self) -> seeking.FrameIndex:
+        if self._index is None:
+            self._stop_prefetch()
+            try:
+                self._index = self._scan_packets()
+            finally:
+                self._reposition()
+        return self._index
+
+    def _rewind_demuxer(self) -> bool:
+        """Seek the demuxer to the stream's start; False when it refuses (a stream with no frames)."""
+        assert self._container is not None and self._stream is not None
+        self._frames = None
+        self._held = None
+        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+        start = self._stream.start_time
+        position = seeking.seek_positions(start or 0, start, tb)[-1]
+        try:
+            self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
+        except av.error.FFmpegError:
+            return False
+        self._stream.codec_context.flush_buffers()
+        return True
+
+    def _scan_packets(self) -> seeking.FrameIndex:
+        assert self._container is not None and self._stream is not None
+        if not self._rewind_demuxer():
+            if self._info.frame_count or self._stats.frames_out:
+                raise MediaFormatError(
+                    f"cannot index the frames of {_display_source(self.source)}: the demuxer cannot go back "
+                    "to its start; pass a path or a seekable file object"
+                )
+            return seeking.frame_index(())
+        samples: list[tuple[int, bool, int | None]] = []
+        packets = self._container.demux(self._stream)
+        while True:
+            try:
+                packet = next(packets)
+            except StopIteration:
+                break
+            except av.error.FFmpegError:
+                break  # a read error ends the stream, as when decoding
+            if packet.size == 0 or packet.is_discard:
+                continue  # the flush packet; samples an edit list cuts (the decoder drops them)
+            if packet.pts is None:
+                return self._scan_frames()
+            samples.append((packet.pts, bool(packet.is_keyframe), packet.duration))
+        return seeking.frame_index(samples)
+
+    def _scan_frames(self) -> seeking.FrameIndex:
+        """The index by decoding every frame: for packets without timestamps (the decoder works them out)."""
+        if not self._rewind_demuxer():
+            return seeking.frame_index(())
+        samples: list[tuple[int, bool, int | None]] = []
+        self._probing = True
+        try:
+            for frame in self._decode_frames():
+                if frame.pts is None:
+                    raise UnsupportedError(
+                        f"{_display_source(self.source)} has frames without timestamps; they cannot be "
+                        "found by time or index (iterate the source instead)"
+                    )
+                samples.append((frame.pts, bool(frame.key_frame), frame.duration or None))
+        finally:
+            self._probing = False
+            self._frames = None
+        return seeking.frame_index(samples)
+
+    def _reposition(self) -> None:
+        """Back to where the caller is (:attr:`_cursor`) after other work moved the demuxer: what was
+        held, pending or decoded ahead is dropped and decoded again."""
+        self._stop_prefetch()
+        self._drop_pending()
+        self._held = None
+        kind, ticks = self._cursor
+        if kind == "end":
+            self._frames = None
+            self._eof = True
+            return
+        sought = self._sought
+        self._position_at(None if kind == "start" else ticks)
+        self._seek_after = kind == "after"
+        self._sought = sought if kind == "start" else True
 
     def close(self) -> None:
         """Close the container. Frames already handed out stay valid until released. Idempotent."""
@@ -812,6 +1134,7 @@ class DecodeSession:
             self._closed = True
             self._stop_prefetch()
             self._drop_pending()
+            self._held = None
             self._frames = None
             container, self._container = self._container, None
             if container is not None:

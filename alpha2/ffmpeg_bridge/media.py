@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import fractions
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import av
 import av.video.stream
 
+from alpha2.ffmpeg_bridge.hdr import hdr_metadata_of
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
-from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
+from alpha2.gpu.hdr import HdrMetadata
 
 __all__ = [
+    "AudioTrack",
     "StreamInfo",
+    "audio_tracks",
     "colour_of",
     "cpu_planes_of",
     "cuda_planes_of",
@@ -25,6 +29,7 @@ __all__ = [
     "pixel_format_of",
     "rotation_from_degrees_ccw",
     "stream_info",
+    "with_first_frame",
 ]
 
 # AVFieldOrder: AV_FIELD_TT and AV_FIELD_TB code the top field first.
@@ -32,8 +37,28 @@ _TOP_FIELD_FIRST_ORDERS = (2, 4)
 
 
 @dataclass(frozen=True)
+class AudioTrack:
+    """One audio stream of a container, as its parameters say (nothing decoded)."""
+
+    index: int
+    """Index of the stream in the container."""
+    codec: str
+    """FFmpeg's codec name (``aac``, ``opus``, ...)."""
+    sample_rate: int
+    """Samples per second per channel (0 when the container does not say)."""
+    channels: int
+    """Number of channels (0 when the container does not say)."""
+    language: str | None
+    """ISO 639 language tag (``eng``), or None when untagged (``und``)."""
+
+
+@dataclass(frozen=True)
 class StreamInfo:
-    """What the container says about the video stream being decoded."""
+    """What the container says about the video stream being decoded, and what its first frame says.
+
+    ``width`` and ``height`` are the stream parameters' (the picture as stored); :attr:`display_width`
+    and :attr:`display_height` are the picture as shown, turned by :attr:`rotation`.
+    """
 
     index: int
     """Index of the stream in the container."""
@@ -56,14 +81,41 @@ class StreamInfo:
     start_time: int | None
     """First timestamp in ``time_base`` units, if known."""
     rotation: Rotation
-    """Clockwise rotation to apply for display (from the display matrix or the ``rotate`` tag)."""
+    """Clockwise rotation to apply for display: the first frame's display matrix (the stream's, which
+    FFmpeg hands to every frame), else the legacy ``rotate`` tag."""
     has_audio: bool
     """Whether the container has at least one audio stream."""
+    coded_width: int = 0
+    """The decoder's coded width (the stored picture plus alignment padding); 0 when unknown."""
+    coded_height: int = 0
+    """The decoder's coded height; 0 when unknown."""
+    colour: ColourInfo | None = None
+    """The first frame's colour, resolved as FFmpeg would; None when no frame could be decoded."""
+    hdr: HdrMetadata | None = None
+    """The first frame's HDR static metadata, or None when it carries none."""
+    audio_tracks: tuple[AudioTrack, ...] = ()
+    """The container's audio streams, in container order."""
 
     @property
     def duration_seconds(self) -> float | None:
         """Stream duration in seconds, if known."""
         return None if self.duration is None else float(self.duration * self.time_base)
+
+    @property
+    def display_size(self) -> Size:
+        """The picture as shown: width and height swapped by a quarter-turn :attr:`rotation`."""
+        size = Size(self.width, self.height)
+        return size.transposed() if self.rotation in (Rotation.CW90, Rotation.CW270) else size
+
+    @property
+    def display_width(self) -> int:
+        """Width of the picture as shown (after :attr:`rotation`)."""
+        return self.display_size.width
+
+    @property
+    def display_height(self) -> int:
+        """Height of the picture as shown (after :attr:`rotation`)."""
+        return self.display_size.height
 
 
 def rotation_from_degrees_ccw(degrees_ccw: float | None) -> Rotation:
@@ -212,8 +264,27 @@ def _fraction_or_none(value: Any) -> fractions.Fraction | None:
     return result if result > 0 else None
 
 
+def audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, ...]:
+    """The container's audio streams, from their parameters."""
+    tracks = []
+    for stream in container.streams.audio:
+        cc = stream.codec_context
+        language = stream.metadata.get("language") or None
+        tracks.append(
+            AudioTrack(
+                index=stream.index,
+                codec=cc.name if cc is not None else str(getattr(stream, "codec_tag", "") or "unknown"),
+                sample_rate=int(getattr(cc, "sample_rate", 0) or 0),
+                channels=int(getattr(cc, "channels", 0) or 0),
+                language=None if language in (None, "und") else str(language),
+            )
+        )
+    return tuple(tracks)
+
+
 def stream_info(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> StreamInfo:
-    """Describe a video stream from its parameters (before any decoding)."""
+    """Describe a video stream from its parameters (before any decoding: the session adds what its
+    first frame says, :func:`with_first_frame`)."""
     cc = stream.codec_context
     time_base = stream.time_base if stream.time_base is not None else fractions.Fraction(1, 1_000_000)
     duration = stream.duration
@@ -237,4 +308,22 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         start_time=stream.start_time,
         rotation=stream_rotation(stream),
         has_audio=len(container.streams.audio) > 0,
+        coded_width=int(cc.coded_width or 0),
+        coded_height=int(cc.coded_height or 0),
+        audio_tracks=audio_tracks(container),
+    )
+
+
+def with_first_frame(
+    info: StreamInfo, frame: av.VideoFrame, rotation: Rotation, colour: ColourInfo | None
+) -> StreamInfo:
+    """``info`` with what the stream's first decoded frame says: its display matrix (PyAV exposes no
+    stream side data, and FFmpeg hands the stream's matrix to every frame), coded size, colour and HDR."""
+    return replace(
+        info,
+        rotation=rotation,
+        coded_width=max(info.coded_width, frame.width),
+        coded_height=max(info.coded_height, frame.height),
+        colour=colour,
+        hdr=hdr_metadata_of(frame),
     )

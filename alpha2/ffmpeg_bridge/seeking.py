@@ -7,13 +7,30 @@ starts about half a second in) land after their own first frame. So the session 
 of :func:`seek_positions` in turn, each further back, until the first frame decoded from one is at or
 before the target (:func:`landed_before`); the last one lies before the stream's start, which every
 demuxer here answers by going back to the beginning. It then decodes forward to the target.
+
+The frame on display at a time is the last frame, in presentation order, whose timestamp is at or
+before it: the session decodes forward from the key frame, keeps the latest frame at or before the
+target and stops at the first one after it (held as the next frame). Packet durations play no part: in
+an MP4 with B-frames they are decode-order gaps, not display times, and Matroska may give every frame
+the same one. A :class:`FrameIndex` (one pass over the packets, nothing decoded) numbers the frames in
+presentation order and says where the key frames are, so that a batch of asks decodes each GOP once.
 """
 
 from __future__ import annotations
 
+import bisect
 import fractions
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-__all__ = ["SEEK_BACKOFF_SECONDS", "landed_before", "seek_positions", "target_ticks"]
+__all__ = [
+    "SEEK_BACKOFF_SECONDS",
+    "FrameIndex",
+    "frame_index",
+    "landed_before",
+    "seek_positions",
+    "target_ticks",
+]
 
 SEEK_BACKOFF_SECONDS = (0.0, 1.0, 4.0, 16.0)
 """How far before the target each attempt seeks (then: before the stream's start)."""
@@ -52,3 +69,43 @@ def landed_before(first_pts: int | None, target: int, *, corrupt: bool) -> bool:
     if corrupt:
         return False
     return first_pts is None or first_pts <= target
+
+
+@dataclass(frozen=True)
+class FrameIndex:
+    """Every frame's timestamp in presentation order, and the key frames', from one pass over the packets."""
+
+    pts: tuple[int, ...]
+    """Each frame's presentation timestamp (stream time base), sorted: item ``i`` is frame ``i`` shown."""
+    key_pts: tuple[int, ...]
+    """The key frames' timestamps, sorted: where decoding can start."""
+    end: int | None
+    """When the last frame stops being shown (its timestamp plus its packet's duration), if known."""
+
+    def __len__(self) -> int:
+        return len(self.pts)
+
+    def key_at_or_before(self, target: int) -> int | None:
+        """The timestamp of the last key frame at or before ``target`` (None: none is)."""
+        i = bisect.bisect_right(self.key_pts, target)
+        return self.key_pts[i - 1] if i else None
+
+    def key_between(self, after: int, upto: int) -> bool:
+        """Whether a key frame lies in ``(after, upto]``: decoding on from ``after`` to ``upto`` would
+        pass it, so seeking to it skips the frames before it."""
+        i = bisect.bisect_right(self.key_pts, after)
+        return i < len(self.key_pts) and self.key_pts[i] <= upto
+
+
+def frame_index(samples: Iterable[tuple[int, bool, int | None]]) -> FrameIndex:
+    """The index of ``(pts, is_key, duration)`` samples given in any order (packets come in decode order)."""
+    items = sorted(samples, key=lambda sample: sample[0])
+    end = None
+    if items:
+        last_pts, _, last_duration = items[-1]
+        end = last_pts + (last_duration or 0)
+    return FrameIndex(
+        pts=tuple(pts for pts, _, _ in items),
+        key_pts=tuple(pts for pts, key, _ in items if key),
+        end=end,
+    )

@@ -1,0 +1,603 @@
+"""VideoSource as a demanding Python user expects it: exact frames by time and index on variable frame
+rate with B-frames, batches in one pass, rotation shown, stream facts, typed errors, bytes, finalizers,
+misuse errors that name the fix, and an open that keeps the event loop free."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import fractions
+import gc
+import itertools
+import random
+import threading
+import time
+import warnings
+import weakref
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from media import make_clip, pattern
+
+from alpha2.ffmpeg_bridge.errors import MediaFormatError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.geometry import Rotation
+
+pytestmark = pytest.mark.vulkan
+
+_BFRAME_OPTIONS = {
+    "preset": "veryfast",
+    # Forced B-frames (scenecut off: every test frame differs a lot, and x264 would code them as P).
+    "x264-params": "bframes=3:b-adapt=0:scenecut=0:log-level=error",
+}
+
+
+def make_vfr_bframes(path: Path, frames: int = 60, gop: int = 12, seed: int = 3, audio: bool = False) -> str:
+    """An H.264 clip with B-frames whose frames are 10..60 ms apart at random (whole milliseconds, so
+    MP4 and Matroska keep them exactly), its pts set on the frames the encoder gets."""
+    rng = random.Random(seed)
+    tb = fractions.Fraction(1, 90000)
+    pts, t = [], 0
+    for _ in range(frames):
+        pts.append(t)
+        t += rng.randint(10, 60) * 90
+    with av.open(str(path), "w") as out:
+        stream: Any = out.add_stream("libx264", rate=30, options=dict(_BFRAME_OPTIONS))
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.time_base = tb
+        stream.time_base = tb
+        stream.codec_context.gop_size = gop
+        stream.codec_context.max_b_frames = 3
+        stream.codec_context.thread_count = 1
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(pattern(i, 64, 48), format="rgb24").reformat(format="yuv420p")
+            frame.pts, frame.time_base = pts[i], tb
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+@dataclasses.dataclass(frozen=True)
+class RefFrame:
+    """A frame as PyAV decodes the whole file (the reference)."""
+
+    pts: int
+    seconds: float
+    luma: np.ndarray
+    key: bool
+
+
+def _plane0(frame: av.VideoFrame) -> np.ndarray:
+    plane = frame.planes[0]
+    rows = np.frombuffer(bytes(plane), np.uint8).reshape(plane.height, plane.line_size)
+    return rows[:48, :64].copy()
+
+
+def reference(path: str) -> list[RefFrame]:
+    """Every frame, decoded by PyAV from the start, in presentation order."""
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        start = stream.start_time or 0
+        tb = stream.time_base
+        assert tb is not None
+        frames = [
+            RefFrame(
+                f.pts,
+                float((f.pts - start) * tb),
+                _plane0(f),
+                bool(f.key_frame),
+            )
+            for f in container.decode(stream)
+            if f.pts is not None
+        ]
+    return sorted(frames, key=lambda f: f.pts)
+
+
+def shown_at(ref: list[RefFrame], seconds: float) -> RefFrame:
+    """The frame on display at ``seconds``: the last one whose time is at or before it."""
+    return [f for f in ref if f.seconds <= seconds + 1e-9][-1]
+
+
+@pytest.fixture(scope="module")
+def vfr_clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    folder = tmp_path_factory.mktemp("vfr")
+    return {ext: make_vfr_bframes(folder / f"vfr.{ext}") for ext in ("mp4", "mkv")}
+
+
+@pytest.fixture(scope="module")
+def device() -> Any:
+    from alpha2.native_gpu.device.device import Device
+
+    return Device.open()
+
+
+def _luma(frame: Any) -> np.ndarray:
+    return np.asarray(frame.plane(0).to_ndarray())[:48, :64]
+
+
+# -- 1. frame-exact seeks on VFR with B-frames ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_frame_at_is_exact_on_vfr_with_b_frames(vfr_clips: dict[str, str], ext: str, device: Any) -> None:
+    import alpha2
+
+    path = vfr_clips[ext]
+    ref = reference(path)
+    assert len(ref) == 60
+    with av.open(path) as container:  # the premise: B-frames, and irregular frame times
+        assert 3 in {f.pict_type for f in container.decode(video=0)}
+    assert len({round(b.seconds - a.seconds, 3) for a, b in itertools.pairwise(ref)}) > 10
+
+    wrong = []
+    with alpha2.open(path, hwaccel="none", device=device) as source:
+        for want in ref:
+            for offset in (0.0, 0.001):
+                with source.frame_at(want.seconds + offset) as frame:
+                    assert frame.pts_seconds is not None
+                    if abs(frame.pts_seconds - want.seconds) > 1e-6 or not np.array_equal(
+                        _luma(frame), want.luma
+                    ):
+                        wrong.append((want.seconds, offset, frame.pts_seconds))
+    assert wrong == [], f"{len(wrong)} of 120 asks gave the wrong frame: {wrong[:5]}"
+
+
+def test_seek_then_iterate_goes_on_from_the_frame_shown(vfr_clips: dict[str, str], device: Any) -> None:
+    import alpha2
+
+    ref = reference(vfr_clips["mp4"])
+    with alpha2.open(vfr_clips["mp4"], hwaccel="none", device=device) as source:
+        source.seek(ref[30].seconds + 0.001)
+        got = [f.pts_seconds for f in source]
+    assert got == pytest.approx([f.seconds for f in ref[30:]])
+
+
+# -- 2. batches: by time and by index, one forward pass, len --------------------------------------------
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, obj: Any, name: str) -> list[Any]:
+    calls: list[Any] = []
+    original = getattr(obj, name)
+
+    def counted(*args: Any) -> Any:
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(obj, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_frames_at_in_order_asked_in_one_pass(
+    vfr_clips: dict[str, str], ext: str, device: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import alpha2
+
+    path = vfr_clips[ext]
+    ref = reference(path)
+    times = [f.seconds + off for f in ref for off in (0.0, 0.001)] + [ref[7].seconds] * 3
+    random.Random(5).shuffle(times)
+    with alpha2.open(path, hwaccel="none", device=device) as source:
+        session = source.session
+        session.frame_index()  # counted once, before the pass
+        seeks = _count_calls(monkeypatch, session, "_position_at")
+        decoded = _count_calls(monkeypatch, session, "_decoded_next")
+        frames = source.frames_at(times)
+        try:
+            assert len(frames) == len(times)
+            for t, frame in zip(times, frames):
+                want = shown_at(ref, t)
+                assert frame.pts_seconds == pytest.approx(want.seconds, abs=1e-6)
+                assert np.array_equal(_luma(frame), want.luma)
+            assert len({id(f) for f in frames}) == len(frames)  # duplicates are frames of their own
+        finally:
+            for frame in frames:
+                frame.release()
+        # Every frame asked for: one seek, then forward through every GOP once.
+        assert len(seeks) == 1
+        assert len(decoded) <= len(ref) + 2
+        # The source goes on after the latest frame asked for (the last one: nothing left).
+        assert source.next_frame() is None
+
+        # One ask in the middle of each GOP: a seek per GOP, no GOP decoded twice.
+        keys = [i for i, f in enumerate(ref) if f.key]
+        wanted = [ref[k + 5] for k in keys if k + 5 < len(ref)]
+        seeks.clear()
+        decoded.clear()
+        for frame in source.frames_at([w.seconds for w in reversed(wanted)]):
+            with frame:
+                pass
+        assert len(seeks) == len(wanted)
+        assert len(decoded) <= len(ref)
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_frames_at_index_and_len(
+    vfr_clips: dict[str, str], ext: str, device: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import alpha2
+
+    path = vfr_clips[ext]
+    ref = reference(path)
+    with alpha2.open(path, hwaccel="none", device=device) as source:
+        if ext == "mkv":
+            assert source.info.frame_count is None  # Matroska does not say: counted over the packets
+        scans = _count_calls(monkeypatch, source.session, "_scan_packets")
+        assert len(source) == len(ref) == 60
+        assert len(source) == 60
+        assert len(scans) <= 1  # counted once, then kept
+        first = source.next_frame()  # the position survives the count
+        assert first is not None and first.pts_seconds == pytest.approx(ref[0].seconds)
+        indices = [59, 0, -1, 13, 13, 31, -60, 2]
+        frames = source.frames_at_index(indices)
+        try:
+            for i, frame in zip(indices, frames):
+                assert frame.pts_seconds == pytest.approx(ref[i].seconds, abs=1e-6)
+                assert np.array_equal(_luma(frame), ref[i].luma)
+            # Frames handed over stay valid while the source moves on: released by their owner only.
+            again = source.frame_at(0.0)
+            again.release()
+            assert not any(f.released for f in frames)
+            assert _luma(first).shape == (48, 64)
+        finally:
+            for frame in [*frames, first]:
+                frame.release()
+        assert len(scans) <= 1
+
+
+# -- 3. rotation ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ext", ["mp4", "mkv"])
+def test_rotation_is_shown_and_reported(tmp_path: Path, ext: str, device: Any) -> None:
+    import alpha2
+
+    clip = make_clip(tmp_path / f"r.{ext}", "h264", 64, 48, 3, rotation_ccw=90)
+    with av.open(clip.path) as container:
+        rgb = next(container.decode(video=0)).to_ndarray(format="rgb24").astype(np.int16)
+    with alpha2.open(clip.path, hwaccel="none", device=device) as source:
+        assert source.session.info.rotation is Rotation.CW270  # the bridge agrees with its frames
+        assert source.info.rotation is Rotation.CW270 is source.rotation
+        assert (source.width, source.height) == (48, 64) == (source.info.width, source.info.height)
+        assert (source.info.coded_width, source.info.coded_height) >= (64, 48)
+        frame = source.next_frame()
+        assert frame is not None
+        with frame:
+            assert frame.decoded.metadata.rotation is source.session.info.rotation
+            assert (frame.width, frame.height) == (48, 64)
+            shown = frame.to_ndarray().astype(np.int16)
+            assert shown.shape == (64, 48, 3)
+            texture = frame.render()
+            assert tuple(texture.size[:2]) == (48, 64)
+    # A display matrix turning the picture 90 degrees counter-clockwise: np.rot90 once.
+    error = np.abs(shown - np.rot90(rgb, 1)).mean()
+    assert error < 8, error
+    assert error < np.abs(shown - np.rot90(rgb, 3)).mean() / 3
+
+
+# -- 4. stream facts ------------------------------------------------------------------------------------
+
+
+def _clip_with_audio(path: Path) -> str:
+    with av.open(str(path), "w") as out:
+        video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        audio: Any = out.add_stream("libopus", rate=48000)
+        audio.layout = "stereo"
+        audio.metadata["language"] = "fra"
+        for i in range(10):
+            frame = av.VideoFrame.from_ndarray(pattern(i, 64, 48), format="rgb24").reformat(format="yuv420p")
+            frame.pts = i
+            for packet in video.encode(frame):
+                out.mux(packet)
+        for packet in video.encode(None):
+            out.mux(packet)
+        samples = np.zeros((2, 960), np.float32)
+        for n in range(20):
+            block = av.AudioFrame.from_ndarray(samples, format="fltp", layout="stereo")
+            block.sample_rate, block.pts = 48000, n * 960
+            for packet in audio.encode(block):
+                out.mux(packet)
+        for packet in audio.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def test_info_says_what_the_file_holds(tmp_path: Path, device: Any) -> None:
+    import alpha2
+    from alpha2.api.source import AudioTrack, VideoInfo
+    from alpha2.gpu.colour import ColourInfo
+
+    path = _clip_with_audio(tmp_path / "a.mkv")
+    with alpha2.open(path, hwaccel="none", device=device) as source:
+        info = source.info
+        assert isinstance(info, VideoInfo)
+        assert info.codec == "h264"
+        assert (info.width, info.height) == (64, 48) and info.rotation is Rotation.NONE
+        assert info.coded_width >= 64 and info.coded_height >= 48
+        assert info.frame_rate == pytest.approx(25)
+        assert info.duration_seconds == pytest.approx(0.4, abs=0.05)
+        assert isinstance(info.colour, ColourInfo) and info.colour == source.colour
+        assert info.hdr is None
+        assert info.audio == (
+            AudioTrack(index=1, codec="opus", sample_rate=48000, channels=2, language="fra"),
+        )
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            info.codec = "hevc"  # type: ignore[misc]
+        assert len(source) == 10
+
+
+# -- 5. typed errors, never None ------------------------------------------------------------------------
+
+
+def test_times_and_indices_out_of_range_are_typed_errors(vfr_clips: dict[str, str], device: Any) -> None:
+    import alpha2
+    from alpha2.api.source import EndOfStreamError, FrameIndexError
+
+    with alpha2.open(vfr_clips["mkv"], hwaccel="none", device=device) as source:
+        duration = source.duration_seconds
+        assert duration is not None
+        with pytest.raises(EndOfStreamError, match=rf"{duration:.3f} s long") as info:
+            source.frame_at(duration + 5)
+        assert isinstance(info.value, InvalidInputError)
+        for bad in (float("nan"), float("inf"), -1.0, -0.001):
+            with pytest.raises(InvalidInputError, match=repr(bad)):
+                source.frame_at(bad)
+        with pytest.raises(InvalidInputError, match="'soon'"):
+            source.frame_at("soon")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="nan"):
+            source.frames_at([0.1, float("nan")])
+        with pytest.raises(EndOfStreamError, match="long"):
+            source.frames_at([0.1, duration + 1])
+        assert source.session.budget.usage().surfaces == 0  # nothing kept from the failed batch
+        with pytest.raises(FrameIndexError, match=r"60 frames \(0\.\.59") as index_error:
+            source.frames_at_index([3, 60])
+        assert isinstance(index_error.value, IndexError) and isinstance(index_error.value, InvalidInputError)
+        with pytest.raises(IndexError):
+            source.frames_at_index([-61])
+        with pytest.raises(InvalidInputError, match="integers"):
+            source.frames_at_index([1.5])  # type: ignore[list-item]
+        assert source.session.budget.usage().surfaces == 0
+        with source.frame_at(0.0) as first:  # still usable after all of that
+            assert first.pts_seconds == 0.0
+
+
+# -- 6. bytes in memory; short messages for wrong types -------------------------------------------------
+
+
+def test_bytes_bytearray_and_memoryview_decode_from_memory(vfr_clips: dict[str, str], device: Any) -> None:
+    import alpha2
+
+    data = Path(vfr_clips["mkv"]).read_bytes()
+    for blob in (data, bytearray(data), memoryview(data)):
+        with alpha2.open(blob, hwaccel="none", device=device) as source:
+            assert "bytes in memory" in repr(source) and len(repr(source)) < 120
+            assert len(source) == 60
+            with source.frame_at(0.5) as frame:
+                assert frame.pts_seconds is not None and frame.pts_seconds <= 0.5
+
+
+def test_wrong_sources_get_short_typed_errors(tmp_path: Path) -> None:
+    import alpha2
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+
+    big = np.zeros(1_000_000)
+    for wrong in (123, big, ["clip.mp4"] * 100_000, None):
+        with pytest.raises(InvalidInputError, match="path") as info:
+            alpha2.open(wrong)  # type: ignore[arg-type]
+        assert len(str(info.value)) < 300
+        with pytest.raises(InvalidInputError) as bridge:
+            DecodeSession(wrong)  # type: ignore[arg-type]
+        assert len(str(bridge.value)) < 300
+    with pytest.raises(MediaFormatError) as garbage:
+        alpha2.open(b"\x01" * 2_000_000, hwaccel="none")
+    assert len(str(garbage.value)) < 300 and "2000000 bytes in memory" in str(garbage.value)
+    with pytest.raises(InvalidInputError, match="empty"):
+        alpha2.open(b"")
+    clip = make_clip(tmp_path / "p.mkv", frames=2)
+    with pytest.raises(InvalidInputError, match="as a str"):
+        alpha2.open(clip.path.encode())
+
+
+# -- 7. finalizers --------------------------------------------------------------------------------------
+
+
+def _settled_threads(baseline: int, timeout_s: float = 5.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gc.collect()
+        count = threading.active_count()
+        if count <= baseline or time.monotonic() > deadline:
+            return count
+        time.sleep(0.02)
+
+
+def test_dropped_sources_close_themselves_with_a_resource_warning(
+    vfr_clips: dict[str, str], device: Any
+) -> None:
+    import alpha2
+
+    path = vfr_clips["mkv"]
+    with alpha2.open(path, hwaccel="none", device=device) as warm:  # the process-wide threads, started
+        for frame in warm:
+            frame.to_ndarray()
+            break
+    gc.collect()
+    baseline = threading.active_count()
+
+    refs = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for i in range(20):
+            source = alpha2.open(path, hwaccel="none", device=device)
+            refs.append(weakref.ref(source))
+            frame = source.next_frame()  # the decode-ahead thread runs from here
+            assert frame is not None
+            if i % 4 == 0:
+                frame.to_ndarray()  # the importer too
+            frame.release()
+            del frame, source
+        for _ in range(3):
+            for kept in alpha2.open(path, hwaccel="none", device=device):  # noqa: B007
+                break
+            refs.append(weakref.ref(kept._source))
+            del kept
+        assert _settled_threads(baseline) <= baseline, [t.name for t in threading.enumerate()]
+    assert all(r() is None for r in refs)  # the finalizers hold no reference to their source
+    unclosed = [
+        w for w in caught if issubclass(w.category, ResourceWarning) and "VideoSource" in str(w.message)
+    ]
+    assert len(unclosed) == 23
+
+
+def test_dropped_async_source_stops_its_worker(vfr_clips: dict[str, str], device: Any) -> None:
+    import alpha2
+
+    async def main(close: bool) -> None:
+        source = alpha2.open(vfr_clips["mkv"], hwaccel="none", device=device)
+        frame = await source.next_async()  # the source's worker thread runs from here
+        assert frame is not None
+        frame.release()
+        if close:
+            source.close()
+
+    asyncio.run(main(close=True))  # the process-wide waiter thread, started
+    baseline = _settled_threads(0, timeout_s=0.5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(5):
+            asyncio.run(main(close=False))
+        assert _settled_threads(baseline) <= baseline, [t.name for t in threading.enumerate()]
+    assert sum(issubclass(w.category, ResourceWarning) for w in caught) >= 5
+
+
+# -- 8. misuse errors that name the fix -----------------------------------------------------------------
+
+
+def test_misuse_errors_name_the_fix(vfr_clips: dict[str, str], device: Any) -> None:
+    import alpha2
+    from alpha2.native_gpu.device.device import Device
+
+    with alpha2.open(vfr_clips["mkv"], hwaccel="none", device=device) as source:
+        kept = None
+        for i, frame in enumerate(source):
+            if i == 0:
+                kept = frame
+            else:
+                break
+        assert kept is not None
+        with pytest.raises(ClosedError, match=r"released when the loop took the next one.*next_frame\(\)"):
+            kept.to_ndarray()
+
+        frame = source.next_frame()
+        assert frame is not None
+        with frame:
+            with pytest.raises(InvalidInputError, match=r"GPUTexture of the source's device.*to_ndarray\(\)"):
+                frame.render(np.zeros((48, 64, 4), np.uint8))
+            usage = device.gpu_module.TextureUsage
+            unusable = device.webgpu_device.create_texture(
+                size=(64, 48, 1), format="rgba8unorm", usage=usage.COPY_SRC | usage.TEXTURE_BINDING
+            )
+            with pytest.raises(InvalidInputError, match="RENDER_ATTACHMENT"):
+                frame.render(unusable)
+            other = Device.open()
+            foreign = other.webgpu_device.create_texture(
+                size=(64, 48, 1), format="rgba8unorm", usage=other.gpu_module.TextureUsage.RENDER_ATTACHMENT
+            )
+            with pytest.raises(InvalidInputError, match="device="):
+                frame.render(foreign)
+        with pytest.raises(ClosedError, match="release"):
+            frame.render()
+
+
+def test_two_threads_iterating_one_source_is_an_error(vfr_clips: dict[str, str], device: Any) -> None:
+    import alpha2
+    from alpha2.api.source import ConcurrentIterationError
+
+    with alpha2.open(vfr_clips["mkv"], hwaccel="none", device=device) as source:
+        started, finish = threading.Event(), threading.Event()
+        seen: list[float | None] = []
+
+        def loop() -> None:
+            for frame in source:
+                seen.append(frame.pts_seconds)
+                started.set()
+                finish.wait(10)
+                break
+
+        worker = threading.Thread(target=loop)
+        worker.start()
+        try:
+            assert started.wait(10)
+            with pytest.raises(ConcurrentIterationError, match="a source per thread"):
+                for _ in source:
+                    pass
+            with pytest.raises(ConcurrentIterationError):
+                source.next_frame()
+            with pytest.raises(ConcurrentIterationError):
+                source.frame_at(0.5)
+        finally:
+            finish.set()
+            worker.join(10)
+        assert seen == [0.0]
+        assert sum(1 for _ in source) == 59  # the loop ended: this thread may iterate now
+
+
+# -- 9. asyncio: the loop never waits on opening or rendering -------------------------------------------
+
+
+def test_open_async_and_render_async_keep_the_loop_free(
+    vfr_clips: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import alpha2
+    import alpha2.api.source as source_module
+
+    opened_on: list[int] = []
+    real_open_decoder = source_module.open_decoder
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        opened_on.append(threading.get_ident())
+        return real_open_decoder(*args, **kwargs)
+
+    monkeypatch.setattr(source_module, "open_decoder", recording)
+
+    async def main() -> tuple[float, int, int]:
+        loop_thread = threading.get_ident()
+        worst = 0.0
+        stop = False
+
+        async def probe() -> None:
+            nonlocal worst
+            last = time.perf_counter()
+            while not stop:
+                await asyncio.sleep(0.005)
+                now = time.perf_counter()
+                worst = max(worst, now - last)
+                last = now
+
+        task = asyncio.create_task(probe())
+        await asyncio.sleep(0.02)
+        # No device given: the Device, importer and renderer are made on the worker too.
+        source = await alpha2.open_async(vfr_clips["mp4"], hwaccel="none")
+        rendered = 0
+        async for frame in source:
+            texture = await frame.render_async()
+            assert tuple(texture.size[:2]) == (64, 48)
+            rendered += 1
+            if rendered == 4:
+                break
+        stop = True
+        await task
+        source.close()
+        return worst, rendered, loop_thread
+
+    worst, rendered, loop_thread = asyncio.run(main())
+    assert rendered == 4
+    assert opened_on and all(t != loop_thread for t in opened_on)  # the container opened off the loop
+    # 2 shared cores: generous, but a blocking open (a Device alone is ~0.5 s on lavapipe) fails it.
+    assert worst < 0.15, f"the event loop stalled {worst * 1000:.0f} ms"
