@@ -88,3 +88,29 @@ def test_a_run_of_equal_timestamps_counts_as_duplicates() -> None:
     out, counts = _run([0, 0, 0, 0])
     assert out == [0, 1, 2, 3]
     assert counts.as_dict() == {"duplicate": 3}
+
+
+def test_a_forward_jump_beyond_the_limit_is_rebased_one_step_on() -> None:
+    fixer = TimestampFixer(jump_limit=1000)
+    out = [fixer.fix(v) for v in [0, 10, 20, 10**12, 10**12 + 10, 10**12 + 20]]
+    assert out == [0, 10, 20, 30, 40, 50]
+    assert fixer.adjustments.as_dict() == {"jump": 1}
+    assert fixer.adjustments.summary() == "1 (1 jump)"
+
+
+def test_gaps_under_the_limit_or_a_hundred_steps_are_kept() -> None:
+    fixer = TimestampFixer(jump_limit=100)
+    assert [fixer.fix(v) for v in [0, 10, 20, 520, 530]] == [0, 10, 20, 520, 530]  # 50 steps: a pause
+    assert fixer.adjustments.total == 0
+    assert [TimestampFixer().fix(v) for v in [0, 10**15]] == [0, 10**15]  # no limit: kept
+
+
+def test_a_shift_starts_the_output_at_zero_and_counts_as_no_change() -> None:
+    fixer = TimestampFixer(shift=3_240_000_000)
+    assert [fixer.fix(3_240_000_000 + 3000 * i) for i in range(3)] == [0, 3000, 6000]
+    assert fixer.adjustments.total == 0 and fixer.offset == -3_240_000_000
+
+
+def test_adjustments_add_up() -> None:
+    total = TimestampAdjustments(duplicate=1, jump=2) + TimestampAdjustments(jump=1, dropped=4)
+    assert total.as_dict() == {"duplicate": 1, "dropped": 4, "jump": 3}

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 
 from alpha2.api import pipeline
+from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -29,19 +30,26 @@ from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 
 __all__ = [
     "DEFAULT_CRF",
+    "DEFAULT_MAX_PIXELS",
     "HDR_TRANSFERS",
     "HD_MIN_HEIGHT",
     "ColourChoice",
     "DepthChoice",
+    "StreamPlan",
     "TranscodeOptions",
     "TranscodePlan",
     "default_codec",
     "output_depth",
+    "plan_streams",
     "plan_transcode",
 ]
 
 DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
 """Constant-quality factor used when neither ``crf`` nor ``bitrate`` is given, per codec family."""
+
+DEFAULT_MAX_PIXELS = 8192 * 4320
+"""Decoded pictures of more pixels than this (8K, 35.4 MP) are refused unless ``--max-pixels`` says
+otherwise: a stream whose parameters claim a huge picture takes gigabytes to decode."""
 
 HD_MIN_HEIGHT = 720
 """Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""
@@ -176,6 +184,8 @@ class TranscodeOptions:
     """The output's bits per sample (:func:`output_depth`)."""
     sdr: bool = False
     """Tone map an HDR input to SDR BT.709 (``--sdr``) whatever the codec and depth."""
+    max_pixels: int | None = DEFAULT_MAX_PIXELS
+    """Refuse decoded pictures of more pixels than this (``--max-pixels``); None: no limit."""
     overwrite: bool = True
     """Replace an existing output (the input itself never); ``alpha2 transcode`` passes False unless
     given ``-y`` (``--overwrite``), and an existing output is then refused."""
@@ -191,6 +201,8 @@ class TranscodeOptions:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.ring_size < 2:
             raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
+        if self.max_pixels is not None and self.max_pixels < 1:
+            raise InvalidInputError(f"max_pixels must be >= 1, got {self.max_pixels}")
 
 
 @dataclass(frozen=True)
@@ -227,6 +239,9 @@ class TranscodePlan:
     """The GPU pass tone maps the HDR input to SDR BT.709 (the colour-managed renderer)."""
     colour_note: str | None = None
     """What happens to an HDR input (tone mapped and why, or kept with its metadata); None for SDR."""
+    padded_from: Size | None = None
+    """The input's size when a 1-pixel side was padded to the encoder's 2 (that row or column
+    repeated); None: not padded."""
 
     @property
     def keeps_hdr(self) -> bool:
@@ -295,6 +310,7 @@ def plan_transcode(
     w, h = input_size.width, input_size.height
     reasons: list[str] = []
     crop: tuple[int, int, int, int] | None = None
+    padded_from: Size | None = None
     if options.size is not None:
         out = pipeline.fit_inside(shown.width, shown.height, options.size)
         if out != shown:
@@ -304,13 +320,22 @@ def plan_transcode(
                 f"{options.size.height})"
             )
     elif w % 2 or h % 2:
-        # Cut the last column / row rather than resample the whole picture (that blurs every edge).
-        out = Size(w - w % 2, h - h % 2)
-        crop = (0, 0, out.width, out.height)
-        reasons.append(
-            f"crop {w}x{h} -> {out.width}x{out.height}: 4:2:0 output needs even sides "
-            f"({w % 2} column, {h % 2} row cut at the right / bottom edge, pixels not resampled)"
-        )
+        # Cut the last column / row rather than resample the whole picture (that blurs every edge); a
+        # side of one pixel cannot lose it: it is repeated to two, the encoders' smallest side.
+        cut_w, cut_h = (w % 2 if w > 1 else 0), (h % 2 if h > 1 else 0)
+        out = Size(max(2, w - cut_w), max(2, h - cut_h))
+        if cut_w or cut_h:
+            crop = (0, 0, w - cut_w, h - cut_h)
+            reasons.append(
+                f"crop {w}x{h} -> {w - cut_w}x{h - cut_h}: 4:2:0 output needs even sides "
+                f"({cut_w} column, {cut_h} row cut at the right / bottom edge, pixels not resampled)"
+            )
+        if w == 1 or h == 1:
+            padded_from = input_size
+            reasons.append(
+                f"pad {w}x{h} -> {out.width}x{out.height}: no encoder takes a side of one pixel "
+                "(the single column / row repeated)"
+            )
     else:
         out = input_size
     if quarter and options.size is None:
@@ -438,4 +463,42 @@ def plan_transcode(
         rotation=rotation,
         tone_map=tone_map,
         colour_note=colour_note,
+        padded_from=padded_from,
     )
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """Which of the input's other streams go into the output beside the transcoded video."""
+
+    copy: tuple[int, ...]
+    """Input stream indices handed to the encoder session to copy (audio, subtitles, cover art,
+    attachments); the session may still drop some, with the reason."""
+    dropped: tuple[DroppedStream, ...]
+    """Streams left out by the plan, with why."""
+
+
+def plan_streams(streams: tuple[InputStream, ...], video_index: int, options: TranscodeOptions) -> StreamPlan:
+    """Keep every stream the output may hold, as FFmpeg keeps what its container takes: all audio (but
+    with ``--no-audio``), subtitles, cover art, attachments; one video stream is transcoded, data
+    tracks are not written. What is left out is listed with the reason."""
+    copy: list[int] = []
+    dropped: list[DroppedStream] = []
+    for stream in streams:
+        if stream.index == video_index:
+            continue
+        why: str | None = None
+        if stream.kind is StreamKind.VIDEO and not stream.attached_picture:
+            why = f"one video stream is transcoded (stream {video_index})"
+        elif stream.kind is StreamKind.AUDIO and not options.audio:
+            why = "--no-audio"
+        elif stream.kind is StreamKind.DATA:
+            what = "a timecode track" if stream.codec == "timecode" else "a data track"
+            why = f"{what}: alpha2 writes no data tracks"
+        elif stream.kind is StreamKind.UNKNOWN:
+            why = "a stream of unknown kind"
+        if why is None:
+            copy.append(stream.index)
+        else:
+            dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, why))
+    return StreamPlan(tuple(copy), tuple(dropped))

@@ -1,6 +1,7 @@
 """What ``alpha2 transcode`` reports: :class:`TranscodeStats` (``--json``), and about the input beyond
 the frames: what the decoder met (concealed frames, failed packets, truncation), timestamps made
-increasing, depth reduced, alpha and interlacing.
+increasing or shifted to start at zero, depth reduced, alpha and interlacing, a picture padded, the
+streams kept beside the video and every one dropped, with why.
 Nothing FFmpeg changes or meets goes unsaid: these are the summary line's notes and ``--json``'s fields.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 from alpha2.api import pipeline
 from alpha2.api.transcode_plan import TranscodePlan
 from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.frames import DecodedFrame
@@ -50,6 +52,15 @@ class TranscodeStats:
     """What the decoder met: corrupt frames kept or skipped, packets that failed, truncation."""
     scale_route: dict[str, Any] | None = None
     """How frames were scaled and converted (GPU or swscale) and why; None for a passthrough."""
+    start_shift_seconds: float = 0.0
+    """Subtracted from every output timestamp so that the output starts at zero (the first time across
+    the kept streams; 0: the input starts at zero or before)."""
+    kept_streams: list[InputStream] = field(default_factory=list)
+    """The input's other streams in the output (audio, subtitles, cover art, attachments)."""
+    dropped_streams: list[DroppedStream] = field(default_factory=list)
+    """The input's streams the output does not hold, each with why."""
+    stream_notes: list[str] = field(default_factory=list)
+    """What was done to kept streams other than audio otherwise than a plain copy (subtitles converted)."""
 
     @property
     def fps(self) -> float:
@@ -102,6 +113,16 @@ class TranscodeStats:
                 "video": self.timestamps.as_dict(),
                 "audio": self.audio_timestamps.as_dict(),
             },
+            "start_shift_seconds": round(self.start_shift_seconds, 6),
+            "padded_from": None
+            if plan is None or plan.padded_from is None
+            else [plan.padded_from.width, plan.padded_from.height],
+            "kept_streams": [
+                {"index": s.index, "kind": s.kind.value, "codec": s.codec, "cover_art": s.attached_picture}
+                for s in self.kept_streams
+            ],
+            "dropped_streams": [d.as_dict() for d in self.dropped_streams],
+            "stream_notes": self.stream_notes,
             "stages": self.stages.as_dict(self.seconds),
         }
 
@@ -160,10 +181,21 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
             f"cropped {size.width}x{size.height} to {width}x{height}: 4:2:0 needs even sides "
             "(the last column / row cut, nothing resampled)"
         )
+    if stats.plan is not None and stats.plan.padded_from is not None:
+        size, out = stats.plan.padded_from, stats.plan.output_size
+        notes.append(
+            f"padded {size.width}x{size.height} to {out.width}x{out.height}: no encoder takes a side of "
+            "one pixel (the single column / row repeated)"
+        )
     if stats.plan is not None and stats.plan.depth_note is not None:
         notes.append(stats.plan.depth_note)
     if stats.plan is not None and stats.plan.colour_note is not None:
         notes.append(stats.plan.colour_note)
+    if stats.start_shift_seconds > 0:
+        notes.append(
+            f"timestamps shifted by -{stats.start_shift_seconds:.3f} s: the input starts at "
+            f"{stats.start_shift_seconds:.3f} s, the output at 0"
+        )
     if stats.timestamps.total:
         notes.append(f"video timestamps adjusted {stats.timestamps.summary()}")
     if stats.audio_timestamps.total:
@@ -177,4 +209,23 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
         notes.append(f"{decode['decode_errors']} packets failed to decode and were skipped")
     if decode.get("truncated"):
         notes.append("the input ends before the duration its container announces")
+    kept = _kept_summary(stats.kept_streams)
+    if kept:
+        notes.append(f"kept beside the video: {kept}")
+    notes.extend(stats.stream_notes)
+    for dropped in stats.dropped_streams:
+        what = f"{dropped.kind.value} {dropped.codec}".strip()
+        notes.append(f"dropped stream {dropped.index} ({what}): {dropped.reason}")
     return notes
+
+
+def _kept_summary(kept: list[InputStream]) -> str:
+    """``3 audio, 1 subtitle, cover art`` for more than a single audio stream (that one the encoder's
+    ``audio`` field says); "" otherwise."""
+    if all(s.kind is StreamKind.AUDIO for s in kept) and len(kept) <= 1:
+        return ""
+    counts: dict[str, int] = {}
+    for stream in kept:
+        what = "cover art" if stream.attached_picture else stream.kind.value
+        counts[what] = counts.get(what, 0) + 1
+    return ", ".join(what if what == "cover art" else f"{n} {what}" for what, n in counts.items())

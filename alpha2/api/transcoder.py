@@ -15,10 +15,12 @@ Two ways through, decided from the first frame and reported:
 
 The options and the plan (passthrough or GPU, output size, format and colour) are
 :mod:`alpha2.api.transcode_plan`, re-exported here. Timestamps pass through (variable frame rate
-included), made strictly increasing where the input's repeat, go back or reset
-(:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt are kept and
-counted; audio packets are copied when the input has audio; the output appears under its name only
-when complete.
+included), shifted so that the output starts at zero (the first time across the kept streams, as
+FFmpeg does), made strictly increasing where the input's repeat, go back or reset, re-timed at a
+discontinuity (:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt
+are kept and counted; the input's other streams are kept where the output's container holds them (all
+audio, subtitles, cover art, attachments) and every one left out is reported with the reason
+(:func:`~alpha2.api.transcode_plan.plan_streams`); the output appears under its name only when complete.
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ from alpha2.api.transcode_plan import (
     DEFAULT_CRF,
     ColourChoice,
     DepthChoice,
+    StreamPlan,
     TranscodeOptions,
     TranscodePlan,
     default_codec,
+    plan_streams,
     plan_transcode,
 )
 from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, output_container
-from alpha2.ffmpeg_bridge.timestamps import TimestampFixer
+from alpha2.ffmpeg_bridge.errors import NoVideoStreamError
+from alpha2.ffmpeg_bridge.side_streams import InputStream, StreamKind, describe_holdings, probe_streams
+from alpha2.ffmpeg_bridge.timestamps import TimestampFixer, jump_seconds
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
@@ -65,6 +71,18 @@ __all__ = [
     "plan_transcode",
     "transcode",
 ]
+
+
+_TEXTURE_LIMIT_KEYS = ("max-texture-dimension-2d", "max_texture_dimension_2d", "maxTextureDimension2D")
+
+
+def _texture_limit(webgpu_device: Any) -> int | None:
+    """The WebGPU device's largest 2D texture side (``max_texture_dimension_2d``), None when unknown."""
+    limits = getattr(webgpu_device, "limits", None) or {}
+    for key in _TEXTURE_LIMIT_KEYS:
+        if key in limits:
+            return int(limits[key])
+    return None
 
 
 def _frame_bytes(frame: DecodedFrame) -> int:
@@ -131,8 +149,9 @@ class _Transcoder:
         self._pending_planes: list[Any] = []
         self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
         self._first: DecodedFrame | None = None
-        self._timestamps = TimestampFixer()
+        self._timestamps = TimestampFixer()  # made again for the output once its time base is known
         self._interlaced = False  # the first frame is interlaced
+        self._streams = StreamPlan((), ())
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -143,8 +162,54 @@ class _Transcoder:
         """
         if nvdec_possible(self.options.hwaccel)[0]:
             self.gpu_device = open_device(self.options.hwaccel)
-        self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
+        hwaccel, max_pixels = self.options.hwaccel, self.options.max_pixels
+        try:
+            self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=hwaccel, max_pixels=max_pixels)
+        except NoVideoStreamError as exc:
+            raise NoVideoStreamError(self._no_video(probe_streams(self.source), exc.message)) from exc
+        info = self.decoder.info
+        chosen = next((s for s in info.streams if s.index == info.index), None)
+        if chosen is not None and chosen.attached_picture:
+            # FFmpeg's pick was a picture attached to the file (cover art), not a video.
+            videos = [s for s in info.streams if s.kind is StreamKind.VIDEO]
+            moving = [i for i, s in enumerate(videos) if not s.attached_picture]
+            if not moving:
+                self.decoder.close()
+                self.decoder = None
+                raise NoVideoStreamError(self._no_video(info.streams, None))
+            self.decoder.close()
+            self.decoder = open_decoder(
+                self.source, self.gpu_device, hwaccel=hwaccel, max_pixels=max_pixels, stream_index=moving[0]
+            )
         return self.decoder
+
+    def _no_video(self, streams: tuple[InputStream, ...], fallback: str | None) -> str:
+        """One line saying that the input holds no video, and what it holds instead."""
+        if not streams:
+            return fallback or f"{self.source!r} has no video stream"
+        what = describe_holdings(streams)
+        pictures = any(s.attached_picture for s in streams)
+        return (
+            f"{self.source!r} holds no video to transcode: {what}"
+            + ("; cover art is one still picture, not a video" if pictures else "")
+            + "; alpha2 transcode writes video"
+        )
+
+    def _shift_seconds(self, first: DecodedFrame) -> fractions.Fraction:
+        """How much earlier every output timestamp is than the input's: the first time across the
+        kept streams (the decoded video's first frame, exactly; the copied streams' starts), when
+        after zero."""
+        assert self.decoder is not None
+        meta = first.metadata
+        starts: list[fractions.Fraction] = []
+        if meta.pts is not None and meta.time_base is not None:
+            starts.append(meta.pts * fractions.Fraction(meta.time_base))
+        copied = set(self._streams.copy)
+        for stream in self.decoder.info.streams:
+            if stream.index in copied and stream.start_seconds is not None and not stream.attached_picture:
+                if stream.kind in (StreamKind.AUDIO, StreamKind.SUBTITLE):
+                    starts.append(fractions.Fraction(stream.start_seconds).limit_denominator(1_000_000))
+        return max(fractions.Fraction(0), min(starts)) if starts else fractions.Fraction(0)
 
     def _encode_session(self, decoder: DecodeSession, plan: TranscodePlan) -> EncodeSession:
         options = self.options
@@ -156,7 +221,11 @@ class _Transcoder:
         self._extent = self._resolve_extent(choice.name, plan)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
-        audio = self.source if options.audio and info.has_audio else None
+        self._streams = plan_streams(info.streams, info.index, options)
+        copy_from = self.source if self._streams.copy else None
+        assert self._first is not None
+        shift = self._shift_seconds(self._first)
+        jump = jump_seconds(info.discontinuous_timestamps)
         session = EncodeSession(
             self.output,
             codec=codec,
@@ -168,7 +237,10 @@ class _Transcoder:
             bitrate=options.bitrate,
             preset=options.preset,
             colour=plan.output_colour,
-            audio_from=audio,
+            audio_from=copy_from,
+            copy_streams=self._streams.copy if copy_from is not None else None,
+            start_shift_seconds=float(shift),
+            jump_seconds=jump,
             options=pipeline.QUIET_ENCODER_OPTIONS.get(choice.name),
             # A passthrough whose depth changes hands the decoder's frames over as they are; the
             # encoder converts them to this (the GPU path writes the depth itself).
@@ -176,10 +248,18 @@ class _Transcoder:
             if plan.passthrough and plan.output_format is not plan.input_format
             else None,
             interlaced=self._interlaced and plan.passthrough,
+            top_field_first=self._first.metadata.top_field_first,
             display_rotation=plan.display_rotation,
             hdr=self._first.metadata.hdr if plan.keeps_hdr and self._first is not None else None,
         )
         encoder = session.encoder
+        tb = session.time_base
+        self._timestamps = TimestampFixer(
+            jump_limit=max(1, round(fractions.Fraction(jump) / tb)),
+            shift=round(shift / tb),
+        )
+        self.stats.start_shift_seconds = float(shift)
+        self.stats.dropped_streams = list(self._streams.dropped)
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
         self.stats.encoder = {
             "name": encoder.name,
@@ -190,7 +270,7 @@ class _Transcoder:
             "bitrate": options.bitrate,
             "preset": options.preset,
             "audio": "copied"
-            if audio is not None
+            if options.audio and info.has_audio
             else ("dropped (--no-audio)" if info.has_audio else "none in the input"),
         }
         return session
@@ -210,7 +290,15 @@ class _Transcoder:
             extent = VideoEncodeExtent.resolve(encoder_name, fmt)
         except UnsupportedError:
             return None
-        extent.check(plan.output_size.width, plan.output_size.height)
+        try:
+            extent.check(plan.output_size.width, plan.output_size.height)
+        except InvalidInputError as exc:
+            size, out = plan.input_size, plan.output_size
+            made = "" if size == out else f", made {out.width}x{out.height}"
+            raise InvalidInputError(
+                f"the input's pictures are {size.width}x{size.height}{made}: {exc.message}; "
+                "--size scales them into range (or choose another --codec)"
+            ) from exc
         return extent
 
     # -- the run --------------------------------------------------------------------------------------
@@ -249,7 +337,7 @@ class _Transcoder:
             self.progress.start(total)
             if plan.passthrough:
                 self._passthrough(first)
-            elif self._scale_route(first, plan).kind is ScaleRouteKind.SWSCALE:
+            elif self._fit_gpu(first, plan, self._scale_route(first, plan)).kind is ScaleRouteKind.SWSCALE:
                 run_swscale(self, first, plan)
             else:
                 self._gpu(first, plan)
@@ -407,6 +495,52 @@ class _Transcoder:
             output_colour=plan.output_colour,
         )
 
+    def _fit_gpu(self, first: DecodedFrame, plan: TranscodePlan, route: ScaleRoute) -> ScaleRoute:
+        """The route, checked against the device's largest texture before any texture is made: a
+        picture wider or taller than ``max_texture_dimension_2d`` takes swscale when nothing asked for
+        the GPU and swscale can do the plan, else is refused with the way out."""
+        if route.kind is not ScaleRouteKind.GPU:
+            return route
+        from alpha2.ffmpeg_bridge.scale import swscale_unsupported_reason
+
+        if self.gpu_device is None:
+            self.gpu_device = Device.open(want_gpu_copy=first.on_gpu)
+        limit = _texture_limit(self.gpu_device.webgpu_device)
+        if limit is None:
+            return route
+        coded = first.metadata.coded_size
+        sides = {
+            "input": (max(coded.width, first.width), max(coded.height, first.height)),
+            "output": (plan.output_size.width, plan.output_size.height),
+        }
+        over = [(what, w, h) for what, (w, h) in sides.items() if max(w, h) > limit]
+        if not over:
+            return route
+        what, width, height = over[0]
+        name = self.gpu_device.as_dict().get("adapter") or "the GPU"
+        said = (
+            f"the {what} picture is {width}x{height}, but {name!r} makes textures of at most {limit} "
+            "pixels a side (max_texture_dimension_2d)"
+        )
+        swscale_why = (
+            "it crops odd sides pixel for pixel"
+            if plan.crop is not None
+            else swscale_unsupported_reason(
+                first.pixel_format, first.colour, plan.output_colour, plan.rotation
+            )
+        )
+        if not self.options.gpu and not first.on_gpu and swscale_why is None:
+            fitted = ScaleRoute(ScaleRouteKind.SWSCALE, f"{said}: swscale on the CPU takes it")
+            self.stats.scale_route = fitted.as_dict()
+            return fitted
+        if what == "output":
+            way_out = "choose a smaller --size"
+        elif self.options.gpu:
+            way_out = "drop --gpu: the CPU route (swscale) takes it, and --size scales it down there"
+        else:
+            way_out = f"the CPU route cannot take this plan either ({swscale_why})"
+        raise UnsupportedError(f"{said}: {way_out}")
+
     def _convert(
         self,
         parts: _GpuParts,
@@ -491,6 +625,28 @@ class _Transcoder:
 
     # -- teardown -------------------------------------------------------------------------------------
 
+    def _stream_report(self, session: EncodeSession) -> None:
+        """What became of the copied streams: kept, dropped with the reason, audio said in the encoder's."""
+        copied = session.stats
+        self.stats.kept_streams = list(copied.copied_streams)
+        self.stats.stream_notes = list(copied.stream_notes)
+        self.stats.dropped_streams = list(self._streams.dropped) + list(copied.dropped_streams)
+        self.stats.dropped_streams.sort(key=lambda d: d.index)
+        if not self.stats.encoder or not self.options.audio:
+            return
+        audio = [s for s in copied.copied_streams if s.kind is StreamKind.AUDIO]
+        lost = [d for d in copied.dropped_streams if d.kind is StreamKind.AUDIO]
+        said = str(self.stats.encoder.get("audio"))
+        if audio:
+            said = "copied" if len(audio) == 1 else f"{len(audio)} streams copied"
+        elif lost:
+            said = "dropped: " + lost[0].reason
+        if copied.audio_note:  # not a plain copy: say how
+            said = copied.audio_note if len(audio) <= 1 else f"{said}; {copied.audio_note}"
+        if audio and lost:
+            said += f"; {len(lost)} dropped"
+        self.stats.encoder["audio"] = said
+
     def _teardown(self, ok: bool) -> None:
         if self._first is not None:
             self._first.release()  # idempotent: a no-op when the loop already let it go
@@ -505,8 +661,7 @@ class _Transcoder:
             self.stats.packets_out = session.stats.packets_out
             self.stats.audio_packets_copied = session.stats.audio_packets_copied
             self.stats.audio_timestamps = session.stats.audio_timestamps
-            if session.stats.audio_note and self.stats.encoder:
-                self.stats.encoder["audio"] = session.stats.audio_note  # not a plain copy: say how
+            self._stream_report(session)
         for obj in self._gpu_objects:
             try:
                 obj.close()

@@ -11,12 +11,18 @@ from collections.abc import Callable
 
 from alpha2.api import pipeline
 from alpha2.api.encoding import OUTPUT_CONTAINERS
-from alpha2.api.transcode_plan import DEFAULT_CRF, ColourChoice, DepthChoice, TranscodeOptions
+from alpha2.api.transcode_plan import (
+    DEFAULT_CRF,
+    DEFAULT_MAX_PIXELS,
+    ColourChoice,
+    DepthChoice,
+    TranscodeOptions,
+)
 from alpha2.api.transcode_report import TranscodeStats, summary_notes
 from alpha2.api.transcoder import transcode
 from alpha2.apps.cli import add_overwrite_arguments
 
-__all__ = ["add_transcode_arguments", "options_from_args", "register", "run"]
+__all__ = ["add_max_pixels_argument", "add_transcode_arguments", "options_from_args", "register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -87,6 +93,19 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
     )
     parser.add_argument("--no-audio", dest="audio", action="store_false", help="drop the audio")
+    add_max_pixels_argument(parser)
+
+
+def add_max_pixels_argument(parser: argparse.ArgumentParser) -> None:
+    """``--max-pixels N``: the largest decoded picture taken (``alpha2 transcode``, ``batch``, ``play``)."""
+    parser.add_argument(
+        "--max-pixels",
+        type=pipeline.positive_int,
+        default=DEFAULT_MAX_PIXELS,
+        metavar="N",
+        help=f"refuse pictures of more than N pixels before decoding them (default {DEFAULT_MAX_PIXELS}, "
+        "8192x4320): a stream that claims a huge size takes gigabytes to decode",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
@@ -106,6 +125,7 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         depth=DepthChoice(args.depth),
         sdr=getattr(args, "sdr", False),
         overwrite=getattr(args, "overwrite", False),
+        max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
     )
 
 

@@ -178,10 +178,14 @@ class DecodeSession:
             thread). PyAV releases the GIL while demuxing and decoding, so the caller's per-frame work
             (import, render, encode) overlaps the decoder's. Prefetched frames hold no reservation until
             handed out; NVDEC's pool is enlarged by this many frames so they never starve it.
+        max_pixels: Refuse pictures of more pixels than this (OutOfMemoryError), from the stream's
+            coded size at open and again from the first frame, before a decoder allocates frames that
+            size (a 15 KB stream whose SPS claims 8192x8192 took 9.5 GB); None: no limit.
 
     Raises:
         MediaNotFoundError, MediaFormatError, NoVideoStreamError, UnsupportedCodecError,
         HwAccelUnavailableError: See :mod:`alpha2.ffmpeg_bridge.errors`.
+        OutOfMemoryError: The pictures are over ``max_pixels``.
     """
 
     def __init__(
@@ -197,6 +201,7 @@ class DecodeSession:
         device: PlacesDecoders | DecoderPlacement | None = None,
         reserve_timeout_s: float | None = None,
         prefetch: int = 0,
+        max_pixels: int | None = None,
     ) -> None:
         if not isinstance(source, str | os.PathLike) and not callable(getattr(source, "read", None)):
             raise InvalidInputError(
@@ -244,6 +249,9 @@ class DecodeSession:
         self._prefetch_depth = prefetch
         self._prefetcher: Prefetcher | None = None
         self._copy_ahead: Callable[[DecodedFrame], AheadWork | None] | None = None
+        if max_pixels is not None and max_pixels < 1:
+            raise InvalidInputError(f"max_pixels must be >= 1 (or None: no limit), got {max_pixels}")
+        self._max_pixels = max_pixels
 
         plan = plan_hw_device(self._mode, cuda_ordinal, device)
         self._plan = plan
@@ -354,11 +362,18 @@ class DecodeSession:
         else:
             cc.thread_type = "AUTO"
             cc.thread_count = self._threads
+        where = _display_source(self.source)
+        try:
+            coded = (max(cc.width, cc.coded_width), max(cc.height, cc.coded_height))
+            media.check_picture_size(*coded, self._max_pixels, where)
+        except BaseException:
+            container.close()
+            raise
         self._container = container
         self._stream = stream
         self._stream_rotation = media.stream_rotation(stream)
         self._info = media.stream_info(container, stream)
-        self._frames = self._decode_frames()
+        self._frames = media.within_pixel_limit(self._decode_frames(), self._max_pixels, where)
         return HwAccelReport(
             requested=plan.requested,
             active=HwAccelMode.CUDA if on_gpu else HwAccelMode.NONE,
@@ -476,7 +491,7 @@ class DecodeSession:
     def _decode_frames(self) -> Iterator[av.VideoFrame]:
         assert self._container is not None and self._stream is not None
         container, stream = self._container, self._stream
-        packets = container.demux(stream)
+        packets = media.without_truncated_tail(container.demux(stream), lambda: self._bump(decode_errors=1))
         while True:
             try:
                 packet = next(packets)

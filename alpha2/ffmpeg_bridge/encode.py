@@ -22,7 +22,7 @@ import functools
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -48,7 +48,8 @@ from alpha2.ffmpeg_bridge.encoders import (
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
 from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb
-from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
+from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, InvalidInputError
@@ -86,6 +87,10 @@ OUTPUT_CONTAINERS: dict[str, str] = {
 }
 """Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
 
+
+_FIELD_ORDER_TT = 2
+_FIELD_ORDER_BB = 3
+# AVFieldOrder values: top field coded and shown first, or bottom field coded and shown first.
 
 ROTATION_CONTAINERS = frozenset({"mp4", "mov", "matroska", "webm"})
 """Muxers that store a display matrix (MP4 / MOV track matrix, Matroska projection): a rotation tag
@@ -233,6 +238,12 @@ class EncodeStats:
     audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
     """Copied audio packets whose dts repeated or went backwards: dropped (behind the last one) or
     rebased (a jump back or a reset), by kind."""
+    copied_streams: tuple[InputStream, ...] = ()
+    """Streams of the copy source in the output (copied, or audio encoded again)."""
+    dropped_streams: tuple[DroppedStream, ...] = ()
+    """Streams asked to be copied that the output does not hold, with why."""
+    stream_notes: tuple[str, ...] = ()
+    """What was done to copied streams other than audio otherwise than a plain copy (subtitles converted)."""
 
 
 def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
@@ -262,15 +273,25 @@ class EncodeSession:
         preset: Encoder speed preset (``'veryfast'`` for x264/x265, a number for SVT-AV1 / libaom).
         colour: Colour metadata written to the stream; None takes the first DecodedFrame's, if any.
         audio_from: Copy the first audio stream of this source (a DecodeSession or a path), packets
-            as they are, no re-encode.
+            as they are (audio the container cannot hold is encoded again; audio that does not decode is
+            dropped, said in :attr:`stats`).
+        copy_streams: Which streams of ``audio_from`` to copy, by index in its container (audio,
+            subtitles, cover art, attachments: :class:`~alpha2.ffmpeg_bridge.side_streams.StreamCopier`);
+            None: its first audio stream.
+        start_shift_seconds: Subtracted from the copied streams' timestamps (the caller subtracts the
+            same from the video's pts: the output starts at zero).
+        jump_seconds: A forward jump of a copied stream's timestamps longer than this is a
+            discontinuity, re-timed; None: kept.
         audio_rate: Add an encoded audio track at this sample rate, fed by :meth:`encode_audio` (AAC,
             or Opus for WebM / Ogg). Not together with ``audio_from``.
         audio_channels: Channels of that track (1 or 2).
         container_format: FFmpeg muxer name, when the extension does not say it.
         options: Extra encoder options (FFmpeg AVOptions, strings).
         gop_size: Key frame interval in frames.
-        interlaced: Code the frames as interlaced (field order from each frame) where the encoder can
-            (:data:`INTERLACED_ENCODERS`); others code them progressive.
+        interlaced: Code the frames as interlaced where the encoder can (:data:`INTERLACED_ENCODERS`);
+            others code them progressive.
+        top_field_first: The field order of interlaced coding (and of the stream's tag): the top field
+            first, or the bottom one.
         display_rotation: Clockwise rotation a player applies, stored as the stream's display matrix
             (only in :data:`ROTATION_CONTAINERS`).
         hdr: HDR static metadata (mastering display, content light level) to write into the stream,
@@ -305,9 +326,15 @@ class EncodeSession:
         interlaced: bool = False,
         display_rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
+        copy_streams: Sequence[int] | None = None,
+        start_shift_seconds: float = 0.0,
+        jump_seconds: float | None = None,
+        top_field_first: bool = True,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
+        if copy_streams is not None and audio_from is None:
+            raise InvalidInputError("copy_streams names streams of audio_from: give audio_from too")
         if audio_rate is not None and audio_rate <= 0:
             raise InvalidInputError(f"audio_rate must be positive samples per second, got {audio_rate}")
         if audio_channels not in (1, 2):
@@ -369,28 +396,23 @@ class EncodeSession:
         self._options = dict(options or {})
         self._gop_size = gop_size
         self._interlaced = interlaced
+        self._top_field_first = top_field_first
+        self._copy_streams = None if copy_streams is None else tuple(copy_streams)
+        self._start_shift = start_shift_seconds
+        self._jump_seconds = jump_seconds
+        self._copier: StreamCopier | None = None
         self._hdr = hdr
         self.hdr_note: str | None = None
         """What became of ``hdr`` (written by the encoder's own parameters, or why not); set on open."""
         self._out: av.container.OutputContainer | None = None
         self._vstream: av.video.stream.VideoStream | None = None
-        self._audio_in: av.container.InputContainer | None = None
-        self._astream_in: av.audio.stream.AudioStream | None = None
-        self._astream_out: Any = None
-        self._audio_packets: Iterator[av.packet.Packet] | None = None
-        self._audio_pending: av.packet.Packet | None = None
-        self._audio_dts = TimestampFixer(drop_behind=True)  # the muxer refuses a dts that goes back
         self._last_pts: int | None = None
         self._frames_in = 0
         self._packets_out = 0
-        self._audio_copied = 0
         self._audio_rate = audio_rate
         self._audio_channels = audio_channels
         self._audio_enc: av.audio.stream.AudioStream | None = None  # the encoded track (audio_rate)
         self._audio_samples = 0
-        self._audio_reencoded = 0
-        self._audio_note: str | None = None
-        self._audio_resampler: av.AudioResampler | None = None
         self._done = False
         self._lock = threading.RLock()
 
@@ -399,13 +421,20 @@ class EncodeSession:
     @property
     def stats(self) -> EncodeStats:
         """Frames in, packets out, audio packets copied."""
+        copier = self._copier
+        if copier is None:
+            return EncodeStats(self._frames_in, self._packets_out, 0)
+        report = copier.report
         return EncodeStats(
             self._frames_in,
             self._packets_out,
-            self._audio_copied,
-            self._audio_reencoded,
-            self._audio_note,
-            self._audio_dts.adjustments,
+            copier.audio_packets_copied,
+            copier.frames_reencoded,
+            "; ".join(report.notes) or None,
+            copier.adjustments,
+            tuple(report.kept),
+            tuple(report.dropped),
+            tuple(report.other_notes),
         )
 
     @property
@@ -483,17 +512,22 @@ class EncodeSession:
                 stream.set_display_rotation(-int(self._display_rotation))  # PyAV takes counter-clockwise
             if self._gop_size is not None:
                 cc.gop_size = self._gop_size
+            opts = dict(self._options)
             if self._interlaced and self.encoder.name in INTERLACED_ENCODERS:
-                # These take each frame's interlaced and top-field-first flags once coding is interlaced.
                 flags = av.codec.context.Flags
                 cc.flags |= flags.interlaced_dct | flags.interlaced_me
+                cc.field_order = _FIELD_ORDER_TT if self._top_field_first else _FIELD_ORDER_BB
+                if self.encoder.name == "libx264":
+                    # libx264 codes the top field first unless told (the frames' flags do not reach it).
+                    order = "tff=1" if self._top_field_first else "bff=1"
+                    params = opts.get("x264-params")
+                    opts["x264-params"] = f"{params}:{order}" if params else order
             if colour is not None:
                 cc.colorspace = int(colour.matrix)
                 cc.color_primaries = int(colour.primaries)
                 cc.color_trc = int(colour.transfer)
                 if colour.range is not ColourRange.UNSPECIFIED:
                     cc.color_range = int(colour.range)
-            opts = dict(self._options)
             # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
             spec = encoder_spec(self.encoder.name) or EncoderSpec(
                 self.encoder.name, self.encoder.codec, False
@@ -515,7 +549,14 @@ class EncodeSession:
             cc.options = opts
             self._vstream = stream
             if self._audio_path is not None:
-                self._open_audio(out)  # a copy, or a re-encode when the container cannot hold the codec
+                # Copies, audio encoded again where the container cannot hold its codec, drops said.
+                self._copier = StreamCopier(
+                    out,
+                    self._audio_path,
+                    self._copy_streams,
+                    shift_seconds=self._start_shift,
+                    jump_seconds=self._jump_seconds,
+                )
             elif self._audio_rate is not None:
                 self._open_audio_encoder(out)
             cc.open()
@@ -530,15 +571,7 @@ class EncodeSession:
 
     def _open_audio_encoder(self, out: av.container.OutputContainer) -> None:
         assert self._audio_rate is not None
-        muxer = out.format.name
-        codec = "libopus" if ("webm" in muxer or "ogg" in muxer) else "aac"
-        if codec == "libopus" and self._audio_rate not in (8_000, 12_000, 16_000, 24_000, 48_000):
-            self._audio_rate = 48_000  # Opus's rates; a re-encoded source is resampled to it
-        stream = out.add_stream(codec, rate=self._audio_rate)
-        assert isinstance(stream, av.audio.stream.AudioStream)
-        stream.layout = "stereo" if self._audio_channels == 2 else "mono"
-        stream.time_base = fractions.Fraction(1, self._audio_rate)
-        self._audio_enc = stream
+        self._audio_enc, self._audio_rate = add_audio_encoder(out, self._audio_rate, self._audio_channels)
 
     def encode_audio(self, samples: Any, *, sample_rate: int) -> None:
         """Encode PCM samples into the audio track declared with ``audio_rate``.
@@ -591,37 +624,6 @@ class EncodeSession:
             raise from_ffmpeg(
                 exc, f"encoding audio with {self._audio_enc.codec_context.name}", EncoderError
             ) from exc
-
-    def _open_audio(self, out: av.container.OutputContainer) -> None:
-        assert self._audio_path is not None
-        try:
-            audio_in = av.open(self._audio_path, mode="r", metadata_errors="replace")
-        except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"opening audio source {self._audio_path!r}") from exc
-        assert isinstance(audio_in, av.container.InputContainer)
-        self._audio_in = audio_in
-        if not audio_in.streams.audio:
-            raise InvalidInputError(f"audio_from {self._audio_path!r} has no audio stream")
-        a_in = audio_in.streams.audio[0]
-        self._astream_in = a_in
-        self._audio_packets = audio_in.demux(a_in)
-        try:
-            self._astream_out = out.add_stream_from_template(a_in)
-        except ValueError as exc:
-            # The output's container cannot hold the source's codec (AAC into WebM): decode and encode
-            # it again in one the container takes, and say so.
-            source_codec = a_in.codec_context.name
-            self._audio_rate = a_in.rate or 48_000
-            self._audio_channels = 1 if (a_in.codec_context.channels or 2) == 1 else 2
-            self._open_audio_encoder(out)
-            assert self._audio_enc is not None
-            self._audio_resampler = av.AudioResampler(
-                format="fltp", layout="mono" if self._audio_channels == 1 else "stereo", rate=self._audio_rate
-            )
-            self._audio_note = (
-                f"re-encoded {source_codec} to {self._audio_enc.codec_context.name}: "
-                f"the {out.format.name} container cannot hold {source_codec} ({exc})"
-            )
 
     # -- frames in -------------------------------------------------------------------------------
 
@@ -699,11 +701,13 @@ class EncodeSession:
                 )
             if self._out is None:
                 self._open(self._width or av_frame.width, self._height or av_frame.height, fmt, colour)
+            # Timed before the RGB conversion, which keeps them: a frame drained from the decoder after
+            # a read error (an image sequence's gap) comes with no time base of its own.
+            av_frame.pts = pts
+            av_frame.time_base = self.time_base
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
-            av_frame.pts = pts
-            av_frame.time_base = self.time_base
             self._last_pts = pts
             self._frames_in += 1
             self._encode_av(av_frame)
@@ -731,69 +735,13 @@ class EncodeSession:
             raise
 
     def _mux_audio_until(self, packet: av.packet.Packet | None) -> None:
-        """Mux audio packets up to the video packet's time (all of them when ``packet`` is None)."""
-        if self._audio_packets is None or self._out is None:
+        """Mux copied packets up to the video packet's time (all of them when ``packet`` is None)."""
+        if self._copier is None or self._out is None:
             return
         limit: float | None = None
         if packet is not None and packet.pts is not None and packet.time_base is not None:
             limit = float(packet.pts * packet.time_base)
-        while True:
-            apkt = self._audio_pending
-            self._audio_pending = None
-            if apkt is None:
-                try:
-                    apkt = next(self._audio_packets)
-                except (StopIteration, av.error.FFmpegError) as exc:
-                    if isinstance(exc, av.error.FFmpegError):
-                        # A damaged audio packet ends the audio, as a demuxer error ends the video.
-                        self._audio_note = f"audio ends early at damaged data ({exc.strerror or exc})"
-                    self._audio_packets = None
-                    if self._audio_resampler is not None:
-                        self._reencode_audio(None)
-                    return
-                if apkt.dts is None or apkt.size == 0:
-                    continue
-                if not self._fix_audio_dts(apkt):
-                    continue
-            if limit is not None and apkt.pts is not None and apkt.time_base is not None:
-                if float(apkt.pts * apkt.time_base) > limit:
-                    self._audio_pending = apkt
-                    return
-            if self._audio_resampler is not None:
-                self._reencode_audio(apkt)
-                continue
-            apkt.stream = self._astream_out
-            self._out.mux(apkt)
-            self._audio_copied += 1
-
-    def _fix_audio_dts(self, apkt: av.packet.Packet) -> bool:
-        """Make a copied audio packet's dts follow the last one's (pts moved alike); False: drop it."""
-        assert apkt.dts is not None
-        dts = self._audio_dts.fix(apkt.dts, apkt.duration or None)
-        if dts is None:
-            return False
-        shift = dts - apkt.dts
-        if shift:
-            if apkt.pts is not None:
-                apkt.pts = apkt.pts + shift
-            apkt.dts = dts
-        return True
-
-    def _reencode_audio(self, apkt: av.packet.Packet | None) -> None:
-        """Decode a source packet (None: drain) and feed its samples to the output's audio encoder."""
-        assert self._astream_in is not None and self._audio_resampler is not None
-        assert self._audio_rate is not None
-        try:
-            frames = self._astream_in.decode(apkt)
-        except av.error.FFmpegError:
-            return  # a damaged audio packet: skipped, as the video decoder skips corrupt data
-        for frame in [*frames, None] if apkt is None else frames:
-            for out_frame in self._audio_resampler.resample(frame):
-                out_frame.pts = self._audio_samples
-                out_frame.time_base = fractions.Fraction(1, self._audio_rate)
-                self._audio_samples += out_frame.samples
-                self._encode_audio_frame(out_frame)
-                self._audio_reencoded += 1
+        self._copier.mux_until(limit)
 
     # -- finishing ---------------------------------------------------------------------------------
 
@@ -804,10 +752,8 @@ class EncodeSession:
         if out is not None:
             with contextlib.suppress(Exception):
                 out.close()
-        audio_in, self._audio_in = self._audio_in, None
-        if audio_in is not None:
-            with contextlib.suppress(Exception):
-                audio_in.close()
+        if self._copier is not None:
+            self._copier.close()
         if self._tmp_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self._tmp_path)
@@ -832,7 +778,8 @@ class EncodeSession:
                 raise EncoderError(f"no frames were encoded; {self.path or 'the output'} was not written")
             self._encode_av(None)
             try:
-                self._mux_audio_until(None)
+                if self._copier is not None:
+                    self._copier.finish()
                 if self._audio_enc is not None:
                     self._encode_audio_frame(None)
                 out, self._out = self._out, None
@@ -841,9 +788,6 @@ class EncodeSession:
                 self._fail()
                 raise from_ffmpeg(exc, f"finishing {self.path or 'the output'}", EncoderError) from exc
             self._done = True
-            if self._audio_in is not None:
-                self._audio_in.close()
-                self._audio_in = None
             if self._tmp_path is not None and self.path is not None:
                 try:
                     os.replace(self._tmp_path, self.path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fractions
 import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -11,8 +12,9 @@ import av
 import av.video.stream
 
 from alpha2.ffmpeg_bridge.hdr import hdr_metadata_of
+from alpha2.ffmpeg_bridge.side_streams import InputStream, input_streams
 from alpha2.gpu.colour import ColourInfo
-from alpha2.gpu.errors import InvalidInputError, UnknownFormatError
+from alpha2.gpu.errors import InvalidInputError, OutOfMemoryError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
@@ -22,6 +24,7 @@ __all__ = [
     "AudioTrack",
     "StreamInfo",
     "audio_tracks",
+    "check_picture_size",
     "colour_of",
     "cpu_planes_of",
     "cuda_planes_of",
@@ -30,7 +33,11 @@ __all__ = [
     "rotation_from_degrees_ccw",
     "stream_info",
     "with_first_frame",
+    "within_pixel_limit",
+    "without_truncated_tail",
 ]
+
+_TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT: the format allows timestamp discontinuities
 
 # AVFieldOrder: AV_FIELD_TT and AV_FIELD_TB code the top field first.
 _TOP_FIELD_FIRST_ORDERS = (2, 4)
@@ -95,6 +102,10 @@ class StreamInfo:
     """The first frame's HDR static metadata, or None when it carries none."""
     audio_tracks: tuple[AudioTrack, ...] = ()
     """The container's audio streams, in container order."""
+    streams: tuple[InputStream, ...] = ()
+    """Every stream of the container (audio, subtitles, cover art, attachments, data), described."""
+    discontinuous_timestamps: bool = False
+    """The container's format lets its clock jump (MPEG-TS, FLV: FFmpeg's ``AVFMT_TS_DISCONT``)."""
 
     @property
     def duration_seconds(self) -> float | None:
@@ -311,6 +322,8 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         coded_width=int(cc.coded_width or 0),
         coded_height=int(cc.coded_height or 0),
         audio_tracks=audio_tracks(container),
+        streams=input_streams(container),
+        discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
     )
 
 
@@ -327,3 +340,73 @@ def with_first_frame(
         colour=colour,
         hdr=hdr_metadata_of(frame),
     )
+
+
+def check_picture_size(width: int, height: int, max_pixels: int | None, where: str) -> None:
+    """Refuse a picture of more than ``max_pixels`` pixels before its frames are allocated.
+
+    Raises:
+        OutOfMemoryError: ``width`` x ``height`` is over the limit (the message names both, and the way out).
+    """
+    if max_pixels is None or width * height <= max_pixels:
+        return
+    raise OutOfMemoryError(
+        f"{where} holds {width}x{height} pictures ({width * height / 1e6:.1f} MP), over the "
+        f"{max_pixels / 1e6:.1f} MP limit on decoded pictures ({max_pixels} pixels): a picture that "
+        "large takes gigabytes to decode; raise the limit (--max-pixels) if it is meant"
+    )
+
+
+def within_pixel_limit(
+    frames: Iterator[av.VideoFrame], max_pixels: int | None, where: str
+) -> Iterator[av.VideoFrame]:
+    """``frames``, refusing (:func:`check_picture_size`) the first one when it is over the limit
+    (a stream whose parameters did not say its size at open)."""
+    checked = max_pixels is None
+    for frame in frames:
+        if not checked:
+            check_picture_size(frame.width, frame.height, max_pixels, where)
+            checked = True
+        yield frame
+
+
+def without_truncated_tail(
+    packets: Iterator[av.Packet], on_dropped: Callable[[], None]
+) -> Iterator[av.Packet]:
+    """``packets``, less a last one the demuxer flagged corrupt (read short at the end of a cut file).
+
+    Such a packet cannot decode to a whole picture, and sent to a frame-threaded decoder its error
+    comes back in the middle of the drain, where PyAV stops receiving: the frames decoded before it
+    that the decoder still holds were lost (an MP4 cut at 60 % gave 9 of its 11 frames). Skipped (and
+    counted by ``on_dropped``), they all come out, as with FFmpeg.
+    """
+    held: av.Packet | None = None
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            break
+        except av.error.FFmpegError:
+            if held is not None:
+                if held.is_corrupt:
+                    on_dropped()
+                else:
+                    yield held
+            raise
+        if not packet.size:  # the flush packet: what is held was the last one
+            if held is not None:
+                if held.is_corrupt:
+                    on_dropped()
+                else:
+                    yield held
+                held = None
+            yield packet
+            continue
+        if held is not None:
+            yield held
+        held = packet
+    if held is not None:
+        if held.is_corrupt:
+            on_dropped()
+        else:
+            yield held

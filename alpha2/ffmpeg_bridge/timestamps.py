@@ -9,7 +9,11 @@ strictly increasing with the smallest change, and counts what it changed by kind
   one tick after the last output timestamp; later timestamps are not moved;
 * a jump back by more than :data:`REORDER_STEPS` frame steps (a reset or a swapped block) rebases the
   rest of the timeline so that it continues one step after the last output timestamp;
-* a missing timestamp becomes one step after the last.
+* a missing timestamp becomes one step after the last;
+* with a ``jump_limit``, a jump forward by more than that (a discontinuity: FLV extended timestamps, a
+  huge Matroska cluster time, an fMP4 ``tfdt``) rebases the rest of the timeline to continue one step
+  after the last output timestamp, as FFmpeg's ``-dts_delta_threshold`` does; the limit in seconds is
+  :func:`jump_seconds`.
 
 With ``drop_behind=True`` (audio packets, whose samples would overlap those already written) the
 nudged cases are dropped instead, and counted as such.
@@ -21,11 +25,35 @@ import collections
 import enum
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["REORDER_STEPS", "TimestampAdjustments", "TimestampFixer", "TimestampKind"]
+__all__ = [
+    "JUMP_SECONDS",
+    "JUMP_SECONDS_DISCONTINUOUS",
+    "REORDER_STEPS",
+    "TimestampAdjustments",
+    "TimestampFixer",
+    "TimestampKind",
+    "jump_seconds",
+]
 
 REORDER_STEPS = 2
 """A timestamp at most this many frame steps behind the last one is a reordering, nudged; further
 behind is a jump, rebased."""
+
+JUMP_SECONDS_DISCONTINUOUS = 10.0
+"""A forward jump longer than this is a discontinuity in formats whose clock may jump (MPEG-TS, FLV:
+FFmpeg's ``AVFMT_TS_DISCONT``), as FFmpeg's ``-dts_delta_threshold`` has it."""
+
+JUMP_SECONDS = 3600.0
+"""A forward jump longer than this is a discontinuity in other formats (no real pause is an hour long
+between two frames; an MP4 track cannot hold a gap of 2**31 ticks, 6.6 hours at 90 kHz)."""
+
+JUMP_STEPS = 100
+"""A forward jump is never a discontinuity when it is at most this many frame steps (slow VFR clips)."""
+
+
+def jump_seconds(discontinuous_format: bool) -> float:
+    """The forward jump, in seconds, beyond which a timestamp is a discontinuity and re-timed."""
+    return JUMP_SECONDS_DISCONTINUOUS if discontinuous_format else JUMP_SECONDS
 
 
 class TimestampKind(enum.Enum):
@@ -43,6 +71,8 @@ class TimestampKind(enum.Enum):
     """Jumped back to the timeline's start (a clock reset, concatenated files): rebased likewise."""
     MISSING = "missing"
     """No timestamp: one step after the last one."""
+    JUMP = "jump"
+    """Jumped forward beyond the jump limit (a discontinuity): rebased to one step after the last one."""
     DROPPED = "dropped"
     """Duplicate or behind with ``drop_behind``: the packet is dropped."""
 
@@ -63,6 +93,8 @@ class TimestampAdjustments:
     """Missing timestamps filled in."""
     dropped: int = 0
     """Packets dropped for a timestamp behind the last one (``drop_behind``)."""
+    jump: int = 0
+    """Forward jumps beyond the jump limit (discontinuities) rebased."""
 
     @property
     def total(self) -> int:
@@ -79,6 +111,12 @@ class TimestampAdjustments:
             return "none"
         return f"{self.total} (" + ", ".join(f"{n} {k}" for k, n in self.as_dict().items()) + ")"
 
+    def __add__(self, other: TimestampAdjustments) -> TimestampAdjustments:
+        """The counts of two fixers together (several copied streams)."""
+        return TimestampAdjustments(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
+
 
 class TimestampFixer:
     """Turn a sequence of timestamps (one time base) into a strictly increasing one.
@@ -86,11 +124,18 @@ class TimestampFixer:
     Args:
         drop_behind: Drop (return None for) duplicates and timestamps slightly behind instead of
             nudging them; jumps and resets are still rebased.
+        jump_limit: A forward jump by more than this many units (and more than :data:`JUMP_STEPS`
+            frame steps) is a discontinuity, rebased; None: forward jumps are kept.
+        shift: Subtracted from every timestamp (the output starts at zero: the first packet's time
+            across the kept streams, in these units).
     """
 
-    def __init__(self, *, drop_behind: bool = False) -> None:
+    def __init__(self, *, drop_behind: bool = False, jump_limit: int | None = None, shift: int = 0) -> None:
+        if jump_limit is not None and jump_limit <= 0:
+            raise ValueError(f"jump_limit must be positive, got {jump_limit}")
         self._drop_behind = drop_behind
-        self._offset = 0
+        self._jump_limit = jump_limit
+        self._offset = -shift
         self._first: int | None = None
         self._last_in: int | None = None
         self._last_out: int | None = None
@@ -104,7 +149,8 @@ class TimestampFixer:
 
     @property
     def offset(self) -> int:
-        """The rebase now added to incoming timestamps (0 until a backward jump or reset)."""
+        """What is now added to incoming timestamps: minus the shift, plus the rebases of backward
+        jumps, resets and discontinuities."""
         return self._offset
 
     def _count(self, kind: TimestampKind) -> None:
@@ -137,12 +183,25 @@ class TimestampFixer:
         if self._first is None:
             self._first = pts
         repeated = pts == self._last_in
-        if self._last_in is not None and pts > self._last_in:
-            self._steps.append(pts - self._last_in)  # the input's own frame step, for later rebases
+        gap = None if self._last_in is None else pts - self._last_in
+        jumped = (
+            self._jump_limit is not None
+            and last is not None
+            and gap is not None
+            and gap > max(self._jump_limit, JUMP_STEPS * step)
+        )
+        if gap is not None and gap > 0 and not jumped:
+            self._steps.append(gap)  # the input's own frame step, for later rebases
         self._last_in = pts
         out = pts + self._offset
         kind = TimestampKind.KEPT
-        if last is not None and out <= last:
+        if jumped:
+            assert last is not None
+            self._offset += last + step - out
+            out = last + step
+            kind = TimestampKind.JUMP
+            self._count(kind)
+        elif last is not None and out <= last:
             behind = last - out
             if behind <= REORDER_STEPS * step:
                 kind = TimestampKind.DUPLICATE if behind == 0 or repeated else TimestampKind.REORDERED

@@ -1,0 +1,650 @@
+"""The input's other streams (audio, subtitles, cover art, attachments, data) and copying them.
+
+:func:`input_streams` lists what a container holds, as the demuxer says (before decoding);
+:class:`StreamCopier` copies the streams asked for into an output container beside the encoded video:
+packets as they are where the output's muxer holds their codec, audio decoded and encoded again where
+it does not, cover art as the container keeps it (an MP4 ``covr`` picture, a Matroska attachment),
+attachments into Matroska. What it cannot keep it reports as a :class:`DroppedStream` with the reason,
+never silently: a subtitle codec the container has no place for, audio whose decoder cannot open (a
+damaged ``CodecPrivate``: the copy would not play either). Timestamps are shifted by the output's start
+and made increasing per stream (:class:`~alpha2.ffmpeg_bridge.timestamps.TimestampFixer`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import fractions
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import av
+import av.audio.stream
+import av.container
+import av.error
+import av.packet
+import av.stream
+
+from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
+from alpha2.gpu.errors import InvalidInputError
+
+__all__ = [
+    "DroppedStream",
+    "InputStream",
+    "StreamCopier",
+    "StreamKind",
+    "add_audio_encoder",
+    "describe_holdings",
+    "input_streams",
+    "probe_streams",
+]
+
+SUBTITLE_MUXERS = frozenset({"matroska", "mp4", "mov", "webm"})
+"""Muxers alpha2 copies subtitle packets into (each where its codec list takes the subtitle codec:
+Matroska text and bitmap subtitles, MP4 / MOV ``mov_text``, WebM WebVTT)."""
+
+COVER_ART_MUXERS = frozenset({"mp4", "mov", "matroska"})
+"""Muxers that keep cover art: MP4 / MOV as an attached picture (``covr``), Matroska as an attachment."""
+
+ATTACHMENT_MUXERS = frozenset({"matroska"})
+"""Muxers that hold attachments (fonts and other files)."""
+
+DECODE_CHECK_PACKETS = 8
+"""Packets of a copied audio stream decoded before the copy, to learn that its decoder opens."""
+
+TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "mov_text", "webvtt", "text"})
+"""Subtitle codecs whose packets are plain text (MP4 timed text: a length, the text, style boxes)."""
+
+TEXT_SUBTITLE_TARGETS = {"matroska": "subrip", "mp4": "mov_text", "mov": "mov_text", "webm": "webvtt"}
+"""The text subtitle codec each muxer takes, which other plain-text subtitles are converted to."""
+
+_TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
+
+_IMAGE_MIMETYPES = {"mjpeg": ("image/jpeg", "jpg"), "png": ("image/png", "png"), "bmp": ("image/bmp", "bmp")}
+
+
+class StreamKind(enum.Enum):
+    """What a stream carries."""
+
+    VIDEO = "video"
+    AUDIO = "audio"
+    SUBTITLE = "subtitle"
+    DATA = "data"
+    ATTACHMENT = "attachment"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class InputStream:
+    """One stream of an input container, as its demuxer describes it."""
+
+    index: int
+    """Index of the stream in the container."""
+    kind: StreamKind
+    """What it carries."""
+    codec: str
+    """FFmpeg's codec name (``aac``, ``subrip``, ``mjpeg``); for data without a codec, what it holds
+    (``timecode``) or ""; for an attachment, its MIME type."""
+    start_seconds: float | None = None
+    """Its first timestamp in seconds, when the demuxer knows it."""
+    attached_picture: bool = False
+    """A video stream that is one picture attached to the file (cover art), not a video."""
+    width: int = 0
+    """Picture width in pixels (video)."""
+    height: int = 0
+    """Picture height in pixels (video)."""
+    channels: int = 0
+    """Audio channels."""
+    sample_rate: int = 0
+    """Audio samples per second."""
+    filename: str = ""
+    """An attachment's file name."""
+
+    def describe(self) -> str:
+        """``audio (aac, 2 ch, 48000 Hz)``, ``cover art (mjpeg 300x300)``, ``attachment font.ttf`` ..."""
+        if self.attached_picture:
+            return f"cover art ({self.codec} {self.width}x{self.height})"
+        if self.kind is StreamKind.VIDEO:
+            return f"video ({self.codec} {self.width}x{self.height})"
+        if self.kind is StreamKind.AUDIO:
+            return f"audio ({self.codec}, {self.channels} ch, {self.sample_rate} Hz)"
+        if self.kind is StreamKind.ATTACHMENT:
+            return f"attachment {self.filename or '(unnamed)'}"
+        return f"{self.kind.value} ({self.codec or 'unknown codec'})"
+
+
+@dataclass(frozen=True)
+class DroppedStream:
+    """A stream of the input the output does not keep, and why."""
+
+    index: int
+    """Index of the stream in the input."""
+    kind: StreamKind
+    """What it carries."""
+    codec: str
+    """Its codec (or what it holds)."""
+    reason: str
+    """Why it is not in the output."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """For JSON: ``{index, kind, codec, reason}``."""
+        return {"index": self.index, "kind": self.kind.value, "codec": self.codec, "reason": self.reason}
+
+
+_KINDS = {kind.value: kind for kind in StreamKind}
+
+
+def _codec_name(stream: Any) -> str:
+    cc = getattr(stream, "codec_context", None)
+    if cc is not None:
+        return str(cc.name)
+    metadata = stream.metadata
+    if stream.type == "attachment":
+        return str(metadata.get("mimetype", "") or "")
+    if "timecode" in metadata:
+        return "timecode"
+    return str(metadata.get("handler_name", "") or "")
+
+
+def input_streams(container: av.container.InputContainer) -> tuple[InputStream, ...]:
+    """Every stream of ``container``, described without decoding."""
+    found = []
+    attached = int(av.stream.Disposition.attached_pic)
+    for stream in container.streams:
+        kind = _KINDS.get(stream.type, StreamKind.UNKNOWN)
+        start = None
+        if stream.start_time is not None and stream.time_base is not None:
+            start = float(stream.start_time * stream.time_base)
+        cc: Any = getattr(stream, "codec_context", None)
+        found.append(
+            InputStream(
+                index=stream.index,
+                kind=kind,
+                codec=_codec_name(stream),
+                start_seconds=start,
+                attached_picture=kind is StreamKind.VIDEO and bool(int(stream.disposition) & attached),
+                width=int(getattr(cc, "width", 0) or 0) if kind is StreamKind.VIDEO else 0,
+                height=int(getattr(cc, "height", 0) or 0) if kind is StreamKind.VIDEO else 0,
+                channels=int(getattr(cc, "channels", 0) or 0) if kind is StreamKind.AUDIO else 0,
+                sample_rate=int(getattr(cc, "sample_rate", 0) or 0) if kind is StreamKind.AUDIO else 0,
+                filename=str(stream.metadata.get("filename", "") or "")
+                if kind is StreamKind.ATTACHMENT
+                else "",
+            )
+        )
+    return tuple(found)
+
+
+def probe_streams(path: str | os.PathLike[str]) -> tuple[InputStream, ...]:
+    """The streams of the file at ``path`` (opened and closed here); empty when it does not open."""
+    try:
+        with av.open(os.fspath(path), metadata_errors="replace") as container:
+            if not isinstance(container, av.container.InputContainer):
+                return ()
+            return input_streams(container)
+    except (av.error.FFmpegError, OSError):
+        return ()
+
+
+def describe_holdings(streams: Sequence[InputStream]) -> str:
+    """What a file holds, in words: ``audio (aac, 2 ch, 48000 Hz) and cover art (mjpeg 64x64)``."""
+    parts = [s.describe() for s in streams]
+    if not parts:
+        return "no streams"
+    if len(parts) == 1:
+        return parts[0]
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def add_audio_encoder(
+    out: av.container.OutputContainer, rate: int, channels: int
+) -> tuple[av.audio.stream.AudioStream, int]:
+    """An audio encoder stream in ``out``: Opus for WebM / Ogg (at an Opus rate), AAC otherwise.
+
+    Returns the stream and its sample rate (``rate``, or 48 kHz where Opus does not take ``rate``).
+    """
+    muxer = out.format.name
+    codec = "libopus" if ("webm" in muxer or "ogg" in muxer) else "aac"
+    if codec == "libopus" and rate not in (8_000, 12_000, 16_000, 24_000, 48_000):
+        rate = 48_000  # Opus's rates; a re-encoded source is resampled to it
+    stream = out.add_stream(codec, rate=rate)
+    assert isinstance(stream, av.audio.stream.AudioStream)
+    stream.layout = "stereo" if channels == 2 else "mono"
+    stream.time_base = fractions.Fraction(1, rate)
+    return stream, rate
+
+
+def _undecodable(path: str, audio: Sequence[int]) -> dict[int, str]:
+    """Audio streams (by index) whose decoder does not open or whose first packets do not decode, with
+    why; one read of the file."""
+    if not audio:
+        return {}
+    failed: dict[int, str] = {}
+    try:
+        container = av.open(path, metadata_errors="replace")
+    except (av.error.FFmpegError, OSError):
+        return {}
+    with container:
+        assert isinstance(container, av.container.InputContainer)
+        streams = []
+        for stream in container.streams:
+            if stream.index not in audio or stream.codec_context is None:
+                continue
+            try:
+                stream.codec_context.open()
+            except av.error.FFmpegError as exc:
+                # A damaged CodecPrivate (Opus / Vorbis headers cut short) stops the decoder here.
+                failed[stream.index] = f"its decoder does not open: {exc.strerror or exc}"
+                continue
+            streams.append(stream)
+        left = {s.index: DECODE_CHECK_PACKETS for s in streams}
+        decoded: set[int] = set()
+        try:
+            for packet in container.demux(*streams) if streams else ():
+                index = packet.stream.index
+                if index in decoded or index in failed or not packet.size:
+                    continue
+                try:
+                    if packet.decode():
+                        decoded.add(index)
+                except av.error.FFmpegError as exc:
+                    failed[index] = str(exc.strerror or exc)
+                left[index] -= 1
+                if left[index] <= 0 and index not in decoded:
+                    failed.setdefault(index, f"no sound from its first {DECODE_CHECK_PACKETS} packets")
+                if all(i in decoded or i in failed for i in left):
+                    break
+        except av.error.FFmpegError:
+            pass  # damaged data further on is the copy's to meet and report
+    return failed
+
+
+@dataclass
+class _Entry:
+    """One stream being copied (or decoded and encoded again)."""
+
+    source: InputStream
+    stream_in: Any
+    stream_out: Any
+    fixer: TimestampFixer
+    reencode: bool = False
+    resampler: Any = None
+    rate: int = 0
+    samples: int | None = None
+    frames: int = 0
+    packets: int = 0
+    text_to: str | None = None
+    """The text subtitle codec the packets are converted to (None: copied as they are)."""
+
+
+@dataclass
+class _Picture:
+    """Cover art to write once: its stream (MP4 / MOV) and its coded picture."""
+
+    source: InputStream
+    stream_out: Any
+    data: bytes
+
+
+@dataclass
+class CopyReport:
+    """What a :class:`StreamCopier` kept, changed and dropped."""
+
+    kept: list[InputStream] = field(default_factory=list)
+    """Streams in the output (copied, or audio encoded again)."""
+    dropped: list[DroppedStream] = field(default_factory=list)
+    """Streams asked for that the output does not hold, with why."""
+    notes: list[str] = field(default_factory=list)
+    """What was done to the audio otherwise than a plain copy (encoded again, ending early)."""
+    other_notes: list[str] = field(default_factory=list)
+    """What was done to the other streams otherwise than a plain copy (subtitles converted)."""
+
+
+def _first_packet(path: str, index: int) -> bytes | None:
+    try:
+        with av.open(path, metadata_errors="replace") as container:
+            assert isinstance(container, av.container.InputContainer)
+            for packet in container.demux(container.streams[index]):
+                if packet.size:
+                    return bytes(packet)
+    except (av.error.FFmpegError, OSError, IndexError):
+        return None
+    return None
+
+
+class StreamCopier:
+    """Copy streams of an input file into an output container, interleaved with its video.
+
+    Made before the output's header is written (streams and attachments are added then); the encoder's
+    loop calls :meth:`mux_until` with each video packet's time, :meth:`finish` at the end.
+
+    Args:
+        out: The output container (header not yet written).
+        path: The input file.
+        indices: Input stream indices to copy (audio, subtitles, cover art, attachments); None: the
+            first audio stream.
+        shift_seconds: Subtracted from every timestamp (the output starts at zero).
+        jump_seconds: A forward jump longer than this is a discontinuity, re-timed; None: kept.
+
+    Raises:
+        InvalidInputError: ``indices`` is None and the input has no audio stream.
+        EncoderError: The input cannot be opened.
+    """
+
+    def __init__(
+        self,
+        out: av.container.OutputContainer,
+        path: str,
+        indices: Sequence[int] | None = None,
+        *,
+        shift_seconds: float = 0.0,
+        jump_seconds: float | None = None,
+    ) -> None:
+        self._out = out
+        self._path = path
+        self._shift = fractions.Fraction(shift_seconds).limit_denominator(1_000_000)
+        self._jump = jump_seconds
+        self.report = CopyReport()
+        """What was kept, dropped and changed."""
+        try:
+            source = av.open(path, mode="r", metadata_errors="replace")
+        except av.error.FFmpegError as exc:
+            raise from_ffmpeg(exc, f"opening {path!r} to copy its streams", EncoderError) from exc
+        assert isinstance(source, av.container.InputContainer)
+        self._in: av.container.InputContainer | None = source
+        described = {s.index: s for s in input_streams(source)}
+        if indices is None:
+            audio = [s.index for s in described.values() if s.kind is StreamKind.AUDIO]
+            if not audio:
+                source.close()
+                raise InvalidInputError(f"audio_from {path!r} has no audio stream")
+            indices = audio[:1]
+        self._entries: dict[int, _Entry] = {}
+        self._pictures: list[_Picture] = []
+        broken = _undecodable(
+            path, [i for i in indices if i in described and described[i].kind is StreamKind.AUDIO]
+        )
+        for index in indices:
+            if index not in described:
+                raise InvalidInputError(f"{path!r} has no stream {index}")
+            self._add(described[index], broken.get(index))
+        streams = [source.streams[i] for i in self._entries]
+        self._packets: Iterator[av.packet.Packet] | None = source.demux(*streams) if streams else None
+        self._pending: av.packet.Packet | None = None
+
+    # -- setting up ----------------------------------------------------------------------------
+
+    def _drop(self, stream: InputStream, reason: str) -> None:
+        self.report.dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, reason))
+
+    def _fixer(self, stream_in: Any, drop_behind: bool) -> TimestampFixer:
+        tb = fractions.Fraction(stream_in.time_base or fractions.Fraction(1, 1_000_000))
+        jump = None if self._jump is None else max(1, round(fractions.Fraction(self._jump) / tb))
+        return TimestampFixer(drop_behind=drop_behind, jump_limit=jump, shift=round(self._shift / tb))
+
+    def _add(self, stream: InputStream, undecodable: str | None) -> None:
+        assert self._in is not None
+        muxer = self._out.format.name
+        stream_in = self._in.streams[stream.index]
+        if stream.attached_picture:
+            self._add_picture(stream, muxer)
+            return
+        if stream.kind is StreamKind.ATTACHMENT:
+            if muxer not in ATTACHMENT_MUXERS:
+                self._drop(stream, f"the {muxer} container holds no attachments (.mkv does)")
+                return
+            data = bytes(getattr(stream_in, "data", b"") or b"")
+            mimetype = str(stream_in.metadata.get("mimetype", "") or "application/octet-stream")
+            self._out.add_attachment(stream.filename or f"attachment{stream.index}", mimetype, data)
+            self.report.kept.append(stream)
+            return
+        if stream.kind is StreamKind.AUDIO:
+            if undecodable is not None:
+                self._drop(
+                    stream,
+                    f"the {stream.codec} audio does not decode ({undecodable}): a copy would not play "
+                    "either, and what does not decode cannot be encoded again",
+                )
+                return
+            try:
+                stream_out = self._out.add_stream_from_template(stream_in)
+            except ValueError as exc:
+                self._add_reencoded(stream, stream_in, muxer, exc)
+                return
+            self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, True))
+            self.report.kept.append(stream)
+            return
+        if stream.kind is StreamKind.SUBTITLE:
+            if muxer not in SUBTITLE_MUXERS:
+                self._drop(stream, f"the {muxer} container holds no subtitles alpha2 can copy (.mkv does)")
+                return
+            try:
+                stream_out = self._out.add_stream_from_template(stream_in)
+            except ValueError:
+                self._add_converted_subtitles(stream, stream_in, muxer)
+                return
+            self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False))
+            self.report.kept.append(stream)
+            return
+        self._drop(stream, f"alpha2 copies no {stream.kind.value} streams")
+
+    def _add_converted_subtitles(self, stream: InputStream, stream_in: Any, muxer: str) -> None:
+        """Plain-text subtitles into the container's own text codec (SubRip, MP4 timed text, WebVTT:
+        their text kept, inline styling not), as FFmpeg converts them; others dropped, with why."""
+        target = TEXT_SUBTITLE_TARGETS.get(muxer)
+        hint = "" if muxer == "matroska" else " (.mkv holds them)"
+        if target is None or stream.codec not in TEXT_SUBTITLE_CODECS:
+            self._drop(
+                stream,
+                f"the {muxer} container cannot hold {stream.codec} subtitles, and alpha2 converts only "
+                f"plain-text ones ({', '.join(sorted(TEXT_SUBTITLE_CODECS))}){hint}",
+            )
+            return
+        stream_out = self._out.add_mux_stream(target, time_base=stream_in.time_base)
+        entry = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False), text_to=target)
+        self._entries[stream.index] = entry
+        self.report.kept.append(stream)
+        self.report.other_notes.append(
+            f"subtitle stream {stream.index} converted from {stream.codec} to {target}: the {muxer} "
+            f"container cannot hold {stream.codec} (text kept, inline styling not)"
+        )
+
+    def _add_reencoded(self, stream: InputStream, stream_in: Any, muxer: str, exc: Exception) -> None:
+        channels = 1 if (stream.channels or 2) == 1 else 2
+        stream_out, rate = add_audio_encoder(self._out, stream.sample_rate or 48_000, channels)
+        resampler = av.AudioResampler(format="fltp", layout="mono" if channels == 1 else "stereo", rate=rate)
+        self._entries[stream.index] = _Entry(
+            stream,
+            stream_in,
+            stream_out,
+            self._fixer(stream_in, True),
+            reencode=True,
+            resampler=resampler,
+            rate=rate,
+        )
+        self.report.kept.append(stream)
+        self.report.notes.append(
+            f"re-encoded {stream.codec} to {stream_out.codec_context.name}: "
+            f"the {muxer} container cannot hold {stream.codec} ({exc})"
+        )
+
+    def _add_picture(self, stream: InputStream, muxer: str) -> None:
+        if muxer not in COVER_ART_MUXERS:
+            self._drop(stream, f"the {muxer} container holds no cover art (.mp4 and .mkv do)")
+            return
+        data = _first_packet(self._path, stream.index)
+        if data is None:
+            self._drop(stream, "its picture could not be read")
+            return
+        if muxer == "matroska":
+            mimetype, ext = _IMAGE_MIMETYPES.get(stream.codec, ("application/octet-stream", "bin"))
+            self._out.add_attachment(f"cover.{ext}", mimetype, data)
+            self.report.kept.append(stream)
+            return
+        assert self._in is not None
+        try:
+            stream_out = self._out.add_stream_from_template(self._in.streams[stream.index])
+        except ValueError as exc:
+            self._drop(stream, f"the {muxer} container cannot hold a {stream.codec} picture ({exc})")
+            return
+        stream_out.disposition = av.stream.Disposition.attached_pic
+        self._pictures.append(_Picture(stream, stream_out, data))
+        self.report.kept.append(stream)
+
+    # -- copying -------------------------------------------------------------------------------
+
+    @property
+    def packets_copied(self) -> int:
+        """Packets muxed as they were (subtitles converted to the container's text codec included)."""
+        return sum(e.packets for e in self._entries.values())
+
+    @property
+    def audio_packets_copied(self) -> int:
+        """Audio packets muxed as they were."""
+        return sum(e.packets for e in self._entries.values() if e.source.kind is StreamKind.AUDIO)
+
+    @property
+    def frames_reencoded(self) -> int:
+        """Audio frames encoded again."""
+        return sum(e.frames for e in self._entries.values())
+
+    @property
+    def adjustments(self) -> TimestampAdjustments:
+        """Copied packets whose timestamps were dropped or rebased, over the copied audio streams."""
+        total = TimestampAdjustments()
+        for entry in self._entries.values():
+            if entry.source.kind is StreamKind.AUDIO:
+                total = total + entry.fixer.adjustments
+        return total
+
+    def _write_pictures(self) -> None:
+        pictures, self._pictures = self._pictures, []
+        for picture in pictures:
+            packet = av.packet.Packet(picture.data)
+            packet.pts = packet.dts = 0
+            packet.time_base = picture.stream_out.time_base or fractions.Fraction(1, 90_000)
+            packet.stream = picture.stream_out
+            packet.is_keyframe = True
+            self._out.mux(packet)
+
+    def _retime(self, entry: _Entry, packet: av.packet.Packet) -> bool:
+        """Shift the packet and make its dts follow the last one's (pts moved alike); False: drop it."""
+        if packet.dts is None:
+            packet.dts = packet.pts
+        assert packet.dts is not None
+        dts = entry.fixer.fix(packet.dts, packet.duration or None)
+        if dts is None:
+            return False
+        moved = dts - packet.dts
+        if moved:
+            if packet.pts is not None:
+                packet.pts = packet.pts + moved
+            packet.dts = dts
+        return True
+
+    def mux_until(self, limit_seconds: float | None) -> None:
+        """Mux the copied packets up to ``limit_seconds`` (output time); all the rest when None."""
+        self._write_pictures()
+        while self._packets is not None:
+            packet = self._pending
+            self._pending = None
+            if packet is None:
+                try:
+                    packet = next(self._packets)
+                except (StopIteration, av.error.FFmpegError) as exc:
+                    if isinstance(exc, av.error.FFmpegError):
+                        # A damaged packet ends the copy, as a demuxer error ends the video.
+                        self.report.notes.append(
+                            f"copied streams end early at damaged data ({exc.strerror or exc})"
+                        )
+                    self._packets = None
+                    self._drain()
+                    return
+                if packet.size == 0 or (packet.dts is None and packet.pts is None):
+                    continue
+                entry = self._entries[packet.stream.index]
+                if not self._retime(entry, packet):
+                    continue
+            entry = self._entries[packet.stream.index]
+            if limit_seconds is not None and packet.pts is not None and packet.time_base is not None:
+                if float(packet.pts * packet.time_base) > limit_seconds:
+                    self._pending = packet
+                    return
+            if entry.reencode:
+                self._reencode(entry, packet)
+                continue
+            if entry.text_to is not None:
+                packet = _converted_text(packet, entry.source.codec, entry.text_to)
+            packet.stream = entry.stream_out
+            self._out.mux(packet)
+            entry.packets += 1
+
+    def _reencode(self, entry: _Entry, packet: av.packet.Packet | None) -> None:
+        """Decode a source packet (None: drain) and encode its samples into the entry's encoder."""
+        if entry.samples is None:
+            start = 0.0
+            if packet is not None and packet.pts is not None and packet.time_base is not None:
+                start = float(packet.pts * packet.time_base)
+            entry.samples = max(0, round(start * entry.rate))
+        try:
+            frames = entry.stream_in.decode(packet)
+        except av.error.FFmpegError:
+            return  # a damaged audio packet: skipped, as the video decoder skips corrupt data
+        tb = fractions.Fraction(1, entry.rate)
+        for frame in [*frames, None] if packet is None else frames:
+            for out_frame in entry.resampler.resample(frame):
+                out_frame.pts = entry.samples
+                out_frame.time_base = tb
+                entry.samples += out_frame.samples
+                self._encode(entry, out_frame)
+                entry.frames += 1
+
+    def _encode(self, entry: _Entry, frame: Any) -> None:
+        try:
+            for packet in entry.stream_out.encode(frame):
+                self._out.mux(packet)
+        except (av.error.FFmpegError, ValueError) as exc:
+            raise from_ffmpeg(
+                exc, f"encoding audio with {entry.stream_out.codec_context.name}", EncoderError
+            ) from exc
+
+    def _drain(self) -> None:
+        for entry in self._entries.values():
+            if entry.reencode:
+                self._reencode(entry, None)
+                self._encode(entry, None)
+
+    def finish(self) -> None:
+        """Mux what is left and flush the audio encoders."""
+        self.mux_until(None)
+        self.close()
+
+    def close(self) -> None:
+        """Close the input. Idempotent."""
+        source, self._in = self._in, None
+        self._packets = None
+        if source is not None:
+            with contextlib.suppress(Exception):
+                source.close()
+
+
+def _subtitle_text(data: bytes, codec: str) -> str:
+    """The text of a plain-text subtitle packet, inline tags removed."""
+    if codec == "mov_text":
+        length = int.from_bytes(data[:2], "big") if len(data) >= 2 else 0
+        data = data[2 : 2 + length]
+    return _TAGS.sub("", data.decode("utf-8", errors="replace")).strip("\x00")
+
+
+def _converted_text(packet: av.packet.Packet, codec: str, target: str) -> av.packet.Packet:
+    """A packet of subtitle text in ``target``'s layout, with ``packet``'s timing."""
+    body = _subtitle_text(bytes(packet), codec).encode("utf-8")
+    if target == "mov_text":
+        body = len(body).to_bytes(2, "big") + body
+    out = av.packet.Packet(body)
+    out.pts, out.dts, out.duration, out.time_base = packet.pts, packet.dts, packet.duration, packet.time_base
+    return out
