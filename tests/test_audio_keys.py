@@ -135,3 +135,38 @@ def test_audio_only_window_follows_the_level(audio_server: str, tmp_path: Path) 
     # The tone is loud: once it plays the window lights up; it ends when the sound has been heard.
     assert max(c[2] for c in colours) > 0.2
     assert stats.audio_seconds is not None and 0.45 <= stats.audio_seconds <= 0.7
+
+
+@pytest.mark.parametrize("speed", [0.5, 2.0])
+def test_speed_keeps_the_pitch_and_moves_the_clock(tmp_path: Path, speed: float) -> None:
+    """``[`` / ``]``: FFmpeg's atempo plays the 440 Hz tone at another speed without changing its pitch,
+    and the media clock advances ``speed`` seconds per second played."""
+    tone = make_audio_only(tmp_path / "tone.mka", seconds=3.0)
+    output, stream = _output(tone)
+    try:
+        stream.play(4800)
+        output.set_speed(speed)
+        assert output.speed == speed
+        deadline = time.monotonic() + 5
+        while output._queued < 19200 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stream.play(2400)
+        before = output._position
+        played = stream.play(9600)  # 0.2 s through the device
+        assert not np.isnan(played).any()
+        assert output._position - before == pytest.approx(0.2 * speed, rel=0.02)
+        spectrum = np.abs(np.fft.rfft(played[:, 0] * np.hanning(len(played))))
+        peak_hz = float(np.argmax(spectrum)) * 48000 / len(played)
+        assert peak_hz == pytest.approx(440, abs=10), peak_hz
+    finally:
+        output.close()
+
+
+def test_the_system_clock_runs_at_the_speed() -> None:
+    from alpha2.apps.audio_out import SystemClock
+
+    clock = SystemClock("test")
+    clock.set_speed(4.0)
+    start = clock.now()
+    time.sleep(0.1)
+    assert clock.now() - start == pytest.approx(0.4, abs=0.06)

@@ -1,0 +1,182 @@
+"""Several inputs play in turn (a playlist): in one window (n / p, a broken file passed over with its
+error on screen), offscreen one after the other, and on Xvfb through ``alpha2 play A B``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import types
+from typing import Any
+
+import pytest
+
+from alpha2.api import pipeline
+from alpha2.api.playback import PlayOptions
+from alpha2.apps import player, window
+from tests.media import Clip, make_clip
+from tests.xvfb import play_under_xvfb
+
+NO_DISPLAY = {"PATH": "/usr/bin"}
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> list[Clip]:
+    root = tmp_path_factory.mktemp("playlist")
+    return [
+        make_clip(root / "a.mkv", width=64, height=48, frames=6),
+        make_clip(root / "b.mkv", width=48, height=64, frames=9),
+    ]
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("broken") / "broken.mkv"
+    path.write_bytes(b"this is not a video file" * 40)
+    return str(path)
+
+
+@pytest.mark.vulkan
+def test_offscreen_playlist_plays_each_file(clips: list[Clip], capsys: pytest.CaptureFixture[str]) -> None:
+    from alpha2.apps.cli import main
+
+    code = main(["play", *(c.path for c in clips), "--offscreen", "--json", "--hwaccel", "none"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    data = json.loads(out.out)
+    assert [item["input"] for item in data["playlist"]] == [c.path for c in clips]
+    assert [item["frames"] for item in data["playlist"]] == [c.frames for c in clips]
+    assert data["errors"] == []
+
+
+@pytest.mark.vulkan
+def test_a_broken_file_is_passed_over(
+    clips: list[Clip], broken: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from alpha2.apps.cli import main
+
+    code = main(["play", clips[0].path, broken, clips[1].path, "--offscreen", "--hwaccel", "none"])
+    err = capsys.readouterr().err
+    assert code == 1  # some file failed: said, and the others played
+    assert f"alpha2: error: {broken}:" in err
+    assert "played a.mkv: 6 frames" in err and "played b.mkv: 9 frames" in err
+
+
+class _DrawingLoop:
+    """A rendercanvas backend module whose loop draws the offscreen canvas at 60 Hz, pressing keys on
+    the way (``presses``: draw count -> key)."""
+
+    def __init__(self, presses: dict[int, str]) -> None:
+        self.presses = presses
+        self.playback: Any = None
+        self.canvases: set[int] = set()
+        self.sources: list[str] = []
+
+    def module(self) -> types.ModuleType:
+        import rendercanvas.offscreen as offscreen
+
+        loop = self
+
+        class Loop:
+            @staticmethod
+            def run() -> None:
+                draws = 0
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    canvas = loop.playback.canvas
+                    if canvas.get_closed():
+                        return
+                    loop.canvases.add(id(canvas))
+                    if not loop.sources or loop.sources[-1] != loop.playback.player.source:
+                        loop.sources.append(loop.playback.player.source)
+                    canvas.draw()
+                    draws += 1
+                    key = loop.presses.get(draws)
+                    if key is not None:
+                        loop.playback._on_key({"key": key})
+                    time.sleep(1 / 60)
+
+        backend = types.ModuleType("alpha2_test_playlist_canvas")
+        backend.RenderCanvas = offscreen.RenderCanvas  # type: ignore[attr-defined]
+        backend.loop = Loop  # type: ignore[attr-defined]
+        return backend
+
+
+def _run_window(sources: list[str], presses: dict[int, str]) -> tuple[Any, Any, _DrawingLoop]:
+    """``play_list`` in a window on the offscreen canvas; the window object is caught as it is made."""
+    pytest.importorskip("rendercanvas")
+    driver = _DrawingLoop(presses)
+    backend = driver.module()
+    sys.modules[backend.__name__] = backend
+    made = window.WindowPlayback.__init__
+
+    def catching(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        driver.playback = self
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(window.WindowPlayback, "__init__", catching)
+    try:
+        results, errors = player.play_list(
+            sources,
+            PlayOptions(audio=False, hwaccel="none"),
+            progress=pipeline.Progress,
+            environ={"DISPLAY": ":0"},
+            canvas_module=backend.__name__,
+        )
+    finally:
+        monkey.undo()
+        del sys.modules[backend.__name__]
+    return results, errors, driver
+
+
+@pytest.mark.vulkan
+def test_window_plays_the_files_in_turn(clips: list[Clip], broken: str) -> None:
+    """One window for the whole list: each file to its end, the broken one said and passed over."""
+    sources = [clips[0].path, broken, clips[1].path]
+    results, errors, driver = _run_window(sources, {})
+    assert len(driver.canvases) == 1  # the same window all along
+    assert driver.sources == [clips[0].path, clips[1].path]
+    assert [(s.input, s.frames + s.dropped_frames) for s in results] == [
+        (clips[0].path, clips[0].frames),
+        (clips[1].path, clips[1].frames),
+    ]
+    assert [name for name, _ in errors] == [broken]
+    assert all(s.mode == "window" for s in results)
+
+
+@pytest.mark.vulkan
+def test_n_and_p_go_to_the_next_and_previous_file(clips: list[Clip]) -> None:
+    sources = [clips[0].path, clips[1].path]
+    # n on the third draw; p three draws later (back to the first); then it plays to the end.
+    results, errors, driver = _run_window(sources, {3: "n", 6: "p"})
+    assert not errors
+    assert driver.sources == [clips[0].path, clips[1].path, clips[0].path, clips[1].path]
+    assert [s.input for s in results] == driver.sources
+    assert results[0].frames < clips[0].frames  # cut short by n
+
+
+@pytest.mark.vulkan
+def test_no_file_plays_is_an_error(broken: str) -> None:
+    from alpha2.gpu.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="none of the 2 files could be played"):
+        _run_window([broken, broken], {})
+
+
+@pytest.mark.vulkan
+def test_playlist_in_a_real_window(clips: list[Clip]) -> None:
+    """``alpha2 play a b`` on Xvfb: one after the other in a glfw window."""
+    data = play_under_xvfb(*(c.path for c in clips), "--no-audio")
+    assert [item["input"] for item in data["playlist"]] == [c.path for c in clips]
+    for item, clip in zip(data["playlist"], clips, strict=True):
+        assert item["mode"] == "window" and item["frames"] >= 1
+        assert item["frames"] + item["dropped_frames"] == clip.frames
+
+
+@pytest.mark.vulkan
+def test_offscreen_list_in_process(clips: list[Clip]) -> None:
+    results, errors = player.play_list(
+        [c.path for c in clips], PlayOptions(frames=2, hwaccel="none"), environ=NO_DISPLAY
+    )
+    assert [s.frames for s in results] == [2, 2] and not errors

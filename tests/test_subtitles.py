@@ -1,0 +1,195 @@
+"""Subtitles: text streams decoded with PyAV (SubRip muxed into MKV here, ASS, WebVTT), sidecar files
+with the input's name, ``--sub`` / ``--no-sub`` / ``j``, and the text drawn over the video."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api import pipeline
+from alpha2.api.playback import Player, PlayOptions
+from alpha2.api.subtitles import open_subtitles, sidecar_files
+from alpha2.ffmpeg_bridge.subtitles import ass_text, read_cues, subtitle_tracks
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.geometry import Size
+from tests.media import make_clip
+
+SRT = """1
+00:00:00,200 --> 00:00:00,600
+Hello <i>world</i>
+
+2
+00:00:00,700 --> 00:00:00,900
+Second line
+two
+"""
+
+ASS = r"""[Script Info]
+ScriptType: v4.00+
+PlayResX: 384
+PlayResY: 288
+
+[V4+ Styles]
+Format: Name, Fontname, Fontsize, PrimaryColour, Bold, Italic, Alignment, MarginL, MarginR, MarginV
+Style: Default,Arial,20,&H00FFFFFF,0,0,2,10,10,10
+
+[Events]
+Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+Dialogue: 0,0:00:00.10,0:00:00.80,Default,,0,0,0,,{\an8}{\b1}Bold{\b0} words\Nsecond {\c&H0000FF&}line
+"""
+
+VTT = """WEBVTT
+
+00:00.300 --> 00:00.800
+<i>Web</i> cue
+"""
+
+
+def mux_srt(video: str, srt: Path, out: Path) -> str:
+    """``video``'s stream and the SubRip file's cues in one MKV, remuxed with PyAV."""
+    with av.open(video) as source, av.open(str(srt)) as subs, av.open(str(out), "w") as mkv:
+        vin, sin = source.streams.video[0], subs.streams.subtitles[0]
+        vout = mkv.add_stream_from_template(vin)
+        sout = mkv.add_stream_from_template(sin)
+        sout.metadata["language"] = "eng"
+        for packet in source.demux(vin):
+            if packet.dts is not None:
+                packet.stream = vout
+                mkv.mux(packet)
+        for packet in subs.demux(sin):
+            if packet.dts is not None:
+                packet.stream = sout
+                mkv.mux(packet)
+    return str(out)
+
+
+@pytest.fixture
+def video(tmp_path: Path) -> str:
+    return make_clip(tmp_path / "film.mkv", width=320, height=180, frames=30).path
+
+
+def test_ass_override_tags_are_stripped() -> None:
+    assert ass_text(r"{\an8}{\i1}Hello{\i0}\Nworld") == "Hello\nworld"
+    assert ass_text(r"{\pos(10,20)}a\hb") == "a\u00a0b"
+    assert ass_text(r"{\p1}m 0 0 l 10 10{\p0}after") == "after"
+
+
+def test_srt_muxed_into_mkv(video: str, tmp_path: Path) -> None:
+    srt = tmp_path / "cues.srt"
+    srt.write_text(SRT, encoding="utf-8")
+    mkv = mux_srt(video, srt, tmp_path / "subbed.mkv")
+    (track,) = subtitle_tracks(mkv)
+    assert track.text and track.codec in ("subrip", "srt") and track.language == "eng"
+    cues = read_cues(mkv, track.stream_index)
+    assert [(round(c.start_s, 3), round(c.end_s, 3), c.text) for c in cues] == [
+        (0.2, 0.6, "Hello world"),
+        (0.7, 0.9, "Second line\ntwo"),
+    ]
+    subtitles = open_subtitles(mkv)
+    assert [t.external for t in subtitles.tracks] == [False]
+    assert subtitles.selected is not None and subtitles.selected.wait(10)
+    assert subtitles.text_at(0.1) is None
+    assert subtitles.text_at(0.3) == "Hello world"
+    assert subtitles.text_at(0.8) == "Second line\ntwo"
+    assert subtitles.describe() == "Subtitles: 1/1 eng (subrip)" or "eng" in subtitles.describe()
+    with pytest.raises(InvalidInputError, match="no subtitle stream 7"):
+        read_cues(mkv, 7)
+
+
+def test_sidecar_files_and_their_order(video: str, tmp_path: Path) -> None:
+    (tmp_path / "film.srt").write_text(SRT, encoding="utf-8")
+    (tmp_path / "film.ass").write_text(ASS, encoding="utf-8")
+    (tmp_path / "other.srt").write_text(SRT, encoding="utf-8")  # another name: not ours
+    assert sidecar_files(video) == [str(tmp_path / "film.srt"), str(tmp_path / "film.ass")]
+    subtitles = open_subtitles(video)
+    assert [t.label for t in subtitles.tracks] == ["film.srt", "film.ass"]
+    assert subtitles.selected is not None and subtitles.selected.wait(10)
+    assert subtitles.text_at(0.4) == "Hello world"
+    ass = subtitles.cycle()
+    assert ass is not None and ass.wait(10)
+    assert subtitles.text_at(0.5) == "Bold words\nsecond line"
+    assert subtitles.describe() == "Subtitles: 2/2 film.ass"
+    assert subtitles.cycle() is None and subtitles.describe() == "Subtitles: off"
+    assert subtitles.text_at(0.4) is None
+    assert subtitles.cycle() is not None  # round again to the first
+    subtitles.close()
+
+
+def test_sub_file_comes_first_and_no_sub_selects_none(video: str, tmp_path: Path) -> None:
+    vtt = tmp_path / "extra.vtt"
+    vtt.write_text(VTT, encoding="utf-8")
+    (tmp_path / "film.srt").write_text(SRT, encoding="utf-8")
+    subtitles = open_subtitles(video, sub=vtt)
+    assert [t.label for t in subtitles.tracks] == ["extra.vtt", "film.srt"]
+    assert subtitles.selected is not None and subtitles.selected.wait(10)
+    assert subtitles.text_at(0.5) == "Web cue"
+    off = open_subtitles(video, sub=vtt, enabled=False)
+    assert off.selected is None and off.describe() == "Subtitles: off" and len(off.tracks) == 2
+    with pytest.raises(InvalidInputError, match="no text subtitles"):
+        open_subtitles(video, sub=video)
+    assert open_subtitles(make_clip(tmp_path / "plain.mkv", frames=2).path).describe() == "Subtitles: none"
+
+
+def test_sub_missing_file_is_one_line(video: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from alpha2.apps.cli import main
+
+    code = main(["play", video, "--sub", str(tmp_path / "missing.srt"), "--offscreen", "--frames", "1"])
+    assert code == 1
+    assert "--sub" in capsys.readouterr().err
+
+
+@pytest.mark.vulkan
+def test_subtitles_are_drawn_over_the_video(video: str, tmp_path: Path) -> None:
+    """In the window (rendercanvas's offscreen canvas), the cue on display is drawn bottom centre,
+    outlined; j turns it off."""
+    pytest.importorskip("rendercanvas")
+    from alpha2.apps.window import WindowPlayback
+
+    srt = tmp_path / "cues.srt"
+    srt.write_text(SRT, encoding="utf-8")
+    mkv = mux_srt(video, srt, tmp_path / "subbed.mkv")
+    run = Player(mkv, PlayOptions(audio=False), pipeline.Progress())
+    playback = WindowPlayback(run)
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(640, 360))
+        playback.canvas.draw()
+        playback._on_key({"key": " "})
+        assert playback.subtitles is not None and playback.subtitles.selected is not None
+        assert playback.subtitles.selected.wait(10)
+        playback.seek(0.3, show_bar=False)
+        playback.osd._active_until = -1e9
+        with_sub = np.asarray(playback.canvas.draw())[..., :3].astype(int)
+        layers = playback.osd.layers(Size(640, 360), playback._osd_view())
+        rect = {layer.key: layer.rect for layer in layers}["subtitle"]
+        assert rect.y > 180 and abs(rect.x + rect.width / 2 - 320) <= 1
+        playback._on_key({"key": "j"})  # the only track -> off
+        assert playback.osd.current_message == "Subtitles: off"
+        playback.osd._message = None
+        without = np.asarray(playback.canvas.draw())[..., :3].astype(int)
+        region = (np.abs(with_sub - without).max(axis=2) > 24)[
+            rect.y : rect.y + rect.height, rect.x : rect.x + rect.width
+        ]
+        assert region.mean() > 0.05
+    finally:
+        playback.finish(1.0)
+        run.close()
+
+
+def test_cue_without_duration_lasts_until_the_next(tmp_path: Path) -> None:
+    """A packet with no duration (some muxers) stays until the next cue, at most a few seconds."""
+    out = tmp_path / "nodur.mkv"
+    srt = tmp_path / "a.srt"
+    srt.write_text(SRT, encoding="utf-8")
+    with av.open(str(srt)) as subs, av.open(str(out), "w") as mkv:
+        sin = subs.streams.subtitles[0]
+        sout = mkv.add_stream_from_template(sin)
+        for packet in subs.demux(sin):
+            if packet.dts is not None:
+                packet.stream = sout
+                packet.duration = 0
+                mkv.mux(packet)
+    cues = read_cues(str(out))
+    assert cues[0].end_s == pytest.approx(0.7) and cues[1].end_s > cues[1].start_s
