@@ -4,8 +4,12 @@ rendercanvas's offscreen canvas (one submit per tick for the streams' work, lett
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import shutil
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +17,7 @@ import pytest
 
 from alpha2.api.devices import open_device
 from alpha2.api.streams import StreamGroup
-from alpha2.apps.player import PlayOptions
+from alpha2.apps.player import PlayOptions, play
 from alpha2.apps.wall import play_wall
 from alpha2.apps.wall_window import NO_SOUND_REASON, WallWindow
 from alpha2.apps.window import letterbox
@@ -156,3 +160,117 @@ def play_stats(clips: list[Clip]) -> Any:
     from alpha2.apps.wall import WallStats
 
     return WallStats(input=", ".join(c.path for c in clips))
+
+
+# ---------------------------------------------------------------------------------------------------
+# rotation, a broken input, seeking every tile, the sound of one tile
+
+
+@pytest.mark.vulkan
+def test_the_wall_honours_rotation(tmp_path: Path) -> None:
+    """A clip whose display matrix turns it a quarter shows turned in its tile, as it does alone."""
+    from tests.test_apps_play import read_png
+
+    turned = make_clip(tmp_path / "turned.mkv", width=64, height=48, frames=3, rotation_ccw=90).path
+    plain = make_clip(tmp_path / "plain.mkv", width=48, height=64, frames=3).path
+    options = PlayOptions(snapshot=str(tmp_path / "wall.png"), hwaccel="none", audio=False)
+    stats = play_wall([turned, plain], options, environ=NO_DISPLAY)
+    wall = read_png(tmp_path / "wall.png")
+    assert stats.size == Size(96, 64) and wall.shape[:2] == (64, 96)  # two 48 x 64 tiles
+    alone = tmp_path / "alone.png"
+    play(turned, PlayOptions(snapshot=str(alone), hwaccel="none"), environ=NO_DISPLAY)
+    single = read_png(alone)
+    assert single.shape[:2] == (64, 48)
+    error = np.abs(wall[:, :48, :3].astype(int) - single[..., :3].astype(int)).mean()
+    assert error <= 1.0, error
+
+
+@pytest.mark.vulkan
+def test_a_broken_input_is_a_tile_with_its_error(
+    clips: list[Clip], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from alpha2.apps.cli import main
+    from tests.test_apps_play import read_png
+
+    broken = tmp_path / "broken.mkv"
+    broken.write_bytes(b"not a video at all" * 50)
+    out = tmp_path / "wall.png"
+    code = main(["play", clips[0].path, str(broken), "--wall", "--snapshot", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert code == 1 and f"alpha2: error: {broken}:" in captured.err
+    data = json.loads(captured.out)
+    assert data["streams"][0]["error"] is None and data["streams"][0]["frames_shown"] == 1
+    assert data["streams"][1]["error"] and data["streams"][1]["frames_shown"] == 0
+    wall = read_png(out)
+    tile = wall[:, 64:128, :3].astype(int)
+    assert (np.abs(tile - [48, 16, 16]).max(axis=2) == 0).mean() > 0.5  # the error tile's ground
+    assert (tile.min(axis=2) > 200).any()  # and its white text
+    assert wall[:, :64, :3].mean() > 10  # the good input plays beside it
+    screenshots = os.environ.get("ALPHA2_SCREENSHOTS")
+    if screenshots:
+        shutil.copy(out, Path(screenshots) / "wall-broken-tile.png")
+
+
+@pytest.mark.vulkan
+def test_arrows_seek_every_tile(tmp_path: Path) -> None:
+    pytest.importorskip("rendercanvas")
+    long = [make_clip(tmp_path / f"{n}.mkv", width=32, height=24, frames=240).path for n in "ab"]
+    device = open_device("none")
+    group = StreamGroup(long, device=device, hwaccel="none")
+    window = WallWindow(group, play_stats_of(long))
+    try:
+        window.open("rendercanvas.offscreen", size=Size(128, 64))
+        drive(window, 0.2)
+        window._on_key({"key": "ArrowRight"})
+        drive(window, 0.2)
+        assert all(s.shown_pts_s is not None and s.shown_pts_s >= 5.0 for s in group.streams), [
+            s.shown_pts_s for s in group.streams
+        ]
+        window._on_key({"key": "ArrowLeft"})
+        drive(window, 0.2)
+        assert all(s.shown_pts_s is not None and s.shown_pts_s < 2.0 for s in group.streams)
+        window._on_key({"key": "/", "modifiers": ("Shift",)})
+        assert window.osd.show_help
+    finally:
+        window.finish()
+        group.close()
+        device.close()
+
+
+@pytest.mark.vulkan
+def test_the_sound_of_one_tile(audio_server: str, tmp_path: Path) -> None:
+    """The first tile with sound plays it and paces the wall; a cycles to the next, then silence."""
+    pytest.importorskip("rendercanvas")
+    sources = [
+        make_clip(tmp_path / "silent.mkv", width=32, height=24, frames=60).path,
+        make_clip(tmp_path / "one.mkv", width=32, height=24, frames=60, audio=True).path,
+        make_clip(tmp_path / "two.mkv", width=32, height=24, frames=60, audio=True).path,
+    ]
+    device = open_device("none")
+    group = StreamGroup(sources, device=device, hwaccel="none")
+    stats = play_stats_of(sources)
+    window = WallWindow(group, stats, audio=True)
+    try:
+        window.open("rendercanvas.offscreen", size=Size(96, 48))
+        drive(window, 0.3)
+        assert window.clock is not None and window.clock.kind.value == "audio", window.clock
+        assert window.sound_index == 1
+        window._on_key({"key": "a"})
+        assert window.sound_index == 2 and window.osd.current_message == "Sound: tile 3 (two.mkv)"
+        drive(window, 0.2)
+        window._on_key({"key": "a"})
+        assert window.sound_index is None and window.clock.kind.value == "system"
+        window._on_key({"key": "a"})
+        assert window.sound_index == 1
+        drive(window, 3.0)
+    finally:
+        window.finish()
+        group.close()
+        device.close()
+    assert "the sound of" in stats.mode_reason and stats.clock["kind"] == "audio"
+
+
+def play_stats_of(sources: list[str]) -> Any:
+    from alpha2.apps.wall import WallStats
+
+    return WallStats(input=", ".join(sources))

@@ -27,9 +27,9 @@ from alpha2.api.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
-from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Size
+from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.surfaces import SurfaceBudget
 from alpha2.native_gpu.device.device import Device
 
@@ -39,6 +39,7 @@ MAX_WALL = Size(3840, 2160)
 """The largest wall made when no tile size is given: tiles are the streams' size, shrunk to fit it."""
 
 _WALL_FORMAT = "rgba8unorm"
+_QUARTER_TURNS = (Rotation.CW90, Rotation.CW270)
 
 
 def _pts(item: Any) -> float | None:
@@ -113,6 +114,9 @@ class StreamState:
     colour: Any = None
     """The renderer's colour plan (a ColourParams) for its latest frame; None before the first, or for
     tags with no formula."""
+    error: str | None = None
+    """Why the source could not be opened (``broken="tile"``): it has no decoder, and its tile shows
+    what :meth:`StreamGroup.paint_tile` puts there."""
 
 
 class StreamGroup:
@@ -152,6 +156,9 @@ class StreamGroup:
             shared host memory and the CPU upload). Then the per-frame decode and copy calls no longer
             wait for this process's GIL; each stream holds ``slots`` frames here, counted against the
             budget (default: ``slots * N`` surfaces).
+        broken: ``"raise"`` (the default): a source that cannot be opened fails the group;
+            ``"tile"``: it gets a tile with no decoder (:attr:`StreamState.error` says why; paint it with
+            :meth:`paint_tile`) while the others play, unless none opens (decoders in threads only).
 
     Raises:
         InvalidInputError: no sources, a budget with fewer than ``N`` surfaces, bad sizes.
@@ -174,10 +181,14 @@ class StreamGroup:
         colour_options: ColourOptions | None = None,
         copy_ahead: bool = True,
         decoders: str = "threads",
+        broken: str = "raise",
     ) -> None:
         count = len(sources)
         if decoders not in ("threads", "processes"):
             raise InvalidInputError(f"decoders must be 'threads' or 'processes', got {decoders!r}")
+        if broken not in ("raise", "tile"):
+            raise InvalidInputError(f"broken must be 'raise' or 'tile', got {broken!r}")
+        self._broken = broken
         self.decoders = decoders
         """Where the streams decode: ``threads`` of this process, or ``processes`` of their own."""
         self.columns, self.rows = grid_shape(count)
@@ -245,13 +256,33 @@ class StreamGroup:
                 )
             )
             self._objects.extend(decoders)
-        for source in sources if not decoders else ():
-            decoder = open_decoder(
-                source, self.device, hwaccel=hwaccel, budget=self.budget, prefetch=prefetch
-            )
+        errors: dict[int, str] = {}
+        for index, source in enumerate(sources if not decoders else ()):
+            try:
+                decoder = open_decoder(
+                    source, self.device, hwaccel=hwaccel, budget=self.budget, prefetch=prefetch
+                )
+            except Error as exc:
+                if self._broken != "tile":
+                    raise
+                errors[index] = exc.message
+                decoders.append(None)
+                continue
             self._objects.append(decoder)
             decoders.append(decoder)
-        sizes = [(d.info.width, d.info.height) for d in decoders]
+        live = [d for d in decoders if d is not None]
+        if not live:
+            first = min(errors)
+            raise InvalidInputError(
+                f"none of the {len(sources)} sources opened; {sources[first]}: {errors[first]}"
+            )
+        # Tiles take the pictures as displayed: a quarter-turn display matrix swaps the sides.
+        sizes = [
+            (d.info.height, d.info.width)
+            if d.info.rotation in _QUARTER_TURNS
+            else (d.info.width, d.info.height)
+            for d in live
+        ]
         if tile is None:
             width = max(w for w, _ in sizes)
             height = max(h for _, h in sizes)
@@ -284,7 +315,7 @@ class StreamGroup:
         self._dirty = True  # the wall needs clearing (first tick, or a tile changed its letterbox)
         for index, (source, decoder) in enumerate(zip(sources, decoders, strict=True)):
             importer = None
-            if isinstance(decoder, DecodeSession):
+            if decoder is not None and isinstance(decoder, DecodeSession):
                 importer = FrameImporter(self.device, slots=slots)
                 self._objects.append(importer)
                 importer.prepare(
@@ -296,7 +327,10 @@ class StreamGroup:
                     decoder.set_copy_ahead(importer.copy_ahead)
             column, row = index % self.columns, index // self.columns
             origin = (column * tile.width, row * tile.height)
-            self._streams.append(StreamState(os.fspath(source), decoder, importer, origin))
+            state = StreamState(os.fspath(source), decoder, importer, origin)
+            if decoder is None:
+                state.error, state.ended = errors[index], True
+            self._streams.append(state)
 
     # -- what it is ---------------------------------------------------------------------------------
 
@@ -337,6 +371,8 @@ class StreamGroup:
         if usage.max_surfaces is not None and usage.surfaces >= usage.max_surfaces:
             return True
         for stream in self._streams:
+            if stream.decoder is None:
+                continue
             queued, depth = stream.decoder.decoded_ahead
             if not stream.ended and queued < depth:
                 return False
@@ -479,9 +515,12 @@ class StreamGroup:
         encoder = webgpu.create_command_encoder(label="alpha2 wall tick")
         for stream, lease in zip(self._streams, leases, strict=True):
             if lease is not None:
-                size = lease.frame.metadata.display_size
+                metadata = lease.frame.metadata
+                size = metadata.display_size
+                if metadata.rotation in _QUARTER_TURNS:
+                    size = size.transposed()
                 target = self._tile_texture(stream, size)
-                self.renderer.encode_render(encoder, lease, target=target)
+                self.renderer.encode_render(encoder, lease, target=target, rotation=metadata.rotation)
                 stream.colour = self.renderer.last_colour
         redraw_all = self._dirty
         if redraw_all:
@@ -507,6 +546,75 @@ class StreamGroup:
         self.stages.add("submit", time.perf_counter() - t0)
         self.submissions += 1
         return True
+
+    def paint_tile(self, index: int, pixels: Any) -> None:
+        """Put an RGBA image ((H, W, 4) uint8, at most the tile's size; centred in it) in stream
+        ``index``'s tile, drawn into the wall with the next tick; for a stream with no decoder (a broken
+        source: its error as text).
+
+        Raises:
+            InvalidInputError: a bad index, shape or size, or a stream that plays.
+            ClosedError: the group was closed.
+        """
+        import numpy as np
+
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
+        if not 0 <= index < len(self._streams):
+            raise InvalidInputError(f"no stream {index}; the group has {len(self._streams)}")
+        stream = self._streams[index]
+        if stream.decoder is not None:
+            raise InvalidInputError(f"stream {index} ({stream.source}) plays: its tile is its frames")
+        array = np.ascontiguousarray(pixels)
+        if array.ndim != 3 or array.shape[2] != 4 or array.dtype != np.uint8:
+            raise InvalidInputError(
+                f"a tile image is (height, width, 4) uint8, got {array.shape} {array.dtype}"
+            )
+        height, width = int(array.shape[0]), int(array.shape[1])
+        if not (0 < width <= self.tile.width and 0 < height <= self.tile.height):
+            raise InvalidInputError(
+                f"a tile image must fit the {self.tile.width}x{self.tile.height} tile, got {width}x{height}"
+            )
+        webgpu = self.device.webgpu_device
+        if stream.texture is not None:
+            stream.texture.destroy()
+        usage = self._gpu.TextureUsage
+        stream.texture = webgpu.create_texture(
+            label=f"alpha2 wall tile {stream.source}",
+            size=(width, height, 1),
+            format=_WALL_FORMAT,
+            usage=usage.COPY_DST | usage.COPY_SRC,
+        )
+        webgpu.queue.write_texture(
+            {"texture": stream.texture, "mip_level": 0, "origin": (0, 0, 0)},
+            array,
+            {"offset": 0, "bytes_per_row": width * 4, "rows_per_image": height},
+            (width, height, 1),
+        )
+        stream.fitted = Size(width, height)
+        self._dirty = True
+
+    def seek(self, at_s: float) -> None:
+        """Every stream that plays to ``at_s`` seconds from its start (the frame on display there comes
+        with the next tick that asks for that time).
+
+        Raises:
+            UnsupportedError: decoders in processes (they seek only before their first frame).
+            ClosedError: the group was closed.
+        """
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
+        if self.decoders == "processes":
+            raise UnsupportedError("a wall of decoder processes cannot seek once it plays; use threads")
+        target = max(0.0, float(at_s))
+        for stream in self._streams:
+            if stream.decoder is None:
+                continue
+            if stream.pending is not None:
+                stream.pending.release()
+                stream.pending = None
+            stream.decoder.seek(target)
+            stream.ended = False
 
     def run(self, frames: int | None = None) -> int:
         """Tick (each stream one frame a tick) until every stream ended or ``frames`` ticks; returns ticks."""
@@ -537,6 +645,8 @@ class StreamGroup:
 
         counter = pipeline.PathCounter()
         for stream in self._streams:
+            if stream.importer is None and stream.decoder is None:
+                continue  # a broken source: nothing decoded
             report = (stream.importer or stream.decoder).path_report
             counter.merge_counts(report.frames_by_path, report.fallbacks)
             counter.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu

@@ -3,22 +3,26 @@
 The streams go through one :class:`~alpha2.api.streams.StreamGroup`: one Device, one decoder thread and
 one importer per stream, one surface budget, one submit per display frame. With a display (the rules of
 single-input play: :func:`~alpha2.apps.player.window_unavailable_reason`) the wall plays in a window
-(:mod:`alpha2.apps.wall_window`): paced by the system clock at the refresh, each stream showing its
-latest due frame, letterboxed, without sound. Otherwise it renders offscreen (``--offscreen``,
-``--snapshot``, or no display), each tick advancing every stream by one frame as fast as the device
-allows; ``--snapshot WALL.png [--at SECONDS]`` writes the wall with every stream's frame at that time.
+(:mod:`alpha2.apps.wall_window`): paced by the clock of one tile's sound (or the system clock) at the
+refresh, each stream showing its latest due frame, turned as its display matrix says, letterboxed.
+Otherwise it renders offscreen (``--offscreen``, ``--snapshot``, or no display), each tick advancing
+every stream by one frame as fast as the device allows; ``--snapshot WALL.png [--at SECONDS]`` writes the
+wall with every stream's frame at that time. An input that cannot be opened gets a tile with its error
+written on it (the on-screen display's text) while the others play.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import check_output_path, write_png
@@ -26,10 +30,12 @@ from alpha2.api.colour_report import colour_report, plan_dict
 from alpha2.api.devices import open_device
 from alpha2.api.playback import PlayOptions, PlayStats
 from alpha2.api.streams import StreamGroup
+from alpha2.apps.osd import text_image
 from alpha2.apps.player import options_from_args, window_unavailable_reason
 from alpha2.apps.wall_window import WallWindow
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.geometry import Size
 from alpha2.gpu.identity import ExecutionPath
 
 __all__ = ["WallStats", "play_wall", "run_wall"]
@@ -57,6 +63,8 @@ class WallStats(PlayStats):
         lines = [super().summary(), f"  wall: {len(self.streams)} streams, {self.submissions} submits"]
         for s in self.streams:
             line = f"    {s['source']}: {s['frames_shown']} shown, {s['frames_dropped']} dropped"
+            if s.get("error"):
+                line += f"; not played: {s['error']}"
             copies = s.get("gpu_copies") or {}
             if any(copies.values()):
                 line += (
@@ -114,6 +122,7 @@ def play_wall(
             decoders=options.decoders,
             colour_target=ColourTarget.sdr_bt709(options.target_peak_cd_m2),
             colour_options=ColourOptions(tone_curve=options.tone_curve),
+            broken="tile" if options.decoders == "threads" else "raise",
         )
     except BaseException:
         if device is not None:
@@ -124,8 +133,18 @@ def play_wall(
         stats.device = group.device.as_dict()
         stats.size = group.size
         _seek_all(group, options.at_s)
+        for index, stream in enumerate(group.streams):
+            if stream.error is not None:
+                group.paint_tile(index, error_tile(stream.source, stream.error, group.tile))
         if refusal is None:
-            window = WallWindow(group, stats, frames=options.frames, progress=progress)
+            window = WallWindow(
+                group,
+                stats,
+                frames=options.frames,
+                progress=progress,
+                audio=options.audio,
+                volume=options.volume,
+            )
             try:
                 window.run(canvas_module)
             finally:
@@ -168,6 +187,8 @@ def _seek_all(group: StreamGroup, at: float | None) -> None:
     if not at:
         return
     for stream in group.streams:
+        if stream.decoder is None:
+            continue  # a broken input's tile
         duration = stream.decoder.info.duration_seconds
         if duration is not None and at >= duration:
             raise InvalidInputError(
@@ -198,11 +219,17 @@ def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> 
     stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += counts.bytes[ExecutionPath.CPU_UPLOAD]
     stats.submissions = group.submissions
     stats.dropped_frames = sum(s.frames_dropped for s in group.streams)
-    stats.hwaccel = {"streams": [s.decoder.hwaccel_report.active.value for s in group.streams]}
+    stats.hwaccel = {
+        "streams": [
+            "error" if s.decoder is None else s.decoder.hwaccel_report.active.value for s in group.streams
+        ]
+    }
     curve = options.tone_curve.name.lower()
     stats.streams = []
     for s in group.streams:
-        if s.importer is not None:
+        if s.decoder is None:
+            copies = {}  # a broken input: nothing decoded
+        elif s.importer is not None:
             imports = s.importer.stats()
             copies = {"decoder_thread": imports.copied_ahead, "at_import": imports.not_copied_ahead}
         else:  # a DecodeProcess: its decoder process made every GPU copy
@@ -216,15 +243,33 @@ def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> 
                 "colour": plan_dict(s.colour, curve) if s.frames_shown else None,
                 # Where each frame's GPU copy ran (copy-ahead, or a decoder process); 0 on the CPU upload.
                 "gpu_copies": copies,
+                "error": s.error,
             }
         )
     if any(s.frames_shown for s in group.streams):
         stats.colour = colour_report(group.renderer, options)  # the latest frame's; per stream above
 
 
+def error_tile(source: str, error: str, tile: Size) -> np.ndarray:
+    """A tile saying why ``source`` does not play: its name and the error, white on dark grey."""
+    width, height = tile.width, tile.height
+    out = np.zeros((height, width, 4), np.uint8)
+    out[...] = (48, 16, 16, 255)
+    size = max(8, min(32, height // 12))
+    columns = max(8, int(width * 0.9 / (size * 0.55)))
+    body = "\n".join(textwrap.wrap(error, columns)[: max(1, height // (size * 2) - 2)])
+    text = text_image(f"{os.path.basename(source)}\n{body}", size, align="center")[:height, :width]
+    th, tw = text.shape[:2]
+    y, x = (height - th) // 2, (width - tw) // 2
+    alpha = text[..., 3:4].astype(np.float32) / 255.0
+    under = out[y : y + th, x : x + tw, :3].astype(np.float32)
+    out[y : y + th, x : x + tw, :3] = np.rint(under * (1 - alpha) + text[..., :3] * alpha).astype(np.uint8)
+    return out
+
+
 def run_wall(args: argparse.Namespace) -> int:
-    """``alpha2 play`` with several inputs."""
-    options = dataclasses.replace(options_from_args(args), audio=False)  # a wall plays no sound
+    """``alpha2 play --wall`` (several inputs in one grid)."""
+    options = options_from_args(args)
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play_wall(args.input, options, progress=progress)
     if args.json:
@@ -239,4 +284,7 @@ def run_wall(args: argparse.Namespace) -> int:
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
         print(line, file=sys.stderr)
-    return 0
+    broken = [s for s in stats.streams if s.get("error")]
+    for stream in broken:
+        print(f"alpha2: error: {stream['source']}: {stream['error']}", file=sys.stderr)
+    return 1 if broken else 0

@@ -3,22 +3,31 @@
 :class:`WallWindow` draws in a rendercanvas window with vsync: at each draw it asks the
 :class:`~alpha2.api.streams.StreamGroup` for every stream's latest frame due at the clock's media time
 (one ``queue.submit`` for all the streams' work; frames overtaken are counted as dropped), then scales the
-wall texture, aspect kept, into the window's current texture with black bars (a second, small submit).
-The wall has no sound: the system clock paces it. Keys: space pauses, q or Escape quits. The run ends
-when every stream has ended (or after ``--frames`` wall updates).
+wall texture, aspect kept, into the window's current texture with black bars (a second, small submit),
+with the on-screen display's messages and key help over it. The sound of one tile plays (the first with
+sound; ``a`` cycles through them and silence) and its clock paces the wall; without sound the system
+clock does. Keys: space pauses, the arrows seek every tile, 9 / 0, the wheel and m set the volume, f or a
+double click goes fullscreen, ? shows the keys, q or Escape quits. The run ends when every stream has
+ended (or after ``--frames`` wall updates).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from alpha2.api import pipeline
+from alpha2.api.media import media_kinds
 from alpha2.api.streams import StreamGroup
-from alpha2.apps.audio_out import SystemClock
-from alpha2.apps.window import letterbox, open_canvas
+from alpha2.apps.audio_out import ClockKind, MediaClock, SystemClock, open_clock
+from alpha2.apps.avsync import AVScheduler
+from alpha2.apps.keys import WALL_BINDINGS, help_lines
+from alpha2.apps.osd import Osd, OsdView
+from alpha2.apps.window import SEEK_STEPS_S, _Keys, _Overlay, letterbox, open_canvas
+from alpha2.gpu.errors import Error
 from alpha2.gpu.geometry import Rect, Size
 
 __all__ = ["NO_SOUND_REASON", "WallWindow"]
@@ -128,15 +137,19 @@ class _Blit:
             self.target = None
 
 
-class WallWindow:
-    """A StreamGroup's wall in a rendercanvas window: paced by the system clock at the refresh, keys.
+class WallWindow(_Keys):
+    """A StreamGroup's wall in a rendercanvas window: paced by the media clock at the refresh, keys.
 
     Args:
         group: the open group (on a wgpu-native Device: rendercanvas presents wgpu-native devices).
         stats: the run's :class:`~alpha2.apps.wall.WallStats` (frames: draws that updated the wall).
         frames: stop after this many wall updates (None: when every stream has ended).
         progress: the progress line.
+        audio: play the sound of one tile (the first with sound); False: none, the system clock.
+        volume: the initial volume factor, 0..2.
     """
+
+    osd: Osd
 
     def __init__(
         self,
@@ -145,12 +158,22 @@ class WallWindow:
         *,
         frames: int | None = None,
         progress: pipeline.Progress | None = None,
+        audio: bool = False,
+        volume: float = 1.0,
     ) -> None:
         self.group = group
         self.stats = stats
         self.frames = frames
         self.progress = progress if progress is not None else pipeline.Progress()
-        self.clock: SystemClock | None = None
+        self.clock: MediaClock | None = None
+        self.scheduler = AVScheduler()
+        self.osd = Osd()
+        self.overlay: _Overlay | None = None
+        self.fullscreen = False
+        self.audio = audio
+        self.volume = volume
+        self.sound_index: int | None = None
+        """The tile whose sound plays (None: none)."""
         self.canvas: Any = None
         self.context: Any = None
         self.blit: _Blit | None = None
@@ -162,7 +185,20 @@ class WallWindow:
 
     @property
     def paused(self) -> bool:
-        return self.clock is not None and self.clock.paused
+        return self.clock is not None and bool(getattr(self.clock, "paused", False))
+
+    def _with_sound(self) -> list[int]:
+        """The tiles whose source has sound (and opened)."""
+        found = []
+        for index, stream in enumerate(self.group.streams):
+            if stream.error is not None:
+                continue
+            try:
+                if "audio" in media_kinds(stream.source):
+                    found.append(index)
+            except Error:
+                pass
+        return found
 
     def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
         """Make the canvas and the blit; returns the rendercanvas backend module.
@@ -179,7 +215,10 @@ class WallWindow:
             backend, title, window, device.webgpu_device
         )
         self.blit = _Blit(device.webgpu_device, device.gpu_module, group.wall, render_format)
+        self.overlay = _Overlay(device.webgpu_device)
         self.canvas.add_event_handler(self._on_key, "key_down")
+        self.canvas.add_event_handler(lambda e: self.toggle_fullscreen(), "double_click")
+        self.canvas.add_event_handler(self._on_wheel, "wheel")
         self.canvas.request_draw(self._draw)
         self.progress.start(self.frames)
         return backend
@@ -194,25 +233,92 @@ class WallWindow:
         if self.blit is not None:
             self.blit.close()
             self.blit = None
+        if self.overlay is not None:
+            self.overlay.close()
+            self.overlay = None
+        sound = NO_SOUND_REASON
         if self.clock is not None:
             self.stats.clock = self.clock.as_dict()
+            if self.clock.kind is ClockKind.AUDIO and self.sound_index is not None:
+                sound = f"the sound of {self.group.streams[self.sound_index].source}"
             self.clock.close()
             self.clock = None
         self.stats.mode = "window"
-        self.stats.mode_reason = f"vsync, letterboxed; {NO_SOUND_REASON}"
+        self.stats.mode_reason = f"vsync, letterboxed; {sound}"
 
     def media_time(self) -> float:
         return self.clock.now() if self.clock is not None else 0.0
 
     def _on_key(self, event: Mapping[str, Any]) -> None:
-        key = str(event.get("key", ""))
-        if key in ("q", "Q", "Escape"):
-            self.canvas.close()
-        elif key == " " and self.clock is not None:
-            if self.clock.paused:
-                self.clock.resume()
-            else:
-                self.clock.pause()
+        from alpha2.apps.keys import key_name
+
+        key = key_name(event)
+        if self._common_key(key):
+            return
+        if key in SEEK_STEPS_S and self.clock is not None:
+            self.seek(self.media_time() + SEEK_STEPS_S[key])
+        elif key in ("a", "A"):
+            self.cycle_sound()
+        elif key == "?":
+            self.osd.show_help = not self.osd.show_help
+
+    def _open_clock(self, index: int | None, start_s: float) -> MediaClock:
+        """The clock of tile ``index``'s sound from ``start_s`` (None: the system clock, silent)."""
+        if index is None:
+            return SystemClock(NO_SOUND_REASON, start_s)
+        return open_clock(self.group.streams[index].source, want_audio=True, has_audio=True, start_s=start_s)
+
+    def cycle_sound(self) -> None:
+        """The next tile with sound plays it (after the last: silence), from the time now (``a``)."""
+        choices: list[int | None] = [*self._with_sound(), None]
+        at = choices.index(self.sound_index) if self.sound_index in choices else -1
+        self._switch_sound(choices[(at + 1) % len(choices)])
+
+    def _switch_sound(self, index: int | None) -> None:
+        old = self.clock
+        now = self.media_time()
+        clock = self._open_clock(index, now)
+        if old is not None:
+            clock.set_volume(getattr(old, "volume", self.volume))
+            if getattr(old, "muted", False):
+                clock.toggle_mute()
+            if getattr(old, "paused", False):
+                clock.pause()
+            old.close()
+        else:
+            clock.set_volume(self.volume)
+        self.clock = clock
+        self.sound_index = index if clock.kind is ClockKind.AUDIO else None
+        self.stats.clock = clock.as_dict()
+        if self.sound_index is None:
+            self._say("Sound: off" if index is None else f"Sound: off ({clock.reason})")
+        else:
+            name = os.path.basename(self.group.streams[self.sound_index].source)
+            self._say(f"Sound: tile {self.sound_index + 1} ({name})")
+
+    def _longest_s(self) -> float | None:
+        """The longest stream's duration, when one is known."""
+        known = [
+            s.decoder.info.duration_seconds
+            for s in self.group.streams
+            if s.decoder is not None and s.decoder.info.duration_seconds is not None
+        ]
+        return max(known) if known else None
+
+    def seek(self, seconds: float) -> None:
+        """Every tile to ``seconds`` (clamped to the longest stream)."""
+        longest = self._longest_s()
+        target = max(0.0, seconds)
+        if longest is not None:
+            target = min(target, max(0.0, longest - 0.05))
+        try:
+            self.group.seek(target)
+        except Error as exc:
+            self._say(f"No seek: {exc.message}")
+            return
+        if self.clock is not None:
+            self.clock.seek(target)
+        self.osd.activity()
 
     def _draw(self) -> None:
         group, stats = self.group, self.stats
@@ -232,10 +338,16 @@ class WallWindow:
         if self.clock is None:
             # The first wall is on screen: let every decoder fill its queue before the clock runs.
             self.stats.stages.add("preroll", group.preroll())
-            self.clock = SystemClock(NO_SOUND_REASON)
+            with_sound = self._with_sound() if self.audio else []
+            self._switch_sound(with_sound[0] if with_sound else None)
+            self.osd._message = None  # the first sound is not news
         if tick.submitted:
             stats.frames += 1
             self.progress.update(stats.frames)
+
+    @staticmethod
+    def _surface_size(surface: Any) -> tuple[int, int]:
+        return int(surface.size[0]), int(surface.size[1])
 
     def _present(self, box: Rect) -> None:
         assert self.blit is not None
@@ -260,6 +372,14 @@ class WallWindow:
             {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
             (box.width, box.height, 1),
         )
+        if self.overlay is not None:
+            view = OsdView(
+                position_s=self.media_time(),
+                duration_s=self._longest_s(),
+                paused=self.paused,
+                help=help_lines(WALL_BINDINGS) if self.osd.show_help else (),
+            )
+            self.overlay.encode(encoder, surface, self.osd.layers(Size(*self._surface_size(surface)), view))
         webgpu.queue.submit([encoder.finish()])
         self.presents += 1
         self.stats.stages.add("present", time.perf_counter() - t0)
