@@ -37,6 +37,7 @@ from alpha2.apps.batch_plan import (
 from alpha2.apps.batch_ray import NVDEC_RESOURCE, RayBackend, pin_assigned_gpu, task_resources
 from alpha2.apps.batch_run import (
     CRASH_KIND,
+    LOCK_NAME,
     BatchLock,
     Event,
     FileTask,
@@ -299,6 +300,21 @@ def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
         assert info.value.kind is ErrorKind.RETRY
     with BatchLock(str(tmp_path)):
         pass
+    assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_stale_lock_is_taken_back_only_when_no_run_holds_it(tmp_path: Path) -> None:
+    with BatchLock(str(tmp_path)):
+        BatchLock.remove_stale(str(tmp_path))
+        assert (tmp_path / LOCK_NAME).exists()  # held: left alone
+    (tmp_path / LOCK_NAME).write_text("")  # left by a run interrupted while taking it
+    BatchLock.remove_stale(str(tmp_path))
+    assert not (tmp_path / LOCK_NAME).exists()
+    lock = BatchLock(str(tmp_path))
+    lock.close()  # never entered: nothing to do
+    with lock:
+        pass
+    lock.close()  # idempotent
 
 
 # -- workers -----------------------------------------------------------------------------------------

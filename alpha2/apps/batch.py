@@ -204,12 +204,14 @@ def batch(
     extension = container_extension(settings.container)
     start = time.perf_counter()
     made = _folders_to_make(out)
+    lock = BatchLock(out)
     try:
         os.makedirs(out, exist_ok=True)
-        with BatchLock(out):
+        with lock:
             return _run_locked(items, out, options, settings, extension, start, on_event, backend)
     except BaseException:
-        if made:  # a lock taken back only in a folder this run made: no other run was there before it
+        lock.close()  # when the interruption came inside the lock's own enter or exit
+        if made:  # a stale lock is taken back only in a folder this run made
             BatchLock.remove_stale(out)
         for folder in made:  # deepest first; stops at the first that is not empty
             try:

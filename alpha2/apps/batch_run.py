@@ -343,22 +343,38 @@ class BatchLock:
     def __init__(self, out_dir: str) -> None:
         self.path = os.path.join(os.path.abspath(out_dir), LOCK_NAME)
         self._fd: int | None = None
+        self._held = False
 
     def __enter__(self) -> BatchLock:
         import fcntl
 
-        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, what="the batch lock")
+        self._fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, what="the batch lock")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            os.close(fd)
+            self.close()
             raise InvalidInputError(
                 f"another alpha2 batch is writing into {os.path.dirname(self.path)!r}; wait for it or "
                 "choose another --out",
                 kind=ErrorKind.RETRY,
             ) from None
-        self._fd = fd  # held open for the lock's lifetime
+        self._held = True  # the file is ours to remove from here on
         return self
+
+    def close(self) -> None:
+        """Release the lock (idempotent; also after an interrupted ``__enter__`` or ``__exit__``): the
+        file is removed while still held, so that no second run has locked this very file, then closed."""
+        fd, held = self._fd, self._held
+        if fd is None:
+            return
+        self._held = False
+        try:
+            if held:
+                with contextlib.suppress(OSError):
+                    os.remove(self.path)
+        finally:
+            self._fd = None
+            os.close(fd)  # closing releases the lock
 
     @staticmethod
     def remove_stale(out_dir: str) -> None:
@@ -379,11 +395,7 @@ class BatchLock:
             os.close(fd)
 
     def __exit__(self, *exc: object) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.remove(self.path)  # while still held: no second run has locked this very file
-            os.close(fd)  # closing releases the lock
+        self.close()
 
 
 # ---------------------------------------------------------------------------------------------------

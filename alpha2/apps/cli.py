@@ -185,11 +185,22 @@ class Terminated(BaseException):
         """The signal's number."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, raised by alpha2's own handler: a KeyboardInterrupt (caught as one) of a class of its own,
+    because CPython marks an exact KeyboardInterrupt that passes through code some extensions run (by
+    ``PyRun_String``) as unhandled, and then ends the process by SIGINT at exit, after alpha2 has handled
+    it and said so."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
 _TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 class _SignalsUnwind:
-    """For the block: SIGINT raises KeyboardInterrupt (Python's own handler), SIGTERM and SIGHUP raise
+    """For the block: SIGINT raises KeyboardInterrupt (:class:`Interrupted`), SIGTERM and SIGHUP raise
     :class:`Terminated` (the first one only: a second one while cleaning up must not cut the cleanup
     short). A signal ignored when the block begins (``nohup`` ignores SIGHUP; a shell's background job
     ignores SIGINT) stays ignored. Nested blocks leave the outer one's handlers in place; outside the
@@ -215,7 +226,7 @@ class _SignalsUnwind:
                 old = signal.getsignal(signum)
                 if old == signal.SIG_IGN:
                     continue
-                handler = signal.default_int_handler if signum == signal.SIGINT else self._handler
+                handler = _interrupt if signum == signal.SIGINT else self._handler
                 signal.signal(signum, handler)
                 self._previous[signum] = old
         except ValueError:  # not the main thread: signals are the main thread's business
