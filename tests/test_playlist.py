@@ -180,3 +180,10 @@ def test_offscreen_list_in_process(clips: list[Clip]) -> None:
         [c.path for c in clips], PlayOptions(frames=2, hwaccel="none"), environ=NO_DISPLAY
     )
     assert [s.frames for s in results] == [2, 2] and not errors
+
+
+@pytest.mark.vulkan
+def test_a_broken_last_file_is_only_an_error(clips: list[Clip], broken: str) -> None:
+    results, errors, _ = _run_window([clips[0].path, broken], {})
+    assert [s.input for s in results] == [clips[0].path]
+    assert [name for name, _ in errors] == [broken]

@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
 from alpha2.api import pipeline
@@ -148,8 +149,10 @@ def play_list(
         finally:
             timer.stop()
             window.player.close(True)
-        results = [*window.results, window.stats]
         errors = list(playlist.errors)
+        last = window.stats  # the file playing at the end, unless the last tried could not be played
+        failed = {name for name, _ in errors}
+        results = [*window.results, *([] if last.input in failed and not last.frames else [last])]
     finally:
         device.close()
     return results, errors
@@ -164,14 +167,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "play",
         help="play a video (window, or offscreen with a snapshot)",
-        description="Decode, import and render a video with the sampling shader: in a window when there is "
-        "a display, with an on-screen display and subtitles drawn over it on the GPU, otherwise into an "
-        "offscreen texture. Several inputs play one after the other (a playlist), or side by side with "
-        "--wall.",
+        description=textwrap.fill(
+            "Decode, import and render a video with the sampling shader: in a window when there is a "
+            "display, with an on-screen display and subtitles drawn over it on the GPU, otherwise into an "
+            "offscreen texture. Several inputs play one after the other (a playlist), or side by side "
+            "with --wall.",
+            width=78,
+        ),
         epilog="keys and mouse in the window (as mpv has them):\n  "
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
-        + "\n\nthe wall (--wall): space pauses, arrows seek every tile, a plays the next tile's sound, "
-        "f fullscreen, q quits",
+        + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
+        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
