@@ -287,6 +287,11 @@ _LOOP_RELEASED = (
 )
 
 
+IMPORTED_FRAMES_HELD = 32
+"""Frames of one source that may be imported (rendered, or turned into a tensor) and held at once; one
+more waits (bounded) until one of them is released."""
+
+
 class Frame:
     """One decoded frame of a :class:`VideoSource`: render it, read it as arrays, or write it.
 
@@ -637,7 +642,9 @@ class VideoSource:
         """The FrameImporter on :attr:`device`."""
         resources = self._resources
         if resources.importer is None:
-            resources.importer = FrameImporter(self.device)
+            # A program may hold many imported frames at once (a batch from frames_at turned into a
+            # tensor): the GPU copy's ring grows to that many slots as they are taken, no more.
+            resources.importer = FrameImporter(self.device, slots=IMPORTED_FRAMES_HELD)
             if self._copy_ahead:  # NVDEC frames copied into the importer's ring on the decoder's thread
                 self._session.set_copy_ahead(resources.importer.copy_ahead)
         return resources.importer
