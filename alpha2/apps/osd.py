@@ -285,6 +285,10 @@ class Osd:
             return None
         return min(max((x - rect.x) / rect.width, 0.0), 1.0)
 
+    def showing_bar(self, paused: bool) -> bool:
+        """Whether the time and the bar are on screen (or fading)."""
+        return self._bar_opacity(paused) > 0.0
+
     def _bar_opacity(self, paused: bool) -> float:
         if paused:
             return 1.0

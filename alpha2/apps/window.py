@@ -297,6 +297,8 @@ class WindowPlayback(_Keys):
         """Tests: called with the surface texture after each draw's submit, before it is presented."""
         self.title = ""
         self._file_started = time.perf_counter()
+        self._stats_cache: tuple[float, list[str]] | None = None
+        self._cursor_hidden = False
 
     @property
     def paused(self) -> bool:
@@ -437,6 +439,9 @@ class WindowPlayback(_Keys):
 
     def _on_pointer_move(self, event: Mapping[str, Any]) -> None:
         self.osd.activity()
+        if self._cursor_hidden:
+            self._cursor_hidden = False
+            self.canvas.set_cursor("default")
 
     def _on_pointer_down(self, event: Mapping[str, Any]) -> None:
         if int(event.get("button", 1) or 1) != 1:
@@ -451,6 +456,7 @@ class WindowPlayback(_Keys):
 
     def toggle_stats(self) -> None:
         self.osd.show_stats = not self.osd.show_stats
+        self._stats_cache = None
 
     def toggle_help(self) -> None:
         self.osd.show_help = not self.osd.show_help
@@ -638,6 +644,14 @@ class WindowPlayback(_Keys):
             lines.append(self.subtitles.describe())
         return lines
 
+    def _stats_now(self) -> list[str]:
+        """The stats lines, worked out again twice a second (each new text is rasterised anew)."""
+        now = time.monotonic()
+        cached = self._stats_cache
+        if cached is None or now - cached[0] >= 0.5:
+            cached = self._stats_cache = (now, self._stats_lines())
+        return cached[1]
+
     def _osd_view(self) -> OsdView:
         position = self.shown_pts if self.shown_pts is not None else 0.0
         if self.clock is not None:
@@ -650,7 +664,7 @@ class WindowPlayback(_Keys):
             duration_s=self.duration_s,
             paused=self.paused,
             subtitle=subtitle,
-            stats=self._stats_lines() if self.osd.show_stats else (),
+            stats=self._stats_now() if self.osd.show_stats else (),
             help=help_lines(PLAYER_BINDINGS) if self.osd.show_help else (),
         )
 
@@ -718,6 +732,9 @@ class WindowPlayback(_Keys):
         if title != self.title:
             self.title = title
             self.canvas.set_title(title)
+        if self.fullscreen and not self._cursor_hidden and not self.osd.showing_bar(self.paused):
+            self._cursor_hidden = True  # as mpv: the pointer goes with the bar, and comes back on a move
+            self.canvas.set_cursor("none")
 
 
 def _clear(encoder: Any, surface: Any, colour: tuple[float, float, float, float]) -> None:
