@@ -81,6 +81,20 @@ def test_text_is_white_on_a_dark_outline() -> None:
     assert two.shape[0] > text_image("a", 20).shape[0] * 1.6
 
 
+def test_without_dejavu_pillows_own_font_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without fonts-dejavu-core draws with Pillow's scalable default font."""
+    from alpha2.apps import osd
+
+    monkeypatch.setattr(osd, "_font_file", lambda mono: None)
+    osd._font.cache_clear()
+    try:
+        assert osd.font_source() == "Pillow's default font"
+        image = text_image("0:12 / 1:30", 40)
+        assert image.shape[0] >= 40 and image[..., 3].max() == 255
+    finally:
+        osd._font.cache_clear()
+
+
 def test_the_bar_shows_on_activity_and_fades() -> None:
     now = FakeTime()
     osd = Osd(clock=now)
