@@ -196,3 +196,54 @@ def test_nvdec_segments_equal_one_nvdec_session(tmp_path: Path, codec: str) -> N
         assert all(h["active"] == "cuda" for h in reader.report.hwaccel)
     assert [p for p, _ in frames] == [p for p, _ in reference]
     assert all(a == b for (_, a), (_, b) in zip(frames, reference))
+
+
+def test_open_parallel_reads_in_order_like_one_session(tmp_path: Path) -> None:
+    import alpha2
+
+    path = encode(tmp_path / "p.mkv", "libx264", _X264_OPEN)
+    reference = one_session(path)
+    with alpha2.open(path, hwaccel="none", parallel=3) as source:
+        got = []
+        for frame in source:
+            got.append((frame.decoded.metadata.pts, [a.tobytes() for a in frame.plane_arrays()]))
+        report = source.segments
+        assert report is not None and report.sessions == 2 == report.chunks, source.parallel_reason
+    assert got == reference
+
+
+def test_open_parallel_hands_back_to_one_session_on_a_seek(tmp_path: Path) -> None:
+    import alpha2
+
+    path = encode(tmp_path / "s.mp4", "libx264", _X264_CLOSED)
+    reference = one_session(path)
+    with alpha2.open(path, hwaccel="none", parallel=2) as source:
+        first = source.next_frame()
+        assert first is not None and source.segments is not None
+        first.release()
+        frame = source.frame_at(2.0)  # the 51st frame at 25 fps
+        assert frame.decoded.metadata.pts == reference[50][0]
+        frame.release()
+        assert source.segments is None and "seek" in source.parallel_reason
+        nxt = source.next_frame()
+        assert nxt is not None and nxt.decoded.metadata.pts == reference[51][0]
+        nxt.release()
+
+
+def test_open_parallel_auto_is_one_session_in_software(tmp_path: Path) -> None:
+    import alpha2
+
+    path = encode(tmp_path / "a.mp4", "libx264", _X264_CLOSED, frames=30)
+    with alpha2.open(path, hwaccel="none", parallel="auto") as source:
+        assert sum(1 for _ in source) == 30
+        assert source.segments is None and "software" in source.parallel_reason
+
+
+def test_open_parallel_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    import alpha2
+
+    path = encode(tmp_path / "r.mp4", "libx264", _X264_CLOSED, frames=20)
+    with pytest.raises(InvalidInputError, match="give its path"):
+        alpha2.open(Path(path).read_bytes(), parallel=2)
+    with pytest.raises(InvalidInputError, match="parallel must be"):
+        alpha2.open(path, parallel=0)

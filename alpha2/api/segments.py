@@ -40,7 +40,7 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.native_gpu.device.device import Device
 
-__all__ = ["Chunk", "SegmentReader", "SegmentReport", "plan_chunks"]
+__all__ = ["Chunk", "SegmentReader", "SegmentReport", "auto_sessions", "plan_chunks"]
 
 DEFAULT_CHUNK_PACKETS = 48
 """Packets a chunk holds at least (whole GOPs are added until it does): enough frames to pay for a
@@ -50,6 +50,32 @@ DEFAULT_AHEAD = 64
 """Frames a chunk buffers at most before its session waits for the reader."""
 
 _POLL_S = 0.05
+
+NVDEC_ENGINES = {"H100": 7, "H200": 7, "H800": 7, "H20": 7, "A100": 5, "A800": 5, "L40": 3, "L4": 4}
+"""Decoding engines by GPU model (NVIDIA's NVDEC support matrix); ``auto`` runs a session on each. On
+the H200, 7 sessions read one 1080p HEVC file at 2199 fps against 1932 with 4 and 2031 with 10
+(BENCHMARKS.md, "One file on all the decoders")."""
+
+_UNKNOWN_ENGINES = 2
+
+
+def auto_sessions(cuda_ordinal: int | None) -> tuple[int, str]:
+    """How many sessions ``parallel='auto'`` runs, and why: one per NVDEC engine of the decoding GPU;
+    one for software decoding (FFmpeg's frame threads already use every core)."""
+    if cuda_ordinal is None:
+        return 1, "software decoding: FFmpeg's frame threads already use every core, so one session"
+    from alpha2.native_gpu._cuda.core import cuda_device_name
+
+    try:
+        name = cuda_device_name(cuda_ordinal)
+    except Exception as exc:  # the name only picks the count: without it, the cautious default
+        return _UNKNOWN_ENGINES, f"GPU name unknown ({exc}): {_UNKNOWN_ENGINES} sessions"
+    words = name.replace("-", " ").split()
+    for model in sorted(NVDEC_ENGINES, key=len, reverse=True):
+        if model in words:
+            engines = NVDEC_ENGINES[model]
+            return engines, f"{name} has {engines} NVDEC engines: a session on each"
+    return _UNKNOWN_ENGINES, f"{name}: its NVDEC engine count is not in alpha2's table, so {_UNKNOWN_ENGINES}"
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from alpha2.api.devices import as_device, open_decoder
+from alpha2.api.segments import SegmentReader, SegmentReport, auto_sessions
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, short_repr
 from alpha2.ffmpeg_bridge.media import AudioTrack
 from alpha2.gpu.colour import ColourInfo
@@ -488,11 +489,15 @@ class _Resources:
         self.session = session
         self.worker: _Worker | None = None
         self.importer: FrameImporter | None = None
+        self.segments: SegmentReader | None = None
 
     def close(self) -> None:
         worker, self.worker = self.worker, None
         if worker is not None:
             worker.close()
+        segments, self.segments = self.segments, None
+        if segments is not None:
+            segments.close()
         self.session.close()
         importer, self.importer = self.importer, None
         if importer is not None:
@@ -528,9 +533,24 @@ class VideoSource:
         hwaccel: str = "auto",
         prefetch: int = 2,
         copy_ahead: bool = False,
+        parallel: int | str | None = None,
         **options: Any,
     ) -> None:
         media, self._label = _media_source(path)
+        if parallel not in (None, "auto") and (
+            isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1
+        ):
+            raise InvalidInputError(
+                f"parallel must be None, 'auto' or a number of sessions >= 1, got {parallel!r}"
+            )
+        if parallel not in (None, 1) and not isinstance(media, str | os.PathLike):
+            raise InvalidInputError(
+                "parallel decoding reads the file on several sessions at once: give its path, not a file "
+                "object or its bytes"
+            )
+        self._parallel = parallel
+        self._hwaccel = hwaccel
+        self._sequential = True  # nothing was sought yet: the stream is read in order from its start
         self._device = as_device(device)
         self._copy_ahead = copy_ahead
         session = open_decoder(media, self._device, hwaccel=hwaccel, prefetch=prefetch, **options)
@@ -721,9 +741,50 @@ class VideoSource:
             self._colour = decoded.colour
         return Frame(decoded, self)
 
+    def _reader(self) -> SegmentReader | None:
+        """The segment reader for in-order reading with ``parallel``, started at the first frame taken."""
+        resources = self._resources
+        if resources.segments is not None or not self._sequential or self._parallel in (None, 1):
+            return resources.segments
+        self._sequential = False  # decided once: the reader, or the session from here on
+        report = self._session.hwaccel_report
+        if self._parallel == "auto":
+            sessions, why = auto_sessions(report.device_ordinal if report.on_gpu else None)
+        else:
+            sessions, why = int(cast(int, self._parallel)), f"parallel={self._parallel} was asked for"
+        if sessions < 2:
+            self._parallel_reason = why
+            return None
+        resources.segments = SegmentReader(
+            cast(str, self.path), sessions=sessions, device=self._device, hwaccel=self._hwaccel
+        )
+        self._parallel_reason = why
+        return resources.segments
+
+    @property
+    def segments(self) -> SegmentReport | None:
+        """How ``parallel`` reads the file in order (sessions, chunks, each session's decoder, stages),
+        once the first frame was taken; None when one session reads it (:attr:`parallel_reason` says why)."""
+        reader = self._resources.segments
+        return None if reader is None else reader.report
+
+    @property
+    def parallel_reason(self) -> str:
+        """Why the file is read by that many sessions (``parallel``), once the first frame was taken."""
+        return getattr(self, "_parallel_reason", "parallel decoding was not asked for")
+
+    def _leave_parallel(self) -> None:
+        """A seek: the session takes over from where it lands (the segment reader stops)."""
+        self._sequential = False
+        segments, self._resources.segments = self._resources.segments, None
+        if segments is not None:
+            segments.close()
+            self._parallel_reason = "a seek ended parallel reading: one session goes on from there"
+
     def _take_next(self) -> Frame | None:
         with self._taking():
-            decoded = self._session.next_frame()
+            reader = self._reader()
+            decoded = reader.next_frame() if reader is not None else self._session.next_frame()
         return None if decoded is None else self._wrap(decoded)
 
     def next_frame(self) -> Frame | None:
@@ -788,6 +849,7 @@ class VideoSource:
         value = _check_seconds(seconds)
         self._check_thread()
         self._drop_current()
+        self._leave_parallel()
         with self._taking():
             self._session.seek(value)
 
@@ -806,6 +868,7 @@ class VideoSource:
         """
         value = _check_seconds(seconds)
         self._check_thread()
+        self._leave_parallel()
         with self._taking():
             self._session.seek(value)
             decoded = self._session.next_frame()
@@ -830,6 +893,7 @@ class VideoSource:
         """
         values = [_check_seconds(s) for s in seconds]
         self._check_thread()
+        self._leave_parallel()
         with self._taking():
             decoded = self._session.frames_at(values)
         return self._all_or_none(decoded, values)
@@ -852,6 +916,7 @@ class VideoSource:
             except TypeError:
                 raise InvalidInputError(f"frame indices must be integers, got {short_repr(item)}") from None
         self._check_thread()
+        self._leave_parallel()
         with self._taking():
             index = self._session.frame_index()
             count = len(index)
@@ -917,7 +982,11 @@ def open(
         device: An alpha2 :class:`~alpha2.native_gpu.device.device.Device` or your own wgpu ``GPUDevice``
             (frames render into its textures); None: one is opened when first needed.
         hwaccel: ``'auto'`` (NVDEC where it can, else software), ``'cuda'`` or ``'none'``.
-        options: ``copy_ahead=True`` makes each NVDEC frame's GPU copy on the decoder's thread
+        options: ``parallel=K`` reads the file in order on K decode sessions at once (segments of whole
+            GOPs, frames in presentation order with their own timestamps, exactly as one session gives
+            them: :class:`~alpha2.api.segments.SegmentReader`); ``'auto'``: one session per NVDEC engine
+            of the GPU, one for software decoding. A seek hands reading back to one session.
+            ``copy_ahead=True`` makes each NVDEC frame's GPU copy on the decoder's thread
             (:meth:`FrameImporter.copy_ahead
             <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`): it helps with many
             streams in one process, and cost one stream rendered per frame about 8% on the H200

@@ -223,3 +223,12 @@ def cuda_ordinal_for_uuid(uuid: bytes) -> int | None:
         if value == bytes(uuid):
             return ordinal
     return None
+
+
+def cuda_device_name(ordinal: int) -> str:
+    """The name CUDA gives device ``ordinal`` (``NVIDIA H200``)."""
+    cu = cuda_init()
+    device = check(cu.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
+    raw = check(cu.cuDeviceGetName(256, device), f"cuDeviceGetName({ordinal})")
+    data = bytes(raw) if not isinstance(raw, str) else raw.encode()
+    return data.split(b"\0", 1)[0].decode(errors="replace")
