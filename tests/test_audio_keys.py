@@ -170,3 +170,40 @@ def test_the_system_clock_runs_at_the_speed() -> None:
     start = clock.now()
     time.sleep(0.1)
     assert clock.now() - start == pytest.approx(0.4, abs=0.06)
+
+
+@pytest.mark.vulkan
+def test_speed_keys_in_the_window_with_sound(audio_server: str, tmp_path: Path) -> None:
+    """] and [ in the window: the sound's clock runs at the speed and the frames keep in step with it."""
+    pytest.importorskip("rendercanvas")
+    from alpha2.apps.window import WindowPlayback
+    from alpha2.gpu.geometry import Size
+    from tests.media import make_av_clip
+
+    clip = make_av_clip(tmp_path / "av.mp4", seconds=4.0)
+    run = player.Player(clip, PlayOptions(), player.pipeline.Progress())
+    playback = WindowPlayback(run)
+
+    def drive(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end and not playback.canvas.get_closed():
+            playback.canvas.draw()
+            time.sleep(1 / 60)
+
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(160, 90))
+        drive(0.3)
+        assert playback.clock is not None and playback.clock.kind.value == "audio"
+        for key, speed in (("]", 1.25), ("]", 1.5), ("Backspace", 1.0), ("[", 0.75)):
+            playback._on_key({"key": key})
+            drive(0.2)
+            wall0, media0 = time.perf_counter(), playback.clock.now()
+            drive(0.5)
+            rate = (playback.clock.now() - media0) / (time.perf_counter() - wall0)
+            assert rate == pytest.approx(speed, rel=0.15), (key, rate)
+    finally:
+        stats = playback.finish(1.0)
+        run.close()
+    assert stats.sync is not None
+    for segment in stats.sync["segments"][1:]:
+        assert segment["label"] == "speed" and segment["mean_abs_ms"] <= 1000 / 30, segment
