@@ -247,3 +247,24 @@ def test_open_parallel_refuses_what_it_cannot_do(tmp_path: Path) -> None:
         alpha2.open(Path(path).read_bytes(), parallel=2)
     with pytest.raises(InvalidInputError, match="parallel must be"):
         alpha2.open(path, parallel=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.nvidia
+def test_an_nvdec_batch_larger_than_the_decoders_pool(tmp_path: Path) -> None:
+    """frames_at of 40 NVDEC frames: the batch is copied into the frame pool (NVDEC lends about 14
+    surfaces), every frame equals the one asked for, and all are held at once."""
+    import alpha2
+
+    path = encode(tmp_path / "b.mkv", "libx264", _X264_OPEN, size=(320, 240))
+    reference = {pts: planes for pts, planes in one_session(path)}
+    times = [i * 0.04 for i in range(89, 49, -1)]  # 40 frames, asked backwards
+    with alpha2.open(path, hwaccel="cuda") as source:
+        frames = source.frames_at(times)
+        try:
+            assert len(frames) == 40 and all(f.on_gpu for f in frames)
+            for frame in frames:
+                assert [a.tobytes() for a in frame.plane_arrays()] == reference[frame.decoded.metadata.pts]
+        finally:
+            for frame in frames:
+                frame.release()

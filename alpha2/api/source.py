@@ -288,6 +288,13 @@ _LOOP_RELEASED = (
 )
 
 
+BATCH_FRAMES_HELD = 256
+"""NVDEC frames of one source that :meth:`VideoSource.frames_at` batches may hold at once (copied out of
+the decoder's surfaces into pooled memory: 3 MB each at 1080p); one more waits (bounded) for a release."""
+
+_BATCH_PINS = 4
+"""Batches up to this many NVDEC frames keep the decoder's own surfaces (no copy)."""
+
 IMPORTED_FRAMES_HELD = 32
 """Frames of one source that may be imported (rendered, or turned into a tensor) and held at once; one
 more waits (bounded) until one of them is released."""
@@ -490,6 +497,7 @@ class _Resources:
         self.worker: _Worker | None = None
         self.importer: FrameImporter | None = None
         self.segments: SegmentReader | None = None
+        self.pool: Any = None  # the CUDA frame pool batches of NVDEC frames are copied into
 
     def close(self) -> None:
         worker, self.worker = self.worker, None
@@ -499,6 +507,9 @@ class _Resources:
         if segments is not None:
             segments.close()
         self.session.close()
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.close()
         importer, self.importer = self.importer, None
         if importer is not None:
             importer.close()
@@ -895,7 +906,7 @@ class VideoSource:
         self._check_thread()
         self._leave_parallel()
         with self._taking():
-            decoded = self._session.frames_at(values)
+            decoded = self._session.frames_at(values, keep=self._keep(len(values)))
         return self._all_or_none(decoded, values)
 
     def frames_at_index(self, indices: Sequence[int]) -> list[Frame]:
@@ -931,8 +942,21 @@ class VideoSource:
                         else f"frame index {i} is out of range: {self._label} has no frames"
                     )
                 pts.append(index.pts[j])
-            decoded = self._session.frames_at_pts(pts)
+            decoded = self._session.frames_at_pts(pts, keep=self._keep(len(pts)))
         return self._all_or_none(decoded, [float(i) for i in wanted], by_index=True)
+
+    def _keep(self, count: int) -> Callable[[DecodedFrame], DecodedFrame] | None:
+        """For a batch of NVDEC frames: copy each into the source's frame pool as it is found, so that
+        the batch does not pin the decoder's few surfaces (NVDEC may lend about 14)."""
+        report = self._session.hwaccel_report
+        if count <= _BATCH_PINS or not report.on_gpu or report.device_ordinal is None:
+            return None
+        resources = self._resources
+        if resources.pool is None:
+            from alpha2.native_gpu._cuda.frame_pool import CudaFramePool
+
+            resources.pool = CudaFramePool(report.device_ordinal, max_frames=BATCH_FRAMES_HELD)
+        return resources.pool.detach
 
     def _all_or_none(
         self, decoded: list[DecodedFrame | None], asked: list[float], *, by_index: bool = False

@@ -965,7 +965,9 @@ class DecodeSession:
 
     # -- many frames at once ----------------------------------------------------------------------
 
-    def frames_at(self, seconds: Sequence[float]) -> list[DecodedFrame | None]:
+    def frames_at(
+        self, seconds: Sequence[float], *, keep: Callable[[DecodedFrame], DecodedFrame] | None = None
+    ) -> list[DecodedFrame | None]:
         """The frame on display at each of ``seconds`` (as :meth:`seek` defines it), in the order asked;
         None for a time past the end. Duplicates are allowed (each gets its own DecodedFrame).
 
@@ -974,6 +976,8 @@ class DecodeSession:
         more than one time it is built on the first call, :meth:`frame_index`, which reads the packets
         of the whole file once). Every frame returned holds its surface (and a reservation on the
         budget) until released. Afterwards the next frame is the one after the latest frame asked for.
+        ``keep`` is applied to each frame as it is found, before the next is decoded: the front door
+        copies NVDEC frames out of the decoder's few surfaces there, so that a batch does not pin them.
 
         Raises:
             InvalidInputError: a time that is not a finite number.
@@ -983,17 +987,21 @@ class DecodeSession:
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
-            return self._frames_at_ticks([self._target_ticks(s) for s in seconds])
+            return self._frames_at_ticks([self._target_ticks(s) for s in seconds], keep)
 
-    def frames_at_pts(self, pts: Sequence[int]) -> list[DecodedFrame | None]:
+    def frames_at_pts(
+        self, pts: Sequence[int], *, keep: Callable[[DecodedFrame], DecodedFrame] | None = None
+    ) -> list[DecodedFrame | None]:
         """:meth:`frames_at` for timestamps in the stream's time base (:attr:`frame_index` gives each
         frame's, so that ``frames_at_pts([index.pts[i]])`` is the ``i``-th frame shown)."""
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
-            return self._frames_at_ticks([int(p) for p in pts])
+            return self._frames_at_ticks([int(p) for p in pts], keep)
 
-    def _frames_at_ticks(self, ticks: Sequence[int]) -> list[DecodedFrame | None]:
+    def _frames_at_ticks(
+        self, ticks: Sequence[int], keep: Callable[[DecodedFrame], DecodedFrame] | None = None
+    ) -> list[DecodedFrame | None]:
         if not ticks:
             return []
         # One time needs one seek; more need to know where the key frames are (counted before the pass:
@@ -1026,7 +1034,14 @@ class DecodeSession:
                 elif upcoming is None and shown is not None and not self._still_shown(shown, target):
                     shown = None  # past the end
                 if shown is not None:
-                    out[i] = self._hand_out(shown)
+                    handed = self._hand_out(shown)
+                    if keep is not None:
+                        try:
+                            handed = keep(handed)
+                        except BaseException:
+                            handed.release()
+                            raise
+                    out[i] = handed
         except BaseException:
             for frame in out:
                 if frame is not None:
