@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "VideoSource": "alpha2.api.source",
     "VideoInfo": "alpha2.api.source",
     "Writer": "alpha2.api.writer",
+    "to_tensor": "alpha2.api.tensors",
     "Device": "alpha2.native_gpu.device.device",
     "ColourInfo": "alpha2.gpu.colour",
     "PixelFormat": "alpha2.gpu.formats",
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from alpha2.api.source import adapters as adapters
     from alpha2.api.source import open as open
     from alpha2.api.source import open_async as open_async
+    from alpha2.api.tensors import to_tensor as to_tensor
     from alpha2.api.writer import Writer as Writer
     from alpha2.api.writer import create as create
     from alpha2.gpu.colour import ColourInfo as ColourInfo

@@ -42,6 +42,9 @@ _EXPORTS: dict[str, str] = {
     "open_processes": "alpha2.api.decode_process",
     "transcode": "alpha2.api.transcoder",
     "TranscodeOptions": "alpha2.api.transcode_plan",
+    "SegmentReader": "alpha2.api.segments",
+    "RgbTensor": "alpha2.api.tensors",
+    "to_tensor": "alpha2.api.tensors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from alpha2.api.audio import open_audio as open_audio
     from alpha2.api.decode_process import DecodeProcess as DecodeProcess
     from alpha2.api.decode_process import open_processes as open_processes
+    from alpha2.api.segments import SegmentReader as SegmentReader
     from alpha2.api.source import AdapterInfo as AdapterInfo
     from alpha2.api.source import AudioTrack as AudioTrack
     from alpha2.api.source import ConcurrentIterationError as ConcurrentIterationError
@@ -64,6 +68,8 @@ if TYPE_CHECKING:
     from alpha2.api.source import open as open
     from alpha2.api.source import open_async as open_async
     from alpha2.api.streams import StreamGroup as StreamGroup
+    from alpha2.api.tensors import RgbTensor as RgbTensor
+    from alpha2.api.tensors import to_tensor as to_tensor
     from alpha2.api.transcode_plan import TranscodeOptions as TranscodeOptions
     from alpha2.api.transcoder import transcode as transcode
     from alpha2.api.writer import Writer as Writer

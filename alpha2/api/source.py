@@ -35,7 +35,7 @@ import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
 from alpha2.native_gpu.render.renderer import FrameRenderer, read_texture_rgba
+
+if TYPE_CHECKING:
+    from alpha2.api.tensors import RgbTensor
 
 __all__ = [
     "AdapterInfo",
@@ -443,6 +446,14 @@ class Frame:
         texture = self.render()
         pixels = read_texture_rgba(self._source.device, texture)
         return np.ascontiguousarray(pixels[:, :, :3]) if format == "rgb24" else pixels
+
+    def to_tensor(self, **options: Any) -> RgbTensor:
+        """The picture as an RGB tensor (CUDA memory through DLPack where the device allows, else numpy),
+        by the renderer's exact conversion: :func:`alpha2.api.tensors.to_tensor` lists the options
+        (size, crop, layout, dtype, mean, std, device, require)."""
+        from alpha2.api.tensors import to_tensor
+
+        return to_tensor(self, **options)
 
     def _check_planes(self) -> None:
         self._check()
@@ -944,6 +955,13 @@ class VideoSource:
                 pts.append(index.pts[j])
             decoded = self._session.frames_at_pts(pts, keep=self._keep(len(pts)))
         return self._all_or_none(decoded, [float(i) for i in wanted], by_index=True)
+
+    def to_tensor(self, frames: Sequence[Frame], **options: Any) -> RgbTensor:
+        """One stacked ``(N, ...)`` RGB tensor of ``frames`` (from :meth:`frames_at`): see
+        :func:`alpha2.api.tensors.to_tensor`."""
+        from alpha2.api.tensors import to_tensor
+
+        return to_tensor(frames, **options)
 
     def _keep(self, count: int) -> Callable[[DecodedFrame], DecodedFrame] | None:
         """For a batch of NVDEC frames: copy each into the source's frame pool as it is found, so that
