@@ -673,10 +673,11 @@ class VideoSource:
 
     @property
     def device(self) -> Device:
-        """The alpha2 Device frames render on (``Device.open()`` on first use when none was given)."""
+        """The alpha2 Device frames render on: when none was given, opened on first use on the GPU the
+        decoder was placed on, with the GPU copy's features when NVDEC decodes (``Device.open``)."""
         with self._lock:
             if self._device is None:
-                self._device = Device.open()
+                self._device = Device.open(want_gpu_copy=self._session.hwaccel_report.on_gpu)
             return self._device
 
     @property

@@ -1,0 +1,191 @@
+"""Frames for machine learning, against NVIDIA's PyNvVideoCodec, side by side in one run.
+
+One 1080p H.264 clip (a key frame every ``--gop`` frames, grain), then:
+
+- ``sequential``: every frame as a CUDA array: alpha2 (``frame.plane(0)`` through DLPack, one
+  session) against PyNvVideoCodec's SimpleDecoder (batches of 32);
+- ``random 32``: 32 frames at random times as CUDA arrays: alpha2 ``source.frames_at`` (one batch:
+  sorted, one forward pass per GOP, copied into the frame pool) and a loop of ``frame_at``, against
+  PyNvVideoCodec's ``get_batch_frames_by_index``;
+- ``tensors``: RGB tensors of every frame by alpha2's exact conversion (``to_tensor``, CUDA through
+  the GPU copy where the device has it) at 224x224 float16 CHW normalised and at 1080p uint8 HWC,
+  against decoding alone.
+
+Start-up (opening the file) is outside the timings.
+
+    python benchmarks/bench_ml.py --frames 900 --gop 250
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from typing import Any
+
+import av
+import numpy as np
+
+import alpha2
+
+
+def make_clip(path: str, frames: int, gop: int, width: int = 1920, height: int = 1080) -> None:
+    rng = np.random.default_rng(2)
+    y, x = np.mgrid[0:height, 0:width]
+    grain = rng.integers(0, 24, size=(8, height, width), dtype=np.uint8)
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = {"preset": "veryfast", "x264-params": f"keyint={gop}:min-keyint={gop}"}
+        for i in range(frames):
+            luma = ((x + y + i * 8) % 256).astype(np.uint8) ^ grain[i % 8]
+            img = np.stack([luma, np.roll(luma, i * 4, axis=1), 255 - luma], axis=-1)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+
+
+def _pynvc() -> Any:
+    try:
+        import PyNvVideoCodec as nvc
+    except ImportError:
+        return None
+    return nvc
+
+
+def sequential_alpha2(path: str, hwaccel: str) -> tuple[float, str]:
+    with alpha2.open(path, hwaccel=hwaccel) as source:
+        first = source.next_frame()
+        assert first is not None
+        first.plane(0)
+        first.release()
+        n = 0
+        t0 = time.perf_counter()
+        while (frame := source.next_frame()) is not None:
+            frame.plane(0).__dlpack__()
+            frame.release()
+            n += 1
+        return n / (time.perf_counter() - t0), source.hwaccel
+
+
+def sequential_pynvc(nvc: Any, path: str) -> float:
+    decoder = nvc.SimpleDecoder(
+        path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
+    )
+    n = len(decoder.get_batch_frames(1))
+    t0 = time.perf_counter()
+    while batch := decoder.get_batch_frames(32):
+        n += len(batch)
+    return (n - 1) / (time.perf_counter() - t0)
+
+
+def random_alpha2(path: str, hwaccel: str, times: list[float], *, batch: bool) -> float:
+    with alpha2.open(path, hwaccel=hwaccel) as source:
+        len(source)  # the index, as PyNvVideoCodec's constructor scans the stream: outside the timing
+        t0 = time.perf_counter()
+        if batch:
+            frames = source.frames_at(times)
+            for frame in frames:
+                frame.plane(0).__dlpack__()
+        else:
+            frames = []
+            for t in times:
+                frame = source.frame_at(t)
+                frame.plane(0).__dlpack__()
+                frames.append(frame)
+        seconds = time.perf_counter() - t0
+        for frame in frames:
+            frame.release()
+    return seconds
+
+
+def random_pynvc(nvc: Any, path: str, indices: list[int]) -> float:
+    decoder = nvc.SimpleDecoder(
+        path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
+    )
+    t0 = time.perf_counter()
+    frames = decoder.get_batch_frames_by_index(indices)
+    seconds = time.perf_counter() - t0
+    assert len(frames) == len(indices)
+    return seconds
+
+
+def tensors_alpha2(path: str, hwaccel: str, frames: int, **options: Any) -> tuple[float, str]:
+    with alpha2.open(path, hwaccel=hwaccel) as source:
+        n = 0
+        note = ""
+        t0 = None
+        for frame in source:
+            tensor = frame.to_tensor(**options)
+            if t0 is None:  # the first frame makes the device objects: outside the timing
+                t0 = time.perf_counter()
+                note = f"{tensor.path.value}: {tensor.report.reason}"
+                continue
+            n += 1
+            if n >= frames:
+                break
+        if hasattr(tensor, "wait"):
+            tensor.wait()
+        assert t0 is not None
+        return n / (time.perf_counter() - t0), note
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--frames", type=int, default=900)
+    parser.add_argument("--gop", type=int, default=250)
+    parser.add_argument("--hwaccel", default="cuda")
+    parser.add_argument("--asks", type=int, default=32)
+    parser.add_argument("--tensor-frames", type=int, default=300)
+    parser.add_argument("--clip-dir")
+    args = parser.parse_args(argv)
+    nvc = _pynvc()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.clip_dir or tmp
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"ml-{args.frames}-gop{args.gop}.mp4")
+        if not os.path.exists(path):
+            make_clip(path + ".part.mp4", args.frames, args.gop)
+            os.replace(path + ".part.mp4", path)
+        print(
+            f"# 1080p H.264, {args.frames} frames, GOP {args.gop}; PyNvVideoCodec: {nvc.__version__ if nvc else 'absent'}"
+        )
+        fps, how = sequential_alpha2(path, args.hwaccel)
+        line = f"sequential  alpha2 plane(0)   {fps:8.1f} fps ({how})"
+        if nvc is not None:
+            peer = sequential_pynvc(nvc, path)
+            line += f"; PyNvVideoCodec {peer:.1f} fps; ratio {fps / peer:.3f}"
+        print(line)
+        rng = random.Random(5)
+        indices = sorted(rng.sample(range(args.frames - 1), args.asks), key=lambda _: rng.random())
+        times = [i / 30 + 0.001 for i in indices]
+        batch = random_alpha2(path, args.hwaccel, times, batch=True)
+        loop = random_alpha2(path, args.hwaccel, times, batch=False)
+        line = f"random {args.asks}   alpha2 frames_at  {batch:.3f} s; a loop of frame_at {loop:.3f} s"
+        if nvc is not None:
+            peer_s = random_pynvc(nvc, path, indices)
+            line += f"; PyNvVideoCodec get_batch_frames_by_index {peer_s:.3f} s; ratio {batch / peer_s:.2f}"
+        print(line)
+        alone, _ = sequential_alpha2(path, args.hwaccel)
+        for label, options in (
+            (
+                "224x224 float16 CHW",
+                {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25},
+            ),
+            ("1080p uint8 HWC", {}),
+        ):
+            fps, note = tensors_alpha2(path, args.hwaccel, args.tensor_frames, **options)
+            print(
+                f"tensors {label:20} {fps:8.1f} fps, {fps / alone:.2f} of decode alone ({alone:.1f}); {note}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
