@@ -153,9 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.exists(path):
             make_clip(path + ".part.mp4", args.frames, args.gop)
             os.replace(path + ".part.mp4", path)
-        print(
-            f"# 1080p H.264, {args.frames} frames, GOP {args.gop}; PyNvVideoCodec: {nvc.__version__ if nvc else 'absent'}"
-        )
+        peer_version = nvc.__version__ if nvc else "absent"
+        print(f"# 1080p H.264, {args.frames} frames, GOP {args.gop}; PyNvVideoCodec: {peer_version}")
         fps, how = sequential_alpha2(path, args.hwaccel)
         line = f"sequential  alpha2 plane(0)   {fps:8.1f} fps ({how})"
         if nvc is not None:
