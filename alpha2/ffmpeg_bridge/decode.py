@@ -909,13 +909,14 @@ class DecodeSession:
             self._position_at(target)
             self._cursor = ("at", target)
 
-    def _position_at(self, target: int | None) -> None:
+    def _position_at(self, target: int | None, *, new_generation: bool = True) -> None:
         """Seek the demuxer for ``target`` (None: the stream's start) and leave the target for
-        :meth:`_raw_next` to decode forward to. Starts a new decoder generation."""
+        :meth:`_raw_next` to decode forward to. Starts a new decoder generation (``new_generation``)."""
         assert self._container is not None and self._stream is not None
         tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
         start = self._stream.start_time
-        self._generation += 1
+        if new_generation:
+            self._generation += 1
         if target is None:
             positions: tuple[int, ...] = seeking.seek_positions(start or 0, start, tb)[-1:]
         else:
@@ -1023,7 +1024,9 @@ class DecodeSession:
                     and index.key_between(upcoming.pts, target)
                 ):
                     self._sought = True
-                    self._position_at(target)
+                    # One generation for the whole batch: its frames are handed out together, and a
+                    # consumer may import them in the order asked, not the order decoded.
+                    self._position_at(target, new_generation=not positioned)
                     self._seek_target = None
                     shown, upcoming = self._advance(None, target)
                     if shown is None and upcoming is not None:  # before the first frame: that one
