@@ -133,6 +133,7 @@ def test_cuda_plane_capsule_orders_the_consumer_stream() -> None:
 def test_cuda_decoded_frame_plane_carries_the_decode_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     from alpha2.native_gpu._cuda import streams
 
+    streams.install_cuda_plane_ops()  # what the front door does before it decodes
     seen: list[tuple[int, int | None, int | None]] = []
     monkeypatch.setattr(streams, "order_consumer_stream", lambda o, p, c: seen.append((o, p, c)))
     planes = (
@@ -200,3 +201,25 @@ def test_order_consumer_stream_records_and_waits() -> None:
     assert consumer_stream_handle(2) == 2
     with pytest.raises(InvalidInputError):
         consumer_stream_handle(-1)
+
+
+def test_cuda_planes_without_alpha2s_cuda_support_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vocabulary imports nothing of native_gpu: CUDA planes read through the operations the front
+    door installs, and without them the error names the two ways to get them."""
+    from alpha2.gpu import frames
+
+    monkeypatch.setattr(frames, "_cuda_ops", None)
+    planes = (
+        CudaPtr2D(device_ptr=0x1000, pitch_bytes=512, width_bytes=64, height=16, device_ordinal=0),
+        CudaPtr2D(device_ptr=0x9000, pitch_bytes=512, width_bytes=64, height=8, device_ordinal=0),
+    )
+    frame = DecodedFrame(
+        planes,
+        PixelFormat.NV12,
+        ColourInfo(),
+        _metadata(64, 16),
+        _identity(64, 16, PixelFormat.NV12),
+        cuda_stream=0,
+    )
+    with pytest.raises(InvalidInputError, match=r"alpha2\.open"):
+        frame.plane_arrays()

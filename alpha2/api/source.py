@@ -975,7 +975,8 @@ class VideoSource:
             from alpha2.native_gpu._cuda.frame_pool import CudaFramePool
 
             resources.pool = CudaFramePool(report.device_ordinal, max_frames=BATCH_FRAMES_HELD)
-        return resources.pool.detach
+        detach: Callable[[DecodedFrame], DecodedFrame] = resources.pool.detach
+        return detach
 
     def _all_or_none(
         self, decoded: list[DecodedFrame | None], asked: list[float], *, by_index: bool = False

@@ -46,7 +46,8 @@ def _pts(item: Any) -> float | None:
     """A decoded frame's pts in seconds, or a lease's (a DecodeProcess's frames)."""
     if isinstance(item, DecodedFrame):
         return item.pts_seconds
-    return item.frame.metadata.pts_seconds
+    seconds: float | None = item.frame.metadata.pts_seconds
+    return seconds
 
 
 def grid_shape(count: int) -> tuple[int, int]:

@@ -425,7 +425,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
 # the command line
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``alpha2 batch``."""
     parser = subparsers.add_parser(
         "batch",

@@ -69,9 +69,10 @@ def _audio_only(player: Player, environ: Mapping[str, str] | None) -> PlayStats:
         raise InvalidInputError(f"{player.source!r} has no video stream to snapshot")
     playback = AudioOnlyPlayback(player)
     why = "--offscreen" if options.offscreen else window_unavailable_reason(environ)
-    if why is not None:
-        return playback.run_windowless(f"no window: {why}")
-    return playback.run_window()
+    stats: PlayStats = (
+        playback.run_windowless(f"no window: {why}") if why is not None else playback.run_window()
+    )
+    return stats
 
 
 def play(
@@ -162,7 +163,7 @@ def play_list(
 # the command line
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``alpha2 play``."""
     parser = subparsers.add_parser(
         "play",

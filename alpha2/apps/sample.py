@@ -234,7 +234,7 @@ def write_sample(
     )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``alpha2 sample``."""
     parser = subparsers.add_parser(
         "sample",

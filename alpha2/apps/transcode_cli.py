@@ -25,7 +25,7 @@ from alpha2.apps.cli import add_overwrite_arguments
 __all__ = ["add_max_pixels_argument", "add_transcode_arguments", "options_from_args", "register", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``alpha2 transcode``."""
     parser = subparsers.add_parser(
         "transcode",

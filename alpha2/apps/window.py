@@ -314,7 +314,7 @@ class WindowPlayback(_Keys):
         its subtitles; the frame is pending."""
         decoder = player._open(gpu_copy=False)  # rendercanvas presents wgpu-native devices
         player._seek_start(decoder)
-        first = decoder.next_frame()
+        first: DecodedFrame | None = decoder.next_frame()
         if first is None:
             raise InvalidInputError(f"{player.source!r} has no decodable video frame")
         self.pending = first

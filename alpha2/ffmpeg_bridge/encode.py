@@ -734,7 +734,7 @@ class EncodeSession:
             self._fail()
             raise
 
-    def _mux_audio_until(self, packet: av.packet.Packet | None) -> None:
+    def _mux_audio_until(self, packet: av.packet.Packet[Any] | None) -> None:
         """Mux copied packets up to the video packet's time (all of them when ``packet`` is None)."""
         if self._copier is None or self._out is None:
             return

@@ -371,8 +371,8 @@ def within_pixel_limit(
 
 
 def without_truncated_tail(
-    packets: Iterator[av.Packet], on_dropped: Callable[[], None]
-) -> Iterator[av.Packet]:
+    packets: Iterator[av.Packet[Any]], on_dropped: Callable[[], None]
+) -> Iterator[av.Packet[Any]]:
     """``packets``, less a last one the demuxer flagged corrupt (read short at the end of a cut file).
 
     Such a packet cannot decode to a whole picture, and sent to a frame-threaded decoder its error
@@ -380,7 +380,7 @@ def without_truncated_tail(
     that the decoder still holds were lost (an MP4 cut at 60 % gave 9 of its 11 frames). Skipped (and
     counted by ``on_dropped``), they all come out, as with FFmpeg.
     """
-    held: av.Packet | None = None
+    held: av.Packet[Any] | None = None
     while True:
         try:
             packet = next(packets)

@@ -373,8 +373,8 @@ class StreamCopier:
                 raise InvalidInputError(f"{path!r} has no stream {index}")
             self._add(described[index], broken.get(index))
         streams = [source.streams[i] for i in self._entries]
-        self._packets: Iterator[av.packet.Packet] | None = source.demux(*streams) if streams else None
-        self._pending: av.packet.Packet | None = None
+        self._packets: Iterator[av.packet.Packet[Any]] | None = source.demux(*streams) if streams else None
+        self._pending: av.packet.Packet[Any] | None = None
 
     # -- setting up ----------------------------------------------------------------------------
 
@@ -524,14 +524,14 @@ class StreamCopier:
     def _write_pictures(self) -> None:
         pictures, self._pictures = self._pictures, []
         for picture in pictures:
-            packet = av.packet.Packet(picture.data)
+            packet = av.packet.Packet[Any](picture.data)
             packet.pts = packet.dts = 0
             packet.time_base = picture.stream_out.time_base or fractions.Fraction(1, 90_000)
             packet.stream = picture.stream_out
             packet.is_keyframe = True
             self._out.mux(packet)
 
-    def _retime(self, entry: _Entry, packet: av.packet.Packet) -> bool:
+    def _retime(self, entry: _Entry, packet: av.packet.Packet[Any]) -> bool:
         """Shift the packet and make its dts follow the last one's (pts moved alike); False: drop it."""
         if packet.dts is None:
             packet.dts = packet.pts
@@ -583,7 +583,7 @@ class StreamCopier:
             self._out.mux(packet)
             entry.packets += 1
 
-    def _reencode(self, entry: _Entry, packet: av.packet.Packet | None) -> None:
+    def _reencode(self, entry: _Entry, packet: av.packet.Packet[Any] | None) -> None:
         """Decode a source packet (None: drain) and encode its samples into the entry's encoder."""
         if entry.samples is None:
             start = 0.0
@@ -640,11 +640,11 @@ def _subtitle_text(data: bytes, codec: str) -> str:
     return _TAGS.sub("", data.decode("utf-8", errors="replace")).strip("\x00")
 
 
-def _converted_text(packet: av.packet.Packet, codec: str, target: str) -> av.packet.Packet:
+def _converted_text(packet: av.packet.Packet[Any], codec: str, target: str) -> av.packet.Packet[Any]:
     """A packet of subtitle text in ``target``'s layout, with ``packet``'s timing."""
     body = _subtitle_text(bytes(packet), codec).encode("utf-8")
     if target == "mov_text":
         body = len(body).to_bytes(2, "big") + body
-    out = av.packet.Packet(body)
+    out = av.packet.Packet[Any](body)
     out.pts, out.dts, out.duration, out.time_base = packet.pts, packet.dts, packet.duration, packet.time_base
     return out

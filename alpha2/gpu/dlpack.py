@@ -75,10 +75,12 @@ _dl_live: dict[int, tuple[object, ...]] = {}
 _dl_lock = threading.Lock()
 
 
-@_DELETER_T
-def _dl_deleter(managed: Any) -> None:
+def _let_go(managed: Any) -> None:
     with _dl_lock:
         _dl_live.pop(ctypes.addressof(managed.contents), None)
+
+
+_dl_deleter = _DELETER_T(_let_go)
 
 
 _CAPSULE_DESTRUCTOR_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -93,13 +95,15 @@ _PyCapsule_GetPointer.restype = ctypes.c_void_p
 _PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 
 
-@_CAPSULE_DESTRUCTOR_T
-def _capsule_destructor(capsule: int | None) -> None:
+def _destroy_capsule(capsule: int | None) -> None:
     # A capsule nobody consumed is still named "dltensor": then the tensor is ours to let go.
     if capsule and _PyCapsule_IsValid(capsule, b"dltensor"):
         address = _PyCapsule_GetPointer(capsule, b"dltensor")
         with _dl_lock:
             _dl_live.pop(address, None)
+
+
+_capsule_destructor = _CAPSULE_DESTRUCTOR_T(_destroy_capsule)
 
 
 def live_exports() -> int:

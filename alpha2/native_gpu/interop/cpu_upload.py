@@ -39,6 +39,7 @@ from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
+from alpha2.gpu.webgpu import WebGpuDeviceInfo
 from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
     ExternalSyncPoint,
@@ -50,7 +51,6 @@ from alpha2.native_gpu.interop.leases import (
     NativeSurfaceLease,
     PairingTicket,
     SlotPool,
-    WebGpuDeviceInfo,
 )
 
 __all__ = [
@@ -83,7 +83,7 @@ class PlaneGeometry:
         )
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined]
+        return int(self._hash)  # type: ignore[attr-defined]
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Made anew where unpickled: a str's hash differs from one process to another.

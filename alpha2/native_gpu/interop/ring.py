@@ -72,7 +72,7 @@ class RingKey:
         )
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined]
+        return int(self._hash)  # type: ignore[attr-defined]
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Made anew where unpickled: the hash of its formats' names differs from one process to another.

@@ -149,7 +149,7 @@ def _row(values: np.ndarray) -> tuple[float, float, float]:
 def _value_scale(pixel_format: PixelFormat, plane: PlaneFormat) -> float:
     if plane.is_float:
         return float(2**pixel_format.bit_depth - 1)
-    return (2**pixel_format.storage_bits - 1) / 2**pixel_format.msb_shift
+    return float((2**pixel_format.storage_bits - 1) / 2**pixel_format.msb_shift)
 
 
 def _siting_offset(location: ChromaLocation, sx: int, sy: int) -> tuple[float, float]:
