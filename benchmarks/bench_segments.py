@@ -6,14 +6,16 @@ each codec times:
 
 - ``one session``: alpha2's DecodeSession (placed by the front door), each frame released at once;
 - ``segments K``: :class:`alpha2.api.segments.SegmentReader` with K sessions (frames in presentation
-  order, NVDEC frames copied into the frame pool);
+  order, NVDEC frames copied into the frame pool), for each of ``--decoders`` (sessions in threads of
+  this process, or in decoder processes whose NVDEC frames arrive in shared device memory);
 - ``pynvc simple`` / ``pynvc threaded``: PyNvVideoCodec's SimpleDecoder (batches of 32) and
   ThreadedDecoder, where it is installed.
 
 The segment rows also check that the timestamps equal the one session's, in order. Prints fps and
 ratios against one session and against PyNvVideoCodec's SimpleDecoder.
 
-    python benchmarks/bench_segments.py --codecs hevc,h264 --frames 1800 --sessions 2,4,7
+    python benchmarks/bench_segments.py --codecs hevc,h264 --frames 1800 --sessions 2,4,7 \
+        --decoders threads,processes
 """
 
 from __future__ import annotations
@@ -74,8 +76,10 @@ def one_session(path: str, hwaccel: str) -> tuple[float, list[int | None], str]:
     return (len(pts) - 1) / seconds, pts, f"{report.decoder} {'NVDEC' if report.on_gpu else 'software'}"
 
 
-def segments(path: str, hwaccel: str, sessions: int) -> tuple[float, list[int | None], str]:
-    with SegmentReader(path, sessions=sessions, hwaccel=hwaccel) as reader:
+def segments(
+    path: str, hwaccel: str, sessions: int, decoders: str = "threads"
+) -> tuple[float, list[int | None], str]:
+    with SegmentReader(path, sessions=sessions, hwaccel=hwaccel, decoders=decoders) as reader:
         first = reader.next_frame()
         assert first is not None
         pts = [first.metadata.pts]
@@ -178,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval (the GIL's slice)")
     parser.add_argument("--decode-only", action="store_true", help="also time K threads decoding alone")
     parser.add_argument("--clip-dir", help="keep the clips here and reuse them (default: a temporary folder)")
+    parser.add_argument("--decoders", default="threads", help="segments rows for each: threads,processes")
     args = parser.parse_args(argv)
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
@@ -208,13 +213,19 @@ def main(argv: list[str] | None = None) -> int:
                         print(
                             f"{codec:5} decode only {k:<2}   {alone:8.1f} fps  threads, frames let go at once"
                         )
-                    fps, pts, note = segments(path, args.hwaccel, k)
-                    same = "timestamps equal" if pts == base_pts else f"TIMESTAMPS DIFFER ({len(pts)} frames)"
-                    ratio = f" = {fps / peer[0]:.2f}x pynvc simple" if peer is not None else ""
-                    print(
-                        f"{codec:5} segments {k:<2}      {fps:8.1f} fps  {fps / base_fps:.2f}x one session"
-                        f"{ratio}; {note}; {same}"
-                    )
+                    for decoders in args.decoders.split(","):
+                        fps, pts, note = segments(path, args.hwaccel, k, decoders)
+                        same = (
+                            "timestamps equal"
+                            if pts == base_pts
+                            else f"TIMESTAMPS DIFFER ({len(pts)} frames)"
+                        )
+                        ratio = f" = {fps / peer[0]:.2f}x pynvc simple" if peer is not None else ""
+                        label = f"segments {k:<2}" + (" procs" if decoders == "processes" else "      ")
+                        print(
+                            f"{codec:5} {label}{fps:8.1f} fps  {fps / base_fps:.2f}x one session"
+                            f"{ratio}; {note}; {same}"
+                        )
     return 0
 
 

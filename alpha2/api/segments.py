@@ -18,27 +18,66 @@ exactly as one session would have:
   so that buffered frames never pin the decoders' few surfaces, counted against the pool's budget;
 - every session's decoder and path is reported (:attr:`SegmentReader.report`).
 
+``decoders='processes'`` runs each session in a decoder process of its own
+(:mod:`alpha2.api.segment_worker`) instead of a thread: with many busy threads, every PyAV and CUDA call
+waits to take the GIL back (about 1 ms a call under load, BENCHMARKS.md), and a process has a GIL of its
+own. A decoder process decodes its chunks one after another and hands each frame over without the CPU:
+NVDEC frames are copied on the GPU into blocks of device memory this process maps once each
+(:mod:`alpha2.native_gpu._cuda.ipc`), software frames are written into shared host pages
+(:class:`~alpha2.native_gpu.interop.handoff.HostSlotSet`). A process holds at most ``2 * ahead`` frames
+here (waiting to be read, or handed out): with none left it waits, which bounds the memory; a frame's
+block or slot goes back when the frame and every array of it are gone. A failure in a decoder process is
+raised here with its type; one that dies is a DecodeError naming it.
+
 A stream whose key frames carry no timestamps, or that has fewer than two chunks' worth of packets,
 is read by one session (and the report says why).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
+import functools
+import importlib
+import os
 import queue
+import select
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from alpha2.api import decode_worker as wire
 from alpha2.api.devices import open_decoder, place_decoder
-from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
+from alpha2.api.segment_worker import ChunkPlan
+from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, _next_decoder_id
+from alpha2.ffmpeg_bridge.errors import DecodeError
+from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
-from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.errors import (
+    ClosedError,
+    Error,
+    GpuTimeoutError,
+    InternalError,
+    InvalidInputError,
+    UnsupportedError,
+)
 from alpha2.gpu.frames import DecodedFrame
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
+from alpha2.gpu.surfaces import SurfaceBudgetError
 from alpha2.native_gpu.device.device import Device
+
+if TYPE_CHECKING:
+    from alpha2.ffmpeg_bridge.hwdevice import HwAccelReport
 
 __all__ = ["Chunk", "SegmentReader", "SegmentReport", "auto_sessions", "plan_chunks"]
 
@@ -133,7 +172,10 @@ class SegmentReport:
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds per stage, summed over the sessions' threads (``decode``, ``pool`` copy, ``turn``: waiting
     for the reader to reach the chunk before, ``queue``: waiting for room in a chunk's buffer) and the
-    reader's (``wait``: for the next frame)."""
+    reader's (``wait``: for the next frame). Decoder processes: ``decode``, ``pool`` (the copy into a
+    block or slot, and handing it over), ``queue`` (waiting for a free block or slot)."""
+    decoders: str = "threads"
+    """Where the sessions ran: ``threads`` of this process, or decoder ``processes``."""
 
     def as_dict(self) -> dict[str, Any]:
         """For ``--json`` and benchmarks."""
@@ -145,6 +187,7 @@ class SegmentReport:
             "frames": self.frames,
             "pooled": self.pooled,
             "stages": {name: round(seconds, 4) for name, seconds in self.stages.items()},
+            "decoders": self.decoders,
         }
 
     def _add(self, stages: dict[str, float]) -> None:
@@ -170,6 +213,8 @@ class SegmentReader:
         hwaccel: ``'auto'``, ``'cuda'`` or ``'none'``, for every session.
         ahead: Frames a chunk buffers at most.
         min_packets: Packets a chunk holds at least (:func:`plan_chunks`).
+        decoders: ``'threads'`` (each session in a thread of this process) or ``'processes'`` (each in a
+            decoder process of its own; see the module's notes).
 
     Iterate it (or call :meth:`next_frame`); release each frame when done with it. Close it (or use
     ``with``) to stop the sessions.
@@ -188,7 +233,10 @@ class SegmentReader:
         hwaccel: str = "auto",
         ahead: int = DEFAULT_AHEAD,
         min_packets: int = DEFAULT_CHUNK_PACKETS,
+        decoders: str = "threads",
     ) -> None:
+        if decoders not in ("threads", "processes"):
+            raise InvalidInputError(f"decoders must be 'threads' or 'processes', got {decoders!r}")
         if callable(getattr(source, "read", None)):
             raise InvalidInputError("segment-parallel decoding reads the file several times: give a path")
         if sessions < 1:
@@ -211,8 +259,24 @@ class SegmentReader:
         self._index = index
         self._chunks = chunks
         count = min(sessions, len(chunks))
-        self.report = SegmentReport(sessions=count, chunks=len(chunks), reason=reason)
+        self.report = SegmentReport(sessions=count, chunks=len(chunks), reason=reason, decoders=decoders)
         """How the file is being read."""
+        self._procs: _ProcessSessions | None = None
+        if decoders == "processes":
+            self._closed = False
+            placement = dataclasses.replace(place_decoder(device, hwaccel), join_current_context=False)
+            self._procs = _ProcessSessions(
+                os.fspath(source),  # type: ignore[arg-type]
+                chunks,
+                index,
+                count,
+                placement=placement,
+                hwaccel=hwaccel,
+                blocks=2 * ahead,
+                report=self.report,
+            )
+            self._finalizer: Any = weakref.finalize(self, self._procs.close)
+            return
         self._queues: list[queue.Queue[DecodedFrame | _End]] = [queue.Queue(maxsize=ahead) for _ in chunks]
         self._reading = 0  # the chunk the reader is in
         self._wait_s = 0.0
@@ -358,6 +422,15 @@ class SegmentReader:
         """
         if self._closed:
             raise ClosedError("this SegmentReader was closed")
+        if self._procs is not None:
+            try:
+                frame = self._procs.next_frame()
+            except Exception:
+                self.close()
+                raise
+            if frame is not None:
+                self.report.frames += 1
+            return frame
         while self._reading < len(self._chunks):
             t0 = time.perf_counter()
             item = self._queues[self._reading].get()
@@ -393,6 +466,8 @@ class SegmentReader:
             return
         self._closed = True
         self._finalizer()
+        if self._procs is not None:
+            return
         deadline = time.monotonic() + 10.0
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -424,3 +499,532 @@ def _drain(queues: list[queue.Queue[DecodedFrame | _End]]) -> None:
 def _stop_all(stop: threading.Event, queues: list[queue.Queue[DecodedFrame | _End]]) -> None:
     stop.set()
     _drain(queues)
+
+
+# -- decoder processes (decoders='processes') --------------------------------------------------------------
+
+_STOP_TIMEOUT_S = 5.0
+_START_TIMEOUT_S = 60.0
+_TAKE_IN_EVERY_S = 0.002
+"""How often the reader takes in messages while frames of the chunk it reads are already here."""
+_SOCKET_BUFFER_BYTES = 1 << 20
+"""Each end's send buffer (the system's maximum where that is lower): room for a few hundred messages."""
+_FDS_PER_MESSAGE = 48
+"""Descriptors sent beside one message at most (a decoder process takes 64)."""
+
+
+class _Held:
+    """What a handed-out frame and every array of it keep alive; its block or slot goes back to its
+    decoder process when it goes."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _HeldBytes(np.ndarray):
+    """Shared host pages that keep a :class:`_Held` alive (numpy arrays of a plane hold their buffer)."""
+
+    holder: _Held
+
+
+def _held_bytes(data: Any, holder: _Held) -> _HeldBytes:
+    view = np.frombuffer(data, dtype=np.uint8).view(_HeldBytes)
+    view.holder = holder
+    return view
+
+
+@functools.cache
+def _sent_slots() -> type[Any]:
+    """:class:`~alpha2.native_gpu.interop.handoff.HostSlotSet` whose descriptors go to the decoder
+    process instead of a copy of them: its mappings here keep the pages, and a reader of K processes
+    would otherwise keep K x slots x planes descriptors open."""
+    from alpha2.native_gpu.interop.handoff import HostSlotSet
+
+    class SentSlots(HostSlotSet):
+        def take_fds(self) -> list[OwnedFd]:
+            """Every slot's plane memories, slot by slot, handed over (the caller sends, then closes)."""
+            fds = [fd for slot in self._fds for fd in slot]
+            for slot in self._fds:
+                slot.clear()
+            return fds
+
+    return SentSlots
+
+
+class _Link:
+    """One decoder process of a reader: its socket, the memory it shares with this process, and which
+    of its blocks or slots this process holds (frames waiting to be read, or handed out)."""
+
+    def __init__(self, number: int, chunks: list[int], capacity: int) -> None:
+        self.number = number
+        self.chunks = chunks
+        self.capacity = capacity
+        self.decoder_id = _next_decoder_id()
+        self.lock = threading.RLock()  # its socket's sends and the memory (frames go on any thread)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self.stderr: Any = None
+        self.blocks: dict[int, Any] = {}  # id -> ImportedMemory
+        self.sets: dict[int, Any] = {}  # set id -> HostSlotSet
+        self.current_set: int | None = None
+        self.held: set[tuple[Any, ...]] = set()
+        self.identities: dict[Any, Any] = {}  # the process's surface identity -> this process's
+        self.closed = False  # the reader closed: what comes back is unmapped
+        self.finished = False  # it said "done"
+        self.failed = False  # it said "error", or died
+
+    def give_back(self, key: tuple[Any, ...]) -> None:
+        """A frame's block or slot is free (any thread): back to the decoder process, or let go."""
+        with self.lock:
+            self.held.discard(key)
+            current = key[1] in self.blocks if key[0] == "cuda" else key[1] == self.current_set
+            if current and not self.closed and not self.finished and self.sock is not None:
+                try:
+                    wire.send(self.sock, ("free", key))
+                    return
+                except (wire.PeerGone, OSError):
+                    pass  # gone: the reader hears of it from the socket
+            self.discard(key)
+
+    def discard(self, key: tuple[Any, ...]) -> None:
+        """Unmap a block, or destroy a slot, that nobody here holds."""
+        if key[0] == "cuda":
+            memory = self.blocks.pop(key[1], None)
+            if memory is not None:
+                memory.close()
+        else:
+            slots = self.sets.get(key[1])
+            if slots is not None:
+                slots.destroy(key[2])
+
+    def let_go(self) -> None:
+        """Unmap every block and destroy every slot not held here (the decoder process has ended, or
+        the reader closed): held ones go when their frames do."""
+        with self.lock:
+            for block in list(self.blocks):
+                if ("cuda", block) not in self.held:
+                    self.discard(("cuda", block))
+            for set_id, slots in list(self.sets.items()):
+                for index in range(slots.layout.count):
+                    if ("host", set_id, index) not in self.held:
+                        slots.destroy(index)
+
+    def stderr_tail(self) -> str:
+        if self.stderr is None:
+            return ""
+        try:
+            self.stderr.seek(0)
+            lines = self.stderr.read().decode(errors="replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return f": {lines[-1]}" if lines else ""
+
+
+class _ProcessSessions:
+    """The chunks decoded by decoder processes (:mod:`alpha2.api.segment_worker`), one per session, and
+    read here in order.
+
+    No thread here: the reader takes in the processes' messages while it waits for the next frame
+    (frames of chunks not read yet wait here as messages), and a frame becomes a DecodedFrame over
+    memory this process maps only when it is handed out. Each decoder process holds at most
+    ``blocks`` frames here (waiting or handed out): with none left it waits, which is the back-pressure.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        chunks: list[Chunk],
+        index: KeyframeIndex,
+        count: int,
+        *,
+        placement: Any,
+        hwaccel: str,
+        blocks: int,
+        report: SegmentReport,
+    ) -> None:
+        from alpha2.native_gpu._cuda.streams import install_cuda_plane_ops
+        from alpha2.native_gpu.device.waits import gpu_wait_timeout
+
+        install_cuda_plane_ops()  # NVDEC frames' planes: host copies and DLPack stream order here
+        hwaccel, note = _shared_route(placement, hwaccel)
+        self._source = source
+        self._report = report
+        self._count = count
+        self._wait_timeout = gpu_wait_timeout
+        self._waiting: list[collections.deque[tuple[_Link, tuple[Any, ...]]]] = [
+            collections.deque() for _ in chunks
+        ]
+        self._ends: list[bool | BaseException] = [False] * len(chunks)
+        self._reading = 0
+        self._wait_s = 0.0
+        self._taken_in = 0.0
+        self._closed = False
+        self._links = [_Link(k, [c.index for c in chunks[k::count]], blocks) for k in range(count)]
+        plans = [
+            ChunkPlan(
+                c.index, c.start_pts, c.end_pts, None if c.start_pts is None else index.seconds(c.start_pts)
+            )
+            for c in chunks
+        ]
+        try:
+            for link in self._links:
+                self._start(link)
+                options = {
+                    "source": source,
+                    "hwaccel": hwaccel,
+                    "placement": placement,
+                    "chunks": plans[link.number :: count],
+                    "blocks": blocks,
+                    "wait_timeout_s": gpu_wait_timeout(),
+                }
+                assert link.sock is not None
+                wire.send(link.sock, ("open", options))
+            deadline = time.monotonic() + _START_TIMEOUT_S
+            for link in self._links:
+                said = self._info(link, deadline).as_dict()
+                if note is not None:
+                    said.update(requested="auto", fallback_reason=note, reason=note)
+                report.hwaccel.append(said)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the processes ------------------------------------------------------------------------------------
+
+    def _start(self, link: _Link) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        for end in (parent, child):
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
+        link.sock = parent
+        link.stderr = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        try:
+            link.process = subprocess.Popen(
+                [sys.executable, "-m", "alpha2.api.segment_worker", str(child.fileno())],
+                pass_fds=(child.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=link.stderr,
+                env=env,
+                start_new_session=True,  # a Ctrl-C reaches this process, which closes them
+            )
+        except OSError as exc:
+            raise InternalError(f"could not start a segment decoder process: {exc}") from exc
+        finally:
+            child.close()
+
+    def _info(self, link: _Link, deadline: float) -> HwAccelReport:
+        """The decoder process's answer to ``open``: its decoder's report, or its error raised here."""
+        assert link.sock is not None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GpuTimeoutError(
+                    f"segment decoder process {link.number} did not open {self._source} within "
+                    f"{_START_TIMEOUT_S:g} s"
+                )
+            try:
+                got = wire.receive(link.sock, min(left, 1.0))
+            except wire.PeerGone:
+                raise self._died(link) from None
+            if got is None:
+                if link.process is not None and link.process.poll() is not None:
+                    raise self._died(link)
+                continue
+            message, fds = got
+            for fd in fds:
+                fd.close()
+            if message[0] == "error":
+                raise _error_from(message, self._who(link))
+            if message[0] != "info":
+                raise InternalError(f"a segment decoder process answered {message[0]!r} to open")
+            report: HwAccelReport = message[1]
+            return report
+
+    def _who(self, link: _Link) -> str:
+        return f"segment decoder process {link.number} of {self._source}"
+
+    def _died(self, link: _Link) -> DecodeError:
+        code = None
+        if link.process is not None:
+            try:
+                code = link.process.wait(timeout=_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                pass
+        return DecodeError(
+            f"segment decoder process {link.number} of {self._source} ended unexpectedly "
+            f"(exit code {code}){link.stderr_tail()}"
+        )
+
+    # -- messages -----------------------------------------------------------------------------------------
+
+    def _take_in(self, timeout_s: float) -> None:
+        """Handle every message the decoder processes sent, waiting up to ``timeout_s`` for one."""
+        socks = {link.sock: link for link in self._links if link.sock is not None}
+        if not socks:
+            return
+        readable, _, _ = select.select(list(socks), [], [], timeout_s)
+        for sock in readable:
+            link = socks[sock]
+            try:
+                while link.sock is not None and (got := wire.receive(sock, 0.0)) is not None:
+                    self._handle(link, *got)
+            except wire.PeerGone:
+                self._lost(link)
+        if not readable:  # a process may have died without closing its end (a stuck child)
+            for link in self._links:
+                if link.sock is not None and link.process is not None and link.process.poll() is not None:
+                    if not select.select([link.sock], [], [], 0)[0]:
+                        self._lost(link)
+
+    def _handle(self, link: _Link, message: tuple[Any, ...], fds: list[OwnedFd]) -> None:
+        kind = message[0]
+        try:
+            if kind == "frame":
+                chunk, key = message[1], message[2]
+                with link.lock:
+                    link.held.add(key)
+                self._waiting[chunk].append((link, message))
+                if key[0] == "cuda":
+                    self._report.pooled += 1
+            elif kind == "block":
+                from alpha2.native_gpu._cuda.ipc import ImportedMemory
+
+                _, block, ordinal, size_bytes = message
+                fd = fds.pop(0)
+                with link.lock:
+                    link.blocks[block] = ImportedMemory(ordinal, fd, size_bytes)
+            elif kind == "drop":
+                with link.lock:
+                    link.discard(("cuda", message[1]))
+            elif kind == "layout":
+                self._new_set(link, *message[1:])
+            elif kind == "end":
+                _, chunk, stages = message
+                self._ends[chunk] = True
+                self._report._add(stages)
+            elif kind == "done":
+                with link.lock:
+                    link.finished = True
+                link.let_go()
+            elif kind == "error":
+                link.failed = True
+                self._fail(link, _error_from(message, self._who(link)))
+            else:
+                raise InternalError(f"a segment decoder process sent an unknown message {kind!r}")
+        finally:
+            for fd in fds:
+                fd.close()
+
+    def _new_set(
+        self, link: _Link, set_id: int, pixel_format: Any, width: int, height: int, geometry: Any
+    ) -> None:
+        with link.lock:
+            old = link.current_set
+            slots = _sent_slots()(pixel_format, geometry, link.capacity)
+            link.sets[set_id] = slots
+            link.current_set = set_id
+            if old is not None:  # its slots not held here are idle: the decoder process let go of them
+                for index in range(link.capacity):
+                    if ("host", old, index) not in link.held:
+                        link.sets[old].destroy(index)
+            fds = slots.take_fds()
+            try:
+                assert link.sock is not None
+                # A message carries a few dozen descriptors at most (SCM_RIGHTS): the rest go before it.
+                while len(fds) > _FDS_PER_MESSAGE:
+                    part, fds = fds[:_FDS_PER_MESSAGE], fds[_FDS_PER_MESSAGE:]
+                    try:
+                        wire.send(link.sock, ("slot-fds", set_id), part)
+                    finally:
+                        for fd in part:
+                            fd.close()
+                wire.send(link.sock, ("slots", set_id, slots.layout), fds)
+            finally:
+                for fd in fds:
+                    fd.close()
+
+    def _fail(self, link: _Link, error: BaseException) -> None:
+        """The chunks ``link`` has not finished end with ``error`` (after the frames it sent)."""
+        for chunk in link.chunks:
+            if self._ends[chunk] is False:
+                self._ends[chunk] = error
+        self._drop_socket(link)
+
+    def _lost(self, link: _Link) -> None:
+        """``link``'s socket ended: normal after ``done`` or ``error``, else the process died."""
+        if link.finished or link.failed:
+            self._drop_socket(link)
+            return
+        link.failed = True
+        self._fail(link, self._died(link))
+
+    def _drop_socket(self, link: _Link) -> None:
+        with link.lock:
+            sock, link.sock = link.sock, None
+        if sock is not None:
+            sock.close()
+        link.let_go()
+
+    # -- frames -------------------------------------------------------------------------------------------
+
+    def next_frame(self) -> DecodedFrame | None:
+        """The next frame in presentation order, or None at the end (see SegmentReader.next_frame)."""
+        if self._closed:
+            raise ClosedError("this SegmentReader was closed")
+        stalled: float | None = None
+        now = time.perf_counter()
+        if now - self._taken_in > _TAKE_IN_EVERY_S:
+            # Frames are waiting here, but the other processes' messages (a slot layout to answer, a
+            # full socket) must not wait until the chunk read now runs out.
+            self._take_in(0.0)
+            self._taken_in = now
+        while self._reading < len(self._waiting):
+            waiting = self._waiting[self._reading]
+            if waiting:
+                link, message = waiting.popleft()
+                return self._frame(link, message)
+            end = self._ends[self._reading]
+            if end is True:
+                self._reading += 1
+                continue
+            if isinstance(end, BaseException):
+                raise end
+            t0 = time.perf_counter()
+            self._take_in(_POLL_S)
+            self._taken_in = time.perf_counter()
+            self._wait_s += self._taken_in - t0
+            if waiting or self._ends[self._reading] is not False:
+                stalled = None
+                continue
+            link = self._links[self._reading % self._count]
+            if len(link.held) < link.capacity:
+                stalled = None
+                continue
+            # Every frame the decoder process may have here is handed out and still held.
+            now = time.monotonic()
+            if stalled is None:
+                stalled = now
+            elif now - stalled > self._wait_timeout():
+                raise SurfaceBudgetError(
+                    f"all {link.capacity} frames of segment decoder process {link.number} stayed held for "
+                    f"{self._wait_timeout():g} s; release frames you hold (or read with a larger ahead)"
+                )
+        return None
+
+    def _frame(self, link: _Link, message: tuple[Any, ...]) -> DecodedFrame:
+        _, _, key, pixel_format, metadata, colour, identity, described = message
+        holder = _Held()
+        identity = link.identities.get(identity) or link.identities.setdefault(
+            identity, dataclasses.replace(identity, decoder_id=link.decoder_id)
+        )
+        planes: CpuPlaneSet | tuple[CudaPtr2D, ...]
+        with link.lock:
+            if key[0] == "cuda":
+                memory = link.blocks[key[1]]
+                planes = tuple(
+                    CudaPtr2D(
+                        device_ptr=memory.pointer + offset,
+                        pitch_bytes=pitch,
+                        width_bytes=width_bytes,
+                        height=height,
+                        device_ordinal=memory.ordinal,
+                        keep_alive=holder,
+                    )
+                    for offset, pitch, width_bytes, height in described
+                )
+            else:
+                shared = link.sets[key[1]].planes(key[2])
+                planes = CpuPlaneSet(
+                    tuple(
+                        CpuPlane(
+                            data=_held_bytes(plane.data, holder),
+                            bytes_per_row=plane.bytes_per_row,
+                            width_bytes=plane.width_bytes,
+                            height=plane.height,
+                            keep_alive=holder,
+                        )
+                        for plane in shared.planes
+                    ),
+                    keep_alive=holder,
+                )
+        giving_back = weakref.finalize(holder, link.give_back, key)
+        giving_back.atexit = False  # the processes' end frees it all
+        # The decoder process waited for its copy: nothing to order after (cuda_stream None).
+        return DecodedFrame(planes, pixel_format, colour, metadata, identity, keep_alive=holder)
+
+    # -- lifetime -----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop every decoder process, and let go of the memory no frame holds (a frame still held keeps
+        its block or slot until released). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for link in self._links:
+            with link.lock:
+                link.closed = True
+                sock = link.sock
+            if sock is not None:
+                try:
+                    wire.send(sock, ("close",))
+                except (wire.PeerGone, OSError):
+                    pass
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        for link in self._links:
+            process = link.process
+            if process is None:
+                continue
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for link in self._links:
+            self._drop_socket(link)
+        for waiting in self._waiting:  # frames never handed out
+            while waiting:
+                link, message = waiting.popleft()
+                link.give_back(message[2])
+        for link in self._links:
+            link.let_go()
+            if link.stderr is not None:
+                link.stderr.close()
+                link.stderr = None
+        self._report._add({"wait": self._wait_s})
+
+
+def _shared_route(placement: Any, hwaccel: str) -> tuple[str, str | None]:
+    """The hwaccel decoder processes run with, and why it is not the one asked for: NVDEC frames reach
+    this process only through device memory shared between processes (a POSIX descriptor), so where
+    the GPU cannot share it ``auto`` decodes in software and ``cuda`` is refused."""
+    mode = HwAccelMode.parse(hwaccel)
+    if placement.cuda_ordinal is None or mode is HwAccelMode.NONE:
+        return hwaccel, None
+    from alpha2.native_gpu._cuda.ipc import shared_memory_unavailable_reason
+
+    why = shared_memory_unavailable_reason(placement.cuda_ordinal)
+    if why is None:
+        return hwaccel, None
+    why = f"decoder processes hand NVDEC frames over in shared device memory, and {why}"
+    if mode is HwAccelMode.CUDA:
+        raise UnsupportedError(f"hwaccel='cuda' with decoders='processes': {why}; use decoders='threads'")
+    return "none", f"{why}: decoding in software"
+
+
+def _error_from(message: tuple[Any, ...], who: str) -> BaseException:
+    """A decoder process's ``error`` message as the alpha2 error it raised, or a DecodeError naming it."""
+    _, module, name, text = message
+    if module.startswith("alpha2."):
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            cls = None
+        if isinstance(cls, type) and issubclass(cls, Error):
+            try:
+                error: BaseException = cls(text)
+                return error
+            except TypeError:
+                pass
+    return DecodeError(f"{who} failed: {name}: {text}")
