@@ -52,7 +52,7 @@ from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitStatus
-from alpha2.gpu.webgpu import promise_settled, pump_events
+from alpha2.gpu.webgpu import WebGpuDevice, promise_settled, pump_events
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
@@ -149,7 +149,7 @@ class GpuWorkDone(SyncPoint):
     so the map settles after everything submitted earlier. Waited on by the WaiterThread (``wait_async``).
     """
 
-    def __init__(self, webgpu_device: Any) -> None:
+    def __init__(self, webgpu_device: WebGpuDevice) -> None:
         super().__init__()
         gpu = type(webgpu_device).__module__.split(".")[0]
         usage = __import__(gpu).BufferUsage

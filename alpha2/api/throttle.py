@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from alpha2.gpu.webgpu import WebGpuDevice
+
 __all__ = ["SubmitThrottle"]
 
 
@@ -12,7 +14,9 @@ class SubmitThrottle:
     frame that last used it. Each frame's mark copies one texel of its texture into the next buffer.
     Nothing is created per frame."""
 
-    def __init__(self, device: Any, gpu: Any, depth: int = 2, label: str = "alpha2 throttle") -> None:
+    def __init__(
+        self, device: WebGpuDevice, gpu: Any, depth: int = 2, label: str = "alpha2 throttle"
+    ) -> None:
         self._device = device
         self._gpu = gpu
         self._label = label

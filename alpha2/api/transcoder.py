@@ -58,6 +58,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.gpu.webgpu import WebGpuDevice
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
 
@@ -76,7 +77,7 @@ __all__ = [
 _TEXTURE_LIMIT_KEYS = ("max-texture-dimension-2d", "max_texture_dimension_2d", "maxTextureDimension2D")
 
 
-def _texture_limit(webgpu_device: Any) -> int | None:
+def _texture_limit(webgpu_device: WebGpuDevice) -> int | None:
     """The WebGPU device's largest 2D texture side (``max_texture_dimension_2d``), None when unknown."""
     limits = getattr(webgpu_device, "limits", None) or {}
     for key in _TEXTURE_LIMIT_KEYS:

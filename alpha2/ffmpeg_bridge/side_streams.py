@@ -524,7 +524,7 @@ class StreamCopier:
     def _write_pictures(self) -> None:
         pictures, self._pictures = self._pictures, []
         for picture in pictures:
-            packet = av.packet.Packet[Any](picture.data)
+            packet = av.packet.Packet(picture.data)
             packet.pts = packet.dts = 0
             packet.time_base = picture.stream_out.time_base or fractions.Fraction(1, 90_000)
             packet.stream = picture.stream_out
@@ -645,6 +645,6 @@ def _converted_text(packet: av.packet.Packet[Any], codec: str, target: str) -> a
     body = _subtitle_text(bytes(packet), codec).encode("utf-8")
     if target == "mov_text":
         body = len(body).to_bytes(2, "big") + body
-    out = av.packet.Packet[Any](body)
+    out = av.packet.Packet(body)
     out.pts, out.dts, out.duration, out.time_base = packet.pts, packet.dts, packet.duration, packet.time_base
     return out

@@ -15,8 +15,9 @@ import importlib
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from alpha2.gpu.errors import InvalidInputError
 
@@ -28,6 +29,7 @@ __all__ = [
     "FEATURE_SHARED_FENCE_OPAQUE_FD",
     "FEATURE_SHARED_TEXTURE_OPAQUE_FD",
     "HasWebGpuDevice",
+    "WebGpuDevice",
     "WebGpuDeviceInfo",
     "WebGpuImplementation",
     "detect_webgpu_device",
@@ -68,6 +70,36 @@ class WebGpuImplementation(enum.Enum):
 
 
 @runtime_checkable
+class WebGpuDevice(Protocol):
+    """What alpha2 uses of a WebGPU device: wgpu-py's ``GPUDevice``, on wgpu-native (``wgpu``) or on
+    Dawn (``wgpudawn``). Both are this shape; so is a test's fake."""
+
+    @property
+    def queue(self) -> Any:
+        """The device's GPUQueue (``submit``, ``write_texture``, ``write_buffer``)."""
+
+    @property
+    def features(self) -> Any:
+        """The enabled feature names."""
+
+    @property
+    def limits(self) -> Any:
+        """The device's limits (``max-texture-dimension-2d``, ...)."""
+
+    create_texture: Callable[..., Any]
+    create_buffer: Callable[..., Any]
+    create_buffer_with_data: Callable[..., Any]
+    create_sampler: Callable[..., Any]
+    create_command_encoder: Callable[..., Any]
+    create_shader_module: Callable[..., Any]
+    create_bind_group: Callable[..., Any]
+    create_bind_group_layout: Callable[..., Any]
+    create_pipeline_layout: Callable[..., Any]
+    create_render_pipeline: Callable[..., Any]
+    create_compute_pipeline: Callable[..., Any]
+
+
+@runtime_checkable
 class HasWebGpuDevice(Protocol):
     """Anything that carries the GPUDevice it works on (alpha2's :class:`~alpha2.native_gpu.Device`)."""
 
@@ -76,11 +108,12 @@ class HasWebGpuDevice(Protocol):
         """The wgpu-py style GPUDevice."""
 
 
-def webgpu_device_of(device: Any) -> Any:
+def webgpu_device_of(device: object) -> WebGpuDevice:
     """The GPUDevice itself: ``device`` when it is one, its ``webgpu_device`` when it carries one."""
     if isinstance(device, HasWebGpuDevice) and not hasattr(device, "create_texture"):
-        return device.webgpu_device
-    return device
+        inner: WebGpuDevice = device.webgpu_device
+        return inner
+    return cast(WebGpuDevice, device)
 
 
 def implementation_of(obj: Any) -> WebGpuImplementation:

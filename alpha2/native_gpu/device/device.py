@@ -28,6 +28,7 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.identity import DecoderPlacement
 from alpha2.gpu.webgpu import (
     FEATURES_GPU_COPY,
+    WebGpuDevice,
     WebGpuDeviceInfo,
     WebGpuImplementation,
     detect_webgpu_device,
@@ -122,7 +123,7 @@ class Device:
     caller's when adopted.
     """
 
-    webgpu_device: Any
+    webgpu_device: WebGpuDevice
     """The wgpu-py style GPUDevice (``wgpu`` or ``wgpudawn``)."""
     info: WebGpuDeviceInfo
     """Its implementation, enabled features and adapter identity."""
@@ -231,7 +232,7 @@ class Device:
     @classmethod
     def adopt(
         cls,
-        webgpu_device: Any,
+        webgpu_device: WebGpuDevice | Device,
         *,
         shared_context: Any = None,
         vulkan_candidates: Sequence[Any] | None = None,

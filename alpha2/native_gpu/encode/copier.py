@@ -32,7 +32,7 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.hdr import HdrMetadata
-from alpha2.gpu.webgpu import webgpu_device_of
+from alpha2.gpu.webgpu import HasWebGpuDevice, WebGpuDevice, webgpu_device_of
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.encode.extent import ExtentSource, VideoEncodeExtent, default_extent
 from alpha2.native_gpu.encode.params import (
@@ -102,7 +102,7 @@ class EncodeCopier:
 
     def __init__(
         self,
-        device: Any,
+        device: HasWebGpuDevice | WebGpuDevice,
         width: int,
         height: int,
         *,

@@ -39,7 +39,7 @@ from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
-from alpha2.gpu.webgpu import WebGpuDeviceInfo
+from alpha2.gpu.webgpu import WebGpuDevice, WebGpuDeviceInfo
 from alpha2.native_gpu.interop.leases import (
     DEFAULT_SLOTS_PER_KEY,
     ExternalSyncPoint,
@@ -148,7 +148,7 @@ class TextureSet:
 
     __slots__ = ("sizes", "textures", "views")
 
-    def __init__(self, device: Any, sizes: tuple[tuple[str, int, int], ...], usage: int) -> None:
+    def __init__(self, device: WebGpuDevice, sizes: tuple[tuple[str, int, int], ...], usage: int) -> None:
         self.sizes = sizes
         textures: list[Any] = []
         try:
@@ -231,7 +231,7 @@ class CpuUploadPairing(InteropPairing):
 
     def __init__(
         self,
-        device: Any,
+        device: WebGpuDevice,
         info: WebGpuDeviceInfo,
         *,
         gpu_module: Any,
@@ -261,7 +261,7 @@ class CpuUploadPairing(InteropPairing):
     @classmethod
     def create(
         cls,
-        device: Any,
+        device: WebGpuDevice,
         info: WebGpuDeviceInfo,
         *,
         gpu_module: Any,
@@ -278,7 +278,9 @@ class CpuUploadPairing(InteropPairing):
         )
 
     @classmethod
-    def unavailable_reason(cls, device: Any, info: WebGpuDeviceInfo, options: dict[str, Any]) -> str | None:
+    def unavailable_reason(
+        cls, device: WebGpuDevice, info: WebGpuDeviceInfo, options: dict[str, Any]
+    ) -> str | None:
         if not hasattr(getattr(device, "queue", None), "write_texture"):
             return f"{type(device).__qualname__} has no queue.write_texture"
         return None

@@ -77,6 +77,7 @@ from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.webgpu import (
     FEATURE_SHARED_FENCE_OPAQUE_FD,
     FEATURE_SHARED_TEXTURE_OPAQUE_FD,
+    WebGpuDevice,
     WebGpuDeviceInfo,
     WebGpuImplementation,
 )
@@ -146,7 +147,9 @@ class CudaVkPairing(InteropPairing):
         return "the frame is in host memory: there is nothing on the GPU to copy (CPU upload is its path)"
 
     @classmethod
-    def unavailable_reason(cls, device: Any, info: WebGpuDeviceInfo, options: dict[str, Any]) -> str | None:
+    def unavailable_reason(
+        cls, device: WebGpuDevice, info: WebGpuDeviceInfo, options: dict[str, Any]
+    ) -> str | None:
         if info.implementation is not WebGpuImplementation.DAWN:
             return (
                 f"{info.implementation.value} (wgpu-native) cannot import external memory; the GPU copy "
@@ -171,7 +174,7 @@ class CudaVkPairing(InteropPairing):
     @classmethod
     def create(
         cls,
-        device: Any,
+        device: WebGpuDevice,
         info: WebGpuDeviceInfo,
         *,
         gpu_module: Any,
@@ -199,7 +202,7 @@ class CudaVkPairing(InteropPairing):
 
     def __init__(
         self,
-        device: Any,
+        device: WebGpuDevice,
         info: WebGpuDeviceInfo,
         *,
         context: SharedVulkanContext,

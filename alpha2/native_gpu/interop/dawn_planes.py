@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from alpha2.gpu.errors import InternalError
 from alpha2.gpu.handles import OwnedFd
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.gpu.webgpu import WebGpuDevice
 from alpha2.native_gpu._vk.export import VK_IMAGE_LAYOUT_GENERAL, VK_QUEUE_FAMILY_EXTERNAL
 from alpha2.native_gpu.interop.leases import (
     ExternalSyncPoint,
@@ -67,7 +68,7 @@ def make_plane_images(vk: Any, slot: RingSlot, queue_family: int, timeout_s: flo
     return images
 
 
-def import_plane(device: Any, image: ExportableImage, plane: RingPlane, index: int) -> None:
+def import_plane(device: WebGpuDevice, image: ExportableImage, plane: RingPlane, index: int) -> None:
     """Import ``image``'s memory into Dawn as ``plane``'s SharedTextureMemory, with a texture and a view
     on it. Dawn duplicates the fd it is given: ours is closed right after."""
     extras = dawn_extras()

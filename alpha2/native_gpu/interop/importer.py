@@ -35,7 +35,7 @@ from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, Unsupported
 from alpha2.gpu.frames import AheadWork, DecodedFrame
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
-from alpha2.gpu.webgpu import WebGpuDeviceInfo
+from alpha2.gpu.webgpu import WebGpuDevice, WebGpuDeviceInfo
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
 from alpha2.native_gpu.interop import cpu_upload, cuda_vk
@@ -128,7 +128,7 @@ class FrameImporter:
 
     def __init__(
         self,
-        device: Any,
+        device: Device | WebGpuDevice,
         *,
         prefer: ExecutionPath | None = None,
         require: ExecutionPath | None = None,

@@ -34,7 +34,7 @@ from alpha2.gpu.handles import WgpuTexture
 from alpha2.gpu.identity import BackendKind, ExecutionPath
 from alpha2.gpu.surfaces import SurfaceIdentity
 from alpha2.gpu.sync import SyncPoint, WaitStatus
-from alpha2.gpu.webgpu import WebGpuDeviceInfo
+from alpha2.gpu.webgpu import WebGpuDevice, WebGpuDeviceInfo
 from alpha2.native_gpu.interop.pool import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOTS_PER_KEY, SlotPool
 
 __all__ = [
@@ -404,14 +404,16 @@ class InteropPairing(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def unavailable_reason(cls, device: Any, info: WebGpuDeviceInfo, options: dict[str, Any]) -> str | None:
+    def unavailable_reason(
+        cls, device: WebGpuDevice, info: WebGpuDeviceInfo, options: dict[str, Any]
+    ) -> str | None:
         """Why this pairing cannot work with the device (None when it can). Cheap; never raises."""
 
     @classmethod
     @abc.abstractmethod
     def create(
         cls,
-        device: Any,
+        device: WebGpuDevice,
         info: WebGpuDeviceInfo,
         *,
         gpu_module: Any,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from alpha2.gpu.errors import ClosedError, InvalidInputError
-from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
+from alpha2.gpu.webgpu import HasWebGpuDevice, WebGpuDevice, gpu_module_of, webgpu_device_of
 
 __all__ = ["OverlayPlacement", "OverlayRenderer", "OverlaySprite"]
 
@@ -146,7 +146,7 @@ class OverlayPlacement:
 class OverlayRenderer:
     """Blends RGBA sprites over render targets of a device (a GPUDevice or an alpha2 Device)."""
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: HasWebGpuDevice | WebGpuDevice) -> None:
         self.device = webgpu_device_of(device)
         """The GPUDevice."""
         self.gpu = gpu_module_of(self.device)

@@ -8,12 +8,14 @@ from typing import Any
 import numpy as np
 
 from alpha2.gpu.errors import UnsupportedError
-from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
+from alpha2.gpu.webgpu import HasWebGpuDevice, WebGpuDevice, gpu_module_of, webgpu_device_of
 
 __all__ = ["read_texture_rgba"]
 
 
-def read_texture_rgba(device: Any, texture: Any, *, gpu_module: Any = None) -> np.ndarray:
+def read_texture_rgba(
+    device: HasWebGpuDevice | WebGpuDevice, texture: Any, *, gpu_module: Any = None
+) -> np.ndarray:
     """Read a 2D rgba8unorm / bgra8unorm / rgba16float texture back as an (H, W, 4) uint8 RGBA array.
 
     Blocks until the GPU work before it is done (the mapped read-back is the wait: wgpu-py 0.32's

@@ -48,7 +48,7 @@ from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.hdr import HdrMetadata
-from alpha2.gpu.webgpu import gpu_module_of, webgpu_device_of
+from alpha2.gpu.webgpu import HasWebGpuDevice, WebGpuDevice, gpu_module_of, webgpu_device_of
 from alpha2.native_gpu.render.colour_params import ColourParams, colour_manage_wgsl, colour_params
 from alpha2.native_gpu.render.params import (
     LayoutKind,
@@ -170,7 +170,7 @@ class FrameRenderer:
 
     def __init__(
         self,
-        device: Any,
+        device: HasWebGpuDevice | WebGpuDevice,
         *,
         gpu_module: Any = None,
         cache_size: int = 64,
