@@ -15,9 +15,11 @@ The conversation, reader (R) and this process (W):
   and stops at the first frame at or after its end.
 * NVDEC frames: W copies each into a *block* of device memory (:mod:`alpha2.native_gpu._cuda.ipc`:
   ``cuMemCreate``, shared as a POSIX descriptor) on the GPU, waits for the copy, lets the decoder's frame
-  go and sends ``("frame", chunk, ("cuda", block), pixel_format, FrameMetadata, ColourInfo,
-  SurfaceIdentity, planes)`` with each plane's (offset, pitch, row bytes, rows) in the block. A block is
-  announced once, before its first frame: ``("block", block, ordinal, size_bytes)`` with its
+  go and sends ``("frame", chunk, ("cuda", block), refs, (pts, duration, key_frame), planes)`` with each
+  plane's (offset, pitch, row bytes, rows) in the block. ``refs`` number the pixel format, ColourInfo,
+  SurfaceIdentity and FrameMetadata (less its timing) of the frame: each value is sent once, the first
+  time, as ``("value", number, value)`` (unpickling them for every frame cost the reader about 50 us).
+  A block is announced once, before its first frame: ``("block", block, ordinal, size_bytes)`` with its
   descriptor; one no longer wanted (frames grew) is dropped with ``("drop", block)``.
 * Software frames: as :mod:`.decode_worker` does, through shared host memory the reader makes: W
   sends ``("layout", set_id, pixel_format, width, height, geometry)`` at the first frame and at every
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import pickle
 import select
@@ -106,6 +109,9 @@ class _Worker:
         self.free_slots: collections.deque[int] = collections.deque()
         self.slots_message: tuple[tuple[Any, ...], list[OwnedFd]] | None = None
         self.slot_fds: list[OwnedFd] = []
+        # values the reader knows by number: (type, value) -> number
+        self.known: dict[tuple[type, Any], int] = {}
+        self.next_value = 0
 
     # -- messages -------------------------------------------------------------------------------------
 
@@ -158,6 +164,31 @@ class _Worker:
             for fd in fds:
                 fd.close()
             timeout = 0.0
+
+    def intern(self, value: Any) -> int:
+        """The number the reader knows ``value`` by (sent the first time; every time if unhashable)."""
+        key: tuple[type, Any] | None = (type(value), value)
+        try:
+            number = self.known.get(key)  # type: ignore[arg-type]
+        except TypeError:
+            key, number = None, None
+        if number is None:
+            number = self.next_value
+            self.next_value += 1
+            self.send(("value", number, value))
+            if key is not None:
+                self.known[key] = number
+        return number
+
+    def frame_message(
+        self, chunk: int, key: tuple[Any, ...], frame: DecodedFrame, planes: Any
+    ) -> tuple[Any, ...]:
+        """The ``frame`` message of ``frame`` (its values sent first where new)."""
+        metadata = frame.metadata
+        timing = (metadata.pts, metadata.duration, metadata.key_frame)
+        untimed = dataclasses.replace(metadata, pts=None, duration=None, key_frame=False)
+        refs = tuple(self.intern(v) for v in (frame.pixel_format, frame.colour, frame.identity, untimed))
+        return ("frame", chunk, key, refs, timing, planes)
 
     # -- decoding -------------------------------------------------------------------------------------
 
@@ -221,16 +252,7 @@ class _Worker:
             for plane, offset, pitch in zip(planes, layout.offsets, layout.pitches)
             if isinstance(plane, CudaPtr2D)
         )
-        message = (
-            "frame",
-            chunk,
-            ("cuda", block),
-            frame.pixel_format,
-            frame.metadata,
-            frame.colour,
-            frame.identity,
-            described,
-        )
+        message = self.frame_message(chunk, ("cuda", block), frame, described)
         self.pending.append((event, frame, message))
         self.settle(wait=len(self.pending) > _PENDING)
         self.stages["pool"] += time.perf_counter() - t0
@@ -310,16 +332,7 @@ class _Worker:
             slot = self.free_slots.pop()  # the latest given back: its pages are warm
             self.writer.write(slot, frame, [], self.timeout_s)
             self.stages["pool"] += time.perf_counter() - t1
-            message = (
-                "frame",
-                chunk,
-                ("host", self.set_id, slot),
-                frame.pixel_format,
-                frame.metadata,
-                frame.colour,
-                frame.identity,
-                None,
-            )
+            message = self.frame_message(chunk, ("host", self.set_id, slot), frame, None)
         finally:
             frame.release()
         self.flush()  # NVDEC frames copied before it go first

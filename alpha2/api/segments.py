@@ -567,7 +567,8 @@ class _Link:
         self.sets: dict[int, Any] = {}  # set id -> HostSlotSet
         self.current_set: int | None = None
         self.held: set[tuple[Any, ...]] = set()
-        self.identities: dict[Any, Any] = {}  # the process's surface identity -> this process's
+        self.values: dict[int, Any] = {}  # what its frames refer to by number
+        self.identities: dict[int, Any] = {}  # its surface identities, with this process's decoder id
         self.closed = False  # the reader closed: what comes back is unmapped
         self.finished = False  # it said "done"
         self.failed = False  # it said "error", or died
@@ -767,11 +768,23 @@ class _ProcessSessions:
         readable, _, _ = select.select(list(socks), [], [], timeout_s)
         for sock in readable:
             link = socks[sock]
-            try:
-                while link.sock is not None and (got := wire.receive(sock, 0.0)) is not None:
-                    self._handle(link, *got)
-            except wire.PeerGone:
-                self._lost(link)
+            failures = 0
+            while link.sock is not None:
+                try:
+                    got = wire.receive(sock, 0.0)
+                except wire.PeerGone:
+                    # A process that ends with messages of ours unread (``free``) makes the next receive
+                    # fail once (ECONNRESET), before the messages it sent last: read on; a second
+                    # failure in a row is the end of the socket.
+                    failures += 1
+                    if failures > 1:
+                        self._lost(link)
+                        break
+                    continue
+                if got is None:
+                    break
+                failures = 0
+                self._handle(link, *got)
         if not readable:  # a process may have died without closing its end (a stuck child)
             for link in self._links:
                 if link.sock is not None and link.process is not None and link.process.poll() is not None:
@@ -788,6 +801,8 @@ class _ProcessSessions:
                 self._waiting[chunk].append((link, message))
                 if key[0] == "cuda":
                     self._report.pooled += 1
+            elif kind == "value":
+                link.values[message[1]] = message[2]
             elif kind == "block":
                 from alpha2.native_gpu._cuda.ipc import ImportedMemory
 
@@ -914,11 +929,15 @@ class _ProcessSessions:
         return None
 
     def _frame(self, link: _Link, message: tuple[Any, ...]) -> DecodedFrame:
-        _, _, key, pixel_format, metadata, colour, identity, described = message
+        _, _, key, refs, (pts, duration, key_frame), described = message
+        values = link.values
+        pixel_format, colour = values[refs[0]], values[refs[1]]
+        identity = link.identities.get(refs[2])
+        if identity is None:  # the decoder id is this process's
+            identity = dataclasses.replace(values[refs[2]], decoder_id=link.decoder_id)
+            link.identities[refs[2]] = identity
+        metadata = dataclasses.replace(values[refs[3]], pts=pts, duration=duration, key_frame=key_frame)
         holder = _Held()
-        identity = link.identities.get(identity) or link.identities.setdefault(
-            identity, dataclasses.replace(identity, decoder_id=link.decoder_id)
-        )
         planes: CpuPlaneSet | tuple[CudaPtr2D, ...]
         with link.lock:
             if key[0] == "cuda":
