@@ -19,8 +19,10 @@ The conversation, reader (R) and this process (W):
   plane's (offset, pitch, row bytes, rows) in the block. ``refs`` number the pixel format, ColourInfo,
   SurfaceIdentity and FrameMetadata (less its timing) of the frame: each value is sent once, the first
   time, as ``("value", number, value)`` (unpickling them for every frame cost the reader about 50 us).
-  A block is announced once, before its first frame: ``("block", block, ordinal, size_bytes)`` with its
-  descriptor; one no longer wanted (frames grew) is dropped with ``("drop", block)``.
+  Blocks come in *slabs*, one allocation each (the reader imports and maps each slab once), each slab
+  as large as the blocks so far (4, 4, 8, 16, ... blocks, up to ``blocks``): a slab is announced before
+  its first frame, ``("slab", slab, ordinal, size_bytes, ((block, offset), ...))`` with its descriptor;
+  one no longer wanted (frames grew, and all its blocks are back) is dropped with ``("drop", slab)``.
 * Software frames: as :mod:`.decode_worker` does, through shared host memory the reader makes: W
   sends ``("layout", set_id, pixel_format, width, height, geometry)`` at the first frame and at every
   change, R answers ``("slots", set_id, SlotLayout)`` with the slots' memfds
@@ -62,6 +64,10 @@ __all__ = ["ChunkPlan", "main", "open_session", "serve"]
 
 _PENDING = 2
 """Copies in flight at most before the oldest is waited for (the decoder goes on meanwhile)."""
+_FIRST_SLAB = 4
+"""Blocks in the first slab; each later slab holds as many as all before it (a short file maps few)."""
+_BLOCK_ALIGN = 4096
+"""Where blocks start in a slab (a multiple of the planes' pitch alignment)."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +104,12 @@ class _Worker:
         self.hold = contextlib.ExitStack()
         # NVDEC frames: blocks of shared device memory
         self.copier: Any = None
-        self.blocks: dict[int, Any] = {}  # id -> ExportedMemory
+        self.slabs: dict[int, Any] = {}  # id -> ExportedMemory
+        self.slab_blocks: dict[int, list[int]] = {}
+        self.blocks: dict[int, tuple[int, int, int]] = {}  # id -> (slab, address, size in bytes)
         self.free_blocks: list[int] = []
         self.next_block = 0
+        self.next_slab = 0
         self.pending: collections.deque[tuple[Any, DecodedFrame, tuple[Any, ...]]] = collections.deque()
         # software frames: the reader's slots
         self.set_id = 0
@@ -243,7 +252,7 @@ class _Worker:
             layout = ipc.block_layout(planes)
             block = self.take_block(layout.size_bytes, ordinal)
             t0 = time.perf_counter()
-            event = self.copier.copy(planes, frame.cuda_stream, self.blocks[block].pointer, layout)
+            event = self.copier.copy(planes, frame.cuda_stream, self.blocks[block][1], layout)
         except BaseException:
             frame.release()
             raise
@@ -278,33 +287,21 @@ class _Worker:
             self.settle(wait=True)
 
     def take_block(self, size_bytes: int, ordinal: int) -> int:
-        """A free block of at least ``size_bytes``: one given back, a new one while there are fewer than
-        ``max_blocks``, or the first given back once the reader reads on."""
-        from alpha2.native_gpu._cuda import ipc
-
+        """A free block of at least ``size_bytes``: one given back, one of a new slab while there are
+        fewer than ``max_blocks``, or the first given back once the reader reads on."""
         t0 = time.perf_counter()
         try:
             while True:
                 for block in reversed(self.free_blocks):  # the latest given back: its pages are warm
-                    if self.blocks[block].size_bytes >= size_bytes:
+                    if self.blocks[block][2] >= size_bytes:
                         self.free_blocks.remove(block)
                         return block
                 if len(self.blocks) < self.max_blocks:
-                    memory = ipc.ExportedMemory(ordinal, size_bytes)
-                    block = self.next_block
-                    self.next_block += 1
-                    self.blocks[block] = memory
-                    fd = memory.export_fd()
-                    try:
-                        self.send(("block", block, ordinal, memory.size_bytes), [fd])
-                    finally:
-                        fd.close()
-                    return block
-                if self.free_blocks:  # free, but too small (the frames grew): make room
-                    block = min(self.free_blocks, key=lambda b: self.blocks[b].size_bytes)
-                    self.free_blocks.remove(block)
-                    self.blocks.pop(block).close()
-                    self.send(("drop", block))
+                    return self.new_slab(size_bytes, ordinal)
+                free = set(self.free_blocks)
+                idle = [slab for slab, ids in self.slab_blocks.items() if free.issuperset(ids)]
+                if idle:  # all its blocks are back, but too small (the frames grew): make room
+                    self.drop_slab(min(idle, key=lambda slab: self.slabs[slab].size_bytes))
                     continue
                 # Every block is in the reader: the frames copied must reach it before it can give any
                 # back; then wait for one.
@@ -314,6 +311,38 @@ class _Worker:
                 self.handle_waiting(block=True)
         finally:
             self.stages["queue"] += time.perf_counter() - t0
+
+    def new_slab(self, size_bytes: int, ordinal: int) -> int:
+        """A slab of blocks of ``size_bytes``, announced to the reader; its first block, taken."""
+        from alpha2.native_gpu._cuda import ipc
+
+        count = min(self.max_blocks - len(self.blocks), max(_FIRST_SLAB, len(self.blocks)))
+        stride = -(-size_bytes // _BLOCK_ALIGN) * _BLOCK_ALIGN
+        memory = ipc.ExportedMemory(ordinal, stride * count)
+        slab = self.next_slab
+        self.next_slab += 1
+        self.slabs[slab] = memory
+        ids = list(range(self.next_block, self.next_block + count))
+        self.next_block += count
+        self.slab_blocks[slab] = ids
+        for index, block in enumerate(ids):
+            self.blocks[block] = (slab, memory.pointer + index * stride, stride)
+        fd = memory.export_fd()
+        try:
+            places = tuple((block, index * stride) for index, block in enumerate(ids))
+            self.send(("slab", slab, ordinal, memory.size_bytes, places), [fd])
+        finally:
+            fd.close()
+        self.free_blocks[:0] = reversed(ids[1:])  # taken first to last, after any given back
+        return ids[0]
+
+    def drop_slab(self, slab: int) -> None:
+        """Let go of a slab whose blocks are all free, and tell the reader."""
+        for block in self.slab_blocks.pop(slab):
+            del self.blocks[block]
+            self.free_blocks.remove(block)
+        self.slabs.pop(slab).close()
+        self.send(("drop", slab))
 
     # -- software frames ------------------------------------------------------------------------------
 
@@ -376,8 +405,9 @@ class _Worker:
         for fd in self.slot_fds:
             fd.close()
         self.slot_fds = []
-        blocks, self.blocks = self.blocks, {}
-        for memory in blocks.values():
+        slabs, self.slabs = self.slabs, {}
+        self.blocks.clear()
+        for memory in slabs.values():
             memory.close()  # the reader's mappings keep what it holds
         copier, self.copier = self.copier, None
         if copier is not None:

@@ -22,8 +22,8 @@ exactly as one session would have:
 (:mod:`alpha2.api.segment_worker`) instead of a thread: with many busy threads, every PyAV and CUDA call
 waits to take the GIL back (about 1 ms a call under load, BENCHMARKS.md), and a process has a GIL of its
 own. A decoder process decodes its chunks one after another and hands each frame over without the CPU:
-NVDEC frames are copied on the GPU into blocks of device memory this process maps once each
-(:mod:`alpha2.native_gpu._cuda.ipc`), software frames are written into shared host pages
+NVDEC frames are copied on the GPU into blocks of device memory this process maps once each, a slab of
+blocks at a time (:mod:`alpha2.native_gpu._cuda.ipc`), software frames are written into shared host pages
 (:class:`~alpha2.native_gpu.interop.handoff.HostSlotSet`). A process holds at most ``2 * ahead`` frames
 here (waiting to be read, or handed out): with none left it waits, which bounds the memory; a frame's
 block or slot goes back when the frame and every array of it are gone. A failure in a decoder process is
@@ -173,7 +173,8 @@ class SegmentReport:
     """Seconds per stage, summed over the sessions' threads (``decode``, ``pool`` copy, ``turn``: waiting
     for the reader to reach the chunk before, ``queue``: waiting for room in a chunk's buffer) and the
     reader's (``wait``: for the next frame). Decoder processes: ``decode``, ``pool`` (the copy into a
-    block or slot, and handing it over), ``queue`` (waiting for a free block or slot)."""
+    block or slot, and handing it over), ``queue`` (waiting for a free block or slot), and the reader's
+    ``map`` (importing and mapping their shared device memory, part of ``wait``)."""
     decoders: str = "threads"
     """Where the sessions ran: ``threads`` of this process, or decoder ``processes``."""
 
@@ -563,7 +564,8 @@ class _Link:
         self.process: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
         self.stderr: Any = None
-        self.blocks: dict[int, Any] = {}  # id -> ImportedMemory
+        self.slabs: dict[int, tuple[Any, set[int]]] = {}  # id -> (ImportedMemory, its blocks mapped)
+        self.blocks: dict[int, tuple[int, int, int]] = {}  # id -> (slab, address here, CUDA ordinal)
         self.sets: dict[int, Any] = {}  # set id -> HostSlotSet
         self.current_set: int | None = None
         self.held: set[tuple[Any, ...]] = set()
@@ -589,9 +591,13 @@ class _Link:
     def discard(self, key: tuple[Any, ...]) -> None:
         """Unmap a block, or destroy a slot, that nobody here holds."""
         if key[0] == "cuda":
-            memory = self.blocks.pop(key[1], None)
-            if memory is not None:
-                memory.close()
+            block = self.blocks.pop(key[1], None)
+            if block is not None:
+                memory, blocks = self.slabs[block[0]]
+                blocks.discard(key[1])
+                if not blocks:  # the last of its blocks: unmap the slab
+                    del self.slabs[block[0]]
+                    memory.close()
         else:
             slots = self.sets.get(key[1])
             if slots is not None:
@@ -803,16 +809,21 @@ class _ProcessSessions:
                     self._report.pooled += 1
             elif kind == "value":
                 link.values[message[1]] = message[2]
-            elif kind == "block":
+            elif kind == "slab":
                 from alpha2.native_gpu._cuda.ipc import ImportedMemory
 
-                _, block, ordinal, size_bytes = message
-                fd = fds.pop(0)
+                _, slab, ordinal, size_bytes, places = message
+                t0 = time.perf_counter()
+                memory = ImportedMemory(ordinal, fds.pop(0), size_bytes)
+                self._report._add({"map": time.perf_counter() - t0})
                 with link.lock:
-                    link.blocks[block] = ImportedMemory(ordinal, fd, size_bytes)
-            elif kind == "drop":
+                    link.slabs[slab] = (memory, {block for block, _ in places})
+                    for block, offset in places:
+                        link.blocks[block] = (slab, memory.pointer + offset, ordinal)
+            elif kind == "drop":  # a slab whose blocks are all back there
                 with link.lock:
-                    link.discard(("cuda", message[1]))
+                    for block in list(link.slabs.get(message[1], (None, ()))[1]):
+                        link.discard(("cuda", block))
             elif kind == "layout":
                 self._new_set(link, *message[1:])
             elif kind == "end":
@@ -941,14 +952,14 @@ class _ProcessSessions:
         planes: CpuPlaneSet | tuple[CudaPtr2D, ...]
         with link.lock:
             if key[0] == "cuda":
-                memory = link.blocks[key[1]]
+                _, address, ordinal = link.blocks[key[1]]
                 planes = tuple(
                     CudaPtr2D(
-                        device_ptr=memory.pointer + offset,
+                        device_ptr=address + offset,
                         pitch_bytes=pitch,
                         width_bytes=width_bytes,
                         height=height,
-                        device_ordinal=memory.ordinal,
+                        device_ordinal=ordinal,
                         keep_alive=holder,
                     )
                     for offset, pitch, width_bytes, height in described
