@@ -90,8 +90,22 @@ def pack_content_light(level: ContentLightLevel) -> bytes:
     return _LIGHT.pack(level.max_cll_cd_m2, level.max_fall_cd_m2)
 
 
+_HDR_TRC = (16, 18)
+"""AVColorTransferCharacteristic of PQ (SMPTE ST 2084) and HLG (ARIB STD-B67): the transfers whose
+frames' static metadata alpha2 uses."""
+
+
 def hdr_metadata_of(frame: Any) -> HdrMetadata | None:
-    """The HDR static metadata a decoded PyAV frame carries, or None when it has none."""
+    """The HDR static metadata a decoded PyAV frame carries, or None when it has none (or is not PQ /
+    HLG: the metadata is only used for those).
+
+    PyAV 18's ``frame.side_data`` makes a container that refers back to the frame and is cached on it:
+    a reference cycle, so a frame whose side data was looked at (with its picture, 3 MB at 1080p) is
+    freed by the cyclic collector, not when its last reference goes. SDR frames are never asked.
+    """
+    trc = getattr(frame, "color_trc", None)
+    if trc is not None and int(trc) not in _HDR_TRC:
+        return None
     side_data = getattr(frame, "side_data", None)
     if side_data is None or len(side_data) == 0:
         return None

@@ -97,6 +97,22 @@ def _cuda_unusable() -> str | None:
     return None if count > 0 else "CUDA is not usable (no CUDA device)"
 
 
+def _release_webgpu_device(webgpu_device: WebGpuDevice) -> None:
+    """Let go of a GPUDevice alpha2 made, now rather than at the next full garbage collection.
+
+    wgpu-py's GPUDevice refers to itself (its ``_device``, and its queue's), so dropping the last
+    reference does not free it: only the cyclic collector does, and a collection that reaches it may be
+    hundreds of files away. Until then it keeps its poll thread, the driver's device (lavapipe: a queue
+    thread and its memory) and everything on it; a batch worker making one Device per file grew from 186
+    to 373 MB over 150 files. ``_release`` is what wgpu-py's (and wgpudawn's) ``__del__`` calls: it
+    stops the poll thread and drops the native reference (idempotent); the objects made on the device
+    hold their own references, so the native device goes when they do.
+    """
+    release = getattr(webgpu_device, "_release", None)
+    if callable(release):
+        release()
+
+
 @dataclass(frozen=True)
 class _Twins:
     """The same GPU seen through Vulkan and CUDA."""
@@ -137,6 +153,7 @@ class Device:
     _candidates: _Candidates | None = field(default=None, repr=False)
     _shared_context: Any = field(default=None, repr=False)
     _owns_context: bool = field(default=True, repr=False)
+    _owns_webgpu_device: bool = field(default=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _closed: bool = field(default=False, repr=False)
 
@@ -227,6 +244,7 @@ class Device:
             backend=facts.backend,
             _twins=_twins(uuid, facts.vulkan_candidate) if known else None,
             _candidates=candidates,
+            _owns_webgpu_device=True,
         )
 
     @classmethod
@@ -393,12 +411,18 @@ class Device:
     # -- lifetime ---------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the shared Vulkan context this Device opened (idempotent)."""
+        """Close the shared Vulkan context this Device opened and release the GPUDevice it made (one
+        :meth:`adopt` ed stays the caller's): textures and buffers made on it stay valid, the GPUDevice
+        itself makes nothing more. Idempotent."""
         with self._lock:
             self._closed = True
             context, self._shared_context = self._shared_context, None
+            made = self.webgpu_device if self._owns_webgpu_device else None
+            self._owns_webgpu_device = False
         if context is not None and self._owns_context:
             context.close()
+        if made is not None:
+            _release_webgpu_device(made)
 
     def __enter__(self) -> Device:
         return self
