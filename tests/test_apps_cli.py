@@ -227,7 +227,7 @@ def test_subprocess_exit_codes(clip: str, tmp_path: Path) -> None:
         timeout=300,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "Traceback" not in ok.stderr and "passthrough" in ok.stderr
+    assert "Traceback" not in ok.stderr and "re-encoded (libx264" in ok.stderr
     assert files_in(tmp_path) == ["ok.mp4"]
 
 

@@ -10,6 +10,7 @@ HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone 
 from __future__ import annotations
 
 import enum
+import math
 import os
 from dataclasses import dataclass
 
@@ -31,14 +32,19 @@ from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 __all__ = [
     "DEFAULT_CRF",
     "DEFAULT_MAX_PIXELS",
+    "DEFAULT_PRESETS",
+    "ENCODER_PRESETS",
     "HDR_TRANSFERS",
     "HD_MIN_HEIGHT",
+    "X26X_PRESETS",
     "ColourChoice",
     "DepthChoice",
     "StreamPlan",
     "TranscodeOptions",
     "TranscodePlan",
+    "check_preset",
     "default_codec",
+    "effective_preset",
     "output_depth",
     "plan_streams",
     "plan_transcode",
@@ -46,6 +52,35 @@ __all__ = [
 
 DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
 """Constant-quality factor used when neither ``crf`` nor ``bitrate`` is given, per codec family."""
+
+X26X_PRESETS = (
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+    "placebo",
+)
+"""libx264's and libx265's speed presets, fastest first."""
+
+ENCODER_PRESETS: dict[str, tuple[str, ...]] = {"libx264": X26X_PRESETS, "libx265": X26X_PRESETS}
+"""The presets of the encoders whose preset names alpha2 checks before anything is opened."""
+
+DEFAULT_PRESETS: dict[str, str] = {
+    "libx264": "medium",
+    "libx265": "medium",
+    "h264_nvenc": "p4",
+    "hevc_nvenc": "p4",
+    "av1_nvenc": "p4",
+    "libvpx-vp9": "1",
+    "libaom-av1": "1",
+}
+"""The preset (``cpu-used`` for libvpx-vp9 and libaom-av1) each encoder uses when none is asked for:
+FFmpeg's defaults, which alpha2 keeps."""
 
 DEFAULT_MAX_PIXELS = 8192 * 4320
 """Decoded pictures of more pixels than this (8K, 35.4 MP) are refused unless ``--max-pixels`` says
@@ -153,6 +188,29 @@ def default_codec(output: str | os.PathLike[str]) -> str:
     return _CONTAINER_CODECS.get(os.path.splitext(os.fspath(output))[1].lower(), "h264")
 
 
+def check_preset(encoder: str, preset: str | None) -> None:
+    """Refuse a preset the encoder does not have, before anything is opened (libx264 and libx265
+    would only say "Invalid argument" when they open, after their own log line).
+
+    Raises:
+        InvalidInputError: ``preset`` is not one of :data:`ENCODER_PRESETS` for ``encoder``; the message
+            names the closest one and all of them.
+    """
+    import difflib
+
+    names = ENCODER_PRESETS.get(encoder)
+    if preset is None or names is None or preset in names:
+        return
+    near = difflib.get_close_matches(preset.lower(), names, n=1, cutoff=0.6)
+    said = f"unknown {encoder} preset {preset!r}"
+    raise InvalidInputError(f"{said}; did you mean {near[0]}?" if near else f"{said} ({' '.join(names)})")
+
+
+def effective_preset(encoder: str, preset: str | None) -> str | None:
+    """The preset the encoder runs with: the one asked for, else its default (None: not known)."""
+    return preset if preset is not None else DEFAULT_PRESETS.get(encoder)
+
+
 @dataclass(frozen=True)
 class TranscodeOptions:
     """What ``alpha2 transcode`` was asked to do."""
@@ -169,7 +227,14 @@ class TranscodeOptions:
     preset: str | None = None
     """Encoder speed preset; None: the encoder's default."""
     frames: int | None = None
-    """Stop after this many frames."""
+    """Stop after this many frames (the audio is cut at the same time)."""
+    from_seconds: float = 0.0
+    """Start this far into the input (``--from``; FFmpeg's ``-ss``), counted from its start: the
+    output starts at 0 with the frame on display then, the audio cut at the same time."""
+    to_seconds: float | None = None
+    """End at this time of the input (``--to``), counted like ``from_seconds``; None: its end."""
+    duration_seconds: float | None = None
+    """End this long after ``from_seconds`` (``--duration``; FFmpeg's ``-t``); not with ``to_seconds``."""
     hwaccel: str = "auto"
     """Decoding: ``auto``, ``cuda`` or ``none``."""
     audio: bool = True
@@ -190,6 +255,18 @@ class TranscodeOptions:
     """Replace an existing output (the input itself never); ``alpha2 transcode`` passes False unless
     given ``-y`` (``--overwrite``), and an existing output is then refused."""
 
+    @property
+    def cuts(self) -> bool:
+        """Whether a part of the input is asked for (``--from``, ``--to``, ``--duration``)."""
+        return self.from_seconds > 0 or self.to_seconds is not None or self.duration_seconds is not None
+
+    @property
+    def end_seconds(self) -> float | None:
+        """The input time the output ends at (``--to``, or ``--from`` + ``--duration``); None: its end."""
+        if self.duration_seconds is not None:
+            return self.from_seconds + self.duration_seconds
+        return self.to_seconds
+
     def __post_init__(self) -> None:
         if self.crf is not None and self.bitrate is not None:
             raise InvalidInputError("give crf or bitrate, not both")
@@ -199,6 +276,18 @@ class TranscodeOptions:
             )
         if self.frames is not None and self.frames < 1:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
+        for name in ("from_seconds", "to_seconds", "duration_seconds"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise InvalidInputError(f"{name} must be a time of 0 s or more, got {value}")
+        if self.to_seconds is not None and self.duration_seconds is not None:
+            raise InvalidInputError("give --to or --duration, not both")
+        if self.to_seconds is not None and self.to_seconds <= self.from_seconds:
+            raise InvalidInputError(
+                f"--to {self.to_seconds:g} s is not after --from {self.from_seconds:g} s: nothing to write"
+            )
+        if self.duration_seconds is not None and self.duration_seconds <= 0:
+            raise InvalidInputError("--duration must be more than 0 s")
         if self.ring_size < 2:
             raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
         if self.max_pixels is not None and self.max_pixels < 1:

@@ -61,6 +61,45 @@ class TranscodeStats:
     """The input's streams the output does not hold, each with why."""
     stream_notes: list[str] = field(default_factory=list)
     """What was done to kept streams other than audio otherwise than a plain copy (subtitles converted)."""
+    output_bytes: int = 0
+    """The output file's size."""
+    output_seconds: float | None = None
+    """How long the output lasts, as its container says (None: it does not say)."""
+    cut: dict[str, Any] | None = None
+    """The part of the input written (``from_seconds``, ``to_seconds`` counted from the input's start,
+    ``frames``, whether the other streams were cut too); None: all of it."""
+
+    @property
+    def output_bitrate(self) -> float | None:
+        """The output's bits per second over its duration (None: no duration)."""
+        if not self.output_seconds:
+            return None
+        return self.output_bytes * 8 / self.output_seconds
+
+    def video_action(self) -> str:
+        """``re-encoded (libx264, crf 23, preset medium)``: what became of the video, and how."""
+        encoder = self.encoder
+        if not encoder:
+            return "not written"
+        how = [str(encoder.get("name"))]
+        if encoder.get("bitrate"):
+            how.append(f"{encoder['bitrate'] / 1e6:g} Mb/s")
+        elif encoder.get("crf") is not None:
+            how.append(f"crf {encoder['crf']:g}")
+        if encoder.get("preset") is not None:
+            how.append(f"preset {encoder['preset']}")
+        return f"re-encoded ({', '.join(how)})"
+
+    def video_route(self) -> str:
+        """How the frames reached the encoder, in words."""
+        plan = self.plan
+        if plan is None:
+            return ""
+        if plan.passthrough:
+            return plan.reason.removeprefix("passthrough: ")
+        if self.scale_route and self.scale_route.get("route") == "swscale":
+            return f"scaled on the CPU (swscale): {self.scale_route.get('reason')}"
+        return "on the GPU: " + plan.reason.removeprefix("GPU: ")
 
     @property
     def fps(self) -> float:
@@ -124,6 +163,11 @@ class TranscodeStats:
             "dropped_streams": [d.as_dict() for d in self.dropped_streams],
             "stream_notes": self.stream_notes,
             "stages": self.stages.as_dict(self.seconds),
+            "video": self.video_action(),
+            "output_bytes": self.output_bytes,
+            "output_seconds": None if self.output_seconds is None else round(self.output_seconds, 6),
+            "output_bitrate": None if self.output_bitrate is None else round(self.output_bitrate),
+            "cut": self.cut,
         }
 
 

@@ -21,13 +21,21 @@ discontinuity (:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the 
 are kept and counted; the input's other streams are kept where the output's container holds them (all
 audio, subtitles, cover art, attachments) and every one left out is reported with the reason
 (:func:`~alpha2.api.transcode_plan.plan_streams`); the output appears under its name only when complete.
+
+A part of the input (``--from``, ``--to``, ``--duration``, as FFmpeg's ``-ss`` / ``-to`` / ``-t``, counted
+from the input's start) starts at 0 with the frame on display at ``--from`` (the decoder's frame-exact
+seek) and ends before the first frame at ``--to``; the audio is cut at the same times, to the sample
+(decoded and encoded again: a copy cuts only between packets), subtitles shortened to the part. So is it
+with ``--frames``, the audio ending where the next frame would have begun.
 """
 
 from __future__ import annotations
 
 import fractions
+import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +50,9 @@ from alpha2.api.transcode_plan import (
     StreamPlan,
     TranscodeOptions,
     TranscodePlan,
+    check_preset,
     default_codec,
+    effective_preset,
     plan_streams,
     plan_transcode,
 )
@@ -50,7 +60,14 @@ from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, output_container
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError
-from alpha2.ffmpeg_bridge.side_streams import InputStream, StreamKind, describe_holdings, probe_streams
+from alpha2.ffmpeg_bridge.media import StreamInfo
+from alpha2.ffmpeg_bridge.side_streams import (
+    InputStream,
+    StreamKind,
+    container_duration_seconds,
+    describe_holdings,
+    probe_streams,
+)
 from alpha2.ffmpeg_bridge.timestamps import TimestampFixer, jump_seconds
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
@@ -69,6 +86,7 @@ __all__ = [
     "TranscodeOptions",
     "TranscodePlan",
     "TranscodeStats",
+    "check_options",
     "plan_transcode",
     "transcode",
 ]
@@ -128,6 +146,69 @@ class _GpuParts:
         return self.target
 
 
+def _fraction(seconds: float) -> fractions.Fraction:
+    return fractions.Fraction(seconds).limit_denominator(1_000_000)
+
+
+def _seconds(frame: DecodedFrame) -> fractions.Fraction | None:
+    """The frame's timestamp in seconds of the input (None: it has none)."""
+    meta = frame.metadata
+    if meta.pts is None or meta.time_base is None:
+        return None
+    return meta.pts * fractions.Fraction(meta.time_base)
+
+
+class _CutFrames:
+    """The decoder's frames up to the cut's end: :meth:`next_frame` gives None at the first frame at or
+    after ``end`` (input seconds) or after ``limit`` frames, and records when the output ends then (the
+    copied streams are cut at the same time)."""
+
+    def __init__(
+        self, decoder: DecodeSession, end: fractions.Fraction | None, limit: int | None, handed: int
+    ) -> None:
+        self._decoder = decoder
+        self._end = end
+        self._limit = limit
+        self._handed = handed  # frames given out already (the first, taken before the loop)
+        self.cut = False
+        """Whether the frames were cut before the input's end."""
+        self.ended_at: fractions.Fraction | None = None
+        """The input time they were cut at (None: not cut, or the frame after the last has no time)."""
+
+    def next_frame(self) -> DecodedFrame | None:
+        """The next frame, or None at the end of the input or of the cut."""
+        if self.cut:
+            return None
+        frame = self._decoder.next_frame()
+        if frame is None:
+            return None
+        at = _seconds(frame)
+        if self._end is not None and at is not None and at >= self._end:
+            self.ended_at = self._end
+        elif self._limit is not None and self._handed >= self._limit:
+            # The frame after the last one: the output ends when it would have been shown.
+            self.ended_at = at
+        else:
+            self._handed += 1
+            return frame
+        self.cut = True
+        frame.release()
+        return None
+
+
+@dataclass
+class _SwscaleRun:
+    """What the swscale loop (:func:`~alpha2.api.scale_route.run_swscale`) uses of a run, its frames
+    taken through the cut."""
+
+    decoder: _CutFrames
+    session: EncodeSession
+    stats: TranscodeStats
+    progress: pipeline.Progress
+    _limit_reached: Callable[[], bool]
+    _pts: Callable[[DecodedFrame], int]
+
+
 class _Transcoder:
     """One run: owns the sessions and the GPU objects, and tears them down on every way out."""
 
@@ -153,6 +234,12 @@ class _Transcoder:
         self._timestamps = TimestampFixer()  # made again for the output once its time base is known
         self._interlaced = False  # the first frame is interlaced
         self._streams = StreamPlan((), ())
+        self._origin = fractions.Fraction(0)  # the input's start: what --from and --to count from
+        self._start = fractions.Fraction(0)  # the input time the output starts at (its 0)
+        self._start_ticks = 0  # the same, in the encoder's time base
+        self._first_pts = True  # the next _pts is the first frame's
+        self._frames: _CutFrames | None = None
+        self._trim = False  # the copied streams are cut with the video (audio re-encoded)
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -222,11 +309,12 @@ class _Transcoder:
         self._extent = self._resolve_extent(choice.name, plan)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
-        self._streams = plan_streams(info.streams, info.index, options)
         copy_from = self.source if self._streams.copy else None
         assert self._first is not None
-        shift = self._shift_seconds(self._first)
+        shift = self._start
         jump = jump_seconds(info.discontinuous_timestamps)
+        end = options.end_seconds
+        streams_end = None if end is None else float(self._origin + _fraction(end) - shift)
         session = EncodeSession(
             self.output,
             codec=codec,
@@ -242,6 +330,8 @@ class _Transcoder:
             copy_streams=self._streams.copy if copy_from is not None else None,
             start_shift_seconds=float(shift),
             jump_seconds=jump,
+            trim_streams=self._trim,
+            streams_end_seconds=streams_end,
             options=pipeline.QUIET_ENCODER_OPTIONS.get(choice.name),
             # A passthrough whose depth changes hands the decoder's frames over as they are; the
             # encoder converts them to this (the GPU path writes the depth itself).
@@ -255,11 +345,11 @@ class _Transcoder:
         )
         encoder = session.encoder
         tb = session.time_base
+        self._start_ticks = round(shift / tb)
         self._timestamps = TimestampFixer(
-            jump_limit=max(1, round(fractions.Fraction(jump) / tb)),
-            shift=round(shift / tb),
+            jump_limit=max(1, round(fractions.Fraction(jump) / tb)), shift=self._start_ticks
         )
-        self.stats.start_shift_seconds = float(shift)
+        self.stats.start_shift_seconds = float(self._origin)
         self.stats.dropped_streams = list(self._streams.dropped)
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
         self.stats.encoder = {
@@ -269,7 +359,8 @@ class _Transcoder:
             "reason": encoder.reason,
             "crf": crf,
             "bitrate": options.bitrate,
-            "preset": options.preset,
+            "preset": effective_preset(encoder.name, options.preset),
+            "preset_asked": options.preset is not None,
             "audio": "copied"
             if options.audio and info.has_audio
             else ("dropped (--no-audio)" if info.has_audio else "none in the input"),
@@ -317,6 +408,23 @@ class _Transcoder:
             if first is None:
                 raise InvalidInputError(f"{self.source!r} has no decodable video frames")
             self._first = first  # released in teardown if a failure comes before the loop takes it
+            info = decoder.info
+            self._streams = plan_streams(info.streams, info.index, self.options)
+            # The input's start (the first time across the kept streams): the output's 0, and what
+            # --from and --to count from, as FFmpeg's -ss and -to count from the file's start.
+            self._origin = self._start = self._shift_seconds(first)
+            if self.options.from_seconds > 0:
+                t0 = time.perf_counter()
+                first = self._seek_from(decoder, first)
+                stages.add("decode", time.perf_counter() - t0)
+            self._trim = self._cuts(info)
+            end = self.options.end_seconds
+            self._frames = _CutFrames(
+                decoder,
+                None if end is None else self._origin + _fraction(end),
+                self.options.frames,
+                handed=1,
+            )
             codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
             plan = plan_transcode(
                 Size(first.width, first.height),
@@ -330,26 +438,98 @@ class _Transcoder:
             self.stats.plan = plan
             self._interlaced = first.metadata.interlaced
             self.session = self._encode_session(decoder, plan)
-            total = decoder.info.frame_count
-            if total is None and decoder.info.duration_seconds and decoder.info.average_rate:
-                total = round(decoder.info.duration_seconds * float(decoder.info.average_rate))
-            if self.options.frames is not None:
-                total = min(total, self.options.frames) if total else self.options.frames
-            self.progress.start(total)
+            self.progress.start(self._expected_frames(info))
             if plan.passthrough:
                 self._passthrough(first)
             elif self._fit_gpu(first, plan, self._scale_route(first, plan)).kind is ScaleRouteKind.SWSCALE:
-                run_swscale(self, first, plan)
+                run_swscale(
+                    _SwscaleRun(
+                        self._frames, self.session, self.stats, self.progress, self._limit_reached, self._pts
+                    ),
+                    first,
+                    plan,
+                )
             else:
                 self._gpu(first, plan)
             start = time.perf_counter()
+            ended = self._frames.ended_at
+            if ended is not None:
+                self.session.end_streams_at(float(ended - self._start))
             self.session.close()
             stages.add("finish", time.perf_counter() - start)
+            self._record_output(self._frames)
             ok = True
         finally:
             self.stats.seconds = timer.stop()
             self._teardown(ok)
         return self.stats
+
+    def _seek_from(self, decoder: DecodeSession, first: DecodedFrame) -> DecodedFrame:
+        """Go to ``--from`` (after the input's start): the frame on display then, frame-exact (the
+        decoder decodes forward from the key frame before it). The output's 0 moves there."""
+        asked = self.options.from_seconds
+        length = decoder.info.duration_seconds
+        if length is not None and asked >= length:
+            raise InvalidInputError(
+                f"--from {asked:g} s is past the end of {self.source!r} ({length:.3f} s long)"
+            )
+        target = self._origin + _fraction(asked)
+        video_start = _seconds(first) or fractions.Fraction(0)
+        first.release()
+        self._first = None
+        decoder.seek(float(max(fractions.Fraction(0), target - video_start)))  # counts from the video's start
+        found = decoder.next_frame()
+        if found is None:
+            raise InvalidInputError(f"--from {asked:g} s is past the last frame of {self.source!r}")
+        self._first = found
+        self._start = target
+        return found
+
+    def _cuts(self, info: StreamInfo) -> bool:
+        """Whether the copied streams are cut with the video: a part asked for (--from, --to,
+        --duration), or fewer frames (--frames) than the input has (or may have)."""
+        if self.options.cuts:
+            return True
+        frames = self.options.frames
+        if frames is None:
+            return False
+        total = info.frame_count
+        if total is None and info.duration_seconds and info.average_rate:
+            total = round(info.duration_seconds * float(info.average_rate))
+        return total is None or frames < total
+
+    def _expected_frames(self, info: StreamInfo) -> int | None:
+        """The frames the run will write, as far as the container tells (for the progress display)."""
+        total = info.frame_count
+        rate = float(info.average_rate) if info.average_rate else None
+        if total is None and info.duration_seconds and rate:
+            total = round(info.duration_seconds * rate)
+        options = self.options
+        if options.cuts and rate:
+            length = info.duration_seconds
+            end = options.end_seconds if options.end_seconds is not None else length
+            if end is not None:
+                # Frames from the one on display at --from to the last before the end.
+                end = min(end, length) if length else end
+                first = math.floor(options.from_seconds * rate + 1e-6)
+                total = max(1, math.ceil(end * rate - 1e-6) - first)
+        if options.frames is not None:
+            total = min(total, options.frames) if total else options.frames
+        return total
+
+    def _record_output(self, frames: _CutFrames) -> None:
+        """The output's size, duration and bit rate, and the part of the input it holds."""
+        stats = self.stats
+        stats.output_bytes = os.path.getsize(self.output)
+        stats.output_seconds = container_duration_seconds(self.output)
+        if self.options.cuts or frames.cut:
+            ended = frames.ended_at
+            stats.cut = {
+                "from_seconds": round(float(self._start - self._origin), 6),
+                "to_seconds": None if ended is None else round(float(ended - self._origin), 6),
+                "frames": self.options.frames,
+                "streams_trimmed": self._trim,
+            }
 
     def _scale_route(self, first: DecodedFrame, plan: TranscodePlan) -> ScaleRoute:
         """GPU or swscale (on a CPU device), recorded with the reason."""
@@ -384,14 +564,18 @@ class _Transcoder:
             scale = meta.time_base / out_tb
             pts = None if pts is None else round(fractions.Fraction(pts) * scale)
             duration = None if duration is None else round(duration * scale)
+        if self._first_pts and pts is not None:
+            # The frame on display at --from began before it: it is shown from the output's 0.
+            pts = max(pts, self._start_ticks)
+        self._first_pts = False
         fixed = self._timestamps.fix(pts, duration)
         assert fixed is not None  # video timestamps are nudged, never dropped
         self.stats.timestamps = self._timestamps.adjustments
         return fixed
 
     def _passthrough(self, first: DecodedFrame) -> None:
-        decoder, session, stats = self.decoder, self.session, self.stats
-        assert decoder is not None and session is not None
+        frames, session, stats = self._frames, self.session, self.stats
+        assert frames is not None and session is not None
         add = stats.stages.add
         clock = time.perf_counter
         paths = stats.paths
@@ -411,13 +595,13 @@ class _Transcoder:
             t1 = clock()
             stats.frames += 1
             self.progress.update(stats.frames)
-            frame = decoder.next_frame()
+            frame = frames.next_frame()
             add("encode", t1 - t0)
             add("decode", clock() - t1)
 
     def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
-        decoder, stats = self.decoder, self.stats
-        assert decoder is not None
+        frames, stats = self._frames, self.stats
+        assert frames is not None
         add = stats.stages.add
         clock = time.perf_counter
         parts = self._gpu_setup(first, plan)
@@ -443,7 +627,7 @@ class _Transcoder:
             t4 = clock()
             stats.frames += 1
             self.progress.update(stats.frames)
-            frame = decoder.next_frame()
+            frame = frames.next_frame()
             t5 = clock()
             add("import", t1 - t0)
             if render_seconds > 0:
@@ -681,6 +865,18 @@ class _Transcoder:
         self.progress.close(completed=ok)
 
 
+def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> None:
+    """What can be refused before an input is opened: the encoder's preset (libx264 and libx265 name
+    theirs; :func:`~alpha2.api.transcode_plan.check_preset`).
+
+    Raises:
+        InvalidInputError: a preset the encoder does not have.
+        UnsupportedCodecError: no encoder for the codec.
+    """
+    if options.preset is not None:
+        check_preset(choose_encoder(options.codec or default_codec(output)).name, options.preset)
+
+
 def transcode(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str],
@@ -699,6 +895,7 @@ def transcode(
     src = os.fspath(source)
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     output_container(out)  # an unknown extension is refused before the input is opened
+    check_options(options, out)
     return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
 
 

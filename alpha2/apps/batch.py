@@ -54,7 +54,14 @@ from alpha2.apps.batch_run import (
     Started,
     run_batch,
 )
-from alpha2.apps.cli import add_overwrite_arguments
+from alpha2.apps.cli import (
+    EXAMPLES_HEADING,
+    add_overwrite_arguments,
+    fit_columns,
+    help_formatter,
+    terminal_columns,
+    word_widths,
+)
 from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
 
@@ -120,7 +127,8 @@ class BatchReport:
         return sum(r.frames for r in self.results if r.status is FileStatus.DONE)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
+        """JSON-ready: everything the table and the totals line say, and each failure's reason."""
+        failed = self.count(FileStatus.FAILED)
         return {
             "command": "batch",
             "out": self.out_dir,
@@ -128,12 +136,13 @@ class BatchReport:
             "files": [r.as_dict() for r in self.results],
             "done": self.count(FileStatus.DONE),
             "skipped": self.count(FileStatus.SKIPPED),
-            "failed": self.count(FileStatus.FAILED),
+            "failed": failed,
             "frames": self.frames,
             "seconds": round(self.seconds, 4),
             "fps": round(self.frames / self.seconds, 3) if self.seconds > 0 else 0.0,
             "output_bytes": sum(r.output_bytes for r in self.results if r.status is FileStatus.DONE),
             "notes": list(self.notes),
+            "error": f"{failed} of {len(self.results)} files failed" if failed else None,
         }
 
 
@@ -200,8 +209,11 @@ def batch(
     out = os.path.abspath(os.fspath(out_dir))
     if os.path.exists(out) and not os.path.isdir(out):
         raise InvalidInputError(f"--out {os.fspath(out_dir)!r} is a file; give a folder")
-    items = plan_items(expand_inputs(inputs, out_dir=out), out, container=settings.container)
     extension = container_extension(settings.container)
+    from alpha2.api.transcoder import check_options
+
+    check_options(options, f"output{extension}")  # a bad preset is refused once, not per file
+    items = plan_items(expand_inputs(inputs, out_dir=out), out, container=settings.container)
     start = time.perf_counter()
     made = _folders_to_make(out)
     lock = BatchLock(out)
@@ -387,37 +399,70 @@ def _paths_text(paths: dict[str, int]) -> str:
     return ", ".join(f"{name} {count}" for name, count in paths.items()) or "-"
 
 
+def _size_text(size_bytes: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size_bytes >= scale:
+            return f"{size_bytes / scale:.1f} {unit}"
+    return f"{size_bytes} B"
+
+
+_HEADERS = ("file", "status", "frames", "fps", "size", "tries", "paths")
+_RIGHT = frozenset({"frames", "fps", "size", "tries"})
+_PRIORITY = (0, 1, 2, 4, 3, 6, 5)
+"""The columns kept first on a narrow terminal: file, status, frames, size, fps, paths, tries."""
+
+
 def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
-    """The per-file table and a totals line."""
+    """The per-file table (fitted to the terminal: a column that does not fit is left out, and said),
+    each failure's reason under it, and a totals line."""
+    import textwrap
+
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream if stream is not None else sys.stdout, width=160)
-    table = Table(title=f"alpha2 batch into {report.out_dir}")
-    for name in ("file", "status", "paths"):
-        table.add_column(name, overflow="fold")
-    for name in ("frames", "fps", "bytes", "tries"):
-        table.add_column(name, justify="right")
-    table.add_column("error", overflow="fold")
+    out = stream if stream is not None else sys.stdout
+    width = terminal_columns(out, default=160) or 160
+    console = Console(file=out, width=width, highlight=False)
+    rows = []
     for r in report.results:
         ran = r.status is FileStatus.DONE
-        table.add_row(
-            r.item.key,
-            r.status.value,
-            _paths_text(r.paths) if ran else "-",
-            str(r.frames) if ran else "-",
-            f"{r.fps:.1f}" if ran else "-",
-            str(r.output_bytes) if ran else "-",
-            str(r.attempts),
-            r.error if r.status is FileStatus.FAILED else "",
+        rows.append(
+            (
+                r.item.key,
+                r.status.value,
+                str(r.frames) if ran else "-",
+                f"{r.fps:.1f}" if ran else "-",
+                _size_text(r.output_bytes) if ran else "-",
+                str(r.attempts),
+                _paths_text(r.paths) if ran else "-",
+            )
         )
+    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
+    least = word_widths(_HEADERS, rows)
+    table = Table(title=f"alpha2 batch into {report.out_dir}")
+    for i in kept:
+        name = _HEADERS[i]
+        right = name in _RIGHT
+        table.add_column(
+            name, justify="right" if right else "left", overflow="fold", no_wrap=right, min_width=least[i]
+        )
+    for row in rows:
+        table.add_row(*(row[i] for i in kept))
     console.print(table)
+    if left_out:
+        said = ", ".join(_HEADERS[i] for i in left_out)
+        console.print(f"(not shown to fit {width} columns: {said}; --json has every field)", markup=False)
+    for r in report.results:
+        if r.status is FileStatus.FAILED and r.error:
+            for line in textwrap.wrap(
+                f"{r.item.key}: {r.error}", width - 1, subsequent_indent="  ", break_on_hyphens=False
+            ):
+                console.print(line, markup=False)
     data = report.as_dict()
     console.print(
         f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed; {data['frames']} frames "
         f"in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)",
         markup=False,
-        highlight=False,
     )
 
 
@@ -433,6 +478,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Transcode folders, globs or list files into --out DIR with transcode's options. "
         "Runs on this machine (one worker per GPU, or per core) or, with --ray, on a Ray cluster. "
         "Resumable: outputs done by an earlier run with the same input and settings are skipped.",
+        epilog=f"{EXAMPLES_HEADING}\n"
+        "  alpha2 batch videos/ --out small/ --size 1280x720\n"
+        "  alpha2 batch 'clips/*.mov' --out out/ --container mkv --crf 20\n"
+        "  alpha2 batch list.txt --out out/ --from 10 --duration 30 --json\n"
+        "  alpha2 batch videos/ --out out/ --ray auto          (needs alpha2[ray])",
+        formatter_class=help_formatter(),
     )
     parser.add_argument(
         "inputs",
@@ -519,10 +570,11 @@ def run(args: argparse.Namespace) -> int:
         pipeline.emit_json(report.as_dict())
     else:
         print_summary(report)
-    failed = report.count(FileStatus.FAILED)
+    failed = [r for r in report.results if r.status is FileStatus.FAILED]
     if failed:
+        where = 'each one\'s "error" in the JSON' if args.json else "the reasons above"
         print(
-            f"alpha2: error: {failed} of {len(report.results)} files failed (see the table)", file=sys.stderr
+            f"alpha2: error: {len(failed)} of {len(report.results)} files failed ({where})", file=sys.stderr
         )
         return 1
     return 0

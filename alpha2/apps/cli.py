@@ -10,6 +10,10 @@ under ``nohup``) stays ignored. A traceback reaching a user is a
 bug: alpha2 errors and OS errors are turned into that one line; anything else is reported the same
 way with its type, and ``ALPHA2_DEBUG=1`` re-raises it for a developer.
 
+A mistyped command, option or choice is answered with the command's usage line and the closest name
+(``alpha2: error: unknown option --prest; did you mean --preset?``), by :func:`parser_class` and
+:func:`unknown_arguments`; every ``--help`` ends with examples (:func:`help_formatter`).
+
 Subcommands are imported lazily: ``alpha2 --help`` (and any command) imports only the module of the
 command named on the line, so that PyAV, wgpu and numpy load only when a command needs them. The
 other commands appear in the listing through :data:`_SUBCOMMANDS`' help lines.
@@ -22,13 +26,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from alpha2 import __version__
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 # Subcommands: (command, module, help line). Each module has register(subparsers), which adds the
 # command's parser (with the same help line) and sets func=run on it. Only the module of the command
@@ -58,12 +62,19 @@ def _command_named(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None, *, load_all: bool = False) -> argparse.ArgumentParser:
     """The ``alpha2`` parser: the command named in ``argv`` (or every one, with ``load_all``) fully
-    registered from its module, the others as help lines only."""
-    import argparse
+    registered from its module, the others as help lines only. Its parsers suggest the closest name
+    for a mistyped command or choice (:func:`parser_class`)."""
     import importlib
 
-    parser = argparse.ArgumentParser(
-        prog="alpha2", description="GPU video interop: probe adapters, play and transcode video."
+    parser = parser_class()(
+        prog="alpha2",
+        description="GPU video interop: probe adapters, play and transcode video.",
+        epilog=EXAMPLES_HEADING + "\n"
+        "  alpha2 sample clip.mp4\n"
+        "  alpha2 play clip.mp4\n"
+        "  alpha2 transcode clip.mp4 small.mp4 --size 640x360\n\n"
+        "'alpha2 COMMAND --help' has each command's options and examples.",
+        formatter_class=help_formatter(),
     )
     parser.add_argument("--version", action="version", version=f"alpha2 {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -80,6 +91,248 @@ def build_parser(argv: Sequence[str] | None = None, *, load_all: bool = False) -
             raise
         module.register(subparsers)
     return parser
+
+
+EXAMPLES_HEADING = "examples:"
+"""The line that starts each command's examples (the end of its ``--help``)."""
+
+
+def close_match(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to a mistyped ``word`` (``difflib``'s ratio of at least 0.6), or None."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def close_option(word: str, options: Iterable[str]) -> str | None:
+    """The long option closest to a mistyped one (``--snapshop`` -> ``--snapshot``), or None; the
+    dashes are left out of the comparison, which they would dominate in short names."""
+    names = {o.lstrip("-"): o for o in options if o.startswith("--")}
+    near = close_match(word.split("=", 1)[0].lstrip("-"), names)
+    return None if near is None else names[near]
+
+
+def _fill_paragraphs(text: str, width: int, indent: str) -> str:
+    """Description and epilog text: unindented lines are joined into paragraphs and filled to the
+    width; indented lines (examples, key tables) and blank lines are kept as written."""
+    import textwrap
+
+    out: list[str] = []
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            filled = textwrap.fill(
+                " ".join(paragraph),
+                max(width, 20),
+                initial_indent=indent,
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            out.append(filled)
+            paragraph.clear()
+
+    for line in text.splitlines():
+        if line.strip() and not line[:1].isspace():
+            paragraph.append(line.strip())
+            continue
+        flush()
+        out.append(indent + line if line.strip() else "")
+    flush()
+    return "\n".join(out)
+
+
+def help_formatter() -> type[argparse.HelpFormatter]:
+    """The formatter of every alpha2 parser: argparse's RawDescriptionHelpFormatter, but filling plain
+    paragraphs to the terminal's width (indented example lines are kept as they are)."""
+    import argparse
+
+    class _Formatter(argparse.RawDescriptionHelpFormatter):
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            return _fill_paragraphs(text, width, indent)
+
+    return _Formatter
+
+
+def parser_class() -> type[argparse.ArgumentParser]:
+    """The parser class of ``alpha2`` and its commands (subparsers take their parent's class): a
+    mistyped command or choice is answered with the closest one (``did you mean transcode?``)."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def _check_value(self, action: argparse.Action, value: Any) -> None:
+            choices = action.choices
+            if choices is None or value in choices:
+                return
+            names = [str(c) for c in choices]
+            near = close_match(str(value), names)
+            if isinstance(action, argparse._SubParsersAction):
+                said = f"unknown command {value!r}"
+                said += f"; did you mean {near}?" if near else f" ({', '.join(names)})"
+                raise argparse.ArgumentError(None, said)
+            name = next((o for o in action.option_strings if o.startswith("--")), None)
+            said = f"{name or action.metavar or action.dest}: invalid choice {value!r}"
+            said += f"; did you mean {near}?" if near else f" (choose from {', '.join(names)})"
+            raise argparse.ArgumentError(None, said)
+
+        def short_usage(self) -> str:
+            """``usage: alpha2 transcode [options] INPUT OUTPUT``: the command's usage on one line."""
+            formatter = self._get_formatter()
+            words = [
+                formatter._format_args(action, str(action.metavar or action.dest).upper())
+                for action in self._get_positional_actions()
+            ]
+            return " ".join(["usage:", self.prog, "[options]", *words])
+
+        def error(self, message: str) -> NoReturn:
+            """The usage line and one line ``alpha2: error: ...``; exit status 2."""
+            self.exit(2, f"{self.short_usage()}\n{error_line(message)}\n")
+
+    return _Parser
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser | None:
+    """The parser of ``command`` under ``parser`` (None: no such command, or none named)."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command is not None:
+            found = action.choices.get(command) if isinstance(action.choices, dict) else None
+            return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for action in parser._actions for o in action.option_strings]
+
+
+def _elsewhere(word: str, command: str | None) -> tuple[str, str] | None:
+    """A command other than ``command`` with an option close to ``word``: (command, option)."""
+    try:
+        everything = build_parser([], load_all=True)
+    except Exception:  # a module that does not load here: no hint, the error stands alone
+        return None
+    for other, _module, _help in _SUBCOMMANDS:
+        sub = _subparser(everything, other)
+        if other == command or sub is None:
+            continue
+        near = close_option(word, _option_strings(sub))
+        if near is not None:
+            return other, near
+    return None
+
+
+def unknown_arguments(parser: argparse.ArgumentParser, command: str | None, extras: Sequence[str]) -> str:
+    """The one line for arguments no option took: the first unknown option with the closest one of the
+    command (or of another command), or the stray words."""
+    options = [e for e in extras if e.startswith("-") and e != "-"]
+    if not options:
+        return f"unexpected argument{'s' if len(extras) > 1 else ''}: {' '.join(extras)}"
+    word = options[0].split("=", 1)[0]
+    said = f"unknown option {word}"
+    near = close_option(word, _option_strings(parser))
+    if near is not None:
+        return f"{said}; did you mean {near}?"
+    other = _elsewhere(word, command)
+    if other is not None:
+        return f"{said} (alpha2 {other[0]} has {other[1]})"
+    where = f"alpha2 {command} --help" if command else "alpha2 --help"
+    return f"{said} ('{where}' lists the options)"
+
+
+def parse_time(text: str) -> float:
+    """An argparse ``type`` for a time, ``[[hh:]mm:]ss[.ms]``, as FFmpeg's ``-ss`` takes it: ``90``,
+    ``1:30``, ``0:01:30.5``; in seconds (>= 0)."""
+    import argparse
+    import math
+
+    why = f"a time is [[hh:]mm:]ss[.ms], e.g. 90, 1:30 or 1:02:03.5; got {text!r}"
+    parts = text.strip().split(":")
+    if len(parts) > 3 or any(not p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(why)
+    try:
+        seconds = float(parts[-1])
+        units = [int(p) for p in parts[:-1]]
+    except ValueError:
+        raise argparse.ArgumentTypeError(why) from None
+    if not math.isfinite(seconds) or seconds < 0 or any(u < 0 for u in units):
+        raise argparse.ArgumentTypeError(f"a time must be 0 or more, got {text!r}")
+    if units and seconds >= 60:
+        raise argparse.ArgumentTypeError(f"seconds must be below 60 after minutes: {text!r}")
+    if len(units) == 2 and units[1] >= 60:
+        raise argparse.ArgumentTypeError(f"minutes must be below 60 after hours: {text!r}")
+    total = 0
+    for unit in units:
+        total = total * 60 + unit
+    return total * 60 + seconds if units else seconds
+
+
+def terminal_columns(stream: Any = None, default: int | None = None) -> int | None:
+    """The width to lay text out in: the terminal's that ``stream`` (stderr by default) writes to, else
+    ``COLUMNS``, else ``default`` (None: no terminal; do not wrap)."""
+    stream = sys.stderr if stream is None else stream
+    try:
+        if stream.isatty():
+            return max(os.get_terminal_size(stream.fileno()).columns, 20)
+    except (AttributeError, OSError, ValueError):
+        pass
+    columns = os.environ.get("COLUMNS", "")
+    return max(int(columns), 20) if columns.isdigit() else default
+
+
+def wrap_fields(fields: Sequence[tuple[str, str]], width: int | None, indent: str = "  ") -> list[str]:
+    """``label  text`` lines, the labels in one column, each text filled to ``width`` (None: not
+    wrapped) under itself, words never broken (a path longer than the line stays whole)."""
+    import textwrap
+
+    pad = max((len(label) for label, _ in fields), default=0) + 2
+    lines: list[str] = []
+    for label, text in fields:
+        head = f"{indent}{label:<{pad}}"
+        if width is None:
+            lines.append(head + text)
+            continue
+        lines.extend(
+            textwrap.wrap(
+                text,
+                max(width - 1, len(head) + 20),
+                initial_indent=head,
+                subsequent_indent=" " * len(head),
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [head.rstrip()]
+        )
+    return lines
+
+
+def fit_columns(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, priority: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """Which columns of a rich table (heavy head box: a column takes its text, 2 of padding and a
+    border) fit in ``width`` with no word broken, taken in ``priority`` order (column indices, most
+    wanted first): the kept and the left-out columns, each in table order. A column's least width is its
+    longest word, header included."""
+    least = word_widths(headers, rows)
+    kept: list[int] = []
+    used = 1  # the left border
+    for index in priority:
+        if used + least[index] + 3 <= width or not kept:
+            kept.append(index)
+            used += least[index] + 3
+    return sorted(kept), [i for i in range(len(headers)) if i not in kept]
+
+
+def word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """Each column's longest word (header included): the width below which rich breaks words."""
+    from rich.cells import cell_len
+
+    return [
+        max([cell_len(word) for text in (header, *(row[i] for row in rows)) for word in text.split()] or [1])
+        for i, header in enumerate(headers)
+    ]
 
 
 def add_overwrite_arguments(
@@ -304,7 +557,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _SignalsUnwind():
         try:
             parser = build_parser(argv)
-            args = parser.parse_args(argv)
+            args, extras = parser.parse_known_args(argv)
+            if extras:
+                # Told by the command's own parser (its usage line), with the closest option.
+                command = getattr(args, "command", None)
+                sub = _subparser(parser, command) or parser
+                sub.error(unknown_arguments(sub, command, extras))
             func = getattr(args, "func", None)
             if func is None:
                 parser.print_help(sys.stderr)

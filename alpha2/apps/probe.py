@@ -18,7 +18,14 @@ from alpha2.api.machine import (
     VulkanCandidate,
     vulkan_candidates,
 )
-from alpha2.apps.cli import run_command
+from alpha2.apps.cli import (
+    EXAMPLES_HEADING,
+    fit_columns,
+    help_formatter,
+    run_command,
+    terminal_columns,
+    word_widths,
+)
 from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
 from alpha2.gpu.errors import UnsupportedError
 
@@ -29,6 +36,12 @@ def register(subparsers: Any) -> None:
         "probe",
         help="list GPU adapters, their video and interop support, and which one alpha2 chooses",
         description=__doc__.splitlines()[0] if __doc__ else None,
+        epilog=f"{EXAMPLES_HEADING}\n"
+        "  alpha2 probe\n"
+        "  alpha2 probe --json > adapters.json\n"
+        "  alpha2 probe --policy low-power --submit\n"
+        f"  {ADAPTER_ENV}=1 alpha2 probe           (pin adapter #1)",
+        formatter_class=help_formatter(),
     )
     add_arguments(parser)
     parser.set_defaults(func=run)
@@ -158,6 +171,11 @@ def _submission(candidate: VulkanCandidate, decode: bool) -> dict[str, Any]:
         }
 
 
+_HEADERS = ("#", "name", "type", "driver", "API", "decode", "encode", "budget", "interop", "rank", "")
+_PRIORITY = (0, 1, 10, 9, 2, 5, 6, 7, 3, 4, 8)
+"""The columns kept first when the terminal is narrow: #, name, the marks, rank, type, decode, ..."""
+
+
 def _print_table(
     candidates: list[VulkanCandidate],
     by_index: dict[int, RankedAdapter[VulkanCandidate]],
@@ -165,13 +183,16 @@ def _print_table(
     chosen: VulkanCandidate | None,
     submission: dict[str, Any] | None,
 ) -> None:
+    """The adapter table, fitted to the terminal: columns that do not fit without breaking words are
+    left out of it and said under each adapter instead (``--json`` has everything)."""
+    import textwrap
+
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
-    table = Table(title="Vulkan adapters (loader order)", show_lines=False)
-    for column in ("#", "name", "type", "driver", "API", "decode", "encode", "budget", "interop", "rank", ""):
-        table.add_column(column, overflow="fold")
+    width = terminal_columns(sys.stdout, default=200) or 200
+    console = Console(width=width, highlight=False)
+    rows = []
     for c in candidates:
         r = by_index.get(c.index)
         marks = []
@@ -183,33 +204,52 @@ def _print_table(
         budget = _gib(c.memory_budget_bytes)
         if c.memory_budget_bytes is None and c.device_local_bytes:
             budget += f" (heap {_gib(c.device_local_bytes)})"
-        table.add_row(
-            str(c.index),
-            c.name,
-            c.device_type.label,
-            driver,
-            str(c.api_version),
-            _codecs(c, True),
-            _codecs(c, False),
-            budget,
-            _interop(c),
-            str(r.rank) if r else "unusable",
-            " ".join(marks),
+        rows.append(
+            (
+                str(c.index),
+                c.name,
+                c.device_type.label,
+                driver,
+                str(c.api_version),
+                _codecs(c, True),
+                _codecs(c, False),
+                budget,
+                _interop(c),
+                str(r.rank) if r else "unusable",
+                " ".join(marks),
+            )
         )
+    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
+    least = word_widths(_HEADERS, rows)
+    table = Table(title="Vulkan adapters (loader order)", show_lines=False)
+    for i in kept:
+        table.add_column(_HEADERS[i], overflow="fold", min_width=least[i])
+    for row in rows:
+        table.add_row(*(row[i] for i in kept))
     console.print(table)
-    for c in candidates:
+    if left_out:
+        said = ", ".join(_HEADERS[i] for i in left_out)
+        console.print(f"({said}: under each adapter, for the table to fit {width} columns)")
+
+    def say(text: str, indent: str) -> None:
+        for line in textwrap.wrap(text, width - 1, initial_indent=indent, subsequent_indent=indent + "  "):
+            console.print(line, markup=False)
+
+    for c, row in zip(candidates, rows):
         r = by_index.get(c.index)
         why = r.reason if r else f"unusable: {c.error}"
-        console.print(f"  #{c.index}: {why}", highlight=False)
+        say(f"#{c.index}: {why}", "  ")
+        if left_out:
+            say("; ".join(f"{_HEADERS[i]} {row[i]}" for i in left_out), "     ")
         for problem in c.problems:
-            console.print(f"     query problem: {problem}", highlight=False)
+            say(f"query problem: {problem}", "     ")
     if pin_text is not None:
-        console.print(f"pinned: {ADAPTER_ENV}={pin_text!r}", highlight=False)
+        console.print(f"pinned: {ADAPTER_ENV}={pin_text!r}", markup=False)
     if chosen is not None:
-        console.print(f"chosen: #{chosen.index} {chosen.name}", highlight=False)
+        console.print(f"chosen: #{chosen.index} {chosen.name}", markup=False)
     if submission is not None:
         state = "ok" if submission["ok"] else f"FAILED: {submission['reason']}"
-        console.print(f"submission probe: {state} ({submission['elapsed_s'] * 1000:.1f} ms)", highlight=False)
+        say(f"submission probe: {state} ({submission['elapsed_s'] * 1000:.1f} ms)", "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

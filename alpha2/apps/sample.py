@@ -19,7 +19,8 @@ import numpy as np
 from alpha2.api import pipeline
 from alpha2.api.atomic import check_output_path
 from alpha2.api.encoding import EncodeSession, choose_encoder
-from alpha2.apps.cli import add_overwrite_arguments
+from alpha2.api.transcode_plan import default_codec
+from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -158,7 +159,7 @@ def write_sample(
     duration_s: float = 5.0,
     size: Size = DEFAULT_SIZE,
     rate: int = 30,
-    codec: str = "h264",
+    codec: str | None = None,
     audio: bool = True,
     crf: float | None = 18,
     preset: str | None = None,
@@ -167,6 +168,8 @@ def write_sample(
     """Write the test clip to ``path`` (atomically, through EncodeSession).
 
     Args:
+        codec: h264, hevc, vp9, av1 or an encoder name; None: the container's (VP9 for WebM, else
+            H.264).
         audio: add the 440 Hz tone (48 kHz stereo).
         preset: the encoder's speed preset; None: :data:`FAST_PRESETS` for the encoder, if listed.
         overwrite: replace ``path`` when it exists (``alpha2 sample`` passes False unless given ``-y``).
@@ -185,6 +188,7 @@ def write_sample(
     if rate < 1:
         raise InvalidInputError(f"rate must be >= 1, got {rate}")
     full = check_output_path(path, overwrite=overwrite)
+    codec = codec or default_codec(full)
     with_audio = bool(audio)
     colour = sample_colour(size)
     frames = max(1, round(duration_s * rate))
@@ -241,6 +245,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="write a short test clip (moving colour pattern, sine tone)",
         description="Write a short test clip: a moving colour pattern and, where the FFmpeg bridge can "
         "encode audio, a 440 Hz tone. Input for 'alpha2 play' and 'alpha2 transcode'.",
+        epilog=f"{EXAMPLES_HEADING}\n"
+        "  alpha2 sample clip.mp4                    (5 s, 1280x720, 30 fps, a tone)\n"
+        "  alpha2 sample long.mkv --duration 60 --size 1920x1080 --codec hevc\n"
+        "  alpha2 sample quiet.webm --no-audio -y",
+        formatter_class=help_formatter(),
     )
     parser.add_argument("output", metavar="OUTPUT", help="output file, e.g. sample.mp4")
     parser.add_argument(
@@ -257,7 +266,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--rate", type=pipeline.positive_int, default=30, help="frames per second (default 30)"
     )
     parser.add_argument(
-        "--codec", default="h264", help="h264, hevc, vp9, av1 or an encoder name (default h264)"
+        "--codec", help="h264, hevc, vp9, av1 or an encoder name (default: vp9 for .webm, else h264)"
     )
     parser.add_argument(
         "--no-audio", dest="audio", action="store_false", help="no audio track (default: a 440 Hz tone)"

@@ -7,20 +7,28 @@ The options (:func:`add_transcode_arguments`, shared with ``alpha2 batch``), rea
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 from alpha2.api import pipeline
 from alpha2.api.encoding import OUTPUT_CONTAINERS
 from alpha2.api.transcode_plan import (
     DEFAULT_CRF,
     DEFAULT_MAX_PIXELS,
+    DEFAULT_PRESETS,
+    X26X_PRESETS,
     ColourChoice,
     DepthChoice,
     TranscodeOptions,
 )
 from alpha2.api.transcode_report import TranscodeStats, summary_notes
 from alpha2.api.transcoder import transcode
-from alpha2.apps.cli import add_overwrite_arguments
+from alpha2.apps.cli import (
+    EXAMPLES_HEADING,
+    add_overwrite_arguments,
+    help_formatter,
+    parse_time,
+    terminal_columns,
+    wrap_fields,
+)
 
 __all__ = ["add_max_pixels_argument", "add_transcode_arguments", "options_from_args", "register", "run"]
 
@@ -31,7 +39,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "transcode",
         help="decode, scale and convert on the GPU, encode",
         description="Transcode a video: decode, import, scale and convert colour on the GPU, encode, mux. "
-        "With nothing to change, frames go straight from the decoder to the encoder (passthrough).",
+        "With nothing to change, frames go straight from the decoder to the encoder. The audio is "
+        "copied, or re-encoded where it must be cut (--from, --to, --duration, --frames) or the "
+        "container cannot hold it.",
+        epilog=EXAMPLES_HEADING + "\n"
+        "  alpha2 transcode in.mp4 out.mp4 --size 1280x720 --crf 20\n"
+        "  alpha2 transcode in.mp4 part.mp4 --from 1:30 --to 2:00\n"
+        "  alpha2 transcode in.mp4 clip.mp4 --from 90 --duration 10 --preset veryfast\n"
+        "  alpha2 transcode in.mkv out.webm               (VP9 and Opus)\n"
+        "  alpha2 transcode hdr.mkv sdr.mp4 --sdr -y      (tone mapped to SDR)",
+        formatter_class=help_formatter(),
     )
     parser.add_argument("input", metavar="INPUT", help="input video file")
     parser.add_argument(
@@ -67,8 +84,35 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         + ")",
     )
     quality.add_argument("--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k")
-    parser.add_argument("--preset", help="encoder speed preset (e.g. veryfast for x264/x265)")
-    parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
+    parser.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="encoder speed preset; libx264 and libx265: " + " ".join(X26X_PRESETS) + " (default "
+        f"{DEFAULT_PRESETS['libx264']}); NVENC p1 to p7 (default {DEFAULT_PRESETS['h264_nvenc']}); "
+        "libvpx-vp9 and libaom-av1: cpu-used, a number",
+    )
+    parser.add_argument(
+        "--frames",
+        type=pipeline.positive_int,
+        metavar="N",
+        help="stop after N frames (the audio is cut at the same time)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_time",
+        type=parse_time,
+        default=0.0,
+        metavar="TIME",
+        help="start at this time of the input, [[hh:]mm:]ss[.ms] (the output starts at 0 with the frame "
+        "shown then; the audio is cut there too)",
+    )
+    end = parser.add_mutually_exclusive_group()
+    end.add_argument(
+        "--to", dest="to_time", type=parse_time, metavar="TIME", help="end at this time of the input"
+    )
+    end.add_argument(
+        "--duration", type=parse_time, metavar="TIME", help="write this long a part (from --from on)"
+    )
     pipeline.add_hwaccel_argument(parser)
     parser.add_argument(
         "--colour",
@@ -76,8 +120,9 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         dest="colour",
         choices=[c.value for c in ColourChoice],
         default="auto",
-        help="output matrix and range (default auto: kept, or BT.709 limited "
-        "for HD outputs processed on the GPU)",
+        metavar="MATRIX",
+        help="output matrix and range: " + ", ".join(c.value for c in ColourChoice) + " (default auto: "
+        "kept, or BT.709 limited for HD outputs processed on the GPU)",
     )
     parser.add_argument(
         "--depth",
@@ -118,6 +163,9 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         bitrate=args.bitrate,
         preset=args.preset,
         frames=args.frames,
+        from_seconds=getattr(args, "from_time", 0.0),
+        to_seconds=getattr(args, "to_time", None),
+        duration_seconds=getattr(args, "duration", None),
         hwaccel=args.hwaccel,
         audio=args.audio,
         colour=ColourChoice(args.colour),
@@ -145,21 +193,62 @@ def _bitrate(text: str) -> int:
     return value
 
 
-def _print_summary(stats: TranscodeStats, write: Callable[[str], None]) -> None:
+def _size_text(size_bytes: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size_bytes >= scale:
+            return f"{size_bytes / scale:.1f} {unit}"
+    return f"{size_bytes} bytes"
+
+
+def _rate_text(bits_per_second: float) -> str:
+    if bits_per_second >= 1e6:
+        return f"{bits_per_second / 1e6:.2f} Mb/s"
+    return f"{bits_per_second / 1e3:.0f} kb/s"
+
+
+def time_text(seconds: float) -> str:
+    """``12.500 s``, ``1:30.000``, ``1:02:03.500``: a time as ``--from`` and ``--to`` take it."""
+    if seconds < 60:
+        return f"{seconds:.3f} s"
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest:06.3f}"
+
+
+def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
+    """The summary at the end of ``alpha2 transcode``: a headline, then one field a line (output, video,
+    audio, the part cut, paths, time, notes), each filled to ``width`` columns (None: not wrapped)."""
+    import textwrap
+
     data = stats.as_dict()
-    paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
-    write(
-        f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps), "
-        f"{data['mode']}; paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
-        f"encoder {data['encoder'].get('name')}; audio {data['encoder'].get('audio')}; "
-        f"{stats.stages.summary(stats.seconds)}"
-        + (
-            f"; route {stats.scale_route['route']}: {stats.scale_route['reason']}"
-            if stats.scale_route
-            else ""
+    output = stats.output
+    facts = [_size_text(stats.output_bytes)]
+    if stats.output_bitrate is not None:
+        facts.append(_rate_text(stats.output_bitrate))
+    if stats.output_seconds is not None:
+        facts.append(time_text(stats.output_seconds))
+    fields = [("output", f"{output}: {', '.join(facts)}")]
+    route = stats.video_route()
+    fields.append(("video", stats.video_action() + (f": {route}" if route else "")))
+    fields.append(("audio", str(stats.encoder.get("audio", "none"))))
+    if stats.cut is not None:
+        cut = stats.cut
+        to = cut.get("to_seconds")
+        part = f"from {time_text(cut['from_seconds'])} " + (
+            f"to {time_text(to)}" if to is not None else "to the end"
         )
-        + "".join(f"; {note}" for note in summary_notes(stats))
-    )
+        if cut.get("frames") is not None:
+            part += f" (--frames {cut['frames']})"
+        fields.append(("part", part + " of the input"))
+    paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
+    fields.append(("paths", f"{paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU"))
+    fields.append(("time", stats.stages.summary(stats.seconds)))
+    if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
+        fields.append(("route", f"{stats.scale_route['route']}: {stats.scale_route['reason']}"))
+    fields.extend(("note", note) for note in summary_notes(stats))
+    head = f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
+    lines = [head] if width is None else textwrap.wrap(head, width - 1, break_long_words=False) or [head]
+    return lines + wrap_fields(fields, width)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,5 +261,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         pipeline.emit_json(stats.as_dict())
     elif not args.quiet:
-        _print_summary(stats, lambda line: print(line, file=sys.stderr))
+        print("\n".join(summary_lines(stats, terminal_columns(sys.stderr))), file=sys.stderr)
     return 0

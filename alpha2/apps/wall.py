@@ -50,10 +50,13 @@ class WallStats(PlayStats):
     its GPU copies ran (``gpu_copies``: on its decoder's thread, or at import)."""
     submissions: int = 0
     """``queue.submit`` calls of the ticks (one per tick)."""
+    inputs: list[str] = field(default_factory=list)
+    """The wall's inputs, in tile order (``input`` says them in one line)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready stats."""
+        """JSON-ready stats; ``input`` is the list of the wall's inputs."""
         data = super().as_dict()
+        data["input"] = list(self.inputs)
         data["streams"] = self.streams
         data["submissions"] = self.submissions
         return data
@@ -105,7 +108,7 @@ def play_wall(
     progress = progress if progress is not None else pipeline.Progress()
     names = [os.fspath(s) for s in sources]
     refusal = _window_refusal(options, environ)
-    stats = WallStats(input=", ".join(names), mode="offscreen", mode_reason=refusal or "")
+    stats = WallStats(input=", ".join(names), mode="offscreen", mode_reason=refusal or "", inputs=list(names))
     snapshot = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
     timer = pipeline.RunTimer()
     clock = time.perf_counter

@@ -282,6 +282,11 @@ class EncodeSession:
             same from the video's pts: the output starts at zero).
         jump_seconds: A forward jump of a copied stream's timestamps longer than this is a
             discontinuity, re-timed; None: kept.
+        trim_streams: Cut the copied streams with the video (a part of the input: ``--from``,
+            ``--to``): nothing before the output's zero, nothing after ``streams_end_seconds``; the
+            audio is encoded again, cut to the sample.
+        streams_end_seconds: The output time the copied streams end at (with ``trim_streams``); None:
+            not known yet (:meth:`end_streams_at`).
         audio_rate: Add an encoded audio track at this sample rate, fed by :meth:`encode_audio` (AAC,
             or Opus for WebM / Ogg). Not together with ``audio_from``.
         audio_channels: Channels of that track (1 or 2).
@@ -330,6 +335,8 @@ class EncodeSession:
         start_shift_seconds: float = 0.0,
         jump_seconds: float | None = None,
         top_field_first: bool = True,
+        trim_streams: bool = False,
+        streams_end_seconds: float | None = None,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -400,6 +407,8 @@ class EncodeSession:
         self._copy_streams = None if copy_streams is None else tuple(copy_streams)
         self._start_shift = start_shift_seconds
         self._jump_seconds = jump_seconds
+        self._trim_streams = trim_streams
+        self._streams_end = streams_end_seconds
         self._copier: StreamCopier | None = None
         self._hdr = hdr
         self.hdr_note: str | None = None
@@ -464,6 +473,14 @@ class EncodeSession:
             if nominal <= 0 or unit <= 0:
                 raise InvalidInputError(f"rate and time_base must be positive, got {rate} and {time_base}")
             self.rate, self.time_base = nominal, unit
+
+    def end_streams_at(self, seconds: float) -> None:
+        """End the copied streams at this output time (made with ``trim_streams``: the video was cut
+        there, at ``--frames``); call before :meth:`close`."""
+        with self._lock:
+            self._streams_end = seconds
+            if self._copier is not None and self._trim_streams:
+                self._copier.set_end(seconds)
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -556,6 +573,8 @@ class EncodeSession:
                     self._copy_streams,
                     shift_seconds=self._start_shift,
                     jump_seconds=self._jump_seconds,
+                    trim=self._trim_streams,
+                    end_seconds=self._streams_end,
                 )
             elif self._audio_rate is not None:
                 self._open_audio_encoder(out)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fractions
+import itertools
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -27,6 +28,7 @@ import av.container
 import av.error
 import av.packet
 import av.stream
+import numpy as np
 
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
@@ -38,6 +40,7 @@ __all__ = [
     "StreamCopier",
     "StreamKind",
     "add_audio_encoder",
+    "container_duration_seconds",
     "describe_holdings",
     "input_streams",
     "probe_streams",
@@ -52,6 +55,19 @@ COVER_ART_MUXERS = frozenset({"mp4", "mov", "matroska"})
 
 ATTACHMENT_MUXERS = frozenset({"matroska"})
 """Muxers that hold attachments (fonts and other files)."""
+
+PREROLL_SECONDS = 0.5
+"""Audio decoded before a cut's start (and dropped), so that the first samples kept are whole: a
+decoder started cold gives a ramp (AAC's overlapping transforms)."""
+
+SEEK_AFTER_SECONDS = 10.0
+"""A cut starting further in than this seeks the copy's input there (MP4 / MOV and Matroska, whose
+index lands at or before the time) instead of reading the file from its start."""
+
+CUT_TAIL_SECONDS = 1.0
+"""After a cut's end, packets are read this much further (interleaving) before the copy stops."""
+
+_INDEXED_DEMUXERS = ("mov", "mp4", "matroska", "webm")
 
 DECODE_CHECK_PACKETS = 8
 """Packets of a copied audio stream decoded before the copy, to learn that its decoder opens."""
@@ -190,6 +206,20 @@ def probe_streams(path: str | os.PathLike[str]) -> tuple[InputStream, ...]:
         return ()
 
 
+def container_duration_seconds(path: str | os.PathLike[str]) -> float | None:
+    """How long the file at ``path`` plays, as its demuxer says: to its end from 0 (an encoder's
+    priming samples before 0, such as AAC's in Matroska, do not count). None: it does not say, or
+    does not open."""
+    try:
+        with av.open(os.fspath(path), metadata_errors="replace") as container:
+            duration, start = container.duration, container.start_time
+    except (av.error.FFmpegError, OSError):
+        return None
+    if duration is None:
+        return None
+    return (duration + min(start or 0, 0)) / av.time_base
+
+
 def describe_holdings(streams: Sequence[InputStream]) -> str:
     """What a file holds, in words: ``audio (aac, 2 ch, 48000 Hz) and cover art (mjpeg 64x64)``."""
     parts = [s.describe() for s in streams]
@@ -201,9 +231,10 @@ def describe_holdings(streams: Sequence[InputStream]) -> str:
 
 
 def add_audio_encoder(
-    out: av.container.OutputContainer, rate: int, channels: int
+    out: av.container.OutputContainer, rate: int, channels: int, bit_rate: int | None = None
 ) -> tuple[av.audio.stream.AudioStream, int]:
-    """An audio encoder stream in ``out``: Opus for WebM / Ogg (at an Opus rate), AAC otherwise.
+    """An audio encoder stream in ``out``: Opus for WebM / Ogg (at an Opus rate), AAC otherwise, at
+    ``bit_rate`` bits per second when given (a re-encoded source's own), else the encoder's default.
 
     Returns the stream and its sample rate (``rate``, or 48 kHz where Opus does not take ``rate``).
     """
@@ -215,6 +246,8 @@ def add_audio_encoder(
     assert isinstance(stream, av.audio.stream.AudioStream)
     stream.layout = "stereo" if channels == 2 else "mono"
     stream.time_base = fractions.Fraction(1, rate)
+    if bit_rate:
+        stream.codec_context.bit_rate = bit_rate
     return stream, rate
 
 
@@ -329,6 +362,10 @@ class StreamCopier:
             first audio stream.
         shift_seconds: Subtracted from every timestamp (the output starts at zero).
         jump_seconds: A forward jump longer than this is a discontinuity, re-timed; None: kept.
+        trim: Cut the streams with the video: nothing before the output's zero, nothing from
+            ``end_seconds`` (or :meth:`set_end`) on. Audio is decoded and encoded again, cut to the
+            sample (a copy could cut only between packets); subtitles are shortened to the part.
+        end_seconds: The output time the streams end at (with ``trim``); None: not known yet.
 
     Raises:
         InvalidInputError: ``indices`` is None and the input has no audio stream.
@@ -343,11 +380,15 @@ class StreamCopier:
         *,
         shift_seconds: float = 0.0,
         jump_seconds: float | None = None,
+        trim: bool = False,
+        end_seconds: float | None = None,
     ) -> None:
         self._out = out
         self._path = path
         self._shift = fractions.Fraction(shift_seconds).limit_denominator(1_000_000)
         self._jump = jump_seconds
+        self._trim = trim
+        self._end = end_seconds
         self.report = CopyReport()
         """What was kept, dropped and changed."""
         try:
@@ -373,8 +414,41 @@ class StreamCopier:
                 raise InvalidInputError(f"{path!r} has no stream {index}")
             self._add(described[index], broken.get(index))
         streams = [source.streams[i] for i in self._entries]
-        self._packets: Iterator[av.packet.Packet[Any]] | None = source.demux(*streams) if streams else None
+        self._packets: Iterator[av.packet.Packet[Any]] | None = (
+            self._demux(source, streams) if streams else None
+        )
         self._pending: av.packet.Packet[Any] | None = None
+        self._held: list[tuple[_Entry, av.packet.Packet[Any]]] = []
+
+    def set_end(self, seconds: float) -> None:
+        """The output time the streams end at (with ``trim``): what is after it is not written."""
+        self._end = seconds
+
+    def _demux(
+        self, source: av.container.InputContainer, streams: list[Any]
+    ) -> Iterator[av.packet.Packet[Any]]:
+        """The packets of ``streams``; for a cut far into an indexed file, from a little before it."""
+        start = float(self._shift) - SEEK_AFTER_SECONDS / 2
+        if (
+            not self._trim
+            or self._shift < SEEK_AFTER_SECONDS
+            or not any(name in _INDEXED_DEMUXERS for name in source.format.name.split(","))
+        ):
+            return source.demux(*streams)
+        try:
+            source.seek(int(start * av.time_base), backward=True, any_frame=False)
+        except av.error.FFmpegError:
+            source.seek(0)
+            return source.demux(*streams)
+        packets = source.demux(*streams)
+        for packet in packets:
+            if packet.pts is None or packet.time_base is None:
+                continue
+            if float(packet.pts * packet.time_base) > start + PREROLL_SECONDS:
+                source.seek(0)  # landed after the cut's start: read from the beginning instead
+                return source.demux(*streams)
+            return itertools.chain([packet], packets)
+        return iter(())
 
     # -- setting up ----------------------------------------------------------------------------
 
@@ -403,6 +477,16 @@ class StreamCopier:
             self.report.kept.append(stream)
             return
         if stream.kind is StreamKind.AUDIO:
+            if undecodable is not None and self._trim:
+                self._drop(
+                    stream,
+                    f"the {stream.codec} audio does not decode ({undecodable}): it cannot be cut with "
+                    "the video",
+                )
+                return
+            if self._trim:
+                self._add_reencoded(stream, stream_in, muxer, None)
+                return
             if undecodable is not None:
                 self._drop(
                     stream,
@@ -453,9 +537,17 @@ class StreamCopier:
             f"container cannot hold {stream.codec} (text kept, inline styling not)"
         )
 
-    def _add_reencoded(self, stream: InputStream, stream_in: Any, muxer: str, exc: Exception) -> None:
+    def _add_reencoded(self, stream: InputStream, stream_in: Any, muxer: str, exc: Exception | None) -> None:
+        """Audio decoded and encoded again: ``exc`` says why the container refused a copy; None: it is
+        cut with the video (``trim``)."""
         channels = 1 if (stream.channels or 2) == 1 else 2
-        stream_out, rate = add_audio_encoder(self._out, stream.sample_rate or 48_000, channels)
+        source_rate = int(getattr(stream_in.codec_context, "bit_rate", 0) or 0)
+        stream_out, rate = add_audio_encoder(
+            self._out,
+            stream.sample_rate or 48_000,
+            channels,
+            source_rate if 32_000 <= source_rate <= 320_000 else None,
+        )
         resampler = av.AudioResampler(format="fltp", layout="mono" if channels == 1 else "stereo", rate=rate)
         self._entries[stream.index] = _Entry(
             stream,
@@ -467,10 +559,15 @@ class StreamCopier:
             rate=rate,
         )
         self.report.kept.append(stream)
-        self.report.notes.append(
-            f"re-encoded {stream.codec} to {stream_out.codec_context.name}: "
-            f"the {muxer} container cannot hold {stream.codec} ({exc})"
-        )
+        name = stream_out.codec_context.name
+        if exc is None:
+            same = name.removeprefix("lib") == stream.codec
+            said = f"re-encoded ({name})" if same else f"re-encoded {stream.codec} to {name}"
+            said += ": cut with the video to the sample (a copy cuts only between packets)"
+        else:
+            said = f"re-encoded {stream.codec} to {name}: the {muxer} container cannot hold {stream.codec} "
+            said += f"({exc})"
+        self.report.notes.append(said)
 
     def _add_picture(self, stream: InputStream, muxer: str) -> None:
         if muxer not in COVER_ART_MUXERS:
@@ -549,6 +646,7 @@ class StreamCopier:
     def mux_until(self, limit_seconds: float | None) -> None:
         """Mux the copied packets up to ``limit_seconds`` (output time); all the rest when None."""
         self._write_pictures()
+        self._release_held(limit_seconds)
         while self._packets is not None:
             packet = self._pending
             self._pending = None
@@ -574,18 +672,76 @@ class StreamCopier:
                 if float(packet.pts * packet.time_base) > limit_seconds:
                     self._pending = packet
                     return
+            if self._trim:
+                keep, done = self._cut(entry, packet)
+                if done:  # past the cut's end in every stream: the rest of the file is not read
+                    self._packets = None
+                    self._drain()
+                    return
+                if not keep:
+                    continue
+                subtitle = entry.source.kind is StreamKind.SUBTITLE
+                if subtitle and self._end is None and limit_seconds is not None:
+                    if _ends_after(packet, limit_seconds):
+                        # Shown past the video so far, while where the video ends is not known yet
+                        # (--frames): held until it is, or until the video passes its end.
+                        self._held.append((entry, packet))
+                        continue
             if entry.reencode:
                 self._reencode(entry, packet)
                 continue
-            if entry.text_to is not None:
-                packet = _converted_text(packet, entry.source.codec, entry.text_to)
-            packet.stream = entry.stream_out
-            self._out.mux(packet)
-            entry.packets += 1
+            self._write(entry, packet)
+
+    def _write(self, entry: _Entry, packet: av.packet.Packet[Any]) -> None:
+        if entry.text_to is not None:
+            packet = _converted_text(packet, entry.source.codec, entry.text_to)
+        packet.stream = entry.stream_out
+        self._out.mux(packet)
+        entry.packets += 1
+
+    def _release_held(self, limit_seconds: float | None) -> None:
+        """Mux the held subtitles the video has passed (all of them when ``limit_seconds`` is None or
+        the end is known), cut to the part."""
+        held, self._held = self._held, []
+        for entry, packet in held:
+            if self._end is None and limit_seconds is not None and _ends_after(packet, limit_seconds):
+                self._held.append((entry, packet))
+            elif self._cut(entry, packet)[0]:
+                self._write(entry, packet)
+
+    def _cut(self, entry: _Entry, packet: av.packet.Packet[Any]) -> tuple[bool, bool]:
+        """With ``trim``: whether to keep the (retimed) packet, and whether the copy is over (a packet
+        well past the end). Audio is kept from a little before the start (its samples are cut when
+        decoded); a subtitle is shortened to the part, or left out."""
+        if packet.pts is None or packet.time_base is None:
+            return True, False
+        tb = packet.time_base
+        start = float(packet.pts * tb)
+        end = self._end
+        if end is not None and start >= end + CUT_TAIL_SECONDS:
+            return False, True
+        if end is not None and start >= end:
+            return False, False
+        duration = packet.duration or 0
+        if entry.source.kind is StreamKind.AUDIO:
+            return float((packet.pts + duration) * tb) > -PREROLL_SECONDS, False
+        if entry.source.kind is not StreamKind.SUBTITLE:
+            return start >= 0, False
+        pts, stop = packet.pts, packet.pts + duration
+        gone = stop <= 0 if duration else pts < 0  # over before the part starts
+        if gone:
+            return False, False
+        if end is not None:
+            stop = min(stop, round(fractions.Fraction(end).limit_denominator(1_000_000) / tb))
+        pts = max(pts, 0)
+        packet.pts = packet.dts = pts
+        if duration:
+            packet.duration = max(stop - pts, 1)
+        return True, False
 
     def _reencode(self, entry: _Entry, packet: av.packet.Packet[Any] | None) -> None:
         """Decode a source packet (None: drain) and encode its samples into the entry's encoder."""
-        if entry.samples is None:
+        if entry.samples is None and not self._trim:
             start = 0.0
             if packet is not None and packet.pts is not None and packet.time_base is not None:
                 start = float(packet.pts * packet.time_base)
@@ -594,14 +750,50 @@ class StreamCopier:
             frames = entry.stream_in.decode(packet)
         except av.error.FFmpegError:
             return  # a damaged audio packet: skipped, as the video decoder skips corrupt data
+        if entry.samples is None and frames:
+            # Cut: the samples are counted from where the first decoded ones lie (before 0 too: the
+            # decoder has dropped its priming samples), and those outside the part left out.
+            first = frames[0]
+            if first.pts is not None and first.time_base is not None:
+                entry.samples = round(first.pts * first.time_base * entry.rate)
+            elif packet is not None and packet.pts is not None and packet.time_base is not None:
+                entry.samples = round(packet.pts * packet.time_base * entry.rate)
+            else:
+                entry.samples = 0
+        if entry.samples is None:
+            return  # nothing decoded yet (drained before any sound)
         tb = fractions.Fraction(1, entry.rate)
         for frame in [*frames, None] if packet is None else frames:
             for out_frame in entry.resampler.resample(frame):
-                out_frame.pts = entry.samples
-                out_frame.time_base = tb
+                first = entry.samples
                 entry.samples += out_frame.samples
+                if self._trim:
+                    out_frame, first = self._cut_samples(entry, out_frame, first)
+                    if out_frame is None:
+                        continue
+                out_frame.pts = first
+                out_frame.time_base = tb
                 self._encode(entry, out_frame)
                 entry.frames += 1
+
+    def _cut_samples(self, entry: _Entry, frame: Any, first: int) -> tuple[Any, int]:
+        """The part of a resampled frame (its first sample at ``first`` on the output's timeline)
+        between 0 and the end, and where it starts; (None, first) when nothing of it is."""
+        count = frame.samples
+        low = max(0, -first)
+        high = count
+        if self._end is not None:
+            high = min(count, round(self._end * entry.rate) - first)
+        if high <= low:
+            return None, first
+        if low == 0 and high == count:
+            return frame, first
+        planes = frame.to_ndarray()  # planar float: (channels, samples)
+        part = av.AudioFrame.from_ndarray(
+            np.ascontiguousarray(planes[:, low:high]), format=frame.format.name, layout=frame.layout.name
+        )
+        part.sample_rate = entry.rate
+        return part, first + low
 
     def _encode(self, entry: _Entry, frame: Any) -> None:
         try:
@@ -630,6 +822,13 @@ class StreamCopier:
         if source is not None:
             with contextlib.suppress(Exception):
                 source.close()
+
+
+def _ends_after(packet: av.packet.Packet[Any], seconds: float) -> bool:
+    """Whether the packet (a subtitle) is shown past ``seconds``."""
+    if packet.pts is None or packet.time_base is None:
+        return False
+    return float((packet.pts + (packet.duration or 0)) * packet.time_base) > seconds
 
 
 def _subtitle_text(data: bytes, codec: str) -> str:

@@ -1,0 +1,495 @@
+"""The command line a person would choose over mpv and ffmpeg: examples in every ``--help``, the closest
+name for a typo, option values checked up front, ``--from`` / ``--to`` / ``--duration`` cutting audio and
+video alike, a summary and tables that fit 80 columns, JSON that stands on its own."""
+
+from __future__ import annotations
+
+import argparse
+import fractions
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api.transcode_plan import X26X_PRESETS, TranscodeOptions
+from alpha2.api.transcoder import transcode
+from alpha2.apps import cli
+from alpha2.apps.batch import BatchReport, print_summary
+from alpha2.apps.batch_plan import BatchItem, FileResult, FileStatus
+from alpha2.apps.cli import fit_columns, main, parse_time
+from alpha2.apps.transcode_cli import summary_lines
+from alpha2.apps.wall import WallStats
+from alpha2.gpu.errors import InvalidInputError
+
+REPO = Path(__file__).resolve().parent.parent
+RATE = 30
+FRAMES = 60
+BURST_S = (1.2, 1.3)
+"""When the clip's audio sounds (a 1 kHz burst in silence): where a cut lands is heard."""
+CUES = ((0.0, 0.5, b"A"), (0.8, 1.3, b"B"), (1.4, 2.0, b"C"))
+"""The clip's subtitles: (start s, end s, text)."""
+
+
+def _luma(i: int) -> int:
+    """Frame ``i``'s grey level (Y'): every frame is told apart by it."""
+    return 16 + 3 * i
+
+
+def _make_cut_clip(path: Path) -> str:
+    """2 s at 30 fps, frame i a flat grey ``_luma(i)`` coded losslessly, AAC silence with a burst at
+    ``BURST_S``, and SubRip cues ``CUES``."""
+    ms = fractions.Fraction(1, 1000)
+    with av.open(str(path), "w") as out:
+        video: Any = out.add_stream("libx264", rate=RATE, options={"qp": "0", "preset": "ultrafast"})
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        video.codec_context.gop_size = 10
+        audio: Any = out.add_stream("aac", rate=48_000)
+        audio.layout = "stereo"
+        text = out.add_mux_stream("subrip", time_base=ms)
+        for i in range(FRAMES):
+            planes = np.full((72, 64), 128, np.uint8)
+            planes[:48] = _luma(i)
+            frame = av.VideoFrame.from_ndarray(planes, format="yuv420p")
+            frame.pts, frame.time_base = i, fractions.Fraction(1, RATE)
+            for packet in video.encode(frame):
+                out.mux(packet)
+        for packet in video.encode(None):
+            out.mux(packet)
+        total = FRAMES * 48_000 // RATE
+        t = np.arange(total) / 48_000
+        sound = np.where((t >= BURST_S[0]) & (t < BURST_S[1]), 0.5 * np.sin(2 * np.pi * 1000 * t), 0.0)
+        chunk = audio.codec_context.frame_size or 1024
+        for start in range(0, total, chunk):
+            part = np.zeros(chunk, np.float32)
+            piece = sound[start : start + chunk].astype(np.float32)
+            part[: len(piece)] = piece
+            samples = av.AudioFrame.from_ndarray(np.stack([part, part]), format="fltp", layout="stereo")
+            samples.sample_rate, samples.pts = 48_000, start
+            for packet in audio.encode(samples):
+                out.mux(packet)
+        for packet in audio.encode(None):
+            out.mux(packet)
+        for start, end, words in CUES:
+            cue = av.Packet(words)
+            cue.pts = cue.dts = round(start * 1000)
+            cue.duration, cue.time_base, cue.stream = round((end - start) * 1000), ms, text
+            out.mux(cue)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cut_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _make_cut_clip(tmp_path_factory.mktemp("cut") / "in.mkv")
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("alpha2: error:")]
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1. an example in every command's --help
+
+
+@pytest.mark.parametrize("command", [c for c, _m, _h in cli._SUBCOMMANDS])
+def test_every_help_has_examples_within_80_columns(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = _run([command, "--help"], capsys)
+    assert code == 0
+    examples = out.split("\nexamples:\n", 1)[1].splitlines()
+    assert examples and all(line.startswith(f"  alpha2 {command}") or "=" in line for line in examples)
+    too_wide = [line for line in out.splitlines() if len(line) > 80]
+    assert not too_wide, too_wide
+    if command == "play":  # the keys table stays
+        assert "keys and mouse in the window" in out and "pause / play" in out
+    if command == "transcode":  # the default preset is said
+        assert "(default medium)" in " ".join(out.split())
+
+
+# ---------------------------------------------------------------------------------------------------
+# 2. the closest name for a typo, with the command's own usage line
+
+
+@pytest.mark.parametrize(
+    "args,usage,said",
+    [
+        (
+            ["transcod"],
+            "usage: alpha2 [options] COMMAND",
+            "unknown command 'transcod'; did you mean transcode?",
+        ),
+        (
+            ["transcode", "a.mp4", "b.mp4", "--prest", "fast"],
+            "usage: alpha2 transcode [options] INPUT OUTPUT",
+            "unknown option --prest; did you mean --preset?",
+        ),
+        (
+            ["play", "a.mp4", "--snapshop", "f.png"],
+            "usage: alpha2 play [options] INPUT [INPUT ...]",
+            "unknown option --snapshop; did you mean --snapshot?",
+        ),
+        (
+            ["transcode", "a.mp4", "b.mp4", "--snapshop", "f.png"],
+            "usage: alpha2 transcode [options] INPUT OUTPUT",
+            "unknown option --snapshop (alpha2 play has --snapshot)",
+        ),
+        (
+            ["transcode", "a.mp4", "b.mp4", "--colour", "bt70"],
+            "usage: alpha2 transcode",
+            "--colour: invalid choice 'bt70'; did you mean bt709?",
+        ),
+        (["batch", "x", "--out", "o", "--wrokers", "2"], "usage: alpha2 batch", "did you mean --workers?"),
+        (
+            ["--verison"],
+            "usage: alpha2 [options] COMMAND",
+            "unknown option --verison; did you mean --version?",
+        ),
+    ],
+)
+def test_typos_get_the_closest_name(
+    args: list[str],
+    usage: str,
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(args, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 2, err
+    assert lines[0].startswith(usage), lines[0]
+    assert lines[1].startswith("alpha2: error: ") and lines[1].endswith(said), lines[1]
+    assert len(lines[1]) <= 80
+    assert os.listdir(tmp_path) == []
+
+
+def test_typo_with_nothing_close_lists_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["frobnicate"], capsys)
+    assert code == 2
+    assert _error_lines(err) == [
+        "alpha2: error: unknown command 'frobnicate' (probe, sample, play, transcode, batch)"
+    ]
+    code, _, err = _run(["transcode", "a.mp4", "b.mp4", "--xyzzy"], capsys)
+    assert code == 2 and _error_lines(err) == [
+        "alpha2: error: unknown option --xyzzy ('alpha2 transcode --help' lists the options)"
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# 3. option values checked before anything is opened, the default preset said
+
+
+def test_bad_preset_is_refused_up_front_with_a_suggestion(
+    cut_clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o.mp4"
+    code, _, err = _run(["transcode", cut_clip, str(out), "--preset", "superfastt"], capsys)
+    assert code == 1
+    assert err.strip().splitlines() == [
+        "alpha2: error: unknown libx264 preset 'superfastt'; did you mean superfast?"
+    ], err
+    assert not out.exists()
+    code, _, err = _run(["transcode", cut_clip, str(out), "--codec", "hevc", "--preset", "zzz"], capsys)
+    assert code == 1 and _error_lines(err) == [
+        f"alpha2: error: unknown libx265 preset 'zzz' ({' '.join(X26X_PRESETS)})"
+    ]
+
+
+def test_json_states_the_default_preset(
+    cut_clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(["transcode", cut_clip, str(tmp_path / "o.mkv"), "--json", "--frames", "2"], capsys)
+    assert code == 0, err
+    encoder = json.loads(out)["encoder"]
+    assert encoder["name"] == "libx264" and encoder["preset"] == "medium" and encoder["preset_asked"] is False
+
+
+# ---------------------------------------------------------------------------------------------------
+# 4. --from / --to / --duration / --frames cut audio, video and subtitles alike
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("90", 90.0), ("1:30", 90.0), ("01:02:03.5", 3723.5), ("0:00.040", 0.04), ("2.5", 2.5), ("0", 0.0)],
+)
+def test_time_syntax(text: str, seconds: float) -> None:
+    assert parse_time(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "a", "-1", "1:75", "1:60:00", "1::2", "1:2:3:4", "inf", "1:-5"])
+def test_bad_times_are_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_time(text)
+
+
+def test_play_at_takes_the_time_syntax() -> None:
+    args = cli.build_parser(["play"]).parse_args(["play", "x.mp4", "--at", "0:01.5"])
+    assert args.at == pytest.approx(1.5)
+
+
+def _streams(path: str) -> dict[str, Any]:
+    """The output's frames' grey levels and times, its sound's times and level, its cues."""
+    found: dict[str, Any] = {"luma": [], "video_pts": [], "cues": []}
+    with av.open(path) as container:
+        for frame in container.decode(video=0):
+            found["luma"].append(float(frame.to_ndarray()[:48].mean()))
+            found["video_pts"].append(float(frame.pts * frame.time_base))
+        container.seek(0)
+        times, levels = [], []
+        for frame in container.decode(audio=0):
+            data = frame.to_ndarray()
+            start = float(frame.pts * frame.time_base)
+            times.append(start + np.arange(data.shape[-1]) / frame.sample_rate)
+            levels.append(np.abs(data.reshape(-1, data.shape[-1])).max(axis=0))
+        found["audio_t"] = np.concatenate(times)
+        found["audio_level"] = np.concatenate(levels)
+        container.seek(0)
+        if container.streams.subtitles:
+            for packet in container.demux(container.streams.subtitles[0]):
+                if packet.size and packet.pts is not None:
+                    tb = packet.time_base
+                    found["cues"].append(
+                        (float(packet.pts * tb), float((packet.pts + packet.duration) * tb), bytes(packet))
+                    )
+        found["duration"] = container.duration / av.time_base
+    return found
+
+
+def _onset(found: dict[str, Any]) -> float:
+    loud = found["audio_level"] > 0.1
+    return float(found["audio_t"][np.argmax(loud)])
+
+
+@pytest.mark.parametrize("cut", [["--from", "1.0", "--to", "1.5"], ["--from", "0:01", "--duration", "0.5"]])
+def test_from_to_cut_video_audio_and_subtitles_alike(
+    cut_clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], cut: list[str]
+) -> None:
+    out = str(tmp_path / "part.mkv")
+    code, stdout, err = _run(
+        ["transcode", cut_clip, out, "--crf", "0", "--preset", "ultrafast", "--json", *cut], capsys
+    )
+    assert code == 0, err
+    data = json.loads(stdout)
+    found = _streams(out)
+    # Video: frames 30 to 44 (1.0 s to 1.5 s), the first at 0, frame-exact.
+    assert data["frames"] == len(found["luma"]) == 15
+    assert found["luma"] == pytest.approx([_luma(i) for i in range(30, 45)], abs=1.5)
+    assert found["video_pts"][0] == 0
+    # Audio: cut at the same times, to the sample: the burst at 1.2 s of the input is at 0.2 s.
+    assert _onset(found) == pytest.approx(BURST_S[0] - 1.0, abs=0.003)
+    assert found["audio_t"][-1] == pytest.approx(0.5, abs=0.025)
+    assert "cut with the video" in data["encoder"]["audio"]
+    # Subtitles: A (before) left out, B and C shortened to the part.
+    assert [c[2] for c in found["cues"]] == [b"B", b"C"]
+    assert [c[:2] for c in found["cues"]] == [pytest.approx((0.0, 0.3)), pytest.approx((0.4, 0.5))]
+    assert data["cut"] == {"from_seconds": 1.0, "to_seconds": 1.5, "frames": None, "streams_trimmed": True}
+    assert data["output_seconds"] == pytest.approx(0.5, abs=0.04)
+
+
+def test_from_between_frames_starts_with_the_frame_on_display(
+    cut_clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "mid.mkv")
+    code, _, err = _run(
+        [
+            "transcode",
+            cut_clip,
+            out,
+            "--crf",
+            "0",
+            "--preset",
+            "ultrafast",
+            "--quiet",
+            "--from",
+            "1.01",
+            "--to",
+            "1.4",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    found = _streams(out)
+    assert found["luma"][0] == pytest.approx(_luma(30), abs=1.5)  # on display at 1.01 s
+    assert found["video_pts"][0] == 0 and found["video_pts"][1] == pytest.approx(31 / RATE - 1.01, abs=0.002)
+    assert _onset(found) == pytest.approx(BURST_S[0] - 1.01, abs=0.003)
+
+
+def test_frames_cuts_the_audio_too(cut_clip: str, tmp_path: Path) -> None:
+    out = str(tmp_path / "ten.mkv")
+    stats = transcode(cut_clip, out, TranscodeOptions(frames=10, preset="ultrafast"))
+    found = _streams(out)
+    assert stats.frames == len(found["luma"]) == 10
+    assert found["audio_t"][-1] == pytest.approx(10 / RATE, abs=0.025)  # not the input's 2 s
+    assert stats.cut is not None and stats.cut["to_seconds"] == pytest.approx(10 / RATE, abs=0.001)
+    # The first cue, shown from 0 to 0.5 s, ends with the video (held until where that is was known).
+    assert [c[2] for c in found["cues"]] == [b"A"]
+    assert found["cues"][0][:2] == pytest.approx((0.0, 10 / RATE), abs=0.001)
+    assert found["duration"] <= 10 / RATE + 0.025  # AAC's priming (21 ms) before 0 counts in it
+
+
+def test_cut_options_are_checked(cut_clip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["transcode", cut_clip, str(tmp_path / "o.mkv"), "--from", "3"], capsys)
+    [line] = _error_lines(err)
+    assert code == 1 and line.startswith(f"alpha2: error: --from 3 s is past the end of {cut_clip!r} (2.0")
+    code, _, err = _run(
+        ["transcode", cut_clip, str(tmp_path / "o.mkv"), "--from", "1", "--to", "0:00.5"], capsys
+    )
+    assert code == 1 and "is not after --from" in err
+    code, _, err = _run(["transcode", cut_clip, "o.mkv", "--to", "1", "--duration", "1"], capsys)
+    assert code == 2 and "not allowed with argument" in err
+    with pytest.raises(InvalidInputError):
+        TranscodeOptions(from_seconds=float("nan"))
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# 5. the summary: what was done to video and audio, the output, in 80 columns
+
+
+def test_summary_says_re_encoded_and_fits_80_columns(cut_clip: str, tmp_path: Path) -> None:
+    out = tmp_path / "a-rather-long-output-name-for-the-summary.mkv"
+    stats = transcode(cut_clip, str(out), TranscodeOptions(crf=20, preset="veryfast", from_seconds=0.5))
+    lines = summary_lines(stats, 80)
+    text = "\n".join(lines)
+    # Within 80 columns, but for the line of the output's path, one word longer than that.
+    assert all(len(line) <= 80 for line in lines if str(out) not in line), text
+    assert "re-encoded (libx264, crf 20, preset veryfast)" in " ".join(text.split())
+    assert "passthrough" not in text
+    output = next(line for line in lines if line.startswith("  output"))
+    size = f"{out.stat().st_size / 1e3:.1f} kB"
+    assert str(out) in output and size in text and "b/s" in text and " 1.5" in text
+    assert any(line.startswith("  audio   re-encoded (aac): cut with the video") for line in lines), text
+    assert any(line.startswith("  part    from 0.500 s to the end") for line in lines), text
+    # Words are never broken: every word of the unwrapped text is in the wrapped one.
+    assert " ".join(text.split()) == " ".join("\n".join(summary_lines(stats, None)).split())
+
+
+def test_summary_of_a_copy_says_copied(tmp_path: Path) -> None:
+    sys.path.insert(0, os.path.dirname(__file__))
+    from media import make_clip
+
+    clip = make_clip(tmp_path / "c.mp4", frames=6, audio=True)
+    stats = transcode(clip.path, str(tmp_path / "o.mp4"), TranscodeOptions(preset="ultrafast"))
+    lines = summary_lines(stats, 80)
+    assert "  audio   copied" in lines
+    assert stats.as_dict()["video"] == "re-encoded (libx264, crf 23, preset ultrafast)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. tables that fit the terminal, JSON that stands on its own
+
+
+def test_fit_columns_keeps_whole_words_and_says_what_it_left_out() -> None:
+    headers = ("#", "name", "driver", "interop")
+    rows = [("0", "llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe 0.0.1", "mem fd, sem fd+fd-timeline")]
+    kept, left = fit_columns(headers, rows, 200, (0, 1, 2, 3))
+    assert kept == [0, 1, 2, 3] and left == []
+    # Least widths: 1, 8 ("llvmpipe"), 8, 14 ("fd+fd-timeline"); each column 3 more, and 1 for the edge.
+    kept, left = fit_columns(headers, rows, 30, (0, 1, 3, 2))
+    assert kept == [0, 1, 2] and left == [3]  # interop (18) does not fit after # and name; driver does
+    kept, left = fit_columns(headers, rows, 5, (1, 0, 2, 3))
+    assert kept == [1] and left == [0, 2, 3]  # the first wanted column stays, whatever the width
+
+
+def _report(tmp_path: Path) -> BatchReport:
+    def item(name: str) -> BatchItem:
+        return BatchItem(name, str(tmp_path / "in" / name), str(tmp_path / "out" / name))
+
+    done = FileResult(
+        item("a-long-folder-name/with-a-long-file-name.mp4"),
+        FileStatus.DONE,
+        attempts=1,
+        frames=1200,
+        seconds=4.0,
+        output_bytes=12_345_678,
+        paths={"cpu_upload": 1200, "cpu_download": 1200},
+        mode="gpu",
+        worker="gpu0",
+    )
+    failed = FileResult(
+        item("broken.mp4"),
+        FileStatus.FAILED,
+        attempts=1,
+        error="cannot open '/some/where/broken.mp4': Invalid data found when processing input",
+        error_kind="invalid_input",
+    )
+    skipped = FileResult(
+        item("old.mp4"), FileStatus.SKIPPED, error="done by an earlier run (same input and settings)"
+    )
+    return BatchReport(str(tmp_path / "out"), [done, failed, skipped], 4.5, {"runner": "local"})
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_batch_table_fits_the_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    stream = io.StringIO()
+    print_summary(_report(tmp_path), stream)
+    text = stream.getvalue()
+    too_wide = [line for line in text.splitlines() if len(line) > columns]
+    assert not too_wide, text
+    assert "broken.mp4: cannot open" in text  # the reason, under the table
+    for header in ("file", "status", "frames"):
+        assert header in text
+    assert "1 done, 1 skipped, 1 failed" in text
+    assert "12.3 MB" in text or columns < 80
+
+
+def test_batch_json_stands_on_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "broken.mp4").write_bytes(b"not a video")
+    code, out, err = _run(
+        ["batch", str(folder), "--out", str(tmp_path / "out"), "--json", "--workers", "1"], capsys
+    )
+    assert code == 1
+    data = json.loads(out)
+    assert data["error"] == "1 of 1 files failed" and data["files"][0]["error"]
+    assert "table" not in out + err
+    assert _error_lines(err) == ['alpha2: error: 1 of 1 files failed (each one\'s "error" in the JSON)']
+
+
+@pytest.mark.vulkan
+def test_probe_table_fits_80_columns() -> None:
+    env = {**os.environ, "COLUMNS": "80", "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+    env.pop("ALPHA2_GPU_ADAPTER", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "alpha2", "probe"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), done.stdout
+    header = next(line for line in lines if "name" in line)
+    assert "# ┃ name" in header  # whole words, not "na" / "me"
+    assert "chosen:" in done.stdout
+
+
+# ---------------------------------------------------------------------------------------------------
+# 7. a wall's inputs are a list
+
+
+def test_wall_json_input_is_a_list() -> None:
+    stats = WallStats(input="a.mp4, b, c.mp4", inputs=["a.mp4", "b, c.mp4"])
+    assert stats.as_dict()["input"] == ["a.mp4", "b, c.mp4"]
