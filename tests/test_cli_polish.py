@@ -377,7 +377,7 @@ def test_summary_says_re_encoded_and_fits_80_columns(cut_clip: str, tmp_path: Pa
     size = f"{out.stat().st_size / 1e3:.1f} kB"
     assert str(out) in output and size in text and "b/s" in text and " 1.5" in text
     assert any(line.startswith("  audio   re-encoded (aac): cut with the video") for line in lines), text
-    assert any(line.startswith("  part    from 0.500 s to the end") for line in lines), text
+    assert any(line.startswith("  part    from 0.500 s to the end of the input") for line in lines), text
     # Words are never broken: every word of the unwrapped text is in the wrapped one.
     assert " ".join(text.split()) == " ".join("\n".join(summary_lines(stats, None)).split())
 
@@ -389,7 +389,7 @@ def test_summary_of_a_copy_says_copied(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "c.mp4", frames=6, audio=True)
     stats = transcode(clip.path, str(tmp_path / "o.mp4"), TranscodeOptions(preset="ultrafast"))
     lines = summary_lines(stats, 80)
-    assert "  audio   copied" in lines
+    assert "  audio   copied (aac, 2 ch, 48000 Hz)" in lines
     assert stats.as_dict()["video"] == "re-encoded (libx264, crf 23, preset ultrafast)"
 
 

@@ -91,15 +91,11 @@ class TranscodeStats:
         return f"re-encoded ({', '.join(how)})"
 
     def video_route(self) -> str:
-        """How the frames reached the encoder, in words."""
+        """What was done to the frames before the encoder, in words (where: ``scale_route``)."""
         plan = self.plan
         if plan is None:
             return ""
-        if plan.passthrough:
-            return plan.reason.removeprefix("passthrough: ")
-        if self.scale_route and self.scale_route.get("route") == "swscale":
-            return f"scaled on the CPU (swscale): {self.scale_route.get('reason')}"
-        return "on the GPU: " + plan.reason.removeprefix("GPU: ")
+        return plan.reason.removeprefix("passthrough: ").removeprefix("GPU: ")
 
     @property
     def fps(self) -> float:

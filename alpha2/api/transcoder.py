@@ -893,9 +893,9 @@ def transcode(
     """
     options = options if options is not None else TranscodeOptions()
     src = os.fspath(source)
+    check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     output_container(out)  # an unknown extension is refused before the input is opened
-    check_options(options, out)
     return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
 
 

@@ -108,10 +108,17 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     )
     end = parser.add_mutually_exclusive_group()
     end.add_argument(
-        "--to", dest="to_time", type=parse_time, metavar="TIME", help="end at this time of the input"
+        "--to",
+        dest="to_time",
+        type=parse_time,
+        metavar="TIME",
+        help="end at this time of the input, [[hh:]mm:]ss[.ms] (the frame at it is not written)",
     )
     end.add_argument(
-        "--duration", type=parse_time, metavar="TIME", help="write this long a part (from --from on)"
+        "--duration",
+        type=parse_time,
+        metavar="TIME",
+        help="write this long a part, from --from on ([[hh:]mm:]ss[.ms])",
     )
     pipeline.add_hwaccel_argument(parser)
     parser.add_argument(
@@ -230,21 +237,27 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     fields = [("output", f"{output}: {', '.join(facts)}")]
     route = stats.video_route()
     fields.append(("video", stats.video_action() + (f": {route}" if route else "")))
-    fields.append(("audio", str(stats.encoder.get("audio", "none"))))
+    if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
+        where = "the CPU (swscale)" if stats.scale_route["route"] == "swscale" else "the GPU"
+        fields.append(("route", f"on {where}: {stats.scale_route['reason']}"))
+    audio = str(stats.encoder.get("audio", "none"))
+    kept = [s for s in stats.kept_streams if s.kind.value == "audio"]
+    if audio == "copied" and len(kept) == 1:
+        audio += " " + kept[0].describe().removeprefix("audio ")  # copied (aac, 2 ch, 48000 Hz)
+    fields.append(("audio", audio))
     if stats.cut is not None:
         cut = stats.cut
         to = cut.get("to_seconds")
         part = f"from {time_text(cut['from_seconds'])} " + (
             f"to {time_text(to)}" if to is not None else "to the end"
         )
+        part += " of the input"
         if cut.get("frames") is not None:
             part += f" (--frames {cut['frames']})"
-        fields.append(("part", part + " of the input"))
+        fields.append(("part", part))
     paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
     fields.append(("paths", f"{paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU"))
     fields.append(("time", stats.stages.summary(stats.seconds)))
-    if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
-        fields.append(("route", f"{stats.scale_route['route']}: {stats.scale_route['reason']}"))
     fields.extend(("note", note) for note in summary_notes(stats))
     head = f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
     lines = [head] if width is None else textwrap.wrap(head, width - 1, break_long_words=False) or [head]
