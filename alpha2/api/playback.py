@@ -1,32 +1,81 @@
 """One play run's decoding and rendering, for ``alpha2 play`` and any program that shows video.
 
-:class:`Player` opens the device before the decoder (:func:`alpha2.api.devices.open_device`), seeks to
-the start, imports and renders each frame with the sampling shader and counts what each frame cost and
-which path it took (:class:`PlayStats`). The app puts it in a window (``alpha2.apps.window``) or runs it
-offscreen (:meth:`Player.offscreen`: as fast as the device allows; ``snapshot`` writes one frame as a PNG).
+:class:`Player` opens the device and the decoder side by side (the decoder at the GPU the device takes,
+:func:`alpha2.api.devices.open_decoder`), seeks to the start, imports and renders each frame with the
+sampling shader and counts what each frame cost and which path it took (:class:`PlayStats`). The app puts
+it in a window (``alpha2.apps.window``) or runs it offscreen (:meth:`Player.offscreen`: as fast as the
+device allows; ``snapshot`` writes one frame as a PNG).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from alpha2.api import pipeline
-from alpha2.api.atomic import check_output_path, write_png
-from alpha2.api.colour_report import colour_report, colour_summary
-from alpha2.api.devices import open_decoder, open_device
-from alpha2.api.throttle import SubmitThrottle
-from alpha2.ffmpeg_bridge import DecodeSession
-from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tonemap import ToneCurve
-from alpha2.native_gpu.device.device import Device
 
-__all__ = ["PlayOptions", "PlayStats", "Player", "displayed_size"]
+# PyAV, wgpu and the renderer load when a file is played, not when this module is imported: ``alpha2 play
+# --help`` needs only PlayOptions.
+if TYPE_CHECKING:
+    from alpha2.api.throttle import SubmitThrottle
+    from alpha2.ffmpeg_bridge import DecodeSession
+    from alpha2.native_gpu.device.device import Device
+
+_T = TypeVar("_T")
+
+__all__ = ["PlayOptions", "PlayStats", "Player", "displayed_size", "seconds_since_process_start"]
+
+_IMPORTED_S = time.perf_counter()
+
+
+def seconds_since_process_start() -> float:
+    """Seconds since this process started: from the kernel's start time of the process where there is
+    ``/proc`` (to its 10 ms tick, so the interpreter's own start is counted), else since this module
+    was imported."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time after boot
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter() - _IMPORTED_S
+
+
+class Background(Generic[_T]):
+    """``work()`` on a thread of its own, started at once; :meth:`result` waits for it and returns its
+    value or raises its exception (start-up work done side by side: the device, the sound)."""
+
+    def __init__(self, work: Callable[[], _T], name: str) -> None:
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Callable[[], _T]) -> None:
+        try:
+            self._value = work()
+        except BaseException as exc:  # handed to the thread that waits for the result
+            self._error = exc
+
+    def done(self) -> bool:
+        """Whether the work has finished (:meth:`result` would not wait)."""
+        return not self._thread.is_alive()
+
+    def result(self) -> _T:
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._value  # type: ignore[return-value]
 
 
 def displayed_size(frame: DecodedFrame) -> Size:
@@ -115,6 +164,8 @@ class PlayStats:
     audio_seconds: float | None = None
     snapshot_route: dict[str, Any] | None = None
     colour: dict[str, Any] | None = None
+    first_frame_s: float | None = None
+    """Seconds from the process's start to the first frame shown (a window) or rendered (offscreen)."""
 
     @property
     def fps(self) -> float:
@@ -150,6 +201,7 @@ class PlayStats:
             "hwaccel": self.hwaccel,
             "import_report": self.import_report,
             "colour": self.colour,
+            "first_frame_s": None if self.first_frame_s is None else round(self.first_frame_s, 4),
             "stages": self.stages.as_dict(self.seconds),
         }
 
@@ -165,7 +217,11 @@ class PlayStats:
             f"  time: {self.stages.summary(self.seconds)}",
             f"  clock: {self.clock['reason']}",
         ]
+        if self.first_frame_s is not None:
+            lines.append(f"  first frame: {self.first_frame_s:.3f} s after the process started")
         if self.colour is not None:
+            from alpha2.api.colour_report import colour_summary
+
             lines.append(f"  colour: {colour_summary(self.colour)}")
         if self.sync:
             sync = self.sync
@@ -204,20 +260,80 @@ class Player:
         self.device: Any = None
         self.importer: Any = None
         self.renderer: Any = None
+        self._gpu_objects: Background[tuple[Any, Any]] | None = None
 
     # -- shared pieces --------------------------------------------------------------------------------
 
     def _open(self, *, gpu_copy: bool = True) -> DecodeSession:
-        """The device first, then the decoder on its GPU (``gpu_copy``: a device that may take the
-        GPU copy; a window presents through wgpu-native, so it asks for none)."""
+        """The device and the decoder, side by side (``gpu_copy``: a device that may take the GPU copy; a
+        window presents through wgpu-native, so it asks for none).
+
+        The device opens on a thread of its own, with the importer and the renderer (its shader), while
+        this thread opens the decoder at the device's GPU: the adapter ``Device.open()`` takes, ranked
+        without opening it (:func:`~alpha2.api.devices.open_decoder` without a device). A device given to
+        the player is used as it is, before the decoder.
+        """
+        from alpha2.api.devices import open_decoder, open_device
+
         if self._shared_device is not None:
             self.gpu_device = self._shared_device
+            self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
         else:
-            self.gpu_device = open_device(self.options.hwaccel, gpu_copy=gpu_copy)
-            self._closables.append(self.gpu_device)
-        self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
+            hwaccel = self.options.hwaccel
+
+            def make() -> Device:
+                return open_device(hwaccel, gpu_copy=gpu_copy)
+
+            self._start_gpu(make)
+            try:
+                self.decoder = open_decoder(self.source, None, hwaccel=hwaccel)
+            except BaseException:
+                self._join_gpu(raise_errors=False)
+                raise
         self.stats.hwaccel = self.decoder.hwaccel_report.as_dict()
         return self.decoder
+
+    def _start_gpu(self, make_device: Callable[[], Device]) -> None:
+        """Open the device (``make_device``), then the importer and the renderer, on a thread."""
+
+        def work() -> tuple[Any, Any]:
+            from alpha2.native_gpu.render.renderer import warm_webgpu_bindings
+
+            warm_webgpu_bindings()  # wgpu-py's C types in one parse, not one parse each
+            device = make_device()
+            self.gpu_device = device
+            self._closables.append(device)
+            return self._gpu_pieces(device)
+
+        self._gpu_objects = Background(work, "alpha2 device")
+
+    def _gpu_pieces(self, device: Device) -> tuple[Any, Any]:
+        """The importer and the renderer on ``device``."""
+        from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
+        from alpha2.native_gpu.interop.importer import FrameImporter
+        from alpha2.native_gpu.render.renderer import FrameRenderer
+
+        importer = FrameImporter(device)
+        self._closables.append(importer)
+        renderer = FrameRenderer(
+            device,
+            colour_target=ColourTarget.sdr_bt709(self.options.target_peak_cd_m2),
+            colour_options=ColourOptions(tone_curve=self.options.tone_curve),
+        )
+        return importer, renderer
+
+    def _join_gpu(self, *, raise_errors: bool = True) -> tuple[Any, Any] | None:
+        """Wait for the device thread; its importer and renderer (None when none was started, or it failed
+        and ``raise_errors`` is False)."""
+        pending, self._gpu_objects = self._gpu_objects, None
+        if pending is None:
+            return None
+        try:
+            return pending.result()
+        except BaseException:
+            if raise_errors:
+                raise
+            return None
 
     def _seek_start(self, decoder: DecodeSession) -> None:
         at = self.options.at_s
@@ -231,29 +347,34 @@ class Player:
         decoder.seek(at)
 
     def _make_gpu(self, on_gpu: bool) -> None:
-        from alpha2.native_gpu.interop.importer import FrameImporter
-        from alpha2.native_gpu.render.renderer import FrameRenderer
-
+        pieces = self._join_gpu()
         if self.gpu_device is None and self._shared_device is not None:
             self.gpu_device = self._shared_device
         if self.gpu_device is None:  # audio only: no decoder was opened
+            from alpha2.native_gpu.device.device import Device
+
             self.gpu_device = Device.open(want_gpu_copy=on_gpu)
             self._closables.append(self.gpu_device)
+        if pieces is None:
+            pieces = self._gpu_pieces(self.gpu_device)
+        self.importer, self.renderer = pieces
         self.stats.device = self.gpu_device.as_dict()
         self.device = self.gpu_device.webgpu_device
-        self.importer = FrameImporter(self.gpu_device)
-        self._closables.append(self.importer)
         # The path's set-up and the stream's textures now, not on the first frame.
         identity = self.decoder.expected_identity() if self.decoder is not None else None
         self.importer.prepare(gpu_frames=on_gpu, identity=identity)
-        self.renderer = FrameRenderer(
-            self.gpu_device,
-            colour_target=ColourTarget.sdr_bt709(self.options.target_peak_cd_m2),
-            colour_options=ColourOptions(tone_curve=self.options.tone_curve),
-        )
 
-    def _render(self, frame: DecodedFrame, target: Any = None, output_format: str = "rgba8unorm") -> Any:
-        """Import ``frame`` (the importer owns it from then on) and render it; returns the target texture."""
+    def _render(
+        self,
+        frame: DecodedFrame,
+        target: Any = None,
+        output_format: str = "rgba8unorm",
+        throttle: SubmitThrottle | None = None,
+    ) -> Any:
+        """Import ``frame`` (the importer owns it from then on) and render it; returns the target texture.
+
+        ``throttle``: wait for its turn first (timed as the ``wait`` stage), and mark the frame in the
+        render's own submit (one submit a frame)."""
         clock = time.perf_counter
         t0 = clock()
         try:
@@ -262,10 +383,19 @@ class Player:
             frame.release()
             raise
         t1 = clock()
+        self.stats.stages.add("import", t1 - t0)
         try:
+            if throttle is not None:
+                throttle.wait_turn()
+                t2 = clock()
+                self.stats.stages.add("wait", t2 - t1)
+                t1 = t2
             imported = lease.frame
             size = imported.metadata.display_size
-            texture = self.renderer.render(
+            device = self.renderer.device
+            encoder = device.create_command_encoder(label="alpha2 play")
+            texture = self.renderer.encode_render(
+                encoder,
                 imported.views,
                 imported.pixel_format,
                 imported.colour,
@@ -276,11 +406,17 @@ class Player:
                 rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
                 hdr=imported.metadata.hdr,
             )
+            if throttle is not None:
+                throttle.encode(encoder, texture)
+            device.queue.submit([encoder.finish()])
+            if throttle is not None:
+                throttle.submitted()
             if self.stats.colour is None:
+                from alpha2.api.colour_report import colour_report
+
                 self.stats.colour = colour_report(self.renderer, self.options, imported.colour)
         finally:
             lease.release()
-        self.stats.stages.add("import", t1 - t0)
         self.stats.stages.add("render", clock() - t1)
         return texture
 
@@ -292,6 +428,7 @@ class Player:
             self.stats.import_report = report.summary()
 
     def close(self, completed: bool = True) -> None:
+        self._join_gpu(raise_errors=False)  # a device still opening is closed with the rest
         for obj in reversed(self._closables):
             try:
                 obj.close()
@@ -307,6 +444,8 @@ class Player:
     # -- offscreen ------------------------------------------------------------------------------------
 
     def offscreen(self, reason: str) -> PlayStats:
+        from alpha2.api.atomic import check_output_path, write_png
+        from alpha2.api.throttle import SubmitThrottle
         from alpha2.native_gpu.render.renderer import gpu_module_of, read_texture_rgba
 
         stats, options = self.stats, self.options
@@ -352,18 +491,17 @@ class Player:
         while frame is not None:
             stats.size = displayed_size(frame)
             pts_s = frame.pts_seconds
-            target = self._render(frame)
-            if snapshot_path is not None and stats.snapshot is None:
+            snap = snapshot_path if stats.snapshot is None else None
+            target = self._render(frame, throttle=None if snap else throttle)  # a snapshot reads it back
+            if snap is not None:
                 t0 = clock()
                 pixels = read_texture_rgba(self.device, target)
                 stats.paths.add(ExecutionPath.CPU_DOWNLOAD, int(pixels.nbytes), note="snapshot read-back")
-                stats.snapshot = write_png(snapshot_path, pixels)
+                stats.snapshot = write_png(snap, pixels)
                 stats.snapshot_pts_s = pts_s
                 stats.stages.add("snapshot", clock() - t0)
-            else:
-                t0 = clock()
-                throttle.mark(target)
-                stats.stages.add("wait", clock() - t0)
+            if stats.first_frame_s is None:
+                stats.first_frame_s = seconds_since_process_start()
             stats.frames += 1
             self.progress.update(stats.frames)
             if limit is not None and stats.frames >= limit:

@@ -350,7 +350,30 @@ class AudioOutput:
         self._decoder.close()
 
 
+_preloaded: threading.Thread | None = None
+
+
+def preload_sound() -> None:
+    """Load sounddevice (and PortAudio, which looks for the sound devices: a tenth of a second or more) on
+    a thread now, so that the sound starts without that wait once the first frame is up. Idempotent; an
+    error is left for :func:`open_clock` to meet and report."""
+    global _preloaded
+    if _preloaded is not None:
+        return
+
+    def load() -> None:
+        try:
+            importlib.import_module("sounddevice").query_devices(kind="output")
+        except Exception:
+            pass  # open_clock meets it again and says why there is no sound
+
+    _preloaded = threading.Thread(target=load, name="alpha2 sound preload", daemon=True)
+    _preloaded.start()
+
+
 def _import_sounddevice() -> Any:
+    if _preloaded is not None:
+        _preloaded.join()
     return importlib.import_module("sounddevice")
 
 

@@ -23,16 +23,21 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+# What ``alpha2 play --help`` and the parser need, and no more: PyAV, wgpu, the window and the sound load
+# when a file plays (``play``), so that ``--help`` answers at once and the first frame comes sooner.
 from alpha2.api import pipeline
-from alpha2.api.media import media_kinds
-from alpha2.api.playback import Player, PlayOptions, PlayStats
-from alpha2.apps.cli import add_overwrite_arguments
+from alpha2.api.playback import PlayOptions, PlayStats
+from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter, parse_time
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
-from alpha2.apps.window import SEEK_STEPS_S, AudioOnlyPlayback, Playlist, letterbox
-from alpha2.apps.window import WindowPlayback as _WindowPlayback
 from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.tonemap import ToneCurve
+
+if TYPE_CHECKING:
+    from alpha2.api.playback import Player
+    from alpha2.apps.window import SEEK_STEPS_S as SEEK_STEPS_S
+    from alpha2.apps.window import letterbox as letterbox
 
 __all__ = [
     "SEEK_STEPS_S",
@@ -46,7 +51,38 @@ __all__ = [
     "window_unavailable_reason",
 ]
 
+_LAZY = {
+    "SEEK_STEPS_S": ("alpha2.apps.window", "SEEK_STEPS_S"),
+    "letterbox": ("alpha2.apps.window", "letterbox"),
+    "_WindowPlayback": ("alpha2.apps.window", "WindowPlayback"),
+    "Player": ("alpha2.api.playback", "Player"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The window's names (and ``Player``), loaded on first use (the window loads the GPU side)."""
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _window_class() -> Any:
+    """The window's playback class (``_WindowPlayback``, which tests may replace), loaded on first use."""
+    return globals()["_WindowPlayback"] if "_WindowPlayback" in globals() else __getattr__("_WindowPlayback")
+
+
 _QT_BINDINGS = ("PySide6", "PyQt6", "PyQt5", "PySide2")
+
+
+def _say_offscreen(why: str, environ: Mapping[str, str] | None) -> None:
+    """With a display but no window to be had (a missing package), say so at once on stderr, with the
+    line that installs it, before the file plays offscreen (not only in the report at its end)."""
+    env = os.environ if environ is None else environ
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        print(f"alpha2: no window: {why}; playing offscreen, without sound", file=sys.stderr, flush=True)
 
 
 def window_unavailable_reason(environ: Mapping[str, str] | None = None) -> str | None:
@@ -64,6 +100,8 @@ def window_unavailable_reason(environ: Mapping[str, str] | None = None) -> str |
 
 
 def _audio_only(player: Player, environ: Mapping[str, str] | None) -> PlayStats:
+    from alpha2.apps.window import AudioOnlyPlayback
+
     options = player.options
     if options.snapshot is not None:
         raise InvalidInputError(f"{player.source!r} has no video stream to snapshot")
@@ -87,6 +125,21 @@ def play(
     Raises:
         alpha2.gpu.Error subclasses: bad input, a bad ``--at``, an unwritable snapshot path, device errors.
     """
+    return _play(source, options, progress, environ, notice=True)
+
+
+def _play(
+    source: str | os.PathLike[str],
+    options: PlayOptions | None,
+    progress: pipeline.Progress | None,
+    environ: Mapping[str, str] | None,
+    *,
+    notice: bool,
+) -> PlayStats:
+    """:func:`play`; ``notice``: say on stderr at once when a display is set but no window can be had."""
+    from alpha2.api.media import media_kinds
+    from alpha2.api.playback import Player
+
     options = options if options is not None else PlayOptions()
     player = Player(os.fspath(source), options, progress if progress is not None else pipeline.Progress())
     completed = False
@@ -99,9 +152,12 @@ def play(
             stats = player.offscreen("--offscreen")
         else:
             why = window_unavailable_reason(environ)
-            stats = (
-                player.offscreen(f"no window: {why}") if why is not None else _WindowPlayback(player).run()
-            )
+            if why is None:
+                stats = _window_class()(player).run()
+            else:
+                if notice:
+                    _say_offscreen(why, environ)
+                stats = player.offscreen(f"no window: {why}")
         completed = True
     finally:
         player.close(completed)
@@ -132,18 +188,22 @@ def play_list(
     errors: list[tuple[str, str]] = []
     why = "--offscreen" if options.offscreen else window_unavailable_reason(environ)
     if why is not None or options.snapshot is not None:
+        if why is not None and not options.offscreen and options.snapshot is None:
+            _say_offscreen(why, environ)  # once for the list
         for name in names:
             try:
-                results.append(play(name, options, progress=make_progress(), environ=environ))
+                results.append(_play(name, options, make_progress(), environ, notice=False))
             except Error as exc:
                 errors.append((name, exc.message))
         return results, errors
     from alpha2.api.devices import open_device
+    from alpha2.api.playback import Player
+    from alpha2.apps.window import Playlist
 
     device = open_device(options.hwaccel, gpu_copy=False)  # one device for the window's whole life
     try:
         playlist = Playlist(names, lambda name: Player(name, options, make_progress(), device=device))
-        window = _WindowPlayback(playlist.make_player(names[0]), playlist=playlist)
+        window = _window_class()(playlist.make_player(names[0]), playlist=playlist)
         timer = pipeline.RunTimer()
         try:
             window.run(canvas_module)
@@ -178,8 +238,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog="keys and mouse in the window (as mpv has them):\n  "
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
         + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
-        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits"
+        f"\n\n{EXAMPLES_HEADING}\n"
+        "  alpha2 play clip.mp4\n"
+        "  alpha2 play clip.mp4 --at 1:30 --loop\n"
+        "  alpha2 play a.mp4 b.mp4 c.mp4             (a playlist: n / p)\n"
+        "  alpha2 play a.mp4 b.mp4 c.mp4 d.mp4 --wall  (side by side)\n"
+        "  alpha2 play clip.mp4 --snapshot frame.png --at 0:02.5 -y",
+        formatter_class=help_formatter(),
     )
     parser.add_argument(
         "input",
@@ -205,7 +271,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--snapshot", metavar="PATH.png", help="write the rendered frame as a PNG")
     add_overwrite_arguments(parser, what="the --snapshot file")
     parser.add_argument(
-        "--at", type=pipeline.non_negative_float, metavar="SECONDS", help="start (and snapshot) at this time"
+        "--at",
+        type=parse_time,
+        metavar="TIME",
+        help="start (and snapshot) at this time, [[hh:]mm:]ss[.ms]: 90, 1:30, 0:01:30.5",
     )
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
     pipeline.add_hwaccel_argument(parser)

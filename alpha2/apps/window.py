@@ -24,12 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.atomic import write_png
-from alpha2.api.colour_report import colour_summary
-from alpha2.api.media import media_kinds
-from alpha2.api.overlay import OverlayPlacement, OverlayRenderer, OverlaySprite, read_texture_rgba
-from alpha2.api.playback import displayed_size
-from alpha2.api.subtitles import Subtitles, open_subtitles
+from alpha2.api.playback import Background, displayed_size, seconds_since_process_start
 from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name, next_speed
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
@@ -39,7 +34,10 @@ from alpha2.gpu.geometry import Rect, Size
 from alpha2.gpu.webgpu import gpu_module_of
 
 if TYPE_CHECKING:
-    # Sound (PortAudio, the audio decoder) is loaded when a window plays: a snapshot never needs it.
+    # Sound (PortAudio, the audio decoder) is loaded when a window plays: a snapshot never needs it. The
+    # on-screen display's GPU side and the subtitles load after the first frame is up.
+    from alpha2.api.overlay import OverlaySprite
+    from alpha2.api.subtitles import Subtitles
     from alpha2.apps.audio_out import MediaClock
 
 __all__ = [
@@ -62,20 +60,22 @@ VOLUME_STEP = 0.1
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
 
 
-def open_canvas(
-    backend: Any, title: str, size: Size, device: Any, *, readable: bool = False
-) -> tuple[Any, Any, str, str]:
-    """A continuously drawn ``backend.RenderCanvas`` of ``size``, its wgpu context configured for
-    ``device`` (a GPUDevice): ``(canvas, context, present format, render format)``.
+def make_canvas(backend: Any, title: str, size: Size) -> Any:
+    """A continuously drawn ``backend.RenderCanvas`` of ``size`` (the window appears; nothing drawn yet)."""
+    return backend.RenderCanvas(
+        title=title, size=(size.width, size.height), update_mode="continuous", max_fps=240, vsync=True
+    )
+
+
+def configure_canvas(canvas: Any, device: Any, *, readable: bool = False) -> tuple[Any, str, str]:
+    """The canvas's wgpu context configured for ``device`` (a GPUDevice): ``(context, present format,
+    render format)``.
 
     The render format is the present format without ``-srgb``: the shader's values are already
     sRGB-encoded, and an -srgb surface and its plain format are copy-compatible, so they are copied as
     they are, never encoded twice. ``readable``: the surface can also be copied from (tests read back
     what the window shows).
     """
-    canvas = backend.RenderCanvas(
-        title=title, size=(size.width, size.height), update_mode="continuous", max_fps=240, vsync=True
-    )
     context = canvas.get_context("wgpu")
     preferred = str(context.get_preferred_format(device.adapter))
     base = preferred.replace("-srgb", "")
@@ -84,7 +84,16 @@ def open_canvas(
     if readable:
         usage |= gpu.TextureUsage.COPY_SRC
     context.configure(device=device, format=preferred, usage=usage)
-    return canvas, context, preferred, base if base in _RENDER_FORMATS else "bgra8unorm"
+    return context, preferred, base if base in _RENDER_FORMATS else "bgra8unorm"
+
+
+def open_canvas(
+    backend: Any, title: str, size: Size, device: Any, *, readable: bool = False
+) -> tuple[Any, Any, str, str]:
+    """:func:`make_canvas` and :func:`configure_canvas`: ``(canvas, context, present format, render
+    format)``."""
+    canvas = make_canvas(backend, title, size)
+    return (canvas, *configure_canvas(canvas, device, readable=readable))
 
 
 def letterbox(frame: Size, window: Size) -> Rect:
@@ -143,6 +152,7 @@ def screenshot_path(source: str, pts_s: float) -> str:
 
 def make_clock(player: Any, start_s: float, duration_s: float | None) -> MediaClock:
     """The run's media clock (sound unless ``--no-audio`` or it cannot be had), recorded in the stats."""
+    from alpha2.api.media import media_kinds
     from alpha2.apps.audio_out import open_clock
 
     kinds = media_kinds(player.source)
@@ -240,10 +250,14 @@ class _Overlay:
     """The display's layers as GPU sprites (one per kind, re-uploaded when its image changes)."""
 
     def __init__(self, device: Any) -> None:
+        from alpha2.api.overlay import OverlayRenderer
+
         self.renderer = OverlayRenderer(device)
         self._sprites: dict[str, tuple[Any, OverlaySprite]] = {}
 
     def encode(self, encoder: Any, target: Any, layers: list[Layer]) -> None:
+        from alpha2.api.overlay import OverlayPlacement
+
         placements = []
         for layer in layers:
             held = self._sprites.get(layer.key)
@@ -287,7 +301,9 @@ class WindowPlayback(_Keys):
         self.last_window = Size(0, 0)
         self.osd = Osd()
         self.overlay: _Overlay | None = None
+        self._overlay_build: Background[_Overlay] | None = None
         self.subtitles: Subtitles | None = None
+        self._subtitles_opened = False
         self.loop = bool(player.options.loop)
         self.speed = 1.0
         self.fullscreen = False
@@ -309,10 +325,16 @@ class WindowPlayback(_Keys):
         decoder = self.player.decoder
         return decoder.info.duration_seconds if decoder is not None else None
 
-    def _start(self, player: Any) -> DecodedFrame:
-        """Open ``player``'s decoder, seek to the start, decode the first frame, make its GPU objects and
-        its subtitles; the frame is pending."""
+    def _start(self, player: Any, backend: Any = None, size: Size | None = None) -> DecodedFrame:
+        """Open ``player``'s device and decoder, seek to the start, decode the first frame and make its GPU
+        objects; the frame is pending. With a rendercanvas ``backend``, the canvas is made meanwhile, as
+        soon as the decoder knows the picture's size (``size``: the canvas's, default the picture's)."""
         decoder = player._open(gpu_copy=False)  # rendercanvas presents wgpu-native devices
+        if backend is not None:
+            # The window now, while the device opens on its thread and before the first frame is decoded.
+            self.title = self._title_text()
+            shown = size if size is not None else decoder.info.display_size
+            self.canvas = make_canvas(backend, self.title, shown)
         player._seek_start(decoder)
         first: DecodedFrame | None = decoder.next_frame()
         if first is None:
@@ -321,31 +343,56 @@ class WindowPlayback(_Keys):
         player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
         player.stats.size = displayed_size(first)
         options = player.options
-        self.subtitles = open_subtitles(player.source, sub=options.sub, enabled=options.subtitles)
+        self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
+        self._subtitles_opened = False
         player.progress.start(options.frames or decoder.info.frame_count)
         self._file_started = time.perf_counter()
         return first
+
+    def _open_subtitles(self) -> None:
+        if self._subtitles_opened:
+            return
+        from alpha2.api.subtitles import open_subtitles
+
+        self._subtitles_opened = True
+        options = self.player.options
+        self.subtitles = open_subtitles(self.player.source, sub=options.sub, enabled=options.subtitles)
 
     def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
         """Decode the first frame, make the device and the canvas (the clock starts on the first frame shown).
 
         ``canvas_module`` is a rendercanvas backend module (``rendercanvas.auto`` picks glfw or Qt;
         tests drive ``rendercanvas.offscreen``). ``size``: the canvas size (default the frame's).
+
+        One file: the device opens on a thread while the decoder opens here, the window is made as soon as
+        the picture's size is known, and the sound's library loads on a third thread; the on-screen
+        display's GPU pipeline and the subtitles follow the first frame.
         """
-        backend = importlib.import_module(canvas_module)
+        from alpha2.apps.audio_out import preload_sound
+
+        if self.player.options.audio:
+            preload_sound()
         if self.playlist is None:
-            self._start(self.player)
-        elif not self._play_from(self.playlist.index, +1, first=True):
-            source, message = self.playlist.errors[0]
-            count = len(self.playlist.sources)
-            raise InvalidInputError(f"none of the {count} files could be played ({source}: {message})")
+            backend = importlib.import_module(canvas_module)
+            self._start(self.player, backend, size)
+        else:
+            backend = importlib.import_module(canvas_module)
+            if not self._play_from(self.playlist.index, +1, first=True):
+                source, message = self.playlist.errors[0]
+                count = len(self.playlist.sources)
+                raise InvalidInputError(f"none of the {count} files could be played ({source}: {message})")
         player, stats = self.player, self.stats
-        window = size if size is not None else stats.size
-        self.title = self._title_text()
-        self.canvas, self.context, self.present_format, self.render_format = open_canvas(
-            backend, self.title, window, player.device, readable=self.readable_surface
+        if self.canvas is None:
+            window = size if size is not None else stats.size
+            self.title = self._title_text()
+            self.canvas = make_canvas(backend, self.title, window)
+        self.context, self.present_format, self.render_format = configure_canvas(
+            self.canvas, player.device, readable=self.readable_surface
         )
-        self.overlay = _Overlay(player.device)
+        # The on-screen display's pipeline is built on a thread (lavapipe compiles it on the CPU) while the
+        # first frame is drawn; the first frame goes up without it, the next ones wait for it.
+        device = player.device
+        self._overlay_build = Background(lambda: _Overlay(device), "alpha2 osd")
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.add_event_handler(self._on_pointer_move, "pointer_move")
         self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
@@ -353,6 +400,14 @@ class WindowPlayback(_Keys):
         self.canvas.add_event_handler(self._on_wheel, "wheel")
         self.canvas.request_draw(self._draw)
         return backend
+
+    def _ready_overlay(self, *, wait: bool) -> _Overlay | None:
+        """The on-screen display's renderer once built (``wait``: wait for it)."""
+        build = self._overlay_build
+        if self.overlay is None and build is not None and (wait or build.done()):
+            self._overlay_build = None
+            self.overlay = build.result()
+        return self.overlay
 
     def _finish_file(self) -> None:
         """Release what the file holds (its pending frame, clock, subtitles) and complete its stats."""
@@ -378,6 +433,11 @@ class WindowPlayback(_Keys):
         self._finish_file()
         if self.playlist is None:
             self.stats.seconds = seconds
+        if self._overlay_build is not None:
+            try:
+                self._ready_overlay(wait=True)
+            except Exception:
+                pass  # the display never came up: nothing of it to close
         overlay, self.overlay = self.overlay, None
         if overlay is not None:
             overlay.close()
@@ -504,6 +564,9 @@ class WindowPlayback(_Keys):
         if self.shown is None:
             return None
         texture, _ = self.shown
+        from alpha2.api.atomic import write_png
+        from alpha2.api.overlay import read_texture_rgba
+
         pixels = read_texture_rgba(self.player.device, texture)
         path = write_png(screenshot_path(self.player.source, self.shown_pts or 0.0), pixels)
         self._say(f"Screenshot: {os.path.basename(path)}")
@@ -639,6 +702,8 @@ class WindowPlayback(_Keys):
             loop = "yes" if self.loop else "no"
             lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}")
         if stats.colour is not None:
+            from alpha2.api.colour_report import colour_summary
+
             lines.append(f"Colour: {colour_summary(stats.colour)}")
         if self.subtitles is not None:
             lines.append(self.subtitles.describe())
@@ -712,14 +777,18 @@ class WindowPlayback(_Keys):
             {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
             (box.width, box.height, 1),
         )
-        if self.overlay is not None:
+        overlay = self._ready_overlay(wait=self.clock is not None)  # the first frame does not wait for it
+        if overlay is not None:
             t0 = time.perf_counter()
-            self.overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
+            overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
             stats.stages.add("osd", time.perf_counter() - t0)
         device.queue.submit([encoder.finish()])
         if self.on_present is not None:
             self.on_present(surface)
+        if stats.first_frame_s is None:
+            stats.first_frame_s = seconds_since_process_start()
         if self.clock is None:
+            self._open_subtitles()
             # The sound starts once the first frame is up (its first render may take long), in sync with it.
             self.clock = make_clock(player, pts, self.duration_s)
             if self.speed != 1.0:

@@ -69,6 +69,7 @@ __all__ = [
     "load_wgsl",
     "read_texture_rgba",
     "shader_params",
+    "warm_webgpu_bindings",
 ]
 
 OUTPUT_FORMATS: tuple[str, ...] = ("rgba8unorm", "bgra8unorm", "rgba16float")
@@ -83,6 +84,141 @@ _HDR_TRANSFERS = (TransferCharacteristic.SMPTE2084, TransferCharacteristic.ARIB_
 _PLANE_BLOCK_SIZE_BYTES = 48
 """What the renderer appends to :meth:`ShaderParams.to_bytes` per bind group: the bound planes' texel
 sizes and the clamp ranges as texture coordinates (they depend on the textures, not on the frame)."""
+
+
+# The C types wgpu-py 0.32 (wgpu-native) asks cffi for while alpha2 opens a device, imports, renders and
+# presents: each one cffi parses on first use by running pycparser over every typedef of webgpu.h (about
+# 13 ms a type on two cores, 0.9 s before the first frame); :func:`warm_webgpu_bindings` parses them in one
+# pass.
+_WGPU_C_TYPES: tuple[str, ...] = (
+    "WGPUAdapterInfo *",
+    "WGPUAdapter[]",
+    "WGPUBindGroupDescriptor *",
+    "WGPUBindGroupEntry *",
+    "WGPUBindGroupEntry[]",
+    "WGPUBindGroupLayoutDescriptor *",
+    "WGPUBindGroupLayoutEntry *",
+    "WGPUBindGroupLayoutEntry[]",
+    "WGPUBindGroupLayout[]",
+    "WGPUBufferBindingLayout *",
+    "WGPUBufferDescriptor *",
+    "WGPUBufferMapCallbackInfo *",
+    "WGPUChainedStruct *",
+    "WGPUChainedStruct * ",
+    "WGPUColor *",
+    "WGPUColorTargetState *",
+    "WGPUColorTargetState[]",
+    "WGPUCommandBufferDescriptor *",
+    "WGPUCommandBuffer[]",
+    "WGPUCommandEncoderDescriptor *",
+    "WGPUConstantEntry *",
+    "WGPUConstantEntry[]",
+    "WGPUDeviceDescriptor *",
+    "WGPUDeviceExtras *",
+    "WGPUDeviceLostCallbackInfo *",
+    "WGPUExtent3D *",
+    "WGPUFeatureName[]",
+    "WGPUFragmentState *",
+    "WGPUInstanceDescriptor *",
+    "WGPULimits *",
+    "WGPUMultisampleState *",
+    "WGPUNativeLimits *",
+    "WGPUOrigin3D *",
+    "WGPUPipelineLayoutDescriptor *",
+    "WGPUPrimitiveState *",
+    "WGPUPrimitiveStateExtras *",
+    "WGPUQueueDescriptor *",
+    "WGPURenderPassColorAttachment *",
+    "WGPURenderPassColorAttachment[]",
+    "WGPURenderPassDescriptor *",
+    "WGPURenderPipelineDescriptor *",
+    "WGPURequestDeviceCallbackInfo *",
+    "WGPUSamplerBindingLayout *",
+    "WGPUSamplerDescriptor *",
+    "WGPUShaderModuleDescriptor *",
+    "WGPUShaderSourceWGSL *",
+    "WGPUStringView *",
+    "WGPUTexelCopyBufferLayout *",
+    "WGPUTexelCopyTextureInfo *",
+    "WGPUTexelCopyBufferInfo *",
+    "WGPUTextureBindingLayout *",
+    "WGPUTextureDescriptor *",
+    "WGPUTextureViewDescriptor *",
+    "WGPUUncapturedErrorCallbackInfo *",
+    "WGPUVertexState *",
+    "WGPUBlendState *",
+    "WGPUBlendComponent *",
+    "WGPUSurfaceConfiguration *",
+    "WGPUSurfaceTexture *",
+    "WGPUSurfaceCapabilities *",
+    "WGPUSurfaceDescriptor *",
+    "WGPUSurfaceSourceXlibWindow *",
+    "WGPUSurfaceSourceWaylandSurface *",
+    "WGPUSurfaceSourceXCBWindow *",
+    "WGPUTextureFormat[]",
+    "WGPUTextureView[]",
+    "WGPURenderPassDepthStencilAttachment *",
+    "WGPUPassTimestampWrites *",
+    "char []",
+    "intptr_t",
+    "uint32_t []",
+    "uint8_t *",
+    "uint8_t []",
+    "uintptr_t",
+    "void(WGPUDevice const *, WGPUDeviceLostReason, WGPUStringView, void *, void *)",
+    "void(WGPUDevice const *, WGPUErrorType, WGPUStringView, void *, void *)",
+    "void(WGPULogLevel, WGPUStringView, void *)",
+    "void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)",
+    "void(WGPURequestDeviceStatus, WGPUDevice, WGPUStringView, void *, void *)",
+    "void(WGPURequestAdapterStatus, WGPUAdapter, WGPUStringView, void *, void *)",
+)
+
+
+def warm_webgpu_bindings() -> int:
+    """Have cffi know wgpu-py's C types before the device, the importer and the renderer ask for them;
+    returns how many were parsed now.
+
+    cffi parses a type written as text (``ffi.new("WGPUTextureDescriptor *")``) on its first use, each in a
+    pycparser run over all of webgpu.h's typedefs: wgpu-py's first device, render and present ask for about
+    70 such types, 0.9 s of a 2-core machine's start-up. Here they are parsed as the parameters of one
+    declaration (what cffi's ``parse_type`` does with one) and put in cffi's own cache, as its ``typeof``
+    would. Types the header lacks are left out; where cffi or wgpu-py are not as expected (another
+    version), nothing is done and each type is parsed on its first use, as before. Thread-safe.
+    """
+    try:
+        from wgpu.backends.wgpu_native._ffi import ffi
+
+        parser, cache, lock = ffi._parser, ffi._parsed_types, ffi._lock
+        known = parser._declarations
+    except Exception:  # not wgpu-native 0.32, or not this cffi: nothing to warm
+        return 0
+    import re
+
+    def declared(cdecl: str) -> bool:
+        return all(f"typedef {name}" in known for name in re.findall(r"WGPU\w+", cdecl))
+
+    with lock:
+        todo = [cdecl for cdecl in _WGPU_C_TYPES if cdecl not in cache and declared(cdecl)]
+        if not todo:
+            return 0
+        try:
+            source = ",\n".join(todo)
+            ast = parser._parse(f"void __dummy(\n{source}\n);")[0]
+            params = ast.ext[-1].type.args.params
+            if len(params) != len(todo):
+                return 0
+            found = []
+            for cdecl, param in zip(todo, params):
+                parsed, _quals = parser._get_type_and_quals(param.type)
+                raw_function = bool(parsed.is_raw_function)
+                if raw_function:
+                    parsed = parsed.as_function_pointer()
+                found.append((cdecl, (ffi._get_cached_btype(parsed), raw_function)))
+        except Exception:  # left to cffi's own parse on first use
+            return 0
+        for cdecl, entry in found:
+            cache.setdefault(cdecl, entry)
+    return len(found)
 
 
 @functools.lru_cache(maxsize=64)
