@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import struct
+import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -312,3 +314,54 @@ def test_untagged_colour_is_guessed_from_the_size(
         assert f"matrix {name} guessed from the size (untagged)" in colour["guessed"]
         assert "range limited, primaries BT709, transfer BT709 assumed (untagged)" in colour["guessed"]
         assert f"matrix {name} guessed from the size (untagged)" in stats.summary()
+
+
+# ---------------------------------------------------------------------------------------------------
+# start-up: what --help loads, the first frame's time, a missing window backend said at once
+
+
+def test_play_help_loads_neither_pyav_nor_wgpu() -> None:
+    """``alpha2 play --help`` builds its parser without PyAV, wgpu or the window (they load when a file
+    plays), which keeps it near the interpreter's own start-up."""
+    code = (
+        "import sys\n"
+        "from alpha2.apps.cli import build_parser\n"
+        "build_parser(['play'])\n"
+        "print(sorted(m for m in ('av', 'wgpu', 'rendercanvas', 'sounddevice', 'alpha2.apps.window',"
+        " 'alpha2.ffmpeg_bridge', 'alpha2.native_gpu') if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]", run.stdout
+
+
+@pytest.mark.vulkan
+def test_first_frame_time_is_reported(clip: str) -> None:
+    stats = play(clip, PlayOptions(offscreen=True, frames=3), environ=NO_DISPLAY)
+    data = stats.as_dict()
+    assert data["first_frame_s"] is not None and 0 < data["first_frame_s"] < 600
+    assert "first frame:" in stats.summary()
+
+
+@pytest.mark.vulkan
+def test_missing_window_backend_is_said_before_playing(
+    clip: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A display but no window backend: one line on stderr with the install line, before the file plays
+    offscreen (the report at the end says it again)."""
+    why = "rendercanvas is not installed (pip install rendercanvas glfw)"
+    monkeypatch.setattr(player, "window_unavailable_reason", lambda environ=None: why)
+    said: list[str] = []
+    real_offscreen = player.Player.offscreen
+
+    def offscreen(self: Any, reason: str) -> Any:
+        said.append(capsys.readouterr().err)  # what was on stderr when playback began
+        return real_offscreen(self, reason)
+
+    monkeypatch.setattr(player.Player, "offscreen", offscreen)
+    stats = play(clip, PlayOptions(frames=2), environ={"DISPLAY": ":7"})
+    assert stats.mode == "offscreen" and why in stats.mode_reason
+    assert said == [f"alpha2: no window: {why}; playing offscreen, without sound\n"]
+    # No display at all: nothing to say at once (offscreen is what was to be expected).
+    said.clear()
+    play(clip, PlayOptions(frames=1), environ=NO_DISPLAY)
+    assert said == [""]

@@ -147,3 +147,65 @@ def test_memory_stays_flat_while_rendering(pixel_format: PixelFormat, scaled: bo
     grown = _rss_bytes() - before
     assert pixels.shape[2] == 4 and np.isfinite(pixels).all()
     assert grown < 20 * 2**20, f"RSS grew {grown / 2**20:.1f} MB over 200 renders"
+
+
+_TYPES_SEEN = """
+import sys
+from alpha2.native_gpu.render.renderer import _WGPU_C_TYPES, warm_webgpu_bindings
+from wgpu.backends.wgpu_native._ffi import ffi
+warmed = warm_webgpu_bindings() if sys.argv[1] == "warm" else 0
+seen = []
+for cdecl in _WGPU_C_TYPES:
+    try:
+        seen.append(str(ffi.typeof(cdecl)))
+    except Exception as exc:  # a raw function type: what ffi.callback takes
+        seen.append(type(exc).__name__)
+print(warmed, "|".join(seen))
+"""
+
+
+def test_warmed_webgpu_types_are_cffi_own() -> None:
+    """The types parsed in one pass are the ones cffi parses one by one (in fresh interpreters)."""
+    import subprocess
+    import sys
+
+    def seen(mode: str) -> tuple[int, str]:
+        run = subprocess.run(
+            [sys.executable, "-c", _TYPES_SEEN, mode], capture_output=True, text=True, check=True
+        )
+        warmed, types = run.stdout.strip().split(" ", 1)
+        return int(warmed), types
+
+    warmed, types = seen("warm")
+    cold_warmed, cold = seen("cold")
+    assert cold_warmed == 0 and warmed > 50
+    assert types == cold
+
+
+@pytest.mark.vulkan
+def test_throttle_bounds_frames_without_reading_them() -> None:
+    """The throttle waits on its own buffers (never on a copy of the frame's texture), in the frame's
+    submit or one of its own, and makes nothing per frame."""
+    from alpha2.api.throttle import SubmitThrottle
+
+    _adapter_or_skip()
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    device = adapter.request_device_sync()
+    throttle = SubmitThrottle(device, wgpu, depth=2)
+    texture = device.create_texture(
+        size=(16, 16, 1), format="rgba8unorm", usage=wgpu.TextureUsage.RENDER_ATTACHMENT
+    )  # no COPY_SRC: a mark that read it would fail validation
+    for _ in range(5):
+        encoder = device.create_command_encoder()
+        view = texture.create_view()
+        attachment = {"view": view, "clear_value": (0, 0, 0, 1), "load_op": "clear", "store_op": "store"}
+        pass_ = encoder.begin_render_pass(color_attachments=[attachment])
+        pass_.end()
+        throttle.encode(encoder, texture)
+        device.queue.submit([encoder.finish()])
+        throttle.submitted()
+        throttle.mark(texture)
+    throttle.drain()
+    assert all(m is None for m in throttle._maps)
+    throttle.close()
+    throttle.close()  # idempotent

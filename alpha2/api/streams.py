@@ -544,6 +544,7 @@ class StreamGroup:
         self._in_flight.encode(encoder, self.wall)
         t0 = time.perf_counter()
         webgpu.queue.submit([encoder.finish()])
+        self._in_flight.submitted()  # its wait is the GPU's finishing this tick, not every later submit
         self.stages.add("submit", time.perf_counter() - t0)
         self.submissions += 1
         return True
