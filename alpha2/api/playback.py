@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from alpha2.api import pipeline
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tonemap import ToneCurve
@@ -28,6 +27,7 @@ from alpha2.gpu.tonemap import ToneCurve
 if TYPE_CHECKING:
     from alpha2.api.throttle import SubmitThrottle
     from alpha2.ffmpeg_bridge import DecodeSession
+    from alpha2.gpu.frames import DecodedFrame
     from alpha2.native_gpu.device.device import Device
 
 _T = TypeVar("_T")
