@@ -34,7 +34,8 @@ EXPECTED = {
 }
 
 # A command that runs for a long while: 60 s of 640x360 video to encode.
-LONG_SAMPLE = ["sample", "long.mp4", "--duration", "60", "--size", "640x360", "--no-audio"]
+# Long enough to be still running when a test signals it, even on 16 fast cores (every test ends it).
+LONG_SAMPLE = ["sample", "long.mp4", "--duration", "900", "--size", "1280x720", "--no-audio"]
 
 
 def _env() -> dict[str, str]:
@@ -145,7 +146,10 @@ def test_sighup_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
 
 
 def _background_job() -> None:
+    # As a shell starts a background job: SIGINT ignored, the rest at their defaults (whatever the
+    # process running the tests inherited: a CI runner may ignore SIGTERM).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def test_sigint_ignored_at_start_stays_ignored(tmp_path: Path) -> None:

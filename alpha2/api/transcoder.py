@@ -722,6 +722,11 @@ class _Transcoder:
             way_out = "choose a smaller --size"
         elif self.options.gpu:
             way_out = "drop --gpu: the CPU route (swscale) takes it, and --size scales it down there"
+        elif first.on_gpu:
+            way_out = (
+                "NVDEC decodes it on the GPU, where swscale cannot reach it: --hwaccel none decodes it on "
+                "the CPU, where swscale takes it"
+            )
         else:
             way_out = f"the CPU route cannot take this plan either ({swscale_why})"
         raise UnsupportedError(f"{said}: {way_out}")
