@@ -409,6 +409,49 @@ def test_fit_columns_keeps_whole_words_and_says_what_it_left_out() -> None:
     assert kept == [1] and left == [0, 2, 3]  # the first wanted column stays, whatever the width
 
 
+_H200 = (
+    "0",
+    "NVIDIA H200",
+    "discrete GPU",
+    "NVIDIA 580.159.4.0",
+    "1.4.312",
+    "h264 (8-bit 4096x4096), h265 (8/10-bit 8192x8192)",
+    "-",
+    "139.8 GiB",
+    "mem fd, sem fd+fd-timeline, timeline",
+    "1",
+    "chosen",
+)
+
+
+@pytest.mark.parametrize("columns", [200, 100, 80, 60])
+def test_probe_table_of_an_h200_fits(columns: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """The H200's row (as ``alpha2 probe`` printed it there) at each width: no line wider, no word
+    broken; rich left to squeeze by itself made it one column too wide at 80."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from alpha2.apps.cli import column_widths
+    from alpha2.apps.probe import _HEADERS, _PRIORITY
+
+    kept, left = fit_columns(_HEADERS, [_H200], columns, _PRIORITY)
+    widths = column_widths(_HEADERS, [_H200], kept, columns)
+    table = Table(title="Vulkan adapters (loader order)")
+    for i in kept:
+        table.add_column(_HEADERS[i], overflow="fold", width=widths[i])
+    table.add_row(*(_H200[i] for i in kept))
+    console = Console(width=columns, file=io.StringIO())
+    with console.capture() as captured:
+        console.print(table)
+    text = captured.get()
+    assert max(len(line) for line in text.splitlines()) <= columns, text
+    cells = text.replace("│", " ").replace("┃", " ").split()
+    for i in kept:
+        for word in _H200[i].split() + _HEADERS[i].split():
+            assert word in cells, (word, text)
+    assert (left == []) == (columns >= 200)
+
+
 def _report(tmp_path: Path) -> BatchReport:
     def item(name: str) -> BatchItem:
         return BatchItem(name, str(tmp_path / "in" / name), str(tmp_path / "out" / name))

@@ -57,10 +57,10 @@ from alpha2.apps.batch_run import (
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
     add_overwrite_arguments,
+    column_widths,
     fit_columns,
     help_formatter,
     terminal_columns,
-    word_widths,
 )
 from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
@@ -438,13 +438,12 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
             )
         )
     kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
-    least = word_widths(_HEADERS, rows)
+    widths = column_widths(_HEADERS, rows, kept, width)
     table = Table(title=f"alpha2 batch into {report.out_dir}")
     for i in kept:
         name = _HEADERS[i]
-        right = name in _RIGHT
         table.add_column(
-            name, justify="right" if right else "left", overflow="fold", no_wrap=right, min_width=least[i]
+            name, justify="right" if name in _RIGHT else "left", overflow="fold", width=widths[i]
         )
     for row in rows:
         table.add_row(*(row[i] for i in kept))
@@ -455,7 +454,11 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     for r in report.results:
         if r.status is FileStatus.FAILED and r.error:
             for line in textwrap.wrap(
-                f"{r.item.key}: {r.error}", width - 1, subsequent_indent="  ", break_on_hyphens=False
+                f"{r.item.key}: {r.error}",
+                width - 1,
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
             ):
                 console.print(line, markup=False)
     data = report.as_dict()

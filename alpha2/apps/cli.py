@@ -325,6 +325,34 @@ def fit_columns(
     return sorted(kept), [i for i in range(len(headers)) if i not in kept]
 
 
+def column_widths(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], kept: Sequence[int], width: int
+) -> dict[int, int]:
+    """Widths for the ``kept`` columns that fill at most ``width``: each its longest word, and what is
+    left shared by how much more each column's longest text needs. Given to rich as fixed widths, so
+    that its own squeezing (which can leave a table a column too wide) does not come into it."""
+    from rich.cells import cell_len
+
+    least = word_widths(headers, rows)
+    natural = [
+        max(cell_len(text) for text in (header, *(row[i] for row in rows)))
+        for i, header in enumerate(headers)
+    ]
+    widths = {i: least[i] for i in kept}
+    spare = width - (sum(widths.values()) + 3 * len(kept) + 1)
+    need = {i: natural[i] - widths[i] for i in kept if natural[i] > widths[i]}
+    total = sum(need.values())
+    if spare <= 0 or not total:
+        return widths
+    if total <= spare:
+        return {i: max(least[i], natural[i]) for i in kept}
+    given = {i: spare * n // total for i, n in need.items()}
+    left = spare - sum(given.values())
+    for i in sorted(need, key=lambda i: need[i] - given[i], reverse=True)[:left]:
+        given[i] += 1
+    return {i: widths[i] + given.get(i, 0) for i in kept}
+
+
 def word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
     """Each column's longest word (header included): the width below which rich breaks words."""
     from rich.cells import cell_len

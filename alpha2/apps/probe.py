@@ -20,11 +20,11 @@ from alpha2.api.machine import (
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
+    column_widths,
     fit_columns,
     help_formatter,
     run_command,
     terminal_columns,
-    word_widths,
 )
 from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
 from alpha2.gpu.errors import UnsupportedError
@@ -220,10 +220,10 @@ def _print_table(
             )
         )
     kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
-    least = word_widths(_HEADERS, rows)
+    widths = column_widths(_HEADERS, rows, kept, width)
     table = Table(title="Vulkan adapters (loader order)", show_lines=False)
     for i in kept:
-        table.add_column(_HEADERS[i], overflow="fold", min_width=least[i])
+        table.add_column(_HEADERS[i], overflow="fold", width=widths[i])
     for row in rows:
         table.add_row(*(row[i] for i in kept))
     console.print(table)
@@ -232,7 +232,14 @@ def _print_table(
         console.print(f"({said}: under each adapter, for the table to fit {width} columns)")
 
     def say(text: str, indent: str) -> None:
-        for line in textwrap.wrap(text, width - 1, initial_indent=indent, subsequent_indent=indent + "  "):
+        for line in textwrap.wrap(
+            text,
+            width - 1,
+            initial_indent=indent,
+            subsequent_indent=indent + "  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        ):
             console.print(line, markup=False)
 
     for c, row in zip(candidates, rows):
