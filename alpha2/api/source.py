@@ -56,7 +56,7 @@ from alpha2.gpu.webgpu import WebGpuDevice, promise_settled, pump_events
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
-from alpha2.native_gpu.render.renderer import FrameRenderer, read_texture_rgba
+from alpha2.native_gpu.render.renderer import FrameRenderer, read_texture_rgba, warm_webgpu_bindings
 
 if TYPE_CHECKING:
     from alpha2.api.tensors import RgbTensor
@@ -586,6 +586,7 @@ class VideoSource:
         self._info: VideoInfo | None = None
         self._frame_count: int | None = None
         self._lock = threading.Lock()
+        self._warmed = False
         self._busy = threading.Lock()  # held while a call takes frames: a second thread is refused
         self._loop_thread: threading.Thread | None = None  # the thread whose loop iterates the source
         self._loop_depth = 0
@@ -676,6 +677,11 @@ class VideoSource:
         """The alpha2 Device frames render on: when none was given, opened on first use on the GPU the
         decoder was placed on, with the GPU copy's features when NVDEC decodes (``Device.open``)."""
         with self._lock:
+            if not self._warmed:
+                # wgpu-py's C types in one parse, not one each as the device and the renderer first ask
+                # (0.5-0.9 s of the first frame on two cores).
+                warm_webgpu_bindings()
+                self._warmed = True
             if self._device is None:
                 self._device = Device.open(want_gpu_copy=self._session.hwaccel_report.on_gpu)
             return self._device

@@ -44,6 +44,7 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
 from alpha2.native_gpu.encode.pipelines import SOURCE_TEXTURE_FORMATS
+from alpha2.native_gpu.render.renderer import warm_webgpu_bindings
 
 __all__ = ["DEFAULT_COLOUR", "DEFAULT_RATE", "Writer", "create"]
 
@@ -402,6 +403,7 @@ class Writer:
 
     def _device_for(self, texture: Any) -> Device:
         if self._device is None:
+            warm_webgpu_bindings()  # wgpu-py's C types in one parse, before the copier asks for them
             owner = getattr(texture, "_device", None)
             if owner is not None:
                 self._device = Device.adopt(owner)
