@@ -26,7 +26,7 @@ _SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"$', re.M)
 GALLERY = sorted((REPO / "examples").glob("*.py"))
 GALLERY_LIMIT_S = 180
 """Each gallery script's time limit (CI has 2 cores and lavapipe; they take a few seconds there)."""
-NEEDS = {"pygfx_video.py": "pygfx"}
+NEEDS = {"pygfx_video.py": "pygfx", "dataloader.py": "torch"}
 """Gallery scripts that need an optional package (skipped without it)."""
 
 
@@ -90,7 +90,7 @@ def _gallery_args(name: str, sample: str, tmp_path: Path) -> list[str]:
     """The command-line arguments each script's usage line asks for."""
     if name == "write_from_arrays.py":
         return [str(tmp_path / "out.mp4")]
-    if name == "stream_group.py":
+    if name in ("stream_group.py", "dataloader.py"):
         return [sample, sample]
     return [sample, str(tmp_path / "out.mp4")]
 

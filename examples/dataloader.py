@@ -1,0 +1,67 @@
+"""A PyTorch data loader over a folder of videos: clips sampled at random times, as RGB tensors.
+
+Each ``DataLoader`` worker opens its own sources (an ``alpha2.open`` per file, kept for the worker's
+life); ``source.frames_at`` decodes a clip's frames in one forward pass (exact on variable frame rate),
+and ``source.to_tensor`` converts them with the renderer's exact colour conversion, resized and
+normalised, as one ``(T, 3, H, W)`` float tensor: CUDA memory through DLPack where the GPU allows (NVDEC
+and a Dawn device), else a numpy array. Every tensor says which path its pixels took.
+
+Usage: python dataloader.py FOLDER_OR_VIDEO [...]
+"""
+
+import random
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import alpha2
+
+CLIP_FRAMES = 4  # frames a clip
+STEP_S = 0.1  # seconds between them
+SIZE = (112, 112)  # (width, height) of each picture
+
+
+class VideoClips(Dataset):
+    """``clips_per_video`` clips from each video, at times drawn once (seeded)."""
+
+    def __init__(self, videos: list[str], clips_per_video: int = 2, seed: int = 0) -> None:
+        self.videos = videos
+        rng = random.Random(seed)
+        self.items = []
+        for path in videos:
+            with alpha2.open(path, hwaccel="none") as source:
+                last = (source.duration_seconds or 1.0) - CLIP_FRAMES * STEP_S
+            for _ in range(clips_per_video):
+                self.items.append((path, rng.uniform(0.0, max(last, 0.0))))
+        self.sources: dict[str, alpha2.VideoSource] = {}  # this worker's own, opened on first use
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def source(self, path: str) -> alpha2.VideoSource:
+        if path not in self.sources:
+            self.sources[path] = alpha2.open(path)
+        return self.sources[path]
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, str]:
+        path, start = self.items[index]
+        source = self.source(path)
+        frames = source.frames_at([start + i * STEP_S for i in range(CLIP_FRAMES)])
+        try:
+            clip = source.to_tensor(frames, size=SIZE, layout="CHW", dtype="float32", mean=0.45, std=0.225)
+            on_cuda = clip.device.startswith("cuda")
+            tensor = torch.from_dlpack(clip) if on_cuda else torch.from_numpy(clip.numpy())
+            return tensor.clone(), clip.path.value  # the clone owns its memory once the frames go
+        finally:
+            for frame in frames:
+                frame.release()
+
+
+videos = []
+for arg in sys.argv[1:] or ["/tmp/alpha2-sample.mp4"]:
+    videos += [str(p) for p in sorted(Path(arg).glob("*.mp4"))] if Path(arg).is_dir() else [arg]
+loader = DataLoader(VideoClips(videos), batch_size=2, num_workers=2)
+for batch, paths in loader:
+    print(tuple(batch.shape), batch.dtype, f"mean {batch.mean():.3f}", "paths:", sorted(set(paths)))
