@@ -20,6 +20,7 @@ import av.container
 import numpy as np
 
 from alpha2.ffmpeg_bridge.errors import BridgeError, MediaFormatError, from_ffmpeg
+from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 
 __all__ = ["AudioBlock", "AudioDecodeSession", "AudioStreamInfo", "NoAudioStreamError", "media_kinds"]
@@ -84,7 +85,9 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
     """The stream kinds in ``source`` (``video``, ``audio``, ...), without decoding."""
     where = os.fspath(source)
     try:
-        with av.open(where, mode="r", metadata_errors="replace") as container:
+        # Probing decodes a first picture of some formats: kept under the default limit.
+        options = probe_options(DEFAULT_MAX_PIXELS)
+        with av.open(where, mode="r", metadata_errors="replace", options=options) as container:
             return frozenset(str(s.type) for s in container.streams)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg(exc, f"opening {where!r}") from exc
@@ -163,7 +166,8 @@ class AudioDecodeSession:
             raise InvalidInputError(f"stream_index must be an int or None, got {stream_index!r}")
         self.source = os.fspath(source)
         try:
-            container = av.open(self.source, mode="r", metadata_errors="replace")
+            options = probe_options(DEFAULT_MAX_PIXELS)  # the video's first picture, decoded while probing
+            container = av.open(self.source, mode="r", metadata_errors="replace", options=options)
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening {self.source!r}") from exc
         if not isinstance(container, av.container.InputContainer):

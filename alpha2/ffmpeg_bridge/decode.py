@@ -180,7 +180,9 @@ class DecodeSession:
             handed out; NVDEC's pool is enlarged by this many frames so they never starve it.
         max_pixels: Refuse pictures of more pixels than this (OutOfMemoryError), from the stream's
             coded size at open and again from the first frame, before a decoder allocates frames that
-            size (a 15 KB stream whose SPS claims 8192x8192 took 9.5 GB); None: no limit.
+            size (a 15 KB stream whose SPS claims 8192x8192 took 9.5 GB). Default
+            :data:`~alpha2.ffmpeg_bridge.media.DEFAULT_MAX_PIXELS` (8K), so that every decoder (the
+            player's too) is bounded; None: no limit.
 
     Raises:
         MediaNotFoundError, MediaFormatError, NoVideoStreamError, UnsupportedCodecError,
@@ -201,7 +203,7 @@ class DecodeSession:
         device: PlacesDecoders | DecoderPlacement | None = None,
         reserve_timeout_s: float | None = None,
         prefetch: int = 0,
-        max_pixels: int | None = None,
+        max_pixels: int | None = media.DEFAULT_MAX_PIXELS,
     ) -> None:
         if not isinstance(source, str | os.PathLike) and not callable(getattr(source, "read", None)):
             raise InvalidInputError(
@@ -280,7 +282,13 @@ class DecodeSession:
     def _open_container(self, hwaccel: Any) -> av.container.InputContainer:
         src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
         try:
-            container = av.open(src, mode="r", hwaccel=hwaccel, metadata_errors="replace")
+            container = av.open(
+                src,
+                mode="r",
+                hwaccel=hwaccel,
+                metadata_errors="replace",
+                options=media.probe_options(self._max_pixels),
+            )
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening {_display_source(self.source)}") from exc
         if not isinstance(container, av.container.InputContainer):
@@ -317,7 +325,13 @@ class DecodeSession:
         if plan.use_cuda:
             src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
             try:
-                opened = av.open(src, mode="r", hwaccel=make_hwaccel(plan), metadata_errors="replace")
+                opened = av.open(
+                    src,
+                    mode="r",
+                    hwaccel=make_hwaccel(plan),
+                    metadata_errors="replace",
+                    options=media.probe_options(self._max_pixels),
+                )
             except (
                 av.error.FileNotFoundError,
                 av.error.PermissionError,
@@ -362,6 +376,9 @@ class DecodeSession:
         else:
             cc.thread_type = "AUTO"
             cc.thread_count = self._threads
+        # The decoder itself refuses pictures over the limit too: a later SPS may claim more than the
+        # first frame (checked below) had.
+        cc.options = {**cc.options, **media.probe_options(self._max_pixels)}
         where = _display_source(self.source)
         try:
             coded = (max(cc.width, cc.coded_width), max(cc.height, cc.coded_height))

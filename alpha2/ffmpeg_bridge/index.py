@@ -16,6 +16,7 @@ import av
 
 from alpha2.ffmpeg_bridge.decode import MediaSource, _display_source
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError, from_ffmpeg
+from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["KeyframeIndex", "keyframe_index"]
@@ -59,7 +60,10 @@ def keyframe_index(source: MediaSource, stream_index: int | None = None) -> Keyf
         NoVideoStreamError: no such video stream.
     """
     try:
-        container = av.open(source, mode="r", metadata_errors="replace")
+        # Only packets are read; the pictures FFmpeg decodes while probing stay under the default limit.
+        container = av.open(
+            source, mode="r", metadata_errors="replace", options=probe_options(DEFAULT_MAX_PIXELS)
+        )
     except av.error.FFmpegError as exc:
         raise from_ffmpeg(exc, f"indexing {_display_source(source)}") from exc
     try:

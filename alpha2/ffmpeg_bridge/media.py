@@ -21,6 +21,7 @@ from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.hdr import HdrMetadata
 
 __all__ = [
+    "DEFAULT_MAX_PIXELS",
     "AudioTrack",
     "StreamInfo",
     "audio_tracks",
@@ -30,6 +31,7 @@ __all__ = [
     "cuda_planes_of",
     "frame_size_bytes",
     "pixel_format_of",
+    "probe_options",
     "rotation_from_degrees_ccw",
     "stream_info",
     "with_first_frame",
@@ -38,6 +40,10 @@ __all__ = [
 ]
 
 _TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT: the format allows timestamp discontinuities
+
+DEFAULT_MAX_PIXELS = 8192 * 4320
+"""Decoded pictures of more pixels than this (8K, 35.4 MP) are refused unless the caller says otherwise
+(``max_pixels``): a few kilobytes whose parameter sets claim 8192x8192 took 1.4 GB to play."""
 
 # AVFieldOrder: AV_FIELD_TT and AV_FIELD_TB code the top field first.
 _TOP_FIELD_FIRST_ORDERS = (2, 4)
@@ -342,6 +348,20 @@ def with_first_frame(
     )
 
 
+def probe_options(max_pixels: int | None) -> dict[str, str]:
+    """``av.open`` options that keep the decoders FFmpeg runs while probing the streams
+    (``avformat_find_stream_info``) under ``max_pixels`` (libavcodec's ``max_pixels``).
+
+    Probing decodes a first picture of formats that do not say everything in their headers (raw H.264
+    and HEVC, MP4 and Matroska too): a 4 KB stream whose SPS claims 8192x8192 peaked at 344 MB while
+    being opened, before :func:`check_picture_size` could look at it, and at 56 MB with these. The
+    stream's claimed size still reaches the codec parameters (from the parameter sets), so the refusal
+    names it. Formats whose streams appear only while probing (MPEG-TS) get none: FFmpeg takes options
+    for the streams it knows before.
+    """
+    return {} if max_pixels is None else {"max_pixels": str(max_pixels)}
+
+
 def check_picture_size(width: int, height: int, max_pixels: int | None, where: str) -> None:
     """Refuse a picture of more than ``max_pixels`` pixels before its frames are allocated.
 
@@ -353,7 +373,8 @@ def check_picture_size(width: int, height: int, max_pixels: int | None, where: s
     raise OutOfMemoryError(
         f"{where} holds {width}x{height} pictures ({width * height / 1e6:.1f} MP), over the "
         f"{max_pixels / 1e6:.1f} MP limit on decoded pictures ({max_pixels} pixels): a picture that "
-        "large takes gigabytes to decode; raise the limit (--max-pixels) if it is meant"
+        "large takes gigabytes to decode; raise the limit (--max-pixels, or max_pixels= in Python) if it "
+        "is meant"
     )
 
 

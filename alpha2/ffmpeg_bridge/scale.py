@@ -271,5 +271,6 @@ def rgba_like_shader(
         graph.push(source)
         rgba = graph.pull().to_ndarray()
     finally:
-        source.pts, source.time_base = pts, source_tb
+        # PyAV takes no None back; 0/1 reads as None again (a frame some damaged streams give).
+        source.pts, source.time_base = pts, source_tb if source_tb is not None else Fraction(0, 1)
     return np.asarray(rgba)[: size.height, : size.width]
