@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from alpha2.api import pipeline
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.gpu.geometry import Rotation, Size
+from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tonemap import ToneCurve
 
@@ -32,7 +32,14 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["PlayOptions", "PlayStats", "Player", "displayed_size", "seconds_since_process_start"]
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "PlayOptions",
+    "PlayStats",
+    "Player",
+    "displayed_size",
+    "seconds_since_process_start",
+]
 
 _IMPORTED_S = time.perf_counter()
 
@@ -119,6 +126,8 @@ class PlayOptions:
     overwrite: bool = True
     """Replace an existing snapshot file (the input itself never); ``alpha2 play`` passes False unless
     given ``-y`` (``--overwrite``), and an existing file is then refused."""
+    max_pixels: int | None = DEFAULT_MAX_PIXELS
+    """Refuse pictures of more pixels than this before decoding them (``--max-pixels``); None: no limit."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tone_curve, ToneCurve):
@@ -277,7 +286,9 @@ class Player:
 
         if self._shared_device is not None:
             self.gpu_device = self._shared_device
-            self.decoder = open_decoder(self.source, self.gpu_device, hwaccel=self.options.hwaccel)
+            self.decoder = open_decoder(
+                self.source, self.gpu_device, hwaccel=self.options.hwaccel, max_pixels=self.options.max_pixels
+            )
         else:
             hwaccel = self.options.hwaccel
 
@@ -286,7 +297,9 @@ class Player:
 
             self._start_gpu(make)
             try:
-                self.decoder = open_decoder(self.source, None, hwaccel=hwaccel)
+                self.decoder = open_decoder(
+                    self.source, None, hwaccel=hwaccel, max_pixels=self.options.max_pixels
+                )
             except BaseException:
                 self._join_gpu(raise_errors=False)
                 raise

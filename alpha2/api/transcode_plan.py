@@ -26,7 +26,7 @@ from alpha2.gpu.colour import (
 )
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
-from alpha2.gpu.geometry import Rotation, Size
+from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 
 __all__ = [
@@ -82,9 +82,6 @@ DEFAULT_PRESETS: dict[str, str] = {
 """The preset (``cpu-used`` for libvpx-vp9 and libaom-av1) each encoder uses when none is asked for:
 FFmpeg's defaults, which alpha2 keeps."""
 
-DEFAULT_MAX_PIXELS = 8192 * 4320
-"""Decoded pictures of more pixels than this (8K, 35.4 MP) are refused unless ``--max-pixels`` says
-otherwise: a stream whose parameters claim a huge picture takes gigabytes to decode."""
 
 HD_MIN_HEIGHT = 720
 """Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""

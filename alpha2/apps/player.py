@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 # What ``alpha2 play --help`` and the parser need, and no more: PyAV, wgpu, the window and the sound load
 # when a file plays (``play``), so that ``--help`` answers at once and the first frame comes sooner.
 from alpha2.api import pipeline
-from alpha2.api.playback import PlayOptions, PlayStats
+from alpha2.api.playback import DEFAULT_MAX_PIXELS, PlayOptions, PlayStats
 from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter, parse_time
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
 from alpha2.gpu.errors import Error, InvalidInputError
@@ -279,6 +279,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
     pipeline.add_hwaccel_argument(parser)
     parser.add_argument(
+        "--max-pixels",
+        type=pipeline.positive_int,
+        default=DEFAULT_MAX_PIXELS,
+        metavar="N",
+        help=f"refuse pictures of more than N pixels before decoding them (default {DEFAULT_MAX_PIXELS}, 8K)",
+    )
+    parser.add_argument(
         "--decoders",
         choices=("threads", "processes"),
         default="threads",
@@ -333,6 +340,7 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         sub=getattr(args, "sub", None),
         subtitles=getattr(args, "subtitles", True),
         overwrite=getattr(args, "overwrite", False),
+        max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
     )
 
 

@@ -181,7 +181,7 @@ class DecodeSession:
         max_pixels: Refuse pictures of more pixels than this (OutOfMemoryError), from the stream's
             coded size at open and again from the first frame, before a decoder allocates frames that
             size (a 15 KB stream whose SPS claims 8192x8192 took 9.5 GB). Default
-            :data:`~alpha2.ffmpeg_bridge.media.DEFAULT_MAX_PIXELS` (8K), so that every decoder (the
+            :data:`~alpha2.gpu.geometry.DEFAULT_MAX_PIXELS` (8K), so that every decoder (the
             player's too) is bounded; None: no limit.
 
     Raises:

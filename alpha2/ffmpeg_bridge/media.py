@@ -16,7 +16,7 @@ from alpha2.ffmpeg_bridge.side_streams import InputStream, input_streams
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.errors import InvalidInputError, OutOfMemoryError, UnknownFormatError
 from alpha2.gpu.formats import PixelFormat
-from alpha2.gpu.geometry import Rotation, Size
+from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.hdr import HdrMetadata
 
@@ -41,9 +41,6 @@ __all__ = [
 
 _TS_DISCONT = 0x0200  # AVFMT_TS_DISCONT: the format allows timestamp discontinuities
 
-DEFAULT_MAX_PIXELS = 8192 * 4320
-"""Decoded pictures of more pixels than this (8K, 35.4 MP) are refused unless the caller says otherwise
-(``max_pixels``): a few kilobytes whose parameter sets claim 8192x8192 took 1.4 GB to play."""
 
 # AVFieldOrder: AV_FIELD_TT and AV_FIELD_TB code the top field first.
 _TOP_FIELD_FIRST_ORDERS = (2, 4)
