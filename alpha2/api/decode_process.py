@@ -32,8 +32,6 @@ import itertools
 import os
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -236,26 +234,10 @@ class DecodeProcess:
     # -- the decoder process ----------------------------------------------------------------------------
 
     def _start(self, options: dict[str, Any], timeout_s: float) -> None:
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        parent, self._process, self._stderr = wire.start_worker(
+            "alpha2.api.decode_worker", "a decoder process"
+        )
         self._sock = parent
-        self._stderr = tempfile.TemporaryFile()
-        env = dict(os.environ)
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "alpha2.api.decode_worker", str(child.fileno())],
-                pass_fds=(child.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=self._stderr,
-                env=env,
-                start_new_session=True,  # a Ctrl-C reaches this process, which closes it
-            )
-        except OSError as exc:
-            raise InternalError(f"could not start a decoder process: {exc}") from exc
-        finally:
-            child.close()
         wire.send(parent, ("open", options))
         message, fds = self._receive(time.monotonic() + timeout_s, "open the source")
         for fd in fds:

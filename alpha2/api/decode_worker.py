@@ -28,8 +28,11 @@ import os
 import pickle
 import select
 import socket
+import subprocess
 import sys
-from typing import TYPE_CHECKING, Any
+import tempfile
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from alpha2.gpu.errors import Error, InternalError
 from alpha2.gpu.handles import OwnedFd
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from alpha2.ffmpeg_bridge.decode import DecodeSession
     from alpha2.gpu.frames import DecodedFrame
 
-__all__ = ["PeerGone", "error_message", "main", "receive", "send", "serve"]
+__all__ = ["PeerGone", "error_message", "main", "receive", "send", "serve", "start_worker", "worker_main"]
 
 _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 64
@@ -251,20 +254,60 @@ def serve(sock: socket.socket) -> int:
             session.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m alpha2.api.decode_worker FD``."""
+def start_worker(
+    module: str, what: str, *, buffer_bytes: int | None = None
+) -> tuple[socket.socket, subprocess.Popen[bytes], IO[bytes]]:
+    """Start ``python -m module FD``: this process's end of the socket pair, the process, and the file
+    its stderr goes to (read when it dies). The package is found from here whatever the caller's path.
+
+    Raises:
+        InternalError: the process could not be started (``what`` names it).
+    """
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if buffer_bytes is not None:
+        for end in (parent, child):
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, buffer_bytes)
+    stderr = tempfile.TemporaryFile()
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", module, str(child.fileno())],
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+            start_new_session=True,  # a Ctrl-C reaches the caller's process, which closes it
+        )
+    except OSError as exc:
+        parent.close()
+        stderr.close()
+        raise InternalError(f"could not start {what}: {exc}") from exc
+    finally:
+        child.close()
+    return parent, process, stderr
+
+
+def worker_main(
+    argv: list[str] | None, module: str, starter: str, run: Callable[[socket.socket], int]
+) -> int:
+    """A worker process's ``main``: ``python -m module FD`` serves the socket ``FD`` with ``run``."""
     args = sys.argv if argv is None else argv
     if len(args) != 2 or not args[1].isdigit():
-        print(
-            "usage: python -m alpha2.api.decode_worker FD (started by DecodeProcess)",
-            file=sys.stderr,
-        )
+        print(f"usage: python -m {module} FD (started by {starter})", file=sys.stderr)
         return 2
     sock = socket.socket(fileno=int(args[1]))
     try:
-        return serve(sock)
+        return run(sock)
     finally:
         sock.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m alpha2.api.decode_worker FD``."""
+    return worker_main(argv, "alpha2.api.decode_worker", "DecodeProcess", serve)
 
 
 if __name__ == "__main__":

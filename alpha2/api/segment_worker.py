@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from alpha2.api.decode_worker import PeerGone, error_message, receive, send
+from alpha2.api.decode_worker import PeerGone, error_message, receive, send, worker_main
 from alpha2.gpu.errors import InternalError
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
 
@@ -450,18 +450,7 @@ def serve(sock: socket.socket) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m alpha2.api.segment_worker FD``."""
-    args = sys.argv if argv is None else argv
-    if len(args) != 2 or not args[1].isdigit():
-        print(
-            "usage: python -m alpha2.api.segment_worker FD (started by SegmentReader)",
-            file=sys.stderr,
-        )
-        return 2
-    sock = socket.socket(fileno=int(args[1]))
-    try:
-        return serve(sock)
-    finally:
-        sock.close()
+    return worker_main(argv, "alpha2.api.segment_worker", "SegmentReader", serve)
 
 
 if __name__ == "__main__":

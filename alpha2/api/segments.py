@@ -45,8 +45,6 @@ import queue
 import select
 import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -703,28 +701,9 @@ class _ProcessSessions:
     # -- the processes ------------------------------------------------------------------------------------
 
     def _start(self, link: _Link) -> None:
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        for end in (parent, child):
-            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
-        link.sock = parent
-        link.stderr = tempfile.TemporaryFile()
-        env = dict(os.environ)
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        try:
-            link.process = subprocess.Popen(
-                [sys.executable, "-m", "alpha2.api.segment_worker", str(child.fileno())],
-                pass_fds=(child.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=link.stderr,
-                env=env,
-                start_new_session=True,  # a Ctrl-C reaches this process, which closes them
-            )
-        except OSError as exc:
-            raise InternalError(f"could not start a segment decoder process: {exc}") from exc
-        finally:
-            child.close()
+        link.sock, link.process, link.stderr = wire.start_worker(
+            "alpha2.api.segment_worker", "a segment decoder process", buffer_bytes=_SOCKET_BUFFER_BYTES
+        )
 
     def _info(self, link: _Link, deadline: float) -> HwAccelReport:
         """The decoder process's answer to ``open``: its decoder's report, or its error raised here."""
