@@ -571,10 +571,10 @@ def test_max_pixels_checks_the_first_frame_too() -> None:
 
 @pytest.mark.vulkan
 def test_wider_than_the_gpu_textures_is_refused_with_the_way_out(tmp_path: Path, capsys: Capsys) -> None:
-    from alpha2.api.devices import open_device
+    from alpha2.api.devices import open_device, texture_limit
 
     with open_device("none") as device:  # wider than this machine's GPU allows (lavapipe 16384, H200 32768)
-        limit = transcoder._texture_limit(device.webgpu_device) or 16384
+        limit = texture_limit(device.webgpu_device) or 16384
     width = max(20000, limit + 2)
     src = _y4m(tmp_path / "wide.y4m", width, 2, frames=2)
     code = cli.main(["transcode", src, str(tmp_path / "out.mkv"), "--gpu", "--codec", "ffv1"])
@@ -592,7 +592,7 @@ def test_a_picture_too_wide_for_the_gpu_takes_swscale_when_nothing_asked_for_the
 ) -> None:
     gpu = ScaleRoute(ScaleRouteKind.GPU, "a GPU device is at hand")
     monkeypatch.setattr(transcoder, "choose_scale_route", lambda **_: gpu)
-    monkeypatch.setattr(transcoder, "_texture_limit", lambda device: 48)
+    monkeypatch.setattr(transcoder, "texture_limit", lambda device: 48)
     clip = make_clip(tmp_path / "c.mkv", width=64, height=48, frames=3)
     # Decoded on the CPU (NVDEC's frames, on the GPU, are the other case: refused with the way out).
     code, data, err = _transcode(
@@ -601,3 +601,21 @@ def test_a_picture_too_wide_for_the_gpu_takes_swscale_when_nothing_asked_for_the
     assert code == 0, err
     assert data["scale_route"]["route"] == "swscale"
     assert "64x48" in data["scale_route"]["reason"] and "48 pixels a side" in data["scale_route"]["reason"]
+
+
+@pytest.mark.vulkan
+def test_play_refuses_a_picture_wider_than_the_gpu_in_one_line(tmp_path: Path, capsys: Capsys) -> None:
+    """alpha2 play draws on the GPU: a picture wider than its textures is refused before a texture of it is
+    made (was: internal error (GPUValidationError)), with the way out."""
+    from alpha2.api.devices import open_device, texture_limit
+
+    with open_device("none") as device:
+        limit = texture_limit(device.webgpu_device) or 16384
+    width = max(20000, limit + 2)
+    src = _y4m(tmp_path / "wide.y4m", width, 2, frames=2)
+    code = cli.main(["play", src, "--offscreen", "--frames", "1", "--hwaccel", "none"])
+    err = capsys.readouterr().err
+    assert code == 1 and "alpha2: error:" in err and "Traceback" not in err and "internal error" not in err, (
+        err
+    )
+    assert f"{width}x2" in err and "max_texture_dimension_2d" in err and "--size" in err

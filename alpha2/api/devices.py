@@ -14,6 +14,7 @@ from typing import Any
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, no_cuda_device_type_reason
 from alpha2.gpu.identity import DecoderPlacement
+from alpha2.gpu.webgpu import WebGpuDevice
 from alpha2.native_gpu._cuda.streams import install_cuda_plane_ops
 from alpha2.native_gpu.device.device import Device
 
@@ -25,6 +26,7 @@ __all__ = [
     "open_decoder",
     "open_device",
     "place_decoder",
+    "texture_limit",
 ]
 
 
@@ -71,6 +73,18 @@ def decoder_placement(device: Device | None = None) -> DecoderPlacement:
     return DecoderPlacement(
         int(found.cuda_ordinal), loader, f"CUDA ordinal {found.cuda_ordinal} matches {where} by UUID"
     )
+
+
+_TEXTURE_LIMIT_KEYS = ("max-texture-dimension-2d", "max_texture_dimension_2d", "maxTextureDimension2D")
+
+
+def texture_limit(webgpu_device: WebGpuDevice) -> int | None:
+    """The WebGPU device's largest 2D texture side (``max_texture_dimension_2d``), None when unknown."""
+    limits = getattr(webgpu_device, "limits", None) or {}
+    for key in _TEXTURE_LIMIT_KEYS:
+        if key in limits:
+            return int(limits[key])
+    return None
 
 
 def as_device(device: Any) -> Device | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from alpha2.api import pipeline
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tonemap import ToneCurve
@@ -359,7 +359,26 @@ class Player:
             )
         decoder.seek(at)
 
-    def _make_gpu(self, on_gpu: bool) -> None:
+    def check_fits(self, size: Size) -> None:
+        """Refuse a picture larger than the device's textures (before a texture of it is made).
+
+        Raises:
+            UnsupportedError: a side over ``max_texture_dimension_2d``, with the way out.
+        """
+        from alpha2.api.devices import texture_limit
+
+        limit = texture_limit(self.device) if self.device is not None else None
+        if limit is not None and max(size.width, size.height) > limit:
+            name = self.gpu_device.adapter_name if self.gpu_device is not None else "the GPU"
+            raise UnsupportedError(
+                f"{self.source!r} is {size.width}x{size.height}, but {name!r} makes textures of at most "
+                f"{limit} pixels a side (max_texture_dimension_2d): alpha2 play cannot show it; scale it "
+                "down first (alpha2 transcode --size), or take one frame with --snapshot (on the CPU)"
+            )
+
+    def _make_gpu(self, on_gpu: bool, size: Size | None = None) -> None:
+        """The device's importer and renderer, and the stream's textures; ``size`` (the picture's, as
+        shown) is checked against the device's textures first."""
         pieces = self._join_gpu()
         if self.gpu_device is None and self._shared_device is not None:
             self.gpu_device = self._shared_device
@@ -373,6 +392,8 @@ class Player:
         self.importer, self.renderer = pieces
         self.stats.device = self.gpu_device.as_dict()
         self.device = self.gpu_device.webgpu_device
+        if size is not None:
+            self.check_fits(size)
         # The path's set-up and the stream's textures now, not on the first frame.
         identity = self.decoder.expected_identity() if self.decoder is not None else None
         self.importer.prepare(gpu_frames=on_gpu, identity=identity)
@@ -491,7 +512,7 @@ class Player:
             raise InvalidInputError(f"{self.source!r} has no decodable video frame{where}")
         t0 = clock()
         try:
-            self._make_gpu(frame.on_gpu)
+            self._make_gpu(frame.on_gpu, displayed_size(frame))
             throttle = SubmitThrottle(self.device, gpu_module_of(self.device), label="alpha2 play throttle")
         except BaseException:
             frame.release()

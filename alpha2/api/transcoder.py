@@ -41,7 +41,7 @@ from typing import Any
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import check_output_path
-from alpha2.api.devices import nvdec_possible, open_decoder, open_device
+from alpha2.api.devices import nvdec_possible, open_decoder, open_device, texture_limit
 from alpha2.api.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
 from alpha2.api.transcode_plan import (
     DEFAULT_CRF,
@@ -75,7 +75,6 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.gpu.webgpu import WebGpuDevice
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
 
@@ -90,18 +89,6 @@ __all__ = [
     "plan_transcode",
     "transcode",
 ]
-
-
-_TEXTURE_LIMIT_KEYS = ("max-texture-dimension-2d", "max_texture_dimension_2d", "maxTextureDimension2D")
-
-
-def _texture_limit(webgpu_device: WebGpuDevice) -> int | None:
-    """The WebGPU device's largest 2D texture side (``max_texture_dimension_2d``), None when unknown."""
-    limits = getattr(webgpu_device, "limits", None) or {}
-    for key in _TEXTURE_LIMIT_KEYS:
-        if key in limits:
-            return int(limits[key])
-    return None
 
 
 def _frame_bytes(frame: DecodedFrame) -> int:
@@ -690,7 +677,7 @@ class _Transcoder:
 
         if self.gpu_device is None:
             self.gpu_device = Device.open(want_gpu_copy=first.on_gpu)
-        limit = _texture_limit(self.gpu_device.webgpu_device)
+        limit = texture_limit(self.gpu_device.webgpu_device)
         if limit is None:
             return route
         coded = first.metadata.coded_size

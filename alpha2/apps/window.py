@@ -340,7 +340,7 @@ class WindowPlayback(_Keys):
         if first is None:
             raise InvalidInputError(f"{player.source!r} has no decodable video frame")
         self.pending = first
-        player._make_gpu(on_gpu=False)  # rendercanvas presents wgpu-native devices
+        player._make_gpu(on_gpu=False, size=displayed_size(first))  # rendercanvas: wgpu-native devices
         player.stats.size = displayed_size(first)
         options = player.options
         self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
