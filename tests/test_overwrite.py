@@ -308,3 +308,24 @@ def test_batch_command_line_y(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert (
             run_cli(["batch", str(src), "--out", str(out), "--quiet", flag, "--workers", "1"], capsys)[0] == 0
         )
+
+
+@pytest.mark.vulkan
+def test_every_snapshot_route_refuses_an_existing_file_and_its_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The swscale snapshot (the CPU machines' default) and the wall's snapshot keep the same rules as
+    the GPU one: an existing file needs -y, and the input is never written over."""
+    clip = make_clip(tmp_path / "c.mp4", frames=3).path
+    png = tmp_path / "s.png"
+    png.write_bytes(b"keep")
+    for args in (["play", clip, "--snapshot", str(png)], ["play", clip, clip, "--snapshot", str(png)]):
+        assert main(args) == 1
+        assert "pass -y" in capsys.readouterr().err
+        assert png.read_bytes() == b"keep"
+    picture = tmp_path / "in.png"
+    write_png(str(picture), np.zeros((8, 8, 4), np.uint8))
+    before = picture.read_bytes()
+    assert main(["play", str(picture), "--snapshot", str(picture), "-y"]) == 1
+    assert "is the input" in capsys.readouterr().err
+    assert picture.read_bytes() == before

@@ -134,7 +134,9 @@ def snapshot_on_cpu(player: Player, route: SnapshotRoute, mode_reason: str) -> P
     stats, options = player.stats, player.options
     stats.mode, stats.mode_reason = "offscreen", mode_reason
     assert options.snapshot is not None
-    snapshot_path = check_output_path(options.snapshot, what="snapshot")
+    snapshot_path = check_output_path(
+        options.snapshot, what="snapshot", overwrite=options.overwrite, inputs=(player.source,)
+    )
     timer = pipeline.RunTimer()
     clock = time.perf_counter
     t0 = clock()

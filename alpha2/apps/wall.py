@@ -109,7 +109,11 @@ def play_wall(
     names = [os.fspath(s) for s in sources]
     refusal = _window_refusal(options, environ)
     stats = WallStats(input=", ".join(names), mode="offscreen", mode_reason=refusal or "", inputs=list(names))
-    snapshot = check_output_path(options.snapshot, what="snapshot") if options.snapshot else None
+    snapshot = (
+        check_output_path(options.snapshot, what="snapshot", overwrite=options.overwrite, inputs=names)
+        if options.snapshot
+        else None
+    )
     timer = pipeline.RunTimer()
     clock = time.perf_counter
     completed = False
