@@ -1126,16 +1126,7 @@ class DecodeSession:
                 )
             return seeking.frame_index(())
         samples: list[tuple[int, bool, int | None]] = []
-        packets = self._container.demux(self._stream)
-        while True:
-            try:
-                packet = next(packets)
-            except StopIteration:
-                break
-            except av.error.FFmpegError:
-                break  # a read error ends the stream, as when decoding
-            if packet.size == 0 or packet.is_discard:
-                continue  # the flush packet; samples an edit list cuts (the decoder drops them)
+        for packet in media.stream_packets(self._container, self._stream):
             if packet.pts is None:
                 return self._scan_frames()
             samples.append((packet.pts, bool(packet.is_keyframe), packet.duration))

@@ -16,7 +16,7 @@ import av
 
 from alpha2.ffmpeg_bridge.decode import MediaSource, _display_source
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError, from_ffmpeg
-from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
+from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_packets
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["KeyframeIndex", "keyframe_index"]
@@ -74,15 +74,10 @@ def keyframe_index(source: MediaSource, stream_index: int | None = None) -> Keyf
         time_base = fractions.Fraction(stream.time_base or fractions.Fraction(1, 1_000_000))
         points: list[tuple[int, int]] = []
         packets = 0
-        try:
-            for packet in container.demux(stream):
-                if packet.size == 0:
-                    continue  # the demuxer's flush packet
-                if packet.is_keyframe and packet.pts is not None:
-                    points.append((int(packet.pts), packets))
-                packets += 1
-        except av.error.FFmpegError:
-            pass  # a damaged tail: the key frames before it still hold
+        for packet in stream_packets(container, stream):  # as the session's frame index counts them
+            if packet.is_keyframe and packet.pts is not None:
+                points.append((int(packet.pts), packets))
+            packets += 1
         start = stream.start_time
     finally:
         container.close()

@@ -34,6 +34,7 @@ __all__ = [
     "probe_options",
     "rotation_from_degrees_ccw",
     "stream_info",
+    "stream_packets",
     "with_first_frame",
     "within_pixel_limit",
     "without_truncated_tail",
@@ -428,3 +429,22 @@ def without_truncated_tail(
             on_dropped()
         else:
             yield held
+
+
+def stream_packets(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream
+) -> Iterator[av.Packet[Any]]:
+    """The stream's packets in decode order, as an index counts them: not the demuxer's flush packet,
+    not the samples an edit list cuts (the decoder drops them); a read error ends them (a damaged
+    tail: what came before still holds)."""
+    packets = container.demux(stream)
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            return
+        except av.error.FFmpegError:
+            return
+        if packet.size == 0 or packet.is_discard:
+            continue
+        yield packet
