@@ -16,6 +16,7 @@ alpha2 / FFmpeg.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fractions
 import os
 import tempfile
@@ -154,6 +155,8 @@ def main() -> None:
             size=Size(OW, OH), gpu=True, crf=args.crf, audio=False, hwaccel="none", colour=ColourChoice.KEEP
         )
         transcode(src, ours, options)
+        ours_cpu = os.path.join(tmp, "alpha2_swscale.mp4")
+        transcode(src, ours_cpu, dataclasses.replace(options, gpu=False))
         _ffmpeg_scale(src, theirs, args.crf)
         _ffmpeg_scale(src, area_ff, args.crf, "AREA")
         source = _lumas(src)
@@ -161,6 +164,7 @@ def main() -> None:
         rows = []
         routes = (
             ("alpha2 GPU", ours),
+            ("alpha2 swscale route (CPU devices)", ours_cpu),
             ("FFmpeg scale (bicubic)", theirs),
             ("FFmpeg scale (area)", area_ff),
         )
@@ -176,14 +180,18 @@ def main() -> None:
             print(
                 f"  {name:24s} PSNR vs area {p_area:6.2f} dB, vs source (upscaled) {p_up:6.2f} dB, {size} B"
             )
-        (_, a1, u1, s1), (_, a2, u2, s2), (_, a3, u3, s3) = rows
+        (_, a1, u1, s1), (_, a0, u0, s0), (_, a2, u2, s2), (_, a3, u3, s3) = rows
         print(
-            f"  alpha2 - FFmpeg bicubic: {a1 - a2:+.2f} dB (area), {u1 - u2:+.2f} dB (upscale); "
+            f"  alpha2 GPU - FFmpeg bicubic: {a1 - a2:+.2f} dB (area), {u1 - u2:+.2f} dB (upscale); "
             f"size {s1 / s2:.3f}"
         )
         print(
-            f"  alpha2 - FFmpeg area:    {a1 - a3:+.2f} dB (area), {u1 - u3:+.2f} dB (upscale); "
+            f"  alpha2 GPU - FFmpeg area:    {a1 - a3:+.2f} dB (area), {u1 - u3:+.2f} dB (upscale); "
             f"size {s1 / s3:.3f}"
+        )
+        print(
+            f"  alpha2 swscale - FFmpeg bicubic: {a0 - a2:+.2f} dB (area), {u0 - u2:+.2f} dB (upscale); "
+            f"size {s0 / s2:.3f}"
         )
 
 

@@ -619,3 +619,30 @@ def test_play_refuses_a_picture_wider_than_the_gpu_in_one_line(tmp_path: Path, c
         err
     )
     assert f"{width}x2" in err and "max_texture_dimension_2d" in err and "--size" in err
+
+
+@pytest.mark.parametrize("size", [None, "64x48"])
+def test_an_intra_coded_input_does_not_make_every_output_frame_a_key_frame(
+    tmp_path: Path, capsys: Capsys, size: str | None
+) -> None:
+    """FFV1 (as ProRes or MJPEG) decodes every frame as intra, and a frame handed on with its picture
+    type made x264 code a key frame each: files 6 times ffmpeg's. The encoder now chooses."""
+    import av
+
+    src = str(tmp_path / "intra.mkv")
+    with av.open(src, "w") as out:
+        stream: Any = out.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 128, 96, "yuv420p"
+        for i in range(30):
+            frame = av.VideoFrame.from_ndarray(pattern(i, 128, 96), format="rgb24").reformat(format="yuv420p")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    dst = str(tmp_path / "out.mp4")
+    args = ["--size", size] if size else []
+    code, _, err = _transcode(capsys, src, dst, *args)
+    assert code == 0, err
+    with av.open(dst) as container:
+        keys = sum(1 for p in container.demux(video=0) if p.size and p.is_keyframe)
+    assert keys <= 3  # 30 before; x264's own scene cuts may add one or two on this changing pattern

@@ -97,6 +97,10 @@ ROTATION_CONTAINERS = frozenset({"mp4", "mov", "matroska", "webm"})
 survives in them; MPEG-TS, AVI and NUT drop it."""
 
 
+_ENCODER_CHOOSES = av.video.frame.PictureType.NONE
+"""The picture type that leaves the frame's type to the encoder."""
+
+
 def output_container(path: str | os.PathLike[str]) -> str:
     """The muxer an output path's extension names.
 
@@ -740,6 +744,11 @@ class EncodeSession:
 
     def _encode_av(self, av_frame: av.VideoFrame | None) -> None:
         assert self._out is not None and self._vstream is not None
+        if av_frame is not None and av_frame.pict_type != _ENCODER_CHOOSES:
+            # A decoded frame keeps its picture type (every frame of FFV1, ProRes or MJPEG is intra), and
+            # x264 takes a typed frame as an order: a key frame each, files several times the size. The
+            # encoder chooses, as the ffmpeg command lets it.
+            av_frame.pict_type = _ENCODER_CHOOSES
         try:
             packets = self._vstream.encode(av_frame)
             for packet in packets:

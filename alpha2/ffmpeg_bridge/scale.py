@@ -1,7 +1,8 @@
 """Scale and convert a decoded frame on the CPU with FFmpeg's swscale (PyAV ``VideoFrame.reformat``).
 
 The transcoder's route on a CPU Vulkan device (lavapipe), where swscale is faster than the sampling
-shader: size, pixel format (depth), Y'CbCr matrix and range in one call, bilinear like the GPU route.
+shader: size, pixel format (depth), Y'CbCr matrix and range in one call, bicubic as ffmpeg's ``-vf scale``
+is by default (so a downscale matches ffmpeg's at the same crf).
 The result is a DecodedFrame in host memory whose keep-alive is the scaled FFmpeg frame, so an
 EncodeSession hands it to the encoder without a copy. :class:`FrameScaler` keeps one swscale context
 for a stream: PyAV's ``VideoFrame.reformat`` makes a new one (and its thread pool) for every frame,
@@ -122,7 +123,7 @@ def swscale_unsupported_reason(
 def scale_frame(
     frame: DecodedFrame, size: Size, pixel_format: PixelFormat, colour: ColourInfo
 ) -> DecodedFrame:
-    """The frame scaled to ``size`` (bilinear) and converted to ``pixel_format`` and ``colour``.
+    """The frame scaled to ``size`` (bicubic) and converted to ``pixel_format`` and ``colour``.
 
     One frame; a stream's frames go through one :class:`FrameScaler`. The input frame stays the
     caller's (release it when done). The result holds no budget reservation.
@@ -168,7 +169,7 @@ class FrameScaler:
                 height=size.height,
                 format=pixel_format.ffmpeg_name,
                 dst_colorspace=SWSCALE_MATRICES[colour.matrix],
-                interpolation=Interpolation.BILINEAR,
+                interpolation=Interpolation.BICUBIC,  # ffmpeg's -vf scale default
                 threads=self._threads,
                 dst_color_range=_RANGES[colour.range],
             )
@@ -181,7 +182,7 @@ class FrameScaler:
                 format=pixel_format.ffmpeg_name,
                 src_colorspace=None if same_matrix else SWSCALE_MATRICES[frame.colour.matrix],
                 dst_colorspace=None if same_matrix else SWSCALE_MATRICES[colour.matrix],
-                interpolation=Interpolation.BILINEAR,
+                interpolation=Interpolation.BICUBIC,  # ffmpeg's -vf scale default
                 threads=self._threads,
                 src_color_range=_RANGES[frame.colour.range],
                 dst_color_range=_RANGES[colour.range],
