@@ -5,6 +5,7 @@ was written into it. Real processes (``python -m alpha2``), signalled as soon as
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -224,3 +225,19 @@ def test_batch_interrupted_in_process(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         batch([str(src)], out, TranscodeOptions(), backend=_InterruptedBackend())
     assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]  # the manifest's claim taken back
+
+
+def test_a_signal_wrapped_by_python_is_still_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """A signal that lands while a class is being made (a command's module loading) comes out of Python
+    as a RuntimeError whose cause is the signal's exception: still one line and 128 + the signal."""
+    from alpha2.apps import cli
+
+    def loading(_: Any) -> int:
+        try:
+            raise cli.Terminated(signal.SIGTERM)
+        except cli.Terminated as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+    assert cli.run_command(loading, argparse.Namespace()) == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert err == "alpha2: terminated (SIGTERM)\n"

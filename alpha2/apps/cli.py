@@ -537,6 +537,19 @@ def _mute_signals() -> None:
             return
 
 
+def _signal_in(exc: BaseException) -> BaseException | None:
+    """The signal's exception behind ``exc``, when Python wrapped it on its way up (a signal that lands
+    while a class is being made comes out as a RuntimeError whose cause it is); None when there is none."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt | Terminated):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None
+
+
 def _signal_exit(exc: BaseException) -> int:
     """The one line for a command ended by a signal, and its exit status (128 + the signal)."""
     _mute_signals()
@@ -573,6 +586,9 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
         print(error_line(str(exc)), file=sys.stderr)
         return 1
     except Exception as exc:
+        wrapped = _signal_in(exc)
+        if wrapped is not None:
+            return _signal_exit(wrapped)
         if os.environ.get("ALPHA2_DEBUG"):
             raise
         print(error_line(f"internal error ({type(exc).__name__}): {exc}"), file=sys.stderr)
@@ -598,6 +614,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_command(func, args)
         except (KeyboardInterrupt, Terminated) as exc:
             return _signal_exit(exc)
+        except Exception as exc:  # a signal while the command's modules load, wrapped by Python
+            wrapped = _signal_in(exc)
+            if wrapped is None:
+                raise
+            return _signal_exit(wrapped)
 
 
 if __name__ == "__main__":
