@@ -61,37 +61,34 @@ def make_clip(path: str, codec: str, frames: int, gop: int, width: int = 1920, h
             out.mux(packet)
 
 
+def _timed(reader: Any) -> tuple[float, list[int | None]]:
+    """Frames per second of ``reader`` after its first frame (start-up outside), and every pts in order."""
+    first = reader.next_frame()
+    assert first is not None
+    pts = [first.metadata.pts]
+    first.release()
+    t0 = time.perf_counter()
+    for frame in reader:
+        pts.append(frame.metadata.pts)
+        frame.release()
+    return (len(pts) - 1) / (time.perf_counter() - t0), pts
+
+
 def one_session(path: str, hwaccel: str) -> tuple[float, list[int | None], str]:
     with open_decoder(path, None, hwaccel=hwaccel) as session:
-        first = session.next_frame()
-        assert first is not None
-        pts = [first.metadata.pts]
-        first.release()
-        t0 = time.perf_counter()
-        for frame in session:
-            pts.append(frame.metadata.pts)
-            frame.release()
-        seconds = time.perf_counter() - t0
+        fps, pts = _timed(session)
         report = session.hwaccel_report
-    return (len(pts) - 1) / seconds, pts, f"{report.decoder} {'NVDEC' if report.on_gpu else 'software'}"
+    return fps, pts, f"{report.decoder} {'NVDEC' if report.on_gpu else 'software'}"
 
 
 def segments(
     path: str, hwaccel: str, sessions: int, decoders: str = "threads"
 ) -> tuple[float, list[int | None], str]:
     with SegmentReader(path, sessions=sessions, hwaccel=hwaccel, decoders=decoders) as reader:
-        first = reader.next_frame()
-        assert first is not None
-        pts = [first.metadata.pts]
-        first.release()
-        t0 = time.perf_counter()
-        for frame in reader:
-            pts.append(frame.metadata.pts)
-            frame.release()
-        seconds = time.perf_counter() - t0
+        fps, pts = _timed(reader)
         report = reader.report
     stages = ", ".join(f"{name} {value:.2f}" for name, value in report.stages.items())
-    return (len(pts) - 1) / seconds, pts, f"{report.sessions} sessions, {report.chunks} chunks; s: {stages}"
+    return fps, pts, f"{report.sessions} sessions, {report.chunks} chunks; s: {stages}"
 
 
 def decode_only(path: str, hwaccel: str, sessions: int) -> float:
