@@ -41,7 +41,17 @@ if TYPE_CHECKING:
     from alpha2.ffmpeg_bridge.decode import DecodeSession
     from alpha2.gpu.frames import DecodedFrame
 
-__all__ = ["PeerGone", "error_message", "main", "receive", "send", "serve", "start_worker", "worker_main"]
+__all__ = [
+    "PeerGone",
+    "error_message",
+    "main",
+    "receive",
+    "send",
+    "send_failure",
+    "serve",
+    "start_worker",
+    "worker_main",
+]
 
 _MAX_MESSAGE = 1 << 20
 _MAX_FDS = 64
@@ -242,16 +252,21 @@ def serve(sock: socket.socket) -> int:
     except PeerGone:
         return 0
     except BaseException as exc:  # reported to the consumer, which raises it as a typed error
-        try:
-            send(sock, error_message(exc))
-        except (PeerGone, OSError):
-            pass
-        return 1
+        return send_failure(sock, exc)
     finally:
         if worker is not None:
             worker.close()
         if session is not None:
             session.close()
+
+
+def send_failure(sock: socket.socket, exc: BaseException) -> int:
+    """Tell the other end what failed (it raises it as a typed error); the worker's exit status, 1."""
+    try:
+        send(sock, error_message(exc))
+    except (PeerGone, OSError):
+        pass  # the other end is gone: nobody to tell
+    return 1
 
 
 def start_worker(

@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from alpha2.api.decode_worker import PeerGone, error_message, receive, send, worker_main
+from alpha2.api.decode_worker import PeerGone, receive, send, send_failure, worker_main
 from alpha2.gpu.errors import InternalError
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
 
@@ -436,11 +436,7 @@ def serve(sock: socket.socket) -> int:
     except PeerGone:
         return 0
     except BaseException as exc:  # reported to the reader, which raises it as a typed error
-        try:
-            send(sock, error_message(exc))
-        except (PeerGone, OSError):
-            pass
-        return 1
+        return send_failure(sock, exc)
     finally:
         if worker is not None:
             worker.close()
