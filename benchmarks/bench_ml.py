@@ -5,8 +5,9 @@ One 1080p H.264 clip (a key frame every ``--gop`` frames, grain), then:
 - ``sequential``: every frame as a CUDA array: alpha2 (``frame.plane(0)`` through DLPack, one
   session) against PyNvVideoCodec's SimpleDecoder (batches of 32);
 - ``random 32``: 32 frames at random times as CUDA arrays: alpha2 ``source.frames_at`` (one batch:
-  sorted, one forward pass per GOP, copied into the frame pool) and a loop of ``frame_at``, against
-  PyNvVideoCodec's ``get_batch_frames_by_index``;
+  sorted, one forward pass per GOP, copied into the frame pool), the same batch spread over one
+  session per NVDEC engine (``parallel='auto'``: a GOP's asks on one) and a loop of ``frame_at``,
+  against PyNvVideoCodec's ``get_batch_frames_by_index``;
 - ``tensors``: RGB tensors of every frame by alpha2's exact conversion (``to_tensor``, CUDA through
   the GPU copy where the device has it) at 224x224 float16 CHW normalised and at 1080p uint8 HWC,
   against decoding alone.
@@ -83,8 +84,10 @@ def sequential_pynvc(nvc: Any, path: str) -> float:
     return (n - 1) / (time.perf_counter() - t0)
 
 
-def random_alpha2(path: str, hwaccel: str, times: list[float], *, batch: bool) -> float:
-    with alpha2.open(path, hwaccel=hwaccel) as source:
+def random_alpha2(
+    path: str, hwaccel: str, times: list[float], *, batch: bool, parallel: str | None = None
+) -> tuple[float, str]:
+    with alpha2.open(path, hwaccel=hwaccel, parallel=parallel) as source:
         len(source)  # the index, as PyNvVideoCodec's constructor scans the stream: outside the timing
         t0 = time.perf_counter()
         if batch:
@@ -100,7 +103,7 @@ def random_alpha2(path: str, hwaccel: str, times: list[float], *, batch: bool) -
         seconds = time.perf_counter() - t0
         for frame in frames:
             frame.release()
-    return seconds
+        return seconds, source.batch_reason
 
 
 def random_pynvc(nvc: Any, path: str, indices: list[int]) -> float:
@@ -164,13 +167,17 @@ def main(argv: list[str] | None = None) -> int:
         rng = random.Random(5)
         indices = sorted(rng.sample(range(args.frames - 1), args.asks), key=lambda _: rng.random())
         times = [i / 30 + 0.001 for i in indices]
-        batch = random_alpha2(path, args.hwaccel, times, batch=True)
-        loop = random_alpha2(path, args.hwaccel, times, batch=False)
-        line = f"random {args.asks}   alpha2 frames_at  {batch:.3f} s; a loop of frame_at {loop:.3f} s"
-        if nvc is not None:
-            peer_s = random_pynvc(nvc, path, indices)
-            line += f"; PyNvVideoCodec get_batch_frames_by_index {peer_s:.3f} s; ratio {batch / peer_s:.2f}"
-        print(line)
+        batch, _ = random_alpha2(path, args.hwaccel, times, batch=True)
+        spread, how = random_alpha2(path, args.hwaccel, times, batch=True, parallel="auto")
+        loop, _ = random_alpha2(path, args.hwaccel, times, batch=False)
+        peer_s = random_pynvc(nvc, path, indices) if nvc is not None else None
+        for label, seconds in (("frames_at", batch), ("frames_at parallel='auto'", spread)):
+            line = f"random {args.asks}   alpha2 {label:26} {seconds:.3f} s"
+            if peer_s is not None:
+                peer = f"PyNvVideoCodec get_batch_frames_by_index {peer_s:.3f} s"
+                line += f"; {peer}; time ratio {seconds / peer_s:.2f}"
+            print(line + (f" ({how})" if "parallel" in label else ""))
+        print(f"random {args.asks}   alpha2 a loop of frame_at      {loop:.3f} s")
         alone, _ = sequential_alpha2(path, args.hwaccel)
         for label, options in (
             (

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from alpha2.api.batch_sessions import BatchSessions
 from alpha2.api.devices import as_device, open_decoder
 from alpha2.api.segments import SegmentReader, SegmentReport, auto_sessions
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, short_repr
@@ -508,6 +509,7 @@ class _Resources:
         self.worker: _Worker | None = None
         self.importer: FrameImporter | None = None
         self.segments: SegmentReader | None = None
+        self.batches: BatchSessions | None = None  # helper sessions frames_at spreads over
         self.pool: Any = None  # the CUDA frame pool batches of NVDEC frames are copied into
 
     def close(self) -> None:
@@ -517,6 +519,9 @@ class _Resources:
         segments, self.segments = self.segments, None
         if segments is not None:
             segments.close()
+        batches, self.batches = self.batches, None
+        if batches is not None:
+            batches.close()
         self.session.close()
         pool, self.pool = self.pool, None
         if pool is not None:
@@ -576,6 +581,7 @@ class VideoSource:
         self._device = as_device(device)
         self._copy_ahead = copy_ahead
         session = open_decoder(media, self._device, hwaccel=hwaccel, prefetch=prefetch, **options)
+        self._options = options  # for further sessions on the same file (parallel)
         self._resources = _Resources(session)
         self._finalizer = weakref.finalize(self, _close_unclosed, self._resources, self._label)
         self.path = path
@@ -924,7 +930,12 @@ class VideoSource:
         self._check_thread()
         self._leave_parallel()
         with self._taking():
-            decoded = self._session.frames_at(values, keep=self._keep(len(values)))
+            batches = self._batches(len(values))
+            if batches is None:
+                decoded = self._session.frames_at(values, keep=self._keep(len(values)))
+            else:
+                pts = [self._session.target_pts(v) for v in values]
+                decoded = batches.frames_at_pts(pts, self._keep(len(values), spread=True))
         return self._all_or_none(decoded, values)
 
     def frames_at_index(self, indices: Sequence[int]) -> list[Frame]:
@@ -960,7 +971,11 @@ class VideoSource:
                         else f"frame index {i} is out of range: {self._label} has no frames"
                     )
                 pts.append(index.pts[j])
-            decoded = self._session.frames_at_pts(pts, keep=self._keep(len(pts)))
+            batches = self._batches(len(pts))
+            if batches is None:
+                decoded = self._session.frames_at_pts(pts, keep=self._keep(len(pts)))
+            else:
+                decoded = batches.frames_at_pts(pts, self._keep(len(pts), spread=True))
         return self._all_or_none(decoded, [float(i) for i in wanted], by_index=True)
 
     def to_tensor(self, frames: Sequence[Frame], **options: Any) -> RgbTensor:
@@ -970,11 +985,49 @@ class VideoSource:
 
         return to_tensor(frames, **options)
 
-    def _keep(self, count: int) -> Callable[[DecodedFrame], DecodedFrame] | None:
-        """For a batch of NVDEC frames: copy each into the source's frame pool as it is found, so that
-        the batch does not pin the decoder's few surfaces (NVDEC may lend about 14)."""
+    def _batches(self, count: int) -> BatchSessions | None:
+        """The sessions a batch of ``count`` frames is spread over (``parallel``, on NVDEC), or None
+        when the source's own session decodes it alone."""
+        resources = self._resources
+        if resources.batches is not None:
+            return resources.batches
         report = self._session.hwaccel_report
-        if count <= _BATCH_PINS or not report.on_gpu or report.device_ordinal is None:
+        if count < 2 or self._parallel in (None, 1):
+            return None
+        if not report.on_gpu or report.device_ordinal is None:
+            self._batch_reason = (
+                "software decoding: FFmpeg's frame threads already use every core, so one session"
+            )
+            return None
+        if self._parallel == "auto":
+            sessions, why = auto_sessions(report.device_ordinal)
+        else:
+            sessions, why = int(cast(int, self._parallel)), f"parallel={self._parallel} was asked for"
+        resources.batches = BatchSessions(
+            cast(str, self.path),
+            self._session,
+            self._device,
+            sessions=sessions,
+            reason=why,
+            options={k: v for k, v in self._options.items() if k != "prefetch"},
+        )
+        return resources.batches
+
+    @property
+    def batch_reason(self) -> str:
+        """How :meth:`frames_at` / :meth:`frames_at_index` batches are decoded: on how many sessions
+        (``parallel`` spreads them over one per NVDEC engine, a GOP's asks on one), and why."""
+        batches = self._resources.batches
+        if batches is not None:
+            return f"{batches.last_lanes} session(s) for the latest batch; {batches.reason}"
+        return getattr(self, "_batch_reason", "one session: parallel decoding was not asked for")
+
+    def _keep(self, count: int, *, spread: bool = False) -> Callable[[DecodedFrame], DecodedFrame] | None:
+        """For a batch of NVDEC frames: copy each into the source's frame pool as it is found, so that
+        the batch does not pin the decoder's few surfaces (NVDEC may lend about 14); a batch spread over
+        several sessions is always copied (no frame pins a helper session's surfaces)."""
+        report = self._session.hwaccel_report
+        if (count <= _BATCH_PINS and not spread) or not report.on_gpu or report.device_ordinal is None:
             return None
         resources = self._resources
         if resources.pool is None:

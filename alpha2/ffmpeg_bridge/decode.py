@@ -901,6 +901,19 @@ class DecodeSession:
         tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
         return seeking.target_ticks(seconds, self._stream.start_time, tb)
 
+    def target_pts(self, seconds: float) -> int:
+        """The timestamp (stream time base) that ``seconds`` from the stream's start stands for, as
+        :meth:`frames_at` reads it.
+
+        Raises:
+            InvalidInputError: ``seconds`` is not a finite number.
+            ClosedError: The session was closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClosedError("this DecodeSession was closed")
+            return self._target_ticks(seconds)
+
     def seek(self, seconds: float) -> None:
         """Position the session so that the next frame is the one on display at ``seconds``: the last
         frame, in presentation order, whose timestamp is at or before it (the first frame when
@@ -1091,6 +1104,13 @@ class DecodeSession:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
             return self._frame_index()
+
+    def use_frame_index(self, index: seeking.FrameIndex) -> None:
+        """Take ``index`` (another session's :meth:`frame_index` of the same file) as this session's,
+        instead of reading the packets again; an index already built is kept."""
+        with self._lock:
+            if self._index is None:
+                self._index = index
 
     def _frame_index(self) -> seeking.FrameIndex:
         if self._index is None:

@@ -83,6 +83,7 @@ class CudaFramePool:
         """Blocks (frames) the pool holds at most."""
         self._wait_timeout_s = wait_timeout_s
         self._cond = threading.Condition()
+        self._detaching = threading.Lock()  # the copy descriptor and the pending copies are shared
         self._free: dict[_Shape, list[tuple[tuple[int, int], ...]]] = {}
         self._blocks = 0  # allocated, free or in use
         self._events: list[CudaEvent] = []
@@ -184,7 +185,7 @@ class CudaFramePool:
     def detach(self, frame: DecodedFrame) -> DecodedFrame:
         """A copy of ``frame`` in pooled memory, its copy enqueued on the frame's stream; ``frame`` is
         released (its surface goes back to the decoder) once the copy is done. Host frames are
-        returned as they are.
+        returned as they are. Several threads may detach at once (one at a time copies).
 
         Raises:
             SurfaceBudgetError: every pooled frame stayed held for the wait timeout.
@@ -192,6 +193,10 @@ class CudaFramePool:
         """
         if not frame.on_gpu:
             return frame
+        with self._detaching:
+            return self._detach(frame)
+
+    def _detach(self, frame: DecodedFrame) -> DecodedFrame:
         planes = frame.planes
         assert isinstance(planes, tuple)
         stream = frame.cuda_stream or 0
@@ -256,8 +261,9 @@ class CudaFramePool:
 
     def close(self) -> None:
         """Free the pool's idle memory now, and each frame's when it is released. Idempotent."""
-        while self._pending:
-            self._settle(wait=True)
+        with self._detaching:
+            while self._pending:
+                self._settle(wait=True)
         with self._cond:
             self._closed = True
         self._finalizer()
