@@ -3,7 +3,8 @@
 One 1080p H.264 clip (a key frame every ``--gop`` frames, grain), then:
 
 - ``sequential``: every frame as a CUDA array: alpha2 (``frame.plane(0)`` through DLPack, one
-  session) against PyNvVideoCodec's SimpleDecoder (batches of 32);
+  session) against PyNvVideoCodec's SimpleDecoder (batches of 32); with ``--processes 7,14`` also N
+  processes at once, each decoding the clip (start-up outside the timing, a barrier starts them);
 - ``random 32``: 32 frames at random times as CUDA arrays: alpha2 ``source.frames_at`` (one batch:
   sorted, one forward pass per GOP, copied into the frame pool), the same batch spread over one
   session per NVDEC engine (``parallel='auto'``: a GOP's asks on one) and a loop of ``frame_at``,
@@ -14,12 +15,13 @@ One 1080p H.264 clip (a key frame every ``--gop`` frames, grain), then:
 
 Start-up (opening the file) is outside the timings.
 
-    python benchmarks/bench_ml.py --frames 900 --gop 250
+    python benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import sys
@@ -82,6 +84,48 @@ def sequential_pynvc(nvc: Any, path: str) -> float:
     while batch := decoder.get_batch_frames(32):
         n += len(batch)
     return (n - 1) / (time.perf_counter() - t0)
+
+
+def _sequential_worker(who: str, path: str, hwaccel: str, start: Any, out: Any) -> None:
+    """One process of the N-process rows: open (outside the timing), wait for the others, decode every
+    frame as a CUDA array, report (frames, start, end)."""
+    if who == "alpha2":
+        with alpha2.open(path, hwaccel=hwaccel) as source:
+            first = source.next_frame()
+            assert first is not None
+            first.plane(0)
+            first.release()
+            start.wait()
+            t0, n = time.perf_counter(), 0
+            while (frame := source.next_frame()) is not None:
+                frame.plane(0).__dlpack__()
+                frame.release()
+                n += 1
+    else:
+        nvc = _pynvc()
+        decoder = nvc.SimpleDecoder(
+            path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
+        )
+        decoder.get_batch_frames(1)
+        start.wait()
+        t0, n = time.perf_counter(), 0
+        while batch := decoder.get_batch_frames(32):
+            n += len(batch)
+    out.put((n, t0, time.perf_counter()))
+
+
+def sequential_procs(who: str, path: str, hwaccel: str, n: int) -> float:
+    """Every frame of the clip as CUDA arrays in each of ``n`` processes at once: frames per second in all."""
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(n)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_sequential_worker, args=(who, path, hwaccel, start, out)) for _ in range(n)]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=300) for _ in procs]
+    for proc in procs:
+        proc.join()
+    return sum(r[0] for r in results) / (max(r[2] for r in results) - min(r[1] for r in results))
 
 
 def random_alpha2(
@@ -147,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asks", type=int, default=32)
     parser.add_argument("--tensor-frames", type=int, default=300)
     parser.add_argument("--clip-dir")
+    parser.add_argument(
+        "--processes", default="", help="also N processes at once, each decoding the clip: e.g. 7,14"
+    )
     args = parser.parse_args(argv)
     nvc = _pynvc()
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
             peer = sequential_pynvc(nvc, path)
             line += f"; PyNvVideoCodec {peer:.1f} fps; ratio {fps / peer:.3f}"
         print(line)
+        for count in [int(c) for c in args.processes.split(",") if c.strip()]:
+            fps = sequential_procs("alpha2", path, args.hwaccel, count)
+            line = f"sequential  N={count:<3d} processes   {fps:8.1f} fps in all"
+            if nvc is not None:
+                peer = sequential_procs("pynvc", path, args.hwaccel, count)
+                line += f"; PyNvVideoCodec {peer:.1f} fps; ratio {fps / peer:.3f}"
+            print(line)
         rng = random.Random(5)
         indices = sorted(rng.sample(range(args.frames - 1), args.asks), key=lambda _: rng.random())
         times = [i / 30 + 0.001 for i in indices]
