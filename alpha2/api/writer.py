@@ -558,14 +558,54 @@ class Writer:
         return f"<alpha2.Writer {self.path!r} {state}>"
 
 
-def create(path: str | os.PathLike[str], **options: Any) -> Writer:
-    """Create a video file to write into; :class:`Writer` lists the options (codec, rate, colour, device).
+def create(
+    path: str | os.PathLike[str],
+    *,
+    codec: str = "h264",
+    rate: float | fractions.Fraction | None = None,
+    colour: ColourInfo | None = None,
+    device: Any = None,
+    untagged: bool = False,
+    crf: float | None = None,
+    bitrate: int | None = None,
+    preset: str | int | None = None,
+    audio_from: Any = None,
+    **options: Any,
+) -> Writer:
+    """Create a video file to write into (:class:`Writer` says how frames are timed and converted).
 
     Args:
         path: The output; its extension picks the container (.mp4, .mkv, .mov, .webm, ...).
-        options: ``codec`` (``'h264'``, ``'hevc'``, ``'av1'``, ... or an encoder name); ``rate`` (None:
-            timing from what is written, see :class:`Writer`); ``colour``; ``device`` (the textures');
-            ``untagged``; the rest go to :class:`~alpha2.ffmpeg_bridge.encode.EncodeSession` (``crf``,
-            ``bitrate``, ``preset``, ``audio_from`` ...).
+        codec: ``'h264'``, ``'hevc'``, ``'av1'``, ``'vp9'`` or an FFmpeg encoder name.
+        rate: Frames per second (e.g. 25, or ``Fraction(30000, 1001)``); None: the timing comes from
+            what is written (a VideoSource's frames keep theirs; textures and arrays get 30, said in
+            :attr:`Writer.timing`).
+        colour: The matrix and range textures and arrays are converted with, and the stream's tags;
+            None: BT.709 limited.
+        device: The device the textures written live on (an alpha2 Device or a WebGPU device); None:
+            the default one, made on the first texture.
+        untagged: Write no colour tags (decoders then assume BT.601).
+        crf: Constant-quality factor (per codec: h264 23, hevc 28, ...); None: the encoder's default.
+        bitrate: Target bits per second instead of ``crf``.
+        preset: The encoder's speed preset (libx264 ``'medium'`` by default, NVENC ``'p4'``).
+        audio_from: A file (or DecodeSession) whose audio is copied into the output.
+        options: Further :class:`~alpha2.ffmpeg_bridge.encode.EncodeSession` arguments (``gop_size``,
+            ``options`` for the encoder's own, ``container_format`` ...).
+
+    Raises:
+        InvalidInputError: a bad option (the message names it); UnsupportedError: an encoder FFmpeg
+            does not have.
     """
-    return Writer(path, **options)
+    return Writer(
+        path,
+        codec=codec,
+        rate=rate,
+        colour=colour,
+        device=device,
+        untagged=untagged,
+        crf=crf,
+        bitrate=bitrate,
+        preset=preset,
+        audio_from=audio_from,
+        **options,
+    )
