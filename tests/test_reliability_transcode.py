@@ -646,3 +646,26 @@ def test_an_intra_coded_input_does_not_make_every_output_frame_a_key_frame(
     with av.open(dst) as container:
         keys = sum(1 for p in container.demux(video=0) if p.size and p.is_keyframe)
     assert keys <= 3  # 30 before; x264's own scene cuts may add one or two on this changing pattern
+
+
+# ---------------------------------------------------------------------------------------------------
+# a header FFmpeg refuses with a system error code
+
+
+@pytest.mark.parametrize("header", ["W16 H0", "W0 H16"])
+def test_a_header_ffmpeg_refuses_is_named_as_such(tmp_path: Path, capsys: Capsys, header: str) -> None:
+    """A Y4M whose size is 0: FFmpeg's demuxer answers EBUSY ("Device or resource busy"), which said
+    nothing of the file; the error now says the header could not be read, through the API and the CLI."""
+    import alpha2
+    from alpha2.api.errors import MediaFormatError
+
+    path = tmp_path / "zero.y4m"
+    path.write_bytes(f"YUV4MPEG2 {header} F25:1 Ip A1:1 C420jpeg\nFRAME\n".encode() + bytes(64))
+    with pytest.raises(MediaFormatError, match="could not read the container's header") as caught:
+        alpha2.open(str(path))
+    assert caught.value.ffmpeg_errno is not None
+    out = tmp_path / "out.mp4"
+    assert cli.main(["transcode", str(path), str(out), "-y"]) == 1
+    err = capsys.readouterr().err
+    assert "could not read the container's header" in err and "Traceback" not in err
+    assert not out.exists()

@@ -19,7 +19,7 @@ import av
 import av.container
 import numpy as np
 
-from alpha2.ffmpeg_bridge.errors import BridgeError, MediaFormatError, from_ffmpeg
+from alpha2.ffmpeg_bridge.errors import BridgeError, MediaFormatError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 
@@ -90,7 +90,7 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
         with av.open(where, mode="r", metadata_errors="replace", options=options) as container:
             return frozenset(str(s.type) for s in container.streams)
     except av.error.FFmpegError as exc:
-        raise from_ffmpeg(exc, f"opening {where!r}") from exc
+        raise from_ffmpeg_open(exc, repr(where)) from exc
 
 
 def _stream_counts(container: av.container.InputContainer) -> str:
@@ -169,7 +169,7 @@ class AudioDecodeSession:
             options = probe_options(DEFAULT_MAX_PIXELS)  # the video's first picture, decoded while probing
             container = av.open(self.source, mode="r", metadata_errors="replace", options=options)
         except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"opening {self.source!r}") from exc
+            raise from_ffmpeg_open(exc, repr(self.source)) from exc
         if not isinstance(container, av.container.InputContainer):
             container.close()
             raise MediaFormatError(f"{self.source!r} did not open as an input")

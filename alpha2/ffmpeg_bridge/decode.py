@@ -42,6 +42,7 @@ from alpha2.ffmpeg_bridge.errors import (
     NoVideoStreamError,
     UnsupportedCodecError,
     from_ffmpeg,
+    from_ffmpeg_open,
 )
 from alpha2.ffmpeg_bridge.hdr import hdr_metadata_of
 from alpha2.ffmpeg_bridge.hwdevice import (
@@ -290,7 +291,7 @@ class DecodeSession:
                 options=media.probe_options(self._max_pixels),
             )
         except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"opening {_display_source(self.source)}") from exc
+            raise from_ffmpeg_open(exc, _display_source(self.source)) from exc
         if not isinstance(container, av.container.InputContainer):
             raise MediaFormatError(f"{_display_source(self.source)} did not open as an input")
         return container
@@ -339,7 +340,7 @@ class DecodeSession:
                 av.error.InvalidDataError,
             ) as exc:
                 # Bad input is bad input, whatever the device.
-                raise from_ffmpeg(exc, f"opening {_display_source(self.source)}") from exc
+                raise from_ffmpeg_open(exc, _display_source(self.source)) from exc
             except (av.error.FFmpegError, RuntimeError, NotImplementedError) as exc:
                 why = f"NVDEC on CUDA ordinal {plan.cuda_ordinal} could not be opened: {exc}"
                 if "not supported" in str(exc).lower():

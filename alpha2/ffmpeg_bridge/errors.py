@@ -100,6 +100,32 @@ def from_ffmpeg(exc: BaseException, context: str, cls: type[BridgeError] | None 
     return cls(message, **kwargs)
 
 
+_HEADER_ERRNOS = frozenset({_errno.EBUSY, _errno.EINVAL, _errno.EPERM, _errno.ERANGE, _errno.EDOM})
+"""Error codes FFmpeg's demuxers return for a header they cannot read (the Y4M demuxer's EBUSY for a
+size of 0, EINVAL for a bad field), whose strerror text ("Device or resource busy") says nothing of it."""
+
+
+def from_ffmpeg_open(exc: BaseException, where: str) -> BridgeError:
+    """:func:`from_ffmpeg` for a container that did not open: a header FFmpeg refused with an error code
+    borrowed from the system says so, with that code's text after it, instead of the code's text alone.
+    """
+    errno = getattr(exc, "errno", None)
+    if (
+        isinstance(exc, av.error.FFmpegError)
+        and not isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError)
+        and errno is not None
+        and abs(errno) in _HEADER_ERRNOS
+    ):
+        code, text = _ffmpeg_fields(exc)
+        return MediaFormatError(
+            f"opening {where}: FFmpeg could not read the container's header (it answered "
+            f"{text or errno!r}): the file is damaged, or not the format its name or first bytes say",
+            ffmpeg_errno=code,
+            ffmpeg_message=text,
+        )
+    return from_ffmpeg(exc, f"opening {where}")
+
+
 def _classify(exc: BaseException) -> type[BridgeError]:
     if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
         return MediaNotFoundError

@@ -19,7 +19,7 @@ from typing import Any
 import av
 import av.container
 
-from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg
+from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg, from_ffmpeg_open
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["SubtitleCue", "SubtitleTrackInfo", "ass_text", "read_cues", "subtitle_tracks"]
@@ -77,7 +77,7 @@ def _open(source: str) -> av.container.InputContainer:
     try:
         container = av.open(source, mode="r", metadata_errors="replace")
     except av.error.FFmpegError as exc:
-        raise from_ffmpeg(exc, f"opening {source!r}") from exc
+        raise from_ffmpeg_open(exc, repr(source)) from exc
     if not isinstance(container, av.container.InputContainer):
         container.close()
         raise MediaFormatError(f"{source!r} did not open as an input")
