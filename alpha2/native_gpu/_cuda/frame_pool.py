@@ -21,7 +21,6 @@ the back-pressure a batch or a reorder buffer needs.
 from __future__ import annotations
 
 import collections
-import itertools
 import threading
 import time
 import weakref
@@ -31,6 +30,7 @@ from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CudaPtr2D
 from alpha2.gpu.surfaces import SurfaceBudgetError
+from alpha2.native_gpu._cuda.copy2d import DeviceCopy2D, back_to_back
 from alpha2.native_gpu._cuda.core import check
 from alpha2.native_gpu._cuda.interop import CudaEvent, PrimaryContext, primary_context
 from alpha2.native_gpu.device.waits import gpu_wait_timeout
@@ -88,7 +88,7 @@ class CudaFramePool:
         self._blocks = 0  # allocated, free or in use
         self._events: list[CudaEvent] = []
         self._pending: collections.deque[tuple[CudaEvent, DecodedFrame]] = collections.deque()
-        self._copy: Any = None
+        self._copier = DeviceCopy2D(self._cu, "into the frame pool")
         self._closed = False
         # Blocks hold the pool (their finalizers call it back), so this runs once every block is gone.
         self._finalizer = weakref.finalize(self, _free_idle, self._cu, self._ctx, self._free)
@@ -165,23 +165,6 @@ class CudaFramePool:
             self._events.append(event)
             wait = False
 
-    def _enqueue(
-        self, src: int, src_pitch: int, dst: int, dst_pitch: int, width: int, height: int, stream: int
-    ) -> None:
-        cu = self._cu
-        copy = self._copy
-        if copy is None:
-            copy = self._copy = cu.CUDA_MEMCPY2D()
-            copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-            copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-        copy.srcDevice = src
-        copy.srcPitch = src_pitch
-        copy.dstDevice = dst
-        copy.dstPitch = dst_pitch
-        copy.WidthInBytes = width
-        copy.Height = height
-        check(cu.cuMemcpy2DAsync(copy, stream), "cuMemcpy2DAsync (D->D)")
-
     def detach(self, frame: DecodedFrame) -> DecodedFrame:
         """A copy of ``frame`` in pooled memory, its copy enqueued on the frame's stream; ``frame`` is
         released (its surface goes back to the decoder) once the copy is done. Host frames are
@@ -202,9 +185,7 @@ class CudaFramePool:
         stream = frame.cuda_stream or 0
         first = planes[0]
         # Planes back to back with one pitch (FFmpeg's CUDA pools): one allocation, one copy.
-        together = all(p.pitch_bytes == first.pitch_bytes for p in planes) and all(
-            b.device_ptr == a.device_ptr + a.pitch_bytes * a.height for a, b in itertools.pairwise(planes)
-        )
+        together = back_to_back(planes)
         shape: _Shape = (
             ((max(p.width_bytes for p in planes), sum(p.height for p in planes)),)
             if together
@@ -215,7 +196,7 @@ class CudaFramePool:
             if together:
                 pointer, pitch = block.planes[0]
                 width, rows = shape[0]
-                self._enqueue(first.device_ptr, first.pitch_bytes, pointer, pitch, width, rows, stream)
+                self._copier.enqueue(first.device_ptr, first.pitch_bytes, pointer, pitch, width, rows, stream)
                 where = []
                 for plane in planes:
                     where.append((pointer, pitch))
@@ -223,7 +204,7 @@ class CudaFramePool:
             else:
                 where = list(block.planes)
                 for plane, (pointer, pitch) in zip(planes, where):
-                    self._enqueue(
+                    self._copier.enqueue(
                         plane.device_ptr,
                         plane.pitch_bytes,
                         pointer,

@@ -29,7 +29,6 @@ reused for frame after frame.
 
 from __future__ import annotations
 
-import itertools
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any
 
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.handles import CudaPtr2D, OwnedFd
+from alpha2.native_gpu._cuda.copy2d import DeviceCopy2D, back_to_back
 from alpha2.native_gpu._cuda.core import CudaError, CudaUnavailableError, check, cuda_init
 from alpha2.native_gpu._cuda.interop import CudaEvent, PrimaryContext, primary_context
 
@@ -76,17 +76,13 @@ def block_layout(planes: Sequence[CudaPtr2D]) -> BlockLayout:
     rounded up to :data:`PITCH_ALIGN`)."""
     if not planes:
         raise InvalidInputError("a frame without planes has no block layout")
-    first = planes[0]
     pitch = -(-max(p.width_bytes for p in planes) // PITCH_ALIGN) * PITCH_ALIGN
     offsets = []
     offset = 0
     for plane in planes:
         offsets.append(offset)
         offset += pitch * plane.height
-    together = all(p.pitch_bytes == first.pitch_bytes for p in planes) and all(
-        b.device_ptr == a.device_ptr + a.pitch_bytes * a.height for a, b in itertools.pairwise(planes)
-    )
-    return BlockLayout(tuple(offsets), (pitch,) * len(planes), offset, together)
+    return BlockLayout(tuple(offsets), (pitch,) * len(planes), offset, back_to_back(planes))
 
 
 def _enum(cu: Any, kind: str, name: str) -> Any:
@@ -307,7 +303,7 @@ class BlockCopier:
     def __init__(self, ordinal: int) -> None:
         self._ctx = primary_context(ordinal)
         self._cu = self._ctx._cu
-        self._copy: Any = None
+        self._copier = DeviceCopy2D(self._cu, "into a shared block")
         self._events: list[CudaEvent] = []
         self.ordinal = ordinal
         """The CUDA device."""
@@ -331,7 +327,7 @@ class BlockCopier:
         with self._ctx:
             if layout.together:
                 first = planes[0]
-                self._enqueue(
+                self._copier.enqueue(
                     first.device_ptr,
                     first.pitch_bytes,
                     destination,
@@ -342,7 +338,7 @@ class BlockCopier:
                 )
             else:
                 for plane, offset, pitch in zip(planes, layout.offsets, layout.pitches):
-                    self._enqueue(
+                    self._copier.enqueue(
                         plane.device_ptr,
                         plane.pitch_bytes,
                         destination + offset,
@@ -358,23 +354,6 @@ class BlockCopier:
     def recycle(self, event: CudaEvent) -> None:
         """Keep ``event`` (done) for a later copy."""
         self._events.append(event)
-
-    def _enqueue(
-        self, src: int, src_pitch: int, dst: int, dst_pitch: int, width: int, height: int, stream: Any
-    ) -> None:
-        cu = self._cu
-        copy = self._copy
-        if copy is None:
-            copy = self._copy = cu.CUDA_MEMCPY2D()
-            copy.srcMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-            copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_DEVICE
-        copy.srcDevice = src
-        copy.srcPitch = src_pitch
-        copy.dstDevice = dst
-        copy.dstPitch = dst_pitch
-        copy.WidthInBytes = width
-        copy.Height = height
-        check(cu.cuMemcpy2DAsync(copy, stream), "cuMemcpy2DAsync (D->D, into a shared block)")
 
     def close(self) -> None:
         """Destroy the events kept. Idempotent."""
