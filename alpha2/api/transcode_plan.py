@@ -251,6 +251,10 @@ class TranscodeOptions:
     overwrite: bool = True
     """Replace an existing output (the input itself never); ``alpha2 transcode`` passes False unless
     given ``-y`` (``--overwrite``), and an existing output is then refused."""
+    segments: int | str | None = None
+    """Encode the video in this many parts of the file at once, in worker processes, and join them
+    (``--segments K``; :mod:`alpha2.api.segmented_transcode`); ``"auto"``: as many as help (one
+    pipeline on a machine of 4 cores or fewer); None: one pipeline."""
 
     @property
     def cuts(self) -> bool:
@@ -289,6 +293,17 @@ class TranscodeOptions:
             raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
         if self.max_pixels is not None and self.max_pixels < 1:
             raise InvalidInputError(f"max_pixels must be >= 1, got {self.max_pixels}")
+        segments = self.segments
+        if segments is not None and segments != "auto":
+            if isinstance(segments, bool) or not isinstance(segments, int) or segments < 2:
+                raise InvalidInputError(
+                    f"segments must be 2 or more, or 'auto', got {segments!r} (leave it out for one pipeline)"
+                )
+        if segments is not None and self.frames is not None:
+            raise InvalidInputError(
+                "--segments cannot go with --frames: a count of frames is known only by decoding from the "
+                "start; give the part as --to or --duration, or leave out --segments"
+            )
 
 
 @dataclass(frozen=True)

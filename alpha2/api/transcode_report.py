@@ -18,7 +18,7 @@ from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.frames import DecodedFrame
 
-__all__ = ["TranscodeStats", "decode_dict", "input_notes", "summary_notes"]
+__all__ = ["TranscodeStats", "decode_dict", "input_notes", "segments_summary", "summary_notes"]
 
 
 @dataclass
@@ -68,6 +68,10 @@ class TranscodeStats:
     cut: dict[str, Any] | None = None
     """The part of the input written (``from_seconds``, ``to_seconds`` counted from the input's start,
     ``frames``, whether the other streams were cut too); None: all of it."""
+    segments: dict[str, Any] | None = None
+    """Whether the video was encoded in segments at once and joined, or in one pipeline and why, with
+    each segment's frames and seconds (:class:`~alpha2.api.segmented_transcode.SegmentedReport`); None:
+    ``--segments`` was not given."""
 
     @property
     def output_bitrate(self) -> float | None:
@@ -164,6 +168,7 @@ class TranscodeStats:
             "output_seconds": None if self.output_seconds is None else round(self.output_seconds, 6),
             "output_bitrate": None if self.output_bitrate is None else round(self.output_bitrate),
             "cut": self.cut,
+            "segments": self.segments,
         }
 
 
@@ -210,6 +215,19 @@ def input_notes(first: DecodedFrame | None, plan: TranscodePlan, encoder: str) -
             )
             notes.append(f"interlaced input ({order}) coded progressive: {why}")
     return notes
+
+
+def segments_summary(stats: TranscodeStats) -> str | None:
+    """The summary's ``segments`` line: encoded in segments at once (each one's frames and seconds) or in
+    one pipeline, and why; None when ``--segments`` was not given."""
+    segments = stats.segments
+    if segments is None:
+        return None
+    parts = segments.get("parts") or []
+    if not parts:
+        return str(segments["done"])
+    each = "; ".join(f"{p['frames']} frames in {p['seconds']:.2f} s" for p in parts)
+    return f"{segments['done']} ({segments['reason']}): {each}; joined in {segments['join_seconds']:.2f} s"
 
 
 def summary_notes(stats: TranscodeStats) -> list[str]:

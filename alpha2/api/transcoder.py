@@ -37,7 +37,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import check_output_path
@@ -77,6 +77,11 @@ from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
+
+if TYPE_CHECKING:
+    from alpha2.api.segmented_transcode import SegmentPart
+    from alpha2.ffmpeg_bridge.concat import JoinReport
+    from alpha2.ffmpeg_bridge.encode import EncodeStats
 
 __all__ = [
     "DEFAULT_CRF",
@@ -196,6 +201,41 @@ class _SwscaleRun:
     _pts: Callable[[DecodedFrame], int]
 
 
+@dataclass(frozen=True)
+class TranscodeSurvey:
+    """What a run decides before it encodes (:meth:`_Transcoder.survey`): the whole file's plan, encoder,
+    streams, cut and timing, which each segment of a segmented transcode takes as given."""
+
+    plan: TranscodePlan
+    """Passthrough or processing, the output size, format and colour."""
+    stats: TranscodeStats
+    """The report so far (plan, encoder, input notes, dropped streams, decoding)."""
+    info: StreamInfo
+    """The video stream decoded."""
+    encoder: str
+    """The encoder chosen (an FFmpeg encoder name)."""
+    time_base: fractions.Fraction
+    """The encoder's time base (the input stream's)."""
+    first_pts: int | None
+    """The first frame's pts (at ``--from``), in ``first_time_base``; None: it has none."""
+    first_time_base: fractions.Fraction | None
+    """The unit of ``first_pts``."""
+    origin: fractions.Fraction
+    """The input's start (input seconds): what ``--from`` and ``--to`` count from."""
+    zero: fractions.Fraction
+    """The input time the output starts at (its 0)."""
+    end: fractions.Fraction | None
+    """The input time the output ends at (``--to``, ``--duration``); None: the input's end."""
+    streams: StreamPlan
+    """The other streams copied beside the video, and those left out."""
+    trim: bool
+    """Whether the copied streams are cut with the video (audio re-encoded)."""
+    jump_seconds: float
+    """A forward jump of a copied stream's timestamps longer than this is re-timed."""
+    expected_frames: int | None
+    """The frames the run will write, as far as the container tells."""
+
+
 class _Transcoder:
     """One run: owns the sessions and the GPU objects, and tears them down on every way out."""
 
@@ -205,8 +245,14 @@ class _Transcoder:
         output: str,
         options: TranscodeOptions,
         progress: pipeline.Progress,
+        part: SegmentPart | None = None,
     ) -> None:
         self.source = source
+        self._part = part  # one segment of a segmented transcode: its frames, video only, the whole's plan
+        self.first_pts_out: int | None = None
+        """The first frame's pts as encoded (the encoder's time base); None before it."""
+        self.last_pts_out: int | None = None
+        """The last frame's pts as encoded."""
         self.output = output
         self.options = options
         self.progress = progress
@@ -382,50 +428,103 @@ class _Transcoder:
 
     # -- the run --------------------------------------------------------------------------------------
 
+    def _prepare(self) -> tuple[DecodeSession, DecodedFrame, TranscodePlan]:
+        """Open the decoder, take the first frame (at ``--from``, or at the segment's start), plan the
+        streams, the cut and the frames; nothing is encoded yet."""
+        stages = self.stats.stages
+        decoder = self._open()
+        self.stats.hwaccel = decoder.hwaccel_report.as_dict()
+        start = time.perf_counter()
+        first = decoder.next_frame()
+        stages.add("decode", time.perf_counter() - start)
+        if first is None:
+            raise InvalidInputError(f"{self.source!r} has no decodable video frames")
+        self._first = first  # released in teardown if a failure comes before the loop takes it
+        info = decoder.info
+        part = self._part
+        # A segment is video only: the join copies the other streams once, over the whole output.
+        self._streams = (
+            plan_streams(info.streams, info.index, self.options) if part is None else StreamPlan((), ())
+        )
+        # The input's start (the first time across the kept streams): the output's 0, and what
+        # --from and --to count from, as FFmpeg's -ss and -to count from the file's start.
+        self._origin = self._start = self._shift_seconds(first)
+        if part is not None:
+            self._origin, self._start = part.origin, part.zero  # the whole output's, not the segment's
+            if part.start is not None:
+                t0 = time.perf_counter()
+                first = self._seek_to(decoder, first, part.start, f"segment {part.index + 1}")
+                stages.add("decode", time.perf_counter() - t0)
+        elif self.options.from_seconds > 0:
+            t0 = time.perf_counter()
+            first = self._seek_from(decoder, first)
+            stages.add("decode", time.perf_counter() - t0)
+        self._trim = self._cuts(info)
+        end = self.options.end_seconds
+        self._frames = _CutFrames(
+            decoder,
+            part.end if part is not None else None if end is None else self._origin + _fraction(end),
+            self.options.frames,
+            handed=1,
+        )
+        codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
+        plan = plan_transcode(
+            Size(first.width, first.height),
+            first.pixel_format,
+            first.colour,
+            self.options,
+            codec=codec,
+            rotation=first.metadata.rotation,
+            container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
+        )
+        if part is not None:
+            part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal
+        self.stats.plan = plan
+        self._interlaced = first.metadata.interlaced
+        return decoder, first, plan
+
+    def survey(self) -> TranscodeSurvey:
+        """What :meth:`run` decides before it encodes (the plan, the encoder, the streams, the cut, the
+        timing), with nothing written: the whole file's, for its segments."""
+        ok = False
+        try:
+            decoder, first, plan = self._prepare()
+            session = self._encode_session(decoder, plan)
+            session.abort()  # opened on a first frame only: nothing was written
+            meta = first.metadata
+            info = decoder.info
+            end = self.options.end_seconds
+            survey = TranscodeSurvey(
+                plan=plan,
+                stats=self.stats,
+                info=info,
+                encoder=session.encoder.name,
+                time_base=session.time_base,
+                first_pts=meta.pts,
+                first_time_base=None if meta.time_base is None else fractions.Fraction(meta.time_base),
+                origin=self._origin,
+                zero=self._start,
+                end=None if end is None else self._origin + _fraction(end),
+                streams=self._streams,
+                trim=self._trim,
+                jump_seconds=jump_seconds(info.discontinuous_timestamps),
+                expected_frames=self._expected_frames(info),
+            )
+            ok = True
+            return survey
+        finally:
+            self._teardown(ok)
+
     def run(self) -> TranscodeStats:
         timer = pipeline.RunTimer()
         stages = self.stats.stages
         ok = False
         try:
-            decoder = self._open()
-            self.stats.hwaccel = decoder.hwaccel_report.as_dict()
-            start = time.perf_counter()
-            first = decoder.next_frame()
-            stages.add("decode", time.perf_counter() - start)
-            if first is None:
-                raise InvalidInputError(f"{self.source!r} has no decodable video frames")
-            self._first = first  # released in teardown if a failure comes before the loop takes it
+            decoder, first, plan = self._prepare()
             info = decoder.info
-            self._streams = plan_streams(info.streams, info.index, self.options)
-            # The input's start (the first time across the kept streams): the output's 0, and what
-            # --from and --to count from, as FFmpeg's -ss and -to count from the file's start.
-            self._origin = self._start = self._shift_seconds(first)
-            if self.options.from_seconds > 0:
-                t0 = time.perf_counter()
-                first = self._seek_from(decoder, first)
-                stages.add("decode", time.perf_counter() - t0)
-            self._trim = self._cuts(info)
-            end = self.options.end_seconds
-            self._frames = _CutFrames(
-                decoder,
-                None if end is None else self._origin + _fraction(end),
-                self.options.frames,
-                handed=1,
-            )
-            codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
-            plan = plan_transcode(
-                Size(first.width, first.height),
-                first.pixel_format,
-                first.colour,
-                self.options,
-                codec=codec,
-                rotation=first.metadata.rotation,
-                container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
-            )
-            self.stats.plan = plan
-            self._interlaced = first.metadata.interlaced
             self.session = self._encode_session(decoder, plan)
             self.progress.start(self._expected_frames(info))
+            assert self._frames is not None
             if plan.passthrough:
                 self._passthrough(first)
             elif self._fit_gpu(first, plan, self._scale_route(first, plan)).kind is ScaleRouteKind.SWSCALE:
@@ -461,15 +560,22 @@ class _Transcoder:
                 f"--from {asked:g} s is past the end of {self.source!r} ({length:.3f} s long)"
             )
         target = self._origin + _fraction(asked)
+        found = self._seek_to(decoder, first, target, f"--from {asked:g} s")
+        self._start = target
+        return found
+
+    def _seek_to(
+        self, decoder: DecodeSession, first: DecodedFrame, target: fractions.Fraction, what: str
+    ) -> DecodedFrame:
+        """The frame on display at ``target`` (input seconds), frame-exact; ``what`` names it in errors."""
         video_start = _seconds(first) or fractions.Fraction(0)
         first.release()
         self._first = None
         decoder.seek(float(max(fractions.Fraction(0), target - video_start)))  # counts from the video's start
         found = decoder.next_frame()
         if found is None:
-            raise InvalidInputError(f"--from {asked:g} s is past the last frame of {self.source!r}")
+            raise InvalidInputError(f"{what} is past the last frame of {self.source!r}")
         self._first = found
-        self._start = target
         return found
 
     def _cuts(self, info: StreamInfo) -> bool:
@@ -558,6 +664,9 @@ class _Transcoder:
         fixed = self._timestamps.fix(pts, duration)
         assert fixed is not None  # video timestamps are nudged, never dropped
         self.stats.timestamps = self._timestamps.adjustments
+        if self.first_pts_out is None:
+            self.first_pts_out = fixed
+        self.last_pts_out = fixed
         return fixed
 
     def _passthrough(self, first: DecodedFrame) -> None:
@@ -802,9 +911,9 @@ class _Transcoder:
 
     # -- teardown -------------------------------------------------------------------------------------
 
-    def _stream_report(self, session: EncodeSession) -> None:
-        """What became of the copied streams: kept, dropped with the reason, audio said in the encoder's."""
-        copied = session.stats
+    def _stream_report(self, copied: EncodeStats | JoinReport) -> None:
+        """What became of the copied streams (an encode session's or a join's counts): kept, dropped with
+        the reason, audio said in the encoder's."""
         self.stats.kept_streams = list(copied.copied_streams)
         self.stats.stream_notes = list(copied.stream_notes)
         self.stats.dropped_streams = list(self._streams.dropped) + list(copied.dropped_streams)
@@ -838,7 +947,7 @@ class _Transcoder:
             self.stats.packets_out = session.stats.packets_out
             self.stats.audio_packets_copied = session.stats.audio_packets_copied
             self.stats.audio_timestamps = session.stats.audio_timestamps
-            self._stream_report(session)
+            self._stream_report(session.stats)
         for obj in self._gpu_objects:
             try:
                 obj.close()
@@ -888,7 +997,12 @@ def transcode(
     check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     output_container(out)  # an unknown extension is refused before the input is opened
-    return _Transcoder(src, out, options, progress if progress is not None else pipeline.Progress()).run()
+    shown = progress if progress is not None else pipeline.Progress()
+    if options.segments is not None:
+        from alpha2.api.segmented_transcode import transcode_segmented
+
+        return transcode_segmented(src, out, options, shown)
+    return _Transcoder(src, out, options, shown).run()
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from alpha2.api.transcode_plan import (
     DepthChoice,
     TranscodeOptions,
 )
-from alpha2.api.transcode_report import TranscodeStats, summary_notes
+from alpha2.api.transcode_report import TranscodeStats, segments_summary, summary_notes
 from alpha2.api.transcoder import transcode
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  alpha2 transcode in.mp4 part.mp4 --from 1:30 --to 2:00\n"
         "  alpha2 transcode in.mp4 clip.mp4 --from 90 --duration 10 --preset veryfast\n"
         "  alpha2 transcode in.mkv out.webm               (VP9 and Opus)\n"
-        "  alpha2 transcode hdr.mkv sdr.mp4 --sdr -y      (tone mapped to SDR)",
+        "  alpha2 transcode hdr.mkv sdr.mp4 --sdr -y      (tone mapped to SDR)\n"
+        "  alpha2 transcode long.mp4 out.mp4 --segments 4 (4 parts encoded at once, joined)",
         formatter_class=help_formatter(),
     )
     parser.add_argument("input", metavar="INPUT", help="input video file")
@@ -57,6 +58,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
     )
     add_transcode_arguments(parser)
+    parser.add_argument(
+        "--segments",
+        type=_segments,
+        metavar="K|auto",
+        help="encode the video in K parts of the file at once (worker processes, split at key frames) "
+        "and join them into one output; auto: as many as help (one pipeline on 4 cores or fewer)",
+    )
     add_overwrite_arguments(parser, what="OUTPUT")
     parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -181,7 +189,22 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         sdr=getattr(args, "sdr", False),
         overwrite=getattr(args, "overwrite", False),
         max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
+        segments=getattr(args, "segments", None),
     )
+
+
+def _segments(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"give a number of segments (2 or more) or auto, got {text!r}"
+        ) from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"segments must be 2 or more (or auto), got {value}")
+    return value
 
 
 def _bitrate(text: str) -> int:
@@ -257,6 +280,9 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         fields.append(("part", part))
     paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
     fields.append(("paths", f"{paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU"))
+    segments = segments_summary(stats)
+    if segments is not None:
+        fields.append(("segments", segments))
     fields.append(("time", stats.stages.summary(stats.seconds)))
     fields.extend(("note", note) for note in summary_notes(stats))
     head = f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
