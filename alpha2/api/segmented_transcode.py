@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import fractions
 import importlib
 import multiprocessing
@@ -59,6 +60,7 @@ from alpha2.ffmpeg_bridge.encode import output_container
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, container_duration_seconds
 from alpha2.gpu.errors import Error, InternalError, InvalidInputError, UnsupportedError
+from alpha2.gpu.geometry import Size
 
 __all__ = [
     "AUTO_MIN_CORES",
@@ -175,15 +177,27 @@ class SegmentPart:
         """
         if plan == self.plan:
             return
+        pairs = [
+            (f.name, getattr(plan, f.name), getattr(self.plan, f.name)) for f in dataclasses.fields(plan)
+        ]
         differ = [
-            f"{f.name} {getattr(plan, f.name)} (the file starts with {getattr(self.plan, f.name)})"
-            for f in dataclasses.fields(plan)
-            if f.name != "reason" and getattr(plan, f.name) != getattr(self.plan, f.name)
+            f"{name} {_said(mine)} (the file starts with {_said(whole)})"
+            for name, mine, whole in pairs
+            if name != "reason" and mine != whole
         ] or [f"the plan: {plan.reason} (the file's: {self.plan.reason})"]
         raise UnsupportedError(
             f"{self.describe()}: the input changes within the file, so the segment would be encoded "
             f"otherwise than the rest: {differ[0]}; transcode it in one pipeline (leave out --segments)"
         )
+
+
+def _said(value: object) -> str:
+    """A plan's value in words: ``96x64``, ``NV12``."""
+    if isinstance(value, Size):
+        return f"{value.width}x{value.height}"
+    if isinstance(value, enum.Enum):
+        return value.name
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -306,7 +320,7 @@ def _segment_main(
 def _error_from(message: tuple[Any, ...], part: SegmentPart) -> BaseException:
     """A worker's ``error`` as the alpha2 error it raised, said with the segment; else an InternalError."""
     _, _, module, name, text = message
-    said = f"{part.describe()}: {text}"
+    said = text if text.startswith(part.describe()) else f"{part.describe()}: {text}"
     if module.startswith("alpha2."):
         try:
             cls = getattr(importlib.import_module(module), name)

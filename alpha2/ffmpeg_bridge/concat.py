@@ -172,7 +172,6 @@ def join_segments(
         template = opened[0][1]
         stream: Any = out.add_stream_from_template(template)
         stream.time_base = time_base
-        stream.codec_tag = template.codec_context.codec_tag if container_format == "mp4" else None
         if display_rotation is not Rotation.NONE:
             stream.set_display_rotation(-int(display_rotation))  # PyAV takes counter-clockwise
         if copy_from is not None:
