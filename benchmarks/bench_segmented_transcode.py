@@ -1,0 +1,129 @@
+"""One file transcoded in one pipeline against ``--segments K`` (the video encoded in K parts of the file
+at once, in worker processes, and joined), side by side in one run.
+
+Generates a 1080p clip (a moving pattern with grain, libx264 ultrafast, a key frame every second, AAC
+sound), then transcodes it with ``alpha2.api.transcoder.transcode`` once per row (libx264 at
+``--preset``, the encoder the limit) and prints, per row: frames, wall seconds, fps, the ratio against
+one pipeline, and CPU utilisation (user + system CPU seconds of this process and its workers / wall /
+cores), which shows whether all cores were busy. Each segmented output is checked to hold the one
+pipeline's frame count.
+
+    python benchmarks/bench_segmented_transcode.py --seconds 4 --segments 2,4 --preset veryfast --repeat 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from typing import Any
+
+import av
+import numpy as np
+
+from alpha2.api.segmented_transcode import available_cores
+from alpha2.api.transcoder import TranscodeOptions, transcode
+
+
+def make_clip(path: str, seconds: float, width: int = 1920, height: int = 1080, rate: int = 30) -> int:
+    """The test clip; returns its frame count."""
+    frames = max(1, round(seconds * rate))
+    rng = np.random.default_rng(1)
+    y, x = np.mgrid[0:height, 0:width]
+    grain = rng.integers(0, 24, size=(8, height, width), dtype=np.uint8)
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream("libx264", rate=rate)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = {"preset": "ultrafast", "x264-params": f"keyint={rate}:min-keyint={rate}"}
+        audio: Any = out.add_stream("aac", rate=48000)
+        audio.layout = "stereo"
+        for i in range(frames):
+            luma = ((x + y + i * 8) % 256).astype(np.uint8) ^ grain[i % 8]
+            img = np.stack([luma, np.roll(luma, i * 4, axis=1), 255 - luma], axis=-1)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+        chunk = audio.codec_context.frame_size or 1024
+        total = round(frames / rate * 48000)
+        for start in range(0, total, chunk):
+            t = np.arange(start, start + chunk) / 48000
+            tone = (0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
+            frame = av.AudioFrame.from_ndarray(np.stack([tone, tone]), format="fltp", layout="stereo")
+            frame.sample_rate, frame.pts = 48000, start
+            for packet in audio.encode(frame):
+                out.mux(packet)
+        for packet in audio.encode(None):
+            out.mux(packet)
+    return frames
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, once waited for
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run(source: str, output: str, preset: str, segments: int | None) -> tuple[int, float, float, str]:
+    """Frames, wall seconds, CPU seconds, and what was done."""
+    cpu0, t0 = _cpu_seconds(), time.perf_counter()
+    stats = transcode(source, output, TranscodeOptions(preset=preset, segments=segments))
+    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    done = "one pipeline" if stats.segments is None else str(stats.segments["done"])
+    if stats.segments and stats.segments["parts"]:
+        done += " (" + ", ".join(f"{p['frames']} in {p['seconds']:.1f} s" for p in stats.segments["parts"])
+        done += f"; join {stats.segments['join_seconds']:.2f} s)"
+    return stats.frames, wall, cpu, done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of the generated clip (default 2)")
+    parser.add_argument("--segments", default="2,4", help="comma-separated K values (default 2,4)")
+    parser.add_argument("--preset", default="veryfast", help="libx264 preset (default veryfast)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds over all rows; each row keeps its fastest (default 1)"
+    )
+    args = parser.parse_args(argv)
+    counts = [int(k) for k in args.segments.split(",") if k.strip()]
+    cores = available_cores()
+    with tempfile.TemporaryDirectory() as folder:
+        source = os.path.join(folder, "in.mp4")
+        t0 = time.perf_counter()
+        frames = make_clip(source, args.seconds)
+        print(
+            f"clip: 1920x1080, {frames} frames ({args.seconds:g} s), made in "
+            f"{time.perf_counter() - t0:.1f} s; libx264 preset {args.preset}; {cores} cores",
+            flush=True,
+        )
+        print(f"{'row':<14} {'frames':>6} {'wall s':>7} {'fps':>7} {'ratio':>6} {'CPU busy':>8}  done")
+        best: dict[int | None, tuple[int, float, float, str]] = {}
+        for _ in range(max(1, args.repeat)):  # rounds interleave the rows: a busy moment hits all alike
+            for k in [None, *counts]:
+                result = run(source, os.path.join(folder, f"out_{k or 1}.mp4"), args.preset, k)
+                if result[0] != frames:
+                    print(f"error: {result[0]} frames written, the input has {frames}", file=sys.stderr)
+                    return 1
+                if k not in best or result[1] < best[k][1]:
+                    best[k] = result
+        base: float | None = None
+        for k in [None, *counts]:
+            got, wall, cpu, done = best[k]
+            fps = got / wall
+            base = base or fps
+            row = "one pipeline" if k is None else f"--segments {k}"
+            busy = cpu / wall / cores
+            print(
+                f"{row:<14} {got:>6} {wall:>7.2f} {fps:>7.1f} {fps / base:>5.2f}x {busy:>7.0%}  {done}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
