@@ -9,11 +9,14 @@ Times from the launch of each process (``subprocess.Popen``):
 The plain player (``--child plain``) is the same work written without alpha2: PyAV decodes the first frame,
 wgpu opens a device, rendercanvas a glfw window of the frame's size, three plane textures are written and
 one sampler shader draws them into the window; it plays ``--frames`` frames and reports the same way.
-Also times ``--help`` of ``alpha2`` and each subcommand (best of ``--rounds``), where 100 ms is the aim.
+Also times ``--help`` of ``alpha2`` and of each subcommand (the median of ``--help-rounds`` fresh processes,
+the commands taken in turn, after a warm-up run that leaves the bytecode compiled), where 100 ms is the
+aim; ``--only-help`` stops there.
 
-    python benchmarks/bench_startup.py [--clip FILE] [--rounds 5] [--frames 30]
+    python benchmarks/bench_startup.py [--clip FILE] [--rounds 5] [--frames 30] [--help-rounds 10]
+    python benchmarks/bench_startup.py --only-help
 
-Needs Xvfb (apt-get install xvfb) and the window extra (rendercanvas, glfw).
+Needs Xvfb (apt-get install xvfb) and the window extra (rendercanvas, glfw), except with ``--only-help``.
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
-COMMANDS = ("probe", "sample", "play", "transcode", "batch")
+
+def _commands() -> tuple[str, ...]:
+    """Every subcommand of ``alpha2`` (the command line's own list)."""
+    from alpha2.apps.cli import _SUBCOMMANDS
+
+    return tuple(command for command, _module, _help in _SUBCOMMANDS)
 
 
 def _since_start() -> float:
@@ -250,16 +258,34 @@ def launch(command: list[str], display: _Display, env: dict[str, str], title: st
     return {"window_s": window_s, "first_frame_s": report.get("first_frame_s")}
 
 
-def time_help(argv: list[str], rounds: int) -> float:
-    """The best wall time of ``python -m alpha2 ARGV --help`` over ``rounds`` runs."""
-    best = float("inf")
+def _wall(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, capture_output=True, check=True, cwd=ROOT, env=env)
+    return time.perf_counter() - start
+
+
+def time_help(rounds: int) -> None:
+    """Print the wall time of ``python -m alpha2 [COMMAND] --help`` for each command and of ``python -c
+    pass``: the median (and best) of ``rounds`` fresh processes, the commands taken in turn so that a
+    busy moment hits all alike."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    commands = [
+        [sys.executable, "-m", "alpha2", *argv, "--help"] for argv in ([], *([c] for c in _commands()))
+    ]
+    baseline = [sys.executable, "-c", "pass"]
+    for command in commands:  # warm-up: the file cache, and the bytecode written
+        _wall(command, env)
+    times: dict[int, list[float]] = {i: [] for i in range(len(commands) + 1)}
     for _ in range(rounds):
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "alpha2", *argv, "--help"], capture_output=True, check=True, cwd=ROOT
+        for i, command in enumerate([*commands, baseline]):
+            times[i].append(_wall(command, env))
+    print(f"--help, {rounds} fresh processes each (load average {os.getloadavg()[0]:.1f}):")
+    for i, command in enumerate([*commands, baseline]):
+        label = " ".join(["alpha2", *command[3:]]) if i < len(commands) else "python -c pass"
+        ms = [t * 1000 for t in times[i]]
+        print(
+            f"  {label:<26} median {statistics.median(ms):4.0f} ms (best {min(ms):.0f}, worst {max(ms):.0f})"
         )
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _summary(values: list[float | None]) -> str:
@@ -274,7 +300,9 @@ def main() -> None:
     parser.add_argument("--clip", help="play this file (default: a generated 1280x720 clip with sound)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--help-rounds", type=int, default=10, help="fresh processes per --help timing")
     parser.add_argument("--no-help", action="store_true", help="skip the --help timings")
+    parser.add_argument("--only-help", action="store_true", help="only the --help timings (no Xvfb)")
     parser.add_argument("--child", choices=("plain",), help=argparse.SUPPRESS)
     parser.add_argument("clips", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -282,14 +310,9 @@ def main() -> None:
         print(json.dumps(plain_window(args.clips[0], args.frames)))
         return
     if not args.no_help:
-        python = time_help([], 1)  # warms the file cache
-        for argv in ([], *([c] for c in COMMANDS)):
-            seconds = time_help(list(argv), args.rounds)
-            print(f"alpha2 {' '.join(argv) + ' ' if argv else ''}--help: {seconds * 1000:.0f} ms")
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        python = time.perf_counter() - start
-        print(f"  (python -c pass: {python * 1000:.0f} ms)")
+        time_help(args.help_rounds)
+    if args.only_help:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         clip = args.clip
         if clip is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import stat
 import subprocess
 import sys
@@ -282,7 +283,7 @@ def test_temporary_files_are_made_exclusively(tmp_path: Path, monkeypatch: pytes
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
     names = iter(["planted", "fresh"])
-    monkeypatch.setattr(atomic.secrets, "token_hex", lambda n: next(names))
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))  # atomic imports it when it writes
     (tmp_path / ".m.planted.partial.json").symlink_to(victim)
     (tmp_path / "m.json").symlink_to(victim)
     atomic.write_bytes_atomic(tmp_path / "m.json", b"{}")

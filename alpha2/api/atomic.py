@@ -15,15 +15,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from alpha2.gpu.errors import InvalidInputError
+
+# numpy (for the PNG writer) and secrets (for temporary names) are imported where they are used: the
+# batch's manifest and lock are written through this module, and ``alpha2 batch --help`` loads it.
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "atomic_path",
@@ -139,6 +142,8 @@ def _umask() -> int:
 def _create_temp(final: str) -> tuple[int, str]:
     """A new file next to ``final``, created exclusively and without following a link, with the mode a
     plain ``open()`` would give it; returns its descriptor and path."""
+    import secrets
+
     directory, name = os.path.split(final)
     stem, ext = os.path.splitext(name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
@@ -213,6 +218,8 @@ def png_bytes(pixels: np.ndarray, *, level: int = 6) -> bytes:
     Raises:
         InvalidInputError: another shape or dtype.
     """
+    import numpy as np
+
     if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] not in (3, 4):
         raise InvalidInputError(
             f"png_bytes takes an (H, W, 3) or (H, W, 4) uint8 array, got {pixels.shape} {pixels.dtype}"

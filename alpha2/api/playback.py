@@ -20,10 +20,10 @@ from alpha2.api import pipeline
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.gpu.tonemap import ToneCurve
+from alpha2.gpu.tone_choices import ToneCurve
 
-# PyAV, wgpu and the renderer load when a file is played, not when this module is imported: ``alpha2 play
-# --help`` needs only PlayOptions.
+# PyAV, wgpu and the renderer load when a file is played, not when this module is imported: PlayOptions
+# alone needs none of them.
 if TYPE_CHECKING:
     from alpha2.api.throttle import SubmitThrottle
     from alpha2.ffmpeg_bridge import DecodeSession

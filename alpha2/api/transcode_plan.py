@@ -9,12 +9,19 @@ HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone 
 
 from __future__ import annotations
 
-import enum
 import math
 import os
 from dataclasses import dataclass
 
 from alpha2.api import pipeline
+from alpha2.api.transcode_choices import (
+    DEFAULT_CRF,
+    DEFAULT_PRESETS,
+    ENCODER_PRESETS,
+    X26X_PRESETS,
+    ColourChoice,
+    DepthChoice,
+)
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
 from alpha2.gpu.colour import (
     ChromaLocation,
@@ -50,69 +57,8 @@ __all__ = [
     "plan_transcode",
 ]
 
-DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
-"""Constant-quality factor used when neither ``crf`` nor ``bitrate`` is given, per codec family."""
-
-X26X_PRESETS = (
-    "ultrafast",
-    "superfast",
-    "veryfast",
-    "faster",
-    "fast",
-    "medium",
-    "slow",
-    "slower",
-    "veryslow",
-    "placebo",
-)
-"""libx264's and libx265's speed presets, fastest first."""
-
-ENCODER_PRESETS: dict[str, tuple[str, ...]] = {"libx264": X26X_PRESETS, "libx265": X26X_PRESETS}
-"""The presets of the encoders whose preset names alpha2 checks before anything is opened."""
-
-DEFAULT_PRESETS: dict[str, str] = {
-    "libx264": "medium",
-    "libx265": "medium",
-    "h264_nvenc": "p4",
-    "hevc_nvenc": "p4",
-    "av1_nvenc": "p4",
-    "libvpx-vp9": "1",
-    "libaom-av1": "1",
-}
-"""The preset (``cpu-used`` for libvpx-vp9 and libaom-av1) each encoder uses when none is asked for:
-FFmpeg's defaults, which alpha2 keeps."""
-
-
 HD_MIN_HEIGHT = 720
 """Outputs at least this tall (or 1280 wide) are HD: BT.709 by default when converted."""
-
-
-class ColourChoice(enum.Enum):
-    """The output's Y'CbCr matrix and range; for HDR inputs also whether they stay HDR."""
-
-    AUTO = "auto"
-    """Kept when frames pass through; when processed on the GPU, BT.709 limited for HD outputs, the
-    input's for smaller ones. HDR inputs: KEEP at 10 bits, tone mapped to SDR BT.709 at 8."""
-    KEEP = "keep"
-    """The input's matrix and range; HDR inputs keep PQ / HLG, BT.2020 and their static metadata."""
-    BT709 = "bt709"
-    """BT.709 matrix, limited range; HDR inputs are tone mapped to SDR BT.709."""
-    BT601 = "bt601"
-    """BT.601 matrix (SMPTE 170M), limited range; HDR inputs are tone mapped to SDR BT.709 first."""
-    BT2020 = "bt2020"
-    """BT.2020 non-constant-luminance matrix, limited range."""
-
-
-class DepthChoice(enum.Enum):
-    """The output's bits per sample."""
-
-    AUTO = "auto"
-    """8 bits, but 10 for HEVC, AV1 and VP9 when the input is 10-bit HDR (PQ or HLG): most browsers and
-    hardware decoders play no 10-bit H.264 (High 10)."""
-    EIGHT = "8"
-    """8 bits, whatever the input."""
-    TEN = "10"
-    """10 bits, whatever the input (for H.264 that is High 10)."""
 
 
 TEN_BIT_CODECS = frozenset({"hevc", "av1", "vp9"})

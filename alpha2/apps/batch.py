@@ -24,15 +24,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.encoding import OUTPUT_CONTAINERS
-from alpha2.api.transcode_plan import TranscodeOptions
-from alpha2.apps.batch_local import DeviceChoice, LocalBackend, plan_workers
+from alpha2.api.transcode_choices import OUTPUT_CONTAINERS
 from alpha2.apps.batch_plan import (
     DEFAULT_CONTAINER,
     BatchItem,
+    DeviceChoice,
     FileResult,
     FileStatus,
     Manifest,
@@ -41,18 +40,6 @@ from alpha2.apps.batch_plan import (
     fingerprints,
     plan_items,
     settings_fingerprint,
-)
-from alpha2.apps.batch_run import (
-    Backend,
-    BatchLock,
-    Event,
-    Finished,
-    Frames,
-    Notice,
-    Planned,
-    Retrying,
-    Started,
-    run_batch,
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
@@ -64,6 +51,12 @@ from alpha2.apps.cli import (
 )
 from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
+
+# How the files run (batch_run, the local pool, Ray) and the transcode options' class load when a batch
+# runs, so that ``alpha2 batch --help`` answers at once.
+if TYPE_CHECKING:
+    from alpha2.api.transcode_plan import TranscodeOptions
+    from alpha2.apps.batch_run import Backend, Event, Finished
 
 __all__ = ["BatchReport", "BatchSettings", "batch", "register", "run"]
 
@@ -157,6 +150,8 @@ def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
             hwaccel=options.hwaccel,
             bind=settings.ray_bind,
         )
+    from alpha2.apps.batch_local import LocalBackend, plan_workers
+
     slots = plan_workers(device=settings.device, workers=settings.workers, streams=settings.streams)
     return LocalBackend(slots)
 
@@ -204,6 +199,9 @@ def batch(
             folder another batch writes into, a lock or manifest that is not a regular file.
         UnsupportedError: ``--ray`` without Ray installed, ``--device gpu`` without a GPU.
     """
+    from alpha2.api.transcode_plan import TranscodeOptions
+    from alpha2.apps.batch_run import BatchLock
+
     options = options if options is not None else TranscodeOptions()
     settings = settings if settings is not None else BatchSettings()
     out = os.path.abspath(os.fspath(out_dir))
@@ -243,6 +241,8 @@ def _run_locked(
     on_event: Callable[[Event], None] | None,
     backend: Backend | None,
 ) -> BatchReport:
+    from alpha2.apps.batch_run import Notice, Planned, run_batch
+
     notify = on_event if on_event is not None else (lambda event: None)
     manifest = Manifest.load(out)
     notes = [manifest.note] if manifest.note else []
@@ -326,6 +326,8 @@ class BatchProgress:
             self._start = time.monotonic()
 
     def __call__(self, event: Event) -> None:
+        from alpha2.apps.batch_run import Finished, Frames, Notice, Planned, Retrying, Started
+
         if isinstance(event, Notice):  # said even with the display off: it is about the user's files
             self._line(f"alpha2: batch: {event.text}")
             return

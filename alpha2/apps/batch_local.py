@@ -21,7 +21,6 @@ crashed attempts and a new worker takes its place.
 from __future__ import annotations
 
 import contextlib
-import enum
 import gc
 import multiprocessing
 import multiprocessing.connection
@@ -33,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from alpha2.apps.batch_plan import DeviceChoice
 from alpha2.apps.batch_run import (
     CRASH_KIND,
     Event,
@@ -61,17 +61,6 @@ MAX_GPU_STREAMS = 8
 
 START_FAILURES_ALLOWED = 3
 """Worker deaths in a row with no file finished before the pool gives up (a worker that cannot start)."""
-
-
-class DeviceChoice(enum.Enum):
-    """What the workers run on."""
-
-    AUTO = "auto"
-    """GPUs when the machine has any, else the CPU."""
-    GPU = "gpu"
-    """GPUs; an error when there is none."""
-    CPU = "cpu"
-    """The CPU (lavapipe renders when something must be rendered), GPUs or not."""
 
 
 @dataclass(frozen=True)

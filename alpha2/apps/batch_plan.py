@@ -23,18 +23,19 @@ import contextlib
 import dataclasses
 import enum
 import glob
-import hashlib
 import json
 import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpha2.api.atomic import open_regular, write_bytes_atomic
-from alpha2.api.encoding import OUTPUT_CONTAINERS
-from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.api.transcode_choices import OUTPUT_CONTAINERS
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
+
+if TYPE_CHECKING:
+    from alpha2.api.transcode_plan import TranscodeOptions
 
 __all__ = [
     "DEFAULT_CONTAINER",
@@ -43,6 +44,7 @@ __all__ = [
     "STAGING_NAME",
     "VIDEO_EXTENSIONS",
     "BatchItem",
+    "DeviceChoice",
     "FileResult",
     "FileStatus",
     "Manifest",
@@ -76,6 +78,17 @@ MANIFEST_VERSION = 1
 
 DEFAULT_CONTAINER = ".mp4"
 """The outputs' container when ``--container`` does not name one."""
+
+
+class DeviceChoice(enum.Enum):
+    """What the workers run on."""
+
+    AUTO = "auto"
+    """GPUs when the machine has any, else the CPU."""
+    GPU = "gpu"
+    """GPUs; an error when there is none."""
+    CPU = "cpu"
+    """The CPU (lavapipe renders when something must be rendered), GPUs or not."""
 
 
 def one_line(message: str) -> str:
@@ -315,6 +328,8 @@ def input_fingerprint(path: str) -> str:
     Raises:
         InvalidInputError: the file cannot be read.
     """
+    import hashlib  # here: it loads OpenSSL, and ``alpha2 batch --help`` loads this module
+
     try:
         st = os.stat(path)
         digest = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:".encode())
@@ -339,6 +354,8 @@ def _plain(value: Any) -> Any:
 def settings_fingerprint(options: TranscodeOptions, extension: str) -> str:
     """A hash of what shapes an output: every transcode option (but ``overwrite``, which says what may be
     replaced, not what is made) and the output's extension."""
+    import hashlib
+
     shaping = {k: v for k, v in _plain(options).items() if k != "overwrite"}
     text = json.dumps({"options": shaping, "extension": extension}, sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -33,11 +33,10 @@ import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import open_regular
-from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch_plan import (
     STAGING_NAME,
     BatchItem,
@@ -48,6 +47,9 @@ from alpha2.apps.batch_plan import (
     one_line,
 )
 from alpha2.gpu.errors import Error, ErrorKind, InvalidInputError
+
+if TYPE_CHECKING:
+    from alpha2.api.transcode_plan import TranscodeOptions
 
 __all__ = [
     "CRASH_KIND",

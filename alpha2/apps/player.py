@@ -25,17 +25,20 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-# What ``alpha2 play --help`` and the parser need, and no more: PyAV, wgpu, the window and the sound load
-# when a file plays (``play``), so that ``--help`` answers at once and the first frame comes sooner.
+# What ``alpha2 play --help`` and the parser need, and no more: the playback (and through it PyAV, wgpu),
+# the window and the sound load when a file plays (``play``), so that ``--help`` answers at once and the
+# first frame comes sooner.
 from alpha2.api import pipeline
-from alpha2.api.playback import DEFAULT_MAX_PIXELS, PlayOptions, PlayStats
 from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter, parse_time
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
 from alpha2.gpu.errors import Error, InvalidInputError
-from alpha2.gpu.tonemap import ToneCurve
+from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
+from alpha2.gpu.tone_choices import ToneCurve
 
 if TYPE_CHECKING:
     from alpha2.api.playback import Player
+    from alpha2.api.playback import PlayOptions as PlayOptions
+    from alpha2.api.playback import PlayStats as PlayStats
     from alpha2.apps.window import SEEK_STEPS_S as SEEK_STEPS_S
     from alpha2.apps.window import letterbox as letterbox
 
@@ -56,11 +59,13 @@ _LAZY = {
     "letterbox": ("alpha2.apps.window", "letterbox"),
     "_WindowPlayback": ("alpha2.apps.window", "WindowPlayback"),
     "Player": ("alpha2.api.playback", "Player"),
+    "PlayOptions": ("alpha2.api.playback", "PlayOptions"),
+    "PlayStats": ("alpha2.api.playback", "PlayStats"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The window's names (and ``Player``), loaded on first use (the window loads the GPU side)."""
+    """The window's names (and the playback's), loaded on first use (the window loads the GPU side)."""
     if name in _LAZY:
         module, attribute = _LAZY[name]
         value = getattr(importlib.import_module(module), attribute)
@@ -138,7 +143,7 @@ def _play(
 ) -> PlayStats:
     """:func:`play`; ``notice``: say on stderr at once when a display is set but no window can be had."""
     from alpha2.api.media import media_kinds
-    from alpha2.api.playback import Player
+    from alpha2.api.playback import Player, PlayOptions
 
     options = options if options is not None else PlayOptions()
     player = Player(os.fspath(source), options, progress if progress is not None else pipeline.Progress())
@@ -181,6 +186,8 @@ def play_list(
     Raises:
         alpha2.gpu.Error subclasses: when no file could be played in the window.
     """
+    from alpha2.api.playback import PlayOptions
+
     options = options if options is not None else PlayOptions()
     make_progress = progress if progress is not None else pipeline.Progress
     names = [os.fspath(s) for s in sources]
@@ -324,6 +331,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def options_from_args(args: argparse.Namespace) -> PlayOptions:
     """``alpha2 play``'s options, for one input or a wall."""
+    from alpha2.api.playback import PlayOptions
+
     return PlayOptions(
         offscreen=args.offscreen,
         snapshot=args.snapshot,

@@ -11,13 +11,8 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alpha2.api.machine import (
-    ExternalHandleType,
-    VulkanCandidate,
-    vulkan_candidates,
-)
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
     column_widths,
@@ -28,6 +23,11 @@ from alpha2.apps.cli import (
 )
 from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
 from alpha2.gpu.errors import UnsupportedError
+
+# The Vulkan side (the loader through cffi, the device probes) loads when the adapters are asked for,
+# so that ``alpha2 probe --help`` answers at once.
+if TYPE_CHECKING:
+    from alpha2.api.machine import VulkanCandidate
 
 
 def register(subparsers: Any) -> None:
@@ -70,6 +70,8 @@ def _gib(value: int | None) -> str:
 
 
 def _interop(c: VulkanCandidate) -> str:
+    from alpha2.api.machine import ExternalHandleType
+
     parts = []
     mem = [
         name
@@ -107,6 +109,8 @@ def _codecs(c: VulkanCandidate, decode: bool) -> str:
 
 
 def _collect(args: argparse.Namespace) -> tuple[list[VulkanCandidate], list[RankedAdapter[VulkanCandidate]]]:
+    from alpha2.api.machine import vulkan_candidates
+
     candidates = vulkan_candidates()
     if not candidates:
         raise UnsupportedError(

@@ -13,27 +13,20 @@ import fractions
 import math
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+# What the parser needs, and no more: numpy, the colour vocabulary and the encoder (PyAV) load when a
+# clip is written, so that ``alpha2 sample --help`` answers at once.
 from alpha2.api import pipeline
-from alpha2.api.atomic import check_output_path
-from alpha2.api.encoding import EncodeSession, choose_encoder
-from alpha2.api.transcode_plan import default_codec
 from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter
-from alpha2.gpu.colour import (
-    ChromaLocation,
-    ColourInfo,
-    ColourMatrix,
-    ColourPrimaries,
-    ColourRange,
-    TransferCharacteristic,
-    rgb_to_yuv,
-)
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Size
-from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from alpha2.gpu.colour import ColourInfo
+    from alpha2.gpu.handles import CpuPlaneSet
 
 __all__ = [
     "SampleResult",
@@ -59,6 +52,15 @@ FAST_PRESETS: dict[str, str] = {
 
 def sample_colour(size: Size) -> ColourInfo:
     """BT.709 for HD sizes, BT.601 (SMPTE 170M) for SD; limited range, chroma sited left."""
+    from alpha2.gpu.colour import (
+        ChromaLocation,
+        ColourInfo,
+        ColourMatrix,
+        ColourPrimaries,
+        ColourRange,
+        TransferCharacteristic,
+    )
+
     if size.height >= 720 or size.width >= 1280:
         return ColourInfo(
             ColourMatrix.BT709,
@@ -84,6 +86,8 @@ class _Waves:
 
     def rgb_terms(self, xs: np.ndarray, ys: np.ndarray, t: float) -> tuple[np.ndarray, ...]:
         """1-D pieces: R(x), G(y), and B(x, y) = b0 + b1 * (sx(x) cy(y) + cx(x) sy(y)) as outer parts."""
+        import numpy as np
+
         u = xs / self.width
         v = ys / self.height
         r = 0.5 + 0.4 * np.sin(2 * np.pi * (u + 0.20 * t))[None, :]
@@ -95,6 +99,10 @@ class _Waves:
 
 def pattern_planes(size: Size, index: int, rate: float, colour: ColourInfo) -> tuple[np.ndarray, ...]:
     """The Y, Cb, Cr planes (uint8, 4:2:0, chroma sited left) of frame ``index``."""
+    import numpy as np
+
+    from alpha2.gpu.colour import rgb_to_yuv
+
     width, height = size.width, size.height
     t = index / rate
     transform = rgb_to_yuv(colour.matrix, colour.range, 8)
@@ -118,6 +126,8 @@ def pattern_planes(size: Size, index: int, rate: float, colour: ColourInfo) -> t
 
 
 def _plane_set(planes: tuple[np.ndarray, ...]) -> CpuPlaneSet:
+    from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
+
     return CpuPlaneSet(
         planes=tuple(
             CpuPlane(data=p, bytes_per_row=p.strides[0], width_bytes=p.shape[1], height=p.shape[0])
@@ -128,6 +138,8 @@ def _plane_set(planes: tuple[np.ndarray, ...]) -> CpuPlaneSet:
 
 
 def _tone(start: int, count: int) -> np.ndarray:
+    import numpy as np
+
     t = (np.arange(start, start + count, dtype=np.float64)) / SAMPLE_RATE
     mono = (0.2 * np.sin(2 * np.pi * TONE_HZ * t)).astype(np.float32)
     return np.stack([mono, mono])
@@ -179,6 +191,11 @@ def write_sample(
             ``overwrite`` is False.
         UnsupportedError: an unknown codec.
     """
+    from alpha2.api.atomic import check_output_path
+    from alpha2.api.encoding import EncodeSession, choose_encoder
+    from alpha2.api.transcode_plan import default_codec
+    from alpha2.gpu.formats import PixelFormat
+
     if not (duration_s > 0 and math.isfinite(duration_s)):
         raise InvalidInputError(f"duration must be a positive number of seconds, got {duration_s}")
     if size.width < 2 or size.height < 2 or size.width % 2 or size.height % 2:

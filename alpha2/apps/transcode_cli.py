@@ -7,20 +7,20 @@ The options (:func:`add_transcode_arguments`, shared with ``alpha2 batch``), rea
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
+# What the parser needs, and no more: the transcoder (PyAV, numpy, the GPU) loads when a file is
+# transcoded, so that ``alpha2 transcode --help`` (and ``batch --help``) answer at once.
 from alpha2.api import pipeline
-from alpha2.api.encoding import OUTPUT_CONTAINERS
-from alpha2.api.transcode_plan import (
+from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
     DEFAULT_MAX_PIXELS,
     DEFAULT_PRESETS,
+    OUTPUT_CONTAINERS,
     X26X_PRESETS,
     ColourChoice,
     DepthChoice,
-    TranscodeOptions,
 )
-from alpha2.api.transcode_report import TranscodeStats, segments_summary, summary_notes
-from alpha2.api.transcoder import transcode
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
     add_overwrite_arguments,
@@ -29,6 +29,10 @@ from alpha2.apps.cli import (
     terminal_columns,
     wrap_fields,
 )
+
+if TYPE_CHECKING:
+    from alpha2.api.transcode_plan import TranscodeOptions
+    from alpha2.api.transcode_report import TranscodeStats
 
 __all__ = ["add_max_pixels_argument", "add_transcode_arguments", "options_from_args", "register", "run"]
 
@@ -171,6 +175,8 @@ def add_max_pixels_argument(parser: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
     """The TranscodeOptions of parsed :func:`add_transcode_arguments` options (and ``-y``, which lets an
     existing output be replaced; without it, it is refused)."""
+    from alpha2.api.transcode_plan import TranscodeOptions
+
     return TranscodeOptions(
         codec=args.codec,
         size=args.size,
@@ -250,6 +256,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     audio, the part cut, paths, time, notes), each filled to ``width`` columns (None: not wrapped)."""
     import textwrap
 
+    from alpha2.api.transcode_report import segments_summary, summary_notes
+
     data = stats.as_dict()
     output = stats.output
     facts = [_size_text(stats.output_bytes)]
@@ -293,6 +301,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """``alpha2 transcode``."""
     import sys
+
+    from alpha2.api.transcoder import transcode
 
     options = options_from_args(args)
     progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))

@@ -35,6 +35,7 @@ import av.packet
 import av.video.stream
 import numpy as np
 
+from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS
 from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
@@ -74,19 +75,6 @@ __all__ = [
 
 INTERLACED_ENCODERS = frozenset({"libx264", "mpeg2video", "h264_nvenc", "hevc_nvenc"})
 """Encoders that code interlaced frames as such (field order kept) when the session asks for it."""
-
-OUTPUT_CONTAINERS: dict[str, str] = {
-    ".mp4": "mp4",
-    ".mov": "mov",
-    ".mkv": "matroska",
-    ".webm": "webm",
-    ".ts": "mpegts",
-    ".m2ts": "mpegts",
-    ".avi": "avi",
-    ".nut": "nut",
-}
-"""Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
-
 
 _FIELD_ORDER_TT = 2
 _FIELD_ORDER_BB = 3

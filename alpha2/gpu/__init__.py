@@ -5,9 +5,10 @@ Pure Python + numpy: importable on a machine with no GPU and no Vulkan loader.
 - formats: ``PixelFormat``, ``PlaneFormat``, ``PlaneLayout`` (plane layouts, bit depths, ordinals)
 - colour: matrices, primaries, transfer, range, siting; exact YUV<->RGB transforms
 - transfer, primaries, tonemap, colour_manage: transfer curves, primaries conversion, tone and gamut
-  mapping, and the whole colour-management chain as a numpy reference
+  mapping, and the whole colour-management chain as a numpy reference (tone_choices: the tone
+  mapping's enums, without numpy)
 - hdr: HDR static metadata (mastering display, content light level)
-- geometry: sizes, rectangles, rotation, frame metadata
+- geometry: sizes, rectangles, rotation, frame metadata (limits: the largest decoded picture taken)
 - handles: validated native handles (``GpuResource`` variants alpha2 produces or accepts), owned fds;
   re-exports platform_handles (other platforms' variants) and contexts (contexts and queues)
 - sync: ``SyncPoint`` with blocking, timeout-bounded and async waits; the one ``WaiterThread``
@@ -146,7 +147,7 @@ if TYPE_CHECKING:
         WaitResult,
         WaitStatus,
     )
-    from alpha2.gpu.tonemap import (
+    from alpha2.gpu.tone_choices import (
         GamutMapping,
         ToneCurve,
         ToneMode,
@@ -201,7 +202,7 @@ _EXPORTS: dict[str, str] = {
     "PlacesDecoders": "alpha2.gpu.identity",
     "ExternalQueue": "alpha2.gpu.contexts",
     "FrameMetadata": "alpha2.gpu.geometry",
-    "GamutMapping": "alpha2.gpu.tonemap",
+    "GamutMapping": "alpha2.gpu.tone_choices",
     "GlContext": "alpha2.gpu.contexts",
     "GlPlatform": "alpha2.gpu.contexts",
     "GpuContext": "alpha2.gpu.contexts",
@@ -234,8 +235,8 @@ _EXPORTS: dict[str, str] = {
     "SurfaceUsage": "alpha2.gpu.surfaces",
     "SyncPoint": "alpha2.gpu.sync",
     "SyncWaiter": "alpha2.gpu.sync",
-    "ToneCurve": "alpha2.gpu.tonemap",
-    "ToneMode": "alpha2.gpu.tonemap",
+    "ToneCurve": "alpha2.gpu.tone_choices",
+    "ToneMode": "alpha2.gpu.tone_choices",
     "TransferCharacteristic": "alpha2.gpu.colour",
     "TransferCurve": "alpha2.gpu.transfer",
     "UnknownFormatError": "alpha2.gpu.errors",

@@ -9,13 +9,9 @@ from fractions import Fraction
 
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.hdr import HdrMetadata
+from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
 
 __all__ = ["DEFAULT_MAX_PIXELS", "FrameMetadata", "Rect", "Rotation", "Size"]
-
-DEFAULT_MAX_PIXELS = 8192 * 4320
-"""Decoded pictures of more pixels than this (8K, 35.4 MP) are refused unless the caller says otherwise
-(``max_pixels``, ``--max-pixels``): a few kilobytes whose parameter sets claim 8192x8192 took 1.4 GB to
-play."""
 
 
 def _check_int(owner: str, name: str, value: object, *, minimum: int | None = 0) -> None:

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.gpu.primaries import Chromaticities
+
+# Chromaticities is imported when a MasteringDisplay is checked, not here: its module loads numpy, and
+# this one comes with FrameMetadata (``alpha2.gpu.geometry``), which the command line loads to parse
+# sizes (``alpha2 sample --help`` too).
+if TYPE_CHECKING:
+    from alpha2.gpu.primaries import Chromaticities
 
 __all__ = ["DEFAULT_HDR_PEAK_CD_M2", "ContentLightLevel", "HdrMetadata", "MasteringDisplay"]
 
@@ -41,6 +47,8 @@ class MasteringDisplay:
     """Its peak luminance."""
 
     def __post_init__(self) -> None:
+        from alpha2.gpu.primaries import Chromaticities
+
         if not isinstance(self.primaries, Chromaticities):
             raise InvalidInputError(
                 f"MasteringDisplay.primaries must be Chromaticities, not {self.primaries!r}"
