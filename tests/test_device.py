@@ -223,7 +223,7 @@ def test_devices_open_one_at_a_time_across_threads(monkeypatch: pytest.MonkeyPat
     inside, peak = [0], [0]
     lock = threading.Lock()
 
-    def slow_rank(module: Any, candidates: Any) -> list[Any]:
+    def slow_rank(module: Any, candidates: Any, pin: Any = None) -> list[Any]:
         with lock:
             inside[0] += 1
             peak[0] = max(peak[0], inside[0])

@@ -9,10 +9,13 @@ takes where the machine has them; a device the program brought is used as it is.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, no_cuda_device_type_reason
+from alpha2.gpu.adapters import AdapterPin, PinKind
+from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.identity import DecoderPlacement
 from alpha2.gpu.webgpu import WebGpuDevice
 from alpha2.native_gpu._cuda.streams import install_cuda_plane_ops
@@ -87,10 +90,69 @@ def texture_limit(webgpu_device: WebGpuDevice) -> int | None:
     return None
 
 
-def as_device(device: Any) -> Device | None:
-    """An alpha2 Device from ``device``: a Device as it is, a WebGPU device adopted, None kept."""
+def cuda_ordinal_of(device: Any) -> int | None:
+    """The CUDA device ``device`` names: an ordinal (``0``), ``'cuda'`` / ``'cuda:1'``, or a
+    ``torch.device`` of type cuda (``'cuda'`` alone: torch's current device where torch is loaded, else
+    0); None when it names no CUDA device.
+
+    Raises:
+        InvalidInputError: a negative ordinal, or a device string or torch.device that is not CUDA's.
+    """
+    if isinstance(device, bool):
+        return None
+    if isinstance(device, int):
+        if device < 0:
+            raise InvalidInputError(f"a CUDA ordinal is >= 0, got device={device}")
+        return device
+    kind, index = None, None
+    if isinstance(device, str):
+        kind, _, rest = device.strip().partition(":")
+        if rest:
+            if not rest.isdigit():
+                raise InvalidInputError(f"device={device!r}: write 'cuda' or 'cuda:N' with N an ordinal")
+            index = int(rest)
+    elif type(device).__module__.startswith("torch") and hasattr(device, "type"):
+        kind, index = str(device.type), device.index
+    else:
+        return None
+    if kind != "cuda":
+        raise InvalidInputError(
+            f"device={device!r}: alpha2 decodes and renders on a GPU; give a CUDA device ('cuda', "
+            "'cuda:N', an ordinal or a torch.device('cuda', N)), an alpha2 Device, a WebGPU device, or "
+            "None for the best one (a machine without a GPU renders on lavapipe)"
+        )
+    if index is None:
+        torch = sys.modules.get("torch")
+        index = int(torch.cuda.current_device()) if torch is not None else 0
+    return int(index)
+
+
+def device_on_cuda(ordinal: int, hwaccel: HwAccelMode | str = "auto") -> Device:
+    """The Device on the GPU that is CUDA ordinal ``ordinal`` (its adapter pinned by the CUDA device's
+    UUID), asked for the GPU copy's features when NVDEC may decode.
+
+    Raises:
+        UnsupportedError: that CUDA device cannot be had (no driver, no such ordinal).
+        AdapterPinError: no WebGPU adapter is that GPU.
+    """
+    from alpha2.native_gpu._cuda.core import cuda_device_uuid
+
+    try:
+        uuid = cuda_device_uuid(ordinal)
+    except Exception as exc:  # no cuda-python, no driver, no such device: one typed error, the reason
+        raise UnsupportedError(f"device=cuda:{ordinal}: that CUDA device cannot be used ({exc})") from exc
+    pin = AdapterPin(PinKind.UUID, f"cuda:{ordinal}", uuid=uuid, source="device")
+    return Device.open(want_gpu_copy=nvdec_possible(hwaccel)[0], pin=pin)
+
+
+def as_device(device: Any, hwaccel: HwAccelMode | str = "auto") -> Device | None:
+    """An alpha2 Device from ``device``: a Device as it is; a CUDA device (ordinal, ``'cuda:N'``,
+    ``torch.device``) opened on that GPU (:func:`device_on_cuda`); a WebGPU device adopted; None kept."""
     if device is None or isinstance(device, Device):
         return device
+    ordinal = cuda_ordinal_of(device)
+    if ordinal is not None:
+        return device_on_cuda(ordinal, hwaccel)
     return Device.adopt(device)
 
 

@@ -578,7 +578,7 @@ class VideoSource:
         self._parallel = parallel
         self._hwaccel = hwaccel
         self._sequential = True  # nothing was sought yet: the stream is read in order from its start
-        self._device = as_device(device)
+        self._device = as_device(device, hwaccel)
         self._copy_ahead = copy_ahead
         session = open_decoder(media, self._device, hwaccel=hwaccel, prefetch=prefetch, **options)
         self._options = options  # for further sessions on the same file (parallel)
@@ -1083,12 +1083,16 @@ def open(
         path: A path, a readable binary file object, or the whole file as ``bytes`` / ``bytearray`` /
             ``memoryview`` (decoded from memory).
         device: An alpha2 :class:`~alpha2.native_gpu.device.device.Device` or your own wgpu ``GPUDevice``
-            (frames render into its textures); None: one is opened when first needed.
+            (frames render into its textures); a CUDA device (an ordinal such as ``1``, ``'cuda:1'``
+            or a ``torch.device``): the Device on that GPU, NVDEC decoding there; None: one is opened
+            when first needed.
         hwaccel: ``'auto'`` (NVDEC where it can, else software), ``'cuda'`` or ``'none'``.
         options: ``parallel=K`` reads the file in order on K decode sessions at once (segments of whole
             GOPs, frames in presentation order with their own timestamps, exactly as one session gives
             them: :class:`~alpha2.api.segments.SegmentReader`); ``'auto'``: one session per NVDEC engine
-            of the GPU, one for software decoding. A seek hands reading back to one session.
+            of the GPU, one for software decoding. A seek hands reading back to one session. With
+            ``parallel``, :meth:`VideoSource.frames_at` batches on NVDEC are spread over up to that
+            many sessions too, a GOP's times on one (:attr:`VideoSource.batch_reason` says how).
             ``copy_ahead=True`` makes each NVDEC frame's GPU copy on the decoder's thread
             (:meth:`FrameImporter.copy_ahead
             <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`): it helps with many

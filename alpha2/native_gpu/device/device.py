@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.gpu.adapters import adapter_pin, rank_wgpu_adapters
+from alpha2.gpu.adapters import AdapterPin, adapter_pin, rank_wgpu_adapters
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.identity import DecoderPlacement
 from alpha2.gpu.webgpu import (
@@ -60,14 +60,14 @@ class _Candidates:
         return self._value
 
 
-def _rank(module: Any, candidates: _Candidates) -> list[Any]:
+def _rank(module: Any, candidates: _Candidates, pin: AdapterPin | None = None) -> list[Any]:
     adapters = list(module.gpu.enumerate_adapters_sync())
     vulkan = [a for a in adapters if str(dict(a.info).get("backend_type", "")).lower() == "vulkan"]
     # Vulkan is the API alpha2 interoperates through; other backends only when there is no Vulkan one.
     pool = vulkan or adapters
     # One adapter and no pin: nothing to rank, so the (slow) Vulkan capability queries are skipped.
-    needed = len(pool) > 1 or adapter_pin() is not None
-    return rank_wgpu_adapters(pool, vulkan_candidates=candidates.get() if needed else ())
+    needed = len(pool) > 1 or pin is not None or adapter_pin() is not None
+    return rank_wgpu_adapters(pool, vulkan_candidates=candidates.get() if needed else (), pin=pin)
 
 
 def _cuda_ordinal(uuid: bytes | None) -> tuple[int | None, str]:
@@ -160,7 +160,13 @@ class Device:
     # -- making one -------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, *, want_gpu_copy: bool = False, vulkan_candidates: Sequence[Any] | None = None) -> Device:
+    def open(
+        cls,
+        *,
+        want_gpu_copy: bool = False,
+        vulkan_candidates: Sequence[Any] | None = None,
+        pin: AdapterPin | None = None,
+    ) -> Device:
         """Rank the adapters and make the WebGPU device to work on.
 
         With ``want_gpu_copy`` (frames will come from NVDEC), a ``wgpudawn`` device with the
@@ -170,24 +176,26 @@ class Device:
         Args:
             want_gpu_copy: prefer a device that can take the GPU copy.
             vulkan_candidates: candidates to match adapters with (default: enumerated once, if needed).
+            pin: the adapter to take (e.g. the one with a CUDA device's UUID); None: ``ALPHA2_GPU_ADAPTER``
+                when set, else the best ranked.
 
         Raises:
-            AdapterPinError: ALPHA2_GPU_ADAPTER names no adapter, or several.
+            AdapterPinError: the pin (or ALPHA2_GPU_ADAPTER) names no adapter, or several.
             UnsupportedError: no WebGPU adapter at all.
         """
         with OPEN_LOCK:
-            return cls._open(want_gpu_copy, _Candidates(vulkan_candidates))
+            return cls._open(want_gpu_copy, _Candidates(vulkan_candidates), pin)
 
     @classmethod
-    def _open(cls, want_gpu_copy: bool, candidates: _Candidates) -> Device:
+    def _open(cls, want_gpu_copy: bool, candidates: _Candidates, pin: AdapterPin | None = None) -> Device:
         dawn_note = ""
         if want_gpu_copy:
-            device, dawn_note = cls._open_dawn(candidates)
+            device, dawn_note = cls._open_dawn(candidates, pin)
             if device is not None:
                 return device
         import wgpu
 
-        ranked = _rank(wgpu, candidates)
+        ranked = _rank(wgpu, candidates, pin)
         if not ranked:
             raise UnsupportedError(
                 "no WebGPU adapter: install a Vulkan driver (on a machine without a GPU: "
@@ -204,14 +212,14 @@ class Device:
         return cls._from_ranked(top, features, reason, candidates)
 
     @classmethod
-    def _open_dawn(cls, candidates: _Candidates) -> tuple[Device | None, str]:
+    def _open_dawn(cls, candidates: _Candidates, pin: AdapterPin | None = None) -> tuple[Device | None, str]:
         """A wgpudawn device with the GPU-copy features, or None and why not."""
         try:
             dawn = importlib.import_module("wgpudawn")
         except Exception as exc:
             return None, f"wgpudawn is not installed ({type(exc).__name__}: {exc})"
         try:
-            ranked = _rank(dawn, candidates)
+            ranked = _rank(dawn, candidates, pin)
         except InvalidInputError:
             raise
         except Exception as exc:
