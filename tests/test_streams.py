@@ -240,3 +240,28 @@ def test_a_wall_of_nvdec_streams_copied_on_the_decoders_threads_matches_one_copi
                 assert ahead == 0 and sum(s.not_copied_ahead for s in stats) == 0
         assert group.budget.usage().surfaces == 0
     assert np.array_equal(walls[0], walls[1]), "the same pixels, whichever thread made the copy"
+
+
+@pytest.mark.vulkan
+def test_a_wall_made_to_fit_draws_its_tiles_at_the_size_shown(clips: list[str]) -> None:
+    """``fit`` (a window's size): the tiles are halved until the wall fits, so the wall is drawn at the
+    size it is shown (a window used to get the full-size wall scaled down at every present); every
+    stream's picture still lands in its tile."""
+    with StreamGroup(clips, hwaccel="none") as full:
+        natural = full.tile
+    assert natural == Size(96, 48) and full.columns == 2 and full.rows == 2
+    with StreamGroup(clips, hwaccel="none", fit=Size(100, 60)) as group:
+        assert group.tile == Size(48, 24), group.tile  # a 192x96 wall does not fit: tiles 48x24
+        assert group.size == Size(96, 48)
+        while group.tick().submitted:
+            pass
+        wall = group.read_wall()
+        assert wall.shape == (48, 96, 4)
+        for index, stream in enumerate(group.streams):  # each tile shows its (grey-ish, not black) picture
+            x, y = stream.origin
+            tile = wall[y : y + 24, x : x + 48, :3]
+            assert tile.mean() > 8, f"tile {index} is black"
+    with StreamGroup(clips, hwaccel="none", fit=Size(192, 96)) as roomy:
+        assert roomy.tile == natural, "a wall that fits already is drawn as it is"
+    with pytest.raises(InvalidInputError, match="cannot fit"):
+        StreamGroup(clips, hwaccel="none", fit=Size(1, 1))

@@ -140,6 +140,8 @@ class StreamGroup:
             surfaces: a tick holds at most a frame on display and one decoded ahead per stream).
         prefetch: frames each decoder decodes ahead on its worker thread.
         tile: the size of one tile (None: the largest stream's size, shrunk to fit :data:`MAX_WALL`).
+        fit: the largest the wall is shown (a window's size): the tiles are halved until the wall fits
+            inside, so that no tile is drawn larger than it is shown (None: as ``tile`` says).
         columns: the grid's columns (None: a near-square grid).
         slots: each importer's texture sets / ring slots.
         record_order: keep the pts of every frame drawn per stream (for tests and checks).
@@ -175,6 +177,7 @@ class StreamGroup:
         budget: SurfaceBudget | None = None,
         prefetch: int = 2,
         tile: Size | None = None,
+        fit: Size | None = None,
         columns: int | None = None,
         slots: int = 3,
         record_order: bool = False,
@@ -222,7 +225,7 @@ class StreamGroup:
                 device = open_device(hwaccel)
             self.device: Device = device
             """The one Device every stream goes to."""
-            self._open(sources, hwaccel, prefetch, slots, tile, colour_target, colour_options)
+            self._open(sources, hwaccel, prefetch, slots, tile, fit, colour_target, colour_options)
         except BaseException:
             self.close()
             raise
@@ -236,6 +239,7 @@ class StreamGroup:
         prefetch: int,
         slots: int,
         tile: Size | None,
+        fit: Size | None,
         colour_target: ColourTarget | None,
         colour_options: ColourOptions | None,
     ) -> None:
@@ -289,6 +293,13 @@ class StreamGroup:
             height = max(h for _, h in sizes)
             box = Size(MAX_WALL.width // self.columns, MAX_WALL.height // self.rows)
             tile = _fit_no_upscale(width, height, box)
+        if fit is not None:
+            if fit.width < self.columns or fit.height < self.rows:
+                raise InvalidInputError(
+                    f"a {self.columns}x{self.rows} wall cannot fit in {fit.width}x{fit.height}"
+                )
+            while tile.width * self.columns > fit.width or tile.height * self.rows > fit.height:
+                tile = Size(max(1, tile.width // 2), max(1, tile.height // 2))
         self.tile = tile
         """The size of one tile."""
         self.size = Size(tile.width * self.columns, tile.height * self.rows)

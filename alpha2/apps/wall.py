@@ -32,7 +32,7 @@ from alpha2.api.playback import PlayOptions, PlayStats
 from alpha2.api.streams import StreamGroup
 from alpha2.apps.osd import text_image
 from alpha2.apps.player import options_from_args, window_unavailable_reason
-from alpha2.apps.wall_window import WallWindow
+from alpha2.apps.wall_window import WINDOW_FIT, WallWindow
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
@@ -130,6 +130,9 @@ def play_wall(
             colour_target=ColourTarget.sdr_bt709(options.target_peak_cd_m2),
             colour_options=ColourOptions(tone_curve=options.tone_curve),
             broken="tile" if options.decoders == "threads" else "raise",
+            # In a window the wall is drawn at the window's size (the wall's, halved until it fits
+            # the screen): rendered larger, it was scaled down at every present.
+            fit=None if refusal is not None else WINDOW_FIT,
         )
     except BaseException:
         if device is not None:

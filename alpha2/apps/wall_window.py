@@ -385,9 +385,13 @@ class WallWindow(_Keys):
         self.stats.stages.add("present", time.perf_counter() - t0)
 
 
+WINDOW_FIT = Size(1920, 1080)
+"""The screen a wall's window is sized for: the wall halved until it fits (the group draws it that size)."""
+
+
 def _window_size(wall: Size) -> Size:
     """The wall's size, halved until it fits a 1920 x 1080 screen."""
     width, height = wall.width, wall.height
-    while width > 1920 or height > 1080:
+    while width > WINDOW_FIT.width or height > WINDOW_FIT.height:
         width, height = max(1, width // 2), max(1, height // 2)
     return Size(width, height)
