@@ -242,3 +242,29 @@ def test_ray_batch(ray_session: Any, clips: Path, tmp_path: Path) -> None:
     assert ray_session.is_initialized()  # the test's own session stays up
     resumed = batch([str(clips)], out, TranscodeOptions(), BatchSettings(ray="auto"))
     assert [r.status for r in resumed.results].count(FileStatus.SKIPPED) == 3
+
+
+@pytest.mark.vulkan
+def test_a_worker_thread_keeps_its_device_from_file_to_file(tmp_path: Path) -> None:
+    """A batch worker's thread opens one Device for its first GPU file and uses it for the next ones
+    (``transcode(..., device=)`` leaves it open); after a failed file it is closed and the next file
+    gets a fresh one; files that need no device get none."""
+    from alpha2.api.transcoder import transcode
+    from alpha2.apps import batch_run
+
+    clip = make_clip(tmp_path / "c.mp4", width=64, height=48, frames=4)
+    options = TranscodeOptions(gpu=True, hwaccel="none", overwrite=True)
+    try:
+        first = batch_run._thread_device(options)
+        assert first is not None and batch_run._thread_device(options) is first
+        for name in ("a.mp4", "b.mp4"):
+            stats = transcode(clip.path, str(tmp_path / name), options, device=first)
+            assert stats.frames == 4 and stats.device, stats.device
+            assert not first._closed, "a Device given to transcode stays the caller's, open"
+        batch_run._forget_thread_device()
+        assert first._closed
+        second = batch_run._thread_device(options)
+        assert second is not None and second is not first
+        assert batch_run._thread_device(TranscodeOptions(hwaccel="none")) is None
+    finally:
+        batch_run._forget_thread_device()

@@ -246,6 +246,7 @@ class _Transcoder:
         options: TranscodeOptions,
         progress: pipeline.Progress,
         part: SegmentPart | None = None,
+        device: Device | None = None,
     ) -> None:
         self.source = source
         self._part = part  # one segment of a segmented transcode: its frames, video only, the whole's plan
@@ -259,7 +260,8 @@ class _Transcoder:
         self.stats = TranscodeStats(input=source, output=output)
         self.decoder: DecodeSession | None = None
         self.session: EncodeSession | None = None
-        self.gpu_device: Device | None = None
+        self.gpu_device: Device | None = device
+        self._owns_device = device is None  # a Device given is the caller's: kept open at the end
         self._gpu_objects: list[Any] = []
         self._pending_planes: list[Any] = []
         self._extent: Any = None  # the encoder's VideoEncodeExtent, once resolved (None: no table for it)
@@ -281,7 +283,7 @@ class _Transcoder:
 
         With software decoding the device waits until something renders (a passthrough needs none).
         """
-        if nvdec_possible(self.options.hwaccel)[0]:
+        if self.gpu_device is None and nvdec_possible(self.options.hwaccel)[0]:
             self.gpu_device = open_device(self.options.hwaccel)
         hwaccel, max_pixels = self.options.hwaccel, self.options.max_pixels
         try:
@@ -961,7 +963,7 @@ class _Transcoder:
             self.stats.decode = decode_dict(decoder)
             decoder.close()
         gpu_device, self.gpu_device = self.gpu_device, None
-        if gpu_device is not None:
+        if gpu_device is not None and self._owns_device:
             gpu_device.close()  # after the importer and the decoder: it holds their shared context
         self.progress.close(completed=ok)
 
@@ -984,8 +986,14 @@ def transcode(
     options: TranscodeOptions | None = None,
     *,
     progress: pipeline.Progress | None = None,
+    device: Device | None = None,
 ) -> TranscodeStats:
     """Transcode ``source`` into ``output`` (the in-process form of ``alpha2 transcode``).
+
+    ``device``: the Device to decode (NVDEC) and process on, left open afterwards: a batch worker's,
+    used file after file instead of one opened and closed per file. None: one is opened when something
+    needs it, and closed at the end. A segmented transcode (``options.segments``) does not take one:
+    its parts run in processes of their own.
 
     Raises:
         alpha2.gpu.Error subclasses: bad input (MediaNotFoundError, MediaFormatError, ...), an unknown
@@ -1002,7 +1010,7 @@ def transcode(
         from alpha2.api.segmented_transcode import transcode_segmented
 
         return transcode_segmented(src, out, options, shown)
-    return _Transcoder(src, out, options, shown).run()
+    return _Transcoder(src, out, options, shown, device=device).run()
 
 
 # ---------------------------------------------------------------------------------------------------

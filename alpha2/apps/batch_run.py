@@ -30,6 +30,7 @@ import os
 import secrets
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -289,11 +290,48 @@ def _check_inside(output: str, out_root: str, key: str) -> None:
         )
 
 
+_devices = threading.local()
+"""Each worker thread's Device (``.device``), kept from one file to the next."""
+
+
+def _thread_device(options: TranscodeOptions) -> Any:
+    """This thread's Device for a file that decodes on NVDEC or processes on the GPU: opened for the
+    thread's first such file and used for the next ones, so that a worker does not open and close a
+    device (its Vulkan context, CUDA twin and queue thread) per file. None when the file needs none
+    (software decoding on the CPU route opens no device at all)."""
+    from alpha2.api.devices import nvdec_possible, open_device
+
+    if not (options.gpu or nvdec_possible(options.hwaccel)[0]):
+        return None
+    device = getattr(_devices, "device", None)
+    if device is None:
+        device = _devices.device = open_device(options.hwaccel)
+    return device
+
+
+def _forget_thread_device() -> None:
+    """Close this thread's Device after a failed file: the next file starts on a fresh one."""
+    device, _devices.device = getattr(_devices, "device", None), None
+    if device is not None:
+        with contextlib.suppress(Exception):
+            device.close()
+
+
 def transcode_task(
     task: FileTask, report: Callable[[int, int | None], None] | None = None, *, worker: str = ""
 ) -> Outcome:
     """Transcode one file into its staging folder and rename it into place; never raises for the file's
-    own failures (they are the outcome)."""
+    own failures (they are the outcome). The thread's Device is used file after file
+    (:func:`_thread_device`), and closed after a failure."""
+    outcome = _transcode_task(task, report, worker=worker)
+    if not outcome.ok:
+        _forget_thread_device()
+    return outcome
+
+
+def _transcode_task(
+    task: FileTask, report: Callable[[int, int | None], None] | None, *, worker: str
+) -> Outcome:
     from alpha2.api.transcoder import transcode
 
     staged = os.path.join(task.staging, os.path.basename(task.output))
@@ -305,7 +343,8 @@ def transcode_task(
         os.mkdir(task.staging, 0o700)
         made = True
         options = dataclasses.replace(task.options, overwrite=True)  # the staging folder is new
-        stats = transcode(task.input, staged, options, progress=progress)
+        device = None if options.segments is not None else _thread_device(options)
+        stats = transcode(task.input, staged, options, progress=progress, device=device)
         os.makedirs(os.path.dirname(task.output), exist_ok=True)
         _check_inside(task.output, out_root, task.key)
         os.replace(staged, task.output)
