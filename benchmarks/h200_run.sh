@@ -4,10 +4,11 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
+#                                       [ml] [segments]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 450 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own.
 set -u
-OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT" /tmp/clips
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=/tmp
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
@@ -107,6 +108,14 @@ for step in $steps; do
       echo '$ python3 benchmarks/bench_streams.py --codecs hevc --streams 1 --modes decode-threads --wall-check 16 --wall-decoders processes,threads' >> "$log"
       timeout 120 python3 benchmarks/bench_streams.py --codecs hevc --streams 1 --modes decode-threads \
         --wall-check 16 --wall-decoders processes,threads >> "$log" 2>&1;;
+    ml)  # issue 27's rows; PyNvVideoCodec installed into /tmp/site by a call before (its wheel is 27 MB)
+      { echo '$ python3 benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14 --clip-dir /tmp/clips';
+        timeout 300 python3 benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14 \
+          --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
+    segments)  # issue 29's rows: one file on all the decoders, threads and processes, HEVC and H.264
+      { echo '$ python3 benchmarks/bench_segments.py --decoders threads,processes --clip-dir /tmp/clips';
+        timeout 300 python3 benchmarks/bench_segments.py --decoders threads,processes \
+          --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
