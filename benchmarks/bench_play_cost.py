@@ -59,17 +59,9 @@ struct Out { @builtin(position) pos: vec4<f32>, @location(0) uv: vec2<f32> };
 """
 
 
-def plain_play(clip: str, frames: int) -> dict[str, Any]:
-    """The plain player: decode, three write_texture uploads, the sampler shader, no per-frame wait."""
-    import av
-    import wgpu
-
-    start, cpu = time.perf_counter(), time.process_time()
-    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    device = adapter.request_device_sync()
-    container = av.open(clip)
-    stream = container.streams.video[0]
-    stream.thread_type = "AUTO"
+def plain_pipeline(wgpu: Any, device: Any, target_format: str) -> tuple[Any, Any]:
+    """The plain player's bind group layout (three plane textures, a linear sampler) and its render
+    pipeline (PLAIN_WGSL) into ``target_format``: what a person writes by hand."""
     module = device.create_shader_module(code=PLAIN_WGSL)
     stage = wgpu.ShaderStage.FRAGMENT
     tex = {"sample_type": "float", "view_dimension": "2d"}
@@ -83,8 +75,23 @@ def plain_play(clip: str, frames: int) -> dict[str, Any]:
         layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
         vertex={"module": module, "entry_point": "vs", "buffers": []},
         primitive={"topology": "triangle-list"},
-        fragment={"module": module, "entry_point": "fs", "targets": [{"format": "rgba8unorm"}]},
+        fragment={"module": module, "entry_point": "fs", "targets": [{"format": target_format}]},
     )
+    return layout, pipeline
+
+
+def plain_play(clip: str, frames: int) -> dict[str, Any]:
+    """The plain player: decode, three write_texture uploads, the sampler shader, no per-frame wait."""
+    import av
+    import wgpu
+
+    start, cpu = time.perf_counter(), time.process_time()
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    device = adapter.request_device_sync()
+    container = av.open(clip)
+    stream = container.streams.video[0]
+    stream.thread_type = "AUTO"
+    layout, pipeline = plain_pipeline(wgpu, device, "rgba8unorm")
     sampler = device.create_sampler(mag_filter="linear", min_filter="linear")
     queue = device.queue
     planes: list[Any] = []

@@ -64,7 +64,7 @@ def plain_window(clip: str, frames: int) -> dict[str, Any]:
     import av
     import rendercanvas.auto
     import wgpu
-    from bench_play_cost import PLAIN_WGSL
+    from bench_play_cost import plain_pipeline
 
     container = av.open(clip)
     stream = container.streams.video[0]
@@ -79,21 +79,7 @@ def plain_window(clip: str, frames: int) -> dict[str, Any]:
     context = canvas.get_context("wgpu")
     surface_format = context.get_preferred_format(adapter)
     context.configure(device=device, format=surface_format)
-    module = device.create_shader_module(code=PLAIN_WGSL)
-    stage = wgpu.ShaderStage.FRAGMENT
-    tex = {"sample_type": "float", "view_dimension": "2d"}
-    layout = device.create_bind_group_layout(
-        entries=[
-            *({"binding": i, "visibility": stage, "texture": tex} for i in range(3)),
-            {"binding": 3, "visibility": stage, "sampler": {"type": "filtering"}},
-        ]
-    )
-    pipeline = device.create_render_pipeline(
-        layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
-        vertex={"module": module, "entry_point": "vs", "buffers": []},
-        primitive={"topology": "triangle-list"},
-        fragment={"module": module, "entry_point": "fs", "targets": [{"format": surface_format}]},
-    )
+    layout, pipeline = plain_pipeline(wgpu, device, surface_format)
     usage = wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST
     sizes = [(frame.width, frame.height)] + [((frame.width + 1) // 2, (frame.height + 1) // 2)] * 2
     planes = [device.create_texture(size=(w, h, 1), format="r8unorm", usage=usage) for w, h in sizes]
