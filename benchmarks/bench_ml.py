@@ -60,58 +60,58 @@ def _pynvc() -> Any:
     return nvc
 
 
-def sequential_alpha2(path: str, hwaccel: str) -> tuple[float, str]:
+def _timed_alpha2(path: str, hwaccel: str, ready: Any = None) -> tuple[int, float, float, str]:
+    """Open (outside the timing), take the first frame, ``ready()`` (a barrier's wait, or nothing), then
+    every frame as a CUDA array: (frames after the first, start, end, how it decoded)."""
     with alpha2.open(path, hwaccel=hwaccel) as source:
         first = source.next_frame()
         assert first is not None
         first.plane(0)
         first.release()
+        if ready is not None:
+            ready()
         n = 0
         t0 = time.perf_counter()
         while (frame := source.next_frame()) is not None:
             frame.plane(0).__dlpack__()
             frame.release()
             n += 1
-        return n / (time.perf_counter() - t0), source.hwaccel
+        return n, t0, time.perf_counter(), source.hwaccel
 
 
-def sequential_pynvc(nvc: Any, path: str) -> float:
+def _timed_pynvc(nvc: Any, path: str, ready: Any = None) -> tuple[int, float, float]:
+    """The same with PyNvVideoCodec's SimpleDecoder (batches of 32)."""
     decoder = nvc.SimpleDecoder(
         path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
     )
-    n = len(decoder.get_batch_frames(1))
+    decoder.get_batch_frames(1)
+    if ready is not None:
+        ready()
+    n = 0
     t0 = time.perf_counter()
     while batch := decoder.get_batch_frames(32):
         n += len(batch)
-    return (n - 1) / (time.perf_counter() - t0)
+    return n, t0, time.perf_counter()
+
+
+def sequential_alpha2(path: str, hwaccel: str) -> tuple[float, str]:
+    n, t0, t1, how = _timed_alpha2(path, hwaccel)
+    return n / (t1 - t0), how
+
+
+def sequential_pynvc(nvc: Any, path: str) -> float:
+    n, t0, t1 = _timed_pynvc(nvc, path)
+    return n / (t1 - t0)
 
 
 def _sequential_worker(who: str, path: str, hwaccel: str, start: Any, out: Any) -> None:
     """One process of the N-process rows: open (outside the timing), wait for the others, decode every
     frame as a CUDA array, report (frames, start, end)."""
     if who == "alpha2":
-        with alpha2.open(path, hwaccel=hwaccel) as source:
-            first = source.next_frame()
-            assert first is not None
-            first.plane(0)
-            first.release()
-            start.wait()
-            t0, n = time.perf_counter(), 0
-            while (frame := source.next_frame()) is not None:
-                frame.plane(0).__dlpack__()
-                frame.release()
-                n += 1
+        n, t0, t1, _how = _timed_alpha2(path, hwaccel, start.wait)
     else:
-        nvc = _pynvc()
-        decoder = nvc.SimpleDecoder(
-            path, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
-        )
-        decoder.get_batch_frames(1)
-        start.wait()
-        t0, n = time.perf_counter(), 0
-        while batch := decoder.get_batch_frames(32):
-            n += len(batch)
-    out.put((n, t0, time.perf_counter()))
+        n, t0, t1 = _timed_pynvc(_pynvc(), path, start.wait)
+    out.put((n, t0, t1))
 
 
 def sequential_procs(who: str, path: str, hwaccel: str, n: int) -> float:
