@@ -27,7 +27,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import importlib
 import itertools
 import os
 import socket
@@ -42,7 +41,6 @@ from alpha2.ffmpeg_bridge.errors import DecodeError
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, HwAccelReport, plan_hw_device
 from alpha2.gpu.errors import (
     ClosedError,
-    Error,
     GpuTimeoutError,
     InternalError,
     InvalidInputError,
@@ -297,17 +295,9 @@ class DecodeProcess:
 
     def _error(self, message: tuple[Any, ...]) -> BaseException:
         _, module, name, text = message
-        if module.startswith("alpha2."):
-            try:
-                cls = getattr(importlib.import_module(module), name)
-            except (ImportError, AttributeError):
-                cls = None
-            if isinstance(cls, type) and issubclass(cls, Error):
-                try:
-                    return cls(text)
-                except TypeError:
-                    pass
-        return DecodeError(f"the decoder process of {self.source} failed: {name}: {text}")
+        return wire.typed_error(module, name, text) or DecodeError(
+            f"the decoder process of {self.source} failed: {name}: {text}"
+        )
 
     # -- what it is ---------------------------------------------------------------------------------------
 

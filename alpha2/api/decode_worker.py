@@ -24,6 +24,7 @@ The conversation, consumer (C) and this process (W):
 from __future__ import annotations
 
 import collections
+import importlib
 import os
 import pickle
 import select
@@ -114,6 +115,24 @@ def error_message(exc: BaseException) -> tuple[str, str, str, str]:
     """The ``error`` message for ``exc``: its class (module, name) and its text."""
     text = exc.message if isinstance(exc, Error) else str(exc)
     return ("error", type(exc).__module__, type(exc).__qualname__, text)
+
+
+def typed_error(module: str, name: str, text: str) -> Error | None:
+    """The alpha2 error class a worker named (:func:`error_message`'s module and name), made with
+    ``text``; None when it names no alpha2 Error (the caller says what failed in its own terms)."""
+    if not module.startswith("alpha2."):
+        return None
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+    if isinstance(cls, type) and issubclass(cls, Error):
+        try:
+            error: Error = cls(text)
+        except TypeError:  # a class whose constructor takes more than a message
+            return None
+        return error
+    return None
 
 
 class _Worker:

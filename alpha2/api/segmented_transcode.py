@@ -34,7 +34,6 @@ import contextlib
 import dataclasses
 import enum
 import fractions
-import importlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -46,6 +45,7 @@ from typing import Any
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import atomic_path
+from alpha2.api.decode_worker import error_message, typed_error
 from alpha2.api.transcode_plan import TranscodeOptions, TranscodePlan
 from alpha2.api.transcode_report import TranscodeStats
 from alpha2.api.transcoder import TranscodeSurvey, _Transcoder
@@ -59,7 +59,7 @@ from alpha2.ffmpeg_bridge.concat import (
 from alpha2.ffmpeg_bridge.encode import output_container
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, container_duration_seconds
-from alpha2.gpu.errors import Error, InternalError, InvalidInputError, UnsupportedError
+from alpha2.gpu.errors import InternalError, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Size
 
 __all__ = [
@@ -307,9 +307,9 @@ def _segment_main(
             raise InternalError(f"{part.describe()} encoded no frames")
         conn.send(("done", part.index, stats, run.first_pts_out, run.last_pts_out))
     except BaseException as exc:  # Ctrl-C included: the parent says it, and cleans up
-        text = exc.message if isinstance(exc, Error) else str(exc)
+        _, module, name, text = error_message(exc)
         with contextlib.suppress(OSError):
-            conn.send(("error", part.index, type(exc).__module__, type(exc).__qualname__, text))
+            conn.send(("error", part.index, module, name, text))
     finally:
         conn.close()
 
@@ -321,15 +321,9 @@ def _error_from(message: tuple[Any, ...], part: SegmentPart) -> BaseException:
     """A worker's ``error`` as the alpha2 error it raised, said with the segment; else an InternalError."""
     _, _, module, name, text = message
     said = text if text.startswith(part.describe()) else f"{part.describe()}: {text}"
-    if module.startswith("alpha2."):
-        try:
-            cls = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            cls = None
-        if isinstance(cls, type) and issubclass(cls, Error):
-            with contextlib.suppress(TypeError):
-                error: BaseException = cls(said)
-                return error
+    error = typed_error(module, name, said)
+    if error is not None:
+        return error
     if name == "KeyboardInterrupt":
         return KeyboardInterrupt()
     return InternalError(f"{part.describe()} failed: {name}: {text}")

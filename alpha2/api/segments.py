@@ -39,7 +39,6 @@ import collections
 import contextlib
 import dataclasses
 import functools
-import importlib
 import os
 import queue
 import select
@@ -63,7 +62,6 @@ from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.gpu.errors import (
     ClosedError,
-    Error,
     GpuTimeoutError,
     InternalError,
     InvalidInputError,
@@ -1030,15 +1028,4 @@ def _shared_route(placement: Any, hwaccel: str) -> tuple[str, str | None]:
 def _error_from(message: tuple[Any, ...], who: str) -> BaseException:
     """A decoder process's ``error`` message as the alpha2 error it raised, or a DecodeError naming it."""
     _, module, name, text = message
-    if module.startswith("alpha2."):
-        try:
-            cls = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            cls = None
-        if isinstance(cls, type) and issubclass(cls, Error):
-            try:
-                error: BaseException = cls(text)
-                return error
-            except TypeError:
-                pass
-    return DecodeError(f"{who} failed: {name}: {text}")
+    return wire.typed_error(module, name, text) or DecodeError(f"{who} failed: {name}: {text}")
