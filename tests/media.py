@@ -60,6 +60,26 @@ def encoder_available(codec: str) -> bool:
     return True
 
 
+def child_processes(module: str) -> set[int]:
+    """The pids of this process's children running ``python -m module`` (worker processes left behind)."""
+    me = os.getpid()
+    wanted = module.encode()
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and wanted in cmdline:
+            found.add(int(entry))
+    return found
+
+
 def pattern(index: int, width: int, height: int) -> np.ndarray:
     """An RGB frame that differs per index: a moving diagonal gradient plus a level."""
     y, x = np.mgrid[0:height, 0:width]

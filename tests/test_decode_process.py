@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from media import concat_files, make_clip
+from media import child_processes, concat_files, make_clip
 
 from alpha2.api import decode_worker as wire
 from alpha2.api.decode_process import DecodeProcess, open_processes
@@ -33,21 +33,7 @@ from alpha2.native_gpu.device.waits import gpu_wait_timeout, set_gpu_wait_timeou
 
 def _worker_pids() -> set[int]:
     """Decoder processes that are children of this one (the test's leftovers, if any)."""
-    me = os.getpid()
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me and b"alpha2.api.decode_worker" in cmdline:
-            found.add(int(entry))
-    return found
+    return child_processes("alpha2.api.decode_worker")
 
 
 @pytest.fixture(scope="module")

@@ -37,28 +37,15 @@ from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
 from alpha2.gpu.surfaces import SurfaceBudgetError
 from alpha2.native_gpu._cuda import ipc
 from alpha2.native_gpu.device.waits import gpu_wait_timeout, set_gpu_wait_timeout
-from tests.test_segments import _X264_CLOSED, _X264_OPEN, _X265_OPEN, encode, one_session
+from tests.media import child_processes
+from tests.test_segments import _X264_CLOSED, _X264_OPEN, _X265_OPEN, SEGMENT_CLIPS, encode, one_session
 
 Planes = list[tuple[int | None, list[bytes]]]
 
 
 def _workers() -> set[int]:
     """Segment decoder processes that are children of this one."""
-    me = os.getpid()
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me and b"alpha2.api.segment_worker" in cmdline:
-            found.add(int(entry))
-    return found
+    return child_processes("alpha2.api.segment_worker")
 
 
 def _fds() -> int:
@@ -80,18 +67,7 @@ def in_processes(path: str, sessions: int, **options: Any) -> tuple[Planes, Any]
         return read_all(reader), reader.report
 
 
-@pytest.mark.parametrize(
-    ("name", "codec", "params", "vfr"),
-    [
-        ("closed.mp4", "libx264", _X264_CLOSED, False),
-        ("open-pyramid.mp4", "libx264", _X264_OPEN, False),
-        ("open-pyramid.mkv", "libx264", _X264_OPEN, False),
-        ("vfr.mkv", "libx264", _X264_OPEN, True),
-        ("vfr.mp4", "libx264", _X264_CLOSED, True),
-        ("hevc-open.mkv", "libx265", _X265_OPEN, False),
-        ("closed.ts", "libx264", _X264_CLOSED, False),
-    ],
-)
+@pytest.mark.parametrize(("name", "codec", "params", "vfr"), SEGMENT_CLIPS)
 def test_process_segments_equal_one_session(
     tmp_path: Path, name: str, codec: str, params: str, vfr: bool
 ) -> None:

@@ -73,18 +73,20 @@ def segmented(path: str, sessions: int, **options: Any) -> tuple[list[tuple[int 
         return out, reader.report
 
 
-@pytest.mark.parametrize(
-    ("name", "codec", "params", "vfr"),
-    [
-        ("closed.mp4", "libx264", _X264_CLOSED, False),
-        ("open-pyramid.mp4", "libx264", _X264_OPEN, False),
-        ("open-pyramid.mkv", "libx264", _X264_OPEN, False),
-        ("vfr.mkv", "libx264", _X264_OPEN, True),
-        ("vfr.mp4", "libx264", _X264_CLOSED, True),
-        ("hevc-open.mkv", "libx265", _X265_OPEN, False),
-        ("closed.ts", "libx264", _X264_CLOSED, False),
-    ],
-)
+SEGMENT_CLIPS = [
+    ("closed.mp4", "libx264", _X264_CLOSED, False),
+    ("open-pyramid.mp4", "libx264", _X264_OPEN, False),
+    ("open-pyramid.mkv", "libx264", _X264_OPEN, False),
+    ("vfr.mkv", "libx264", _X264_OPEN, True),
+    ("vfr.mp4", "libx264", _X264_CLOSED, True),
+    ("hevc-open.mkv", "libx265", _X265_OPEN, False),
+    ("closed.ts", "libx264", _X264_CLOSED, False),
+]
+"""The clips segment-parallel decoding is checked on (name, encoder, its parameters, VFR): closed and
+open GOPs with B-pyramids, MP4, Matroska and MPEG-TS, jittered timing, HEVC."""
+
+
+@pytest.mark.parametrize(("name", "codec", "params", "vfr"), SEGMENT_CLIPS)
 def test_segments_equal_one_session(tmp_path: Path, name: str, codec: str, params: str, vfr: bool) -> None:
     path = encode(tmp_path / name, codec, params, vfr=vfr)
     reference = one_session(path)
