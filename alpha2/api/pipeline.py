@@ -12,18 +12,21 @@ import argparse
 import collections
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from alpha2.gpu.errors import InvalidInputError
-from alpha2.gpu.geometry import Size
-from alpha2.gpu.identity import ExecutionPath
+
+# Size, ExecutionPath and json are imported where they are used: the command line's parsers take their
+# option types from here (``alpha2 COMMAND --help`` loads this module and answers at once).
+if TYPE_CHECKING:
+    from alpha2.gpu.geometry import Size
+    from alpha2.gpu.identity import ExecutionPath
 
 __all__ = [
     "PathCounter",
@@ -59,6 +62,8 @@ QUIET_ENCODER_OPTIONS = ENCODER_OPTIONS
 
 def parse_size(text: str) -> Size:
     """``WxH`` (e.g. ``1280x720``) -> Size; an argparse ``type`` (a bad value is a usage error)."""
+    from alpha2.gpu.geometry import Size
+
     parts = text.lower().replace("*", "x").split("x")
     try:
         width, height = (int(p) for p in parts)
@@ -111,6 +116,8 @@ def add_hwaccel_argument(parser: argparse.ArgumentParser) -> None:
 
 def fit_inside(width: int, height: int, box: Size) -> Size:
     """The largest size with ``width:height``'s aspect that fits in ``box``, both sides even (>= 2)."""
+    from alpha2.gpu.geometry import Size
+
     if width <= 0 or height <= 0:
         raise InvalidInputError(f"cannot scale a {width}x{height} picture")
     scale = min(box.width / width, box.height / height)
@@ -350,6 +357,8 @@ def _jsonable(value: Any) -> Any:
 
 def emit_json(stats: Mapping[str, Any], stream: IO[str] | None = None) -> None:
     """Write ``stats`` as one JSON document (stdout by default)."""
+    import json
+
     out = stream if stream is not None else sys.stdout
     json.dump(_jsonable(stats), out, indent=2, sort_keys=False)
     out.write("\n")
