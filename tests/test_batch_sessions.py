@@ -170,3 +170,41 @@ def _taken(frames: list[object]) -> list[object]:
     for frame in frames:
         frame.release()  # type: ignore[attr-defined]
     return frames
+
+
+def test_a_helper_that_cannot_open_leaves_fewer_sessions_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No silent fallback: when a further session cannot be opened, the batch runs on the sessions
+    there are, every frame still the one asked for, and the reason names the failure."""
+    from alpha2.api import batch_sessions
+
+    path = encode(tmp_path / "h.mkv", "libx264", _X264_OPEN)
+    real = batch_sessions.open_decoder
+    opened = []
+
+    def second_only(*args: object, **kwargs: object) -> object:
+        if opened:
+            raise RuntimeError("no free decoder")
+        opened.append(True)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch_sessions, "open_decoder", second_only)
+    with open_decoder(path, None, hwaccel="none") as main:
+        pts = [main.target_pts(t) for t in (0.1, 1.0, 2.0, 3.0)]
+        alone = [f for f in main.frames_at_pts(pts) if f is not None]
+        expected = [(f.metadata.pts, _planes(f)) for f in alone]
+        for f in alone:
+            f.release()
+        batches = BatchSessions(path, main, None, sessions=4, reason="parallel=4 was asked for", options={})
+        try:
+            got = batches.frames_at_pts(pts, None)
+            assert [(f.metadata.pts, _planes(f)) for f in got if f is not None] == expected
+            assert batches.last_lanes == 2
+            assert "decode session 3 could not be opened (no free decoder)" in batches.reason
+            assert "batches run on 2 session(s)" in batches.reason
+            for f in got:
+                if f is not None:
+                    f.release()
+        finally:
+            batches.close()
