@@ -12,6 +12,7 @@ to the CPU path's. On the H200 (markers cuda, dawn, nvidia) the same comparison 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -62,7 +63,8 @@ class FakeEvent:
         return True
 
     def wait(self, timeout_s: float, what: str = "CUDA work") -> None:
-        pass
+        # The copies' waiter thread waits too; the caller's thread (the main one here) must not.
+        self.log.append(("cpu wait", threading.current_thread() is threading.main_thread()))
 
     def close(self) -> None:
         self.closed += 1
@@ -174,6 +176,34 @@ class FakeMemory:
         self.closed += 1
 
 
+class FakePoolMemory(FakeMemory):
+    """Stream-ordered pool memory: frees are logged with the streams they wait for."""
+
+    def __init__(self, rig: Rig, size_bytes: int) -> None:
+        super().__init__(rig, size_bytes)
+        self.frees: list[tuple[Any, bool]] = []
+
+    def free_after(self, consumer_streams: tuple[int, ...], *, everything: bool = False) -> None:
+        self.frees.append((consumer_streams, everything))
+        self.closed += 1
+
+    def close(self) -> None:
+        self.frees.append(("own stream", False))
+        self.closed += 1
+
+
+class FakePool:
+    def __init__(self, rig: Rig) -> None:
+        self.rig = rig
+        self.closed = 0
+
+    def allocate(self, size_bytes: int, stream: object) -> FakePoolMemory:
+        return FakePoolMemory(self.rig, size_bytes)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
 class FakeSharedMemory:
     """Dawn's SharedTextureMemory of an export image: a real wgpu rgba8uint storage texture."""
 
@@ -208,7 +238,9 @@ class FakeSharedMemory:
 class Rig:
     """A TensorExporter over fakes on a real wgpu device, and the fakes."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, device: Any, *, slots: int = 2, **kw: Any) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, device: Any, *, slots: int = 2, pool: bool = False, **kw: Any
+    ) -> None:
         self.device = device
         self.log: list[tuple[str, Any]] = []
         self.fd_images: dict[int, FakeVkImage] = {}
@@ -224,6 +256,8 @@ class Rig:
         for name in ("primary_context", "CopyStream", "CudaEvent", "ExternalImage", "ExternalSemaphore"):
             monkeypatch.setattr(interop, name, getattr(self, name))
         monkeypatch.setattr(interop, "DeviceMemory", lambda ctx, size: FakeMemory(self, size))
+        self.pools: list[FakePool] = []
+        monkeypatch.setattr(interop, "StreamOrderedPool", self.stream_ordered_pool if pool else self.no_pools)
         monkeypatch.setattr(interop, "copy_array_to_device", self.copy_array_to_device)
         monkeypatch.setattr(export, "ExportableImage", self.vk_image)
         monkeypatch.setattr(export, "ExportableSemaphore", lambda vk, *, timeline: FakeVkSemaphore(self))
@@ -245,6 +279,14 @@ class Rig:
     # _cuda.interop
     def primary_context(self, ordinal: int) -> FakeContext:
         return FakeContext()
+
+    def stream_ordered_pool(self, ctx: object, *, keep_bytes: int) -> FakePool:
+        made = FakePool(self)
+        self.pools.append(made)
+        return made
+
+    def no_pools(self, ctx: object, *, keep_bytes: int) -> FakePool:
+        raise UnsupportedError("CUDA device 0 has no stream-ordered memory pools")
 
     def CopyStream(self, ctx: object) -> FakeStream:
         return FakeStream()
@@ -434,7 +476,7 @@ def test_batches_are_the_cpu_paths_bytes_and_fenced_both_ways(rig: Rig, device: 
     rig.log.clear()
     spec = TensorSpec(6, 4)
     export_batch(rig, packer, spec, Pictures(device, 6, 4, 3), 3)
-    kinds = [entry for entry in rig.log if entry[0] not in ("record", "transition")]
+    kinds = [entry for entry in rig.log if entry[0] not in ("record", "transition", "cpu wait")]
     copy_out = [("end_access", None), ("wait", "dawn_fence"), ("copy", 72), ("signal", "copied_out")]
     # A new size: two new textures, whose first access waits on nothing; the third frame reuses the
     # first frame's texture and waits, on the GPU, for CUDA's copy out of it.
@@ -510,6 +552,7 @@ def test_memory_orders_consumers_and_outlives_the_batch(rig: Rig, device: Any) -
     del owner
     gc.collect()
     assert fake.closed == 1
+    assert [e for e in rig.calls("cpu wait") if e[1]], "without pools, cuMemFree after a wait for the copy"
 
     spans = [frame_words(spec, 0)]
     with pytest.raises(InvalidInputError, match="do not fit"):
@@ -521,6 +564,130 @@ def test_memory_orders_consumers_and_outlives_the_batch(rig: Rig, device: Any) -
     batch.abort()
     with pytest.raises(InvalidInputError, match="finished or aborted"):
         batch.finish()
+
+
+@pytest.mark.vulkan
+def test_pool_memory_is_freed_after_its_consumers_streams(
+    monkeypatch: pytest.MonkeyPatch, device: Any
+) -> None:
+    import gc
+
+    rig = Rig(monkeypatch, device, pool=True)
+    try:
+        packer = RgbTensorPass(device)
+        spec = TensorSpec(4, 4)
+        pictures = Pictures(device, 4, 4, 1)
+
+        def freed(use: Any) -> list[Any]:
+            memory = export_batch(rig, packer, spec, pictures, 1)
+            fake = next(m for m in rig.memories if m.pointer == memory.pointer)
+            use(memory)
+            owner = memory.owner
+            del memory
+            gc.collect()
+            assert fake.frees == [], "the owner (a DLPack consumer's) keeps the memory"
+            del owner
+            gc.collect()
+            return list(fake.frees)
+
+        assert freed(lambda m: None) == [((), False)]
+        assert freed(lambda m: m.order_consumer(7)) == [((7,), False)]
+        assert freed(lambda m: (m.order_consumer(7), m.order_consumer(9), m.order_consumer(7))) == [
+            ((7, 9), False)
+        ]
+        assert freed(lambda m: m.order_consumer(None)) == [((1,), False)], "None: the legacy stream"
+        assert freed(lambda m: m.order_consumer(2)) == [((2,), True)], "per-thread: another thread's"
+        assert freed(lambda m: m.used_unordered()) == [((), True)]
+        assert not [e for e in rig.calls("cpu wait") if e[1]], "no wait on the caller's thread"
+
+        spans = [frame_words(spec, 0)]
+        batch = rig.exporter.batch(spans, max_frame_words(spec), batch_words(spec, 1))
+        aborted = rig.memories[-1]
+        batch.abort()
+        assert aborted.frees == [("own stream", False)]
+    finally:
+        rig.close()
+    assert [p.closed for p in rig.pools] == [1]
+
+
+class FakeDriver:
+    """The driver calls a pool free makes, logged; ``bad`` streams fail to record an event."""
+
+    def __init__(self, bad: tuple[int, ...] = ()) -> None:
+        self.log: list[tuple[Any, ...]] = []
+        self.bad = bad
+        self.events = 0
+
+    def cuCtxPushCurrent(self, ctx: object) -> tuple[int]:
+        return (0,)
+
+    def cuCtxPopCurrent(self) -> tuple[int, None]:
+        return (0, None)
+
+    def cuEventCreate(self, flags: int) -> tuple[int, str]:
+        self.events += 1
+        return (0, f"e{self.events}")
+
+    def cuEventRecord(self, event: str, stream: int) -> tuple[int]:
+        self.log.append(("record", event, stream))
+        return (400,) if stream in self.bad else (0,)
+
+    def cuStreamWaitEvent(self, stream: object, event: str, flags: int) -> tuple[int]:
+        self.log.append(("wait", stream, event))
+        return (0,)
+
+    def cuEventDestroy(self, event: str) -> tuple[int]:
+        return (0,)
+
+    def cuCtxSynchronize(self) -> tuple[int]:
+        self.log.append(("synchronize",))
+        return (0,)
+
+    def cuMemFreeAsync(self, pointer: int, stream: object) -> tuple[int]:
+        self.log.append(("free", pointer, stream))
+        return (0,)
+
+
+def _pool_memory(driver: FakeDriver, stream_handle: object) -> Any:
+    from alpha2.native_gpu._cuda.interop import PoolMemory, PrimaryContext
+
+    ctx = PrimaryContext.__new__(PrimaryContext)
+    ctx._cu = driver
+    ctx._holder = ["ctx"]
+    ctx._local = threading.local()
+    stream = SimpleNamespace(_holder=[stream_handle])
+    return PoolMemory(ctx, 0xA000, 64, stream)  # type: ignore[arg-type]
+
+
+def test_pool_free_waits_on_the_gpu_for_each_consumer_stream() -> None:
+    driver = FakeDriver()
+    _pool_memory(driver, "own").free_after((7, 9))
+    assert driver.log == [
+        ("record", "e1", 7),
+        ("wait", "own", "e1"),
+        ("record", "e2", 9),
+        ("wait", "own", "e2"),
+        ("free", 0xA000, "own"),
+    ]
+
+    driver = FakeDriver()
+    memory = _pool_memory(driver, "own")
+    memory.close()
+    memory.close()
+    memory.free_after((7,))
+    assert driver.log == [("free", 0xA000, "own")], "freed once, after its own stream's work"
+
+    driver = FakeDriver()
+    _pool_memory(driver, "own").free_after((), everything=True)
+    assert driver.log == [("synchronize",), ("free", 0xA000, "own")]
+
+    driver = FakeDriver(bad=(9,))  # a consumer's stream that is gone: after all the device's work
+    _pool_memory(driver, "own").free_after((9,))
+    assert driver.log[-2:] == [("synchronize",), ("free", 0xA000, "own")]
+
+    driver = FakeDriver()  # the copy stream is gone (the exporter closed): the legacy stream, after all
+    _pool_memory(driver, None).free_after((7,))
+    assert driver.log == [("synchronize",), ("free", 0xA000, 1)]
 
 
 def test_unavailable_reason_says_why(monkeypatch: pytest.MonkeyPatch) -> None:

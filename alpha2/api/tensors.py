@@ -150,8 +150,11 @@ class RgbTensor:
 
     @property
     def data_ptr(self) -> int:
-        """Address of the first element (device memory for a CUDA tensor)."""
+        """Address of the first element (device memory for a CUDA tensor). Taking it marks the memory as
+        used on streams alpha2 does not know: its free then waits for all the device's work (DLPack,
+        which names the consumer's stream, lets the free wait for that stream alone)."""
         if self._cuda is not None:
+            self._cuda.used_unordered()  # used on streams not known: its free waits for the device
             return self._cuda.pointer
         assert self._array is not None
         return int(self._array.ctypes.data)
@@ -190,7 +193,9 @@ class RgbTensor:
                 "stream=0 is ambiguous for CUDA in the DLPack protocol; pass 1 (legacy default stream), "
                 "2 (per-thread default stream), a stream handle, or -1 to order the work yourself"
             )
-        if stream != -1:
+        if stream == -1:
+            self._cuda.used_unordered()
+        else:
             self._cuda.order_consumer(stream)
         return dlpack_capsule(
             self._cuda.pointer,

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from alpha2.gpu.errors import GpuTimeoutError, InvalidInputError
+from alpha2.gpu.errors import GpuTimeoutError, InvalidInputError, UnsupportedError
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
 from alpha2.native_gpu._cuda.core import CudaError, CudaUnavailableError, check, cuda_init
 
@@ -40,7 +40,9 @@ __all__ = [
     "ExternalImage",
     "ExternalSemaphore",
     "HostDownloader",
+    "PoolMemory",
     "PrimaryContext",
+    "StreamOrderedPool",
     "copy_array_to_device",
     "copy_plane_to_array",
     "download_unavailable_reason",
@@ -51,6 +53,7 @@ _CU_CTX_SCHED_BLOCKING_SYNC = 0x4
 _CU_EVENT_DISABLE_TIMING = 0x2
 _CU_STREAM_NON_BLOCKING = 0x1
 _CUDA_ERROR_NOT_READY = 600
+_CU_STREAM_LEGACY = 0x1
 _CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708
 _POLL_FIRST_S = 50e-6
 _POLL_MAX_S = 1e-3
@@ -605,6 +608,165 @@ def _free_device(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
                 cu.cuMemFree(pointer)
         except Exception:
             pass  # the context is gone: so is the memory
+
+
+class StreamOrderedPool:
+    """A CUDA memory pool of one device whose allocations and frees are ordered on streams
+    (``cuMemAllocFromPoolAsync`` / ``cuMemFreeAsync``): neither blocks the CPU nor synchronises the
+    device, where ``cuMemAlloc`` / ``cuMemFree`` may do both. Freed memory is kept for reuse up to
+    ``keep_bytes`` (the pool's release threshold); beyond it the driver gives memory back at the next
+    synchronisation.
+
+    A pool of its own rather than the device's default pool: the default pool's threshold (0) is other
+    libraries' to set, and keeping nothing would hand every allocation back at each of their syncs.
+
+    Raises:
+        UnsupportedError: the device has no memory pools (``CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED``).
+        CudaError: a driver call failed.
+    """
+
+    def __init__(self, ctx: PrimaryContext, *, keep_bytes: int) -> None:
+        cu = ctx._cu
+        self._ctx = ctx
+        self._cu = cu
+        with ctx:
+            supported = check(
+                cu.cuDeviceGetAttribute(
+                    cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, ctx._device
+                ),
+                "cuDeviceGetAttribute(MEMORY_POOLS_SUPPORTED)",
+            )
+            if not supported:
+                raise UnsupportedError(f"CUDA device {ctx.ordinal} has no stream-ordered memory pools")
+            props = cu.CUmemPoolProps()
+            props.allocType = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+            props.handleTypes = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
+            props.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            props.location.id = ctx.ordinal
+            pool = check(cu.cuMemPoolCreate(props), "cuMemPoolCreate")
+            self._holder: list[Any] = [pool]
+            self._finalizer = weakref.finalize(self, _destroy_pool, cu, ctx, self._holder)
+            self._finalizer.atexit = False  # the driver tears its contexts down at exit
+            check(
+                cu.cuMemPoolSetAttribute(
+                    pool,
+                    cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    cu.cuuint64_t(max(0, int(keep_bytes))),
+                ),
+                "cuMemPoolSetAttribute(RELEASE_THRESHOLD)",
+            )
+        self.keep_bytes = max(0, int(keep_bytes))
+        """Freed bytes the pool keeps for reuse."""
+
+    def allocate(self, size_bytes: int, stream: CopyStream) -> PoolMemory:
+        """``size_bytes`` of device memory, usable by work enqueued on ``stream`` from now on (and by
+        other streams once ordered after it); freed on ``stream`` by :meth:`PoolMemory.close`.
+
+        Raises:
+            InvalidInputError: ``size_bytes`` < 1, or the pool was closed.
+            CudaOutOfMemoryError: the device is out of memory.
+        """
+        if size_bytes < 1:
+            raise InvalidInputError(f"device memory needs at least one byte, got {size_bytes}")
+        pool = self._holder[0]
+        if pool is None:
+            raise InvalidInputError("the CUDA memory pool was closed")
+        with self._ctx:
+            pointer = check(
+                self._cu.cuMemAllocFromPoolAsync(size_bytes, pool, stream.handle),
+                f"cuMemAllocFromPoolAsync({size_bytes})",
+            )
+        return PoolMemory(self._ctx, int(pointer), size_bytes, stream)
+
+    def close(self) -> None:
+        """Destroy the pool; memory still allocated from it stays valid until freed (the driver
+        releases the pool then). Idempotent."""
+        self._finalizer()
+
+
+def _destroy_pool(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
+    pool, holder[0] = holder[0], None
+    if pool is not None:
+        try:
+            with ctx:
+                cu.cuMemPoolDestroy(pool)
+        except Exception:
+            pass  # the context is gone: so is the pool
+
+
+class PoolMemory:
+    """An allocation of a :class:`StreamOrderedPool`, freed exactly once, in stream order.
+
+    :meth:`close` frees it on the stream it was allocated on, after the work enqueued there so far;
+    :meth:`free_after` first makes that stream wait for the work enqueued so far on the streams that
+    used it (the consumers), on the GPU. The GC frees it as :meth:`close` does.
+    """
+
+    def __init__(self, ctx: PrimaryContext, pointer: int, size_bytes: int, stream: CopyStream) -> None:
+        self.pointer = pointer
+        """The device address of the first byte."""
+        self.size_bytes = size_bytes
+        """Bytes allocated."""
+        self._holder: list[Any] = [pointer]
+        self._finalizer = weakref.finalize(self, _free_pool_memory, ctx, stream, self._holder, (), False)
+        self._finalizer.atexit = False
+        self._ctx = ctx
+        self._stream = stream
+
+    def free_after(self, consumer_streams: tuple[int, ...], *, everything: bool = False) -> None:
+        """Free the memory once the work enqueued so far on ``consumer_streams`` (CUstream handles) and
+        on its own stream is done, without blocking the CPU; ``everything``: once all the device's
+        work so far is done (``cuCtxSynchronize`` first: the memory was used on streams not known).
+        Idempotent."""
+        self._finalizer.detach()
+        _free_pool_memory(self._ctx, self._stream, self._holder, consumer_streams, everything)
+
+    def close(self) -> None:
+        """Free the memory after the work enqueued so far on its own stream. Idempotent."""
+        self._finalizer()
+
+
+def _free_pool_memory(
+    ctx: PrimaryContext,
+    stream: CopyStream,
+    holder: list[Any],
+    consumer_streams: tuple[int, ...],
+    everything: bool,
+) -> None:
+    pointer, holder[0] = holder[0], None
+    if pointer is None:
+        return
+    cu = ctx._cu
+    try:
+        with ctx:
+            own = stream._holder[0]
+            ordered = own is not None and not everything
+            if ordered:
+                for consumer in consumer_streams:
+                    if not _order_stream_after(cu, own, consumer):
+                        ordered = False  # a consumer's stream is gone (or bad): order after everything
+                        break
+            if not ordered:
+                check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+                if own is None:  # the copy stream is gone (its exporter closed)
+                    own = _CU_STREAM_LEGACY
+            check(cu.cuMemFreeAsync(pointer, own), "cuMemFreeAsync")
+    except Exception:
+        pass  # a failed or torn-down context: its memory goes with it
+
+
+def _order_stream_after(cu: Any, stream: Any, producer: int) -> bool:
+    """Make ``stream`` wait for the work enqueued so far on ``producer``; False when that failed."""
+    result = cu.cuEventCreate(_CU_EVENT_DISABLE_TIMING)
+    if int(result[0]) != 0:
+        return False
+    event = result[1]
+    try:
+        if int(cu.cuEventRecord(event, producer)[0]) != 0:
+            return False
+        return int(cu.cuStreamWaitEvent(stream, event, 0)[0]) == 0
+    finally:
+        cu.cuEventDestroy(event)  # allowed at once: the driver frees it once complete
 
 
 def copy_array_to_device(

@@ -67,12 +67,13 @@ from alpha2.native_gpu.interop.cuda import (
 from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, wait_sync_fds
 
 if TYPE_CHECKING:
-    from alpha2.native_gpu._cuda.interop import CudaEvent, DeviceMemory
+    from alpha2.native_gpu._cuda.interop import CudaEvent, DeviceMemory, PoolMemory, StreamOrderedPool
     from alpha2.native_gpu.device.shared import SharedVulkanContext
 
 __all__ = [
     "EXPORT_IMAGE_USAGE",
     "EXPORT_TEXTURE_FORMAT",
+    "KEEP_POOL_BYTES",
     "CudaTensorMemory",
     "ExportBatch",
     "TensorExporter",
@@ -137,7 +138,7 @@ class CudaTensorMemory:
     """Bytes of the allocation (whole words: the tensor may end before)."""
     ordinal: int
     """The CUDA device."""
-    owner: object
+    owner: _TensorOwner
     """Keeps the memory allocated: hand it to DLPack consumers; freed once they and this are gone."""
     producer_stream: Any
     """The CUDA stream the copies were enqueued on."""
@@ -145,10 +146,17 @@ class CudaTensorMemory:
     """Recorded after the batch's last copy."""
 
     def order_consumer(self, consumer_stream: int | None) -> None:
-        """Make a consumer's CUDA stream (a DLPack ``stream`` value) wait for the copies, on the GPU."""
+        """Make a consumer's CUDA stream (a DLPack ``stream`` value) wait for the copies, on the GPU; the
+        memory's free will wait for the work that stream has enqueued by then."""
         from alpha2.native_gpu._cuda import streams
 
         streams.order_consumer_stream(self.ordinal, int(self.producer_stream), consumer_stream)
+        self.owner.used_on(streams.consumer_stream_handle(consumer_stream))
+
+    def used_unordered(self) -> None:
+        """The memory was handed out without a stream (DLPack ``stream=-1``, the raw address): its free
+        waits for all the device's work."""
+        self.owner.used_on(None)
 
     def wait(self, timeout_s: float) -> None:
         """Block until the copies are done.
@@ -159,18 +167,44 @@ class CudaTensorMemory:
         self.done.wait(timeout_s, "the copy of an RGB tensor out of its export textures")
 
 
+_CU_STREAM_PER_THREAD = 0x2
+KEEP_POOL_BYTES = 256 << 20
+"""Bytes of freed tensor memory the exporter's CUDA pool keeps for the next batches."""
+
+
 class _TensorOwner:
-    """The allocation of a handed-out batch; freed once its copies are done (bounded) and it is dropped."""
+    """The allocation of a handed-out batch, freed once it and its consumers' tensors are dropped.
 
-    __slots__ = ("__weakref__", "memory")
+    Pool memory (:class:`~alpha2.native_gpu._cuda.interop.PoolMemory`) is freed in stream order: after
+    the copies, and after the work its consumers' streams had enqueued when it was dropped (the streams
+    their DLPack ``stream`` named, as torch's ``record_stream`` does), with no wait on the CPU. Memory
+    handed out without a stream, or used on a per-thread default stream (which names another stream on
+    the thread that frees), is freed after all the device's work. Plain ``cuMemAlloc`` memory (no pools)
+    is freed once the copies are done (bounded), by ``cuMemFree``, which waits for the device.
+    """
 
-    def __init__(self, memory: DeviceMemory, done: CudaEvent, timeout_s: float) -> None:
+    __slots__ = ("__weakref__", "_consumers", "memory")
+
+    def __init__(self, memory: DeviceMemory | PoolMemory, done: CudaEvent, timeout_s: float) -> None:
         self.memory = memory
+        self._consumers: list[int | None] = []
         # Not at exit: the driver tears its contexts down, and a wait then would only stall the exit.
-        weakref.finalize(self, _free_when_done, memory, done, timeout_s).atexit = False
+        weakref.finalize(self, _free_when_done, memory, done, timeout_s, self._consumers).atexit = False
+
+    def used_on(self, stream: int | None) -> None:
+        """Note a stream (a CUstream handle; None: unknown) the memory is used on."""
+        if stream not in self._consumers:
+            self._consumers.append(stream)
 
 
-def _free_when_done(memory: DeviceMemory, done: CudaEvent, timeout_s: float) -> None:
+def _free_when_done(
+    memory: DeviceMemory | PoolMemory, done: CudaEvent, timeout_s: float, consumers: Sequence[int | None] = ()
+) -> None:
+    free_after = getattr(memory, "free_after", None)  # PoolMemory: freed in stream order
+    if free_after is not None:
+        known = all(c is not None and c != _CU_STREAM_PER_THREAD for c in consumers)
+        free_after(tuple(c for c in consumers if c is not None), everything=not known)
+        return
     try:
         done.wait(timeout_s, "the copy of an RGB tensor")
     except Error:
@@ -190,14 +224,12 @@ class ExportBatch:
     def __init__(
         self, exporter: TensorExporter, spans: Sequence[_Span], key: RingKey, total_words: int
     ) -> None:
-        from alpha2.native_gpu._cuda import interop
-
         self._exporter = exporter
         self._spans = list(spans)
         self._key = key
         self.row_words = key.geometry[0].width
         """Words a row of the export textures holds."""
-        self._memory: DeviceMemory | None = interop.DeviceMemory(exporter._ctx, total_words * 4)
+        self._memory: DeviceMemory | PoolMemory | None = exporter._allocate(total_words * 4)
         self._slots: list[RingSlot] = []
         self._rotation = max(1, min(len(self._spans), exporter.slots))
         self._finished = False
@@ -364,6 +396,11 @@ class TensorExporter:
         self._wait_timeout = wait_timeout
         self._ctx = interop.primary_context(cuda_ordinal)
         self._stream = interop.CopyStream(self._ctx)
+        self._pool: StreamOrderedPool | None = None
+        try:
+            self._pool = interop.StreamOrderedPool(self._ctx, keep_bytes=KEEP_POOL_BYTES)
+        except UnsupportedError:
+            pass  # no memory pools on this device: cuMemAlloc / cuMemFree, which wait for the device
         self._copies = CopyCompletions(self._ctx, wait_timeout)
         self._lock = threading.Lock()
         self._closed = False
@@ -496,10 +533,21 @@ class TensorExporter:
             )
         promise.sync_wait()
 
-    def _stream_done(self, memory: DeviceMemory) -> None:
-        """Free ``memory`` once the copy stream's work so far is done (bounded)."""
+    def _allocate(self, size_bytes: int) -> DeviceMemory | PoolMemory:
+        """A batch's memory: from the stream-ordered pool (no wait on the CPU), else ``cuMemAlloc``."""
         from alpha2.native_gpu._cuda import interop
 
+        if self._pool is not None:
+            return self._pool.allocate(size_bytes, self._stream)
+        return interop.DeviceMemory(self._ctx, size_bytes)
+
+    def _stream_done(self, memory: DeviceMemory | PoolMemory) -> None:
+        """Free ``memory`` once the copy stream's work so far is done (bounded for plain memory)."""
+        from alpha2.native_gpu._cuda import interop
+
+        if hasattr(memory, "free_after"):  # PoolMemory
+            memory.close()  # in the copy stream's order
+            return
         done = interop.CudaEvent(self._ctx)
         done.record(self._stream.handle)
         _free_when_done(memory, done, self._wait_timeout())
@@ -530,6 +578,8 @@ class TensorExporter:
         for slot in self._ring.take_retired():  # still running after the timeout: the context's teardown
             self._vk.defer_destroy(functools.partial(self._ring.destroy, slot))
         self._stream.close()
+        if self._pool is not None:
+            self._pool.close()  # allocations still handed out stay valid until freed
 
 
 def _context_of(device: Any) -> tuple[SharedVulkanContext, int]:
