@@ -161,8 +161,10 @@ def random_pynvc(nvc: Any, path: str, indices: list[int]) -> float:
     return seconds
 
 
-def tensors_alpha2(path: str, hwaccel: str, frames: int, **options: Any) -> tuple[float, str]:
-    with alpha2.open(path, hwaccel=hwaccel) as source:
+def tensors_alpha2(
+    path: str, hwaccel: str, frames: int, open_options: dict[str, Any] | None = None, **options: Any
+) -> tuple[float, str]:
+    with alpha2.open(path, hwaccel=hwaccel, **(open_options or {})) as source:
         n = 0
         note = ""
         t0 = None
@@ -181,6 +183,41 @@ def tensors_alpha2(path: str, hwaccel: str, frames: int, **options: Any) -> tupl
         return n / (time.perf_counter() - t0), note
 
 
+def tensors_batched(
+    path: str, hwaccel: str, frames: int, batch: int, open_options: dict[str, Any], **options: Any
+) -> tuple[float, str]:
+    """Frames in order, ``batch`` of them at a time made into one stacked tensor (``source.to_tensor``);
+    the first batch makes the device objects, outside the timing."""
+    with alpha2.open(path, hwaccel=hwaccel, **open_options) as source:
+        held: list[Any] = []
+        n = 0
+        note = ""
+        t0 = None
+        tensor = None
+        while n < frames:
+            frame = source.next_frame()
+            if frame is None:
+                break
+            held.append(frame)
+            if len(held) < batch:
+                continue
+            tensor = source.to_tensor(held, **options)
+            for done in held:
+                done.release()
+            held = []
+            if t0 is None:
+                t0 = time.perf_counter()
+                note = f"{tensor.path.value}: {tensor.report.reason}"
+                continue
+            n += batch
+        for done in held:
+            done.release()
+        if tensor is not None and hasattr(tensor, "wait"):
+            tensor.wait()
+        assert t0 is not None, "the clip is shorter than two batches"
+        return n / (time.perf_counter() - t0), note
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -194,6 +231,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--processes", default="", help="also N processes at once, each decoding the clip: e.g. 7,14"
     )
+    parser.add_argument(
+        "--rows",
+        default="sequential,random,tensors",
+        help="which rows to measure (comma-separated): sequential (with --processes), random, tensors",
+    )
+    parser.add_argument(
+        "--tensor-batch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also the tensor rows with N frames a call, one stacked tensor (an NVDEC session lends 8)",
+    )
+    parser.add_argument(
+        "--copy-ahead",
+        action="store_true",
+        help="also the tensor rows with open(..., copy_ahead=True): the GPU copy on the decoder's thread",
+    )
     args = parser.parse_args(argv)
     nvc = _pynvc()
     with tempfile.TemporaryDirectory() as tmp:
@@ -205,46 +259,76 @@ def main(argv: list[str] | None = None) -> int:
             os.replace(path + ".part.mp4", path)
         peer_version = nvc.__version__ if nvc else "absent"
         print(f"# 1080p H.264, {args.frames} frames, GOP {args.gop}; PyNvVideoCodec: {peer_version}")
-        fps, how = sequential_alpha2(path, args.hwaccel)
-        line = f"sequential  alpha2 plane(0)   {fps:8.1f} fps ({how})"
+        rows = {r.strip() for r in args.rows.split(",") if r.strip()}
+        if "sequential" in rows:
+            sequential_rows(nvc, path, args)
+        if "random" in rows:
+            random_rows(nvc, path, args)
+        if "tensors" in rows:
+            tensor_rows(path, args)
+    return 0
+
+
+def sequential_rows(nvc: Any, path: str, args: argparse.Namespace) -> None:
+    fps, how = sequential_alpha2(path, args.hwaccel)
+    line = f"sequential  alpha2 plane(0)   {fps:8.1f} fps ({how})"
+    if nvc is not None:
+        peer = sequential_pynvc(nvc, path)
+        line += f"; PyNvVideoCodec {peer:.1f} fps; ratio {fps / peer:.3f}"
+    print(line)
+    for count in [int(c) for c in args.processes.split(",") if c.strip()]:
+        fps = sequential_procs("alpha2", path, args.hwaccel, count)
+        line = f"sequential  N={count:<3d} processes   {fps:8.1f} fps in all"
         if nvc is not None:
-            peer = sequential_pynvc(nvc, path)
+            peer = sequential_procs("pynvc", path, args.hwaccel, count)
             line += f"; PyNvVideoCodec {peer:.1f} fps; ratio {fps / peer:.3f}"
         print(line)
-        for count in [int(c) for c in args.processes.split(",") if c.strip()]:
-            fps = sequential_procs("alpha2", path, args.hwaccel, count)
-            line = f"sequential  N={count:<3d} processes   {fps:8.1f} fps in all"
-            if nvc is not None:
-                peer = sequential_procs("pynvc", path, args.hwaccel, count)
-                line += f"; PyNvVideoCodec {peer:.1f} fps; ratio {fps / peer:.3f}"
-            print(line)
-        rng = random.Random(5)
-        indices = sorted(rng.sample(range(args.frames - 1), args.asks), key=lambda _: rng.random())
-        times = [i / 30 + 0.001 for i in indices]
-        batch, _ = random_alpha2(path, args.hwaccel, times, batch=True)
-        spread, how = random_alpha2(path, args.hwaccel, times, batch=True, parallel="auto")
-        loop, _ = random_alpha2(path, args.hwaccel, times, batch=False)
-        peer_s = random_pynvc(nvc, path, indices) if nvc is not None else None
-        for label, seconds in (("frames_at", batch), ("frames_at parallel='auto'", spread)):
-            line = f"random {args.asks}   alpha2 {label:26} {seconds:.3f} s"
-            if peer_s is not None:
-                peer = f"PyNvVideoCodec get_batch_frames_by_index {peer_s:.3f} s"
-                line += f"; {peer}; time ratio {seconds / peer_s:.2f}"
-            print(line + (f" ({how})" if "parallel" in label else ""))
-        print(f"random {args.asks}   alpha2 a loop of frame_at      {loop:.3f} s")
-        alone, _ = sequential_alpha2(path, args.hwaccel)
-        for label, options in (
-            (
-                "224x224 float16 CHW",
-                {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25},
-            ),
-            ("1080p uint8 HWC", {}),
-        ):
-            fps, note = tensors_alpha2(path, args.hwaccel, args.tensor_frames, **options)
+
+
+def random_rows(nvc: Any, path: str, args: argparse.Namespace) -> None:
+    rng = random.Random(5)
+    indices = sorted(rng.sample(range(args.frames - 1), args.asks), key=lambda _: rng.random())
+    times = [i / 30 + 0.001 for i in indices]
+    batch, _ = random_alpha2(path, args.hwaccel, times, batch=True)
+    spread, how = random_alpha2(path, args.hwaccel, times, batch=True, parallel="auto")
+    loop, _ = random_alpha2(path, args.hwaccel, times, batch=False)
+    peer_s = random_pynvc(nvc, path, indices) if nvc is not None else None
+    for label, seconds in (("frames_at", batch), ("frames_at parallel='auto'", spread)):
+        line = f"random {args.asks}   alpha2 {label:26} {seconds:.3f} s"
+        if peer_s is not None:
+            peer = f"PyNvVideoCodec get_batch_frames_by_index {peer_s:.3f} s"
+            line += f"; {peer}; time ratio {seconds / peer_s:.2f}"
+        print(line + (f" ({how})" if "parallel" in label else ""))
+    print(f"random {args.asks}   alpha2 a loop of frame_at      {loop:.3f} s")
+
+
+def tensor_rows(path: str, args: argparse.Namespace) -> None:
+    alone, _ = sequential_alpha2(path, args.hwaccel)
+    variants: list[tuple[str, dict[str, Any]]] = [("", {})]
+    if args.copy_ahead:
+        variants.append((" copy_ahead", {"copy_ahead": True}))
+    for label, options in (
+        (
+            "224x224 float16 CHW",
+            {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25},
+        ),
+        ("1080p uint8 HWC", {}),
+    ):
+        for variant, open_options in variants:
+            fps, note = tensors_alpha2(path, args.hwaccel, args.tensor_frames, open_options, **options)
             print(
-                f"tensors {label:20} {fps:8.1f} fps, {fps / alone:.2f} of decode alone ({alone:.1f}); {note}"
+                f"tensors {label + variant:31} {fps:8.1f} fps, {fps / alone:.2f} of decode alone "
+                f"({alone:.1f}); {note}"
             )
-    return 0
+            if args.tensor_batch > 1:
+                fps, note = tensors_batched(
+                    path, args.hwaccel, args.tensor_frames, args.tensor_batch, open_options, **options
+                )
+                name = f"{label}{variant} x{args.tensor_batch}"
+                print(
+                    f"tensors {name:31} {fps:8.1f} fps, {fps / alone:.2f} of decode alone "
+                    f"({alone:.1f}); {note}"
+                )
 
 
 if __name__ == "__main__":

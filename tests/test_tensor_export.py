@@ -449,20 +449,31 @@ def test_export_geometry() -> None:
 
 
 @pytest.mark.vulkan
-def test_batches_are_the_cpu_paths_bytes_and_fenced_both_ways(rig: Rig, device: Any) -> None:
+def test_batches_are_the_cpu_paths_bytes_and_fenced_both_ways(
+    rig: Rig, device: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     packer = RgbTensorPass(device)
-    for width, height, count, layout, dtype in (
-        (7, 5, 3, TensorLayout.HWC, TensorDType.UINT8),  # frames that do not start on a word
-        (7, 5, 3, TensorLayout.CHW, TensorDType.FLOAT16),
-        (9, 4, 4, TensorLayout.CHW, TensorDType.FLOAT32),
-        (1, 1, 5, TensorLayout.HWC, TensorDType.UINT8),  # a frame wholly in its predecessor's last word
-    ):
-        spec = TensorSpec(width, height, layout, dtype)
-        pictures = Pictures(device, width, height, count, seed=width)
-        memory = export_batch(rig, packer, spec, pictures, count)
-        want = packer.to_numpy(spec, count, pictures)
-        assert exported_bytes(rig, memory, spec, count) == want.tobytes(), (width, height, layout, dtype)
-        assert memory.ordinal == 0 and memory.size_bytes == batch_words(spec, count) * 4
+    # The whole batch in one texture (the default), and chunks of a frame or a few, cut mid-batch.
+    for chunk_words in (tensor_export.CHUNK_WORDS, 1, 40, 100):
+        monkeypatch.setattr(tensor_export, "CHUNK_WORDS", chunk_words)
+        for width, height, count, layout, dtype in (
+            (7, 5, 3, TensorLayout.HWC, TensorDType.UINT8),  # frames that do not start on a word
+            (7, 5, 3, TensorLayout.CHW, TensorDType.FLOAT16),
+            (9, 4, 4, TensorLayout.CHW, TensorDType.FLOAT32),
+            (1, 1, 5, TensorLayout.HWC, TensorDType.UINT8),  # a frame wholly in its predecessor's last word
+        ):
+            spec = TensorSpec(width, height, layout, dtype)
+            pictures = Pictures(device, width, height, count, seed=width)
+            memory = export_batch(rig, packer, spec, pictures, count)
+            want = packer.to_numpy(spec, count, pictures)
+            assert exported_bytes(rig, memory, spec, count) == want.tobytes(), (
+                chunk_words,
+                width,
+                height,
+                layout,
+                dtype,
+            )
+            assert memory.ordinal == 0 and memory.size_bytes == batch_words(spec, count) * 4
 
     images = rig.images
     assert all(
@@ -471,8 +482,10 @@ def test_batches_are_the_cpu_paths_bytes_and_fenced_both_ways(rig: Rig, device: 
     assert EXPORT_IMAGE_USAGE & 0x8, "Dawn writes the images as storage textures"
     assert all(c.row_bytes == c.image.width * 4 for c in rig.cu_images), "CUDA maps them as uchar4 arrays"
 
-    # Per frame: Dawn's access (waiting on the slot's semaphore once CUDA has read the slot), its end,
-    # then on CUDA's stream: wait on Dawn's fence, copy out, signal the slot's semaphore, record.
+    # Per chunk (here a frame: 6x4 RGB uint8 is 18 words): Dawn's access (waiting on the slot's semaphore
+    # once CUDA has read the slot), its end, then on CUDA's stream: wait on Dawn's fence, copy out,
+    # signal the slot's semaphore, record.
+    monkeypatch.setattr(tensor_export, "CHUNK_WORDS", 18)
     rig.log.clear()
     spec = TensorSpec(6, 4)
     export_batch(rig, packer, spec, Pictures(device, 6, 4, 3), 3)
@@ -484,11 +497,19 @@ def test_batches_are_the_cpu_paths_bytes_and_fenced_both_ways(rig: Rig, device: 
     alive, idle = rig.exporter.counts()
     assert alive == idle, "every texture is back in the ring"
 
+    # By default the three frames go in one chunk: one access, one submission, one copy out.
+    monkeypatch.setattr(tensor_export, "CHUNK_WORDS", 8 << 20)
+    rig.log.clear()
+    export_batch(rig, packer, TensorSpec(6, 4), Pictures(device, 6, 4, 3), 3)
+    kinds = [entry for entry in rig.log if entry[0] in ("begin_access", "end_access", "copy")]
+    assert kinds == [("begin_access", 0), ("end_access", None), ("copy", 216)]
+
 
 @pytest.mark.vulkan
 def test_textures_are_reused_and_counted(monkeypatch: pytest.MonkeyPatch, device: Any) -> None:
     budget = MemoryBudget()
     rig = Rig(monkeypatch, device, slots=2, memory_budget=budget)
+    monkeypatch.setattr(tensor_export, "CHUNK_WORDS", 144)  # a frame a chunk (8x6x3 floats)
     try:
         packer = RgbTensorPass(device)
         spec = TensorSpec(8, 6, TensorLayout.CHW, TensorDType.FLOAT32)

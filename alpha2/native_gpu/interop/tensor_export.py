@@ -17,11 +17,12 @@ The textures are ring slots of one plane (:class:`~alpha2.native_gpu.interop.rin
 * Dawn (:mod:`.dawn_planes`): the memory as a SharedTextureMemory with a texture and a view, the
   semaphore as a SharedFence.
 
-Per frame (:class:`ExportBatch`): Dawn ``begin_access`` on the slot's texture, waiting on its
-semaphore when CUDA read the slot before (the slot's last copy out is done before Dawn writes it
-again); the pack, submitted; ``end_access``, whose fence (an opaque-fd semaphore) CUDA imports and
-waits on, on alpha2's copy stream; ``cuMemcpy2DAsync`` from the array into the batch's allocation at
-the frame's first word; a signal of the slot's semaphore; an event, after which the fence's import is
+Per chunk of a batch's frames (:class:`ExportBatch`; up to :data:`CHUNK_WORDS` words, one frame when
+a frame is larger): Dawn ``begin_access`` on the slot's texture, waiting on its semaphore when CUDA
+read the slot before (the slot's last copy out is done before Dawn writes it again); the chunk's
+renders and packs, one submission; ``end_access``, whose fence (an opaque-fd semaphore) CUDA imports
+and waits on, on alpha2's copy stream; ``cuMemcpy2DAsync`` from the array into the batch's allocation
+at the chunk's first word; a signal of the slot's semaphore; an event, after which the fence's import is
 closed (:class:`~alpha2.native_gpu.interop.cuda.CopyCompletions`). A consumer's CUDA stream waits for the
 copy stream through an event (``_cuda.streams.order_consumer_stream``), on the GPU. A slot that fails
 half-way is retired (destroyed once its CUDA work is done), never reused in an unknown state.
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from alpha2.native_gpu.device.shared import SharedVulkanContext
 
 __all__ = [
+    "CHUNK_WORDS",
     "EXPORT_IMAGE_USAGE",
     "EXPORT_TEXTURE_FORMAT",
     "KEEP_POOL_BYTES",
@@ -90,6 +92,9 @@ MAX_ROW_WORDS = 4096
 """Words (texels) a row of an export texture holds at most: 16 KiB rows, whole ones copied in one go."""
 DEFAULT_EXPORT_SLOTS = 2
 """Export textures per size a batch rotates through: Dawn packs one while CUDA copies out the other."""
+CHUNK_WORDS = 8 << 20
+"""Words (32 MiB) of frames packed into one export texture in one submission, at most (a frame larger
+goes alone)."""
 _DEFAULT_MAX_DIMENSION = 8192
 
 
@@ -212,58 +217,126 @@ def _free_when_done(
     memory.close()
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    """Frames ``first`` to ``end - 1`` of a batch, packed into one export texture, copied out at once."""
+
+    first: int
+    end: int
+    first_word: int
+    """The chunk's first word in the batch."""
+    words: int
+
+
+def _chunks(spans: Sequence[_Span], limit_words: int) -> list[_Chunk]:
+    """The batch's frames in runs of at most ``limit_words`` words (a frame larger: a chunk of its own)."""
+    chunks: list[_Chunk] = []
+    start = 0
+    while start < len(spans):
+        first_word = spans[start].first_word
+        end = start + 1
+        while end < len(spans) and spans[end].first_word + spans[end].words - first_word <= limit_words:
+            end += 1
+        last = spans[end - 1]
+        chunks.append(_Chunk(start, end, first_word, last.first_word + last.words - first_word))
+        start = end
+    return chunks
+
+
+def _texture_words(words: int, max_dimension: int) -> int:
+    """Words an export texture for ``words`` holds: past one row, rounded up to a power of two (whole
+    rows), so that batches of nearby sizes share the ring's textures; never past what a texture holds."""
+    if words <= MAX_ROW_WORDS:
+        return words
+    rounded = 1 << (words - 1).bit_length()
+    return rounded if rounded <= MAX_ROW_WORDS * max_dimension else words
+
+
 class ExportBatch:
     """One batch's export: frames packed by Dawn into the ring's textures, copied out by CUDA.
 
-    The :class:`~alpha2.native_gpu.render.tensor.TextureFrames` that ``RgbTensorPass.pack_into_textures``
-    drives: :meth:`begin_frame` before a frame's pack is submitted, :meth:`end_frame` after; then
-    :meth:`finish` (or :meth:`abort`, which the pass calls on a failure). Made by
-    :meth:`TensorExporter.batch`.
+    The frames go in chunks (up to :data:`CHUNK_WORDS` words, or one frame where a frame is larger):
+    a chunk's frames are packed into one export texture in one submission, whose words CUDA copies out
+    with one copy, so a batch of N small frames costs one Dawn submission and one access to shared
+    memory, not N. The :class:`~alpha2.native_gpu.render.tensor.TextureFrames` that
+    ``RgbTensorPass.pack_into_textures`` drives: :meth:`begin_frame` before a frame's pack is encoded,
+    :meth:`end_frame` after a submission that :meth:`ends_chunk` asked for; then :meth:`finish` (or
+    :meth:`abort`, which the pass calls on a failure). Made by :meth:`TensorExporter.batch`.
     """
 
     def __init__(
-        self, exporter: TensorExporter, spans: Sequence[_Span], key: RingKey, total_words: int
+        self,
+        exporter: TensorExporter,
+        spans: Sequence[_Span],
+        chunks: Sequence[_Chunk],
+        key: RingKey,
+        total_words: int,
     ) -> None:
         self._exporter = exporter
         self._spans = list(spans)
+        self._chunks = list(chunks)
+        self._chunk_of = [n for n, c in enumerate(self._chunks) for _ in range(c.first, c.end)]
+        self._begun: set[int] = set()
         self._key = key
         self.row_words = key.geometry[0].width
         """Words a row of the export textures holds."""
         self._memory: DeviceMemory | PoolMemory | None = exporter._allocate(total_words * 4)
         self._slots: list[RingSlot] = []
-        self._rotation = max(1, min(len(self._spans), exporter.slots))
+        self._rotation = max(1, min(len(self._chunks), exporter.slots))
         self._finished = False
 
-    def _slot(self, index: int) -> RingSlot:
-        place = index % self._rotation
+    @property
+    def chunk_count(self) -> int:
+        """Chunks (submissions, export textures used in turn) of the batch."""
+        return len(self._chunks)
+
+    def _slot(self, chunk: int) -> RingSlot:
+        place = chunk % self._rotation
         if place == len(self._slots):
             slot, _reused = self._exporter._ring.take(self._key, self._exporter._wait_timeout())
             self._slots.append(slot)
         return self._slots[place]
 
+    def frame_base(self, index: int) -> int:
+        """Where frame ``index``'s words start in its chunk's texture (row after row of
+        :attr:`row_words`)."""
+        return self._spans[index].first_word - self._chunks[self._chunk_of[index]].first_word
+
+    def ends_chunk(self, index: int) -> bool:
+        """Whether frame ``index`` is its chunk's last: the pass submits after it and calls
+        :meth:`end_frame`."""
+        return index == self._chunks[self._chunk_of[index]].end - 1
+
     def begin_frame(self, index: int) -> Any:
-        """Dawn's access to frame ``index``'s export texture (after CUDA's last copy out of it, on the
-        GPU); its storage view, which the pack writes."""
-        slot = self._slot(index)
+        """The storage view frame ``index``'s pack writes: its chunk's export texture, whose Dawn access
+        begins with the chunk's first frame (after CUDA's last copy out of the texture, on the GPU)."""
+        chunk = self._chunk_of[index]
+        slot = self._slot(chunk)
         plane = slot.planes[0]
-        try:
-            dawn_planes.begin_access(slot, [1] if plane.uses else None)
-        except BaseException:
-            slot.broken = True
-            raise
+        if chunk not in self._begun:
+            try:
+                dawn_planes.begin_access(slot, [1] if plane.uses else None)
+            except BaseException:
+                slot.broken = True
+                raise
+            self._begun.add(chunk)
         return plane.view
 
     def end_frame(self, index: int) -> None:
-        """Once frame ``index``'s pack is submitted: end Dawn's access, and copy the words out on CUDA's
-        copy stream, after Dawn's end-of-access fence."""
+        """Once the submission with frame ``index`` went, if it ends its chunk: end Dawn's access, and copy
+        the chunk's words out on CUDA's copy stream, after Dawn's end-of-access fence."""
+        chunk_index = self._chunk_of[index]
+        if not self.ends_chunk(index) or chunk_index not in self._begun:
+            return  # more frames to pack into the texture, or a chunk with no words of its own
         exporter = self._exporter
-        slot = self._slot(index)
+        slot = self._slot(chunk_index)
         plane = slot.planes[0]
-        span = self._spans[index]
+        chunk = self._chunks[chunk_index]
         memory = self._memory
         assert memory is not None, "finish() or abort() ran"
         copy_enqueued = False
         try:
+            self._begun.discard(chunk_index)
             dawn_planes.end_plane(plane, collect_fences=True)
             if not plane.release_fence_fds and not plane.release_sync_fds:
                 exporter._wait_dawn_queue()  # no fence to hand to CUDA: the CPU waits for Dawn's work
@@ -278,7 +351,7 @@ class ExportBatch:
                 from alpha2.native_gpu._cuda import interop
 
                 interop.copy_array_to_device(
-                    ctx, cu_image, memory.pointer + span.first_word * 4, span.words * 4, handle
+                    ctx, cu_image, memory.pointer + chunk.first_word * 4, chunk.words * 4, handle
                 )
                 cu_semaphore.signal(handle)  # Dawn's next access to the slot waits on it
                 plane.uses += 1
@@ -482,8 +555,13 @@ class TensorExporter:
                 raise InvalidInputError("the tensor exporter is closed")
         with self._ctx:
             self._ring.poll()
-        key = _export_key(export_geometry(frame_words_max, self.max_dimension))
-        return ExportBatch(self, spans, key, total_words)
+        capacity = MAX_ROW_WORDS * self.max_dimension
+        chunks = _chunks(spans, min(max(CHUNK_WORDS, frame_words_max), capacity))
+        words = max(max(c.words for c in chunks), 1)
+        if words > capacity:  # one frame larger than a texture: say so in the frame's terms
+            export_geometry(words, self.max_dimension)
+        key = _export_key(export_geometry(_texture_words(words, self.max_dimension), self.max_dimension))
+        return ExportBatch(self, spans, chunks, key, total_words)
 
     # -- slots ----------------------------------------------------------------------------------------
 

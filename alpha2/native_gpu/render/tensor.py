@@ -354,18 +354,28 @@ class _BufferSink:
 
 
 class TextureFrames(Protocol):
-    """The storage textures a batch's frames are packed into, one at a time (the CUDA export's)."""
+    """The storage textures a batch's frames are packed into (the CUDA export's): frames go in chunks,
+    a chunk's frames into one texture, one submission a chunk."""
 
     row_words: int
     """Words a row of each texture holds."""
 
+    def frame_base(self, index: int) -> int:
+        """The word of frame ``index``'s texture where its words start."""
+        ...
+
+    def ends_chunk(self, index: int) -> bool:
+        """Whether frame ``index`` is the last of its texture's frames: the pass submits after it."""
+        ...
+
     def begin_frame(self, index: int) -> Any:
-        """The rgba8uint storage texture (or view) frame ``index`` is packed into; called before the
-        command buffer that packs it is submitted."""
+        """The rgba8uint storage texture (or view) frame ``index`` is packed into; called before its pack
+        is encoded."""
         ...
 
     def end_frame(self, index: int) -> None:
-        """Called once the command buffer that packed frame ``index`` was submitted."""
+        """Called once the command buffer that packed frame ``index`` was submitted, where
+        :meth:`ends_chunk` said so."""
         ...
 
     def abort(self) -> None:
@@ -380,7 +390,7 @@ class _TextureSink:
         self._frames = frames
 
     def out_base(self, spec: TensorSpec, index: int) -> int:
-        return 0
+        return self._frames.frame_base(index)
 
     def row_words(self) -> int:
         return self._frames.row_words
@@ -389,7 +399,7 @@ class _TextureSink:
         return self._frames.begin_frame(index)
 
     def flush_after(self, index: int, words: int) -> bool:
-        return words > 0
+        return self._frames.ends_chunk(index)
 
     def encode_flush(self, encoder: Any, index: int) -> None:
         pass
@@ -611,8 +621,9 @@ class RgbTensorPass:
         self, spec: TensorSpec, count: int, encode_render: EncodeRender, frames: TextureFrames
     ) -> None:
         """Render and pack ``count`` frames, frame ``n``'s words (:func:`frame_words`) into the rgba8uint
-        storage texture ``frames.begin_frame(n)`` gives, row after row of ``frames.row_words``; one
-        submission a frame, ``frames.end_frame(n)`` after each. On a failure ``frames.abort()`` runs.
+        storage texture ``frames.begin_frame(n)`` gives, from word ``frames.frame_base(n)``, row after row
+        of ``frames.row_words``; a submission after each frame that ``frames.ends_chunk(n)``, then
+        ``frames.end_frame(n)``. On a failure ``frames.abort()`` runs.
         """
         _check_count(count)
         if frames.row_words < 1:
