@@ -9,11 +9,15 @@ Times from the launch of each process (``subprocess.Popen``):
 The plain player (``--child plain``) is the same work written without alpha2: PyAV decodes the first frame,
 wgpu opens a device, rendercanvas a glfw window of the frame's size, three plane textures are written and
 one sampler shader draws them into the window; it plays ``--frames`` frames and reports the same way.
+``--baseline-tree DIR`` adds ``alpha2 play`` run from another checkout (a git worktree of an earlier commit),
+so that before and after are alternated in one run. Each player is launched once untimed first (the
+bytecode, the file cache, and alpha2's cache of wgpu-py's declarations, as every later start finds them).
 Also times ``--help`` of ``alpha2`` and of each subcommand (the median of ``--help-rounds`` fresh processes,
 the commands taken in turn, after a warm-up run that leaves the bytecode compiled), where 100 ms is the
 aim; ``--only-help`` stops there.
 
     python benchmarks/bench_startup.py [--clip FILE] [--rounds 5] [--frames 30] [--help-rounds 10]
+        [--baseline-tree DIR] [--no-plain] [--no-help]
     python benchmarks/bench_startup.py --only-help
 
 Needs Xvfb (apt-get install xvfb) and the window extra (rendercanvas, glfw), except with ``--only-help``.
@@ -226,10 +230,12 @@ def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("no free X display number")
 
 
-def launch(command: list[str], display: _Display, env: dict[str, str], title: str) -> dict[str, Any]:
-    """Run ``command``; the seconds until its window appeared (polled) and its own JSON report."""
+def launch(
+    command: list[str], display: _Display, env: dict[str, str], title: str, cwd: Path = ROOT
+) -> dict[str, Any]:
+    """Run ``command`` in ``cwd``; the seconds until its window appeared (polled) and its own JSON report."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     window_s = None
     while process.poll() is None and window_s is None:
         if display.find(title):
@@ -289,6 +295,14 @@ def main() -> None:
     parser.add_argument("--help-rounds", type=int, default=10, help="fresh processes per --help timing")
     parser.add_argument("--no-help", action="store_true", help="skip the --help timings")
     parser.add_argument("--only-help", action="store_true", help="only the --help timings (no Xvfb)")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        metavar="DIR",
+        help="also time alpha2 play from this checkout (e.g. a git worktree of the commit before), "
+        "alternated with this tree's in the same run",
+    )
+    parser.add_argument("--no-plain", action="store_true", help="skip the plain PyAV + wgpu player")
     parser.add_argument("--child", choices=("plain",), help=argparse.SUPPRESS)
     parser.add_argument("clips", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -325,22 +339,39 @@ def main() -> None:
             ]
             plain_cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "plain", clip]
             plain_cmd += ["--frames", str(args.frames)]
-            runs: dict[str, list[dict[str, Any]]] = {"alpha2": [], "plain": []}
-            for _ in range(args.rounds):  # alternately, so that a busy moment hits both alike
-                runs["alpha2"].append(launch(alpha2_cmd, display, env, title))
-                runs["plain"].append(launch(plain_cmd, display, env, title))
+            players: dict[str, tuple[list[str], Path]] = {"alpha2": (alpha2_cmd, ROOT)}
+            if args.baseline_tree is not None:
+                players["baseline"] = (alpha2_cmd, args.baseline_tree.resolve())
+            if not args.no_plain:
+                players["plain"] = (plain_cmd, ROOT)
+            for command, cwd in players.values():  # warm-up: bytecode, the file cache, alpha2's caches
+                launch(command, display, env, title, cwd)
+            runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in players}
+            for round_index in range(args.rounds):  # alternately, so that a busy moment hits all alike
+                order = list(players.items())
+                if round_index % 2:  # and in turn first: the one launched after another starts slower
+                    order.reverse()
+                for kind, (command, cwd) in order:
+                    runs[kind].append(launch(command, display, env, title, cwd))
         finally:
             server.terminate()
             server.wait()
     print(f"alpha2 play {os.path.basename(clip)} under Xvfb, {args.rounds} rounds (seconds from launch):")
-    for kind, label in (("alpha2", "alpha2 play"), ("plain", "plain PyAV + wgpu + rendercanvas")):
+    labels = {
+        "alpha2": "alpha2 play",
+        "baseline": f"alpha2 play from {args.baseline_tree}",
+        "plain": "plain PyAV + wgpu + rendercanvas",
+    }
+    for kind in runs:
         print(
-            f"  {label}: window {_summary([r['window_s'] for r in runs[kind]])}, "
+            f"  {labels[kind]}: window {_summary([r['window_s'] for r in runs[kind]])}, "
             f"first frame {_summary([r['first_frame_s'] for r in runs[kind]])}"
         )
     a = statistics.median(r["first_frame_s"] for r in runs["alpha2"])
-    p = statistics.median(r["first_frame_s"] for r in runs["plain"])
-    print(f"  first frame, alpha2 / plain: {a / p:.2f} (below 1: alpha2 is up sooner)")
+    for kind in ("baseline", "plain"):
+        if kind in runs:
+            b = statistics.median(r["first_frame_s"] for r in runs[kind])
+            print(f"  first frame, alpha2 / {kind}: {a / b:.2f} (below 1: this tree is up sooner)")
 
 
 if __name__ == "__main__":

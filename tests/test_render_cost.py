@@ -151,8 +151,8 @@ def test_memory_stays_flat_while_rendering(pixel_format: PixelFormat, scaled: bo
 
 _TYPES_SEEN = """
 import sys
+from wgpu.backends.wgpu_native._ffi import ffi  # first: cffi's own parse, not alpha2's cache of it
 from alpha2.native_gpu.render.renderer import _WGPU_C_TYPES, warm_webgpu_bindings
-from wgpu.backends.wgpu_native._ffi import ffi
 warmed = warm_webgpu_bindings() if sys.argv[1] == "warm" else 0
 seen = []
 for cdecl in _WGPU_C_TYPES:

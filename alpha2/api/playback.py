@@ -282,7 +282,7 @@ class Player:
         without opening it (:func:`~alpha2.api.devices.open_decoder` without a device). A device given to
         the player is used as it is, before the decoder.
         """
-        from alpha2.api.devices import open_decoder, open_device
+        from alpha2.api.devices import open_decoder
 
         if self._shared_device is not None:
             self.gpu_device = self._shared_device
@@ -291,11 +291,7 @@ class Player:
             )
         else:
             hwaccel = self.options.hwaccel
-
-            def make() -> Device:
-                return open_device(hwaccel, gpu_copy=gpu_copy)
-
-            self._start_gpu(make)
+            self.start_device(gpu_copy=gpu_copy)
             try:
                 self.decoder = open_decoder(
                     self.source, None, hwaccel=hwaccel, max_pixels=self.options.max_pixels
@@ -305,6 +301,20 @@ class Player:
                 raise
         self.stats.hwaccel = self.decoder.hwaccel_report.as_dict()
         return self.decoder
+
+    def start_device(self, *, gpu_copy: bool = True) -> None:
+        """Start opening the device, its importer and its renderer on a thread (once; :meth:`_open` does
+        it too, beside the decoder): the window starts it before it loads its own modules."""
+        if self._shared_device is not None or self._gpu_objects is not None or self.gpu_device is not None:
+            return
+        hwaccel = self.options.hwaccel
+
+        def make() -> Device:
+            from alpha2.api.devices import open_device  # on the thread: it loads the GPU side
+
+            return open_device(hwaccel, gpu_copy=gpu_copy)
+
+        self._start_gpu(make)
 
     def _start_gpu(self, make_device: Callable[[], Device]) -> None:
         """Open the device (``make_device``), then the importer and the renderer, on a thread."""
@@ -390,7 +400,9 @@ class Player:
         if pieces is None:
             pieces = self._gpu_pieces(self.gpu_device)
         self.importer, self.renderer = pieces
-        self.stats.device = self.gpu_device.as_dict()
+        # stats.device waits for the end (:meth:`_report_device`): the device's Vulkan and CUDA twins are
+        # matched on first use, through a Vulkan instance of their own (60 ms of a 2-core machine that
+        # came before the first frame).
         self.device = self.gpu_device.webgpu_device
         if size is not None:
             self.check_fits(size)
@@ -454,7 +466,13 @@ class Player:
         self.stats.stages.add("render", clock() - t1)
         return texture
 
+    def _report_device(self) -> None:
+        """``stats.device``, once the GPU objects are made (:meth:`_make_gpu`)."""
+        if self.stats.device is None and self.device is not None and self.gpu_device is not None:
+            self.stats.device = self.gpu_device.as_dict()
+
     def _finish_stats(self) -> None:
+        self._report_device()
         if self.importer is not None:
             report = self.importer.path_report
             self.stats.paths.merge_counts(report.frames_by_path, report.fallbacks)
@@ -463,6 +481,8 @@ class Player:
 
     def close(self, completed: bool = True) -> None:
         self._join_gpu(raise_errors=False)  # a device still opening is closed with the rest
+        if completed:
+            self._report_device()  # the runs that do not finish their stats (the audio-only window)
         for obj in reversed(self._closables):
             try:
                 obj.close()

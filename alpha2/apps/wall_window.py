@@ -13,7 +13,6 @@ ended (or after ``--frames`` wall updates).
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from alpha2.apps.audio_out import ClockKind, MediaClock, SystemClock, open_clock
 from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import WALL_BINDINGS, help_lines
 from alpha2.apps.osd import Osd, OsdView
-from alpha2.apps.window import SEEK_STEPS_S, _Keys, _Overlay, letterbox, open_canvas
+from alpha2.apps.window import SEEK_STEPS_S, _Keys, _Overlay, import_canvas_backend, letterbox, open_canvas
 from alpha2.gpu.errors import Error
 from alpha2.gpu.geometry import Rect, Size
 
@@ -206,7 +205,7 @@ class WallWindow(_Keys):
         ``canvas_module``: ``rendercanvas.auto`` picks glfw or Qt; tests drive ``rendercanvas.offscreen``.
         ``size``: the canvas size (default the wall's, halved until it fits in 1920 x 1080).
         """
-        backend = importlib.import_module(canvas_module)
+        backend = import_canvas_backend(canvas_module)
         group = self.group
         window = size if size is not None else _window_size(group.size)
         device = group.device

@@ -17,7 +17,9 @@ video: a window whose colour follows the sound's level, or no window at all.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +60,64 @@ VOLUME_STEP = 0.1
 
 
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
+
+
+_GLFW_SEARCH_PATHS = (
+    "/usr/lib64",
+    "/usr/local/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+    "/opt/homebrew/lib",
+    "/run/current-system/sw/lib",
+)
+
+
+def _only_glfw_library() -> str | None:
+    """The one file pyGLFW's search could take for the GLFW library here (the package's own, the
+    interpreter's and the system's library folders, ``LD_LIBRARY_PATH``, the working folder: every
+    ``*glfw.*`` and ``*glfw3.*``), or None when there are several or none, and pyGLFW chooses as it
+    does."""
+    import glob
+
+    spec = importlib.util.find_spec("glfw")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = os.path.abspath(next(iter(spec.submodule_search_locations)))
+    variant = os.environ.get("PYGLFW_LIBRARY_VARIANT", "").lower()
+    if variant not in ("wayland", "x11"):
+        variant = "wayland" if os.environ.get("XDG_SESSION_TYPE") == "wayland" else "x11"
+    folders = ["", package, os.path.join(package, variant), os.path.join(sys.prefix, "lib")]
+    folders += [*_GLFW_SEARCH_PATHS, *glob.glob("/usr/lib/*-linux-gnu*")]
+    folders += os.environ.get("LD_LIBRARY_PATH", "").split(":")
+    found = {
+        os.path.realpath(path)
+        for folder in dict.fromkeys(folders)
+        for pattern in ("*glfw.*", "*glfw3.*")
+        for path in glob.glob(os.path.join(folder or os.curdir, pattern))
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def import_canvas_backend(canvas_module: str) -> Any:
+    """``importlib.import_module(canvas_module)`` (a rendercanvas backend), loading pyGLFW straight from
+    its library where there is only one to choose from.
+
+    pyGLFW, told no library (``PYGLFW_LIBRARY``), checks the version of each it finds in a Python
+    subprocess of its own, even of one: 30-50 ms of a 2-core machine's start-up, before the window.
+    """
+    if "glfw" in sys.modules or os.environ.get("PYGLFW_LIBRARY") or not sys.platform.startswith("linux"):
+        return importlib.import_module(canvas_module)
+    try:
+        library = _only_glfw_library()
+    except Exception:  # an odd install: pyGLFW's own search
+        library = None
+    if library is None:
+        return importlib.import_module(canvas_module)
+    os.environ["PYGLFW_LIBRARY"] = library
+    try:
+        return importlib.import_module(canvas_module)
+    finally:
+        os.environ.pop("PYGLFW_LIBRARY", None)
 
 
 def make_canvas(backend: Any, title: str, size: Size) -> Any:
@@ -373,10 +433,11 @@ class WindowPlayback(_Keys):
         if self.player.options.audio:
             preload_sound()
         if self.playlist is None:
-            backend = importlib.import_module(canvas_module)
+            self.player.start_device(gpu_copy=False)
+            backend = import_canvas_backend(canvas_module)
             self._start(self.player, backend, size)
         else:
-            backend = importlib.import_module(canvas_module)
+            backend = import_canvas_backend(canvas_module)
             if not self._play_from(self.playlist.index, +1, first=True):
                 source, message = self.playlist.errors[0]
                 count = len(self.playlist.sources)
@@ -860,7 +921,7 @@ class AudioOnlyPlayback(_Keys):
         self.stats.mode, self.stats.mode_reason = "window", "audio only, level visual"
         timer = pipeline.RunTimer()
         try:
-            backend = importlib.import_module(canvas_module)
+            backend = import_canvas_backend(canvas_module)
             self.player._make_gpu(on_gpu=False)
             self.device = self.player.device
             self.canvas = backend.RenderCanvas(

@@ -14,13 +14,18 @@ The reference documents' names ``VulkanImportLease``, ``ImportedVulkanFrame`` an
 are aliases. Surface accounting (``SurfaceBudget``) and ``DecodedFrame`` are vocabulary, in
 ``alpha2.gpu``. Names are imported lazily on first use, so ``import alpha2.native_gpu`` needs neither a
 Vulkan loader nor a WebGPU adapter. This package never imports ``av``: FFmpeg stays in
-``alpha2.ffmpeg_bridge``.
+``alpha2.ffmpeg_bridge``. Importing it puts :mod:`.webgpu_ffi`'s hook in place, so that wgpu-py, whenever
+it loads, takes its C declarations from the cache instead of parsing webgpu.h again.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from alpha2.native_gpu import webgpu_ffi
+
+webgpu_ffi.install()
 
 _EXPORTS: dict[str, str] = {
     # the device
