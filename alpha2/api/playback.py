@@ -282,7 +282,7 @@ class Player:
         without opening it (:func:`~alpha2.api.devices.open_decoder` without a device). A device given to
         the player is used as it is, before the decoder.
         """
-        from alpha2.api.devices import open_decoder
+        from alpha2.api.devices import open_decoder, open_device
 
         if self._shared_device is not None:
             self.gpu_device = self._shared_device
@@ -291,7 +291,11 @@ class Player:
             )
         else:
             hwaccel = self.options.hwaccel
-            self.start_device(gpu_copy=gpu_copy)
+
+            def make() -> Device:
+                return open_device(hwaccel, gpu_copy=gpu_copy)
+
+            self._start_gpu(make)
             try:
                 self.decoder = open_decoder(
                     self.source, None, hwaccel=hwaccel, max_pixels=self.options.max_pixels
@@ -301,20 +305,6 @@ class Player:
                 raise
         self.stats.hwaccel = self.decoder.hwaccel_report.as_dict()
         return self.decoder
-
-    def start_device(self, *, gpu_copy: bool = True) -> None:
-        """Start opening the device, its importer and its renderer on a thread (once; :meth:`_open` does
-        it too, beside the decoder): the window starts it before it loads its own modules."""
-        if self._shared_device is not None or self._gpu_objects is not None or self.gpu_device is not None:
-            return
-        hwaccel = self.options.hwaccel
-
-        def make() -> Device:
-            from alpha2.api.devices import open_device  # on the thread: it loads the GPU side
-
-            return open_device(hwaccel, gpu_copy=gpu_copy)
-
-        self._start_gpu(make)
 
     def _start_gpu(self, make_device: Callable[[], Device]) -> None:
         """Open the device (``make_device``), then the importer and the renderer, on a thread."""

@@ -142,21 +142,13 @@ def _play(
     notice: bool,
 ) -> PlayStats:
     """:func:`play`; ``notice``: say on stderr at once when a display is set but no window can be had."""
+    from alpha2.api.media import media_kinds
     from alpha2.api.playback import Player, PlayOptions
 
     options = options if options is not None else PlayOptions()
     player = Player(os.fspath(source), options, progress if progress is not None else pipeline.Progress())
     completed = False
     try:
-        if (
-            not (options.offscreen or options.snapshot is not None)
-            and window_unavailable_reason(environ) is None
-        ):
-            # A window: its device opens on a thread from now (wgpu-py, the Vulkan driver), beside PyAV, the
-            # probe and the window's own modules here.
-            player.start_device(gpu_copy=False)
-        from alpha2.api.media import media_kinds
-
         if "video" not in media_kinds(player.source):
             stats = _audio_only(player, environ)
         elif options.snapshot is not None:

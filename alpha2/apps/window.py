@@ -433,7 +433,6 @@ class WindowPlayback(_Keys):
         if self.player.options.audio:
             preload_sound()
         if self.playlist is None:
-            self.player.start_device(gpu_copy=False)
             backend = import_canvas_backend(canvas_module)
             self._start(self.player, backend, size)
         else:
