@@ -29,6 +29,7 @@ Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Sequence
@@ -489,20 +490,27 @@ def to_tensor(
                     f"the tensor cannot go to CUDA on the GPU: {reason}; to_tensor(..., device='cpu') reads "
                     "it back into a numpy array instead"
                 )
-        leases = [frame._import() for frame in listed]
         renderer = source.renderer
-
-        def encode_render(encoder: Any, index: int, target: Any) -> None:
-            renderer.encode_render(encoder, leases[index], target=target, crop=crop_rect)
-
         count = len(listed)
+        memory: CudaTensorMemory | None = None
+        # The CUDA route keeps its context current for the batch: the imports' and the copies' many
+        # short driver calls then push and pop it once.
+        with exporter.cuda_current() if exporter is not None else contextlib.nullcontext():
+            leases = [frame._import() for frame in listed]
+
+            def encode_render(encoder: Any, index: int, target: Any) -> None:
+                renderer.encode_render(encoder, leases[index], target=target, crop=crop_rect)
+
+            if exporter is not None:
+                spans = [frame_words(spec, n) for n in range(count)]
+                batch = exporter.batch(spans, max_frame_words(spec), batch_words(spec, count))
+                routes.packer.pack_into_textures(spec, count, encode_render, batch)
+                memory = batch.finish()
+            else:
+                array = routes.packer.to_numpy(spec, count, encode_render)
         frame_paths = tuple(lease.path for lease in leases)
         uploaded = sum(int(getattr(lease.frame, "bytes_crossed_cpu", 0) or 0) for lease in leases)
-        if exporter is not None:
-            spans = [frame_words(spec, n) for n in range(count)]
-            batch = exporter.batch(spans, max_frame_words(spec), batch_words(spec, count))
-            routes.packer.pack_into_textures(spec, count, encode_render, batch)
-            memory = batch.finish()
+        if memory is not None:
             report = TensorReport(
                 ExecutionPath.GPU_COPY,
                 frame_paths,
@@ -510,7 +518,6 @@ def to_tensor(
                 uploaded,
             )
             return RgbTensor(spec, None if single else count, report, cuda=memory)
-        array = routes.packer.to_numpy(spec, count, encode_render)
         report = TensorReport(
             ExecutionPath.CPU_DOWNLOAD,
             frame_paths,

@@ -533,6 +533,12 @@ class TensorExporter:
 
     # -- batches ---------------------------------------------------------------------------------------
 
+    def cuda_current(self) -> Any:
+        """A context manager that keeps the exporter's CUDA context current on this thread: the many
+        short driver calls of a batch (the frames' imports, the copies out) then push and pop it once,
+        not each time (the primary context is shared with the GPU copy's importer)."""
+        return self._ctx
+
     def batch(self, spans: Sequence[_Span], frame_words_max: int, total_words: int) -> ExportBatch:
         """A batch whose frame ``n`` writes ``spans[n].words`` words at word ``spans[n].first_word`` of a
         ``total_words`` allocation; its textures hold ``frame_words_max`` words.
