@@ -265,3 +265,65 @@ def test_a_wall_made_to_fit_draws_its_tiles_at_the_size_shown(clips: list[str]) 
         assert roomy.tile == natural, "a wall that fits already is drawn as it is"
     with pytest.raises(InvalidInputError, match="cannot fit"):
         StreamGroup(clips, hwaccel="none", fit=Size(1, 1))
+
+
+def _last_frame_alone(group: StreamGroup, path: str, size: Size) -> np.ndarray:
+    """``path``'s last frame rendered alone at ``size`` (turned as its display matrix says) by the
+    group's renderer into a texture of its own, read back."""
+    from alpha2.native_gpu.interop.importer import FrameImporter
+    from alpha2.native_gpu.render.renderer import read_texture_rgba
+
+    with DecodeSession(path, hwaccel="none") as decoder:
+        last = None
+        for frame in decoder:
+            if last is not None:
+                last.release()
+            last = frame
+    assert last is not None
+    with FrameImporter(group.device, slots=1) as importer:
+        with importer.import_frame(last) as lease:
+            target = group.renderer.target_texture(size.width, size.height)
+            group.renderer.render(lease, target=target, rotation=lease.frame.metadata.rotation)
+            pixels: np.ndarray = read_texture_rgba(group.device.webgpu_device, target)
+    return pixels
+
+
+@pytest.mark.vulkan
+def test_each_tile_is_its_stream_rendered_alone_on_black(tmp_path: Path) -> None:
+    """The wall draws every tile straight into its rectangle: each tile holds exactly what its stream's
+    last frame renders alone at the letterboxed size (scaled, turned), centred, on black bars; a stream
+    that ended early keeps its picture while the others go on; a tile whose letterbox changes is
+    blackened before its new picture."""
+    sources = [
+        make_clip(tmp_path / "wide.mkv", width=96, height=48, frames=6).path,  # 96x48: bars above, below
+        make_clip(tmp_path / "turned.mkv", width=64, height=48, frames=3, rotation_ccw=90).path,  # 48x64
+        make_clip(tmp_path / "small.mkv", width=64, height=32, frames=5).path,  # scaled up to 96x48
+    ]
+    fitted = [Size(96, 48), Size(48, 64), Size(96, 48)]
+    with StreamGroup(sources, hwaccel="none") as group:
+        assert group.tile == Size(96, 64) and (group.columns, group.rows) == (2, 2)
+        group.tick()
+        # Paint the first tile white and make its letterbox "change": only the blackening clears its bars.
+        white = np.full((64, 96, 4), 255, np.uint8)
+        group.device.webgpu_device.queue.write_texture(
+            {"texture": group.wall, "mip_level": 0, "origin": (0, 0, 0)},
+            white,
+            {"offset": 0, "bytes_per_row": 96 * 4, "rows_per_image": 64},
+            (96, 64, 1),
+        )
+        group.streams[0].fitted = Size(2, 2)
+        while group.tick().submitted:
+            pass
+        assert [s.fitted for s in group.streams] == fitted
+        wall = group.read_wall()
+        for stream, source, size in zip(group.streams, sources, fitted, strict=True):
+            x, y = stream.origin
+            tile = wall[y : y + 64, x : x + 96]
+            left, top = (96 - size.width) // 2, (64 - size.height) // 2
+            alone = _last_frame_alone(group, source, size)
+            picture = tile[top : top + size.height, left : left + size.width]
+            assert np.array_equal(picture, alone), (source, np.abs(picture.astype(int) - alone).max())
+            bars = np.ones((64, 96), bool)
+            bars[top : top + size.height, left : left + size.width] = False
+            assert (tile[bars] == [0, 0, 0, 255]).all(), source
+        assert (wall[64:, 96:] == [0, 0, 0, 255]).all()  # the grid's empty cell

@@ -6,9 +6,10 @@ every stream), with one :class:`~alpha2.ffmpeg_bridge.DecodeSession` per source 
 own worker thread (``prefetch``), one :class:`~alpha2.native_gpu.interop.importer.FrameImporter` per
 stream (its own ring or texture sets), all counted against one
 :class:`~alpha2.gpu.surfaces.SurfaceBudget`. Each display tick (:meth:`StreamGroup.tick`) takes the
-latest due frame of every stream, imports it (GPU copy on Dawn, CPU upload elsewhere), renders it
-into its tile (aspect kept, letterboxed) and copies the tile into the wall texture: every stream's
-work of the tick goes to the GPU in ONE ``queue.submit``. The Python work per tick is a few calls per
+latest due frame of every stream, imports it (GPU copy on Dawn, CPU upload elsewhere) and renders it
+straight into its tile's rectangle of the wall texture (aspect kept, letterboxed; one render pass over
+the wall, a viewport per tile, no tile textures and no copies): every stream's work of the tick goes
+to the GPU in ONE ``queue.submit``. The Python work per tick is a few calls per
 stream; decoding, demuxing and the GPU copies run without the GIL.
 """
 
@@ -98,10 +99,8 @@ class StreamState:
     """The pts of its first frame: display times are counted from it."""
     pending: Any = None
     """A decoded frame not yet due (a lease, for a DecodeProcess)."""
-    texture: Any = None
-    """Its rendered tile (letterboxed size), kept so the wall can be redrawn."""
     fitted: Size | None = None
-    """The size of ``texture``."""
+    """The size of the picture in its tile (letterboxed, centred); None before its first."""
     shown_pts_s: float | None = None
     """The pts of the frame on display."""
     frames_shown: int = 0
@@ -323,8 +322,25 @@ class StreamGroup:
         )
         """The wall texture (rgba8unorm), which every tick draws into."""
         self._wall_view = self.wall.create_view()
+        self._black: Any = None  # a buffer of one black tile, copied over a tile whose letterbox changes
+        self._black_row_bytes = 0
         self._in_flight = SubmitThrottle(webgpu, gpu, label="alpha2 wall throttle")
-        self._dirty = True  # the wall needs clearing (first tick, or a tile changed its letterbox)
+        # The wall starts black (the letterbox bars, tiles with no frame yet): each tick draws only the
+        # tiles with a new frame, the others keep what the wall holds.
+        encoder = webgpu.create_command_encoder(label="alpha2 wall clear")
+        clear = encoder.begin_render_pass(
+            color_attachments=[
+                {
+                    "view": self._wall_view,
+                    "clear_value": (0.0, 0.0, 0.0, 1.0),
+                    "load_op": "clear",
+                    "store_op": "store",
+                }
+            ]
+        )
+        clear.end()
+        webgpu.queue.submit([encoder.finish()])
+        self._dirty = True  # the first tick submits even with no frame (the wall's first picture)
         for index, (source, decoder) in enumerate(zip(sources, decoders, strict=True)):
             importer = None
             if decoder is not None and isinstance(decoder, DecodeSession):
@@ -426,30 +442,27 @@ class StreamGroup:
             chosen, stream.pending = stream.pending, None
         return chosen, skipped
 
-    def _tile_texture(self, stream: StreamState, frame_size: Size) -> Any:
-        fitted = pipeline.fit_inside(frame_size.width, frame_size.height, self.tile)
-        if stream.texture is None or stream.fitted != fitted:
-            if stream.texture is not None:
-                stream.texture.destroy()
-                self._dirty = True  # the old letterbox may show around the new picture
-            usage = self._gpu.TextureUsage
-            stream.texture = self.device.webgpu_device.create_texture(
-                label=f"alpha2 wall tile {stream.source}",
-                size=(fitted.width, fitted.height, 1),
-                format=_WALL_FORMAT,
-                usage=usage.RENDER_ATTACHMENT | usage.COPY_SRC,
-            )
-            stream.fitted = fitted
-        return stream.texture
+    def _tile_rect(self, stream: StreamState, fitted: Size) -> tuple[int, int, int, int]:
+        """Where a ``fitted`` picture sits in the wall: centred in ``stream``'s tile."""
+        x = stream.origin[0] + (self.tile.width - fitted.width) // 2
+        y = stream.origin[1] + (self.tile.height - fitted.height) // 2
+        return x, y, fitted.width, fitted.height
 
-    def _copy_tile(self, encoder: Any, stream: StreamState) -> None:
-        assert stream.fitted is not None
-        x = stream.origin[0] + (self.tile.width - stream.fitted.width) // 2
-        y = stream.origin[1] + (self.tile.height - stream.fitted.height) // 2
-        encoder.copy_texture_to_texture(
-            {"texture": stream.texture, "mip_level": 0, "origin": (0, 0, 0)},
-            {"texture": self.wall, "mip_level": 0, "origin": (x, y, 0)},
-            (stream.fitted.width, stream.fitted.height, 1),
+    def _blacken_tile(self, encoder: Any, stream: StreamState) -> None:
+        """Encode a copy of black over ``stream``'s whole tile (its old picture may show around a new one)."""
+        if self._black is None:
+            import numpy as np
+
+            self._black_row_bytes = (self.tile.width * 4 + 255) // 256 * 256
+            black = np.zeros((self.tile.height, self._black_row_bytes), np.uint8)
+            black[:, 3 : self.tile.width * 4 : 4] = 255
+            self._black = self.device.webgpu_device.create_buffer_with_data(
+                label="alpha2 wall black tile", data=black, usage=self._gpu.BufferUsage.COPY_SRC
+            )
+        encoder.copy_buffer_to_texture(
+            {"buffer": self._black, "offset": 0, "bytes_per_row": self._black_row_bytes},
+            {"texture": self.wall, "mip_level": 0, "origin": (*stream.origin, 0)},
+            (self.tile.width, self.tile.height, 1),
         )
 
     def tick(self, at_s: float | None = None) -> StreamTick:
@@ -520,38 +533,40 @@ class StreamGroup:
         return tick
 
     def _draw(self, leases: list[Any]) -> bool:
-        """Encode every new frame's render into its tile and the tiles' copies into the wall; one submit."""
+        """Encode every new frame's render into its tile's rectangle of the wall (one render pass); one
+        submit."""
         if not any(lease is not None for lease in leases) and not self._dirty:
             return False
         webgpu = self.device.webgpu_device
         encoder = webgpu.create_command_encoder(label="alpha2 wall tick")
+        draws: list[tuple[StreamState, Any, tuple[int, int, int, int]]] = []
         for stream, lease in zip(self._streams, leases, strict=True):
-            if lease is not None:
-                metadata = lease.frame.metadata
-                size = metadata.display_size
-                if metadata.rotation in _QUARTER_TURNS:
-                    size = size.transposed()
-                target = self._tile_texture(stream, size)
-                self.renderer.encode_render(encoder, lease, target=target, rotation=metadata.rotation)
-                stream.colour = self.renderer.last_colour
-        redraw_all = self._dirty
-        if redraw_all:
-            # A render pass that only clears: the letterbox bars and tiles with no frame yet are black.
-            clear = encoder.begin_render_pass(
-                color_attachments=[
-                    {
-                        "view": self._wall_view,
-                        "clear_value": (0.0, 0.0, 0.0, 1.0),
-                        "load_op": "clear",
-                        "store_op": "store",
-                    }
-                ]
+            if lease is None:
+                continue
+            metadata = lease.frame.metadata
+            size = metadata.display_size
+            if metadata.rotation in _QUARTER_TURNS:
+                size = size.transposed()
+            fitted = pipeline.fit_inside(size.width, size.height, self.tile)
+            if stream.fitted is not None and stream.fitted != fitted:
+                self._blacken_tile(encoder, stream)  # the old picture may show around the new one
+            stream.fitted = fitted
+            draws.append((stream, lease, self._tile_rect(stream, fitted)))
+        if draws:
+            render_pass = encoder.begin_render_pass(
+                color_attachments=[{"view": self._wall_view, "load_op": "load", "store_op": "store"}]
             )
-            clear.end()
-            self._dirty = False
-        for stream, lease in zip(self._streams, leases, strict=True):
-            if stream.texture is not None and (lease is not None or redraw_all):
-                self._copy_tile(encoder, stream)
+            for stream, lease, rect in draws:
+                self.renderer.encode_draw(
+                    render_pass,
+                    lease,
+                    rect=rect,
+                    target_format=_WALL_FORMAT,
+                    rotation=lease.frame.metadata.rotation,
+                )
+                stream.colour = self.renderer.last_colour
+            render_pass.end()
+        self._dirty = False
         self._in_flight.encode(encoder, self.wall)
         t0 = time.perf_counter()
         webgpu.queue.submit([encoder.finish()])
@@ -561,9 +576,9 @@ class StreamGroup:
         return True
 
     def paint_tile(self, index: int, pixels: Any) -> None:
-        """Put an RGBA image ((H, W, 4) uint8, at most the tile's size; centred in it) in stream
-        ``index``'s tile, drawn into the wall with the next tick; for a stream with no decoder (a broken
-        source: its error as text).
+        """Put an RGBA image ((H, W, 4) uint8, at most the tile's size; centred in it, on black) in
+        stream ``index``'s tile of the wall, at once (the next tick submits, for a window to show it);
+        for a stream with no decoder (a broken source: its error as text).
 
         Raises:
             InvalidInputError: a bad index, shape or size, or a stream that plays.
@@ -588,23 +603,20 @@ class StreamGroup:
             raise InvalidInputError(
                 f"a tile image must fit the {self.tile.width}x{self.tile.height} tile, got {width}x{height}"
             )
-        webgpu = self.device.webgpu_device
-        if stream.texture is not None:
-            stream.texture.destroy()
-        usage = self._gpu.TextureUsage
-        stream.texture = webgpu.create_texture(
-            label=f"alpha2 wall tile {stream.source}",
-            size=(width, height, 1),
-            format=_WALL_FORMAT,
-            usage=usage.COPY_DST | usage.COPY_SRC,
+        tile = np.zeros((self.tile.height, self.tile.width, 4), np.uint8)
+        tile[..., 3] = 255
+        fitted = Size(width, height)
+        x, y, _, _ = self._tile_rect(stream, fitted)
+        left, top = x - stream.origin[0], y - stream.origin[1]
+        tile[top : top + height, left : left + width] = array
+        # Queue order: after the wall's clear (made when the group opened) and every tick submitted so far.
+        self.device.webgpu_device.queue.write_texture(
+            {"texture": self.wall, "mip_level": 0, "origin": (*stream.origin, 0)},
+            tile,
+            {"offset": 0, "bytes_per_row": self.tile.width * 4, "rows_per_image": self.tile.height},
+            (self.tile.width, self.tile.height, 1),
         )
-        webgpu.queue.write_texture(
-            {"texture": stream.texture, "mip_level": 0, "origin": (0, 0, 0)},
-            array,
-            {"offset": 0, "bytes_per_row": width * 4, "rows_per_image": height},
-            (width, height, 1),
-        )
-        stream.fitted = Size(width, height)
+        stream.fitted = fitted
         self._dirty = True
 
     def seek(self, at_s: float) -> None:
@@ -688,10 +700,10 @@ class StreamGroup:
             except Exception:
                 pass  # tear-down after a failure must not hide the failure
         self._objects.clear()
-        for stream in self._streams:
-            if stream.texture is not None:
-                stream.texture.destroy()
-                stream.texture = None
+        black = getattr(self, "_black", None)
+        if black is not None:
+            self._black = None
+            black.destroy()
         renderer = getattr(self, "renderer", None)
         if renderer is not None:
             renderer.clear_cache()

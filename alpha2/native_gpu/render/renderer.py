@@ -625,17 +625,11 @@ class FrameRenderer:
             InvalidInputError: too few planes, a bad size or an unsupported output format.
             UnsupportedError: a pixel format the shader cannot sample.
         """
-        if hdr is None:
-            hdr = getattr(getattr(getattr(planes, "frame", planes), "metadata", None), "hdr", None)
-        planes, pixel_format, colour, width, height = _frame_args(planes, pixel_format, colour, width, height)
+        planes, pixel_format, colour, width, height, hdr = _frame_args_hdr(
+            planes, pixel_format, colour, width, height, hdr
+        )
         if target is not None:
             _check_same_device(self.device, target, "target")
-        kind = layout_kind(pixel_format)
-        if len(planes) < kind.plane_count:
-            raise InvalidInputError(
-                f"{pixel_format.ffmpeg_name} needs {kind.plane_count} plane textures "
-                f"({kind.value}), got {len(planes)}"
-            )
         if target is None:
             if output_format not in OUTPUT_FORMATS:
                 raise InvalidInputError(
@@ -646,8 +640,115 @@ class FrameRenderer:
             if _quarter_turn(rotation):
                 crop_w, crop_h = crop_h, crop_w
             target = self.target_texture(crop_w, crop_h, output_format)
-        target_format = str(target.format)
         size = (int(target.size[0]), int(target.size[1]))
+        pipeline, bind_group = self._prepare(
+            planes,
+            pixel_format,
+            colour,
+            width,
+            height,
+            crop,
+            str(target.format),
+            size,
+            rotation,
+            hdr,
+            colour_target,
+        )
+        render_pass = command_encoder.begin_render_pass(
+            color_attachments=[
+                {
+                    "view": self._view(target),
+                    "clear_value": (0.0, 0.0, 0.0, 1.0),
+                    "load_op": "clear",
+                    "store_op": "store",
+                }
+            ]
+        )
+        render_pass.set_pipeline(pipeline)
+        render_pass.set_bind_group(0, bind_group)
+        render_pass.draw(3, 1, 0, 0)
+        render_pass.end()
+        return target
+
+    def encode_draw(
+        self,
+        render_pass: Any,
+        planes: Any,
+        *,
+        rect: tuple[int, int, int, int],
+        target_format: str = "rgba8unorm",
+        crop: tuple[int, int, int, int] | None = None,
+        rotation: Rotation = Rotation.NONE,
+        hdr: HdrMetadata | None = None,
+        colour_target: ColourTarget | None = None,
+    ) -> None:
+        """Record the render of ``planes`` (an ImportLease / ImportedFrame) into the rectangle ``rect`` of
+        an open render pass's target: no texture of its own, no copy (a video wall's tile).
+
+        The pass's viewport and scissor are set to ``rect`` and left so; the pixels outside it keep what
+        the pass loaded. The picture is the one :meth:`encode_render` makes into a ``rect``-sized target.
+
+        Args:
+            render_pass: an open ``GPURenderPassEncoder`` of this renderer's device.
+            planes: an importer's ``ImportLease`` or ``ImportedFrame``.
+            rect: x, y, width, height in the target's pixels, inside the target.
+            target_format: the pass's colour attachment format, from :data:`OUTPUT_FORMATS`.
+            crop, rotation, hdr, colour_target: as :meth:`encode_render` takes them.
+
+        Raises:
+            InvalidInputError: a bad rectangle or format, too few planes.
+            UnsupportedError: a pixel format the shader cannot sample.
+        """
+        x, y, width_px, height_px = rect
+        if width_px < 1 or height_px < 1 or x < 0 or y < 0:
+            raise InvalidInputError(f"a draw rectangle is x, y >= 0 and a positive size, got {rect}")
+        if target_format not in OUTPUT_FORMATS:
+            raise InvalidInputError(
+                f"target format {target_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
+            )
+        planes, pixel_format, colour, width, height, hdr = _frame_args_hdr(
+            planes, None, None, None, None, hdr
+        )
+        pipeline, bind_group = self._prepare(
+            planes,
+            pixel_format,
+            colour,
+            width,
+            height,
+            crop,
+            target_format,
+            (width_px, height_px),
+            rotation,
+            hdr,
+            colour_target,
+        )
+        render_pass.set_viewport(x, y, width_px, height_px, 0.0, 1.0)
+        render_pass.set_scissor_rect(x, y, width_px, height_px)
+        render_pass.set_pipeline(pipeline)
+        render_pass.set_bind_group(0, bind_group)
+        render_pass.draw(3, 1, 0, 0)
+
+    def _prepare(
+        self,
+        planes: Sequence[Any],
+        pixel_format: PixelFormat,
+        colour: ColourInfo,
+        width: int,
+        height: int,
+        crop: tuple[int, int, int, int] | None,
+        target_format: str,
+        size: tuple[int, int],
+        rotation: Rotation,
+        hdr: HdrMetadata | None,
+        colour_target: ColourTarget | None,
+    ) -> tuple[Any, Any]:
+        """The pipeline and bind group of one render of ``size`` output pixels in ``target_format``."""
+        kind = layout_kind(pixel_format)
+        if len(planes) < kind.plane_count:
+            raise InvalidInputError(
+                f"{pixel_format.ffmpeg_name} needs {kind.plane_count} plane textures "
+                f"({kind.value}), got {len(planes)}"
+            )
         # The uniform block is the unrotated render's; the vertex shader turns the picture.
         unrotated = (size[1], size[0]) if _quarter_turn(rotation) else size
         params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=unrotated)
@@ -669,21 +770,7 @@ class FrameRenderer:
             rotation,
             managed,
         )
-        render_pass = command_encoder.begin_render_pass(
-            color_attachments=[
-                {
-                    "view": self._view(target),
-                    "clear_value": (0.0, 0.0, 0.0, 1.0),
-                    "load_op": "clear",
-                    "store_op": "store",
-                }
-            ]
-        )
-        render_pass.set_pipeline(pipeline)
-        render_pass.set_bind_group(0, bind_group)
-        render_pass.draw(3, 1, 0, 0)
-        render_pass.end()
-        return target
+        return pipeline, bind_group
 
     def render(
         self,
@@ -748,6 +835,20 @@ def _frame_args(
             f"and height; got {type(planes).__name__} with pixel_format={pixel_format!r}"
         )
     return planes, pixel_format, colour, width, height
+
+
+def _frame_args_hdr(
+    planes: Any,
+    pixel_format: PixelFormat | None,
+    colour: ColourInfo | None,
+    width: int | None,
+    height: int | None,
+    hdr: HdrMetadata | None,
+) -> tuple[Sequence[Any], PixelFormat, ColourInfo, int, int, HdrMetadata | None]:
+    """:func:`_frame_args`, plus the HDR metadata (an ImportedFrame's when ``hdr`` is None)."""
+    if hdr is None:
+        hdr = getattr(getattr(getattr(planes, "frame", planes), "metadata", None), "hdr", None)
+    return (*_frame_args(planes, pixel_format, colour, width, height), hdr)
 
 
 def _check_same_device(device: Any, obj: Any, what: str) -> None:
