@@ -9,6 +9,7 @@ cores), which shows whether all cores were busy. Each segmented output is checke
 pipeline's frame count.
 
     python benchmarks/bench_segmented_transcode.py --seconds 4 --segments 2,4 --preset veryfast --repeat 2
+    python benchmarks/bench_segmented_transcode.py --seconds 60 --segments 4,8 --hwaccel auto,none  # H200
 """
 
 from __future__ import annotations
@@ -67,12 +68,17 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run(source: str, output: str, preset: str, segments: int | None) -> tuple[int, float, float, str]:
+def run(
+    source: str, output: str, preset: str, segments: int | None, hwaccel: str = "auto"
+) -> tuple[int, float, float, str]:
     """Frames, wall seconds, CPU seconds, and what was done."""
     cpu0, t0 = _cpu_seconds(), time.perf_counter()
-    stats = transcode(source, output, TranscodeOptions(preset=preset, segments=segments))
+    stats = transcode(source, output, TranscodeOptions(preset=preset, segments=segments, hwaccel=hwaccel))
     wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
-    done = "one pipeline" if stats.segments is None else str(stats.segments["done"])
+    if stats.segments is None:  # the route and where the time went, which say what bounds one pipeline
+        done = f"one pipeline; paths {stats.paths.as_dict()}; stages {stats.stages.summary(wall)}"
+    else:
+        done = str(stats.segments["done"])
     if stats.segments and stats.segments["parts"]:
         done += " (" + ", ".join(f"{p['frames']} in {p['seconds']:.1f} s" for p in stats.segments["parts"])
         done += f"; join {stats.segments['join_seconds']:.2f} s)"
@@ -89,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="rounds over all rows; each row keeps its fastest (default 1)"
     )
+    parser.add_argument(
+        "--hwaccel",
+        default="auto",
+        help="comma-separated decoders, the rows once per value: auto, cuda, none (default auto)",
+    )
     args = parser.parse_args(argv)
     counts = [int(k) for k in args.segments.split(",") if k.strip()]
     cores = available_cores()
@@ -102,24 +113,26 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         print(f"{'row':<14} {'frames':>6} {'wall s':>7} {'fps':>7} {'ratio':>6} {'CPU busy':>8}  done")
-        best: dict[int | None, tuple[int, float, float, str]] = {}
+        hwaccels = [h.strip() for h in args.hwaccel.split(",") if h.strip()]
+        rows = [(h, k) for h in hwaccels for k in [None, *counts]]
+        best: dict[tuple[str, int | None], tuple[int, float, float, str]] = {}
         for _ in range(max(1, args.repeat)):  # rounds interleave the rows: a busy moment hits all alike
-            for k in [None, *counts]:
-                result = run(source, os.path.join(folder, f"out_{k or 1}.mp4"), args.preset, k)
+            for h, k in rows:
+                result = run(source, os.path.join(folder, f"out_{h}_{k or 1}.mp4"), args.preset, k, h)
                 if result[0] != frames:
                     print(f"error: {result[0]} frames written, the input has {frames}", file=sys.stderr)
                     return 1
-                if k not in best or result[1] < best[k][1]:
-                    best[k] = result
-        base: float | None = None
-        for k in [None, *counts]:
-            got, wall, cpu, done = best[k]
+                if (h, k) not in best or result[1] < best[h, k][1]:
+                    best[h, k] = result
+        base: dict[str, float] = {}
+        for h, k in rows:
+            got, wall, cpu, done = best[h, k]
             fps = got / wall
-            base = base or fps
-            row = "one pipeline" if k is None else f"--segments {k}"
+            base.setdefault(h, fps)
+            row = ("one pipeline" if k is None else f"--segments {k}") + ("" if h == "auto" else f" {h}")
             busy = cpu / wall / cores
             print(
-                f"{row:<14} {got:>6} {wall:>7.2f} {fps:>7.1f} {fps / base:>5.2f}x {busy:>7.0%}  {done}",
+                f"{row:<14} {got:>6} {wall:>7.2f} {fps:>7.1f} {fps / base[h]:>5.2f}x {busy:>7.0%}  {done}",
                 flush=True,
             )
     return 0
