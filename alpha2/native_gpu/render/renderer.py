@@ -471,7 +471,8 @@ class FrameRenderer:
         Args:
             kind: the planes' layout.
             output_format: the target's texture format.
-            one_to_one: packed RGB with no scaling (:attr:`ShaderParams.one_to_one`): direct loads.
+            one_to_one: no scaling (:attr:`ShaderParams.one_to_one`): the luma (or packed RGB) is read
+                with direct loads.
             clamp_coords: clamp the sample positions to the displayed texels; False when those are the
                 whole textures (the sampler's clamp-to-edge does the same, for less work a pixel).
             colour: :meth:`ShaderParams.colour_constants` as sorted items; empty: the identity.
@@ -760,11 +761,11 @@ class FrameRenderer:
         managed = plan is not None and not plan.identity
         uniform = plan.uniform if plan is not None and managed else None
         bind_group, clamp_coords = self._bind_group(kind, views, params, uniform)
-        # Only fs_rgb reads ONE_TO_ONE: the sampled layouts share one pipeline for both cases.
+        # At 1:1 the luma (fs_rgb: the pixel) is a direct load of one texel.
         pipeline = self.pipeline(
             kind,
             target_format,
-            kind is LayoutKind.RGB and params.one_to_one,
+            params.one_to_one,
             clamp_coords,
             _colour_items(params) + (_managed_items(plan) if plan is not None and managed else ()),
             rotation,
