@@ -8,9 +8,10 @@ the same way, from before the device and the decoder are opened to the last fram
 ``seconds``), each in a process of its own, alternately, best of ``--rounds``.
 
 A wall (``--wall N``): ``alpha2 play CLIP x N --wall --offscreen`` against N PyAV decoders in threads
-with nothing else (the ceiling the decoders allow on this machine).
+with nothing else (the ceiling the decoders allow on this machine); with ``--wall-fit WxH`` also the
+wall drawn to fit WxH as a window draws it (``StreamGroup(fit=...)``; a window's is 1920x1080).
 
-    python benchmarks/bench_play_cost.py [--size 1280x720 --frames 300 --rounds 3 --wall 4]
+    python benchmarks/bench_play_cost.py [--size 1280x720 --frames 300 --rounds 3 --wall 4 --wall-fit WxH]
 
 Prints fps of each, and the ratio alpha2 / plain (at least 1 wanted).
 """
@@ -180,6 +181,29 @@ def alpha2_play(clips: list[str], frames: int, wall: bool) -> dict[str, Any]:
     }
 
 
+def alpha2_group(clips: list[str], frames: int, fit: str) -> dict[str, Any]:
+    """The wall as ``play_wall`` ticks it offscreen, but drawn to fit ``fit`` (WxH) as a window draws it:
+    a StreamGroup made with ``fit``, ticked ``frames`` times, from before it opens to the GPU's end."""
+    from alpha2.api.pipeline import parse_even_size
+    from alpha2.api.streams import StreamGroup
+
+    cpu, start = time.process_time(), time.perf_counter()
+    with StreamGroup(clips, fit=parse_even_size(fit)) as group:
+        done = group.run(frames)
+        group.drain()
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        stages = {name: round(s, 3) for name, s in group.stages.seconds.items()}
+        size = f"{group.size.width}x{group.size.height}"
+    return {
+        "frames": done,
+        "seconds": seconds,
+        "fps": done / seconds,
+        "cpu_s": cpu,
+        "stages": stages,
+        "wall": size,
+    }
+
+
 def plain_decode(clips: list[str], frames: int) -> dict[str, Any]:
     """N PyAV decoders in threads, nothing else: the most a wall of these clips can show here."""
     import av
@@ -226,7 +250,14 @@ def main() -> None:
     parser.add_argument("--clip", help="play this file instead of a generated one")
     parser.add_argument("--wall", type=int, default=0, metavar="N", help="also a wall of N copies")
     parser.add_argument(
-        "--child", choices=("plain", "alpha2", "decode", "alpha2-wall"), help=argparse.SUPPRESS
+        "--wall-fit",
+        metavar="WxH",
+        help="the wall drawn to fit WxH, as in a window (a StreamGroup made with fit=), not play_wall's",
+    )
+    parser.add_argument(
+        "--child",
+        choices=("plain", "alpha2", "decode", "alpha2-wall", "alpha2-group"),
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("clips", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -235,6 +266,7 @@ def main() -> None:
             "plain": lambda: plain_play(args.clips[0], args.frames),
             "alpha2": lambda: alpha2_play(args.clips, args.frames, False),
             "alpha2-wall": lambda: alpha2_play(args.clips, args.frames, True),
+            "alpha2-group": lambda: alpha2_group(args.clips, args.frames, args.wall_fit),
             "decode": lambda: plain_decode(args.clips, args.frames),
         }[args.child]
         print(json.dumps(work()))
@@ -246,7 +278,8 @@ def main() -> None:
     script = str(Path(__file__).resolve())
 
     def child(kind: str, clips: list[str]) -> dict[str, Any]:
-        return _child([script, "--child", kind, "--frames", str(args.frames), *clips])
+        fit = ["--wall-fit", args.wall_fit] if kind == "alpha2-group" else []
+        return _child([script, "--child", kind, "--frames", str(args.frames), *fit, *clips])
 
     with tempfile.TemporaryDirectory() as tmp:
         clip = args.clip
@@ -267,6 +300,8 @@ def main() -> None:
         if args.wall:
             clips = [clip] * args.wall
             wall: dict[str, list[dict[str, Any]]] = {"alpha2-wall": [], "decode": []}
+            if args.wall_fit:
+                wall["alpha2-group"] = []
             for _ in range(args.rounds):
                 for kind in wall:
                     wall[kind].append(child(kind, clips))
@@ -276,6 +311,12 @@ def main() -> None:
                 f"  alpha2 {a:.1f} fps ({a_cpu * 1000:.1f} ms CPU a wall frame); "
                 f"stages {wall['alpha2-wall'][-1]['stages']}"
             )
+            if args.wall_fit:
+                g, g_cpu = _best(wall["alpha2-group"])
+                print(
+                    f"  drawn to fit {args.wall_fit} ({wall['alpha2-group'][-1]['wall']}): {g:.1f} fps "
+                    f"({g_cpu * 1000:.1f} ms CPU a wall frame)"
+                )
             print(f"  {args.wall} PyAV decoders alone, in threads: {d:.1f} fps each")
 
 
