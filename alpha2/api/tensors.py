@@ -25,6 +25,14 @@ Example::
             frame.release()
 
 Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``H`` before ``W``).
+
+Speed: the caller's thread does the conversion's CPU work (the frames' imports, the GPU submission, the
+copy out), so reading a video in order is fastest a few frames a call (one submission and one copy for
+them all, where a frame a call costs one each) with ``alpha2.open(path, copy_ahead=True)`` on NVDEC (each
+frame's GPU copy made on the decoder's thread, its NVDEC surface given back at once). On the H200 that
+took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
+session lends 8 frames at once by default: keep lists to 8, or use ``frames_at``, whose frames hold no
+surface.
 """
 
 from __future__ import annotations
