@@ -92,6 +92,8 @@ def test_frames_match_a_session_in_this_process(clip: str, device: object) -> No
         assert stream.path_report.frames_by_path == {ExecutionPath.CPU_UPLOAD: len(expected)}
     assert [pts for pts, _ in got] == [pts for pts, _ in expected]
     for (_, planes), (_, want) in zip(got, expected):
+        if len(planes) < len(want):  # yuv420p's Cb and Cr are uploaded interleaved in one plane
+            want = [want[0], np.stack([want[1], want[2]], axis=-1)]
         for plane, ref in zip(planes, want):
             assert np.array_equal(plane, ref.reshape(plane.shape))
     assert not _worker_pids()

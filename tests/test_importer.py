@@ -121,12 +121,19 @@ def source_plane(frame: av.VideoFrame, index: int, width_bytes: int, height: int
 def assert_planes_equal(device: Any, lease: ImportLease, frame: av.VideoFrame) -> None:
     imported = lease.frame
     assert len(imported.textures) == len(imported.planes) == len(imported.views)
+    interleaved = len(frame.planes) > len(imported.planes)  # yuv420p's Cb, Cr uploaded as one plane
     for descriptor, texture in zip(imported.planes, imported.textures):
         bpt = descriptor.plane_format.bytes_per_texel
         got = read_plane(device, texture, descriptor.width, descriptor.height, bpt)
-        want = source_plane(frame, descriptor.plane_index, descriptor.width * bpt, descriptor.height)
+        if interleaved and descriptor.plane_index == 1:
+            cb = source_plane(frame, 1, descriptor.width, descriptor.height)
+            cr = source_plane(frame, 2, descriptor.width, descriptor.height)
+            want = np.stack([cb, cr], axis=-1).reshape(descriptor.height, descriptor.width * 2)
+            assert descriptor.source_stride_bytes == descriptor.width * 2
+        else:
+            want = source_plane(frame, descriptor.plane_index, descriptor.width * bpt, descriptor.height)
+            assert descriptor.source_stride_bytes == frame.planes[descriptor.plane_index].line_size
         assert np.array_equal(got, want), f"plane {descriptor.plane_index} differs"
-        assert descriptor.source_stride_bytes == frame.planes[descriptor.plane_index].line_size
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -191,10 +198,7 @@ def test_prepare_makes_the_streams_textures(device: Any, tmp_path: Any) -> None:
         source = first.keep_alive  # the import lets go of the frame once uploaded
         with imp.import_frame(first) as lease:
             assert lease.frame.identity == identity
-            for d, texture in zip(lease.frame.planes, lease.frame.textures):
-                got = read_plane(device, texture, d.width, d.height, d.plane_format.bytes_per_texel)
-                want = source_plane(source, d.plane_index, d.width, d.height)
-                assert np.array_equal(got, want)
+            assert_planes_equal(device, lease, source)
         stats = imp.stats()
         assert stats.allocations == prepared.allocations and stats.reuses == prepared.reuses + 1
         # A prediction the frames do not match: its set is dropped when their generation arrives.
@@ -235,9 +239,10 @@ def test_prepare_records_a_failed_set_up_like_a_first_frame(
     ("pix_fmt", "textures"),
     [
         ("nv12", ("r8unorm", "rg8unorm")),
-        ("yuv420p", ("r8unorm", "r8unorm", "r8unorm")),
-        ("yuv422p", ("r8unorm", "r8unorm", "r8unorm")),
-        ("yuv444p", ("r8unorm", "r8unorm", "r8unorm")),
+        # 8-bit planar chroma is uploaded interleaved, as its semi-planar twin (nv12, nv16, nv24).
+        ("yuv420p", ("r8unorm", "rg8unorm")),
+        ("yuv422p", ("r8unorm", "rg8unorm")),
+        ("yuv444p", ("r8unorm", "rg8unorm")),
         ("p010le", ("r16unorm", "rg16unorm")),
         ("yuv420p10le", ("r16unorm", "r16unorm", "r16unorm")),
         ("gray", ("r8unorm",)),
@@ -260,7 +265,65 @@ def test_cpu_upload_is_bit_exact(
         expected = sum(d.width * d.plane_format.bytes_per_texel * d.height for d in imported.planes)
         assert imported.bytes_crossed_cpu == expected
         assert_planes_equal(device, lease, frame)
+        twin = PixelFormat.from_ffmpeg_name(pix_fmt).interleaved_chroma_format
+        assert imported.pixel_format is (twin or PixelFormat.from_ffmpeg_name(pix_fmt))
     assert budget.usage().surfaces == 0
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv422p", "yuv444p"])
+@pytest.mark.parametrize("size", [(70, 38), (71, 37)])
+def test_interleaved_chroma_renders_like_separate_planes(
+    device: Any, importer: FrameImporter, pix_fmt: str, size: tuple[int, int]
+) -> None:
+    """The CPU upload's one (Cb, Cr) plane renders byte-identical to three planes sampled as before,
+    also cropped, scaled and rotated, and given the decoded frame's own format with the lease's views."""
+    from alpha2.gpu.geometry import Rotation
+    from alpha2.native_gpu.render.readback import read_texture_rgba
+    from alpha2.native_gpu.render.renderer import FrameRenderer
+
+    gpu = gpu_module_of(device)
+    renderer = FrameRenderer(device)
+    frame = av_frame(pix_fmt, *size)
+    pixel_format = PixelFormat.from_ffmpeg_name(pix_fmt)
+    layout = pixel_format.plane_layout(frame.width, frame.height)
+    separate = []
+    for info, plane in zip(layout.planes, frame.planes):
+        texture = device.create_texture(
+            size=(info.width, info.height, 1),
+            format=info.format.wgpu_format,
+            usage=gpu.TextureUsage.TEXTURE_BINDING | gpu.TextureUsage.COPY_DST,
+        )
+        device.queue.write_texture(
+            {"texture": texture},
+            memoryview(plane),
+            {"offset": 0, "bytes_per_row": plane.line_size, "rows_per_image": info.height},
+            (info.width, info.height, 1),
+        )
+        separate.append(texture)
+    source = decoded(frame)
+    w, h = size
+    renders: list[dict[str, Any]] = [
+        {},
+        {"crop": (2, 2, w - 4, h - 6)},
+        {
+            "target": device.create_texture(
+                size=(w * 2 + 1, h + 3, 1),
+                format="rgba8unorm",
+                usage=gpu.TextureUsage.RENDER_ATTACHMENT | gpu.TextureUsage.COPY_SRC,
+            )
+        },
+        {"rotation": Rotation.CW90},
+    ]
+    with importer.import_frame(source) as lease:
+        assert lease.frame.path is ExecutionPath.CPU_UPLOAD and len(lease.frame.views) == 2
+        for kwargs in renders:
+            old = renderer.render(separate, pixel_format, source.colour, w, h, **kwargs)
+            want = read_texture_rgba(device, old)
+            views = lease.frame.views
+            for fmt in (lease.frame.pixel_format, pixel_format):
+                got = read_texture_rgba(device, renderer.render(views, fmt, source.colour, w, h, **kwargs))
+                assert np.array_equal(got, want), (kwargs, fmt)
 
 
 @pytest.mark.vulkan
@@ -268,7 +331,7 @@ def test_odd_sizes_round_chroma_up(device: Any, importer: FrameImporter) -> None
     frame = av_frame("yuv420p", 37, 23)
     with importer.import_frame(decoded(frame)) as lease:
         sizes = [(d.width, d.height) for d in lease.frame.planes]
-        assert sizes == [(37, 23), (19, 12), (19, 12)]
+        assert sizes == [(37, 23), (19, 12)]  # Cb and Cr interleaved in one 19x12 plane
         assert_planes_equal(device, lease, frame)
 
 

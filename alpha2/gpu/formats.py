@@ -412,6 +412,17 @@ class PixelFormat(enum.Enum):
         return tuple(p.vk_format for p in self._info.planes)
 
     @property
+    def interleaved_chroma_format(self) -> PixelFormat | None:
+        """The semi-planar format holding the same samples with Cb and Cr interleaved in one plane, or None.
+
+        yuv420p -> nv12, yuv422p -> nv16, yuv444p -> nv24: the same bit depth, subsampling and colour
+        defaults, so sampled as that format the pixels are the same (one chroma sample instead of two).
+        None for the rest: yuvj420p's range defaults differ, and the 10/12-bit planar formats keep their
+        bits low where p010/p012 keep them high.
+        """
+        return _INTERLEAVED_CHROMA.get(self)
+
+    @property
     def vk_multiplanar_format(self) -> int | None:
         """The single ``VkFormat`` (sampled through a Y'CbCr conversion) for the whole frame, if any.
 
@@ -568,6 +579,12 @@ _PIXEL_FORMAT_INFO: dict[PixelFormat, _PixelFormatInfo] = {
     PixelFormat.Y210: _PixelFormatInfo(
         _Y, (_P.RGBA16,), 1, 0, 10, 16, 6, _N, False, 2, _VK_G10X6B10X6G10X6R10X6_422_UNORM_4PACK16, 36
     ),
+}
+
+_INTERLEAVED_CHROMA: dict[PixelFormat, PixelFormat] = {
+    PixelFormat.YUV420P: PixelFormat.NV12,
+    PixelFormat.YUV422P: PixelFormat.NV16,
+    PixelFormat.YUV444P: PixelFormat.NV24,
 }
 
 _BY_NAME: dict[str, PixelFormat] = {f.value: f for f in PixelFormat}

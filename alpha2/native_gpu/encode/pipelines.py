@@ -279,6 +279,9 @@ class PlanesPass:
             UnsupportedError: a gray, RGB or packed input format.
             InvalidInputError: too few planes, or a bad size or crop.
         """
+        twin = pixel_format.interleaved_chroma_format
+        if twin is not None and len(views) == 2:
+            pixel_format = twin  # the CPU upload's planes of yuv420p (...) are its twin's: the same pixels
         params, data, colour_data, colour_constants = self._scale_params(
             pixel_format, colour, width, height, crop, rotation, hdr
         )

@@ -6,6 +6,12 @@ has no 256-byte row alignment (unlike buffer copies), so strides and row padding
 copy in Python. The only exception is ``rgb24``, which WebGPU cannot hold as 3-byte texels: it is
 widened to RGBA in numpy first (reported in the lease's plane descriptors and path note).
 
+8-bit planar Y'CbCr (yuv420p, yuv422p, yuv444p) is uploaded with its Cb and Cr planes interleaved
+into one ``rg8unorm`` plane, numpy's one copy (0.13 ms a 720p frame): the imported frame is its
+semi-planar twin (:attr:`~alpha2.gpu.formats.PixelFormat.interleaved_chroma_format`: nv12, nv16,
+nv24), which the renderer samples once for chroma instead of twice, with the same pixels. On lavapipe,
+where the fragment shader is most of a wall's CPU, that is the cheaper render (BENCHMARKS.md).
+
 CUDA frames (NVDEC) on a device without the GPU-copy path are downloaded first, through the CUDA
 driver (``_cuda.streams.download_planes``: ``cuMemcpy2DAsync`` device -> pinned host staging, ordered
 after the decode stream, waited with the GPU wait timeout), and uploaded from the staging memory: the
@@ -60,6 +66,7 @@ __all__ = [
     "frame_geometry",
     "pool_key",
     "texture_set_bytes",
+    "upload_format",
 ]
 
 
@@ -116,6 +123,13 @@ def frame_geometry(pixel_format: PixelFormat, width: int, height: int) -> tuple[
         PlaneGeometry(plane.format, plane.format.wgpu_upload_format, plane.width, plane.height)
         for plane in layout.planes
     )
+
+
+@functools.lru_cache(maxsize=256)
+def upload_format(pixel_format: PixelFormat) -> PixelFormat:
+    """The layout host planes of ``pixel_format`` are uploaded in: its interleaved-chroma twin where it
+    has one (yuv420p -> nv12), else itself."""
+    return pixel_format.interleaved_chroma_format or pixel_format
 
 
 def picture_size(frame: DecodedFrame) -> tuple[int, int]:
@@ -223,6 +237,14 @@ def _expand_rgb(plane: CpuPlane, width: int) -> tuple[np.ndarray, int]:
     return out, width * 4
 
 
+def _interleave_chroma(cb: CpuPlane, cr: CpuPlane, g: PlaneGeometry) -> tuple[np.ndarray, int]:
+    """Two 8-bit chroma planes -> one tightly packed two-channel (Cb, Cr) plane of ``g``'s size."""
+    out = np.empty((g.height, g.width, 2), np.uint8)
+    out[..., 0] = cb.to_ndarray()[: g.height, : g.width]
+    out[..., 1] = cr.to_ndarray()[: g.height, : g.width]
+    return out, g.width * 2
+
+
 class CpuUploadPairing(InteropPairing):
     """Host planes (or downloaded CUDA planes) written into pooled plane textures."""
 
@@ -310,14 +332,18 @@ class CpuUploadPairing(InteropPairing):
         """Write host planes into ``tset``'s textures; their descriptors, and the bytes written."""
         crossed = 0
         descriptors = []
+        interleave = len(host.planes) > len(geometry)  # Cb and Cr planes -> one (Cb, Cr) plane
         for index, (g, plane, texture) in enumerate(zip(geometry, host.planes, tset.textures)):
             data: Any = plane.data
-            stride = plane.bytes_per_row
+            stride = source_stride = plane.bytes_per_row
             if g.plane_format.upload_conversion is UploadConversion.EXPAND_RGB_TO_RGBA:
                 data, stride = _expand_rgb(plane, g.width)
+            elif interleave and index == 1:
+                data, stride = _interleave_chroma(plane, host.planes[2], g)
+                source_stride = stride
             self._write_plane(texture, data, stride, g)
             crossed += g.width_bytes * g.height
-            descriptors.append(g.descriptor(index, plane.bytes_per_row))
+            descriptors.append(g.descriptor(index, source_stride))
         return tuple(descriptors), crossed
 
     def acquire(self, frame: DecodedFrame, surface: NativeSurfaceLease, note: str | None) -> PairingTicket:
@@ -338,7 +364,10 @@ class CpuUploadPairing(InteropPairing):
                     f"plane {index} holds {plane.width_bytes} bytes x {plane.height} rows; a "
                     f"{width}x{height} {pixel_format.ffmpeg_name} frame needs {g.width_bytes} x {g.height}"
                 )
-        key = pool_key(frame.identity, pixel_format, geometry)
+        uploaded = upload_format(pixel_format)
+        if uploaded is not pixel_format:
+            geometry = frame_geometry(uploaded, width, height)
+        key = pool_key(frame.identity, uploaded, geometry)
         tset, _reused = self._pool.take(key, timeout_s)
         downloaded = not isinstance(planes, CpuPlaneSet)
         write = functools.partial(self._write_planes, geometry, tset)
@@ -367,7 +396,7 @@ class CpuUploadPairing(InteropPairing):
             textures=tset.textures,
             views=tset.views,
             planes=descriptors,
-            pixel_format=pixel_format,
+            pixel_format=uploaded,
             colour=frame.colour,
             metadata=frame.metadata,
             identity=frame.identity,
@@ -392,7 +421,7 @@ class CpuUploadPairing(InteropPairing):
         The first upload into new textures is the costly one (staging memory, and on lavapipe the copy
         code): done here, at start-up, the first frame does not pay for it.
         """
-        pixel_format = identity.pixel_format
+        pixel_format = upload_format(identity.pixel_format)
         geometry = frame_geometry(pixel_format, identity.width, identity.height)
         check_16bit(self._info, geometry, pixel_format)
         key = pool_key(identity, pixel_format, geometry)

@@ -745,6 +745,10 @@ class FrameRenderer:
     ) -> tuple[Any, Any]:
         """The pipeline and bind group of one render of ``size`` output pixels in ``target_format``."""
         kind = layout_kind(pixel_format)
+        twin = pixel_format.interleaved_chroma_format
+        if twin is not None and len(planes) == 2:
+            # The CPU upload's planes of yuv420p (...) are its twin's (nv12 ...): the same pixels.
+            pixel_format, kind = twin, layout_kind(twin)
         if len(planes) < kind.plane_count:
             raise InvalidInputError(
                 f"{pixel_format.ffmpeg_name} needs {kind.plane_count} plane textures "
