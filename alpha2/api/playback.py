@@ -38,6 +38,7 @@ __all__ = [
     "PlayStats",
     "Player",
     "displayed_size",
+    "import_glfw",
     "seconds_since_process_start",
 ]
 
@@ -55,6 +56,14 @@ def seconds_since_process_start() -> float:
         return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
     except (OSError, ValueError, IndexError, AttributeError):
         return time.perf_counter() - _IMPORTED_S
+
+
+def import_glfw() -> None:
+    """Import pyGLFW (when installed and not yet imported) without cffi's C parser, before a window's
+    backend imports it (:mod:`alpha2.native_gpu.glfw_ffi`: 20-40 ms of a 2-core machine's start-up)."""
+    from alpha2.native_gpu.glfw_ffi import import_glfw as import_without_parser
+
+    import_without_parser()
 
 
 class Background(Generic[_T]):

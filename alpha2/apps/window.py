@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.playback import Background, displayed_size, seconds_since_process_start
+from alpha2.api.playback import Background, displayed_size, import_glfw, seconds_since_process_start
 from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name, next_speed
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
@@ -100,24 +100,32 @@ def _only_glfw_library() -> str | None:
 
 def import_canvas_backend(canvas_module: str) -> Any:
     """``importlib.import_module(canvas_module)`` (a rendercanvas backend), loading pyGLFW straight from
-    its library where there is only one to choose from.
+    its library where there is only one to choose from, and without cffi's C parser
+    (:func:`alpha2.api.playback.import_glfw`).
 
     pyGLFW, told no library (``PYGLFW_LIBRARY``), checks the version of each it finds in a Python
     subprocess of its own, even of one: 30-50 ms of a 2-core machine's start-up, before the window.
     """
     if "glfw" in sys.modules or os.environ.get("PYGLFW_LIBRARY") or not sys.platform.startswith("linux"):
-        return importlib.import_module(canvas_module)
+        return _import_backend(canvas_module)
     try:
         library = _only_glfw_library()
     except Exception:  # an odd install: pyGLFW's own search
         library = None
     if library is None:
-        return importlib.import_module(canvas_module)
+        return _import_backend(canvas_module)
     os.environ["PYGLFW_LIBRARY"] = library
     try:
-        return importlib.import_module(canvas_module)
+        return _import_backend(canvas_module)
     finally:
         os.environ.pop("PYGLFW_LIBRARY", None)
+
+
+def _import_backend(canvas_module: str) -> Any:
+    """The backend module, pyGLFW first (without cffi's parser) when the backend may want it."""
+    if "glfw" not in sys.modules and canvas_module in ("rendercanvas.auto", "rendercanvas.glfw"):
+        import_glfw()
+    return importlib.import_module(canvas_module)
 
 
 def make_canvas(backend: Any, title: str, size: Size) -> Any:
