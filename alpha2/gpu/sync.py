@@ -51,7 +51,6 @@ thread), kept in one module on purpose: hence its length, past 600 lines.
 from __future__ import annotations
 
 import abc
-import asyncio
 import atexit
 import collections
 import enum
@@ -62,9 +61,13 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from alpha2.gpu.errors import ClosedError, InternalError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a wait is awaited: asyncio (30 ms) is no import-time cost
 
 _log = logging.getLogger(__name__)
 
@@ -238,6 +241,8 @@ class SyncPoint(abc.ABC):
                 return self._finished_result(start, error)
             if bounded == 0:
                 return WaitResult(WaitStatus.TIMED_OUT, time.monotonic() - start)
+        import asyncio
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[WaitResult] = loop.create_future()
 
@@ -643,6 +648,8 @@ class SyncWaiter:
         self, points: Sequence[SyncPoint], timeout: float | None = DEFAULT_WAIT_TIMEOUT
     ) -> list[WaitResult]:
         """Await every point (concurrently) with one shared timeout; one result per point, in order."""
+        import asyncio
+
         return list(await asyncio.gather(*(point.wait_async(timeout) for point in points)))
 
     def cancel_all(self) -> int:
