@@ -4,8 +4,8 @@ This module holds the variants alpha2 itself makes or takes (Vulkan images, buff
 memory; CUDA pointers and arrays; WebGPU textures; host planes). The vocabulary is larger and stays
 reachable from here: the variants of other platforms live in :mod:`alpha2.gpu.platform_handles`
 (DMA-BUF, OpenGL, Direct3D, Metal, IOSurface, CVPixelBuffer, AHardwareBuffer, OpenCL), contexts and
-queues in :mod:`alpha2.gpu.contexts`; both are re-exported here, so ``from alpha2.gpu.handles import X``
-works for every name of the vocabulary.
+queues in :mod:`alpha2.gpu.contexts`; both are re-exported here (loaded on first use), so ``from
+alpha2.gpu.handles import X`` works for every name of the vocabulary.
 
 Every resource variant is a frozen dataclass whose constructor refuses null, zero or inconsistent
 payloads with :class:`~alpha2.gpu.errors.InvalidHandleError`, and every variant says which API it
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from alpha2.gpu._handle_base import (
     _U64_LIMIT,
@@ -47,41 +47,90 @@ from alpha2.gpu._handle_base import (
     _raw_fd,
     _uuid16,
 )
-from alpha2.gpu.contexts import (
-    CU_STREAM_LEGACY,
-    CU_STREAM_PER_THREAD,
-    CudaContext,
-    CudaStream,
-    ExternalQueue,
-    GlContext,
-    GlPlatform,
-    GpuContext,
-    QueueRole,
-    VulkanContext,
-    VulkanQueue,
-    WgpuContext,
-    WgpuQueue,
-    vk_make_api_version,
-)
 from alpha2.gpu.errors import InvalidHandleError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
-from alpha2.gpu.platform_handles import (
-    DRM_FORMAT_MOD_INVALID,
-    DRM_FORMAT_MOD_LINEAR,
-    AHardwareBufferHandle,
-    CVPixelBufferHandle,
-    D3D11Resource,
-    D3D12Resource,
-    DmaBuf,
-    DmaBufPlane,
-    GlBuffer,
-    GlTexture,
-    IOSurfaceHandle,
-    MetalBuffer,
-    MetalTexture,
-    OpenClMemory,
-    drm_fourcc,
-)
+
+if TYPE_CHECKING:
+    from alpha2.gpu.contexts import (
+        CU_STREAM_LEGACY,
+        CU_STREAM_PER_THREAD,
+        CudaContext,
+        CudaStream,
+        ExternalQueue,
+        GlContext,
+        GlPlatform,
+        GpuContext,
+        QueueRole,
+        VulkanContext,
+        VulkanQueue,
+        WgpuContext,
+        WgpuQueue,
+        vk_make_api_version,
+    )
+    from alpha2.gpu.platform_handles import (
+        DRM_FORMAT_MOD_INVALID,
+        DRM_FORMAT_MOD_LINEAR,
+        AHardwareBufferHandle,
+        CVPixelBufferHandle,
+        D3D11Resource,
+        D3D12Resource,
+        DmaBuf,
+        DmaBufPlane,
+        GlBuffer,
+        GlTexture,
+        IOSurfaceHandle,
+        MetalBuffer,
+        MetalTexture,
+        OpenClMemory,
+        drm_fourcc,
+    )
+
+# The other platforms' variants and the contexts are re-exported, loaded on first use: their dataclasses
+# (20 ms on a 2-core machine) are not on the way to a player's first frame.
+_REEXPORTS: dict[str, str] = {
+    "CU_STREAM_LEGACY": "alpha2.gpu.contexts",
+    "CU_STREAM_PER_THREAD": "alpha2.gpu.contexts",
+    "CudaContext": "alpha2.gpu.contexts",
+    "CudaStream": "alpha2.gpu.contexts",
+    "ExternalQueue": "alpha2.gpu.contexts",
+    "GlContext": "alpha2.gpu.contexts",
+    "GlPlatform": "alpha2.gpu.contexts",
+    "GpuContext": "alpha2.gpu.contexts",
+    "QueueRole": "alpha2.gpu.contexts",
+    "VulkanContext": "alpha2.gpu.contexts",
+    "VulkanQueue": "alpha2.gpu.contexts",
+    "WgpuContext": "alpha2.gpu.contexts",
+    "WgpuQueue": "alpha2.gpu.contexts",
+    "vk_make_api_version": "alpha2.gpu.contexts",
+    "DRM_FORMAT_MOD_INVALID": "alpha2.gpu.platform_handles",
+    "DRM_FORMAT_MOD_LINEAR": "alpha2.gpu.platform_handles",
+    "AHardwareBufferHandle": "alpha2.gpu.platform_handles",
+    "CVPixelBufferHandle": "alpha2.gpu.platform_handles",
+    "D3D11Resource": "alpha2.gpu.platform_handles",
+    "D3D12Resource": "alpha2.gpu.platform_handles",
+    "DmaBuf": "alpha2.gpu.platform_handles",
+    "DmaBufPlane": "alpha2.gpu.platform_handles",
+    "GlBuffer": "alpha2.gpu.platform_handles",
+    "GlTexture": "alpha2.gpu.platform_handles",
+    "IOSurfaceHandle": "alpha2.gpu.platform_handles",
+    "MetalBuffer": "alpha2.gpu.platform_handles",
+    "MetalTexture": "alpha2.gpu.platform_handles",
+    "OpenClMemory": "alpha2.gpu.platform_handles",
+    "drm_fourcc": "alpha2.gpu.platform_handles",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The re-exported names of :mod:`alpha2.gpu.contexts` and :mod:`alpha2.gpu.platform_handles`."""
+    module = _REEXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 # ---------------------------------------------------------------------------------------------------
 # resources
