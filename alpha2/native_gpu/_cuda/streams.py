@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.handles import CpuPlaneSet, CudaPtr2D
 from alpha2.native_gpu._cuda.core import check
-from alpha2.native_gpu._cuda.interop import HostDownloader, PrimaryContext, primary_context
+
+if TYPE_CHECKING:
+    # Loaded where a CUDA plane is first ordered or copied: its driver wrappers (6-9 ms on a 2-core
+    # machine) are not on the way to a CPU-decoded first frame.
+    from alpha2.native_gpu._cuda.interop import HostDownloader, PrimaryContext
 
 __all__ = [
     "PLANE_OPS",
@@ -83,6 +87,8 @@ def order_consumer_stream(
     consumer = consumer_stream_handle(consumer_stream)
     if same_stream(producer_stream, consumer):
         return False
+    from alpha2.native_gpu._cuda.interop import primary_context
+
     context: PrimaryContext = ctx if ctx is not None else primary_context(ordinal)
     cu = context._cu
     with context:
@@ -137,6 +143,8 @@ def download_planes(
     global _downloader
     with _downloader_lock:
         if _downloader is None:
+            from alpha2.native_gpu._cuda.interop import HostDownloader
+
             _downloader = HostDownloader()
         return consume(_downloader.download(planes, stream, timeout_s))
 
