@@ -30,26 +30,17 @@ import time
 from typing import Any
 
 import av
-import numpy as np
+from clips import encode_pattern
 
 import alpha2
 
 
 def make_clip(path: str, frames: int, gop: int, width: int = 1920, height: int = 1080) -> None:
-    rng = np.random.default_rng(2)
-    y, x = np.mgrid[0:height, 0:width]
-    grain = rng.integers(0, 24, size=(8, height, width), dtype=np.uint8)
     with av.open(path, "w") as out:
         stream: Any = out.add_stream("libx264", rate=30)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.options = {"preset": "veryfast", "x264-params": f"keyint={gop}:min-keyint={gop}"}
-        for i in range(frames):
-            luma = ((x + y + i * 8) % 256).astype(np.uint8) ^ grain[i % 8]
-            img = np.stack([luma, np.roll(luma, i * 4, axis=1), 255 - luma], axis=-1)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
+        encode_pattern(out, stream, frames, seed=2)
 
 
 def _pynvc() -> Any:

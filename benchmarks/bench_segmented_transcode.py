@@ -24,6 +24,7 @@ from typing import Any
 
 import av
 import numpy as np
+from clips import encode_pattern
 
 from alpha2.api.segmented_transcode import available_cores
 from alpha2.api.transcoder import TranscodeOptions, transcode
@@ -32,22 +33,13 @@ from alpha2.api.transcoder import TranscodeOptions, transcode
 def make_clip(path: str, seconds: float, width: int = 1920, height: int = 1080, rate: int = 30) -> int:
     """The test clip; returns its frame count."""
     frames = max(1, round(seconds * rate))
-    rng = np.random.default_rng(1)
-    y, x = np.mgrid[0:height, 0:width]
-    grain = rng.integers(0, 24, size=(8, height, width), dtype=np.uint8)
     with av.open(path, "w") as out:
         stream: Any = out.add_stream("libx264", rate=rate)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.options = {"preset": "ultrafast", "x264-params": f"keyint={rate}:min-keyint={rate}"}
         audio: Any = out.add_stream("aac", rate=48000)
         audio.layout = "stereo"
-        for i in range(frames):
-            luma = ((x + y + i * 8) % 256).astype(np.uint8) ^ grain[i % 8]
-            img = np.stack([luma, np.roll(luma, i * 4, axis=1), 255 - luma], axis=-1)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
+        encode_pattern(out, stream, frames)
         chunk = audio.codec_context.frame_size or 1024
         total = round(frames / rate * 48000)
         for start in range(0, total, chunk):

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 import av
-import numpy as np
+from clips import encode_pattern
 
 from alpha2.api.devices import open_decoder
 from alpha2.api.segments import SegmentReader
@@ -39,9 +39,6 @@ ENCODERS = {"h264": "libx264", "hevc": "libx265"}
 def make_clip(path: str, codec: str, frames: int, gop: int, width: int = 1920, height: int = 1080) -> None:
     """A moving pattern with grain, veryfast-encoded, GOPs of ``gop`` frames (B-frames, open where the
     encoder's defaults make them)."""
-    rng = np.random.default_rng(1)
-    y, x = np.mgrid[0:height, 0:width]
-    grain = rng.integers(0, 24, size=(8, height, width), dtype=np.uint8)
     with av.open(path, "w") as out:
         stream: Any = out.add_stream(ENCODERS[codec], rate=30)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
@@ -52,13 +49,7 @@ def make_clip(path: str, codec: str, frames: int, gop: int, width: int = 1920, h
             }
         else:
             stream.options = {"preset": "veryfast", "x264-params": f"keyint={gop}:min-keyint={gop}"}
-        for i in range(frames):
-            luma = ((x + y + i * 8) % 256).astype(np.uint8) ^ grain[i % 8]
-            img = np.stack([luma, np.roll(luma, i * 4, axis=1), 255 - luma], axis=-1)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
+        encode_pattern(out, stream, frames)
 
 
 def _timed(reader: Any) -> tuple[float, list[int | None]]:
