@@ -241,3 +241,53 @@ def test_a_signal_wrapped_by_python_is_still_one_line(capsys: pytest.CaptureFixt
     assert cli.run_command(loading, argparse.Namespace()) == 128 + signal.SIGTERM
     err = capsys.readouterr().err
     assert err == "alpha2: terminated (SIGTERM)\n"
+
+
+# A command whose signal lands where the exception is lost: the loss seen on the H200, where PyAV's
+# error check (the NVENC probe's failing open) dropped a Terminated raised inside it, and the command
+# encoded on for its whole length with SIGTERM spent.
+_LOSING_COMMAND = """
+import argparse, os, signal, sys, time
+from alpha2.apps.cli import run_command
+
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.{signal})
+        time.sleep(0.05)  # the handler runs in here, inside a finalizer: Python prints it and goes on
+
+def swallowed():
+    try:
+        os.kill(os.getpid(), signal.{signal})
+        time.sleep(0.05)  # the handler runs here ...
+    except BaseException:
+        pass  # ... and the exception is dropped, as PyAV's error check drops it
+
+def command(args):
+    {where}
+    time.sleep(20)  # the rest of the work: the signal must end it
+    print("ran to the end")
+    return 0
+
+sys.exit(run_command(command, argparse.Namespace()))
+"""
+
+
+@pytest.mark.parametrize(
+    ("signum", "where"),
+    [
+        (signal.SIGTERM, "swallowed()"),
+        (signal.SIGINT, "swallowed()"),
+        (signal.SIGTERM, "Dropped()"),
+    ],
+    ids=["SIGTERM-swallowed", "SIGINT-swallowed", "SIGTERM-in-finalizer"],
+)
+def test_a_signal_lost_on_its_way_is_sent_again(signum: signal.Signals, where: str) -> None:
+    script = _LOSING_COMMAND.format(signal=signum.name, where=where)
+    started = time.monotonic()
+    process = subprocess.run(
+        [sys.executable, "-c", script], env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert "ran to the end" not in process.stdout
+    assert process.returncode == 128 + signum, (process.returncode, process.stderr)
+    assert process.stderr.splitlines() == [EXPECTED[signum]], process.stderr
+    assert time.monotonic() - started < 15

@@ -473,10 +473,6 @@ class Interrupted(KeyboardInterrupt):
     it and said so."""
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise Interrupted
-
-
 _TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -488,16 +484,55 @@ class _SignalsUnwind:
     main thread the block changes nothing."""
 
     _active = False
+    _seen = False
+    """Set when the command's exit has caught a signal's exception (:func:`_signal_exit`)."""
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}
         self._owner = False
         self._raised = False
+        self._hook: Any = None
 
     def _handler(self, signum: int, frame: object) -> None:
         if not self._raised:
             self._raised = True
-            raise Terminated(signum)
+            raise self._watched(Terminated(signum), signum)
+
+    def _interrupt(self, signum: int, frame: object) -> None:
+        raise self._watched(Interrupted(), signum)
+
+    def _watched(self, exc: BaseException, signum: int) -> BaseException:
+        """``exc``, watched on its way to the command's exit. Python runs a handler at whatever bytecode
+        comes next, and an exception raised there can be lost: PyAV's error check replaces it with its
+        own error (seen on the H200: a SIGTERM while the NVENC probe's ``open`` failed, and the command
+        encoded on), and a finalizer prints it and goes on. The command would then run on with its
+        handler spent. When the exception dies before the exit has seen it, the signal is sent again
+        a moment later, from another thread, so that it lands outside the code that lost it."""
+        import weakref  # here: the start of every command does without it
+
+        weakref.finalize(exc, self._lost, signum)
+        return exc
+
+    def _lost(self, signum: int) -> None:
+        if not self._owner or _SignalsUnwind._seen:
+            return
+        self._raised = False
+        # Not from here: this runs inside whatever dropped the exception (a raise now is lost again).
+        import threading
+
+        resend = threading.Timer(0.005, self._resend, (signum,))
+        resend.daemon = True
+        resend.start()
+
+    def _resend(self, signum: int) -> None:
+        if self._owner and not _SignalsUnwind._seen:
+            os.kill(os.getpid(), signum)
+
+    def _unraisable(self, unraisable: Any) -> None:
+        # A signal's exception raised inside a finalizer: sent again by _lost, not printed.
+        if isinstance(unraisable.exc_value, KeyboardInterrupt | Terminated):
+            return
+        self._hook(unraisable)
 
     def __enter__(self) -> _SignalsUnwind:
         if _SignalsUnwind._active:
@@ -507,18 +542,22 @@ class _SignalsUnwind:
                 old = signal.getsignal(signum)
                 if old == signal.SIG_IGN:
                     continue
-                handler = _interrupt if signum == signal.SIGINT else self._handler
+                handler = self._interrupt if signum == signal.SIGINT else self._handler
                 signal.signal(signum, handler)
                 self._previous[signum] = old
         except ValueError:  # not the main thread: signals are the main thread's business
             return self
         self._owner = _SignalsUnwind._active = True
+        _SignalsUnwind._seen = False
+        self._hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
     def __exit__(self, *exc: object) -> None:
         if not self._owner:
             return
         self._owner = _SignalsUnwind._active = False
+        if sys.unraisablehook == self._unraisable:
+            sys.unraisablehook = self._hook
         previous, self._previous = self._previous, {}
         for signum, old in previous.items():
             # None: a handler not installed from Python; the default is the closest there is.
@@ -552,6 +591,7 @@ def _signal_in(exc: BaseException) -> BaseException | None:
 
 def _signal_exit(exc: BaseException) -> int:
     """The one line for a command ended by a signal, and its exit status (128 + the signal)."""
+    _SignalsUnwind._seen = True
     _mute_signals()
     if isinstance(exc, Terminated):
         print(f"alpha2: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
