@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--copy-ahead",
         action="store_true",
-        help="also the tensor rows with open(..., copy_ahead=True): the GPU copy on the decoder's thread",
+        help="also the tensor rows with open(..., copy_ahead=False): the GPU copy at import, where by "
+        "default it is made on the decoder's thread once frames go to tensors",
     )
     args = parser.parse_args(argv)
     nvc = _pynvc()
@@ -297,7 +298,7 @@ def tensor_rows(path: str, args: argparse.Namespace) -> None:
     alone, _ = sequential_alpha2(path, args.hwaccel)
     variants: list[tuple[str, dict[str, Any]]] = [("", {})]
     if args.copy_ahead:
-        variants.append((" copy_ahead", {"copy_ahead": True}))
+        variants.append((" copy_ahead=False", {"copy_ahead": False}))
     for label, options in (
         (
             "224x224 float16 CHW",

@@ -55,7 +55,18 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--hwaccel", default="cuda")
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "alpha2_profile_tensors"))
-    parser.add_argument("--copy-ahead", action="store_true", help="open(..., copy_ahead=True)")
+    parser.add_argument(
+        "--no-copy-ahead",
+        dest="copy_ahead",
+        action="store_const",
+        const=False,
+        default=None,
+        help="open(..., copy_ahead=False): the GPU copy at import (by default it is made on the decoder's "
+        "thread once frames go to tensors)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=1, metavar="N", help="with --cprofile: N frames a to_tensor call"
+    )
     parser.add_argument(
         "--cprofile",
         type=int,
@@ -117,18 +128,32 @@ def profile_calls(path: str, args: argparse.Namespace, options: dict[str, Any], 
     import pstats
 
     with alpha2.open(path, hwaccel=args.hwaccel, copy_ahead=args.copy_ahead) as source:
-        iterator = iter(source)
-        next(iterator).to_tensor(**options)
+        first = source.next_frame()
+        assert first is not None
+        first.to_tensor(**options)
+        first.release()
         profiler = cProfile.Profile()
         n = 0
+        held: list[Any] = []
         t0 = time.perf_counter()
         profiler.enable()
-        for frame in iterator:
-            frame.to_tensor(**options)
-            n += 1
+        while (frame := source.next_frame()) is not None:
+            held.append(frame)
+            if len(held) < args.batch:
+                continue
+            source.to_tensor(held, **options)
+            for done in held:
+                done.release()
+            n += len(held)
+            held = []
         profiler.disable()
         seconds = time.perf_counter() - t0
-    print(f"to_tensor loop under cProfile {n / seconds:.1f} fps over {n} frames; decode alone {alone:.1f}")
+        for done in held:
+            done.release()
+    print(
+        f"to_tensor loop under cProfile {n / seconds:.1f} fps over {n} frames, {args.batch} a call; "
+        f"decode alone {alone:.1f}"
+    )
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(args.cprofile)
     stats.sort_stats("cumulative").print_stats(args.cprofile)

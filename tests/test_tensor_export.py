@@ -839,3 +839,38 @@ def test_cuda_tensor_equals_the_cpu_path_bit_for_bit(tmp_path: Any) -> None:
                     frame.release()
             close_tensor_routes(device)
     device.close()
+
+
+@pytest.mark.cuda
+@pytest.mark.dawn
+@pytest.mark.nvidia
+@pytest.mark.parametrize("copy_ahead", [None, False])
+def test_frames_going_to_tensors_are_copied_ahead_by_default(tmp_path: Any, copy_ahead: bool | None) -> None:
+    """NVDEC on the H200: from a source's first to_tensor on, its frames' GPU copies are made on the
+    decoder's thread (counted as copied ahead); ``copy_ahead=False`` keeps them at import. The tensors
+    are the same bytes either way."""
+    pytest.importorskip("av")
+    import alpha2
+    from alpha2.api.tensors import close_tensor_routes, to_tensor
+    from alpha2.native_gpu.device.device import Device
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "clip.mp4", width=320, height=180, frames=40).path
+    device = Device.open(want_gpu_copy=True)
+    options = {} if copy_ahead is None else {"copy_ahead": copy_ahead}
+    with alpha2.open(clip, device=device, hwaccel="cuda", **options) as source:
+        try:
+            sums = []
+            for frame in source:
+                tensor = to_tensor(frame, require="gpu", device="cuda")
+                sums.append(to_tensor(frame, device="cpu").numpy().sum())
+                assert tensor.path is ExecutionPath.GPU_COPY
+                frame.release()
+            stats = source.importer.stats()
+            assert len(sums) == 40
+            if copy_ahead is None:
+                assert stats.copied_ahead >= 30, stats  # all but those decoded before the first call
+            else:
+                assert stats.copied_ahead == 0, stats
+        finally:
+            close_tensor_routes(device)

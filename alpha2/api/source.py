@@ -559,7 +559,7 @@ class VideoSource:
         device: Any = None,
         hwaccel: str = "auto",
         prefetch: int = 2,
-        copy_ahead: bool = False,
+        copy_ahead: bool | None = None,
         parallel: int | str | None = None,
         **options: Any,
     ) -> None:
@@ -703,6 +703,17 @@ class VideoSource:
             if self._copy_ahead:  # NVDEC frames copied into the importer's ring on the decoder's thread
                 self._session.set_copy_ahead(resources.importer.copy_ahead)
         return resources.importer
+
+    def _frames_go_to_tensors(self) -> None:
+        """Called by :func:`~alpha2.api.tensors.to_tensor`. With ``copy_ahead`` left to alpha2 (None),
+        NVDEC frames decoded from now on are copied ahead: a tensor's CPU work is all on the caller's
+        thread, and the copy made on the decoder's thread takes a part of it off (BENCHMARKS.md, "Frames
+        for machine learning"). Frames already decoded keep their copy at import."""
+        if self._copy_ahead is not None:
+            return
+        self._copy_ahead = True
+        if self._session.hwaccel_report.on_gpu:
+            self._session.set_copy_ahead(self.importer.copy_ahead)
 
     @property
     def renderer(self) -> FrameRenderer:
@@ -1095,9 +1106,11 @@ def open(
             many sessions too, a GOP's times on one (:attr:`VideoSource.batch_reason` says how).
             ``copy_ahead=True`` makes each NVDEC frame's GPU copy on the decoder's thread
             (:meth:`FrameImporter.copy_ahead
-            <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`): it helps with many
-            streams in one process, and cost one stream rendered per frame about 8% on the H200
-            (BENCHMARKS.md, "Copy-ahead"), so it is off. The rest go to
+            <alpha2.native_gpu.interop.importer.FrameImporter.copy_ahead>`): it helps tensors and
+            many streams in one process, and cost one stream rendered per frame about 8% on the H200
+            (BENCHMARKS.md, "Copy-ahead"). The default, None, turns it on once the source's frames
+            first go to :func:`~alpha2.api.tensors.to_tensor`, and leaves it off for rendering;
+            ``False`` keeps it off. The rest go to
             :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``prefetch``, ``budget``...).
 
     Raises:

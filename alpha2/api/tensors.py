@@ -28,9 +28,10 @@ Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``
 
 Speed: the caller's thread does the conversion's CPU work (the frames' imports, the GPU submission, the
 copy out), so reading a video in order is fastest a few frames a call (one submission and one copy for
-them all, where a frame a call costs one each) with ``alpha2.open(path, copy_ahead=True)`` on NVDEC (each
-frame's GPU copy made on the decoder's thread, its NVDEC surface given back at once). On the H200 that
-took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
+them all, where a frame a call costs one each). On NVDEC, a source whose frames go to tensors copies
+each frame on the decoder's thread from the first ``to_tensor`` on (``copy_ahead``, which
+:func:`alpha2.open` leaves to alpha2 by default; its NVDEC surface is given back at once). On the H200
+that took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
 session lends 8 frames at once by default: keep lists to 8, or use ``frames_at``, whose frames hold no
 surface.
 """
@@ -487,6 +488,7 @@ def to_tensor(
         raise InvalidInputError(
             "to_tensor batches frames of one VideoSource; convert each source's frames apart"
         )
+    source._frames_go_to_tensors()
     routes = _routes_of(source.device, getattr(source.importer, "memory_budget", None))
     with routes.lock:
         exporter: TensorExporter | None = None
