@@ -259,6 +259,15 @@ class CopyStream:
         with self._ctx:
             check(self._cu.cuStreamWaitEvent(self.handle, event._holder[0], 0), "cuStreamWaitEvent")
 
+    def idle(self) -> bool:
+        """Whether all the work enqueued on the stream so far is done (``cuStreamQuery``); True once
+        the stream was destroyed."""
+        stream = self._holder[0]
+        if stream is None:
+            return True
+        with self._ctx:
+            return int(self._cu.cuStreamQuery(stream)[0]) == 0
+
     def close(self) -> None:
         """Destroy the stream (pending work still completes). Idempotent."""
         self._order_event.close()
@@ -680,8 +689,15 @@ class StreamOrderedPool:
 
     def close(self) -> None:
         """Destroy the pool; memory still allocated from it stays valid until freed (the driver
-        releases the pool then). Idempotent."""
+        releases the pool then). Idempotent. Call it when no free from the pool is pending on a stream
+        that is being destroyed: the H200's driver crashed in ``cuMemPoolDestroy`` after the stream
+        holding the pool's last frees had been destroyed with them pending."""
         self._finalizer()
+
+    def abandon(self) -> None:
+        """Leave the pool to the context's teardown (its frees may still be pending): never destroyed
+        by alpha2. Idempotent."""
+        self._finalizer.detach()
 
 
 def _destroy_pool(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
