@@ -722,6 +722,39 @@ def test_pool_free_waits_on_the_gpu_for_each_consumer_stream() -> None:
     assert driver.log == [("synchronize",), ("free", 0xA000, 1)]
 
 
+def test_a_pool_is_destroyed_only_once_its_last_allocation_is_freed() -> None:
+    """Closing a pool with memory still out defers its destruction to the last free, after the device
+    is done with it (on the H200 a cuMemPoolDestroy crashed in a process where a pool had been
+    destroyed with an allocation still out); with nothing out it goes at once; memory is never
+    handed out after close."""
+    from alpha2.native_gpu._cuda.interop import PoolMemory, PrimaryContext, _PoolLife
+
+    driver = FakeDriver()
+    driver.cuMemPoolDestroy = lambda pool: driver.log.append(("destroy pool", pool)) or (0,)  # type: ignore[attr-defined]
+    ctx = PrimaryContext.__new__(PrimaryContext)
+    ctx._cu = driver
+    ctx._holder = ["ctx"]
+    ctx._local = threading.local()
+    stream = SimpleNamespace(_holder=["own"])
+    life = _PoolLife(driver, ctx, "pool")
+    first, second = (PoolMemory(ctx, p, 64, stream, life) for p in (0xA000, 0xB000))  # type: ignore[arg-type]
+    life.outstanding = 2
+    life.close()
+    assert driver.log == [] and life.closing, "memory is still out: the pool stays"
+    first.close()
+    assert ("destroy pool", "pool") not in driver.log
+    second.free_after((7,))
+    assert driver.log[-3:] == [("free", 0xB000, "own"), ("synchronize",), ("destroy pool", "pool")]
+    life.close()
+    second.close()
+    assert driver.log.count(("destroy pool", "pool")) == 1
+
+    driver.log.clear()
+    idle = _PoolLife(driver, ctx, "idle pool")
+    idle.close()
+    assert driver.log == [("destroy pool", "idle pool")], "nothing out: destroyed at once, no sync"
+
+
 def test_unavailable_reason_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     from alpha2.gpu.webgpu import WebGpuDeviceInfo, WebGpuImplementation
 

@@ -653,8 +653,8 @@ class StreamOrderedPool:
             props.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
             props.location.id = ctx.ordinal
             pool = check(cu.cuMemPoolCreate(props), "cuMemPoolCreate")
-            self._holder: list[Any] = [pool]
-            self._finalizer = weakref.finalize(self, _destroy_pool, cu, ctx, self._holder)
+            self._life = _PoolLife(cu, ctx, pool)
+            self._finalizer = weakref.finalize(self, self._life.close)
             self._finalizer.atexit = False  # the driver tears its contexts down at exit
             check(
                 cu.cuMemPoolSetAttribute(
@@ -677,35 +677,71 @@ class StreamOrderedPool:
         """
         if size_bytes < 1:
             raise InvalidInputError(f"device memory needs at least one byte, got {size_bytes}")
-        pool = self._holder[0]
-        if pool is None:
-            raise InvalidInputError("the CUDA memory pool was closed")
-        with self._ctx:
-            pointer = check(
-                self._cu.cuMemAllocFromPoolAsync(size_bytes, pool, stream.handle),
-                f"cuMemAllocFromPoolAsync({size_bytes})",
-            )
-        return PoolMemory(self._ctx, int(pointer), size_bytes, stream)
+        life = self._life
+        with life.lock:
+            pool = life.pool
+            if pool is None or life.closing:
+                raise InvalidInputError("the CUDA memory pool was closed")
+            with self._ctx:
+                pointer = check(
+                    self._cu.cuMemAllocFromPoolAsync(size_bytes, pool, stream.handle),
+                    f"cuMemAllocFromPoolAsync({size_bytes})",
+                )
+            life.outstanding += 1
+        return PoolMemory(self._ctx, int(pointer), size_bytes, stream, life)
 
     def close(self) -> None:
-        """Destroy the pool; memory still allocated from it stays valid until freed (the driver
-        releases the pool then). Idempotent. Call it when no free from the pool is pending on a stream
-        that is being destroyed: the H200's driver crashed in ``cuMemPoolDestroy`` after the stream
-        holding the pool's last frees had been destroyed with them pending."""
+        """Destroy the pool once no memory allocated from it is left: now, or at the last free (the
+        memory handed out stays valid until then). Idempotent. Never with allocations outstanding:
+        on the H200 the driver crashed in ``cuMemPoolDestroy`` (a segfault) in a process where a
+        pool had been destroyed before its last allocation was freed."""
         self._finalizer()
 
     def abandon(self) -> None:
         """Leave the pool to the context's teardown (its frees may still be pending): never destroyed
         by alpha2. Idempotent."""
         self._finalizer.detach()
+        with self._life.lock:
+            self._life.pool = None
 
 
-def _destroy_pool(cu: Any, ctx: PrimaryContext, holder: list[Any]) -> None:
-    pool, holder[0] = holder[0], None
-    if pool is not None:
+class _PoolLife:
+    """A pool's handle and its allocations still out; the pool is destroyed when it was closed and
+    the last one is freed, after the device has finished with them."""
+
+    def __init__(self, cu: Any, ctx: PrimaryContext, pool: Any) -> None:
+        self.cu = cu
+        self.ctx = ctx
+        self.pool: Any = pool
+        self.outstanding = 0
+        self.closing = False
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closing = True
+            if self.outstanding:
+                return  # the last free destroys it
+            pool, self.pool = self.pool, None
+        self._destroy(pool, synchronize=False)
+
+    def freed(self) -> None:
+        """One allocation was freed (its ``cuMemFreeAsync`` enqueued)."""
+        with self.lock:
+            self.outstanding -= 1
+            if not (self.closing and self.outstanding <= 0):
+                return
+            pool, self.pool = self.pool, None
+        self._destroy(pool, synchronize=True)
+
+    def _destroy(self, pool: Any, *, synchronize: bool) -> None:
+        if pool is None:
+            return
         try:
-            with ctx:
-                cu.cuMemPoolDestroy(pool)
+            with self.ctx:
+                if synchronize:  # the free just enqueued is done before its pool goes
+                    self.cu.cuCtxSynchronize()
+                self.cu.cuMemPoolDestroy(pool)
         except Exception:
             pass  # the context is gone: so is the pool
 
@@ -718,13 +754,23 @@ class PoolMemory:
     used it (the consumers), on the GPU. The GC frees it as :meth:`close` does.
     """
 
-    def __init__(self, ctx: PrimaryContext, pointer: int, size_bytes: int, stream: CopyStream) -> None:
+    def __init__(
+        self,
+        ctx: PrimaryContext,
+        pointer: int,
+        size_bytes: int,
+        stream: CopyStream,
+        life: _PoolLife | None = None,
+    ) -> None:
         self.pointer = pointer
         """The device address of the first byte."""
         self.size_bytes = size_bytes
         """Bytes allocated."""
         self._holder: list[Any] = [pointer]
-        self._finalizer = weakref.finalize(self, _free_pool_memory, ctx, stream, self._holder, (), False)
+        self._life = life
+        self._finalizer = weakref.finalize(
+            self, _free_pool_memory, ctx, stream, self._holder, (), False, life
+        )
         self._finalizer.atexit = False
         self._ctx = ctx
         self._stream = stream
@@ -735,7 +781,7 @@ class PoolMemory:
         work so far is done (``cuCtxSynchronize`` first: the memory was used on streams not known).
         Idempotent."""
         self._finalizer.detach()
-        _free_pool_memory(self._ctx, self._stream, self._holder, consumer_streams, everything)
+        _free_pool_memory(self._ctx, self._stream, self._holder, consumer_streams, everything, self._life)
 
     def close(self) -> None:
         """Free the memory after the work enqueued so far on its own stream. Idempotent."""
@@ -748,10 +794,21 @@ def _free_pool_memory(
     holder: list[Any],
     consumer_streams: tuple[int, ...],
     everything: bool,
+    life: _PoolLife | None = None,
 ) -> None:
     pointer, holder[0] = holder[0], None
     if pointer is None:
         return
+    try:
+        _free_ordered(ctx, stream, pointer, consumer_streams, everything)
+    finally:
+        if life is not None:
+            life.freed()
+
+
+def _free_ordered(
+    ctx: PrimaryContext, stream: CopyStream, pointer: int, consumer_streams: tuple[int, ...], everything: bool
+) -> None:
     cu = ctx._cu
     try:
         with ctx:
