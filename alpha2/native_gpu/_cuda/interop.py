@@ -259,15 +259,6 @@ class CopyStream:
         with self._ctx:
             check(self._cu.cuStreamWaitEvent(self.handle, event._holder[0], 0), "cuStreamWaitEvent")
 
-    def idle(self) -> bool:
-        """Whether all the work enqueued on the stream so far is done (``cuStreamQuery``); True once
-        the stream was destroyed."""
-        stream = self._holder[0]
-        if stream is None:
-            return True
-        with self._ctx:
-            return int(self._cu.cuStreamQuery(stream)[0]) == 0
-
     def close(self) -> None:
         """Destroy the stream (pending work still completes). Idempotent."""
         self._order_event.close()
@@ -697,13 +688,6 @@ class StreamOrderedPool:
         pool had been destroyed before its last allocation was freed."""
         self._finalizer()
 
-    def abandon(self) -> None:
-        """Leave the pool to the context's teardown (its frees may still be pending): never destroyed
-        by alpha2. Idempotent."""
-        self._finalizer.detach()
-        with self._life.lock:
-            self._life.pool = None
-
 
 class _PoolLife:
     """A pool's handle and its allocations still out; the pool is destroyed when it was closed and
@@ -723,7 +707,7 @@ class _PoolLife:
             if self.outstanding:
                 return  # the last free destroys it
             pool, self.pool = self.pool, None
-        self._destroy(pool, synchronize=False)
+        self._destroy(pool)
 
     def freed(self) -> None:
         """One allocation was freed (its ``cuMemFreeAsync`` enqueued)."""
@@ -732,15 +716,14 @@ class _PoolLife:
             if not (self.closing and self.outstanding <= 0):
                 return
             pool, self.pool = self.pool, None
-        self._destroy(pool, synchronize=True)
+        self._destroy(pool)
 
-    def _destroy(self, pool: Any, *, synchronize: bool) -> None:
+    def _destroy(self, pool: Any) -> None:
         if pool is None:
             return
         try:
             with self.ctx:
-                if synchronize:  # the free just enqueued is done before its pool goes
-                    self.cu.cuCtxSynchronize()
+                self.cu.cuCtxSynchronize()  # the frees enqueued are done before their pool goes
                 self.cu.cuMemPoolDestroy(pool)
         except Exception:
             pass  # the context is gone: so is the pool

@@ -661,22 +661,9 @@ class TensorExporter:
             time.sleep(0.001)
         for slot in self._ring.take_retired():  # still running after the timeout: the context's teardown
             self._vk.defer_destroy(functools.partial(self._ring.destroy, slot))
-        # The pool before its stream, and once the stream's frees are done (bounded): destroying a pool
-        # after the stream holding its pending frees crashed the H200's driver in cuMemPoolDestroy.
         if self._pool is not None:
-            while not self._stream_idle() and time.monotonic() < deadline:
-                time.sleep(0.001)
-            if self._stream_idle():
-                self._pool.close()  # allocations still handed out stay valid until freed
-            else:
-                self._pool.abandon()  # still busy after the timeout: the context's teardown frees it
+            self._pool.close()  # destroyed once the tensors still handed out are freed
         self._stream.close()
-
-    def _stream_idle(self) -> bool:
-        try:
-            return self._stream.idle()
-        except Exception:  # a failed context: nothing of it is waited for any more
-            return True
 
 
 def _context_of(device: Any) -> tuple[SharedVulkanContext, int]:
