@@ -41,7 +41,7 @@ _SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "probe",
         "alpha2.apps.probe",
-        "list GPU adapters, their video and interop support, and which one alpha2 chooses",
+        "list GPU adapters and which one alpha2 chooses; with files, what each holds",
     ),
     ("sample", "alpha2.apps.sample", "write a short test clip (moving colour pattern, sine tone)"),
     ("play", "alpha2.apps.player", "play a video (window, or offscreen with a snapshot)"),

@@ -1,4 +1,5 @@
-"""``alpha2 probe``: which GPU adapters there are, what each can do, and which one alpha2 would use.
+"""``alpha2 probe``: which GPU adapters there are, what each can do, and which one alpha2 would use;
+``alpha2 probe FILE ...``: what media files hold (:mod:`alpha2.apps.probe_files`).
 
 The same code runs as ``python tools/probe_adapters.py [--json]``. Exit status 0 when at least one
 adapter is found; 1 with one line ``alpha2: error: ...`` when none is (no Vulkan loader, no driver), or
@@ -34,14 +35,24 @@ def register(subparsers: Any) -> None:
     """Add the ``probe`` subcommand."""
     parser = subparsers.add_parser(
         "probe",
-        help="list GPU adapters, their video and interop support, and which one alpha2 chooses",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        help="list GPU adapters and which one alpha2 chooses; with files, what each holds",
+        description="Without FILE: which GPU adapters there are, what each can do, and which one alpha2 "
+        "would use. With FILE: what each media file holds (container, streams, languages), and for its "
+        "video the colour, HDR metadata and the decoder alpha2 would use.",
         epilog=f"{EXAMPLES_HEADING}\n"
         "  alpha2 probe\n"
         "  alpha2 probe --json > adapters.json\n"
         "  alpha2 probe --policy low-power --submit\n"
-        f"  {ADAPTER_ENV}=1 alpha2 probe           (pin adapter #1)",
+        f"  {ADAPTER_ENV}=1 alpha2 probe           (pin adapter #1)\n"
+        "  alpha2 probe clip.mkv                       (streams, colour, decoder)\n"
+        "  alpha2 probe *.mp4 --json --no-decode",
         formatter_class=help_formatter(),
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="FILE",
+        help="media files to describe instead of the adapters",
     )
     add_arguments(parser)
     parser.set_defaults(func=run)
@@ -56,7 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="adapter policy: auto (default), high-performance, low-power, or an adapter index/UUID/name",
     )
     parser.add_argument(
-        "--no-decode", action="store_true", help="do not count GPU video decode in the ranking"
+        "--no-decode",
+        action="store_true",
+        help="adapters: do not count GPU video decode in the ranking; files: decode nothing (the "
+        "container's word only)",
     )
     parser.add_argument(
         "--submit",
@@ -123,7 +137,12 @@ def _collect(args: argparse.Namespace) -> tuple[list[VulkanCandidate], list[Rank
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the adapter table (or JSON). Raises alpha2 errors for the command line to report."""
+    """Print the adapter table (or JSON), or describe the files given. Raises alpha2 errors for the
+    command line to report."""
+    if getattr(args, "inputs", None):
+        from alpha2.apps.probe_files import run_files
+
+        return run_files(args)
     candidates, ranked = _collect(args)
     by_index = {r.adapter.index: r for r in ranked}
     pin = adapter_pin()

@@ -1,0 +1,199 @@
+"""``alpha2 probe FILE ...``: what each media file holds, as a person reads it (or ``--json``).
+
+Per file one heading (container, duration, size, bit rate), then a line per stream: its codec and
+profile, and what its kind has (video: size as shown, rate, pixel format, frames; audio: rate, layout;
+subtitles: text or pictures; languages, titles and the default and forced marks). The video stream that
+alpha2 decodes gets its colour (as tagged, or what was guessed for missing tags, as the player shows
+it), its HDR metadata and the decoder that runs (NVDEC or software, and why). Built on
+:func:`alpha2.api.media.describe`; lines are filled to the terminal's width.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from alpha2.apps.cli import error_line, terminal_columns, wrap_fields
+from alpha2.gpu.errors import Error, InvalidInputError
+
+if TYPE_CHECKING:
+    from alpha2.api.describe import MediaDescription, StreamFacts
+    from alpha2.api.source import VideoInfo
+
+__all__ = ["describe_lines", "run_files"]
+
+
+def run_files(args: argparse.Namespace) -> int:
+    """Describe ``args.inputs``; a file that cannot be described is said on stderr (one line) and the
+    others are still described; exit status 1 when any could not be."""
+    from alpha2.api import pipeline
+    from alpha2.api.media import describe
+
+    if args.submit or str(args.policy) != "auto":
+        raise InvalidInputError(
+            "--policy and --submit are for the adapter table ('alpha2 probe' without files); "
+            "'alpha2 probe FILE' describes media files"
+        )
+    described: list[MediaDescription] = []
+    errors: list[tuple[str, str]] = []
+    for path in args.inputs:
+        try:
+            described.append(describe(path, decode=not args.no_decode))
+        except Error as exc:
+            errors.append((path, exc.message))
+    if args.json:
+        pipeline.emit_json(
+            {
+                "command": "probe",
+                "files": [d.as_dict() for d in described],
+                "errors": [{"input": path, "error": message} for path, message in errors],
+            }
+        )
+    else:
+        width = terminal_columns(sys.stdout, default=None)
+        for n, description in enumerate(described):
+            if n:
+                print()
+            print("\n".join(describe_lines(description, width)))
+    for path, message in errors:
+        print(error_line(f"{path}: {message}" if path not in message else message), file=sys.stderr)
+    return 1 if errors else 0
+
+
+def describe_lines(description: MediaDescription, width: int | None) -> list[str]:
+    """The description as lines filled to ``width`` columns (None: not wrapped)."""
+    facts = description.file
+    head = [facts.format_long]
+    if facts.duration_seconds is not None:
+        head.append(_duration(facts.duration_seconds))
+    if facts.size_bytes is not None:
+        head.append(_size(facts.size_bytes))
+    if facts.bit_rate:
+        head.append(_rate(facts.bit_rate))
+    lines = _filled(f"{facts.path}: " + ", ".join(head), width)
+    fields: list[tuple[str, str]] = []
+    for stream in facts.streams:
+        label = f"#{stream.index} {stream.kind.value}"
+        decoded = description.video if stream.index == description.video_index else None
+        fields.append((label, _stream_text(stream, decoded)))
+        if stream.index == description.video_index:
+            fields.extend(("", text) for text in _video_texts(description))
+    if not facts.streams:
+        fields.append(("", "no streams"))
+    elif description.video_error is not None:
+        fields.append(("", f"video not decoded: {description.video_error}"))
+    return lines + wrap_fields(fields, width)
+
+
+def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
+    """The stream in one line; ``decoded``: what decoding its first frame said (its rotation)."""
+    kind = stream.kind.value
+    codec = stream.codec or "unknown codec"
+    parts = [f"{codec} ({stream.profile})" if stream.profile else codec]
+    if kind == "video":
+        rotation = decoded.rotation if decoded is not None else stream.rotation
+        shown_w, shown_h = (decoded.width, decoded.height) if decoded is not None else stream.display_size
+        size = f"{shown_w}x{shown_h}"
+        if rotation.value:
+            size += f" shown (stored {stream.width}x{stream.height}, turned {rotation.value}°)"
+        if stream.attached_picture:
+            parts[0] = f"cover art, {parts[0]}"
+        parts.append(size)
+        if stream.sample_aspect_ratio is not None:
+            sar = stream.sample_aspect_ratio
+            parts.append(f"pixels {sar.numerator}:{sar.denominator}")
+        if stream.frame_rate and not stream.attached_picture:
+            parts.append(f"{stream.frame_rate:.3f}".rstrip("0").rstrip(".") + " fps")
+        if stream.pixel_format:
+            parts.append(stream.pixel_format)
+        if stream.frame_count:
+            parts.append(f"{stream.frame_count} frames")
+    elif kind == "audio":
+        if stream.sample_rate:
+            parts.append(f"{stream.sample_rate / 1000:g} kHz")
+        if stream.layout or stream.channels:
+            parts.append(stream.layout or f"{stream.channels} channels")
+        if stream.sample_format:
+            parts.append(stream.sample_format)
+    elif kind == "subtitle" and stream.text is not None:
+        parts.append("text" if stream.text else "pictures")
+    elif kind == "attachment" and stream.filename:
+        parts = [f"{stream.filename} ({codec})"]
+    if stream.bit_rate:
+        parts.append(_rate(stream.bit_rate))
+    if stream.language:
+        parts.append(stream.language)
+    if stream.title:
+        parts.append(f'"{stream.title}"')
+    marks = [name for name, on in (("default", stream.default), ("forced", stream.forced)) if on]
+    if marks:
+        parts.append(" ".join(marks))
+    return ", ".join(parts)
+
+
+def _video_texts(description: MediaDescription) -> list[str]:
+    """The decoded video's colour, HDR metadata and decoder."""
+    texts = []
+    video = description.video
+    if video is not None and video.colour is not None:
+        colour = video.colour
+        line = (
+            f"colour: matrix {colour.matrix.name.lower()}, primaries {colour.primaries.name.lower()}, "
+            f"transfer {colour.transfer.name.lower()}, range {colour.range.name.lower()}"
+        )
+        guesses = description.colour_guesses
+        texts.append(line + ("; " + "; ".join(guesses) if guesses else " (as tagged)"))
+    if video is not None and video.hdr is not None and not video.hdr.is_empty:
+        texts.append("HDR: " + _hdr_text(video.hdr))
+    if description.decoder is not None:
+        mode, _, why = description.decoder.partition(": ")
+        name = _DECODERS.get(mode, mode)
+        texts.append(f"decoder: {name}" + (f" ({why})" if why else ""))
+    return texts
+
+
+_DECODERS = {"none": "software", "cuda": "NVDEC"}
+
+
+def _filled(text: str, width: int | None) -> list[str]:
+    import textwrap
+
+    if width is None:
+        return [text]
+    return textwrap.wrap(
+        text, max(width - 1, 40), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+
+
+def _hdr_text(hdr: Any) -> str:
+    parts = []
+    if hdr.mastering is not None:
+        m = hdr.mastering
+        parts.append(f"mastered {m.min_luminance_cd_m2:g}-{m.max_luminance_cd_m2:g} cd/m²")
+    if hdr.light_level is not None:
+        parts.append(
+            f"MaxCLL {hdr.light_level.max_cll_cd_m2}, MaxFALL {hdr.light_level.max_fall_cd_m2} cd/m²"
+        )
+    return ", ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    fraction = f"{seconds - whole:.2f}"[1:]
+    return (f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}") + fraction
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def _rate(bits: int) -> str:
+    return f"{bits / 1e6:.2f} Mb/s" if bits >= 1_000_000 else f"{bits / 1000:.0f} kb/s"

@@ -1,0 +1,259 @@
+"""What a media file holds, as its demuxer and its streams' parameters say, nothing decoded:
+:func:`describe_file` -> :class:`FileFacts` (the container) with a :class:`StreamFacts` per stream.
+
+The front door adds what only decoding tells (the first frame's resolved colour, HDR metadata, the
+decoder that runs): :func:`alpha2.api.media.describe`, which ``alpha2 probe FILE`` prints.
+"""
+
+from __future__ import annotations
+
+import fractions
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import av
+
+from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_rotation
+from alpha2.ffmpeg_bridge.side_streams import StreamKind
+from alpha2.gpu.geometry import Rotation
+
+__all__ = ["FileFacts", "StreamFacts", "describe_file"]
+
+_KINDS = {
+    "video": StreamKind.VIDEO,
+    "audio": StreamKind.AUDIO,
+    "subtitle": StreamKind.SUBTITLE,
+    "data": StreamKind.DATA,
+    "attachment": StreamKind.ATTACHMENT,
+}
+
+_TEXT_SUBTITLES = frozenset(
+    {"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text", "microdvd", "subviewer"}
+)
+
+
+@dataclass(frozen=True)
+class StreamFacts:
+    """One stream of a file, as the container and the stream's parameters say."""
+
+    index: int
+    """Index of the stream in the container."""
+    kind: StreamKind
+    """What it carries."""
+    codec: str
+    """FFmpeg's codec name (``h264``, ``aac``, ``subrip``); an attachment's MIME type; "" if none."""
+    profile: str | None = None
+    """The codec profile (``High``, ``Main 10``, ``LC``), where the parameters say."""
+    language: str | None = None
+    """ISO 639 language tag (``eng``); None when untagged (``und``)."""
+    title: str | None = None
+    """The stream's title tag."""
+    default: bool = False
+    """Marked as the default of its kind."""
+    forced: bool = False
+    """Marked forced (subtitles shown even when subtitles are off)."""
+    attached_picture: bool = False
+    """A video stream that is one picture attached to the file (cover art)."""
+    bit_rate: int | None = None
+    """Bits per second, where the container or the parameters say."""
+    duration_seconds: float | None = None
+    """The stream's duration, where the container says."""
+    start_seconds: float | None = None
+    """The stream's first timestamp in seconds, where the container says."""
+    width: int = 0
+    """Video: the stored picture's width in pixels (before :attr:`rotation`)."""
+    height: int = 0
+    """Video: the stored picture's height in pixels."""
+    sample_aspect_ratio: fractions.Fraction | None = None
+    """Video: the shape of a pixel, where it is not square (None: square or not said)."""
+    rotation: Rotation = Rotation.NONE
+    """Video: the clockwise turn of the legacy ``rotate`` tag. A display matrix is read from the first
+    frame, which this does not decode: :attr:`alpha2.api.describe.MediaDescription.video` has it."""
+    frame_rate: float | None = None
+    """Video: average frames per second, where the container says."""
+    frame_count: int | None = None
+    """Video: frames the container records, where it does."""
+    pixel_format: str | None = None
+    """Video: FFmpeg's pixel format name of the decoded pictures (``yuv420p``, ``yuv420p10le``)."""
+    colour_tags: tuple[str, str, str, str] | None = None
+    """Video: the matrix, primaries, transfer and range as the stream is tagged (``unknown`` where it
+    is not), before any guess."""
+    sample_rate: int = 0
+    """Audio: samples per second per channel (0 when not said)."""
+    channels: int = 0
+    """Audio: channels (0 when not said)."""
+    layout: str | None = None
+    """Audio: the channel layout's name (``stereo``, ``5.1``)."""
+    sample_format: str | None = None
+    """Audio: FFmpeg's sample format name (``fltp``, ``s16``)."""
+    text: bool | None = None
+    """Subtitles: True for text, False for pictures (PGS, DVD); None for other kinds."""
+    filename: str | None = None
+    """Attachment: its file name."""
+
+    @property
+    def display_size(self) -> tuple[int, int]:
+        """Video: (width, height) as shown, swapped by a quarter-turn :attr:`rotation`."""
+        if self.rotation in (Rotation.CW90, Rotation.CW270):
+            return self.height, self.width
+        return self.width, self.height
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """A media file: its container and every stream."""
+
+    path: str
+    """The path as given."""
+    format: str
+    """The demuxer's name (``mov,mp4,m4a,3gp,3g2,mj2``, ``matroska,webm``)."""
+    format_long: str
+    """The demuxer's long name (``QuickTime / MOV``, ``Matroska / WebM``)."""
+    size_bytes: int | None
+    """The file's size in bytes (None when it is not a regular file)."""
+    duration_seconds: float | None
+    """How long it plays, where the container says."""
+    start_seconds: float | None
+    """Its first timestamp in seconds, where the container says."""
+    bit_rate: int | None
+    """Bits per second over the whole file, where the container says."""
+    streams: tuple[StreamFacts, ...]
+    """Every stream, in container order."""
+    tags: tuple[tuple[str, str], ...] = ()
+    """The container's metadata tags (title, encoder, creation time, ...), in the file's order."""
+
+
+def describe_file(path: str | os.PathLike[str]) -> FileFacts:
+    """Describe the file at ``path`` without decoding it.
+
+    Raises:
+        MediaNotFoundError: no such file, or it cannot be read.
+        MediaFormatError: it is not a media file FFmpeg can open.
+    """
+    where = os.fspath(path)
+    try:
+        container = av.open(
+            where, mode="r", metadata_errors="replace", options=probe_options(DEFAULT_MAX_PIXELS)
+        )
+    except av.error.FFmpegError as exc:
+        raise from_ffmpeg_open(exc, repr(where)) from exc
+    try:
+        if not isinstance(container, av.container.InputContainer):
+            raise MediaFormatError(f"{where!r} did not open as an input")
+        streams = tuple(_stream_facts(stream) for stream in container.streams)
+        fmt = container.format
+        size: int | None = None
+        try:
+            stat = os.stat(where)
+            size = stat.st_size if os.path.isfile(where) else None
+        except OSError:
+            pass
+        duration = None if container.duration is None else container.duration / av.time_base
+        start = None if container.start_time is None else container.start_time / av.time_base
+        return FileFacts(
+            path=where,
+            format=str(fmt.name),
+            format_long=str(fmt.long_name or fmt.name),
+            size_bytes=size,
+            duration_seconds=duration,
+            start_seconds=start,
+            bit_rate=int(container.bit_rate) if container.bit_rate else None,
+            streams=streams,
+            tags=tuple((str(k), str(v)) for k, v in container.metadata.items()),
+        )
+    finally:
+        container.close()
+
+
+def _seconds(value: int | None, time_base: Any) -> float | None:
+    if value is None or time_base is None:
+        return None
+    return float(value * time_base)
+
+
+def _language(metadata: Any) -> str | None:
+    language = str(metadata.get("language", "") or "").strip()
+    return None if language in ("", "und") else language
+
+
+def _stream_facts(stream: Any) -> StreamFacts:
+    kind = _KINDS.get(stream.type, StreamKind.UNKNOWN)
+    metadata = stream.metadata
+    disposition = int(stream.disposition)
+    flags = av.stream.Disposition
+    cc: Any = getattr(stream, "codec_context", None)
+    codec = str(cc.name) if cc is not None else ""
+    if kind is StreamKind.ATTACHMENT:
+        codec = str(metadata.get("mimetype", "") or "")
+    profile = getattr(cc, "profile", None) if cc is not None else None
+    bit_rate = getattr(cc, "bit_rate", None) if cc is not None else None
+    common: dict[str, Any] = {
+        "index": int(stream.index),
+        "kind": kind,
+        "codec": codec,
+        "profile": str(profile) if profile else None,
+        "language": _language(metadata),
+        "title": str(metadata.get("title")) if metadata.get("title") else None,
+        "default": bool(disposition & int(flags.default)),
+        "forced": bool(disposition & int(flags.forced)),
+        "bit_rate": int(bit_rate) if bit_rate else None,
+        "duration_seconds": _seconds(stream.duration, stream.time_base),
+        "start_seconds": _seconds(stream.start_time, stream.time_base),
+    }
+    if kind is StreamKind.VIDEO and cc is not None:
+        sar = getattr(cc, "sample_aspect_ratio", None)
+        rate = getattr(stream, "average_rate", None) or getattr(stream, "guessed_rate", None)
+        return StreamFacts(
+            **common,
+            attached_picture=bool(disposition & int(flags.attached_pic)),
+            width=int(cc.width or 0),
+            height=int(cc.height or 0),
+            sample_aspect_ratio=fractions.Fraction(sar) if sar and sar != 1 else None,
+            rotation=stream_rotation(stream),
+            frame_rate=float(rate) if rate else None,
+            frame_count=int(stream.frames) if stream.frames else None,
+            pixel_format=str(cc.format.name) if cc.format is not None else None,
+            colour_tags=_colour_tags(cc),
+        )
+    if kind is StreamKind.AUDIO and cc is not None:
+        layout = getattr(cc, "layout", None)
+        sample_format = getattr(cc, "format", None)
+        return StreamFacts(
+            **common,
+            sample_rate=int(cc.sample_rate or 0),
+            channels=int(getattr(cc, "channels", 0) or 0),
+            layout=str(layout.name) if layout is not None and layout.name else None,
+            sample_format=str(sample_format.name) if sample_format is not None else None,
+        )
+    if kind is StreamKind.SUBTITLE:
+        return StreamFacts(**common, text=codec in _TEXT_SUBTITLES)
+    if kind is StreamKind.ATTACHMENT:
+        return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
+    return StreamFacts(**common)
+
+
+def _colour_tags(cc: Any) -> tuple[str, str, str, str]:
+    """The stream parameters' matrix, primaries, transfer and range by alpha2's names (``bt709``,
+    ``limited``); ``unknown`` where the stream does not say."""
+    from alpha2.gpu.colour import ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
+
+    return (
+        _tag_name(ColourMatrix, getattr(cc, "colorspace", None), ColourMatrix.UNSPECIFIED),
+        _tag_name(ColourPrimaries, getattr(cc, "color_primaries", None), ColourPrimaries.UNSPECIFIED),
+        _tag_name(TransferCharacteristic, getattr(cc, "color_trc", None), TransferCharacteristic.UNSPECIFIED),
+        _tag_name(ColourRange, getattr(cc, "color_range", None), ColourRange.UNSPECIFIED),
+    )
+
+
+def _tag_name(kind: Any, value: Any, unspecified: Any) -> str:
+    if value is None:
+        return "unknown"
+    try:
+        member = kind(int(value))
+    except (ValueError, TypeError):
+        return f"reserved ({value})"
+    if member is unspecified or member.name.startswith("RESERVED"):
+        return "unknown"
+    return str(member.name.lower())
