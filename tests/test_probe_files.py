@@ -176,3 +176,30 @@ def test_probe_files_refuses_the_adapter_options(tmp_path: Path, capsys: Capsys)
         "alpha2: error: --policy and --submit are for the adapter table ('alpha2 probe' without files); "
         "'alpha2 probe FILE' describes media files"
     )
+
+
+def test_hdr_metadata_is_said(tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hdr_clips import make_hdr_clip
+
+    from alpha2.gpu.colour import TransferCharacteristic
+    from alpha2.gpu.hdr import ContentLightLevel, HdrMetadata, MasteringDisplay
+    from alpha2.gpu.primaries import Chromaticities
+
+    p3 = Chromaticities((0.68, 0.32), (0.265, 0.69), (0.15, 0.06), (0.3127, 0.329))
+    hdr = HdrMetadata(MasteringDisplay(p3, 0.005, 1000.0), ContentLightLevel(1000, 400))
+    make_hdr_clip(tmp_path / "hdr.mkv", TransferCharacteristic.SMPTE2084, hdr, size=(256, 144))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, "hdr.mkv")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "hevc (Main 10), 256x144, 25 fps, yuv420p10le" in text, out
+    assert "transfer smpte2084, range limited (as tagged)" in text, out
+    assert "HDR: mastered 0.005-1000 cd/m², MaxCLL 1000, MaxFALL 400 cd/m²" in text, out
+    code, out, err = _run(capsys, "hdr.mkv", "--json")
+    video = json.loads(out)["files"][0]["video"]
+    assert video["hdr"] == {
+        "mastering_min_cd_m2": 0.005,
+        "mastering_max_cd_m2": 1000.0,
+        "max_cll_cd_m2": 1000,
+        "max_fall_cd_m2": 400,
+    }
