@@ -10,6 +10,7 @@ pipeline's frame count.
 
     python benchmarks/bench_segmented_transcode.py --seconds 4 --segments 2,4 --preset veryfast --repeat 2
     python benchmarks/bench_segmented_transcode.py --seconds 60 --segments 4,8 --hwaccel auto,none  # H200
+    python benchmarks/bench_segmented_transcode.py --seconds 600 --tile 30 --segments 8   # 10 minutes, H200
 """
 
 from __future__ import annotations
@@ -54,6 +55,41 @@ def make_clip(path: str, seconds: float, width: int = 1920, height: int = 1080, 
     return frames
 
 
+def tile_clip(tile: str, path: str, copies: int) -> int:
+    """``copies`` copies of the clip ``tile`` joined end to end into ``path`` (packets copied, the
+    timestamps of each copy shifted past the one before): a long clip in seconds where encoding one
+    takes about as long as it plays (12 minutes for 10 minutes of the grainy 1080p on the H200).
+    Every copy starts on a key frame with the same encoder parameters, so the join decodes as one
+    stream. Returns the video's frame count."""
+    frames = 0
+    with av.open(tile) as first:
+        video_in, audio_in = first.streams.video[0], first.streams.audio[0]
+        with av.open(path, "w") as out:
+            video: Any = out.add_stream_from_template(video_in)
+            audio: Any = out.add_stream_from_template(audio_in)
+            ends: dict[int, int] = {}
+            starts: dict[int, int] = {}
+            for _ in range(copies):
+                # Each copy starts where the one before ended (an AAC copy's priming packets, before
+                # 0, move past it too).
+                shift = {i: ends[i] - starts[i] for i in ends}
+                with av.open(tile) as inp:
+                    for packet in inp.demux():
+                        if packet.dts is None:
+                            continue
+                        index = packet.stream.index
+                        starts.setdefault(index, packet.dts)
+                        offset = shift.get(index, 0)
+                        packet.pts = None if packet.pts is None else packet.pts + offset
+                        packet.dts += offset
+                        ends[index] = max(ends.get(index, packet.dts), packet.dts + (packet.duration or 0))
+                        if index == video_in.index:
+                            frames += 1
+                        packet.stream = video if index == video_in.index else audio
+                        out.mux(packet)
+    return frames
+
+
 def _cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, once waited for
@@ -82,6 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=2.0, help="length of the generated clip (default 2)")
+    parser.add_argument(
+        "--tile",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="encode S seconds of the pattern and join copies of it up to --seconds (packets copied: "
+        "10 minutes in seconds, where encoding them takes about as long as they play)",
+    )
     parser.add_argument("--segments", default="2,4", help="comma-separated K values (default 2,4)")
     parser.add_argument("--preset", default="veryfast", help="libx264 preset (default veryfast)")
     parser.add_argument(
@@ -98,9 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         source = os.path.join(folder, "in.mp4")
         t0 = time.perf_counter()
-        frames = make_clip(source, args.seconds)
+        if 0 < args.tile < args.seconds:
+            tile = os.path.join(folder, "tile.mp4")
+            make_clip(tile, args.tile)
+            frames = tile_clip(tile, source, max(1, round(args.seconds / args.tile)))
+        else:
+            frames = make_clip(source, args.seconds)
         print(
-            f"clip: 1920x1080, {frames} frames ({args.seconds:g} s), made in "
+            f"clip: 1920x1080, {frames} frames ({args.seconds:g} s"
+            + (f", copies of {args.tile:g} s joined" if 0 < args.tile < args.seconds else "")
+            + "), made in "
             f"{time.perf_counter() - t0:.1f} s; libx264 preset {args.preset}; {cores} cores",
             flush=True,
         )

@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [segments]
+#                                       [ml] [segments] [segtrans10]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -125,6 +125,10 @@ for step in $steps; do
       { echo '$ python3 benchmarks/bench_segments.py --decoders threads,processes --clip-dir /tmp/clips';
         timeout 300 python3 benchmarks/bench_segments.py --decoders threads,processes \
           --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
+    segtrans10)  # issue 29's 10-minute transcode: one pipeline against 8 segments (a call of its own)
+      { echo '$ python3 benchmarks/bench_segmented_transcode.py --seconds 600 --tile 30 --segments 8';
+        timeout 560 python3 benchmarks/bench_segmented_transcode.py --seconds 600 --tile 30 \
+          --segments 8; } >> "$log" 2>&1;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
