@@ -13,7 +13,8 @@ The three jobs, from the top level (names load on first use: ``import alpha2`` n
 - ``alpha2.open_audio(path, sample_rate=None, channels=None)`` -> :class:`~alpha2.api.audio.AudioSource`:
   sound as float32 (frames, channels) blocks with ``pts_seconds``, resampled on request;
 - ``frame.to_ndarray()`` / ``frame.plane(i)`` (DLPack) for arrays; ``alpha2.Device`` and
-  ``alpha2.adapters()`` for the GPU.
+  ``alpha2.adapters()`` for the GPU; ``alpha2.describe(path)`` for what a file holds (streams,
+  languages, the video's colour and decoder: what ``alpha2 probe FILE`` prints).
 
 Packages (each imports only those below it; import-linter checks it), for finer control:
     alpha2.apps           the `alpha2` command: probe, sample, play, transcode, batch
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "VideoInfo": "alpha2.api.source",
     "Writer": "alpha2.api.writer",
     "to_tensor": "alpha2.api.tensors",
+    "describe": "alpha2.api.describe",
     "Device": "alpha2.native_gpu.device.device",
     "ColourInfo": "alpha2.gpu.colour",
     "PixelFormat": "alpha2.gpu.formats",
@@ -57,6 +59,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from alpha2.api.audio import AudioSource as AudioSource
     from alpha2.api.audio import open_audio as open_audio
+    from alpha2.api.describe import describe as describe
     from alpha2.api.source import AdapterInfo as AdapterInfo
     from alpha2.api.source import Frame as Frame
     from alpha2.api.source import VideoInfo as VideoInfo

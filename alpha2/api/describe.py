@@ -8,9 +8,9 @@ it; ``--json`` gives :meth:`MediaDescription.as_dict`.
 
 Example::
 
-    from alpha2.api.media import describe
+    import alpha2
 
-    info = describe("clip.mkv")
+    info = alpha2.describe("clip.mkv")        # also alpha2.api.media.describe
     print(info.file.format_long, info.file.duration_seconds)
     for stream in info.file.streams:
         print(stream.index, stream.kind.value, stream.codec, stream.language)
