@@ -30,6 +30,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from alpha2._lazy import lazy_names
 from alpha2.gpu._handle_base import (
     _U64_LIMIT,
     FdLike,
@@ -120,16 +121,7 @@ _REEXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The re-exported names of :mod:`alpha2.gpu.contexts` and :mod:`alpha2.gpu.platform_handles`."""
-    module = _REEXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _REEXPORTS)
 
 
 # ---------------------------------------------------------------------------------------------------
