@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpha2.api.colour_report import guessed_notes
 from alpha2.ffmpeg_bridge.describe import FileFacts, StreamFacts, describe_file
+from alpha2.ffmpeg_bridge.side_streams import StreamKind
 from alpha2.gpu.errors import Error
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def describe(path: str | os.PathLike[str], *, decode: bool = True, hwaccel: str 
     A video that does not open or decode does not raise: :attr:`MediaDescription.video_error` says why.
     """
     facts = describe_file(path)
-    has_video = any(s.kind.value == "video" and not s.attached_picture for s in facts.streams)
+    has_video = any(s.kind is StreamKind.VIDEO and not s.attached_picture for s in facts.streams)
     if not decode or not has_video:
         return MediaDescription(facts, None, None, None, (), None)
     from alpha2.api.source import VideoSource

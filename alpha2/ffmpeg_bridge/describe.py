@@ -15,19 +15,11 @@ from typing import Any
 import av
 
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg_open
-from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_rotation
-from alpha2.ffmpeg_bridge.side_streams import StreamKind
+from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_language, stream_rotation
+from alpha2.ffmpeg_bridge.side_streams import StreamKind, stream_kind
 from alpha2.gpu.geometry import Rotation
 
 __all__ = ["FileFacts", "StreamFacts", "describe_file"]
-
-_KINDS = {
-    "video": StreamKind.VIDEO,
-    "audio": StreamKind.AUDIO,
-    "subtitle": StreamKind.SUBTITLE,
-    "data": StreamKind.DATA,
-    "attachment": StreamKind.ATTACHMENT,
-}
 
 _TEXT_SUBTITLES = frozenset(
     {"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text", "microdvd", "subviewer"}
@@ -173,13 +165,8 @@ def _seconds(value: int | None, time_base: Any) -> float | None:
     return float(value * time_base)
 
 
-def _language(metadata: Any) -> str | None:
-    language = str(metadata.get("language", "") or "").strip()
-    return None if language in ("", "und") else language
-
-
 def _stream_facts(stream: Any) -> StreamFacts:
-    kind = _KINDS.get(stream.type, StreamKind.UNKNOWN)
+    kind = stream_kind(stream)
     metadata = stream.metadata
     disposition = int(stream.disposition)
     flags = av.stream.Disposition
@@ -194,7 +181,7 @@ def _stream_facts(stream: Any) -> StreamFacts:
         "kind": kind,
         "codec": codec,
         "profile": str(profile) if profile else None,
-        "language": _language(metadata),
+        "language": stream_language(metadata),
         "title": str(metadata.get("title")) if metadata.get("title") else None,
         "default": bool(disposition & int(flags.default)),
         "forced": bool(disposition & int(flags.forced)),

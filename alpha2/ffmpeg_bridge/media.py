@@ -34,6 +34,7 @@ __all__ = [
     "probe_options",
     "rotation_from_degrees_ccw",
     "stream_info",
+    "stream_language",
     "stream_packets",
     "with_first_frame",
     "within_pixel_limit",
@@ -279,19 +280,24 @@ def _fraction_or_none(value: Any) -> fractions.Fraction | None:
     return result if result > 0 else None
 
 
+def stream_language(metadata: Any) -> str | None:
+    """A stream's ISO 639 language tag (``eng``); None when it is untagged (missing, empty, ``und``)."""
+    language = str(metadata.get("language", "") or "").strip()
+    return None if language in ("", "und") else language
+
+
 def audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, ...]:
     """The container's audio streams, from their parameters."""
     tracks = []
     for stream in container.streams.audio:
         cc = stream.codec_context
-        language = stream.metadata.get("language") or None
         tracks.append(
             AudioTrack(
                 index=stream.index,
                 codec=cc.name if cc is not None else str(getattr(stream, "codec_tag", "") or "unknown"),
                 sample_rate=int(getattr(cc, "sample_rate", 0) or 0),
                 channels=int(getattr(cc, "channels", 0) or 0),
-                language=None if language in (None, "und") else str(language),
+                language=stream_language(stream.metadata),
             )
         )
     return tuple(tracks)

@@ -44,6 +44,7 @@ __all__ = [
     "describe_holdings",
     "input_streams",
     "probe_streams",
+    "stream_kind",
 ]
 
 SUBTITLE_MUXERS = frozenset({"matroska", "mp4", "mov", "webm"})
@@ -154,6 +155,11 @@ class DroppedStream:
 _KINDS = {kind.value: kind for kind in StreamKind}
 
 
+def stream_kind(stream: Any) -> StreamKind:
+    """What a PyAV stream carries, by its ``type`` (UNKNOWN for a type alpha2 does not name)."""
+    return _KINDS.get(stream.type, StreamKind.UNKNOWN)
+
+
 def _codec_name(stream: Any) -> str:
     cc = getattr(stream, "codec_context", None)
     if cc is not None:
@@ -171,7 +177,7 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
     found = []
     attached = int(av.stream.Disposition.attached_pic)
     for stream in container.streams:
-        kind = _KINDS.get(stream.type, StreamKind.UNKNOWN)
+        kind = stream_kind(stream)
         start = None
         if stream.start_time is not None and stream.time_base is not None:
             start = float(stream.start_time * stream.time_base)
