@@ -479,10 +479,7 @@ class FrameRenderer:
             rotation: clockwise rotation applied to the picture (a vertex-stage constant).
             managed: the colour-managed entry point (colour uniform at binding 5).
         """
-        if output_format not in OUTPUT_FORMATS:
-            raise InvalidInputError(
-                f"output format {output_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
-            )
+        _check_output_format(output_format)
         key = (kind, output_format, one_to_one, clamp_coords, colour, rotation, managed)
         cached = self._pipelines.get(key)
         if cached is not None:
@@ -632,11 +629,7 @@ class FrameRenderer:
         if target is not None:
             _check_same_device(self.device, target, "target")
         if target is None:
-            if output_format not in OUTPUT_FORMATS:
-                raise InvalidInputError(
-                    f"output format {output_format!r} is not supported; "
-                    f"use one of {', '.join(OUTPUT_FORMATS)}"
-                )
+            _check_output_format(output_format)
             crop_w, crop_h = (crop[2], crop[3]) if crop is not None else (width, height)
             if _quarter_turn(rotation):
                 crop_w, crop_h = crop_h, crop_w
@@ -703,10 +696,7 @@ class FrameRenderer:
         x, y, width_px, height_px = rect
         if width_px < 1 or height_px < 1 or x < 0 or y < 0:
             raise InvalidInputError(f"a draw rectangle is x, y >= 0 and a positive size, got {rect}")
-        if target_format not in OUTPUT_FORMATS:
-            raise InvalidInputError(
-                f"target format {target_format!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}"
-            )
+        _check_output_format(target_format, "target format")
         planes, pixel_format, colour, width, height, hdr = _frame_args_hdr(
             planes, None, None, None, None, hdr
         )
@@ -840,6 +830,12 @@ def _frame_args(
             f"and height; got {type(planes).__name__} with pixel_format={pixel_format!r}"
         )
     return planes, pixel_format, colour, width, height
+
+
+def _check_output_format(name: str, what: str = "output format") -> None:
+    """Raise InvalidInputError naming the formats a render can write when ``name`` is not one of them."""
+    if name not in OUTPUT_FORMATS:
+        raise InvalidInputError(f"{what} {name!r} is not supported; use one of {', '.join(OUTPUT_FORMATS)}")
 
 
 def _frame_args_hdr(
