@@ -386,6 +386,30 @@ def add_overwrite_arguments(
     parser.set_defaults(overwrite=False)
 
 
+def size_text(size_bytes: int) -> str:
+    """``165.5 kB``, ``1.2 GB``: a file's size as the summaries say it (decimal units)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size_bytes >= scale:
+            return f"{size_bytes / scale:.1f} {unit}"
+    return f"{size_bytes} bytes"
+
+
+def rate_text(bits_per_second: float) -> str:
+    """``265 kb/s``, ``1.52 Mb/s``."""
+    if bits_per_second >= 1e6:
+        return f"{bits_per_second / 1e6:.2f} Mb/s"
+    return f"{bits_per_second / 1e3:.0f} kb/s"
+
+
+def time_text(seconds: float) -> str:
+    """``12.500 s``, ``1:30.000``, ``1:02:03.500``: a time as ``transcode --from`` and ``--to`` take it."""
+    if seconds < 60:
+        return f"{seconds:.3f} s"
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest:06.3f}"
+
+
 def error_line(message: str) -> str:
     first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
     return f"alpha2: error: {first}"

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from alpha2.apps.cli import error_line, terminal_columns, wrap_fields
+from alpha2.apps.cli import error_line, rate_text, size_text, terminal_columns, time_text, wrap_fields
 from alpha2.gpu.errors import Error, InvalidInputError
 
 if TYPE_CHECKING:
@@ -66,11 +66,11 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     facts = description.file
     head = [facts.format_long]
     if facts.duration_seconds is not None:
-        head.append(_duration(facts.duration_seconds))
+        head.append(time_text(facts.duration_seconds))
     if facts.size_bytes is not None:
-        head.append(_size(facts.size_bytes))
+        head.append(size_text(facts.size_bytes))
     if facts.bit_rate:
-        head.append(_rate(facts.bit_rate))
+        head.append(rate_text(facts.bit_rate))
     lines = _filled(f"{facts.path}: " + ", ".join(head), width)
     fields: list[tuple[str, str]] = []
     for stream in facts.streams:
@@ -121,7 +121,7 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
     elif kind == "attachment" and stream.filename:
         parts = [f"{stream.filename} ({codec})"]
     if stream.bit_rate:
-        parts.append(_rate(stream.bit_rate))
+        parts.append(rate_text(stream.bit_rate))
     if stream.language:
         parts.append(stream.language)
     if stream.title:
@@ -176,24 +176,3 @@ def _hdr_text(hdr: Any) -> str:
             f"MaxCLL {hdr.light_level.max_cll_cd_m2}, MaxFALL {hdr.light_level.max_fall_cd_m2} cd/m²"
         )
     return ", ".join(parts)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.2f} s"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    fraction = f"{seconds - whole:.2f}"[1:]
-    return (f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}") + fraction
-
-
-def _size(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} bytes"
-
-
-def _rate(bits: int) -> str:
-    return f"{bits / 1e6:.2f} Mb/s" if bits >= 1_000_000 else f"{bits / 1000:.0f} kb/s"

@@ -26,7 +26,10 @@ from alpha2.apps.cli import (
     add_overwrite_arguments,
     help_formatter,
     parse_time,
+    rate_text,
+    size_text,
     terminal_columns,
+    time_text,
     wrap_fields,
 )
 
@@ -229,28 +232,6 @@ def _bitrate(text: str) -> int:
     return value
 
 
-def _size_text(size_bytes: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if size_bytes >= scale:
-            return f"{size_bytes / scale:.1f} {unit}"
-    return f"{size_bytes} bytes"
-
-
-def _rate_text(bits_per_second: float) -> str:
-    if bits_per_second >= 1e6:
-        return f"{bits_per_second / 1e6:.2f} Mb/s"
-    return f"{bits_per_second / 1e3:.0f} kb/s"
-
-
-def time_text(seconds: float) -> str:
-    """``12.500 s``, ``1:30.000``, ``1:02:03.500``: a time as ``--from`` and ``--to`` take it."""
-    if seconds < 60:
-        return f"{seconds:.3f} s"
-    minutes, rest = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest:06.3f}"
-
-
 def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     """The summary at the end of ``alpha2 transcode``: a headline, then one field a line (output, video,
     audio, the part cut, paths, time, notes), each filled to ``width`` columns (None: not wrapped)."""
@@ -260,9 +241,9 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
 
     data = stats.as_dict()
     output = stats.output
-    facts = [_size_text(stats.output_bytes)]
+    facts = [size_text(stats.output_bytes)]
     if stats.output_bitrate is not None:
-        facts.append(_rate_text(stats.output_bitrate))
+        facts.append(rate_text(stats.output_bitrate))
     if stats.output_seconds is not None:
         facts.append(time_text(stats.output_seconds))
     fields = [("output", f"{output}: {', '.join(facts)}")]
