@@ -460,6 +460,102 @@ def test_to_tensor_on_the_cpu_path(clip: str) -> None:
 
 
 @pytest.mark.vulkan
+def test_batches_of_any_length_hold_a_bounded_number_of_imports(tmp_path: Path) -> None:
+    """A batch longer than the frames a source lets hold textures (32) makes one tensor: its frames are
+    imported as the pass renders them and given back once their submission is made, at most
+    LENT_IMPORTS_AT_ONCE at a time; every frame's picture equals its own to_ndarray(), and the frames'
+    planes stay readable afterwards."""
+    import alpha2
+    from alpha2.api.source import IMPORTED_FRAMES_HELD, LENT_IMPORTS_AT_ONCE
+    from alpha2.api.tensors import to_tensor
+    from tests.media import make_clip
+
+    path = make_clip(tmp_path / "long.mp4", width=32, height=24, frames=45).path
+    with alpha2.open(path, hwaccel="none") as source:
+        frames = source.frames_at_index(list(range(40)))
+        try:
+            assert len(frames) == 40 > IMPORTED_FRAMES_HELD
+            lumas = [frame.plane(0).to_ndarray().copy() for frame in frames]
+            tensor = to_tensor(frames)
+            stats = source.importer.stats()
+            assert stats.in_flight == 0 and stats.acquired == 40
+            assert stats.peak_in_flight <= LENT_IMPORTS_AT_ONCE
+            array = np.asarray(tensor)
+            assert array.shape == (40, 24, 32, 3)
+            assert tensor.report.frame_paths == (ExecutionPath.CPU_UPLOAD,) * 40
+            pictures = [frame.to_ndarray() for frame in frames]  # 40 held frames, one at a time
+            for index, frame in enumerate(frames):
+                assert np.array_equal(array[index], pictures[index])
+                assert np.array_equal(frame.plane(0).to_ndarray(), lumas[index])
+            assert source.importer.stats().in_flight == 0
+        finally:
+            for frame in frames:
+                frame.release()
+
+
+def test_rendered_frames_are_bounded_and_refused_at_once(tmp_path: Path) -> None:
+    """render() keeps a frame's textures until it is released: the 33rd held rendered frame of a source
+    is refused at once with what to do (not after the GPU wait's timeout), conversions still work beside
+    32 rendered frames, and releasing one lets the next render."""
+    import time
+
+    import alpha2
+    from alpha2.api.source import IMPORTED_FRAMES_HELD
+    from alpha2.api.tensors import to_tensor
+    from alpha2.gpu.errors import OutOfMemoryError
+    from tests.media import make_clip
+
+    path = make_clip(tmp_path / "held.mp4", width=32, height=24, frames=40).path
+    with alpha2.open(path, hwaccel="none") as source:
+        frames = source.frames_at_index(list(range(IMPORTED_FRAMES_HELD + 2)))
+        try:
+            for frame in frames[:IMPORTED_FRAMES_HELD]:
+                frame.render()
+            began = time.monotonic()
+            with pytest.raises(OutOfMemoryError, match="release the frames you are done with"):
+                frames[IMPORTED_FRAMES_HELD].render()
+            assert time.monotonic() - began < 1.0
+            # Conversions import beside the rendered frames; frames that hold textures use theirs.
+            assert to_tensor(frames[IMPORTED_FRAMES_HELD:]).shape == (2, 24, 32, 3)
+            assert to_tensor(frames[:4]).shape == (4, 24, 32, 3)
+            frames[0].release()
+            frames[IMPORTED_FRAMES_HELD].render()
+            assert frames[IMPORTED_FRAMES_HELD + 1].to_ndarray().shape == (24, 32, 3)
+        finally:
+            for frame in frames:
+                frame.release()
+        assert source.importer.stats().in_flight == 0
+
+
+def test_a_lent_picture_is_released_after_the_frame_and_its_last_import() -> None:
+    """The frame's decoded picture goes once the frame is released and every import has given it
+    back, in either order (a GPU copy may read it after its lease went)."""
+    from alpha2.api.source import _Loans
+
+    class Picture:
+        released = 0
+
+        def release(self) -> None:
+            self.released += 1
+
+    picture = Picture()
+    loans = _Loans(picture)  # type: ignore[arg-type]
+    first, second = loans.lend(), loans.lend()
+    first()
+    first()  # once only
+    loans.release()
+    assert picture.released == 0
+    second()
+    assert picture.released == 1
+
+    picture = Picture()
+    loans = _Loans(picture)  # type: ignore[arg-type]
+    loans.lend()()
+    assert picture.released == 0
+    loans.release()
+    assert picture.released == 1
+
+
 def test_to_tensor_refuses_mixed_sources_and_sizes(clip: str, tmp_path: Path) -> None:
     import alpha2
     from alpha2.api.tensors import to_tensor

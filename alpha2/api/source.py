@@ -46,7 +46,7 @@ from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, short_repr
 from alpha2.ffmpeg_bridge.media import AudioTrack
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.dlpack import PlaneArray
-from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError, OutOfMemoryError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
@@ -300,8 +300,54 @@ _BATCH_PINS = 4
 """Batches up to this many NVDEC frames keep the decoder's own surfaces (no copy)."""
 
 IMPORTED_FRAMES_HELD = 32
-"""Frames of one source that may be imported (rendered, or turned into a tensor) and held at once; one
-more waits (bounded) until one of them is released."""
+"""Frames of one source that may hold textures at once (rendered, not yet released); one more is
+refused with the reason. ``to_ndarray`` and ``to_tensor`` hold none once they return."""
+
+LENT_IMPORTS_AT_ONCE = 16
+"""Imports a conversion holds at once beside the rendered frames' (the importer has room for both): a
+``to_tensor`` batch longer than this is rendered in submissions of this many frames, each frame's
+textures given back once its submission is made."""
+
+
+class _Loans:
+    """A Frame's decoded picture, lent to imports: released once the frame is released and every
+    import has given it back (a GPU copy may still read it after its lease went). Never refers to
+    the Frame, so that a lease's finalizer does not keep the Frame alive."""
+
+    __slots__ = ("decoded", "due", "lent", "lock")
+
+    def __init__(self, decoded: DecodedFrame) -> None:
+        self.decoded = decoded
+        self.lent = 0
+        self.due = False
+        self.lock = threading.Lock()
+
+    def lend(self) -> Callable[[], None]:
+        """One more import reads the picture; the returned callable (once, any thread) says it is done."""
+        with self.lock:
+            self.lent += 1
+        returned = False
+
+        def give_back() -> None:
+            nonlocal returned
+            with self.lock:
+                if returned:
+                    return
+                returned = True
+                self.lent -= 1
+                go = self.due and self.lent == 0
+            if go:
+                self.decoded.release()
+
+        return give_back
+
+    def release(self) -> None:
+        """The frame was released: the picture goes now, or with the last import that reads it."""
+        with self.lock:
+            self.due = True
+            go = self.lent == 0
+        if go:
+            self.decoded.release()
 
 
 class Frame:
@@ -309,14 +355,16 @@ class Frame:
 
     Release it (``release()``, ``with``, or let ``for frame in source`` do it when the next one comes)
     to give its surface and textures back. Its size is the picture as shown (the file's rotation
-    applied); :attr:`decoded` has the planes as stored.
+    applied); :attr:`decoded` has the planes as stored, readable until the frame is released.
     """
 
     def __init__(self, decoded: DecodedFrame, source: VideoSource) -> None:
         self.decoded = decoded
         """The sub-package's frame (planes as stored, colour, metadata)."""
         self._source = source
+        self._loans = _Loans(decoded)
         self._lease: ImportLease | None = None
+        self._path: ExecutionPath | None = None
         self._released = False
         self._released_by_loop = False
 
@@ -357,8 +405,8 @@ class Frame:
 
     @property
     def path(self) -> ExecutionPath | None:
-        """How the pixels reached the device's textures (None until imported)."""
-        return self._lease.path if self._lease is not None else None
+        """How the pixels reached the device's textures (the latest import's; None until imported)."""
+        return self._path
 
     @property
     def released(self) -> bool:
@@ -373,11 +421,71 @@ class Frame:
                 "this Frame was released (release() or its with block); use it before releasing it"
             )
 
+    def _check_picture(self) -> None:
+        self._check()
+        if self.decoded.released:
+            if self.decoded.on_gpu:
+                raise InvalidInputError(
+                    "this frame's NVDEC surface went to the textures of an earlier conversion made while "
+                    f"{IMPORTED_FRAMES_HELD} frames of its source held theirs (past that bound a conversion "
+                    "hands an NVDEC frame over for good); release frames you are done with, or decode it "
+                    "again"
+                )
+            raise ClosedError("this frame's decoded picture was released (frame.decoded.release())")
+
+    def _lend(self) -> ImportLease:
+        """An import of the picture for one piece of work; the caller releases the lease. A picture in
+        host memory is lent (the frame keeps it: its planes stay readable, another import can follow);
+        an NVDEC picture is handed over, so that its surface goes back once the GPU copy is made
+        (NVDEC's surfaces are few, and the decoder waits for them)."""
+        self._check_picture()
+        importer = self._source.importer
+        if self.decoded.on_gpu:
+            lease = importer.import_frame(self.decoded)
+        else:
+            give_back = self._loans.lend()
+            try:
+                lease = importer.import_frame(self.decoded, give_back=give_back)
+            except BaseException:
+                give_back()
+                raise
+        self._path = lease.path
+        return lease
+
     def _import(self) -> ImportLease:
+        """The frame's own import, held until the frame is released (render's)."""
         self._check()
         if self._lease is None:
-            self._lease = self._source.importer.import_frame(self.decoded)
+            self._source._hold_import()
+            try:
+                self._lease = self._lend()
+            except BaseException:
+                self._source._drop_import()
+                raise
         return self._lease
+
+    def _import_for_work(self) -> tuple[ImportLease, bool]:
+        """The import one conversion samples, and whether the caller releases it once the work is
+        submitted: the frame's own when it has one; for an NVDEC frame, its own import made now while
+        the source's bound on held imports allows (its surface goes into it once, and later
+        conversions reuse it), else one handed over for this work only; for a frame in host memory, a
+        lent one (no textures stay held by converted frames)."""
+        self._check()
+        if self._lease is not None:
+            return self._lease, False
+        if self.decoded.on_gpu and self._source._may_hold_import():
+            return self._import(), False
+        return self._lend(), True
+
+    @contextlib.contextmanager
+    def _imported(self) -> Iterator[ImportLease]:
+        """:meth:`_import_for_work` for one block (the work sampling it must be submitted in it)."""
+        lease, release = self._import_for_work()
+        try:
+            yield lease
+        finally:
+            if release:
+                lease.release()
 
     def _check_target(self, target: Any) -> None:
         if target is None:
@@ -444,7 +552,8 @@ class Frame:
         """
         if format not in ("rgb24", "rgba"):
             raise InvalidInputError(f"format must be 'rgb24' or 'rgba', got {short_repr(format)}")
-        texture = self.render()
+        with self._imported() as lease:
+            texture = self._source.renderer.render(lease, rotation=self.decoded.metadata.rotation)
         pixels = read_texture_rgba(self._source.device, texture)
         return np.ascontiguousarray(pixels[:, :, :3]) if format == "rgb24" else pixels
 
@@ -458,23 +567,25 @@ class Frame:
 
     def _check_planes(self) -> None:
         self._check()
-        if self.decoded.released:
+        if self.decoded.released and self.decoded.on_gpu:
             raise InvalidInputError(
-                "this frame's decoded planes were handed to the renderer's textures by render(); take "
-                "plane() / plane_arrays() before rendering, or use to_ndarray() (RGB) afterwards"
+                "this frame's NVDEC surface was handed to the renderer's textures (render(), to_ndarray() "
+                "or to_tensor() of a GPU frame hand it over, so that NVDEC gets it back); take plane() / "
+                "plane_arrays() first"
             )
+        self._check_picture()
 
     def plane(self, index: int = 0) -> PlaneArray:
         """Plane ``index`` as stored (not rotated), for DLPack (``torch.from_dlpack(frame.plane(0))``)
-        or numpy.
-
-        Take planes before :meth:`render`: importing hands the decoded surface to the textures.
+        or numpy. Readable until the frame is released; an NVDEC frame's planes only until it is first
+        rendered or converted (its surface is handed to the textures).
         """
         self._check_planes()
         return self.decoded.plane(index)
 
     def plane_arrays(self) -> tuple[np.ndarray, ...]:
-        """Every plane as stored (views of host planes; CUDA planes are copied); before render."""
+        """Every plane as stored (views of host planes; CUDA planes are copied); an NVDEC frame's before
+        it is rendered or converted."""
         self._check_planes()
         return self.decoded.plane_arrays()
 
@@ -486,7 +597,8 @@ class Frame:
         lease, self._lease = self._lease, None
         if lease is not None:
             lease.release()
-        self.decoded.release()
+            self._source._drop_import()
+        self._loans.release()
 
     def __enter__(self) -> Frame:
         return self
@@ -592,6 +704,8 @@ class VideoSource:
         self._info: VideoInfo | None = None
         self._frame_count: int | None = None
         self._lock = threading.Lock()
+        self._imports_lock = threading.Lock()
+        self._imports_held = 0  # frames holding textures (rendered, not released)
         self._warmed = False
         self._busy = threading.Lock()  # held while a call takes frames: a second thread is refused
         self._loop_thread: threading.Thread | None = None  # the thread whose loop iterates the source
@@ -699,10 +813,29 @@ class VideoSource:
         if resources.importer is None:
             # A program may hold many imported frames at once (a batch from frames_at turned into a
             # tensor): the GPU copy's ring grows to that many slots as they are taken, no more.
-            resources.importer = FrameImporter(self.device, slots=IMPORTED_FRAMES_HELD)
+            resources.importer = FrameImporter(self.device, slots=IMPORTED_FRAMES_HELD + LENT_IMPORTS_AT_ONCE)
             if self._copy_ahead:  # NVDEC frames copied into the importer's ring on the decoder's thread
                 self._session.set_copy_ahead(resources.importer.copy_ahead)
         return resources.importer
+
+    def _hold_import(self) -> None:
+        """A frame takes textures until it is released: refused, with what to do, past the bound."""
+        with self._imports_lock:
+            if self._imports_held >= IMPORTED_FRAMES_HELD:
+                raise OutOfMemoryError(
+                    f"{IMPORTED_FRAMES_HELD} rendered frames of {self._label} hold textures already (a "
+                    "rendered Frame keeps them until it is released); release the frames you are done "
+                    "with (release() or a with block); to_ndarray() and to_tensor() keep none"
+                )
+            self._imports_held += 1
+
+    def _may_hold_import(self) -> bool:
+        with self._imports_lock:
+            return self._imports_held < IMPORTED_FRAMES_HELD
+
+    def _drop_import(self) -> None:
+        with self._imports_lock:
+            self._imports_held -= 1
 
     def _frames_go_to_tensors(self) -> None:
         """Called by :func:`~alpha2.api.tensors.to_tensor`. With ``copy_ahead`` left to alpha2 (None),

@@ -63,6 +63,7 @@ from alpha2.native_gpu.render.tensor import (
 
 if TYPE_CHECKING:
     from alpha2.api.source import Frame
+    from alpha2.native_gpu.interop.leases import ImportLease
     from alpha2.native_gpu.interop.tensor_export import CudaTensorMemory, TensorExporter
 
 __all__ = [
@@ -427,6 +428,49 @@ def _picture_size(frames: Sequence[Any], size: tuple[int, int] | None, crop: Any
 # the front door
 
 
+class _BatchImports:
+    """The imports of a batch's frames (``Frame._import_for_work``), made as the packer renders them;
+    those made for this work only are given back once their renders are submitted, so that a batch of
+    any length holds at most ``at_once`` of them (:data:`~alpha2.api.source.LENT_IMPORTS_AT_ONCE`)."""
+
+    def __init__(self, frames: Sequence[Frame]) -> None:
+        from alpha2.api.source import LENT_IMPORTS_AT_ONCE
+
+        self._frames = frames
+        self._leases: list[ImportLease | None] = [None] * len(frames)
+        self._lent: list[bool] = [False] * len(frames)
+        self._given = 0  # frames before this one were given back
+        self.paths: tuple[ExecutionPath, ...] = ()
+        self._paths: list[ExecutionPath | None] = [None] * len(frames)
+        self.uploaded = 0
+        self.at_once = LENT_IMPORTS_AT_ONCE
+
+    def lease(self, index: int) -> ImportLease:
+        lease = self._leases[index]
+        if lease is None:
+            lease, self._lent[index] = self._frames[index]._import_for_work()
+            self._leases[index] = lease
+            self._paths[index] = lease.path
+            self.uploaded += int(getattr(lease.frame, "bytes_crossed_cpu", 0) or 0)
+        return lease
+
+    def give_back(self, upto: int) -> None:
+        """The renders of frames ``0 .. upto-1`` are submitted: their lent imports go back."""
+        for index in range(self._given, upto):
+            lease, self._leases[index] = self._leases[index], None
+            if lease is not None and self._lent[index]:
+                lease.release()
+        self._given = max(self._given, upto)
+
+    def __enter__(self) -> _BatchImports:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._given = 0
+        self.give_back(len(self._frames))  # after a failure too
+        self.paths = tuple(p for p in self._paths if p is not None)
+
+
 def to_tensor(
     frames: Frame | Sequence[Frame],
     *,
@@ -503,23 +547,35 @@ def to_tensor(
         renderer = source.renderer
         count = len(listed)
         memory: CudaTensorMemory | None = None
+        imports = _BatchImports(listed)
         # The CUDA route keeps its context current for the batch: the imports' and the copies' many
         # short driver calls then push and pop it once.
-        with exporter.cuda_current() if exporter is not None else contextlib.nullcontext():
-            leases = [frame._import() for frame in listed]
+        with (
+            exporter.cuda_current() if exporter is not None else contextlib.nullcontext(),
+            imports,
+        ):
 
             def encode_render(encoder: Any, index: int, target: Any) -> None:
-                renderer.encode_render(encoder, leases[index], target=target, crop=crop_rect)
+                renderer.encode_render(encoder, imports.lease(index), target=target, crop=crop_rect)
 
             if exporter is not None:
                 spans = [frame_words(spec, n) for n in range(count)]
                 batch = exporter.batch(spans, max_frame_words(spec), batch_words(spec, count))
-                routes.packer.pack_into_textures(spec, count, encode_render, batch)
+                routes.packer.pack_into_textures(
+                    spec,
+                    count,
+                    encode_render,
+                    batch,
+                    renders_at_once=imports.at_once,
+                    submitted=imports.give_back,
+                )
                 memory = batch.finish()
             else:
-                array = routes.packer.to_numpy(spec, count, encode_render)
-        frame_paths = tuple(lease.path for lease in leases)
-        uploaded = sum(int(getattr(lease.frame, "bytes_crossed_cpu", 0) or 0) for lease in leases)
+                array = routes.packer.to_numpy(
+                    spec, count, encode_render, renders_at_once=imports.at_once, submitted=imports.give_back
+                )
+        frame_paths = imports.paths
+        uploaded = imports.uploaded
         if memory is not None:
             report = TensorReport(
                 ExecutionPath.GPU_COPY,

@@ -468,8 +468,9 @@ class Writer:
         if isinstance(item, Frame):
             if item._released or item.decoded.released:
                 raise InvalidInputError(
-                    "this Frame's decoded picture is gone (released, or handed to textures by render()); "
-                    "write the frame before rendering or releasing it, or write the texture render() returned"
+                    "this Frame's decoded picture is gone (the frame was released, or its NVDEC surface was "
+                    "handed to textures by rendering or converting it); write the frame before that, or "
+                    "write the texture render() returned"
                 )
             self._check_size(item.width, item.height)
             self._fix_timing(item)

@@ -27,7 +27,7 @@ import collections
 import importlib
 import itertools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from alpha2.gpu.budget import MemoryBudget
@@ -285,11 +285,16 @@ class FrameImporter:
 
     # -- importing ------------------------------------------------------------------------------------
 
-    def import_frame(self, frame: DecodedFrame) -> ImportLease:
+    def import_frame(
+        self, frame: DecodedFrame, *, give_back: Callable[[], None] | None = None
+    ) -> ImportLease:
         """Import ``frame`` into plane textures; the returned lease owns the frame from now on.
 
         The lease releases the frame (its SurfaceReservation) when it is released, or earlier once the
         import no longer needs the frame's memory. If the import fails, the frame stays the caller's.
+        ``give_back``: the frame is lent, not given: it stays the caller's (its planes readable, for
+        another import too), and the lease calls ``give_back()`` (once, from any thread) where it would
+        have released the frame; the caller releases the frame, not before that call.
 
         Raises:
             ClosedError: the importer, or the frame, was closed.
@@ -314,7 +319,7 @@ class FrameImporter:
             pairing, reason = self._choose(frame)
             if frame.on_gpu:
                 self._gpu_pairing = pairing
-        surface = NativeSurfaceLease(frame)
+        surface = NativeSurfaceLease(frame, give_back=give_back)
         try:
             ticket = pairing.acquire(frame, surface, reason)
         except BaseException:

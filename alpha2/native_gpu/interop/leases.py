@@ -307,17 +307,22 @@ class TicketCounter:
 class _SurfaceState:
     """What the surface lease's GC backstop may touch (never the lease itself)."""
 
-    __slots__ = ("frame", "lock")
+    __slots__ = ("frame", "give_back", "lock")
 
-    def __init__(self, frame: DecodedFrame) -> None:
+    def __init__(self, frame: DecodedFrame, give_back: Callable[[], None] | None) -> None:
         self.frame: DecodedFrame | None = frame
+        self.give_back = give_back
         self.lock = threading.Lock()
 
 
 def _release_surface(state: _SurfaceState) -> None:
     with state.lock:
         frame, state.frame = state.frame, None
-    if frame is not None:
+    if frame is None:
+        return
+    if state.give_back is not None:
+        state.give_back()
+    else:
         frame.release()
 
 
@@ -326,14 +331,16 @@ class NativeSurfaceLease:
 
     A pairing releases it as early as is safe (CPU upload: once ``write_texture`` has copied the bytes;
     GPU copy: once the CUDA copy has completed), and the import lease releases it at the latest.
-    Releasing calls :meth:`DecodedFrame.release`, which gives back the frame's SurfaceReservation.
-    Exactly once; idempotent; a GC backstop.
+    Releasing calls :meth:`DecodedFrame.release`, which gives back the frame's SurfaceReservation;
+    for a lent frame (``give_back`` given: the frame stays its owner's, who releases it) it calls
+    ``give_back()`` instead, which says the import is done with the frame (any thread). Exactly once;
+    idempotent; a GC backstop.
     """
 
     __slots__ = ("__weakref__", "_finalizer", "_state", "identity")
 
-    def __init__(self, frame: DecodedFrame) -> None:
-        self._state = _SurfaceState(frame)
+    def __init__(self, frame: DecodedFrame, *, give_back: Callable[[], None] | None = None) -> None:
+        self._state = _SurfaceState(frame, give_back)
         self.identity: SurfaceIdentity = frame.identity
         """The surface's decoder and generation."""
         self._finalizer = weakref.finalize(self, _release_surface, self._state)

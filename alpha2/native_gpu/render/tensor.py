@@ -604,8 +604,20 @@ class RgbTensorPass:
 
     # -- the passes ------------------------------------------------------------------------------------
 
-    def to_numpy(self, spec: TensorSpec, count: int, encode_render: EncodeRender) -> np.ndarray:
+    def to_numpy(
+        self,
+        spec: TensorSpec,
+        count: int,
+        encode_render: EncodeRender,
+        *,
+        renders_at_once: int | None = None,
+        submitted: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
         """Render and pack ``count`` frames; the stacked ``(count, ...)`` array, read back (blocks).
+
+        ``renders_at_once``: at most this many frames rendered into one submission (None: as the
+        packing's chunks fall); ``submitted(n)`` is called once the renders of frames ``0 .. n-1`` are
+        submitted (their plane textures may then be given back).
 
         Raises:
             InvalidInputError: ``count`` < 1.
@@ -613,24 +625,40 @@ class RgbTensorPass:
         """
         _check_count(count)
         sink = _BufferSink(self, spec, count)
-        self._run(spec, count, encode_render, sink)
+        self._run(spec, count, encode_render, sink, renders_at_once, submitted)
         flat = np.frombuffer(sink.result, dtype=np.uint8)[: count * spec.frame_bytes]
         return flat.view(spec.dtype.numpy).reshape(spec.shape(count))
 
     def pack_into_textures(
-        self, spec: TensorSpec, count: int, encode_render: EncodeRender, frames: TextureFrames
+        self,
+        spec: TensorSpec,
+        count: int,
+        encode_render: EncodeRender,
+        frames: TextureFrames,
+        *,
+        renders_at_once: int | None = None,
+        submitted: Callable[[int], None] | None = None,
     ) -> None:
         """Render and pack ``count`` frames, frame ``n``'s words (:func:`frame_words`) into the rgba8uint
         storage texture ``frames.begin_frame(n)`` gives, from word ``frames.frame_base(n)``, row after row
         of ``frames.row_words``; a submission after each frame that ``frames.ends_chunk(n)``, then
-        ``frames.end_frame(n)``. On a failure ``frames.abort()`` runs.
+        ``frames.end_frame(n)``. On a failure ``frames.abort()`` runs. ``renders_at_once`` and
+        ``submitted`` as :meth:`to_numpy` takes them.
         """
         _check_count(count)
         if frames.row_words < 1:
             raise InvalidInputError(f"row_words must be positive, got {frames.row_words}")
-        self._run(spec, count, encode_render, _TextureSink(frames))
+        self._run(spec, count, encode_render, _TextureSink(frames), renders_at_once, submitted)
 
-    def _run(self, spec: TensorSpec, count: int, encode_render: EncodeRender, sink: Any) -> None:
+    def _run(
+        self,
+        spec: TensorSpec,
+        count: int,
+        encode_render: EncodeRender,
+        sink: Any,
+        renders_at_once: int | None = None,
+        submitted: Callable[[int], None] | None = None,
+    ) -> None:
         to_texture = bool(sink.to_texture)
         pipeline = self.pipeline(to_texture, spec.layout, spec.dtype)
         table = self._table(spec)
@@ -650,15 +678,30 @@ class RgbTensorPass:
                 0,
             )
         self.device.queue.write_buffer(uniform, 0, bytes(blocks))
+        if renders_at_once is not None and renders_at_once < 1:
+            raise InvalidInputError(f"renders_at_once must be positive, got {renders_at_once}")
         encoder: Any = None
+        rendered = 0  # frames whose render is encoded
+        gone = 0  # frames whose render is submitted
+
+        def submit() -> None:
+            nonlocal encoder, gone
+            self.device.queue.submit([encoder.finish()])
+            encoder = None
+            gone = rendered
+            if submitted is not None:
+                submitted(gone)
+
         try:
             for index in range(count):
                 if encoder is None:
                     encoder = self.device.create_command_encoder(label="alpha2 rgb tensor")
                 if index == 0:
                     encode_render(encoder, 0, targets[0])
+                    rendered = 1
                 if index + 1 < count:
                     encode_render(encoder, index + 1, targets[(index + 1) % 2])
+                    rendered = index + 2
                 words = frame_words(spec, index).words
                 if words:  # a 1x1 uint8 frame can lie wholly in its predecessor's last word
                     output = sink.target(index)
@@ -674,11 +717,12 @@ class RgbTensorPass:
                     compute.end()
                 if sink.flush_after(index, words):
                     sink.encode_flush(encoder, index)
-                    self.device.queue.submit([encoder.finish()])
-                    encoder = None
+                    submit()
                     sink.submitted(index)
+                elif renders_at_once is not None and rendered - gone >= renders_at_once:
+                    submit()  # the pack of frame index + 1 reads its render target in the next one
             if encoder is not None:  # renders, no pack left to submit with them
-                self.device.queue.submit([encoder.finish()])
+                submit()
         except BaseException:
             sink.abort()
             raise
