@@ -390,3 +390,58 @@ def test_encoded_audio_track_and_its_refusals(tmp_path: Path) -> None:
         enc.encode(planes, pts=0, pixel_format=PixelFormat.YUV420P, width=64, height=48)
         with pytest.raises(InvalidInputError, match="no audio track"):
             enc.encode_audio(tone, sample_rate=48_000)
+
+
+def test_encoder_specs_check_crf_and_fit_the_time_base() -> None:
+    """Each encoder's crf range and the options it becomes (MPEG-1/2/4 fix the quantiser); the time
+    base an encoder takes (MPEG-1/2: one frame; MPEG-4: a denominator within 65535)."""
+    import fractions
+
+    from alpha2.ffmpeg_bridge.encoders import encoder_spec
+
+    x264, mpeg2, mpeg4, ffv1 = (encoder_spec(n) for n in ("libx264", "mpeg2video", "mpeg4", "ffv1"))
+    assert x264 is not None and mpeg2 is not None and mpeg4 is not None and ffv1 is not None
+    assert mpeg2.name == "mpeg2video"  # its own row, though "mpeg2video" is also the family's alias
+    assert x264.crf_options(23.5) == {"crf": "23.5"}
+    assert mpeg2.crf_options(4) == {"qmin": "4", "qmax": "4"}
+    with pytest.raises(InvalidInputError, match="0 to 51"):
+        x264.crf_options(80)
+    with pytest.raises(InvalidInputError, match="whole numbers 1 to 31"):
+        mpeg4.crf_options(3.5)
+    with pytest.raises(InvalidInputError, match="lossless"):
+        ffv1.crf_options(1)
+    tick = fractions.Fraction(1, 90000)
+    assert x264.time_base(tick, fractions.Fraction(30)) == tick
+    assert mpeg2.time_base(tick, fractions.Fraction(25)) == fractions.Fraction(1, 25)
+    fitted = mpeg4.time_base(tick, fractions.Fraction(30000, 1001))
+    assert fitted.denominator <= 65535 and (fractions.Fraction(1001, 30000) / fitted).denominator == 1
+    assert mpeg4.time_base(fractions.Fraction(1, 15360), fractions.Fraction(30)) == fractions.Fraction(
+        1, 15360
+    )
+
+
+@pytest.mark.parametrize(("codec", "extension"), [("mpeg2", "ts"), ("mpeg2", "mkv"), ("mpeg4", "mp4")])
+def test_mpeg_encoders_write_arrays_at_their_rate_and_quality(
+    tmp_path: Path, codec: str, extension: str
+) -> None:
+    """alpha2.create with MPEG-2 or MPEG-4 part 2 (the Writer's 1/90000 clock is too fine for both):
+    the frames come back at the asked rate, and crf changes the size."""
+    pytest.importorskip("av")
+    import av
+
+    import alpha2
+
+    sizes = []
+    for crf in (2, 20):
+        path = tmp_path / f"{codec}_{crf}.{extension}"
+        rng = np.random.default_rng(1)
+        with alpha2.create(path, codec=codec, rate=25, crf=crf) as writer:
+            for _ in range(6):
+                writer.write(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            times = [float(f.pts * f.time_base) for f in container.decode(stream)]
+        assert len(times) == 6
+        assert np.allclose(np.diff(times), 0.04)
+        sizes.append(path.stat().st_size)
+    assert sizes[0] > 1.5 * sizes[1]

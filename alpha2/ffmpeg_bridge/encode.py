@@ -356,6 +356,9 @@ class EncodeSession:
         """Unit of the pts given to :meth:`encode`, in seconds."""
         self.encoder = choose_encoder(codec)
         """The encoder chosen, and why."""
+        known = encoder_spec(self.encoder.name)
+        if crf is not None and known is not None:
+            known.crf_options(crf)  # refused here, before anything is written
         if isinstance(path_or_file, str | os.PathLike):
             self.path: str | None = os.path.abspath(os.fspath(path_or_file))
             directory, name = os.path.split(self.path)
@@ -408,6 +411,8 @@ class EncodeSession:
         self._out: av.container.OutputContainer | None = None
         self._vstream: av.video.stream.VideoStream | None = None
         self._last_pts: int | None = None
+        self._codec_time_base = self.time_base  # the encoder's own (EncoderSpec.time_base), set at open
+        self._last_codec_pts: int | None = None
         self._frames_in = 0
         self._packets_out = 0
         self._audio_rate = audio_rate
@@ -509,14 +514,17 @@ class EncodeSession:
             raise from_ffmpeg(exc, f"creating {self.path or 'the output'}", EncoderError) from exc
         assert isinstance(out, av.container.OutputContainer)
         self._out = out
+        # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
+        spec = encoder_spec(self.encoder.name) or EncoderSpec(self.encoder.name, self.encoder.codec, False)
+        self._codec_time_base = spec.time_base(self.time_base, self.rate)
         try:
             stream = out.add_stream(self.encoder.name, rate=self.rate)
             assert isinstance(stream, av.video.stream.VideoStream)
             cc = stream.codec_context
             cc.width, cc.height = width, height
             cc.pix_fmt = pix_name
-            cc.time_base = self.time_base
-            stream.time_base = self.time_base
+            cc.time_base = self._codec_time_base
+            stream.time_base = self._codec_time_base
             if self._display_rotation is not Rotation.NONE:
                 stream.set_display_rotation(-int(self._display_rotation))  # PyAV takes counter-clockwise
             if self._gop_size is not None:
@@ -537,13 +545,8 @@ class EncodeSession:
                 cc.color_trc = int(colour.transfer)
                 if colour.range is not ColourRange.UNSPECIFIED:
                     cc.color_range = int(colour.range)
-            # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
-            spec = encoder_spec(self.encoder.name) or EncoderSpec(
-                self.encoder.name, self.encoder.codec, False
-            )
             if self._crf is not None:
-                opts.setdefault(spec.crf_option, f"{self._crf:g}")
-                for option, value in spec.crf_extra:
+                for option, value in spec.crf_options(self._crf).items():
                     opts.setdefault(option, value)
             if self._preset is not None:
                 opts.setdefault(spec.preset_option, str(self._preset))
@@ -714,14 +717,25 @@ class EncodeSession:
                 self._open(self._width or av_frame.width, self._height or av_frame.height, fmt, colour)
             # Timed before the RGB conversion, which keeps them: a frame drained from the decoder after
             # a read error (an image sequence's gap) comes with no time base of its own.
-            av_frame.pts = pts
-            av_frame.time_base = self.time_base
+            av_frame.pts = self._codec_pts(pts)
+            av_frame.time_base = self._codec_time_base
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
             self._last_pts = pts
             self._frames_in += 1
             self._encode_av(av_frame)
+
+    def _codec_pts(self, pts: int) -> int:
+        """``pts`` (in :attr:`time_base`) in the encoder's time base: the same where the encoder takes
+        that unit; else rounded to its coarser clock, one tick after the previous frame at least."""
+        if self._codec_time_base == self.time_base:
+            return pts
+        ticks = round(pts * self.time_base / self._codec_time_base)
+        if self._last_codec_pts is not None:
+            ticks = max(ticks, self._last_codec_pts + 1)
+        self._last_codec_pts = ticks
+        return ticks
 
     def _default_pts(self, frame: object) -> int:
         if isinstance(frame, EncodedPlanes) and frame.pts is not None:

@@ -9,9 +9,12 @@ FFmpeg build has is asked in :mod:`alpha2.ffmpeg_bridge.encode`.
 
 from __future__ import annotations
 
+import fractions
+import math
 from dataclasses import dataclass
 
 from alpha2.gpu.codecs import ENCODER_LIMITS, NAME_ALIASES, CodedSizeLimits, canonical_name
+from alpha2.gpu.errors import InvalidInputError
 
 __all__ = [
     "ENCODERS",
@@ -46,6 +49,48 @@ class EncoderSpec:
     """The encoder option a constant-quality factor goes into."""
     crf_extra: tuple[tuple[str, str], ...] = ()
     """Options set together with a constant-quality factor (libvpx-vp9 needs ``b=0`` for it)."""
+    crf_also: tuple[str, ...] = ()
+    """Further options that take the constant-quality value too (MPEG-1/2/4 fix their quantiser with
+    ``qmin`` and ``qmax``)."""
+    crf_range: tuple[float, float] | None = None
+    """The constant-quality values it takes, inclusive (None: not known, passed on as given)."""
+    crf_whole: bool = False
+    """Whether it takes whole numbers only."""
+    takes_crf: bool = True
+    """Whether it has a constant-quality mode at all (FFV1 is lossless)."""
+    frame_time_base: bool = False
+    """Whether its time base must be one frame (MPEG-1/2 video refuses a finer clock)."""
+    max_time_base_den: int | None = None
+    """The largest time base denominator it takes (MPEG-4 part 2: 65535), or None."""
+
+    def crf_options(self, crf: float) -> dict[str, str]:
+        """The encoder options a constant-quality factor becomes (``crf_extra`` included).
+
+        Raises:
+            InvalidInputError: the encoder takes no crf, or not this one (the message gives its range).
+        """
+        if not self.takes_crf:
+            raise InvalidInputError(f"{self.name} takes no crf: it is lossless; leave crf out")
+        low, high = self.crf_range if self.crf_range is not None else (0.0, math.inf)
+        if not low <= crf <= high or (self.crf_whole and crf != int(crf)):
+            whole = "whole numbers " if self.crf_whole else ""
+            raise InvalidInputError(f"crf {crf:g} is not one {self.name} takes: {whole}{low:g} to {high:g}")
+        value = f"{int(crf)}" if self.crf_whole else f"{crf:g}"
+        options = {option: value for option in (self.crf_option, *self.crf_also)}
+        options.update(self.crf_extra)
+        return options
+
+    def time_base(self, unit: fractions.Fraction, rate: fractions.Fraction) -> fractions.Fraction:
+        """The encoder's time base for timestamps in ``unit`` at nominal ``rate``: ``unit`` where the
+        encoder takes it, else one frame (MPEG-1/2), else the finest whole fraction of a frame within
+        its denominator limit."""
+        frame = 1 / fractions.Fraction(rate)
+        if self.frame_time_base:
+            return frame
+        limit = self.max_time_base_den
+        if limit is None or unit.denominator <= limit:
+            return unit
+        return frame / max(1, limit // frame.denominator)
 
     @property
     def hardware(self) -> bool:
@@ -63,22 +108,46 @@ class EncoderSpec:
         return ENCODER_LIMITS.get(self.name)
 
 
+_H26X_CRF = (0.0, 51.0)
+_AV1_VP9_CRF = (0.0, 63.0)
+_MPEG_QUANTISER = (1.0, 31.0)
+
 ENCODERS: tuple[EncoderSpec, ...] = (
-    EncoderSpec("h264_nvenc", "h264", True, crf_option="cq"),
-    EncoderSpec("libx264", "h264", True),
-    EncoderSpec("libx264rgb", "h264", False),
+    EncoderSpec("h264_nvenc", "h264", True, crf_option="cq", crf_range=_H26X_CRF),
+    EncoderSpec("libx264", "h264", True, crf_range=_H26X_CRF),
+    EncoderSpec("libx264rgb", "h264", False, crf_range=_H26X_CRF),
     EncoderSpec("libopenh264", "h264", False),
-    EncoderSpec("hevc_nvenc", "hevc", True, crf_option="cq"),
-    EncoderSpec("libx265", "hevc", True),
+    EncoderSpec("hevc_nvenc", "hevc", True, crf_option="cq", crf_range=_H26X_CRF),
+    EncoderSpec("libx265", "hevc", True, crf_range=_H26X_CRF),
     EncoderSpec("av1_nvenc", "av1", True, crf_option="cq"),
-    EncoderSpec("libsvtav1", "av1", True),
-    EncoderSpec("libaom-av1", "av1", True, preset_option="cpu-used"),
+    EncoderSpec("libsvtav1", "av1", True, crf_range=_AV1_VP9_CRF),
+    EncoderSpec("libaom-av1", "av1", True, preset_option="cpu-used", crf_range=_AV1_VP9_CRF),
     EncoderSpec("librav1e", "av1", False),
-    EncoderSpec("libvpx-vp9", "vp9", True, preset_option="cpu-used", crf_extra=(("b", "0"),)),
-    EncoderSpec("libvpx", "vp8", False, preset_option="cpu-used"),
-    EncoderSpec("mpeg2video", "mpeg2", True, crf_option="qscale"),
-    EncoderSpec("mpeg4", "mpeg4", True),
-    EncoderSpec("ffv1", "ffv1", True),
+    EncoderSpec(
+        "libvpx-vp9", "vp9", True, preset_option="cpu-used", crf_extra=(("b", "0"),), crf_range=_AV1_VP9_CRF
+    ),
+    EncoderSpec("libvpx", "vp8", False, preset_option="cpu-used", crf_range=_AV1_VP9_CRF),
+    EncoderSpec(
+        "mpeg2video",
+        "mpeg2",
+        True,
+        crf_option="qmin",
+        crf_also=("qmax",),
+        crf_range=_MPEG_QUANTISER,
+        crf_whole=True,
+        frame_time_base=True,
+    ),
+    EncoderSpec(
+        "mpeg4",
+        "mpeg4",
+        True,
+        crf_option="qmin",
+        crf_also=("qmax",),
+        crf_range=_MPEG_QUANTISER,
+        crf_whole=True,
+        max_time_base_den=65535,
+    ),
+    EncoderSpec("ffv1", "ffv1", True, takes_crf=False),
 )
 """The encoders alpha2 knows, best first within each codec (NVENC where present and working first)."""
 
@@ -99,7 +168,9 @@ ENCODER_PREFERENCE: dict[str, tuple[str, ...]] = _preference()
 
 def encoder_spec(name: str) -> EncoderSpec | None:
     """The table's row for an encoder name (aliases accepted), or None when alpha2 does not know it."""
-    return _BY_NAME.get(canonical_name(name))
+    key = name.lower()
+    # An encoder's own name first: "mpeg2video" is an encoder here, and an alias of the codec family.
+    return _BY_NAME.get(key) or _BY_NAME.get(canonical_name(key))
 
 
 def preferred_encoders(codec: str) -> tuple[str, ...]:
