@@ -52,6 +52,12 @@ _EXPORTS: dict[str, str] = {
     "PixelFormat": "alpha2.gpu.formats",
     "ExecutionPath": "alpha2.gpu.identity",
     "Error": "alpha2.gpu.errors",
+    "EndOfStreamError": "alpha2.api.errors",
+    "FrameIndexError": "alpha2.api.errors",
+    "ConcurrentIterationError": "alpha2.api.errors",
+    "GpuWorkDone": "alpha2.api.source",
+    "RgbTensor": "alpha2.api.tensors",
+    "AudioTrack": "alpha2.api.source",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -60,13 +66,19 @@ if TYPE_CHECKING:
     from alpha2.api.audio import AudioSource as AudioSource
     from alpha2.api.audio import open_audio as open_audio
     from alpha2.api.describe import describe as describe
+    from alpha2.api.errors import ConcurrentIterationError as ConcurrentIterationError
+    from alpha2.api.errors import EndOfStreamError as EndOfStreamError
+    from alpha2.api.errors import FrameIndexError as FrameIndexError
     from alpha2.api.source import AdapterInfo as AdapterInfo
+    from alpha2.api.source import AudioTrack as AudioTrack
     from alpha2.api.source import Frame as Frame
+    from alpha2.api.source import GpuWorkDone as GpuWorkDone
     from alpha2.api.source import VideoInfo as VideoInfo
     from alpha2.api.source import VideoSource as VideoSource
     from alpha2.api.source import adapters as adapters
     from alpha2.api.source import open as open
     from alpha2.api.source import open_async as open_async
+    from alpha2.api.tensors import RgbTensor as RgbTensor
     from alpha2.api.tensors import to_tensor as to_tensor
     from alpha2.api.writer import Writer as Writer
     from alpha2.api.writer import create as create

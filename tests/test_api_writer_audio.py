@@ -343,7 +343,7 @@ def test_open_audio_refuses_what_it_cannot_do_with_typed_errors(tmp_path: Path) 
         alpha2.open_audio(path, channels=9)
     with pytest.raises(InvalidInputError, match=r"has 1 audio stream\(s\); stream_index must be 0 to 0"):
         alpha2.open_audio(path, stream_index=1)
-    with alpha2.open_audio(path) as sound, pytest.raises(InvalidInputError, match="seconds must be >= 0"):
+    with alpha2.open_audio(path) as sound, pytest.raises(InvalidInputError, match=r"seconds .* from 0"):
         sound.read(-1)
 
 

@@ -25,10 +25,10 @@ _EXPORTS: dict[str, str] = {
     "AudioSource": "alpha2.api.audio",
     "open_audio": "alpha2.api.audio",
     "AudioTrack": "alpha2.api.source",
-    "ConcurrentIterationError": "alpha2.api.source",
-    "EndOfStreamError": "alpha2.api.source",
+    "ConcurrentIterationError": "alpha2.api.errors",
+    "EndOfStreamError": "alpha2.api.errors",
     "Frame": "alpha2.api.source",
-    "FrameIndexError": "alpha2.api.source",
+    "FrameIndexError": "alpha2.api.errors",
     "GpuWorkDone": "alpha2.api.source",
     "VideoInfo": "alpha2.api.source",
     "VideoSource": "alpha2.api.source",
@@ -54,13 +54,13 @@ if TYPE_CHECKING:
     from alpha2.api.audio import open_audio as open_audio
     from alpha2.api.decode_process import DecodeProcess as DecodeProcess
     from alpha2.api.decode_process import open_processes as open_processes
+    from alpha2.api.errors import ConcurrentIterationError as ConcurrentIterationError
+    from alpha2.api.errors import EndOfStreamError as EndOfStreamError
+    from alpha2.api.errors import FrameIndexError as FrameIndexError
     from alpha2.api.segments import SegmentReader as SegmentReader
     from alpha2.api.source import AdapterInfo as AdapterInfo
     from alpha2.api.source import AudioTrack as AudioTrack
-    from alpha2.api.source import ConcurrentIterationError as ConcurrentIterationError
-    from alpha2.api.source import EndOfStreamError as EndOfStreamError
     from alpha2.api.source import Frame as Frame
-    from alpha2.api.source import FrameIndexError as FrameIndexError
     from alpha2.api.source import GpuWorkDone as GpuWorkDone
     from alpha2.api.source import VideoInfo as VideoInfo
     from alpha2.api.source import VideoSource as VideoSource

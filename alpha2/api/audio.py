@@ -14,7 +14,6 @@ PyAV), the decoder the player's sound plays from.
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 import weakref
@@ -22,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from alpha2.api import arguments
 from alpha2.ffmpeg_bridge.audio import AudioBlock, AudioDecodeSession, AudioStreamInfo, NoAudioStreamError
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 
@@ -133,10 +133,8 @@ class AudioSource:
             InvalidInputError: ``seconds`` is negative or not a number.
             ClosedError: the source was closed.
         """
-        if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
-            raise InvalidInputError(
-                f"seconds must be >= 0, or None for the rest of the stream; got {seconds!r}"
-            )
+        if seconds is not None:
+            seconds = arguments.real("seconds (None for the rest of the stream)", seconds, low=0)
         wanted = None if seconds is None else round(seconds * self.sample_rate)
         parts: list[np.ndarray] = []
         have = 0
@@ -162,11 +160,10 @@ class AudioSource:
         """Make the next sample the one at ``seconds`` (0 or later).
 
         Raises:
-            InvalidInputError: ``seconds`` is not a number.
+            InvalidInputError: ``seconds`` is not a number, or is negative.
             ClosedError: the source was closed.
         """
-        if not math.isfinite(seconds):
-            raise InvalidInputError(f"seconds must be a finite time, got {seconds!r}")
+        seconds = arguments.real("seconds", seconds, low=0)
         self._check_open()
         self._pending = None
         self._session.seek(seconds)

@@ -23,10 +23,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from alpha2.api import arguments
 from alpha2.api.colour_report import guessed_notes
 from alpha2.ffmpeg_bridge.describe import FileFacts, StreamFacts, describe_file
 from alpha2.ffmpeg_bridge.side_streams import StreamKind
-from alpha2.gpu.errors import Error
+from alpha2.gpu.errors import Error, InvalidInputError
 
 if TYPE_CHECKING:
     from alpha2.api.source import VideoInfo
@@ -106,9 +107,17 @@ def describe(path: str | os.PathLike[str], *, decode: bool = True, hwaccel: str 
     Raises:
         MediaNotFoundError: no such file, or it cannot be read.
         MediaFormatError: not a media file FFmpeg can open.
+        InvalidInputError: ``path`` is not a path, or a bad ``decode`` or ``hwaccel``.
 
     A video that does not open or decode does not raise: :attr:`MediaDescription.video_error` says why.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidInputError(
+            f"describe takes a path (str or os.PathLike), got {type(path).__name__}; for a file's bytes "
+            "or a file object, alpha2.open(...) reads the video"
+        )
+    arguments.flag("decode", decode)
+    arguments.choice("hwaccel", hwaccel, ("auto", "cuda", "none"))
     facts = describe_file(path)
     has_video = any(s.kind is StreamKind.VIDEO and not s.attached_picture for s in facts.streams)
     if not decode or not has_video:

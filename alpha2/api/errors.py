@@ -1,5 +1,6 @@
-"""Every error alpha2 raises, in one place: the vocabulary's (:mod:`alpha2.gpu.errors`) and the media
-ones the FFmpeg bridge adds (:mod:`alpha2.ffmpeg_bridge.errors`).
+"""Every error alpha2 raises, in one place: the vocabulary's (:mod:`alpha2.gpu.errors`), the media
+ones the FFmpeg bridge adds (:mod:`alpha2.ffmpeg_bridge.errors`) and the front door's own (reading a
+:class:`~alpha2.api.source.VideoSource`: here).
 
 All derive from :class:`Error`, whose ``kind`` (:class:`ErrorKind`) says whether to retry, abort or
 reconfigure; most also derive from the matching builtin (``ValueError``, ``MemoryError``,
@@ -15,6 +16,7 @@ from alpha2.ffmpeg_bridge.errors import (
     HwAccelUnavailableError,
     MediaFormatError,
     MediaNotFoundError,
+    NoAudioStreamError,
     NoVideoStreamError,
     OutputFormatError,
     UnsupportedCodecError,
@@ -38,11 +40,14 @@ __all__ = [
     "BridgeError",
     "BudgetExceededError",
     "ClosedError",
+    "ConcurrentIterationError",
     "DecodeError",
     "DeviceLostError",
     "EncoderError",
+    "EndOfStreamError",
     "Error",
     "ErrorKind",
+    "FrameIndexError",
     "GpuTimeoutError",
     "HwAccelUnavailableError",
     "InternalError",
@@ -50,6 +55,7 @@ __all__ = [
     "InvalidInputError",
     "MediaFormatError",
     "MediaNotFoundError",
+    "NoAudioStreamError",
     "NoVideoStreamError",
     "OutOfMemoryError",
     "OutputFormatError",
@@ -57,3 +63,16 @@ __all__ = [
     "UnsupportedCodecError",
     "UnsupportedError",
 ]
+
+
+class EndOfStreamError(InvalidInputError):
+    """No frame is on display at the time asked for: it lies at or past the end of the stream."""
+
+
+class FrameIndexError(InvalidInputError, IndexError):
+    """A frame index outside the stream's frames (``0 .. len(source) - 1``, or ``-len(source) .. -1``)."""
+
+
+class ConcurrentIterationError(InvalidInputError):
+    """Two threads took frames from one :class:`~alpha2.api.source.VideoSource` at once (each would get
+    some of them)."""

@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from alpha2.api import arguments
 from alpha2.api.batch_sessions import BatchSessions
 from alpha2.api.devices import as_device, open_decoder
+from alpha2.api.errors import ConcurrentIterationError, EndOfStreamError, FrameIndexError
 from alpha2.api.segments import SegmentReader, SegmentReport, auto_sessions
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, short_repr
 from alpha2.ffmpeg_bridge.media import AudioTrack
@@ -205,18 +207,6 @@ class _Worker:
 # errors and facts
 
 
-class EndOfStreamError(InvalidInputError):
-    """No frame is on display at the time asked for: it lies at or past the end of the stream."""
-
-
-class FrameIndexError(InvalidInputError, IndexError):
-    """A frame index outside the stream's frames (``0 .. len(source) - 1``, or ``-len(source) .. -1``)."""
-
-
-class ConcurrentIterationError(InvalidInputError):
-    """Two threads took frames from one :class:`VideoSource` at once (each would get some of them)."""
-
-
 @dataclass(frozen=True)
 class VideoInfo:
     """What a file says about the video stream a :class:`VideoSource` decodes, and about its audio."""
@@ -247,6 +237,10 @@ class VideoInfo:
     """The file's audio streams (index, codec, sample rate, channels, language), in file order."""
 
 
+_LATEST_TIME = 1e12
+"""Seconds any asked time is capped at: later than any stream ends."""
+
+
 def _check_seconds(seconds: object) -> float:
     """``seconds`` as a float, refusing what names no moment of a stream."""
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
@@ -254,7 +248,9 @@ def _check_seconds(seconds: object) -> float:
     value = float(seconds)
     if not math.isfinite(value) or value < 0:
         raise InvalidInputError(f"a time must be a finite number of seconds >= 0, got {value!r}")
-    return value
+    # Past the end of any stream (a year is 3.2e7 s), and still a whole number of 1/90000 s ticks in
+    # 64 bits: 2**70 would overflow the decoder's timestamps instead of being past the end.
+    return min(value, _LATEST_TIME)
 
 
 def _media_source(path: object) -> tuple[MediaSource, str]:
@@ -272,6 +268,11 @@ def _media_source(path: object) -> tuple[MediaSource, str]:
         return io.BytesIO(data), f"<{size} bytes in memory>"
     if isinstance(path, str | os.PathLike):
         return path, short_repr(os.fspath(path), 200)
+    if isinstance(path, io.TextIOBase):
+        raise InvalidInputError(
+            "alpha2.open takes a file object opened in binary mode (open(path, 'rb')), got a text-mode "
+            f"{type(path).__name__}"
+        )
     if callable(getattr(path, "read", None)):
         name = getattr(path, "name", None)
         label = short_repr(name, 200) if isinstance(name, str) else f"<{type(path).__name__}>"
@@ -581,7 +582,7 @@ class Frame:
         rendered or converted (its surface is handed to the textures).
         """
         self._check_planes()
-        return self.decoded.plane(index)
+        return self.decoded.plane(arguments.whole("index", index, low=0))
 
     def plane_arrays(self) -> tuple[np.ndarray, ...]:
         """Every plane as stored (views of host planes; CUDA planes are copied); an NVDEC frame's before
@@ -676,6 +677,11 @@ class VideoSource:
         **options: Any,
     ) -> None:
         media, self._label = _media_source(path)
+        arguments.choice("hwaccel", hwaccel, ("auto", "cuda", "none"))
+        arguments.whole("prefetch", prefetch, low=0)
+        if copy_ahead is not None:
+            arguments.flag("copy_ahead", copy_ahead)
+        arguments.known_options("alpha2.open()", options, DecodeSession.__init__, skip=2)
         if parallel not in (None, "auto") and (
             isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1
         ):
@@ -1244,10 +1250,12 @@ def open(
             (BENCHMARKS.md, "Copy-ahead"). The default, None, turns it on once the source's frames
             first go to :func:`~alpha2.api.tensors.to_tensor`, and leaves it off for rendering;
             ``False`` keeps it off. The rest go to
-            :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``prefetch``, ``budget``...).
+            :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``prefetch``, ``budget``, ``threads``,
+            ``on_corrupt``, ``stream_index``, ``cuda_ordinal``, ``max_pixels``...).
 
     Raises:
-        InvalidInputError: ``path`` is none of those.
+        InvalidInputError: ``path`` is none of those (a file object must be opened in binary mode), or
+            an option that is unknown or of the wrong type (the message names it).
         MediaNotFoundError, MediaFormatError, NoVideoStreamError: see :mod:`alpha2.ffmpeg_bridge.errors`.
     """
     return VideoSource(path, device=device, hwaccel=hwaccel, **options)

@@ -15,17 +15,21 @@ stream; decoding, demuxing and the GPU copies run without the GIL.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
+import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from alpha2.api import pipeline
+from alpha2.api import arguments, pipeline
 from alpha2.api.devices import open_decoder, open_device
 from alpha2.api.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
@@ -119,6 +123,19 @@ class StreamState:
     what :meth:`StreamGroup.paint_tile` puts there."""
 
 
+def _close_abandoned(objects: list[Any], count: int) -> None:
+    """The finalizer of a StreamGroup dropped without close(): say so, and stop its decoders."""
+    warnings.warn(
+        f"unclosed alpha2 StreamGroup of {count} sources; close() it, or use 'with StreamGroup(...) as g:'",
+        ResourceWarning,
+        stacklevel=2,
+    )
+    for obj in reversed(objects):
+        with contextlib.suppress(Exception):
+            obj.close()
+    objects.clear()
+
+
 class StreamGroup:
     """N sources decoded on their own threads, imported into one Device, composed into one wall texture.
 
@@ -175,8 +192,8 @@ class StreamGroup:
         hwaccel: str = "auto",
         budget: SurfaceBudget | None = None,
         prefetch: int = 2,
-        tile: Size | None = None,
-        fit: Size | None = None,
+        tile: Size | tuple[int, int] | None = None,
+        fit: Size | tuple[int, int] | None = None,
         columns: int | None = None,
         slots: int = 3,
         record_order: bool = False,
@@ -186,6 +203,16 @@ class StreamGroup:
         decoders: str = "threads",
         broken: str = "raise",
     ) -> None:
+        if isinstance(sources, str | bytes | os.PathLike):
+            raise InvalidInputError(
+                f"sources must be a list of paths, got one path {short_repr(os.fsdecode(sources))}; "
+                "pass [path] for a group of one"
+            )
+        sources = list(sources)
+        if tile is not None:
+            tile = arguments.size("tile", tile)
+        if fit is not None:
+            fit = arguments.size("fit", fit)
         count = len(sources)
         if decoders not in ("threads", "processes"):
             raise InvalidInputError(f"decoders must be 'threads' or 'processes', got {decoders!r}")
@@ -213,6 +240,9 @@ class StreamGroup:
         self._closed = False
         self._streams: list[StreamState] = []
         self._objects: list[Any] = []
+        # Dropped unclosed: its decoders' threads (and processes) are stopped when it is collected,
+        # with a ResourceWarning, as Python's files do. Holds the list, never the group.
+        self._finalizer = weakref.finalize(self, _close_abandoned, self._objects, count)
         self._ticks = 0
         self._copy_ahead = copy_ahead
         self.submissions = 0
@@ -684,6 +714,7 @@ class StreamGroup:
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         for stream in self._streams:
             if stream.pending is not None:
                 stream.pending.release()

@@ -13,7 +13,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from alpha2.api import pipeline
+from alpha2.api import arguments, pipeline
 from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
     DEFAULT_PRESETS,
@@ -200,7 +200,41 @@ class TranscodeOptions:
     segments: int | str | None = None
     """Encode the video in this many parts of the file at once, in worker processes, and join them
     (``--segments K``; :mod:`alpha2.api.segmented_transcode`); ``"auto"``: as many as help (one
-    pipeline on a machine of 4 cores or fewer); None: one pipeline."""
+    pipeline on a machine of 4 cores or fewer); None: one pipeline. The workers are started by
+    ``multiprocessing``'s spawn method, which imports the calling script again in each: a script that
+    transcodes with segments keeps its work under ``if __name__ == "__main__":``."""
+
+    def _check_types(self) -> None:
+        """Each field's type, as :mod:`alpha2.api.arguments` checks the front door's arguments: a
+        ``(w, h)`` size becomes a Size, a choice's value its member."""
+
+        def put(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)  # frozen: the normalised value
+
+        if self.codec is not None:
+            arguments.text("codec", self.codec)
+        if self.size is not None:
+            put("size", arguments.size("size", self.size))
+        if self.crf is not None:
+            arguments.real("crf", self.crf, low=0)
+        if self.bitrate is not None:
+            put("bitrate", arguments.whole("bitrate", self.bitrate, low=1))
+        if self.preset is not None:
+            arguments.text("preset", self.preset)
+        if self.frames is not None:
+            arguments.whole("frames", self.frames)
+        arguments.real("from_seconds", self.from_seconds)
+        for name in ("to_seconds", "duration_seconds"):
+            if getattr(self, name) is not None:
+                arguments.real(name, getattr(self, name))
+        arguments.choice("hwaccel", self.hwaccel, ("auto", "cuda", "none"))
+        for name in ("audio", "gpu", "sdr", "overwrite"):
+            arguments.flag(name, getattr(self, name))
+        put("colour", arguments.member("colour", self.colour, ColourChoice))
+        put("depth", arguments.member("depth", self.depth, DepthChoice))
+        arguments.whole("ring_size", self.ring_size)
+        if self.max_pixels is not None:
+            arguments.whole("max_pixels", self.max_pixels)
 
     @property
     def cuts(self) -> bool:
@@ -215,6 +249,7 @@ class TranscodeOptions:
         return self.to_seconds
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.crf is not None and self.bitrate is not None:
             raise InvalidInputError("give crf or bitrate, not both")
         if self.sdr and self.colour in (ColourChoice.KEEP, ColourChoice.BT2020):
@@ -228,13 +263,14 @@ class TranscodeOptions:
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise InvalidInputError(f"{name} must be a time of 0 s or more, got {value}")
         if self.to_seconds is not None and self.duration_seconds is not None:
-            raise InvalidInputError("give --to or --duration, not both")
+            raise InvalidInputError("give to_seconds (--to) or duration_seconds (--duration), not both")
         if self.to_seconds is not None and self.to_seconds <= self.from_seconds:
             raise InvalidInputError(
-                f"--to {self.to_seconds:g} s is not after --from {self.from_seconds:g} s: nothing to write"
+                f"to_seconds (--to) {self.to_seconds:g} s is not after from_seconds (--from) "
+                f"{self.from_seconds:g} s: nothing to write"
             )
         if self.duration_seconds is not None and self.duration_seconds <= 0:
-            raise InvalidInputError("--duration must be more than 0 s")
+            raise InvalidInputError("duration_seconds (--duration) must be more than 0 s")
         if self.ring_size < 2:
             raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
         if self.max_pixels is not None and self.max_pixels < 1:

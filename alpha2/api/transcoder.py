@@ -31,11 +31,12 @@ with ``--frames``, the audio ending where the next frame would have begun.
 
 from __future__ import annotations
 
+import dataclasses
 import fractions
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -983,12 +984,14 @@ def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> 
 def transcode(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str],
-    options: TranscodeOptions | None = None,
+    options: TranscodeOptions | Mapping[str, Any] | None = None,
     *,
     progress: pipeline.Progress | None = None,
     device: Device | None = None,
 ) -> TranscodeStats:
     """Transcode ``source`` into ``output`` (the in-process form of ``alpha2 transcode``).
+
+    ``options``: a :class:`TranscodeOptions`, or a dict of its fields (``{"frames": 5}``).
 
     ``device``: the Device to decode (NVDEC) and process on, left open afterwards: a batch worker's,
     used file after file instead of one opened and closed per file. None: one is opened when something
@@ -1000,6 +1003,19 @@ def transcode(
             codec (UnsupportedCodecError), an unwritable output (InvalidInputError), encoder failures
             (EncoderError). No output file is left behind on failure.
     """
+    if isinstance(options, Mapping):  # transcode(src, out, {"frames": 5}): the fields by name
+        names = {f.name for f in dataclasses.fields(TranscodeOptions)}
+        unknown = sorted(set(options) - names)
+        if unknown:
+            raise InvalidInputError(
+                f"unknown transcode option {unknown[0]!r}; TranscodeOptions takes {', '.join(sorted(names))}"
+            )
+        options = TranscodeOptions(**options)
+    elif options is not None and not isinstance(options, TranscodeOptions):
+        raise InvalidInputError(
+            f"options must be a TranscodeOptions (alpha2.api.transcoder.TranscodeOptions(frames=5, ...)) "
+            f"or a dict of its fields, got {type(options).__name__}"
+        )
     options = options if options is not None else TranscodeOptions()
     src = os.fspath(source)
     check_options(options, output)  # what the options alone tell, before any file is looked at

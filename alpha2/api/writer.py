@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from alpha2.api import arguments
 from alpha2.api.devices import as_device
 from alpha2.api.source import Frame, _Worker
+from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.encode import EncodeSession
 from alpha2.gpu.colour import (
     ChromaLocation,
@@ -228,6 +230,19 @@ class Writer:
         untagged: bool = False,
         **options: Any,
     ) -> None:
+        arguments.text("codec", codec)
+        arguments.flag("untagged", untagged)
+        if colour is not None and not isinstance(colour, ColourInfo):
+            raise InvalidInputError(
+                f"colour must be an alpha2 ColourInfo (alpha2.gpu.colour.ColourInfo(matrix=..., range=...)) "
+                f"or None, got {short_repr(colour)}"
+            )
+        for name in ("crf", "bitrate", "gop_size"):
+            if options.get(name) is not None:
+                arguments.real(name, options[name], low=0)
+        if options.get("preset") is not None and not isinstance(options["preset"], str | int):
+            raise InvalidInputError(f"preset must be a str (or an int), got {short_repr(options['preset'])}")
+        arguments.known_options("alpha2.create()", options, EncodeSession.__init__, skip=2)
         colour = DEFAULT_COLOUR if colour is None else colour
         if colour.primaries is ColourPrimaries.UNSPECIFIED:  # the matrix's standard primaries and transfer
             colour = companion_colour(colour.matrix, colour.range, colour.chroma_location)
@@ -247,6 +262,14 @@ class Writer:
         companion = companion_colour(colour.matrix, colour.range, colour.chroma_location)
         session_colour = ColourInfo() if untagged else (None if colour == companion else colour)
         session = EncodeSession(path, codec=codec, rate=rate, colour=session_colour, **options)
+        if isinstance(options.get("preset"), str):
+            from alpha2.api.transcode_plan import check_preset
+
+            try:  # the encoder names what it lacks, not "Invalid argument" at the first frame
+                check_preset(session.encoder.name, options["preset"])
+            except BaseException:
+                session.abort()
+                raise
         self._held = _Held(session)
         self._finalizer = weakref.finalize(self, _abandoned, self._held, self.path)
         self._closed: str | None = None  # "closed" / "aborted" once either ran
@@ -589,7 +612,10 @@ def create(
         crf: Constant-quality factor (per codec: h264 23, hevc 28, ...); None: the encoder's default.
         bitrate: Target bits per second instead of ``crf``.
         preset: The encoder's speed preset (libx264 ``'medium'`` by default, NVENC ``'p4'``).
-        audio_from: A file (or DecodeSession) whose audio is copied into the output.
+        audio_from: A file (or DecodeSession) whose audio is copied into the output: all of it, as
+            ffmpeg copies a stream without ``-shortest``, whatever length of video is written (the
+            transcoder, which knows the cut, trims it: ``alpha2.api.transcode(..., TranscodeOptions(
+            to_seconds=...))``).
         options: Further :class:`~alpha2.ffmpeg_bridge.encode.EncodeSession` arguments (``gop_size``,
             ``options`` for the encoder's own, ``container_format`` ...).
 

@@ -19,7 +19,7 @@ import av
 import av.container
 import numpy as np
 
-from alpha2.ffmpeg_bridge.errors import BridgeError, MediaFormatError, from_ffmpeg, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.errors import MediaFormatError, NoAudioStreamError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 
@@ -32,10 +32,6 @@ MIN_SAMPLE_RATE = 1_000
 """Lowest sample rate (per second) a session resamples to."""
 MAX_SAMPLE_RATE = 768_000
 """Highest sample rate (per second) a session resamples to."""
-
-
-class NoAudioStreamError(BridgeError, InvalidInputError):
-    """The input has no audio stream."""
 
 
 @dataclass(frozen=True)

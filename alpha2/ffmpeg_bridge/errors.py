@@ -21,6 +21,7 @@ __all__ = [
     "HwAccelUnavailableError",
     "MediaFormatError",
     "MediaNotFoundError",
+    "NoAudioStreamError",
     "NoVideoStreamError",
     "OutputFormatError",
     "UnsupportedCodecError",
@@ -141,3 +142,7 @@ def _classify(exc: BaseException) -> type[BridgeError]:
         if abs(exc.errno) in (_errno.ENOSYS, _errno.EOPNOTSUPP):
             return UnsupportedCodecError
     return MediaFormatError
+
+
+class NoAudioStreamError(BridgeError, InvalidInputError):
+    """The input has no audio stream."""

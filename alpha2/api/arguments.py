@@ -1,0 +1,130 @@
+"""Checks of the front door's arguments: a wrong type or value is an
+:class:`~alpha2.gpu.errors.InvalidInputError` that names the argument and what it takes, raised where
+the call is made, never an ``AttributeError`` or ``TypeError`` from deep inside.
+
+Each check returns the value in the form the library uses (a ``(w, h)`` pair becomes a
+:class:`~alpha2.gpu.geometry.Size`, an enum's value its member), so a caller writes
+``size = arguments.size("size", size)`` and goes on.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import math
+import numbers
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.geometry import Size
+
+__all__ = ["choice", "flag", "known_options", "member", "real", "size", "text", "whole"]
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+) -> float:
+    """A finite real number (not a bool), at least ``low``, at most ``high``, more than ``above``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a number, got {_shown(value)}")
+    number = float(value)
+    if (low is not None and number < low) or (high is not None and number > high):
+        span = f"from {low:g}" if low is not None else ""
+        span += f"{' ' if span else ''}to {high:g}" if high is not None else " or more"
+        raise InvalidInputError(f"{name} must be a number {span}, got {value!r}")
+    if above is not None and number <= above:
+        raise InvalidInputError(f"{name} must be more than {above:g}, got {value!r}")
+    return number
+
+
+def whole(name: str, value: Any, *, low: int | None = None) -> int:
+    """An int (not a bool), at least ``low``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidInputError(f"{name} must be a whole number, got {_shown(value)}")
+    number = int(value)
+    if low is not None and number < low:
+        raise InvalidInputError(f"{name} must be {low} or more, got {value!r}")
+    return number
+
+
+def flag(name: str, value: Any) -> bool:
+    """True or False (numpy's bools too)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise InvalidInputError(f"{name} must be True or False, got {_shown(value)}")
+
+
+def text(name: str, value: Any) -> str:
+    """A str."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {_shown(value)}")
+    return value
+
+
+def choice(name: str, value: Any, allowed: Iterable[str]) -> str:
+    """One of ``allowed`` (a str)."""
+    names = tuple(allowed)
+    if not isinstance(value, str) or value not in names:
+        raise InvalidInputError(f"{name} must be one of {', '.join(map(repr, names))}, got {_shown(value)}")
+    return value
+
+
+def member(name: str, value: Any, kind: type[_E]) -> _E:
+    """A member of the enum ``kind``, or its value (``'bt709'`` for ``ColourChoice.BT709``)."""
+    if isinstance(value, kind):
+        return value
+    for item in kind:
+        if value == item.value or (isinstance(value, str) and value.lower() == str(item.value).lower()):
+            return item
+    names = ", ".join(repr(item.value) for item in kind)
+    raise InvalidInputError(f"{name} must be one of {names} (or {kind.__name__}), got {_shown(value)}")
+
+
+def size(name: str, value: Any) -> Size:
+    """A :class:`Size`, a ``(width, height)`` pair of positive ints, or ``'WIDTHxHEIGHT'``."""
+    if isinstance(value, Size):
+        return value
+    if isinstance(value, str):
+        from alpha2.api.pipeline import parse_size
+
+        try:
+            return parse_size(value)
+        except Exception as exc:  # parse_size is argparse's type: it raises ArgumentTypeError
+            raise InvalidInputError(f"{name}: {exc}") from exc
+    if (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(not isinstance(v, bool) and isinstance(v, numbers.Integral) and int(v) > 0 for v in value)
+    ):
+        return Size(int(value[0]), int(value[1]))
+    raise InvalidInputError(
+        f"{name} must be a Size, a (width, height) pair of positive ints or 'WIDTHxHEIGHT', "
+        f"got {_shown(value)}"
+    )
+
+
+def known_options(where: str, given: Iterable[str], target: Callable[..., Any], *, skip: int = 1) -> None:
+    """Refuse keyword options that ``target`` (what they are passed on to) does not take, naming the ones
+    it does: ``where`` is the public call (``'alpha2.create()'``)."""
+    parameters = list(inspect.signature(target).parameters.values())[skip:]
+    names = [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    unknown = [option for option in given if option not in names]
+    if unknown:
+        import difflib
+
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f"; did you mean {near[0]}?" if near else f"; it takes {', '.join(names)}"
+        raise InvalidInputError(f"{where} got an unknown option {unknown[0]!r}{hint}")
