@@ -120,13 +120,16 @@ def fit_inside(width: int, height: int, box: Size) -> Size:
 
     if width <= 0 or height <= 0:
         raise InvalidInputError(f"cannot scale a {width}x{height} picture")
-    scale = min(box.width / width, box.height / height)
-    fit_w = min(box.width, max(2, round(width * scale / 2) * 2))
-    fit_h = min(box.height, max(2, round(height * scale / 2) * 2))
-    # An odd box side rounds down to stay inside it.
-    fit_w -= fit_w % 2
-    fit_h -= fit_h % 2
-    return Size(max(2, fit_w), max(2, fit_h))
+    # The side the box limits takes the box's (even) length; the other follows from it, so that an
+    # odd box side does not bend the shape (320x240 in 641x361 is 480x360, not 482x360).
+    box_w, box_h = max(2, box.width - box.width % 2), max(2, box.height - box.height % 2)
+    if box.width * height <= box.height * width:
+        fit_w = box_w
+        fit_h = min(box_h, max(2, round(fit_w * height / width / 2) * 2))
+    else:
+        fit_h = box_h
+        fit_w = min(box_w, max(2, round(fit_h * width / height / 2) * 2))
+    return Size(fit_w, fit_h)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone 
 
 from __future__ import annotations
 
+import fractions
 import math
 import os
 from dataclasses import dataclass
@@ -325,6 +326,10 @@ class TranscodePlan:
     padded_from: Size | None = None
     """The input's size when a 1-pixel side was padded to the encoder's 2 (that row or column
     repeated); None: not padded."""
+    sample_aspect: fractions.Fraction | None = None
+    """The output's pixel shape (width : height) where it is not square: the input's, kept when the
+    picture is not scaled (inverted when the GPU route turns it a quarter); a scaled picture has
+    square pixels (None)."""
 
     @property
     def keeps_hdr(self) -> bool:
@@ -376,6 +381,7 @@ def plan_transcode(
     codec: str = "h264",
     rotation: Rotation = Rotation.NONE,
     container_holds_rotation: bool = True,
+    sample_aspect: fractions.Fraction | None = None,
 ) -> TranscodePlan:
     """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
 
@@ -383,7 +389,9 @@ def plan_transcode(
     ``rotation`` is the input's display rotation: a passthrough tags it (where the output container
     holds a display matrix, ``container_holds_rotation``), processing turns the pixels; ``--size``
     fits the picture as displayed. RGB input is never passed through as RGB: the encoder is handed
-    Y'CbCr converted by a matrix the output is tagged with.
+    Y'CbCr converted by a matrix the output is tagged with. ``sample_aspect``: the input's pixel shape
+    where it is not square: ``--size`` fits the picture as shown (its width times that) with square
+    pixels; otherwise the output keeps it.
 
     Raises:
         UnsupportedError: the asked colour cannot be written by the encode copier.
@@ -394,14 +402,21 @@ def plan_transcode(
     reasons: list[str] = []
     crop: tuple[int, int, int, int] | None = None
     padded_from: Size | None = None
+    shape = sample_aspect if sample_aspect is not None and sample_aspect > 0 and sample_aspect != 1 else None
     if options.size is not None:
-        out = pipeline.fit_inside(shown.width, shown.height, options.size)
-        if out != shown:
+        # Anamorphic pixels: the picture as shown is wider (or taller) than stored.
+        wide = shown.width * (shape if shape is not None and not quarter else 1)
+        tall = shown.height * (shape if shape is not None and quarter else 1)
+        out = pipeline.fit_inside(round(wide), round(tall), options.size)
+        if out != shown or shape is not None:
             w, h = shown.width, shown.height
+            pixels = f" (pixels {shape.numerator}:{shape.denominator})" if shape is not None else ""
+            square = ", square pixels" if shape is not None else ""
             reasons.append(
-                f"scale {w}x{h} -> {out.width}x{out.height} (fit in {options.size.width}x"
-                f"{options.size.height})"
+                f"scale {w}x{h}{pixels} -> {out.width}x{out.height} (fit in {options.size.width}x"
+                f"{options.size.height}{square})"
             )
+        shape = None
     elif w % 2 or h % 2:
         # Cut the last column / row rather than resample the whole picture (that blurs every edge); a
         # side of one pixel cannot lose it: it is repeated to two, the encoders' smallest side.
@@ -460,6 +475,10 @@ def plan_transcode(
         if rotation is not Rotation.NONE and not reasons
         else ""
     )
+    if shape is not None and not reasons:
+        kept += f"; pixels {shape.numerator}:{shape.denominator} kept"
+    elif shape is not None and quarter and reasons:
+        shape = 1 / shape  # the GPU route turns the picture: a pixel's sides swap
     if not reasons and input_format.is_rgb:
         # An RGB picture into a Y'CbCr encoder: converted by a known matrix, and tagged with it.
         passed = ten_bit_format(PixelFormat.YUV420P) if depth > 8 else PixelFormat.YUV420P
@@ -478,6 +497,7 @@ def plan_transcode(
             output_colour=rgb_colour,
             depth_note=depth_note,
             display_rotation=rotation,
+            sample_aspect=shape,
         )
     if not reasons:
         passed = input_format
@@ -502,6 +522,7 @@ def plan_transcode(
             depth_note=depth_note,
             display_rotation=rotation,
             colour_note=colour_note,
+            sample_aspect=shape,
         )
     if tone_map:
         choice = options.colour if options.colour is ColourChoice.BT601 else ColourChoice.BT709
@@ -547,6 +568,7 @@ def plan_transcode(
         tone_map=tone_map,
         colour_note=colour_note,
         padded_from=padded_from,
+        sample_aspect=shape,
     )
 
 

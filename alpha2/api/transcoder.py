@@ -377,6 +377,7 @@ class _Transcoder:
             interlaced=self._interlaced and plan.passthrough,
             top_field_first=self._first.metadata.top_field_first,
             display_rotation=plan.display_rotation,
+            sample_aspect_ratio=plan.sample_aspect,
             hdr=self._first.metadata.hdr if plan.keeps_hdr and self._first is not None else None,
         )
         encoder = session.encoder
@@ -479,6 +480,7 @@ class _Transcoder:
             codec=codec,
             rotation=first.metadata.rotation,
             container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
+            sample_aspect=info.sample_aspect_ratio,
         )
         if part is not None:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal

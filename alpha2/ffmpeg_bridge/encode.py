@@ -279,6 +279,8 @@ class EncodeSession:
             audio is encoded again, cut to the sample.
         streams_end_seconds: The output time the copied streams end at (with ``trim_streams``); None:
             not known yet (:meth:`end_streams_at`).
+        sample_aspect_ratio: The shape of one pixel (width : height) written into the stream, for
+            anamorphic video; None: square.
         audio_rate: Add an encoded audio track at this sample rate, fed by :meth:`encode_audio` (AAC,
             or Opus for WebM / Ogg). Not together with ``audio_from``.
         audio_channels: Channels of that track (1 or 2).
@@ -329,6 +331,7 @@ class EncodeSession:
         top_field_first: bool = True,
         trim_streams: bool = False,
         streams_end_seconds: float | None = None,
+        sample_aspect_ratio: fractions.Fraction | None = None,
     ) -> None:
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
@@ -412,6 +415,7 @@ class EncodeSession:
         self._vstream: av.video.stream.VideoStream | None = None
         self._last_pts: int | None = None
         self._codec_time_base = self.time_base  # the encoder's own (EncoderSpec.time_base), set at open
+        self._sample_aspect = sample_aspect_ratio
         self._last_codec_pts: int | None = None
         self._frames_in = 0
         self._packets_out = 0
@@ -525,6 +529,8 @@ class EncodeSession:
             cc.pix_fmt = pix_name
             cc.time_base = self._codec_time_base
             stream.time_base = self._codec_time_base
+            if self._sample_aspect is not None:  # anamorphic pixels, written into the stream's header
+                cc.sample_aspect_ratio = self._sample_aspect
             if self._display_rotation is not Rotation.NONE:
                 stream.set_display_rotation(-int(self._display_rotation))  # PyAV takes counter-clockwise
             if self._gop_size is not None:

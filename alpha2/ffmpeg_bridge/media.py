@@ -111,6 +111,9 @@ class StreamInfo:
     """Every stream of the container (audio, subtitles, cover art, attachments, data), described."""
     discontinuous_timestamps: bool = False
     """The container's format lets its clock jump (MPEG-TS, FLV: FFmpeg's ``AVFMT_TS_DISCONT``)."""
+    sample_aspect_ratio: fractions.Fraction | None = None
+    """The shape of one stored pixel, width : height, where it is not square (anamorphic video: a
+    16:9 DVD's 720x480 has 32:27); None: square, or not said."""
 
     @property
     def duration_seconds(self) -> float | None:
@@ -334,7 +337,16 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         audio_tracks=audio_tracks(container),
         streams=input_streams(container),
         discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
+        sample_aspect_ratio=_pixel_shape(cc.sample_aspect_ratio),
     )
+
+
+def _pixel_shape(ratio: Any) -> fractions.Fraction | None:
+    """A sample aspect ratio that says something: positive and not square."""
+    if not ratio:
+        return None
+    shape = fractions.Fraction(ratio)
+    return shape if shape > 0 and shape != 1 else None
 
 
 def with_first_frame(

@@ -1,0 +1,91 @@
+"""Anamorphic video (pixels that are not square) through ``alpha2 transcode``: the output keeps the
+pixel shape where the picture is not scaled, and ``--size`` fits the picture as shown (stored width
+times the pixel shape) with square pixels; ``--size`` keeps the shape when a box side is odd."""
+
+from __future__ import annotations
+
+import fractions
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api.pipeline import fit_inside
+from alpha2.api.transcode_plan import TranscodeOptions, plan_transcode
+from alpha2.gpu.colour import ColourInfo
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Rotation, Size
+
+DVD_WIDE = fractions.Fraction(32, 27)
+"""A 16:9 NTSC DVD's 720x480 pixels."""
+
+
+def _anamorphic_clip(path: Path, shape: fractions.Fraction, frames: int = 5) -> str:
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 720, 480, "yuv420p"
+        stream.codec_context.sample_aspect_ratio = shape
+        for index in range(frames):
+            pixels = np.full((480, 720, 3), 40 * index, np.uint8)
+            frame = av.VideoFrame.from_ndarray(pixels, format="rgb24").reformat(format="yuv420p")
+            frame.pts = index
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def _shape_of(path: Path) -> tuple[int, int, fractions.Fraction | None]:
+    with av.open(str(path)) as container:
+        cc = container.streams.video[0].codec_context
+        ratio = cc.sample_aspect_ratio
+        return cc.width, cc.height, fractions.Fraction(ratio) if ratio else None
+
+
+def test_fit_inside_rounds_the_limited_side_first() -> None:
+    assert fit_inside(320, 240, Size(641, 361)) == Size(480, 360)  # was 482x360
+    assert fit_inside(1920, 1080, Size(640, 640)) == Size(640, 360)
+    assert fit_inside(853, 480, Size(640, 360)) == Size(640, 360)
+    assert fit_inside(1, 1000, Size(100, 100)) == Size(2, 100)
+
+
+def test_the_plan_keeps_or_squares_the_pixels() -> None:
+    colour = ColourInfo()
+    size = Size(720, 480)
+    kept = plan_transcode(size, PixelFormat.YUV420P, colour, TranscodeOptions(), sample_aspect=DVD_WIDE)
+    assert kept.passthrough and kept.sample_aspect == DVD_WIDE and "pixels 32:27 kept" in kept.reason
+    scaled = plan_transcode(
+        size, PixelFormat.YUV420P, colour, TranscodeOptions(size=Size(640, 360)), sample_aspect=DVD_WIDE
+    )
+    assert scaled.output_size == Size(640, 360) and scaled.sample_aspect is None
+    assert "(pixels 32:27) -> 640x360" in scaled.reason and "square pixels" in scaled.reason
+    # Turned a quarter on the GPU route (a container with no display matrix): the pixel turns too.
+    turned = plan_transcode(
+        size,
+        PixelFormat.YUV420P,
+        colour,
+        TranscodeOptions(),
+        rotation=Rotation.CW90,
+        container_holds_rotation=False,
+        sample_aspect=DVD_WIDE,
+    )
+    assert turned.output_size == Size(480, 720) and turned.sample_aspect == 1 / DVD_WIDE
+    square = plan_transcode(size, PixelFormat.YUV420P, colour, TranscodeOptions(), sample_aspect=None)
+    assert square.sample_aspect is None and "pixels" not in square.reason
+
+
+@pytest.mark.parametrize("extension", ["mp4", "mkv"])
+def test_transcode_keeps_the_pixel_shape_or_fits_the_shown_picture(tmp_path: Path, extension: str) -> None:
+    from alpha2.api.transcoder import transcode
+
+    clip = _anamorphic_clip(tmp_path / "dvd.mp4", DVD_WIDE)
+    kept = tmp_path / f"kept.{extension}"
+    transcode(clip, kept, TranscodeOptions(hwaccel="none"))
+    assert _shape_of(kept) == (720, 480, DVD_WIDE)
+    fitted = tmp_path / f"fitted.{extension}"
+    stats = transcode(clip, fitted, TranscodeOptions(size=Size(640, 360), hwaccel="none"))
+    width, height, shape = _shape_of(fitted)
+    assert (width, height) == (640, 360) and shape in (None, 1)
+    assert stats.plan is not None and "square pixels" in stats.plan.reason
