@@ -8,6 +8,10 @@ attachments into Matroska. What it cannot keep it reports as a :class:`DroppedSt
 never silently: a subtitle codec the container has no place for, audio whose decoder cannot open (a
 damaged ``CodecPrivate``: the copy would not play either). Timestamps are shifted by the output's start
 and made increasing per stream (:class:`~alpha2.ffmpeg_bridge.timestamps.TimestampFixer`).
+
+As ``ffmpeg`` does by default, the copier also carries the input's tags over: the container's (title
+...), and each kept stream's tags (language, title, handler name) and dispositions (default, forced,
+hearing impaired ...), the output's video taking those of the input's video (:func:`copy_tags`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "StreamKind",
     "add_audio_encoder",
     "container_duration_seconds",
+    "copy_tags",
     "describe_holdings",
     "input_streams",
     "probe_streams",
@@ -78,6 +83,28 @@ TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "mov_text", "webvtt", "text"}
 
 TEXT_SUBTITLE_TARGETS = {"matroska": "subrip", "mp4": "mov_text", "mov": "mov_text", "webm": "webvtt"}
 """The text subtitle codec each muxer takes, which other plain-text subtitles are converted to."""
+
+CONTAINER_TAGS_NOT_COPIED = frozenset({"creation_time", "company_name", "product_name", "product_version"})
+"""Container tags about the input's making, which FFmpeg leaves out of its output's (``encoder`` the
+muxer writes itself)."""
+
+STREAM_TAGS_OF_THE_CODING = frozenset(
+    {
+        "encoder",
+        "duration",
+        "bps",
+        "number_of_frames",
+        "number_of_bytes",
+        "_statistics_tags",
+        "_statistics_writing_app",
+        "_statistics_writing_date_utc",
+        "rotate",
+    }
+)
+"""Stream tags that describe the input's coded packets (its encoder, mkvmerge's statistics, with or
+without a ``-LANG`` suffix; an old rotation tag): not copied to a stream encoded again, cut, or
+converted, where they would be wrong (FFmpeg drops ``encoder`` alone; the Matroska muxer writes its
+own duration)."""
 
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
 
@@ -257,6 +284,32 @@ def add_audio_encoder(
     return stream, rate
 
 
+def copy_tags(source: dict[str, str], target: dict[str, str], left_out: frozenset[str] = frozenset()) -> None:
+    """Copy the tags of ``source`` that ``target`` does not have (names compared without case, as
+    FFmpeg's dictionaries do), but those in ``left_out`` (lower case; a ``-LANG`` suffix ignored)."""
+    have = {key.lower() for key in target}
+    for key, value in source.items():
+        name = key.lower()
+        if name in have or name in left_out or name.split("-", 1)[0] in left_out:
+            continue
+        target[key] = value
+        have.add(name)
+
+
+def _main_video(source: av.container.InputContainer) -> Any:
+    """The input's video stream a decoder picks (FFmpeg's best, else the first), cover art left out;
+    None when it has none."""
+    attached = int(av.stream.Disposition.attached_pic)
+    moving = [s for s in source.streams.video if not int(s.disposition) & attached]
+    if not moving:
+        return None
+    try:
+        best = source.streams.best("video")
+    except Exception:
+        best = None
+    return best if best in moving else moving[0]
+
+
 def _undecodable(path: str, audio: Sequence[int]) -> dict[int, str]:
     """Audio streams (by index) whose decoder does not open or whose first packets do not decode, with
     why; one read of the file."""
@@ -372,6 +425,11 @@ class StreamCopier:
             ``end_seconds`` (or :meth:`set_end`) on. Audio is decoded and encoded again, cut to the
             sample (a copy could cut only between packets); subtitles are shortened to the part.
         end_seconds: The output time the streams end at (with ``trim``); None: not known yet.
+        copy_metadata: Carry the input's tags and dispositions over, as ``ffmpeg`` does: the
+            container's tags (but :data:`CONTAINER_TAGS_NOT_COPIED`); each kept stream's tags and
+            dispositions; those of the input's video to the video streams ``out`` already holds. Then,
+            as ``ffmpeg`` does, where the output has several video, audio or subtitle streams and none
+            of them is the default, the first is made it.
 
     Raises:
         InvalidInputError: ``indices`` is None and the input has no audio stream.
@@ -388,6 +446,7 @@ class StreamCopier:
         jump_seconds: float | None = None,
         trim: bool = False,
         end_seconds: float | None = None,
+        copy_metadata: bool = True,
     ) -> None:
         self._out = out
         self._path = path
@@ -412,6 +471,10 @@ class StreamCopier:
             indices = audio[:1]
         self._entries: dict[int, _Entry] = {}
         self._pictures: list[_Picture] = []
+        self._copy_metadata = copy_metadata
+        ours = list(out.streams)  # the caller's (the encoded video), made before the copies
+        if copy_metadata:
+            self._copy_container_tags(source, ours)
         broken = _undecodable(
             path, [i for i in indices if i in described and described[i].kind is StreamKind.AUDIO]
         )
@@ -419,6 +482,8 @@ class StreamCopier:
             if index not in described:
                 raise InvalidInputError(f"{path!r} has no stream {index}")
             self._add(described[index], broken.get(index))
+        if copy_metadata:
+            _infer_defaults(out)
         streams = [source.streams[i] for i in self._entries]
         self._packets: Iterator[av.packet.Packet[Any]] | None = (
             self._demux(source, streams) if streams else None
@@ -458,6 +523,39 @@ class StreamCopier:
 
     # -- setting up ----------------------------------------------------------------------------
 
+    def _copy_container_tags(self, source: av.container.InputContainer, ours: list[Any]) -> None:
+        """The container's tags into the output's, and the input's video's tags and dispositions into
+        the output's video streams made before the copier (encoded again: its coding tags left out)."""
+        left_out = CONTAINER_TAGS_NOT_COPIED | ({"duration"} if self._trim else frozenset())
+        copy_tags(source.metadata, self._out.metadata, left_out)
+        video = _main_video(source)
+        if video is None:
+            return
+        for stream_out in ours:
+            if stream_out.type != "video":
+                continue
+            if not int(stream_out.disposition):  # none set by the caller
+                stream_out.disposition = video.disposition
+            copy_tags(video.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING)
+
+    def _keep(
+        self,
+        stream_in: Any,
+        stream_out: Any,
+        changed: bool,
+        extra: av.stream.Disposition | None = None,
+    ) -> None:
+        """``stream_in``'s tags and dispositions onto the stream made for it (``changed``: encoded
+        again, cut or converted, its coding tags left out); ``extra``: dispositions added."""
+        if not self._copy_metadata:
+            if extra is not None:
+                stream_out.disposition = extra
+            return
+        stream_out.disposition = stream_in.disposition if extra is None else stream_in.disposition | extra
+        copy_tags(
+            stream_in.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
+        )
+
     def _drop(self, stream: InputStream, reason: str) -> None:
         self.report.dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, reason))
 
@@ -479,7 +577,9 @@ class StreamCopier:
                 return
             data = bytes(getattr(stream_in, "data", b"") or b"")
             mimetype = str(stream_in.metadata.get("mimetype", "") or "application/octet-stream")
-            self._out.add_attachment(stream.filename or f"attachment{stream.index}", mimetype, data)
+            made = self._out.add_attachment(stream.filename or f"attachment{stream.index}", mimetype, data)
+            if self._copy_metadata:
+                copy_tags(stream_in.metadata, made.metadata)
             self.report.kept.append(stream)
             return
         if stream.kind is StreamKind.AUDIO:
@@ -505,6 +605,7 @@ class StreamCopier:
             except ValueError as exc:
                 self._add_reencoded(stream, stream_in, muxer, exc)
                 return
+            self._keep(stream_in, stream_out, False)
             self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, True))
             self.report.kept.append(stream)
             return
@@ -517,6 +618,7 @@ class StreamCopier:
             except ValueError:
                 self._add_converted_subtitles(stream, stream_in, muxer)
                 return
+            self._keep(stream_in, stream_out, self._trim)
             self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False))
             self.report.kept.append(stream)
             return
@@ -535,6 +637,7 @@ class StreamCopier:
             )
             return
         stream_out = self._out.add_mux_stream(target, time_base=stream_in.time_base)
+        self._keep(stream_in, stream_out, True)
         entry = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False), text_to=target)
         self._entries[stream.index] = entry
         self.report.kept.append(stream)
@@ -554,6 +657,7 @@ class StreamCopier:
             channels,
             source_rate if 32_000 <= source_rate <= 320_000 else None,
         )
+        self._keep(stream_in, stream_out, True)
         resampler = av.AudioResampler(format="fltp", layout="mono" if channels == 1 else "stereo", rate=rate)
         self._entries[stream.index] = _Entry(
             stream,
@@ -594,7 +698,7 @@ class StreamCopier:
         except ValueError as exc:
             self._drop(stream, f"the {muxer} container cannot hold a {stream.codec} picture ({exc})")
             return
-        stream_out.disposition = av.stream.Disposition.attached_pic
+        self._keep(self._in.streams[stream.index], stream_out, False, av.stream.Disposition.attached_pic)
         self._pictures.append(_Picture(stream, stream_out, data))
         self.report.kept.append(stream)
 
@@ -828,6 +932,20 @@ class StreamCopier:
         if source is not None:
             with contextlib.suppress(Exception):
                 source.close()
+
+
+def _infer_defaults(out: av.container.OutputContainer) -> None:
+    """Where ``out`` has several video, audio or subtitle streams and none is the default, make the
+    first (cover art aside) the default, as ``ffmpeg`` does (``set_dispositions``)."""
+    default = int(av.stream.Disposition.default)
+    attached = int(av.stream.Disposition.attached_pic)
+    for kind in ("video", "audio", "subtitle"):
+        streams = [s for s in out.streams if s.type == kind]
+        if len(streams) < 2 or any(int(s.disposition) & default for s in streams):
+            continue
+        first = next((s for s in streams if not int(s.disposition) & attached), None)
+        if first is not None:
+            first.disposition = first.disposition | av.stream.Disposition.default
 
 
 def _ends_after(packet: av.packet.Packet[Any], seconds: float) -> bool:

@@ -1,0 +1,150 @@
+"""Tags and dispositions carried over by ``alpha2 transcode``, as ``ffmpeg`` carries them: the
+container's tags (title), each kept stream's language, title and handler name, its default / forced /
+hearing-impaired flags, and the input video's onto the encoded video; with and without ``--from``,
+into .mkv and .mp4. The inputs are made with PyAV."""
+
+from __future__ import annotations
+
+import fractions
+from pathlib import Path
+
+import av
+import pytest
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.ffmpeg_bridge.side_streams import STREAM_TAGS_OF_THE_CODING, copy_tags
+from tests.media import make_clip
+
+Disposition = av.stream.Disposition
+
+
+def _multi(tmp_path: Path, ext: str, *, defaults: bool = True) -> str:
+    """Video (Japanese, titled), English and French audio (the English the default), German subtitles
+    (forced, for the hard of hearing), and a container title and creation time; ``defaults=False``:
+    no stream is the default."""
+    clip = make_clip(tmp_path / "base.mp4", frames=30, audio=True)
+    path = str(tmp_path / f"multi{ext}")
+    sub = "subrip" if ext == ".mkv" else "mov_text"
+    ms = fractions.Fraction(1, 1000)
+    with av.open(clip.path) as inp, av.open(path, "w") as out:
+        out.metadata["title"] = "My Title"
+        out.metadata["creation_time"] = "2020-01-02T03:04:05.000000Z"
+        video = out.add_stream_from_template(inp.streams.video[0])
+        video.metadata.update({"language": "jpn", "title": "Main video"})
+        english = out.add_stream_from_template(inp.streams.audio[0])
+        english.metadata.update({"language": "eng", "title": "English"})
+        french = out.add_stream_from_template(inp.streams.audio[0])
+        french.metadata.update({"language": "fra", "title": "Français"})
+        text = out.add_mux_stream(sub, time_base=ms)
+        text.metadata.update({"language": "ger", "title": "Deutsch"})
+        if defaults:
+            video.disposition = Disposition.default
+            english.disposition = Disposition.default
+        else:
+            video.disposition = english.disposition = 0
+        french.disposition = 0
+        text.disposition = Disposition.forced | Disposition.hearing_impaired
+        for packet in inp.demux():
+            if packet.dts is None:
+                continue
+            if packet.stream.type == "video":
+                packet.stream = video
+                out.mux(packet)
+                continue
+            for stream in (english, french):
+                copy = av.Packet(bytes(packet))
+                copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
+                copy.time_base = packet.time_base
+                copy.stream = stream
+                out.mux(copy)
+        for i, words in enumerate((b"Hallo", b"Welt")):
+            body = words if sub == "subrip" else len(words).to_bytes(2, "big") + words
+            cue = av.Packet(body)
+            cue.pts = cue.dts = 200 + 400 * i
+            cue.duration, cue.time_base, cue.stream = 300, ms, text
+            out.mux(cue)
+    return path
+
+
+def _read(path: str) -> tuple[dict[str, str], list[tuple[str, dict[str, str], int]]]:
+    """The container's tags, and each stream's kind, tags (names in lower case) and dispositions."""
+    with av.open(path) as container:
+        tags = {k.lower(): v for k, v in container.metadata.items()}
+        streams = [
+            (s.type, {k.lower(): v for k, v in s.metadata.items()}, int(s.disposition))
+            for s in container.streams
+        ]
+    return tags, streams
+
+
+def _has(flags: int, flag: Disposition) -> bool:
+    return bool(flags & int(flag))
+
+
+@pytest.mark.parametrize("from_seconds", [0.0, 0.3])
+@pytest.mark.parametrize("ext", [".mkv", ".mp4"])
+def test_tags_and_dispositions_are_kept(tmp_path: Path, ext: str, from_seconds: float) -> None:
+    src = _multi(tmp_path, ext)
+    for out_ext in (".mkv", ".mp4"):
+        out = str(tmp_path / f"out{out_ext}")
+        transcode(src, out, TranscodeOptions(from_seconds=from_seconds))
+        tags, streams = _read(out)
+        assert tags.get("title") == "My Title", (ext, out_ext, tags)
+        assert "creation_time" not in tags  # about the input's making, as ffmpeg leaves it out
+        kinds = [kind for kind, _, _ in streams]
+        assert kinds == ["video", "audio", "audio", "subtitle"], (ext, out_ext)
+        (_, video, vflags), (_, eng, eflags), (_, fra, fflags), (_, ger, gflags) = streams
+        assert [eng.get("language"), fra.get("language"), ger.get("language")] == ["eng", "fra", "ger"]
+        assert _has(vflags, Disposition.default) and _has(eflags, Disposition.default)
+        assert not _has(fflags, Disposition.default)
+        if ext == out_ext == ".mkv":  # what Matroska holds and MP4 does not
+            assert video.get("language") == "jpn" and video.get("title") == "Main video"
+            assert [eng.get("title"), fra.get("title"), ger.get("title")] == [
+                "English",
+                "Français",
+                "Deutsch",
+            ]
+            assert _has(gflags, Disposition.forced) and _has(gflags, Disposition.hearing_impaired)
+            assert not _has(gflags, Disposition.default)
+        # The video was encoded again: no tag of the input's encoder (nor, cut, of the copied audio's).
+        assert "encoder" not in video
+        if from_seconds:
+            assert "encoder" not in eng
+
+
+def test_with_several_streams_and_no_default_the_first_is_made_it(tmp_path: Path) -> None:
+    src = _multi(tmp_path, ".mkv", defaults=False)
+    _, streams = _read(src)
+    assert not any(_has(flags, Disposition.default) for _, _, flags in streams)
+    out = str(tmp_path / "out.mkv")
+    transcode(src, out)
+    _, streams = _read(out)
+    defaults = [(kind, tags.get("language")) for kind, tags, f in streams if _has(f, Disposition.default)]
+    assert defaults == [("audio", "eng")]  # one video, one subtitle stream: left as they were
+
+
+def test_a_video_only_input_keeps_its_video_tags_when_streams_are_copied(tmp_path: Path) -> None:
+    """The video's tags come with the copied streams' input (audio here, the first one only)."""
+    src = _multi(tmp_path, ".mkv")
+    out = str(tmp_path / "out.mkv")
+    transcode(src, out, TranscodeOptions(audio=False))
+    tags, streams = _read(out)
+    assert tags.get("title") == "My Title"
+    assert streams[0][1].get("language") == "jpn"
+
+
+def test_copy_tags_keeps_the_targets_and_leaves_out_coding_tags() -> None:
+    target: dict[str, str] = {"LANGUAGE": "eng"}
+    source = {
+        "language": "fra",
+        "title": "Film",
+        "ENCODER": "Lavc libx264",
+        "BPS-eng": "1000",
+        "DURATION": "00:00:01.000000000",
+        "handler_name": "VideoHandler",
+    }
+    copy_tags(source, target, STREAM_TAGS_OF_THE_CODING)
+    assert target == {"LANGUAGE": "eng", "title": "Film", "handler_name": "VideoHandler"}
+    everything: dict[str, str] = {}
+    copy_tags(source, everything)
+    assert everything == source
