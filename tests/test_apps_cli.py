@@ -244,3 +244,37 @@ def test_no_runtime_dir_warnings_without_xdg_runtime_dir(clip: str, tmp_path: Pa
     )
     assert run.returncode == 0, run.stderr
     assert "XDG_RUNTIME_DIR" not in run.stderr
+
+
+def _has_svt_av1() -> bool:
+    import av
+
+    return "libsvtav1" in av.codecs_available
+
+
+@pytest.mark.skipif(not _has_svt_av1(), reason="PyAV's FFmpeg has no libsvtav1")
+def test_quiet_silences_svt_av1(clip: str, tmp_path: Path) -> None:
+    """SVT-AV1 writes its banner (``Svt[info]: ...``) to stderr itself, past FFmpeg's log: ``--quiet``
+    sets its level to errors (SVT_LOG) before the encoder opens; without --quiet it speaks as in ffmpeg,
+    and a level the user set is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "SVT_LOG"}
+    env["XDG_RUNTIME_DIR"] = os.environ.get("XDG_RUNTIME_DIR", "/tmp")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+
+    def transcode(*extra: str, **more_env: str) -> subprocess.CompletedProcess[str]:
+        args = ["transcode", clip, str(tmp_path / "o.mkv"), "--codec", "av1", "-y", "--frames", "3", *extra]
+        return subprocess.run(
+            [sys.executable, "-m", "alpha2", *args],
+            capture_output=True,
+            text=True,
+            env={**env, **more_env},
+            timeout=300,
+        )
+
+    quiet = transcode("--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "Svt[" not in quiet.stderr and quiet.stderr.strip() == "", quiet.stderr
+    loud = transcode()
+    assert loud.returncode == 0 and "Svt[info]" in loud.stderr, loud.stderr
+    asked = transcode("--quiet", SVT_LOG="3")
+    assert asked.returncode == 0 and "Svt[info]" in asked.stderr, asked.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -365,3 +366,43 @@ def test_missing_window_backend_is_said_before_playing(
     said.clear()
     play(clip, PlayOptions(frames=1), environ=NO_DISPLAY)
     assert said == [""]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the summaries fit the terminal: --stats and the one line, wrapped under their text
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("stats", [False, True])
+def test_play_summaries_fit_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stats: bool
+) -> None:
+    """An untagged clip (the longest ``colour:`` line: the matrix guessed, the rest assumed) played with
+    ``--stats``, and a snapshot's one line with a long path: every line within 80 columns, no word lost
+    or broken, a continued line indented under its text; ``--json`` is left as it was."""
+    from alpha2.apps.cli import main
+
+    clip = _untagged_red(tmp_path / "red.mkv", 1280, 720, ColourMatrix.BT709)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(player, "_say_offscreen", lambda why, environ: None)
+    out = tmp_path / "a-snapshot-with-a-rather-long-name.png"
+    args = ["play", "--offscreen", clip, "--no-audio"]
+    args += ["--frames", "2", "--stats"] if stats else ["--snapshot", str(out), "-y"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith(("alpha2: played", " "))]
+    # Within 80 columns, but for the line of the snapshot's path, one word longer than that.
+    assert lines and all(len(line) < 80 for line in lines if str(out) not in line), err
+    assert lines[0].startswith("alpha2: played") and all(line.startswith("  ") for line in lines[1:])
+    text = " ".join(" ".join(lines).split())
+    if stats:
+        colour = [i for i, line in enumerate(lines) if line.startswith("  colour: ")]
+        after = lines[colour[0] + 1] if colour else ""
+        assert after.startswith(" " * len("  colour: ")) and after[len("  colour: ")] != " ", err
+        assert "matrix BT.709 guessed from the size (untagged)" in text
+        assert "range limited, primaries BT709, transfer BT709 assumed (untagged)" in text
+    else:
+        assert len(lines) > 1 and f"snapshot {out}" in text and "1 frame (" in text, err
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["command"] == "play" and data["frames"] == (2 if stats else 1)

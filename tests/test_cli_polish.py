@@ -193,6 +193,73 @@ def test_typo_with_nothing_close_lists_the_choices(capsys: pytest.CaptureFixture
     ]
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # After --, every word is a positional: --quiet is one too many, not an option to suggest.
+        (
+            ["transcode", "in.mp4", "--", "-out.mp4", "--quiet"],
+            "unexpected argument --quiet (after -- no option is read)",
+        ),
+        (
+            ["transcode", "in.mp4", "--", "-out.mp4", "--quiet", "x"],
+            "unexpected arguments --quiet x (after -- no option is read)",
+        ),
+        # A file whose name starts with '-', before --: argparse takes it for an option, and OUTPUT is
+        # missing; said as the unknown option, with the two ways to give such a file.
+        (
+            ["transcode", "-dash.mp4", "out.mp4"],
+            "unknown option -dash.mp4; a file goes as ./-dash.mp4 or after --",
+        ),
+        (
+            ["transcode", "in.mp4", "-dash.mp4"],
+            "unknown option -dash.mp4; a file goes as ./-dash.mp4 or after --",
+        ),
+        (["probe", "-x.mkv"], "unknown option -x.mkv; a file goes as ./-x.mkv or after --"),
+        # Options still get their suggestions, and a plain missing argument is said as argparse says it.
+        (["transcode", "-quiet", "in.mp4"], "unknown option -quiet; did you mean --quiet?"),
+        (["transcode", "-y"], "the following arguments are required: INPUT, OUTPUT"),
+        (["transcode", "--", "a.mp4", "b.mp4", "c.mp4"], "unexpected argument: c.mp4"),
+    ],
+)
+def test_arguments_that_start_with_a_dash(
+    args: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(args, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 2, err
+    assert lines[0].startswith(f"usage: alpha2 {args[0]} [options]"), lines[0]
+    assert lines[1] == f"alpha2: error: {said}" and len(lines[1]) <= 80
+    assert os.listdir(tmp_path) == []
+
+
+def test_wrap_lines_continues_under_the_text() -> None:
+    colour = (
+        "  colour: as tagged (the frames are BT709 BT709 already); matrix BT.709 guessed from the size "
+        "(untagged); range limited, primaries BT709, transfer BT709 assumed (untagged)"
+    )
+    head = (
+        "alpha2: played a.mp4: 1 frame (9.9 fps) offscreen (--snapshot renders to a texture); snapshot a.png"
+    )
+    short = "  device: wgpu on llvmpipe"
+    lines = cli.wrap_lines([head, colour, short], 80)
+    assert all(len(line) < 80 for line in lines), lines
+    assert lines[0].startswith("alpha2: played") and lines[1].startswith("  ") and lines[1][2] != " "
+    at = next(i for i, line in enumerate(lines) if line.startswith("  colour: "))
+    assert lines[at + 1].startswith(" " * 10) and lines[at + 1][10] != " "
+    assert lines[-1] == short
+    assert " ".join(" ".join(lines).split()) == " ".join(" ".join([head, colour, short]).split())
+    assert cli.wrap_lines([head, colour], None) == [head, colour]
+    # A word longer than the line stays whole, on a line of its own.
+    path = "/" + "x" * 100 + ".png"
+    assert f"  {path}" in cli.wrap_lines([f"alpha2: played a.mp4; snapshot {path}"], 80)
+
+
 # ---------------------------------------------------------------------------------------------------
 # 3. option values checked before anything is opened, the default preset said
 
@@ -352,7 +419,7 @@ def test_cut_options_are_checked(cut_clip: str, tmp_path: Path, capsys: pytest.C
     code, _, err = _run(
         ["transcode", cut_clip, str(tmp_path / "o.mkv"), "--from", "1", "--to", "0:00.5"], capsys
     )
-    assert code == 1 and "is not after --from" in err
+    assert code == 1 and "is not after from_seconds (--from)" in err
     code, _, err = _run(["transcode", cut_clip, "o.mkv", "--to", "1", "--duration", "1"], capsys)
     assert code == 2 and "not allowed with argument" in err
     with pytest.raises(InvalidInputError):

@@ -12,7 +12,9 @@ way with its type, and ``ALPHA2_DEBUG=1`` re-raises it for a developer.
 
 A mistyped command, option or choice is answered with the command's usage line and the closest name
 (``alpha2: error: unknown option --prest; did you mean --preset?``), by :func:`parser_class` and
-:func:`unknown_arguments`; every ``--help`` ends with examples (:func:`help_formatter`).
+:func:`unknown_arguments`; a file whose name starts with ``-`` is told how to be given (``./-a.mp4``
+or after ``--``), and a word after ``--`` is never taken for an option. Every ``--help`` ends with
+examples (:func:`help_formatter`).
 
 Subcommands are imported lazily: ``alpha2 --help`` (and any command) imports only the module of the
 command named on the line, so that PyAV, wgpu and numpy load only when a command needs them. The
@@ -186,8 +188,20 @@ def parser_class() -> type[argparse.ArgumentParser]:
             ]
             return " ".join(["usage:", self.prog, "[options]", *words])
 
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            """argparse's, keeping the words parsed for :meth:`error`."""
+            self._words = list(sys.argv[1:] if args is None else args)
+            return super().parse_known_args(args, namespace)
+
         def error(self, message: str) -> NoReturn:
-            """The usage line and one line ``alpha2: error: ...``; exit status 2."""
+            """The usage line and one line ``alpha2: error: ...``; exit status 2. A positional missing
+            because argparse took a word for an unknown option (``transcode -dash.mp4 out.mp4``) is
+            said as that unknown option, as when nothing was missing."""
+            if message.startswith("the following arguments are required"):
+                unknown = _unknown_options(self, getattr(self, "_words", []))
+                if unknown:
+                    command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
+                    message = unknown_arguments(self, command, unknown)
             self.exit(2, f"{self.short_usage()}\n{error_line(message)}\n")
 
     return _Parser
@@ -224,17 +238,57 @@ def _elsewhere(word: str, command: str | None) -> tuple[str, str] | None:
     return None
 
 
-def unknown_arguments(parser: argparse.ArgumentParser, command: str | None, extras: Sequence[str]) -> str:
+def _unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
+    """The words before ``--`` that argparse reads as options but ``parser`` has none of (not an
+    abbreviation of one, nor a short option with its value or others joined: ``-y``, ``-yn``)."""
+    import re
+
+    options = _option_strings(parser)
+    unknown = []
+    for word in words:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0]
+        if not word.startswith("-") or word == "-" or re.fullmatch(r"-\d+|-\d*\.\d+", word):
+            continue
+        if any(o.startswith(name) for o in options if o.startswith("--")) or word[:2] in options:
+            continue
+        unknown.append(word)
+    return unknown
+
+
+def _looks_like_a_file(word: str) -> bool:
+    """An unknown ``-word`` meant as a file: one that exists, or a name no alpha2 option has (one dash
+    and more than one letter, or a dot or a slash in it: ``-dash.mp4``)."""
+    name = word.lstrip("-")
+    return os.path.exists(word) or (
+        bool(name) and ((not word.startswith("--") and len(name) > 1) or "." in name or "/" in name)
+    )
+
+
+def unknown_arguments(
+    parser: argparse.ArgumentParser,
+    command: str | None,
+    extras: Sequence[str],
+    after_dashes: Sequence[str] = (),
+) -> str:
     """The one line for arguments no option took: the first unknown option with the closest one of the
-    command (or of another command), or the stray words."""
-    options = [e for e in extras if e.startswith("-") and e != "-"]
+    command (or of another command), or the stray words. ``after_dashes``: the words after ``--`` on
+    the line, which are never options (``transcode a.mp4 -- -b.mp4 --quiet``: one argument too many)."""
+    options = [e for e in extras if e.startswith("-") and e not in ("-", "--")]
+    if options and all(o in after_dashes for o in options):
+        stray = [e for e in extras if e != "--"]
+        plural = "s" if len(stray) > 1 else ""
+        return f"unexpected argument{plural} {' '.join(stray)} (after -- no option is read)"
     if not options:
         return f"unexpected argument{'s' if len(extras) > 1 else ''}: {' '.join(extras)}"
     word = options[0].split("=", 1)[0]
     said = f"unknown option {word}"
     near = close_option(word, _option_strings(parser))
-    if near is not None:
+    if near is not None and near != word:
         return f"{said}; did you mean {near}?"
+    if _looks_like_a_file(options[0]):
+        return f"{said}; a file goes as ./{options[0]} or after --"
     other = _elsewhere(word, command)
     if other is not None:
         return f"{said} (alpha2 {other[0]} has {other[1]})"
@@ -306,6 +360,39 @@ def wrap_fields(fields: Sequence[tuple[str, str]], width: int | None, indent: st
             or [head.rstrip()]
         )
     return lines
+
+
+def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
+    """Report lines filled to ``width`` columns (None: as they are), words never broken (a path longer
+    than the line stays whole): a headline continues two columns in, an indented ``label: text`` line
+    under its text (``  colour: as tagged ...``), or two columns past its indent when the label would
+    leave the text too little room."""
+    import re
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        if width is None or len(line) < width:
+            out.append(line)
+            continue
+        text = line.lstrip()
+        indent = line[: len(line) - len(text)]
+        label = re.match(r"[^\s:;][^:;]*: ", text) if indent else None
+        hang = len(indent) + (len(label.group()) if label else 2)
+        if hang > width // 3:
+            hang = len(indent) + 2
+        out.extend(
+            textwrap.wrap(
+                text,
+                max(width - 1, hang + 20),
+                initial_indent=indent,
+                subsequent_indent=" " * hang,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [line]
+        )
+    return out
 
 
 def fit_columns(
@@ -624,8 +711,21 @@ def _signal_exit(exc: BaseException) -> int:
     return 128 + signal.SIGINT
 
 
+SVT_LOG_ERRORS = "1"
+"""SVT-AV1's log level for errors only (its levels: -1 all, 0 fatal, 1 error, 2 warn, 3 info, 4 debug)."""
+
+
+def quiet_libraries() -> None:
+    """For ``--quiet``: the encoder libraries that write to stderr themselves, past FFmpeg's log, say
+    only their errors. SVT-AV1 (``--codec av1``) prints a banner of ``Svt[info]:`` lines unless
+    ``SVT_LOG`` says otherwise; it reads the variable when its first encoder opens, so it is set before
+    the command runs. A level the user set is kept."""
+    os.environ.setdefault("SVT_LOG", SVT_LOG_ERRORS)
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
-    """Run one command's ``func``; errors become the one-line message and exit status 1."""
+    """Run one command's ``func``; errors become the one-line message and exit status 1. A command's
+    ``--quiet`` quiets the encoder libraries too (:func:`quiet_libraries`)."""
     # Here, not at the top: the command's module has imported them already, and ``--help`` needs neither.
     from alpha2.api.errors import OutputFormatError
     from alpha2.gpu.errors import Error
@@ -633,6 +733,8 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     try:
         with _SignalsUnwind():
             ensure_runtime_dir()
+            if getattr(args, "quiet", False):
+                quiet_libraries()
             return int(func(args) or 0)
     except (KeyboardInterrupt, Terminated) as exc:
         return _signal_exit(exc)
@@ -670,7 +772,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # Told by the command's own parser (its usage line), with the closest option.
                 command = getattr(args, "command", None)
                 sub = _subparser(parser, command) or parser
-                sub.error(unknown_arguments(sub, command, extras))
+                words = list(sys.argv[1:] if argv is None else argv)
+                after = words[words.index("--") + 1 :] if "--" in words else []
+                sub.error(unknown_arguments(sub, command, extras, after))
             func = getattr(args, "func", None)
             if func is None:
                 parser.print_help(sys.stderr)

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 # the window and the sound load when a file plays (``play``), so that ``--help`` answers at once and the
 # first frame comes sooner.
 from alpha2.api import pipeline
-from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter, parse_time
+from alpha2.apps.cli import (
+    EXAMPLES_HEADING,
+    add_overwrite_arguments,
+    help_formatter,
+    parse_time,
+    terminal_columns,
+    wrap_lines,
+)
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
 from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
@@ -87,7 +94,8 @@ def _say_offscreen(why: str, environ: Mapping[str, str] | None) -> None:
     line that installs it, before the file plays offscreen (not only in the report at its end)."""
     env = os.environ if environ is None else environ
     if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
-        print(f"alpha2: no window: {why}; playing offscreen, without sound", file=sys.stderr, flush=True)
+        line = f"alpha2: no window: {why}; playing offscreen, without sound"
+        print("\n".join(wrap_lines([line], terminal_columns(sys.stderr))), file=sys.stderr, flush=True)
 
 
 def window_unavailable_reason(environ: Mapping[str, str] | None = None) -> str | None:
@@ -396,12 +404,15 @@ def _report(stats: PlayStats, args: argparse.Namespace) -> None:
     """One file's report: its JSON, its ``--stats`` lines, or one line."""
     if args.json:
         pipeline.emit_json(stats.as_dict())
-    elif args.stats:
-        print(stats.summary(), file=sys.stderr)
+        return
+    if args.stats:
+        lines = stats.summary().splitlines()
     else:
         note = f" ({stats.mode_reason})" if stats.mode_reason else ""
-        line = f"alpha2: played {os.path.basename(stats.input)}: {stats.frames} frames ({stats.fps:.1f} fps) "
+        frames = f"{stats.frames} frame{'' if stats.frames == 1 else 's'}"
+        line = f"alpha2: played {os.path.basename(stats.input)}: {frames} ({stats.fps:.1f} fps) "
         line += f"{stats.mode}{note}; {stats.clock['reason']}"
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
-        print(line, file=sys.stderr)
+        lines = [line]
+    print("\n".join(wrap_lines(lines, terminal_columns(sys.stderr))), file=sys.stderr)
