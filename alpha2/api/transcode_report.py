@@ -226,7 +226,9 @@ def segments_summary(stats: TranscodeStats) -> str | None:
     parts = segments.get("parts") or []
     if not parts:
         return str(segments["done"])
-    each = "; ".join(f"{p['frames']} frames in {p['seconds']:.2f} s" for p in parts)
+    each = "; ".join(
+        f"{p['frames']} frame{'' if p['frames'] == 1 else 's'} in {p['seconds']:.2f} s" for p in parts
+    )
     return f"{segments['done']} ({segments['reason']}): {each}; joined in {segments['join_seconds']:.2f} s"
 
 
@@ -264,7 +266,13 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
     if decode.get("corrupt_frames_skipped"):
         notes.append(f"{decode['corrupt_frames_skipped']} corrupt frames skipped")
     if decode.get("decode_errors"):
-        notes.append(f"{decode['decode_errors']} packets failed to decode and were skipped")
+        failed = decode["decode_errors"]
+        said = (
+            "1 packet failed to decode and was"
+            if failed == 1
+            else f"{failed} packets failed to decode and were"
+        )
+        notes.append(f"{said} skipped")
     if decode.get("truncated"):
         notes.append("the input ends before the duration its container announces")
     kept = _kept_summary(stats.kept_streams)

@@ -345,7 +345,9 @@ class _Transcoder:
         self._extent = self._resolve_extent(choice.name, plan)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
-        copy_from = self.source if self._streams.copy else None
+        # The input's other streams, and its tags (title, the video's language) even with none to copy;
+        # a segment's tags come with the join.
+        copy_from = self.source if self._streams.copy or self._part is None else None
         assert self._first is not None
         shift = self._start
         jump = jump_seconds(info.discontinuous_timestamps)
@@ -442,6 +444,16 @@ class _Transcoder:
         first = decoder.next_frame()
         stages.add("decode", time.perf_counter() - start)
         if first is None:
+            info = decoder.info
+            limit = self.options.max_pixels
+            if limit is not None and not (info.width and info.height):
+                # A decoder that refuses a picture over libavcodec's max_pixels while the streams are
+                # probed (FFV1 does) leaves no size to name: say the limit may be why.
+                raise InvalidInputError(
+                    f"{self.source!r} has no decodable video frames, and its decoder gave no picture size "
+                    f"under the limit on decoded pictures of {limit} pixels ({limit / 1e6:.1f} MP); if its "
+                    "pictures are larger, raise the limit (--max-pixels)"
+                )
             raise InvalidInputError(f"{self.source!r} has no decodable video frames")
         self._first = first  # released in teardown if a failure comes before the loop takes it
         info = decoder.info

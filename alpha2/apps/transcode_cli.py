@@ -274,7 +274,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         fields.append(("segments", segments))
     fields.append(("time", stats.stages.summary(stats.seconds)))
     fields.extend(("note", note) for note in summary_notes(stats))
-    head = f"alpha2: transcoded {stats.frames} frames in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
+    frames = "1 frame" if stats.frames == 1 else f"{stats.frames} frames"
+    head = f"alpha2: transcoded {frames} in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
     lines = [head] if width is None else textwrap.wrap(head, width - 1, break_long_words=False) or [head]
     return lines + wrap_fields(fields, width)
 

@@ -173,7 +173,13 @@ def choose_encoder(codec: str) -> EncoderChoice:
             return EncoderChoice(name, key, hardware, reason, takes_cuda_frames=hardware)
         raise UnsupportedCodecError(f"no working encoder for {key}: " + "; ".join(skipped))
     if _encoder_exists(key):
-        family = av.codec.Codec(key, "w").name
+        found = av.codec.Codec(key, "w")
+        if found.type != "video":
+            raise UnsupportedCodecError(
+                f"{key} is an FFmpeg {found.type} encoder, not a video one; codecs: "
+                f"{', '.join(ENCODER_PREFERENCE)}, or a video encoder's name"
+            )
+        family = found.name
         hardware = is_nvenc(key)
         if hardware:
             why_not = _nvenc_probe(key)

@@ -387,10 +387,9 @@ def check_picture_size(width: int, height: int, max_pixels: int | None, where: s
     if max_pixels is None or width * height <= max_pixels:
         return
     raise OutOfMemoryError(
-        f"{where} holds {width}x{height} pictures ({width * height / 1e6:.1f} MP), over the "
-        f"{max_pixels / 1e6:.1f} MP limit on decoded pictures ({max_pixels} pixels): a picture that "
-        "large takes gigabytes to decode; raise the limit (--max-pixels, or max_pixels= in Python) if it "
-        "is meant"
+        f"{where} holds {width}x{height} pictures ({width * height} pixels), over the limit on decoded "
+        f"pictures of {max_pixels} pixels ({max_pixels / 1e6:.1f} MP): a picture that large takes "
+        "gigabytes to decode; raise the limit (--max-pixels, or max_pixels= in Python) if it is meant"
     )
 
 
