@@ -282,10 +282,14 @@ def run_wall(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
     stats = play_wall(args.input, options, progress=progress)
+    from alpha2.apps.cli import terminal_columns, wrap_lines
+
+    width = terminal_columns(sys.stderr)
+    lines: list[str] = []
     if args.json:
         pipeline.emit_json(stats.as_dict())
     elif args.stats:
-        print(stats.summary(), file=sys.stderr)
+        lines = stats.summary().splitlines()
     else:
         line = (
             f"alpha2: played a wall of {len(stats.streams)} streams, {stats.frames} frames "
@@ -293,8 +297,9 @@ def run_wall(args: argparse.Namespace) -> int:
         )
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
-        print(line, file=sys.stderr)
+        lines = [line]
     broken = [s for s in stats.streams if s.get("error")]
-    for stream in broken:
-        print(f"alpha2: error: {stream['source']}: {stream['error']}", file=sys.stderr)
+    lines += [f"alpha2: error: {stream['source']}: {stream['error']}" for stream in broken]
+    if lines:
+        print("\n".join(wrap_lines(lines, width)), file=sys.stderr)
     return 1 if broken else 0
