@@ -39,6 +39,7 @@ from alpha2.apps.batch_plan import (
     expand_inputs,
     fingerprints,
     plan_items,
+    printable,
     settings_fingerprint,
 )
 from alpha2.apps.cli import (
@@ -342,7 +343,11 @@ class BatchProgress:
         elif isinstance(event, Started) and event.key not in self._finished:
             self._frames[event.key] = 0
             if self._rich is not None and event.key not in self._tasks:
-                self._tasks[event.key] = self._rich.add_task(event.key, total=None, note=event.worker)
+                from rich.markup import escape
+
+                # The description is read as markup: a name's brackets are escaped, as are its bytes.
+                name = escape(printable(event.key))
+                self._tasks[event.key] = self._rich.add_task(name, total=None, note=event.worker)
         elif isinstance(event, Frames) and event.key not in self._finished:
             self._frames[event.key] = event.frames
             if event.total:
@@ -376,6 +381,7 @@ class BatchProgress:
             )
 
     def _line(self, text: str) -> None:
+        text = printable(text)  # names that are not UTF-8 (and reasons that quote them)
         if self._rich is not None:
             self._rich.console.print(text, markup=False, highlight=False)
         else:
@@ -421,6 +427,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
 
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     out = stream if stream is not None else sys.stdout
     width = terminal_columns(out, default=160) or 160
@@ -430,7 +437,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         ran = r.status is FileStatus.DONE
         rows.append(
             (
-                r.item.key,
+                printable(r.item.key),
                 r.status.value,
                 str(r.frames) if ran else "-",
                 f"{r.fps:.1f}" if ran else "-",
@@ -441,14 +448,14 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         )
     kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
     widths = column_widths(_HEADERS, rows, kept, width)
-    table = Table(title=f"alpha2 batch into {report.out_dir}")
+    table = Table(title=Text(f"alpha2 batch into {printable(report.out_dir)}"))
     for i in kept:
         name = _HEADERS[i]
         table.add_column(
             name, justify="right" if name in _RIGHT else "left", overflow="fold", width=widths[i]
         )
     for row in rows:
-        table.add_row(*(row[i] for i in kept))
+        table.add_row(*(Text(row[i]) for i in kept))  # Text: a name's brackets are not markup
     console.print(table)
     if left_out:
         said = ", ".join(_HEADERS[i] for i in left_out)
@@ -456,7 +463,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     for r in report.results:
         if r.status is FileStatus.FAILED and r.error:
             for line in textwrap.wrap(
-                f"{r.item.key}: {r.error}",
+                printable(f"{r.item.key}: {r.error}"),
                 width - 1,
                 subsequent_indent="  ",
                 break_long_words=False,

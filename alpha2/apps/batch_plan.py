@@ -54,6 +54,7 @@ __all__ = [
     "is_transient",
     "one_line",
     "plan_items",
+    "printable",
     "settings_fingerprint",
 ]
 
@@ -89,6 +90,21 @@ class DeviceChoice(enum.Enum):
     """GPUs; an error when there is none."""
     CPU = "cpu"
     """The CPU (lavapipe renders when something must be rendered), GPUs or not."""
+
+
+def printable(text: str) -> str:
+    """``text`` as a terminal can print it: the bytes of a file name that are not UTF-8 (which Python holds
+    as lone surrogates, ``os.fsdecode``'s way) become backslash escapes, ``bad\\xffname.mp4``.
+
+    A name's own characters are kept and only its undecodable bytes are escaped: writing the surrogates
+    themselves fails on a UTF-8 terminal. JSON (``--json``, the manifest) keeps them as ``\\udcff``
+    escapes instead, which read back as the same name.
+    """
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to (from a hand-edited manifest)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def one_line(message: str) -> str:
@@ -197,7 +213,8 @@ def _read_list(path: str) -> list[str]:
     base = os.path.dirname(os.path.abspath(path))
     out: list[str] = []
     try:
-        with open(path, encoding="utf-8") as f:
+        # surrogateescape: a listed name that is not UTF-8 stays the file's own bytes (os.fsdecode's way).
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read the list file {path!r}: {exc}") from exc

@@ -250,8 +250,9 @@ class _Reporter(pipeline.Progress):
 
 def staging_dir(out_dir: str, key: str) -> str:
     """A new staging folder name for one attempt at one item: a hash of its key (keys may hold
-    folders) and a random suffix, so that no one can plant something at the name beforehand."""
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    folders) and a random suffix, so that no one can plant something at the name beforehand. The key is
+    hashed as the file system's bytes (``os.fsencode``): a name that is not UTF-8 is one too."""
+    digest = hashlib.sha256(os.fsencode(key)).hexdigest()[:16]
     return os.path.join(os.path.abspath(out_dir), STAGING_NAME, f"{digest}-{secrets.token_hex(8)}")
 
 
