@@ -29,10 +29,11 @@ import hashlib
 import os
 import secrets
 import shutil
+import signal
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -444,6 +445,41 @@ class BatchLock:
 # the driver
 
 
+_HELD_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """For the block, SIGINT, SIGTERM and SIGHUP are noted, not acted on; each one noted is raised again
+    when the block ends, so that it reaches the handler it had (Ctrl-C's KeyboardInterrupt) then.
+
+    For the driver's cleanup: a second signal while the workers are being stopped (``timeout -s INT``
+    sends one to the process and one to its group; an impatient second Ctrl-C) would otherwise raise
+    in the middle of it, and the staging folders of the files in progress stay behind. A signal that
+    is ignored stays ignored; outside the main thread (where signals cannot be handled) nothing changes.
+    """
+    noted: list[int] = []
+    previous: dict[int, Any] = {}
+    try:
+        for signum in _HELD_SIGNALS:
+            old = signal.getsignal(signum)
+            if old is None or old == signal.SIG_IGN:
+                continue  # ignored, or a handler not set from Python (left alone)
+            signal.signal(signum, lambda number, frame: noted.append(number))
+            previous[signum] = old
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
+
+
 def _result(item: BatchItem, outcome: Outcome, attempts: int) -> FileResult:
     return FileResult(
         item=item,
@@ -517,6 +553,8 @@ def run_batch(
                 else:
                     results[item.key] = _result(item, outcome, attempts[item.key])
     finally:
-        backend.close()
-        shutil.rmtree(staging_root, ignore_errors=True)
+        # Whole even when a second signal comes: the workers stopped, then their staging removed.
+        with _signals_held():
+            backend.close()
+            shutil.rmtree(staging_root, ignore_errors=True)
     return [results[item.key] for item in items]
