@@ -445,3 +445,15 @@ def test_mpeg_encoders_write_arrays_at_their_rate_and_quality(
         assert np.allclose(np.diff(times), 0.04)
         sizes.append(path.stat().st_size)
     assert sizes[0] > 1.5 * sizes[1]
+
+
+def test_an_output_folder_no_file_can_be_made_in_is_refused_before_any_frame(tmp_path: Path) -> None:
+    """A folder where no file can be created (/proc) is refused when the session is made, with the OS's
+    reason, not as "encoding with libx264: No such file or directory" at the first frame."""
+    if not os.path.isdir("/proc"):
+        pytest.skip("no /proc here")
+    with pytest.raises(InvalidInputError, match="cannot create the output in '/proc'"):
+        EncodeSession("/proc/alpha2-out.mp4", codec="h264")
+    session = EncodeSession(tmp_path / "out.mp4", codec="h264")  # a folder that takes files: nothing left
+    session.abort()
+    assert list(tmp_path.iterdir()) == []

@@ -272,6 +272,9 @@ def _worker_main(
 ) -> None:
     """A worker: transcode the tasks the parent sends, ``streams`` at a time, until told to stop."""
     os.environ.update(env)
+    # The batch shows its own progress and table: SVT-AV1's banner (it writes to stderr itself, 21
+    # lines a file) would break them. Errors still show; a level the user set is kept.
+    os.environ.setdefault("SVT_LOG", "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from alpha2.apps.cli import ensure_runtime_dir
 

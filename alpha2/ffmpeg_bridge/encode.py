@@ -195,6 +195,22 @@ def choose_encoder(codec: str) -> EncoderChoice:
     )
 
 
+def _check_writable(tmp_path: str, directory: str) -> None:
+    """Create and remove the partial file once, so that a folder no file can be made in (read-only,
+    a full disk's inodes, /proc) is refused before any work, not at the first frame's write.
+
+    Raises:
+        InvalidInputError: the file cannot be created (the OS's reason).
+    """
+    try:
+        fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot create the output in {directory!r}: {exc.strerror}") from exc
+    os.close(fd)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(tmp_path)
+
+
 # -- the session -----------------------------------------------------------------------------------
 
 
@@ -381,6 +397,7 @@ class EncodeSession:
             self._tmp_path: str | None = os.path.join(
                 directory, f".{stem}.{uuid.uuid4().hex[:12]}.partial{ext}"
             )
+            _check_writable(self._tmp_path, directory)
             self._file: IO[bytes] | None = None
         else:
             if container_format is None:

@@ -288,7 +288,10 @@ class PixelFormat(enum.Enum):
         key = name.strip().lower()
         found = _BY_NAME.get(key) or _BY_NAME.get(key + "le")
         if found is None:
-            supported = ", ".join(f.value for f in cls)
+            names = [f.value for f in cls]
+            supported = ", ".join(names[:12]) + (
+                f" and {len(names) - 12} more (alpha2.gpu.formats.PixelFormat)" if len(names) > 12 else ""
+            )
             hint = " (big-endian layouts are not supported)" if key.endswith("be") else ""
             raise UnknownFormatError(f"unknown pixel format {name!r}{hint}; supported: {supported}")
         return found
