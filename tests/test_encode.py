@@ -457,3 +457,20 @@ def test_an_output_folder_no_file_can_be_made_in_is_refused_before_any_frame(tmp
     session = EncodeSession(tmp_path / "out.mp4", codec="h264")  # a folder that takes files: nothing left
     session.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_avi_gets_a_frame_clock_and_mov_refuses_vp9(tmp_path: Path) -> None:
+    """AVI stores a rate, not timestamps: frames given on a 1/90000 clock come out 25 fps, 10 frames (not
+    90000 fps with a frame per tick); MOV refuses VP9 before anything is written."""
+    out = tmp_path / "out.avi"
+    with EncodeSession(out, codec="h264", rate=25, time_base=fractions.Fraction(1, 90000)) as enc:
+        for i in range(10):
+            planes, _ = _yuv420_planes(i, 64, 48)
+            enc.encode(planes, pts=i * 3600, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert stream.average_rate == 25
+        assert sum(1 for _ in container.decode(stream)) == 10
+    with pytest.raises(InvalidInputError, match="mov container cannot hold vp9"):
+        EncodeSession(tmp_path / "out.mov", codec="vp9")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.avi"]

@@ -616,7 +616,10 @@ def _fill_stats(
         stats.peak_surfaces = max(stats.peak_surfaces, seg.peak_surfaces)
         stats.peak_copier_slots = max(stats.peak_copier_slots, seg.peak_copier_slots)
         for key, value in seg.decode.items():
-            stats.decode[key] = (stats.decode.get(key) or 0) + int(value)
+            if isinstance(value, str):  # what was converted: the same for every part
+                stats.decode[key] = stats.decode.get(key) or value
+            else:
+                stats.decode[key] = (stats.decode.get(key) or 0) + int(value)
     stats.output_bytes = os.path.getsize(output)
     stats.output_seconds = container_duration_seconds(output)
     if options.cuts:

@@ -23,6 +23,7 @@ from alpha2.api.transcode_choices import (
     ColourChoice,
     DepthChoice,
 )
+from alpha2.ffmpeg_bridge.encoders import nearest_encoder_format
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
 from alpha2.gpu.colour import (
     ChromaLocation,
@@ -77,10 +78,51 @@ _SDR = ColourInfo(
 )
 
 
+def _deep_formats(formats: tuple[str, ...]) -> bool:
+    """Whether an encoder's pixel formats (FFmpeg names; () when not known) take more than 8 bits."""
+    if not formats:
+        return True
+    deep = []
+    for name in formats:
+        try:
+            deep.append(PixelFormat.from_ffmpeg_name(name).bit_depth > 8)
+        except Exception:
+            deep.append(any(mark in name for mark in ("10", "12", "16")))
+    return any(deep)
+
+
+def _chroma(pixel_format: PixelFormat) -> str:
+    """4:2:0, 4:2:2 or 4:4:4 (RGB and gray: 4:4:4)."""
+    return {(1, 1): "4:2:0", (1, 0): "4:2:2"}.get(
+        (pixel_format.log2_chroma_w, pixel_format.log2_chroma_h), "4:4:4"
+    )
+
+
 def output_depth(
-    input_format: PixelFormat, input_colour: ColourInfo, codec: str, choice: DepthChoice
+    input_format: PixelFormat,
+    input_colour: ColourInfo,
+    codec: str,
+    choice: DepthChoice,
+    encoder: str | None = None,
+    encoder_formats: tuple[str, ...] = (),
 ) -> tuple[int, str | None]:
-    """The output's bit depth (8 or 10) and, when that is fewer bits than the input's, why."""
+    """The output's bit depth (8 or 10) and, when that is fewer bits than the input's, why.
+
+    ``encoder_formats``: the pixel formats the chosen encoder takes (FFmpeg names; () when not known):
+    an encoder that takes 8 bits only (libvpx in some builds) gets 8, said.
+
+    Raises:
+        UnsupportedError: ``--depth 10`` with an encoder that takes 8 bits only.
+    """
+    if not _deep_formats(encoder_formats):
+        if choice is DepthChoice.TEN:
+            raise UnsupportedError(
+                f"--depth 10: {encoder or codec} encodes 8 bits only in this FFmpeg build (it takes "
+                f"{', '.join(encoder_formats)}); choose another codec (hevc, av1)"
+            )
+        bits = input_format.bit_depth
+        why = f"{encoder or codec} encodes 8 bits only in this FFmpeg build"
+        return 8, (f"depth reduced from {bits} to 8 bits: {why}" if bits > 8 else None)
     bits = input_format.bit_depth
     if choice is DepthChoice.TEN:
         return 10, None
@@ -382,6 +424,8 @@ def plan_transcode(
     rotation: Rotation = Rotation.NONE,
     container_holds_rotation: bool = True,
     sample_aspect: fractions.Fraction | None = None,
+    encoder: str | None = None,
+    encoder_formats: tuple[str, ...] = (),
 ) -> TranscodePlan:
     """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
 
@@ -448,7 +492,9 @@ def plan_transcode(
     asked_sdr = hdr_in and (options.sdr or options.colour in (ColourChoice.BT709, ColourChoice.BT601))
     # An asked SDR output is not HDR any more: AUTO depth treats it as SDR (8 bits).
     depth_colour = _SDR if asked_sdr else input_colour
-    depth, depth_note = output_depth(input_format, depth_colour, codec, options.depth)
+    depth, depth_note = output_depth(
+        input_format, depth_colour, codec, options.depth, encoder, encoder_formats
+    )
     tone_map = hdr_in and (asked_sdr or depth < 10)
     colour_note: str | None = None
     if tone_map:
@@ -510,6 +556,22 @@ def plan_transcode(
         elif depth > input_format.bit_depth:
             passed = ten_bit_format(input_format)
             reason = f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} (--depth 10)"
+        taken = nearest_encoder_format(passed, encoder_formats)
+        if taken != passed:
+            lost = []
+            if taken.bit_depth < passed.bit_depth:
+                lost.append(f"{passed.bit_depth} -> {taken.bit_depth} bits")
+            if (taken.log2_chroma_w, taken.log2_chroma_h) != (passed.log2_chroma_w, passed.log2_chroma_h):
+                lost.append("chroma " + " -> ".join(_chroma(f) for f in (passed, taken)))
+            if passed.has_alpha and not taken.has_alpha:
+                lost.append("alpha dropped")
+            reason = (
+                f"passthrough: same size and colour; the encoder takes {taken.ffmpeg_name}, not "
+                f"{passed.ffmpeg_name} ({encoder or codec} has no {passed.ffmpeg_name}"
+                + (f": {', '.join(lost)}" if lost else "")
+                + ")"
+            )
+            passed = taken
         return TranscodePlan(
             passthrough=True,
             reason=reason + kept,

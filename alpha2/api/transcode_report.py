@@ -190,6 +190,8 @@ def decode_dict(decoder: DecodeSession) -> dict[str, Any]:
         "corrupt_frames_skipped": stats.corrupt_frames_skipped,
         "decode_errors": stats.decode_errors,
         "truncated": stats.truncated,
+        "converted": stats.converted,
+        "converted_frames": stats.converted_frames,
     }
 
 
@@ -200,7 +202,7 @@ def input_notes(first: DecodedFrame | None, plan: TranscodePlan, encoder: str) -
     notes: list[str] = []
     if first is None:
         return notes
-    if first.pixel_format.has_alpha:
+    if first.pixel_format.has_alpha and not plan.output_format.has_alpha:
         notes.append(
             f"alpha dropped: the {first.pixel_format.ffmpeg_name} input's alpha has no place in the output"
         )
@@ -273,6 +275,13 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
             else f"{failed} packets failed to decode and were"
         )
         notes.append(f"{said} skipped")
+    if decode.get("converted"):
+        source, target = decode["converted"].split(" -> ")
+        lost = "; its alpha dropped" if "a" in source.removeprefix("yuv")[:1] else ""
+        notes.append(
+            f"decoded as {source}, a layout alpha2 does not handle: converted to {target} on the CPU"
+            f" ({decode.get('converted_frames', 0)} frames){lost}"
+        )
     if decode.get("truncated"):
         notes.append("the input ends before the duration its container announces")
     kept = _kept_summary(stats.kept_streams)

@@ -59,7 +59,7 @@ from alpha2.api.transcode_plan import (
 )
 from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
-from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, output_container
+from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, encoder_pixel_formats, output_container
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError
 from alpha2.ffmpeg_bridge.media import StreamInfo
 from alpha2.ffmpeg_bridge.side_streams import (
@@ -483,7 +483,8 @@ class _Transcoder:
             self.options.frames,
             handed=1,
         )
-        codec = choose_encoder(self.options.codec or default_codec(self.output)).codec
+        encoder = choose_encoder(self.options.codec or default_codec(self.output))
+        codec = encoder.codec
         plan = plan_transcode(
             Size(first.width, first.height),
             first.pixel_format,
@@ -493,6 +494,8 @@ class _Transcoder:
             rotation=first.metadata.rotation,
             container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
             sample_aspect=info.sample_aspect_ratio,
+            encoder=encoder.name,
+            encoder_formats=encoder_pixel_formats(encoder.name),
         )
         if part is not None:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal

@@ -147,6 +147,24 @@ def _fallback_software_format(name: str) -> str:
         return "rgba"
     if lowered.startswith(("gray", "ya")):
         return "gray"
+    if described is not None and len(described.components) >= 3:
+        # Y'CbCr: the same chroma and at least the same depth where alpha2 has such a layout (alpha
+        # kept only at 8-bit 4:2:0, the one alpha layout it has).
+        cb = av.VideoFormat(lowered, 16, 16).components[1]
+        chroma = {(True, True): "420", (True, False): "422"}.get((cb.width < 16, cb.height < 16), "444")
+        bits = max(component.bits for component in described.components)
+        alpha = any(component.is_alpha for component in described.components)
+        if alpha and chroma == "420" and bits <= 8:
+            return "yuva420p"
+        for depth in (8, 10, 12, 16):
+            if depth < bits:
+                continue
+            name = f"yuv{chroma}p" if depth == 8 else f"yuv{chroma}p{depth}le"
+            try:
+                PixelFormat.from_ffmpeg_name(name)
+            except UnknownFormatError:
+                continue
+            return name
     return "yuv420p"
 
 
@@ -756,10 +774,14 @@ class DecodeSession:
         except UnknownFormatError:
             if on_gpu:
                 raise
-            target = _fallback_software_format(frame.format.name)
+            source = frame.format.name
+            target = _fallback_software_format(source)
             frame = frame.reformat(format=target)
             pixel_format = PixelFormat.from_ffmpeg_name(target)
             self._bump(converted_frames=1)
+            if not self._stats.converted:  # said once, in the stats and so in every report
+                with self._stats_lock:
+                    self._stats = replace(self._stats, converted=f"{source} -> {target}")
         cc = self._stream.codec_context
         # The decoder's coded size can lag a size change by a frame; never let it be smaller than the picture.
         coded = Size(max(cc.coded_width, frame.width), max(cc.coded_height, frame.height))

@@ -55,6 +55,8 @@ class DecodeStats:
     """Frames decoded and dropped to reach a seek target."""
     converted_frames: int = 0
     """Software frames converted (copied) because alpha2 has no PixelFormat for the decoder's output."""
+    converted: str = ""
+    """What those frames were converted from and to (``"yuva444p12le -> yuv444p12le"``); "" when none."""
     generation: int = 0
     """The decoder generation of the most recent frame."""
     truncated: bool = False

@@ -44,6 +44,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     canonical_name,
     encoder_spec,
     is_nvenc,
+    nearest_encoder_format,
     preferred_encoders,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
@@ -79,6 +80,13 @@ INTERLACED_ENCODERS = frozenset({"libx264", "mpeg2video", "h264_nvenc", "hevc_nv
 _FIELD_ORDER_TT = 2
 _FIELD_ORDER_BB = 3
 # AVFieldOrder values: top field coded and shown first, or bottom field coded and shown first.
+
+FRAME_CLOCK_MUXERS = frozenset({"avi"})
+"""Muxers that store a frame rate, not timestamps: the stream's clock is one frame (an AVI written at
+1/90000 says 90000 fps and a frame of its own for every tick)."""
+
+_MUXER_REFUSES = {("mov", "vp9"), ("mov", "av1")}
+"""(muxer, codec family) pairs FFmpeg refuses when it writes the header ("vp9 only supported in MP4")."""
 
 ROTATION_CONTAINERS = frozenset({"mp4", "mov", "matroska", "webm"})
 """Muxers that store a display matrix (MP4 / MOV track matrix, Matroska projection): a rotation tag
@@ -142,6 +150,14 @@ def _nvenc_probe(name: str) -> str | None:
     except Exception as exc:
         return f"{name} is in this FFmpeg build but does not open here ({exc})"
     return None
+
+
+def encoder_pixel_formats(name: str) -> tuple[str, ...]:
+    """The pixel formats (FFmpeg names) encoder ``name`` takes in this FFmpeg build; () when unknown."""
+    try:
+        return tuple(f.name for f in (av.codec.Codec(name, "w").video_formats or ()))
+    except Exception:
+        return ()
 
 
 def choose_encoder(codec: str) -> EncoderChoice:
@@ -421,6 +437,12 @@ class EncodeSession:
         self._colour = colour
         self._audio_path = _audio_source_path(audio_from) if audio_from is not None else None
         self._container_format = container_format
+        self._muxer = container_format_name
+        if (container_format_name, self.encoder.codec) in _MUXER_REFUSES:
+            raise InvalidInputError(
+                f"the {container_format_name} container cannot hold {self.encoder.codec} (FFmpeg's "
+                f"{container_format_name} muxer refuses it); write .mp4, .mkv or .webm"
+            )
         self._options = dict(options or {})
         self._gop_size = gop_size
         self._interlaced = interlaced
@@ -518,13 +540,8 @@ class EncodeSession:
                     f"{self.encoder.name} cannot encode {wanted}; it takes: {', '.join(supported)}"
                 )
             return wanted
-        if not supported or first.ffmpeg_name in supported:
-            return first.ffmpeg_name
-        # Keep the bit depth where the encoder allows it; else its first (usually yuv420p).
-        for candidate in ("yuv420p10le", "p010le") if first.bit_depth > 8 else ("yuv420p", "nv12"):
-            if candidate in supported:
-                return candidate
-        return supported[0]
+        # Keep alpha and the bit depth where the encoder allows it (the plan says the same).
+        return nearest_encoder_format(first, tuple(supported)).ffmpeg_name
 
     def _open(
         self, width: int, height: int, first_format: PixelFormat, first_colour: ColourInfo | None
@@ -544,6 +561,8 @@ class EncodeSession:
         # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
         spec = encoder_spec(self.encoder.name) or EncoderSpec(self.encoder.name, self.encoder.codec, False)
         self._codec_time_base = spec.time_base(self.time_base, self.rate)
+        if self._muxer in FRAME_CLOCK_MUXERS:
+            self._codec_time_base = 1 / self.rate
         try:
             stream = out.add_stream(self.encoder.name, rate=self.rate)
             assert isinstance(stream, av.video.stream.VideoStream)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from alpha2.gpu.codecs import ENCODER_LIMITS, NAME_ALIASES, CodedSizeLimits, canonical_name
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
 
 __all__ = [
     "ENCODERS",
@@ -24,6 +25,7 @@ __all__ = [
     "canonical_name",
     "encoder_spec",
     "is_nvenc",
+    "nearest_encoder_format",
     "preferred_encoders",
 ]
 
@@ -176,3 +178,27 @@ def encoder_spec(name: str) -> EncoderSpec | None:
 def preferred_encoders(codec: str) -> tuple[str, ...]:
     """The encoders tried for a codec family (aliases accepted), best first; () when it is not one."""
     return ENCODER_PREFERENCE.get(canonical_name(codec), ())
+
+
+_ALPHA_FIRST = ("yuva420p", "yuva422p", "yuva444p", "rgba", "bgra", "argb", "abgr")
+
+
+def nearest_encoder_format(input_format: PixelFormat, formats: tuple[str, ...]) -> PixelFormat:
+    """What an encoder taking ``formats`` (FFmpeg names; () when not known) is handed for frames of
+    ``input_format``: the same where it takes it; else, keeping what it can, a format with alpha for a
+    picture with alpha, the same depth in 4:2:0, else the first it takes that alpha2 knows."""
+    if not formats or input_format.ffmpeg_name in formats:
+        return input_format
+    wanted: list[str] = []
+    if input_format.has_alpha:
+        deep = input_format.bit_depth > 8
+        wanted += [f"{n}10le" if deep and n.startswith("yuva") else n for n in _ALPHA_FIRST]
+        wanted += list(_ALPHA_FIRST)
+    wanted += ["yuv420p10le", "p010le"] if input_format.bit_depth > 8 else ["yuv420p", "nv12"]
+    for name in (*wanted, *formats):
+        if name in formats:
+            try:
+                return PixelFormat.from_ffmpeg_name(name)
+            except Exception:
+                continue
+    return input_format
