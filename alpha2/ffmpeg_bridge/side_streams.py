@@ -9,6 +9,11 @@ never silently: a subtitle codec the container has no place for, audio whose dec
 damaged ``CodecPrivate``: the copy would not play either). Timestamps are shifted by the output's start
 and made increasing per stream (:class:`~alpha2.ffmpeg_bridge.timestamps.TimestampFixer`).
 
+Audio encoded again keeps its channel layout where the encoder takes it (Opus's 5.1, AAC's 7.1; a
+downmix that cannot be helped is said), and a lossless source stays lossless where the container holds
+a lossless codec (FLAC, or the source's own when cut). PCM is not copied into MP4, whose PCM older
+players read as noise.
+
 As ``ffmpeg`` does by default, the copier also carries the input's tags over: the container's (title
 ...), and each kept stream's tags (language, title, handler name) and dispositions (default, forced,
 hearing impaired ...), the output's video taking those of the input's video (:func:`copy_tags`).
@@ -19,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fractions
+import functools
 import itertools
 import os
 import re
@@ -47,7 +53,10 @@ __all__ = [
     "container_duration_seconds",
     "copy_tags",
     "describe_holdings",
+    "encoder_layout",
+    "encoder_rate",
     "input_streams",
+    "is_lossless_audio",
     "probe_streams",
     "stream_kind",
 ]
@@ -76,7 +85,51 @@ CUT_TAIL_SECONDS = 1.0
 _INDEXED_DEMUXERS = ("mov", "mp4", "matroska", "webm")
 
 DECODE_CHECK_PACKETS = 8
-"""Packets of a copied audio stream decoded before the copy, to learn that its decoder opens."""
+"""Packets of a copied audio stream decoded before the copy, to learn that its decoder opens and gives
+sound (packets its demuxer marks as discarded pre-roll, such as those an MP4 edit list skips, do not
+count: they decode to nothing by design)."""
+
+DECODE_CHECK_MAX_PACKETS = 4096
+"""At most this many packets of a stream are read in the decode check, discarded pre-roll included."""
+
+LOSSLESS_AUDIO_TARGETS = ("flac", "alac")
+"""Lossless codecs a lossless source is encoded again to (the first its container holds), where it must
+be encoded again: lossless stays lossless."""
+
+PCM_NOT_COPIED_INTO = frozenset({"mp4"})
+"""Muxers PCM is not copied into: MP4's PCM (``ipcm``, FFmpeg 6.0 on) reads as noise in older players
+and FFmpeg (5.1 takes it for 16-bit big-endian), so it is encoded again, as ``ffmpeg``'s default does."""
+
+_LAYOUTS = (
+    "mono",
+    "stereo",
+    "2.1",
+    "3.0",
+    "3.0(back)",
+    "4.0",
+    "quad",
+    "quad(side)",
+    "3.1",
+    "5.0",
+    "5.0(side)",
+    "4.1",
+    "5.1",
+    "5.1(side)",
+    "6.0",
+    "6.0(front)",
+    "hexagonal",
+    "6.1",
+    "6.1(back)",
+    "6.1(front)",
+    "7.0",
+    "7.0(front)",
+    "7.1",
+    "7.1(wide)",
+    "7.1(wide-side)",
+    "octagonal",
+)
+"""FFmpeg's named channel layouts, tried in this order (after the source's own) for an encoder that does
+not take the source's layout; those sharing most channels with it first."""
 
 TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "mov_text", "webvtt", "text"})
 """Subtitle codecs whose packets are plain text (MP4 timed text: a length, the text, style boxes)."""
@@ -264,24 +317,108 @@ def describe_holdings(streams: Sequence[InputStream]) -> str:
 
 
 def add_audio_encoder(
-    out: av.container.OutputContainer, rate: int, channels: int, bit_rate: int | None = None
+    out: av.container.OutputContainer,
+    rate: int,
+    channels: int,
+    bit_rate: int | None = None,
+    *,
+    codec: str | None = None,
+    layout: str | None = None,
+    sample_format: str | None = None,
 ) -> tuple[av.audio.stream.AudioStream, int]:
-    """An audio encoder stream in ``out``: Opus for WebM / Ogg (at an Opus rate), AAC otherwise, at
-    ``bit_rate`` bits per second when given (a re-encoded source's own), else the encoder's default.
+    """An audio encoder stream in ``out``: ``codec`` when given, else Opus for WebM / Ogg (at an Opus
+    rate), AAC otherwise, at ``bit_rate`` bits per second when given (a re-encoded source's own), else
+    the encoder's default.
+
+    ``layout`` (an FFmpeg channel layout name the encoder takes, see :func:`encoder_layout`) when given,
+    else mono or stereo by ``channels``; ``sample_format``: the encoder's, else its first.
 
     Returns the stream and its sample rate (``rate``, or 48 kHz where Opus does not take ``rate``).
     """
     muxer = out.format.name
-    codec = "libopus" if ("webm" in muxer or "ogg" in muxer) else "aac"
+    if codec is None:
+        codec = "libopus" if ("webm" in muxer or "ogg" in muxer) else "aac"
     if codec == "libopus" and rate not in (8_000, 12_000, 16_000, 24_000, 48_000):
         rate = 48_000  # Opus's rates; a re-encoded source is resampled to it
     stream = out.add_stream(codec, rate=rate)
     assert isinstance(stream, av.audio.stream.AudioStream)
-    stream.layout = "stereo" if channels == 2 else "mono"
+    stream.layout = layout or ("stereo" if channels == 2 else "mono")
+    if sample_format is not None:
+        stream.format = sample_format
     stream.time_base = fractions.Fraction(1, rate)
     if bit_rate:
         stream.codec_context.bit_rate = bit_rate
     return stream, rate
+
+
+def encoder_rate(codec: str, rate: int) -> int:
+    """The sample rate to encode a source of ``rate`` with ``codec``: its own where the encoder takes it;
+    else 48 kHz for Opus, the nearest rate above it (else the highest) for the others (AAC's 96 kHz for
+    a 192 kHz source)."""
+    try:
+        rates = av.codec.Codec(codec, "w").audio_rates
+    except (av.error.FFmpegError, ValueError):
+        return rate
+    if not rates or rate in rates:
+        return rate
+    if codec in ("libopus", "opus"):
+        return 48_000  # a re-encoded source is resampled to it
+    above = [r for r in rates if r >= rate]
+    return min(above) if above else max(rates)
+
+
+@functools.lru_cache(maxsize=256)
+def _encoder_opens(codec: str, layout: str, rate: int) -> bool:
+    """Whether FFmpeg's ``codec`` encoder opens with this channel layout and rate."""
+    try:
+        cc: Any = av.codec.CodecContext.create(codec, "w")
+        cc.sample_rate = rate
+        cc.layout = layout
+        formats = av.codec.Codec(codec, "w").audio_formats
+        if formats:
+            cc.format = formats[0].name
+        cc.time_base = fractions.Fraction(1, rate)
+        cc.open()
+    except (av.error.FFmpegError, ValueError, TypeError):
+        return False
+    return True
+
+
+def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
+    """The channel layout (its FFmpeg name) to encode a source of ``layout`` (an ``av.AudioLayout``)
+    with ``codec`` at ``rate``: the source's own where the encoder takes it, else a named layout of as
+    many channels that it takes (those sharing most channels with the source first; FFmpeg's
+    resampler moves the others, side to back for Opus's 5.1); None where it takes none of as many
+    channels (a downmix to stereo is then unavoidable)."""
+    name = str(layout.name)
+    if _encoder_opens(codec, name, rate):
+        return name
+    count = len(layout.channels)
+    own = {str(c.name) for c in layout.channels}
+    candidates = []
+    for rank, other in enumerate(_LAYOUTS):
+        if other == name:
+            continue
+        try:
+            channels = [str(c.name) for c in av.AudioLayout(other).channels]
+        except (ValueError, TypeError):
+            continue
+        if len(channels) == count:
+            candidates.append((-len(own.intersection(channels)), rank, other))
+    for _, _, other in sorted(candidates):
+        if _encoder_opens(codec, other, rate):
+            return other
+    return None
+
+
+def is_lossless_audio(codec: str) -> bool:
+    """Whether the audio codec ``codec`` (a decoder's name) is lossless: FLAC, ALAC, PCM, WavPack,
+    TrueHD, Monkey's Audio ... (not DTS, whose core is lossy, nor A-law / mu-law PCM)."""
+    try:
+        found = av.codec.Codec(codec, "r")
+    except (av.error.FFmpegError, ValueError):
+        return False
+    return bool(found.lossless) and (not found.lossy or codec == "wavpack")
 
 
 def copy_tags(source: dict[str, str], target: dict[str, str], left_out: frozenset[str] = frozenset()) -> None:
@@ -334,6 +471,7 @@ def _undecodable(path: str, audio: Sequence[int]) -> dict[int, str]:
                 continue
             streams.append(stream)
         left = {s.index: DECODE_CHECK_PACKETS for s in streams}
+        read = dict.fromkeys(left, 0)
         decoded: set[int] = set()
         try:
             for packet in container.demux(*streams) if streams else ():
@@ -345,9 +483,15 @@ def _undecodable(path: str, audio: Sequence[int]) -> dict[int, str]:
                         decoded.add(index)
                 except av.error.FFmpegError as exc:
                     failed[index] = str(exc.strerror or exc)
-                left[index] -= 1
-                if left[index] <= 0 and index not in decoded:
-                    failed.setdefault(index, f"no sound from its first {DECODE_CHECK_PACKETS} packets")
+                read[index] += 1
+                if not packet.is_discard:  # pre-roll an edit list skips decodes to nothing
+                    left[index] -= 1
+                if index in decoded or index in failed:
+                    pass
+                elif left[index] <= 0:
+                    failed[index] = f"no sound from its first {DECODE_CHECK_PACKETS} packets"
+                elif read[index] >= DECODE_CHECK_MAX_PACKETS:
+                    failed[index] = f"no sound from its first {read[index]} packets, all discarded pre-roll"
                 if all(i in decoded or i in failed for i in left):
                     break
         except av.error.FFmpegError:
@@ -394,6 +538,25 @@ class CopyReport:
     """What was done to the audio otherwise than a plain copy (encoded again, ending early)."""
     other_notes: list[str] = field(default_factory=list)
     """What was done to the other streams otherwise than a plain copy (subtitles converted)."""
+
+
+def _lossless_format(codec: str, source: Any) -> str | None:
+    """The sample format to encode a lossless ``codec`` in from a source decoded to ``source`` (an
+    ``av.AudioFormat`` or None): the source's own (packed) where the encoder takes it, else the
+    smallest as wide, else the widest (FLAC: 16 bits for 16-bit sources, 24 in 32 for wider)."""
+    formats = av.codec.Codec(codec, "w").audio_formats or ()
+    names = [f.name for f in formats]
+    if not names:
+        return None
+    if source is None:
+        return names[0]
+    packed = source.packed.name
+    if packed in names:
+        return str(packed)
+    if source.planar.name in names:
+        return str(source.planar.name)
+    wide = sorted((f.bytes, f.name) for f in formats if f.bytes >= source.bytes)
+    return str(wide[0][1]) if wide else str(max((f.bytes, f.name) for f in formats)[1])
 
 
 def _first_packet(path: str, index: int) -> bytes | None:
@@ -600,10 +763,20 @@ class StreamCopier:
                     "either, and what does not decode cannot be encoded again",
                 )
                 return
+            if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO:
+                self._add_reencoded(
+                    stream,
+                    stream_in,
+                    muxer,
+                    f"the {muxer} container's PCM plays as noise in players and in FFmpeg before 6.0",
+                )
+                return
             try:
                 stream_out = self._out.add_stream_from_template(stream_in)
             except ValueError as exc:
-                self._add_reencoded(stream, stream_in, muxer, exc)
+                self._add_reencoded(
+                    stream, stream_in, muxer, f"the {muxer} container cannot hold {stream.codec} ({exc})"
+                )
                 return
             self._keep(stream_in, stream_out, False)
             self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, True))
@@ -646,19 +819,67 @@ class StreamCopier:
             f"container cannot hold {stream.codec} (text kept, inline styling not)"
         )
 
-    def _add_reencoded(self, stream: InputStream, stream_in: Any, muxer: str, exc: Exception | None) -> None:
-        """Audio decoded and encoded again: ``exc`` says why the container refused a copy; None: it is
-        cut with the video (``trim``)."""
-        channels = 1 if (stream.channels or 2) == 1 else 2
+    def _lossless_target(self, stream: InputStream, muxer: str, cut: bool) -> str | None:
+        """The lossless encoder for a lossless source that must be encoded again: its own codec where
+        cut (PCM, FLAC, ALAC ... that the container holds), else the first of
+        :data:`LOSSLESS_AUDIO_TARGETS` the container holds; None: the source is lossy, or no lossless
+        codec fits (the container's lossy one, then)."""
+        if not is_lossless_audio(stream.codec):
+            return None
+        try:
+            holds = set(self._out.supported_codecs)
+        except (AttributeError, av.error.FFmpegError):
+            holds = set()
+        for name in ([stream.codec] if cut else []) + list(LOSSLESS_AUDIO_TARGETS):
+            if name not in holds or (name.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO):
+                continue
+            try:
+                encoder = av.codec.Codec(name, "w")
+            except (av.error.FFmpegError, ValueError):
+                continue
+            if not encoder.experimental:
+                return name
+        return None
+
+    def _add_reencoded(self, stream: InputStream, stream_in: Any, muxer: str, why: str | None) -> None:
+        """Audio decoded and encoded again: ``why`` the container's copy is refused; None: it is cut
+        with the video (``trim``). A lossless source stays lossless where the container holds a
+        lossless codec; the source's channel layout is kept where the encoder takes it."""
+        lossless = self._lossless_target(stream, muxer, why is None)
+        codec = lossless or ("libopus" if ("webm" in muxer or "ogg" in muxer) else "aac")
+        rate = encoder_rate(codec, stream.sample_rate or 48_000)
+        source_layout = stream_in.codec_context.layout
+        count = len(source_layout.channels) if source_layout is not None else 0
+        if count <= 0:
+            count = stream.channels or 2
+            named = (n for n in _LAYOUTS if len(av.AudioLayout(n).channels) == count)
+            source_layout = av.AudioLayout(next(named, "stereo"))
+        layout = encoder_layout(codec, source_layout, rate)
+        downmix = None
+        if layout is None:
+            layout = "mono" if count == 1 else "stereo"
+            downmix = f"downmixed from {count} channels to {layout}: {codec} takes no {count}-channel layout"
+        elif len(av.AudioLayout(layout).channels) != count:
+            downmix = f"{count} channels encoded as {layout}"
+        sample_format = None
+        if lossless is not None:
+            sample_format = _lossless_format(lossless, stream_in.codec_context.format)
         source_rate = int(getattr(stream_in.codec_context, "bit_rate", 0) or 0)
+        bit_rate = None
+        if lossless is None and 32_000 <= source_rate <= 160_000 * max(2, count):
+            bit_rate = source_rate
         stream_out, rate = add_audio_encoder(
             self._out,
-            stream.sample_rate or 48_000,
-            channels,
-            source_rate if 32_000 <= source_rate <= 320_000 else None,
+            rate,
+            count,
+            bit_rate,
+            codec=codec,
+            layout=layout,
+            sample_format=sample_format,
         )
         self._keep(stream_in, stream_out, True)
-        resampler = av.AudioResampler(format="fltp", layout="mono" if channels == 1 else "stereo", rate=rate)
+        planar = av.AudioFormat(sample_format or "fltp").planar.name
+        resampler = av.AudioResampler(format=planar, layout=layout, rate=rate)
         self._entries[stream.index] = _Entry(
             stream,
             stream_in,
@@ -670,13 +891,16 @@ class StreamCopier:
         )
         self.report.kept.append(stream)
         name = stream_out.codec_context.name
-        if exc is None:
+        if why is None:
             same = name.removeprefix("lib") == stream.codec
             said = f"re-encoded ({name})" if same else f"re-encoded {stream.codec} to {name}"
             said += ": cut with the video to the sample (a copy cuts only between packets)"
         else:
-            said = f"re-encoded {stream.codec} to {name}: the {muxer} container cannot hold {stream.codec} "
-            said += f"({exc})"
+            said = f"re-encoded {stream.codec} to {name}: {why}"
+        if lossless is not None:
+            said += "; lossless, as the source"
+        if downmix is not None:
+            said += f"; {downmix}"
         self.report.notes.append(said)
 
     def _add_picture(self, stream: InputStream, muxer: str) -> None:

@@ -1,0 +1,202 @@
+"""What ``alpha2 transcode`` makes of audio it copies or must encode again, as ``ffmpeg`` would: AAC
+whose first packets an MP4 edit list discards is kept (those packets decode to nothing by design, the
+audio is not broken); multichannel audio keeps its channels when encoded again (Opus's mapping family
+1, AAC 5.1); PCM is not copied into MP4 (whose PCM older players read as noise) but encoded to FLAC;
+a lossless source cut with the video stays lossless. The inputs are made with PyAV."""
+
+from __future__ import annotations
+
+import fractions
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.ffmpeg_bridge.side_streams import (
+    _undecodable,
+    encoder_layout,
+    encoder_rate,
+    is_lossless_audio,
+)
+
+
+def _make(
+    path: Path,
+    audio_codec: str,
+    *,
+    seconds: float = 2.0,
+    layout: str = "mono",
+    rate: int = 48_000,
+    sample_format: str | None = None,
+    shift: float = 0.0,
+) -> str:
+    """An H.264 video (64x48, 25 fps, one key frame) and a 440 Hz tone in every channel of ``layout``;
+    ``shift``: every timestamp moved this many seconds back (the MP4 muxer then writes an edit list
+    that discards what lies before 0, as ``ffmpeg -ss 1 -c copy`` makes)."""
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=25)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        video.codec_context.gop_size = 250
+        video.codec_context.options = {"preset": "ultrafast"}
+        audio = out.add_stream(audio_codec, rate=rate)
+        audio.layout = layout
+        if sample_format is not None:
+            audio.format = sample_format
+        audio.time_base = fractions.Fraction(1, rate)
+        channels = len(av.AudioLayout(layout).channels)
+        packets: list[av.Packet] = []
+        for i in range(round(seconds * 25)):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 5 % 255, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = i, fractions.Fraction(1, 25)
+            packets += video.encode(frame)
+        packets += video.encode(None)
+        total = round(seconds * rate)
+        tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(total) / rate)).astype(np.float32)
+        for start in range(0, total, 1024):
+            part = tone[start : start + 1024]
+            chunk = np.ascontiguousarray(np.repeat(part, channels)[np.newaxis, :])  # packed: one plane
+            sound = av.AudioFrame.from_ndarray(chunk, format="flt", layout=layout)
+            sound.sample_rate, sound.pts, sound.time_base = rate, start, fractions.Fraction(1, rate)
+            packets += audio.encode(sound)
+        packets += audio.encode(None)
+        for packet in packets:
+            assert packet.pts is not None and packet.time_base is not None
+            moved = round(fractions.Fraction(shift) / packet.time_base)
+            packet.pts -= moved
+            if packet.dts is not None:
+                packet.dts -= moved
+        packets.sort(key=lambda p: float((p.dts if p.dts is not None else p.pts or 0) * p.time_base))
+        for packet in packets:
+            out.mux(packet)
+    return str(path)
+
+
+def _audio(path: str) -> tuple[str, int, str, float]:
+    """The output's audio: codec, channels, layout and seconds of sound decoded."""
+    with av.open(path) as container:
+        stream = container.streams.audio[0]
+        cc = stream.codec_context
+        samples = sum(frame.samples for frame in container.decode(stream))
+        return cc.name, len(cc.layout.channels), cc.layout.name, samples / cc.sample_rate
+
+
+# -- 1. an edit list's pre-roll ----------------------------------------------------------------------
+
+
+def test_aac_behind_an_edit_list_is_seen_to_decode(tmp_path: Path) -> None:
+    src = _make(tmp_path / "edit.mp4", "aac", seconds=3.0, rate=44_100, shift=1.0)
+    with av.open(src) as container:
+        packets = [p for p in container.demux(container.streams.audio[0]) if p.size]
+        assert sum(p.is_discard for p in packets) > 8  # pre-roll the edit list skips
+    assert _undecodable(src, [1]) == {}
+
+
+@pytest.mark.parametrize("from_seconds", [0.0, 0.4])
+def test_aac_behind_an_edit_list_is_kept(tmp_path: Path, from_seconds: float) -> None:
+    src = _make(tmp_path / "edit.mp4", "aac", seconds=3.0, rate=44_100, shift=1.0)
+    out = str(tmp_path / "out.mp4")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=from_seconds))
+    assert not stats.dropped_streams, stats.dropped_streams
+    said = stats.encoder["audio"]
+    assert said == "copied" if not from_seconds else "cut with the video" in said, said
+    codec, channels, _, seconds = _audio(out)
+    assert codec == "aac" and channels == 1
+    assert seconds == pytest.approx(2.0 - from_seconds, abs=0.05)
+
+
+# -- 2. channels kept when encoded again --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ext", "from_seconds", "codec", "layout"),
+    [(".webm", 0.0, "opus", "5.1"), (".mp4", 0.3, "aac", "5.1(side)"), (".mkv", 0.3, "aac", "5.1(side)")],
+)
+def test_5_1_audio_keeps_its_six_channels(
+    tmp_path: Path, ext: str, from_seconds: float, codec: str, layout: str
+) -> None:
+    src = _make(tmp_path / "a51.mkv", "ac3", layout="5.1(side)")
+    out = str(tmp_path / f"out{ext}")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=from_seconds))
+    said = stats.encoder["audio"]
+    assert "re-encoded" in said and "downmix" not in said, said
+    got, channels, got_layout, seconds = _audio(out)
+    assert (got, channels) == (codec, 6)
+    if codec != "aac":  # AAC's 5.1(side) reads back without a layout (a PCE), as ffmpeg's does
+        assert got_layout == layout
+    assert seconds == pytest.approx(2.0 - from_seconds, abs=0.05)
+
+
+def test_encoder_layout_keeps_the_channels_where_it_can() -> None:
+    side = av.AudioLayout("5.1(side)")
+    assert encoder_layout("aac", side, 48_000) == "5.1(side)"
+    assert encoder_layout("libopus", side, 48_000) == "5.1"  # Vorbis order: the sides become backs
+    assert encoder_layout("libopus", av.AudioLayout("stereo"), 48_000) == "stereo"
+    assert encoder_layout("libopus", av.AudioLayout("hexadecagonal"), 48_000) is None
+    assert encoder_rate("libopus", 44_100) == 48_000
+    assert encoder_rate("aac", 192_000) == 96_000
+    assert encoder_rate("flac", 192_000) == 192_000
+
+
+def test_a_downmix_that_cannot_be_helped_is_said(tmp_path: Path) -> None:
+    src = _make(tmp_path / "many.mkv", "pcm_s16le", layout="hexadecagonal", sample_format="s16")
+    out = str(tmp_path / "out.webm")
+    stats = transcode(src, out, TranscodeOptions())
+    said = stats.encoder["audio"]
+    assert "downmixed from 16 channels to stereo" in said, said
+    assert _audio(out)[:2] == ("opus", 2)
+
+
+# -- 3. PCM and MP4; 4. lossless stays lossless --------------------------------------------------------
+
+
+def test_pcm_is_not_copied_into_mp4_but_encoded_to_flac(tmp_path: Path) -> None:
+    src = _make(tmp_path / "in.mov", "pcm_s24le", sample_format="s32")
+    out = str(tmp_path / "out.mp4")
+    stats = transcode(src, out, TranscodeOptions())
+    said = stats.encoder["audio"]
+    assert said.startswith("re-encoded pcm_s24le to flac") and "lossless" in said, said
+    with av.open(out) as container:
+        assert container.streams.audio[0].codec_context.format.name == "s32"  # 24 bits kept
+    assert _audio(out)[0] == "flac"
+    # Into .mov, PCM is copied as it is.
+    stats = transcode(src, str(tmp_path / "out.mov"), TranscodeOptions())
+    assert stats.encoder["audio"] == "copied"
+
+
+@pytest.mark.parametrize(
+    ("src_name", "codec", "sample_format", "ext", "expect"),
+    [
+        ("in.mkv", "flac", "s16", ".mkv", "flac"),
+        ("in.mkv", "flac", "s16", ".mp4", "flac"),
+        ("in.mov", "pcm_s24le", "s32", ".mov", "pcm_s24le"),
+        ("in.mov", "pcm_s24le", "s32", ".mp4", "flac"),
+        ("in.m4a.mov", "alac", "s16p", ".mov", "alac"),
+    ],
+)
+def test_a_lossless_source_cut_with_the_video_stays_lossless(
+    tmp_path: Path, src_name: str, codec: str, sample_format: str, ext: str, expect: str
+) -> None:
+    src = _make(tmp_path / src_name, codec, sample_format=sample_format)
+    out = str(tmp_path / f"out{ext}")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=0.2))
+    said = stats.encoder["audio"]
+    assert "cut with the video" in said and "lossless, as the source" in said, said
+    got, channels, _, seconds = _audio(out)
+    assert (got, channels) == (expect, 1)
+    assert seconds == pytest.approx(1.8, abs=0.05)
+
+
+def test_a_lossy_source_cut_stays_in_the_containers_lossy_codec(tmp_path: Path) -> None:
+    src = _make(tmp_path / "in.mkv", "ac3")
+    stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions(from_seconds=0.2))
+    assert "lossless" not in stats.encoder["audio"]
+    assert _audio(str(tmp_path / "out.mkv"))[0] == "aac"
+
+
+def test_which_codecs_are_lossless() -> None:
+    for name in ("flac", "alac", "pcm_s16le", "pcm_s24le", "wavpack", "truehd"):
+        assert is_lossless_audio(name), name
+    for name in ("aac", "opus", "ac3", "dts", "pcm_alaw", "pcm_mulaw", "no such codec"):
+        assert not is_lossless_audio(name), name
