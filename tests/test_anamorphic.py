@@ -1,6 +1,7 @@
-"""Anamorphic video (pixels that are not square) through ``alpha2 transcode``: the output keeps the
-pixel shape where the picture is not scaled, and ``--size`` fits the picture as shown (stored width
-times the pixel shape) with square pixels; ``--size`` keeps the shape when a box side is odd."""
+"""Anamorphic video (pixels that are not square). ``alpha2 transcode``: the output keeps the pixel
+shape where the picture is not scaled, and ``--size`` fits the picture as shown (stored width times the
+pixel shape) with square pixels; ``--size`` keeps the shape when a box side is odd. ``alpha2 play``:
+frames carry the shape, and the picture is shown (and snapshotted) at its shown size."""
 
 from __future__ import annotations
 
@@ -89,3 +90,32 @@ def test_transcode_keeps_the_pixel_shape_or_fits_the_shown_picture(tmp_path: Pat
     width, height, shape = _shape_of(fitted)
     assert (width, height) == (640, 360) and shape in (None, 1)
     assert stats.plan is not None and "square pixels" in stats.plan.reason
+
+
+def test_frames_carry_the_shape_and_play_shows_it(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+
+    clip = _anamorphic_clip(tmp_path / "dvd.mp4", DVD_WIDE)
+    with DecodeSession(clip) as session:
+        frame = session.next_frame()
+        assert frame is not None
+        with frame:
+            assert frame.metadata.sample_aspect == DVD_WIDE
+            assert frame.metadata.shown_size == Size(853, 480)
+    snapshot = tmp_path / "shot.png"
+    run = subprocess.run(
+        [sys.executable, "-m", "alpha2", "play", "--offscreen", clip, "--snapshot", str(snapshot), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["size"] == [853, 480]
+    from PIL import Image
+
+    with Image.open(snapshot) as image:
+        assert image.size == (853, 480)

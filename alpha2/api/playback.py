@@ -95,8 +95,12 @@ class Background(Generic[_T]):
 
 
 def displayed_size(frame: DecodedFrame) -> Size:
-    """The frame's size as shown: width and height swapped by a quarter-turn display rotation."""
+    """The frame's size as shown: anamorphic pixels made square (the width scaled by the pixel's shape),
+    then width and height swapped by a quarter-turn display rotation."""
     size = Size(frame.width, frame.height)
+    shape = frame.metadata.sample_aspect
+    if shape is not None and shape != 1:
+        size = Size(max(1, round(size.width * shape)), size.height)
     return size.transposed() if frame.metadata.rotation in (Rotation.CW90, Rotation.CW270) else size
 
 
@@ -437,6 +441,11 @@ class Player:
                 t1 = t2
             imported = lease.frame
             size = imported.metadata.display_size
+            shape = imported.metadata.sample_aspect
+            if target is None and shape is not None and shape != 1:
+                # Anamorphic pixels: drawn into a target of the picture's shown shape (square pixels).
+                shown = imported.metadata.shown_size
+                target = self.renderer.target_texture(shown.width, shown.height, output_format)
             device = self.renderer.device
             encoder = device.create_command_encoder(label="alpha2 play")
             texture = self.renderer.encode_render(

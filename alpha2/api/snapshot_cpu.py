@@ -100,6 +100,9 @@ def choose_snapshot_route(
 
 def unsupported_reason(frame: DecodedFrame) -> str | None:
     """Why swscale cannot convert ``frame`` exactly as the sampling shader does (None: it can)."""
+    shape = frame.metadata.sample_aspect
+    if shape is not None and shape != 1:
+        return f"its pixels are not square ({shape.numerator}:{shape.denominator}): the renderer scales them"
     return rgba_unsupported_reason(frame, HDR_TRANSFERS)
 
 

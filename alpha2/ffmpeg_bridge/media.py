@@ -31,6 +31,7 @@ __all__ = [
     "cuda_planes_of",
     "frame_size_bytes",
     "pixel_format_of",
+    "pixel_shape",
     "probe_options",
     "rotation_from_degrees_ccw",
     "stream_info",
@@ -337,11 +338,11 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         audio_tracks=audio_tracks(container),
         streams=input_streams(container),
         discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
-        sample_aspect_ratio=_pixel_shape(cc.sample_aspect_ratio),
+        sample_aspect_ratio=pixel_shape(cc.sample_aspect_ratio),
     )
 
 
-def _pixel_shape(ratio: Any) -> fractions.Fraction | None:
+def pixel_shape(ratio: Any) -> fractions.Fraction | None:
     """A sample aspect ratio that says something: positive and not square."""
     if not ratio:
         return None

@@ -217,8 +217,17 @@ class FrameMetadata:
     """For interlaced frames, whether the top field comes first in time; meaningless otherwise."""
     hdr: HdrMetadata | None = None
     """HDR static metadata (mastering display, content light level), or None when the frame has none."""
+    sample_aspect: Fraction | None = None
+    """The shape of one stored pixel, width : height, where it is not square (anamorphic video: a 16:9
+    DVD's 720x480 has 32:27); None: square."""
 
     def __post_init__(self) -> None:
+        if self.sample_aspect is not None and not (
+            isinstance(self.sample_aspect, Fraction) and self.sample_aspect > 0
+        ):
+            raise InvalidInputError(
+                f"FrameMetadata.sample_aspect must be a positive Fraction or None, not {self.sample_aspect!r}"
+            )
         if self.pts is not None:
             _check_int("FrameMetadata", "pts", self.pts, minimum=None)
         if self.duration is not None:
@@ -263,3 +272,12 @@ class FrameMetadata:
     def rotated_size(self) -> Size:
         """Size on screen: ``display_size`` after ``rotation``."""
         return self.rotation.apply(self.display_size)
+
+    @property
+    def shown_size(self) -> Size:
+        """The picture's shape on screen at its stored height: ``display_size`` with its width scaled by
+        :attr:`sample_aspect` (rounded), then turned by ``rotation`` (``rotated_size`` for square pixels)."""
+        size = self.display_size
+        if self.sample_aspect is not None and self.sample_aspect != 1:
+            size = Size(max(1, round(size.width * self.sample_aspect)), size.height)
+        return self.rotation.apply(size)
