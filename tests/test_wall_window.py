@@ -21,6 +21,7 @@ from alpha2.apps.player import PlayOptions, play
 from alpha2.apps.wall import play_wall
 from alpha2.apps.wall_window import NO_SOUND_REASON, WallWindow
 from alpha2.apps.window import letterbox
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 from tests.media import Clip, make_clip
 from tests.xvfb import play_under_xvfb
@@ -274,3 +275,27 @@ def play_stats_of(sources: list[str]) -> Any:
     from alpha2.apps.wall import WallStats
 
     return WallStats(input=", ".join(sources))
+
+
+@pytest.mark.vulkan
+def test_loop_plays_the_wall_again(clips: list[Clip]) -> None:
+    """--loop: once every tile has ended the wall starts again from 0 (each tile shown more than once
+    through), until the frame limit; a wall of decoder processes (which cannot seek) refuses --loop."""
+    pytest.importorskip("rendercanvas")
+    device = open_device("none")
+    group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
+    stats = play_stats(clips)
+    longest = max(c.frames for c in clips)
+    window = WallWindow(group, stats, loop=True, frames=longest * 2 + 3)
+    try:
+        window.open("rendercanvas.offscreen", size=Size(200, 200))
+        drive(window, 30.0)
+        assert window.canvas.get_closed() and stats.frames == longest * 2 + 3
+        for stream, clip in zip(group.streams, clips, strict=True):
+            assert stream.frames_shown + stream.frames_dropped > clip.frames
+    finally:
+        window.finish()
+        group.close()
+        device.close()
+    with pytest.raises(InvalidInputError, match=r"--loop .* cannot seek"):
+        play_wall([c.path for c in clips], PlayOptions(loop=True, decoders="processes"))

@@ -105,6 +105,11 @@ def play_wall(
         alpha2.gpu.Error subclasses: bad input, a bad ``--at``, an unwritable snapshot path, device errors.
     """
     options = options if options is not None else PlayOptions()
+    if options.loop and options.decoders == "processes":
+        raise InvalidInputError(
+            "--loop plays the wall again from its start, and a wall of decoder processes cannot seek; "
+            "use --decoders threads (the default)"
+        )
     progress = progress if progress is not None else pipeline.Progress()
     names = [os.fspath(s) for s in sources]
     refusal = _window_refusal(options, environ)
@@ -154,6 +159,7 @@ def play_wall(
                 progress=progress,
                 audio=options.audio,
                 volume=options.volume,
+                loop=options.loop,
             )
             try:
                 window.run(canvas_module)

@@ -146,6 +146,8 @@ class WallWindow(_Keys):
         progress: the progress line.
         audio: play the sound of one tile (the first with sound); False: none, the system clock.
         volume: the initial volume factor, 0..2.
+        loop: when every tile has ended, play them all again from the start (a wall of decoders in
+            threads: processes cannot seek; the window then ends, and says why).
     """
 
     osd: Osd
@@ -159,8 +161,11 @@ class WallWindow(_Keys):
         progress: pipeline.Progress | None = None,
         audio: bool = False,
         volume: float = 1.0,
+        loop: bool = False,
     ) -> None:
         self.group = group
+        self.loop = loop
+        """Play every tile again from the start once the longest has ended (``--loop``)."""
         self.stats = stats
         self.frames = frames
         self.progress = progress if progress is not None else pipeline.Progress()
@@ -321,7 +326,11 @@ class WallWindow(_Keys):
 
     def _draw(self) -> None:
         group, stats = self.group, self.stats
-        if group.finished or (self.frames is not None and stats.frames >= self.frames):
+        limited = self.frames is not None and stats.frames >= self.frames
+        if group.finished and self.loop and not limited and group.decoders == "threads":
+            self.seek(0.0)  # every tile from its start, the clock with them
+            return
+        if group.finished or limited:
             self.canvas.close()
             return
         # Before the first wall is on screen there is no clock: every stream's first frame is due now.
