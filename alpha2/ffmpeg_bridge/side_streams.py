@@ -152,11 +152,12 @@ STREAM_TAGS_OF_THE_CODING = frozenset(
         "_statistics_writing_app",
         "_statistics_writing_date_utc",
         "rotate",
+        "alpha_mode",
     }
 )
 """Stream tags that describe the input's coded packets (its encoder, mkvmerge's statistics, with or
-without a ``-LANG`` suffix; an old rotation tag): not copied to a stream encoded again, cut, or
-converted, where they would be wrong (FFmpeg drops ``encoder`` alone; the Matroska muxer writes its
+without a ``-LANG`` suffix; an old rotation tag; WebM's ALPHA_MODE, which says the VP9 packets carry
+alpha): not copied to a stream encoded again, cut, or converted, where they would be wrong (FFmpeg drops ``encoder`` alone; the Matroska muxer writes its
 own duration)."""
 
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
