@@ -157,8 +157,8 @@ STREAM_TAGS_OF_THE_CODING = frozenset(
 )
 """Stream tags that describe the input's coded packets (its encoder, mkvmerge's statistics, with or
 without a ``-LANG`` suffix; an old rotation tag; WebM's ALPHA_MODE, which says the VP9 packets carry
-alpha): not copied to a stream encoded again, cut, or converted, where they would be wrong (FFmpeg drops ``encoder`` alone; the Matroska muxer writes its
-own duration)."""
+alpha): not copied to a stream encoded again, cut, or converted, where they would be wrong (FFmpeg
+drops ``encoder`` alone; the Matroska muxer writes its own duration)."""
 
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
 
