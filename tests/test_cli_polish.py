@@ -367,7 +367,13 @@ def test_from_to_cut_video_audio_and_subtitles_alike(
     # Subtitles: A (before) left out, B and C shortened to the part.
     assert [c[2] for c in found["cues"]] == [b"B", b"C"]
     assert [c[:2] for c in found["cues"]] == [pytest.approx((0.0, 0.3)), pytest.approx((0.4, 0.5))]
-    assert data["cut"] == {"from_seconds": 1.0, "to_seconds": 1.5, "frames": None, "streams_trimmed": True}
+    assert data["cut"] == {
+        "from_seconds": 1.0,
+        "asked_from_seconds": 1.0,
+        "to_seconds": 1.5,
+        "frames": None,
+        "streams_trimmed": True,
+    }
     assert data["output_seconds"] == pytest.approx(0.5, abs=0.04)
 
 
@@ -395,8 +401,10 @@ def test_from_between_frames_starts_with_the_frame_on_display(
     assert code == 0, err
     found = _streams(out)
     assert found["luma"][0] == pytest.approx(_luma(30), abs=1.5)  # on display at 1.01 s
-    assert found["video_pts"][0] == 0 and found["video_pts"][1] == pytest.approx(31 / RATE - 1.01, abs=0.002)
-    assert _onset(found) == pytest.approx(BURST_S[0] - 1.01, abs=0.003)
+    # It starts the output at its own time (1.0 s): every frame keeps its length (no short first
+    # frame), and the sound is cut there too, in step.
+    assert found["video_pts"][0] == 0 and found["video_pts"][1] == pytest.approx(1 / RATE, abs=0.002)
+    assert _onset(found) == pytest.approx(BURST_S[0] - 30 / RATE, abs=0.003)
 
 
 def test_frames_cuts_the_audio_too(cut_clip: str, tmp_path: Path) -> None:

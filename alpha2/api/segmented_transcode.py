@@ -625,6 +625,7 @@ def _fill_stats(
     if options.cuts:
         stats.cut = {
             "from_seconds": round(float(survey.zero - survey.origin), 6),
+            "asked_from_seconds": options.from_seconds,
             "to_seconds": None if survey.end is None else round(float(survey.end - survey.origin), 6),
             "frames": None,
             "streams_trimmed": survey.trim,

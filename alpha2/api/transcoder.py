@@ -351,8 +351,8 @@ class _Transcoder:
         assert self._first is not None
         shift = self._start
         jump = jump_seconds(info.discontinuous_timestamps)
-        end = options.end_seconds
-        streams_end = None if end is None else float(self._origin + _fraction(end) - shift)
+        end = self._end_time()
+        streams_end = None if end is None else float(end - shift)
         session = EncodeSession(
             self.output,
             codec=codec,
@@ -476,10 +476,9 @@ class _Transcoder:
             first = self._seek_from(decoder, first)
             stages.add("decode", time.perf_counter() - t0)
         self._trim = self._cuts(info)
-        end = self.options.end_seconds
         self._frames = _CutFrames(
             decoder,
-            part.end if part is not None else None if end is None else self._origin + _fraction(end),
+            part.end if part is not None else self._end_time(),
             self.options.frames,
             handed=1,
         )
@@ -513,7 +512,7 @@ class _Transcoder:
             session.abort()  # opened on a first frame only: nothing was written
             meta = first.metadata
             info = decoder.info
-            end = self.options.end_seconds
+            end = self._end_time()
             survey = TranscodeSurvey(
                 plan=plan,
                 stats=self.stats,
@@ -524,7 +523,7 @@ class _Transcoder:
                 first_time_base=None if meta.time_base is None else fractions.Fraction(meta.time_base),
                 origin=self._origin,
                 zero=self._start,
-                end=None if end is None else self._origin + _fraction(end),
+                end=end,
                 streams=self._streams,
                 trim=self._trim,
                 jump_seconds=jump_seconds(info.discontinuous_timestamps),
@@ -581,8 +580,22 @@ class _Transcoder:
             )
         target = self._origin + _fraction(asked)
         found = self._seek_to(decoder, first, target, f"--from {asked:g} s")
-        self._start = target
+        # The output starts with the frame on display at --from, at its own time: every frame keeps
+        # its length (a cut between two frames would make the first one short, the output VFR), and the
+        # sound is cut at the same time, so they stay in step.
+        shown = _seconds(found)
+        self._start = shown if shown is not None and self._origin <= shown <= target else target
         return found
+
+    def _end_time(self) -> fractions.Fraction | None:
+        """The input time the output ends at: --duration after its start, --to counted from the
+        input's start, or None (its end)."""
+        options = self.options
+        if options.duration_seconds is not None:
+            return self._start + _fraction(options.duration_seconds)
+        if options.to_seconds is not None:
+            return self._origin + _fraction(options.to_seconds)
+        return None
 
     def _seek_to(
         self, decoder: DecodeSession, first: DecodedFrame, target: fractions.Fraction, what: str
@@ -639,6 +652,7 @@ class _Transcoder:
             ended = frames.ended_at
             stats.cut = {
                 "from_seconds": round(float(self._start - self._origin), 6),
+                "asked_from_seconds": self.options.from_seconds,
                 "to_seconds": None if ended is None else round(float(ended - self._origin), 6),
                 "frames": self.options.frames,
                 "streams_trimmed": self._trim,

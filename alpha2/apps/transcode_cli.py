@@ -264,6 +264,9 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
             f"to {time_text(to)}" if to is not None else "to the end"
         )
         part += " of the input"
+        asked = cut.get("asked_from_seconds")
+        if asked and abs(float(asked) - float(cut["from_seconds"])) > 1e-6:
+            part += f" (the frame on display at --from {time_text(asked)})"
         if cut.get("frames") is not None:
             part += f" (--frames {cut['frames']})"
         fields.append(("part", part))
