@@ -216,7 +216,9 @@ class TranscodeOptions:
     """Stop after this many frames (the audio is cut at the same time)."""
     from_seconds: float = 0.0
     """Start this far into the input (``--from``; FFmpeg's ``-ss``), counted from its start: the
-    output starts at 0 with the frame on display then, the audio cut at the same time."""
+    output's 0 is the frame on display then, at its own time (a time between two frames starts the
+    output up to a frame earlier, so that every frame keeps its length), the audio cut at the same
+    time; ``duration_seconds`` counts from there."""
     to_seconds: float | None = None
     """End at this time of the input (``--to``), counted like ``from_seconds``; None: its end."""
     duration_seconds: float | None = None
