@@ -527,6 +527,34 @@ def test_rendered_frames_are_bounded_and_refused_at_once(tmp_path: Path) -> None
         assert source.importer.stats().in_flight == 0
 
 
+def test_sources_that_made_tensors_let_their_device_go(tmp_path: Path) -> None:
+    """A source's own Device, with its threads, goes once the source is closed and dropped, after it
+    made tensors too (the tensor routes kept for a Device had kept every Device alive: two threads and
+    about 9 MB a source)."""
+    import gc
+    import threading
+    import weakref
+
+    import alpha2
+    from tests.media import make_clip
+
+    path = make_clip(tmp_path / "c.mp4", width=32, height=24, frames=3).path
+    devices = []
+    for _ in range(3):
+        with alpha2.open(path, hwaccel="none") as source:
+            frames = source.frames_at([0.0])
+            assert alpha2.to_tensor(frames, size=(8, 8)).shape == (1, 8, 8, 3)
+            for frame in frames:
+                frame.release()
+            devices.append(weakref.ref(source.device))
+        del source, frames, frame
+        gc.collect()
+    threads = threading.active_count()
+    gc.collect()
+    assert [ref() for ref in devices] == [None, None, None]
+    assert threading.active_count() <= threads
+
+
 def test_a_lent_picture_is_released_after_the_frame_and_its_last_import() -> None:
     """The frame's decoded picture goes once the frame is released and every import has given it
     back, in either order (a GPU copy may read it after its lease went)."""

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -298,16 +297,20 @@ class _Routes:
             exporter.close()
 
 
-_routes: weakref.WeakKeyDictionary[Any, _Routes] = weakref.WeakKeyDictionary()
+_ROUTES_ATTRIBUTE = "_alpha2_tensor_routes"
+"""Where a Device keeps its routes: they live and go with it. (A global WeakKeyDictionary kept every
+Device alive, since its value refers to its key: a source's device, its threads and memory, for
+every source that ever made a tensor.)"""
+
 _routes_lock = threading.Lock()
 
 
 def _routes_of(device: Any, memory_budget: Any = None) -> _Routes:
     with _routes_lock:
-        routes = _routes.get(device)
+        routes = getattr(device, _ROUTES_ATTRIBUTE, None)
         if routes is None:
             routes = _Routes(device, memory_budget)
-            _routes[device] = routes
+            setattr(device, _ROUTES_ATTRIBUTE, routes)
         return routes
 
 
@@ -315,7 +318,9 @@ def close_tensor_routes(device: Any) -> None:
     """Close the tensor pass and CUDA exporter kept for ``device`` (an alpha2 Device). Idempotent;
     a later :func:`to_tensor` on the device makes them again."""
     with _routes_lock:
-        routes = _routes.pop(device, None)
+        routes = getattr(device, _ROUTES_ATTRIBUTE, None)
+        if routes is not None:
+            delattr(device, _ROUTES_ATTRIBUTE)
     if routes is not None:
         with routes.lock:
             routes.close()
