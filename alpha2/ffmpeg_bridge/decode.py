@@ -16,6 +16,7 @@ one module for that reason; what stands alone lives beside it: the decode-ahead 
 from __future__ import annotations
 
 import fractions
+import gc
 import io
 import itertools
 import math
@@ -128,6 +129,26 @@ def _display_source(source: MediaSource) -> str:
         except ValueError:
             return "<closed BytesIO>"
     return f"<{type(source).__name__} file object>"
+
+
+class _FreedBeforeFork:
+    """A closed container and its streams refer to each other: only the cyclic collector frees them.
+    Freed in a process forked meanwhile (a DataLoader's workers), FFmpeg's avcodec_free_context waits
+    forever for frame threads the fork did not copy. So a fork that follows a close collects first, in
+    the parent, where those threads are."""
+
+    def __init__(self) -> None:
+        self.due = False
+
+    def __call__(self) -> None:
+        if self.due:
+            self.due = False
+            gc.collect()
+
+
+_freed_before_fork = _FreedBeforeFork()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_freed_before_fork)
 
 
 def _fallback_software_format(name: str) -> str:
@@ -1222,8 +1243,13 @@ class DecodeSession:
             self._held = None
             self._frames = None
             container, self._container = self._container, None
+            # The stream (and its codec context, with FFmpeg's frame threads) goes now, with the
+            # container: one left referenced is freed later, in a process forked meanwhile too, where
+            # avcodec_free_context waits forever for the threads the fork did not copy.
+            self._stream = None
             if container is not None:
                 container.close()
+                _freed_before_fork.due = True
 
     def __enter__(self) -> DecodeSession:
         return self
