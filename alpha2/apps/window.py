@@ -8,10 +8,12 @@ the on-screen display (:mod:`alpha2.apps.osd`, drawn on the GPU through :mod:`al
 time and progress bar, pause sign, messages, stats, key help and subtitles (:mod:`alpha2.api.subtitles`).
 Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 30 s),
 ``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
-and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot, l loops, j
-cycles subtitles, n / p go to the next / previous file of a playlist, i shows the stats, ? the keys,
-a click on the progress bar seeks, q or Escape quits. :class:`AudioOnlyPlayback` plays a file without
-video: a window whose colour follows the sound's level, or no window at all.
+and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
+the video's own size, with its subtitle), l loops, j cycles subtitles, n / p go to the next / previous
+file of a playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q or Escape quits.
+The frame on display stays imported: a resize while paused renders it again at the new size, and paused
+on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
+window whose colour follows the sound's level, or no window at all.
 """
 
 from __future__ import annotations
@@ -358,6 +360,11 @@ class WindowPlayback(_Keys):
         """The stats of the files finished before the one playing (a playlist)."""
         self.shown: Any = None  # (texture, letterbox rect) of the last frame rendered
         self.shown_pts: float | None = None
+        self.held: Any = None
+        """The import lease of the frame on display: it is rendered again when the window's size changes
+        (paused too) and at the video's own size for a screenshot; let go when the next frame comes."""
+        self.held_size: Size | None = None
+        """The frame on display's size as shown (rotation and pixel aspect applied)."""
         self.pending: DecodedFrame | None = None
         self.clock: MediaClock | None = None
         self.scheduler = AVScheduler()
@@ -479,6 +486,7 @@ class WindowPlayback(_Keys):
 
     def _finish_file(self) -> None:
         """Release what the file holds (its pending frame, clock, subtitles) and complete its stats."""
+        self._let_go_held()
         if self.pending is not None:
             self.pending.release()
             self.pending = None
@@ -628,17 +636,102 @@ class WindowPlayback(_Keys):
         self.seek(max(0.0, shown - self._frame_duration() / 2), show_bar=False)
 
     def screenshot(self) -> str | None:
-        """Write the frame on display as ``NAME-SECONDS.png`` next to the input (``s``); its path."""
-        if self.shown is None:
-            return None
-        texture, _ = self.shown
-        from alpha2.api.atomic import write_png
-        from alpha2.api.overlay import read_texture_rgba
+        """Write the frame on display as ``NAME-SECONDS.png`` next to the input (``s``); its path.
 
-        pixels = read_texture_rgba(self.player.device, texture)
+        As mpv's ``s``: the video's own size as shown (rotation and pixel aspect applied), whatever the
+        window's, with the subtitle on display drawn over it (laid out for that size), and no other part
+        of the on-screen display."""
+        held, size = self.held, self.held_size
+        if self.shown is None or held is None or size is None:
+            return None
+        from alpha2.api.atomic import write_png
+        from alpha2.api.overlay import OverlayPlacement, read_texture_rgba
+
+        device = self.player.device
+        usage = gpu_module_of(device).TextureUsage
+        target = device.create_texture(
+            label="alpha2 screenshot",
+            size=(size.width, size.height, 1),
+            format=self.render_format,
+            usage=usage.RENDER_ATTACHMENT | usage.COPY_SRC,
+        )
+        sprites: list[Any] = []
+        try:
+            self._render_held(target)
+            subtitle = self._subtitle_now()
+            overlay = self._ready_overlay(wait=True) if subtitle else None
+            if overlay is not None:
+                # A display of its own: no bar, pause sign, message, stats or help; the subtitle only.
+                view = OsdView(
+                    position_s=self.shown_pts or 0.0, duration_s=self.duration_s, subtitle=subtitle
+                )
+                placements = []
+                for layer in Osd().layers(size, view):
+                    sprites.append(overlay.renderer.sprite(layer.pixels))
+                    placements.append(OverlayPlacement(sprites[-1], layer.x, layer.y))
+                encoder = device.create_command_encoder(label="alpha2 screenshot subtitle")
+                overlay.renderer.encode(encoder, target, placements)
+                device.queue.submit([encoder.finish()])
+            pixels = read_texture_rgba(device, target)
+        finally:
+            for sprite in sprites:
+                sprite.close()
+            target.destroy()
         path = write_png(screenshot_path(self.player.source, self.shown_pts or 0.0), pixels)
         self._say(f"Screenshot: {os.path.basename(path)}")
         return path
+
+    def _subtitle_now(self) -> str | None:
+        """The subtitle text on display now, if any."""
+        if self.subtitles is None:
+            return None
+        position = self.shown_pts if self.shown_pts is not None else 0.0
+        return self.subtitles.text_at(self.media_time() if self.clock is not None else position)
+
+    def _render_held(self, target: Any, frame: DecodedFrame | None = None) -> Any:
+        """Render into ``target`` the frame on display again, or ``frame``, which becomes the frame on
+        display (imported here, the importer owns it; its lease is kept and the last one let go);
+        returns ``target``. As :meth:`~alpha2.api.playback.Player._render`, which lets the lease go."""
+        player, stats = self.player, self.stats
+        clock = time.perf_counter
+        if frame is not None:
+            self._let_go_held()  # before the import: the importer's texture sets as before, one in use
+            t0 = clock()
+            try:
+                self.held = player.importer.import_frame(frame)
+            except BaseException:
+                frame.release()
+                raise
+            stats.stages.add("import", clock() - t0)
+        assert self.held is not None
+        t1 = clock()
+        imported = self.held.frame
+        size = imported.metadata.display_size
+        renderer = player.renderer
+        encoder = renderer.device.create_command_encoder(label="alpha2 play")
+        texture = renderer.encode_render(
+            encoder,
+            imported.views,
+            imported.pixel_format,
+            imported.colour,
+            size.width,
+            size.height,
+            target,
+            rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
+            hdr=imported.metadata.hdr,
+        )
+        renderer.device.queue.submit([encoder.finish()])
+        if stats.colour is None:
+            from alpha2.api.colour_report import colour_report
+
+            stats.colour = colour_report(renderer, player.options, imported.colour)
+        stats.stages.add("render", clock() - t1)
+        return texture
+
+    def _let_go_held(self) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.release()
 
     def go(self, step: int) -> None:
         """The next (``+1``) or previous (``-1``) file of the playlist (``n`` / ``p``)."""
@@ -681,6 +774,7 @@ class WindowPlayback(_Keys):
         return False
 
     def _reset(self, player: Any) -> None:
+        self._let_go_held()
         self.player, self.stats = player, player.stats
         self.shown = self.shown_pts = None
         self.pending = None
@@ -731,7 +825,11 @@ class WindowPlayback(_Keys):
             from alpha2.apps.audio_out import ClockKind
 
             clock = self.clock
-            self.ended = clock is None or clock.kind is ClockKind.SYSTEM or clock.ended()
+            # Paused on the last frame (a frame step onto it, a pause at the end): the file has not ended
+            # until it plays on, as in mpv.
+            self.ended = clock is None or (
+                not self.paused and (clock.kind is ClockKind.SYSTEM or clock.ended())
+            )
         return due
 
     def _title_text(self) -> str:
@@ -789,14 +887,11 @@ class WindowPlayback(_Keys):
         position = self.shown_pts if self.shown_pts is not None else 0.0
         if self.clock is not None:
             position = self.media_time() if not self.paused else position
-        subtitle = None
-        if self.subtitles is not None:
-            subtitle = self.subtitles.text_at(self.media_time() if self.clock is not None else position)
         return OsdView(
             position_s=position,
             duration_s=self.duration_s,
             paused=self.paused,
-            subtitle=subtitle,
+            subtitle=self._subtitle_now(),
             stats=self._stats_now() if self.osd.show_stats else (),
             help=help_lines(PLAYER_BINDINGS) if self.osd.show_help else (),
         )
@@ -825,16 +920,25 @@ class WindowPlayback(_Keys):
             self.last_window = window
         pts = (frame.pts_seconds or 0.0) if frame is not None else 0.0
         if frame is not None:
-            box = letterbox(displayed_size(frame), window)
+            self.held_size = displayed_size(frame)
+            box = letterbox(self.held_size, window)
             target = player.renderer.target_texture(box.width, box.height, self.render_format)
-            self.shown = (player._render(frame, target), box)
+            self.shown = (self._render_held(target, frame), box)
             self.shown_pts = pts
+        elif self.shown is not None and self.held is not None and self.held_size is not None:
+            # The window's size changed with no new frame due (paused, or between frames): the frame on
+            # display is rendered again, fitted to the new size, at once.
+            box = letterbox(self.held_size, window)
+            texture = self.shown[0]
+            if (int(texture.size[0]), int(texture.size[1])) != (box.width, box.height):
+                target = player.renderer.target_texture(box.width, box.height, self.render_format)
+                self.shown = (self._render_held(target), box)
         if self.shown is None:
             return
         texture, _ = self.shown
         tex_w, tex_h = int(texture.size[0]), int(texture.size[1])
         if tex_w > window.width or tex_h > window.height:
-            return  # the window shrank while paused: the next frame is rendered at the new size
+            return  # no frame to render again at the new size (cannot happen once one is held)
         box = Rect((window.width - tex_w) // 2, (window.height - tex_h) // 2, tex_w, tex_h)
         surface = self.context.get_current_texture()
         device = player.device

@@ -1,0 +1,231 @@
+"""Faults of the ``alpha2 play`` window found by a QA pass, checked by their effect through rendercanvas's
+offscreen canvas (no display needed): the paused frame redrawn at a new window size, a frame step onto
+the last frame that stays paused there, and ``s`` screenshots at the video's own size with the subtitle
+on display and nothing else of the on-screen display."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from alpha2.api import pipeline
+from alpha2.api.playback import Player, PlayOptions
+from alpha2.apps.window import WindowPlayback, letterbox
+from alpha2.gpu.geometry import Size
+from tests.media import make_clip
+from tests.test_apps_play import ffmpeg_rgb, read_png
+
+W, H = 320, 180
+FRAMES = 30
+RATE = 30
+WINDOW = Size(640, 360)
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("window_faults")
+    return make_clip(root / "clip.mkv", width=W, height=H, frames=FRAMES, rate=RATE).path
+
+
+def _playback(clip: str, window: Size = WINDOW, **options: Any) -> WindowPlayback:
+    pytest.importorskip("rendercanvas")
+    options.setdefault("audio", False)
+    run = Player(clip, PlayOptions(**options), pipeline.Progress())
+    playback = WindowPlayback(run)
+    playback.open("rendercanvas.offscreen", size=window)
+    return playback
+
+
+def _close(playback: WindowPlayback) -> None:
+    playback.finish(1.0)
+    playback.player.close()
+
+
+def _draw(playback: WindowPlayback) -> np.ndarray:
+    return np.asarray(playback.canvas.draw())[..., :3].astype(np.int32)
+
+
+def _drive(playback: WindowPlayback, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not playback.canvas.get_closed():
+        playback.canvas.draw()
+        time.sleep(1 / 60)
+
+
+def _frame_index(playback: WindowPlayback) -> int:
+    assert playback.shown_pts is not None
+    return round(playback.shown_pts * RATE)
+
+
+def _assert_letterboxed(playback: WindowPlayback, image: np.ndarray, window: Size) -> None:
+    """The picture fills the letterbox of ``window`` (its corners too), black bars around it (where the
+    on-screen display is not)."""
+    assert image.shape[:2] == (window.height, window.width)
+    box = letterbox(Size(W, H), window)
+    inside = image[box.y : box.y + box.height, box.x : box.x + box.width]
+    for corner in (inside[:12, :12], inside[:12, -12:], inside[-12:, :12], inside[-12:, -12:]):
+        assert corner.mean() > 20, "the picture does not reach a corner of its letterbox"
+    bars = np.ones(image.shape[:2], bool)
+    bars[max(0, box.y - 1) : box.y + box.height + 1, max(0, box.x - 1) : box.x + box.width + 1] = False
+    for layer in playback.osd.layers(window, playback._osd_view()):
+        r = layer.rect
+        bars[max(0, r.y) : r.y + r.height, max(0, r.x) : r.x + r.width] = False
+    assert bars.any() == (box.width < window.width - 2 or box.height < window.height - 2)
+    assert (image[bars] == 0).all(), "something is drawn in the black bars"
+
+
+@pytest.mark.vulkan
+def test_a_paused_frame_is_redrawn_at_the_new_window_size(clip: str) -> None:
+    """Fullscreen, back, or a smaller window while paused: the held frame fills the new letterbox at once
+    (it stayed at its old size, or was cut to its top-left part, until playback resumed)."""
+    playback = _playback(clip)
+    try:
+        for _ in range(3):
+            _draw(playback)
+        playback._on_key({"key": " "})
+        _draw(playback)
+        shown, frames = playback.shown_pts, playback.stats.frames
+        for window in (Size(1280, 720), Size(640, 360), Size(400, 400), Size(900, 300)):
+            playback.canvas.set_physical_size(window.width, window.height)
+            image = _draw(playback)
+            _assert_letterboxed(playback, image, window)
+            box = letterbox(Size(W, H), window)
+            texture = playback.shown[0]
+            assert (int(texture.size[0]), int(texture.size[1])) == (box.width, box.height)
+            # The same frame, not a new one; the pause sign and the bar laid out for the new size.
+            assert playback.shown_pts == shown and playback.stats.frames == frames and playback.paused
+            layers = {layer.key: layer.rect for layer in playback.osd.layers(window, playback._osd_view())}
+            pause = layers["pause"]
+            assert abs(pause.x + pause.width / 2 - window.width / 2) <= 1
+            assert layers["bar"].width == playback.osd.bar_rect(window).width > window.width * 0.9
+    finally:
+        _close(playback)
+
+
+@pytest.mark.vulkan
+def test_a_frame_step_onto_the_last_frame_stays_paused(clip: str) -> None:
+    """``.`` onto the last frame shows it and stays there (the window closed at once, the last frame
+    never seen); playing on from there ends the file as usual."""
+    playback = _playback(clip)
+    try:
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek((FRAMES - 3) / RATE)
+        _draw(playback)
+        assert _frame_index(playback) == FRAMES - 3
+        for key, index in ((".", FRAMES - 2), (",", FRAMES - 3), (".", FRAMES - 2), (".", FRAMES - 1)):
+            playback._on_key({"key": key})
+            _draw(playback)
+            assert _frame_index(playback) == index, key
+        _drive(playback, 0.5)
+        assert not playback.canvas.get_closed(), "the window closed on the last frame while paused"
+        assert _frame_index(playback) == FRAMES - 1 and playback.paused
+        playback._on_key({"key": "."})  # nothing after the last frame: it stays
+        _drive(playback, 0.3)
+        assert not playback.canvas.get_closed() and _frame_index(playback) == FRAMES - 1
+        playback._on_key({"key": " "})  # playing on: the end of the file
+        _drive(playback, 2.0)
+        assert playback.canvas.get_closed()
+    finally:
+        _close(playback)
+
+
+@pytest.mark.vulkan
+def test_playing_on_from_the_last_frame_loops_with_loop(clip: str) -> None:
+    playback = _playback(clip, loop=True)
+    try:
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek((FRAMES - 2) / RATE)
+        _draw(playback)
+        playback._on_key({"key": "."})
+        _draw(playback)
+        assert _frame_index(playback) == FRAMES - 1
+        _drive(playback, 0.3)
+        assert not playback.canvas.get_closed()
+        playback._on_key({"key": " "})
+        _drive(playback, 0.3)
+        assert not playback.canvas.get_closed() and _frame_index(playback) < FRAMES // 2
+    finally:
+        _close(playback)
+
+
+def _screenshot(playback: WindowPlayback) -> np.ndarray:
+    path = playback.screenshot()
+    assert path is not None
+    try:
+        return read_png(Path(path))
+    finally:
+        Path(path).unlink()
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("window", [Size(640, 360), Size(900, 700), Size(200, 150)])
+def test_a_screenshot_is_the_video_at_its_own_size(clip: str, window: Size) -> None:
+    """``s`` writes the frame at the video's size whatever the window's (it was the window's letterbox:
+    a 1260x540 clip fullscreen gave 1920x823), the picture as FFmpeg decodes it, without the pause sign,
+    the bar or a message."""
+    playback = _playback(clip, window=window)
+    try:
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback._on_key({"key": "9"})  # a message on screen
+        _draw(playback)
+        pixels = _screenshot(playback)
+        assert pixels.shape[:2] == (H, W)
+        assert playback.shown_pts is not None
+        expected = ffmpeg_rgb(clip, playback.shown_pts).astype(np.int32)
+        error = np.abs(pixels[..., :3].astype(np.int32) - expected)
+        assert error.mean() < 3.0, error.mean()
+        # No pause sign in the middle, no message at the top left (white over the picture there).
+        middle = error[H // 2 - 30 : H // 2 + 30, W // 2 - 30 : W // 2 + 30]
+        assert middle.mean() < 6.0 and error[:30, :120].mean() < 6.0, (middle.mean(), error[:30, :120].mean())
+    finally:
+        _close(playback)
+
+
+@pytest.mark.vulkan
+def test_a_screenshot_of_a_turned_video_is_turned(tmp_path: Path) -> None:
+    turned = make_clip(tmp_path / "turned.mp4", width=W, height=H, frames=6, rotation_ccw=90).path
+    playback = _playback(turned, window=Size(640, 360))
+    try:
+        _draw(playback)
+        assert _screenshot(playback).shape[:2] == (W, H)
+    finally:
+        _close(playback)
+
+
+@pytest.mark.vulkan
+def test_a_screenshot_has_the_subtitle_on_display(clip: str, tmp_path: Path) -> None:
+    """The subtitle on screen is in the screenshot, laid out for the video's size; nothing else is."""
+    subs = tmp_path / "cues.srt"
+    subs.write_text("1\n00:00:00,000 --> 00:00:05,000\nHello from the subtitles\n", encoding="utf-8")
+    playback = _playback(clip, window=Size(900, 700), sub=str(subs))
+    try:
+        _draw(playback)
+        playback._on_key({"key": " "})
+        subtitles = playback.subtitles
+        assert subtitles is not None and subtitles.selected is not None
+        assert subtitles.selected.wait(10)
+        _draw(playback)
+        with_subtitle = _screenshot(playback)[..., :3].astype(np.int32)
+        playback.subtitles = None
+        try:
+            plain = _screenshot(playback)[..., :3].astype(np.int32)
+        finally:
+            playback.subtitles = subtitles
+        assert with_subtitle.shape == plain.shape == (H, W, 3)
+        changed = np.abs(with_subtitle - plain).max(axis=2) > 24
+        assert changed[H // 2 :].mean() > 0.01, "no subtitle in the screenshot"
+        assert not changed[: H // 2].any(), "something other than the subtitle was drawn"
+        rows = np.flatnonzero(changed.any(axis=1))
+        cols = np.flatnonzero(changed.any(axis=0))
+        # Centred, near the bottom, and inside the picture (sized for 320x180, not for the window).
+        assert abs((cols[0] + cols[-1]) / 2 - W / 2) < W * 0.05
+        assert rows[-1] < H and rows[-1] > H * 0.8 and cols[0] > 0 and cols[-1] < W - 1
+    finally:
+        _close(playback)
