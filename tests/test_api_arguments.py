@@ -141,3 +141,22 @@ def test_the_names_the_docs_promise_are_exported() -> None:
         assert getattr(alpha2, name) is getattr(alpha2.api, name)
     for name in ("EndOfStreamError", "FrameIndexError", "ConcurrentIterationError", "NoAudioStreamError"):
         assert issubclass(getattr(errors, name), errors.InvalidInputError)
+
+
+def test_create_refuses_a_bad_audio_from_at_once_with_its_type(clip: str, tmp_path: Path) -> None:
+    """audio_from missing, or without sound, is refused by create() with the media error's type and
+    kind (not an INTERNAL encoder failure at the first frame); a Writer closed with nothing written
+    says so as the caller's mistake."""
+    import alpha2
+    from alpha2.api.errors import MediaNotFoundError, NoAudioStreamError
+    from alpha2.gpu.errors import ErrorKind
+
+    silent = make_clip(tmp_path / "silent.mp4", frames=3).path
+    with pytest.raises(NoAudioStreamError, match="has no audio stream"):
+        alpha2.create(tmp_path / "a.mp4", audio_from=silent)
+    with pytest.raises(MediaNotFoundError):
+        alpha2.create(tmp_path / "b.mp4", audio_from=tmp_path / "missing.mp4")
+    with pytest.raises(Exception, match="no frames were encoded") as caught:
+        alpha2.create(tmp_path / "c.mp4", audio_from=clip).close()
+    assert caught.value.kind is ErrorKind.INVALID_INPUT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["silent.mp4"]

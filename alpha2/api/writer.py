@@ -243,6 +243,8 @@ class Writer:
         if options.get("preset") is not None and not isinstance(options["preset"], str | int):
             raise InvalidInputError(f"preset must be a str (or an int), got {short_repr(options['preset'])}")
         arguments.known_options("alpha2.create()", options, EncodeSession.__init__, skip=2)
+        if isinstance(options.get("audio_from"), str | os.PathLike):
+            _check_audio_from(options["audio_from"])
         colour = DEFAULT_COLOUR if colour is None else colour
         if colour.primaries is ColourPrimaries.UNSPECIFIED:  # the matrix's standard primaries and transfer
             colour = companion_colour(colour.matrix, colour.range, colour.chroma_location)
@@ -580,6 +582,20 @@ class Writer:
     def __repr__(self) -> str:
         state = self._closed or f"{self._frames} frames written"
         return f"<alpha2.Writer {self.path!r} {state}>"
+
+
+def _check_audio_from(path: str | os.PathLike[str]) -> None:
+    """Refuse an ``audio_from`` that is missing, not media, or without sound, when the Writer is made
+    (typed: MediaNotFoundError, MediaFormatError, NoAudioStreamError), not at the first frame as an
+    encoder failure."""
+    from alpha2.ffmpeg_bridge.describe import describe_file
+    from alpha2.ffmpeg_bridge.errors import NoAudioStreamError
+    from alpha2.ffmpeg_bridge.side_streams import StreamKind
+
+    facts = describe_file(path)
+    if not any(stream.kind is StreamKind.AUDIO for stream in facts.streams):
+        kinds = ", ".join(sorted({stream.kind.value for stream in facts.streams})) or "no streams"
+        raise NoAudioStreamError(f"audio_from {os.fspath(path)!r} has no audio stream (it has {kinds})")
 
 
 def create(

@@ -54,7 +54,7 @@ from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, Stream
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo, ColourRange
 from alpha2.gpu.encoded import EncodedPlanes
-from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
@@ -853,7 +853,10 @@ class EncodeSession:
                 return
             if self._out is None:
                 self._fail()
-                raise EncoderError(f"no frames were encoded; {self.path or 'the output'} was not written")
+                raise EncoderError(  # the caller wrote nothing: not a fault of the encoder
+                    f"no frames were encoded; {self.path or 'the output'} was not written",
+                    kind=ErrorKind.INVALID_INPUT,
+                )
             self._encode_av(None)
             try:
                 if self._copier is not None:
