@@ -26,6 +26,7 @@ __all__ = [
     "StreamInfo",
     "audio_tracks",
     "check_picture_size",
+    "codec_name",
     "colour_of",
     "cpu_planes_of",
     "cuda_planes_of",
@@ -298,7 +299,9 @@ def audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, ..
         tracks.append(
             AudioTrack(
                 index=stream.index,
-                codec=cc.name if cc is not None else str(getattr(stream, "codec_tag", "") or "unknown"),
+                codec=(
+                    codec_name(cc) if cc is not None else str(getattr(stream, "codec_tag", "") or "unknown")
+                ),
                 sample_rate=int(getattr(cc, "sample_rate", 0) or 0),
                 channels=int(getattr(cc, "channels", 0) or 0),
                 language=stream_language(stream.metadata),
@@ -322,7 +325,7 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         pix = None
     return StreamInfo(
         index=stream.index,
-        codec_name=cc.name,
+        codec_name=codec_name(cc),
         width=cc.width,
         height=cc.height,
         ffmpeg_pixel_format=pix,
@@ -340,6 +343,14 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
         sample_aspect_ratio=pixel_shape(cc.sample_aspect_ratio),
     )
+
+
+def codec_name(cc: Any) -> str:
+    """The codec's own name (``av1``, ``mp3``), as ffprobe says it, not its decoder's (``libdav1d``,
+    ``mp3float``)."""
+    codec = getattr(cc, "codec", None)
+    canonical = getattr(codec, "canonical_name", None)
+    return str(canonical or cc.name)
 
 
 def pixel_shape(ratio: Any) -> fractions.Fraction | None:
