@@ -611,3 +611,20 @@ def test_probe_table_fits_80_columns() -> None:
 def test_wall_json_input_is_a_list() -> None:
     stats = WallStats(input="a.mp4, b, c.mp4", inputs=["a.mp4", "b, c.mp4"])
     assert stats.as_dict()["input"] == ["a.mp4", "b, c.mp4"]
+
+
+def test_the_players_progress_says_no_time_left() -> None:
+    """A transcode's progress says the time left (frames left at its rate); a player's, paced by its
+    clock, dropping frames and seeking, says none (it had said 7 s left on a 5 s clip)."""
+    import io
+
+    from alpha2.api.pipeline import PlainProgress
+
+    lines = {}
+    for left in (True, False):
+        out = io.StringIO()
+        progress = PlainProgress("x", out, every_frames=1, time_left=left)
+        progress.start(100)
+        progress.update(10)
+        lines[left] = out.getvalue()
+    assert "s left" in lines[True] and "s left" not in lines[False]

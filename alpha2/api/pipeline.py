@@ -232,9 +232,16 @@ class PlainProgress(Progress):
     """A line every ``every_frames`` frames or ``every_s`` seconds, whichever comes first (not a terminal)."""
 
     def __init__(
-        self, label: str, stream: IO[str] | None = None, every_frames: int = 100, every_s: float = 5.0
+        self,
+        label: str,
+        stream: IO[str] | None = None,
+        every_frames: int = 100,
+        every_s: float = 5.0,
+        *,
+        time_left: bool = True,
     ) -> None:
         self.label = label
+        self.time_left = time_left
         self.stream = stream if stream is not None else sys.stderr
         self.every_frames = every_frames
         self.every_s = every_s
@@ -255,7 +262,7 @@ class PlainProgress(Progress):
         if self._total:
             text += f"/{self._total}"
         text += f" frames, {fps:.1f} fps"
-        if self._total and fps > 0 and frames < self._total:
+        if self.time_left and self._total and fps > 0 and frames < self._total:
             text += f", {(self._total - frames) / fps:.0f} s left"
         return text
 
@@ -278,7 +285,7 @@ class PlainProgress(Progress):
 class RichProgress(Progress):
     """A rich progress bar with frames, fps and time left (a terminal)."""
 
-    def __init__(self, label: str, stream: IO[str] | None = None) -> None:
+    def __init__(self, label: str, stream: IO[str] | None = None, *, time_left: bool = True) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -297,8 +304,7 @@ class RichProgress(Progress):
             MofNCompleteColumn(),
             TextColumn("frames {task.fields[fps]} fps"),
             TimeElapsedColumn(),
-            TextColumn("left"),
-            TimeRemainingColumn(),
+            *((TextColumn("left"), TimeRemainingColumn()) if time_left else ()),
             console=Console(file=stream if stream is not None else sys.stderr),
             transient=False,
         )
@@ -329,15 +335,19 @@ class RichProgress(Progress):
         self._progress.stop()
 
 
-def make_progress(label: str, *, enabled: bool = True, stream: IO[str] | None = None) -> Progress:
-    """A rich bar on a terminal, plain lines otherwise, nothing when not ``enabled``."""
+def make_progress(
+    label: str, *, enabled: bool = True, stream: IO[str] | None = None, time_left: bool = True
+) -> Progress:
+    """A rich bar on a terminal, plain lines otherwise, nothing when not ``enabled``. ``time_left``:
+    say the time left, from the frames left at the rate so far (a transcode's); a player, paced by
+    its clock, dropping frames and seeking, says none."""
     if not enabled:
         return Progress()
     out = stream if stream is not None else sys.stderr
     isatty = getattr(out, "isatty", None)
     if callable(isatty) and isatty() and os.environ.get("TERM") != "dumb":
-        return RichProgress(label, out)
-    return PlainProgress(label, out)
+        return RichProgress(label, out, time_left=time_left)
+    return PlainProgress(label, out, time_left=time_left)
 
 
 # ---------------------------------------------------------------------------------------------------

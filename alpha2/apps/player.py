@@ -378,11 +378,12 @@ def run(args: argparse.Namespace) -> int:
     enabled = not args.json and args.snapshot is None
     if len(args.input) == 1:
         (source,) = args.input
-        stats = play(source, options, progress=pipeline.make_progress("play", enabled=enabled))
+        progress = pipeline.make_progress("play", enabled=enabled, time_left=False)
+        stats = play(source, options, progress=progress)
         _report(stats, args)
         return 0
     results, errors = play_list(
-        args.input, options, progress=lambda: pipeline.make_progress("play", enabled=enabled)
+        args.input, options, progress=lambda: pipeline.make_progress("play", enabled=enabled, time_left=False)
     )
     if args.json:
         data = {

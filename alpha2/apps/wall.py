@@ -286,7 +286,8 @@ def error_tile(source: str, error: str, tile: Size) -> np.ndarray:
 def run_wall(args: argparse.Namespace) -> int:
     """``alpha2 play --wall`` (several inputs in one grid)."""
     options = options_from_args(args)
-    progress = pipeline.make_progress("play", enabled=not args.json and args.snapshot is None)
+    enabled = not args.json and args.snapshot is None
+    progress = pipeline.make_progress("play", enabled=enabled, time_left=False)
     stats = play_wall(args.input, options, progress=progress)
     from alpha2.apps.cli import terminal_columns, wrap_lines
 
