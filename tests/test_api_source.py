@@ -623,3 +623,20 @@ def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
             for frame in frames:
                 frame.release()
     assert all(a.shape == (48, 64, 3) for a in arrays)
+
+
+def test_len_agrees_with_the_frames_shown_of_an_mp4_with_an_edit_list(tmp_path: Path) -> None:
+    """An MP4 cut with an edit list says in its header how many packets it holds, the discarded ones
+    before its start too: len() counts the frames shown, as frames_at_index and iteration do."""
+    import alpha2
+    from tests.test_audio_copy_formats import _make
+
+    path = _make(tmp_path / "cut.mp4", "aac", seconds=4.0, shift=1.0)
+    with alpha2.open(path, hwaccel="none") as source:
+        shown = sum(1 for _ in source)
+    with alpha2.open(path, hwaccel="none") as source:
+        assert len(source) == shown < 100
+        last = source.frames_at_index([len(source) - 1])
+        assert len(last) == 1
+        for frame in last:
+            frame.release()

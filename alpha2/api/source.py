@@ -862,10 +862,18 @@ class VideoSource:
         return self._renderer
 
     def __len__(self) -> int:
-        """The number of frames: the container's count, else counted once over the packets (kept)."""
+        """The number of frames: the container's count where it agrees with the stream's duration and
+        rate, else counted once over the packets (kept). An MP4 cut with an edit list counts the
+        packets before its start too (120 where 111 are shown): counted then, as frames_at_index does."""
         if self._frame_count is None:
             self._check_open()
-            count = self._session.info.frame_count
+            info = self._session.info
+            count = info.frame_count
+            seconds, rate = info.duration_seconds, info.average_rate
+            if count is not None and seconds and rate:
+                expected = seconds * float(rate)
+                if abs(count - expected) > max(2.0, 0.01 * expected):
+                    count = None
             if count is None:
                 count = len(self._session.frame_index())
             self._frame_count = count
