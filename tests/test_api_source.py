@@ -5,6 +5,7 @@ misuse errors that name the fix, and an open that keeps the event loop free."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import fractions
 import gc
@@ -640,3 +641,45 @@ def test_len_agrees_with_the_frames_shown_of_an_mp4_with_an_edit_list(tmp_path: 
         assert len(last) == 1
         for frame in last:
             frame.release()
+
+
+def test_cancelled_async_calls_lose_nothing(vfr_clips: dict[str, str], device: Any) -> None:
+    """next_async cancelled while it decodes (asyncio.wait_for timing out) hands its frame to the next
+    call, so no frame is skipped; open_async cancelled closes the source it made (no ResourceWarning
+    for a source the caller never had)."""
+    import alpha2
+
+    with alpha2.open(vfr_clips["mkv"], hwaccel="none", device=device) as plain:
+        expected = [f.pts_seconds for f in plain]
+
+    async def main() -> list[float | None]:
+        source = alpha2.open(vfr_clips["mkv"], hwaccel="none", device=device)
+        seen: list[float | None] = []
+        try:
+            for _ in range(3):
+                task = asyncio.ensure_future(source.next_async())
+                await asyncio.sleep(0)  # the call is on the worker
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            while (frame := await source.next_async()) is not None:
+                seen.append(frame.pts_seconds)
+                frame.release()
+        finally:
+            source.close()
+        return seen
+
+    assert asyncio.run(main()) == expected
+
+    async def cancel_open() -> None:
+        task = asyncio.ensure_future(alpha2.open_async(vfr_clips["mkv"], hwaccel="none", device=device))
+        await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        asyncio.run(cancel_open())
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

@@ -189,11 +189,24 @@ class _Worker:
     def _started(self) -> None:
         self._thread = threading.current_thread()
 
-    async def run(self, fn: Callable[[], _T]) -> _T:
+    async def run(self, fn: Callable[[], _T], on_cancel: Callable[[_T], None] | None = None) -> _T:
+        """``fn()`` on the thread, awaited. ``on_cancel``: given what ``fn`` returns when the awaiting
+        task was cancelled meanwhile (the call itself runs to its end): what would be lost otherwise."""
         done = CpuSyncPoint()
         future = self._pool.submit(fn)
         future.add_done_callback(lambda _f: done.signal())
-        result = await done.wait_async(timeout=None)
+        try:
+            result = await done.wait_async(timeout=None)
+        except BaseException:  # cancelled: fn goes on; what it makes is handed over, not dropped
+            if on_cancel is not None:
+                keep = on_cancel
+
+                def settled(f: concurrent.futures.Future[_T]) -> None:
+                    if not f.cancelled() and f.exception() is None:
+                        keep(f.result())
+
+                future.add_done_callback(settled)
+            raise
         if not result.signaled:
             raise GpuTimeoutError(f"a background call did not finish: {result}")
         return future.result()
@@ -710,6 +723,7 @@ class VideoSource:
         self._info: VideoInfo | None = None
         self._frame_count: int | None = None
         self._lock = threading.Lock()
+        self._kept: list[Frame] = []  # decoded for a cancelled next_async: the next call's
         self._imports_lock = threading.Lock()
         self._imports_held = 0  # frames holding textures (rendered, not released)
         self._warmed = False
@@ -975,6 +989,9 @@ class VideoSource:
             self._parallel_reason = "a seek ended parallel reading: one session goes on from there"
 
     def _take_next(self) -> Frame | None:
+        with self._lock:
+            if self._kept:
+                return self._kept.pop(0)
         with self._taking():
             reader = self._reader()
             decoded = reader.next_frame() if reader is not None else self._session.next_frame()
@@ -1011,16 +1028,24 @@ class VideoSource:
             current._released_by_loop = by_loop and not current._released
             current.release()
 
-    async def _run(self, fn: Callable[[], _T]) -> _T:
+    async def _run(self, fn: Callable[[], _T], on_cancel: Callable[[_T], None] | None = None) -> _T:
         resources = self._resources
         if resources.worker is None:
             resources.worker = _Worker("alpha2-decode")
-        return await resources.worker.run(fn)
+        return await resources.worker.run(fn, on_cancel)
+
+    def _keep_for_next(self, frame: Frame | None) -> None:
+        """A frame decoded for a call that was cancelled: the next call takes it (none is skipped)."""
+        if frame is not None:
+            with self._lock:
+                self._kept.append(frame)
 
     async def next_async(self) -> Frame | None:
-        """:meth:`next_frame` decoded on a worker thread; the event loop keeps running meanwhile."""
+        """:meth:`next_frame` decoded on a worker thread; the event loop keeps running meanwhile. A call
+        cancelled while it decodes (``asyncio.wait_for`` timing out) loses no frame: the next call gets
+        it."""
         self._check_thread()
-        return await self._run(self._take_next)
+        return await self._run(self._take_next, self._keep_for_next)
 
     async def __aiter__(self) -> AsyncIterator[Frame]:
         with self._loop():
@@ -1215,6 +1240,10 @@ class VideoSource:
         valid until released; the Device stays open (it is freed with its last reference). Idempotent."""
         self._finalizer.detach()
         self._drop_current()
+        with self._lock:
+            kept, self._kept = self._kept, []
+        for frame in kept:
+            frame.release()
         self._resources.close()
 
     def __enter__(self) -> VideoSource:
@@ -1292,8 +1321,12 @@ async def open_async(
             raise
         return source
 
+    def abandoned(source: VideoSource) -> None:  # the caller was cancelled: it never had the source
+        source.close()
+        worker.close()
+
     try:
-        source = await worker.run(make)
+        source = await worker.run(make, abandoned)
     except BaseException:
         worker.close()
         raise
