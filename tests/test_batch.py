@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,9 @@ import numpy as np
 import pytest
 
 from alpha2.api.transcode_plan import TranscodeOptions
-from alpha2.apps.batch import BatchSettings, batch
+from alpha2.apps.batch import BatchReport, BatchSettings, batch, print_summary
 from alpha2.apps.batch_local import DeviceChoice
-from alpha2.apps.batch_plan import MANIFEST_NAME, STAGING_NAME, FileStatus
+from alpha2.apps.batch_plan import MANIFEST_NAME, STAGING_NAME, BatchItem, FileResult, FileStatus
 from alpha2.apps.batch_run import Event, Finished, Frames, Retrying, Started
 from alpha2.apps.cli import main
 from alpha2.gpu.identity import ExecutionPath
@@ -268,3 +270,101 @@ def test_a_worker_thread_keeps_its_device_from_file_to_file(tmp_path: Path) -> N
         assert batch_run._thread_device(TranscodeOptions(hwaccel="none")) is None
     finally:
         batch_run._forget_thread_device()
+
+
+def _ffmpeg(*args: str) -> None:
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg command")
+def test_ogg_and_mxf_are_taken_other_files_said_and_each_files_notes_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder's .ogg and .mxf are transcoded (they were passed over unsaid), its other files are
+    counted as not media, and what each transcode changed (a subtitle stream dropped) is in the file's
+    JSON entry and under the table, within 80 columns."""
+    src = tmp_path / "in"
+    src.mkdir()
+    # -t as an input option: it must bound the test source, not the next input
+    lavfi = ["-f", "lavfi", "-t", "0.48", "-i", "testsrc=size=96x64:rate=25"]
+    _ffmpeg(*lavfi, "-c:v", "libtheora", str(src / "in_ogg.ogg"))
+    _ffmpeg(*lavfi, "-c:v", "mpeg2video", str(src / "tape.mxf"))
+    cue = tmp_path / "cue.srt"
+    cue.write_text("1\n00:00:00,000 --> 00:00:00,400\nhi\n")
+    _ffmpeg(
+        *lavfi,
+        "-i",
+        str(cue),
+        "-map",
+        "0",
+        "-map",
+        "1",
+        "-c:v",
+        "libx264",
+        "-c:s",
+        "ass",
+        str(src / "subs.mkv"),
+    )
+    (src / "img.png").write_bytes(b"\x89PNG")
+    (src / "notes.txt").write_text("not a video\n")
+    out = tmp_path / "out"
+    code = main(["batch", str(src), "--out", str(out), "--json", "--workers", "2"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    files = {os.path.basename(f["input"]): f for f in report["files"]}
+    assert sorted(files) == ["in_ogg.ogg", "subs.mkv", "tape.mxf"]
+    assert all(f["status"] == "done" and f["frames"] == FRAMES for f in files.values()), files
+    assert report["not_media"] == 2
+    assert [os.path.basename(p) for p in report["not_media_files"]] == ["img.png", "notes.txt"]
+    subs = files["subs.mkv"]
+    assert [(d["index"], d["kind"]) for d in subs["dropped_streams"]] == [(1, "subtitle")]
+    assert any(n.startswith("dropped stream 1 (subtitle") for n in subs["notes"]), subs["notes"]
+    assert files["in_ogg.ogg"]["dropped_streams"] == [] and isinstance(files["in_ogg.ogg"]["notes"], list)
+
+    os.environ["COLUMNS"] = "80"
+    try:
+        assert main(["batch", str(src), "--out", str(tmp_path / "out2"), "--quiet"]) == 0
+    finally:
+        os.environ.pop("COLUMNS", None)
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    joined = " ".join(" ".join(line.split()) for line in lines)
+    assert "notes (what the transcodes changed):" in joined
+    assert "subs.mp4: dropped stream 1 (subtitle" in joined, text
+    assert "not media by their extension, left out: 2 (" in joined and "notes.txt)" in joined, text
+
+
+def test_summary_lists_the_notes_and_caps_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Notes are listed under the table, a file's after its name, up to a dozen; the rest are counted."""
+    from alpha2.apps import batch as batch_app
+
+    results = []
+    for n in range(3):
+        item = BatchItem(f"f{n}.mp4", str(tmp_path / f"f{n}.mkv"), str(tmp_path / "out" / f"f{n}.mp4"))
+        notes = [
+            f"audio re-encoded pcm_s16le to flac: note {i} of file {n}, long enough to wrap" for i in range(5)
+        ]
+        results.append(FileResult(item, FileStatus.DONE, attempts=1, frames=3, seconds=0.1, notes=notes))
+    others = [str(tmp_path / f"x{n}.txt") for n in range(7)]
+    report = BatchReport(str(tmp_path / "out"), results, 1.0, not_media=others)
+    data = report.as_dict()
+    assert data["files"][0]["notes"] == results[0].notes and data["files"][0]["dropped_streams"] == []
+    assert data["not_media"] == 7
+    os.environ["COLUMNS"] = "80"
+    try:
+        print_summary(report)
+    finally:
+        os.environ.pop("COLUMNS", None)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    listed = [line for line in lines if line.startswith("  f")]
+    assert len(listed) == batch_app.NOTE_LINES
+    joined = " ".join(" ".join(line.split()) for line in lines)
+    assert "and 3 more on 1 file; --json has each file's notes" in joined
+    assert "not media by their extension, left out: 7 (" in joined
+    assert "and 2 more (--json lists them))" in joined

@@ -22,6 +22,7 @@ from alpha2.apps.batch_plan import (
     FINGERPRINT_EDGE_BYTES,
     MANIFEST_NAME,
     STAGING_NAME,
+    VIDEO_EXTENSIONS,
     BatchItem,
     FileResult,
     FileStatus,
@@ -32,6 +33,7 @@ from alpha2.apps.batch_plan import (
     is_transient,
     one_line,
     plan_items,
+    scan_inputs,
     settings_fingerprint,
 )
 from alpha2.apps.batch_ray import NVDEC_RESOURCE, RayBackend, pin_assigned_gpu, task_resources
@@ -96,6 +98,40 @@ def test_glob_and_list_file(tmp_path: Path) -> None:
     assert [os.path.basename(f) for f, _ in pairs] == ["one.mp4", "three.webm", "two.mp4"]
     items = plan_items(pairs, str(tmp_path / "out"))
     assert [i.key for i in items] == ["x/one.mp4", "y/three.mp4", "two.mp4"]  # the batch's one container
+
+
+@pytest.mark.parametrize(
+    "extension",
+    ".ogg .ogv .mxf .wmv .asf .flv .m2ts .mts .ts .vob .mpg .mpeg .3gp .3g2 .m4v .webm .mkv .mov .mp4 "
+    ".avi .nut .y4m .dv".split(),
+)
+def test_folders_take_the_containers_ffmpeg_commonly_reads(extension: str) -> None:
+    """.ogg and .mxf were passed over unsaid: a folder of them gave nothing to do."""
+    assert extension in VIDEO_EXTENSIONS
+
+
+def test_files_a_folder_does_not_take_are_counted(tmp_path: Path) -> None:
+    """What a folder holds besides video (its extension) is left out and said, never silently:
+    hidden files are not counted; a glob or a list file takes any extension."""
+    src = tmp_path / "in"
+    for name in (
+        "in_ogg.ogg",
+        "tape.MXF",
+        "sub/clip.mkv",
+        "img.png",
+        "notes.txt",
+        "sub/cover.jpg",
+        ".DS_Store",
+    ):
+        _touch(src / name)
+    scan = scan_inputs([str(src)])
+    assert [os.path.relpath(f, src) for f, _ in scan.pairs] == ["in_ogg.ogg", "tape.MXF", "sub/clip.mkv"]
+    assert [os.path.relpath(f, src) for f in scan.not_media] == ["img.png", "notes.txt", "sub/cover.jpg"]
+    assert expand_inputs([str(src)]) == scan.pairs
+    assert scan_inputs([str(src / "*.png")]).not_media == []  # named by a glob: taken as it is
+    _touch(tmp_path / "docs" / "readme.md")
+    with pytest.raises(InvalidInputError, match=r"no input files found .*\.ogg.*; 1 other file there"):
+        scan_inputs([str(tmp_path / "docs")])
 
 
 @pytest.mark.parametrize("spec", ["missing.mp4", "nothing-*.mp4"])

@@ -1,6 +1,6 @@
 """``alpha2 batch INPUTS... --out DIR``: transcode many files, on one machine or on a Ray cluster.
 
-INPUTS are folders, globs or list files (:func:`~alpha2.apps.batch_plan.expand_inputs`); the options
+INPUTS are folders, globs or list files (:func:`~alpha2.apps.batch_plan.scan_inputs`); the options
 are ``alpha2 transcode``'s. By default the files run on this machine, in worker processes: several
 per GPU (``--streams``), one file each, or one per core without a GPU (:mod:`alpha2.apps.batch_local`); with
 ``--ray auto|ADDRESS`` each file is a Ray task (:mod:`alpha2.apps.batch_ray`). Either way a failure
@@ -10,8 +10,9 @@ are skipped (:mod:`alpha2.apps.batch_plan`). Outputs are in one container, ``.mp
 whatever the inputs' own. A file already at an output's name that no batch into DIR made is not
 replaced unless ``-y`` (``--overwrite``, which also makes every output again, as ``--force``); an
 interrupted run removes the ``--out`` folder it made when nothing was written into it. Progress shows
-files and frames; the end is a table, or ``--json``, with each file's execution paths, fps, bytes and
-error.
+files and frames; the end is a table, or ``--json``, with each file's execution paths, fps, bytes,
+error and notes (what its transcode changed: streams dropped, audio re-encoded, depth reduced), and the
+files in the input folders that were left out as not media by their extension.
 
 :func:`batch` is the in-process form.
 """
@@ -36,10 +37,10 @@ from alpha2.apps.batch_plan import (
     FileStatus,
     Manifest,
     container_extension,
-    expand_inputs,
     fingerprints,
     plan_items,
     printable,
+    scan_inputs,
     settings_fingerprint,
 )
 from alpha2.apps.cli import (
@@ -110,6 +111,8 @@ class BatchReport:
     """The backend's description (workers, or the Ray resources)."""
     notes: list[str] = field(default_factory=list)
     """What the run said on the way (a manifest set aside)."""
+    not_media: list[str] = field(default_factory=list)
+    """Files in the input folders left out: their extension is not a video container's."""
 
     def count(self, status: FileStatus) -> int:
         """Files with ``status``."""
@@ -136,6 +139,8 @@ class BatchReport:
             "fps": round(self.frames / self.seconds, 3) if self.seconds > 0 else 0.0,
             "output_bytes": sum(r.output_bytes for r in self.results if r.status is FileStatus.DONE),
             "notes": list(self.notes),
+            "not_media": len(self.not_media),
+            "not_media_files": list(self.not_media),
             "error": f"{failed} of {len(self.results)} files failed" if failed else None,
         }
 
@@ -212,14 +217,17 @@ def batch(
     from alpha2.api.transcoder import check_options
 
     check_options(options, f"output{extension}")  # a bad preset is refused once, not per file
-    items = plan_items(expand_inputs(inputs, out_dir=out), out, container=settings.container)
+    scan = scan_inputs(inputs, out_dir=out)
+    items = plan_items(scan.pairs, out, container=settings.container)
     start = time.perf_counter()
     made = _folders_to_make(out)
     lock = BatchLock(out)
     try:
         os.makedirs(out, exist_ok=True)
         with lock:
-            return _run_locked(items, out, options, settings, extension, start, on_event, backend)
+            report = _run_locked(items, out, options, settings, extension, start, on_event, backend)
+        report.not_media = list(scan.not_media)
+        return report
     except BaseException:
         lock.close()  # when the interruption came inside the lock's own enter or exit
         if made:  # a stale lock is taken back only in a folder this run made
@@ -419,12 +427,73 @@ _RIGHT = frozenset({"frames", "fps", "size", "tries"})
 _PRIORITY = (0, 1, 2, 4, 3, 6, 5)
 """The columns kept first on a narrow terminal: file, status, frames, size, fps, paths, tries."""
 
+NOTE_LINES = 12
+"""The most notes the summary lists under the table; ``--json`` has every file's."""
+
+NOT_MEDIA_NAMES = 5
+"""The most names of files left out as not media that the summary gives; ``--json`` has them all."""
+
+
+def _wrapped(text: str, width: int, indent: str = "", subsequent: str = "  ") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(
+        printable(text),
+        width - 1,
+        initial_indent=indent,
+        subsequent_indent=subsequent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the current folder when it is below it, else as it is."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
+def note_lines(report: BatchReport, width: int) -> list[str]:
+    """What the files' transcodes changed or met, each note after its file's name, at most
+    :data:`NOTE_LINES` notes (then how many more, on how many files), wrapped to ``width``."""
+    noted = [r for r in report.results if r.status is FileStatus.DONE and r.notes]
+    if not noted:
+        return []
+    lines = ["notes (what the transcodes changed):"]
+    left: dict[str, int] = {}
+    shown = 0
+    for r in noted:
+        for note in r.notes:
+            if shown < NOTE_LINES:
+                lines.extend(_wrapped(f"{r.item.key}: {note}", width, "  ", "    "))
+                shown += 1
+            else:
+                left[r.item.key] = left.get(r.item.key, 0) + 1
+    if left:
+        more = sum(left.values())
+        on = "1 file" if len(left) == 1 else f"{len(left)} files"
+        lines.extend(_wrapped(f"and {more} more on {on}; --json has each file's notes", width, "  ", "    "))
+    return lines
+
+
+def not_media_lines(report: BatchReport, width: int) -> list[str]:
+    """The files in the input folders left out as not media by their extension (the first
+    :data:`NOT_MEDIA_NAMES` named), wrapped to ``width``; none when there were none."""
+    count = len(report.not_media)
+    if not count:
+        return []
+    names = ", ".join(_shown_path(p) for p in report.not_media[:NOT_MEDIA_NAMES])
+    more = f", and {count - NOT_MEDIA_NAMES} more (--json lists them)" if count > NOT_MEDIA_NAMES else ""
+    return _wrapped(f"not media by their extension, left out: {count} ({names}{more})", width)
+
 
 def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     """The per-file table (fitted to the terminal: a column that does not fit is left out, and said),
-    each failure's reason under it, and a totals line."""
-    import textwrap
-
+    each failure's reason under it, the files' notes, a totals line, and the files in the input folders
+    that were left out as not media."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -462,20 +531,18 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         console.print(f"(not shown to fit {width} columns: {said}; --json has every field)", markup=False)
     for r in report.results:
         if r.status is FileStatus.FAILED and r.error:
-            for line in textwrap.wrap(
-                printable(f"{r.item.key}: {r.error}"),
-                width - 1,
-                subsequent_indent="  ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            ):
+            for line in _wrapped(f"{r.item.key}: {r.error}", width):
                 console.print(line, markup=False)
+    for line in note_lines(report, width):
+        console.print(line, markup=False)
     data = report.as_dict()
     console.print(
         f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed; {data['frames']} frames "
         f"in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)",
         markup=False,
     )
+    for line in not_media_lines(report, width):
+        console.print(line, markup=False)
 
 
 # ---------------------------------------------------------------------------------------------------

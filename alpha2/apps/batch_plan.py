@@ -47,6 +47,7 @@ __all__ = [
     "DeviceChoice",
     "FileResult",
     "FileStatus",
+    "InputScan",
     "Manifest",
     "container_extension",
     "expand_inputs",
@@ -55,13 +56,19 @@ __all__ = [
     "one_line",
     "plan_items",
     "printable",
+    "scan_inputs",
     "settings_fingerprint",
 ]
 
 VIDEO_EXTENSIONS = frozenset(
-    ".mp4 .m4v .mkv .mov .webm .avi .ts .mts .m2ts .mpg .mpeg .flv .wmv .ogv .3gp .y4m .ivf".split()
+    (
+        ".mp4 .m4v .mov .qt .mkv .mk3d .webm .avi .divx .nut .ogg .ogv .ogm .mxf .wmv .asf .flv .f4v "
+        ".ts .m2t .mts .m2ts .vob .mpg .mpeg .mpe .m2v .3gp .3g2 .dv .dif .rm .rmvb .wtv .y4m .ivf"
+    ).split()
 )
-"""What a folder is searched for (case-insensitive); a glob or a list file may name any file."""
+"""What a folder is searched for (case-insensitive): the video containers FFmpeg commonly reads. A glob or
+a list file may name any file. ``.ogg`` is taken although it often holds audio alone: such a file fails
+with its reason in the summary rather than being passed over unsaid."""
 
 LIST_EXTENSIONS = frozenset({".txt", ".lst", ".list"})
 """An input with one of these extensions is a list file: one path a line, ``#`` starts a comment."""
@@ -161,6 +168,11 @@ class FileResult:
     """One line: why it failed (the last attempt's reason), or why it was skipped."""
     error_kind: str | None = None
     """The failure's ErrorKind value (``crash`` for a worker that died), or None."""
+    notes: list[str] = field(default_factory=list)
+    """What the transcode changed or met, one line each, as ``alpha2 transcode`` says it (streams
+    dropped, audio re-encoded or downmixed, depth or colour changed, timestamps adjusted)."""
+    dropped_streams: list[dict[str, Any]] = field(default_factory=list)
+    """The input's streams left out of the output: ``{index, kind, codec, reason}`` each."""
 
     @property
     def fps(self) -> float:
@@ -183,6 +195,8 @@ class FileResult:
             "worker": self.worker,
             "error": self.error,
             "error_kind": self.error_kind,
+            "notes": list(self.notes),
+            "dropped_streams": [dict(d) for d in self.dropped_streams],
         }
 
 
@@ -226,39 +240,61 @@ def _read_list(path: str) -> list[str]:
     return out
 
 
-def _scan_folder(folder: str, skip: str | None) -> list[str]:
+@dataclass
+class InputScan:
+    """What :func:`scan_inputs` found: the inputs, and the files in the folders that were not taken."""
+
+    pairs: list[tuple[str, str]]
+    """Each input file with the folder its output path is taken relative to."""
+    not_media: list[str] = field(default_factory=list)
+    """Files in the folders searched whose extension is not a video container's (:data:`VIDEO_EXTENSIONS`),
+    left out; hidden files are not counted."""
+
+
+def _scan_folder(folder: str, skip: str | None, not_media: list[str]) -> list[str]:
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if skip is not None and os.path.join(os.path.abspath(root), "").startswith(skip):
             continue  # the output folder inside an input folder: its outputs are not inputs
         for name in sorted(files):
+            if name.startswith("."):
+                continue
             path = os.path.join(root, name)
+            if os.path.splitext(name)[1].lower() not in VIDEO_EXTENSIONS:
+                not_media.append(os.path.abspath(path))
             # Regular files only: a FIFO named like a video would hang the fingerprint's read.
-            if not name.startswith(".") and os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
-                if os.path.isfile(path):
-                    found.append(path)
+            elif os.path.isfile(path):
+                found.append(path)
     return found
 
 
 def expand_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> list[tuple[str, str]]:
-    """Each input file with the folder its output path is taken relative to, in a stable order.
+    """:func:`scan_inputs`' inputs alone."""
+    return scan_inputs(specs, out_dir=out_dir).pairs
+
+
+def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputScan:
+    """Each input file with the folder its output path is taken relative to, in a stable order, and the
+    files in the folders that were left out.
 
     A folder gives its video files (:data:`VIDEO_EXTENSIONS`, searched recursively, hidden entries and
-    ``out_dir`` left out) relative to itself; a glob (``*``, ``?``, ``[``; ``**`` recursive) and a list
-    file (:data:`LIST_EXTENSIONS`) give theirs relative to their common folder; any other path is one
-    input. A file named twice is taken once.
+    ``out_dir`` left out) relative to itself; its other files are :attr:`InputScan.not_media`. A glob
+    (``*``, ``?``, ``[``; ``**`` recursive) and a list file (:data:`LIST_EXTENSIONS`) give theirs
+    relative to their common folder, whatever their extensions; any other path is one input. A file
+    named twice is taken once.
 
     Raises:
         InvalidInputError: a path that does not exist, a glob that matches nothing, no inputs at all.
     """
     skip = None if out_dir is None else os.path.join(os.path.abspath(out_dir), "")
     pairs: list[tuple[str, str]] = []
+    not_media: list[str] = []
     for spec in specs:
         path = os.path.expanduser(spec)
         if os.path.isdir(path):
             base = os.path.abspath(path)
-            pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip))
+            pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media))
             continue
         if os.path.isfile(path):
             files = _read_list(path) if os.path.splitext(path)[1].lower() in LIST_EXTENSIONS else [path]
@@ -282,10 +318,18 @@ def expand_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> list[t
             seen.add(real)
             unique.append((f, base))
     if not unique:
+        other = f"; {_count(len(not_media), 'other file')} there" if not_media else ""
         raise InvalidInputError(
-            "no input files found (folders are searched for " + " ".join(sorted(VIDEO_EXTENSIONS)) + ")"
+            "no input files found (folders are searched for "
+            + " ".join(sorted(VIDEO_EXTENSIONS))
+            + other
+            + "; a glob or a list file may name any file)"
         )
-    return unique
+    return InputScan(unique, list(dict.fromkeys(not_media)))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def container_extension(container: str | None = None) -> str:

@@ -27,6 +27,7 @@ import dataclasses
 import errno
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -52,6 +53,7 @@ from alpha2.gpu.errors import Error, ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     from alpha2.api.transcode_plan import TranscodeOptions
+    from alpha2.api.transcode_report import TranscodeStats
 
 __all__ = [
     "CRASH_KIND",
@@ -69,6 +71,7 @@ __all__ = [
     "prepare_staging",
     "run_batch",
     "staging_dir",
+    "transcode_notes",
     "transcode_task",
 ]
 
@@ -121,6 +124,11 @@ class Outcome:
     """One line: why it failed."""
     error_kind: str | None = None
     """The ErrorKind value, :data:`CRASH_KIND` for a dead worker, None for a non-alpha2 error."""
+    notes: tuple[str, ...] = ()
+    """What the transcode changed or met, as its summary says it
+    (:func:`~alpha2.api.transcode_report.summary_notes`)."""
+    dropped_streams: tuple[dict[str, Any], ...] = ()
+    """The streams left out of the output, ``{index, kind, codec, reason}`` each."""
 
     @property
     def crashed(self) -> bool:
@@ -319,6 +327,30 @@ def _forget_thread_device() -> None:
             device.close()
 
 
+_PLAIN_AUDIO = re.compile(r"copied|none in the input|\d+ streams copied|dropped\b.*")
+"""What the transcode's audio word is when nothing was changed that the user did not ask for (a stream
+dropped has a note of its own)."""
+
+
+def transcode_notes(stats: TranscodeStats, data: dict[str, Any]) -> list[str]:
+    """What a transcode changed or met, one line each, for a batch file's ``notes``: the audio when it
+    was not simply copied (re-encoded, downmixed), the pixel format when it changed (its depth, its
+    chroma), then the notes of
+    ``alpha2 transcode``'s summary (streams dropped, depth reduced, colour, timestamps, corrupt frames).
+    ``data`` is ``stats.as_dict()``."""
+    from alpha2.api.transcode_report import summary_notes
+
+    notes: list[str] = []
+    audio = str(data.get("encoder", {}).get("audio") or "")
+    if audio and not _PLAIN_AUDIO.fullmatch(audio):
+        notes.append(f"audio {audio}")
+    before, after = data.get("input_pixel_format"), data.get("output_pixel_format")
+    if before and after and before != after:
+        notes.append(f"pixel format {before} made {after}")
+    notes.extend(note for note in summary_notes(stats) if note not in notes)
+    return notes
+
+
 def transcode_task(
     task: FileTask, report: Callable[[int, int | None], None] | None = None, *, worker: str = ""
 ) -> Outcome:
@@ -360,6 +392,8 @@ def _transcode_task(
             output_bytes=os.path.getsize(task.output),
             paths=dict(data["paths"]),
             mode=data["mode"],
+            notes=tuple(transcode_notes(stats, data)),
+            dropped_streams=tuple(dict(d) for d in data["dropped_streams"]),
         )
     except Error as exc:
         return Outcome(task.key, False, worker, error=one_line(exc.message), error_kind=exc.kind.value)
@@ -493,6 +527,8 @@ def _result(item: BatchItem, outcome: Outcome, attempts: int) -> FileResult:
         worker=outcome.worker or None,
         error=outcome.error,
         error_kind=outcome.error_kind,
+        notes=list(outcome.notes),
+        dropped_streams=[dict(d) for d in outcome.dropped_streams],
     )
 
 
