@@ -7,6 +7,8 @@ from __future__ import annotations
 import fractions
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from media import garbage, make_audio_only, make_clip
 
+from alpha2.api.describe import StreamFacts
 from alpha2.api.media import MediaDescription, describe
 from alpha2.apps.cli import main
+from alpha2.apps.probe_files import channels_text, frames_text
 from alpha2.ffmpeg_bridge.side_streams import StreamKind
 from alpha2.gpu.colour import ColourMatrix, ColourRange
 from alpha2.gpu.geometry import Rotation
@@ -203,3 +207,92 @@ def test_hdr_metadata_is_said(tmp_path: Path, capsys: Capsys, monkeypatch: pytes
         "max_cll_cd_m2": 1000,
         "max_fall_cd_m2": 400,
     }
+
+
+@pytest.mark.parametrize(
+    ("channels", "layout", "said"),
+    [
+        (1, "mono", "mono"),
+        (1, None, "mono"),  # ASF's WMA, MXF's PCM: a count in no order (FFmpeg's "1 channels")
+        (2, None, "stereo"),
+        (2, "stereo", "stereo"),
+        (6, "5.1", "5.1"),
+        (6, "5.1(side)", "5.1(side)"),
+        (8, "7.1", "7.1"),
+        (3, "3.0", "3 channels (3.0)"),
+        (4, "quad", "4 channels (quad)"),
+        (6, None, "6 channels"),
+        (3, "3 channels (FL+FR+LFE)", "3 channels (FL+FR+LFE)"),
+    ],
+)
+def test_channels_are_said_alike(channels: int, layout: str | None, said: str) -> None:
+    assert channels_text(channels, layout) == said
+
+
+def _ffmpeg(*args: str) -> None:
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg command")
+
+
+@needs_ffmpeg
+def test_mono_is_mono_in_wmv_mxf_and_mkv(tmp_path: Path, capsys: Capsys) -> None:
+    """WMV and MXF said "1 channels" where other containers say "mono"."""
+    sources = ["-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-f", "lavfi", "-i", "sine", "-t", "0.4"]
+    made = {
+        "a.wmv": ["-c:v", "wmv2", "-c:a", "wmav2", "-ac", "1"],
+        "a.mxf": ["-c:v", "mpeg2video", "-c:a", "pcm_s16le", "-ac", "1", "-ar", "48000"],
+        "a.mkv": ["-c:v", "libx264", "-c:a", "aac", "-ac", "1"],
+    }
+    for name, codecs in made.items():
+        _ffmpeg(*sources, *codecs, str(tmp_path / name))
+    paths = [str(tmp_path / name) for name in made]
+    code, out, err = _run(capsys, *paths, "--no-decode")
+    assert code == 0, err
+    audio = [line for line in out.splitlines() if "#1 audio" in line]
+    assert len(audio) == 3 and all(", mono," in line for line in audio), out
+    assert "channels" not in out, out
+    code, out, err = _run(capsys, *paths, "--no-decode", "--json")
+    for entry in json.loads(out)["files"]:
+        stream = entry["streams"][1]
+        assert stream["channels"] == 1 and stream["layout"] in (None, "mono"), stream
+
+
+@needs_ffmpeg
+def test_frame_counts_are_said_as_the_containers(tmp_path: Path, capsys: Capsys) -> None:
+    """A count is the container's: an MP4 cut with an edit list counted every sample (235 frames where
+    152 play); its count is not given as what plays, and a plain file's is said to be the container's.
+    Nothing is decoded for it."""
+    long = str(tmp_path / "long.mp4")
+    _ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "20", "-c:v", "libx264", long)
+    cut = str(tmp_path / "editlist.mp4")
+    _ffmpeg("-ss", "3.3", "-i", long, "-c", "copy", "-t", "6", cut)
+    with av.open(cut) as container:
+        stream = container.streams.video[0]
+        listed = stream.frames
+        shown = sum(1 for _ in container.decode(stream))
+    assert listed > shown + 10  # the edit list hides the samples before the cut
+    code, out, err = _run(capsys, long, cut, "--no-decode")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "500 frames (container)" in text, out
+    assert f"(the container lists {listed})" in text and f"{listed} frames" not in text, out
+    about = int(text.split("about ")[1].split(" frames")[0])
+    assert abs(about - shown) <= 3, (about, shown)
+    code, out, err = _run(capsys, cut, "--no-decode", "--json")
+    video = json.loads(out)["files"][0]["streams"][0]
+    assert video["frame_count"] == listed and abs(video["frames_by_duration"] - shown) <= 3
+
+
+def test_frames_text_without_a_duration_is_the_containers_count() -> None:
+    facts = StreamFacts(0, StreamKind.VIDEO, "mpeg4", frame_rate=25.0, frame_count=101)
+    assert frames_text(facts) == "101 frames (container)"
+    agreeing = StreamFacts(
+        0, StreamKind.VIDEO, "mpeg4", duration_seconds=4.04, frame_rate=25.0, frame_count=101
+    )
+    assert not agreeing.frame_count_disagrees and frames_text(agreeing) == "101 frames (container)"

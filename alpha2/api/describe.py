@@ -156,6 +156,7 @@ _BY_KIND = {
         "rotation",
         "frame_rate",
         "frame_count",
+        "frames_by_duration",
         "pixel_format",
         "colour_tags",
     ),

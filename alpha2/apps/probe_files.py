@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from alpha2.api.describe import MediaDescription, StreamFacts
     from alpha2.api.source import VideoInfo
 
-__all__ = ["describe_lines", "run_files"]
+__all__ = ["channels_text", "describe_lines", "frames_text", "run_files"]
 
 
 def run_files(args: argparse.Namespace) -> int:
@@ -108,12 +108,12 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
         if stream.pixel_format:
             parts.append(stream.pixel_format)
         if stream.frame_count:
-            parts.append(f"{stream.frame_count} frames")
+            parts.append(frames_text(stream))
     elif kind == "audio":
         if stream.sample_rate:
             parts.append(f"{stream.sample_rate / 1000:g} kHz")
         if stream.layout or stream.channels:
-            parts.append(stream.layout or f"{stream.channels} channels")
+            parts.append(channels_text(stream.channels, stream.layout))
         if stream.sample_format:
             parts.append(stream.sample_format)
     elif kind == "subtitle" and stream.text is not None:
@@ -130,6 +130,34 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
     if marks:
         parts.append(" ".join(marks))
     return ", ".join(parts)
+
+
+_PLAIN_LAYOUTS = ("mono", "stereo", "5.1", "7.1")
+
+
+def channels_text(channels: int, layout: str | None) -> str:
+    """Audio channels in words, the same whatever the container: ``mono``, ``stereo``, ``5.1``, ``7.1``
+    (FFmpeg's variants too: ``5.1(side)``), else ``N channels`` with the layout's name where FFmpeg
+    gives one (``3 channels (3.0)``, ``4 channels (quad)``). Channels in no known order are counted:
+    one is mono, two stereo."""
+    if layout and layout.startswith(_PLAIN_LAYOUTS):
+        return layout
+    if layout and channels and not layout.startswith(f"{channels} channels"):
+        return f"{channels} channels ({layout})"
+    if layout:
+        return layout
+    return {1: "mono", 2: "stereo"}.get(channels, f"{channels} channels")
+
+
+def frames_text(stream: StreamFacts) -> str:
+    """A video stream's frame count, said as the container's (what the header or the index records;
+    what decodes may differ). One that the stream's duration clearly contradicts (an MP4 edit list
+    that plays part of the samples) is not given as the count: ``about 154 frames (the container lists
+    235)``."""
+    count = stream.frame_count
+    if stream.frame_count_disagrees:
+        return f"about {stream.frames_by_duration} frames (the container lists {count})"
+    return f"{count} frames (container)"
 
 
 def _video_texts(description: MediaDescription) -> list[str]:

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import fractions
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import av
 
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg_open
-from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_language, stream_rotation
+from alpha2.ffmpeg_bridge.media import (
+    DEFAULT_MAX_PIXELS,
+    codec_name,
+    probe_options,
+    stream_language,
+    stream_rotation,
+)
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, stream_kind
 from alpha2.gpu.geometry import Rotation
 
@@ -66,7 +73,8 @@ class StreamFacts:
     frame_rate: float | None = None
     """Video: average frames per second, where the container says."""
     frame_count: int | None = None
-    """Video: frames the container records, where it does."""
+    """Video: frames the container records (its header or index), where it does; not always what
+    decodes (an MP4 edit list shows part of the samples, an AVI may count a frame more)."""
     pixel_format: str | None = None
     """Video: FFmpeg's pixel format name of the decoded pictures (``yuv420p``, ``yuv420p10le``)."""
     colour_tags: tuple[str, str, str, str] | None = None
@@ -77,13 +85,31 @@ class StreamFacts:
     channels: int = 0
     """Audio: channels (0 when not said)."""
     layout: str | None = None
-    """Audio: the channel layout's name (``stereo``, ``5.1``)."""
+    """Audio: the channel layout's name (``stereo``, ``5.1``); None when the file gives the channels'
+    count and not their order (FFmpeg's ``1 channels`` for WMA, MXF's PCM), or nothing."""
     sample_format: str | None = None
     """Audio: FFmpeg's sample format name (``fltp``, ``s16``)."""
     text: bool | None = None
     """Subtitles: True for text, False for pictures (PGS, DVD); None for other kinds."""
     filename: str | None = None
     """Attachment: its file name."""
+
+    @property
+    def frames_by_duration(self) -> int | None:
+        """Video: the frames the stream's duration holds at its frame rate, where both are said
+        (what :attr:`frame_count` is checked against, cheaply: nothing is decoded)."""
+        if self.duration_seconds is None or not self.frame_rate or self.attached_picture:
+            return None
+        return round(self.duration_seconds * self.frame_rate)
+
+    @property
+    def frame_count_disagrees(self) -> bool:
+        """Video: whether :attr:`frame_count` is clearly not what the stream's duration holds (more than
+        2 frames and 2% apart): an MP4 edit list that plays part of the samples the container counts."""
+        expected = self.frames_by_duration
+        if not self.frame_count or expected is None:
+            return False
+        return abs(self.frame_count - expected) > max(2, 0.02 * self.frame_count)
 
     @property
     def display_size(self) -> tuple[int, int]:
@@ -171,7 +197,14 @@ def _stream_facts(stream: Any) -> StreamFacts:
     disposition = int(stream.disposition)
     flags = av.stream.Disposition
     cc: Any = getattr(stream, "codec_context", None)
-    codec = str(cc.name) if cc is not None else ""
+    # Video and audio by the codec's own name (av1, mp3, as ffprobe says), where the decoder's differs
+    # (libdav1d, mp3float); subtitles keep their decoder's (srt, ass), which say the format.
+    if cc is None:
+        codec = ""
+    elif kind in (StreamKind.VIDEO, StreamKind.AUDIO):
+        codec = codec_name(cc)
+    else:
+        codec = str(cc.name)
     if kind is StreamKind.ATTACHMENT:
         codec = str(metadata.get("mimetype", "") or "")
     profile = getattr(cc, "profile", None) if cc is not None else None
@@ -211,7 +244,7 @@ def _stream_facts(stream: Any) -> StreamFacts:
             **common,
             sample_rate=int(cc.sample_rate or 0),
             channels=int(getattr(cc, "channels", 0) or 0),
-            layout=str(layout.name) if layout is not None and layout.name else None,
+            layout=_layout_name(layout),
             sample_format=str(sample_format.name) if sample_format is not None else None,
         )
     if kind is StreamKind.SUBTITLE:
@@ -219,6 +252,18 @@ def _stream_facts(stream: Any) -> StreamFacts:
     if kind is StreamKind.ATTACHMENT:
         return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
     return StreamFacts(**common)
+
+
+def _layout_name(layout: Any) -> str | None:
+    """The layout's name; None for none, or for a count of channels in no known order, which FFmpeg
+    names ``1 channels``, ``2 channels`` (ASF's WMA, MXF's PCM)."""
+    name = str(layout.name) if layout is not None and layout.name else ""
+    if not name or _UNORDERED.fullmatch(name):
+        return None
+    return name
+
+
+_UNORDERED = re.compile(r"\d+ channels")
 
 
 def _colour_tags(cc: Any) -> tuple[str, str, str, str]:
