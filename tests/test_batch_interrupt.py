@@ -69,9 +69,16 @@ def test_a_second_interrupt_while_the_workers_stop_leaves_nothing(tmp_path: Path
         LocalBackend.close(backend)  # stops the workers should the run not have
         signal.signal(signal.SIGINT, previous)
     assert staged, "the long file finished before the test could interrupt it"
-    # The short file may have finished (whole, and recorded); nothing else is left: no staging folder,
-    # no partial output, no lock.
+    # The short file may have finished, and the long one too where its worker renamed it into place
+    # before being stopped (whole then: checked); nothing else is left: no staging folder, no partial
+    # output, no lock.
     kept = {MANIFEST_NAME, "short.mp4"}
+    if (out / "long.mp4").exists():
+        import av
+
+        with av.open(str(out / "long.mp4")) as container:
+            assert sum(1 for _ in container.decode(video=0)) == 240, "a long.mp4 in --out is whole"
+        kept.add("long.mp4")
     assert [name for name in _everything(out) if os.path.basename(name) not in kept] == []
     for key, pid in pids.items():  # every worker stopped and waited for
         with pytest.raises(ProcessLookupError):
