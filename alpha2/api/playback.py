@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from alpha2.ffmpeg_bridge import DecodeSession
     from alpha2.gpu.frames import DecodedFrame
     from alpha2.native_gpu.device.device import Device
+    from alpha2.native_gpu.interop.leases import ImportedFrame, ImportLease
 
 _T = TypeVar("_T")
 
@@ -424,53 +425,70 @@ class Player:
 
         ``throttle``: wait for its turn first (timed as the ``wait`` stage), and mark the frame in the
         render's own submit (one submit a frame)."""
-        clock = time.perf_counter
-        t0 = clock()
+        lease = self._import(frame)
         try:
-            lease = self.importer.import_frame(frame)
+            return self._render_imported(lease.frame, target, output_format, throttle)
+        finally:
+            lease.release()
+
+    def _import(self, frame: DecodedFrame) -> ImportLease:
+        """Import ``frame`` (the importer owns it from then on; released here if the import fails),
+        timed as the ``import`` stage."""
+        t0 = time.perf_counter()
+        try:
+            lease: ImportLease = self.importer.import_frame(frame)
         except BaseException:
             frame.release()
             raise
-        t1 = clock()
-        self.stats.stages.add("import", t1 - t0)
-        try:
-            if throttle is not None:
-                throttle.wait_turn()
-                t2 = clock()
-                self.stats.stages.add("wait", t2 - t1)
-                t1 = t2
-            imported = lease.frame
-            size = imported.metadata.display_size
-            shape = imported.metadata.sample_aspect
-            if target is None and shape is not None and shape != 1:
-                # Anamorphic pixels: drawn into a target of the picture's shown shape (square pixels).
-                shown = imported.metadata.shown_size
-                target = self.renderer.target_texture(shown.width, shown.height, output_format)
-            device = self.renderer.device
-            encoder = device.create_command_encoder(label="alpha2 play")
-            texture = self.renderer.encode_render(
-                encoder,
-                imported.views,
-                imported.pixel_format,
-                imported.colour,
-                size.width,
-                size.height,
-                target,
-                output_format=output_format,
-                rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
-                hdr=imported.metadata.hdr,
-            )
-            if throttle is not None:
-                throttle.encode(encoder, texture)
-            device.queue.submit([encoder.finish()])
-            if throttle is not None:
-                throttle.submitted()
-            if self.stats.colour is None:
-                from alpha2.api.colour_report import colour_report
+        self.stats.stages.add("import", time.perf_counter() - t0)
+        return lease
 
-                self.stats.colour = colour_report(self.renderer, self.options, imported.colour)
-        finally:
-            lease.release()
+    def _render_imported(
+        self,
+        imported: ImportedFrame,
+        target: Any = None,
+        output_format: str = "rgba8unorm",
+        throttle: SubmitThrottle | None = None,
+    ) -> Any:
+        """Render an imported frame into ``target`` (None: a texture of its shown size) and submit, timed
+        as the ``wait`` and ``render`` stages; the colour report is taken at the first. Returns the
+        target texture. The window renders a held frame again with it (a resize while paused)."""
+        clock = time.perf_counter
+        t1 = clock()
+        if throttle is not None:
+            throttle.wait_turn()
+            t2 = clock()
+            self.stats.stages.add("wait", t2 - t1)
+            t1 = t2
+        size = imported.metadata.display_size
+        shape = imported.metadata.sample_aspect
+        if target is None and shape is not None and shape != 1:
+            # Anamorphic pixels: drawn into a target of the picture's shown shape (square pixels).
+            shown = imported.metadata.shown_size
+            target = self.renderer.target_texture(shown.width, shown.height, output_format)
+        device = self.renderer.device
+        encoder = device.create_command_encoder(label="alpha2 play")
+        texture = self.renderer.encode_render(
+            encoder,
+            imported.views,
+            imported.pixel_format,
+            imported.colour,
+            size.width,
+            size.height,
+            target,
+            output_format=output_format,
+            rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
+            hdr=imported.metadata.hdr,
+        )
+        if throttle is not None:
+            throttle.encode(encoder, texture)
+        device.queue.submit([encoder.finish()])
+        if throttle is not None:
+            throttle.submitted()
+        if self.stats.colour is None:
+            from alpha2.api.colour_report import colour_report
+
+            self.stats.colour = colour_report(self.renderer, self.options, imported.colour)
         self.stats.stages.add("render", clock() - t1)
         return texture
 

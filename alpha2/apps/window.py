@@ -692,41 +692,12 @@ class WindowPlayback(_Keys):
         """Render into ``target`` the frame on display again, or ``frame``, which becomes the frame on
         display (imported here, the importer owns it; its lease is kept and the last one let go);
         returns ``target``. As :meth:`~alpha2.api.playback.Player._render`, which lets the lease go."""
-        player, stats = self.player, self.stats
-        clock = time.perf_counter
+        player = self.player
         if frame is not None:
             self._let_go_held()  # before the import: the importer's texture sets as before, one in use
-            t0 = clock()
-            try:
-                self.held = player.importer.import_frame(frame)
-            except BaseException:
-                frame.release()
-                raise
-            stats.stages.add("import", clock() - t0)
+            self.held = player._import(frame)
         assert self.held is not None
-        t1 = clock()
-        imported = self.held.frame
-        size = imported.metadata.display_size
-        renderer = player.renderer
-        encoder = renderer.device.create_command_encoder(label="alpha2 play")
-        texture = renderer.encode_render(
-            encoder,
-            imported.views,
-            imported.pixel_format,
-            imported.colour,
-            size.width,
-            size.height,
-            target,
-            rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
-            hdr=imported.metadata.hdr,
-        )
-        renderer.device.queue.submit([encoder.finish()])
-        if stats.colour is None:
-            from alpha2.api.colour_report import colour_report
-
-            stats.colour = colour_report(renderer, player.options, imported.colour)
-        stats.stages.add("render", clock() - t1)
-        return texture
+        return player._render_imported(self.held.frame, target)
 
     def _let_go_held(self) -> None:
         held, self.held = self.held, None
