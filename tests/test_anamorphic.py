@@ -119,3 +119,30 @@ def test_frames_carry_the_shape_and_play_shows_it(tmp_path: Path) -> None:
 
     with Image.open(snapshot) as image:
         assert image.size == (853, 480)
+
+
+def test_an_output_that_cannot_say_the_shape_gets_square_pixels(tmp_path: Path) -> None:
+    """VP9 in WebM carries no pixel shape (PyAV sets no AVStream aspect for the Matroska muxer): the
+    picture is scaled to its shown size with square pixels, and the plan says why."""
+    from alpha2.api.transcoder import transcode
+
+    plan = plan_transcode(
+        Size(720, 480),
+        PixelFormat.YUV420P,
+        ColourInfo(),
+        TranscodeOptions(),
+        codec="vp9",
+        encoder="libvpx-vp9",
+        sample_aspect=DVD_WIDE,
+        keeps_pixel_shape=False,
+    )
+    assert plan.output_size == Size(852, 480) and plan.sample_aspect is None
+    assert "cannot say the pixel shape" in plan.reason
+    if "libvpx-vp9" not in av.codecs_available:
+        pytest.skip("no libvpx-vp9 in this PyAV")
+    out = tmp_path / "dvd.webm"
+    transcode(
+        _anamorphic_clip(tmp_path / "dvd.mp4", DVD_WIDE, frames=3), out, TranscodeOptions(hwaccel="none")
+    )
+    width, height, shape = _shape_of(out)
+    assert (width, height) == (852, 480) and shape in (None, 1)

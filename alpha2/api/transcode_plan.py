@@ -428,6 +428,7 @@ def plan_transcode(
     sample_aspect: fractions.Fraction | None = None,
     encoder: str | None = None,
     encoder_formats: tuple[str, ...] = (),
+    keeps_pixel_shape: bool = True,
 ) -> TranscodePlan:
     """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
 
@@ -449,19 +450,24 @@ def plan_transcode(
     crop: tuple[int, int, int, int] | None = None
     padded_from: Size | None = None
     shape = sample_aspect if sample_aspect is not None and sample_aspect > 0 and sample_aspect != 1 else None
-    if options.size is not None:
-        # Anamorphic pixels: the picture as shown is wider (or taller) than stored.
+    lost_shape = shape is not None and options.size is None and not keeps_pixel_shape
+    if options.size is not None or lost_shape:
+        # Anamorphic pixels: the picture as shown is wider (or taller) than stored. An output that
+        # cannot say the pixel shape gets square pixels at the shown size.
         wide = shown.width * (shape if shape is not None and not quarter else 1)
         tall = shown.height * (shape if shape is not None and quarter else 1)
-        out = pipeline.fit_inside(round(wide), round(tall), options.size)
+        box = options.size if options.size is not None else Size(round(wide), round(tall))
+        out = pipeline.fit_inside(round(wide), round(tall), box)
         if out != shown or shape is not None:
             w, h = shown.width, shown.height
             pixels = f" (pixels {shape.numerator}:{shape.denominator})" if shape is not None else ""
             square = ", square pixels" if shape is not None else ""
-            reasons.append(
-                f"scale {w}x{h}{pixels} -> {out.width}x{out.height} (fit in {options.size.width}x"
-                f"{options.size.height}{square})"
+            fit = (
+                f"fit in {options.size.width}x{options.size.height}{square}"
+                if options.size is not None
+                else f"square pixels: {encoder or codec} in this container cannot say the pixel shape"
             )
+            reasons.append(f"scale {w}x{h}{pixels} -> {out.width}x{out.height} ({fit})")
         shape = None
     elif w % 2 or h % 2:
         # Cut the last column / row rather than resample the whole picture (that blurs every edge); a
@@ -482,7 +488,7 @@ def plan_transcode(
             )
     else:
         out = input_size
-    if quarter and options.size is None:
+    if quarter and options.size is None and not lost_shape:
         out = out.transposed()
     if rotation is not Rotation.NONE and not container_holds_rotation:
         reasons.append(

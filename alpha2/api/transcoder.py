@@ -59,7 +59,12 @@ from alpha2.api.transcode_plan import (
 )
 from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
-from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS, encoder_pixel_formats, output_container
+from alpha2.ffmpeg_bridge.encode import (
+    ROTATION_CONTAINERS,
+    encoder_pixel_formats,
+    keeps_pixel_shape,
+    output_container,
+)
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError
 from alpha2.ffmpeg_bridge.media import StreamInfo
 from alpha2.ffmpeg_bridge.side_streams import (
@@ -495,6 +500,7 @@ class _Transcoder:
             sample_aspect=info.sample_aspect_ratio,
             encoder=encoder.name,
             encoder_formats=encoder_pixel_formats(encoder.name),
+            keeps_pixel_shape=keeps_pixel_shape(output_container(self.output), codec),
         )
         if part is not None:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal

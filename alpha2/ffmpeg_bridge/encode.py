@@ -88,6 +88,19 @@ FRAME_CLOCK_MUXERS = frozenset({"avi"})
 _MUXER_REFUSES = {("mov", "vp9"), ("mov", "av1")}
 """(muxer, codec family) pairs FFmpeg refuses when it writes the header ("vp9 only supported in MP4")."""
 
+PIXEL_SHAPE_CODECS = frozenset({"h264", "hevc", "mpeg2", "mpeg4"})
+"""Codec families whose bitstream carries the pixel shape (H.264 / HEVC VUI, the MPEG aspect codes)."""
+
+PIXEL_SHAPE_MUXERS = frozenset({"mp4", "mov"})
+"""Muxers that write an encoder's pixel shape whatever the codec (the 'pasp' box). Matroska and WebM
+take it from the AVStream, which PyAV does not set: VP9, AV1 or FFV1 there would lose it."""
+
+
+def keeps_pixel_shape(muxer: str, codec: str) -> bool:
+    """Whether an output of ``codec`` in ``muxer`` keeps a pixel shape that is not square."""
+    return muxer in PIXEL_SHAPE_MUXERS or codec in PIXEL_SHAPE_CODECS
+
+
 ROTATION_CONTAINERS = frozenset({"mp4", "mov", "matroska", "webm"})
 """Muxers that store a display matrix (MP4 / MOV track matrix, Matroska projection): a rotation tag
 survives in them; MPEG-TS, AVI and NUT drop it."""
