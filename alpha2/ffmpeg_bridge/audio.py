@@ -19,6 +19,7 @@ import av
 import av.container
 import numpy as np
 
+from alpha2.ffmpeg_bridge.channel_layouts import make_layouts_safe, open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, NoAudioStreamError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
 from alpha2.gpu.errors import ClosedError, InvalidInputError
@@ -83,7 +84,7 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
     try:
         # Probing decodes a first picture of some formats: kept under the default limit.
         options = probe_options(DEFAULT_MAX_PIXELS)
-        with av.open(where, mode="r", metadata_errors="replace", options=options) as container:
+        with open_input(where, mode="r", metadata_errors="replace", options=options) as container:
             return frozenset(str(s.type) for s in container.streams)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(where)) from exc
@@ -169,6 +170,11 @@ class AudioDecodeSession:
         if not isinstance(container, av.container.InputContainer):
             container.close()
             raise MediaFormatError(f"{self.source!r} did not open as an input")
+        try:
+            orders = make_layouts_safe(container)
+        except BaseException:
+            container.close()
+            raise
         audio = list(container.streams.audio)
         if not audio:
             held = _stream_counts(container)
@@ -214,6 +220,7 @@ class AudioDecodeSession:
             stream_index=next(i for i, s in enumerate(audio) if s.index == stream.index),
             layout=own_layout,
         )
+        self._order = orders.get(stream.index)  # a custom channel order: samples put into FFmpeg's
         self._frames: Iterator[Any] | None = None
         self._resampler: Any = None
         self._next_pts: float | None = None
@@ -282,7 +289,9 @@ class AudioDecodeSession:
         container = self._live()
         while True:
             if self._frames is None:
-                self._frames = iter(container.decode(self._stream))
+                decoded = container.decode(self._stream)
+                order = self._order
+                self._frames = iter(decoded if order is None else map(order.apply, decoded))
             try:
                 frame = next(self._frames)
             except StopIteration:

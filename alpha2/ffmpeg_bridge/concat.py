@@ -28,6 +28,7 @@ import av.error
 import av.packet
 import av.video.stream
 
+from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
@@ -85,7 +86,7 @@ class JoinReport:
 def _open_segment(path: str) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
     try:
         # The stored timestamps, not those the edit list would move (rounded to the movie's time scale).
-        container = av.open(path, mode="r", options={"ignore_editlist": "1"})
+        container = open_input(path, mode="r", options={"ignore_editlist": "1"})
     except av.error.FFmpegError as exc:
         raise from_ffmpeg(exc, f"opening the segment {path!r}", EncoderError) from exc
     assert isinstance(container, av.container.InputContainer)

@@ -34,6 +34,7 @@ import av.error
 import av.video.stream
 
 from alpha2.ffmpeg_bridge import media, seeking
+from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.decode_stats import CorruptPolicy, DecodeStats
 from alpha2.ffmpeg_bridge.download import download_frame
 from alpha2.ffmpeg_bridge.errors import (
@@ -322,7 +323,7 @@ class DecodeSession:
     def _open_container(self, hwaccel: Any) -> av.container.InputContainer:
         src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
         try:
-            container = av.open(
+            container = open_input(
                 src,
                 mode="r",
                 hwaccel=hwaccel,
@@ -365,7 +366,7 @@ class DecodeSession:
         if plan.use_cuda:
             src: Any = os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else self.source
             try:
-                opened = av.open(
+                opened = open_input(
                     src,
                     mode="r",
                     hwaccel=make_hwaccel(plan),

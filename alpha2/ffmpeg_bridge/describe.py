@@ -15,6 +15,7 @@ from typing import Any
 
 import av
 
+from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import (
     DEFAULT_MAX_PIXELS,
@@ -152,7 +153,7 @@ def describe_file(path: str | os.PathLike[str]) -> FileFacts:
     """
     where = os.fspath(path)
     try:
-        container = av.open(
+        container = open_input(
             where, mode="r", metadata_errors="replace", options=probe_options(DEFAULT_MAX_PIXELS)
         )
     except av.error.FFmpegError as exc:

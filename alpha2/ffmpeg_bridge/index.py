@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import av
 
+from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.decode import MediaSource, _display_source
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError, from_ffmpeg
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_packets
@@ -61,7 +62,7 @@ def keyframe_index(source: MediaSource, stream_index: int | None = None) -> Keyf
     """
     try:
         # Only packets are read; the pictures FFmpeg decodes while probing stay under the default limit.
-        container = av.open(
+        container = open_input(
             source, mode="r", metadata_errors="replace", options=probe_options(DEFAULT_MAX_PIXELS)
         )
     except av.error.FFmpegError as exc:

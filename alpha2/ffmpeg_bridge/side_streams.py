@@ -40,6 +40,7 @@ import av.packet
 import av.stream
 import numpy as np
 
+from alpha2.ffmpeg_bridge.channel_layouts import ChannelOrder, make_layouts_safe, open_input
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.errors import InvalidInputError
@@ -91,6 +92,10 @@ count: they decode to nothing by design)."""
 
 DECODE_CHECK_MAX_PACKETS = 4096
 """At most this many packets of a stream are read in the decode check, discarded pre-roll included."""
+
+AUDIO_MUXER_REFUSES = frozenset({("mov", "flac"), ("mov", "opus"), ("mov", "truehd")})
+"""(muxer, codec) pairs the container's tags list but FFmpeg refuses when it writes the header ("flac
+only supported in MP4"): such a stream is encoded again rather than copied, and not chosen."""
 
 LOSSLESS_AUDIO_TARGETS = ("flac", "alac")
 """Lossless codecs a lossless source is encoded again to (the first its container holds), where it must
@@ -285,7 +290,7 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
 def probe_streams(path: str | os.PathLike[str]) -> tuple[InputStream, ...]:
     """The streams of the file at ``path`` (opened and closed here); empty when it does not open."""
     try:
-        with av.open(os.fspath(path), metadata_errors="replace") as container:
+        with open_input(os.fspath(path), metadata_errors="replace") as container:
             if not isinstance(container, av.container.InputContainer):
                 return ()
             return input_streams(container)
@@ -298,7 +303,7 @@ def container_duration_seconds(path: str | os.PathLike[str]) -> float | None:
     priming samples before 0, such as AAC's in Matroska, do not count). None: it does not say, or
     does not open."""
     try:
-        with av.open(os.fspath(path), metadata_errors="replace") as container:
+        with open_input(os.fspath(path), metadata_errors="replace") as container:
             duration, start = container.duration, container.start_time
     except (av.error.FFmpegError, OSError):
         return None
@@ -455,7 +460,7 @@ def _undecodable(path: str, audio: Sequence[int]) -> dict[int, str]:
         return {}
     failed: dict[int, str] = {}
     try:
-        container = av.open(path, metadata_errors="replace")
+        container = open_input(path, metadata_errors="replace")
     except (av.error.FFmpegError, OSError):
         return {}
     with container:
@@ -516,6 +521,8 @@ class _Entry:
     packets: int = 0
     text_to: str | None = None
     """The text subtitle codec the packets are converted to (None: copied as they are)."""
+    order: ChannelOrder | None = None
+    """A custom channel order whose decoded samples are put into FFmpeg's (encoded again only)."""
 
 
 @dataclass
@@ -562,7 +569,7 @@ def _lossless_format(codec: str, source: Any) -> str | None:
 
 def _first_packet(path: str, index: int) -> bytes | None:
     try:
-        with av.open(path, metadata_errors="replace") as container:
+        with open_input(path, metadata_errors="replace") as container:
             assert isinstance(container, av.container.InputContainer)
             for packet in container.demux(container.streams[index]):
                 if packet.size:
@@ -625,6 +632,11 @@ class StreamCopier:
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening {path!r} to copy its streams", EncoderError) from exc
         assert isinstance(source, av.container.InputContainer)
+        try:
+            self._orders = make_layouts_safe(source)
+        except BaseException:
+            source.close()
+            raise
         self._in: av.container.InputContainer | None = source
         described = {s.index: s for s in input_streams(source)}
         if indices is None:
@@ -764,6 +776,25 @@ class StreamCopier:
                     "either, and what does not decode cannot be encoded again",
                 )
                 return
+            order = self._orders.get(stream.index)
+            if order is not None and order.reorders:
+                self._add_reencoded(
+                    stream,
+                    stream_in,
+                    muxer,
+                    f"its channels are in an order FFmpeg's layouts lack ({order.source}); a copy "
+                    f"would label them wrongly, so they are put into {order.layout}'s",
+                    own_first=True,
+                )
+                return
+            if (muxer, stream.codec) in AUDIO_MUXER_REFUSES:
+                self._add_reencoded(
+                    stream,
+                    stream_in,
+                    muxer,
+                    f"FFmpeg writes {stream.codec} into .mp4 only, not into the {muxer} container",
+                )
+                return
             if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO:
                 self._add_reencoded(
                     stream,
@@ -834,6 +865,8 @@ class StreamCopier:
         for name in ([stream.codec] if cut else []) + list(LOSSLESS_AUDIO_TARGETS):
             if name not in holds or (name.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO):
                 continue
+            if (muxer, name) in AUDIO_MUXER_REFUSES:
+                continue
             try:
                 encoder = av.codec.Codec(name, "w")
             except (av.error.FFmpegError, ValueError):
@@ -842,11 +875,14 @@ class StreamCopier:
                 return name
         return None
 
-    def _add_reencoded(self, stream: InputStream, stream_in: Any, muxer: str, why: str | None) -> None:
+    def _add_reencoded(
+        self, stream: InputStream, stream_in: Any, muxer: str, why: str | None, own_first: bool = False
+    ) -> None:
         """Audio decoded and encoded again: ``why`` the container's copy is refused; None: it is cut
-        with the video (``trim``). A lossless source stays lossless where the container holds a
+        with the video (``trim``); ``own_first``: the source's own codec first where it must be encoded
+        again losslessly (its samples reordered). A lossless source stays lossless where the container holds a
         lossless codec; the source's channel layout is kept where the encoder takes it."""
-        lossless = self._lossless_target(stream, muxer, why is None)
+        lossless = self._lossless_target(stream, muxer, why is None or own_first)
         codec = lossless or ("libopus" if ("webm" in muxer or "ogg" in muxer) else "aac")
         rate = encoder_rate(codec, stream.sample_rate or 48_000)
         source_layout = stream_in.codec_context.layout
@@ -889,6 +925,7 @@ class StreamCopier:
             reencode=True,
             resampler=resampler,
             rate=rate,
+            order=self._orders.get(stream.index),
         )
         self.report.kept.append(stream)
         name = stream_out.codec_context.name
@@ -896,6 +933,8 @@ class StreamCopier:
             same = name.removeprefix("lib") == stream.codec
             said = f"re-encoded ({name})" if same else f"re-encoded {stream.codec} to {name}"
             said += ": cut with the video to the sample (a copy cuts only between packets)"
+        elif name.removeprefix("lib") == stream.codec:
+            said = f"re-encoded ({name}): {why}"
         else:
             said = f"re-encoded {stream.codec} to {name}: {why}"
         if lossless is not None:
@@ -1098,6 +1137,8 @@ class StreamCopier:
         if entry.samples is None:
             return  # nothing decoded yet (drained before any sound)
         tb = fractions.Fraction(1, entry.rate)
+        if entry.order is not None:
+            frames = [entry.order.apply(f) for f in frames]
         for frame in [*frames, None] if packet is None else frames:
             for out_frame in entry.resampler.resample(frame):
                 first = entry.samples

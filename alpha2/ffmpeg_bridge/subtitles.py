@@ -19,6 +19,7 @@ from typing import Any
 import av
 import av.container
 
+from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg, from_ffmpeg_open
 from alpha2.gpu.errors import InvalidInputError
 
@@ -75,7 +76,7 @@ def ass_text(event: str) -> str:
 
 def _open(source: str) -> av.container.InputContainer:
     try:
-        container = av.open(source, mode="r", metadata_errors="replace")
+        container = open_input(source, mode="r", metadata_errors="replace")
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
     if not isinstance(container, av.container.InputContainer):

@@ -1,0 +1,170 @@
+"""Audio channel layouts that PyAV can hold: custom-order layouts made safe when an input is opened.
+
+FFmpeg 7 and later describe some streams' channels in a *custom order* (a map of channel ids, owned
+by the codec context): a MOV ``chan`` atom in an order FFmpeg's native layouts do not have (7.1 with
+its side pair before its back pair, as FFmpeg 5 and Apple's tools write it), some WAV and CAF files.
+PyAV 18 copies a layout struct by value into every ``AudioLayout`` it hands out (``codec_context.layout``,
+``.channels``, each decoded ``AudioFrame.layout``) and frees the map when that object goes, so the map
+is freed twice: glibc aborts the process (``double free or corruption``) at the first look at the
+stream's channel count, or when its first decoded frame is collected.
+
+:func:`make_layouts_safe` runs on every input alpha2 opens, before anything reads a layout: each audio
+stream's codec context gets a layout with no map, so neither it nor its decoded frames hold one:
+
+* a custom order whose channels lie in FFmpeg's native order is that native layout (the same layout);
+* channels in another order (7.1 as FL FR FC LFE SL SR BL BR): the native layout of the same channels,
+  and a :class:`ChannelOrder` that puts each decoded frame's samples into that order
+  (:meth:`ChannelOrder.apply`), so every channel keeps its place; a stream copy of such a stream would
+  label it wrongly, so a copier encodes it again (losslessly where the source was) and says so;
+* channels FFmpeg has no native place for (user-defined or ambisonic channels in a custom map): the
+  unspecified order of as many channels, said in :attr:`ChannelOrder.note`.
+
+Layouts without a map (native, ambisonic, unspecified) are left as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import av
+import numpy as np
+
+__all__ = ["ChannelOrder", "make_layouts_safe", "native_positions", "open_input"]
+
+
+@functools.lru_cache(maxsize=1)
+def native_positions() -> dict[str, int]:
+    """Each named channel of FFmpeg's native order (``FL``, ``FR``, ``FC``, ``LFE``, ``BL`` ...) and its
+    place in it (the bit of its mask), as the FFmpeg that PyAV bundles names them."""
+    found: dict[str, int] = {}
+    for bit in range(64):
+        try:
+            channels = av.AudioLayout(hex(1 << bit)).channels
+        except (ValueError, TypeError):
+            continue
+        if len(channels) == 1 and not str(channels[0].name).startswith("USR"):
+            found[str(channels[0].name)] = bit
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class ChannelOrder:
+    """How one input stream's custom channel order was made safe.
+
+    ``source``: its channels as the file gives them (``FL+FR+FC+LFE+SL+SR+BL+BR``); ``layout``: the
+    layout its codec context and decoded frames now carry; ``order``: for each channel of ``layout``,
+    the source channel it takes (None: the samples stay in place).
+    """
+
+    stream_index: int
+    source: str
+    layout: str
+    order: tuple[int, ...] | None
+
+    @property
+    def reorders(self) -> bool:
+        """Whether decoded samples must move (:meth:`apply`) to match ``layout``."""
+        return self.order is not None
+
+    @property
+    def note(self) -> str:
+        """What was done, in words."""
+        if self.order is not None:
+            return f"channels {self.source} put into FFmpeg's order ({self.layout})"
+        if self.layout.endswith(" channels"):
+            return f"channels {self.source} have no place in FFmpeg's layouts: kept as {self.layout}"
+        return f"channels {self.source} read as {self.layout}"
+
+    def apply(self, frame: Any) -> Any:
+        """``frame`` (an ``av.AudioFrame`` decoded from the stream) with its samples in ``layout``'s
+        order: a new frame with the same format, rate and timestamps; ``frame`` itself where nothing
+        moves (None stays None: a decoder's drain)."""
+        if frame is None or self.order is None:
+            return frame
+        data = frame.to_ndarray()
+        fmt = frame.format
+        channels = len(self.order)
+        if fmt.is_planar:
+            moved = data[list(self.order), :]
+        else:
+            moved = data.reshape(-1, channels)[:, list(self.order)].reshape(1, -1)
+        out = av.AudioFrame.from_ndarray(np.ascontiguousarray(moved), format=fmt.name, layout=self.layout)
+        out.sample_rate = frame.sample_rate
+        out.pts = frame.pts
+        out.time_base = frame.time_base
+        return out
+
+
+def _safe_layout(names: list[str], positions: dict[str, int]) -> tuple[str, tuple[int, ...] | None]:
+    """The map-free layout for channels ``names`` in this order, and the source channel each of its
+    channels takes (None: in place)."""
+    count = len(names)
+    if count and all(n in positions for n in names) and len(set(names)) == count:
+        native = sorted(range(count), key=lambda i: positions[names[i]])
+        layout = "+".join(names[i] for i in native)
+        order = None if native == list(range(count)) else tuple(native)
+        return str(av.AudioLayout(layout).name), order
+    return f"{count} channels", None
+
+
+def make_layouts_safe(container: Any) -> dict[int, ChannelOrder]:
+    """Give every audio stream of the input ``container`` a layout without a map (see the module's
+    text); call it before anything reads a stream's layout or decodes.
+
+    Returns what changed, by stream index (empty for the files that need nothing: nearly all).
+    """
+    done: dict[int, ChannelOrder] = {}
+    positions = native_positions()
+    for stream in container.streams.audio:
+        cc = stream.codec_context
+        if cc is None or cc.is_open:
+            continue
+        # PyAV's by-value copy of the context's layout: a map, where there is one, goes with it.
+        held = cc.layout
+        try:
+            name = str(held.name)
+            names = [str(c.name) for c in held.channels]
+            if not names:
+                continue
+            if not all(n in positions for n in names) and _maps_nothing(name, names):
+                continue  # unspecified or ambisonic: no map
+            layout, order = _safe_layout(names, positions)
+            # The context's own struct overwritten (a native layout is the same one again): a map now
+            # belongs to ``held`` alone, and goes with it, once.
+            cc.layout = layout
+        except BaseException:
+            _KEPT.append(held)  # not freed: the context still points at its map
+            raise
+        if order is not None or layout != name:
+            done[stream.index] = ChannelOrder(stream.index, "+".join(names), layout, order)
+    return done
+
+
+_KEPT: list[Any] = []
+
+
+def _maps_nothing(name: str, names: list[str]) -> bool:
+    """Whether a layout with a channel outside FFmpeg's native places is one without a map: the
+    unspecified order (channels named NONE) or an ambisonic one that its name gives back exactly."""
+    if all(n == "NONE" for n in names):
+        return True
+    if not name.startswith("ambisonic"):
+        return False
+    try:
+        return [str(c.name) for c in av.AudioLayout(name).channels] == names
+    except (ValueError, TypeError):
+        return False
+
+
+def open_input(file: Any, **options: Any) -> av.container.InputContainer:
+    """``av.open(file, **options)`` for reading, with :func:`make_layouts_safe` done on it (every
+    input alpha2 opens goes through it, or through the two calls)."""
+    container = av.open(file, **{**options, "mode": "r"})
+    try:
+        make_layouts_safe(container)
+    except BaseException:
+        container.close()
+        raise
+    return container

@@ -1,0 +1,198 @@
+"""Audio in a custom channel order (a MOV ``chan`` atom in an order FFmpeg's native layouts lack, as
+FFmpeg 5 and Apple's tools write 7.1): PyAV 18 frees such a layout's map twice, and the process
+aborted (``double free or corruption``) at the first look at the stream. Every input alpha2 opens now
+gets a map-free layout (:mod:`alpha2.ffmpeg_bridge.channel_layouts`), and the samples are put into
+FFmpeg's order where the channels were in another, so each channel keeps its place.
+
+The input: 7.1 PCM written by PyAV (FFmpeg 8 writes a channel bitmap), then its ``chan`` atom set to
+``kAudioChannelLayoutTag_MPEG_7_1_C``, the tag FFmpeg 5.1 writes for 7.1, which FFmpeg 8 reads as
+FL FR FC LFE SL SR BL BR. Channel k of the file holds the constant (k + 1) * 1000.
+"""
+
+from __future__ import annotations
+
+import fractions
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.ffmpeg_bridge.audio import AudioDecodeSession
+from alpha2.ffmpeg_bridge.channel_layouts import make_layouts_safe, native_positions, open_input
+from alpha2.ffmpeg_bridge.side_streams import probe_streams
+
+RATE = 48_000
+MPEG_7_1_C = bytes.fromhex("00800008")
+"""The ``chan`` atom's layout tag FFmpeg 5.1 writes for 7.1 (L R C LFE Ls Rs Rls Rrs)."""
+FILE_ORDER = ("FL", "FR", "FC", "LFE", "SL", "SR", "BL", "BR")
+"""How FFmpeg 8 reads that tag's channels, in the file's order."""
+NATIVE_7_1 = ("FL", "FR", "FC", "LFE", "BL", "BR", "SL", "SR")
+
+
+def _custom_order_mov(path: Path, *, video: bool = True, codec: str = "pcm_s16le") -> str:
+    with av.open(str(path), "w") as out:
+        picture = None
+        if video:
+            picture = out.add_stream("libx264", rate=25)
+            picture.width, picture.height, picture.pix_fmt = 64, 48, "yuv420p"
+            picture.codec_context.options = {"preset": "ultrafast"}
+        sound = out.add_stream(codec, rate=RATE)
+        sound.layout = "7.1"
+        sound.time_base = fractions.Fraction(1, RATE)
+        packets: list[av.Packet] = []
+        if picture is not None:
+            for i in range(25):
+                frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 90, np.uint8), format="rgb24")
+                frame.pts, frame.time_base = i, fractions.Fraction(1, 25)
+                packets += picture.encode(frame)
+            packets += picture.encode(None)
+        values = (np.arange(8, dtype=np.int16) + 1) * 1000
+        for start in range(0, RATE, 1024):
+            chunk = np.ascontiguousarray(np.tile(values, 1024)[np.newaxis, :])
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="7.1")
+            frame.sample_rate, frame.pts, frame.time_base = RATE, start, fractions.Fraction(1, RATE)
+            packets += sound.encode(frame)
+        packets += sound.encode(None)
+        packets.sort(key=lambda p: float((p.dts if p.dts is not None else p.pts or 0) * p.time_base))
+        for packet in packets:
+            out.mux(packet)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"chan")
+    assert at > 0, "no chan atom written"
+    data[at + 8 : at + 12] = MPEG_7_1_C  # after the tag: version and flags (4), then the layout tag
+    data[at + 12 : at + 20] = bytes(8)  # no bitmap, no descriptions
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_the_native_places_are_ffmpegs() -> None:
+    places = native_positions()
+    assert [places[n] for n in NATIVE_7_1] == sorted(places[n] for n in NATIVE_7_1)
+    assert places["FL"] == 0 and places["LFE"] == 3 and places["SL"] == 9
+
+
+def test_reading_the_stream_no_longer_aborts_the_process(tmp_path: Path) -> None:
+    # In a process of its own: the old failure was glibc's abort, which would end this test run.
+    src = _custom_order_mov(tmp_path / "in.mov")
+    script = (
+        "import gc, sys\n"
+        "from alpha2.ffmpeg_bridge.channel_layouts import open_input\n"
+        "c = open_input(sys.argv[1])\n"
+        "s = c.streams.audio[0]\n"
+        "print(s.codec_context.channels, s.codec_context.layout.name)\n"
+        "n = sum(f.samples for f in c.decode(s))\n"
+        "gc.collect(); c.close(); gc.collect()\n"
+        "print(n)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, src], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["8", "7.1", str(47 * 1024)]  # 47 frames of 1024 written
+
+
+def test_the_order_is_found_and_said(tmp_path: Path) -> None:
+    src = _custom_order_mov(tmp_path / "in.mov", video=False)
+    container = av.open(src)
+    try:
+        orders = make_layouts_safe(container)
+        assert list(orders) == [0]
+        order = orders[0]
+        assert order.source == "+".join(FILE_ORDER)
+        assert order.layout == "7.1" and order.reorders
+        assert order.order == tuple(FILE_ORDER.index(n) for n in NATIVE_7_1) == (0, 1, 2, 3, 6, 7, 4, 5)
+        assert "7.1" in order.note
+        assert container.streams.audio[0].codec_context.layout.name == "7.1"
+        assert make_layouts_safe(container) == {}  # safe now: nothing more to do
+    finally:
+        container.close()
+
+
+def test_a_native_layout_is_left_alone(tmp_path: Path) -> None:
+    src = tmp_path / "native.mov"
+    _custom_order_mov(src, video=False)
+    data = bytearray(src.read_bytes())
+    at = data.find(b"chan")
+    data[at + 8 : at + 20] = bytes.fromhex("00010000") + bytes.fromhex("0000063f") + bytes(4)  # a bitmap
+    src.write_bytes(data)
+    with open_input(str(src)) as container:
+        assert container.streams.audio[0].codec_context.layout.name == "7.1"
+    container = av.open(str(src))
+    try:
+        assert make_layouts_safe(container) == {}
+    finally:
+        container.close()
+
+
+def test_probing_describes_the_stream(tmp_path: Path) -> None:
+    src = _custom_order_mov(tmp_path / "in.mov")
+    audio = [s for s in probe_streams(src) if s.kind.value == "audio"]
+    assert [(s.channels, s.sample_rate) for s in audio] == [(8, RATE)]
+
+
+def test_played_sound_has_each_channel_in_its_place(tmp_path: Path) -> None:
+    src = _custom_order_mov(tmp_path / "in.mov", video=False)
+    session = AudioDecodeSession(src, sample_rate=RATE, channels=None)
+    try:
+        assert session.channels == 8 and session.info.layout == "7.1"
+        block = session.next_block()
+        assert block is not None
+        got = np.round(block.samples[100] * 32768).astype(int).tolist()
+    finally:
+        session.close()
+    # Native 7.1's channel j is the file's channel FILE_ORDER.index(NATIVE_7_1[j]).
+    assert got == [(FILE_ORDER.index(n) + 1) * 1000 for n in NATIVE_7_1]
+
+
+@pytest.mark.parametrize(
+    ("ext", "codec", "layout"),
+    [(".mkv", "pcm_s16le", "8 channels"), (".mov", "pcm_s16le", "7.1"), (".mp4", "flac", "7.1")],
+)
+def test_a_transcode_puts_the_channels_into_their_places(
+    tmp_path: Path, ext: str, codec: str, layout: str
+) -> None:
+    # (Matroska's PCM says a channel count only: FFmpeg reads it in the default order, 7.1's.)
+    src = _custom_order_mov(tmp_path / "in.mov")
+    out = str(tmp_path / f"out{ext}")
+    stats = transcode(src, out, TranscodeOptions())
+    said = stats.encoder["audio"]
+    assert "FL+FR+FC+LFE+SL+SR+BL+BR" in said and "7.1" in said and "lossless" in said, said
+    with av.open(out) as container:
+        stream = container.streams.audio[0]
+        assert stream.codec_context.name == codec
+        assert stream.codec_context.layout.name == layout
+        frame = next(iter(container.decode(stream)))
+        data = frame.to_ndarray()
+    samples = data.reshape(-1, 8) if not frame.format.is_planar else data.T
+    assert samples[10].tolist() == [(FILE_ORDER.index(n) + 1) * 1000 for n in NATIVE_7_1]
+
+
+def test_flac_is_not_copied_into_mov(tmp_path: Path) -> None:
+    # FFmpeg lists FLAC among MOV's codecs but writes it into .mp4 only ("flac only supported in MP4").
+    src = str(tmp_path / "in.mkv")
+    with av.open(src, "w") as out:
+        video = out.add_stream("libx264", rate=25)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = out.add_stream("flac", rate=RATE)
+        sound.layout = "stereo"
+        for i in range(25):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 90, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = i, fractions.Fraction(1, 25)
+            for packet in video.encode(frame):
+                out.mux(packet)
+        for start in range(0, RATE, 1024):
+            chunk = np.zeros((1, 2048), np.int16)
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
+            frame.sample_rate, frame.pts = RATE, start
+            for packet in sound.encode(frame):
+                out.mux(packet)
+        for stream in (video, sound):
+            for packet in stream.encode(None):
+                out.mux(packet)
+    out_path = str(tmp_path / "out.mov")
+    stats = transcode(src, out_path, TranscodeOptions())
+    assert stats.encoder["audio"].startswith("re-encoded flac to alac"), stats.encoder["audio"]
+    with av.open(out_path) as container:
+        assert container.streams.audio[0].codec_context.name == "alac"
