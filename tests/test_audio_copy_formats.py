@@ -133,19 +133,23 @@ def test_encoder_layout_keeps_the_channels_where_it_can() -> None:
     assert encoder_layout("aac", side, 48_000) == "5.1(side)"
     assert encoder_layout("libopus", side, 48_000) == "5.1"  # Vorbis order: the sides become backs
     assert encoder_layout("libopus", av.AudioLayout("stereo"), 48_000) == "stereo"
-    assert encoder_layout("libopus", av.AudioLayout("hexadecagonal"), 48_000) is None
+    # Opus's mapping family 255 holds 16 channels; MP3 holds at most two: a downmix is then said.
+    assert encoder_layout("libopus", av.AudioLayout("hexadecagonal"), 48_000) == "hexadecagonal"
+    assert encoder_layout("libmp3lame", av.AudioLayout("hexadecagonal"), 48_000) is None
     assert encoder_rate("libopus", 44_100) == 48_000
     assert encoder_rate("aac", 192_000) == 96_000
     assert encoder_rate("flac", 192_000) == 192_000
 
 
-def test_a_downmix_that_cannot_be_helped_is_said(tmp_path: Path) -> None:
+def test_sixteen_channels_into_webm_keep_all_of_them(tmp_path: Path) -> None:
+    # Opus with mapping family 255 (a downmix to stereo before).
     src = _make(tmp_path / "many.mkv", "pcm_s16le", layout="hexadecagonal", sample_format="s16")
     out = str(tmp_path / "out.webm")
     stats = transcode(src, out, TranscodeOptions())
     said = stats.encoder["audio"]
-    assert "downmixed from 16 channels to stereo" in said, said
-    assert _audio(out)[:2] == ("opus", 2)
+    assert "Opus keeps all 16 channels" in said and "downmix" not in said, said
+    with av.open(out) as container:
+        assert container.streams.audio[0].codec_context.channels == 16
 
 
 # -- 3. PCM and MP4; 4. lossless stays lossless --------------------------------------------------------

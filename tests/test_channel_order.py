@@ -22,7 +22,12 @@ import pytest
 
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.ffmpeg_bridge.audio import AudioDecodeSession
-from alpha2.ffmpeg_bridge.channel_layouts import make_layouts_safe, native_positions, open_input
+from alpha2.ffmpeg_bridge.channel_layouts import (
+    interleaved,
+    make_layouts_safe,
+    native_positions,
+    open_input,
+)
 from alpha2.ffmpeg_bridge.side_streams import probe_streams
 
 RATE = 48_000
@@ -196,3 +201,94 @@ def test_flac_is_not_copied_into_mov(tmp_path: Path) -> None:
     assert stats.encoder["audio"].startswith("re-encoded flac to alac"), stats.encoder["audio"]
     with av.open(out_path) as container:
         assert container.streams.audio[0].codec_context.name == "alac"
+
+
+# -- channels the resampler cannot mix, and more channels than FLAC holds ----------------------------
+
+
+def _with_audio(path: Path, codec: str, layout: str, *, options: dict[str, str] | None = None) -> str:
+    """A 64x48 H.264 second and a second of ``layout`` sound: channel k a 1 kHz tone of amplitude
+    (k + 1) * 1000 (of 32768), so that a moved or mixed channel shows (and lossy codecs keep it)."""
+    channels = av.AudioLayout(layout).nb_channels
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=25)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = out.add_stream(codec, rate=RATE)
+        sound.layout = layout
+        if options:
+            sound.codec_context.options = options
+        sound.time_base = fractions.Fraction(1, RATE)
+        packets: list[av.Packet] = []
+        for i in range(25):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 90, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = i, fractions.Fraction(1, 25)
+            packets += video.encode(frame)
+        packets += video.encode(None)
+        t = np.arange(RATE) / RATE
+        tones = np.sin(2 * np.pi * 1000 * t)[:, np.newaxis] * ((np.arange(channels) + 1) * 1000)
+        tones = np.round(tones).astype(np.int16)
+        for start in range(0, RATE, 960):
+            chunk = np.ascontiguousarray(tones[start : start + 960].reshape(1, -1))
+            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout=layout)
+            frame.sample_rate, frame.pts, frame.time_base = RATE, start, fractions.Fraction(1, RATE)
+            packets += sound.encode(frame)
+        packets += sound.encode(None)
+        packets.sort(key=lambda p: float((p.dts if p.dts is not None else p.pts or 0) * p.time_base))
+        for packet in packets:
+            out.mux(packet)
+    return str(path)
+
+
+def _levels(path: str) -> tuple[str, str, int, list[float]]:
+    """The output's audio codec, layout, channels, and each channel's amplitude in its middle (read
+    through ``interleaved``: PyAV's own ``to_ndarray`` crashes on planar frames of over 8 channels)."""
+    with av.open(path) as container:
+        stream = container.streams.audio[0]
+        cc = stream.codec_context
+        parts = [interleaved(f) for f in container.decode(stream)]
+        name, layout, count = cc.name, cc.layout.name, cc.channels
+    data = np.concatenate([p[0] for p in parts]).astype(np.float64)
+    if parts[0][1] in ("flt", "dbl"):
+        data = data * 32768
+    middle = data[len(data) // 3 : 2 * len(data) // 3]
+    return name, layout, count, [round(float(v)) for v in np.sqrt(2 * (middle**2).mean(axis=0))]
+
+
+def test_ambisonic_sound_cut_stays_ambisonic_opus(tmp_path: Path) -> None:
+    src = _with_audio(tmp_path / "vr.mkv", "libopus", "ambisonic 1", options={"mapping_family": "2"})
+    out = str(tmp_path / "cut.mp4")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=0.2))
+    assert "libopus" in stats.encoder["audio"], stats.encoder["audio"]
+    codec, layout, count, _ = _levels(out)
+    assert (codec, layout, count) == ("opus", "ambisonic 1", 4)
+
+
+def test_ambisonic_sound_into_mov_passes_its_channels_one_for_one(tmp_path: Path) -> None:
+    # MOV takes no Opus: AAC, which has no ambisonic layout; FFmpeg's resampler cannot mix ambisonics,
+    # so the four channels go through one for one under AAC's 4.0 (they had aborted the transcode).
+    src = _with_audio(tmp_path / "vr.mkv", "libopus", "ambisonic 1", options={"mapping_family": "2"})
+    out = str(tmp_path / "out.mov")
+    stats = transcode(src, out, TranscodeOptions())
+    said = stats.encoder["audio"]
+    assert "ambisonic 1 channels passed one for one as 4.0" in said, said
+    codec, layout, count, levels = _levels(out)
+    assert (codec, layout, count) == ("aac", "4.0", 4)
+    assert levels == pytest.approx([1000, 2000, 3000, 4000], rel=0.05)  # lossy twice, each in its place
+
+
+def test_sixteen_channels_of_pcm(tmp_path: Path) -> None:
+    # Into .mp4: FLAC holds 8 channels and the MP4 muxer takes no PCM in no known place, so Opus
+    # (mapping family 255) keeps all 16 rather than a downmix to stereo. Cut into .mov: PCM, exactly,
+    # through the packed path (PyAV crashed on planar frames of more than 8 channels).
+    src = _with_audio(tmp_path / "many.mkv", "pcm_s16le", "16 channels")
+    out = str(tmp_path / "out.mp4")
+    stats = transcode(src, out, TranscodeOptions())
+    assert "Opus keeps all 16 channels" in stats.encoder["audio"], stats.encoder["audio"]
+    codec, _, count, levels = _levels(out)
+    assert (codec, count) == ("opus", 16)
+    assert levels == pytest.approx([(k + 1) * 1000 for k in range(16)], rel=0.05)
+    out = str(tmp_path / "cut.mov")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=0.2))
+    codec, _, count, levels = _levels(out)
+    assert (codec, count) == ("pcm_s16le", 16)
+    assert levels == pytest.approx([(k + 1) * 1000 for k in range(16)], rel=1e-3)  # PCM: each in place

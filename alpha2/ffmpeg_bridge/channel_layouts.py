@@ -31,7 +31,15 @@ from typing import Any
 import av
 import numpy as np
 
-__all__ = ["ChannelOrder", "make_layouts_safe", "native_positions", "open_input"]
+__all__ = [
+    "ChannelOrder",
+    "interleaved",
+    "make_layouts_safe",
+    "native_positions",
+    "open_input",
+    "packed_frame",
+    "with_layout",
+]
 
 
 @functools.lru_cache(maxsize=1)
@@ -79,22 +87,73 @@ class ChannelOrder:
 
     def apply(self, frame: Any) -> Any:
         """``frame`` (an ``av.AudioFrame`` decoded from the stream) with its samples in ``layout``'s
-        order: a new frame with the same format, rate and timestamps; ``frame`` itself where nothing
-        moves (None stays None: a decoder's drain)."""
+        order: a new frame (packed, see :func:`interleaved`) with the same rate and timestamps;
+        ``frame`` itself where nothing moves (None stays None: a decoder's drain)."""
         if frame is None or self.order is None:
             return frame
-        data = frame.to_ndarray()
-        fmt = frame.format
-        channels = len(self.order)
-        if fmt.is_planar:
-            moved = data[list(self.order), :]
-        else:
-            moved = data.reshape(-1, channels)[:, list(self.order)].reshape(1, -1)
-        out = av.AudioFrame.from_ndarray(np.ascontiguousarray(moved), format=fmt.name, layout=self.layout)
-        out.sample_rate = frame.sample_rate
-        out.pts = frame.pts
-        out.time_base = frame.time_base
-        return out
+        samples, packed = interleaved(frame)
+        return packed_frame(samples[:, list(self.order)], packed, self.layout, frame)
+
+
+def interleaved(frame: Any) -> tuple[np.ndarray, str]:
+    """The samples of ``frame`` (an ``av.AudioFrame``) as an array of shape (samples, channels), and
+    the packed sample format they are in (``s16``, ``flt`` ...).
+
+    PyAV finds a frame's planes by walking FFmpeg's plane pointers to a null one, which a planar frame
+    of more than 8 channels does not have (its pointer array has exactly one per channel): its
+    ``to_ndarray`` reads past the array and crashes. Such a frame is first made packed by FFmpeg's
+    resampler (same rate and layout: no delay, no change to a sample)."""
+    fmt = frame.format
+    channels = int(frame.layout.nb_channels)
+    packed = fmt.packed.name
+    if fmt.is_planar and channels > 8:
+        converter = av.AudioResampler(format=packed, layout=frame.layout, rate=frame.sample_rate)
+        parts = [p.to_ndarray().reshape(-1, channels) for p in converter.resample(frame)]
+        parts += [p.to_ndarray().reshape(-1, channels) for p in converter.resample(None)]
+        return np.concatenate(parts) if parts else np.zeros((0, channels), _dtype(packed)), packed
+    data = frame.to_ndarray()
+    return (data.T if fmt.is_planar else data.reshape(-1, channels)), packed
+
+
+def _dtype(packed: str) -> np.dtype[Any]:
+    return np.dtype(
+        {
+            "u8": np.uint8,
+            "s16": np.int16,
+            "s32": np.int32,
+            "flt": np.float32,
+            "dbl": np.float64,
+            "s64": np.int64,
+        }[packed]
+    )
+
+
+def packed_frame(
+    samples: np.ndarray, packed: str, layout: str, like: Any, *, keep_format: bool = False
+) -> Any:
+    """A packed ``av.AudioFrame`` of ``samples`` (shape (samples, channels), in the packed format
+    ``packed``) under ``layout``, with the rate and timestamps of the frame ``like``; with
+    ``keep_format``, in ``like``'s format (planar where it is, up to 8 channels: see :func:`interleaved`)
+    so that a resampler or encoder set up by the frames before it takes it."""
+    planar = like.format.is_planar and samples.shape[1] <= 8
+    if keep_format and planar:
+        data = np.ascontiguousarray(samples.T)
+        out = av.AudioFrame.from_ndarray(data, format=like.format.name, layout=layout)
+    else:
+        data = np.ascontiguousarray(samples).reshape(1, -1)
+        out = av.AudioFrame.from_ndarray(data, format=packed, layout=layout)
+    out.sample_rate = like.sample_rate
+    out.pts = like.pts
+    out.time_base = like.time_base
+    return out
+
+
+def with_layout(frame: Any, layout: str) -> Any:
+    """``frame`` (an ``av.AudioFrame``) with its samples as they are under another layout of as many
+    channels (a new packed frame: same rate and timestamps), where no mixing is wanted: ambisonic
+    or unplaced channels passed one for one to an encoder without such a layout."""
+    samples, packed = interleaved(frame)
+    return packed_frame(samples, packed, layout, frame)
 
 
 def _safe_layout(names: list[str], positions: dict[str, int]) -> tuple[str, tuple[int, ...] | None]:
@@ -161,7 +220,7 @@ def _maps_nothing(name: str, names: list[str]) -> bool:
 def open_input(file: Any, **options: Any) -> av.container.InputContainer:
     """``av.open(file, **options)`` for reading, with :func:`make_layouts_safe` done on it (every
     input alpha2 opens goes through it, or through the two calls)."""
-    container = av.open(file, **{**options, "mode": "r"})
+    container: av.container.InputContainer = av.open(file, **{**options, "mode": "r"})
     try:
         make_layouts_safe(container)
     except BaseException:

@@ -38,9 +38,15 @@ import av.container
 import av.error
 import av.packet
 import av.stream
-import numpy as np
 
-from alpha2.ffmpeg_bridge.channel_layouts import ChannelOrder, make_layouts_safe, open_input
+from alpha2.ffmpeg_bridge.channel_layouts import (
+    ChannelOrder,
+    interleaved,
+    make_layouts_safe,
+    open_input,
+    packed_frame,
+    with_layout,
+)
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.errors import InvalidInputError
@@ -96,6 +102,9 @@ DECODE_CHECK_MAX_PACKETS = 4096
 AUDIO_MUXER_REFUSES = frozenset({("mov", "flac"), ("mov", "opus"), ("mov", "truehd")})
 """(muxer, codec) pairs the container's tags list but FFmpeg refuses when it writes the header ("flac
 only supported in MP4"): such a stream is encoded again rather than copied, and not chosen."""
+
+LOSSLESS_MAX_CHANNELS = 8
+"""The most channels FLAC and ALAC hold."""
 
 LOSSLESS_AUDIO_TARGETS = ("flac", "alac")
 """Lossless codecs a lossless source is encoded again to (the first its container holds), where it must
@@ -349,6 +358,9 @@ def add_audio_encoder(
     stream = out.add_stream(codec, rate=rate)
     assert isinstance(stream, av.audio.stream.AudioStream)
     stream.layout = layout or ("stereo" if channels == 2 else "mono")
+    options = encoder_options(codec, str(stream.layout.name), len(stream.layout.channels))
+    if options:
+        stream.codec_context.options = {**stream.codec_context.options, **options}
     if sample_format is not None:
         stream.format = sample_format
     stream.time_base = fractions.Fraction(1, rate)
@@ -373,6 +385,28 @@ def encoder_rate(codec: str, rate: int) -> int:
     return min(above) if above else max(rates)
 
 
+def unmixable(layout: Any) -> bool:
+    """Whether FFmpeg's resampler cannot mix a layout (an ``av.AudioLayout``) into another: ambisonic
+    channels, or channels in no known place (the unspecified order). Such channels are passed through
+    one for one under the encoder's layout (:func:`with_layout`), or read in FFmpeg's default order
+    where they must be mixed down."""
+    names = [str(c.name) for c in layout.channels]
+    return bool(names) and all(n == "NONE" or n.startswith("AMBI") for n in names)
+
+
+def encoder_options(codec: str, layout: str, channels: int) -> dict[str, str]:
+    """Options ``codec`` needs to take ``layout`` (its FFmpeg name; ``channels`` of them): Opus's
+    mapping family 2 for ambisonics, 255 for more than 8 channels or channels in no known place
+    (family 1, libopus's default, holds the named layouts up to 7.1)."""
+    if codec not in ("libopus", "opus"):
+        return {}
+    if layout.startswith("ambisonic"):
+        return {"mapping_family": "2"}
+    if channels > 8 or layout.endswith(" channels"):
+        return {"mapping_family": "255"}
+    return {}
+
+
 @functools.lru_cache(maxsize=256)
 def _encoder_opens(codec: str, layout: str, rate: int) -> bool:
     """Whether FFmpeg's ``codec`` encoder opens with this channel layout and rate."""
@@ -380,6 +414,9 @@ def _encoder_opens(codec: str, layout: str, rate: int) -> bool:
         cc: Any = av.codec.CodecContext.create(codec, "w")
         cc.sample_rate = rate
         cc.layout = layout
+        options = encoder_options(codec, layout, len(av.AudioLayout(layout).channels))
+        if options:
+            cc.options = options
         formats = av.codec.Codec(codec, "w").audio_formats
         if formats:
             cc.format = formats[0].name
@@ -523,6 +560,9 @@ class _Entry:
     """The text subtitle codec the packets are converted to (None: copied as they are)."""
     order: ChannelOrder | None = None
     """A custom channel order whose decoded samples are put into FFmpeg's (encoded again only)."""
+    relabel: str | None = None
+    """The layout decoded frames are given, their samples unmoved, before the resampler (ambisonic or
+    unplaced channels, which it cannot mix)."""
 
 
 @dataclass
@@ -795,7 +835,13 @@ class StreamCopier:
                     f"FFmpeg writes {stream.codec} into .mp4 only, not into the {muxer} container",
                 )
                 return
-            if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO:
+            if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO and self._wide_placed(stream):
+                self.report.other_notes.append(
+                    f"audio stream {stream.index} ({stream.channels} channels of {stream.codec}) copied "
+                    f"as PCM into {muxer}, which FFmpeg before 6.0 reads as noise: FLAC and ALAC hold "
+                    f"at most {LOSSLESS_MAX_CHANNELS} channels"
+                )
+            elif stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO:
                 self._add_reencoded(
                     stream,
                     stream_in,
@@ -863,9 +909,13 @@ class StreamCopier:
         except (AttributeError, av.error.FFmpegError):
             holds = set()
         for name in ([stream.codec] if cut else []) + list(LOSSLESS_AUDIO_TARGETS):
-            if name not in holds or (name.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO):
+            wide = stream.channels > LOSSLESS_MAX_CHANNELS
+            pcm_here = not (name.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO) or self._wide_placed(
+                stream
+            )
+            if name not in holds or not pcm_here:
                 continue
-            if (muxer, name) in AUDIO_MUXER_REFUSES:
+            if (muxer, name) in AUDIO_MUXER_REFUSES or (wide and name in LOSSLESS_AUDIO_TARGETS):
                 continue
             try:
                 encoder = av.codec.Codec(name, "w")
@@ -874,6 +924,21 @@ class StreamCopier:
             if not encoder.experimental:
                 return name
         return None
+
+    def _wide_placed(self, stream: InputStream) -> bool:
+        """Whether ``stream`` has more channels than FLAC and ALAC hold, each in a known place: PCM
+        copied into MP4 then (its muxer refuses PCM channels in no known place)."""
+        if stream.channels <= LOSSLESS_MAX_CHANNELS or self._in is None:
+            return False
+        context: Any = self._in.streams[stream.index].codec_context
+        return not unmixable(context.layout)
+
+    def _holds_opus(self, muxer: str) -> bool:
+        try:
+            holds = set(self._out.supported_codecs)
+        except (AttributeError, av.error.FFmpegError):
+            return False
+        return "opus" in holds and (muxer, "opus") not in AUDIO_MUXER_REFUSES
 
     def _add_reencoded(
         self, stream: InputStream, stream_in: Any, muxer: str, why: str | None, own_first: bool = False
@@ -884,8 +949,17 @@ class StreamCopier:
         lossless codec; the source's channel layout is kept where the encoder takes it."""
         lossless = self._lossless_target(stream, muxer, why is None or own_first)
         codec = lossless or ("libopus" if ("webm" in muxer or "ogg" in muxer) else "aac")
-        rate = encoder_rate(codec, stream.sample_rate or 48_000)
         source_layout = stream_in.codec_context.layout
+        kept = None
+        if lossless is None and self._holds_opus(muxer):
+            if str(source_layout.name).startswith("ambisonic"):
+                codec = "libopus"  # the one lossy codec with an ambisonic layout (its mapping family 2)
+            elif len(source_layout.channels) > LOSSLESS_MAX_CHANNELS:
+                codec = "libopus"  # every channel kept (its mapping family 255), where AAC would mix
+                kept = f"Opus keeps all {len(source_layout.channels)} channels"
+                if is_lossless_audio(stream.codec):
+                    kept += f" (FLAC and ALAC hold at most {LOSSLESS_MAX_CHANNELS})"
+        rate = encoder_rate(codec, stream.sample_rate or 48_000)
         count = len(source_layout.channels) if source_layout is not None else 0
         if count <= 0:
             count = stream.channels or 2
@@ -898,6 +972,20 @@ class StreamCopier:
             downmix = f"downmixed from {count} channels to {layout}: {codec} takes no {count}-channel layout"
         elif len(av.AudioLayout(layout).channels) != count:
             downmix = f"{count} channels encoded as {layout}"
+        relabel = None
+        own = str(source_layout.name)
+        if unmixable(source_layout) and layout != own:
+            same = len(av.AudioLayout(layout).channels) == count
+            said_own = own if own.endswith("channels") else f"{own} channels"
+            relabel = layout if same else f"{count} channels"
+            passed = (
+                f"its {said_own} passed one for one as {layout}: {codec} has no such layout"
+                if same
+                else f"its {said_own} mixed down as if in FFmpeg's default order"
+            )
+            downmix = passed if downmix is None else f"{downmix}; {passed}"
+            if relabel == own:
+                relabel = None  # unplaced already: the resampler reads them in the default order
         sample_format = None
         if lossless is not None:
             sample_format = _lossless_format(lossless, stream_in.codec_context.format)
@@ -915,8 +1003,10 @@ class StreamCopier:
             sample_format=sample_format,
         )
         self._keep(stream_in, stream_out, True)
-        planar = av.AudioFormat(sample_format or "fltp").planar.name
-        resampler = av.AudioResampler(format=planar, layout=layout, rate=rate)
+        # Planar frames of more than 8 channels crash PyAV's planes (see interleaved): packed then.
+        wanted = av.AudioFormat(sample_format or "fltp")
+        form = wanted.packed.name if len(av.AudioLayout(layout).channels) > 8 else wanted.planar.name
+        resampler = av.AudioResampler(format=form, layout=layout, rate=rate)
         self._entries[stream.index] = _Entry(
             stream,
             stream_in,
@@ -926,6 +1016,7 @@ class StreamCopier:
             resampler=resampler,
             rate=rate,
             order=self._orders.get(stream.index),
+            relabel=relabel,
         )
         self.report.kept.append(stream)
         name = stream_out.codec_context.name
@@ -939,6 +1030,8 @@ class StreamCopier:
             said = f"re-encoded {stream.codec} to {name}: {why}"
         if lossless is not None:
             said += "; lossless, as the source"
+        if kept is not None:
+            said += f"; {kept}"
         if downmix is not None:
             said += f"; {downmix}"
         self.report.notes.append(said)
@@ -1139,6 +1232,8 @@ class StreamCopier:
         tb = fractions.Fraction(1, entry.rate)
         if entry.order is not None:
             frames = [entry.order.apply(f) for f in frames]
+        if entry.relabel is not None:
+            frames = [with_layout(f, entry.relabel) for f in frames]
         for frame in [*frames, None] if packet is None else frames:
             for out_frame in entry.resampler.resample(frame):
                 first = entry.samples
@@ -1164,10 +1259,8 @@ class StreamCopier:
             return None, first
         if low == 0 and high == count:
             return frame, first
-        planes = frame.to_ndarray()  # planar float: (channels, samples)
-        part = av.AudioFrame.from_ndarray(
-            np.ascontiguousarray(planes[:, low:high]), format=frame.format.name, layout=frame.layout.name
-        )
+        samples, packed = interleaved(frame)
+        part = packed_frame(samples[low:high], packed, frame.layout.name, frame, keep_format=True)
         part.sample_rate = entry.rate
         return part, first + low
 
