@@ -1,12 +1,12 @@
 """RGB tensors of frames for machine learning: :func:`to_tensor`.
 
-Frames are rendered by their source's renderer (colour-exact, HDR tone-mapped to SDR BT.709, resized
-bilinearly, cropped by a source rectangle) and packed by a compute pass into the tensor's bytes:
-``layout`` HWC or CHW, ``dtype`` uint8, float16 or float32, optionally normalised as
-``(x / 255 - mean[c]) / std[c]``; a list of frames gives one stacked ``(N, ...)`` tensor. Where the
-source's device is a Dawn device on an NVIDIA GPU with CUDA, the tensor goes to CUDA memory on the GPU
-(no byte through the CPU) and is handed out through DLPack; elsewhere it is read back into a numpy
-array. Which way it went is reported (:attr:`RgbTensor.path`, :attr:`RgbTensor.report`), never
+Frames are rendered by their source's renderer (colour-exact, HDR tone-mapped to SDR BT.709, turned by
+the file's rotation as shown, resized bilinearly, cropped by a source rectangle) and packed by a compute
+pass into the tensor's bytes: ``layout`` HWC or CHW, ``dtype`` uint8, float16 or float32, optionally
+normalised as ``(x / 255 - mean[c]) / std[c]``; a list of frames gives one stacked ``(N, ...)`` tensor.
+Where the source's device is a Dawn device on an NVIDIA GPU with CUDA, the tensor goes to CUDA memory on
+the GPU (no byte through the CPU) and is handed out through DLPack; elsewhere it is read back into a
+numpy array. Which way it went is reported (:attr:`RgbTensor.path`, :attr:`RgbTensor.report`), never
 implied; ``require="gpu"`` (or ``device="cuda"``) makes the CPU way an error with the reason.
 
 Example::
@@ -48,7 +48,7 @@ import numpy as np
 
 from alpha2.gpu.dlpack import DLDeviceType, dlpack_capsule
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
-from alpha2.gpu.geometry import Size
+from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.native_gpu.render.tensor import (
     RgbTensorPass,
@@ -429,6 +429,23 @@ def _picture_size(frames: Sequence[Any], size: tuple[int, int] | None, crop: Any
     return next(iter(sizes))
 
 
+def _stored_crop(
+    crop: tuple[int, int, int, int], rotation: Rotation, frame: Frame
+) -> tuple[int, int, int, int]:
+    """``crop``, a rectangle of the picture as shown (``frame.width`` x ``frame.height``, the file's
+    rotation applied), as the rectangle of the stored picture it covers (what the renderer crops, before
+    it turns the picture)."""
+    x, y, w, h = crop
+    shown_w, shown_h = frame.width, frame.height
+    if rotation is Rotation.CW90:  # stored (sx, sy) is shown at (stored height - 1 - sy, sx)
+        return y, shown_w - x - w, h, w
+    if rotation is Rotation.CW180:
+        return shown_w - x - w, shown_h - y - h, w, h
+    if rotation is Rotation.CW270:  # stored (sx, sy) is shown at (sy, stored width - 1 - sx)
+        return shown_h - y - h, x, h, w
+    return crop
+
+
 # ---------------------------------------------------------------------------------------------------
 # the front door
 
@@ -495,7 +512,9 @@ def to_tensor(
             (``(N, ...)``); they stay the caller's to release.
         size: ``(width, height)`` of the tensor's pictures (scaled bilinearly); None: the crop's size, or
             the frames' display size.
-        crop: ``(x, y, width, height)``, the rectangle of each frame that is used; None: the whole frame.
+        crop: ``(x, y, width, height)``, the rectangle of each frame that is used, in pixels of the
+            picture as shown (the file's rotation applied: ``frame.width`` x ``frame.height``);
+            None: the whole frame.
         layout: ``'HWC'`` ``(H, W, 3)`` or ``'CHW'`` ``(3, H, W)``.
         dtype: ``'uint8'`` (codes 0..255), ``'float16'`` or ``'float32'`` (``code / 255``, normalised).
         mean: per channel, subtracted from ``code / 255`` (floats only): a number or three (R, G, B).
@@ -561,7 +580,12 @@ def to_tensor(
         ):
 
             def encode_render(encoder: Any, index: int, target: Any) -> None:
-                renderer.encode_render(encoder, imports.lease(index), target=target, crop=crop_rect)
+                frame = listed[index]
+                rotation = frame.rotation
+                stored = None if crop_rect is None else _stored_crop(crop_rect, rotation, frame)
+                renderer.encode_render(
+                    encoder, imports.lease(index), target=target, crop=stored, rotation=rotation
+                )
 
             if exporter is not None:
                 spans = [frame_words(spec, n) for n in range(count)]

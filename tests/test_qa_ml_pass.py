@@ -1,0 +1,49 @@
+"""Faults an outside pass over the machine-learning API found (frames_at, frames_at_index, to_tensor),
+each kept from coming back. Clips are made here with PyAV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.media import make_clip
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    pytest.importorskip("av")
+    folder = tmp_path_factory.mktemp("qa_ml")
+    made = {
+        f"rot{ccw}": make_clip(
+            folder / f"rot{ccw}.mp4", width=40, height=24, frames=3, pix_fmt="yuv444p", rotation_ccw=ccw
+        ).path
+        for ccw in (90, 180, 270)
+    }
+    return made
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("ccw", [90, 180, 270])
+def test_to_tensor_turns_a_rotated_picture_as_to_ndarray_does(clips: dict[str, str], ccw: int) -> None:
+    """A file with a display matrix: to_tensor's picture is the one shown (to_ndarray's), turned, not the
+    stored picture squeezed into the turned shape; a crop is a rectangle of the shown picture."""
+    import alpha2
+
+    with alpha2.open(clips[f"rot{ccw}"], hwaccel="none") as source:
+        frames = source.frames_at_index([1])
+        try:
+            frame = frames[0]
+            shown = frame.to_ndarray()
+            assert shown.shape == (frame.height, frame.width, 3)
+            assert shown.shape[:2] == ((24, 40) if ccw == 180 else (40, 24))
+            tensor = source.to_tensor(frames).numpy()
+            assert np.array_equal(tensor[0], shown)
+            x, y, w, h = 3, 5, 12, 16  # not symmetric in the picture: a wrong mapping lands elsewhere
+            cropped = frame.to_tensor(crop=(x, y, w, h)).numpy()
+            assert cropped.shape == (h, w, 3)
+            assert np.array_equal(cropped, shown[y : y + h, x : x + w])
+            chw = source.to_tensor(frames, layout="CHW", dtype="float32").numpy()
+            assert np.allclose(chw[0].transpose(1, 2, 0) * 255, shown, atol=1e-3)
+        finally:
+            for item in frames:
+                item.release()
