@@ -292,3 +292,25 @@ def test_sixteen_channels_of_pcm(tmp_path: Path) -> None:
     codec, _, count, levels = _levels(out)
     assert (codec, count) == ("pcm_s16le", 16)
     assert levels == pytest.approx([(k + 1) * 1000 for k in range(16)], rel=1e-3)  # PCM: each in place
+
+
+def test_an_audio_conversion_failure_names_the_audio() -> None:
+    # Called while the video is muxed: FFmpeg's refusal had been said as the video encoder's
+    # ("encoding with libx264: Invalid argument").
+    from types import SimpleNamespace
+
+    from alpha2.ffmpeg_bridge.errors import EncoderError
+    from alpha2.ffmpeg_bridge.side_streams import InputStream, StreamCopier, StreamKind
+
+    class Refuses:
+        def resample(self, frame: object) -> list[object]:
+            raise av.error.ArgumentError(22, "Invalid argument")
+
+    source = InputStream(index=1, kind=StreamKind.AUDIO, codec="opus", channels=4, sample_rate=RATE)
+    entry = SimpleNamespace(
+        source=source,
+        resampler=Refuses(),
+        stream_out=SimpleNamespace(codec_context=SimpleNamespace(name="aac")),
+    )
+    with pytest.raises(EncoderError, match=r"converting audio stream 1 \(opus, 4 channels\) for aac"):
+        StreamCopier._resampled(None, entry, None)  # type: ignore[arg-type]

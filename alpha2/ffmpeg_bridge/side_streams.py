@@ -1235,7 +1235,7 @@ class StreamCopier:
         if entry.relabel is not None:
             frames = [with_layout(f, entry.relabel) for f in frames]
         for frame in [*frames, None] if packet is None else frames:
-            for out_frame in entry.resampler.resample(frame):
+            for out_frame in self._resampled(entry, frame):
                 first = entry.samples
                 entry.samples += out_frame.samples
                 if self._trim:
@@ -1246,6 +1246,20 @@ class StreamCopier:
                 out_frame.time_base = tb
                 self._encode(entry, out_frame)
                 entry.frames += 1
+
+    def _resampled(self, entry: _Entry, frame: Any) -> list[Any]:
+        """``frame`` converted for the entry's encoder; FFmpeg's refusal said as the audio's (it is
+        called while the video is muxed, whose encoder would otherwise be named)."""
+        try:
+            return list(entry.resampler.resample(frame))
+        except (av.error.FFmpegError, ValueError) as exc:
+            source = entry.source
+            raise from_ffmpeg(
+                exc,
+                f"converting audio stream {source.index} ({source.codec}, {source.channels} channels) "
+                f"for {entry.stream_out.codec_context.name}",
+                EncoderError,
+            ) from exc
 
     def _cut_samples(self, entry: _Entry, frame: Any, first: int) -> tuple[Any, int]:
         """The part of a resampled frame (its first sample at ``first`` on the output's timeline)
