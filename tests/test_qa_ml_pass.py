@@ -47,3 +47,27 @@ def test_to_tensor_turns_a_rotated_picture_as_to_ndarray_does(clips: dict[str, s
         finally:
             for item in frames:
                 item.release()
+
+
+@pytest.mark.parametrize("method", ["frames_at", "frames_at_index"])
+def test_batch_calls_refuse_a_non_sequence_with_a_typed_error(clips: dict[str, str], method: str) -> None:
+    """frames_at(0.5), frames_at_index(3) or None: an InvalidInputError naming what is taken (and, for a
+    number, how to ask for one), not Python's 'object is not iterable' TypeError; iterables still work."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    one = 0.5 if method == "frames_at" else 3
+    with alpha2.open(clips["rot90"], hwaccel="none") as source:
+        call = getattr(source, method)
+        for wrong in (one, None, "0", b"0", np.array(one)):
+            with pytest.raises(InvalidInputError, match=f"{method} takes a sequence") as caught:
+                call(wrong)
+            assert not isinstance(caught.value, TypeError)
+        with pytest.raises(InvalidInputError, match=rf"for one, pass \[{one}\]"):
+            call(one)
+        asked = [0.0, 0.04] if method == "frames_at" else [0, 1]
+        for good in (np.array(asked), tuple(asked), (v for v in asked)):
+            frames = call(good)
+            assert len(frames) == 2
+            for frame in frames:
+                frame.release()

@@ -33,7 +33,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -264,6 +264,21 @@ def _check_seconds(seconds: object) -> float:
     # Past the end of any stream (a year is 3.2e7 s), and still a whole number of 1/90000 s ticks in
     # 64 bits: 2**70 would overflow the decoder's timestamps instead of being past the end.
     return min(value, _LATEST_TIME)
+
+
+def _listed(method: str, values: object, what: str, one: str) -> list[Any]:
+    """``values`` of a batch call as a list: a list, tuple, numpy array or other iterable (not a str)."""
+    if not isinstance(values, str | bytes):
+        try:
+            return list(cast(Iterable[Any], values))
+        except TypeError:
+            pass
+    shown = short_repr(values)
+    hint = f"; for one, pass [{shown}]{one}" if isinstance(values, numbers.Real) else ""
+    raise InvalidInputError(
+        f"{method} takes a sequence of {what} (a list, tuple or numpy array), got {type(values).__name__} "
+        f"{shown}{hint}"
+    )
 
 
 def _media_source(path: object) -> tuple[MediaSource, str]:
@@ -1106,10 +1121,12 @@ class VideoSource:
         source goes on from the frame after the latest one asked for.
 
         Raises:
-            InvalidInputError: a time that is not a finite number >= 0.
+            InvalidInputError: ``seconds`` is not a sequence (a list, tuple or numpy array of times), or
+                a time in it is not a finite number >= 0.
             EndOfStreamError: a time at or past the end (no frame is then kept).
         """
-        values = [_check_seconds(s) for s in seconds]
+        asked = _listed("frames_at", seconds, "times in seconds", " or call frame_at")
+        values = [_check_seconds(s) for s in asked]
         self._check_thread()
         self._leave_parallel()
         with self._taking():
@@ -1128,10 +1145,11 @@ class VideoSource:
 
         Raises:
             FrameIndexError: an index out of range (an IndexError too).
-            InvalidInputError: an index that is not an integer.
+            InvalidInputError: ``indices`` is not a sequence (a list, tuple or numpy array), or an index
+                in it is not an integer.
         """
         wanted: list[int] = []
-        for item in indices:
+        for item in _listed("frames_at_index", indices, "frame indices", ""):
             if isinstance(item, bool):
                 raise InvalidInputError(f"frame indices must be integers, got {item!r}")
             try:
