@@ -71,3 +71,41 @@ def test_batch_calls_refuse_a_non_sequence_with_a_typed_error(clips: dict[str, s
             assert len(frames) == 2
             for frame in frames:
                 frame.release()
+
+
+def test_tensor_methods_refuse_unknown_or_positional_options_with_a_typed_error(
+    clips: dict[str, str],
+) -> None:
+    """frame.to_tensor(sise=...) or source.to_tensor(frames, (224, 224)): an InvalidInputError naming the
+    options (and the near one), where Python's TypeError came through before. Nothing is rendered."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(clips["rot90"], hwaccel="none") as source:
+        frames = source.frames_at_index([0])
+        try:
+            frame = frames[0]
+            calls = [
+                (
+                    lambda: frame.to_tensor(sise=(8, 8)),
+                    r"Frame.to_tensor\(\) got an unknown option 'sise'; did you mean size",
+                ),
+                (lambda: frame.to_tensor((8, 8)), r"Frame.to_tensor\(\) takes its options by keyword"),
+                (lambda: source.to_tensor(frames, dtpye="float16"), "did you mean dtype"),
+                (
+                    lambda: source.to_tensor(frames, (8, 8)),
+                    r"VideoSource.to_tensor\(\) takes its options by keyword",
+                ),
+                (
+                    lambda: source.to_tensor(frames, colour="rgb"),
+                    "it takes size, crop, layout, dtype, mean, std",
+                ),
+            ]
+            for call, message in calls:
+                with pytest.raises(InvalidInputError, match=message) as caught:
+                    call()
+                assert not isinstance(caught.value, TypeError)
+            assert frame.path is None  # refused before any import
+        finally:
+            for item in frames:
+                item.release()

@@ -281,6 +281,17 @@ def _listed(method: str, values: object, what: str, one: str) -> list[Any]:
     )
 
 
+def _tensor_options(where: str, args: tuple[Any, ...], options: dict[str, Any], target: Any) -> None:
+    """Refuse options ``to_tensor`` would meet with Python's TypeError: given by position, or unknown."""
+    if args:
+        raise InvalidInputError(
+            f"{where} takes its options by keyword (size=(width, height), crop=..., layout=..., dtype=..., "
+            f"mean=..., std=..., device=..., require=...), got {len(args)} by position: "
+            f"{short_repr(args[0])}"
+        )
+    arguments.known_options(where, options, target)
+
+
 def _media_source(path: object) -> tuple[MediaSource, str]:
     """What to decode from ``path`` (the file's bytes are read from memory), and how messages name it."""
     if isinstance(path, bytes | bytearray | memoryview):
@@ -586,12 +597,18 @@ class Frame:
         pixels = read_texture_rgba(self._source.device, texture)
         return np.ascontiguousarray(pixels[:, :, :3]) if format == "rgb24" else pixels
 
-    def to_tensor(self, **options: Any) -> RgbTensor:
+    def to_tensor(self, *args: Any, **options: Any) -> RgbTensor:
         """The picture as an RGB tensor (CUDA memory through DLPack where the device allows, else numpy),
         by the renderer's exact conversion: :func:`alpha2.api.tensors.to_tensor` lists the options
-        (size, crop, layout, dtype, mean, std, device, require)."""
+        (size, crop, layout, dtype, mean, std, device, require), all given by keyword.
+
+        Raises:
+            InvalidInputError: an option given by position or not known (the message names them), and
+                what :func:`alpha2.api.tensors.to_tensor` refuses.
+        """
         from alpha2.api.tensors import to_tensor
 
+        _tensor_options("Frame.to_tensor()", args, options, to_tensor)
         return to_tensor(self, **options)
 
     def _check_planes(self) -> None:
@@ -1179,11 +1196,17 @@ class VideoSource:
                 decoded = batches.frames_at_pts(pts, self._keep(len(pts), spread=True))
         return self._all_or_none(decoded, [float(i) for i in wanted], by_index=True)
 
-    def to_tensor(self, frames: Sequence[Frame], **options: Any) -> RgbTensor:
+    def to_tensor(self, frames: Sequence[Frame], *args: Any, **options: Any) -> RgbTensor:
         """One stacked ``(N, ...)`` RGB tensor of ``frames`` (from :meth:`frames_at`): see
-        :func:`alpha2.api.tensors.to_tensor`."""
+        :func:`alpha2.api.tensors.to_tensor` for the options, all given by keyword.
+
+        Raises:
+            InvalidInputError: an option given by position or not known (the message names them), and
+                what :func:`alpha2.api.tensors.to_tensor` refuses.
+        """
         from alpha2.api.tensors import to_tensor
 
+        _tensor_options("VideoSource.to_tensor()", args, options, to_tensor)
         return to_tensor(frames, **options)
 
     def _batches(self, count: int) -> BatchSessions | None:
