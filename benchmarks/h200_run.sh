@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [segments] [segtrans10]
+#                                       [ml] [tensors] [segments] [segtrans10]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -121,6 +121,12 @@ for step in $steps; do
       { echo '$ python3 benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14 --clip-dir /tmp/clips';
         timeout 300 python3 benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14 \
           --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
+    tensors)  # issue 27's RGB tensor rows, twice (0.89 and 0.88 of decode alone at 224x224 f16 before)
+      for round in 1 2; do
+        { echo "\$ python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 --clip-dir /tmp/clips  # round $round";
+          timeout 240 python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 \
+            --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+      done;;
     segments)  # issue 29's rows: one file on all the decoders, threads and processes, HEVC and H.264
       { echo '$ python3 benchmarks/bench_segments.py --decoders threads,processes --clip-dir /tmp/clips';
         timeout 300 python3 benchmarks/bench_segments.py --decoders threads,processes \
