@@ -3,6 +3,9 @@ each kept from coming back. Clips are made here with PyAV."""
 
 from __future__ import annotations
 
+import fractions
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -109,3 +112,50 @@ def test_tensor_methods_refuse_unknown_or_positional_options_with_a_typed_error(
         finally:
             for item in frames:
                 item.release()
+
+
+def _cut_by_an_edit_list(path: Path, frames: int, cut: int) -> str:
+    """An H.264 MP4 (64x48, 25 fps, B-frames) whose first ``cut`` frames lie before 0: the MP4 muxer
+    writes an edit list that discards them, as ``ffmpeg -ss T -c copy`` makes."""
+    import av
+
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=25)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        video.codec_context.options = {"preset": "ultrafast", "bf": "2"}
+        packets: list[av.Packet] = []
+        for i in range(frames):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 9 % 255, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = i, fractions.Fraction(1, 25)
+            packets += video.encode(frame)
+        packets += video.encode(None)
+        for packet in packets:
+            assert packet.pts is not None and packet.dts is not None
+            packet.pts -= cut
+            packet.dts -= cut
+            out.mux(packet)
+    return str(path)
+
+
+def test_len_counts_the_frames_shown_when_an_edit_list_cuts_one(tmp_path: Path) -> None:
+    """A cut of one frame of 28 lay within the tolerance of the duration check: len() said the container's
+    28 while frames_at_index counted 27, so frames_at_index([len(source) - 1]) raised FrameIndexError."""
+    import av
+
+    import alpha2
+
+    path = _cut_by_an_edit_list(tmp_path / "cut.mp4", frames=28, cut=1)
+    with av.open(path) as container:
+        shown = sum(1 for _ in container.decode(video=0))
+        assert container.streams.video[0].frames == shown + 1  # the container counts the cut sample
+    with alpha2.open(path, hwaccel="none") as source:
+        assert len(source) == shown
+        last = source.frames_at_index([len(source) - 1, -1])
+        try:
+            assert last[0].pts_seconds == last[1].pts_seconds
+        finally:
+            for frame in last:
+                frame.release()
+    plain = make_clip(tmp_path / "plain.mp4", frames=28).path
+    with alpha2.open(plain, hwaccel="none") as source:
+        assert len(source) == 28 and not source.session.discards_seen  # no scan for a plain file

@@ -282,6 +282,7 @@ class DecodeSession:
         self._nvdec_hold_limit: int | None = None  # set at open when the budget outgrows NVDEC's pool
         self._nvdec_live: weakref.WeakSet[DecodedFrame] = weakref.WeakSet()
         self._probing = False  # decoding the first frame after a seek: errors are expected, not counted
+        self._discards_seen = False  # a packet the container marks to discard (an edit list) was read
         self._sought = False  # a seek happened: the stream's end says nothing about truncation
         self._eof = False
         self._closed = False
@@ -465,6 +466,14 @@ class DecodeSession:
         return self._info
 
     @property
+    def discards_seen(self) -> bool:
+        """Whether a packet the container marks to discard was read so far (an MP4 edit list that cuts
+        the stream's first samples: seen when the session opened). The container's frame count
+        (:attr:`info` ``.frame_count``) then counts samples that are never shown; :meth:`frame_index`
+        counts the frames shown."""
+        return self._discards_seen
+
+    @property
     def hwaccel_report(self) -> HwAccelReport:
         """Where decoding runs and why (updated if NVDEC refuses the stream at the first frame)."""
         return self._report
@@ -559,6 +568,8 @@ class DecodeSession:
                 # A demuxer read error ends the stream (truncated or garbled container).
                 self._corrupt(exc, "reading packets")
                 break
+            if packet.is_discard:
+                self._discards_seen = True
             try:
                 frames = packet.decode()
             except av.error.FFmpegError as exc:
