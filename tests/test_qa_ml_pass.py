@@ -159,3 +159,42 @@ def test_len_counts_the_frames_shown_when_an_edit_list_cuts_one(tmp_path: Path) 
     plain = make_clip(tmp_path / "plain.mp4", frames=28).path
     with alpha2.open(plain, hwaccel="none") as source:
         assert len(source) == 28 and not source.session.discards_seen  # no scan for a plain file
+
+
+def test_times_count_from_the_stream_start_which_info_says(tmp_path: Path) -> None:
+    """An MPEG-TS stream starts at 1.4 s: frames_at(0.0) is its first frame, whose pts_seconds is 1.4. The
+    offset between the times asked and the times handed back was said nowhere; info.start_seconds says it,
+    and subtracting it from a frame's pts_seconds asks for that frame again."""
+    import av
+
+    import alpha2
+
+    made = make_clip(tmp_path / "made.ts", width=32, height=16, frames=10, rate=25).path
+    path = str(tmp_path / "clip.ts")
+    with av.open(made) as inp, av.open(path, "w") as out:  # 1.4 s on every timestamp, as ffmpeg muxes TS
+        stream = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.size:
+                assert packet.time_base is not None and packet.pts is not None and packet.dts is not None
+                shift = round(fractions.Fraction(7, 5) / packet.time_base)
+                packet.pts, packet.dts = packet.pts + shift, packet.dts + shift
+                packet.stream = stream
+                out.mux(packet)
+    with alpha2.open(path, hwaccel="none") as source:
+        start = source.info.start_seconds
+        assert abs(start - 1.4) < 1e-6
+        frames = source.frames_at_index(list(range(10)))
+        try:
+            assert abs(frames[0].pts_seconds - start) < 1e-6
+            times = [f.pts_seconds - start for f in frames]
+            again = source.frames_at(times[::-1])
+            try:
+                assert [f.pts_seconds for f in again] == [f.pts_seconds for f in frames][::-1]
+            finally:
+                for frame in again:
+                    frame.release()
+        finally:
+            for frame in frames:
+                frame.release()
+    with alpha2.open(make_clip(tmp_path / "clip.mp4", width=32, height=16, frames=4).path) as source:
+        assert source.info.start_seconds == 0.0

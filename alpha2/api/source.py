@@ -248,6 +248,11 @@ class VideoInfo:
     """The first frame's HDR static metadata (mastering display, light level), or None."""
     audio: tuple[AudioTrack, ...]
     """The file's audio streams (index, codec, sample rate, channels, language), in file order."""
+    start_seconds: float = 0.0
+    """The stream's first timestamp in seconds: the first frame's :attr:`Frame.pts_seconds`, often not 0
+    (an MPEG-TS file starts at 1.4 s). :meth:`VideoSource.frame_at`, :meth:`~VideoSource.frames_at` and
+    :meth:`~VideoSource.seek` count their seconds from it, where a Frame's ``pts_seconds`` is the file's
+    own timestamp: ``frame_at(frame.pts_seconds - info.start_seconds)`` is that frame again."""
 
 
 _LATEST_TIME = 1e12
@@ -792,6 +797,7 @@ class VideoSource:
                 colour=facts.colour,
                 hdr=facts.hdr,
                 audio=facts.audio_tracks,
+                start_seconds=float(facts.start_time * facts.time_base) if facts.start_time else 0.0,
             )
         return self._info
 
@@ -1095,6 +1101,7 @@ class VideoSource:
     def seek(self, seconds: float) -> None:
         """Make the next frame the one on display at ``seconds`` (the last one shown at or before it;
         exact on variable frame rate and with B-frames). Past the end, iteration ends at once.
+        ``seconds`` count from the stream's start (:attr:`VideoInfo.start_seconds`, not always 0).
 
         Raises:
             InvalidInputError: ``seconds`` is not a finite number >= 0.
@@ -1112,6 +1119,9 @@ class VideoSource:
 
     def frame_at(self, seconds: float) -> Frame:
         """The frame on display at ``seconds``: the last one shown at or before it (the caller releases it).
+
+        ``seconds`` count from the stream's start, its first frame at 0 (a Frame's ``pts_seconds`` is
+        the file's timestamp, larger by :attr:`VideoInfo.start_seconds`: 1.4 s in many MPEG-TS files).
 
         The source then goes on from the frame after it; a frame a ``for`` loop holds stays valid.
 
@@ -1134,7 +1144,8 @@ class VideoSource:
 
     def frames_at(self, seconds: Sequence[float]) -> list[Frame]:
         """The frames on display at each of ``seconds``, in the order asked (duplicates allowed, each
-        its own Frame): exact on variable frame rate and with B-frames.
+        its own Frame): exact on variable frame rate and with B-frames. ``seconds`` count from the
+        stream's start, as :meth:`frame_at` says (``frame.pts_seconds - source.info.start_seconds``).
 
         The times are sorted and decoded in one forward pass, seeking only to skip to a later key
         frame. Each returned Frame holds its decoded surface until you release it. Afterwards the
