@@ -6,11 +6,13 @@ a user waits for): (1) ``alpha2 transcode`` once per file, one after another; (2
 processes at once; (3) one ``alpha2 batch`` over the folder (``--force``: nothing is skipped). All three
 get the same transcode options (``--args``). The clips are N different moving patterns (H.264, libx264
 veryfast), made with PyAV on first use and cached in the temporary folder. Prints seconds, fps over all
-files, CPU seconds of the children, and the ratios; ``--json`` prints the same as JSON.
+files, CPU seconds of the children, and the ratios; ``--json`` prints the same as JSON. With
+``--shared``, a fourth side: the same ``alpha2 batch`` with ``--shared-device`` (one worker process per
+device, its files on threads sharing one Device), and its ratio to the third (issue 29's target: 1.3).
 
     python benchmarks/bench_batch.py [--files 8] [--frames 120] [--clip-size 1920x1080]
                                      [--args "--preset veryfast"] [--batch-args "--streams 4"]
-                                     [--repeat 1] [--json]
+                                     [--shared] [--repeat 1] [--json]
 """
 
 from __future__ import annotations
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clip-size", default="1920x1080", help="WxH of the generated clips")
     parser.add_argument("--args", default="--preset veryfast", help="transcode options for every side")
     parser.add_argument("--batch-args", default="", help="options for alpha2 batch only (--streams, --ray)")
+    parser.add_argument("--shared", action="store_true", help="a side with alpha2 batch --shared-device too")
     parser.add_argument("--repeat", type=int, default=1, help="runs per side (best counts)")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args(argv)
@@ -158,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     args, batch_args = shlex.split(opts.args), shlex.split(opts.batch_args)
     total_frames = opts.files * opts.frames
     runs: dict[str, list[dict[str, Any]]] = {"one_at_a_time": [], "all_at_once": [], "batch": []}
+    if opts.shared:
+        runs["batch_shared_device"] = []
     for _ in range(opts.repeat):
         for name in runs:
             out = root / f"out-{name}"
@@ -167,8 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(one_at_a_time(clips, out, args))
             elif name == "all_at_once":
                 runs[name].append(all_at_once(clips, out, args))
-            else:
+            elif name == "batch":
                 runs[name].append(batched(folder, out, args, batch_args))
+            else:
+                runs[name].append(batched(folder, out, args, [*batch_args, "--shared-device"]))
     best = {name: min(r, key=lambda run: run["seconds"]) for name, r in runs.items()}
     for run in best.values():
         run["fps"] = total_frames / run["seconds"]
@@ -183,13 +190,15 @@ def main(argv: list[str] | None = None) -> int:
         "batch_vs_one_at_a_time": best["one_at_a_time"]["seconds"] / best["batch"]["seconds"],
         "batch_vs_all_at_once": best["all_at_once"]["seconds"] / best["batch"]["seconds"],
     }
+    if "batch_shared_device" in best:
+        result["shared_device_vs_batch"] = best["batch"]["seconds"] / best["batch_shared_device"]["seconds"]
     if opts.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"{opts.files} files x {opts.frames} frames, {width}x{height}, transcode options {opts.args!r}")
     for name, run in best.items():
         print(
-            f"  {name:14s} {run['seconds']:7.2f} s  {run['fps']:7.1f} fps  "
+            f"  {name:19s} {run['seconds']:7.2f} s  {run['fps']:7.1f} fps  "
             f"CPU {run['cpu_seconds']:6.1f} s  "
             f"{'' if 'paths' not in run else 'paths ' + json.dumps(run['paths'])}"
         )
@@ -199,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         f"({best['batch']['runner']}, {best['batch'].get('workers')} workers, "
         f"{best['batch'].get('streams')} streams)"
     )
+    if "shared_device_vs_batch" in result:
+        shared = best["batch_shared_device"]
+        print(
+            f"batch --shared-device is {result['shared_device_vs_batch']:.2f}x as fast as batch "
+            f"({shared.get('workers')} workers, {shared.get('streams')} streams)"
+        )
     return 0
 
 

@@ -71,9 +71,9 @@ for step in $steps; do
         timeout 120 python3 benchmarks/bench_streams.py --codecs hevc --streams 16 \
           --modes decode-threads --wall-check 16; } >> "$log" 2>&1;;
     batch)
-      { echo '$ python3 benchmarks/bench_batch.py --files 8 --frames 300 --args "--preset veryfast --size 1280x720 --hwaccel cuda"';
-        timeout 240 python3 benchmarks/bench_batch.py --files 8 --frames 300 \
-          --args "--preset veryfast --size 1280x720 --hwaccel cuda"; } >> "$log" 2>&1;;
+      { echo '$ python3 benchmarks/bench_batch.py --files 8 --frames 300 --args "--preset veryfast --size 1280x720 --hwaccel cuda" --shared';
+        timeout 400 python3 benchmarks/bench_batch.py --files 8 --frames 300 \
+          --args "--preset veryfast --size 1280x720 --hwaccel cuda" --shared; } >> "$log" 2>&1;;
     followup)  # what the session of 2026-12-02 left to measure (its closing note, "Next device session")
       for args in "--hwaccel cuda --backend wgpudawn --frames 600 --sample --modes decode,import --repeat 3" \
                   "--hwaccel cuda --backend wgpudawn --frames 600 --modes decode,import --repeat 3"; do

@@ -263,13 +263,13 @@ def test_a_worker_thread_keeps_its_device_from_file_to_file(tmp_path: Path) -> N
             stats = transcode(clip.path, str(tmp_path / name), options, device=first)
             assert stats.frames == 4 and stats.device, stats.device
             assert not first._closed, "a Device given to transcode stays the caller's, open"
-        batch_run._forget_thread_device()
+        batch_run._done_with_device(first, ok=False)
         assert first._closed
         second = batch_run._thread_device(options)
         assert second is not None and second is not first
         assert batch_run._thread_device(TranscodeOptions(hwaccel="none")) is None
     finally:
-        batch_run._forget_thread_device()
+        batch_run._done_with_device(None, ok=False)
 
 
 def _ffmpeg(*args: str) -> None:

@@ -31,6 +31,7 @@ with ``--frames``, the audio ending where the next frame would have begun.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fractions
 import math
@@ -748,16 +749,17 @@ class _Transcoder:
                 break
             pts = self._pts(frame)
             t0 = clock()
-            try:
-                lease = parts.importer.import_frame(frame)
-            except BaseException:
-                frame.release()
-                raise
-            t1 = clock()
-            try:
-                ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop, plan.rotation)
-            finally:
-                lease.release()  # after the submit that reads the planes: later uploads queue behind it
+            with self._work():
+                try:
+                    lease = parts.importer.import_frame(frame)
+                except BaseException:
+                    frame.release()
+                    raise
+                t1 = clock()
+                try:
+                    ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop, plan.rotation)
+                finally:
+                    lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
             self._drain(ready)
             t4 = clock()
@@ -773,16 +775,28 @@ class _Transcoder:
             add("decode", t5 - t4)
         self._gpu_finish(parts)
 
+    def _work(self) -> contextlib.AbstractContextManager[Any]:
+        """Held around GPU work: the device's :attr:`~alpha2.native_gpu.device.device.Device.work_lock`
+        (other transcodes may share the device from other threads, as a batch worker's do)."""
+        device = self.gpu_device
+        return device.work_lock if device is not None else contextlib.nullcontext()
+
     def _gpu_setup(self, first: DecodedFrame, plan: TranscodePlan) -> _GpuParts:
         """The device, the importer (set up for the first frame's kind) and the encode copier."""
+        start = time.perf_counter()
+        if self.gpu_device is None:
+            self.gpu_device = Device.open(want_gpu_copy=first.on_gpu)
+        with self._work():
+            parts = self._gpu_parts(first, plan)
+        self.stats.stages.add("setup", time.perf_counter() - start)
+        return parts
+
+    def _gpu_parts(self, first: DecodedFrame, plan: TranscodePlan) -> _GpuParts:
         from alpha2.gpu.colour_manage import ColourTarget
         from alpha2.native_gpu.encode.copier import EncodeCopier
         from alpha2.native_gpu.interop.importer import FrameImporter
 
-        assert self.session is not None
-        start = time.perf_counter()
-        if self.gpu_device is None:
-            self.gpu_device = Device.open(want_gpu_copy=first.on_gpu)
+        assert self.session is not None and self.gpu_device is not None
         self.stats.device = self.gpu_device.as_dict()
         device = self.gpu_device.webgpu_device
         importer = FrameImporter(self.gpu_device)
@@ -806,7 +820,6 @@ class _Transcoder:
             colour_target=ColourTarget.of(colour) if plan.tone_map else None,
         )
         self._gpu_objects.insert(0, copier)
-        self.stats.stages.add("setup", time.perf_counter() - start)
         return _GpuParts(
             device,
             importer,
@@ -928,14 +941,16 @@ class _Transcoder:
                 )
                 self.stats.paths.add(planes.path, planes.bytes_read, note="encode copier read-back ring")
             finally:
-                planes.release()
+                with self._work():
+                    planes.release()
 
     def _gpu_finish(self, parts: _GpuParts) -> None:
         """Flush the copier's ring into the encoder and record the import and encode reports."""
         stats = self.stats
         clock = time.perf_counter
         t0 = clock()
-        flushed = parts.copier.flush()
+        with self._work():
+            flushed = parts.copier.flush()
         t1 = clock()
         self._drain(flushed)
         stats.stages.add("convert", t1 - t0)
@@ -977,8 +992,9 @@ class _Transcoder:
         if self._first is not None:
             self._first.release()  # idempotent: a no-op when the loop already let it go
             self._first = None
-        for planes in self._pending_planes:
-            planes.release()
+        with self._work():
+            for planes in self._pending_planes:
+                planes.release()
         self._pending_planes.clear()
         session, self.session = self.session, None
         if session is not None:
@@ -988,13 +1004,14 @@ class _Transcoder:
             self.stats.audio_packets_copied = session.stats.audio_packets_copied
             self.stats.audio_timestamps = session.stats.audio_timestamps
             self._stream_report(session.stats)
-        for obj in self._gpu_objects:
-            try:
-                obj.close()
-            except Exception:
-                if ok:
-                    raise
-        self._gpu_objects.clear()
+        with self._work():
+            for obj in self._gpu_objects:
+                try:
+                    obj.close()
+                except Exception:
+                    if ok:
+                        raise
+            self._gpu_objects.clear()
         decoder, self.decoder = self.decoder, None
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces

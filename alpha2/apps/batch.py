@@ -86,10 +86,17 @@ class BatchSettings:
     force: bool = False
     """Transcode every file again, whatever the manifest says, replacing what is at the outputs' names
     (``-y``, ``--overwrite``, ``--force``)."""
+    shared_device: bool = False
+    """One local worker process per device, its files on threads sharing one Device, rather than a
+    process and a Device per file (``--shared-device``; see :func:`~alpha2.apps.batch_local.plan_workers`)."""
 
     def __post_init__(self) -> None:
         if self.retries < 0:
             raise InvalidInputError(f"retries must be >= 0, got {self.retries}")
+        if self.shared_device and self.ray is not None:
+            raise InvalidInputError(
+                "--shared-device is for local workers; a Ray worker has a device of its own"
+            )
         container_extension(self.container)  # an unknown container is refused before any work
         if self.ray_bind is not None and self.ray is None:
             raise InvalidInputError("--ray-bind is for a Ray cluster alpha2 starts: give --ray auto too")
@@ -158,7 +165,12 @@ def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
         )
     from alpha2.apps.batch_local import LocalBackend, plan_workers
 
-    slots = plan_workers(device=settings.device, workers=settings.workers, streams=settings.streams)
+    slots = plan_workers(
+        device=settings.device,
+        workers=settings.workers,
+        streams=settings.streams,
+        shared_device=settings.shared_device,
+    )
     return LocalBackend(slots)
 
 
@@ -611,7 +623,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--streams",
         type=pipeline.positive_int,
         metavar="N",
-        help="files per GPU at once, one worker process each (default: the cores per GPU, at most 8)",
+        help="files per GPU at once, a worker process each (threads of one with --shared-device; "
+        "default: the cores per GPU, at most 8)",
+    )
+    parser.add_argument(
+        "--shared-device",
+        action="store_true",
+        help="one worker process per device, its --streams files on threads sharing one "
+        "device (one Vulkan device and CUDA context a GPU), not a process and device each",
     )
     parser.add_argument(
         "--retries", type=int, default=2, metavar="N", help="retries of transient failures (2)"
@@ -639,6 +658,7 @@ def run(args: argparse.Namespace) -> int:
         retries=args.retries,
         container=args.container,
         force=args.overwrite,
+        shared_device=args.shared_device,
     )
     progress = BatchProgress(enabled=not (args.json or args.quiet))
     try:

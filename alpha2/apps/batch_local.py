@@ -41,6 +41,7 @@ from alpha2.apps.batch_run import (
     Frames,
     Outcome,
     Started,
+    share_device_between_threads,
     transcode_task,
 )
 from alpha2.gpu.adapters import ADAPTER_ENV, AdapterType, adapter_pin, resolve_adapter_pin
@@ -81,6 +82,9 @@ class WorkerSlot:
     """The pinned GPU's CUDA ordinal, where CUDA sees it."""
     name: str = ""
     """The device's name."""
+    shared_device: bool = False
+    """Its ``streams`` files run on threads that share one Device (one Vulkan device and CUDA context),
+    rather than a Device each (``--shared-device``)."""
 
     def __post_init__(self) -> None:
         if self.streams < 1:
@@ -95,6 +99,7 @@ class WorkerSlot:
             "name": self.name,
             "adapter_uuid": self.adapter_uuid,
             "cuda_ordinal": self.cuda_ordinal,
+            "shared_device": self.shared_device,
         }
 
 
@@ -133,6 +138,7 @@ def plan_workers(
     cuda_uuids: Sequence[bytes] | None = None,
     cores: int | None = None,
     environ: Mapping[str, str] | None = None,
+    shared_device: bool = False,
 ) -> list[WorkerSlot]:
     """The workers of a local run.
 
@@ -147,6 +153,10 @@ def plan_workers(
         cores: CPU cores (default: :func:`cpu_cores`).
         environ: Where ``ALPHA2_GPU_ADAPTER`` is read (default ``os.environ``): a pin there limits the
             workers to the device it names.
+        shared_device: One worker process per device, its files (``streams`` of them, default as above;
+            on the CPU, ``workers`` or one per core) on threads that share one Device, rather than a
+            process and a Device per file: one Vulkan device and one CUDA context a GPU, which the GPU
+            does not switch between (``--shared-device``).
 
     Raises:
         UnsupportedError: ``gpu`` was asked for and there is none.
@@ -174,6 +184,22 @@ def plan_workers(
     if gpus and device is not DeviceChoice.CPU:
         uuids = list(cuda_uuids) if cuda_uuids is not None else _cuda_uuids()
         per_gpu = streams or max(1, min(MAX_GPU_STREAMS, cores // len(gpus)))
+        if shared_device:
+            if workers is not None:
+                per_gpu = min(per_gpu, max(1, workers // len(gpus)))
+            return [
+                WorkerSlot(
+                    label=f"gpu{i}",
+                    streams=per_gpu,
+                    env={ADAPTER_ENV: c.uuid_str},
+                    device_type=c.device_type,
+                    adapter_uuid=c.uuid_str,
+                    cuda_ordinal=uuids.index(c.uuid) if c.uuid in uuids else None,
+                    name=c.name,
+                    shared_device=True,
+                )
+                for i, c in enumerate(gpus)
+            ]
         if workers is None:
             counts = [per_gpu] * len(gpus)
         else:  # ``workers`` processes in all, spread over the GPUs (at most ``streams`` each, if given)
@@ -203,6 +229,17 @@ def plan_workers(
     env = {ADAPTER_ENV: cpu.uuid_str} if cpu is not None else {}
     name = cpu.name if cpu is not None else "CPU"
     count = workers or cores
+    if shared_device:
+        return [
+            WorkerSlot(
+                label="cpu0",
+                streams=streams or count,
+                env=dict(env),
+                adapter_uuid=None if cpu is None else cpu.uuid_str,
+                name=name,
+                shared_device=True,
+            )
+        ]
     return [
         WorkerSlot(
             label=f"cpu{i}",
@@ -268,10 +305,17 @@ class _Settler:
 
 
 def _worker_main(
-    conn: multiprocessing.connection.Connection, env: dict[str, str], streams: int, label: str
+    conn: multiprocessing.connection.Connection,
+    env: dict[str, str],
+    streams: int,
+    label: str,
+    shared_device: bool = False,
 ) -> None:
-    """A worker: transcode the tasks the parent sends, ``streams`` at a time, until told to stop."""
+    """A worker: transcode the tasks the parent sends, ``streams`` at a time, until told to stop; with
+    ``shared_device``, all of them on one Device."""
     os.environ.update(env)
+    if shared_device:
+        share_device_between_threads()
     # The batch shows its own progress and table: SVT-AV1's banner (it writes to stderr itself, 21
     # lines a file) would break them. Errors still show; a level the user set is kept.
     os.environ.setdefault("SVT_LOG", "1")
@@ -380,7 +424,7 @@ class LocalBackend:
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=_worker_main,
-            args=(child, slot.env, slot.streams, slot.label),
+            args=(child, slot.env, slot.streams, slot.label, slot.shared_device),
             name=f"alpha2-batch-{slot.label}",
             daemon=True,
         )

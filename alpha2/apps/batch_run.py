@@ -304,27 +304,71 @@ _devices = threading.local()
 """Each worker thread's Device (``.device``), kept from one file to the next."""
 
 
+class _SharedDevice:
+    """The worker's one Device, when its threads share it (``--shared-device``): opened for the first
+    file that needs one, closed after a failed file only once no other file is on it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.device: Any = None
+        self.users = 0
+        self.failed = False
+
+
+_shared: _SharedDevice | None = None
+
+
+def share_device_between_threads() -> None:
+    """From now on this process's transcodes share one Device (see :class:`_SharedDevice`); each holds
+    its :attr:`~alpha2.native_gpu.device.device.Device.work_lock` around its GPU work."""
+    global _shared
+    _shared = _SharedDevice()
+
+
 def _thread_device(options: TranscodeOptions) -> Any:
     """This thread's Device for a file that decodes on NVDEC or processes on the GPU: opened for the
     thread's first such file and used for the next ones, so that a worker does not open and close a
-    device (its Vulkan context, CUDA twin and queue thread) per file. None when the file needs none
-    (software decoding on the CPU route opens no device at all)."""
+    device (its Vulkan context, CUDA twin and queue thread) per file; the process's one Device when its
+    threads share one. None when the file needs none (software decoding on the CPU route opens no
+    device at all)."""
     from alpha2.api.devices import nvdec_possible, open_device
 
     if not (options.gpu or nvdec_possible(options.hwaccel)[0]):
         return None
+    shared = _shared
+    if shared is not None:
+        with shared.lock:
+            if shared.device is None:
+                shared.device = open_device(options.hwaccel)
+            shared.users += 1
+            return shared.device
     device = getattr(_devices, "device", None)
     if device is None:
         device = _devices.device = open_device(options.hwaccel)
     return device
 
 
-def _forget_thread_device() -> None:
-    """Close this thread's Device after a failed file: the next file starts on a fresh one."""
-    device, _devices.device = getattr(_devices, "device", None), None
-    if device is not None:
+def _done_with_device(device: Any, ok: bool) -> None:
+    """A file that used ``device`` (from :func:`_thread_device`) has ended: after a failure its Device is
+    closed, so that the next file starts on a fresh one: at once when it is the thread's own, once the
+    last file on it has ended when threads share it."""
+    shared = _shared
+    if shared is not None and device is not None and device is shared.device:
+        with shared.lock:
+            shared.users -= 1
+            shared.failed = shared.failed or not ok
+            if not shared.failed or shared.users > 0:
+                return
+            shared.device, shared.failed = None, False
         with contextlib.suppress(Exception):
             device.close()
+        return
+    if ok:
+        return
+    own, _devices.device = getattr(_devices, "device", None), None
+    if own is not None:
+        with contextlib.suppress(Exception):
+            own.close()
 
 
 _PLAIN_AUDIO = re.compile(r"copied|none in the input|\d+ streams copied|dropped\b.*")
@@ -355,16 +399,17 @@ def transcode_task(
     task: FileTask, report: Callable[[int, int | None], None] | None = None, *, worker: str = ""
 ) -> Outcome:
     """Transcode one file into its staging folder and rename it into place; never raises for the file's
-    own failures (they are the outcome). The thread's Device is used file after file
-    (:func:`_thread_device`), and closed after a failure."""
-    outcome = _transcode_task(task, report, worker=worker)
-    if not outcome.ok:
-        _forget_thread_device()
+    own failures (they are the outcome). The thread's Device (or the worker's, shared) is used file
+    after file (:func:`_thread_device`), and closed after a failure (:func:`_done_with_device`)."""
+    used: list[Any] = []
+    outcome = _transcode_task(task, report, worker=worker, used=used)
+    for device in used or [None]:
+        _done_with_device(device, outcome.ok)
     return outcome
 
 
 def _transcode_task(
-    task: FileTask, report: Callable[[int, int | None], None] | None, *, worker: str
+    task: FileTask, report: Callable[[int, int | None], None] | None, *, worker: str, used: list[Any]
 ) -> Outcome:
     from alpha2.api.transcoder import transcode
 
@@ -378,6 +423,8 @@ def _transcode_task(
         made = True
         options = dataclasses.replace(task.options, overwrite=True)  # the staging folder is new
         device = None if options.segments is not None else _thread_device(options)
+        if device is not None:
+            used.append(device)
         stats = transcode(task.input, staged, options, progress=progress, device=device)
         os.makedirs(os.path.dirname(task.output), exist_ok=True)
         _check_inside(task.output, out_root, task.key)

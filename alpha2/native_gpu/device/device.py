@@ -156,6 +156,12 @@ class Device:
     _owns_webgpu_device: bool = field(default=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _closed: bool = field(default=False, repr=False)
+    work_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    """Held around a piece of GPU work on this device (a frame's import and conversion, setting up,
+    flushing) by each transcode, so that transcodes on several threads may share one Device: wgpudawn's
+    device is not made safe for calls from several threads at once. Uncontended (one transcode a
+    device, the usual case) it costs a fraction of a microsecond; while one thread holds it, the others
+    decode and encode on the CPU (PyAV lets go of the GIL there)."""
 
     # -- making one -------------------------------------------------------------------------------
 
