@@ -198,3 +198,24 @@ def test_times_count_from_the_stream_start_which_info_says(tmp_path: Path) -> No
                 frame.release()
     with alpha2.open(make_clip(tmp_path / "clip.mp4", width=32, height=16, frames=4).path) as source:
         assert source.info.start_seconds == 0.0
+
+
+@pytest.mark.vulkan
+def test_a_mean_in_codes_is_refused_with_the_scaled_one(clips: dict[str, str]) -> None:
+    """ImageNet's mean in codes (123.675, ...) was taken as it is: every value came out near -120, with
+    nothing said. It is refused, with the mean on the 0..1 scale it meant."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(clips["rot90"], hwaccel="none") as source:
+        frames = source.frames_at_index([0])
+        try:
+            with pytest.raises(InvalidInputError, match=r"0\.485, 0\.456, 0\.406"):
+                source.to_tensor(
+                    frames, dtype="float32", mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375)
+                )
+            ok = source.to_tensor(frames, dtype="float32", mean=(0.485, 0.456, 0.406), std=0.25)
+            assert ok.shape[0] == 1
+        finally:
+            for frame in frames:
+                frame.release()

@@ -32,8 +32,9 @@ them all, where a frame a call costs one each). On NVDEC, a source whose frames 
 each frame on the decoder's thread from the first ``to_tensor`` on (``copy_ahead``, which
 :func:`alpha2.open` leaves to alpha2 by default; its NVDEC surface is given back at once). On the H200
 that took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
-session lends 8 frames at once by default: keep lists to 8, or use ``frames_at``, whose frames hold no
-surface.
+session lends 8 frames at once by default: keep lists to 8, or use ``frames_at``, whose batches of more
+than 4 frames are copied out of the decoder's surfaces as they are found (up to 4 keep theirs, within
+the 8).
 """
 
 from __future__ import annotations
@@ -382,6 +383,14 @@ def _channels(name: str, value: Any) -> tuple[float, float, float] | None:
         ) from None
     if len(values) != 3:
         raise InvalidInputError(f"{name} must be a number or three numbers (R, G, B), got {value!r}")
+    if name == "mean" and any(abs(v) > 1.0 for v in values):
+        # (123.675, 116.28, 103.53) is ImageNet's mean in codes: taken as it is, every value would be
+        # about -120 and the model would see noise, with nothing said.
+        scaled = ", ".join(f"{v / 255:.4g}" for v in values)
+        raise InvalidInputError(
+            f"mean is on the 0..1 scale (it is subtracted from code / 255), got {value!r}; means in "
+            f"codes (0..255) divided by 255 are ({scaled}), and std likewise"
+        )
     return values[0], values[1], values[2]
 
 
