@@ -159,6 +159,10 @@ class AudioSource:
     def seek(self, seconds: float) -> None:
         """Make the next sample the one at ``seconds`` (0 or later).
 
+        The samples from there are those a read from the start gives at the same times, to the sample;
+        the formats that cannot give that (AAC's noise-substituted bands, Opus's decoder that converges
+        to about 1e-6) are listed in :mod:`alpha2.ffmpeg_bridge.audio`.
+
         Raises:
             InvalidInputError: ``seconds`` is not a number, or is negative.
             ClosedError: the source was closed.

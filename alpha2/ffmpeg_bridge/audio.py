@@ -4,10 +4,35 @@
 decodes and resamples with ``av.AudioResampler`` (FFmpeg's swresample) to float32 interleaved at the rate
 and channel count asked for (the player's output device, or the stream's own), and hands out
 :class:`AudioBlock` values: numpy samples with a pts in seconds. No PyAV object leaves this module.
+
+Seeking is sample-exact: after :meth:`AudioDecodeSession.seek` the blocks hold the samples a decode from
+the start has at the same times. A demuxer's seek and a flushed decoder do not give that by themselves:
+
+* the decoder of a lossy codec needs the frames before the target: an MP3 frame's data may begin in the
+  frames before it (the bit reservoir, up to 511 bytes back), MP3's and AAC's filter banks overlap the
+  frame before, and Opus's state converges over a few hundred milliseconds. The demuxer is sent back a
+  codec's *preroll* (:func:`_preroll_samples`) before the target and the samples decoded there are dropped;
+* a sample's place is counted from the first sample of a decode from the start, whose time (MP3's
+  encoder delay makes it 1105 samples in, for LAME's files with a Xing header) is learnt once by
+  decoding it; a frame's place after a seek comes from its timestamp, snapped to the codec's frame grid
+  where the container rounds times (WebM and Matroska: milliseconds);
+* a target near the start is reached by opening the file again: a demuxer's seek to 0 can pass over the
+  priming packet (AAC's in MP4), and a new decoder starts as the first decode did;
+* resampling keeps history too: the resampler is started on its own output grid (an input sample where
+  the rates' ratio gives a whole output sample), some of its filter's length before the target.
+
+What remains inexact, by the format: AAC's perceptual noise substitution (FFmpeg's encoder uses it by
+default) fills some bands with noise from a generator the decoder keeps running, so after a seek those
+bands carry other noise of the same loudness (the other bands are exact); Opus agrees to about 1e-6
+rather than to the bit; where a container rounds times and the codec has no fixed frame grid (Vorbis,
+PCM and variable-block FLAC in Matroska), a place is as exact as the container's clock. Places after a
+seek come from timestamps, those of a decode from the start from counting samples: they agree where the
+stream's timestamps have no gaps.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 from collections.abc import Iterator
@@ -19,7 +44,13 @@ import av
 import av.container
 import numpy as np
 
-from alpha2.ffmpeg_bridge.channel_layouts import make_layouts_safe, open_input
+from alpha2.ffmpeg_bridge.channel_layouts import (
+    ChannelOrder,
+    interleaved,
+    make_layouts_safe,
+    open_input,
+    packed_frame,
+)
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, NoAudioStreamError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
 from alpha2.gpu.errors import ClosedError, InvalidInputError
@@ -127,6 +158,92 @@ def _check_output(sample_rate: int | None, channels: int | None) -> None:
         )
 
 
+def _opened(source: str) -> tuple[av.container.InputContainer, dict[int, ChannelOrder]]:
+    """``source`` opened for reading, its layouts made safe (:func:`make_layouts_safe`)."""
+    try:
+        options = probe_options(DEFAULT_MAX_PIXELS)  # the video's first picture, decoded while probing
+        container = av.open(source, mode="r", metadata_errors="replace", options=options)
+    except av.error.FFmpegError as exc:
+        raise from_ffmpeg_open(exc, repr(source)) from exc
+    if not isinstance(container, av.container.InputContainer):
+        container.close()
+        raise MediaFormatError(f"{source!r} did not open as an input")
+    try:
+        orders = make_layouts_safe(container)
+    except BaseException:
+        container.close()
+        raise
+    return container, orders
+
+
+_OPUS = frozenset({"opus", "libopus"})
+_MP3 = frozenset({"mp3", "mp3float", "mp3adu", "mp3adufloat"})
+_AAC = frozenset({"aac", "aac_fixed", "aac_latm", "libfdk_aac"})
+_STANDALONE = frozenset({"flac", "alac", "wavpack", "tta"})
+"""Decoders whose frames need nothing of the frames before them (PCM's too)."""
+
+
+def _preroll_samples(codec: str, rate: int, channels: int, frame_size: int) -> int:
+    """Samples the decoder of ``codec`` is fed before a seek's first kept sample (and their output
+    dropped), so that its state there is the state a decode from the start has.
+
+    * PCM, FLAC and the other lossless codecs: none, their frames stand alone.
+    * MP3: a frame's main data may begin up to 511 bytes back (255 in MPEG-2 and 2.5), in the frames
+      before it (the bit reservoir), and its filter bank overlaps the frame before: as many frames as
+      hold that many bytes of main data at the format's lowest bitrate (32 kbit/s; 8 in MPEG-2 and 2.5),
+      and two more. At 44.1 kHz stereo that is 10 frames (0.26 s); a 60 kbit/s VBR stream measured
+      needed about 4.
+    * AAC: its MDCT overlaps the frame before (one frame was needed, measured); four frames, for the
+      state that HE-AAC's SBR and PS add (not measured: FFmpeg has no encoder for them).
+    * Opus: its decoder's state converges rather than resets; RFC 7845's 80 ms left errors of 0.07,
+      0.3 s less than 1e-4, 0.5 s less than 1e-6 (measured on CELT streams of 5, 20 and 60 ms frames
+      and a 12 kbit/s SILK one).
+    * Others (Vorbis, AC-3 ...): a quarter second, more than one frame of any of them.
+    """
+    if codec.startswith("pcm_") or codec in _STANDALONE:
+        return 0
+    if codec in _MP3:
+        mpeg1 = rate >= 32000
+        frame = 1152 if mpeg1 else 576
+        frame_bytes = (32000 if mpeg1 else 8000) * frame // 8 // rate
+        side_info = (32 if channels > 1 else 17) if mpeg1 else (17 if channels > 1 else 9)
+        main_bytes = max(1, frame_bytes - 4 - side_info)
+        return (-(-(511 if mpeg1 else 255) // main_bytes) + 2) * frame
+    if codec in _AAC:
+        return 4 * (frame_size or 1024)
+    if codec in _OPUS:
+        return rate // 2
+    return max(4 * frame_size, rate // 4)
+
+
+def _flac_block_size(extradata: bytes) -> int:
+    """The block size of every FLAC frame but the last, from the stream's STREAMINFO (``extradata``,
+    the block alone or after ``fLaC`` and a block header), where its least and greatest are one; else 0."""
+    info = extradata[8:] if extradata[:4] == b"fLaC" else extradata
+    if len(info) < 4 or info[0:2] != info[2:4]:
+        return 0
+    return int.from_bytes(info[0:2], "big")
+
+
+def _resampler_grid(in_rate: int, out_rate: int) -> tuple[int, int]:
+    """Where a new resampler may start so that its samples are those of one started at the first
+    sample: (``step``, ``margin``). It starts on a multiple of ``step`` input samples (there the
+    rates' ratio gives a whole output sample, and FFmpeg's exact-ratio filter is at its first phase),
+    at least ``margin`` before the target: its first outputs lack the history before it (FFmpeg mirrors
+    the first samples there), for about half its filter, 16 taps times the rates' ratio when it
+    lowers the rate."""
+    if in_rate == out_rate:
+        return 1, 0
+    return in_rate // math.gcd(in_rate, out_rate), 64 * -(-in_rate // out_rate)
+
+
+def _trimmed(frame: Any, cut: int) -> Any:
+    """``frame`` (an ``av.AudioFrame``) without its first ``cut`` samples: a new frame of the same
+    format, layout and rate."""
+    samples, packed = interleaved(frame)
+    return packed_frame(samples[cut:], packed, str(frame.layout.name), frame, keep_format=True)
+
+
 class AudioDecodeSession:
     """Decodes one audio stream of ``source`` into float32 blocks at ``sample_rate`` / ``channels``.
 
@@ -162,19 +279,7 @@ class AudioDecodeSession:
         ):
             raise InvalidInputError(f"stream_index must be an int or None, got {stream_index!r}")
         self.source = os.fspath(source)
-        try:
-            options = probe_options(DEFAULT_MAX_PIXELS)  # the video's first picture, decoded while probing
-            container = av.open(self.source, mode="r", metadata_errors="replace", options=options)
-        except av.error.FFmpegError as exc:
-            raise from_ffmpeg_open(exc, repr(self.source)) from exc
-        if not isinstance(container, av.container.InputContainer):
-            container.close()
-            raise MediaFormatError(f"{self.source!r} did not open as an input")
-        try:
-            orders = make_layouts_safe(container)
-        except BaseException:
-            container.close()
-            raise
+        container, orders = _opened(self.source)
         audio = list(container.streams.audio)
         if not audio:
             held = _stream_counts(container)
@@ -220,16 +325,24 @@ class AudioDecodeSession:
             stream_index=next(i for i, s in enumerate(audio) if s.index == stream.index),
             layout=own_layout,
         )
-        self._order = orders.get(stream.index)  # a custom channel order: samples put into FFmpeg's
+        self._order: ChannelOrder | None = orders.get(stream.index)  # a custom order, put into FFmpeg's
         self._frames: Iterator[Any] | None = None
         self._resampler: Any = None
         self._next_pts: float | None = None
         self._skip_before: float | None = None
+        # Sample places, counted from the first sample of a decode from the start (see the module's text).
+        self._start_time: float | None = None  # media time of that first sample, once learnt
+        self._start_rate = int(ctx.sample_rate or self.sample_rate)  # the decoder's rate there
+        self._start_frame = 0  # samples in its first frame: where the packet after it begins
+        self._untouched = True  # nothing demuxed since the file was opened
+        self._first_next = True  # the next frame decoded is the first of a decode from the start
+        self._position: int | None = None  # place of the next frame's first sample, once known
+        self._keep_from: int | None = None  # after a seek: the first sample handed to the resampler
+        self._landing: int | None = None  # after a demuxer's seek: the place asked for
 
     def _fresh(self) -> None:
         # A new resampler after a seek: the old one holds samples from before the jump.
         self._resampler = av.AudioResampler(format="flt", layout=self._layout, rate=self.sample_rate)
-        self._next_pts = None
 
     def _live(self) -> av.container.InputContainer:
         if self._container is None:
@@ -237,17 +350,143 @@ class AudioDecodeSession:
         return self._container
 
     def seek(self, seconds: float) -> None:
-        """Go to ``seconds``: the next block starts there (samples before it are cut off)."""
-        container = self._live()
+        """Go to ``seconds``: the next block starts at the sample there, and holds the samples that a
+        decode from the start has at the same times (see the module's text for how, and for what the
+        formats leave inexact). ``seconds`` before the stream's first sample: from that sample."""
+        self._live()
         target = max(0.0, float(seconds))
-        try:
-            container.seek(int(target / self._stream.time_base), stream=self._stream, backward=True)
-        except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"seeking {self.source!r} to {target:.3f} s") from exc
+        if self._start_time is None:
+            self._learn_start()
+        assert self._start_time is not None
         self._frames = None
         self._resampler = None
         self._stretch = None
+        self._next_pts = None
         self._skip_before = target
+        rate = self._start_rate
+        step, margin = _resampler_grid(rate, self.sample_rate)
+        place = (target - self._start_time) * rate
+        self._keep_from = max(0, math.floor((place - margin) / step) * step)
+        ctx = self._stream.codec_context
+        preroll = _preroll_samples(str(ctx.name), rate, int(ctx.channels or 1), int(ctx.frame_size or 0))
+        if self._grid():
+            preroll = max(preroll, 2 * self._grid())  # the first frame, placed by its end, is not the last
+        self._demux_seek(self._keep_from - preroll, target)
+
+    def _demux_seek(self, place: int, target: float) -> None:
+        """Decode from the packet holding sample ``place`` or one before it (checked by
+        :meth:`_admitted`); from the start, in a new opening of the file, where ``place`` is not after
+        the first sample."""
+        self._frames = None
+        self._position = None
+        self._landing = None
+        if place <= 0:
+            if not self._untouched:
+                self._reopen()
+            self._first_next = True
+            return
+        assert self._start_time is not None
+        time_base = self._stream.time_base
+        at = math.floor((self._start_time + place / self._start_rate) / time_base)
+        try:
+            self._live().seek(at, stream=self._stream, backward=True)
+        except av.error.FFmpegError as exc:
+            raise from_ffmpeg(exc, f"seeking {self.source!r} to {target:.3f} s") from exc
+        self._untouched = False
+        self._first_next = False
+        self._landing = place
+
+    def _reopen(self) -> None:
+        """Open the file again, the same stream chosen: decoding starts as the first decode did."""
+        container, orders = _opened(self.source)
+        old, self._container = self._container, container
+        self._stream = container.streams[self._stream.index]
+        self._order = orders.get(self._stream.index)
+        self._untouched = True
+        if old is not None:
+            old.close()
+
+    def _learn_start(self) -> None:
+        """Learn where a decode from the start begins (time, rate, first frame's size) by decoding its
+        first frame, in a second opening of the file (this one may be anywhere)."""
+        container, _ = _opened(self.source)
+        try:
+            for frame in container.decode(container.streams[self._stream.index]):
+                self._start_at(frame)
+                return
+        except av.error.FFmpegError as exc:
+            raise from_ffmpeg(exc, f"decoding audio of {self.source!r}") from exc
+        finally:
+            container.close()
+        self._start_time = 0.0  # no frame at all: nothing to place
+
+    def _start_at(self, frame: Any) -> None:
+        self._start_time = float(frame.time) if frame.time is not None else 0.0
+        self._start_rate = int(frame.sample_rate)
+        self._start_frame = int(frame.samples)
+
+    def _grid(self) -> int:
+        """Samples between packet starts, where the container rounds times to coarser than a sample
+        and the codec's frames have a fixed grid (0: places are taken as the timestamps give them)."""
+        rate = self._start_rate
+        tick = float(self._stream.time_base) * rate  # samples per unit of the container's clock
+        ctx = self._stream.codec_context
+        if str(ctx.name) in _OPUS:
+            grid = rate // 400  # Opus frames last a multiple of 2.5 ms
+        elif str(ctx.name) == "flac":
+            grid = _flac_block_size(bytes(ctx.extradata or b""))
+        else:
+            grid = int(ctx.frame_size or 0)
+        return grid if tick > 1 and 2 * tick < grid else 0
+
+    def _placed(self, frame: Any) -> int:
+        """The place of ``frame``'s first sample, from its timestamp (the first frame after a seek)."""
+        assert self._start_time is not None
+        if frame.time is None:
+            return self._landing or 0
+        estimate = (float(frame.time) - self._start_time) * self._start_rate
+        grid = self._grid()
+        if not grid:
+            return round(estimate)
+        # The frame's end is a packet's start; its own start may not be (a decoder's skip after a seek
+        # drops the head of Opus's first packet), and a rounded time is off by up to a tick twice over.
+        samples = int(frame.samples)
+        end = estimate + samples - self._start_frame
+        return self._start_frame + round(end / grid) * grid - samples
+
+    def _admitted(self, frame: Any) -> Any:
+        """``frame`` as it goes to the resampler: None where it lies before a seek's target (the
+        decoder's preroll), the part from the target where it holds it."""
+        if self._first_next:
+            self._first_next = False
+            if self._start_time is None:
+                self._start_at(frame)
+            start = 0
+        elif self._position is not None:
+            start = self._position
+        else:
+            start = self._placed(frame)
+        self._position = start + int(frame.samples)
+        landing, self._landing = self._landing, None
+        keep = self._keep_from
+        # A decoder may drop its start delay again from the first frame after a seek (Opus's pre-skip).
+        slack = int(getattr(self._stream.codec_context, "delay", 0) or 0)
+        if landing is not None and keep is not None and start > landing + slack:
+            # The demuxer stopped after the place asked for: ask again, further back.
+            further = max(keep - landing, self._start_rate // 10)
+            self._demux_seek(keep - 4 * further, self._skip_before or 0.0)
+            return None
+        if keep is not None:
+            if start + frame.samples <= keep:
+                return None
+            self._keep_from = None
+            if keep > start:
+                frame = _trimmed(frame, keep - start)
+                start = keep
+        if self._next_pts is None:
+            assert self._start_time is not None
+            self._next_pts = self._start_time + start / self._start_rate
+        return frame
 
     def set_tempo(self, tempo: float) -> None:
         """Play at ``tempo`` (0.25 to 4, the pitch kept) from the next :meth:`seek` on."""
@@ -264,8 +503,6 @@ class AudioDecodeSession:
     def _blocks_of(self, frame: Any) -> list[AudioBlock]:
         if self._resampler is None:
             self._fresh()
-        if frame is not None and self._next_pts is None and frame.time is not None:
-            self._next_pts = float(frame.time)
         out = []
         for resampled in self._resampler.resample(frame):
             data = np.ascontiguousarray(resampled.to_ndarray().reshape(-1, self.channels), dtype=np.float32)
@@ -286,12 +523,13 @@ class AudioDecodeSession:
 
     def next_block(self) -> AudioBlock | None:
         """The next block, or None at the end of the stream."""
-        container = self._live()
+        self._live()
         while True:
             if self._frames is None:
-                decoded = container.decode(self._stream)
+                decoded = self._live().decode(self._stream)  # the container a seek may have opened anew
                 order = self._order
                 self._frames = iter(decoded if order is None else map(order.apply, decoded))
+                self._untouched = False
             try:
                 frame = next(self._frames)
             except StopIteration:
@@ -303,6 +541,9 @@ class AudioDecodeSession:
                 return self._stretched(tail, flush=True)
             except av.error.FFmpegError as exc:
                 raise from_ffmpeg(exc, f"decoding audio of {self.source!r}") from exc
+            frame = self._admitted(frame)
+            if frame is None:
+                continue
             block = self._stretched(self._blocks_of(frame))
             if block is not None:
                 return block
