@@ -291,7 +291,7 @@ def _tensor_options(where: str, args: tuple[Any, ...], options: dict[str, Any], 
     if args:
         raise InvalidInputError(
             f"{where} takes its options by keyword (size=(width, height), crop=..., layout=..., dtype=..., "
-            f"mean=..., std=..., device=..., require=...), got {len(args)} by position: "
+            f"mean=..., std=..., device=..., require=..., antialias=...), got {len(args)} by position: "
             f"{short_repr(args[0])}"
         )
     arguments.known_options(where, options, target)
@@ -605,7 +605,7 @@ class Frame:
     def to_tensor(self, *args: Any, **options: Any) -> RgbTensor:
         """The picture as an RGB tensor (CUDA memory through DLPack where the device allows, else numpy),
         by the renderer's exact conversion: :func:`alpha2.api.tensors.to_tensor` lists the options
-        (size, crop, layout, dtype, mean, std, device, require), all given by keyword.
+        (size, crop, layout, dtype, mean, std, device, require, antialias), all given by keyword.
 
         Raises:
             InvalidInputError: an option given by position or not known (the message names them), and

@@ -4,6 +4,7 @@ Frames are rendered by their source's renderer (colour-exact, HDR tone-mapped to
 the file's rotation as shown, resized bilinearly, cropped by a source rectangle) and packed by a compute
 pass into the tensor's bytes: ``layout`` HWC or CHW, ``dtype`` uint8, float16 or float32, optionally
 normalised as ``(x / 255 - mean[c]) / std[c]``; a list of frames gives one stacked ``(N, ...)`` tensor.
+A smaller picture is antialiased by default (a tent filter, as PIL's and torchvision's resize).
 Where the source's device is a Dawn device on an NVIDIA GPU with CUDA, the tensor goes to CUDA memory on
 the GPU (no byte through the CPU) and is handed out through DLPack; elsewhere it is read back into a
 numpy array. Which way it went is reported (:attr:`RgbTensor.path`, :attr:`RgbTensor.report`), never
@@ -513,14 +514,15 @@ def to_tensor(
     std: float | Sequence[float] | None = None,
     device: str = "auto",
     require: str | None = None,
+    antialias: bool = True,
 ) -> RgbTensor:
     """An RGB tensor of one frame, or one stacked tensor of a list of frames.
 
     Args:
         frames: an alpha2 Frame (the tensor has no batch axis) or a sequence of Frames of one source
             (``(N, ...)``); they stay the caller's to release.
-        size: ``(width, height)`` of the tensor's pictures (scaled bilinearly); None: the crop's size, or
-            the frames' display size.
+        size: ``(width, height)`` of the tensor's pictures (scaled bilinearly, antialiased where smaller:
+            see ``antialias``); None: the crop's size, or the frames' display size.
         crop: ``(x, y, width, height)``, the rectangle of each frame that is used, in pixels of the
             picture as shown (the file's rotation applied: ``frame.width`` x ``frame.height``);
             None: the whole frame.
@@ -532,6 +534,10 @@ def to_tensor(
             numpy array), ``'cuda'`` (CUDA or an error) or ``'cpu'`` (a numpy array).
         require: ``'gpu'``: the tensor must go to CUDA without the CPU (an error with the reason
             otherwise); None: the numpy fallback is allowed, and reported.
+        antialias: where the picture is made smaller, each value is the mean of the source under a
+            tent two output pixels wide, as PIL's and torchvision's bilinear resize with antialiasing
+            (torchvision's default); False: one bilinear sample (torch's ``antialias=False``), which
+            lets fine detail alias into moire below half size.
 
     Returns:
         The :class:`RgbTensor`; its :attr:`~RgbTensor.report` says every frame's path, the tensor's,
@@ -551,6 +557,8 @@ def to_tensor(
     if require_value == "gpu" and device_value == "cpu":
         raise InvalidInputError("require='gpu' asks for CUDA memory, device='cpu' for numpy: pick one")
     crop_rect = _crop(crop)
+    if not isinstance(antialias, bool):
+        raise InvalidInputError(f"antialias must be True or False, got {antialias!r}")
     picture = _picture_size(listed, _size(size), crop_rect)
     spec = TensorSpec(
         picture[0],
@@ -593,7 +601,12 @@ def to_tensor(
                 rotation = frame.rotation
                 stored = None if crop_rect is None else _stored_crop(crop_rect, rotation, frame)
                 renderer.encode_render(
-                    encoder, imports.lease(index), target=target, crop=stored, rotation=rotation
+                    encoder,
+                    imports.lease(index),
+                    target=target,
+                    crop=stored,
+                    rotation=rotation,
+                    antialias=antialias,
                 )
 
             if exporter is not None:

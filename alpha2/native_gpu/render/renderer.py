@@ -38,6 +38,7 @@ import collections
 import functools
 import importlib
 import importlib.resources
+import math
 import struct
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -59,11 +60,13 @@ from alpha2.native_gpu.render.params import (
 from alpha2.native_gpu.render.readback import read_texture_rgba
 
 __all__ = [
+    "MAX_ANTIALIAS_TAPS",
     "OUTPUT_FORMATS",
     "FrameRenderer",
     "LayoutKind",
     "ShaderParams",
     "YuvSampler",
+    "antialias_taps",
     "gpu_module_of",
     "layout_kind",
     "load_wgsl",
@@ -465,6 +468,7 @@ class FrameRenderer:
         colour: tuple[tuple[str, float], ...] = (),
         rotation: Rotation = Rotation.NONE,
         managed: bool = False,
+        taps: tuple[int, int] = (1, 1),
     ) -> Any:
         """The cached render pipeline for ``kind`` writing ``output_format``.
 
@@ -478,9 +482,11 @@ class FrameRenderer:
             colour: :meth:`ShaderParams.colour_constants` as sorted items; empty: the identity.
             rotation: clockwise rotation applied to the picture (a vertex-stage constant).
             managed: the colour-managed entry point (colour uniform at binding 5).
+            taps: samples a pixel along x and y for an antialiased downscale (:func:`antialias_taps`);
+                (1, 1): one bilinear sample.
         """
         _check_output_format(output_format)
-        key = (kind, output_format, one_to_one, clamp_coords, colour, rotation, managed)
+        key = (kind, output_format, one_to_one, clamp_coords, colour, rotation, managed, taps)
         cached = self._pipelines.get(key)
         if cached is not None:
             return cached
@@ -505,6 +511,8 @@ class FrameRenderer:
                     "CLAMP_COORDS": int(clamp_coords),
                     # unorm targets clamp what is stored; a float target needs the shader to.
                     "CLAMP_OUTPUT": int(output_format == "rgba16float"),
+                    "TAPS_X": int(taps[0]),
+                    "TAPS_Y": int(taps[1]),
                     **dict(colour),
                 },
             },
@@ -592,6 +600,7 @@ class FrameRenderer:
         rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
         colour_target: ColourTarget | None = None,
+        antialias: bool = False,
     ) -> Any:
         """Encode the render of ``planes`` into ``target`` on ``command_encoder``; the caller submits.
 
@@ -615,6 +624,9 @@ class FrameRenderer:
                 metadata when None.
             colour_target: what to render to; None: the renderer's :attr:`colour_target`. The pass
                 manages colour (:meth:`colour_plan`) unless the plan is an identity.
+            antialias: a downscale averages the source under each output pixel (a tent two output
+                pixels wide, as PIL's and torchvision's antialiased bilinear; :func:`antialias_taps`);
+                False: one bilinear sample a pixel, which aliases fine detail below half size.
 
         Returns:
             The target texture.
@@ -647,6 +659,7 @@ class FrameRenderer:
             rotation,
             hdr,
             colour_target,
+            antialias,
         )
         render_pass = command_encoder.begin_render_pass(
             color_attachments=[
@@ -675,6 +688,7 @@ class FrameRenderer:
         rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
         colour_target: ColourTarget | None = None,
+        antialias: bool = False,
     ) -> None:
         """Record the render of ``planes`` (an ImportLease / ImportedFrame) into the rectangle ``rect`` of
         an open render pass's target: no texture of its own, no copy (a video wall's tile).
@@ -687,7 +701,7 @@ class FrameRenderer:
             planes: an importer's ``ImportLease`` or ``ImportedFrame``.
             rect: x, y, width, height in the target's pixels, inside the target.
             target_format: the pass's colour attachment format, from :data:`OUTPUT_FORMATS`.
-            crop, rotation, hdr, colour_target: as :meth:`encode_render` takes them.
+            crop, rotation, hdr, colour_target, antialias: as :meth:`encode_render` takes them.
 
         Raises:
             InvalidInputError: a bad rectangle or format, too few planes.
@@ -712,6 +726,7 @@ class FrameRenderer:
             rotation,
             hdr,
             colour_target,
+            antialias,
         )
         render_pass.set_viewport(x, y, width_px, height_px, 0.0, 1.0)
         render_pass.set_scissor_rect(x, y, width_px, height_px)
@@ -732,6 +747,7 @@ class FrameRenderer:
         rotation: Rotation,
         hdr: HdrMetadata | None,
         colour_target: ColourTarget | None,
+        antialias: bool = False,
     ) -> tuple[Any, Any]:
         """The pipeline and bind group of one render of ``size`` output pixels in ``target_format``."""
         kind = layout_kind(pixel_format)
@@ -764,6 +780,7 @@ class FrameRenderer:
             _colour_items(params) + (_managed_items(plan) if plan is not None and managed else ()),
             rotation,
             managed,
+            antialias_taps(params) if antialias else (1, 1),
         )
         return pipeline, bind_group
 
@@ -781,6 +798,7 @@ class FrameRenderer:
         rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
         colour_target: ColourTarget | None = None,
+        antialias: bool = False,
     ) -> Any:
         """Render ``planes`` into ``target`` (or a cached texture) and submit; see :meth:`encode_render`."""
         encoder = self.device.create_command_encoder(label="alpha2 yuv_to_rgb")
@@ -797,9 +815,30 @@ class FrameRenderer:
             rotation=rotation,
             hdr=hdr,
             colour_target=colour_target,
+            antialias=antialias,
         )
         self.device.queue.submit([encoder.finish()])
         return result
+
+
+MAX_ANTIALIAS_TAPS = 8
+"""Most samples a pixel along each axis of an antialiased downscale (64 in all): past a 4x downscale the
+samples are more than a source pixel apart (each still bilinear), a little aliasing against a cost that
+stays bounded."""
+
+
+def antialias_taps(params: ShaderParams) -> tuple[int, int]:
+    """Samples a pixel along x and y for an antialiased render with these parameters: none more than one
+    where that axis is not scaled down, else enough for a source pixel between them over the tent of
+    two output pixels (``ceil(2 * scale) + 1``), at most :data:`MAX_ANTIALIAS_TAPS`."""
+    if params.one_to_one:
+        return 1, 1
+    out_w, out_h = params.output_size
+    taps = []
+    for source, out in ((params.src_rect[2], out_w), (params.src_rect[3], out_h)):
+        scale = source / out
+        taps.append(1 if scale <= 1.0 else min(MAX_ANTIALIAS_TAPS, math.ceil(2 * scale) + 1))
+    return taps[0], taps[1]
 
 
 def _quarter_turn(rotation: Rotation) -> bool:

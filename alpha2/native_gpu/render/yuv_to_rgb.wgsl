@@ -67,6 +67,11 @@ override O2: f32 = 0.0;
 override ROTATION: u32 = 0u;
 // The target stores what it is given (rgba16float); unorm targets clamp to 0..1 themselves.
 override CLAMP_OUTPUT: bool = true;
+// Antialiased downscale (renderer.antialias_taps): each output pixel is the weighted mean of
+// TAPS_X x TAPS_Y samples (each bilinear) spread evenly over a tent two output pixels wide, the
+// filter of PIL's and torchvision's antialiased bilinear resize. 1 x 1: one bilinear sample.
+override TAPS_X: u32 = 1u;
+override TAPS_Y: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var plane0: texture_2d<f32>;
@@ -158,6 +163,41 @@ fn sample_clamped(tex: texture_2d<f32>, uv: vec2<f32>, bounds: vec4<f32>) -> vec
     return textureSampleLevel(tex, linear, uv, 0.0);
 }
 
+// Where tap i of n lies, in output pixels from the pixel's centre (-1..1), and its tent weight.
+fn tap_at(i: u32, n: u32) -> f32 {
+    return (f32(i) + 0.5) / f32(n) * 2.0 - 1.0;
+}
+
+fn tap_weight(i: u32, n: u32) -> f32 {
+    return 1.0 - abs(tap_at(i, n));
+}
+
+fn antialiased() -> bool {
+    return TAPS_X * TAPS_Y > 1u;
+}
+
+// Tap (i, j)'s offset in source luma pixels. The tent's half-width is the scale s (the uniform's
+// dst_map: source pixels an output pixel), less the blur of the bilinear taps themselves (a tent one
+// source pixel wide): sqrt(s^2 - 1), so that the whole filter's spread is the tent of s alone.
+fn tap_offset(i: u32, j: u32) -> vec2<f32> {
+    let s = params.dst_map.xy;
+    let half_width = sqrt(max(s * s - vec2<f32>(1.0), vec2<f32>(0.0)));
+    return vec2<f32>(tap_at(i, TAPS_X), tap_at(j, TAPS_Y)) * half_width;
+}
+
+fn tap_weight2(i: u32, j: u32) -> f32 {
+    return tap_weight(i, TAPS_X) * tap_weight(j, TAPS_Y);
+}
+
+// A luma offset in source pixels as texture coordinates of the luma and of the chroma plane.
+fn luma_uv_offset(d: vec2<f32>) -> vec2<f32> {
+    return d * params.inv_dims.xy;
+}
+
+fn chroma_uv_offset(d: vec2<f32>) -> vec2<f32> {
+    return d * params.chroma_map.xy * params.inv_dims.zw;
+}
+
 fn chroma_position(p: vec2<f32>) -> vec2<f32> {
     return (p - params.chroma_map.zw) * params.chroma_map.xy;
 }
@@ -181,14 +221,52 @@ fn to_rgba(samples: vec3<f32>) -> vec4<f32> {
 // (yuv_to_rgb_managed.wgsl, a second shader module) run exactly the same sampling and matrix.
 
 // Y plane + interleaved CbCr plane (NV12, P010, NV16, NV24, ...).
+fn biplanar_at(in: VertexOut, d: vec2<f32>) -> vec3<f32> {
+    let y = sample_clamped(plane0, in.luma_uv + luma_uv_offset(d), params.luma_bounds).r;
+    let c = sample_clamped(plane1, in.chroma_uv + chroma_uv_offset(d), params.chroma_bounds).rg;
+    return vec3<f32>(y, c);
+}
+
 fn biplanar_rgba(in: VertexOut) -> vec4<f32> {
+    if (antialiased()) {
+        var sum = vec3<f32>(0.0);
+        var total = 0.0;
+        for (var j = 0u; j < TAPS_Y; j++) {
+            for (var i = 0u; i < TAPS_X; i++) {
+                let w = tap_weight2(i, j);
+                sum += w * biplanar_at(in, tap_offset(i, j));
+                total += w;
+            }
+        }
+        return to_rgba(sum / total);
+    }
     let y = luma_at(in);
     let c = sample_clamped(plane1, in.chroma_uv, params.chroma_bounds).rg;
     return to_rgba(vec3<f32>(y, c));
 }
 
 // Y, Cb, Cr in three single-channel planes (yuv420p, yuv422p10, yuv444p, ...).
+fn triplanar_at(in: VertexOut, d: vec2<f32>) -> vec3<f32> {
+    let y = sample_clamped(plane0, in.luma_uv + luma_uv_offset(d), params.luma_bounds).r;
+    let cuv = in.chroma_uv + chroma_uv_offset(d);
+    let cb = sample_clamped(plane1, cuv, params.chroma_bounds).r;
+    let cr = sample_clamped(plane2, cuv, params.chroma_bounds).r;
+    return vec3<f32>(y, cb, cr);
+}
+
 fn triplanar_rgba(in: VertexOut) -> vec4<f32> {
+    if (antialiased()) {
+        var sum = vec3<f32>(0.0);
+        var total = 0.0;
+        for (var j = 0u; j < TAPS_Y; j++) {
+            for (var i = 0u; i < TAPS_X; i++) {
+                let w = tap_weight2(i, j);
+                sum += w * triplanar_at(in, tap_offset(i, j));
+                total += w;
+            }
+        }
+        return to_rgba(sum / total);
+    }
     let y = luma_at(in);
     let cb = sample_clamped(plane1, in.chroma_uv, params.chroma_bounds).r;
     let cr = sample_clamped(plane2, in.chroma_uv, params.chroma_bounds).r;
@@ -197,6 +275,19 @@ fn triplanar_rgba(in: VertexOut) -> vec4<f32> {
 
 // Luma only; the neutral chroma is folded into the offset by shader_params().
 fn gray_rgba(in: VertexOut) -> vec4<f32> {
+    if (antialiased()) {
+        var sum = 0.0;
+        var total = 0.0;
+        for (var j = 0u; j < TAPS_Y; j++) {
+            for (var i = 0u; i < TAPS_X; i++) {
+                let w = tap_weight2(i, j);
+                let uv = in.luma_uv + luma_uv_offset(tap_offset(i, j));
+                sum += w * sample_clamped(plane0, uv, params.luma_bounds).r;
+                total += w;
+            }
+        }
+        return to_rgba(vec3<f32>(sum / total, 0.0, 0.0));
+    }
     let y = luma_at(in);
     return to_rgba(vec3<f32>(y, 0.0, 0.0));
 }
@@ -204,7 +295,21 @@ fn gray_rgba(in: VertexOut) -> vec4<f32> {
 // Packed RGB(A) passthrough: the matrix is the identity. value_scale.w is 1 when the format
 // carries alpha (the sample's alpha passes through) and 0 when it does not (alpha = 1).
 fn rgb_rgba(in: VertexOut) -> vec4<f32> {
-    let s = load_luma(in.luma_pos);
+    var s: vec4<f32>;
+    if (antialiased()) {
+        var sum = vec4<f32>(0.0);
+        var total = 0.0;
+        for (var j = 0u; j < TAPS_Y; j++) {
+            for (var i = 0u; i < TAPS_X; i++) {
+                let w = tap_weight2(i, j);
+                sum += w * load_bilinear(plane0, in.luma_pos + tap_offset(i, j), params.luma_clamp);
+                total += w;
+            }
+        }
+        s = sum / total;
+    } else {
+        s = load_luma(in.luma_pos);
+    }
     let rgb = clamp(to_rgba(s.rgb).rgb, vec3<f32>(0.0), vec3<f32>(1.0));
     let a = clamp(s.a * params.value_scale.w + (1.0 - params.value_scale.w), 0.0, 1.0);
     return vec4<f32>(rgb, a);
