@@ -95,3 +95,32 @@ def test_a_turned_picture_is_filtered_as_shown(tmp_path: Path) -> None:
                 frame.release()
     want = np.asarray(Image.fromarray(full).resize(size, Image.Resampling.BILINEAR)).astype(float)
     assert np.abs(smooth - want).mean() < 2.0
+
+
+@pytest.mark.vulkan
+def test_a_transcode_of_a_gray_input_filters_what_it_makes_smaller(tmp_path: Path) -> None:
+    # Gray and packed RGB inputs take the RGBA route (rendered, then converted), which scaled with one
+    # bilinear sample while the planes pass filtered Y'CbCr inputs: a zone plate's fine rings, 4x down,
+    # came out as moire (a corner's standard deviation 31.6 codes; now 0, the rings' mean).
+    from alpha2.api.transcoder import TranscodeOptions, transcode
+    from alpha2.gpu.geometry import Size
+
+    y, x = np.mgrid[0:H, 0:W]
+    plate = (127.5 + 127.5 * np.cos(((x - W / 2) ** 2 + (y - H / 2) ** 2) * np.pi / W)).astype(np.uint8)
+    src = str(tmp_path / "gray.mkv")
+    with av.open(src, "w") as out:
+        stream = out.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = W, H, "gray"
+        frame = av.VideoFrame.from_ndarray(plate, format="gray")
+        frame.pts = 0
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            out.mux(packet)
+    made = str(tmp_path / "small.mkv")
+    stats = transcode(
+        src, made, TranscodeOptions(gpu=True, hwaccel="none", size=Size(80, 45), overwrite=True)
+    )
+    assert stats.encode_routes["frames"] == {"rgba_cpu": 1}
+    with av.open(made) as container:
+        luma = next(container.decode(video=0)).to_ndarray(format="gray").astype(float)
+    assert luma[:10, :20].std() < 4.0  # the corner's rings, finer than the output's pixels: their mean
+    assert luma[18:27, 35:45].std() > 40.0  # the centre's coarse rings stay
