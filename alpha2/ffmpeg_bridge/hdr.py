@@ -5,6 +5,11 @@ Reading: FFmpeg attaches ``AV_FRAME_DATA_MASTERING_DISPLAY_METADATA`` (an ``AVMa
 decoded frame of a stream that has them, whether they came from SEI / OBUs or from the container
 (FFmpeg copies the stream's coded side data onto frames). PyAV 18 exposes them as raw buffers in
 ``frame.side_data``; :func:`hdr_metadata_of` parses them into :class:`~alpha2.gpu.hdr.HdrMetadata`.
+PyAV 18 names each item's type by its ``av.sidedata.sidedata.Type`` enum, which lacks the types its
+bundled FFmpeg added after it (EXIF, which FFmpeg 8.1 attaches to every PNG, JPEG or WebP picture that
+has it; LCEVC; the view id of MV-HEVC; 3D reference displays): one such item made ``frame.side_data``
+raise ``ValueError`` (``31 is not a valid Type``) and the whole file fail. :func:`name_unknown_side_data`
+gives the enum a ``_missing_`` that names such a type ``UNKNOWN_<n>``, so the rest are read.
 
 Writing: PyAV 18 has no way to attach these side data to an encoder or a stream, so they go through
 the encoders' own parameters: ``x265-params`` ``master-display`` / ``max-cll`` for libx265 and
@@ -21,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import av.sidedata.sidedata
+
 from alpha2.gpu.hdr import ContentLightLevel, HdrMetadata, MasteringDisplay
 from alpha2.gpu.primaries import Chromaticities
 
@@ -29,6 +36,7 @@ __all__ = [
     "HdrEncoderOptions",
     "hdr_encoder_options",
     "hdr_metadata_of",
+    "name_unknown_side_data",
     "pack_content_light",
     "pack_mastering_display",
     "parse_content_light",
@@ -88,6 +96,29 @@ def pack_mastering_display(display: MasteringDisplay) -> bytes:
 def pack_content_light(level: ContentLightLevel) -> bytes:
     """:class:`ContentLightLevel` -> an ``AVContentLightMetadata``."""
     return _LIGHT.pack(level.max_cll_cd_m2, level.max_fall_cd_m2)
+
+
+def _unknown_side_data_type(cls: Any, value: object) -> Any:
+    """``Type._missing_``: a member for a side data type FFmpeg has and PyAV's enum has not, made once
+    (the enum's map keeps it, so ``Type(n) is Type(n)``)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    member = object.__new__(cls)
+    member._name_ = f"UNKNOWN_{value}"
+    member._value_ = value
+    return cls._value2member_map_.setdefault(value, member)
+
+
+def name_unknown_side_data() -> None:
+    """Let ``frame.side_data`` list items of side data types newer than PyAV's enum (named
+    ``UNKNOWN_<n>``, their bytes readable) where it raised ``ValueError`` for the whole frame. Idempotent;
+    done when this module is imported."""
+    kind = av.sidedata.sidedata.Type
+    if "_missing_" not in vars(kind):
+        kind._missing_ = classmethod(_unknown_side_data_type)  # type: ignore[assignment,method-assign]
+
+
+name_unknown_side_data()
 
 
 _HDR_TRC = (16, 18)
