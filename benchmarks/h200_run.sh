@@ -126,7 +126,9 @@ for step in $steps; do
         { echo "\$ python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 --clip-dir /tmp/clips  # round $round";
           timeout 240 python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 \
             --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
-      done;;
+      done
+      { echo '$ python3 benchmarks/bench_tensor_antialias.py --size 1920x1080 --factors 2,4,8 --batch 8';
+        timeout 120 python3 benchmarks/bench_tensor_antialias.py --size 1920x1080 --factors 2,4,8 --batch 8; } >> "$log" 2>&1;;
     segments)  # issue 29's rows: one file on all the decoders, threads and processes, HEVC and H.264
       { echo '$ python3 benchmarks/bench_segments.py --decoders threads,processes --clip-dir /tmp/clips';
         timeout 300 python3 benchmarks/bench_segments.py --decoders threads,processes \
