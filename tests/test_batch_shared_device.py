@@ -156,3 +156,17 @@ def test_a_batch_with_a_shared_device(tmp_path: Path) -> None:
     assert (worker["streams"], worker["shared_device"]) == (3, True)
     for i in range(3):
         assert len(_decoded(str(out / f"c{i}.mp4"))) == 12
+
+
+def test_a_note_says_a_pixel_format_change_only_where_the_samples_change() -> None:
+    # The GPU route hands libx264 nv12: the same 8-bit 4:2:0 samples as yuv420p, which every batch
+    # file's notes called "pixel format yuv420p made nv12".
+    from alpha2.apps.batch_run import _samples_differ
+
+    assert not _samples_differ("yuv420p", "nv12")
+    assert not _samples_differ("yuv420p10le", "p010le")
+    assert _samples_differ("yuv420p", "yuv444p")  # chroma
+    assert _samples_differ("yuv420p10le", "nv12")  # depth
+    assert _samples_differ("yuva420p", "yuv420p")  # alpha
+    assert _samples_differ("gray", "yuv420p")
+    assert _samples_differ("no such format", "nv12")  # unknown to alpha2: said

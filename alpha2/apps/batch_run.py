@@ -389,10 +389,30 @@ def transcode_notes(stats: TranscodeStats, data: dict[str, Any]) -> list[str]:
     if audio and not _PLAIN_AUDIO.fullmatch(audio):
         notes.append(f"audio {audio}")
     before, after = data.get("input_pixel_format"), data.get("output_pixel_format")
-    if before and after and before != after:
+    if before and after and _samples_differ(str(before), str(after)):
         notes.append(f"pixel format {before} made {after}")
     notes.extend(note for note in summary_notes(stats) if note not in notes)
     return notes
+
+
+def _samples_differ(before: str, after: str) -> bool:
+    """Whether two pixel formats (FFmpeg's names) hold different samples: another depth, chroma
+    subsampling, alpha or family. yuv420p and nv12 do not (the same 8-bit 4:2:0 samples, planes laid
+    out otherwise; the GPU route hands libx264 nv12, and the file decodes as yuv420p again)."""
+    if before == after:
+        return False
+    from alpha2.gpu.errors import UnknownFormatError
+    from alpha2.gpu.formats import PixelFormat
+
+    try:
+        a, b = PixelFormat.from_ffmpeg_name(before), PixelFormat.from_ffmpeg_name(after)
+    except UnknownFormatError:
+        return True
+    return _sample_shape(a) != _sample_shape(b)
+
+
+def _sample_shape(f: Any) -> tuple[Any, ...]:
+    return (f.bit_depth, f.log2_chroma_w, f.log2_chroma_h, f.has_alpha, f.is_yuv, f.is_rgb, f.is_gray)
 
 
 def transcode_task(
