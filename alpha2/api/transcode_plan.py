@@ -625,7 +625,7 @@ def plan_transcode(
     )
     return TranscodePlan(
         passthrough=False,
-        reason="GPU: " + "; ".join(reasons) + f"; output {output_format.ffmpeg_name} {why}",
+        reason="GPU: " + "; ".join(reasons) + f"; output {output_format.ffmpeg_name}, {why}",
         input_size=input_size,
         output_size=out,
         input_format=input_format,
