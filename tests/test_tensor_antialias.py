@@ -124,3 +124,37 @@ def test_a_transcode_of_a_gray_input_filters_what_it_makes_smaller(tmp_path: Pat
         luma = next(container.decode(video=0)).to_ndarray(format="gray").astype(float)
     assert luma[:10, :20].std() < 4.0  # the corner's rings, finer than the output's pixels: their mean
     assert luma[18:27, 35:45].std() > 40.0  # the centre's coarse rings stay
+
+
+@pytest.mark.vulkan
+def test_frame_render_into_a_thumbnail_filters_with_antialias(tmp_path: Path) -> None:
+    import alpha2
+    from alpha2.native_gpu.render.renderer import read_texture_rgba
+
+    with alpha2.open(_zone_plate(tmp_path / "plate.mkv"), hwaccel="none") as source:
+        gpu = source.device.webgpu_device
+        usage = _render_usage()
+        shots = {}
+        (frame,) = source.frames_at_index([0])
+        try:
+            full = frame.to_ndarray()
+            for antialias in (True, False):
+                target = gpu.create_texture(size=(W // 4, H // 4, 1), format="rgba8unorm", usage=usage)
+                frame.render(target, antialias=antialias)
+                shots[antialias] = read_texture_rgba(gpu, target)[..., :3].astype(float)
+            with pytest.raises(InvalidInputError, match="antialias must be True or False"):
+                frame.render(antialias=1)  # type: ignore[arg-type]
+        finally:
+            frame.release()
+    want = np.asarray(Image.fromarray(full).resize((W // 4, H // 4), Image.Resampling.BILINEAR)).astype(float)
+    assert np.abs(shots[True] - want).mean() < 2.0
+    assert np.abs(shots[False] - want).mean() > 8.0
+
+
+def _render_usage() -> int:
+    """A thumbnail texture's usage: rendered into, read back."""
+    import wgpu
+
+    return int(
+        wgpu.TextureUsage.RENDER_ATTACHMENT | wgpu.TextureUsage.COPY_SRC | wgpu.TextureUsage.TEXTURE_BINDING
+    )

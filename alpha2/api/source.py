@@ -555,11 +555,15 @@ class Frame:
                 "it with usage=TextureUsage.RENDER_ATTACHMENT (| COPY_SRC to read it back)"
             )
 
-    def render(self, target: Any = None, *, output_format: str = "rgba8unorm") -> Any:
+    def render(
+        self, target: Any = None, *, output_format: str = "rgba8unorm", antialias: bool = False
+    ) -> Any:
         """Render into ``target`` (a texture of the source's device with RENDER_ATTACHMENT), and submit.
 
-        The picture is turned by the file's rotation and scaled to the target's size. None: a cached
-        texture of the frame's (shown) size, reused by the next render. Returns the target.
+        The picture is turned by the file's rotation and scaled to the target's size (bilinearly; with
+        ``antialias``, a smaller target gets the mean of the source under each pixel, a tent two pixels
+        wide, as PIL's resize: for thumbnails). None: a cached texture of the frame's (shown) size,
+        reused by the next render. Returns the target.
 
         Raises:
             InvalidInputError: a target that is not a texture, lacks RENDER_ATTACHMENT, belongs to
@@ -568,9 +572,15 @@ class Frame:
         """
         self._check()
         self._check_target(target)
+        if not isinstance(antialias, bool):
+            raise InvalidInputError(f"antialias must be True or False, got {antialias!r}")
         lease = self._import()
         return self._source.renderer.render(
-            lease, target=target, output_format=output_format, rotation=self.decoded.metadata.rotation
+            lease,
+            target=target,
+            output_format=output_format,
+            rotation=self.decoded.metadata.rotation,
+            antialias=antialias,
         )
 
     async def ready(self) -> Frame:
@@ -580,11 +590,15 @@ class Frame:
         await lease.frame.sync.wait_async(timeout=None)
         return self
 
-    async def render_async(self, target: Any = None, *, output_format: str = "rgba8unorm") -> Any:
+    async def render_async(
+        self, target: Any = None, *, output_format: str = "rgba8unorm", antialias: bool = False
+    ) -> Any:
         """:meth:`render` on the source's worker thread (pipelines are built there the first time),
         then wait for the GPU to finish it without blocking the event loop."""
         await self.ready()
-        texture = await self._source._run(lambda: self.render(target, output_format=output_format))
+        texture = await self._source._run(
+            lambda: self.render(target, output_format=output_format, antialias=antialias)
+        )
         await GpuWorkDone(self._source.device.webgpu_device).wait_async(timeout=None)
         return texture
 
