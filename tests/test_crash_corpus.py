@@ -80,3 +80,53 @@ def test_probe_reads_hdr_png_with_exif(tmp_path: Path, capsys: pytest.CaptureFix
     assert "MaxCLL 1000" in out.out, out
     described = alpha2.describe(path)
     assert described.video is not None and described.video.hdr is not None
+
+
+def _mjpeg_avi(path: Path, frames: int = 10) -> Path:
+    """An MJPEG AVI (PyAV-encoded), whose frames are told apart by their brightness."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("mjpeg", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 32, 16, "yuvj420p"
+        for index in range(frames):
+            frame = av.VideoFrame.from_ndarray(np.full((16, 32, 3), index * 20, np.uint8), format="rgb24")
+            for packet in stream.encode(frame.reformat(format="yuvj420p")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+@pytest.mark.parametrize("container", ["avi", "gif"])
+def test_first_frame_of_a_demuxer_that_refuses_times_before_the_start(tmp_path: Path, container: str) -> None:
+    """AVI, GIF and image files refuse a seek to a time before the stream's start (EPERM), where the
+    session went to rewind: frame 0 was 'past the end' and len() / frames_at 'cannot go back'."""
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+
+    if container == "avi":
+        path = _mjpeg_avi(tmp_path / "clip.avi")
+    else:
+        path = tmp_path / "clip.gif"
+        with av.open(str(path), "w") as out:
+            stream = out.add_stream("gif", rate=10)
+            stream.width, stream.height, stream.pix_fmt = 32, 16, "rgb8"
+            for index in range(10):
+                frame = av.VideoFrame.from_ndarray(np.full((16, 32, 3), index * 20, np.uint8), format="rgb24")
+                for packet in stream.encode(frame.reformat(format="rgb8")):
+                    out.mux(packet)
+            for packet in stream.encode(None):
+                out.mux(packet)
+    with av.open(str(path)) as probe:
+        stream = probe.streams.video[0]
+        with pytest.raises(av.error.FFmpegError):
+            probe.seek(-round(1 / stream.time_base), backward=True, stream=stream)
+    with DecodeSession(str(path), hwaccel="none") as session:
+        first = session.frames_at([0.0])[0]
+        assert first is not None and first.metadata.pts == 0
+        first.release()
+        assert len(session.frame_index()) == 10
+        found = session.frames_at([0.0, 0.21, 0.9])
+        seconds = [float(f.metadata.pts * f.metadata.time_base) if f else None for f in found]
+        assert seconds == pytest.approx([0.0, 0.2, 0.9])
+        for f in found:
+            if f is not None:
+                f.release()

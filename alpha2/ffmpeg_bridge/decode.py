@@ -1005,18 +1005,20 @@ class DecodeSession:
         if new_generation:
             self._generation += 1
         if target is None:
-            positions: tuple[int, ...] = seeking.seek_positions(start or 0, start, tb)[-1:]
+            positions: tuple[int, ...] = seeking.rewind_positions(start, tb)
         else:
             # With an index, aim at the key frame itself: an MP4's index holds decode timestamps, and a
             # later key frame's can lie before the target while its presentation time does not.
             key = self._index.key_at_or_before(target) if self._index is not None else None
             positions = seeking.seek_positions(target if key is None else key, start, tb)
+        rewinding_from = len(positions) - len(seeking.rewind_positions(start, tb))
         for attempt, position in enumerate(positions):
             first, rest = self._seek_to(position)
             last = attempt == len(positions) - 1
             if first is None and not last:
-                continue  # nothing decodable from there (no key frame after it): go further back
-            if first is not None and not last and target is not None:
+                continue  # nothing decodable from there (no key frame after it), or refused: go further back
+            # From a rewind position nothing lies further back: where it lands is the file's beginning.
+            if first is not None and attempt < rewinding_from and target is not None:
                 if not seeking.landed_before(first.pts, target, corrupt=bool(first.is_corrupt)):
                     continue
             # The probe's own iterator goes on: one packet (the flush above all, with frame threads)
@@ -1184,14 +1186,14 @@ class DecodeSession:
         self._frames = None
         self._held = None
         tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
-        start = self._stream.start_time
-        position = seeking.seek_positions(start or 0, start, tb)[-1]
-        try:
-            self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
-        except av.error.FFmpegError:
-            return False
-        self._stream.codec_context.flush_buffers()
-        return True
+        for position in seeking.rewind_positions(self._stream.start_time, tb):
+            try:
+                self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
+            except av.error.FFmpegError:
+                continue  # AVI, GIF and image files refuse a time before the start: try the start
+            self._stream.codec_context.flush_buffers()
+            return True
+        return False
 
     def _scan_packets(self) -> seeking.FrameIndex:
         assert self._container is not None and self._stream is not None

@@ -5,8 +5,10 @@ index: FFmpeg bisects the file by timestamp and often lands after the target, or
 all (a TS with one key frame decodes nothing from there), and streams that do not start at 0 (a PS
 starts about half a second in) land after their own first frame. So the session tries the positions
 of :func:`seek_positions` in turn, each further back, until the first frame decoded from one is at or
-before the target (:func:`landed_before`); the last one lies before the stream's start, which every
-demuxer here answers by going back to the beginning. It then decodes forward to the target.
+before the target (:func:`landed_before`); the last two are :func:`rewind_positions`: one second
+before the stream's start, which most demuxers answer by going back to the beginning, then the start
+itself, for those that refuse a time before it (AVI, GIF, image files: ``EPERM``, where frame 0 was
+said to be past the end). It then decodes forward to the target.
 
 The frame on display at a time is the last frame, in presentation order, whose timestamp is at or
 before it: the session decodes forward from the key frame, keeps the latest frame at or before the
@@ -28,6 +30,7 @@ __all__ = [
     "FrameIndex",
     "frame_index",
     "landed_before",
+    "rewind_positions",
     "seek_positions",
     "target_ticks",
 ]
@@ -42,22 +45,27 @@ def target_ticks(seconds: float, start: int | None, time_base: fractions.Fractio
     return (start or 0) + max(offset, 0)
 
 
-def seek_positions(target: int, start: int | None, time_base: fractions.Fraction) -> tuple[int, ...]:
-    """The demuxer positions to try, in order: the target, then further back, then before the start.
+def rewind_positions(start: int | None, time_base: fractions.Fraction) -> tuple[int, int]:
+    """The demuxer positions that go back to a stream's beginning, in order: one second before both
+    its start and 0, then its start (for demuxers that refuse a time before it)."""
+    first = start or 0
+    return min(first, 0) - round(1 / time_base), first
 
-    Positions at or before the stream's start are left out but for the last, one second before both
-    the start and 0.
+
+def seek_positions(target: int, start: int | None, time_base: fractions.Fraction) -> tuple[int, ...]:
+    """The demuxer positions to try, in order: the target, then further back, then the
+    :func:`rewind_positions`.
+
+    Positions at or before the stream's start are left out but for those last two.
     """
     first = start or 0
-    second = round(1 / time_base)
     positions: list[int] = []
     for back in SEEK_BACKOFF_SECONDS:
         position = target - round(fractions.Fraction(back) / time_base)
         if position <= first:
             break
         positions.append(position)
-    positions.append(min(first, 0) - second)
-    return tuple(positions)
+    return (*positions, *rewind_positions(start, time_base))
 
 
 def landed_before(first_pts: int | None, target: int, *, corrupt: bool) -> bool:
