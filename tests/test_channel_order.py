@@ -12,6 +12,7 @@ FL FR FC LFE SL SR BL BR. Channel k of the file holds the constant (k + 1) * 100
 from __future__ import annotations
 
 import fractions
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -348,3 +349,24 @@ def test_every_input_alpha2_opens_has_its_layouts_made_safe() -> None:
                 if not writes and "make_layouts_safe" not in names and func.name != "open_input":
                     unsafe.append(f"{path.relative_to(root.parent)}:{node.lineno} in {func.name}")
     assert not unsafe, unsafe
+
+
+def test_a_cut_of_7_1_aac_does_not_crash(tmp_path: Path) -> None:
+    # AAC decodes to planar float: a 7.1 frame fills all 8 of FFmpeg's plane pointers, with no null
+    # after them, and PyAV's to_ndarray read a ninth plane at a garbage address (segfault, exit 139).
+    # In a process of its own, so that a crash is this test's failure, not the run's end.
+    src = _with_audio(tmp_path / "in.mp4", "aac", "7.1")
+    out = str(tmp_path / "cut.mkv")
+    done = subprocess.run(
+        [sys.executable, "-m", "alpha2", "transcode", src, out, "--from", "0.2", "-y", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    codec, layout, count, levels = _levels(out)
+    assert (codec, layout, count) == ("aac", "7.1", 8)
+    # Each channel in its place; AAC keeps no 1 kHz in the LFE (channel 3), a low-frequency channel.
+    kept = [levels[k] for k in range(8) if k != 3]
+    assert kept == pytest.approx([(k + 1) * 1000 for k in range(8) if k != 3], rel=0.05)

@@ -32,6 +32,7 @@ import av
 import numpy as np
 
 __all__ = [
+    "PLANAR_CHANNELS_PYAV_READS",
     "ChannelOrder",
     "interleaved",
     "make_layouts_safe",
@@ -40,6 +41,11 @@ __all__ = [
     "packed_frame",
     "with_layout",
 ]
+
+
+PLANAR_CHANNELS_PYAV_READS = 8
+"""PyAV reads the planes of a planar audio frame safely only below this many channels (see
+:func:`interleaved`): 7.1 and more are read and made packed."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,13 +106,14 @@ def interleaved(frame: Any) -> tuple[np.ndarray, str]:
     the packed sample format they are in (``s16``, ``flt`` ...).
 
     PyAV finds a frame's planes by walking FFmpeg's plane pointers to a null one, which a planar frame
-    of more than 8 channels does not have (its pointer array has exactly one per channel): its
-    ``to_ndarray`` reads past the array and crashes. Such a frame is first made packed by FFmpeg's
-    resampler (same rate and layout: no delay, no change to a sample)."""
+    of 8 channels or more does not have (``AVFrame.data`` holds 8 pointers, all used at 8 channels;
+    past 8 the array has exactly one per channel): its ``planes`` and ``to_ndarray`` read past the
+    array (9 planes for a 7.1 frame, the last at a garbage address) and crash. Such a frame is first
+    made packed by FFmpeg's resampler (same rate and layout: no delay, no change to a sample)."""
     fmt = frame.format
     channels = int(frame.layout.nb_channels)
     packed = fmt.packed.name
-    if fmt.is_planar and channels > 8:
+    if fmt.is_planar and channels >= PLANAR_CHANNELS_PYAV_READS:
         converter = av.AudioResampler(format=packed, layout=frame.layout, rate=frame.sample_rate)
         parts = [p.to_ndarray().reshape(-1, channels) for p in converter.resample(frame)]
         parts += [p.to_ndarray().reshape(-1, channels) for p in converter.resample(None)]
@@ -133,9 +140,9 @@ def packed_frame(
 ) -> Any:
     """A packed ``av.AudioFrame`` of ``samples`` (shape (samples, channels), in the packed format
     ``packed``) under ``layout``, with the rate and timestamps of the frame ``like``; with
-    ``keep_format``, in ``like``'s format (planar where it is, up to 8 channels: see :func:`interleaved`)
+    ``keep_format``, in ``like``'s format (planar where it is, below 8 channels: see :func:`interleaved`)
     so that a resampler or encoder set up by the frames before it takes it."""
-    planar = like.format.is_planar and samples.shape[1] <= 8
+    planar = like.format.is_planar and samples.shape[1] < PLANAR_CHANNELS_PYAV_READS
     if keep_format and planar:
         data = np.ascontiguousarray(samples.T)
         out = av.AudioFrame.from_ndarray(data, format=like.format.name, layout=layout)

@@ -40,6 +40,7 @@ import av.packet
 import av.stream
 
 from alpha2.ffmpeg_bridge.channel_layouts import (
+    PLANAR_CHANNELS_PYAV_READS,
     ChannelOrder,
     interleaved,
     make_layouts_safe,
@@ -1003,9 +1004,10 @@ class StreamCopier:
             sample_format=sample_format,
         )
         self._keep(stream_in, stream_out, True)
-        # Planar frames of more than 8 channels crash PyAV's planes (see interleaved): packed then.
+        # Planar frames of 8 channels or more crash PyAV's planes (see interleaved): packed then.
         wanted = av.AudioFormat(sample_format or "fltp")
-        form = wanted.packed.name if len(av.AudioLayout(layout).channels) > 8 else wanted.planar.name
+        wide = len(av.AudioLayout(layout).channels) >= PLANAR_CHANNELS_PYAV_READS
+        form = wanted.packed.name if wide else wanted.planar.name
         resampler = av.AudioResampler(format=form, layout=layout, rate=rate)
         self._entries[stream.index] = _Entry(
             stream,
