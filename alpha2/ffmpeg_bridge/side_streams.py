@@ -561,6 +561,8 @@ class _Entry:
     """The text subtitle codec the packets are converted to (None: copied as they are)."""
     order: ChannelOrder | None = None
     """A custom channel order whose decoded samples are put into FFmpeg's (encoded again only)."""
+    last_dts: int | None = None
+    """The decoding time of the stream's packet written last (subtitles: kept in order)."""
     relabel: str | None = None
     """The layout decoded frames are given, their samples unmoved, before the resampler (ambisonic or
     unplaced channels, which it cannot mix)."""
@@ -800,6 +802,13 @@ class StreamCopier:
             self.report.kept.append(stream)
             return
         if stream.kind is StreamKind.AUDIO:
+            if not stream.sample_rate:
+                # FFmpeg found none of its data while probing (a file cut short after its header):
+                # no muxer writes an audio stream without a rate.
+                self._drop(
+                    stream, f"its sample rate is not known: the file holds no {stream.codec} audio data"
+                )
+                return
             if undecodable is not None and self._trim:
                 self._drop(
                     stream,
@@ -1151,9 +1160,11 @@ class StreamCopier:
                     continue
                 subtitle = entry.source.kind is StreamKind.SUBTITLE
                 if subtitle and self._end is None and limit_seconds is not None:
-                    if _ends_after(packet, limit_seconds):
+                    behind = any(held is entry for held, _ in self._held)
+                    if behind or _ends_after(packet, limit_seconds):
                         # Shown past the video so far, while where the video ends is not known yet
-                        # (--frames): held until it is, or until the video passes its end.
+                        # (--frames): held until it is, or until the video passes its end; the
+                        # stream's later packets wait behind it, so that its times keep their order.
                         self._held.append((entry, packet))
                         continue
             if entry.reencode:
@@ -1164,16 +1175,34 @@ class StreamCopier:
     def _write(self, entry: _Entry, packet: av.packet.Packet[Any]) -> None:
         if entry.text_to is not None:
             packet = _converted_text(packet, entry.source.codec, entry.text_to)
+        if entry.source.kind is StreamKind.SUBTITLE and packet.dts is not None:
+            # Cues that overlap, cut to the part, can land on a time before the one written last;
+            # a muxer takes a stream's times in order only: such a cue starts with the one before.
+            if entry.last_dts is not None and packet.dts < entry.last_dts:
+                packet.dts = entry.last_dts
+                if packet.pts is not None and packet.pts < packet.dts:
+                    packet.pts = packet.dts
+            entry.last_dts = packet.dts
         packet.stream = entry.stream_out
-        self._out.mux(packet)
+        try:
+            self._out.mux(packet)
+        except (av.error.FFmpegError, ValueError) as exc:
+            # Called while the video is muxed: said as this stream's, not the video encoder's.
+            source = entry.source
+            raise from_ffmpeg(
+                exc, f"writing stream {source.index} ({source.kind.value} {source.codec})", EncoderError
+            ) from exc
         entry.packets += 1
 
     def _release_held(self, limit_seconds: float | None) -> None:
         """Mux the held subtitles the video has passed (all of them when ``limit_seconds`` is None or
         the end is known), cut to the part."""
         held, self._held = self._held, []
+        waiting: set[int] = set()  # streams with a packet still held: their later ones wait too
         for entry, packet in held:
-            if self._end is None and limit_seconds is not None and _ends_after(packet, limit_seconds):
+            stays = self._end is None and limit_seconds is not None and _ends_after(packet, limit_seconds)
+            if stays or id(entry) in waiting:
+                waiting.add(id(entry))
                 self._held.append((entry, packet))
             elif self._cut(entry, packet)[0]:
                 self._write(entry, packet)
@@ -1196,6 +1225,7 @@ class StreamCopier:
             return float((packet.pts + duration) * tb) > -PREROLL_SECONDS, False
         if entry.source.kind is not StreamKind.SUBTITLE:
             return start >= 0, False
+        duration = _shown_ticks(packet)
         pts, stop = packet.pts, packet.pts + duration
         gone = stop <= 0 if duration else pts < 0  # over before the part starts
         if gone:
@@ -1327,7 +1357,20 @@ def _ends_after(packet: av.packet.Packet[Any], seconds: float) -> bool:
     """Whether the packet (a subtitle) is shown past ``seconds``."""
     if packet.pts is None or packet.time_base is None:
         return False
-    return float((packet.pts + (packet.duration or 0)) * packet.time_base) > seconds
+    return float((packet.pts + _shown_ticks(packet)) * packet.time_base) > seconds
+
+
+SUBTITLE_LONGEST_SECONDS = 24 * 3600
+"""A subtitle shown longer than this is taken to have no duration: a cue whose end comes before its
+start reads as 4294967096 ticks (FFmpeg's unsigned difference), which would hold it to the end."""
+
+
+def _shown_ticks(packet: av.packet.Packet[Any]) -> int:
+    """How long a subtitle packet is shown, in its ticks; 0 when it does not say or says nonsense."""
+    duration = packet.duration or 0
+    if duration <= 0 or packet.time_base is None:
+        return 0
+    return duration if float(duration * packet.time_base) <= SUBTITLE_LONGEST_SECONDS else 0
 
 
 def _subtitle_text(data: bytes, codec: str) -> str:

@@ -1,0 +1,107 @@
+"""Subtitles and audio a copy met in an outside crash hunt: overlapping cues cut with ``--from`` were
+written out of order (the muxer refused, and the error named the video encoder), a cue whose end comes
+before its start was held to the end, and an audio stream with no sample rate (a file cut after its
+header) failed the output's header. Inputs made with PyAV."""
+
+from __future__ import annotations
+
+import fractions
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+import av
+import pytest
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.ffmpeg_bridge.errors import EncoderError
+from alpha2.ffmpeg_bridge.side_streams import InputStream, StreamCopier, StreamKind
+from tests.media import make_clip
+
+MS = fractions.Fraction(1, 1000)
+
+
+def _with_cues(tmp_path: Path, cues: list[tuple[int, int, bytes]]) -> str:
+    """A 1 s clip with a SubRip stream of ``cues`` (start ms, duration ms, text), muxed in order."""
+    clip = make_clip(tmp_path / "base.mkv", frames=30, rate=30)
+    path = str(tmp_path / "cues.mkv")
+    with av.open(clip.path) as inp, av.open(path, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        text = out.add_mux_stream("subrip", time_base=MS)
+        for packet in inp.demux():
+            if packet.dts is None:
+                continue
+            packet.stream = video
+            out.mux(packet)
+        for start, duration, words in cues:
+            cue = av.Packet(words)
+            cue.pts = cue.dts = start
+            cue.duration, cue.time_base, cue.stream = duration, MS, text
+            out.mux(cue)
+    return path
+
+
+def _cue_times(path: str) -> list[tuple[int, int]]:
+    with av.open(path) as container:
+        stream = container.streams.subtitles[0]
+        return [(int(p.dts), int(p.duration or 0)) for p in container.demux(stream) if p.size]
+
+
+@pytest.mark.vulkan
+def test_overlapping_cues_cut_with_from_stay_in_order(tmp_path: Path) -> None:
+    # The long cue (0 to 0.8 s) is shown past the video decoded so far and held; the later ones were
+    # written first, and the held one, cut to start at 0, came after them.
+    src = _with_cues(tmp_path, [(0, 800, b"long"), (300, 0, b"flash"), (320, 100, b"short")])
+    out = str(tmp_path / "cut.mkv")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=0.3, overwrite=True))
+    assert stats.frames > 0
+    times = _cue_times(out)
+    assert len(times) == 3
+    assert [t for t, _ in times] == sorted(t for t, _ in times)
+
+
+@pytest.mark.vulkan
+def test_a_cue_that_ends_before_it_starts_is_not_held_to_the_end(tmp_path: Path) -> None:
+    # FFmpeg reads such a cue's duration as 4294967096 ticks (an unsigned difference): it was taken as
+    # shown to the end, held, and written at 0 after the cue behind it. Its duration is now unknown:
+    # a cue of unknown length that starts before the part is over before it.
+    src = _with_cues(tmp_path, [(200, 4294967096, b"backwards"), (350, 100, b"next")])
+    out = str(tmp_path / "cut.mkv")
+    transcode(src, out, TranscodeOptions(from_seconds=0.3, overwrite=True))
+    assert _cue_times(out) == [(50, 100)]
+
+
+def test_a_copy_error_names_its_stream() -> None:
+    class Refuses:
+        def mux(self, packet: object) -> None:
+            raise av.error.ArgumentError(22, "Invalid argument")
+
+    copier = StreamCopier.__new__(StreamCopier)
+    copier._out = Refuses()  # type: ignore[assignment]
+    source = InputStream(index=2, kind=StreamKind.SUBTITLE, codec="ass")
+    holder = av.open(io.BytesIO(), "w", format="matroska")
+    stream_out = holder.add_mux_stream("subrip", time_base=MS)
+    entry = SimpleNamespace(text_to=None, source=source, last_dts=None, stream_out=stream_out, packets=0)
+    packet = av.Packet(b"x")
+    packet.pts = packet.dts = 0
+    with pytest.raises(EncoderError, match=r"writing stream 2 \(subtitle ass\)"):
+        copier._write(entry, packet)  # type: ignore[arg-type]
+
+
+@pytest.mark.vulkan
+def test_an_audio_stream_with_no_data_is_dropped_with_the_reason(tmp_path: Path) -> None:
+    # A transport stream whose audio has a header and no packets (a file cut short): FFmpeg finds no
+    # sample rate, and the Matroska muxer refused the copy ("sample rate not set").
+    clip = make_clip(tmp_path / "base.mkv", frames=30)
+    src = str(tmp_path / "no_audio_data.ts")
+    with av.open(clip.path) as inp, av.open(src, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        out.add_stream("mp2", rate=48000)
+        for packet in inp.demux():
+            if packet.dts is not None:
+                packet.stream = video
+                out.mux(packet)
+    stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions(overwrite=True))
+    assert stats.frames == 30
+    (dropped,) = stats.dropped_streams
+    assert dropped.index == 1 and "sample rate is not known" in dropped.reason
