@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import fractions
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -39,9 +40,18 @@ SEEK_BACKOFF_SECONDS = (0.0, 1.0, 4.0, 16.0)
 """How far before the target each attempt seeks (then: before the stream's start)."""
 
 
+TICK_SLACK = fractions.Fraction(1, 1000)
+"""A time this close below a tick (in ticks) is that tick: a float's error, as in a frame's own
+``pts_seconds`` given back."""
+
+
 def target_ticks(seconds: float, start: int | None, time_base: fractions.Fraction) -> int:
-    """The timestamp ``seconds`` after the stream's start (times count from there), in ``time_base``."""
-    offset = round(fractions.Fraction(seconds).limit_denominator(1_000_000) / time_base)
+    """The timestamp ``seconds`` after the stream's start (times count from there), in ``time_base``: the
+    tick at or before it, so that the frame on display at ``seconds`` is the one found. (Rounded to the
+    nearest, a time past the middle of a coarse tick, as AVI's and GIF's a frame long, found the next
+    frame, one not shown yet; and 0.95 s of a 10 fps AVI, "past the end".)"""
+    ticks = fractions.Fraction(seconds).limit_denominator(1_000_000) / time_base
+    offset = math.floor(ticks + TICK_SLACK)
     return (start or 0) + max(offset, 0)
 
 

@@ -1,7 +1,8 @@
-"""Subtitles and audio a copy met in an outside crash hunt: overlapping cues cut with ``--from`` were
-written out of order (the muxer refused, and the error named the video encoder), a cue whose end comes
-before its start was held to the end, and an audio stream with no sample rate (a file cut after its
-header) failed the output's header. Inputs made with PyAV."""
+"""Faults an outside crash hunt found that were not crashes but wrong results: subtitles and audio a
+copy met (overlapping cues cut with ``--from`` were written out of order, and the muxer's refusal named
+the video encoder; a cue whose end comes before its start was held to the end; an audio stream with no
+sample rate, a file cut after its header, failed the output's header) and the frame found on a coarse
+clock (AVI's, a tick a frame). Inputs made with PyAV."""
 
 from __future__ import annotations
 
@@ -105,3 +106,27 @@ def test_an_audio_stream_with_no_data_is_dropped_with_the_reason(tmp_path: Path)
     assert stats.frames == 30
     (dropped,) = stats.dropped_streams
     assert dropped.index == 1 and "sample rate is not known" in dropped.reason
+
+
+@pytest.mark.vulkan
+def test_frame_at_finds_the_frame_on_display_on_a_coarse_clock(tmp_path: Path) -> None:
+    # AVI counts in frames (time base 1/10 here): a time was rounded to the nearest tick, so 0.46 s
+    # found frame 5 (shown from 0.5 s) and 0.95 s was "past the end" of a 1 s clip.
+    import alpha2
+
+    src = str(tmp_path / "ten.avi")
+    make_clip(src, codec="mpeg4", frames=10, rate=10, width=64, height=48)
+    with alpha2.open(src, hwaccel="none") as source:
+        for seconds, shown in ((0.0, 0.0), (0.46, 0.4), (0.5, 0.5), (0.95, 0.9), (0.999, 0.9)):
+            frame = source.frame_at(seconds)
+            assert frame is not None, seconds
+            try:
+                assert frame.pts_seconds == pytest.approx(shown), (seconds, frame.pts_seconds)
+            finally:
+                frame.release()
+        frames = source.frames_at([0.46, 0.95])
+        try:
+            assert [f.pts_seconds for f in frames] == pytest.approx([0.4, 0.9])
+        finally:
+            for frame in frames:
+                frame.release()
