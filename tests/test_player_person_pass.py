@@ -61,3 +61,22 @@ def test_an_anamorphic_dvd_opens_a_window_of_its_shown_shape(tmp_path: Path) -> 
         assert image[2, :].mean() > 150 and image[-3, :].mean() > 150  # no bars above or below
     finally:
         _close(playback)
+
+
+@pytest.mark.vulkan
+def test_a_broken_file_passed_over_again_is_reported_once(tmp_path: Path) -> None:
+    """p back over a broken file, and over it again on the way on: one error for it, not one a pass
+    (the terminal said ``alpha2: error: broken.mkv ...`` three times, the JSON listed it three times)."""
+    from tests.media import make_clip
+    from tests.test_playlist import _run_window
+
+    first = make_clip(tmp_path / "a.mkv", width=64, height=48, frames=6).path
+    last = make_clip(tmp_path / "b.mkv", width=48, height=64, frames=60).path
+    broken = tmp_path / "broken.mkv"
+    broken.write_bytes(b"this is not a video file" * 40)
+    # The first file to its end (6 frames, about 12 draws; broken passed over), p during the last (60
+    # frames): back over broken to the first, which plays to its end, broken passed over again, the last.
+    results, errors, driver = _run_window([first, str(broken), last], {45: "p"})
+    assert driver.sources == [first, last, first, last]
+    assert errors == [(str(broken), errors[0][1])] and "broken.mkv" in errors[0][1]
+    assert [s.input for s in results] == driver.sources

@@ -319,7 +319,7 @@ class Playlist:
     index: int = 0
     """The file playing."""
     errors: list[tuple[str, str]] = field(default_factory=list)
-    """(input, message) of each file that could not be played."""
+    """(input, message) of each file that could not be played, once each however often it was tried."""
 
 
 class _Overlay:
@@ -741,7 +741,8 @@ class WindowPlayback(_Keys):
                 self._reset(player)
                 self._start(player)
             except Error as exc:
-                playlist.errors.append((source, exc.message))
+                if all(name != source for name, _ in playlist.errors):  # passed over again (n / p): said once
+                    playlist.errors.append((source, exc.message))
                 self.pending = None
                 player.close(False)
                 self._say(f"{os.path.basename(source)}: {exc.message}")
