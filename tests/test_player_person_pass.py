@@ -80,3 +80,29 @@ def test_a_broken_file_passed_over_again_is_reported_once(tmp_path: Path) -> Non
     assert driver.sources == [first, last, first, last]
     assert errors == [(str(broken), errors[0][1])] and "broken.mkv" in errors[0][1]
     assert [s.input for s in results] == driver.sources
+
+
+def _inside(rect: Any, window: Size) -> bool:
+    return (
+        rect.x >= 0
+        and rect.y >= 0
+        and rect.x + rect.width <= window.width
+        and rect.y + rect.height <= window.height
+    )
+
+
+def test_a_long_message_is_wrapped_inside_the_window() -> None:
+    """A playlist's error for a broken file ran off the window's right edge, cut mid-word."""
+    from alpha2.apps.osd import Osd, OsdView
+
+    osd = Osd()
+    message = "junk.mkv: opening '/home/someone/Videos/junk.mkv': Invalid data found when processing input"
+    osd.message(message)
+    for window in (Size(640, 360), Size(320, 180)):
+        (layer,) = [item for item in osd.layers(window, OsdView(0.0, 10.0)) if item.key == "message"]
+        assert _inside(layer.rect, window), (window, layer.rect)
+    # A word wider than the window (a path) is cut, not left to run off.
+    osd.message("/" + "a-very-long-folder-name/" * 8 + "clip.mkv")
+    window = Size(320, 180)
+    (layer,) = [item for item in osd.layers(window, OsdView(0.0, 10.0)) if item.key == "message"]
+    assert _inside(layer.rect, window)

@@ -36,6 +36,7 @@ __all__ = [
     "font_source",
     "format_time",
     "text_image",
+    "wrap_to_width",
 ]
 
 SHOW_S = 1.5
@@ -146,6 +147,30 @@ def text_image(
     out[..., :3] = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
     out[..., 3] = np.clip(np.rint(alpha * 255.0), 0, 255).astype(np.uint8)
     return out
+
+
+def wrap_to_width(text: str, size_px: int, width_px: int, *, mono: bool = False) -> str:
+    """``text`` with its lines broken at spaces (inside a word too long for a line of its own) so that
+    each, drawn at ``size_px`` with its outline, is at most ``width_px`` wide."""
+    font = _font(max(6, int(size_px)), mono)
+    room = max(1, width_px - 2 * (max(1, round(size_px / 12)) + 1))
+    out: list[str] = []
+    for line in (text or "").split("\n"):
+        current = ""
+        for word in line.split(" "):
+            candidate = f"{current} {word}" if current else word
+            if current and font.getlength(candidate) > room:
+                out.append(current)
+                candidate = word
+            current = candidate
+            while len(current) > 1 and font.getlength(current) > room:  # a path, a URL: cut it
+                cut = len(current) - 1
+                while cut > 1 and font.getlength(current[:cut]) > room:
+                    cut -= 1
+                out.append(current[:cut])
+                current = current[cut:]
+        out.append(current)
+    return "\n".join(out)
 
 
 def bar_image(width: int, height: int, fraction: float) -> np.ndarray:
@@ -357,7 +382,8 @@ class Osd:
         if message is not None and self._message is not None:
             left = self._message[1] - self.clock()
             opacity = 1.0 if left >= 0 else max(0.0, 1.0 + left / FADE_S)
-            pixels = self._text(message, sizes["text"])
+            wrapped = wrap_to_width(message, sizes["text"], window.width - 2 * margin)
+            pixels = self._text(wrapped, sizes["text"])
             out.append(Layer("message", pixels, margin, top, opacity))
             top += int(pixels.shape[0]) + margin // 2
         if self.show_stats and view.stats and not (self.show_help and view.help):
