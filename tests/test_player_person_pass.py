@@ -106,3 +106,32 @@ def test_a_long_message_is_wrapped_inside_the_window() -> None:
     window = Size(320, 180)
     (layer,) = [item for item in osd.layers(window, OsdView(0.0, 10.0)) if item.key == "message"]
     assert _inside(layer.rect, window)
+
+
+def test_help_and_stats_fit_a_small_window() -> None:
+    """``?`` and ``i`` in a 320x180 window: their text shrinks with the window (as mpv's) instead of
+    running off its bottom and right edges."""
+    from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+    from alpha2.apps.osd import Osd, OsdView
+
+    stats = [
+        "File: /home/someone/Videos/normal.mp4",
+        "Decoder: h264 (h264, software); 1280x720, 30.000 fps",
+        "Frames: 333 shown, 1 dropped, 120 late",
+        "A/V offset: +16.7 ms (mean 6.0 ms, max 28.8 ms; refresh 200 Hz)",
+        "Clock: audio clock: system (JACK Audio Connection Kit), 48000 Hz, 2 ch, output latency 21.3 ms",
+        "Speed: 1x; volume 100%; loop no",
+        "Colour: as tagged (the frames are BT709 BT709 already); matrix BT.709 guessed from the size",
+        "Subtitles: none",
+    ]
+    for window in (Size(320, 180), Size(300, 700), Size(1280, 300)):
+        osd = Osd(show_help=True)
+        view = OsdView(0.0, 10.0, help=help_lines(PLAYER_BINDINGS), stats=stats)
+        (help_layer,) = [item for item in osd.layers(window, view) if item.key == "help"]
+        assert _inside(help_layer.rect, window), (window, help_layer.rect)
+        osd = Osd(show_stats=True)
+        (stats_layer,) = [item for item in osd.layers(window, view) if item.key == "stats"]
+        assert _inside(stats_layer.rect, window), (window, stats_layer.rect)
+    # A large window keeps the normal size: nothing is shrunk that fits.
+    big = Osd(show_help=True).layers(Size(1280, 720), OsdView(0.0, 10.0, help=help_lines(PLAYER_BINDINGS)))
+    assert big[0].rect.height > 400

@@ -387,13 +387,41 @@ class Osd:
             out.append(Layer("message", pixels, margin, top, opacity))
             top += int(pixels.shape[0]) + margin // 2
         if self.show_stats and view.stats and not (self.show_help and view.help):
-            chars = max(20, int((window.width - 2 * margin) / (sizes["small"] * 0.62)) - 2)
-            lines = [piece for line in view.stats for piece in (textwrap.wrap(line, chars) or [""])]
-            pixels = self._text("\n".join(lines), sizes["small"], mono=True, box_alpha=150, outline_px=0)
-            out.append(Layer("stats", pixels, margin, top))
+            lines = view.stats
+
+            def stats(size: int) -> np.ndarray:
+                chars = max(20, int((window.width - 2 * margin) / (size * 0.62)) - 2)
+                pieces = [piece for line in lines for piece in (textwrap.wrap(line, chars) or [""])]
+                return self._text("\n".join(pieces), size, mono=True, box_alpha=150, outline_px=0)
+
+            room = Size(window.width - 2 * margin, window.height - top - margin)
+            out.append(Layer("stats", _fitted(stats, sizes["small"], room), margin, top))
         if self.show_help and view.help:
-            pixels = self._text("\n".join(view.help), sizes["small"], mono=True, box_alpha=215, outline_px=0)
+            text = "\n".join(view.help)
+            room = Size(window.width - 2 * margin, window.height - 2 * margin)
+            pixels = _fitted(
+                lambda size: self._text(text, size, mono=True, box_alpha=215, outline_px=0),
+                sizes["small"],
+                room,
+            )
             x = max(0, (window.width - int(pixels.shape[1])) // 2)
             y = max(0, (window.height - int(pixels.shape[0])) // 2)
             out.append(Layer("help", pixels, x, y))
         return out
+
+
+_SMALLEST_PX = 6
+"""The smallest text the display shrinks a block to (the stats, the key help) in a small window."""
+
+
+def _fitted(make: Callable[[int], np.ndarray], size_px: int, room: Size) -> np.ndarray:
+    """``make(size)``, the text size brought down from ``size_px`` until the image fits in ``room`` (as
+    mpv's display scales with the window), or down to :data:`_SMALLEST_PX`."""
+    size = size_px
+    while True:
+        pixels = make(size)
+        height, width = int(pixels.shape[0]), int(pixels.shape[1])
+        if (width <= room.width and height <= room.height) or size <= _SMALLEST_PX:
+            return pixels
+        shrink = min(room.width / width, room.height / height)
+        size = max(_SMALLEST_PX, min(size - 1, int(size * shrink)))
