@@ -135,3 +135,24 @@ def test_help_and_stats_fit_a_small_window() -> None:
     # A large window keeps the normal size: nothing is shrunk that fits.
     big = Osd(show_help=True).layers(Size(1280, 720), OsdView(0.0, 10.0, help=help_lines(PLAYER_BINDINGS)))
     assert big[0].rect.height > 400
+
+
+@pytest.mark.vulkan
+def test_the_wall_shows_an_anamorphic_tile_at_its_shown_shape(tmp_path: Path) -> None:
+    """A 720x480 DVD at 32:27 next to a 16:9 clip of square pixels: both are 16:9 on screen, so both
+    fill their tiles (the DVD was drawn 3:2, with bars at its sides, as if its pixels were square)."""
+    from alpha2.apps.wall import play_wall
+    from tests.media import make_clip
+    from tests.test_apps_play import read_png
+
+    dvd = _anamorphic_clip(tmp_path / "dvd.mkv", frames=3)
+    wide = make_clip(tmp_path / "wide.mkv", width=854, height=480, frames=3).path
+    options = PlayOptions(snapshot=str(tmp_path / "wall.png"), hwaccel="none", audio=False)
+    stats = play_wall([dvd, wide], options, environ={"PATH": "/usr/bin"})
+    wall = read_png(tmp_path / "wall.png")[..., :3].astype(np.int32)
+    assert stats.size is not None and wall.shape[:2] == (stats.size.height, stats.size.width)
+    tile_width = wall.shape[1] // 2
+    dvd_tile = wall[:, :tile_width]
+    # 853 wide in a tile of 854: a column of black at most, not 67 at each side
+    assert dvd_tile[:, 2:6].mean() > 150 and dvd_tile[:, -6:-2].mean() > 150
+    assert dvd_tile[:4].mean() > 150 and dvd_tile[-4:].mean() > 150  # nor above and below

@@ -27,6 +27,7 @@ from typing import Any
 
 from alpha2.api import arguments, pipeline
 from alpha2.api.devices import open_decoder, open_device
+from alpha2.api.playback import stream_displayed_size
 from alpha2.api.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.decode import short_repr
@@ -34,7 +35,7 @@ from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
 from alpha2.gpu.frames import DecodedFrame
-from alpha2.gpu.geometry import Rotation, Size
+from alpha2.gpu.geometry import Size
 from alpha2.gpu.surfaces import SurfaceBudget
 from alpha2.native_gpu.device.device import Device
 
@@ -44,7 +45,6 @@ MAX_WALL = Size(3840, 2160)
 """The largest wall made when no tile size is given: tiles are the streams' size, shrunk to fit it."""
 
 _WALL_FORMAT = "rgba8unorm"
-_QUARTER_TURNS = (Rotation.CW90, Rotation.CW270)
 
 
 def _pts(item: Any) -> float | None:
@@ -310,13 +310,9 @@ class StreamGroup:
             raise InvalidInputError(
                 f"none of the {len(sources)} sources opened; {sources[first]}: {errors[first]}"
             )
-        # Tiles take the pictures as displayed: a quarter-turn display matrix swaps the sides.
-        sizes = [
-            (d.info.height, d.info.width)
-            if d.info.rotation in _QUARTER_TURNS
-            else (d.info.width, d.info.height)
-            for d in live
-        ]
+        # Tiles take the pictures as displayed: the pixel shape applied, a quarter-turn display matrix
+        # swaps the sides.
+        sizes = [(shown.width, shown.height) for shown in (stream_displayed_size(d.info) for d in live)]
         if tile is None:
             width = max(w for w, _ in sizes)
             height = max(h for _, h in sizes)
@@ -574,9 +570,7 @@ class StreamGroup:
             if lease is None:
                 continue
             metadata = lease.frame.metadata
-            size = metadata.display_size
-            if metadata.rotation in _QUARTER_TURNS:
-                size = size.transposed()
+            size = metadata.shown_size  # pixel shape (an anamorphic DVD's 720x480 is 853x480) and turn
             fitted = pipeline.fit_inside(size.width, size.height, self.tile)
             if stream.fitted is not None and stream.fitted != fitted:
                 self._blacken_tile(encoder, stream)  # the old picture may show around the new one
