@@ -302,7 +302,11 @@ class _Keys:
             return False
         return True
 
+    def _clock_if_due(self) -> None:
+        """Start what waits for the first frame to be up, before an event acts on it (WindowPlayback)."""
+
     def _on_wheel(self, event: Mapping[str, Any]) -> None:
+        self._clock_if_due()
         dy = float(event.get("dy", 0.0) or 0.0)
         if dy:
             self.change_volume(VOLUME_STEP if dy < 0 else -VOLUME_STEP)  # the wheel away: louder
@@ -366,6 +370,7 @@ class WindowPlayback(_Keys):
         """The stats of the files finished before the one playing (a playlist)."""
         self.shown: Any = None  # (texture, letterbox rect) of the last frame rendered
         self.shown_pts: float | None = None
+        self._clock_from: float | None = None  # where the clock starts, when sought before it did
         self.held: Any = None
         """The import lease of the frame on display: it is rendered again when the window's size changes
         (paused too) and at the video's own size for a screenshot; let go when the next frame comes."""
@@ -530,6 +535,9 @@ class WindowPlayback(_Keys):
         timer = pipeline.RunTimer()
         try:
             backend = self.open(canvas_module)
+            # The first frame now, before the loop starts (starting rendercanvas's asyncio loop takes
+            # about 20 ms on the 2-core machine); the loop draws the next ones.
+            self.canvas.force_draw()
             backend.loop.run()
         finally:
             self.finish(timer.stop())
@@ -541,6 +549,7 @@ class WindowPlayback(_Keys):
     # -- input --------------------------------------------------------------------------------------
 
     def _on_key(self, event: Mapping[str, Any]) -> None:
+        self._clock_if_due()
         key = key_name(event)
         if self._common_key(key):
             return
@@ -587,6 +596,7 @@ class WindowPlayback(_Keys):
             self.canvas.set_cursor("default")
 
     def _on_pointer_down(self, event: Mapping[str, Any]) -> None:
+        self._clock_if_due()
         if int(event.get("button", 1) or 1) != 1:
             return
         x, y = self._pointer(event)
@@ -756,6 +766,7 @@ class WindowPlayback(_Keys):
         self._let_go_held()
         self.player, self.stats = player, player.stats
         self.shown = self.shown_pts = None
+        self._clock_from = None
         self.pending = None
         self.scheduler = AVScheduler(speed=self.speed)
         self.ended = False
@@ -776,6 +787,8 @@ class WindowPlayback(_Keys):
         self.pending = decoder.next_frame()
         if self.clock is not None:
             self.clock.seek(target)
+        elif self.shown is not None:
+            self._clock_from = target  # a seek between the first frame and the clock's start
         self.scheduler.mark("seek")
         self.ended = False
         if show_bar:
@@ -877,6 +890,12 @@ class WindowPlayback(_Keys):
 
     def _draw(self) -> None:
         player, stats = self.player, self.stats
+        if self.clock is None and self.shown is not None:
+            # The first frame went up with the draw before: the subtitles open and the sound starts now,
+            # at its time (opening the sound takes 50-60 ms on the 2-core machine, which the first
+            # picture no longer waits for; it stays on screen until the clock runs).
+            self._clock_if_due()
+            return
         limit = player.options.frames
         frame = self._advance()
         if self.ended and self.loop and (limit is None or stats.frames < limit):
@@ -938,12 +957,6 @@ class WindowPlayback(_Keys):
             self.on_present(surface)
         if stats.first_frame_s is None:
             stats.first_frame_s = seconds_since_process_start()
-        if self.clock is None:
-            self._open_subtitles()
-            # The sound starts once the first frame is up (its first render may take long), in sync with it.
-            self.clock = make_clock(player, pts, self.duration_s)
-            if self.speed != 1.0:
-                self.clock.set_speed(self.speed)
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
@@ -955,6 +968,21 @@ class WindowPlayback(_Keys):
         if self.fullscreen and not self._cursor_hidden and not self.osd.showing_bar(self.paused):
             self._cursor_hidden = True  # as mpv: the pointer goes with the bar, and comes back on a move
             self.canvas.set_cursor("none")
+
+    def _clock_if_due(self) -> None:
+        """Once the first frame is up: start the clock, at its time (or where a seek since went)."""
+        if self.clock is None and self.shown is not None:
+            start = self._clock_from if self._clock_from is not None else (self.shown_pts or 0.0)
+            self._clock_from = None
+            self._start_clock(start)
+
+    def _start_clock(self, pts: float) -> None:
+        """Open the subtitles and start the sound and the clock at ``pts``, the first frame's time: once
+        that frame is up (its first render may take long), in sync with it."""
+        self._open_subtitles()
+        self.clock = make_clock(self.player, pts, self.duration_s)
+        if self.speed != 1.0:
+            self.clock.set_speed(self.speed)
 
 
 def _clear(encoder: Any, surface: Any, colour: tuple[float, float, float, float]) -> None:
