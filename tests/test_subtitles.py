@@ -193,3 +193,86 @@ def test_cue_without_duration_lasts_until_the_next(tmp_path: Path) -> None:
                 mkv.mux(packet)
     cues = read_cues(str(out))
     assert cues[0].end_s == pytest.approx(0.7) and cues[1].end_s > cues[1].start_s
+
+
+_STYLE_FORMAT = "Format: " + ", ".join(
+    "Name Fontname Fontsize PrimaryColour SecondaryColour OutlineColour BackColour Bold Italic Underline "
+    "StrikeOut ScaleX ScaleY Spacing Angle BorderStyle Outline Shadow Alignment MarginL MarginR MarginV "
+    "Encoding".split()
+)
+PLACED_ASS = r"""[Script Info]
+ScriptType: v4.00+
+
+[V4+ Styles]
+{style_format}
+Style: Default,Arial,16,&Hffffff,&Hffffff,&H0,&H0,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,0
+Style: Sign,Arial,16,&Hffffff,&Hffffff,&H0,&H0,0,0,0,0,100,100,0,0,1,1,0,8,10,10,10,0
+Style: Centre,Arial,16,&Hffffff,&Hffffff,&H0,&H0,0,0,0,0,100,100,0,0,1,1,0,5,10,10,10,0
+
+[Events]
+Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+Dialogue: 0,0:00:00.00,0:00:02.00,Default,,0,0,0,,Speaker one
+Dialogue: 0,0:00:00.00,0:00:02.00,Default,,0,0,0,,{\an8\i1}Speaker two
+Dialogue: 0,0:00:00.50,0:00:02.00,Sign,,0,0,0,,A SIGN
+Dialogue: 0,0:00:00.50,0:00:02.00,Centre,,0,0,0,,In the middle
+Dialogue: 0,0:00:01.00,0:00:02.00,Sign,,0,0,0,,{\an2}Sign style, put at the bottom
+Dialogue: 0,0:00:01.00,0:00:02.00,Default,,0,0,0,,{\a6}Top (SSA's numbering)
+""".replace("{style_format}", _STYLE_FORMAT)
+
+
+def test_ass_placement_from_tags_and_styles(tmp_path: Path) -> None:
+    """An ASS cue is placed by its first {\\an} / {\\a} tag, else by its style's alignment (mpv does it
+    through libass; they were all drawn at the bottom, a sign over the dialogue)."""
+    path = tmp_path / "placed.ass"
+    path.write_text(PLACED_ASS, encoding="utf-8")
+    cues = {(c.text, c.placement) for c in read_cues(str(path))}
+    assert cues == {
+        ("Speaker one", "bottom"),
+        ("Speaker two", "top"),
+        ("A SIGN", "top"),
+        ("In the middle", "middle"),
+        ("Sign style, put at the bottom", "bottom"),
+        ("Top (SSA's numbering)", "top"),
+    }
+    subtitles = open_subtitles(str(tmp_path / "placed.mkv"), sub=path)
+    assert subtitles.selected is not None and subtitles.selected.wait(10)
+    assert subtitles.placed_at(0.2) == {"bottom": "Speaker one", "top": "Speaker two"}
+    assert subtitles.placed_at(1.5) == {
+        "bottom": "Speaker one\nSign style, put at the bottom",
+        "top": "Speaker two\nA SIGN\nTop (SSA's numbering)",
+        "middle": "In the middle",
+    }
+    assert subtitles.text_at(0.2) == "Speaker one\nSpeaker two"
+    subtitles.close()
+
+
+def test_legacy_ssa_styles_use_their_own_numbers() -> None:
+    from alpha2.ffmpeg_bridge.subtitles import style_placements
+
+    header = (
+        "[Script Info]\nScriptType: v4.00\n\n[V4 Styles]\n"
+        "Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, TertiaryColour, BackColour, "
+        "Bold, Italic, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, AlphaLevel, "
+        "Encoding\n"
+        "Style: Low,Arial,20,0,0,0,0,0,0,1,1,0,2,10,10,10,0,0\n"
+        "Style: High,Arial,20,0,0,0,0,0,0,1,1,0,6,10,10,10,0,0\n"
+        "Style: Mid,Arial,20,0,0,0,0,0,0,1,1,0,10,10,10,10,0,0\n"
+    )
+    assert style_placements(header) == {"Low": "bottom", "High": "top", "Mid": "middle"}
+
+
+def test_the_display_puts_a_top_subtitle_at_the_top() -> None:
+    from alpha2.apps.osd import Osd, OsdView
+
+    window = Size(640, 360)
+    view = OsdView(
+        position_s=0.0, duration_s=10.0, subtitle="low", subtitle_top="high", subtitle_middle="mid"
+    )
+    osd = Osd()
+    osd._active_until = -1e9  # no bar: the bottom subtitle at the bottom margin
+    placed = {layer.key: layer.rect for layer in osd.layers(window, view) if layer.key.startswith("subtitle")}
+    assert set(placed) == {"subtitle", "subtitle_middle", "subtitle_top"}  # a sprite each: keys differ
+    top, middle, bottom = placed["subtitle_top"], placed["subtitle_middle"], placed["subtitle"]
+    rects = [top, middle, bottom]
+    assert top.y < 40 and abs(middle.y + middle.height / 2 - 180) <= 2 and bottom.y + bottom.height > 320
+    assert all(abs(r.x + r.width / 2 - 320) <= 1 for r in rects)

@@ -98,12 +98,22 @@ class SubtitleTrack:
 
     def text_at(self, seconds: float) -> str | None:
         """The text on display at ``seconds`` (overlapping cues one under the other), or None."""
+        placed = self.placed_at(seconds)
+        return "\n".join(placed.values()) if placed else None
+
+    def placed_at(self, seconds: float) -> dict[str, str]:
+        """The text on display at ``seconds`` by where it goes (``top``, ``middle``, ``bottom``: a cue's
+        :attr:`~alpha2.ffmpeg_bridge.subtitles.SubtitleCue.placement`), overlapping cues one under the
+        other; empty when none is."""
         cues, starts = self.cues, self._starts
         if not cues or len(starts) != len(cues):
-            return None
+            return {}
         end = bisect.bisect_right(starts, seconds)
-        shown = [c.text for c in cues[max(0, end - 16) : end] if c.end_s > seconds]
-        return "\n".join(shown) if shown else None
+        placed: dict[str, list[str]] = {}
+        for cue in cues[max(0, end - 16) : end]:
+            if cue.end_s > seconds:
+                placed.setdefault(cue.placement, []).append(cue.text)
+        return {where: "\n".join(texts) for where, texts in placed.items()}
 
     def close(self) -> None:
         """Stop reading (the thread ends at its next packet)."""
@@ -158,6 +168,11 @@ class Subtitles:
         """The selected track's text at ``seconds``, or None."""
         track = self.selected
         return None if track is None else track.text_at(seconds)
+
+    def placed_at(self, seconds: float) -> dict[str, str]:
+        """The selected track's text at ``seconds`` by where it goes (:meth:`SubtitleTrack.placed_at`)."""
+        track = self.selected
+        return {} if track is None else track.placed_at(seconds)
 
     def close(self) -> None:
         """Stop every track's reading."""

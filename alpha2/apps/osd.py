@@ -215,8 +215,8 @@ class Layer:
     """One image of the display, placed in the window."""
 
     key: str
-    """What it is: ``bar``, ``time``, ``pause``, ``message``, ``stats``, ``help``, ``subtitle``, ... (one
-    GPU sprite each)."""
+    """What it is: ``bar``, ``time``, ``pause``, ``message``, ``stats``, ``help``, ``subtitle`` (and
+    ``subtitle_top``, ``subtitle_middle``), ... (one GPU sprite each)."""
     pixels: np.ndarray
     """(H, W, 4) uint8 RGBA, straight alpha; the same object while its content is unchanged."""
     x: int
@@ -243,7 +243,11 @@ class OsdView:
     paused: bool = False
     """Whether playback is paused (the pause sign, and the bar stays)."""
     subtitle: str | None = None
-    """The subtitle text on display now, if any."""
+    """The subtitle text on display now, if any (bottom centre)."""
+    subtitle_top: str | None = None
+    """Subtitle text placed at the top (an ASS ``{\\an8}`` sign, a second speaker), if any."""
+    subtitle_middle: str | None = None
+    """Subtitle text placed in the middle, if any."""
     stats: Sequence[str] = ()
     """The stats lines (drawn while the stats are toggled on)."""
     help: Sequence[str] = ()
@@ -339,6 +343,13 @@ class Osd:
         key = ("text", text, size, tuple(sorted(options.items())))
         return self._cached(key, lambda: text_image(text, size, **options))
 
+    def _subtitle_pixels(self, text: str, sizes: dict[str, int], window: Size) -> Any:
+        """A subtitle's text, wrapped to 90% of the window, outlined, centred line by line."""
+        width_chars = max(8, int(window.width * 0.9 / (sizes["subtitle"] * 0.55)))
+        wrapped = "\n".join(textwrap.fill(line, width_chars) if line else line for line in text.split("\n"))
+        outline = max(2, sizes["subtitle"] // 14)
+        return self._text(wrapped, sizes["subtitle"], align="center", outline_px=outline)
+
     def layers(self, window: Size, view: OsdView) -> list[Layer]:
         """The images to draw over the frame in ``window`` now, in drawing order."""
         if window.width < 16 or window.height < 16:
@@ -368,15 +379,17 @@ class Osd:
             size = int(pause.shape[0])
             out.append(Layer("pause", pause, (window.width - size) // 2, (window.height - size) // 2))
         if view.subtitle:
-            width_chars = max(8, int(window.width * 0.9 / (sizes["subtitle"] * 0.55)))
-            wrapped = "\n".join(
-                textwrap.fill(line, width_chars) if line else line for line in view.subtitle.split("\n")
-            )
-            outline = max(2, sizes["subtitle"] // 14)
-            sub = self._text(wrapped, sizes["subtitle"], align="center", outline_px=outline)
+            sub = self._subtitle_pixels(view.subtitle, sizes, window)
             out.append(
                 Layer("subtitle", sub, (window.width - int(sub.shape[1])) // 2, bottom - int(sub.shape[0]))
             )
+        if view.subtitle_middle:
+            sub = self._subtitle_pixels(view.subtitle_middle, sizes, window)
+            x, y = (window.width - int(sub.shape[1])) // 2, (window.height - int(sub.shape[0])) // 2
+            out.append(Layer("subtitle_middle", sub, x, y))
+        if view.subtitle_top:
+            sub = self._subtitle_pixels(view.subtitle_top, sizes, window)
+            out.append(Layer("subtitle_top", sub, (window.width - int(sub.shape[1])) // 2, margin))
         top = margin
         message = self.current_message
         if message is not None and self._message is not None:

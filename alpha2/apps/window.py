@@ -680,7 +680,11 @@ class WindowPlayback(_Keys):
             if overlay is not None:
                 # A display of its own: no bar, pause sign, message, stats or help; the subtitle only.
                 view = OsdView(
-                    position_s=self.shown_pts or 0.0, duration_s=self.duration_s, subtitle=subtitle
+                    position_s=self.shown_pts or 0.0,
+                    duration_s=self.duration_s,
+                    subtitle=subtitle.get("bottom"),
+                    subtitle_top=subtitle.get("top"),
+                    subtitle_middle=subtitle.get("middle"),
                 )
                 placements = []
                 for layer in Osd().layers(size, view):
@@ -698,12 +702,12 @@ class WindowPlayback(_Keys):
         self._say(f"Screenshot: {os.path.basename(path)}")
         return path
 
-    def _subtitle_now(self) -> str | None:
-        """The subtitle text on display now, if any."""
+    def _subtitle_now(self) -> dict[str, str]:
+        """The subtitle text on display now, by where it goes (``bottom``, ``middle``, ``top``)."""
         if self.subtitles is None:
-            return None
+            return {}
         position = self.shown_pts if self.shown_pts is not None else 0.0
-        return self.subtitles.text_at(self.media_time() if self.clock is not None else position)
+        return self.subtitles.placed_at(self.media_time() if self.clock is not None else position)
 
     def _render_held(self, target: Any, frame: DecodedFrame | None = None) -> Any:
         """Render into ``target`` the frame on display again, or ``frame``, which becomes the frame on
@@ -879,11 +883,14 @@ class WindowPlayback(_Keys):
         position = self.shown_pts if self.shown_pts is not None else 0.0
         if self.clock is not None:
             position = self.media_time() if not self.paused else position
+        placed = self._subtitle_now()
         return OsdView(
             position_s=position,
             duration_s=self.duration_s,
             paused=self.paused,
-            subtitle=self._subtitle_now(),
+            subtitle=placed.get("bottom"),
+            subtitle_top=placed.get("top"),
+            subtitle_middle=placed.get("middle"),
             stats=self._stats_now() if self.osd.show_stats else (),
             help=help_lines(PLAYER_BINDINGS) if self.osd.show_help else (),
         )

@@ -3,7 +3,9 @@
 :func:`subtitle_tracks` lists a file's subtitle streams (an ``.srt`` / ``.ass`` / ``.vtt`` file is one
 track itself); :func:`read_cues` demuxes one stream and decodes its packets with FFmpeg's subtitle
 decoders (SubRip, ASS / SSA, mov_text, WebVTT: each hands out ASS events), keeping the text: ASS
-override tags (``{\\i1}``, ``{\\pos(..)}``, ...) are stripped, ``\\N`` becomes a line break. Bitmap
+override tags (``{\\i1}``, ``{\\pos(..)}``, ...) are stripped, ``\\N`` becomes a line break. Where a cue is
+placed (:attr:`SubtitleCue.placement`: bottom, middle or top) is kept from its ``{\\an8}`` / ``{\\a6}`` tag
+or its ASS style's alignment, as signs and overlapping speakers use it; the rest of the styling is not. Bitmap
 subtitles (PGS, DVD, DVB) are listed with ``text=False`` and have no cues here. No PyAV object leaves
 this module.
 """
@@ -23,7 +25,16 @@ from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg, from_ffmpeg_open
 from alpha2.gpu.errors import InvalidInputError
 
-__all__ = ["SubtitleCue", "SubtitleTrackInfo", "ass_text", "read_cues", "subtitle_tracks"]
+__all__ = [
+    "PLACEMENTS",
+    "SubtitleCue",
+    "SubtitleTrackInfo",
+    "ass_placement",
+    "ass_text",
+    "read_cues",
+    "style_placements",
+    "subtitle_tracks",
+]
 
 _BITMAP_CODECS = frozenset({"hdmv_pgs_subtitle", "dvd_subtitle", "dvb_subtitle", "xsub", "dvb_teletext"})
 _DEFAULT_CUE_S = 4.0
@@ -42,6 +53,8 @@ class SubtitleCue:
     """When it goes, media seconds."""
     text: str
     """Its text, lines split at ``\\n``, without styling."""
+    placement: str = "bottom"
+    """Where it goes: ``bottom`` (centre), ``middle`` or ``top``, from its ASS alignment."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,62 @@ def ass_text(event: str) -> str:
     text = text.replace("\\N", "\n").replace("\\n", "\n").replace("\\h", "\u00a0")
     lines = [line.strip() for line in text.split("\n")]
     return "\n".join(lines).strip("\n")
+
+
+PLACEMENTS = ("bottom", "middle", "top")
+"""Where a cue is drawn (:attr:`SubtitleCue.placement`)."""
+_AN_TAG = re.compile(r"\\an([1-9])")
+_A_TAG = re.compile(r"\\a([1-9]|1[01])(?![0-9])")
+
+
+def _numpad_row(alignment: int) -> str:
+    """An ASS (v4+) alignment, the numpad's digit (1-3 bottom, 4-6 middle, 7-9 top), as a placement."""
+    return "bottom" if alignment <= 3 else "middle" if alignment <= 6 else "top"
+
+
+def _legacy_row(alignment: int) -> str:
+    """An SSA (v4) alignment: 1-3 bottom, 5-7 top, 9-11 middle (4 and 8 unused)."""
+    return "top" if 5 <= alignment <= 7 else "middle" if alignment >= 9 else "bottom"
+
+
+def ass_placement(event: str, style: str = "bottom") -> str:
+    """Where an ASS dialogue text goes: its first ``{\\an..}`` or ``{\\a..}`` override (only the first
+    counts, as in libass), else ``style``'s (the placement of the event's style)."""
+    for block in _OVERRIDE.findall(event):
+        numpad = _AN_TAG.search(block)
+        if numpad:
+            return _numpad_row(int(numpad.group(1)))
+        legacy = _A_TAG.search(block)
+        if legacy:
+            return _legacy_row(int(legacy.group(1)))
+    return style
+
+
+def style_placements(header: bytes | str | None) -> dict[str, str]:
+    """The placement of each style an ASS / SSA script header (a stream's extradata) names, from its
+    ``Alignment`` field; empty when it has none."""
+    if not header:
+        return {}
+    text = header.decode("utf-8", "replace") if isinstance(header, bytes) else header
+    legacy = "[v4 styles]" in text.lower() and "[v4+ styles]" not in text.lower()
+    fields: list[str] = []
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "format" and "alignment" in value.lower() and "name" in value.lower():
+            fields = [f.strip().lower() for f in value.split(",")]
+        elif key == "style" and fields:
+            values = [v.strip() for v in value.split(",")]
+            if len(values) < len(fields):
+                continue
+            try:
+                alignment = int(values[fields.index("alignment")])
+            except ValueError:
+                continue
+            row = _legacy_row(alignment) if legacy else _numpad_row(min(max(alignment, 1), 9))
+            found[values[fields.index("name")]] = row
+    return found
 
 
 def _open(source: str) -> av.container.InputContainer:
@@ -111,15 +180,25 @@ def subtitle_tracks(source: str | os.PathLike[str]) -> list[SubtitleTrackInfo]:
         return [_info(where, stream) for stream in container.streams.subtitles]
 
 
-def _event_text(item: Any) -> str:
+def _event_text(item: Any, styles: dict[str, str] | None = None) -> tuple[str, str]:
+    """An event's text and placement (``styles``: each style's placement, :func:`style_placements`)."""
     dialogue = getattr(item, "dialogue", None)
     if dialogue:
         raw = dialogue.decode("utf-8", "replace") if isinstance(dialogue, bytes) else str(dialogue)
-        return ass_text(raw)
+        style = "bottom"
+        event = getattr(item, "ass", None)
+        if styles and event:
+            line = event.decode("utf-8", "replace") if isinstance(event, bytes) else str(event)
+            fields = line.split(
+                ",", 8
+            )  # ReadOrder, Layer, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+            if len(fields) > 2:
+                style = styles.get(fields[2].strip(), "bottom")
+        return ass_text(raw), ass_placement(raw, style)
     text = getattr(item, "text", None)
     if text:
-        return (text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)).strip()
-    return ""
+        return (text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)).strip(), "bottom"
+    return "", "bottom"
 
 
 def read_cues(
@@ -152,7 +231,8 @@ def read_cues(
         info = _info(where, stream)
         if not info.text:
             raise InvalidInputError(f"subtitle stream {stream.index} of {where!r} is a bitmap ({info.codec})")
-        cues: list[tuple[float, float | None, str]] = []
+        styles = style_placements(getattr(stream.codec_context, "extradata", None))
+        cues: list[tuple[float, float | None, str, str]] = []
         try:
             for packet in container.demux(stream):
                 if stop is not None and stop():
@@ -161,16 +241,19 @@ def read_cues(
                     continue
                 start = float(packet.pts * packet.time_base)
                 end = start + float(packet.duration * packet.time_base) if packet.duration else None
-                texts = [t for t in (_event_text(item) for item in stream.decode(packet)) if t]
-                if texts:
-                    cues.append((start, end, "\n".join(texts)))
+                placed: dict[str, list[str]] = {}
+                for text, placement in (_event_text(item, styles) for item in stream.decode(packet)):
+                    if text:
+                        placed.setdefault(placement, []).append(text)
+                for placement, texts in placed.items():
+                    cues.append((start, end, "\n".join(texts), placement))
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"reading subtitles of {where!r}") from exc
     cues.sort(key=lambda cue: cue[0])
     out = []
-    for index, (start, end, text) in enumerate(cues):
+    for index, (start, end, text, placement) in enumerate(cues):
         if end is None or end <= start:
-            following = cues[index + 1][0] if index + 1 < len(cues) else start + _DEFAULT_CUE_S
+            following = next((c[0] for c in cues[index + 1 :] if c[3] == placement), start + _DEFAULT_CUE_S)
             end = min(start + _DEFAULT_CUE_S, max(following, start + 0.1))
-        out.append(SubtitleCue(start, end, text))
+        out.append(SubtitleCue(start, end, text, placement))
     return out
