@@ -130,3 +130,12 @@ def test_frame_at_finds_the_frame_on_display_on_a_coarse_clock(tmp_path: Path) -
         finally:
             for frame in frames:
                 frame.release()
+
+
+def test_a_note_many_streams_share_is_said_once() -> None:
+    # A file of 20 audio tracks, each encoded again the same way, had its note 20 times in a row.
+    from alpha2.ffmpeg_bridge.side_streams import CopyReport
+
+    report = CopyReport(notes=["re-encoded aac to libopus: cut"] * 20 + ["re-encoded (flac): cut"])
+    assert report.audio_note() == "re-encoded aac to libopus: cut (20 streams); re-encoded (flac): cut"
+    assert CopyReport().audio_note() is None

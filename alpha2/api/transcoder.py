@@ -983,8 +983,8 @@ class _Transcoder:
             said = "copied" if len(audio) == 1 else f"{len(audio)} streams copied"
         elif lost:
             said = "dropped: " + lost[0].reason
-        if copied.audio_note:  # not a plain copy: say how
-            said = copied.audio_note if len(audio) <= 1 else f"{said}; {copied.audio_note}"
+        if copied.audio_note:  # not a plain copy: say how (a note says how many streams it is about)
+            said = copied.audio_note if len(audio) <= 1 else f"{len(audio)} streams kept; {copied.audio_note}"
         if audio and lost:
             said += f"; {len(lost)} dropped"
         self.stats.encoder["audio"] = said

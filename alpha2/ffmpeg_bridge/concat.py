@@ -231,7 +231,7 @@ def join_segments(
         if copier is not None:
             copier.finish()
             report.audio_packets_copied = copier.audio_packets_copied
-            report.audio_note = "; ".join(copier.report.notes) or None
+            report.audio_note = copier.report.audio_note()
             report.audio_timestamps = copier.adjustments
             report.copied_streams = tuple(copier.report.kept)
             report.dropped_streams = tuple(copier.report.dropped)

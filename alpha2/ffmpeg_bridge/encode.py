@@ -498,7 +498,7 @@ class EncodeSession:
             self._packets_out,
             copier.audio_packets_copied,
             copier.frames_reencoded,
-            "; ".join(report.notes) or None,
+            report.audio_note(),
             copier.adjustments,
             tuple(report.kept),
             tuple(report.dropped),

@@ -590,6 +590,15 @@ class CopyReport:
     other_notes: list[str] = field(default_factory=list)
     """What was done to the other streams otherwise than a plain copy (subtitles converted)."""
 
+    def audio_note(self) -> str | None:
+        """:attr:`notes` in one line, each said once (``(20 streams)`` after one that 20 streams share:
+        a file of 20 tracks encoded again the same way); None when there are none."""
+        counts: dict[str, int] = {}
+        for note in self.notes:
+            counts[note] = counts.get(note, 0) + 1
+        said = [note if n == 1 else f"{note} ({n} streams)" for note, n in counts.items()]
+        return "; ".join(said) or None
+
 
 def _lossless_format(codec: str, source: Any) -> str | None:
     """The sample format to encode a lossless ``codec`` in from a source decoded to ``source`` (an
