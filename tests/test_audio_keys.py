@@ -207,3 +207,40 @@ def test_speed_keys_in_the_window_with_sound(audio_server: str, tmp_path: Path) 
     assert stats.sync is not None
     for segment in stats.sync["segments"][1:]:
         assert segment["label"] == "speed" and segment["mean_abs_ms"] <= 1000 / 30, segment
+
+
+@pytest.mark.vulkan
+def test_audio_only_window_shows_the_time_and_seeks(audio_server: str, tmp_path: Path) -> None:
+    """The window of a file without video shows the time and the bar all the time, the pause sign and
+    the key help; the arrows and a click on the bar seek, as in the video window (it had only the
+    level's colour, and the arrows did nothing)."""
+    pytest.importorskip("rendercanvas")
+    from alpha2.gpu.geometry import Size
+
+    tone = make_audio_only(tmp_path / "tone.mka", seconds=3.0)
+    run = player.Player(tone, PlayOptions(), player.pipeline.Progress())
+    playback = window.AudioOnlyPlayback(run)
+    try:
+        playback.open("rendercanvas.offscreen")
+        playback.canvas.draw()
+        size = Size(*(int(v) for v in playback.canvas.get_physical_size()))
+        view = window.OsdView(position_s=playback.clock.now(), duration_s=playback.duration_s)
+        keys = {layer.key for layer in playback.osd.layers(size, view)}
+        assert {"bar", "time"} <= keys  # always, not only after a mouse move
+        assert playback.duration_s == pytest.approx(3.0, abs=0.1)
+        playback._on_key({"key": "ArrowRight"})
+        assert playback.clock.now() == pytest.approx(5.0 if playback.duration_s > 5 else 2.95, abs=0.3)
+        bar = playback.osd.bar_rect(size)
+        playback._on_pointer_down({"x": bar.x + bar.width * 0.25, "y": bar.y + bar.height / 2, "button": 1})
+        assert playback.clock.now() == pytest.approx(0.75, abs=0.3)
+        playback._on_key({"key": " "})
+        assert playback.clock.paused
+        playback._on_key({"key": "?"})
+        assert playback.osd.show_help
+        playback.canvas.draw()  # paused: the window stays, with the help over it
+        assert not playback.canvas.get_closed()
+        playback._on_key({"key": "q"})
+        assert playback.canvas.get_closed()
+    finally:
+        playback._finish(1.0)
+        run.close()

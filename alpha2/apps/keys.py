@@ -7,7 +7,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PLAYER_BINDINGS", "SPEEDS", "WALL_BINDINGS", "Binding", "help_lines", "key_name", "next_speed"]
+__all__ = [
+    "AUDIO_BINDINGS",
+    "PLAYER_BINDINGS",
+    "SPEEDS",
+    "WALL_BINDINGS",
+    "Binding",
+    "help_lines",
+    "key_name",
+    "next_speed",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,19 @@ WALL_BINDINGS: tuple[Binding, ...] = (
     Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
 )
 """What the wall's window does with each key."""
+
+AUDIO_BINDINGS: tuple[Binding, ...] = (
+    Binding("space", "pause / play"),
+    Binding("Left / Right", "seek -5 / +5 s"),
+    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("m", "mute"),
+    Binding("f, double-click", "fullscreen"),
+    Binding("click the bar", "seek there"),
+    Binding("?", "this help"),
+    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+)
+"""What the window of a file without video does with each key."""
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
 """The playback speeds ``[`` and ``]`` step through."""

@@ -264,6 +264,8 @@ class Osd:
     """The stats overlay (``i``)."""
     show_help: bool = False
     """The key help (``?``)."""
+    always_bar: bool = False
+    """The time and the bar show all the time (a file without video: nothing else is on screen)."""
     _active_until: float = -math.inf
     _message: tuple[str, float] | None = None
     _cache: OrderedDict[tuple[Any, ...], np.ndarray] = field(default_factory=OrderedDict)
@@ -319,7 +321,7 @@ class Osd:
         return self._bar_opacity(paused) > 0.0
 
     def _bar_opacity(self, paused: bool) -> float:
-        if paused:
+        if paused or self.always_bar:
             return 1.0
         left = self._active_until - self.clock()
         if left >= 0:

@@ -253,7 +253,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog="keys and mouse in the window (as mpv has them):\n  "
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
         + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
-        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits"
+        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits\n\n"
+        "a file without video: space, the arrows, 9 / 0, m, f, a click on the bar, ? and q"
         f"\n\n{EXAMPLES_HEADING}\n"
         "  alpha2 play clip.mp4\n"
         "  alpha2 play clip.mp4 --at 1:30 --loop\n"

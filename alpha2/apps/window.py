@@ -36,7 +36,7 @@ from alpha2.api.playback import (
     stream_displayed_size,
 )
 from alpha2.apps.avsync import AVScheduler
-from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name, next_speed
+from alpha2.apps.keys import AUDIO_BINDINGS, PLAYER_BINDINGS, help_lines, key_name, next_speed
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
 from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
@@ -1002,7 +1002,14 @@ def _clear(encoder: Any, surface: Any, colour: tuple[float, float, float, float]
 
 
 class AudioOnlyPlayback(_Keys):
-    """A file without video: the sound plays; a window (when there is one) glows with its level."""
+    """A file without video: the sound plays; a window (when there is one) glows with its level, and
+    shows the time, the bar and the display's messages, with the keys and mouse of the video window that
+    apply (:data:`~alpha2.apps.keys.AUDIO_BINDINGS`)."""
+
+    WINDOW = Size(480, 160)
+    """The window's size."""
+
+    osd: Osd
 
     def __init__(self, player: Any) -> None:
         self.player = player
@@ -1012,12 +1019,16 @@ class AudioOnlyPlayback(_Keys):
         self.canvas: Any = None
         self.context: Any = None
         self.device: Any = None
+        self.osd = Osd(always_bar=True)
+        self.overlay: _Overlay | None = None
+        self.duration_s: float | None = None
 
     def _start(self) -> MediaClock:
         from alpha2.api.media import AudioDecodeSession
 
         with AudioDecodeSession(self.player.source) as probe:
             duration = probe.info.duration_seconds
+        self.duration_s = duration
         start = self.player.options.at_s or 0.0
         if duration is not None and start >= duration:
             raise InvalidInputError(f"--at {start:g} s is past the end of {self.player.source!r}")
@@ -1042,43 +1053,100 @@ class AudioOnlyPlayback(_Keys):
         return self.stats
 
     def run_window(self, canvas_module: str = "rendercanvas.auto") -> Any:
-        """Play the sound with a window whose brightness follows the level; q quits."""
+        """Play the sound with a window: its brightness follows the level, the time and bar show over
+        it; q quits."""
         self.stats.mode, self.stats.mode_reason = "window", "audio only, level visual"
         timer = pipeline.RunTimer()
         try:
-            backend = import_canvas_backend(canvas_module)
-            self.player._make_gpu(on_gpu=False)
-            self.device = self.player.device
-            self.canvas = backend.RenderCanvas(
-                title=f"alpha2 play - {os.path.basename(self.player.source)}",
-                size=(320, 120),
-                update_mode="continuous",
-                max_fps=60,
-                vsync=True,
-            )
-            self.context = self.canvas.get_context("wgpu")
-            preferred = self.context.get_preferred_format(self.device.adapter)
-            self.context.configure(device=self.device, format=preferred)
-            self._start()
-            self.canvas.add_event_handler(lambda e: self._common_key(str(e.get("key", ""))), "key_down")
-            self.canvas.request_draw(self._draw)
+            backend = self.open(canvas_module)
             backend.loop.run()
         finally:
             self._finish(timer.stop())
         return self.stats
 
+    def open(self, canvas_module: str = "rendercanvas.auto") -> Any:
+        """Make the device, the window and its display, and start the sound; the canvas backend."""
+        backend = import_canvas_backend(canvas_module)
+        self.player._make_gpu(on_gpu=False)
+        self.device = self.player.device
+        window = self.WINDOW
+        self.canvas = backend.RenderCanvas(
+            title=f"alpha2 play - {os.path.basename(self.player.source)}",
+            size=(window.width, window.height),
+            update_mode="continuous",
+            max_fps=60,
+            vsync=True,
+        )
+        self.context = self.canvas.get_context("wgpu")
+        preferred = self.context.get_preferred_format(self.device.adapter)
+        self.context.configure(device=self.device, format=preferred)
+        self.overlay = _Overlay(self.device)
+        self._start()
+        self.canvas.add_event_handler(self._on_key, "key_down")
+        self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
+        self.canvas.add_event_handler(self._on_wheel, "wheel")
+        self.canvas.add_event_handler(lambda e: self.toggle_fullscreen(), "double_click")
+        self.canvas.request_draw(self._draw)
+        return backend
+
+    def _on_key(self, event: Mapping[str, Any]) -> None:
+        key = key_name(event)
+        if self._common_key(key):
+            return
+        if key == "?":
+            self.osd.show_help = not self.osd.show_help
+        elif key in SEEK_STEPS_S and self.clock is not None:
+            self.seek(self.clock.now() + SEEK_STEPS_S[key])
+
+    def _window_size(self) -> Size:
+        width, height = (int(v) for v in self.canvas.get_physical_size())
+        return Size(max(width, 1), max(height, 1))
+
+    def _on_pointer_down(self, event: Mapping[str, Any]) -> None:
+        if int(event.get("button", 1) or 1) != 1:
+            return
+        ratio = float(self.canvas.get_pixel_ratio() or 1.0)
+        x, y = float(event.get("x", 0.0)) * ratio, float(event.get("y", 0.0)) * ratio
+        fraction = self.osd.bar_fraction_at(self._window_size(), x, y)
+        if fraction is not None and self.duration_s and self.clock is not None:
+            self.seek(fraction * self.duration_s)
+
+    def seek(self, seconds: float) -> None:
+        """Jump to ``seconds`` (clamped to the file)."""
+        clock = self.clock
+        if clock is None:
+            return
+        target = max(0.0, seconds)
+        if self.duration_s is not None:
+            target = min(target, max(0.0, self.duration_s - 0.05))
+        clock.seek(target)
+        self.osd.activity()
+
     def _draw(self) -> None:
         clock = self.clock
-        if clock is None or clock.ended():
+        paused = bool(getattr(clock, "paused", False))
+        if clock is None or (clock.ended() and not paused):
             self.canvas.close()
             return
-        level = min(1.0, clock.level() * 4)
+        level = min(1.0, clock.level() * 4) * 0.6  # dimmed a little: the display's white text stays clear
+        surface = self.context.get_current_texture()
         encoder = self.device.create_command_encoder(label="alpha2 level")
-        _clear(encoder, self.context.get_current_texture(), (0.1 * level, 0.6 * level, level, 1.0))
+        _clear(encoder, surface, (0.1 * level, 0.6 * level, level, 1.0))
+        if self.overlay is not None:
+            view = OsdView(
+                position_s=clock.now(),
+                duration_s=self.duration_s,
+                paused=paused,
+                help=help_lines(AUDIO_BINDINGS) if self.osd.show_help else (),
+            )
+            self.overlay.encode(encoder, surface, self.osd.layers(self._window_size(), view))
         self.device.queue.submit([encoder.finish()])
         self.stats.frames += 1
 
     def _finish(self, seconds: float) -> None:
+        overlay, self.overlay = self.overlay, None
+        if overlay is not None:
+            overlay.close()
         clock, self.clock = self.clock, None
         if clock is not None:
             self.stats.audio_seconds = clock.now() - (self.player.options.at_s or 0.0)
