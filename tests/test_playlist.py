@@ -71,6 +71,7 @@ class _DrawingLoop:
         self.playback: Any = None
         self.canvases: set[int] = set()
         self.sources: list[str] = []
+        self.sizes: list[tuple[int, int]] = []  # the window's logical size as each file starts
 
     def module(self) -> types.ModuleType:
         import rendercanvas.offscreen as offscreen
@@ -89,6 +90,8 @@ class _DrawingLoop:
                     loop.canvases.add(id(canvas))
                     if not loop.sources or loop.sources[-1] != loop.playback.player.source:
                         loop.sources.append(loop.playback.player.source)
+                        width, height = canvas.get_logical_size()
+                        loop.sizes.append((round(width), round(height)))
                     canvas.draw()
                     draws += 1
                     key = loop.presses.get(draws)
@@ -143,6 +146,8 @@ def test_window_plays_the_files_in_turn(clips: list[Clip], broken: str) -> None:
     ]
     assert [name for name, _ in errors] == [broken]
     assert all(s.mode == "window" for s in results)
+    # The window takes each file's size (64x48, then 48x64), as mpv's does, not letterboxing the next.
+    assert driver.sizes == [(64, 48), (48, 64)]
 
 
 @pytest.mark.vulkan

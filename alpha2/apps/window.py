@@ -747,6 +747,7 @@ class WindowPlayback(_Keys):
         ``first``: the window's first file, whose player exists already."""
         playlist = self.playlist
         assert playlist is not None
+        window_open = self.canvas is not None
         while 0 <= index < len(playlist.sources):
             source = playlist.sources[index]
             player = self.player if first else playlist.make_player(source)
@@ -754,6 +755,11 @@ class WindowPlayback(_Keys):
             try:
                 self._reset(player)
                 self._start(player)
+                if window_open and not self.fullscreen and player.decoder is not None:
+                    # The window takes the next file's size, as mpv's does (a 4:3 file after a 16:9 one
+                    # is not letterboxed in the old window).
+                    shown = stream_displayed_size(player.decoder.info)
+                    self.canvas.set_logical_size(shown.width, shown.height)
             except Error as exc:
                 if all(name != source for name, _ in playlist.errors):  # passed over again (n / p): said once
                     playlist.errors.append((source, exc.message))
