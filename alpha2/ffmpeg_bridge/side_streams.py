@@ -16,7 +16,8 @@ players read as noise.
 
 As ``ffmpeg`` does by default, the copier also carries the input's tags over: the container's (title
 ...), and each kept stream's tags (language, title, handler name) and dispositions (default, forced,
-hearing impaired ...), the output's video taking those of the input's video (:func:`copy_tags`).
+hearing impaired ...), the output's video taking those of the input's video (:func:`copy_tags`), and
+the chapters (moved with the output's start, cut to the part; said where not a plain copy).
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ CUT_TAIL_SECONDS = 1.0
 """After a cut's end, packets are read this much further (interleaving) before the copy stops."""
 
 _INDEXED_DEMUXERS = ("mov", "mp4", "matroska", "webm")
+
+CHAPTER_MUXERS = frozenset({"mp4", "mov", "ipod", "matroska", "webm", "nut"})
+"""Muxers that write chapters (MPEG-TS and AVI have no place for them)."""
 
 DECODE_CHECK_PACKETS = 8
 """Packets of a copied audio stream decoded before the copy, to learn that its decoder opens and gives
@@ -650,7 +654,8 @@ class StreamCopier:
         end_seconds: The output time the streams end at (with ``trim``); None: not known yet.
         copy_metadata: Carry the input's tags and dispositions over, as ``ffmpeg`` does: the
             container's tags (but :data:`CONTAINER_TAGS_NOT_COPIED`); each kept stream's tags and
-            dispositions; those of the input's video to the video streams ``out`` already holds. Then,
+            dispositions; those of the input's video to the video streams ``out`` already holds; the
+            chapters (moved by ``shift_seconds``, cut to the part with ``trim``). Then,
             as ``ffmpeg`` does, where the output has several video, audio or subtitle streams and none
             of them is the default, the first is made it.
 
@@ -703,6 +708,7 @@ class StreamCopier:
         ours = list(out.streams)  # the caller's (the encoded video), made before the copies
         if copy_metadata:
             self._copy_container_tags(source, ours)
+            self._copy_chapters(source)
         broken = _undecodable(
             path, [i for i in indices if i in described and described[i].kind is StreamKind.AUDIO]
         )
@@ -765,6 +771,53 @@ class StreamCopier:
             if not int(stream_out.disposition):  # none set by the caller
                 stream_out.disposition = video.disposition
             copy_tags(video.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING)
+
+    def _copy_chapters(self, source: av.container.InputContainer) -> None:
+        """The input's chapters into the output, as ``ffmpeg`` copies them: moved by the output's start
+        shift, and with ``trim`` cut to the part (those wholly outside it left out). What is not a plain
+        copy is said in the report's notes."""
+        chapters = source.chapters()
+        if not chapters:
+            return
+        count = f"{len(chapters)} chapter{'' if len(chapters) == 1 else 's'}"
+        muxer = self._out.format.name
+        if muxer not in CHAPTER_MUXERS:
+            self.report.other_notes.append(f"{count} dropped: the {muxer} container holds no chapters")
+            return
+        end = fractions.Fraction(self._end).limit_denominator(1_000_000) if self._trim and self._end else None
+        kept: list[av.container.Chapter] = []
+        cut = 0
+        for chapter in chapters:
+            tb = fractions.Fraction(chapter["time_base"] or fractions.Fraction(1, 1000))
+            start = chapter["start"] * tb - self._shift
+            stop = chapter["end"] * tb - self._shift
+            if stop <= 0 or (end is not None and start >= end):
+                continue
+            if start < 0 or (end is not None and stop > end):
+                cut += 1
+            start, stop = max(start, fractions.Fraction(0)), stop if end is None else min(stop, end)
+            kept.append(
+                {
+                    "id": chapter["id"],
+                    "start": round(start / tb),
+                    "end": round(stop / tb),
+                    "time_base": tb,
+                    "metadata": dict(chapter["metadata"]),
+                }
+            )
+        self._out.set_chapters(kept)
+        left = len(chapters) - len(kept)
+        if left or cut:
+            said = [f"{len(kept)} kept"]
+            if left:
+                said.append(f"{left} outside the part left out")
+            if cut:
+                said.append(f"{cut} cut at the part's edges")
+            self.report.other_notes.append(f"{count}: " + ", ".join(said))
+        elif self._shift:
+            self.report.other_notes.append(
+                f"{count} moved by -{float(self._shift):.3f} s with the output's start"
+            )
 
     def _keep(
         self,
