@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import fractions
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
+import pytest
 
+from alpha2.api.transcode_plan import ColourChoice
 from alpha2.api.transcode_report import summary_notes
 from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.gpu.colour import ColourMatrix
+from tests.hdr_clips import PEAK_203, PQ, make_hdr_clip
 
 CHAPTERS = (("One", 0, 1000), ("Two", 1000, 2000))
 """Titles and start / end (milliseconds) of the chapters :func:`_make` writes."""
@@ -98,3 +103,34 @@ def test_chapters_a_container_cannot_hold_are_said(tmp_path: Path) -> None:
     stats = transcode(src, str(out), TranscodeOptions())
     assert _chapters(out) == []
     assert "2 chapters dropped: the avi container holds no chapters" in summary_notes(stats)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({}, "BT.709 limited (tone mapped for the 8-bit output)"),
+        ({"sdr": True}, "BT.709 limited (--sdr)"),
+        (
+            {"colour": ColourChoice.BT2020},
+            "BT.709 limited (tone mapped for the 8-bit output; --colour bt2020 not taken: tone mapping "
+            "writes SDR BT.709)",
+        ),
+        ({"colour": ColourChoice.BT709}, "BT.709 limited (--colour bt709)"),
+    ],
+    ids=["auto", "sdr", "bt2020", "bt709"],
+)
+def test_tone_mapped_output_names_what_asked_for_it(
+    tmp_path: Path, options: dict[str, Any], said: str
+) -> None:
+    """An HDR input into 8-bit H.264 is tone mapped to BT.709; the summary said ``(--colour bt709)``
+    whether or not it was given, and an asked ``--colour bt2020`` was overridden without a word."""
+    src = tmp_path / "pq.mkv"
+    make_hdr_clip(src, PQ, PEAK_203)
+    out = tmp_path / "sdr.mp4"
+    stats = transcode(str(src), str(out), TranscodeOptions(**options))
+    assert stats.plan is not None
+    assert stats.plan.reason.endswith(said)
+    with av.open(str(out)) as container:
+        cc = container.streams.video[0].codec_context
+        assert (int(cc.colorspace), int(cc.color_trc)) == (int(ColourMatrix.BT709), 1)

@@ -597,6 +597,13 @@ def plan_transcode(
     if tone_map:
         choice = options.colour if options.colour is ColourChoice.BT601 else ColourChoice.BT709
         matrix, rng, why = _wanted_matrix(choice, input_colour, out)
+        if options.colour is not choice:
+            # Not asked by --colour: say what asked it (--sdr, or the depth), and an asked matrix not taken.
+            cause = "--sdr" if options.sdr else f"tone mapped for the {depth}-bit output"
+            why = f"BT.709 limited ({cause}"
+            if options.colour not in (ColourChoice.AUTO, ColourChoice.BT709):
+                why += f"; --colour {options.colour.value} not taken: tone mapping writes SDR BT.709"
+            why += ")"
     elif hdr_in and options.colour is ColourChoice.AUTO:
         matrix, rng, why = input_colour.matrix, input_colour.range, "the input's matrix and range (HDR kept)"
     else:
