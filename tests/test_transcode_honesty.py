@@ -134,3 +134,33 @@ def test_tone_mapped_output_names_what_asked_for_it(
     with av.open(str(out)) as container:
         cc = container.streams.video[0].codec_context
         assert (int(cc.colorspace), int(cc.color_trc)) == (int(ColourMatrix.BT709), 1)
+
+
+def test_colour_tags_added_to_an_untagged_input_are_said(tmp_path: Path) -> None:
+    """An untagged input came out tagged (BT.601 matrix from the size, limited range, BT.709 primaries
+    and transfer) while the summary said 'same ... colour'; now the tags added are named."""
+    src = _make(tmp_path / "untagged.mp4")
+    out = tmp_path / "out.mp4"
+    stats = transcode(src, str(out), TranscodeOptions())
+    added = stats.as_dict()["colour_tags_added"]
+    assert added == {"matrix": "BT470BG", "range": "LIMITED", "primaries": "BT709", "transfer": "BT709"}
+    with av.open(str(out)) as container:
+        cc = container.streams.video[0].codec_context
+        assert (int(cc.colorspace), int(cc.color_range), int(cc.color_primaries), int(cc.color_trc)) == (
+            5,  # BT470BG
+            1,  # limited (MPEG)
+            1,  # BT.709
+            1,
+        )
+    assert (
+        "colour tags the input lacks written as alpha2 took them: matrix BT470BG (guessed from the size), "
+        "range limited, primaries BT709, transfer BT709"
+    ) in summary_notes(stats)
+
+    tagged = _make(
+        tmp_path / "tagged.mp4",
+        colour={"colorspace": 6, "color_range": 1, "color_primaries": 6, "color_trc": 6},
+    )
+    stats = transcode(tagged, str(tmp_path / "tagged_out.mp4"), TranscodeOptions())
+    assert stats.as_dict()["colour_tags_added"] is None
+    assert not [n for n in summary_notes(stats) if n.startswith("colour tags")]

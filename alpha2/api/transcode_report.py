@@ -18,7 +18,14 @@ from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.frames import DecodedFrame
 
-__all__ = ["TranscodeStats", "decode_dict", "input_notes", "segments_summary", "summary_notes"]
+__all__ = [
+    "TranscodeStats",
+    "colour_tags_added",
+    "decode_dict",
+    "input_notes",
+    "segments_summary",
+    "summary_notes",
+]
 
 
 @dataclass
@@ -137,6 +144,7 @@ class TranscodeStats:
             "input_colour": None if plan is None else _colour_dict(plan.input_colour),
             "output_colour": None if plan is None else _colour_dict(plan.output_colour),
             "colour_note": None if plan is None else plan.colour_note,
+            "colour_tags_added": None if plan is None else colour_tags_added(plan) or None,
             "depth_reduced": None if plan is None else plan.depth_note,
             "encoder": self.encoder,
             "hwaccel": self.hwaccel,
@@ -180,6 +188,17 @@ def _colour_dict(colour: ColourInfo) -> dict[str, str]:
         "range": colour.range.name,
         "chroma_location": colour.chroma_location.name,
     }
+
+
+def colour_tags_added(plan: TranscodePlan) -> dict[str, str]:
+    """The output's colour tags that the input did not have: what alpha2 took for them (the matrix from
+    the size, the range limited, primaries and transfer BT.709), written as tags; {} when none."""
+    added: dict[str, str] = {}
+    source, written = plan.input_colour, plan.output_colour
+    for name in ("matrix", "range", "primaries", "transfer"):
+        if name in source.guessed and getattr(written, name) == getattr(source, name):
+            added[name] = getattr(written, name).name
+    return added
 
 
 def decode_dict(decoder: DecodeSession) -> dict[str, Any]:
@@ -253,6 +272,14 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
         notes.append(stats.plan.depth_note)
     if stats.plan is not None and stats.plan.colour_note is not None:
         notes.append(stats.plan.colour_note)
+    added = {} if stats.plan is None else colour_tags_added(stats.plan)
+    if added:
+        said = ", ".join(
+            f"{name} {value.lower() if name == 'range' else value}"
+            + (" (guessed from the size)" if name == "matrix" else "")
+            for name, value in added.items()
+        )
+        notes.append(f"colour tags the input lacks written as alpha2 took them: {said}")
     if stats.start_shift_seconds > 0:
         notes.append(
             f"timestamps shifted by -{stats.start_shift_seconds:.3f} s: the input starts at "
