@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from alpha2.api import arguments
+from alpha2.api.atomic import check_output_path
 from alpha2.api.devices import as_device
 from alpha2.api.source import Frame, _Worker
 from alpha2.ffmpeg_bridge.decode import short_repr
@@ -230,6 +231,7 @@ class Writer:
         untagged: bool = False,
         **options: Any,
     ) -> None:
+        _check_path(path)
         arguments.text("codec", codec)
         arguments.flag("untagged", untagged)
         if colour is not None and not isinstance(colour, ColourInfo):
@@ -584,6 +586,20 @@ class Writer:
         return f"<alpha2.Writer {self.path!r} {state}>"
 
 
+def _check_path(path: Any) -> None:
+    """Refuse an output the Writer cannot make, when it is created rather than when it closes: not a
+    path, a directory (found only at the rename, after every frame was encoded), a missing folder.
+
+    Raises:
+        InvalidInputError: the message names what is wrong.
+    """
+    if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+        raise InvalidInputError(
+            f"path must name the output file (a str or pathlib.Path, e.g. 'out.mp4'), got {short_repr(path)}"
+        )
+    check_output_path(path)
+
+
 def _check_audio_from(path: str | os.PathLike[str]) -> None:
     """Refuse an ``audio_from`` that is missing, not media, or without sound, when the Writer is made
     (typed: MediaNotFoundError, MediaFormatError, NoAudioStreamError), not at the first frame as an
@@ -615,7 +631,9 @@ def create(
     """Create a video file to write into (:class:`Writer` says how frames are timed and converted).
 
     Args:
-        path: The output; its extension picks the container (.mp4, .mkv, .mov, .webm, ...).
+        path: The output; its extension picks the container (.mp4, .mkv, .mov, .webm, ...). Its folder
+            must exist. A file already there is replaced when the Writer closes, and kept as it was
+            when the writing fails or is aborted.
         codec: ``'h264'``, ``'hevc'``, ``'av1'``, ``'vp9'`` or an FFmpeg encoder name.
         rate: Frames per second (e.g. 25, or ``Fraction(30000, 1001)``); None: the timing comes from
             what is written (a VideoSource's frames keep theirs; textures and arrays get 30, said in
@@ -636,8 +654,8 @@ def create(
             ``options`` for the encoder's own, ``container_format`` ...).
 
     Raises:
-        InvalidInputError: a bad option (the message names it); UnsupportedError: an encoder FFmpeg
-            does not have.
+        InvalidInputError: a bad option (the message names it), or a path that is a directory or in
+            a folder that does not exist; UnsupportedError: an encoder FFmpeg does not have.
     """
     return Writer(
         path,
