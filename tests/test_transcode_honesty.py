@@ -164,3 +164,50 @@ def test_colour_tags_added_to_an_untagged_input_are_said(tmp_path: Path) -> None
     stats = transcode(tagged, str(tmp_path / "tagged_out.mp4"), TranscodeOptions())
     assert stats.as_dict()["colour_tags_added"] is None
     assert not [n for n in summary_notes(stats) if n.startswith("colour tags")]
+
+
+SRT = "1\n00:00:00,200 --> 00:00:01,000\nHello\n\n2\n00:00:01,200 --> 00:00:01,800\nWorld\n"
+
+
+def _with_subtitles(video: str, srt: Path, out: Path, languages: tuple[str, ...]) -> str:
+    """``video``'s stream and one SubRip stream a language (the same cues), none of them the default."""
+    with av.open(video) as source, av.open(str(srt)) as subs, av.open(str(out), "w") as mkv:
+        vin, sin = source.streams.video[0], subs.streams.subtitles[0]
+        vout = mkv.add_stream_from_template(vin)
+        outs = []
+        for language in languages:
+            sout = mkv.add_stream_from_template(sin)
+            sout.metadata["language"] = language
+            sout.disposition = av.stream.Disposition(0)
+            outs.append(sout)
+        for packet in source.demux(vin):
+            if packet.dts is not None:
+                packet.stream = vout
+                mkv.mux(packet)
+        cues = [p for p in subs.demux(sin) if p.dts is not None]
+        for sout in outs:
+            for packet in cues:
+                packet.stream = sout
+                mkv.mux(packet)
+    return str(out)
+
+
+def _subtitle_defaults(path: str) -> list[bool]:
+    with av.open(path) as container:
+        return [bool(s.disposition & av.stream.Disposition.default) for s in container.streams.subtitles]
+
+
+def test_a_subtitle_made_the_default_is_said(tmp_path: Path) -> None:
+    """Of two subtitle streams, neither the default, the output made the first the default (as ffmpeg
+    does), so players show it unasked, and nothing said so."""
+    srt = tmp_path / "cues.srt"
+    srt.write_text(SRT, encoding="utf-8")
+    src = _with_subtitles(_make(tmp_path / "film.mkv"), srt, tmp_path / "subbed.mkv", ("eng", "ger"))
+    assert _subtitle_defaults(src) == [False, False]
+    out = tmp_path / "out.mkv"
+    stats = transcode(src, str(out), TranscodeOptions())
+    assert _subtitle_defaults(str(out)) == [True, False]
+    assert (
+        "subtitle stream 1 made the default, so shown unasked: none of the 2 subtitle streams was "
+        "(as ffmpeg does)"
+    ) in summary_notes(stats)

@@ -717,7 +717,15 @@ class StreamCopier:
                 raise InvalidInputError(f"{path!r} has no stream {index}")
             self._add(described[index], broken.get(index))
         if copy_metadata:
-            _infer_defaults(out)
+            for stream_out, count in _infer_defaults(out):
+                # Players show a default subtitle stream unasked: one that was not is a change to say. (A
+                # first audio or video stream made the default is the one players take anyway.)
+                source_index = next((i for i, e in self._entries.items() if e.stream_out is stream_out), None)
+                if stream_out.type == "subtitle" and source_index is not None:
+                    self.report.other_notes.append(
+                        f"subtitle stream {source_index} made the default, so shown unasked: none of the "
+                        f"{count} subtitle streams was (as ffmpeg does)"
+                    )
         streams = [source.streams[i] for i in self._entries]
         self._packets: Iterator[av.packet.Packet[Any]] | None = (
             self._demux(source, streams) if streams else None
@@ -1401,11 +1409,13 @@ class StreamCopier:
                 source.close()
 
 
-def _infer_defaults(out: av.container.OutputContainer) -> None:
+def _infer_defaults(out: av.container.OutputContainer) -> list[tuple[Any, int]]:
     """Where ``out`` has several video, audio or subtitle streams and none is the default, make the
-    first (cover art aside) the default, as ``ffmpeg`` does (``set_dispositions``)."""
+    first (cover art aside) the default, as ``ffmpeg`` does (``set_dispositions``). Returns each stream
+    made the default with how many of its kind there are."""
     default = int(av.stream.Disposition.default)
     attached = int(av.stream.Disposition.attached_pic)
+    made: list[tuple[Any, int]] = []
     for kind in ("video", "audio", "subtitle"):
         streams = [s for s in out.streams if s.type == kind]
         if len(streams) < 2 or any(int(s.disposition) & default for s in streams):
@@ -1413,6 +1423,8 @@ def _infer_defaults(out: av.container.OutputContainer) -> None:
         first = next((s for s in streams if not int(s.disposition) & attached), None)
         if first is not None:
             first.disposition = first.disposition | av.stream.Disposition.default
+            made.append((first, len(streams)))
+    return made
 
 
 def _ends_after(packet: av.packet.Packet[Any], seconds: float) -> bool:
