@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fractions
 import math
+import numbers
 import os
 import threading
 import warnings
@@ -83,6 +84,22 @@ def _has_time(frame: Frame) -> bool:
     """Whether a decoded frame says when it shows."""
     meta = frame.decoded.metadata
     return meta.pts is not None and bool(meta.time_base)
+
+
+def _is_real(value: Any) -> bool:
+    """Whether ``value`` is a finite real number (numpy's too), not a bool."""
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool | np.bool_)
+        and math.isfinite(float(value))
+    )
+
+
+def _fraction(value: numbers.Real) -> fractions.Fraction:
+    """``value`` exactly (an int or Fraction) or as its float (numpy's floats, which Fraction refuses)."""
+    if isinstance(value, numbers.Rational):
+        return fractions.Fraction(int(value.numerator), int(value.denominator))
+    return fractions.Fraction(float(value))
 
 
 def _size(width: int, height: int) -> str:
@@ -250,7 +267,7 @@ class Writer:
         colour = DEFAULT_COLOUR if colour is None else colour
         if colour.primaries is ColourPrimaries.UNSPECIFIED:  # the matrix's standard primaries and transfer
             colour = companion_colour(colour.matrix, colour.range, colour.chroma_location)
-        if rate is not None and not (isinstance(rate, int | float | fractions.Fraction) and rate > 0):
+        if rate is not None and not (_is_real(rate) and rate > 0):
             raise InvalidInputError(
                 f"rate must be positive frames per second (e.g. 25, 30000/1001 as a Fraction), or None "
                 f"to take the timing from what is written; got {rate!r}"
@@ -259,13 +276,13 @@ class Writer:
         """What the stream is tagged with (for textures and arrays)."""
         self.path = os.fspath(path)
         """The output file."""
-        self._rate_given = None if rate is None else fractions.Fraction(rate).limit_denominator(1_000_000)
+        self._rate_given = None if rate is None else _fraction(rate).limit_denominator(1_000_000)
         self._device = as_device(device)
         # The copier's planes carry the matrix's companion colour; other primaries / transfer go to the
         # session, which then tags every frame with them. All-unspecified is the untagged request.
         companion = companion_colour(colour.matrix, colour.range, colour.chroma_location)
         session_colour = ColourInfo() if untagged else (None if colour == companion else colour)
-        session = EncodeSession(path, codec=codec, rate=rate, colour=session_colour, **options)
+        session = EncodeSession(path, codec=codec, rate=self._rate_given, colour=session_colour, **options)
         if isinstance(options.get("preset"), str):
             from alpha2.api.transcode_plan import check_preset
 
@@ -358,9 +375,9 @@ class Writer:
         """The item's timestamp in :attr:`time_base` units; refuses one that does not increase."""
         assert self._time_base is not None and self._rate is not None
         if pts_seconds is not None:
-            if not math.isfinite(pts_seconds) or pts_seconds < 0:
+            if not _is_real(pts_seconds) or pts_seconds < 0:
                 raise InvalidInputError(f"pts_seconds must be a time >= 0 in seconds, got {pts_seconds!r}")
-            time = fractions.Fraction(pts_seconds)
+            time = _fraction(pts_seconds)
             said = f"pts_seconds {pts_seconds}"
         elif self._follow_frames and isinstance(item, Frame) and _has_time(item):
             meta = item.decoded.metadata
