@@ -95,7 +95,7 @@ def _is_real(value: Any) -> bool:
     )
 
 
-def _fraction(value: numbers.Real) -> fractions.Fraction:
+def _fraction(value: Any) -> fractions.Fraction:
     """``value`` exactly (an int or Fraction) or as its float (numpy's floats, which Fraction refuses)."""
     if isinstance(value, numbers.Rational):
         return fractions.Fraction(int(value.numerator), int(value.denominator))
