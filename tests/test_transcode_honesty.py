@@ -17,6 +17,7 @@ from alpha2.api.transcode_report import summary_notes
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.gpu.colour import ColourMatrix
 from tests.hdr_clips import PEAK_203, PQ, make_hdr_clip
+from tests.media import make_clip
 
 CHAPTERS = (("One", 0, 1000), ("Two", 1000, 2000))
 """Titles and start / end (milliseconds) of the chapters :func:`_make` writes."""
@@ -211,3 +212,36 @@ def test_a_subtitle_made_the_default_is_said(tmp_path: Path) -> None:
         "subtitle stream 1 made the default, so shown unasked: none of the 2 subtitle streams was "
         "(as ffmpeg does)"
     ) in summary_notes(stats)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(
+    ("options", "first"),
+    [
+        ({"gpu": True}, "--gpu asks for GPU processing"),
+        ({"colour": ColourChoice.BT709}, "convert colour to bt709"),
+    ],
+    ids=["gpu", "colour"],
+)
+def test_a_turned_picture_is_said_whatever_sends_it_to_the_gpu(
+    tmp_path: Path, options: dict[str, Any], first: str
+) -> None:
+    """A rotated input sent to the GPU route by --gpu or --colour came out turned (transposed, its
+    display matrix gone) while the summary said nothing of a turn; it was said only beside a scale."""
+    src = make_clip(tmp_path / "turned.mp4", width=64, height=48, frames=4, rotation_ccw=90).path
+    assert _first_frame_rotation(src) == 90
+    out = tmp_path / "out.mkv"
+    stats = transcode(src, str(out), TranscodeOptions(**options))
+    assert stats.plan is not None and not stats.plan.passthrough
+    assert f"{first}; turn the picture 270 degrees clockwise (its display matrix)" in stats.plan.reason
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert (stream.codec_context.width, stream.codec_context.height) == (48, 64)
+    assert _first_frame_rotation(str(out)) == 0
+
+
+def _first_frame_rotation(path: str) -> int:
+    """The first frame's display-matrix angle (counter-clockwise degrees, FFmpeg's; 0: none)."""
+    with av.open(path) as container:
+        frame = next(container.decode(video=0))
+        return int(frame.rotation or 0)

@@ -494,8 +494,9 @@ def plan_transcode(
         reasons.append(
             f"turn the picture {int(rotation)} degrees clockwise: the container holds no display matrix"
         )
-    elif rotation is not Rotation.NONE and reasons:
-        reasons.append(f"turn the picture {int(rotation)} degrees clockwise (its display matrix)")
+    # The GPU route turns the picture whatever sends it there (a size, a colour, tone mapping, --gpu):
+    # where it goes, the turn is said once every reason is known (below).
+    turn = rotation is not Rotation.NONE and container_holds_rotation
     hdr_in = input_colour.transfer in HDR_TRANSFERS
     asked_sdr = hdr_in and (options.sdr or options.colour in (ColourChoice.BT709, ColourChoice.BT601))
     # An asked SDR output is not HDR any more: AUTO depth treats it as SDR (8 bits).
@@ -524,6 +525,8 @@ def plan_transcode(
             reasons.append(f"convert colour to {options.colour.value}")
     if options.gpu:
         reasons.append("--gpu asks for GPU processing")
+    if turn and reasons:
+        reasons.append(f"turn the picture {int(rotation)} degrees clockwise (its display matrix)")
     kept = (
         f"; the {int(rotation)} degree rotation stays a display-matrix tag"
         if rotation is not Rotation.NONE and not reasons
