@@ -59,3 +59,54 @@ def test_pts_seconds_takes_numbers_numpy_ones_too_and_refuses_the_rest_typed(tmp
     with av.open(str(tmp_path / "clip.mkv")) as container:
         times = [float(frame.time) for frame in container.decode(video=0)]
     assert times == pytest.approx([0.5, 1.0, 1.04], abs=1e-3)
+
+
+# -- arrays the Writer cannot take ----------------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("shape", [(0, 64, 3), (64, 0, 4)])
+def test_an_empty_array_is_refused_typed_not_by_wgpu(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    with alpha2.create(tmp_path / "clip.mp4") as writer:
+        with pytest.raises(InvalidInputError, match="holds no picture"):
+            writer.write(np.zeros(shape, np.uint8))
+        writer.write(np.zeros((8, 8, 3), np.uint8))
+    assert writer.frames_written == 1
+
+
+@pytest.mark.vulkan
+def test_an_array_over_the_devices_texture_size_is_refused_typed(tmp_path: Path) -> None:
+    from alpha2.api.devices import texture_limit
+    from alpha2.gpu.errors import UnsupportedError
+
+    device = alpha2.Device.open()
+    try:
+        limit = texture_limit(device.webgpu_device)
+        assert limit is not None
+        with alpha2.create(tmp_path / "clip.mp4", device=device) as writer:
+            with pytest.raises(UnsupportedError, match="max_texture_dimension_2d"):
+                writer.write(np.broadcast_to(np.zeros((1, 1, 3), np.uint8), (2, limit + 2, 3)))
+            writer.write(np.zeros((8, 8, 3), np.uint8))
+    finally:
+        device.close()
+
+
+@pytest.mark.vulkan
+def test_a_refused_first_frame_fixes_no_size(tmp_path: Path) -> None:
+    """An odd first array was refused, and yet its size became the output's: every later frame was
+    refused as 'not the first frame's size'."""
+    with alpha2.create(tmp_path / "clip.mp4") as writer:
+        with pytest.raises(InvalidInputError, match="multiple of 2"):
+            writer.write(np.zeros((61, 64, 3), np.uint8))
+        writer.write(np.zeros((64, 64, 3), np.uint8))
+        with pytest.raises(InvalidInputError, match=r"first frame's size \(64x64\)"):
+            writer.write(np.zeros((62, 64, 3), np.uint8))
+    assert writer.frames_written == 1
+
+
+@pytest.mark.vulkan
+def test_a_gray_array_with_one_channel_is_told_how_to_become_rgb(tmp_path: Path) -> None:
+    with alpha2.create(tmp_path / "clip.mp4") as writer:
+        with pytest.raises(InvalidInputError, match=r"np.repeat\(pixels, 3, axis=2\)"):
+            writer.write(np.zeros((8, 8, 1), np.uint8))
+        writer.write(np.zeros((8, 8, 3), np.uint8))

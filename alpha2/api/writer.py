@@ -31,7 +31,7 @@ import numpy as np
 
 from alpha2.api import arguments
 from alpha2.api.atomic import check_output_path
-from alpha2.api.devices import as_device
+from alpha2.api.devices import as_device, texture_limit
 from alpha2.api.source import Frame, _Worker
 from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.encode import EncodeSession
@@ -44,7 +44,7 @@ from alpha2.gpu.colour import (
     TransferCharacteristic,
 )
 from alpha2.gpu.encoded import companion_colour
-from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
 from alpha2.native_gpu.encode.pipelines import SOURCE_TEXTURE_FORMATS
@@ -148,16 +148,35 @@ def _check_pixels(pixels: np.ndarray) -> None:
             f"arrays must be uint8 RGB(A) (0..255 per channel); got {pixels.dtype}: {fix}"
         )
     if pixels.ndim == 3 and pixels.shape[2] in (3, 4):
-        return
+        if pixels.shape[0] and pixels.shape[1]:
+            return
+        raise InvalidInputError(f"an array of {pixels.shape[1]}x{pixels.shape[0]} pixels holds no picture")
     if pixels.ndim == 3 and pixels.shape[0] in (3, 4):
         fix = "a channels-first (3|4, h, w) array becomes (h, w, 3|4) by pixels.transpose(1, 2, 0)"
     elif pixels.ndim == 2:
         fix = "a gray (h, w) array becomes RGB by np.repeat(pixels[:, :, None], 3, axis=2)"
+    elif pixels.ndim == 3 and pixels.shape[2] == 1:
+        fix = "a gray (h, w, 1) array becomes RGB by np.repeat(pixels, 3, axis=2)"
     else:
         fix = "write one picture per call"
     raise InvalidInputError(
         f"arrays must be shaped (height, width, 3) RGB or (height, width, 4) RGBA; got {pixels.shape}: {fix}"
     )
+
+
+def _check_fits(device: Device, width: int, height: int) -> None:
+    """Refuse an array larger than the device's textures, which it is uploaded into.
+
+    Raises:
+        UnsupportedError: a side over ``max_texture_dimension_2d``, with the way out.
+    """
+    limit = texture_limit(device.webgpu_device)
+    if limit is not None and max(width, height) > limit:
+        raise UnsupportedError(
+            f"a {width}x{height} array does not fit the textures of {device.adapter_name!r} (at most {limit} "
+            "pixels a side, max_texture_dimension_2d), which the Writer converts arrays in; scale it down "
+            "before writing"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -411,9 +430,8 @@ class Writer:
             )
 
     def _check_size(self, width: int, height: int) -> None:
-        if self._size is None:
-            self._size = (width, height)
-        elif self._size != (width, height):
+        """Refuse a size other than the first accepted frame's (a refused first frame fixes nothing)."""
+        if self._size is not None and self._size != (width, height):
             raise InvalidInputError(
                 f"all frames of one output must have the first frame's size ({_size(*self._size)}); got "
                 f"{_size(width, height)}: resize before writing, or create another Writer"
@@ -467,13 +485,11 @@ class Writer:
             )
         return self._held.copier
 
-    def _array_texture(self, pixels: np.ndarray) -> Any:
-        _check_pixels(pixels)
+    def _upload(self, device: Device, pixels: np.ndarray) -> Any:
+        """The upload texture, holding ``pixels`` (of the copier's size)."""
         height, width = pixels.shape[:2]
-        self._check_size(width, height)
         if pixels.shape[2] == 3:
             pixels = np.concatenate([pixels, np.full((height, width, 1), 255, np.uint8)], axis=2)
-        device = self._device_for(None)
         gpu = device.gpu_module
         held = self._held
         if held.upload is None:
@@ -497,16 +513,19 @@ class Writer:
 
         Args:
             item: What to write. Textures need TEXTURE_BINDING usage and rgba8unorm, bgra8unorm or
-                rgba16float, on the Writer's device; arrays are (height, width, 3 or 4) uint8. Every
-                item must have the first one's size.
+                rgba16float, on the Writer's device; arrays are (height, width, 3 or 4) uint8. Both
+                are converted to 4:2:0, so their width and height must be even. Every item must have
+                the first one's size (that of the first one written, not of one refused).
             pts_seconds: When the frame shows, in seconds of the output; must increase. Default: a
                 decoded frame's own timestamp (from the first one written), else one frame after the
                 previous (see :attr:`timing`).
 
         Raises:
             ClosedError: the Writer was closed or aborted.
-            InvalidInputError: a size other than the first frame's, an array or texture the Writer
-                cannot read, or a timestamp that does not increase; the message says what to do.
+            InvalidInputError: a size other than the first frame's, an odd or empty size, an array
+                or texture the Writer cannot read, or a timestamp that does not increase; the message
+                says what to do. The Writer stays usable.
+            UnsupportedError: an array larger than the device's textures.
         """
         self._check_open()
         if isinstance(item, Frame):
@@ -517,6 +536,7 @@ class Writer:
                     "write the texture render() returned"
                 )
             self._check_size(item.width, item.height)
+            self._size = (item.width, item.height)
             self._fix_timing(item)
             ticks = self._ticks_for(item, pts_seconds)
             if self._held.copier is not None:  # textures written before it go first, in order
@@ -529,11 +549,19 @@ class Writer:
         if hasattr(item, "create_view"):
             texture = item
             device = self._check_texture(texture)
-            self._check_size(int(texture.size[0]), int(texture.size[1]))
+            width, height = int(texture.size[0]), int(texture.size[1])
+            self._check_size(width, height)
+            copier = self._copier_for(device, width, height)
         else:
-            texture = self._array_texture(_host_array(item))
-            device = self._device_for(texture)
-        copier = self._copier_for(device, int(texture.size[0]), int(texture.size[1]))
+            pixels = _host_array(item)
+            _check_pixels(pixels)
+            height, width = pixels.shape[:2]
+            self._check_size(width, height)
+            device = self._device_for(None)
+            _check_fits(device, width, height)
+            copier = self._copier_for(device, width, height)  # refuses a size the encoder cannot take
+            texture = self._upload(device, pixels)
+        self._size = (width, height)
         self._fix_timing(item)
         ticks = self._ticks_for(item, pts_seconds)
         for planes in copier.submit(texture, ticks):
