@@ -245,3 +245,18 @@ def _first_frame_rotation(path: str) -> int:
     with av.open(path) as container:
         frame = next(container.decode(video=0))
         return int(frame.rotation or 0)
+
+
+def test_an_early_end_is_not_said_to_be_a_failed_packet(tmp_path: Path) -> None:
+    """The decoder counts a video ending well before its container's duration among its errors; the
+    summary then said '1 packet failed to decode and was skipped' of a file whose every packet decodes
+    (here an MKV whose last subtitle cue, at 5 s, makes the container 5 s long beside 1 s of video)."""
+    srt = tmp_path / "late.srt"
+    srt.write_text("1\n00:00:05,000 --> 00:00:05,500\nLate\n", encoding="utf-8")
+    video = _make(tmp_path / "film.mkv", seconds=1.0)
+    src = _with_subtitles(video, srt, tmp_path / "late.mkv", ("eng",))
+    with av.open(src) as container:
+        assert len(list(container.decode(video=0))) == 25  # nothing fails to decode
+    stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions())
+    assert stats.frames == 25
+    assert not [n for n in summary_notes(stats) if "failed to decode" in n]

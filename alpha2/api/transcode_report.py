@@ -294,8 +294,9 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
         notes.append(f"{decode['corrupt_frames_kept']} corrupt frames kept (concealed by the decoder)")
     if decode.get("corrupt_frames_skipped"):
         notes.append(f"{decode['corrupt_frames_skipped']} corrupt frames skipped")
-    if decode.get("decode_errors"):
-        failed = decode["decode_errors"]
+    # The decoder counts an input ending early among its errors too; that is said on its own below.
+    failed = int(decode.get("decode_errors") or 0) - (1 if decode.get("truncated") else 0)
+    if failed > 0:
         said = (
             "1 packet failed to decode and was"
             if failed == 1
