@@ -110,3 +110,43 @@ def test_a_gray_array_with_one_channel_is_told_how_to_become_rgb(tmp_path: Path)
         with pytest.raises(InvalidInputError, match=r"np.repeat\(pixels, 3, axis=2\)"):
             writer.write(np.zeros((8, 8, 1), np.uint8))
         writer.write(np.zeros((8, 8, 3), np.uint8))
+
+
+# -- options passed on to the encode session -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"pixel_format": "nosuch"}, "unknown pixel format 'nosuch'"),
+        ({"pixel_format": 444}, "pixel format name must be a str"),
+        ({"options": "tune=film"}, "options must be a dict"),
+        ({"options": {1: "x"}}, "options must be a dict"),
+        ({"audio_rate": "48000"}, "audio_rate must be positive samples per second"),
+        ({"audio_rate": True}, "audio_rate must be positive samples per second"),
+    ],
+)
+def test_options_of_the_wrong_type_are_refused_typed_at_create(
+    tmp_path: Path, options: dict[str, object], match: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        alpha2.create(tmp_path / "clip.mp4", **options)
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_unknown_container_format_is_refused_typed_at_create(tmp_path: Path) -> None:
+    from alpha2.ffmpeg_bridge.errors import OutputFormatError
+
+    with pytest.raises(OutputFormatError, match="container_format must name one of FFmpeg's muxers"):
+        alpha2.create(tmp_path / "clip.bin", container_format="nosuchmux")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.vulkan
+def test_pixel_format_takes_ffmpegs_name_and_options_take_numbers(tmp_path: Path) -> None:
+    import av
+
+    with alpha2.create(tmp_path / "clip.mkv", pixel_format="yuv444p", options={"qp": 0}) as writer:
+        writer.write(np.zeros((16, 16, 3), np.uint8))
+    with av.open(str(tmp_path / "clip.mkv")) as container:
+        assert container.streams.video[0].codec_context.pix_fmt == "yuv444p"

@@ -19,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import fractions
 import functools
+import numbers
 import os
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -300,6 +301,33 @@ def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> st
     return os.fspath(audio_from)
 
 
+def _pixel_format_argument(value: Any) -> PixelFormat | None:
+    """A ``pixel_format`` argument as a PixelFormat: one already, or FFmpeg's name of one (``'yuv444p'``).
+
+    Raises:
+        UnknownFormatError: a name alpha2 does not know, or neither a name nor a PixelFormat.
+    """
+    if value is None or isinstance(value, PixelFormat):
+        return value
+    return PixelFormat.from_ffmpeg_name(value)
+
+
+def _options_argument(value: Any) -> dict[str, str]:
+    """An ``options`` argument (the encoder's own AVOptions) as a dict of str to str.
+
+    Raises:
+        InvalidInputError: not a mapping of names to values.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise InvalidInputError(
+            f"options must be a dict of the encoder's option names to values (e.g. {{'tune': 'film'}}), "
+            f"got {value!r:.80}"
+        )
+    return {key: str(item) for key, item in value.items()}
+
+
 class EncodeSession:
     """Encode frames into a file (or a writable file object), atomically.
 
@@ -310,7 +338,8 @@ class EncodeSession:
         width, height: Output size; None takes the first frame's.
         rate: Nominal frame rate (frames per second); default 30 unless ``time_base`` says otherwise.
         time_base: Unit of ``pts`` passed to :meth:`encode`; default ``1 / rate``.
-        pixel_format: Encoder pixel format; None takes the first frame's when the encoder supports it.
+        pixel_format: Encoder pixel format (a PixelFormat or FFmpeg's name of one, ``'yuv444p'``); None
+            takes the first frame's when the encoder supports it.
         crf: Constant-quality factor (crf / cq / qscale, per encoder).
         bitrate: Target bit rate in bits per second.
         preset: Encoder speed preset (``'veryfast'`` for x264/x265, a number for SVT-AV1 / libaom).
@@ -362,14 +391,14 @@ class EncodeSession:
         height: int | None = None,
         rate: fractions.Fraction | int | float | None = None,
         time_base: fractions.Fraction | None = None,
-        pixel_format: PixelFormat | None = None,
+        pixel_format: PixelFormat | str | None = None,
         crf: float | None = None,
         bitrate: int | None = None,
         preset: str | int | None = None,
         colour: ColourInfo | None = None,
         audio_from: DecodeSession | str | os.PathLike[str] | None = None,
         container_format: str | None = None,
-        options: dict[str, str] | None = None,
+        options: Mapping[str, Any] | None = None,
         gop_size: int | None = None,
         audio_rate: int | None = None,
         audio_channels: int = 2,
@@ -384,12 +413,24 @@ class EncodeSession:
         streams_end_seconds: float | None = None,
         sample_aspect_ratio: fractions.Fraction | None = None,
     ) -> None:
+        pixel_format = _pixel_format_argument(pixel_format)
+        options = _options_argument(options)
+        if container_format is not None and (
+            not isinstance(container_format, str) or container_format not in av.formats_available
+        ):
+            raise OutputFormatError(
+                f"container_format must name one of FFmpeg's muxers ('mp4', 'matroska', 'mov', 'webm', "
+                f"'mpegts', ...; av.formats_available lists them all), got {container_format!r}"
+            )
+        if audio_rate is not None:
+            whole = isinstance(audio_rate, numbers.Integral) and not isinstance(audio_rate, bool)
+            if not whole or audio_rate <= 0:
+                raise InvalidInputError(f"audio_rate must be positive samples per second, got {audio_rate!r}")
+            audio_rate = int(audio_rate)
         if audio_rate is not None and audio_from is not None:
             raise InvalidInputError("one audio track: copy one (audio_from) or encode one (audio_rate)")
         if copy_streams is not None and audio_from is None:
             raise InvalidInputError("copy_streams names streams of audio_from: give audio_from too")
-        if audio_rate is not None and audio_rate <= 0:
-            raise InvalidInputError(f"audio_rate must be positive samples per second, got {audio_rate}")
         if audio_channels not in (1, 2):
             raise InvalidInputError(f"audio_channels must be 1 or 2, got {audio_channels}")
         if (width is None) != (height is None):
@@ -456,7 +497,7 @@ class EncodeSession:
                 f"the {container_format_name} container cannot hold {self.encoder.codec} (FFmpeg's "
                 f"{container_format_name} muxer refuses it); write .mp4, .mkv or .webm"
             )
-        self._options = dict(options or {})
+        self._options = options
         self._gop_size = gop_size
         self._interlaced = interlaced
         self._top_field_first = top_field_first
