@@ -139,3 +139,37 @@ def test_a_note_many_streams_share_is_said_once() -> None:
     report = CopyReport(notes=["re-encoded aac to libopus: cut"] * 20 + ["re-encoded (flac): cut"])
     assert report.audio_note() == "re-encoded aac to libopus: cut (20 streams); re-encoded (flac): cut"
     assert CopyReport().audio_note() is None
+
+
+def test_a_video_shorter_than_its_audio_is_not_called_truncated(tmp_path: Path) -> None:
+    # A Matroska file whose audio runs 2 s past the video: the video stream says no duration of its
+    # own, the container's is the audio's, and every transcode said "the input ends before the
+    # duration its container announces". The track's DURATION tag is the video's length.
+    from alpha2.ffmpeg_bridge.media import _tagged_duration
+
+    assert _tagged_duration({"DURATION": "00:00:02.007000000"}, fractions.Fraction(1, 1000)) == 2007
+    assert _tagged_duration({"duration": "01:02:03.5"}, fractions.Fraction(1, 10)) == 37235
+    assert _tagged_duration({"DURATION": "soon"}, MS) is None and _tagged_duration({}, MS) is None
+
+    clip = make_clip(tmp_path / "short.mkv", frames=30, rate=30)
+    src = str(tmp_path / "long_audio.mkv")
+    with av.open(clip.path) as inp, av.open(src, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        sound = out.add_stream("libopus", rate=48000)
+        sound.layout = "mono"
+        for packet in inp.demux():
+            if packet.dts is not None:
+                packet.stream = video
+                out.mux(packet)
+        silence = av.AudioFrame(format="s16", layout="mono", samples=960)
+        for plane in silence.planes:
+            plane.update(bytes(plane.buffer_size))
+        for i in range(150):  # 3 s
+            silence.sample_rate, silence.pts = 48000, i * 960
+            for packet in sound.encode(silence):
+                out.mux(packet)
+        for packet in sound.encode(None):
+            out.mux(packet)
+    stats = transcode(src, str(tmp_path / "out.mp4"), TranscodeOptions(overwrite=True))
+    assert stats.frames == 30
+    assert not stats.as_dict()["decode"]["truncated"], stats.as_dict()["decode"]

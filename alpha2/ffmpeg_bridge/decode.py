@@ -600,6 +600,10 @@ class DecodeSession:
         info = self._info
         if info.duration is None or info.duration <= 0 or self._probing or self._sought:
             return
+        if info.duration_is_container and len(info.streams) > 1:
+            # The container's length is its longest stream's: audio that runs on after the video, a
+            # late subtitle, are no truncation of this one (Matroska without per-track DURATION tags).
+            return
         start = info.start_time or 0
         frame_ticks = 0.0
         if info.average_rate:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fractions
 import functools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -116,6 +117,9 @@ class StreamInfo:
     sample_aspect_ratio: fractions.Fraction | None = None
     """The shape of one stored pixel, width : height, where it is not square (anamorphic video: a
     16:9 DVD's 720x480 has 32:27); None: square, or not said."""
+    duration_is_container: bool = False
+    """:attr:`duration` is the container's, the stream saying none of its own: the longest stream's
+    (audio that runs on after the video, a late subtitle), not necessarily this one's."""
 
     @property
     def duration_seconds(self) -> float | None:
@@ -316,8 +320,11 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
     cc = stream.codec_context
     time_base = stream.time_base if stream.time_base is not None else fractions.Fraction(1, 1_000_000)
     duration = stream.duration
+    if duration is None:
+        duration = _tagged_duration(stream.metadata, time_base)  # Matroska's per-track DURATION tag
+    from_container = False
     if duration is None and container.duration is not None:
-        duration = int(container.duration / 1_000_000 / time_base)
+        duration, from_container = int(container.duration / 1_000_000 / time_base), True
     pix = None
     try:
         pix = cc.format.name if cc.format is not None else None
@@ -342,7 +349,23 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         streams=input_streams(container),
         discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
         sample_aspect_ratio=pixel_shape(cc.sample_aspect_ratio),
+        duration_is_container=from_container,
     )
+
+
+_DURATION_TAG = re.compile(r"^(\d+):(\d{2}):(\d{2}(?:\.\d+)?)$")
+
+
+def _tagged_duration(metadata: Any, time_base: fractions.Fraction) -> int | None:
+    """A stream's ``DURATION`` tag (``00:01:02.500000000``, which FFmpeg's and mkvmerge's Matroska
+    muxers write per track) in ``time_base`` units; None when it has none that reads."""
+    text = next((str(v) for k, v in dict(metadata or {}).items() if str(k).upper() == "DURATION"), None)
+    match = _DURATION_TAG.match(text.strip()) if text else None
+    if match is None:
+        return None
+    hours, minutes, seconds = int(match.group(1)), int(match.group(2)), fractions.Fraction(match.group(3))
+    total = hours * 3600 + minutes * 60 + seconds
+    return int(total / time_base) if total > 0 else None
 
 
 def codec_name(cc: Any) -> str:
