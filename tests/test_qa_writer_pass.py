@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import alpha2
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+from tests.media import make_clip
 
 # -- the output path -----------------------------------------------------------------------------------
 
@@ -150,3 +151,27 @@ def test_pixel_format_takes_ffmpegs_name_and_options_take_numbers(tmp_path: Path
         writer.write(np.zeros((16, 16, 3), np.uint8))
     with av.open(str(tmp_path / "clip.mkv")) as container:
         assert container.streams.video[0].codec_context.pix_fmt == "yuv444p"
+
+
+# -- a write whose encoder failed ----------------------------------------------------------------------
+
+
+def test_a_write_whose_encoder_failed_aborts_the_writer_and_says_so(tmp_path: Path) -> None:
+    """The encode session failed (and removed its partial file), yet the Writer went on as if open: a
+    later write raised ClosedError about an 'EncodeSession', and close() returned as if it had
+    finished the file, which did not exist."""
+    from alpha2.ffmpeg_bridge.errors import EncoderError
+
+    clip = make_clip(tmp_path / "in.mkv", frames=3)
+    out = tmp_path / "out.webm"  # WebM cannot hold H.264: the muxer refuses it when the first frame opens it
+    writer = alpha2.create(out, codec="h264")
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        frame = source.next_frame()
+        with frame, pytest.raises(EncoderError, match="webm"):
+            writer.write(frame)
+        assert writer.closed
+        frame = source.next_frame()
+        with frame, pytest.raises(ClosedError, match=r"was aborted when a write failed \(EncoderError"):
+            writer.write(frame)
+    writer.close()  # nothing left to finish: no error, no file
+    assert sorted(os.listdir(tmp_path)) == ["in.mkv"]

@@ -252,7 +252,8 @@ class Writer:
 
     Every frame must have the first one's size. :meth:`close` finishes the file under its name
     (atomically); :meth:`abort`, an exception in a ``with`` block, or dropping the Writer unclosed
-    (with a ``ResourceWarning``) removes the partial output. Any call but :meth:`close` and
+    (with a ``ResourceWarning``) removes the partial output, and so does a write whose encoder failed
+    or was interrupted (``KeyboardInterrupt``), which aborts the Writer. Any call but :meth:`close` and
     :meth:`abort` after those raises :class:`~alpha2.gpu.errors.ClosedError`.
     """
 
@@ -354,7 +355,7 @@ class Writer:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` or :meth:`abort` ran."""
+        """Whether :meth:`close` or :meth:`abort` ran, or a write whose encoder failed aborted it."""
         return self._closed is not None
 
     # -- timing --------------------------------------------------------------------------------------
@@ -528,6 +529,17 @@ class Writer:
             UnsupportedError: an array larger than the device's textures.
         """
         self._check_open()
+        try:
+            self._write(item, pts_seconds)
+        except BaseException as exc:
+            if self._held.session.closed and self._closed is None:  # the encoder failed, or was interrupted
+                failure = type(exc).__name__
+                self._closed = f"aborted when a write failed ({failure}; its partial output was removed)"
+                self._finalizer.detach()
+                self._held.release_gpu_and_thread()
+            raise
+
+    def _write(self, item: Any, pts_seconds: float | None) -> None:
         if isinstance(item, Frame):
             if item._released or item.decoded.released:
                 raise InvalidInputError(

@@ -547,6 +547,12 @@ class EncodeSession:
         )
 
     @property
+    def closed(self) -> bool:
+        """Whether the session is over: closed, aborted, or failed (its partial output removed); it
+        encodes nothing more."""
+        return self._done
+
+    @property
     def opened(self) -> bool:
         """Whether the encoder was opened (by the first frame)."""
         return self._out is not None
