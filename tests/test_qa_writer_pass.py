@@ -175,3 +175,67 @@ def test_a_write_whose_encoder_failed_aborts_the_writer_and_says_so(tmp_path: Pa
             writer.write(frame)
     writer.close()  # nothing left to finish: no error, no file
     assert sorted(os.listdir(tmp_path)) == ["in.mkv"]
+
+
+# -- two threads on one Writer -------------------------------------------------------------------------
+
+
+def test_a_second_thread_writing_at_the_same_time_is_refused_typed(tmp_path: Path) -> None:
+    """Two threads writing to one Writer each opened a GPU device of their own, and wgpu's validation
+    errors came out while frames were lost: the file held one frame of the 120 written."""
+    import threading
+
+    from alpha2.api.errors import ConcurrentIterationError
+
+    clip = make_clip(tmp_path / "in.mkv", frames=3)
+    inside, go_on = threading.Event(), threading.Event()
+    with alpha2.open(clip.path, hwaccel="none") as source, alpha2.create(tmp_path / "out.mkv") as writer:
+        encode = writer.session.encode
+
+        def slow_encode(*args: object, **kwargs: object) -> None:
+            inside.set()
+            assert go_on.wait(10)
+            encode(*args, **kwargs)  # type: ignore[arg-type]
+
+        writer.session.encode = slow_encode  # type: ignore[method-assign]
+        first, second = source.next_frame(), source.next_frame()
+        thread = threading.Thread(target=writer.write, args=(first,))
+        thread.start()
+        assert inside.wait(10)
+        with pytest.raises(ConcurrentIterationError, match="another thread is writing to this Writer"):
+            writer.write(second)
+        go_on.set()
+        thread.join(10)
+        writer.write(second)  # the first write done: the Writer is free again
+        first.release()
+        second.release()
+    assert writer.frames_written == 2
+
+
+@pytest.mark.vulkan
+def test_threads_sharing_one_writer_get_typed_errors_and_lose_no_accepted_frame(tmp_path: Path) -> None:
+    import threading
+
+    import av
+
+    from alpha2.api.errors import ConcurrentIterationError
+
+    errors: list[BaseException] = []
+    writer = alpha2.create(tmp_path / "out.mkv", preset="ultrafast")
+
+    def write(shade: int) -> None:
+        for _ in range(15):
+            try:
+                writer.write(np.full((32, 32, 3), shade, np.uint8))
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(shade,)) for shade in (0, 80, 160, 240)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    writer.close()
+    assert all(isinstance(exc, ConcurrentIterationError) for exc in errors), errors[:1]
+    with av.open(str(tmp_path / "out.mkv")) as container:
+        assert sum(1 for _ in container.decode(video=0)) == writer.frames_written == 60 - len(errors)

@@ -75,4 +75,4 @@ class FrameIndexError(InvalidInputError, IndexError):
 
 class ConcurrentIterationError(InvalidInputError):
     """Two threads took frames from one :class:`~alpha2.api.source.VideoSource` at once (each would get
-    some of them)."""
+    some of them), or wrote to one :class:`~alpha2.api.writer.Writer` at once."""

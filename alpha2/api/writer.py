@@ -32,6 +32,7 @@ import numpy as np
 from alpha2.api import arguments
 from alpha2.api.atomic import check_output_path
 from alpha2.api.devices import as_device, texture_limit
+from alpha2.api.errors import ConcurrentIterationError
 from alpha2.api.source import Frame, _Worker
 from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.encode import EncodeSession
@@ -314,6 +315,7 @@ class Writer:
         self._held = _Held(session)
         self._finalizer = weakref.finalize(self, _abandoned, self._held, self.path)
         self._closed: str | None = None  # "closed" / "aborted" once either ran
+        self._busy = threading.Lock()  # held by the write in progress: a second thread's is refused
         self._frames = 0
         self._size: tuple[int, int] | None = None
         self._rate: fractions.Fraction | None = self._rate_given
@@ -523,12 +525,19 @@ class Writer:
 
         Raises:
             ClosedError: the Writer was closed or aborted.
+            ConcurrentIterationError: another thread is writing to this Writer now.
             InvalidInputError: a size other than the first frame's, an odd or empty size, an array
                 or texture the Writer cannot read, or a timestamp that does not increase; the message
                 says what to do. The Writer stays usable.
             UnsupportedError: an array larger than the device's textures.
         """
         self._check_open()
+        if not self._busy.acquire(blocking=False):
+            raise ConcurrentIterationError(
+                "another thread is writing to this Writer at the same time (one Writer is used from one "
+                "thread at a time); hand the frames to one writing thread through a queue, or await "
+                "write_async() calls one after another"
+            )
         try:
             self._write(item, pts_seconds)
         except BaseException as exc:
@@ -538,6 +547,8 @@ class Writer:
                 self._finalizer.detach()
                 self._held.release_gpu_and_thread()
             raise
+        finally:
+            self._busy.release()
 
     def _write(self, item: Any, pts_seconds: float | None) -> None:
         if isinstance(item, Frame):
