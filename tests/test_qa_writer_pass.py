@@ -239,3 +239,26 @@ def test_threads_sharing_one_writer_get_typed_errors_and_lose_no_accepted_frame(
     assert all(isinstance(exc, ConcurrentIterationError) for exc in errors), errors[:1]
     with av.open(str(tmp_path / "out.mkv")) as container:
         assert sum(1 for _ in container.decode(video=0)) == writer.frames_written == 60 - len(errors)
+
+
+# -- an encoded audio track ----------------------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+def test_audio_given_after_each_array_is_kept_though_the_copier_hands_frames_on_late(tmp_path: Path) -> None:
+    """The copier hands an array's frame to the encoder a write or two later, and until then
+    ``encode_audio`` refused every sample: 'encode a video frame first', after one was written."""
+    import av
+
+    rate, frames = 48000, 15
+    tone = (0.2 * np.sin(np.arange(rate // 30) / 8.0)).astype(np.float32)
+    with alpha2.create(tmp_path / "out.mp4", rate=30, audio_rate=rate) as writer:
+        for index in range(frames):
+            writer.write(np.full((32, 32, 3), index * 16, np.uint8))
+            writer.session.encode_audio(np.stack([tone, tone]), sample_rate=rate)
+    with av.open(str(tmp_path / "out.mp4")) as container:
+        samples = sum(frame.samples for frame in container.decode(audio=0))
+    with av.open(str(tmp_path / "out.mp4")) as container:
+        pictures = sum(1 for _ in container.decode(video=0))
+    assert pictures == frames
+    assert abs(samples - frames * (rate // 30)) <= 1024  # one AAC frame of priming / padding at most

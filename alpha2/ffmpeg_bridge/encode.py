@@ -522,6 +522,7 @@ class EncodeSession:
         self._audio_channels = audio_channels
         self._audio_enc: av.audio.stream.AudioStream | None = None  # the encoded track (audio_rate)
         self._audio_samples = 0
+        self._audio_waiting: list[av.AudioFrame] = []  # given before the output opened
         self._done = False
         self._lock = threading.RLock()
 
@@ -700,12 +701,13 @@ class EncodeSession:
 
         Args:
             samples: A ``(channels, n)`` float32 array in -1..1 (numpy or anything ``np.asarray`` takes),
-                continuing the track: timestamps follow from the samples already encoded.
+                continuing the track: timestamps follow from the samples already encoded. Samples given
+                before the first video frame opened the output (a Writer's copier hands frames on a
+                frame or two late) are kept, and encoded when it opens.
             sample_rate: Must be the track's ``audio_rate`` (no resampling of the timeline here).
 
         Raises:
-            InvalidInputError: No audio track was declared, the rate or shape is wrong, or no video
-                frame has been encoded yet (the output opens on the first one).
+            InvalidInputError: No audio track was declared, or the rate or shape is wrong.
             EncoderError: FFmpeg refused the samples.
         """
         import numpy as np
@@ -719,9 +721,13 @@ class EncodeSession:
                 )
             if sample_rate != self._audio_rate:
                 raise InvalidInputError(f"sample_rate {sample_rate} is not the track's {self._audio_rate}")
-            if self._out is None or self._audio_enc is None:
-                raise InvalidInputError("encode a video frame first: the output opens on the first one")
-            pcm = np.ascontiguousarray(np.asarray(samples, dtype=np.float32))
+            try:
+                pcm = np.ascontiguousarray(np.asarray(samples, dtype=np.float32))
+            except (TypeError, ValueError) as exc:
+                got = type(samples).__name__
+                raise InvalidInputError(
+                    f"samples must be a ({self._audio_channels}, n) float32 array, got {got}"
+                ) from exc
             if pcm.ndim != 2 or pcm.shape[0] != self._audio_channels:
                 raise InvalidInputError(
                     f"samples must be ({self._audio_channels}, n) float32, got shape {pcm.shape}"
@@ -735,7 +741,10 @@ class EncodeSession:
             frame.pts = self._audio_samples
             frame.time_base = fractions.Fraction(1, self._audio_rate)
             self._audio_samples += pcm.shape[1]
-            self._encode_audio_frame(frame)
+            if self._out is None:  # the first video frame opens the output: encoded then
+                self._audio_waiting.append(frame)
+            else:
+                self._encode_audio_frame(frame)
 
     def _encode_audio_frame(self, frame: av.AudioFrame | None) -> None:
         assert self._out is not None and self._audio_enc is not None
@@ -823,6 +832,9 @@ class EncodeSession:
                 )
             if self._out is None:
                 self._open(self._width or av_frame.width, self._height or av_frame.height, fmt, colour)
+                waiting, self._audio_waiting = self._audio_waiting, []
+                for audio in waiting:
+                    self._encode_audio_frame(audio)
             # Timed before the RGB conversion, which keeps them: a frame drained from the decoder after
             # a read error (an image sequence's gap) comes with no time base of its own.
             av_frame.pts = self._codec_pts(pts)
