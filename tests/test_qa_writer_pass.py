@@ -262,3 +262,23 @@ def test_audio_given_after_each_array_is_kept_though_the_copier_hands_frames_on_
         pictures = sum(1 for _ in container.decode(video=0))
     assert pictures == frames
     assert abs(samples - frames * (rate // 30)) <= 1024  # one AAC frame of priming / padding at most
+
+
+# -- StreamGroup.run -----------------------------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+def test_stream_group_run_refuses_a_frame_count_that_is_no_whole_number(tmp_path: Path) -> None:
+    """run(frames=-1) returned 0 as if the streams had ended, run(frames='5') raised a bare TypeError,
+    and a closed group's run() returned 0 without a word."""
+    from alpha2.api import StreamGroup
+
+    clip = make_clip(tmp_path / "in.mkv", frames=3)
+    with StreamGroup([clip.path], hwaccel="none") as group:
+        for bad in (-1, "5", 2.5, True):
+            with pytest.raises(InvalidInputError, match="frames must be"):
+                group.run(frames=bad)  # type: ignore[arg-type]
+        assert group.run(frames=0) == 0
+        assert group.run(frames=2) == 2
+    with pytest.raises(ClosedError):
+        group.run()

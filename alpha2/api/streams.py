@@ -666,7 +666,16 @@ class StreamGroup:
             stream.ended = False
 
     def run(self, frames: int | None = None) -> int:
-        """Tick (each stream one frame a tick) until every stream ended or ``frames`` ticks; returns ticks."""
+        """Tick (each stream one frame a tick) until every stream ended or ``frames`` ticks; returns ticks.
+
+        Raises:
+            InvalidInputError: ``frames`` is not a whole number >= 0.
+            ClosedError: the group was closed.
+        """
+        if frames is not None:
+            frames = arguments.whole("frames", frames, low=0)
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
         done = 0
         while not self.finished and (frames is None or done < frames):
             tick = self.tick()
