@@ -433,7 +433,9 @@ def _transcode_task(
 ) -> Outcome:
     from alpha2.api.transcoder import transcode
 
-    staged = os.path.join(task.staging, os.path.basename(task.output))
+    # A short name of its own, not the output's: the encoder writes beside it under a longer one
+    # (".<name>.<hex>.partial<ext>"), which an output name near the file system's limit would pass.
+    staged = os.path.join(task.staging, "output" + os.path.splitext(task.output)[1])
     progress = _Reporter(report) if report is not None else pipeline.Progress()
     out_root = os.path.dirname(os.path.dirname(task.staging))
     made = False
