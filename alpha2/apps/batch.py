@@ -196,6 +196,30 @@ def _refused(item: BatchItem) -> FileResult:
     )
 
 
+def _name_max(out: str) -> int:
+    """The longest file name, in bytes, the file system of ``out`` takes (255 where it does not say)."""
+    try:
+        return int(os.pathconf(out, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
+
+
+def _too_long(item: BatchItem, limit: int) -> FileResult | None:
+    """A failed result for an item whose output name (or a folder on its way) is longer than the file
+    system takes: found before its transcode, not at the rename after it; None when it fits."""
+    for part in item.key.split("/"):
+        size = len(os.fsencode(part))
+        if size > limit:
+            return FileResult(
+                item,
+                FileStatus.FAILED,
+                error=f"a name in its output's path is {size} bytes, more than the {limit} the "
+                "file system of --out takes; rename the input",
+                error_kind=ErrorKind.INVALID_INPUT.value,
+            )
+    return None
+
+
 def batch(
     inputs: Sequence[str],
     out_dir: str | os.PathLike[str],
@@ -273,8 +297,12 @@ def _run_locked(
     by_settings = {item.key: settings_fingerprint(options, extension) for item in items}
     todo: list[BatchItem] = []
     skipped: dict[str, FileResult] = {}
+    limit = _name_max(out)
     for item in items:
-        if settings.force:
+        too_long = _too_long(item, limit)
+        if too_long is not None:
+            skipped[item.key] = too_long
+        elif settings.force:
             todo.append(item)
         elif manifest.done(item, hashes[item.key], by_settings[item.key]):
             skipped[item.key] = FileResult(
