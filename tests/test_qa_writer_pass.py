@@ -282,3 +282,31 @@ def test_stream_group_run_refuses_a_frame_count_that_is_no_whole_number(tmp_path
         assert group.run(frames=2) == 2
     with pytest.raises(ClosedError):
         group.run()
+
+
+# -- the encoder's own size limits ---------------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(("codec", "side", "limit"), [("hevc", 16, "64x64"), ("av1", 2, "4x4")])
+def test_an_array_smaller_than_the_encoder_takes_is_refused_with_its_limits(
+    tmp_path: Path, codec: str, side: int, limit: str
+) -> None:
+    """libx265 and libsvtav1 refused tiny pictures only when they opened, as 'Invalid argument' or
+    'Not yet implemented in FFmpeg, patches welcome'."""
+    with alpha2.create(tmp_path / "out.mkv", codec=codec) as writer:
+        with pytest.raises(InvalidInputError, match=f"coded size must be between {limit}"):
+            writer.write(np.zeros((side, side, 3), np.uint8))
+        writer.write(np.zeros((64, 64, 3), np.uint8))  # a size it takes: the Writer goes on
+
+
+def test_a_decoded_frame_smaller_than_the_encoder_takes_is_refused_with_its_limits(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "in.mkv", width=16, height=16, frames=2)
+    out = tmp_path / "out.mkv"
+    with alpha2.open(clip.path, hwaccel="none") as source, alpha2.create(out, codec="hevc") as w:
+        frame = source.next_frame()
+        with frame, pytest.raises(InvalidInputError, match=r"libx265 .*between 64x64"):
+            w.write(frame)
+        assert not w.closed
+        w.abort()
+    assert sorted(os.listdir(tmp_path)) == ["in.mkv"]

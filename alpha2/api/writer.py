@@ -46,8 +46,10 @@ from alpha2.gpu.colour import (
 )
 from alpha2.gpu.encoded import companion_colour
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
+from alpha2.gpu.formats import PixelFormat
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
+from alpha2.native_gpu.encode.extent import VideoEncodeExtent
 from alpha2.native_gpu.encode.pipelines import SOURCE_TEXTURE_FORMATS
 from alpha2.native_gpu.render.renderer import warm_webgpu_bindings
 
@@ -163,6 +165,14 @@ def _check_pixels(pixels: np.ndarray) -> None:
     raise InvalidInputError(
         f"arrays must be shaped (height, width, 3) RGB or (height, width, 4) RGBA; got {pixels.shape}: {fix}"
     )
+
+
+def _encoder_extent(encoder: str, pixel_format: PixelFormat) -> VideoEncodeExtent | None:
+    """The sizes ``encoder`` takes (alpha2's table), None for an encoder the table does not know."""
+    try:
+        return VideoEncodeExtent.for_encoder(encoder, pixel_format)
+    except UnsupportedError:
+        return None
 
 
 def _check_fits(device: Device, width: int, height: int) -> None:
@@ -312,6 +322,7 @@ class Writer:
             except BaseException:
                 session.abort()
                 raise
+        self._extent = _encoder_extent(session.encoder.name, PixelFormat.NV12)
         self._held = _Held(session)
         self._finalizer = weakref.finalize(self, _abandoned, self._held, self.path)
         self._closed: str | None = None  # "closed" / "aborted" once either ran
@@ -485,6 +496,7 @@ class Writer:
                 matrix=self.colour.matrix,
                 colour_range=self.colour.range,
                 chroma_location=self.colour.chroma_location,
+                extent=self._extent,
             )
         return self._held.copier
 
@@ -559,6 +571,10 @@ class Writer:
                     "write the texture render() returned"
                 )
             self._check_size(item.width, item.height)
+            if self._size is None:  # the encoder's limits, where its own message would be "Invalid argument"
+                extent = _encoder_extent(self.session.encoder.name, item.decoded.pixel_format)
+                if extent is not None:
+                    extent.check(item.width, item.height)
             self._size = (item.width, item.height)
             self._fix_timing(item)
             ticks = self._ticks_for(item, pts_seconds)
