@@ -3,14 +3,17 @@ showed it."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from alpha2.api.transcode_plan import TranscodeOptions
-from alpha2.apps.batch import BatchSettings, batch
+from alpha2.apps.batch import BatchReport, BatchSettings, batch, print_summary
 from alpha2.apps.batch_local import DeviceChoice
-from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus
+from alpha2.apps.batch_plan import MANIFEST_NAME, BatchItem, FileResult, FileStatus
 from alpha2.apps.batch_run import STAGING_NAME
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -51,3 +54,28 @@ def test_an_output_name_longer_than_the_file_system_takes_fails_before_its_trans
     assert failed.error is not None and "256 bytes, more than the 255" in failed.error
     assert STAGING_NAME not in failed.error
     assert sorted(os.listdir(out)) == sorted(["ok.mp4", MANIFEST_NAME])
+
+
+def _result(key: str, status: FileStatus) -> FileResult:
+    item = BatchItem(key, f"/in/{key}", f"/out/{key}")
+    if status is FileStatus.DONE:
+        return FileResult(item, status, 1, 30, 0.5, 27_162, {"software": 30})
+    return FileResult(item, status, 1, error="opening it: Invalid data found when processing input")
+
+
+def test_a_long_name_keeps_the_status_in_an_80_column_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A name is one word; a 255-byte one was the file column's least width, so at 80 columns every
+    # other column was left out, status included, and which file failed was not in the table.
+    monkeypatch.setenv("COLUMNS", "80")
+    long_key = "x" * 251 + ".mp4"
+    results = [_result(long_key, FileStatus.DONE), _result("b.mp4", FileStatus.FAILED)]
+    report = BatchReport("/out", results, 1.0)
+    stream = io.StringIO()
+    print_summary(report, stream)
+    lines = stream.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    header = next(line for line in lines if "file" in line and "status" in line)
+    assert "frames" in header and "size" in header and "paths" in header
+    assert any("b.mp4" in line and "failed" in line for line in lines)
+    assert any(line.startswith("│ xxxx") and "done" in line and "27.2 kB" in line for line in lines)
+    assert "not shown to fit" not in stream.getvalue()

@@ -467,6 +467,10 @@ _RIGHT = frozenset({"frames", "fps", "size", "tries"})
 _PRIORITY = (0, 1, 2, 4, 3, 6, 5)
 """The columns kept first on a narrow terminal: file, status, frames, size, fps, paths, tries."""
 
+FILE_COLUMN_FOLD = 16
+"""The least width of the summary's file column: a longer name is folded onto more lines there rather
+than leave the other columns out (the file column takes what the others leave)."""
+
 NOTE_LINES = 12
 """The most notes the summary lists under the table; ``--json`` has every file's."""
 
@@ -555,8 +559,11 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
                 _paths_text(r.paths) if ran else "-",
             )
         )
-    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
-    widths = column_widths(_HEADERS, rows, kept, width)
+    # The file column folds a name longer than it (a name is one long word), so that a long name does
+    # not push the status out of a narrow terminal's table.
+    fold = {0: FILE_COLUMN_FOLD}
+    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY, fold=fold)
+    widths = column_widths(_HEADERS, rows, kept, width, fold=fold)
     table = Table(title=Text(f"alpha2 batch into {printable(report.out_dir)}"))
     for i in kept:
         name = _HEADERS[i]

@@ -34,7 +34,7 @@ from alpha2 import __version__
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
 # Subcommands: (command, module, help line). Each module has register(subparsers), which adds the
 # command's parser (with the same help line) and sets func=run on it. Only the module of the command
@@ -396,13 +396,19 @@ def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
 
 
 def fit_columns(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, priority: Sequence[int]
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    priority: Sequence[int],
+    *,
+    fold: Mapping[int, int] | None = None,
 ) -> tuple[list[int], list[int]]:
     """Which columns of a rich table (heavy head box: a column takes its text, 2 of padding and a
     border) fit in ``width`` with no word broken, taken in ``priority`` order (column indices, most
     wanted first): the kept and the left-out columns, each in table order. A column's least width is its
-    longest word, header included."""
-    least = word_widths(headers, rows)
+    longest word, header included; ``fold`` caps it for the columns whose words may be broken (a file
+    name, folded: by column index, the width below which they are not folded)."""
+    least = word_widths(headers, rows, fold=fold)
     kept: list[int] = []
     used = 1  # the left border
     for index in priority:
@@ -413,14 +419,20 @@ def fit_columns(
 
 
 def column_widths(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], kept: Sequence[int], width: int
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    kept: Sequence[int],
+    width: int,
+    *,
+    fold: Mapping[int, int] | None = None,
 ) -> dict[int, int]:
-    """Widths for the ``kept`` columns that fill at most ``width``: each its longest word, and what is
-    left shared by how much more each column's longest text needs. Given to rich as fixed widths, so
-    that its own squeezing (which can leave a table a column too wide) does not come into it."""
+    """Widths for the ``kept`` columns that fill at most ``width``: each its longest word (capped as
+    :func:`fit_columns`' ``fold`` says), and what is left shared by how much more each column's longest
+    text needs. Given to rich as fixed widths, so that its own squeezing (which can leave a table a
+    column too wide) does not come into it."""
     from rich.cells import cell_len
 
-    least = word_widths(headers, rows)
+    least = word_widths(headers, rows, fold=fold)
     natural = [
         max(cell_len(text) for text in (header, *(row[i] for row in rows)))
         for i, header in enumerate(headers)
@@ -433,6 +445,17 @@ def column_widths(
         return widths
     if total <= spare:
         return {i: max(least[i], natural[i]) for i in kept}
+    folded = [i for i in need if fold and i in fold]
+    if folded:
+        # The columns that fold take what the others leave: the others first take their whole text,
+        # the shortest first (a size, a count), so that one long cell does not break them all.
+        for i in sorted((i for i in need if i not in folded), key=lambda i: need[i]):
+            extra = min(need.pop(i), spare)
+            widths[i] += extra
+            spare -= extra
+        total = sum(need.values())
+        if spare <= 0 or not total:
+            return widths
     given = {i: spare * n // total for i, n in need.items()}
     left = spare - sum(given.values())
     for i in sorted(need, key=lambda i: need[i] - given[i], reverse=True)[:left]:
@@ -440,14 +463,20 @@ def column_widths(
     return {i: widths[i] + given.get(i, 0) for i in kept}
 
 
-def word_widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
-    """Each column's longest word (header included): the width below which rich breaks words."""
+def word_widths(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, fold: Mapping[int, int] | None = None
+) -> list[int]:
+    """Each column's longest word (header included): the width below which rich breaks words. A column
+    in ``fold`` (index: width) takes at most that width, or its header's, whichever is wider."""
     from rich.cells import cell_len
 
-    return [
+    widths = [
         max([cell_len(word) for text in (header, *(row[i] for row in rows)) for word in text.split()] or [1])
         for i, header in enumerate(headers)
     ]
+    for i, cap in (fold or {}).items():
+        widths[i] = min(widths[i], max(cap, cell_len(headers[i])))
+    return widths
 
 
 def add_overwrite_arguments(
