@@ -173,3 +173,18 @@ def test_a_video_shorter_than_its_audio_is_not_called_truncated(tmp_path: Path) 
     stats = transcode(src, str(tmp_path / "out.mp4"), TranscodeOptions(overwrite=True))
     assert stats.frames == 30
     assert not stats.as_dict()["decode"]["truncated"], stats.as_dict()["decode"]
+
+
+def test_numbered_presets_are_checked_before_anything_opens() -> None:
+    # SVT-AV1's preset and libvpx's cpu-used are numbers: 'fast' failed as "Invalid argument" when the
+    # encoder opened (after any input was opened), 20 the same.
+    from alpha2.api.transcode_plan import check_preset
+    from alpha2.gpu.errors import InvalidInputError
+
+    check_preset("libsvtav1", "12")
+    check_preset("libvpx-vp9", "-8")
+    check_preset("libsvtav1", None)
+    for encoder, preset in (("libsvtav1", "fast"), ("libsvtav1", "20"), ("libvpx-vp9", "9")):
+        with pytest.raises(InvalidInputError, match=r"takes a number from -?\d+ to \d+"):
+            check_preset(encoder, preset)
+    check_preset("libx264", "veryfast")  # named presets as before

@@ -44,6 +44,16 @@ X26X_PRESETS = (
 ENCODER_PRESETS: dict[str, tuple[str, ...]] = {"libx264": X26X_PRESETS, "libx265": X26X_PRESETS}
 """The presets of the encoders whose preset names alpha2 checks before anything is opened."""
 
+ENCODER_PRESET_RANGES: dict[str, tuple[int, int]] = {
+    "libsvtav1": (-2, 13),
+    "libvpx-vp9": (-8, 8),
+    "libvpx": (-16, 16),
+    "libaom-av1": (0, 8),
+}
+"""The encoders whose preset is a number (SVT-AV1's ``preset``, libvpx's and libaom's ``cpu-used``:
+lower is slower and better), and the range each takes (as FFmpeg's options are declared; measured with
+this build's libsvtav1 and libvpx)."""
+
 DEFAULT_PRESETS: dict[str, str] = {
     "libx264": "medium",
     "libx265": "medium",

@@ -18,6 +18,7 @@ from alpha2.api import arguments, pipeline
 from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
     DEFAULT_PRESETS,
+    ENCODER_PRESET_RANGES,
     ENCODER_PRESETS,
     X26X_PRESETS,
     ColourChoice,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_PRESETS",
     "ENCODER_PRESETS",
+    "ENCODER_PRESET_RANGES",
     "HDR_TRANSFERS",
     "HD_MIN_HEIGHT",
     "X26X_PRESETS",
@@ -179,11 +181,25 @@ def check_preset(encoder: str, preset: str | None) -> None:
     would only say "Invalid argument" when they open, after their own log line).
 
     Raises:
-        InvalidInputError: ``preset`` is not one of :data:`ENCODER_PRESETS` for ``encoder``; the message
-            names the closest one and all of them.
+        InvalidInputError: ``preset`` is not one of :data:`ENCODER_PRESETS` for ``encoder`` (the message
+            names the closest one and all of them), or not a number in its
+            :data:`ENCODER_PRESET_RANGES` range.
     """
     import difflib
 
+    span = ENCODER_PRESET_RANGES.get(encoder)
+    if preset is not None and span is not None:
+        low, high = span
+        try:
+            number = int(str(preset).strip())
+        except ValueError:
+            number = None
+        if number is None or not low <= number <= high:
+            raise InvalidInputError(
+                f"unknown {encoder} preset {preset!r}: it takes a number from {low} to {high} (lower is "
+                "slower and better)"
+            )
+        return
     names = ENCODER_PRESETS.get(encoder)
     if preset is None or names is None or preset in names:
         return
