@@ -79,3 +79,42 @@ def test_a_long_name_keeps_the_status_in_an_80_column_summary(monkeypatch: pytes
     assert any("b.mp4" in line and "failed" in line for line in lines)
     assert any(line.startswith("│ xxxx") and "done" in line and "27.2 kB" in line for line in lines)
     assert "not shown to fit" not in stream.getvalue()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_name_leaves_the_progress_bars_their_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The rich display's name column took a 255-byte name whole: at 80 columns the bars and the
+    # files' and frames' counts went, the fps cut to '194…'.
+    from rich.console import Console
+
+    from alpha2.apps.batch import BatchProgress
+    from alpha2.apps.batch_run import Frames, Planned, Started
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TERM", "xterm")
+    progress = BatchProgress(stream=_Terminal())
+    try:
+        long_key = "x" * 251 + ".mp4"
+        for event in (
+            Planned(2, 0),
+            Started(long_key, 1, "cpu0", 1),
+            Started("b.mp4", 1, "cpu1", 2),
+            Frames(long_key, 7, 30),
+            Frames("b.mp4", 5, 30),
+        ):
+            progress(event)
+        screen = io.StringIO()
+        Console(file=screen, width=80).print(progress._rich.get_renderable())
+    finally:
+        progress.close()
+    lines = screen.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    files = next(line for line in lines if line.startswith("files"))
+    frames = next(line for line in lines if line.startswith("frames"))
+    assert "0/2" in files, lines
+    assert "12/60" in frames and " fps" in frames
+    assert any(line.startswith("xxxx") and "…" in line and "7/30" in line for line in lines)

@@ -360,14 +360,19 @@ class BatchProgress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
+            from rich.table import Column
 
+            console = Console(file=self.stream)
+            # A file's name is cut short (with an ellipsis) to a third of the line: a long one took
+            # the whole line, and the bars and the counts of files and frames went.
+            name_column = Column(max_width=max(12, console.width // 3), no_wrap=True, overflow="ellipsis")
             self._rich = RichProgress(
-                TextColumn("[bold]{task.description}"),
+                TextColumn("[bold]{task.description}", table_column=name_column),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[note]}"),
                 TimeElapsedColumn(),
-                console=Console(file=self.stream),
+                console=console,
             )
             self._rich.start()
             self._files_task = self._rich.add_task("files", total=None, note="")
