@@ -188,3 +188,22 @@ def test_numbered_presets_are_checked_before_anything_opens() -> None:
         with pytest.raises(InvalidInputError, match=r"takes a number from -?\d+ to \d+"):
             check_preset(encoder, preset)
     check_preset("libx264", "veryfast")  # named presets as before
+
+
+def test_a_misspelt_option_field_is_a_typed_error() -> None:
+    # TranscodeOptions(sizee=...) and PlayOptions(ofscreen=...) raised the dataclass's bare TypeError.
+    import dataclasses
+    import pickle
+
+    from alpha2.api.playback import PlayOptions
+    from alpha2.gpu.errors import InvalidInputError
+
+    with pytest.raises(
+        InvalidInputError, match=r"TranscodeOptions\(\) got an unknown option 'sizee'; did you mean size"
+    ):
+        TranscodeOptions(sizee=1)  # type: ignore[call-arg]
+    with pytest.raises(InvalidInputError, match="did you mean offscreen"):
+        PlayOptions(ofscreen=True)  # type: ignore[call-arg]
+    options = TranscodeOptions(frames=5)
+    assert dataclasses.replace(options, crf=20.0).crf == 20.0
+    assert pickle.loads(pickle.dumps(options)) == options  # batch sends them to its workers

@@ -118,6 +118,14 @@ def stream_displayed_size(info: StreamInfo) -> Size:
 class PlayOptions:
     """What ``alpha2 play`` was asked to do."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> PlayOptions:
+        # A misspelt field (ofscreen=...) is the dataclass's TypeError otherwise, not alpha2's typed error.
+        if kwargs:
+            from alpha2.api import arguments
+
+            arguments.known_options("PlayOptions()", kwargs, cls.__init__)
+        return super().__new__(cls)
+
     offscreen: bool = False
     """Render into a texture even when a window could be opened."""
     snapshot: str | None = None

@@ -13,6 +13,7 @@ import fractions
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from alpha2.api import arguments, pipeline
 from alpha2.api.transcode_choices import (
@@ -308,6 +309,12 @@ class TranscodeOptions:
         if self.duration_seconds is not None:
             return self.from_seconds + self.duration_seconds
         return self.to_seconds
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TranscodeOptions:
+        # A misspelt field (sizee=...) is the dataclass's TypeError otherwise, not alpha2's typed error.
+        if kwargs:
+            arguments.known_options("TranscodeOptions()", kwargs, cls.__init__)
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         self._check_types()
