@@ -3,6 +3,7 @@ showed it."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
@@ -118,3 +119,34 @@ def test_a_long_name_leaves_the_progress_bars_their_counts(monkeypatch: pytest.M
     assert "0/2" in files, lines
     assert "12/60" in frames and " fps" in frames
     assert any(line.startswith("xxxx") and "…" in line and "7/30" in line for line in lines)
+
+
+def _read_only(*args: object, **kwargs: object) -> int:
+    raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+
+def test_a_read_only_output_folder_is_said_in_one_typed_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The OSError came out as it was: "[Errno 30] Read-only file system: '<out>/.alpha2-batch.lock'",
+    # naming the lock file rather than the folder given.
+    from alpha2.apps import batch_run
+    from alpha2.apps.cli import main
+
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "a.mp4", width=64, height=48, frames=2)
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(batch_run, "open_regular", _read_only)
+    assert main(["batch", str(src), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"alpha2: error: cannot write into the output folder {str(out)!r} (Read-only file system); "
+        "choose another --out"
+    )
+    monkeypatch.setattr(os, "makedirs", _read_only)
+    assert main(["batch", str(src), "--out", str(out / "new"), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"alpha2: error: cannot make the output folder {str(out / 'new')!r}")
+    assert "Errno" not in err

@@ -259,7 +259,12 @@ def batch(
     made = _folders_to_make(out)
     lock = BatchLock(out)
     try:
-        os.makedirs(out, exist_ok=True)
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot make the output folder {out!r} ({exc.strerror or exc}); choose another --out"
+            ) from None
         with lock:
             report = _run_locked(items, out, options, settings, extension, start, on_event, backend)
         report.not_media = list(scan.not_media)

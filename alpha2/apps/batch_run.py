@@ -494,7 +494,13 @@ class BatchLock:
     def __enter__(self) -> BatchLock:
         import fcntl
 
-        self._fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, what="the batch lock")
+        try:
+            self._fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600, what="the batch lock")
+        except OSError as exc:  # read-only, not ours: the folder's problem, not the lock's
+            raise InvalidInputError(
+                f"cannot write into the output folder {os.path.dirname(self.path)!r} "
+                f"({exc.strerror or exc}); choose another --out"
+            ) from None
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
