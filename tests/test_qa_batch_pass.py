@@ -8,6 +8,7 @@ import io
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,42 @@ def test_a_read_only_output_folder_is_said_in_one_typed_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"alpha2: error: cannot make the output folder {str(out / 'new')!r}")
     assert "Errno" not in err
+
+
+def _webgpu(index: int, backend: str, vulkan_index: int | None, uuid: bytes | None) -> Any:
+    from alpha2.gpu.adapters import AdapterType, WgpuAdapterFacts
+
+    return WgpuAdapterFacts(
+        index=index,
+        name="llvmpipe (LLVM 15.0.6, 256 bits)",
+        device_type=AdapterType.CPU,
+        vendor_id=0x10005,
+        device_id=0,
+        uuid=uuid,
+        encode_codecs=frozenset(),
+        decode_codecs=frozenset(),
+        backend=backend,
+        vulkan_index=vulkan_index,
+    )
+
+
+def test_a_refused_pin_lists_the_webgpu_adapters_by_the_index_a_pin_takes() -> None:
+    # alpha2.adapters() on lavapipe: wgpu shows the one device twice (Vulkan, OpenGL). The refusal of
+    # ALPHA2_GPU_ADAPTER=1 listed '#0 llvmpipe ...; #1 llvmpipe ...' (wgpu's own order), though a pin
+    # by index takes the Vulkan loader's and '1' had just been refused.
+    from alpha2.gpu.adapters import AdapterPinError, resolve_adapter_pin
+
+    uuid = bytes.fromhex("6d65736132322e332e36000000000000")
+    adapters = [_webgpu(0, "Vulkan", 0, uuid), _webgpu(1, "OpenGL", 0, uuid)]
+    with pytest.raises(AdapterPinError) as refused:
+        resolve_adapter_pin("1", adapters)
+    message = refused.value.message
+    assert "#1" not in message
+    assert message.count("#0 llvmpipe") == 1  # one device, named once
+    assert [a.backend for a in resolve_adapter_pin("0", adapters)] == ["Vulkan", "OpenGL"]
+
+    # An adapter no Vulkan device matched has no index to pin by, and the listing says how instead.
+    with pytest.raises(AdapterPinError) as refused:
+        resolve_adapter_pin("0", [_webgpu(0, "OpenGL", None, None)])
+    assert "#0" not in refused.value.message
+    assert "no index: pin it by UUID or name" in refused.value.message

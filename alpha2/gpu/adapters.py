@@ -324,12 +324,23 @@ def adapter_pinned(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def describe_adapter(adapter: AdapterFactsLike) -> str:
-    """One line naming an adapter: '#0 NVIDIA H200 (discrete GPU, 10de:2335, uuid ...)'."""
+    """One line naming an adapter: '#0 NVIDIA H200 (discrete GPU, 10de:2335, uuid ...)'. The number is
+    the one a pin by index takes (a WebGPU adapter's matched Vulkan loader index, not its place among
+    the WebGPU adapters); an adapter with none says so."""
     uuid_text = f", uuid {_uuid.UUID(bytes=adapter.uuid)}" if adapter.uuid else ""
+    index = _pin_index(adapter)
+    where = f"#{index} " if index is not None else ""
+    no_index = "; no index: pin it by UUID or name" if index is None else ""
     return (
-        f"#{adapter.index} {adapter.name} ({adapter.device_type.label}, "
-        f"{adapter.vendor_id:04x}:{adapter.device_id:04x}{uuid_text})"
+        f"{where}{adapter.name} ({adapter.device_type.label}, "
+        f"{adapter.vendor_id:04x}:{adapter.device_id:04x}{uuid_text}{no_index})"
     )
+
+
+def _listing(adapters: Iterable[AdapterFactsLike]) -> str:
+    """The adapters named once each: a device that several WebGPU backends show (Vulkan, OpenGL) is
+    one line, as a pin selects the device."""
+    return "; ".join(dict.fromkeys(describe_adapter(a) for a in adapters))
 
 
 def _identity_key(adapter: AdapterFactsLike) -> tuple[object, ...]:
@@ -363,7 +374,7 @@ def resolve_adapter_pin(pin: AdapterPin | str, adapters: Sequence[A]) -> list[A]
     else:
         needle = pin.text.casefold()
         matches = [a for a in adapters if needle in a.name.casefold()]
-    listing = "; ".join(describe_adapter(a) for a in adapters) or "none found"
+    listing = _listing(adapters) or "none found"
     if not matches:
         raise AdapterPinError(
             f"{pin.describe()} matches no adapter ({pin.kind.value}); candidates: {listing}. "
@@ -371,7 +382,7 @@ def resolve_adapter_pin(pin: AdapterPin | str, adapters: Sequence[A]) -> list[A]
         )
     devices = {_identity_key(a) for a in matches}
     if len(devices) > 1:
-        named = "; ".join(describe_adapter(a) for a in matches)
+        named = _listing(matches)
         raise AdapterPinError(
             f"{pin.describe()} is ambiguous: it matches {len(devices)} adapters ({named}); "
             f"use an index or a UUID instead. Candidates: {listing}"
