@@ -190,3 +190,18 @@ def test_a_refused_pin_lists_the_webgpu_adapters_by_the_index_a_pin_takes() -> N
         resolve_adapter_pin("0", [_webgpu(0, "OpenGL", None, None)])
     assert "#0" not in refused.value.message
     assert "no index: pin it by UUID or name" in refused.value.message
+
+
+@pytest.mark.parametrize("value", ["-1", "two"])
+def test_retries_below_zero_is_a_usage_error_naming_the_option(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # '--retries -1' ended with 'alpha2: error: retries must be >= 0, got -1', exit status 1, after the
+    # inputs were scanned; --workers 0 is argparse's usage error (2) naming the option.
+    from alpha2.apps.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["batch", str(tmp_path), "--out", str(tmp_path / "out"), "--retries", value])
+    assert ended.value.code == 2
+    assert f"argument --retries: expected a whole number >= 0, got '{value}'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

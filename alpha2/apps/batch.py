@@ -606,6 +606,18 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
 # the command line
 
 
+def _retries(text: str) -> int:
+    """An argparse ``type`` for ``--retries``: a whole number >= 0 (a usage error otherwise, as
+    ``--workers``' is, rather than the batch's own refusal without the option's name)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``alpha2 batch``."""
     parser = subparsers.add_parser(
@@ -678,7 +690,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "device (one Vulkan device and CUDA context a GPU), not a process and device each",
     )
     parser.add_argument(
-        "--retries", type=int, default=2, metavar="N", help="retries of transient failures (2)"
+        "--retries", type=_retries, default=2, metavar="N", help="retries of transient failures (2)"
     )
     add_overwrite_arguments(
         parser,
