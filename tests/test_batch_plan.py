@@ -145,7 +145,7 @@ def test_empty_folder_and_bad_list_entry(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="no input files"):
         expand_inputs([str(tmp_path / "empty")])
     (tmp_path / "l.txt").write_text("gone.mp4\n")
-    with pytest.raises(InvalidInputError, match="is not a file"):
+    with pytest.raises(InvalidInputError, match="does not exist"):
         expand_inputs([str(tmp_path / "l.txt")])
 
 

@@ -205,3 +205,18 @@ def test_retries_below_zero_is_a_usage_error_naming_the_option(
     assert ended.value.code == 2
     assert f"argument --retries: expected a whole number >= 0, got '{value}'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_listed_file_that_is_not_there_is_said_to_not_exist(tmp_path: Path) -> None:
+    # It was 'input ... (from ...) is not a file', as for a folder.
+    from alpha2.apps.batch_plan import scan_inputs
+    from alpha2.gpu.errors import InvalidInputError
+
+    (tmp_path / "folder.mp4").mkdir()
+    listing = tmp_path / "list.txt"
+    listing.write_text("missing.mp4\n")
+    with pytest.raises(InvalidInputError, match=r"missing\.mp4' \(from .*\) does not exist$"):
+        scan_inputs([str(listing)])
+    listing.write_text("folder.mp4\n")
+    with pytest.raises(InvalidInputError, match=r"folder\.mp4' \(from .*\) is not a file$"):
+        scan_inputs([str(listing)])

@@ -306,7 +306,9 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
             raise InvalidInputError(f"input {spec!r} does not exist (give a folder, a glob or a list file)")
         for f in files:
             if not os.path.isfile(f):
-                raise InvalidInputError(f"input {f!r} (from {spec!r}) is not a file")
+                # A listed name that is not there is the usual case: said as such, not 'not a file'.
+                what = "is not a file" if os.path.lexists(f) else "does not exist"
+                raise InvalidInputError(f"input {f!r} (from {spec!r}) {what}")
         absolute = [os.path.abspath(f) for f in files]
         base = os.path.commonpath([os.path.dirname(f) for f in absolute])
         pairs.extend((f, base) for f in absolute)
