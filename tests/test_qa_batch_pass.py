@@ -220,3 +220,19 @@ def test_a_listed_file_that_is_not_there_is_said_to_not_exist(tmp_path: Path) ->
     listing.write_text("folder.mp4\n")
     with pytest.raises(InvalidInputError, match=r"folder\.mp4' \(from .*\) is not a file$"):
         scan_inputs([str(listing)])
+
+
+@pytest.mark.parametrize("out_name", [".", ".."])
+def test_an_input_folder_that_is_or_is_inside_out_is_refused_as_such(tmp_path: Path, out_name: str) -> None:
+    # 'alpha2 batch videos --out videos' said 'no input files found (folders are searched for .3g2
+    # ...)': the output folder's files are passed over as outputs, and the input folder was all of it.
+    from alpha2.gpu.errors import InvalidInputError
+
+    src = tmp_path / "videos"
+    src.mkdir()
+    make_clip(src / "a.mkv", width=64, height=48, frames=2)
+    out = (src / out_name).resolve()
+    where = "is" if out_name == "." else "is inside"
+    with pytest.raises(InvalidInputError, match=f"the input folder .* {where} --out .*; choose an --out"):
+        batch([str(src)], out, TranscodeOptions(), CPU)
+    assert sorted(os.listdir(src)) == ["a.mkv"]

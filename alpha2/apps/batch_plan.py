@@ -294,6 +294,13 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
         path = os.path.expanduser(spec)
         if os.path.isdir(path):
             base = os.path.abspath(path)
+            if out_dir is not None and _inside(base, out_dir):
+                # Its files would all be passed over as outputs ('no input files found' was said).
+                where = "is" if os.path.realpath(base) == os.path.realpath(out_dir) else "is inside"
+                raise InvalidInputError(
+                    f"the input folder {spec!r} {where} --out {out_dir!r}; choose an --out outside the "
+                    "input folders"
+                )
             pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media))
             continue
         if os.path.isfile(path):
@@ -328,6 +335,11 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
             + "; a glob or a list file may name any file)"
         )
     return InputScan(unique, list(dict.fromkeys(not_media)))
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or below it, links resolved."""
+    return os.path.join(os.path.realpath(path), "").startswith(os.path.join(os.path.realpath(folder), ""))
 
 
 def _count(n: int, noun: str) -> str:
