@@ -207,3 +207,22 @@ def test_a_misspelt_option_field_is_a_typed_error() -> None:
     options = TranscodeOptions(frames=5)
     assert dataclasses.replace(options, crf=20.0).crf == 20.0
     assert pickle.loads(pickle.dumps(options)) == options  # batch sends them to its workers
+
+
+def test_an_output_with_the_longest_name_a_file_may_have_is_written(tmp_path: Path) -> None:
+    # The hidden partial file is '.NAME.TOKEN.partial.EXT': for a 255-byte output name it was longer
+    # than a name may be ('File name too long'), for the transcoder's and the atomic writes' alike.
+    from alpha2.ffmpeg_bridge.containers import NAME_MAX_BYTES, partial_name
+
+    long_name = "é" * 120 + "x" * 11 + ".mp4"  # 255 bytes in UTF-8
+    assert len(long_name.encode()) == NAME_MAX_BYTES
+    partial = partial_name(long_name, "0123456789ab")
+    assert len(partial.encode()) <= NAME_MAX_BYTES and partial.endswith(".0123456789ab.partial.mp4")
+    assert partial.startswith(".éé")  # cut on a character's boundary
+    assert partial_name("clip.mp4", "t") == ".clip.t.partial.mp4"  # short names as they were
+
+    clip = make_clip(tmp_path / "in.mp4", frames=6)
+    out = tmp_path / long_name
+    stats = transcode(clip.path, str(out), TranscodeOptions(overwrite=True))
+    assert stats.frames == 6 and out.is_file()
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []

@@ -144,11 +144,12 @@ def _create_temp(final: str) -> tuple[int, str]:
     plain ``open()`` would give it; returns its descriptor and path."""
     import secrets
 
+    from alpha2.ffmpeg_bridge.containers import partial_name
+
     directory, name = os.path.split(final)
-    stem, ext = os.path.splitext(name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     for _ in range(100):
-        tmp = os.path.join(directory, f".{stem}.{secrets.token_hex(6)}.partial{ext}")
+        tmp = os.path.join(directory, partial_name(name, secrets.token_hex(6)))
         try:
             fd = os.open(tmp, flags, 0o666 & ~_umask())
         except FileExistsError:

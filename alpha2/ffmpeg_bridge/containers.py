@@ -1,4 +1,5 @@
-"""The containers alpha2 writes video into, by the output's extension.
+"""The containers alpha2 writes video into, by the output's extension, and the name an output is written
+under until it is complete.
 
 Kept out of :mod:`alpha2.ffmpeg_bridge.encode` (which names them too and opens the muxers) so that the
 command line lists them in its help without loading PyAV.
@@ -6,7 +7,13 @@ command line lists them in its help without loading PyAV.
 
 from __future__ import annotations
 
-__all__ = ["OUTPUT_CONTAINERS"]
+import os
+
+__all__ = ["NAME_MAX_BYTES", "OUTPUT_CONTAINERS", "partial_name"]
+
+NAME_MAX_BYTES = 255
+"""The longest file name (in bytes, as the file system stores it) of the file systems alpha2 writes to:
+ext4, XFS, Btrfs, tmpfs and NTFS's 255 UTF-16 units, the tightest of them in bytes."""
 
 OUTPUT_CONTAINERS: dict[str, str] = {
     ".mp4": "mp4",
@@ -19,3 +26,17 @@ OUTPUT_CONTAINERS: dict[str, str] = {
     ".nut": "nut",
 }
 """Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
+
+
+def partial_name(name: str, token: str) -> str:
+    """The hidden name an output called ``name`` is written under until complete, next to it:
+    ``.NAME.TOKEN.partial.EXT``; its stem cut (on a character's boundary) where the whole would be longer
+    than :data:`NAME_MAX_BYTES`, so that an output whose own name is as long as a name may be can be
+    written (its partial file was 'File name too long')."""
+    stem, ext = os.path.splitext(name)
+    fixed = f"..{token}.partial{ext}"
+    room = NAME_MAX_BYTES - len(os.fsencode(fixed))
+    encoded = os.fsencode(stem)
+    if len(encoded) > room:
+        stem = os.fsdecode(encoded[: max(room, 0)].decode("utf-8", "ignore").encode("utf-8"))
+    return f".{stem}.{token}.partial{ext}"

@@ -36,7 +36,7 @@ import av.packet
 import av.video.stream
 import numpy as np
 
-from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS
+from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS, partial_name
 from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
@@ -457,16 +457,13 @@ class EncodeSession:
         if isinstance(path_or_file, str | os.PathLike):
             self.path: str | None = os.path.abspath(os.fspath(path_or_file))
             directory, name = os.path.split(self.path)
-            stem, ext = os.path.splitext(name)
             if container_format is None:
                 container_format_name = output_container(name)  # refused here, before anything is written
             else:
                 container_format_name = container_format
             if not os.path.isdir(directory):
                 raise InvalidInputError(f"output directory {directory!r} does not exist")
-            self._tmp_path: str | None = os.path.join(
-                directory, f".{stem}.{uuid.uuid4().hex[:12]}.partial{ext}"
-            )
+            self._tmp_path: str | None = os.path.join(directory, partial_name(name, uuid.uuid4().hex[:12]))
             _check_writable(self._tmp_path, directory)
             self._file: IO[bytes] | None = None
         else:
