@@ -226,3 +226,55 @@ def test_an_output_with_the_longest_name_a_file_may_have_is_written(tmp_path: Pa
     stats = transcode(clip.path, str(out), TranscodeOptions(overwrite=True))
     assert stats.frames == 6 and out.is_file()
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def _song_with_cover(path: Path) -> str:
+    """Three seconds of MP3 and a 48x32 MJPEG cover (an attached picture, as music files carry)."""
+    import numpy as np
+
+    with av.open(str(path), "w") as out:
+        sound = out.add_stream("libmp3lame", rate=44100)
+        sound.layout = "mono"
+        cover = out.add_stream("mjpeg", rate=1)
+        cover.width, cover.height, cover.pix_fmt = 48, 32, "yuvj420p"
+        cover.disposition = av.stream.Disposition.attached_pic
+        picture = av.VideoFrame.from_ndarray(np.full((32, 48, 3), 200, np.uint8), format="rgb24")
+        packets = list(cover.encode(picture.reformat(format="yuvj420p"))) + list(cover.encode(None))
+        for packet in packets:
+            packet.pts = packet.dts = None
+            out.mux(packet)
+        silence = av.AudioFrame(format="s16p", layout="mono", samples=1152)
+        for plane in silence.planes:
+            plane.update(bytes(plane.buffer_size))
+        for i in range(115):  # 3 s
+            silence.sample_rate, silence.pts = 44100, i * 1152
+            for packet in sound.encode(silence):
+                out.mux(packet)
+        for packet in sound.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+@pytest.mark.vulkan
+def test_an_audio_files_cover_art_is_a_still_shown_throughout(tmp_path: Path) -> None:
+    # alpha2.open of a song with cover art: len() said 0 and frame_at(0.5) "no frame is on display" (the
+    # picture has no timestamp, and the demuxer hands it out once, before any seek).
+    import alpha2
+    from alpha2.api.errors import EndOfStreamError
+
+    src = _song_with_cover(tmp_path / "song.mp3")
+    with alpha2.open(src, hwaccel="none") as source:
+        assert len(source) == 1
+        for seconds in (0.0, 1.5, 2.9, 0.2):  # a jump back too
+            frame = source.frame_at(seconds)
+            try:
+                assert (frame.width, frame.height) == (48, 32)
+                assert abs(int(frame.to_ndarray()[16, 24, 0]) - 200) <= 3
+            finally:
+                frame.release()
+        with pytest.raises(EndOfStreamError):
+            source.frame_at(3.5)
+        frames = source.frames_at([2.0, 0.5])
+        assert len(frames) == 2 and all(f.width == 48 for f in frames)
+        for frame in frames:
+            frame.release()

@@ -268,6 +268,8 @@ class DecodeSession:
         self._stats = DecodeStats()
         self._container: av.container.InputContainer | None = None
         self._stream: av.video.stream.VideoStream | None = None
+        self._still: tuple[int, int] | None = None  # an attached picture's (pts, ticks shown): _still_span
+        self._still_frame: av.VideoFrame | None = None  # its one picture, decoded when the session opened
         self._frames: Iterator[av.VideoFrame] | None = None
         self._pending: av.VideoFrame | Described | None = None
         self._seek_target: int | None = None
@@ -430,6 +432,7 @@ class DecodeSession:
             raise
         self._container = container
         self._stream = stream
+        self._still = _still_span(container, stream)
         self._stream_rotation = media.stream_rotation(stream)
         self._info = media.stream_info(container, stream)
         self._frames = media.within_pixel_limit(self._decode_frames(), self._max_pixels, where)
@@ -578,17 +581,30 @@ class DecodeSession:
                 self._corrupt(exc, "decoding a packet")
                 continue
             for frame in frames:
+                self._stamp_still(frame)
                 self._note_end(frame)
                 yield frame
         # Drain what the decoder still holds (no-op when demux already sent the flush packet).
         try:
             for frame in stream.codec_context.decode(None):
+                self._stamp_still(frame)
                 self._note_end(frame)
                 yield frame
         except av.error.FFmpegError as exc:
             if not isinstance(exc, av.error.EOFError):
                 self._corrupt(exc, "flushing the decoder")
         self._check_complete()
+
+    def _stamp_still(self, frame: av.VideoFrame) -> None:
+        """An attached picture (an audio file's cover art) has no timestamp: it is shown from the
+        stream's start for the file's duration, found there by time and index, and kept: the demuxer
+        hands its packet out once, at the start, and never again after a seek."""
+        if self._still is None:
+            return
+        if frame.pts is None:
+            frame.pts, frame.duration = self._still
+        if self._still_frame is None:
+            self._still_frame = frame
 
     def _note_end(self, frame: av.VideoFrame) -> None:
         if frame.pts is not None:
@@ -1040,6 +1056,11 @@ class DecodeSession:
         assert self._container is not None and self._stream is not None
         self._frames = None
         self._held = None
+        if self._still_frame is not None:  # one picture, at the start: where any seek lands
+            self._eof = False
+            self._seek_target = None
+            self._last_pts = None
+            return self._still_frame, iter(())
         try:
             self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
         except av.error.FFmpegError:
@@ -1176,6 +1197,8 @@ class DecodeSession:
                 self._index = index
 
     def _frame_index(self) -> seeking.FrameIndex:
+        if self._index is None and self._still is not None:
+            self._index = seeking.frame_index([(self._still[0], True, self._still[1])])
         if self._index is None:
             self._stop_prefetch()
             try:
@@ -1281,3 +1304,14 @@ class DecodeSession:
             f"<DecodeSession {_display_source(self.source)} {r.decoder} "
             f"{'nvdec' if r.on_gpu else 'software'} gen={self._generation}>"
         )
+
+
+def _still_span(container: av.container.InputContainer, stream: Any) -> tuple[int, int] | None:
+    """Where an attached picture (cover art, the only "video" of an audio file) is shown, in the
+    stream's ticks: from its start for the file's duration (at least a tick); None for a video."""
+    if not int(stream.disposition) & int(av.stream.Disposition.attached_pic):
+        return None
+    tb = stream.time_base or fractions.Fraction(1, 1_000_000)
+    seconds = container.duration / av.time_base if container.duration else 0.0
+    ticks = round(fractions.Fraction(seconds).limit_denominator(1_000_000) / tb)
+    return stream.start_time or 0, max(1, ticks)
