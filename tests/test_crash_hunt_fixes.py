@@ -278,3 +278,40 @@ def test_an_audio_files_cover_art_is_a_still_shown_throughout(tmp_path: Path) ->
         assert len(frames) == 2 and all(f.width == 48 for f in frames)
         for frame in frames:
             frame.release()
+
+
+@pytest.mark.vulkan
+def test_h264_with_b_frames_in_avi_has_its_frames_in_time_order(tmp_path: Path) -> None:
+    # AVI stores no presentation times: FFmpeg's demuxer times the packets in decode order and the
+    # decoder hands each frame out with its own packet's time, so B-frames came out at 1, 3, 4, 2, ...
+    # ticks; frames_at found the wrong frames. Each frame now takes the next packet time in order.
+    import numpy as np
+
+    import alpha2
+
+    src = str(tmp_path / "bframes.avi")
+    with av.open(src, "w") as out:
+        options = {"bf": "2", "preset": "veryfast", "x264-params": "b-adapt=0"}  # B-frames, always
+        stream = out.add_stream("libx264", rate=25, options=options)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for i in range(20):
+            rgb = np.full((48, 64, 3), (i * 12) % 256, np.uint8)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    with av.open(src) as check:  # the input has the fault: its decoded times go back
+        raw = [f.pts for f in check.decode(video=0)]
+    assert raw != sorted(raw), raw
+    with alpha2.open(src, hwaccel="none") as source:
+        times = [f.pts_seconds for f in source]
+        assert times == sorted(times) and len(times) == 20
+        levels = []
+        for index in (13, 2, 19, 7):
+            (frame,) = source.frames_at_index([index])
+            levels.append(int(frame.to_ndarray()[24, 32, 0]))
+            frame.release()
+    # Frame i is grey (i * 12): each index found its own frame (YUV rounding aside).
+    assert all(abs(level - (i * 12) % 256) <= 3 for level, i in zip(levels, (13, 2, 19, 7))), levels

@@ -15,6 +15,7 @@ one module for that reason; what stands alone lives beside it: the decode-ahead 
 
 from __future__ import annotations
 
+import collections
 import fractions
 import gc
 import io
@@ -269,6 +270,7 @@ class DecodeSession:
         self._container: av.container.InputContainer | None = None
         self._stream: av.video.stream.VideoStream | None = None
         self._still: tuple[int, int] | None = None  # an attached picture's (pts, ticks shown): _still_span
+        self._decode_order_times = False  # frames take their packets' times in order: see _decode_order_times
         self._still_frame: av.VideoFrame | None = None  # its one picture, decoded when the session opened
         self._frames: Iterator[av.VideoFrame] | None = None
         self._pending: av.VideoFrame | Described | None = None
@@ -433,6 +435,7 @@ class DecodeSession:
         self._container = container
         self._stream = stream
         self._still = _still_span(container, stream)
+        self._decode_order_times = _decode_order_times(container, stream)
         self._stream_rotation = media.stream_rotation(stream)
         self._info = media.stream_info(container, stream)
         self._frames = media.within_pixel_limit(self._decode_frames(), self._max_pixels, where)
@@ -562,6 +565,9 @@ class DecodeSession:
         assert self._container is not None and self._stream is not None
         container, stream = self._container, self._stream
         packets = media.without_truncated_tail(container.demux(stream), lambda: self._bump(decode_errors=1))
+        # AVI: the packets' times, in decode order, are the frames' times in presentation order (a
+        # frame a tick); each frame out takes the next of them (see _decode_order_times).
+        times: collections.deque[int] | None = collections.deque() if self._decode_order_times else None
         while True:
             try:
                 packet = next(packets)
@@ -573,6 +579,8 @@ class DecodeSession:
                 break
             if packet.is_discard:
                 self._discards_seen = True
+            if times is not None and packet.size and packet.pts is not None:
+                times.append(packet.pts)
             try:
                 frames = packet.decode()
             except av.error.FFmpegError as exc:
@@ -581,12 +589,16 @@ class DecodeSession:
                 self._corrupt(exc, "decoding a packet")
                 continue
             for frame in frames:
+                if times:
+                    frame.pts = times.popleft()
                 self._stamp_still(frame)
                 self._note_end(frame)
                 yield frame
         # Drain what the decoder still holds (no-op when demux already sent the flush packet).
         try:
             for frame in stream.codec_context.decode(None):
+                if times:
+                    frame.pts = times.popleft()
                 self._stamp_still(frame)
                 self._note_end(frame)
                 yield frame
@@ -1315,3 +1327,19 @@ def _still_span(container: av.container.InputContainer, stream: Any) -> tuple[in
     seconds = container.duration / av.time_base if container.duration else 0.0
     ticks = round(fractions.Fraction(seconds).limit_denominator(1_000_000) / tb)
     return stream.start_time or 0, max(1, ticks)
+
+
+_DECODE_ORDER_CODECS = frozenset({"h264", "hevc"})
+
+
+def _decode_order_times(container: av.container.InputContainer, stream: Any) -> bool:
+    """Whether the frames of ``stream`` take their times from the packets in decode order: H.264 and HEVC
+    in AVI. AVI stores no presentation times; FFmpeg's demuxer gives each packet a time in decode order
+    (a frame a tick), and the decoder hands each frame out with the time of its own packet, so B-frames
+    come out 1, 3, 4, 2, 6, 7, 5 ... where FFmpeg's command line takes its best-effort timestamp (the
+    times in order). The packets' times in decode order are the frames' times in presentation order,
+    one a frame: each frame out takes the next. (MPEG-4 Part 2 in AVI, packed B-frames included, comes
+    out in order from its own decoder.)"""
+    formats = str(getattr(container.format, "name", "")).split(",")
+    codec = str(getattr(stream.codec_context, "name", ""))
+    return "avi" in formats and codec in _DECODE_ORDER_CODECS
