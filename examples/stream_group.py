@@ -2,7 +2,7 @@
 
 ``StreamGroup`` decodes each stream ahead on its own thread (or, with ``decoders="processes"``, in a
 process of its own), imports them all into one device and draws every tick with one submission.
-``alpha2 play a.mp4 b.mp4 ...`` is built on it.
+``alpha2 play a.mp4 b.mp4 ... --wall`` is built on it.
 
 Usage: python stream_group.py [VIDEO ...]
 """
