@@ -20,7 +20,9 @@ FFmpeg does), made strictly increasing where the input's repeat, go back or rese
 discontinuity (:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt
 are kept and counted; the input's other streams are kept where the output's container holds them (all
 audio, subtitles, cover art, attachments) and every one left out is reported with the reason
-(:func:`~alpha2.api.transcode_plan.plan_streams`); the output appears under its name only when complete.
+(:func:`~alpha2.api.transcode_plan.plan_streams`); its chapters are kept as ffmpeg keeps them (moved
+with the output's start, cut to the part; a cut, or a container without chapters such as AVI and
+MPEG-TS, is said); the output appears under its name only when complete.
 
 A part of the input (``--from``, ``--to``, ``--duration``, as FFmpeg's ``-ss`` / ``-to`` / ``-t``, counted
 from the input's start) starts at 0 with the frame on display at ``--from`` (the decoder's frame-exact

@@ -624,7 +624,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "batch",
         help="transcode many files, on this machine's GPUs or cores, or on Ray",
         description="Transcode folders, globs or list files into --out DIR with transcode's options. "
-        "Runs on this machine (one worker per GPU, or per core) or, with --ray, on a Ray cluster. "
+        "Runs on this machine (--streams worker processes per GPU, or one per core) or, with --ray, on a Ray "
+        "cluster. "
         "Resumable: outputs done by an earlier run with the same input and settings are skipped.",
         epilog=f"{EXAMPLES_HEADING}\n"
         "  alpha2 batch videos/ --out small/ --size 1280x720\n"
