@@ -183,6 +183,7 @@ def write_sample(
         codec: h264, hevc, vp9, av1 or an encoder name; None: the container's (VP9 for WebM, else
             H.264).
         audio: add the 440 Hz tone (48 kHz stereo).
+        crf: the constant-quality factor; left out for an encoder that has none (FFV1, lossless).
         preset: the encoder's speed preset; None: :data:`FAST_PRESETS` for the encoder, if listed.
         overwrite: replace ``path`` when it exists (``alpha2 sample`` passes False unless given ``-y``).
 
@@ -209,7 +210,10 @@ def write_sample(
     with_audio = bool(audio)
     colour = sample_colour(size)
     frames = max(1, round(duration_s * rate))
-    encoder_name = choose_encoder(codec).name
+    encoder = choose_encoder(codec)
+    encoder_name = encoder.name
+    if not encoder.takes_crf:  # FFV1 is lossless: a crf is refused, and means nothing
+        crf = None
     if preset is None:
         preset = FAST_PRESETS.get(encoder_name)
     session = EncodeSession(

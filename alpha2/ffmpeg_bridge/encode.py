@@ -143,6 +143,12 @@ class EncoderChoice:
     takes_cuda_frames: bool = False
     """Whether it also takes frames in CUDA memory (NVENC): the encode copier's CUDA routes apply."""
 
+    @property
+    def takes_crf(self) -> bool:
+        """Whether a constant-quality factor applies to it (False for a lossless encoder such as FFV1)."""
+        spec = encoder_spec(self.name)
+        return spec is None or spec.takes_crf
+
 
 def _encoder_exists(name: str) -> bool:
     try:
