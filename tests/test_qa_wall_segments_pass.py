@@ -3,11 +3,16 @@ and fixed, with its input made here by PyAV."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import av
+import pytest
 
+from alpha2.api.encoding import EncodeSession
+from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 
 # -- sample ---------------------------------------------------------------------------------------------
@@ -22,3 +27,15 @@ def test_sample_writes_ffv1(tmp_path: Path) -> None:
     with av.open(str(out)) as container:
         assert container.streams.video[0].codec_context.name == "ffv1"
         assert len(list(container.decode(video=0))) == result.frames == 6
+
+
+@pytest.mark.parametrize(("ext", "codec"), [(".ts", "vp9"), (".m2ts", "av1"), (".ts", "av1")])
+def test_mpegts_refuses_vp9_and_av1_that_it_would_write_as_data(tmp_path: Path, ext: str, codec: str) -> None:
+    """'alpha2 sample x.ts --codec av1' (and 'alpha2 transcode in.mp4 out.ts --codec vp9') said it wrote
+    the file, whose video FFmpeg's mpegts muxer had written as a private data stream: 'alpha2 probe' and
+    ffprobe read '#0 data unknown codec' and the audio, no video."""
+    out = tmp_path / f"x{ext}"
+    with pytest.raises(InvalidInputError, match=f"mpegts container cannot hold {codec}.*data stream"):
+        EncodeSession(out, codec=codec, width=64, height=64)
+    assert main(["sample", str(out), "--codec", codec, "--size", "64x64", "--duration", "0.1"]) == 1
+    assert os.listdir(tmp_path) == []

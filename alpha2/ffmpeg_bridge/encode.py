@@ -86,8 +86,17 @@ FRAME_CLOCK_MUXERS = frozenset({"avi"})
 """Muxers that store a frame rate, not timestamps: the stream's clock is one frame (an AVI written at
 1/90000 says 90000 fps and a frame of its own for every tick)."""
 
-_MUXER_REFUSES = {("mov", "vp9"), ("mov", "av1")}
-"""(muxer, codec family) pairs FFmpeg refuses when it writes the header ("vp9 only supported in MP4")."""
+_MUXER_REFUSES: dict[tuple[str, str], str] = {
+    ("mov", "vp9"): "FFmpeg's mov muxer refuses it",
+    ("mov", "av1"): "FFmpeg's mov muxer refuses it",
+    # FFmpeg's mpegts muxer writes them without complaint, as a stream of private data that no demuxer
+    # (FFmpeg's own included) reads back as video: the file would hold audio only.
+    ("mpegts", "vp9"): "FFmpeg's mpegts muxer writes it as a data stream that nothing reads back as video",
+    ("mpegts", "av1"): "FFmpeg's mpegts muxer writes it as a data stream that nothing reads back as video",
+}
+"""(muxer, codec family) pairs refused before anything is written, and why: FFmpeg refuses them when it
+writes the header ("vp9 only supported in MP4"), or writes a file whose video cannot be read."""
+
 
 PIXEL_SHAPE_CODECS = frozenset({"h264", "hevc", "mpeg2", "mpeg4"})
 """Codec families whose bitstream carries the pixel shape (H.264 / HEVC VUI, the MPEG aspect codes)."""
@@ -495,10 +504,11 @@ class EncodeSession:
         self._audio_path = _audio_source_path(audio_from) if audio_from is not None else None
         self._container_format = container_format
         self._muxer = container_format_name
-        if (container_format_name, self.encoder.codec) in _MUXER_REFUSES:
+        refused = _MUXER_REFUSES.get((container_format_name, self.encoder.codec))
+        if refused is not None:
             raise InvalidInputError(
-                f"the {container_format_name} container cannot hold {self.encoder.codec} (FFmpeg's "
-                f"{container_format_name} muxer refuses it); write .mp4, .mkv or .webm"
+                f"the {container_format_name} container cannot hold {self.encoder.codec} ({refused}); "
+                "write .mp4, .mkv or .webm"
             )
         self._options = options
         self._gop_size = gop_size
