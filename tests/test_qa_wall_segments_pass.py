@@ -39,3 +39,21 @@ def test_mpegts_refuses_vp9_and_av1_that_it_would_write_as_data(tmp_path: Path, 
         EncodeSession(out, codec=codec, width=64, height=64)
     assert main(["sample", str(out), "--codec", codec, "--size", "64x64", "--duration", "0.1"]) == 1
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("codec", "size", "limit"),
+    [("h264", (100_000, 100_000), "2x2 and 16384x16384"), ("hevc", (8, 8), "64x64 and 16384x16384")],
+)
+def test_encode_session_refuses_a_size_its_encoder_cannot_take(
+    tmp_path: Path, codec: str, size: tuple[int, int], limit: str
+) -> None:
+    """'alpha2 sample x.mp4 --size 100000x100000' ended in 'internal error (MemoryError): Unable to allocate
+    74.5 GiB', and '--codec hevc --size 8x8' in libx265's 'Invalid argument' at the first frame: the
+    session took any size and the encoder's limits came into play only when it opened."""
+    width, height = size
+    with pytest.raises(InvalidInputError, match=f"{width}x{height} cannot be encoded with lib.*{limit}"):
+        EncodeSession(tmp_path / "x.mp4", codec=codec, width=width, height=height)
+    with pytest.raises(InvalidInputError, match=f"between {limit}"):
+        write_sample(str(tmp_path / "y.mp4"), size=Size(width, height), codec=codec, audio=False)
+    assert os.listdir(tmp_path) == []

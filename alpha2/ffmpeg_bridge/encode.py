@@ -97,7 +97,6 @@ _MUXER_REFUSES: dict[tuple[str, str], str] = {
 """(muxer, codec family) pairs refused before anything is written, and why: FFmpeg refuses them when it
 writes the header ("vp9 only supported in MP4"), or writes a file whose video cannot be read."""
 
-
 PIXEL_SHAPE_CODECS = frozenset({"h264", "hevc", "mpeg2", "mpeg4"})
 """Codec families whose bitstream carries the pixel shape (H.264 / HEVC VUI, the MPEG aspect codes)."""
 
@@ -469,6 +468,20 @@ class EncodeSession:
         known = encoder_spec(self.encoder.name)
         if crf is not None and known is not None:
             known.crf_options(crf)  # refused here, before anything is written
+        limits = known.limits if known is not None else None
+        if width is not None and height is not None and limits is not None:
+            # Refused here, before any frame is made: the encoder's own word, when it opens at the
+            # first frame, is "Invalid argument" (libx265 below 64x64) or nothing before the frames
+            # take all memory.
+            if not (
+                limits.min_width <= width <= limits.max_width
+                and limits.min_height <= height <= limits.max_height
+            ):
+                raise InvalidInputError(
+                    f"{width}x{height} cannot be encoded with {self.encoder.name}: its coded size must "
+                    f"be between {limits.min_width}x{limits.min_height} and "
+                    f"{limits.max_width}x{limits.max_height}"
+                )
         if isinstance(path_or_file, str | os.PathLike):
             self.path: str | None = os.path.abspath(os.fspath(path_or_file))
             directory, name = os.path.split(self.path)
