@@ -277,8 +277,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sub",
         metavar="FILE",
-        help="show this subtitle file (.srt, .ass, .vtt); a FILE.srt / .ass next to the input is found "
-        "by itself, and j cycles the tracks",
+        help="show this subtitle file (.srt, .ass, .ssa, .vtt); one with the input's name next to it "
+        "(clip.srt for clip.mkv) is found by itself, and j cycles the tracks",
     )
     parser.add_argument(
         "--no-sub", dest="subtitles", action="store_false", help="no subtitles until j picks a track"
@@ -319,7 +319,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--gpu",
         action="store_true",
-        help="render the snapshot on the GPU even on a CPU device (default: swscale)",
+        help="render the snapshot on the GPU even on a CPU device (where swscale is the default)",
     )
     parser.add_argument(
         "--tone-curve",
