@@ -74,7 +74,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_overwrite_arguments(parser, what="OUTPUT")
     parser.add_argument("--json", action="store_true", help="print stats as JSON at the end")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress display and no summary (errors are still said)"
+    )
     parser.set_defaults(func=run)
 
 
