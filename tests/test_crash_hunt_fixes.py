@@ -315,3 +315,24 @@ def test_h264_with_b_frames_in_avi_has_its_frames_in_time_order(tmp_path: Path) 
             frame.release()
     # Frame i is grey (i * 12): each index found its own frame (YUV rounding aside).
     assert all(abs(level - (i * 12) % 256) <= 3 for level, i in zip(levels, (13, 2, 19, 7))), levels
+
+
+@pytest.mark.vulkan
+def test_the_json_reason_says_where_the_frames_went(tmp_path: Path) -> None:
+    # On a CPU device swscale takes a scale, and --json's "reason" still began "GPU: ..." (the plan is
+    # made before the route is chosen) beside "mode": "cpu".
+    clip = make_clip(tmp_path / "in.mp4", width=128, height=96, frames=3)
+    from alpha2.gpu.geometry import Size
+
+    stats = transcode(
+        clip.path, str(tmp_path / "out.mp4"), TranscodeOptions(size=Size(64, 48), overwrite=True)
+    )
+    data = stats.as_dict()
+    if data["mode"] == "cpu":
+        assert data["reason"].startswith("CPU (swscale): scale 128x96 -> 64x48"), data["reason"]
+    else:
+        assert data["reason"].startswith("GPU: scale 128x96 -> 64x48"), data["reason"]
+    gpu = transcode(
+        clip.path, str(tmp_path / "gpu.mp4"), TranscodeOptions(size=Size(64, 48), gpu=True, overwrite=True)
+    ).as_dict()
+    assert gpu["mode"] == "gpu" and gpu["reason"].startswith("GPU: "), gpu["reason"]

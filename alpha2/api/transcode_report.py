@@ -116,6 +116,16 @@ class TranscodeStats:
     def _mode(self) -> str:
         return "cpu" if self.scale_route and self.scale_route["route"] == "swscale" else "gpu"
 
+    def _reason(self) -> str:
+        """The plan's reason, said for where the frames went: the plan is made before the scale route
+        is chosen, and its 'GPU: ...' read so on a CPU device whose frames swscale took."""
+        plan = self.plan
+        assert plan is not None
+        if plan.passthrough:
+            return plan.reason
+        where = "CPU (swscale)" if self._mode() == "cpu" else "GPU"
+        return f"{where}: {self.video_route()}"
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready stats."""
         plan = self.plan
@@ -129,7 +139,7 @@ class TranscodeStats:
             "fps": round(self.fps, 3),
             "mode": None if plan is None else ("passthrough" if plan.passthrough else self._mode()),
             "scale_route": self.scale_route,
-            "reason": None if plan is None else plan.reason,
+            "reason": None if plan is None else self._reason(),
             "paths": paths["frames"],
             "path_bytes": paths["bytes"],
             "path_notes": paths["notes"],
