@@ -336,3 +336,19 @@ def test_the_json_reason_says_where_the_frames_went(tmp_path: Path) -> None:
         clip.path, str(tmp_path / "gpu.mp4"), TranscodeOptions(size=Size(64, 48), gpu=True, overwrite=True)
     ).as_dict()
     assert gpu["mode"] == "gpu" and gpu["reason"].startswith("GPU: "), gpu["reason"]
+
+
+@pytest.mark.parametrize("value", ["3", "-0.5", "nan", "loud"])
+def test_a_volume_out_of_range_is_a_usage_error(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # It was refused only once playing began, with exit status 1; the other option errors are usage
+    # errors (status 2) that name the option.
+    import argparse
+
+    from alpha2.apps import player
+
+    parser = argparse.ArgumentParser(prog="alpha2")
+    player.register(parser.add_subparsers())
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["play", "x.mp4", "--volume", value])
+    assert stop.value.code == 2
+    assert "argument --volume: expected a number from 0 to 2" in capsys.readouterr().err

@@ -238,6 +238,17 @@ def play_list(
 # the command line
 
 
+def _volume(text: str) -> float:
+    """An argparse ``type`` for ``--volume``: a finite factor from 0 to 2 (a usage error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 2, got {text!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 2, got {text!r}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``alpha2 play``."""
     parser = subparsers.add_parser(
@@ -311,7 +322,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--no-audio", dest="audio", action="store_false", help="no sound: the system clock")
     parser.add_argument(
         "--volume",
-        type=float,
+        type=_volume,
         default=1.0,
         metavar="V",
         help="initial volume factor 0..2 (9/0 keys, m mutes)",
