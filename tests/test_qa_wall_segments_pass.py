@@ -8,8 +8,10 @@ from pathlib import Path
 
 import av
 import pytest
+from media import make_clip
 
 from alpha2.api.encoding import EncodeSession
+from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
 from alpha2.gpu.errors import InvalidInputError
@@ -57,3 +59,21 @@ def test_encode_session_refuses_a_size_its_encoder_cannot_take(
     with pytest.raises(InvalidInputError, match=f"between {limit}"):
         write_sample(str(tmp_path / "y.mp4"), size=Size(width, height), codec=codec, audio=False)
     assert os.listdir(tmp_path) == []
+
+
+# -- segments -------------------------------------------------------------------------------------------
+
+
+def test_a_segmented_matroska_output_keeps_the_frame_rate(tmp_path: Path) -> None:
+    """'alpha2 transcode in.mp4 out.mkv --segments 2' wrote a stream that probe and ffprobe said was
+    1000 fps (Matroska's default frame duration, 1 ms) where the one-pipeline output said 25: the joined
+    stream had no rate of its own, and the muxer took the H.264 VUI's, the tick of the encoder's
+    1/12800 clock."""
+    clip = make_clip(tmp_path / "in.mp4", frames=40, rate=25, gop=10)
+    out = tmp_path / "out.mkv"
+    stats = transcode(clip.path, str(out), TranscodeOptions(preset="ultrafast", segments=2))
+    assert stats.segments is not None and stats.segments["segments"] == 2
+    with av.open(str(out)) as container:
+        video = container.streams.video[0]
+        assert video.average_rate == 25
+        assert len(list(container.decode(video))) == 40

@@ -577,6 +577,7 @@ def _join(
             time_base=survey.time_base,
             container_format=output_container(output),
             display_rotation=survey.plan.display_rotation,
+            rate=survey.info.average_rate or None,
             copy_from=source if copy else None,
             copy_streams=copy if copy else None,
             start_shift_seconds=float(survey.zero),

@@ -134,6 +134,7 @@ def join_segments(
     time_base: fractions.Fraction,
     container_format: str,
     display_rotation: Rotation = Rotation.NONE,
+    rate: fractions.Fraction | None = None,
     copy_from: str | None = None,
     copy_streams: Sequence[int] | None = None,
     start_shift_seconds: float = 0.0,
@@ -148,6 +149,8 @@ def join_segments(
         time_base: The unit of each segment's ``first_pts`` and of the output's video timestamps.
         container_format: The output's muxer (``mp4``, ``matroska``, ...).
         display_rotation: Clockwise rotation written as the stream's display matrix.
+        rate: The video's frame rate, written as the stream's (Matroska's default frame duration);
+            None: the segments' codec parameters say it.
 
     Raises:
         InvalidInputError: no segments.
@@ -173,6 +176,10 @@ def join_segments(
         template = opened[0][1]
         stream: Any = out.add_stream_from_template(template)
         stream.time_base = time_base
+        if rate:
+            # Else the muxer takes the codec parameters' rate, which for H.264 is the VUI's tick of the
+            # encoder's time base (12800 fps for a 1/12800 clock): a Matroska output said 1000 fps.
+            stream.codec_context.framerate = rate
         if display_rotation is not Rotation.NONE:
             stream.set_display_rotation(-int(display_rotation))  # PyAV takes counter-clockwise
         if copy_from is not None:
