@@ -77,3 +77,16 @@ def test_a_segmented_matroska_output_keeps_the_frame_rate(tmp_path: Path) -> Non
         video = container.streams.video[0]
         assert video.average_rate == 25
         assert len(list(container.decode(video))) == 40
+
+
+def test_a_segmented_avi_output_is_written_in_one_pipeline(tmp_path: Path) -> None:
+    """'alpha2 transcode in.mp4 out.avi --segments 2' failed after encoding every segment: 'joining the
+    segments into ...partial.avi: Invalid data found when processing input' (AVI keeps a frame count, not
+    the timestamps the join writes)."""
+    clip = make_clip(tmp_path / "in.mp4", frames=40, rate=25, gop=10)
+    out = tmp_path / "out.avi"
+    stats = transcode(clip.path, str(out), TranscodeOptions(preset="ultrafast", segments=2))
+    assert stats.segments is not None and stats.segments["segments"] == 1
+    assert stats.segments["done"].startswith("one pipeline: the avi container keeps a frame count")
+    with av.open(str(out)) as container:
+        assert len(list(container.decode(video=0))) == stats.frames == 40

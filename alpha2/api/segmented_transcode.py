@@ -56,7 +56,7 @@ from alpha2.ffmpeg_bridge.concat import (
     JoinReport,
     join_segments,
 )
-from alpha2.ffmpeg_bridge.encode import output_container
+from alpha2.ffmpeg_bridge.encode import FRAME_CLOCK_MUXERS, output_container
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, container_duration_seconds
 from alpha2.gpu.errors import InternalError, InvalidInputError, UnsupportedError
@@ -431,8 +431,13 @@ def _video_position(survey: TranscodeSurvey) -> int:
     return videos.index(survey.info.index) if survey.info.index in videos else 0
 
 
-def _why_one_pipeline(survey: TranscodeSurvey) -> str | None:
+def _why_one_pipeline(survey: TranscodeSurvey, output: str) -> str | None:
     """Why the surveyed file is encoded in one pipeline whatever was asked (None: it can be split)."""
+    muxer = output_container(output)
+    if muxer in FRAME_CLOCK_MUXERS:
+        # The join writes the segments' packets at their timestamps; this muxer takes one frame per
+        # tick of its clock, and refused them ('Invalid data found when processing input').
+        return f"the {muxer} container keeps a frame count, not the timestamps segments are joined by"
     codec = survey.stats.encoder.get("codec")
     if codec not in SEGMENT_CODECS:
         joined = ", ".join(sorted(SEGMENT_CODECS))
@@ -496,7 +501,7 @@ def transcode_segmented(
     t0 = time.perf_counter()
     surveyor = _Transcoder(source, output, whole, pipeline.Progress())
     survey = surveyor.survey()
-    why = _why_one_pipeline(survey)
+    why = _why_one_pipeline(survey, output)
     if why is not None:
         report.reason = why
         return _one_pipeline(source, output, options, progress, report)

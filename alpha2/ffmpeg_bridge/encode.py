@@ -64,6 +64,7 @@ from alpha2.gpu.hdr import HdrMetadata
 
 __all__ = [
     "ENCODER_PREFERENCE",
+    "FRAME_CLOCK_MUXERS",
     "INTERLACED_ENCODERS",
     "OUTPUT_CONTAINERS",
     "ROTATION_CONTAINERS",
