@@ -352,3 +352,23 @@ def test_a_volume_out_of_range_is_a_usage_error(value: str, capsys: pytest.Captu
         parser.parse_args(["play", "x.mp4", "--volume", value])
     assert stop.value.code == 2
     assert "argument --volume: expected a number from 0 to 2" in capsys.readouterr().err
+
+
+@pytest.mark.vulkan
+def test_loop_offscreen_plays_again_until_frames(tmp_path: Path) -> None:
+    # --loop --offscreen --frames 20 of a 6-frame clip rendered 6 frames, with nothing said.
+    from alpha2.api import pipeline
+    from alpha2.api.playback import Player, PlayOptions
+
+    clip = make_clip(tmp_path / "six.mp4", frames=6)
+    for options, frames, said in (
+        (PlayOptions(loop=True, frames=20, audio=False), 20, False),
+        (PlayOptions(loop=True, audio=False), 6, True),
+    ):
+        player = Player(clip.path, options, pipeline.Progress())
+        try:
+            stats = player.offscreen("--offscreen")
+        finally:
+            player.close(True)
+        assert stats.frames == frames
+        assert ("--loop not taken" in stats.mode_reason) is said

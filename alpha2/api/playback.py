@@ -563,6 +563,8 @@ class Player:
                 if done is not None:
                     return done
         stats.mode, stats.mode_reason = "offscreen", reason
+        if options.loop and options.frames is None and not snapshot_path:
+            stats.mode_reason += "; --loop not taken: offscreen it loops until --frames, and none was given"
         timer = pipeline.RunTimer()
         decoder = self._open()
         self._seek_start(decoder)
@@ -605,6 +607,9 @@ class Player:
                 break
             t0 = clock()
             frame = decoder.next_frame()
+            if frame is None and options.loop and limit is not None:
+                decoder.seek(0.0)  # --loop: from the start again, until --frames are rendered
+                frame = decoder.next_frame()
             stats.stages.add("decode", clock() - t0)
         t0 = clock()
         throttle.drain()
