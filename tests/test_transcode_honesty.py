@@ -260,3 +260,21 @@ def test_an_early_end_is_not_said_to_be_a_failed_packet(tmp_path: Path) -> None:
     stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions())
     assert stats.frames == 25
     assert not [n for n in summary_notes(stats) if "failed to decode" in n]
+
+
+def test_probe_says_the_chapters(tmp_path: Path) -> None:
+    # ffprobe lists a file's chapters; alpha2 probe said nothing of them (text or --json).
+    from alpha2.api.media import describe
+    from alpha2.apps.probe_files import describe_lines
+
+    src = _make(tmp_path / "chaptered.mkv", chapters=True)
+    description = describe(src, decode=False)
+    assert [(c.title, c.start_seconds, c.end_seconds) for c in description.file.chapters] == [
+        ("One", 0.0, 1.0),
+        ("Two", 1.0, 2.0),
+    ]
+    assert description.as_dict()["chapters"][1] == {"start_seconds": 1.0, "end_seconds": 2.0, "title": "Two"}
+    assert "  chapters  2: 0:00 One, 0:01 Two" in describe_lines(description, 80)
+    plain = describe(_make(tmp_path / "plain.mkv"), decode=False)
+    assert plain.file.chapters == ()
+    assert not any(line.startswith("  chapters") for line in describe_lines(plain, 80))

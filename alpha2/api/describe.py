@@ -69,6 +69,10 @@ class MediaDescription:
             "start_seconds": self.file.start_seconds,
             "bit_rate": self.file.bit_rate,
             "tags": dict(self.file.tags),
+            "chapters": [
+                {"start_seconds": c.start_seconds, "end_seconds": c.end_seconds, "title": c.title}
+                for c in self.file.chapters
+            ],
             "streams": [_stream_dict(s) for s in self.file.streams],
             "video": None
             if video is None

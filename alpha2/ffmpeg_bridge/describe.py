@@ -27,7 +27,7 @@ from alpha2.ffmpeg_bridge.media import (
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, stream_kind
 from alpha2.gpu.geometry import Rotation
 
-__all__ = ["FileFacts", "StreamFacts", "describe_file"]
+__all__ = ["ChapterFacts", "FileFacts", "StreamFacts", "describe_file"]
 
 _TEXT_SUBTITLES = frozenset(
     {"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text", "microdvd", "subviewer"}
@@ -121,6 +121,18 @@ class StreamFacts:
 
 
 @dataclass(frozen=True)
+class ChapterFacts:
+    """One chapter of a file, as its container marks it."""
+
+    start_seconds: float
+    """Where it begins."""
+    end_seconds: float
+    """Where it ends."""
+    title: str | None
+    """Its title tag, if any."""
+
+
+@dataclass(frozen=True)
 class FileFacts:
     """A media file: its container and every stream."""
 
@@ -142,6 +154,24 @@ class FileFacts:
     """Every stream, in container order."""
     tags: tuple[tuple[str, str], ...] = ()
     """The container's metadata tags (title, encoder, creation time, ...), in the file's order."""
+    chapters: tuple[ChapterFacts, ...] = ()
+    """Its chapters, in order (empty: none)."""
+
+
+def _chapters(container: Any) -> tuple[ChapterFacts, ...]:
+    """The container's chapters (PyAV's dicts: start, end and time_base, metadata)."""
+    found = []
+    for chapter in getattr(container, "chapters", lambda: [])():
+        base = chapter.get("time_base")
+        if not base:
+            continue
+        title = (chapter.get("metadata") or {}).get("title")
+        found.append(
+            ChapterFacts(
+                float(chapter["start"] * base), float(chapter["end"] * base), str(title) if title else None
+            )
+        )
+    return tuple(found)
 
 
 def describe_file(path: str | os.PathLike[str]) -> FileFacts:
@@ -181,6 +211,7 @@ def describe_file(path: str | os.PathLike[str]) -> FileFacts:
             bit_rate=int(container.bit_rate) if container.bit_rate else None,
             streams=streams,
             tags=tuple((str(k), str(v)) for k, v in container.metadata.items()),
+            chapters=_chapters(container),
         )
     finally:
         container.close()
