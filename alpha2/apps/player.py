@@ -284,7 +284,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--wall", action="store_true", help="several inputs side by side in one grid (a video wall)"
     )
-    parser.add_argument("--loop", action="store_true", help="play each file again when it ends (l toggles)")
+    parser.add_argument(
+        "--loop",
+        action="store_true",
+        help="play each file again when it ends (l toggles; a --wall plays all again once the "
+        "longest has ended; offscreen, until --frames)",
+    )
     parser.add_argument(
         "--sub",
         metavar="FILE",
