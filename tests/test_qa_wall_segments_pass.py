@@ -90,3 +90,24 @@ def test_a_segmented_avi_output_is_written_in_one_pipeline(tmp_path: Path) -> No
     assert stats.segments["done"].startswith("one pipeline: the avi container keeps a frame count")
     with av.open(str(out)) as container:
         assert len(list(container.decode(video=0))) == stats.frames == 40
+
+
+def test_a_broken_tiles_error_fits_its_tile() -> None:
+    # The tile's text was wrapped by a count of characters and cut to the lines its height holds, the
+    # rest left out without a sign: on a 300x133 tile of a 3 x 3 wall the error's last word was missing.
+    # Now each line is wrapped to the width the font draws it, and a cut ends with an ellipsis.
+    from alpha2.apps.osd import _font
+    from alpha2.apps.wall import error_tile_lines
+    from alpha2.gpu.geometry import Size
+
+    message = (
+        "'/some/folder/a_rather_long_broken_file_name.mp4' is not a media file FFmpeg can open "
+        "(Invalid data found when processing input)"
+    )
+    source = "/some/folder/a_rather_long_broken_file_name.mp4"
+    roomy = error_tile_lines(source, message, 16, Size(640, 360))
+    assert " ".join(roomy[1:]).replace("  ", " ").endswith("processing input)")  # every word shown
+    font = _font(16, False)
+    assert all(font.getlength(line) <= 640 * 0.9 for line in roomy)
+    cramped = error_tile_lines(source, message * 3, 11, Size(300, 133))
+    assert cramped[-1].endswith("…") and len(cramped) <= 133 // 22

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from alpha2.api.colour_report import colour_report, plan_dict
 from alpha2.api.devices import open_device
 from alpha2.api.playback import PlayOptions, PlayStats
 from alpha2.api.streams import StreamGroup
-from alpha2.apps.osd import text_image
+from alpha2.apps.osd import text_image, wrap_to_width
 from alpha2.apps.player import options_from_args, window_unavailable_reason
 from alpha2.apps.wall_window import WINDOW_FIT, WallWindow
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
@@ -266,15 +265,29 @@ def _group_stats(stats: WallStats, group: StreamGroup, options: PlayOptions) -> 
         stats.colour = colour_report(group.renderer, options)  # the latest frame's; per stream above
 
 
+def error_tile_lines(source: str, error: str, size: int, tile: Size) -> list[str]:
+    """The lines of a broken input's tile at ``size`` px: its name, then the error, each wrapped to the
+    width the font draws it (a count of characters let long words run off the tile); where the error
+    has more lines than the tile's height holds, the last one kept ends with an ellipsis (they were
+    left out without a sign)."""
+    room = int(tile.width * 0.9)
+    name = wrap_to_width(os.path.basename(source), size, room).split("\n")
+    lines = wrap_to_width(error, size, room).split("\n")
+    fits = max(1, tile.height // (size * 2) - 2)
+    if len(lines) > fits:
+        lines = lines[:fits]
+        lines[-1] = lines[-1].rstrip() + " …"
+    return name + lines
+
+
 def error_tile(source: str, error: str, tile: Size) -> np.ndarray:
     """A tile saying why ``source`` does not play: its name and the error, white on dark grey."""
     width, height = tile.width, tile.height
     out = np.zeros((height, width, 4), np.uint8)
     out[...] = (48, 16, 16, 255)
     size = max(8, min(32, height // 12))
-    columns = max(8, int(width * 0.9 / (size * 0.55)))
-    body = "\n".join(textwrap.wrap(error, columns)[: max(1, height // (size * 2) - 2)])
-    text = text_image(f"{os.path.basename(source)}\n{body}", size, align="center")[:height, :width]
+    lines = error_tile_lines(source, error, size, tile)
+    text = text_image("\n".join(lines), size, align="center")[:height, :width]
     th, tw = text.shape[:2]
     y, x = (height - th) // 2, (width - tw) // 2
     alpha = text[..., 3:4].astype(np.float32) / 255.0
