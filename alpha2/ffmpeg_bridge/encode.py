@@ -545,6 +545,7 @@ class EncodeSession:
         self._last_codec_pts: int | None = None
         self._frames_in = 0
         self._packets_out = 0
+        self._last_dts: int | None = None  # the decode time of the video packet written last (_sane_dts)
         self._audio_rate = audio_rate
         self._audio_channels = audio_channels
         self._audio_enc: av.audio.stream.AudioStream | None = None  # the encoded track (audio_rate)
@@ -891,6 +892,23 @@ class EncodeSession:
             return round(frame.metadata.pts * frame.metadata.time_base / self.time_base)
         return round(self._frames_in / self.rate / self.time_base)
 
+    def _sane_dts(self, packet: av.packet.Packet[Any]) -> None:
+        """A packet's decode time that is no time at all made one: FFmpeg's libx265 wrapper hands a
+        stream of a single frame out with an uninitialised dts now and then (-2577530385, -94617440999596
+        ticks at 1/90000), which the MP4 muxer refuses ('pts/dts pair unsupported': 'Not yet implemented
+        in FFmpeg', in 9 of 20 one-frame writes) and Matroska sometimes too. A dts after its pts, or more
+        than a minute before it (no reordering delays a frame that long), becomes the pts, kept after
+        the decode time written last."""
+        pts, dts, base = packet.pts, packet.dts, packet.time_base
+        if pts is None or dts is None or not base:
+            if dts is not None:
+                self._last_dts = dts
+            return
+        if dts > pts or (pts - dts) * base > 60:
+            dts = pts if self._last_dts is None else self._last_dts + 1
+            packet.dts = dts
+        self._last_dts = dts
+
     def _encode_av(self, av_frame: av.VideoFrame | None) -> None:
         assert self._out is not None and self._vstream is not None
         if av_frame is not None and av_frame.pict_type != _ENCODER_CHOOSES:
@@ -901,6 +919,7 @@ class EncodeSession:
         try:
             packets = self._vstream.encode(av_frame)
             for packet in packets:
+                self._sane_dts(packet)
                 self._mux_audio_until(packet)
                 self._out.mux(packet)
                 self._packets_out += 1
