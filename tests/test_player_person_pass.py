@@ -156,3 +156,15 @@ def test_the_wall_shows_an_anamorphic_tile_at_its_shown_shape(tmp_path: Path) ->
     # 853 wide in a tile of 854: a column of black at most, not 67 at each side
     assert dvd_tile[:, 2:6].mean() > 150 and dvd_tile[:, -6:-2].mean() > 150
     assert dvd_tile[:4].mean() > 150 and dvd_tile[-4:].mean() > 150  # nor above and below
+
+
+def test_a_portrait_window_sizes_its_text_from_its_short_side() -> None:
+    # A phone's portrait video (360x640) had its display's text sized from a 16:9 box inside its width:
+    # 12 px time and 14 px subtitles, where a 640x360 window has 20 and 25. The short side sizes both.
+    from alpha2.apps.osd import Osd
+    from alpha2.gpu.geometry import Size
+
+    portrait, landscape = Osd._sizes(Size(360, 640)), Osd._sizes(Size(640, 360))
+    assert portrait == landscape
+    assert portrait["text"] == 20 and portrait["subtitle"] == 25
+    assert Osd._sizes(Size(1280, 720))["text"] == 40  # a landscape window as before

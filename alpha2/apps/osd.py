@@ -291,7 +291,9 @@ class Osd:
 
     @staticmethod
     def _sizes(window: Size) -> dict[str, int]:
-        short = min(window.width * 9 // 16, window.height)
+        # The window's short side: a portrait window (a phone's video, 360x640) sized its text from a
+        # 16:9 box inside its width, 12 px where mpv's scales with the window.
+        short = min(window.width, window.height)
         return {
             "margin": max(4, short // 36),
             "text": max(12, min(44, short // 18)),
