@@ -80,8 +80,10 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
         if stream.index == description.video_index:
             fields.extend(("", text) for text in _video_texts(description))
     if facts.chapters:
+        from alpha2.apps.osd import format_time  # as the player shows a time; here, not for --help
+
         shown = ", ".join(
-            f"{_clock(c.start_seconds)} {c.title}" if c.title else _clock(c.start_seconds)
+            f"{format_time(c.start_seconds)} {c.title}" if c.title else format_time(c.start_seconds)
             for c in facts.chapters[:6]
         )
         more = f", and {len(facts.chapters) - 6} more" if len(facts.chapters) > 6 else ""
@@ -91,14 +93,6 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     elif description.video_error is not None:
         fields.append(("", f"video not decoded: {description.video_error}"))
     return lines + wrap_fields(fields, width)
-
-
-def _clock(seconds: float) -> str:
-    """``1:02:03``, ``2:03``: where a chapter starts, as players show it."""
-    whole = max(0, int(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:

@@ -589,23 +589,24 @@ class DecodeSession:
                 self._corrupt(exc, "decoding a packet")
                 continue
             for frame in frames:
-                if times:
-                    frame.pts = times.popleft()
-                self._stamp_still(frame)
-                self._note_end(frame)
-                yield frame
+                yield self._timed(frame, times)
         # Drain what the decoder still holds (no-op when demux already sent the flush packet).
         try:
             for frame in stream.codec_context.decode(None):
-                if times:
-                    frame.pts = times.popleft()
-                self._stamp_still(frame)
-                self._note_end(frame)
-                yield frame
+                yield self._timed(frame, times)
         except av.error.FFmpegError as exc:
             if not isinstance(exc, av.error.EOFError):
                 self._corrupt(exc, "flushing the decoder")
         self._check_complete()
+
+    def _timed(self, frame: av.VideoFrame, times: collections.deque[int] | None) -> av.VideoFrame:
+        """A frame out of the decoder with its time made right (AVI's next packet time in decode order,
+        an attached picture's span) and the stream's end noted."""
+        if times:
+            frame.pts = times.popleft()
+        self._stamp_still(frame)
+        self._note_end(frame)
+        return frame
 
     def _stamp_still(self, frame: av.VideoFrame) -> None:
         """An attached picture (an audio file's cover art) has no timestamp: it is shown from the
