@@ -370,3 +370,15 @@ def test_a_cut_of_7_1_aac_does_not_crash(tmp_path: Path) -> None:
     # Each channel in its place; AAC keeps no 1 kHz in the LFE (channel 3), a low-frequency channel.
     kept = [levels[k] for k in range(8) if k != 3]
     assert kept == pytest.approx([(k + 1) * 1000 for k in range(8) if k != 3], rel=0.05)
+
+
+def test_a_cut_says_the_channels_were_put_in_order(tmp_path: Path) -> None:
+    # Cut with the video, the stream is encoded again anyway and its samples reordered: the summary
+    # said only 'cut with the video', the reorder nowhere.
+    src = _custom_order_mov(tmp_path / "in.mov")
+    stats = transcode(src, str(tmp_path / "cut.mkv"), TranscodeOptions(from_seconds=0.2))
+    said = stats.encoder["audio"]
+    assert (
+        "cut with the video" in said
+        and "channels FL+FR+FC+LFE+SL+SR+BL+BR put into FFmpeg's order (7.1)" in said
+    ), said

@@ -1105,6 +1105,9 @@ class StreamCopier:
             same = name.removeprefix("lib") == stream.codec
             said = f"re-encoded ({name})" if same else f"re-encoded {stream.codec} to {name}"
             said += ": cut with the video to the sample (a copy cuts only between packets)"
+            order = self._orders.get(stream.index)
+            if order is not None and order.reorders:  # (encoded again for it, the reason says so)
+                said += f"; {order.note}"
         elif name.removeprefix("lib") == stream.codec:
             said = f"re-encoded ({name}): {why}"
         else:
