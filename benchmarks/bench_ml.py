@@ -246,6 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also the tensor rows with open(..., copy_ahead=False): the GPU copy at import, where by "
         "default it is made on the decoder's thread once frames go to tensors",
     )
+    parser.add_argument(
+        "--bilinear",
+        action="store_true",
+        help="also the 224x224 rows with to_tensor(..., antialias=False): one bilinear sample a pixel, "
+        "against the antialiased default in the same run",
+    )
     args = parser.parse_args(argv)
     nvc = _pynvc()
     with tempfile.TemporaryDirectory() as tmp:
@@ -305,13 +311,12 @@ def tensor_rows(path: str, args: argparse.Namespace) -> None:
     variants: list[tuple[str, dict[str, Any]]] = [("", {})]
     if args.copy_ahead:
         variants.append((" copy_ahead=False", {"copy_ahead": False}))
-    for label, options in (
-        (
-            "224x224 float16 CHW",
-            {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25},
-        ),
-        ("1080p uint8 HWC", {}),
-    ):
+    small = {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25}
+    shapes: list[tuple[str, dict[str, Any]]] = [("224x224 float16 CHW", small)]
+    if args.bilinear:
+        shapes.append(("224x224 f16 CHW bilinear", {**small, "antialias": False}))
+    shapes.append(("1080p uint8 HWC", {}))
+    for label, options in shapes:
         for variant, open_options in variants:
             fps, note = tensors_alpha2(path, args.hwaccel, args.tensor_frames, open_options, **options)
             print(

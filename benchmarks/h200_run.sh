@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [segments] [segtrans10]
+#                                       [ml] [tensors] [segments] [segtrans10] [cuvid]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -137,6 +137,16 @@ for step in $steps; do
       { echo '$ python3 benchmarks/bench_segmented_transcode.py --seconds 600 --tile 30 --segments 8';
         timeout 560 python3 benchmarks/bench_segmented_transcode.py --seconds 600 --tile 30 \
           --segments 8; } >> "$log" 2>&1;;
+    cuvid)  # issue 29: FFmpeg's cuvid decoder against its NVDEC hwaccel, one HEVC session; issue 27:
+      # the 224x224 tensor rows antialiased and bilinear in one run
+      { echo '$ python3 benchmarks/bench_cuvid.py --codecs hevc --frames 1800 --gop 60 --clip-dir /tmp/clips';
+        timeout 200 python3 benchmarks/bench_cuvid.py --codecs hevc --frames 1800 --gop 60 \
+          --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+      for round in 1 2; do
+        { echo "\$ python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 --bilinear --clip-dir /tmp/clips  # round $round";
+          timeout 150 python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 \
+            --bilinear --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+      done;;
     colour)
       { echo '$ python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600';
         timeout 60 python3 benchmarks/bench_colour.py --width 3840 --height 2160 --frames 600; } >> "$log" 2>&1;;
