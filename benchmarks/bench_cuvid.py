@@ -51,9 +51,8 @@ def cuvid_frames(path: str, codec: str, surfaces: int | None = None) -> Any:
         ctx.width, ctx.height = stream.codec_context.width, stream.codec_context.height
         if surfaces is not None:
             ctx.options = {"surfaces": str(surfaces)}
-        for packet in container.demux(stream):
+        for packet in container.demux(stream):  # its last, empty packet drains the decoder
             yield from ctx.decode(packet)
-        yield from ctx.decode(None)
 
 
 def threaded(frames: Any, depth: int = 8) -> Any:
