@@ -34,7 +34,7 @@ import av.container
 import av.error
 import av.video.stream
 
-from alpha2.ffmpeg_bridge import media, seeking
+from alpha2.ffmpeg_bridge import cuvid, media, seeking
 from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.decode_stats import CorruptPolicy, DecodeStats
 from alpha2.ffmpeg_bridge.download import download_frame
@@ -269,6 +269,9 @@ class DecodeSession:
         self._stats = DecodeStats()
         self._container: av.container.InputContainer | None = None
         self._stream: av.video.stream.VideoStream | None = None
+        # What decodes the stream's packets: its own codec context, or FFmpeg's cuvid decoder (see
+        # .cuvid), which then decodes on NVDEC where the hwaccel would.
+        self._decoder: Any = None
         self._still: tuple[int, int] | None = None  # an attached picture's (pts, ticks shown): _still_span
         self._decode_order_times = False  # frames take their packets' times in order: see _decode_order_times
         self._still_frame: av.VideoFrame | None = None  # its one picture, decoded when the session opened
@@ -406,6 +409,7 @@ class DecodeSession:
             container.close()
             raise
         cc = stream.codec_context
+        self._decoder = cc
         on_gpu = plan.use_cuda and fallback is None and bool(cc.is_hwaccel)
         if plan.use_cuda and fallback is None and not cc.is_hwaccel:
             why = f"FFmpeg has no NVDEC (cuda) hardware config for codec {cc.name!r}"
@@ -413,12 +417,17 @@ class DecodeSession:
                 container.close()
                 raise HwAccelUnavailableError(why + "; use hwaccel='auto' or 'none'")
             fallback = why
+        decoder_note = ""
         if on_gpu:
-            # Size the decoder's pool for what the application may hold, so holding frames never
-            # starves the decoder (FFmpeg adds these to the pool it needs for its own references).
-            limit = self.budget.max_surfaces if self.budget.max_surfaces is not None else DEFAULT_HW_SURFACES
-            extra, self._nvdec_hold_limit = nvdec_pool_plan(limit, self._prefetch_depth)
-            cc.options = {**cc.options, "extra_hw_frames": str(extra)}
+            try:
+                decoder_note = self._open_cuvid(cc, plan, container, stream)
+            except BaseException:
+                container.close()
+                raise
+        if on_gpu:
+            # The cuvid decoder copies each picture into a pool that grows: holding never starves it.
+            if self._decoder is cc:
+                self._size_nvdec_pool(cc)
         else:
             cc.thread_type = "AUTO"
             cc.thread_count = self._threads
@@ -444,10 +453,60 @@ class DecodeSession:
             active=HwAccelMode.CUDA if on_gpu else HwAccelMode.NONE,
             device_ordinal=plan.cuda_ordinal if on_gpu else None,
             loader_index=plan.loader_index,
-            decoder=cc.name,
-            reason=plan.reason if on_gpu or fallback is None else fallback,
+            decoder=str(self._decoder.name),
+            reason=(plan.reason + decoder_note) if on_gpu or fallback is None else fallback,
             fallback_reason=fallback if plan.requested is HwAccelMode.AUTO else None,
         )
+
+    def _size_nvdec_pool(self, cc: Any) -> None:
+        """Size the hwaccel decoder's pool for what the application may hold, so holding frames never
+        starves the decoder (FFmpeg adds these to the pool it needs for its own references)."""
+        limit = self.budget.max_surfaces if self.budget.max_surfaces is not None else DEFAULT_HW_SURFACES
+        extra, self._nvdec_hold_limit = nvdec_pool_plan(limit, self._prefetch_depth)
+        cc.options = {**cc.options, "extra_hw_frames": str(extra)}
+
+    def _open_cuvid(
+        self,
+        cc: Any,
+        plan: HwDevicePlan,
+        container: av.container.InputContainer,
+        stream: av.video.stream.VideoStream,
+    ) -> str:
+        """Decode with FFmpeg's cuvid decoder where it suits the stream (:mod:`.cuvid`); what the
+        report's reason adds about the decoder chosen."""
+        if cc.name not in cuvid.CUVID_DECODERS:
+            return ""
+        why_not = cuvid.refusal(cc, retimed=_decode_order_times(container, stream))
+        if why_not is not None:
+            return f"; {why_not}"
+        try:
+            self._decoder = cuvid.open_decoder(cc, make_hwaccel(plan))
+        except (av.error.FFmpegError, RuntimeError, NotImplementedError) as exc:
+            return f"; the NVDEC hwaccel: FFmpeg's cuvid decoder could not be opened ({exc})"
+        return "; FFmpeg's cuvid decoder (NVIDIA's parser)"
+
+    def _cuvid_failed(self, exc: BaseException) -> bool:
+        """The cuvid decoder failed before its first frame: decode again from the start with the
+        stream's own decoder on the NVDEC hwaccel, and say so. False where that cannot be done."""
+        assert self._container is not None and self._stream is not None
+        cc = self._stream.codec_context
+        if self._decoder is cc or self._stats.frames_out or self._sought:
+            return False
+        self._decoder = cc
+        self._size_nvdec_pool(cc)
+        self._report = replace(
+            self._report,
+            decoder=str(cc.name),
+            reason=f"{self._report.reason}; the cuvid decoder failed ({exc}), the NVDEC hwaccel took over",
+        )
+        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+        for position in seeking.rewind_positions(self._stream.start_time, tb):
+            try:
+                self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
+            except av.error.FFmpegError:
+                continue
+            return True
+        return False
 
     def _take_first_frame(self) -> None:
         """Decode the first frame now and hold it (it is handed out first): PyAV exposes no stream
@@ -568,6 +627,8 @@ class DecodeSession:
         # AVI: the packets' times, in decode order, are the frames' times in presentation order (a
         # frame a tick); each frame out takes the next of them (see _decode_order_times).
         times: collections.deque[int] | None = collections.deque() if self._decode_order_times else None
+        # The cuvid decoder hands frames out without their packets' durations: each is found by its pts.
+        durations: dict[int, int] | None = None if self._decoder is stream.codec_context else {}
         while True:
             try:
                 packet = next(packets)
@@ -581,29 +642,47 @@ class DecodeSession:
                 self._discards_seen = True
             if times is not None and packet.size and packet.pts is not None:
                 times.append(packet.pts)
+            if durations is not None and packet.size and packet.pts is not None and packet.duration:
+                durations[packet.pts] = packet.duration
             try:
-                frames = packet.decode()
+                frames = self._decoder.decode(packet)
             except av.error.FFmpegError as exc:
+                if self._cuvid_failed(exc):
+                    yield from self._decode_frames()
+                    return
                 if self._report.active is HwAccelMode.CUDA and self._stats.frames_out == 0:
                     self._hw_failed(exc)
                 self._corrupt(exc, "decoding a packet")
                 continue
             for frame in frames:
-                yield self._timed(frame, times)
+                yield self._timed(frame, times, durations)
         # Drain what the decoder still holds (no-op when demux already sent the flush packet).
         try:
-            for frame in stream.codec_context.decode(None):
-                yield self._timed(frame, times)
+            for frame in self._decoder.decode(None):
+                yield self._timed(frame, times, durations)
         except av.error.FFmpegError as exc:
             if not isinstance(exc, av.error.EOFError):
                 self._corrupt(exc, "flushing the decoder")
         self._check_complete()
 
-    def _timed(self, frame: av.VideoFrame, times: collections.deque[int] | None) -> av.VideoFrame:
+    def _timed(
+        self,
+        frame: av.VideoFrame,
+        times: collections.deque[int] | None,
+        durations: dict[int, int] | None = None,
+    ) -> av.VideoFrame:
         """A frame out of the decoder with its time made right (AVI's next packet time in decode order,
-        an attached picture's span) and the stream's end noted."""
+        the cuvid decoder's frame its packet's duration, an attached picture's span) and the stream's
+        end noted."""
         if times:
             frame.pts = times.popleft()
+        if durations is not None and frame.pts is not None:
+            duration = durations.pop(frame.pts, 0)
+            if duration and not frame.duration:
+                frame.duration = duration
+            if len(durations) > 64:  # frames come out in presentation order: earlier packets are done
+                for pts in [pts for pts in durations if pts < frame.pts]:
+                    del durations[pts]
         self._stamp_still(frame)
         self._note_end(frame)
         return frame
@@ -848,7 +927,7 @@ class DecodeSession:
             if not self._stats.converted:  # said once, in the stats and so in every report
                 with self._stats_lock:
                     self._stats = replace(self._stats, converted=f"{source} -> {target}")
-        cc = self._stream.codec_context
+        cc = self._decoder
         # The decoder's coded size can lag a size change by a frame; never let it be smaller than the picture.
         coded = Size(max(cc.coded_width, frame.width), max(cc.coded_height, frame.height))
         time_base = frame.time_base if frame.time_base is not None else self._stream.time_base
@@ -1080,7 +1159,7 @@ class DecodeSession:
             # Nothing to land on there (a stream with no frames refuses every seek): try further back;
             # where no position takes, the stream has nothing at or after the target.
             return None, None
-        self._stream.codec_context.flush_buffers()
+        self._decoder.flush_buffers()
         self._eof = False
         self._seek_target = None
         self._last_pts = None
@@ -1231,7 +1310,7 @@ class DecodeSession:
                 self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
             except av.error.FFmpegError:
                 continue  # AVI, GIF and image files refuse a time before the start: try the start
-            self._stream.codec_context.flush_buffers()
+            self._decoder.flush_buffers()
             return True
         return False
 
@@ -1301,6 +1380,7 @@ class DecodeSession:
             # container: one left referenced is freed later, in a process forked meanwhile too, where
             # avcodec_free_context waits forever for the threads the fork did not copy.
             self._stream = None
+            self._decoder = None
             if container is not None:
                 container.close()
                 _freed_before_fork.due = True

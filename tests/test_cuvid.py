@@ -1,0 +1,116 @@
+"""FFmpeg's cuvid decoder for HEVC on NVDEC (alpha2.ffmpeg_bridge.cuvid): where it is used, and on the
+GPU machine that its frames are the NVDEC hwaccel's (times, durations, planes, after a seek too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from media import make_clip
+
+from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.ffmpeg_bridge.cuvid import ENV, choice, refusal
+from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+
+
+def _params(**changes: Any) -> SimpleNamespace:
+    base = {"name": "hevc", "profile": "Main", "width": 1920, "height": 1080, "color_trc": 1}
+    return SimpleNamespace(**{**base, **changes})
+
+
+def test_hevc_main_and_main10_of_even_size_take_the_cuvid_decoder() -> None:
+    assert refusal(_params(), environ={}) is None
+    assert refusal(_params(profile="Main 10", color_trc=2), environ={}) is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"name": "h264"}, "no cuvid decoder is used for h264"),
+        ({"profile": "Rext"}, "HEVC profile 'Rext'"),
+        ({"width": 1919}, "1919x1080"),
+        ({"color_trc": 16}, "HDR video"),
+        ({"color_trc": 18}, "HDR video"),
+    ],
+)
+def test_other_streams_keep_the_hwaccel_and_say_why(changes: dict[str, Any], said: str) -> None:
+    why = refusal(_params(**changes), environ={})
+    assert why is not None and said in why
+
+
+def test_decode_order_timing_keeps_the_hwaccel() -> None:
+    why = refusal(_params(), retimed=True, environ={})
+    assert why is not None and "decode order" in why
+
+
+def test_the_environment_can_keep_the_hwaccel_for_every_stream() -> None:
+    assert choice({}) == "auto"
+    assert choice({ENV: " HWACCEL "}) == "hwaccel"
+    why = refusal(_params(), environ={ENV: "hwaccel"})
+    assert why is not None and ENV in why
+    with pytest.raises(InvalidInputError, match=ENV):
+        choice({ENV: "cuvid-please"})
+
+
+def test_a_real_hevc_streams_parameters_are_read(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "m.mkv", "hevc", 64, 48, 4)
+    with av.open(clip.path) as container:
+        cc = container.streams.video[0].codec_context
+        assert refusal(cc, environ={}) is None, (cc.profile, cc.width, cc.height, cc.color_trc)
+
+
+# -- on the GPU machine ---------------------------------------------------------------------------
+
+
+def _frames(path: str, seek_to: float | None = None) -> tuple[str, list[tuple[Any, ...]]]:
+    """The decoder's name and every frame's (pts, duration, key, Y, UV) from a session on NVDEC."""
+    rows = []
+    with DecodeSession(path, hwaccel="cuda", cuda_ordinal=0) as session:
+        if seek_to is not None:
+            session.seek(seek_to)
+        for frame in session:
+            assert frame.on_gpu and frame.pixel_format in (PixelFormat.NV12, PixelFormat.P010)
+            assert isinstance(frame.keep_alive, av.VideoFrame)
+            sw = frame.keep_alive.reformat(format="nv12")  # downloaded for the comparison
+            y = np.frombuffer(memoryview(sw.planes[0]), np.uint8).reshape(-1, sw.planes[0].line_size)
+            uv = np.frombuffer(memoryview(sw.planes[1]), np.uint8).reshape(-1, sw.planes[1].line_size)
+            w, h = frame.metadata.display_size.width, frame.metadata.display_size.height
+            rows.append(
+                (
+                    frame.metadata.pts,
+                    frame.metadata.duration,
+                    frame.metadata.key_frame,
+                    y[:h, :w].copy(),
+                    uv[: h // 2, :w].copy(),
+                )
+            )
+            frame.release()
+        return session.hwaccel_report.decoder, rows
+
+
+def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> None:
+    assert [r[:3] for r in a] == [r[:3] for r in b]
+    for got, want in zip(a, b, strict=True):
+        np.testing.assert_array_equal(got[3], want[3])
+        np.testing.assert_array_equal(got[4], want[4])
+
+
+@pytest.mark.nvidia
+@pytest.mark.parametrize("vfr", [False, True])
+def test_cuvid_frames_are_the_hwaccels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vfr: bool) -> None:
+    clip = make_clip(tmp_path / "c.mkv", "hevc", 320, 240, 30, vfr=vfr, gop=10)
+    decoder, frames = _frames(clip.path)
+    assert decoder == "hevc_cuvid"
+    _, sought = _frames(clip.path, seek_to=float(clip.pts[17] * clip.time_base))
+    monkeypatch.setenv(ENV, "hwaccel")
+    decoder, reference = _frames(clip.path)
+    assert decoder == "hevc"
+    _same(frames, reference)
+    assert len(frames) == 30
+    first = sought[0][0]
+    _same(sought, [r for r in reference if r[0] >= first])
