@@ -1,5 +1,6 @@
-"""FFmpeg's cuvid decoder for HEVC on NVDEC (alpha2.ffmpeg_bridge.cuvid): where it is used, and on the
-GPU machine that its frames are the NVDEC hwaccel's (times, durations, planes, after a seek too)."""
+"""FFmpeg's cuvid decoder for HEVC on NVDEC (alpha2.ffmpeg_bridge.cuvid), where it is asked for: the
+streams it takes, and on the GPU machine that its frames are the NVDEC hwaccel's (times, durations,
+planes, after a seek too)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from alpha2.ffmpeg_bridge.cuvid import ENV, choice, refusal
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 
+ON = {ENV: "cuvid"}
+
 
 def _params(**changes: Any) -> SimpleNamespace:
     base = {"name": "hevc", "profile": "Main", "width": 1920, "height": 1080, "color_trc": 1}
@@ -24,8 +27,8 @@ def _params(**changes: Any) -> SimpleNamespace:
 
 
 def test_hevc_main_and_main10_of_even_size_take_the_cuvid_decoder() -> None:
-    assert refusal(_params(), environ={}) is None
-    assert refusal(_params(profile="Main 10", color_trc=2), environ={}) is None
+    assert refusal(_params(), environ=ON) is None
+    assert refusal(_params(profile="Main 10", color_trc=2), environ=ON) is None
 
 
 @pytest.mark.parametrize(
@@ -39,20 +42,19 @@ def test_hevc_main_and_main10_of_even_size_take_the_cuvid_decoder() -> None:
     ],
 )
 def test_other_streams_keep_the_hwaccel_and_say_why(changes: dict[str, Any], said: str) -> None:
-    why = refusal(_params(**changes), environ={})
+    why = refusal(_params(**changes), environ=ON)
     assert why is not None and said in why
 
 
 def test_decode_order_timing_keeps_the_hwaccel() -> None:
-    why = refusal(_params(), retimed=True, environ={})
+    why = refusal(_params(), retimed=True, environ=ON)
     assert why is not None and "decode order" in why
 
 
-def test_the_environment_can_keep_the_hwaccel_for_every_stream() -> None:
-    assert choice({}) == "auto"
-    assert choice({ENV: " HWACCEL "}) == "hwaccel"
-    why = refusal(_params(), environ={ENV: "hwaccel"})
-    assert why is not None and ENV in why
+def test_the_cuvid_decoder_is_asked_for_and_the_hwaccel_is_the_default() -> None:
+    assert choice({}) == "hwaccel" and refusal(_params(), environ={}) == ""
+    assert choice({ENV: " CUVID "}) == "cuvid"
+    assert refusal(_params(), environ={ENV: "hwaccel"}) == ""
     with pytest.raises(InvalidInputError, match=ENV):
         choice({ENV: "cuvid-please"})
 
@@ -61,7 +63,7 @@ def test_a_real_hevc_streams_parameters_are_read(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "m.mkv", "hevc", 64, 48, 4)
     with av.open(clip.path) as container:
         cc = container.streams.video[0].codec_context
-        assert refusal(cc, environ={}) is None, (cc.profile, cc.width, cc.height, cc.color_trc)
+        assert refusal(cc, environ=ON) is None, (cc.profile, cc.width, cc.height, cc.color_trc)
 
 
 # -- on the GPU machine ---------------------------------------------------------------------------
@@ -104,10 +106,11 @@ def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> None:
 @pytest.mark.parametrize("vfr", [False, True])
 def test_cuvid_frames_are_the_hwaccels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vfr: bool) -> None:
     clip = make_clip(tmp_path / "c.mkv", "hevc", 320, 240, 30, vfr=vfr, gop=10)
+    monkeypatch.setenv(ENV, "cuvid")
     decoder, frames = _frames(clip.path)
     assert decoder == "hevc_cuvid"
     _, sought = _frames(clip.path, seek_to=float(clip.pts[17] * clip.time_base))
-    monkeypatch.setenv(ENV, "hwaccel")
+    monkeypatch.delenv(ENV)
     decoder, reference = _frames(clip.path)
     assert decoder == "hevc"
     _same(frames, reference)

@@ -7,11 +7,14 @@ clip on the H200 (``benchmarks/bench_cuvid.py``, BENCHMARKS.md) the cuvid decode
 the hwaccel's 1040, with every timestamp and the planes of the frames compared the same, and
 PyNvVideoCodec's ThreadedDecoder at 1269 in the same run.
 
-What the cuvid decoder does not carry decides where it is used: it hands out no per-frame side data
+What the cuvid decoder does not carry decides where it may be used: it hands out no per-frame side data
 (HDR mastering and light levels, closed captions), rounds an odd size up to even, and does not decode
 HEVC's range extensions the way the hwaccel reports them. So it decodes HEVC Main and Main 10 streams of
 even size whose parameters name no HDR transfer; every other stream keeps the hwaccel, and the session's
-report says which decoder ran and why. ``ALPHA2_NVDEC_DECODER=hwaccel`` keeps the hwaccel for all.
+report says which decoder ran and why.
+
+It is asked for with ``ALPHA2_NVDEC_DECODER=cuvid``; the default stays the hwaccel until the GPU suite
+has run on it (the figure above was made through PyAV alone, the suite has not run with it yet).
 """
 
 from __future__ import annotations
@@ -35,26 +38,27 @@ HDR_TRANSFERS = frozenset({16, 18})
 whose per-frame mastering metadata only the hwaccel hands out."""
 
 ENV = "ALPHA2_NVDEC_DECODER"
-CHOICES = ("auto", "hwaccel")
+CHOICES = ("hwaccel", "cuvid")
 
 
 def choice(environ: Any = None) -> str:
-    """``ALPHA2_NVDEC_DECODER``: ``auto`` (the default: the cuvid decoder where it suits the stream)
-    or ``hwaccel`` (FFmpeg's decoders with the NVDEC hwaccel for every stream)."""
+    """``ALPHA2_NVDEC_DECODER``: ``hwaccel`` (the default: FFmpeg's decoders with the NVDEC hwaccel for
+    every stream) or ``cuvid`` (the cuvid decoder where it suits the stream)."""
     env = os.environ if environ is None else environ
-    value = str(env.get(ENV, "") or "auto").strip().lower()
+    value = str(env.get(ENV, "") or "hwaccel").strip().lower()
     if value not in CHOICES:
         raise InvalidInputError(f"{ENV}={env.get(ENV)!r} is not one of {', '.join(CHOICES)}")
     return value
 
 
 def refusal(codec_context: Any, *, retimed: bool = False, environ: Any = None) -> str | None:
-    """Why the cuvid decoder is not used for a stream with these parameters, or None where it is."""
+    """Why the cuvid decoder is not used for a stream with these parameters (empty where it was not
+    asked for), or None where it is."""
     name = str(getattr(codec_context, "name", "") or "")
     if name not in CUVID_DECODERS:
         return f"no cuvid decoder is used for {name or 'this codec'}"
     if choice(environ) == "hwaccel":
-        return f"the NVDEC hwaccel, as {ENV}=hwaccel asks"
+        return ""  # the default: nothing to say
     profile = getattr(codec_context, "profile", None)
     if profile not in CUVID_PROFILES:
         return f"the NVDEC hwaccel: HEVC profile {profile!r} (the cuvid decoder takes Main and Main 10)"

@@ -478,7 +478,7 @@ class DecodeSession:
             return ""
         why_not = cuvid.refusal(cc, retimed=_decode_order_times(container, stream))
         if why_not is not None:
-            return f"; {why_not}"
+            return f"; {why_not}" if why_not else ""
         try:
             self._decoder = cuvid.open_decoder(cc, make_hwaccel(plan))
         except (av.error.FFmpegError, RuntimeError, NotImplementedError) as exc:
