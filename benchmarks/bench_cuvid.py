@@ -25,6 +25,8 @@ from typing import Any
 import av
 from bench_segments import make_clip, one_session
 
+from alpha2.ffmpeg_bridge.cuvid import ENV
+
 CUVID = {"hevc": "hevc_cuvid", "h264": "h264_cuvid"}
 
 
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--clip-dir", default="/tmp/clips")
     args = parser.parse_args(argv)
+    print(f"# {ENV}={os.environ.get(ENV, '')!r} (alpha2's one session: 'cuvid' decodes HEVC with hevc_cuvid)")
     os.makedirs(args.clip_dir, exist_ok=True)
     for codec in args.codecs.split(","):
         path = os.path.join(args.clip_dir, f"{codec}-{args.frames}-gop{args.gop}.mkv")

@@ -142,6 +142,9 @@ for step in $steps; do
       { echo '$ python3 benchmarks/bench_cuvid.py --codecs hevc --frames 1800 --gop 60 --clip-dir /tmp/clips';
         timeout 200 python3 benchmarks/bench_cuvid.py --codecs hevc --frames 1800 --gop 60 \
           --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+      { echo '$ ALPHA2_NVDEC_DECODER=cuvid python3 benchmarks/bench_cuvid.py --codecs hevc --frames 1800 --gop 60 --clip-dir /tmp/clips --repeat 1';
+        ALPHA2_NVDEC_DECODER=cuvid timeout 100 python3 benchmarks/bench_cuvid.py --codecs hevc --frames 1800 \
+          --gop 60 --clip-dir /tmp/clips --repeat 1; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
       for round in 1 2; do
         { echo "\$ python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 --bilinear --clip-dir /tmp/clips  # round $round";
           timeout 150 python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 \
