@@ -81,6 +81,7 @@ class MediaDescription:
                 "codec": video.codec,
                 "display_size": [video.width, video.height],
                 "rotation": video.rotation.name.lower(),
+                "mirrored": video.mirrored,
                 "frame_rate": video.frame_rate,
                 "duration_seconds": video.duration_seconds,
                 "frame_count": video.frame_count,

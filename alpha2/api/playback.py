@@ -496,6 +496,7 @@ class Player:
             output_format=output_format,
             rotation=imported.metadata.rotation,  # the display matrix is honoured on screen
             hdr=imported.metadata.hdr,
+            mirrored=imported.metadata.mirrored,
         )
         if throttle is not None:
             throttle.encode(encoder, texture)

@@ -120,8 +120,11 @@ def swscale_rgba(frame: DecodedFrame) -> np.ndarray:
     return rgba_like_shader(frame, offset, HDR_TRANSFERS)
 
 
-def rotate(pixels: np.ndarray, rotation: Rotation) -> np.ndarray:
-    """``pixels`` turned clockwise by ``rotation`` (contiguous)."""
+def rotate(pixels: np.ndarray, rotation: Rotation, mirrored: bool = False) -> np.ndarray:
+    """``pixels`` flipped left to right where ``mirrored``, then turned clockwise by ``rotation``
+    (contiguous): a frame's display matrix applied."""
+    if mirrored:
+        pixels = pixels[:, ::-1]
     return np.ascontiguousarray(np.rot90(pixels, k=-(int(rotation) // 90)))
 
 
@@ -162,7 +165,7 @@ def snapshot_on_cpu(player: Player, route: SnapshotRoute, mode_reason: str) -> P
             decoder.close()
             return None
         t0 = clock()
-        pixels = rotate(swscale_rgba(frame), frame.metadata.rotation)
+        pixels = rotate(swscale_rgba(frame), frame.metadata.rotation, frame.metadata.mirrored)
         stats.stages.add("convert", clock() - t0)
         stats.size = Size(pixels.shape[1], pixels.shape[0])  # as displayed (rotation applied)
         stats.snapshot_pts_s = frame.pts_seconds

@@ -253,6 +253,9 @@ class VideoInfo:
     (an MPEG-TS file starts at 1.4 s). :meth:`VideoSource.frame_at`, :meth:`~VideoSource.frames_at` and
     :meth:`~VideoSource.seek` count their seconds from it, where a Frame's ``pts_seconds`` is the file's
     own timestamp: ``frame_at(frame.pts_seconds - info.start_seconds)`` is that frame again."""
+    mirrored: bool = False
+    """Whether the file's display matrix flips the picture left to right before :attr:`rotation` (a
+    vertical flip is a mirror and a half turn); renders, tensors and transcodes show it flipped."""
 
 
 _LATEST_TIME = 1e12
@@ -432,6 +435,12 @@ class Frame:
     def rotation(self) -> Rotation:
         """Clockwise turn applied for display (from the file's display matrix)."""
         return self.decoded.metadata.rotation
+
+    @property
+    def mirrored(self) -> bool:
+        """Whether the picture is flipped left to right before :attr:`rotation` for display (the
+        file's display matrix)."""
+        return self.decoded.metadata.mirrored
 
     @property
     def colour(self) -> ColourInfo:
@@ -812,6 +821,7 @@ class VideoSource:
                 hdr=facts.hdr,
                 audio=facts.audio_tracks,
                 start_seconds=float(facts.start_time * facts.time_base) if facts.start_time else 0.0,
+                mirrored=facts.mirrored,
             )
         return self._info
 

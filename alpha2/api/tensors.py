@@ -444,16 +444,22 @@ def _stored_crop(
 ) -> tuple[int, int, int, int]:
     """``crop``, a rectangle of the picture as shown (``frame.width`` x ``frame.height``, the file's
     rotation applied), as the rectangle of the stored picture it covers (what the renderer crops, before
-    it turns the picture)."""
+    it turns the picture; a mirrored picture's rectangle mirrored back too)."""
     x, y, w, h = crop
     shown_w, shown_h = frame.width, frame.height
     if rotation is Rotation.CW90:  # stored (sx, sy) is shown at (stored height - 1 - sy, sx)
-        return y, shown_w - x - w, h, w
-    if rotation is Rotation.CW180:
-        return shown_w - x - w, shown_h - y - h, w, h
-    if rotation is Rotation.CW270:  # stored (sx, sy) is shown at (sy, stored width - 1 - sx)
-        return shown_h - y - h, x, h, w
-    return crop
+        stored = (y, shown_w - x - w, h, w)
+    elif rotation is Rotation.CW180:
+        stored = (shown_w - x - w, shown_h - y - h, w, h)
+    elif rotation is Rotation.CW270:  # stored (sx, sy) is shown at (sy, stored width - 1 - sx)
+        stored = (shown_h - y - h, x, h, w)
+    else:
+        stored = crop
+    if frame.mirrored:  # stored column sx is shown (before the turn) at stored width - 1 - sx
+        stored_w = shown_h if rotation in (Rotation.CW90, Rotation.CW270) else shown_w
+        sx, sy, sw, sh = stored
+        stored = (stored_w - sx - sw, sy, sw, sh)
+    return stored
 
 
 # ---------------------------------------------------------------------------------------------------

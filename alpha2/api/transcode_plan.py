@@ -386,6 +386,9 @@ class TranscodePlan:
     output then carries no rotation tag)."""
     display_rotation: Rotation = Rotation.NONE
     """Rotation written into the output's display matrix, the pixels passing through unturned."""
+    mirrored: bool = False
+    """The GPU route flips the pixels left to right before :attr:`rotation` (the input's display matrix
+    has a mirror, which no output tag keeps)."""
     tone_map: bool = False
     """The GPU pass tone maps the HDR input to SDR BT.709 (the colour-managed renderer)."""
     colour_note: str | None = None
@@ -448,6 +451,7 @@ def plan_transcode(
     codec: str = "h264",
     rotation: Rotation = Rotation.NONE,
     container_holds_rotation: bool = True,
+    mirrored: bool = False,
     sample_aspect: fractions.Fraction | None = None,
     encoder: str | None = None,
     encoder_formats: tuple[str, ...] = (),
@@ -461,7 +465,9 @@ def plan_transcode(
     fits the picture as displayed. RGB input is never passed through as RGB: the encoder is handed
     Y'CbCr converted by a matrix the output is tagged with. ``sample_aspect``: the input's pixel shape
     where it is not square: ``--size`` fits the picture as shown (its width times that) with square
-    pixels; otherwise the output keeps it.
+    pixels; otherwise the output keeps it. ``mirrored``: the input's display matrix flips the picture
+    left to right (before ``rotation``): the GPU route flips the pixels (and then turns them too), as
+    FFmpeg's command line does; the encoders' display matrix holds no flip.
 
     Raises:
         UnsupportedError: the asked colour cannot be written by the encode copier.
@@ -548,6 +554,8 @@ def plan_transcode(
             reasons.append(f"convert colour to {options.colour.value}")
     if options.gpu:
         reasons.append("--gpu asks for GPU processing")
+    if mirrored:
+        reasons.append("flip the picture left to right (its display matrix: no output tag keeps a mirror)")
     if turn and reasons:
         reasons.append(f"turn the picture {int(rotation)} degrees clockwise (its display matrix)")
     kept = (
@@ -668,6 +676,7 @@ def plan_transcode(
         depth_note=depth_note,
         crop=crop,
         rotation=rotation,
+        mirrored=mirrored,
         tone_map=tone_map,
         colour_note=colour_note,
         padded_from=padded_from,

@@ -499,6 +499,7 @@ class _Transcoder:
             self.options,
             codec=codec,
             rotation=first.metadata.rotation,
+            mirrored=first.metadata.mirrored,
             container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
             sample_aspect=info.sample_aspect_ratio,
             encoder=encoder.name,
@@ -678,7 +679,7 @@ class _Transcoder:
                 "the plan crops odd sides pixel for pixel, which swscale would resample"
                 if plan.crop is not None
                 else swscale_unsupported_reason(
-                    first.pixel_format, first.colour, plan.output_colour, plan.rotation
+                    first.pixel_format, first.colour, plan.output_colour, plan.rotation, plan.mirrored
                 )
             ),
             device=self.gpu_device,
@@ -759,7 +760,9 @@ class _Transcoder:
                     raise
                 t1 = clock()
                 try:
-                    ready, render_seconds = self._convert(parts, lease.frame, pts, plan.crop, plan.rotation)
+                    ready, render_seconds = self._convert(
+                        parts, lease.frame, pts, plan.crop, plan.rotation, plan.mirrored
+                    )
                 finally:
                     lease.release()  # after the submit that reads the planes: later uploads queue behind it
             t3 = clock()
@@ -862,7 +865,7 @@ class _Transcoder:
             "it crops odd sides pixel for pixel"
             if plan.crop is not None
             else swscale_unsupported_reason(
-                first.pixel_format, first.colour, plan.output_colour, plan.rotation
+                first.pixel_format, first.colour, plan.output_colour, plan.rotation, plan.mirrored
             )
         )
         if not self.options.gpu and not first.on_gpu and swscale_why is None:
@@ -889,6 +892,7 @@ class _Transcoder:
         pts: int | None,
         crop: tuple[int, int, int, int] | None = None,
         rotation: Rotation = Rotation.NONE,
+        mirrored: bool = False,
     ) -> tuple[list[Any], float]:
         """Submit one imported frame to the copier by the route the encode room chooses for its format;
         returns the frames the copier handed back and the seconds spent rendering to RGBA (0: none)."""
@@ -906,6 +910,7 @@ class _Transcoder:
                 reason=route.reason,
                 rotation=rotation,
                 hdr=imported.metadata.hdr,
+                mirrored=mirrored,
             )
             return ready, 0.0
         start = time.perf_counter()
@@ -920,6 +925,7 @@ class _Transcoder:
             crop=crop,
             rotation=rotation,
             hdr=imported.metadata.hdr,
+            mirrored=mirrored,
             antialias=True,  # a smaller output filtered, as the planes pass filters Y'CbCr inputs
         )
         rendered = time.perf_counter() - start

@@ -104,8 +104,11 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
         rotation = decoded.rotation if decoded is not None else stream.rotation
         shown_w, shown_h = (decoded.width, decoded.height) if decoded is not None else stream.display_size
         size = f"{shown_w}x{shown_h}"
-        if rotation.value:
-            size += f" shown (stored {stream.width}x{stream.height}, turned {rotation.value}°)"
+        mirrored = decoded is not None and decoded.mirrored
+        if rotation.value or mirrored:
+            turns = [f"turned {rotation.value}°"] if rotation.value else []
+            how = ", ".join((["mirrored"] if mirrored else []) + turns)
+            size += f" shown (stored {stream.width}x{stream.height}, {how})"
         if stream.attached_picture:
             parts[0] = f"cover art, {parts[0]}"
         parts.append(size)

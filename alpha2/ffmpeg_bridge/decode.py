@@ -514,13 +514,13 @@ class DecodeSession:
         frame = self._decoded_next()
         self._held = frame
         if frame is not None:
-            rotation = media.frame_rotation(frame, self._stream_rotation)
+            rotation, mirrored = media.frame_orientation(frame, self._stream_rotation)
             try:
                 pixel_format = media.pixel_format_of(frame)
             except UnknownFormatError:  # converted on the way out (see _describe): the target's colour
                 pixel_format = PixelFormat.from_ffmpeg_name(_fallback_software_format(frame.format.name))
             colour = media.colour_of(frame, pixel_format)
-            self._info = media.with_first_frame(self._info, frame, rotation, colour)
+            self._info = media.with_first_frame(self._info, frame, rotation, colour, mirrored)
 
     # -- public state ---------------------------------------------------------------------------
 
@@ -931,6 +931,7 @@ class DecodeSession:
         # The decoder's coded size can lag a size change by a frame; never let it be smaller than the picture.
         coded = Size(max(cc.coded_width, frame.width), max(cc.coded_height, frame.height))
         time_base = frame.time_base if frame.time_base is not None else self._stream.time_base
+        rotation, mirrored = media.frame_orientation(frame, self._stream_rotation)
         metadata = FrameMetadata(
             pts=frame.pts,
             time_base=None if time_base is None else _fraction(time_base),
@@ -938,7 +939,8 @@ class DecodeSession:
             key_frame=bool(frame.key_frame),
             coded_size=coded,
             display_size=Size(frame.width, frame.height),
-            rotation=media.frame_rotation(frame, self._stream_rotation),
+            rotation=rotation,
+            mirrored=mirrored,
             interlaced=bool(frame.interlaced_frame),
             top_field_first=bool(frame.interlaced_frame) and media.top_field_first(cc.field_order),
             hdr=hdr_metadata_of(frame),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fractions
 import functools
 import re
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -104,6 +105,9 @@ class StreamInfo:
     """The decoder's coded width (the stored picture plus alignment padding); 0 when unknown."""
     coded_height: int = 0
     """The decoder's coded height; 0 when unknown."""
+    mirrored: bool = False
+    """Whether the first frame's display matrix flips the picture left to right before
+    :attr:`rotation` (a vertical flip is a mirror and a half turn)."""
     colour: ColourInfo | None = None
     """The first frame's colour, resolved as FFmpeg would; None when no frame could be decoded."""
     hdr: HdrMetadata | None = None
@@ -174,13 +178,52 @@ def stream_rotation(stream: av.video.stream.VideoStream) -> Rotation:
 
 def frame_rotation(frame: av.VideoFrame, fallback: Rotation) -> Rotation:
     """Rotation from the frame's display matrix, else ``fallback`` (the stream's tag)."""
+    return frame_orientation(frame, fallback)[0]
+
+
+def frame_orientation(frame: av.VideoFrame, fallback: Rotation) -> tuple[Rotation, bool]:
+    """The frame's display matrix as (clockwise rotation, mirrored): the picture is flipped left to
+    right first where ``mirrored``, then turned. Without a matrix, ``fallback`` (the stream's tag).
+
+    FFmpeg's command line reads a matrix with a flip the same way (``ffmpeg_filter.c``: ``hflip`` /
+    ``vflip`` at half a turn, ``transpose`` with a flip at a quarter): a horizontal flip alone is a
+    mirror, a vertical flip a mirror and a half turn, a transpose a mirror and three quarters.
+    """
     try:
         degrees = frame.rotation
     except Exception:
-        return fallback
-    if not degrees:
-        return fallback
-    return rotation_from_degrees_ccw(float(degrees))
+        return fallback, False
+    matrix = display_matrix(frame)
+    if not degrees and (matrix is None or matrix[4] >= 0):
+        return fallback, False
+    rotation = rotation_from_degrees_ccw(float(degrees or 0.0))
+    if matrix is None:
+        return rotation, False
+    a, c, d = matrix[0], matrix[3], matrix[4]
+    if rotation is Rotation.NONE:
+        return (Rotation.CW180, True) if d < 0 else (Rotation.NONE, False)
+    if rotation is Rotation.CW90:
+        return (Rotation.CW270, True) if c > 0 else (Rotation.CW90, False)
+    if rotation is Rotation.CW270:
+        return (Rotation.CW90, True) if c < 0 else (Rotation.CW270, False)
+    if a < 0 and d >= 0:  # half a turn: a horizontal flip alone
+        return Rotation.NONE, True
+    if d < 0 and a >= 0:  # a vertical flip alone
+        return Rotation.CW180, True
+    return Rotation.CW180, False
+
+
+def display_matrix(frame: av.VideoFrame) -> tuple[int, ...] | None:
+    """The frame's display matrix (nine 32-bit values, 16.16 fixed point but the last column), or None."""
+    side: Any = frame.side_data  # SideData objects (PyAV's stubs say strings)
+    try:
+        for data in side:
+            if str(getattr(data, "type", "")).endswith("DISPLAYMATRIX"):
+                raw = bytes(data)
+                return struct.unpack("<9i", raw[:36]) if len(raw) >= 36 else None
+    except Exception:
+        return None
+    return None
 
 
 def top_field_first(field_order: int | None) -> bool:
@@ -385,13 +428,18 @@ def pixel_shape(ratio: Any) -> fractions.Fraction | None:
 
 
 def with_first_frame(
-    info: StreamInfo, frame: av.VideoFrame, rotation: Rotation, colour: ColourInfo | None
+    info: StreamInfo,
+    frame: av.VideoFrame,
+    rotation: Rotation,
+    colour: ColourInfo | None,
+    mirrored: bool = False,
 ) -> StreamInfo:
     """``info`` with what the stream's first decoded frame says: its display matrix (PyAV exposes no
     stream side data, and FFmpeg hands the stream's matrix to every frame), coded size, colour and HDR."""
     return replace(
         info,
         rotation=rotation,
+        mirrored=mirrored,
         coded_width=max(info.coded_width, frame.width),
         coded_height=max(info.coded_height, frame.height),
         colour=colour,

@@ -101,9 +101,12 @@ def swscale_unsupported_reason(
     input_colour: ColourInfo,
     output_colour: ColourInfo,
     rotation: Rotation = Rotation.NONE,
+    mirrored: bool = False,
 ) -> str | None:
     """Why swscale cannot do this conversion as the GPU route does (None: it can)."""
     name = input_format.ffmpeg_name
+    if mirrored:
+        return "the picture is flipped left to right (its display matrix): the GPU route does that"
     if rotation is not Rotation.NONE:
         return f"the picture is turned {int(rotation)} degrees, which the GPU route does in its sampling"
     rgb = input_format.is_rgb

@@ -211,6 +211,9 @@ class FrameMetadata:
     """Size of the visible picture after cropping, before rotation; fits in ``coded_size``."""
     rotation: Rotation = Rotation.NONE
     """Clockwise rotation to apply before display."""
+    mirrored: bool = False
+    """Whether the picture is flipped left to right before :attr:`rotation` is applied (a display
+    matrix with a mirror: a vertical flip is a mirror and a half turn)."""
     interlaced: bool = False
     """Whether the frame holds two interlaced fields."""
     top_field_first: bool = False
@@ -237,7 +240,7 @@ class FrameMetadata:
                 raise InvalidInputError(f"FrameMetadata.time_base must be a Fraction, not {self.time_base!r}")
             if self.time_base <= 0:
                 raise InvalidInputError(f"FrameMetadata.time_base must be positive, not {self.time_base}")
-        for name in ("key_frame", "interlaced", "top_field_first"):
+        for name in ("key_frame", "mirrored", "interlaced", "top_field_first"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInputError(f"FrameMetadata.{name} must be a bool, not {getattr(self, name)!r}")
         for name in ("coded_size", "display_size"):

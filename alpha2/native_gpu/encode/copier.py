@@ -331,6 +331,7 @@ class EncodeCopier:
         reason: str | None = None,
         rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
+        mirrored: bool = False,
     ) -> list[EncodedPlanes]:
         """Scale decoded Y'CbCr planes to the copier's size and format in one compute pass, no RGB texture.
 
@@ -362,6 +363,8 @@ class EncodeCopier:
             rotation: clockwise rotation applied to the picture (the display matrix's); the copier's
                 size is the rotated one (for a quarter turn, the crop's height x width scaled).
             hdr: the frame's HDR static metadata (a PQ input's peak, for the colour step).
+            mirrored: the picture is flipped left to right before the rotation (a display matrix's
+                mirror).
 
         Returns:
             Finished frames, oldest first (possibly none). Release each before the next submission.
@@ -375,7 +378,7 @@ class EncodeCopier:
         """
         self._check_open()
         pipeline, bind_group, data = self._planes.prepare(
-            views, pixel_format, colour, width, height, crop, rotation, hdr
+            views, pixel_format, colour, width, height, crop, rotation, hdr, mirrored
         )
         slot = self._ring.take_free_slot()
         self._planes.write_params(data)

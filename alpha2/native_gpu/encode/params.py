@@ -194,6 +194,9 @@ class ScaleYuvParams:
     colour_managed: bool = False
     """The colour step runs (pipeline constant): ``transform`` is then samples -> R'G'B' only, and the
     colour step's uniform (:func:`colour_step_bytes`) carries the chain and the output matrix."""
+    mirrored: bool = False
+    """The picture is flipped left to right before ``rotation`` (a display matrix's mirror): the pass
+    walks the source rectangle from its right edge (origin at the right, a negative step)."""
 
     @property
     def unrotated_size(self) -> tuple[int, int]:
@@ -220,9 +223,10 @@ class ScaleYuvParams:
         ow, oh = self.output_size
         uw, uh = self.unrotated_size
         sx, sy = self.chroma_subsampling
+        walk_x, walk_w = (x + w, -w) if self.mirrored else (x, w)
         floats = (
             *m[0], o[0], *m[1], o[1], *m[2], o[2],
-            float(x), float(y), w / uw, h / uh,
+            float(walk_x), float(y), walk_w / uw, h / uh,
             1.0 / sx, 1.0 / sy, *self.chroma_offset,
             *self.output_chroma_site, 0.0, 0.0,
             *(float(v) for v in self.luma_clamp),
@@ -263,6 +267,7 @@ def scale_yuv_params(
     crop: tuple[int, int, int, int] | None = None,
     rotation: Rotation = Rotation.NONE,
     colour_plan: ColourParams | None = None,
+    mirrored: bool = False,
 ) -> ScaleYuvParams:
     """The uniform block that scales ``pixel_format`` planes to ``output_format`` at ``output_size``.
 
@@ -280,6 +285,7 @@ def scale_yuv_params(
         matrix, colour_range, chroma_location: the output's (resolved: LEFT or CENTER siting).
         crop: source rectangle inside ``width`` x ``height``; default the whole frame.
         rotation: clockwise rotation applied to the picture; ``output_size`` is the rotated size.
+        mirrored: the picture is flipped left to right before the rotation (a display matrix's mirror).
         colour_plan: the chain from the input's colour to the output's, when it is not an identity
             (HDR -> SDR): the transform stops at R'G'B' and every output sample reads all three planes.
 
@@ -340,6 +346,7 @@ def scale_yuv_params(
         luma_taps=luma,
         chroma_taps=chroma,
         colour_managed=managed,
+        mirrored=mirrored,
     )
 
 

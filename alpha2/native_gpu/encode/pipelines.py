@@ -271,6 +271,7 @@ class PlanesPass:
         crop: tuple[int, int, int, int] | None,
         rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
+        mirrored: bool = False,
     ) -> tuple[Any, Any, tuple[bytes, bytes]]:
         """The pipeline, bind group and uniform bytes (params, colour step) that convert these planes;
         nothing is submitted. ``hdr``: the frame's static metadata (a PQ input's peak).
@@ -283,7 +284,7 @@ class PlanesPass:
         if twin is not None and len(views) == 2:
             pixel_format = twin  # the CPU upload's planes of yuv420p (...) are its twin's: the same pixels
         params, data, colour_data, colour_constants = self._scale_params(
-            pixel_format, colour, width, height, crop, rotation, hdr
+            pixel_format, colour, width, height, crop, rotation, hdr, mirrored
         )
         triplanar = params.layout is LayoutKind.TRIPLANAR
         count = 3 if triplanar else 2
@@ -325,8 +326,9 @@ class PlanesPass:
         crop: tuple[int, int, int, int] | None,
         rotation: Rotation,
         hdr: HdrMetadata | None,
+        mirrored: bool = False,
     ) -> tuple[ScaleYuvParams, bytes, bytes, tuple[tuple[str, int], ...]]:
-        key = (pixel_format, colour, width, height, crop, rotation, hdr)
+        key = (pixel_format, colour, width, height, crop, rotation, hdr, mirrored)
         cached = self._params.get(key)
         if cached is not None:
             return cached
@@ -344,6 +346,7 @@ class PlanesPass:
             crop=crop,
             rotation=rotation,
             colour_plan=plan,
+            mirrored=mirrored,
         )
         colour_data = colour_step_bytes(plan, self._matrix, self._colour_range, self._pixel_format.bit_depth)
         constants = tuple(sorted(plan.constants().items())) if plan is not None else ()

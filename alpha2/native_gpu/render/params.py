@@ -102,6 +102,9 @@ class ShaderParams:
     """Inclusive texel range read from the luma plane: min x, min y, max x, max y."""
     chroma_clamp: tuple[int, int, int, int]
     """Inclusive texel range read from the chroma plane(s): min x, min y, max x, max y."""
+    mirrored: bool = False
+    """The picture is flipped left to right (a display matrix's mirror): the shader walks the source
+    rectangle from its right edge (``to_bytes`` writes its origin at the right and a negative width)."""
 
     @property
     def one_to_one(self) -> bool:
@@ -130,11 +133,12 @@ class ShaderParams:
         sx, sy = self.chroma_subsampling
         x, y, w, h = self.src_rect
         ow, oh = self.output_size
+        walk_x, walk_w = (x + w, -w) if self.mirrored else (x, w)
         floats = (
             *m[0], o[0], *m[1], o[1], *m[2], o[2],
             *self.value_scale,
             1.0 / sx, 1.0 / sy, *self.chroma_offset,
-            float(x), float(y), float(w), float(h),
+            float(walk_x), float(y), float(walk_w), float(h),
             w / ow, h / oh, 1.0 if self.one_to_one else 0.0, 0.0,
         )  # fmt: skip
         data = struct.pack("<28f", *floats) + struct.pack("<8i", *self.luma_clamp, *self.chroma_clamp)

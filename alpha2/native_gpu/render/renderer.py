@@ -35,6 +35,7 @@ shader itself requests nothing; whoever creates the plane textures does.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import importlib
 import importlib.resources
@@ -601,6 +602,7 @@ class FrameRenderer:
         hdr: HdrMetadata | None = None,
         colour_target: ColourTarget | None = None,
         antialias: bool = False,
+        mirrored: bool | None = None,
     ) -> Any:
         """Encode the render of ``planes`` into ``target`` on ``command_encoder``; the caller submits.
 
@@ -627,6 +629,8 @@ class FrameRenderer:
             antialias: a downscale averages the source under each output pixel (a tent two output
                 pixels wide, as PIL's and torchvision's antialiased bilinear; :func:`antialias_taps`);
                 False: one bilinear sample a pixel, which aliases fine detail below half size.
+            mirrored: the picture is flipped left to right before ``rotation`` (a frame's
+                ``metadata.mirrored``, from its display matrix); None: an ImportedFrame's, else False.
 
         Returns:
             The target texture.
@@ -635,6 +639,7 @@ class FrameRenderer:
             InvalidInputError: too few planes, a bad size or an unsupported output format.
             UnsupportedError: a pixel format the shader cannot sample.
         """
+        planes_in = planes
         planes, pixel_format, colour, width, height, hdr = _frame_args_hdr(
             planes, pixel_format, colour, width, height, hdr
         )
@@ -660,6 +665,7 @@ class FrameRenderer:
             hdr,
             colour_target,
             antialias,
+            _mirrored(planes_in, mirrored),
         )
         render_pass = command_encoder.begin_render_pass(
             color_attachments=[
@@ -689,6 +695,7 @@ class FrameRenderer:
         hdr: HdrMetadata | None = None,
         colour_target: ColourTarget | None = None,
         antialias: bool = False,
+        mirrored: bool | None = None,
     ) -> None:
         """Record the render of ``planes`` (an ImportLease / ImportedFrame) into the rectangle ``rect`` of
         an open render pass's target: no texture of its own, no copy (a video wall's tile).
@@ -701,7 +708,8 @@ class FrameRenderer:
             planes: an importer's ``ImportLease`` or ``ImportedFrame``.
             rect: x, y, width, height in the target's pixels, inside the target.
             target_format: the pass's colour attachment format, from :data:`OUTPUT_FORMATS`.
-            crop, rotation, hdr, colour_target, antialias: as :meth:`encode_render` takes them.
+            crop, rotation, hdr, colour_target, antialias, mirrored: as :meth:`encode_render` takes
+                them.
 
         Raises:
             InvalidInputError: a bad rectangle or format, too few planes.
@@ -711,6 +719,7 @@ class FrameRenderer:
         if width_px < 1 or height_px < 1 or x < 0 or y < 0:
             raise InvalidInputError(f"a draw rectangle is x, y >= 0 and a positive size, got {rect}")
         _check_output_format(target_format, "target format")
+        mirror = _mirrored(planes, mirrored)
         planes, pixel_format, colour, width, height, hdr = _frame_args_hdr(
             planes, None, None, None, None, hdr
         )
@@ -727,6 +736,7 @@ class FrameRenderer:
             hdr,
             colour_target,
             antialias,
+            mirror,
         )
         render_pass.set_viewport(x, y, width_px, height_px, 0.0, 1.0)
         render_pass.set_scissor_rect(x, y, width_px, height_px)
@@ -748,6 +758,7 @@ class FrameRenderer:
         hdr: HdrMetadata | None,
         colour_target: ColourTarget | None,
         antialias: bool = False,
+        mirrored: bool = False,
     ) -> tuple[Any, Any]:
         """The pipeline and bind group of one render of ``size`` output pixels in ``target_format``."""
         kind = layout_kind(pixel_format)
@@ -763,6 +774,8 @@ class FrameRenderer:
         # The uniform block is the unrotated render's; the vertex shader turns the picture.
         unrotated = (size[1], size[0]) if _quarter_turn(rotation) else size
         params = shader_params(pixel_format, colour, width, height, crop=crop, output_size=unrotated)
+        if mirrored:
+            params = dataclasses.replace(params, mirrored=True)
         for plane in planes[: kind.plane_count]:
             _check_same_device(self.device, plane, "plane texture")
         views = [self._view(p) for p in planes[: kind.plane_count]]
@@ -799,6 +812,7 @@ class FrameRenderer:
         hdr: HdrMetadata | None = None,
         colour_target: ColourTarget | None = None,
         antialias: bool = False,
+        mirrored: bool | None = None,
     ) -> Any:
         """Render ``planes`` into ``target`` (or a cached texture) and submit; see :meth:`encode_render`."""
         encoder = self.device.create_command_encoder(label="alpha2 yuv_to_rgb")
@@ -816,6 +830,7 @@ class FrameRenderer:
             hdr=hdr,
             colour_target=colour_target,
             antialias=antialias,
+            mirrored=mirrored,
         )
         self.device.queue.submit([encoder.finish()])
         return result
@@ -889,6 +904,13 @@ def _frame_args_hdr(
     if hdr is None:
         hdr = getattr(getattr(getattr(planes, "frame", planes), "metadata", None), "hdr", None)
     return (*_frame_args(planes, pixel_format, colour, width, height), hdr)
+
+
+def _mirrored(planes: Any, mirrored: bool | None) -> bool:
+    """``mirrored`` as given, else an ImportLease's / ImportedFrame's ``metadata.mirrored``."""
+    if mirrored is not None:
+        return bool(mirrored)
+    return bool(getattr(getattr(getattr(planes, "frame", planes), "metadata", None), "mirrored", False))
 
 
 def _check_same_device(device: Any, obj: Any, what: str) -> None:
