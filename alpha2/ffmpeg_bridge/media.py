@@ -12,6 +12,7 @@ from typing import Any
 
 import av
 import av.video.stream
+from av.sidedata.sidedata import SideDataContainer
 
 from alpha2.ffmpeg_bridge.hdr import hdr_metadata_of
 from alpha2.ffmpeg_bridge.side_streams import InputStream, input_streams
@@ -214,9 +215,13 @@ def frame_orientation(frame: av.VideoFrame, fallback: Rotation) -> tuple[Rotatio
 
 
 def display_matrix(frame: av.VideoFrame) -> tuple[int, ...] | None:
-    """The frame's display matrix (nine 32-bit values, 16.16 fixed point but the last column), or None."""
-    side: Any = frame.side_data  # SideData objects (PyAV's stubs say strings)
+    """The frame's display matrix (nine 32-bit values, 16.16 fixed point but the last column), or None.
+
+    Read through a side-data container of its own: ``frame.side_data`` caches one on the frame that
+    refers back to it, a reference cycle that would keep every frame (and its picture) until the cyclic
+    collector runs (see :func:`~alpha2.ffmpeg_bridge.hdr.hdr_metadata_of`)."""
     try:
+        side: Any = SideDataContainer(frame)  # type: ignore[call-arg]  # PyAV's stub lacks the frame
         for data in side:
             if str(getattr(data, "type", "")).endswith("DISPLAYMATRIX"):
                 raw = bytes(data)
