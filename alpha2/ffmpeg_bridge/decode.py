@@ -291,6 +291,8 @@ class DecodeSession:
         self._probing = False  # decoding the first frame after a seek: errors are expected, not counted
         self._discards_seen = False  # a packet the container marks to discard (an edit list) was read
         self._sought = False  # a seek happened: the stream's end says nothing about truncation
+        self._untimed = False  # the frames carry no timestamps: _time_untimed gives them some
+        self._clock = 0  # an untimed stream's next frame's timestamp
         self._eof = False
         self._closed = False
         self._lock = threading.RLock()
@@ -684,8 +686,39 @@ class DecodeSession:
                 for pts in [pts for pts in durations if pts < frame.pts]:
                     del durations[pts]
         self._stamp_still(frame)
+        self._time_untimed(frame)
         self._note_end(frame)
         return frame
+
+    def _time_untimed(self, frame: av.VideoFrame) -> None:
+        """A raw elementary stream (.h264, .hevc) has no timestamps at all; FFmpeg's command line times
+        its frames one after the other from the start, each its duration after the last. So does the
+        session (a stream whose first frame has no timestamp is such a one), so that its frames can be
+        found by time, cut and muxed; seeks in it decode forward or start again
+        (:meth:`_position_untimed`)."""
+        if self._still is not None:
+            return
+        if frame.pts is None and not self._untimed and self._max_end is None and not self._sought:
+            assert self._stream is not None
+            self._untimed = True
+            self._clock = self._stream.start_time or 0
+            with self._stats_lock:
+                self._stats = replace(self._stats, untimed=True)
+        if not self._untimed:
+            return
+        step = frame.duration or self._frame_ticks()
+        if frame.pts is None:
+            frame.pts = self._clock
+            if not frame.duration:
+                frame.duration = step
+        self._clock = frame.pts + step
+
+    def _frame_ticks(self) -> int:
+        """One frame interval at the stream's average rate, in its time base (1 when it has none)."""
+        info = self._info
+        if info.average_rate and info.time_base:
+            return max(1, round(1 / (info.average_rate * info.time_base)))
+        return 1
 
     def _stamp_still(self, frame: av.VideoFrame) -> None:
         """An attached picture (an audio file's cover art) has no timestamp: it is shown from the
@@ -1118,6 +1151,12 @@ class DecodeSession:
         start = self._stream.start_time
         if new_generation:
             self._generation += 1
+        if self._untimed:
+            self._position_untimed(target)
+            self._seek_target = target
+            self._seek_after = False
+            self._eof = False
+            return
         if target is None:
             positions: tuple[int, ...] = seeking.rewind_positions(start, tb)
         else:
@@ -1142,6 +1181,26 @@ class DecodeSession:
         self._seek_target = target
         self._seek_after = False
         self._eof = False
+
+    def _position_untimed(self, target: int | None) -> None:
+        """:meth:`_position_at` for an untimed stream: its demuxer cannot seek by time (the raw ones
+        refuse), and no byte position says which frame it is. Decoding goes on from where it is when
+        the frame on display at ``target`` has not been passed yet (the frame held, or the next one to
+        decode, is at or before it: FFmpeg's ``-ss`` on such a file decodes from the start likewise);
+        else it starts again from the stream's beginning."""
+        held = self._held
+        if target is not None and self._frames is not None:
+            if held is not None and held.pts is not None:
+                if held.pts <= target:
+                    self._held = None
+                    self._frames = itertools.chain([held], self._frames)
+                    return
+            elif target >= self._clock:
+                return
+        if not self._rewind_demuxer():
+            raise MediaFormatError(f"cannot go back to the start of {_display_source(self.source)}")
+        self._last_pts = None
+        self._frames = self._decode_frames()
 
     def _seek_to(self, position: int) -> tuple[av.VideoFrame | None, Iterator[av.VideoFrame] | None]:
         """Seek the demuxer to ``position`` and decode the first frame from there; gives that frame and
@@ -1307,6 +1366,7 @@ class DecodeSession:
         self._frames = None
         self._held = None
         tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+        self._clock = self._stream.start_time or 0
         for position in seeking.rewind_positions(self._stream.start_time, tb):
             try:
                 self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
@@ -1314,7 +1374,25 @@ class DecodeSession:
                 continue  # AVI, GIF and image files refuse a time before the start: try the start
             self._decoder.flush_buffers()
             return True
+        if self._untimed:  # the raw demuxers refuse every seek: open the file again
+            self._reopen()
+            return True
         return False
+
+    def _reopen(self) -> None:
+        """Open the source again, at its start, with the decoder as it was chosen (an untimed stream's
+        demuxer cannot go back). The stream's info, as its first frame completed it, is kept."""
+        assert self._container is not None
+        container, info, report = self._container, self._info, self._report
+        self._container = self._stream = self._decoder = None
+        container.close()
+        self._rewind()
+        reopened = self._open(self._plan)
+        self._info = info
+        self._report = report if reopened.decoder == report.decoder else reopened
+        self._frames = None
+        assert self._stream is not None
+        self._clock = self._stream.start_time or 0
 
     def _scan_packets(self) -> seeking.FrameIndex:
         assert self._container is not None and self._stream is not None

@@ -61,3 +61,7 @@ class DecodeStats:
     """The decoder generation of the most recent frame."""
     truncated: bool = False
     """The stream ended well before the duration its container announced (also counted in decode_errors)."""
+    untimed: bool = False
+    """The stream's frames carry no timestamps (a raw elementary stream: .h264, .hevc): the session
+    timed them one after the other from the stream's start, each its duration after the last (the
+    packets', else the frame rate's), as FFmpeg's command line does."""
