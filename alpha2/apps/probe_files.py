@@ -119,6 +119,8 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
             parts.append(f"{stream.frame_rate:.3f}".rstrip("0").rstrip(".") + " fps")
         if stream.pixel_format:
             parts.append(stream.pixel_format)
+        if stream.alpha_beside:
+            parts.append("alpha stored beside, not decoded (FFmpeg's decoder shows it opaque)")
         if stream.frame_count:
             parts.append(frames_text(stream))
     elif kind == "audio":

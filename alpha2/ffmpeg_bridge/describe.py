@@ -81,6 +81,9 @@ class StreamFacts:
     colour_tags: tuple[str, str, str, str] | None = None
     """Video: the matrix, primaries, transfer and range as the stream is tagged (``unknown`` where it
     is not), before any guess."""
+    alpha_beside: bool = False
+    """Video: the stream carries its alpha beside the picture (WebM's ``alpha_mode``: VP8 / VP9 alpha
+    in BlockAdditions), which FFmpeg's own decoders leave out: the pictures decode opaque."""
     sample_rate: int = 0
     """Audio: samples per second per channel (0 when not said)."""
     channels: int = 0
@@ -268,6 +271,7 @@ def _stream_facts(stream: Any) -> StreamFacts:
             frame_count=int(stream.frames) if stream.frames else None,
             pixel_format=str(cc.format.name) if cc.format is not None else None,
             colour_tags=_colour_tags(cc),
+            alpha_beside=_alpha_beside(metadata, cc),
         )
     if kind is StreamKind.AUDIO and cc is not None:
         layout = getattr(cc, "layout", None)
@@ -284,6 +288,15 @@ def _stream_facts(stream: Any) -> StreamFacts:
     if kind is StreamKind.ATTACHMENT:
         return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
     return StreamFacts(**common)
+
+
+def _alpha_beside(metadata: Any, cc: Any) -> bool:
+    """Whether a video stream's alpha is stored beside its pictures (Matroska's ``alpha_mode`` 1) and
+    left out by the decoder (its pixel format has no alpha)."""
+    if str(metadata.get("alpha_mode", "")).strip() != "1":
+        return False
+    fmt = getattr(cc, "format", None)
+    return fmt is None or not any(component.is_alpha for component in fmt.components)
 
 
 def _layout_name(layout: Any) -> str | None:
