@@ -164,6 +164,7 @@ _BY_KIND = {
         "frames_by_duration",
         "pixel_format",
         "colour_tags",
+        "alpha_beside",
     ),
     "audio": ("sample_rate", "channels", "layout", "sample_format"),
     "subtitle": ("text",),
