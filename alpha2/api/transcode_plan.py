@@ -442,6 +442,44 @@ def _rgb_output(input_colour: ColourInfo, out: Size) -> ColourInfo:
     )
 
 
+def _even_sides(
+    input_size: Size, reasons: list[str]
+) -> tuple[Size, tuple[int, int, int, int] | None, Size | None]:
+    """The even size a 4:2:0 output of an odd-sided picture takes, the crop to it and the size padded
+    from (None: none); what is done said in ``reasons``. The last column / row is cut rather than the
+    whole picture resampled (that blurs every edge); a side of one pixel cannot lose it: it is
+    repeated to two, the encoders' smallest side."""
+    w, h = input_size.width, input_size.height
+    cut_w, cut_h = (w % 2 if w > 1 else 0), (h % 2 if h > 1 else 0)
+    out = Size(max(2, w - cut_w), max(2, h - cut_h))
+    crop: tuple[int, int, int, int] | None = None
+    padded_from: Size | None = None
+    if cut_w or cut_h:
+        crop = (0, 0, w - cut_w, h - cut_h)
+        reasons.append(
+            f"crop {w}x{h} -> {w - cut_w}x{h - cut_h}: 4:2:0 output needs even sides "
+            f"({cut_w} column, {cut_h} row cut at the right / bottom edge, pixels not resampled)"
+        )
+    if w == 1 or h == 1:
+        padded_from = input_size
+        reasons.append(
+            f"pad {w}x{h} -> {out.width}x{out.height}: no encoder takes a side of one pixel "
+            "(the single column / row repeated)"
+        )
+    return out, crop, padded_from
+
+
+def _odd_sides_kept(input_format: PixelFormat, encoder_formats: tuple[str, ...], w: int, h: int) -> bool:
+    """Whether a picture of ``w`` x ``h`` (a side odd) goes to the encoder as it is: the format it takes
+    for ``input_format`` subsamples the chroma along no odd side (4:4:4, or 4:2:2 with an odd height),
+    as the ffmpeg command passes such a picture. RGB is converted to 4:2:0, and a side of one pixel
+    is padded."""
+    if input_format.is_rgb or w == 1 or h == 1:
+        return False
+    taken = nearest_encoder_format(input_format, encoder_formats)
+    return not (w % 2 and taken.log2_chroma_w) and not (h % 2 and taken.log2_chroma_h)
+
+
 def plan_transcode(
     input_size: Size,
     input_format: PixelFormat,
@@ -479,6 +517,8 @@ def plan_transcode(
     crop: tuple[int, int, int, int] | None = None
     padded_from: Size | None = None
     shape = sample_aspect if sample_aspect is not None and sample_aspect > 0 and sample_aspect != 1 else None
+    # Odd sides a passthrough hands the encoder as they are; the GPU route (NV12, P010) cuts them below.
+    odd_kept = (w % 2 or h % 2) and _odd_sides_kept(input_format, encoder_formats, w, h)
     lost_shape = shape is not None and options.size is None and not keeps_pixel_shape
     if options.size is not None or lost_shape:
         # Anamorphic pixels: the picture as shown is wider (or taller) than stored. An output that
@@ -498,23 +538,8 @@ def plan_transcode(
             )
             reasons.append(f"scale {w}x{h}{pixels} -> {out.width}x{out.height} ({fit})")
         shape = None
-    elif w % 2 or h % 2:
-        # Cut the last column / row rather than resample the whole picture (that blurs every edge); a
-        # side of one pixel cannot lose it: it is repeated to two, the encoders' smallest side.
-        cut_w, cut_h = (w % 2 if w > 1 else 0), (h % 2 if h > 1 else 0)
-        out = Size(max(2, w - cut_w), max(2, h - cut_h))
-        if cut_w or cut_h:
-            crop = (0, 0, w - cut_w, h - cut_h)
-            reasons.append(
-                f"crop {w}x{h} -> {w - cut_w}x{h - cut_h}: 4:2:0 output needs even sides "
-                f"({cut_w} column, {cut_h} row cut at the right / bottom edge, pixels not resampled)"
-            )
-        if w == 1 or h == 1:
-            padded_from = input_size
-            reasons.append(
-                f"pad {w}x{h} -> {out.width}x{out.height}: no encoder takes a side of one pixel "
-                "(the single column / row repeated)"
-            )
+    elif (w % 2 or h % 2) and not odd_kept:
+        out, crop, padded_from = _even_sides(input_size, reasons)
     else:
         out = input_size
     if quarter and options.size is None and not lost_shape:
@@ -556,6 +581,10 @@ def plan_transcode(
         reasons.append("--gpu asks for GPU processing")
     if mirrored:
         reasons.append("flip the picture left to right (its display matrix: no output tag keeps a mirror)")
+    if odd_kept and reasons and options.size is None and not lost_shape:
+        # Processed after all: the GPU route writes 4:2:0, whose sides are even.
+        out, crop, padded_from = _even_sides(input_size, reasons)
+        out = out.transposed() if quarter else out
     if turn and reasons:
         reasons.append(f"turn the picture {int(rotation)} degrees clockwise (its display matrix)")
     kept = (

@@ -420,9 +420,11 @@ class _Transcoder:
         has no table for the encoder (FFmpeg refuses bad sizes when it opens)."""
         from alpha2.native_gpu.encode.extent import VideoEncodeExtent
 
+        # A passthrough hands the encoder its own format (4:4:4 and 4:2:2 take odd sides where 4:2:0
+        # does not); the GPU route writes NV12 or P010.
         fmt = (
             plan.output_format
-            if plan.output_format in (PixelFormat.NV12, PixelFormat.P010)
+            if plan.passthrough or plan.output_format in (PixelFormat.NV12, PixelFormat.P010)
             else PixelFormat.NV12
         )
         try:
