@@ -329,8 +329,9 @@ class _Transcoder:
 
     def _shift_seconds(self, first: DecodedFrame) -> fractions.Fraction:
         """How much earlier every output timestamp is than the input's: the first time across the
-        kept streams (the decoded video's first frame, exactly; the copied streams' starts), when
-        after zero."""
+        kept streams (the decoded video's first frame, exactly; the copied streams' starts). A start
+        before zero (an MPEG-TS clock FFmpeg unwrapped near its 33-bit wrap) gives a negative shift:
+        the output is moved later, as ffmpeg moves it, to start at zero all the same."""
         assert self.decoder is not None
         meta = first.metadata
         starts: list[fractions.Fraction] = []
@@ -341,7 +342,7 @@ class _Transcoder:
             if stream.index in copied and stream.start_seconds is not None and not stream.attached_picture:
                 if stream.kind in (StreamKind.AUDIO, StreamKind.SUBTITLE):
                     starts.append(fractions.Fraction(stream.start_seconds).limit_denominator(1_000_000))
-        return max(fractions.Fraction(0), min(starts)) if starts else fractions.Fraction(0)
+        return min(starts) if starts else fractions.Fraction(0)
 
     def _encode_session(self, decoder: DecodeSession, plan: TranscodePlan) -> EncodeSession:
         options = self.options
@@ -399,6 +400,12 @@ class _Transcoder:
         self.stats.start_shift_seconds = float(self._origin)
         self.stats.dropped_streams = list(self._streams.dropped)
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
+        if self._origin < 0:
+            # The report says a positive start's shift; a start before zero is moved the other way.
+            self.stats.input_notes.append(
+                f"timestamps shifted by +{float(-self._origin):.3f} s: the input starts at "
+                f"{float(self._origin):.3f} s, the output at 0"
+            )
         self.stats.encoder = {
             "name": encoder.name,
             "codec": encoder.codec,

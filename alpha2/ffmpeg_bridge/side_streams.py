@@ -824,7 +824,7 @@ class StreamCopier:
             self.report.other_notes.append(f"{count}: " + ", ".join(said))
         elif self._shift:
             self.report.other_notes.append(
-                f"{count} moved by -{float(self._shift):.3f} s with the output's start"
+                f"{count} moved by {float(-self._shift):+.3f} s with the output's start"
             )
 
     def _keep(
