@@ -544,6 +544,12 @@ def transcode_segmented(
         report.dts_raised = joined.dts_raised
         for part in parts:
             seg_stats, first, last = results[part.index]
+            # A size change within a segment is scaled there: its note is the whole run's to say.
+            stats.input_notes.extend(
+                f"{part.describe()}: {note}"
+                for note in seg_stats.input_notes
+                if note.startswith("picture size changed")
+            )
             start = fractions.Fraction(first) * survey.time_base
             report.parts.append(
                 SegmentResult(

@@ -18,7 +18,9 @@ The options and the plan (passthrough or GPU, output size, format and colour) ar
 included), shifted so that the output starts at zero (the first time across the kept streams, as
 FFmpeg does), made strictly increasing where the input's repeat, go back or reset, re-timed at a
 discontinuity (:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the decoder flags corrupt
-are kept and counted; the input's other streams are kept where the output's container holds them (all
+are kept and counted; frames whose picture size differs from the first's (joined MPEG-TS or H.264
+files) are scaled to the output size (swscale on a passthrough, the route's own scaler otherwise),
+counted and said; the input's other streams are kept where the output's container holds them (all
 audio, subtitles, cover art, attachments) and every one left out is reported with the reason
 (:func:`~alpha2.api.transcode_plan.plan_streams`); its chapters are kept as ffmpeg keeps them (moved
 with the output's start, cut to the part; a cut, or a container without chapters such as AVI and
@@ -198,6 +200,47 @@ class _CutFrames:
 
 
 @dataclass
+class _SizeChanges:
+    """Frames whose picture size differs from the first's (a stream whose size changes part-way, as
+    joined MPEG-TS or H.264 files do): each is scaled to the output size, counted, and said."""
+
+    first: Size
+    """The first frame's size: the plan's."""
+    frames: int = 0
+    """Frames of another size."""
+    at_seconds: float | None = None
+    """The output time of the first of them."""
+    sizes: list[Size] = dataclasses.field(default_factory=list)
+    """The other sizes met, in order."""
+
+    def met(self, frame: DecodedFrame, seconds: float | None) -> bool:
+        """Whether ``frame`` is of another size than the first (then counted)."""
+        size = Size(frame.width, frame.height)
+        if size == self.first:
+            return False
+        self.frames += 1
+        if self.at_seconds is None:
+            self.at_seconds = seconds
+        if size not in self.sizes:
+            self.sizes.append(size)
+        return True
+
+    def note(self, output: Size, how: str) -> str | None:
+        """The summary's note (None: every frame had the first's size); ``how`` says the scaler."""
+        if not self.frames:
+            return None
+        at = "" if self.at_seconds is None else f" at {self.at_seconds:.3f} s"
+        first = self.sizes[0]
+        more = len(self.sizes) - 1
+        others = f", then {more} other size{'s' if more > 1 else ''}" if more else ""
+        count = f"{self.frames} frame{'' if self.frames == 1 else 's'}"
+        return (
+            f"picture size changed{at} ({first.width}x{first.height}{others}): {count} scaled to "
+            f"{output.width}x{output.height} {how}"
+        )
+
+
+@dataclass
 class _SwscaleRun:
     """What the swscale loop (:func:`~alpha2.api.scale_route.run_swscale`) uses of a run, its frames
     taken through the cut."""
@@ -284,6 +327,9 @@ class _Transcoder:
         self._first_pts = True  # the next _pts is the first frame's
         self._frames: _CutFrames | None = None
         self._trim = False  # the copied streams are cut with the video (audio re-encoded)
+        self._sizes: _SizeChanges | None = None  # frames of another size than the first's
+        self._resizer: Any = None  # a passthrough's FrameScaler for them (made when one comes)
+        self._resized_how = ""  # how the passthrough scaled them, for the note
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -519,6 +565,7 @@ class _Transcoder:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal
         self.stats.plan = plan
         self._interlaced = first.metadata.interlaced
+        self._sizes = _SizeChanges(Size(first.width, first.height))
         return decoder, first, plan
 
     def survey(self) -> TranscodeSurvey:
@@ -575,6 +622,7 @@ class _Transcoder:
                 )
             else:
                 self._gpu(first, plan)
+            self._size_note(plan)
             start = time.perf_counter()
             ended = self._frames.ended_at
             if ended is not None:
@@ -716,15 +764,60 @@ class _Transcoder:
         self._first_pts = False
         fixed = self._timestamps.fix(pts, duration)
         assert fixed is not None  # video timestamps are nudged, never dropped
+        if self._sizes is not None:  # every route times each frame here: its size is looked at too
+            self._sizes.met(frame, float(fixed * out_tb))
         self.stats.timestamps = self._timestamps.adjustments
         if self.first_pts_out is None:
             self.first_pts_out = fixed
         self.last_pts_out = fixed
         return fixed
 
+    def _size_note(self, plan: TranscodePlan) -> None:
+        """Say the frames of another size than the first's, and how they were scaled."""
+        if self._sizes is None or (self.stats.scale_route is None and not plan.passthrough):
+            return
+        if plan.passthrough:
+            how = self._resized_how
+        elif self.stats.scale_route is not None and self.stats.scale_route.get("route") == "swscale":
+            how = "on the CPU (swscale)"
+        else:
+            how = "on the GPU"
+        note = self._sizes.note(plan.output_size, how)
+        if note is not None:
+            self.stats.input_notes.append(note)
+
+    def _resized(
+        self, frame: DecodedFrame, pixel_format: PixelFormat, colour: ColourInfo
+    ) -> DecodedFrame | None:
+        """A passthrough frame of another size than the first, scaled to the output size and to the
+        first's ``pixel_format`` and ``colour`` by swscale, as the CPU scale route scales (bicubic, as
+        ffmpeg's scale filter does at a size change); None when it has the first's size, or when swscale
+        cannot take it (on the GPU, or a conversion it does not do): PyAV's reformat in the encoder scales it
+        then, as the note says."""
+        from alpha2.ffmpeg_bridge.scale import FrameScaler, swscale_unsupported_reason
+
+        plan = self.stats.plan
+        assert plan is not None and self._sizes is not None
+        if Size(frame.width, frame.height) == self._sizes.first:
+            return None
+        why = (
+            "the frames are on the GPU"
+            if frame.on_gpu
+            else swscale_unsupported_reason(frame.pixel_format, frame.colour, colour)
+        )
+        if why is not None:
+            self._resized_how = f"by PyAV's reformat in the encoder (bilinear; swscale here: {why})"
+            return None
+        if self._resizer is None:
+            self._resizer = FrameScaler(plan.output_size, pixel_format, colour)
+            self._resized_how = "on the CPU (swscale, bicubic, as ffmpeg scales at a size change)"
+        scaled: DecodedFrame = self._resizer(frame)
+        return scaled
+
     def _passthrough(self, first: DecodedFrame) -> None:
         frames, session, stats = self._frames, self.session, self.stats
         assert frames is not None and session is not None
+        pixel_format, colour = first.pixel_format, first.colour  # what a frame of another size is made
         add = stats.stages.add
         clock = time.perf_counter
         paths = stats.paths
@@ -737,9 +830,17 @@ class _Transcoder:
             path = ExecutionPath.CPU_DOWNLOAD if frame.on_gpu else ExecutionPath.SOFTWARE
             paths.add(path, _frame_bytes(frame), note=on_gpu_note if frame.on_gpu else "passthrough")
             t0 = clock()
+            scaled: DecodedFrame | None = None
             try:
-                session.encode(frame, pts=self._pts(frame))
+                pts = self._pts(frame)
+                scaled = self._resized(frame, pixel_format, colour)  # another size than the first's
+                if scaled is not None:
+                    add("scale", clock() - t0)
+                    t0 = clock()
+                session.encode(frame if scaled is None else scaled, pts=pts)
             finally:
+                if scaled is not None:
+                    scaled.release()
                 frame.release()
             t1 = clock()
             stats.frames += 1
@@ -769,8 +870,11 @@ class _Transcoder:
                     raise
                 t1 = clock()
                 try:
+                    # The plan's crop (odd sides) is the first frame's: one of another size is scaled whole.
+                    same = self._sizes is None or Size(frame.width, frame.height) == self._sizes.first
+                    crop = plan.crop if same else None
                     ready, render_seconds = self._convert(
-                        parts, lease.frame, pts, plan.crop, plan.rotation, plan.mirrored
+                        parts, lease.frame, pts, crop, plan.rotation, plan.mirrored
                     )
                 finally:
                     lease.release()  # after the submit that reads the planes: later uploads queue behind it
