@@ -26,7 +26,7 @@ from alpha2.api.transcode_choices import (
     DepthChoice,
 )
 from alpha2.ffmpeg_bridge.encoders import nearest_encoder_format
-from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
+from alpha2.ffmpeg_bridge.side_streams import CHAPTER_MUXERS, DroppedStream, InputStream, StreamKind
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -722,18 +722,38 @@ class StreamPlan:
     attachments); the session may still drop some, with the reason."""
     dropped: tuple[DroppedStream, ...]
     """Streams left out by the plan, with why."""
+    notes: tuple[str, ...] = ()
+    """Streams neither copied nor dropped, said (an MP4 chapter track: kept as the output's chapters)."""
 
 
-def plan_streams(streams: tuple[InputStream, ...], video_index: int, options: TranscodeOptions) -> StreamPlan:
+def plan_streams(
+    streams: tuple[InputStream, ...], video_index: int, options: TranscodeOptions, muxer: str | None = None
+) -> StreamPlan:
     """Keep every stream the output may hold, as FFmpeg keeps what its container takes: all audio (but
     with ``--no-audio``), subtitles, cover art, attachments; one video stream is transcoded, data
-    tracks are not written. What is left out is listed with the reason."""
+    tracks are not written. What is left out is listed with the reason. An MP4 / MOV chapter track is
+    the input's chapters, which the output's ``muxer`` keeps as its own chapters (said in ``notes``), or
+    has no place for (dropped)."""
     copy: list[int] = []
     dropped: list[DroppedStream] = []
+    notes: list[str] = []
     for stream in streams:
         if stream.index == video_index:
             continue
         why: str | None = None
+        if stream.chapter_track:
+            if muxer is None or muxer in CHAPTER_MUXERS:
+                notes.append(f"stream {stream.index} (the chapter track): its chapters kept as the output's")
+            else:
+                dropped.append(
+                    DroppedStream(
+                        stream.index,
+                        stream.kind,
+                        "chapters",
+                        f"the chapter track: the {muxer} container holds no chapters",
+                    )
+                )
+            continue
         if stream.kind is StreamKind.VIDEO and not stream.attached_picture:
             why = f"one video stream is transcoded (stream {video_index})"
         elif stream.kind is StreamKind.AUDIO and not options.audio:
@@ -747,4 +767,4 @@ def plan_streams(streams: tuple[InputStream, ...], video_index: int, options: Tr
             copy.append(stream.index)
         else:
             dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, why))
-    return StreamPlan(tuple(copy), tuple(dropped))
+    return StreamPlan(tuple(copy), tuple(dropped), tuple(notes))

@@ -523,7 +523,9 @@ class _Transcoder:
         part = self._part
         # A segment is video only: the join copies the other streams once, over the whole output.
         self._streams = (
-            plan_streams(info.streams, info.index, self.options) if part is None else StreamPlan((), ())
+            plan_streams(info.streams, info.index, self.options, output_container(self.output))
+            if part is None
+            else StreamPlan((), ())
         )
         # The input's start (the first time across the kept streams): the output's 0, and what
         # --from and --to count from, as FFmpeg's -ss and -to count from the file's start.
@@ -1092,7 +1094,7 @@ class _Transcoder:
         """What became of the copied streams (an encode session's or a join's counts): kept, dropped with
         the reason, audio said in the encoder's."""
         self.stats.kept_streams = list(copied.copied_streams)
-        self.stats.stream_notes = list(copied.stream_notes)
+        self.stats.stream_notes = list(self._streams.notes) + list(copied.stream_notes)
         self.stats.dropped_streams = list(self._streams.dropped) + list(copied.dropped_streams)
         self.stats.dropped_streams.sort(key=lambda d: d.index)
         if not self.stats.encoder or not self.options.audio:

@@ -54,6 +54,7 @@ from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, TimestampFixer
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = [
+    "CHAPTER_MUXERS",
     "DroppedStream",
     "InputStream",
     "StreamCopier",
@@ -220,6 +221,9 @@ class InputStream:
     """Audio samples per second."""
     filename: str = ""
     """An attachment's file name."""
+    chapter_track: bool = False
+    """An MP4 / MOV chapter track (a text track FFmpeg's mov demuxer reads as the file's chapters and
+    shows as a data stream): its content is the chapters, which are copied as such."""
 
     def describe(self) -> str:
         """``audio (aac, 2 ch, 48000 Hz)``, ``cover art (mjpeg 300x300)``, ``attachment font.ttf`` ..."""
@@ -231,6 +235,8 @@ class InputStream:
             return f"audio ({self.codec}, {self.channels} ch, {self.sample_rate} Hz)"
         if self.kind is StreamKind.ATTACHMENT:
             return f"attachment {self.filename or '(unnamed)'}"
+        if self.chapter_track:
+            return "the chapter track"
         return f"{self.kind.value} ({self.codec or 'unknown codec'})"
 
 
@@ -272,10 +278,25 @@ def _codec_name(stream: Any) -> str:
     return str(metadata.get("handler_name", "") or "")
 
 
+def _chapter_tracks(container: av.container.InputContainer) -> frozenset[int]:
+    """The streams of an MP4 / MOV that are its chapter track: FFmpeg's mov demuxer reads such a text
+    track into the file's chapters and leaves it a data stream without a codec, one sample a chapter."""
+    if "mov" not in container.format.name.split(","):
+        return frozenset()
+    data = [s for s in container.streams if s.type == "data" and getattr(s, "codec_context", None) is None]
+    if not data:
+        return frozenset()
+    count = len(container.chapters())
+    if not count:
+        return frozenset()
+    return frozenset(s.index for s in data if s.frames == count and "timecode" not in s.metadata)
+
+
 def input_streams(container: av.container.InputContainer) -> tuple[InputStream, ...]:
     """Every stream of ``container``, described without decoding."""
     found = []
     attached = int(av.stream.Disposition.attached_pic)
+    chapter_tracks = _chapter_tracks(container)
     for stream in container.streams:
         kind = stream_kind(stream)
         start = None
@@ -296,6 +317,7 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
                 filename=str(stream.metadata.get("filename", "") or "")
                 if kind is StreamKind.ATTACHMENT
                 else "",
+                chapter_track=stream.index in chapter_tracks,
             )
         )
     return tuple(found)
