@@ -17,6 +17,7 @@ ext4, XFS, Btrfs, tmpfs and NTFS's 255 UTF-16 units, the tightest of them in byt
 
 OUTPUT_CONTAINERS: dict[str, str] = {
     ".mp4": "mp4",
+    ".m4v": "ipod",
     ".mov": "mov",
     ".mkv": "matroska",
     ".webm": "webm",

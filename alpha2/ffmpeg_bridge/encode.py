@@ -90,6 +90,10 @@ FRAME_CLOCK_MUXERS = frozenset({"avi"})
 _MUXER_REFUSES: dict[tuple[str, str], str] = {
     ("mov", "vp9"): "FFmpeg's mov muxer refuses it",
     ("mov", "av1"): "FFmpeg's mov muxer refuses it",
+    # .m4v: MP4 with Apple's M4V brand, whose codec list is H.264 and MPEG-4 Part 2 video only.
+    ("ipod", "hevc"): "FFmpeg's ipod muxer (.m4v) takes H.264 and MPEG-4 video only",
+    ("ipod", "vp9"): "FFmpeg's ipod muxer (.m4v) takes H.264 and MPEG-4 video only",
+    ("ipod", "av1"): "FFmpeg's ipod muxer (.m4v) takes H.264 and MPEG-4 video only",
     # FFmpeg's mpegts muxer writes them without complaint, as a stream of private data that no demuxer
     # (FFmpeg's own included) reads back as video: the file would hold audio only.
     ("mpegts", "vp9"): "FFmpeg's mpegts muxer writes it as a data stream that nothing reads back as video",
@@ -101,7 +105,7 @@ writes the header ("vp9 only supported in MP4"), or writes a file whose video ca
 PIXEL_SHAPE_CODECS = frozenset({"h264", "hevc", "mpeg2", "mpeg4"})
 """Codec families whose bitstream carries the pixel shape (H.264 / HEVC VUI, the MPEG aspect codes)."""
 
-PIXEL_SHAPE_MUXERS = frozenset({"mp4", "mov"})
+PIXEL_SHAPE_MUXERS = frozenset({"mp4", "ipod", "mov"})
 """Muxers that write an encoder's pixel shape whatever the codec (the 'pasp' box). Matroska and WebM
 take it from the AVStream, which PyAV does not set: VP9, AV1 or FFV1 there would lose it."""
 
@@ -111,7 +115,7 @@ def keeps_pixel_shape(muxer: str, codec: str) -> bool:
     return muxer in PIXEL_SHAPE_MUXERS or codec in PIXEL_SHAPE_CODECS
 
 
-ROTATION_CONTAINERS = frozenset({"mp4", "mov", "matroska", "webm"})
+ROTATION_CONTAINERS = frozenset({"mp4", "ipod", "mov", "matroska", "webm"})
 """Muxers that store a display matrix (MP4 / MOV track matrix, Matroska projection): a rotation tag
 survives in them; MPEG-TS, AVI and NUT drop it."""
 

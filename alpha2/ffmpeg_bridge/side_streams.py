@@ -71,12 +71,14 @@ __all__ = [
     "stream_kind",
 ]
 
-SUBTITLE_MUXERS = frozenset({"matroska", "mp4", "mov", "webm"})
+SUBTITLE_MUXERS = frozenset({"matroska", "mp4", "ipod", "mov", "webm"})
 """Muxers alpha2 copies subtitle packets into (each where its codec list takes the subtitle codec:
-Matroska text and bitmap subtitles, MP4 / MOV ``mov_text``, WebM WebVTT)."""
+Matroska text and bitmap subtitles, MP4 / M4V (FFmpeg's ``ipod`` muxer) / MOV ``mov_text``, WebM
+WebVTT)."""
 
 COVER_ART_MUXERS = frozenset({"mp4", "mov", "matroska"})
-"""Muxers that keep cover art: MP4 / MOV as an attached picture (``covr``), Matroska as an attachment."""
+"""Muxers that keep cover art: MP4 / MOV as an attached picture (``covr``), Matroska as an attachment.
+Not M4V: FFmpeg's ``ipod`` muxer takes no picture codec (MJPEG, PNG)."""
 
 ATTACHMENT_MUXERS = frozenset({"matroska"})
 """Muxers that hold attachments (fonts and other files)."""
@@ -116,7 +118,7 @@ LOSSLESS_AUDIO_TARGETS = ("flac", "alac")
 """Lossless codecs a lossless source is encoded again to (the first its container holds), where it must
 be encoded again: lossless stays lossless."""
 
-PCM_NOT_COPIED_INTO = frozenset({"mp4"})
+PCM_NOT_COPIED_INTO = frozenset({"mp4", "ipod"})
 """Muxers PCM is not copied into: MP4's PCM (``ipcm``, FFmpeg 6.0 on) reads as noise in older players
 and FFmpeg (5.1 takes it for 16-bit big-endian), so it is encoded again, as ``ffmpeg``'s default does."""
 
@@ -154,7 +156,13 @@ not take the source's layout; those sharing most channels with it first."""
 TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "mov_text", "webvtt", "text"})
 """Subtitle codecs whose packets are plain text (MP4 timed text: a length, the text, style boxes)."""
 
-TEXT_SUBTITLE_TARGETS = {"matroska": "subrip", "mp4": "mov_text", "mov": "mov_text", "webm": "webvtt"}
+TEXT_SUBTITLE_TARGETS = {
+    "matroska": "subrip",
+    "mp4": "mov_text",
+    "ipod": "mov_text",
+    "mov": "mov_text",
+    "webm": "webvtt",
+}
 """The text subtitle codec each muxer takes, which other plain-text subtitles are converted to."""
 
 CONTAINER_TAGS_NOT_COPIED = frozenset({"creation_time", "company_name", "product_name", "product_version"})
