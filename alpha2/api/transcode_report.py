@@ -60,8 +60,9 @@ class TranscodeStats:
     scale_route: dict[str, Any] | None = None
     """How frames were scaled and converted (GPU or swscale) and why; None for a passthrough."""
     start_shift_seconds: float = 0.0
-    """Subtracted from every output timestamp so that the output starts at zero (the first time across
-    the kept streams; 0: the input starts at zero or before)."""
+    """Subtracted from every output timestamp so that the output starts at zero: the first time across
+    the kept streams, in seconds (negative for an input that starts before zero, an MPEG-TS clock FFmpeg
+    unwrapped; 0: the input starts at zero)."""
     kept_streams: list[InputStream] = field(default_factory=list)
     """The input's other streams in the output (audio, subtitles, cover art, attachments)."""
     dropped_streams: list[DroppedStream] = field(default_factory=list)
@@ -290,9 +291,9 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
             for name, value in added.items()
         )
         notes.append(f"colour tags the input lacks written as alpha2 took them: {said}")
-    if stats.start_shift_seconds > 0:
+    if stats.start_shift_seconds:
         notes.append(
-            f"timestamps shifted by -{stats.start_shift_seconds:.3f} s: the input starts at "
+            f"timestamps shifted by {-stats.start_shift_seconds:+.3f} s: the input starts at "
             f"{stats.start_shift_seconds:.3f} s, the output at 0"
         )
     if stats.timestamps.total:

@@ -446,12 +446,6 @@ class _Transcoder:
         self.stats.start_shift_seconds = float(self._origin)
         self.stats.dropped_streams = list(self._streams.dropped)
         self.stats.input_notes = input_notes(self._first, plan, encoder.name)
-        if self._origin < 0:
-            # The report says a positive start's shift; a start before zero is moved the other way.
-            self.stats.input_notes.append(
-                f"timestamps shifted by +{float(-self._origin):.3f} s: the input starts at "
-                f"{float(self._origin):.3f} s, the output at 0"
-            )
         self.stats.encoder = {
             "name": encoder.name,
             "codec": encoder.codec,
