@@ -70,3 +70,10 @@ def test_chapter_track_into_a_container_without_chapters(tmp_path: Path, capsys:
     assert [d["reason"] for d in data["dropped_streams"]] == [
         "the chapter track: the mpegts container holds no chapters"
     ]
+
+
+def test_probe_names_the_chapter_track(tmp_path: Path, capsys: Capsys) -> None:
+    src = _with_chapters(tmp_path)
+    assert cli.main(["probe", src]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "#1" in line]
+    assert lines and "chapters" in lines[0] and "unknown codec" not in lines[0], lines

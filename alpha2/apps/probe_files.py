@@ -98,7 +98,7 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
 def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
     """The stream in one line; ``decoded``: what decoding its first frame said (its rotation)."""
     kind = stream.kind.value
-    codec = stream.codec or "unknown codec"
+    codec = "chapters" if stream.chapter_track else stream.codec or "unknown codec"
     parts = [f"{codec} ({stream.profile})" if stream.profile else codec]
     if kind == "video":
         rotation = decoded.rotation if decoded is not None else stream.rotation

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fractions
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import av
@@ -24,7 +24,7 @@ from alpha2.ffmpeg_bridge.media import (
     stream_language,
     stream_rotation,
 )
-from alpha2.ffmpeg_bridge.side_streams import StreamKind, stream_kind
+from alpha2.ffmpeg_bridge.side_streams import StreamKind, chapter_tracks, stream_kind
 from alpha2.gpu.geometry import Rotation
 
 __all__ = ["ChapterFacts", "FileFacts", "StreamFacts", "describe_file"]
@@ -81,6 +81,9 @@ class StreamFacts:
     colour_tags: tuple[str, str, str, str] | None = None
     """Video: the matrix, primaries, transfer and range as the stream is tagged (``unknown`` where it
     is not), before any guess."""
+    chapter_track: bool = False
+    """Data: an MP4 / MOV chapter track (FFmpeg reads it into the file's chapters and shows it as a data
+    stream without a codec)."""
     alpha_beside: bool = False
     """Video: the stream carries its alpha beside the picture (WebM's ``alpha_mode``: VP8 / VP9 alpha
     in BlockAdditions), which FFmpeg's own decoders leave out: the pictures decode opaque."""
@@ -194,7 +197,11 @@ def describe_file(path: str | os.PathLike[str]) -> FileFacts:
     try:
         if not isinstance(container, av.container.InputContainer):
             raise MediaFormatError(f"{where!r} did not open as an input")
-        streams = tuple(_stream_facts(stream) for stream in container.streams)
+        tracks = chapter_tracks(container)
+        streams = tuple(
+            replace(facts, chapter_track=True) if facts.index in tracks else facts
+            for facts in (_stream_facts(stream) for stream in container.streams)
+        )
         fmt = container.format
         size: int | None = None
         try:

@@ -286,7 +286,7 @@ def _codec_name(stream: Any) -> str:
     return str(metadata.get("handler_name", "") or "")
 
 
-def _chapter_tracks(container: av.container.InputContainer) -> frozenset[int]:
+def chapter_tracks(container: av.container.InputContainer) -> frozenset[int]:
     """The streams of an MP4 / MOV that are its chapter track: FFmpeg's mov demuxer reads such a text
     track into the file's chapters and leaves it a data stream without a codec, one sample a chapter."""
     if "mov" not in container.format.name.split(","):
@@ -304,7 +304,7 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
     """Every stream of ``container``, described without decoding."""
     found = []
     attached = int(av.stream.Disposition.attached_pic)
-    chapter_tracks = _chapter_tracks(container)
+    chapter_indices = chapter_tracks(container)
     for stream in container.streams:
         kind = stream_kind(stream)
         start = None
@@ -325,7 +325,7 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
                 filename=str(stream.metadata.get("filename", "") or "")
                 if kind is StreamKind.ATTACHMENT
                 else "",
-                chapter_track=stream.index in chapter_tracks,
+                chapter_track=stream.index in chapter_indices,
             )
         )
     return tuple(found)
