@@ -230,6 +230,22 @@ def test_a_failing_segment_leaves_no_output_and_no_temporary_files(tmp_path: Pat
     assert set(os.listdir(tmp_path)) == before  # no output, no segment folder, no partial file
 
 
+def test_auto_runs_one_pipeline_where_the_input_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--segments auto`` promises as many segments as help: where a segment would be encoded
+    otherwise than the rest (the picture grows part-way), one pipeline transcodes it, and says why."""
+    src = _size_change_clip(str(tmp_path / "grows.mkv"))
+    monkeypatch.setattr(segmented_transcode, "available_cores", lambda: 8)
+    out = tmp_path / "out.mp4"
+    stats = transcode(src, str(out), TranscodeOptions(preset="ultrafast", segments="auto"))
+    assert stats.segments is not None and stats.segments["segments"] == 1
+    done = stats.segments["done"]
+    assert done.startswith("one pipeline: --segments auto on 8 cores") and "the input changes" in done, done
+    assert stats.frames == 60 and out.exists()
+    assert sorted(os.listdir(tmp_path)) == ["grows.mkv", "out.mp4"]  # no segment folder left
+
+
 def test_refusals(tmp_path: Path) -> None:
     for bad in (1, 0, "many", True):
         with pytest.raises(InvalidInputError, match="segments must be 2 or more"):

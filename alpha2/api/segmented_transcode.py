@@ -75,6 +75,10 @@ __all__ = [
     "transcode_segmented",
 ]
 
+PLAN_CHANGES = "the input changes within the file"
+"""What a segment's refusal says (:meth:`SegmentPart.check_plan`): ``--segments auto`` then runs one
+pipeline instead."""
+
 AUTO_MIN_CORES = 5
 """``--segments auto`` splits on machines of at least this many cores; on fewer, the encoder's own
 threads keep the cores busy and one pipeline runs."""
@@ -186,7 +190,7 @@ class SegmentPart:
             if name != "reason" and mine != whole
         ] or [f"the plan: {plan.reason} (the file's: {self.plan.reason})"]
         raise UnsupportedError(
-            f"{self.describe()}: the input changes within the file, so the segment would be encoded "
+            f"{self.describe()}: {PLAN_CHANGES}, so the segment would be encoded "
             f"otherwise than the rest: {differ[0]}; transcode it in one pipeline (leave out --segments)"
         )
 
@@ -528,43 +532,53 @@ def transcode_segmented(
     )
     workers = _Workers()
     ok = False
+    changed: str | None = None  # --segments auto: a segment planned otherwise; one pipeline instead
     progress.start(survey.expected_frames)
     try:
         t1 = time.perf_counter()
         paths = [os.path.join(folder, f"segment{i + 1}{SEGMENT_CONTAINER}") for i in range(len(parts))]
         for part, path in zip(parts, paths, strict=True):
             workers.start(part.index, (source, path, worker_options, part))
-        results = workers.wait_all(parts, progress)
-        report.encode_seconds = time.perf_counter() - t1
-        stats.stages.add("segments", report.encode_seconds)
-        t2 = time.perf_counter()
-        joined = _join(survey, source, output, parts, paths, results)
-        report.join_seconds = time.perf_counter() - t2
-        stats.stages.add("join", report.join_seconds)
-        report.dts_raised = joined.dts_raised
-        for part in parts:
-            seg_stats, first, last = results[part.index]
-            # A size change within a segment is scaled there: its note is the whole run's to say.
-            stats.input_notes.extend(
-                f"{part.describe()}: {note}"
-                for note in seg_stats.input_notes
-                if note.startswith("picture size changed")
-            )
-            start = fractions.Fraction(first) * survey.time_base
-            report.parts.append(
-                SegmentResult(
-                    part.index, float(start), seg_stats.frames, seg_stats.seconds, first, last, seg_stats
+        try:
+            results = workers.wait_all(parts, progress)
+        except UnsupportedError as exc:
+            if options.segments != "auto" or PLAN_CHANGES not in str(exc):
+                raise
+            changed = str(exc).split("; transcode it in one pipeline")[0]
+        if changed is None:
+            report.encode_seconds = time.perf_counter() - t1
+            stats.stages.add("segments", report.encode_seconds)
+            t2 = time.perf_counter()
+            joined = _join(survey, source, output, parts, paths, results)
+            report.join_seconds = time.perf_counter() - t2
+            stats.stages.add("join", report.join_seconds)
+            report.dts_raised = joined.dts_raised
+            for part in parts:
+                seg_stats, first, last = results[part.index]
+                # A size change within a segment is scaled there: its note is the whole run's to say.
+                stats.input_notes.extend(
+                    f"{part.describe()}: {note}"
+                    for note in seg_stats.input_notes
+                    if note.startswith("picture size changed")
                 )
-            )
-        surveyor._stream_report(
-            joined
-        )  # kept, dropped and re-encoded streams, said as one pipeline says them
-        _fill_stats(stats, report, joined, survey, output, options)
-        ok = True
+                start = fractions.Fraction(first) * survey.time_base
+                report.parts.append(
+                    SegmentResult(
+                        part.index, float(start), seg_stats.frames, seg_stats.seconds, first, last, seg_stats
+                    )
+                )
+            surveyor._stream_report(
+                joined
+            )  # kept, dropped and re-encoded streams, said as one pipeline says them
+            _fill_stats(stats, report, joined, survey, output, options)
+            ok = True
     finally:
         workers.stop()
         shutil.rmtree(folder, ignore_errors=True)
         progress.close(completed=ok)
+    if changed is not None:
+        report.segments, report.reason = 1, f"{reason}, but {changed}"
+        return _one_pipeline(source, output, options, progress, report)
     stats.seconds = timer.stop()
     return stats
 
