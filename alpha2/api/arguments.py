@@ -10,6 +10,7 @@ Each check returns the value in the form the library uses (a ``(w, h)`` pair bec
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import math
 import numbers
@@ -116,11 +117,19 @@ def size(name: str, value: Any) -> Size:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _keyword_names(target: Callable[..., Any], skip: int) -> tuple[str, ...]:
+    """The names ``target`` takes by keyword, past its first ``skip`` parameters: worked out once a
+    target (``inspect.signature`` took a tenth of a millisecond of every ``to_tensor`` call). Targets
+    are functions (a bound method kept here would keep its object alive)."""
+    parameters = list(inspect.signature(target).parameters.values())[skip:]
+    return tuple(p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
 def known_options(where: str, given: Iterable[str], target: Callable[..., Any], *, skip: int = 1) -> None:
     """Refuse keyword options that ``target`` (what they are passed on to) does not take, naming the ones
     it does: ``where`` is the public call (``'alpha2.create()'``)."""
-    parameters = list(inspect.signature(target).parameters.values())[skip:]
-    names = [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = _keyword_names(target, skip)
     unknown = [option for option in given if option not in names]
     if unknown:
         import difflib
