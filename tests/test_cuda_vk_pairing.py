@@ -837,7 +837,9 @@ def test_a_stopped_waiter_leaves_the_surfaces_held() -> None:
     c = Completions(timeout_s=0.05)  # a blocking wait under way ends at its timeout, then the stop is seen
     first = c.copy("f0")
     c.copy("f1")
-    assert wait_until(lambda: len(first.wait_threads) == 1)
+    # A blocking wait is under way (each ends at its 0.05 s timeout and starts again: a count of exactly
+    # one is there for 50 ms only, which a loaded machine's polling missed).
+    assert wait_until(lambda: len(first.wait_threads) >= 1)
     c.waiter.stop(timeout=2.0)
     assert not c.waiter.running
     start = time.monotonic()
