@@ -426,7 +426,6 @@ class DecodeSession:
             except BaseException:
                 container.close()
                 raise
-        if on_gpu:
             # The cuvid decoder copies each picture into a pool that grows: holding never starves it.
             if self._decoder is cc:
                 self._size_nvdec_pool(cc)
@@ -501,14 +500,7 @@ class DecodeSession:
             decoder=str(cc.name),
             reason=f"{self._report.reason}; the cuvid decoder failed ({exc}), the NVDEC hwaccel took over",
         )
-        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
-        for position in seeking.rewind_positions(self._stream.start_time, tb):
-            try:
-                self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
-            except av.error.FFmpegError:
-                continue
-            return True
-        return False
+        return self._seek_start()  # the stream's own decoder, never opened: nothing to flush
 
     def _take_first_frame(self) -> None:
         """Decode the first frame now and hold it (it is handed out first): PyAV exposes no stream
@@ -1365,17 +1357,24 @@ class DecodeSession:
         assert self._container is not None and self._stream is not None
         self._frames = None
         self._held = None
-        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
         self._clock = self._stream.start_time or 0
+        if self._seek_start():
+            self._decoder.flush_buffers()
+            return True
+        if self._untimed:  # the raw demuxers refuse every seek: open the file again
+            self._reopen()
+            return True
+        return False
+
+    def _seek_start(self) -> bool:
+        """Seek the demuxer to the stream's start (the decoder untouched); False when it refuses."""
+        assert self._container is not None and self._stream is not None
+        tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
         for position in seeking.rewind_positions(self._stream.start_time, tb):
             try:
                 self._container.seek(position, backward=True, any_frame=False, stream=self._stream)
             except av.error.FFmpegError:
                 continue  # AVI, GIF and image files refuse a time before the start: try the start
-            self._decoder.flush_buffers()
-            return True
-        if self._untimed:  # the raw demuxers refuse every seek: open the file again
-            self._reopen()
             return True
         return False
 
