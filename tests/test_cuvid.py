@@ -4,6 +4,7 @@ planes, after a seek too)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -117,3 +118,43 @@ def test_cuvid_frames_are_the_hwaccels(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(frames) == 30
     first = sought[0][0]
     _same(sought, [r for r in reference if r[0] >= first])
+
+
+class _FailingCuvid:
+    """A stand-in for the cuvid decoder that refuses its first packet (as cuvid refuses a stream its
+    parser cannot take), named as FFmpeg names it."""
+
+    name = "hevc_cuvid"
+
+    def __init__(self, own: Any) -> None:
+        self._own = own
+
+    def decode(self, packet: Any = None) -> list[Any]:
+        raise av.error.InvalidDataError(1094995529, "Invalid data found when processing input")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._own, name)
+
+
+def test_a_cuvid_failure_before_the_first_frame_hands_over_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hand-over is the path's report: the stream's own decoder decodes every frame from the start,
+    and the session's report names it and says why."""
+    clip = make_clip(tmp_path / "h.mkv", "h264", 64, 48, 12, gop=4)
+    with DecodeSession(clip.path, hwaccel="none") as plain:
+        reference = [frame.metadata.pts for frame in plain]
+    original = DecodeSession._open
+
+    def open_with_cuvid(self: DecodeSession, plan: Any) -> Any:
+        report = original(self, plan)
+        self._decoder = _FailingCuvid(self._decoder)
+        return dataclasses.replace(report, decoder="hevc_cuvid")
+
+    monkeypatch.setattr(DecodeSession, "_open", open_with_cuvid)
+    with DecodeSession(clip.path, hwaccel="none") as session:
+        pts = [frame.metadata.pts for frame in session]
+        report = session.hwaccel_report
+    assert pts == reference and len(pts) == 12
+    assert report.decoder == "h264"
+    assert "the cuvid decoder failed" in report.reason and "took over" in report.reason
