@@ -516,15 +516,15 @@ class BatchLock:
     def close(self) -> None:
         """Release the lock (idempotent; also after an interrupted ``__enter__`` or ``__exit__``): the
         file is removed while still held, so that no second run has locked this very file, then closed."""
-        fd, held = self._fd, self._held
+        fd = self._fd
         if fd is None:
             return
-        self._held = False
         try:
-            if held:
+            if self._held:  # marked not held only once removed: a signal before that leaves it to remove
                 with contextlib.suppress(OSError):
                     os.remove(self.path)
         finally:
+            self._held = False
             self._fd = None
             os.close(fd)  # closing releases the lock
 
