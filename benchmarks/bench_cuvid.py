@@ -57,6 +57,33 @@ def cuvid_frames(path: str, codec: str, surfaces: int | None = None) -> Any:
             yield from ctx.decode(packet)
 
 
+def cuvid_frames_of(packets: Any, path: str, codec: str) -> Any:
+    """Frames of FFmpeg's cuvid decoder fed ``packets`` (an iterable of the stream's packets)."""
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        ctx: Any = av.CodecContext.create(CUVID[codec], "r", hwaccel=_hwaccel())
+        ctx.extradata = stream.codec_context.extradata
+        ctx.width, ctx.height = stream.codec_context.width, stream.codec_context.height
+    for packet in packets:
+        yield from ctx.decode(packet)
+    yield from ctx.decode(None)
+
+
+def packets_of(path: str) -> Any:
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        for packet in container.demux(stream):
+            if packet.size:
+                yield packet
+
+
+def demux_alone(path: str) -> float:
+    """Packets a second of the demuxer alone (what a frame's demux costs the decoding thread)."""
+    t0 = time.perf_counter()
+    count = sum(1 for _ in packets_of(path))
+    return count / (time.perf_counter() - t0)
+
+
 def threaded(frames: Any, depth: int = 8) -> Any:
     """``frames`` decoded ahead on a thread of their own into a queue (as PyNvVideoCodec's
     ThreadedDecoder does)."""
@@ -114,10 +141,16 @@ def measure(codec: str, path: str, repeat: int, check: int) -> None:
         "hwaccel, thread": lambda: threaded(hwaccel_frames(path)),
         "cuvid": lambda: cuvid_frames(path, codec),
         "cuvid, thread": lambda: threaded(cuvid_frames(path, codec)),
+        "cuvid, demux thread": lambda: cuvid_frames_of(threaded(packets_of(path), 32), path, codec),
+        "cuvid, demux+decode thr": lambda: threaded(
+            cuvid_frames_of(threaded(packets_of(path), 32), path, codec)
+        ),
+        "cuvid, packets in memory": lambda: cuvid_frames_of(list(packets_of(path)), path, codec),
         "cuvid surfaces 8": lambda: cuvid_frames(path, codec, 8),
         "cuvid surfaces 32, thread": lambda: threaded(cuvid_frames(path, codec, 32)),
     }
     reference: list[int | None] | None = None
+    print(f"{codec:5} demux alone             {demux_alone(path):8.1f} packets/s")
     for _ in range(repeat):
         fps, base_pts, note = one_session(path, "cuda")
         print(f"{codec:5} alpha2 one session      {fps:8.1f} fps  {note}")
