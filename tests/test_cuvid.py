@@ -158,3 +158,48 @@ def test_a_cuvid_failure_before_the_first_frame_hands_over_and_says_so(
     assert pts == reference and len(pts) == 12
     assert report.decoder == "h264"
     assert "the cuvid decoder failed" in report.reason and "took over" in report.reason
+
+
+class _IntraKeyedCuvid:
+    """A stand-in for the cuvid decoder, decoding with a codec context of its own, that hands frames out
+    as cuvid does: without their packets' durations, and every one called key (cuvid calls key any
+    picture coded wholly intra; FFmpeg's own decoders only a random access point)."""
+
+    name = "hevc_cuvid"
+
+    def __init__(self, stream_context: Any) -> None:
+        self._ctx: Any = av.CodecContext.create(stream_context.name, "r")
+        self._ctx.extradata = stream_context.extradata
+
+    def decode(self, packet: Any = None) -> list[Any]:
+        frames = self._ctx.decode(packet)
+        for frame in frames:
+            frame.key_frame = True
+            frame.duration = 0
+        return list(frames)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+
+def test_cuvid_frames_take_their_packets_durations_and_key_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found on the H200: a picture x265 coded wholly intra, not a random access point, came out of
+    hevc_cuvid called key, where the hwaccel (and the demuxer's packet) said not."""
+    clip = make_clip(tmp_path / "k.mkv", "h264", 64, 48, 12, gop=4)
+    with DecodeSession(clip.path, hwaccel="none") as plain:
+        reference = [(f.metadata.pts, f.metadata.duration, f.metadata.key_frame) for f in plain]
+    original = DecodeSession._open
+
+    def open_with_cuvid(self: DecodeSession, plan: Any) -> Any:
+        report = original(self, plan)
+        assert self._stream is not None
+        self._decoder = _IntraKeyedCuvid(self._stream.codec_context)
+        return dataclasses.replace(report, decoder="hevc_cuvid")
+
+    monkeypatch.setattr(DecodeSession, "_open", open_with_cuvid)
+    with DecodeSession(clip.path, hwaccel="none") as session:
+        rows = [(f.metadata.pts, f.metadata.duration, f.metadata.key_frame) for f in session]
+    assert [key for *_, key in reference] == [i % 4 == 0 for i in range(12)]
+    assert rows == reference

@@ -621,8 +621,12 @@ class DecodeSession:
         # AVI: the packets' times, in decode order, are the frames' times in presentation order (a
         # frame a tick); each frame out takes the next of them (see _decode_order_times).
         times: collections.deque[int] | None = collections.deque() if self._decode_order_times else None
-        # The cuvid decoder hands frames out without their packets' durations: each is found by its pts.
-        durations: dict[int, int] | None = None if self._decoder is stream.codec_context else {}
+        # The cuvid decoder hands frames out without their packets' durations, and calls key any picture
+        # coded wholly intra (FFmpeg's decoders: a random access point): each frame takes its packet's
+        # duration and key flag, found by its pts.
+        packet_facts: dict[int, tuple[int, bool]] | None = (
+            None if self._decoder is stream.codec_context else {}
+        )
         while True:
             try:
                 packet = next(packets)
@@ -636,8 +640,8 @@ class DecodeSession:
                 self._discards_seen = True
             if times is not None and packet.size and packet.pts is not None:
                 times.append(packet.pts)
-            if durations is not None and packet.size and packet.pts is not None and packet.duration:
-                durations[packet.pts] = packet.duration
+            if packet_facts is not None and packet.size and packet.pts is not None:
+                packet_facts[packet.pts] = (packet.duration or 0, bool(packet.is_keyframe))
             try:
                 frames = self._decoder.decode(packet)
             except av.error.FFmpegError as exc:
@@ -649,11 +653,11 @@ class DecodeSession:
                 self._corrupt(exc, "decoding a packet")
                 continue
             for frame in frames:
-                yield self._timed(frame, times, durations)
+                yield self._timed(frame, times, packet_facts)
         # Drain what the decoder still holds (no-op when demux already sent the flush packet).
         try:
             for frame in self._decoder.decode(None):
-                yield self._timed(frame, times, durations)
+                yield self._timed(frame, times, packet_facts)
         except av.error.FFmpegError as exc:
             if not isinstance(exc, av.error.EOFError):
                 self._corrupt(exc, "flushing the decoder")
@@ -663,20 +667,23 @@ class DecodeSession:
         self,
         frame: av.VideoFrame,
         times: collections.deque[int] | None,
-        durations: dict[int, int] | None = None,
+        packet_facts: dict[int, tuple[int, bool]] | None = None,
     ) -> av.VideoFrame:
         """A frame out of the decoder with its time made right (AVI's next packet time in decode order,
-        the cuvid decoder's frame its packet's duration, an attached picture's span) and the stream's
-        end noted."""
+        the cuvid decoder's frame its packet's duration and key flag, an attached picture's span) and
+        the stream's end noted."""
         if times:
             frame.pts = times.popleft()
-        if durations is not None and frame.pts is not None:
-            duration = durations.pop(frame.pts, 0)
-            if duration and not frame.duration:
-                frame.duration = duration
-            if len(durations) > 64:  # frames come out in presentation order: earlier packets are done
-                for pts in [pts for pts in durations if pts < frame.pts]:
-                    del durations[pts]
+        if packet_facts is not None and frame.pts is not None:
+            facts = packet_facts.pop(frame.pts, None)
+            if facts is not None:
+                duration, key = facts
+                frame.key_frame = key  # type: ignore[misc]  # settable in PyAV 18; its stubs say read-only
+                if duration and not frame.duration:
+                    frame.duration = duration
+            if len(packet_facts) > 64:  # frames come out in presentation order: earlier packets are done
+                for pts in [pts for pts in packet_facts if pts < frame.pts]:
+                    del packet_facts[pts]
         self._stamp_still(frame)
         self._time_untimed(frame)
         self._note_end(frame)
