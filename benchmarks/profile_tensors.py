@@ -1,9 +1,9 @@
-"""Where the caller's thread spends a frame of ``to_tensor`` (issue 27's 224x224 float16 row), on the
-clip of ``bench_ml.py``: frames per second of decoding alone and of tensors a frame a call, each with
-the caller's thread under cProfile (its top functions by own time), for a run under ``py-spy`` (which
-sees the decoder's thread too) or alone.
+"""Where a frame of ``to_tensor`` goes (issue 27's 224x224 float16 row, a frame a call), on the clip of
+``bench_ml.py``: frames per second of decoding alone and of tensors, optionally under cProfile (on
+Python 3.12 its profile covers every thread: the caller's, the decoder's, the waiter's), or run under
+``py-spy record --threads`` to see each thread's share (BENCHMARKS.md, session of 2026-12-05 (2)).
 
-    python benchmarks/profile_tensors.py --clip-dir /tmp/clips --frames 600 --profile
+    python benchmarks/profile_tensors.py --clip-dir /tmp/clips --clip-frames 1800 --frames 1800 --profile
 """
 
 from __future__ import annotations
@@ -22,13 +22,6 @@ from bench_ml import make_clip
 import alpha2
 
 SMALL = {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25}
-
-
-def fences_closed() -> int:
-    """End-of-access fences closed unwaited so far, their access known done (DawnProgress)."""
-    from alpha2.native_gpu.interop import dawn_planes
-
-    return sum(p.fences_closed for p in list(dawn_planes._progress.values()))
 
 
 def run(path: str, hwaccel: str, frames: int, tensors: bool, profile: bool) -> float:
@@ -75,25 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clip-frames", type=int, default=600, help="the clip's length (GOP 250)")
     parser.add_argument("--hwaccel", default="cuda")
     parser.add_argument("--rows", default="decode,tensors")
-    parser.add_argument("--profile", action="store_true", help="the caller's thread under cProfile")
+    parser.add_argument("--profile", action="store_true", help="under cProfile (every thread on Python 3.12)")
     args = parser.parse_args(argv)
     os.makedirs(args.clip_dir, exist_ok=True)
     path = os.path.join(args.clip_dir, f"ml-{args.clip_frames}-gop250.mp4")
     if not os.path.exists(path):
         make_clip(path + ".part.mp4", args.clip_frames, 250)
         os.replace(path + ".part.mp4", path)
-    from alpha2.native_gpu.interop.dawn_planes import DawnProgress
-
-    covers = DawnProgress.covers
     for row in args.rows.split(","):
-        # tensors-waited: every end-of-access fence imported into CUDA and waited on, as before
-        DawnProgress.covers = (lambda self, number: False) if row == "tensors-waited" else covers  # type: ignore[method-assign]
-        closed = fences_closed()
-        fps = run(path, args.hwaccel, args.frames, row.startswith("tensors"), args.profile)
-        print(
-            f"{row:14} {fps:8.1f} fps ({args.frames} frames{', under cProfile' if args.profile else ''}; "
-            f"{fences_closed() - closed} fences closed unwaited)"
-        )
+        fps = run(path, args.hwaccel, args.frames, row == "tensors", args.profile)
+        print(f"{row:8} {fps:8.1f} fps ({args.frames} frames{', under cProfile' if args.profile else ''})")
     return 0
 
 

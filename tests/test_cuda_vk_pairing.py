@@ -799,24 +799,6 @@ def test_a_failed_copy_lets_its_surface_go_and_the_next_is_waited() -> None:
     c.waiter.stop()
 
 
-def test_a_copy_s_on_done_runs_once_it_completes_and_not_when_its_context_failed() -> None:
-    c = Completions()
-    called: list[str] = []
-    for name in ("ok", "failed"):
-        event: Any = c.completions.event()
-        event.record("copy-stream")
-        if name == "failed":
-            event.fail_wait = InternalError("CUDA_ERROR_LAUNCH_FAILED")
-        c.completions.add(event, FakeSurface(name, c.released), [], lambda name=name: called.append(name))  # type: ignore[arg-type,misc]
-        if name == "ok":
-            time.sleep(0.02)
-            assert called == [], "not before the copy completed"
-            event.complete()
-    assert wait_until(lambda: len(c.released) == 2)
-    assert called == ["ok"]
-    c.waiter.stop()
-
-
 def test_close_waits_for_pending_copies_and_destroys_free_events() -> None:
     c = Completions()
     first = c.copy("f0")
@@ -917,61 +899,6 @@ def test_a_reused_slot_s_copy_waits_for_dawn_s_last_access(rig: Rig) -> None:
         "closed once the copy that waited is done"
     )
     second.release()
-
-
-def test_a_reused_slot_whose_last_access_is_known_done_closes_its_fence_unwaited(rig: Rig) -> None:
-    """Once CUDA work that waited on a later access's fence completed (a tensor's copy out), the slot's
-    next copy closes Dawn's fence instead of importing it and waiting on it: no driver call for it."""
-    pairing = rig.pairing
-    progress = dawn_planes.progress_of(rig.device)
-    first = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
-    first.release()
-    slot = rig.pairing._ring.idle_slots()[0]
-    plane = slot.planes[0]
-    assert plane.progress is progress and plane.release_stamp > 0
-    fd = plane.release_fence_fds[0].fileno()
-    progress.reached(plane.release_stamp - 1)  # an access before this one: not enough
-    assert not progress.covers(plane.release_stamp)
-    progress.reached(plane.release_stamp + 1)  # CUDA waited on a later access's fence, and is done
-    del rig.log[:]
-    second = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
-    assert rig.cuda.release_fences == [], "nothing imported into CUDA"
-    assert [c for c in rig.calls("wait") if "release_fence" in c[1]] == [], "no wait on the GPU"
-    assert rig.calls("copy") == [("copy", "cu_image0"), ("copy", "cu_image1")]
-    assert plane.release_fence_fds == [] and progress.fences_closed == 1
-    with pytest.raises(OSError):
-        os.fstat(fd)  # our duplicate of Dawn's fd is closed
-    second.release()
-    del rig.log[:]
-    third = pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None)
-    assert [f.name for f in rig.cuda.release_fences] == ["release_fence0"], (
-        "an access after the last one known done is waited on, as before"
-    )
-    third.release()
-
-
-def test_accesses_are_numbered_in_the_order_dawn_ended_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The number is taken under the device's lock, around end_access itself: the numbers follow
-    Dawn's submission order whichever thread ends an access."""
-    rig = Rig(monkeypatch, slots=2)
-    progress = dawn_planes.progress_of(rig.device)
-    locked: list[bool] = []
-    original = FakeMemory.end_access
-
-    def end_access(memory: FakeMemory, texture: Any) -> Any:
-        locked.append(progress.lock.locked())
-        return original(memory, texture)
-
-    monkeypatch.setattr(FakeMemory, "end_access", end_access)
-    leases = [rig.pairing.acquire(cuda_frame(), NativeSurfaceLease(cuda_frame()), None) for _ in range(2)]
-    for lease in leases:
-        lease.release()
-    assert locked and all(locked)
-    stamps = sorted(slot.planes[0].release_stamp for slot in rig.pairing._ring.idle_slots())
-    assert stamps[0] > 0 and stamps[1] > stamps[0]
-    assert dawn_planes.progress_of(FakeDawnDevice()) is not progress, "one order per device"
-    rig.pairing.close()
-    rig.dawn.close()
 
 
 def test_the_frame_is_held_until_its_copy_completes(rig: Rig) -> None:

@@ -94,8 +94,6 @@ class PendingCopy:
     """The decoded surface the copy reads; None once let go."""
     waited: list[ExternalSemaphore]
     """Dawn end-of-access fences (imported into CUDA) the copy waited on; closed once it is done."""
-    on_done: Callable[[], None] | None = None
-    """Called on the waiter thread once the copy is known complete (not when its context failed)."""
 
 
 class CopyCompletions:
@@ -158,15 +156,10 @@ class CopyCompletions:
         event.close()
 
     def add(
-        self,
-        event: CudaEvent,
-        surface: NativeSurfaceLease | None,
-        waited: list[ExternalSemaphore],
-        on_done: Callable[[], None] | None = None,
+        self, event: CudaEvent, surface: NativeSurfaceLease | None, waited: list[ExternalSemaphore]
     ) -> None:
-        """Track a copy whose ``event`` is recorded: ``surface`` is released once it has completed, and
-        ``on_done`` called (on the waiter thread; not when the context failed)."""
-        copy = PendingCopy(CudaEventSyncPoint(event, _COPY_WHAT), surface, waited, on_done)
+        """Track a copy whose ``event`` is recorded: ``surface`` is released once it has completed."""
+        copy = PendingCopy(CudaEventSyncPoint(event, _COPY_WHAT), surface, waited)
         with self._cond:
             self._pending.append(copy)
             if self._waiting:
@@ -208,8 +201,6 @@ class CopyCompletions:
         with self._cond:
             self._pending.popleft()
         try:
-            if copy.on_done is not None and not result.failed:
-                copy.on_done()
             self._finish(copy)
         finally:
             with self._cond:
@@ -263,19 +254,10 @@ class CopyCompletions:
 
 def wait_release_fences(ctx: PrimaryContext, slot: RingSlot, stream: object) -> None:
     """Make ``stream``'s later work wait on the slot's Dawn end-of-access fences: each is imported into
-    CUDA (which takes the fd) and waited on; the imports move to ``slot.waited``. A plane whose last
-    access is known done on the GPU (its device's :class:`~.dawn_planes.DawnProgress` covers it) has
-    its fences closed instead: no import, no wait."""
+    CUDA (which takes the fd) and waited on; the imports move to ``slot.waited``."""
     from alpha2.native_gpu._cuda import interop
 
     for plane in slot.planes:
-        progress = plane.progress
-        if plane.release_fence_fds and progress is not None and progress.covers(plane.release_stamp):
-            fds, plane.release_fence_fds = plane.release_fence_fds, []
-            for fd in fds:
-                fd.close()
-            progress.fences_closed += len(fds)
-            continue
         while plane.release_fence_fds:
             fd = plane.release_fence_fds[0]
             semaphore = interop.ExternalSemaphore(ctx, fd, timeline=False)

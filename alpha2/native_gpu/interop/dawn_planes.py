@@ -7,18 +7,12 @@ SharedTextureMemory made from the same ``VkImageCreateInfo`` and samples a textu
 ``begin_access`` and an ``end_access``. Each access ends with a fence that whoever writes the slot
 next waits for, on the GPU: an opaque-fd semaphore (imported into CUDA) or a sync fd. While Dawn
 accesses a slot, :func:`slot_frame` is the slot as an imported frame.
-
-Each ended access is numbered in its device's :class:`DawnProgress`: once CUDA work that waited on a
-later access's fence is known complete, an earlier access is known done on the GPU, and the slot's
-next CUDA write closes its fence instead of importing it and waiting on it.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import threading
-import weakref
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -43,68 +37,13 @@ if TYPE_CHECKING:
     from alpha2.native_gpu._vk.export import ExportableImage
 
 __all__ = [
-    "DawnProgress",
     "begin_access",
     "dawn_extras",
     "end_plane",
     "import_plane",
     "make_plane_images",
-    "progress_of",
     "slot_frame",
 ]
-
-
-class DawnProgress:
-    """The order in which the accesses to one Dawn device's shared planes ended, and how far the
-    device's queue is known to have run through them.
-
-    Dawn signals an access's end-of-access fence in a submission of the device's one queue, at
-    ``end_access``, and a signal covers everything submitted before it (Vulkan's first synchronization
-    scope of a semaphore signal: every earlier command in submission order). So once CUDA work that
-    waited on the fence of the access numbered ``n`` is known complete, every access numbered up to
-    ``n`` is done on the GPU, and its fence needs no wait: :func:`~.cuda.wait_release_fences` then
-    closes it rather than importing it into CUDA (on the H200 an import and its destruction cost about
-    0.12 and 0.06 ms of driver time, once a frame on the decoder's thread that copies ahead).
-
-    Accesses are numbered under :attr:`lock`, taken around ``end_access`` itself, so that the numbers
-    follow Dawn's submission order whichever thread ends them.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        """Held around an ``end_access`` and its number."""
-        self._ended = 0
-        self._done = 0
-        self.fences_closed = 0
-        """End-of-access fences closed unwaited, their access being known done."""
-
-    def number(self) -> int:
-        """The next ended access's number (with :attr:`lock` held, right after its ``end_access``)."""
-        self._ended += 1
-        return self._ended
-
-    def reached(self, number: int) -> None:
-        """The access numbered ``number`` is known done on the GPU (CUDA work that waited on its fence
-        completed), and so is every access before it."""
-        with self.lock:
-            self._done = max(self._done, number)
-
-    def covers(self, number: int) -> bool:
-        """Whether the access numbered ``number`` (0: not numbered) is known done on the GPU."""
-        return 0 < number <= self._done
-
-
-_progress: weakref.WeakKeyDictionary[Any, DawnProgress] = weakref.WeakKeyDictionary()
-_progress_lock = threading.Lock()
-
-
-def progress_of(device: WebGpuDevice) -> DawnProgress:
-    """The :class:`DawnProgress` of a Dawn device (made on first use, gone with the device)."""
-    with _progress_lock:
-        progress = _progress.get(device)
-        if progress is None:
-            progress = _progress[device] = DawnProgress()
-        return progress
 
 
 def dawn_extras() -> ModuleType:
@@ -148,7 +87,6 @@ def import_plane(device: WebGpuDevice, image: ExportableImage, plane: RingPlane,
     plane.texture = plane.memory.create_texture(label=f"alpha2 ring plane {index}")
     plane.view = plane.texture.create_view(label="alpha2 ring plane view")
     plane.layout = image.layout
-    plane.progress = progress_of(device)
 
 
 def slot_frame(
@@ -222,25 +160,16 @@ def begin_access(slot: RingSlot, values: list[int] | None) -> None:
 
 def end_plane(plane: RingPlane, *, collect_fences: bool) -> None:
     """End Dawn's access to a plane; keep its end-of-access fences (``release_fence_fds`` for opaque-fd
-    semaphores, ``release_sync_fds`` for sync fds), duplicated, for the slot's next write to wait on,
-    and the access's number in its device's order (``release_stamp``)."""
+    semaphores, ``release_sync_fds`` for sync fds), duplicated, for the slot's next write to wait on."""
     if not plane.accessing:
         return
     plane.accessing = False
     assert plane.memory is not None
-    progress = plane.progress
-    if progress is None:
-        state = plane.memory.end_access(plane.texture)
-        number = 0
-    else:
-        with progress.lock:
-            state = plane.memory.end_access(plane.texture)
-            number = progress.number()
+    state = plane.memory.end_access(plane.texture)
     if state.vk_image_layout:
         plane.layout = int(state.vk_image_layout[1])
     if not collect_fences:
         return
-    plane.release_stamp = number
     for fence in state.fences:
         exported = fence.export()
         kind = exported.get("type")

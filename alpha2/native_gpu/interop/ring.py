@@ -35,7 +35,6 @@ from alpha2.native_gpu.interop.leases import DEFAULT_MAX_IDLE_KEYS, DEFAULT_SLOT
 if TYPE_CHECKING:
     from alpha2.native_gpu._cuda.interop import CudaEvent, ExternalImage, ExternalSemaphore
     from alpha2.native_gpu._vk.export import ExportableImage, ExportableSemaphore
-    from alpha2.native_gpu.interop.dawn_planes import DawnProgress
 
 __all__ = [
     "Ring",
@@ -141,10 +140,6 @@ class RingPlane:
     next CUDA work, on whichever thread enqueues it (the caller's, or a decoder's copying ahead)."""
     release_sync_fds: list[OwnedFd] = field(default_factory=list)
     """Dawn end-of-access fences handed back as sync fds, waited on the CPU before the next copy."""
-    progress: DawnProgress | None = None
-    """The order of the Dawn device's ended accesses (set at Dawn's import of the plane)."""
-    release_stamp: int = 0
-    """Where the access that left ``release_fence_fds`` ended in ``progress``'s order (0: unknown)."""
 
 
 @dataclass(eq=False)

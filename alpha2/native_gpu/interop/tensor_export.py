@@ -65,7 +65,7 @@ from alpha2.native_gpu.interop.cuda import (
     slot_work_done,
     wait_release_fences,
 )
-from alpha2.native_gpu.interop.ring import Ring, RingKey, RingPlane, RingSlot, wait_sync_fds
+from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, wait_sync_fds
 
 if TYPE_CHECKING:
     from alpha2.native_gpu._cuda.interop import CudaEvent, DeviceMemory, PoolMemory, StreamOrderedPool
@@ -252,17 +252,6 @@ def _texture_words(words: int, max_dimension: int) -> int:
     return rounded if rounded <= MAX_ROW_WORDS * max_dimension else words
 
 
-def _reached(plane: RingPlane) -> Callable[[], None] | None:
-    """What tells the plane's device that the access that ended last (whose fence the copy out waited
-    on) is done, once the copy is: every access to the device's planes that ended before it is too, and
-    the GPU copy's next writes to those slots need no wait on their fences
-    (:class:`~alpha2.native_gpu.interop.dawn_planes.DawnProgress`)."""
-    progress, number = plane.progress, plane.release_stamp
-    if progress is None or not number:
-        return None
-    return functools.partial(progress.reached, number)
-
-
 class ExportBatch:
     """One batch's export: frames packed by Dawn into the ring's textures, copied out by CUDA.
 
@@ -372,7 +361,7 @@ class ExportBatch:
                 event = exporter._copies.event()
                 event.record(handle)
             waited, slot.waited = slot.waited, []
-            exporter._copies.add(event, None, waited, _reached(plane))
+            exporter._copies.add(event, None, waited)
         except BaseException:
             slot.broken = True
             if copy_enqueued:
