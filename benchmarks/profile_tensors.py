@@ -1,83 +1,162 @@
-"""Where a frame of ``to_tensor`` goes (issue 27's 224x224 float16 row, a frame a call), on the clip of
-``bench_ml.py``: frames per second of decoding alone and of tensors, optionally under cProfile (on
-Python 3.12 its profile covers every thread: the caller's, the decoder's, the waiter's), or run under
-``py-spy record --threads`` to see each thread's share (BENCHMARKS.md, session of 2026-12-05 (2)).
+"""Where ``to_tensor`` of one frame at a time spends its time (``bench_ml``'s tensors row), timed.
 
-    python benchmarks/profile_tensors.py --clip-dir /tmp/clips --clip-frames 1800 --frames 1800 --profile
+Each stage of the caller's thread is timed per frame with ``perf_counter`` (taking the next decoded
+frame, importing it, the render and pack, the export, the tensor's wrapping), so that the stage that
+keeps the loop below the decoder's pace shows; decoding alone is timed the same way first. Run it
+under ``py-spy record --format raw`` for the call stacks (cProfile on 3.12 mixes the threads' times).
+
+    python benchmarks/profile_tensors.py --frames 300            # H200: NVDEC, Dawn, the CUDA export
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
+import collections
+import functools
 import os
-import pstats
+import statistics
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from bench_ml import make_clip
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+import bench_ml
 
 import alpha2
+from alpha2.api import tensors
+from alpha2.native_gpu.interop import tensor_export
+from alpha2.native_gpu.render import tensor as tensor_pass
 
-SMALL = {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25}
+TIMES: dict[str, list[float]] = collections.defaultdict(list)
 
 
-def run(path: str, hwaccel: str, frames: int, tensors: bool, profile: bool) -> float:
-    with alpha2.open(path, hwaccel=hwaccel) as source:
+def timed(owner: Any, name: str, label: str) -> None:
+    original: Callable[..., Any] = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            TIMES[label].append(time.perf_counter() - t0)
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--hwaccel", default="cuda")
+    parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "alpha2_profile_tensors"))
+    parser.add_argument(
+        "--no-copy-ahead",
+        dest="copy_ahead",
+        action="store_const",
+        const=False,
+        default=None,
+        help="open(..., copy_ahead=False): the GPU copy at import (by default it is made on the decoder's "
+        "thread once frames go to tensors)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=1, metavar="N", help="with --cprofile: N frames a to_tensor call"
+    )
+    parser.add_argument(
+        "--cprofile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="profile the caller's thread with cProfile instead of the stage timers; print the top N",
+    )
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    path = os.path.join(args.dir, f"clip-{args.frames}.mp4")
+    if not os.path.exists(path):
+        bench_ml.make_clip(path + ".part.mp4", args.frames + 1, 250)
+        os.replace(path + ".part.mp4", path)
+    options = {"size": (224, 224), "dtype": "float16", "layout": "CHW", "mean": 0.5, "std": 0.25}
+
+    alone, _ = bench_ml.sequential_alpha2(path, args.hwaccel)
+    print(f"decode alone {alone:.1f} fps")
+
+    from alpha2.api.source import Frame
+
+    if args.cprofile:
+        return profile_calls(path, args, options, alone)
+    timed(Frame, "_import", "import (lease)")
+    timed(tensor_pass.RgbTensorPass, "pack_into_textures", "render + pack + export per frame")
+    timed(tensor_export.TensorExporter, "batch", "exporter.batch (memory, slots)")
+    timed(tensor_export.ExportBatch, "begin_frame", "  begin_frame (Dawn access)")
+    timed(tensor_export.ExportBatch, "end_frame", "  end_frame (fence, CUDA copy)")
+    timed(tensor_export.ExportBatch, "finish", "batch.finish")
+    timed(tensors, "to_tensor", "to_tensor (all)")
+    with alpha2.open(path, hwaccel=args.hwaccel, copy_ahead=args.copy_ahead) as source:
+        iterator = iter(source)
+        first = next(iterator)
+        first.to_tensor(**options)
+        TIMES.clear()
+        n = 0
+        t0 = time.perf_counter()
+        while True:
+            t1 = time.perf_counter()
+            frame = next(iterator, None)
+            TIMES["next frame (waits for the decoder)"].append(time.perf_counter() - t1)
+            if frame is None:
+                break
+            frame.to_tensor(**options)
+            n += 1
+        seconds = time.perf_counter() - t0
+    print(f"to_tensor loop {n / seconds:.1f} fps over {n} frames ({seconds:.2f} s); decode alone {alone:.1f}")
+    for label, values in TIMES.items():
+        print(
+            f"  {label:40} {len(values):5d} calls  mean {statistics.fmean(values) * 1e3:7.3f} ms  "
+            f"median {statistics.median(values) * 1e3:7.3f}  total {sum(values):6.3f} s"
+        )
+    return 0
+
+
+def profile_calls(path: str, args: argparse.Namespace, options: dict[str, Any], alone: float) -> int:
+    """The loop under cProfile (which sees the thread it is enabled on: the caller's), the top calls by
+    their own time and by their cumulative time."""
+    import cProfile
+    import pstats
+
+    with alpha2.open(path, hwaccel=args.hwaccel, copy_ahead=args.copy_ahead) as source:
         first = source.next_frame()
         assert first is not None
-        if tensors:
-            first.to_tensor(**SMALL).wait()
-        else:
-            first.plane(0)
+        first.to_tensor(**options)
         first.release()
-        profiler = cProfile.Profile() if profile else None
+        profiler = cProfile.Profile()
         n = 0
-        tensor: Any = None
+        held: list[Any] = []
         t0 = time.perf_counter()
-        if profiler is not None:
-            profiler.enable()
-        for frame in source:
-            if tensors:
-                tensor = frame.to_tensor(**SMALL)
-            else:
-                frame.plane(0)
-            frame.release()
-            n += 1
-            if n >= frames:
-                break
-        if tensor is not None:
-            tensor.wait()
+        profiler.enable()
+        while (frame := source.next_frame()) is not None:
+            held.append(frame)
+            if len(held) < args.batch:
+                continue
+            source.to_tensor(held, **options)
+            for done in held:
+                done.release()
+            n += len(held)
+            held = []
+        profiler.disable()
         seconds = time.perf_counter() - t0
-        if profiler is not None:
-            profiler.disable()
-            text = io.StringIO()
-            stats = pstats.Stats(profiler, stream=text)
-            stats.sort_stats("tottime").print_stats(28)
-            stats.sort_stats("cumulative").print_stats(40)
-            print(text.getvalue())
-    return n / seconds
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--clip-dir", default="/tmp/clips")
-    parser.add_argument("--frames", type=int, default=600)
-    parser.add_argument("--clip-frames", type=int, default=600, help="the clip's length (GOP 250)")
-    parser.add_argument("--hwaccel", default="cuda")
-    parser.add_argument("--rows", default="decode,tensors")
-    parser.add_argument("--profile", action="store_true", help="under cProfile (every thread on Python 3.12)")
-    args = parser.parse_args(argv)
-    os.makedirs(args.clip_dir, exist_ok=True)
-    path = os.path.join(args.clip_dir, f"ml-{args.clip_frames}-gop250.mp4")
-    if not os.path.exists(path):
-        make_clip(path + ".part.mp4", args.clip_frames, 250)
-        os.replace(path + ".part.mp4", path)
-    for row in args.rows.split(","):
-        fps = run(path, args.hwaccel, args.frames, row == "tensors", args.profile)
-        print(f"{row:8} {fps:8.1f} fps ({args.frames} frames{', under cProfile' if args.profile else ''})")
+        for done in held:
+            done.release()
+    print(
+        f"to_tensor loop under cProfile {n / seconds:.1f} fps over {n} frames, {args.batch} a call; "
+        f"decode alone {alone:.1f}"
+    )
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(args.cprofile)
+    stats.sort_stats("cumulative").print_stats(args.cprofile)
     return 0
 
 
