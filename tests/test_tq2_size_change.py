@@ -1,7 +1,8 @@
 """``alpha2 transcode`` of a stream whose picture size changes part-way (joined MPEG-TS or raw H.264
 files): the frames of the other size are scaled to the output size on purpose (swscale on a passthrough,
 the route's own scaler otherwise), counted and said in the summary; the GPU route scales them whole
-(the plan's odd-side crop is the first size's)."""
+(the plan's odd-side crop is the first size's). A pixel format change alone (4:2:0, then 4:2:2) is
+converted and said the same way."""
 
 from __future__ import annotations
 
@@ -89,3 +90,56 @@ def test_gpu_route_scales_a_size_change_whole(tmp_path: Path, capsys: Capsys) ->
     frames = _frames(out)
     assert len(frames) == 20 and all(f.shape == (48, 64, 3) for f in frames)
     assert _like_pattern(frames[15], 5) < 12
+
+
+# -- a pixel format change alone (joined files of one size, 4:2:0 then 4:2:2) --------------------------
+
+
+def _format_joined(tmp_path: Path) -> str:
+    a = make_clip(tmp_path / "a.ts", width=64, height=48, frames=10, rate=25, pix_fmt="yuv420p")
+    b = make_clip(tmp_path / "b.ts", width=64, height=48, frames=10, rate=25, pix_fmt="yuv422p")
+    return concat_files(str(tmp_path / "joined.ts"), a.path, b.path)
+
+
+def _decoded(path: str) -> list[np.ndarray]:
+    """The joined file's pictures as FFmpeg converts them (each frame from its own format)."""
+    with av.open(path) as container:
+        return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+
+
+def _format_notes(data: dict[str, Any]) -> list[str]:
+    assert not [n for n in data["input_notes"] if n.startswith("picture size changed")], data["input_notes"]
+    return [n for n in data["input_notes"] if n.startswith("pixel format changed")]
+
+
+def test_passthrough_converts_a_pixel_format_change_and_says_so(tmp_path: Path, capsys: Capsys) -> None:
+    """Found by an outside pass: the 4:2:2 frames were converted by PyAV's reformat in the encoder and
+    the summary said nothing; now swscale converts them as the first's format and colour, and says so."""
+    src = _format_joined(tmp_path)
+    out = str(tmp_path / "out.mp4")
+    data, err = _run(capsys, src, out, "--crf", "0")
+    assert data["frames"] == 20
+    notes = _format_notes(data)
+    assert notes == [
+        "pixel format changed at 0.400 s (yuv422p): 10 frames converted to yuv420p on the CPU (swscale)"
+    ]
+    assert "pixel format changed" in err
+    frames, source = _frames(out), _decoded(src)
+    assert len(frames) == 20
+    for index in (5, 15):  # lossless x264 of the 4:2:0 picture: within rounding of FFmpeg's own conversion
+        assert np.abs(frames[index].astype(int) - source[index].astype(int)).mean() < 3, index
+
+
+def test_cpu_scale_route_says_the_pixel_format_change(tmp_path: Path, capsys: Capsys) -> None:
+    data, _ = _run(capsys, _format_joined(tmp_path), str(tmp_path / "out.mp4"), "--size", "32x24")
+    notes = _format_notes(data)
+    assert len(notes) == 1 and "(yuv422p): 10 frames converted to" in notes[0], data["input_notes"]
+    assert notes[0].endswith("on the CPU (swscale)")
+
+
+@pytest.mark.vulkan
+def test_gpu_route_says_the_pixel_format_change(tmp_path: Path, capsys: Capsys) -> None:
+    data, _ = _run(capsys, _format_joined(tmp_path), str(tmp_path / "out.mp4"), "--gpu")
+    notes = _format_notes(data)
+    assert len(notes) == 1 and notes[0].endswith("on the GPU"), data["input_notes"]
+    assert len(_frames(str(tmp_path / "out.mp4"))) == 20

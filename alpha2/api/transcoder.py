@@ -200,30 +200,49 @@ class _CutFrames:
 
 
 @dataclass
-class _SizeChanges:
-    """Frames whose picture size differs from the first's (a stream whose size changes part-way, as
-    joined MPEG-TS or H.264 files do): each is scaled to the output size, counted, and said."""
+class _PictureChanges:
+    """Frames whose picture size or pixel format differs from the first's (a stream that changes
+    part-way, as joined MPEG-TS or H.264 files do): each is scaled or converted to the output's, counted,
+    and said."""
 
     first: Size
     """The first frame's size: the plan's."""
+    first_format: PixelFormat
+    """The first frame's pixel format: the plan's."""
     frames: int = 0
     """Frames of another size."""
     at_seconds: float | None = None
     """The output time of the first of them."""
     sizes: list[Size] = dataclasses.field(default_factory=list)
     """The other sizes met, in order."""
+    format_frames: int = 0
+    """Frames of another pixel format."""
+    format_at_seconds: float | None = None
+    """The output time of the first of them."""
+    formats: list[PixelFormat] = dataclasses.field(default_factory=list)
+    """The other pixel formats met, in order."""
+
+    def same(self, frame: DecodedFrame) -> bool:
+        """Whether ``frame`` has the first's size and pixel format."""
+        return Size(frame.width, frame.height) == self.first and frame.pixel_format is self.first_format
 
     def met(self, frame: DecodedFrame, seconds: float | None) -> bool:
-        """Whether ``frame`` is of another size than the first (then counted)."""
+        """Whether ``frame`` is of another size or pixel format than the first (then counted)."""
         size = Size(frame.width, frame.height)
-        if size == self.first:
-            return False
-        self.frames += 1
-        if self.at_seconds is None:
-            self.at_seconds = seconds
-        if size not in self.sizes:
-            self.sizes.append(size)
-        return True
+        if size != self.first:
+            self.frames += 1
+            if self.at_seconds is None:
+                self.at_seconds = seconds
+            if size not in self.sizes:
+                self.sizes.append(size)
+        pixel_format = frame.pixel_format
+        if pixel_format is not self.first_format:
+            self.format_frames += 1
+            if self.format_at_seconds is None:
+                self.format_at_seconds = seconds
+            if pixel_format not in self.formats:
+                self.formats.append(pixel_format)
+        return not self.same(frame)
 
     def note(self, output: Size, how: str) -> str | None:
         """The summary's note (None: every frame had the first's size); ``how`` says the scaler."""
@@ -238,6 +257,16 @@ class _SizeChanges:
             f"picture size changed{at} ({first.width}x{first.height}{others}): {count} scaled to "
             f"{output.width}x{output.height} {how}"
         )
+
+    def format_note(self, output: PixelFormat, how: str) -> str | None:
+        """The summary's note on pixel formats (None: every frame had the first's); ``how`` says the
+        converter."""
+        if not self.format_frames:
+            return None
+        at = "" if self.format_at_seconds is None else f" at {self.format_at_seconds:.3f} s"
+        names = ", then ".join(f.ffmpeg_name for f in self.formats)
+        count = f"{self.format_frames} frame{'' if self.format_frames == 1 else 's'}"
+        return f"pixel format changed{at} ({names}): {count} converted to {output.ffmpeg_name} {how}"
 
 
 @dataclass
@@ -327,7 +356,7 @@ class _Transcoder:
         self._first_pts = True  # the next _pts is the first frame's
         self._frames: _CutFrames | None = None
         self._trim = False  # the copied streams are cut with the video (audio re-encoded)
-        self._sizes: _SizeChanges | None = None  # frames of another size than the first's
+        self._sizes: _PictureChanges | None = None  # frames of another size or format than the first's
         self._resizer: Any = None  # a passthrough's FrameScaler for them (made when one comes)
         self._resized_how = ""  # how the passthrough scaled them, for the note
 
@@ -561,7 +590,7 @@ class _Transcoder:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal
         self.stats.plan = plan
         self._interlaced = first.metadata.interlaced
-        self._sizes = _SizeChanges(Size(first.width, first.height))
+        self._sizes = _PictureChanges(Size(first.width, first.height), first.pixel_format)
         return decoder, first, plan
 
     def survey(self) -> TranscodeSurvey:
@@ -769,32 +798,40 @@ class _Transcoder:
         return fixed
 
     def _size_note(self, plan: TranscodePlan) -> None:
-        """Say the frames of another size than the first's, and how they were scaled."""
+        """Say the frames of another size or pixel format than the first's, and how they were scaled or
+        converted."""
         if self._sizes is None or (self.stats.scale_route is None and not plan.passthrough):
             return
         if plan.passthrough:
             how = self._resized_how
+            converted = "on the CPU (swscale)" if self._resizer is not None else self._resized_how
+            output_format = self._sizes.first_format
         elif self.stats.scale_route is not None and self.stats.scale_route.get("route") == "swscale":
-            how = "on the CPU (swscale)"
+            how = converted = "on the CPU (swscale)"
+            output_format = plan.output_format
         else:
-            how = "on the GPU"
-        note = self._sizes.note(plan.output_size, how)
-        if note is not None:
-            self.stats.input_notes.append(note)
+            how = converted = "on the GPU"
+            output_format = plan.output_format
+        for note in (
+            self._sizes.note(plan.output_size, how),
+            self._sizes.format_note(output_format, converted),
+        ):
+            if note is not None:
+                self.stats.input_notes.append(note)
 
     def _resized(
         self, frame: DecodedFrame, pixel_format: PixelFormat, colour: ColourInfo
     ) -> DecodedFrame | None:
-        """A passthrough frame of another size than the first, scaled to the output size and to the
-        first's ``pixel_format`` and ``colour`` by swscale, as the CPU scale route scales (bicubic, as
-        ffmpeg's scale filter does at a size change); None when it has the first's size, or when swscale
-        cannot take it (on the GPU, or a conversion it does not do): PyAV's reformat in the encoder scales it
-        then, as the note says."""
+        """A passthrough frame of another size or pixel format than the first, scaled to the output size
+        and converted to the first's ``pixel_format`` and ``colour`` by swscale, as the CPU scale route
+        does (bicubic, as ffmpeg's scale filter scales at a size change); None when it has the first's
+        size and format, or when swscale cannot take it (on the GPU, or a conversion it does not do):
+        PyAV's reformat in the encoder converts it then, as the note says."""
         from alpha2.ffmpeg_bridge.scale import FrameScaler, swscale_unsupported_reason
 
         plan = self.stats.plan
         assert plan is not None and self._sizes is not None
-        if Size(frame.width, frame.height) == self._sizes.first:
+        if self._sizes.same(frame):
             return None
         why = (
             "the frames are on the GPU"
