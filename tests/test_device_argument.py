@@ -37,7 +37,22 @@ def test_cuda_alone_is_torch_s_current_device(monkeypatch: pytest.MonkeyPatch) -
     fake = types.ModuleType("torch")
     fake.cuda = types.SimpleNamespace(current_device=lambda: 5)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "torch", fake)
+    fake.cuda.is_available = lambda: True  # type: ignore[attr-defined]
     assert devices.cuda_ordinal_of("cuda") == 5
+
+
+def test_cuda_alone_with_a_cpu_only_torch_is_ordinal_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by an outside pass: a CPU-only torch asserts in ``torch.cuda.current_device()`` ("Torch not
+    compiled with CUDA enabled"); 'cuda' alone is then ordinal 0, which gives the typed error of a CUDA
+    device that cannot be had, as 'cuda:0' does."""
+
+    def no_cuda() -> int:
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(current_device=no_cuda, is_available=lambda: False)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert devices.cuda_ordinal_of("cuda") == 0
 
 
 def test_a_torch_device_names_its_ordinal() -> None:

@@ -74,6 +74,50 @@ def test_batch_calls_refuse_a_non_sequence_with_a_typed_error(clips: dict[str, s
             assert len(frames) == 2
             for frame in frames:
                 frame.release()
+        # Frames come back in the order asked: a set has none, a mapping is neither times nor indices.
+        with pytest.raises(InvalidInputError, match="has no order"):
+            call(set(asked))
+        with pytest.raises(InvalidInputError, match=f"{method} takes a sequence .* got a dict"):
+            call(dict.fromkeys(asked))
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ({"threads": "x"}, "threads must be a whole number >= 0"),
+        ({"threads": -1}, "threads must be a whole number >= 0"),
+        ({"max_pixels": "x"}, "max_pixels must be a whole number >= 1"),
+        ({"stream_index": "0"}, "stream_index must be a whole number >= 0"),
+        ({"cuda_ordinal": "x"}, "cuda_ordinal must be a whole number >= 0"),
+        ({"budget": 3}, "budget must be an alpha2 SurfaceBudget"),
+        ({"reserve_timeout_s": "x"}, "reserve_timeout_s must be a number of seconds"),
+        ({"reserve_timeout_s": float("nan")}, "reserve_timeout_s must be a number of seconds"),
+    ],
+)
+def test_open_refuses_an_option_of_the_wrong_type_by_name(
+    clips: dict[str, str], option: dict[str, object], said: str
+) -> None:
+    """Found by an outside pass: these failed with Python's TypeError or AttributeError from inside the
+    decoder, the budget's and the timeout's only at the first frames_at."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=said):
+        alpha2.open(clips["rot90"], hwaccel="none", **option)
+
+
+def test_open_s_unknown_option_message_names_its_own_options(clips: dict[str, str]) -> None:
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="did you mean parallel"):
+        alpha2.open(clips["rot90"], paralel=2)
+    with pytest.raises(InvalidInputError, match="did you mean copy_ahead"):
+        alpha2.open(clips["rot90"], copyahead=True)
+    with pytest.raises(
+        InvalidInputError, match="it takes device, hwaccel, prefetch, copy_ahead, parallel, budget"
+    ):
+        alpha2.open(clips["rot90"], zzz=1)
 
 
 def test_tensor_methods_refuse_unknown_or_positional_options_with_a_typed_error(

@@ -126,10 +126,18 @@ def _keyword_names(target: Callable[..., Any], skip: int) -> tuple[str, ...]:
     return tuple(p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
-def known_options(where: str, given: Iterable[str], target: Callable[..., Any], *, skip: int = 1) -> None:
+def known_options(
+    where: str,
+    given: Iterable[str],
+    target: Callable[..., Any],
+    *,
+    skip: int = 1,
+    also: tuple[str, ...] = (),
+) -> None:
     """Refuse keyword options that ``target`` (what they are passed on to) does not take, naming the ones
-    it does: ``where`` is the public call (``'alpha2.create()'``)."""
-    names = _keyword_names(target, skip)
+    it does, and ``also`` (those the public call takes itself): ``where`` is the public call
+    (``'alpha2.create()'``)."""
+    names = also + tuple(n for n in _keyword_names(target, skip) if n not in also)
     unknown = [option for option in given if option not in names]
     if unknown:
         import difflib

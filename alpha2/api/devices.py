@@ -123,7 +123,9 @@ def cuda_ordinal_of(device: Any) -> int | None:
         )
     if index is None:
         torch = sys.modules.get("torch")
-        index = int(torch.cuda.current_device()) if torch is not None else 0
+        index = 0
+        if torch is not None and torch.cuda.is_available():  # a CPU-only torch asserts in current_device
+            index = int(torch.cuda.current_device())
     return int(index)
 
 

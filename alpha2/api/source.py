@@ -23,6 +23,7 @@ decoding, the GPU or the encoder.
 
 from __future__ import annotations
 
+import collections.abc
 import concurrent.futures
 import contextlib
 import io
@@ -275,7 +276,18 @@ def _check_seconds(seconds: object) -> float:
 
 
 def _listed(method: str, values: object, what: str, one: str) -> list[Any]:
-    """``values`` of a batch call as a list: a list, tuple, numpy array or other iterable (not a str)."""
+    """``values`` of a batch call as a list: a list, tuple, numpy array or other ordered iterable (not a
+    str; not a set or a mapping, whose order is not the caller's: frames come back in the order asked)."""
+    if isinstance(values, collections.abc.Set):
+        raise InvalidInputError(
+            f"{method} hands frames back in the order asked, and a {type(values).__name__} has no order: "
+            f"pass a list (sorted(...) for the order of time)"
+        )
+    if isinstance(values, collections.abc.Mapping):
+        raise InvalidInputError(
+            f"{method} takes a sequence of {what} (a list, tuple or numpy array), got a "
+            f"{type(values).__name__}: pass list(d) for its keys, list(d.values()) for its values"
+        )
     if not isinstance(values, str | bytes):
         try:
             return list(cast(Iterable[Any], values))
@@ -754,7 +766,13 @@ class VideoSource:
         arguments.whole("prefetch", prefetch, low=0)
         if copy_ahead is not None:
             arguments.flag("copy_ahead", copy_ahead)
-        arguments.known_options("alpha2.open()", options, DecodeSession.__init__, skip=2)
+        arguments.known_options(
+            "alpha2.open()",
+            options,
+            DecodeSession.__init__,
+            skip=2,
+            also=("device", "hwaccel", "prefetch", "copy_ahead", "parallel"),
+        )
         if parallel not in (None, "auto") and (
             isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1
         ):

@@ -21,6 +21,7 @@ import gc
 import io
 import itertools
 import math
+import numbers
 import os
 import threading
 import time
@@ -196,6 +197,51 @@ def _fraction(value: Any) -> fractions.Fraction:
     return value if type(value) is fractions.Fraction else fractions.Fraction(value)
 
 
+def _check_options(
+    *,
+    budget: Any,
+    threads: Any,
+    stream_index: Any,
+    cuda_ordinal: Any,
+    reserve_timeout_s: Any,
+    prefetch: Any,
+    max_pixels: Any,
+) -> None:
+    """A DecodeSession's options of the wrong type or value are refused at open, each by name (they
+    failed deep inside, some only at the first frame: a ``TypeError`` from a comparison, an
+    ``AttributeError`` from the budget)."""
+
+    def whole(name: str, value: Any, low: int, what: str, none: str | None = None) -> None:
+        if value is None and none is not None:
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            also = f" (or None: {none})" if none is not None else ""
+            raise InvalidInputError(
+                f"{name} must be a whole number >= {low}{what}{also}, got {short_repr(value)}"
+            )
+
+    whole("threads", threads, 0, " (0: one per core)")
+    whole("prefetch", prefetch, 0, " frames")
+    whole("stream_index", stream_index, 0, "", "the best video stream")
+    whole("cuda_ordinal", cuda_ordinal, 0, "", "the current or first CUDA device")
+    whole("max_pixels", max_pixels, 1, "", "no limit")
+    if budget is not None and not isinstance(budget, SurfaceBudget):
+        raise InvalidInputError(
+            f"budget must be an alpha2 SurfaceBudget (alpha2.gpu.surfaces.SurfaceBudget(max_surfaces=N)) "
+            f"or None, got {short_repr(budget)}"
+        )
+    if reserve_timeout_s is not None and (
+        isinstance(reserve_timeout_s, bool)
+        or not isinstance(reserve_timeout_s, numbers.Real)
+        or not math.isfinite(reserve_timeout_s)
+        or reserve_timeout_s < 0
+    ):
+        raise InvalidInputError(
+            f"reserve_timeout_s must be a number of seconds >= 0 (or None: the budget's own), got "
+            f"{short_repr(reserve_timeout_s)}"
+        )
+
+
 class DecodeSession:
     """Decode the video stream of a file or file object, frame by frame.
 
@@ -252,10 +298,15 @@ class DecodeSession:
                 f"source must be a path (str or os.PathLike) or a readable binary file object, got "
                 f"{type(source).__name__} {short_repr(source)}"
             )
-        if prefetch < 0:
-            raise InvalidInputError(f"prefetch must be >= 0 frames, got {prefetch}")
-        if threads < 0:
-            raise InvalidInputError(f"threads must be >= 0 (0: one per core), got {threads}")
+        _check_options(
+            budget=budget,
+            threads=threads,
+            stream_index=stream_index,
+            cuda_ordinal=cuda_ordinal,
+            reserve_timeout_s=reserve_timeout_s,
+            prefetch=prefetch,
+            max_pixels=max_pixels,
+        )
         self.source = source
         """What was opened (path or file object)."""
         self._mode = HwAccelMode.parse(hwaccel)
@@ -302,8 +353,6 @@ class DecodeSession:
         self._prefetch_depth = prefetch
         self._prefetcher: Prefetcher | None = None
         self._copy_ahead: Callable[[DecodedFrame], AheadWork | None] | None = None
-        if max_pixels is not None and max_pixels < 1:
-            raise InvalidInputError(f"max_pixels must be >= 1 (or None: no limit), got {max_pixels}")
         self._max_pixels = max_pixels
 
         plan = plan_hw_device(self._mode, cuda_ordinal, device)
