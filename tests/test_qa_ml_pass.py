@@ -263,3 +263,27 @@ def test_a_mean_in_codes_is_refused_with_the_scaled_one(clips: dict[str, str]) -
         finally:
             for frame in frames:
                 frame.release()
+
+
+def test_the_end_of_stream_message_says_where_the_frames_end(tmp_path: Path) -> None:
+    """Found by an outside pass: a VFR MP4 whose stream header says 3.8 s (ffmpeg's select filter and
+    -fps_mode vfr wrote it so) has frames to 3.933 s; frames_at took times up to there, and then said
+    the file 'is 3.800 s long'. The message now says the end of the frames decoded when it is later."""
+    from types import SimpleNamespace
+
+    import alpha2
+    from alpha2.api.source import VideoSource
+
+    short_header = SimpleNamespace(
+        _session=SimpleNamespace(info=SimpleNamespace(duration_seconds=3.8), decoded_end_seconds=3.9333)
+    )
+    assert VideoSource._end_seconds(short_header) == "3.933 s long"  # type: ignore[arg-type]
+    long_header = SimpleNamespace(
+        _session=SimpleNamespace(info=SimpleNamespace(duration_seconds=4.0), decoded_end_seconds=1.0)
+    )
+    assert VideoSource._end_seconds(long_header) == "4.000 s long"  # type: ignore[arg-type]
+    clip = make_clip(tmp_path / "c.mp4", width=32, height=24, frames=12, rate=30)
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        for _frame in source:
+            pass
+        assert source._session.decoded_end_seconds == pytest.approx(0.4)

@@ -1157,6 +1157,9 @@ class VideoSource:
 
     def _end_seconds(self) -> str:
         duration = self._session.info.duration_seconds
+        decoded = self._session.decoded_end_seconds  # its header may say less (a muxer's short duration)
+        if decoded is not None and (duration is None or decoded > duration):
+            duration = decoded
         return f"{duration:.3f} s long" if duration is not None else "of unknown duration"
 
     def frame_at(self, seconds: float) -> Frame:

@@ -1097,6 +1097,16 @@ class DecodeSession:
             time.sleep(0.001)
 
     @property
+    def decoded_end_seconds(self) -> float | None:
+        """Where the latest frame decoded so far ends (its time plus its duration), in seconds from the
+        stream's start; None before the first. Past the stream's announced duration where a muxer wrote
+        that short (the end of a stream decoded to its end, whatever its header says)."""
+        info, end = self._info, self._max_end
+        if end is None or info.time_base is None:
+            return None
+        return float((end - (info.start_time or 0)) * info.time_base)
+
+    @property
     def decoded_ahead(self) -> tuple[int, int]:
         """Frames the prefetch thread has decoded and not yet handed out (the end of the stream, or a
         failure, counts as one), and how many it decodes ahead at most. ``(0, 0)`` without prefetching;
