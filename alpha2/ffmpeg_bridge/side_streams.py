@@ -39,6 +39,7 @@ import av.container
 import av.error
 import av.packet
 import av.stream
+import numpy as np
 
 from alpha2.ffmpeg_bridge.channel_layouts import (
     PLANAR_CHANNELS_PYAV_READS,
@@ -600,6 +601,15 @@ class _Entry:
     relabel: str | None = None
     """The layout decoded frames are given, their samples unmoved, before the resampler (ambisonic or
     unplaced channels, which it cannot mix)."""
+    in_origin: float | None = None
+    """Encoded again: the time (s) of the first decoded frame, where the samples fed are counted from."""
+    in_fed: float = 0.0
+    """Encoded again: the seconds of samples fed to the resampler (silence put in, overlaps left out)."""
+    gaps: list[tuple[float, float]] = field(default_factory=list)
+    """Encoded again: (where, how long) of each gap in the timestamps filled with silence, in seconds."""
+    overlaps: list[tuple[float, float]] = field(default_factory=list)
+    """Encoded again: (where, how long) of each overlap in the timestamps whose repeated samples were
+    left out."""
 
 
 @dataclass
@@ -733,6 +743,7 @@ class StreamCopier:
                 raise InvalidInputError(f"audio_from {path!r} has no audio stream")
             indices = audio[:1]
         self._entries: dict[int, _Entry] = {}
+        self._timing_said = False  # the audio's gaps and overlaps are said once, at the end
         self._pictures: list[_Picture] = []
         self._copy_metadata = copy_metadata
         ours = list(out.streams)  # the caller's (the encoded video), made before the copies
@@ -1365,6 +1376,7 @@ class StreamCopier:
         if entry.samples is None:
             return  # nothing decoded yet (drained before any sound)
         tb = fractions.Fraction(1, entry.rate)
+        frames = self._on_time(entry, frames)
         if entry.order is not None:
             frames = [entry.order.apply(f) for f in frames]
         if entry.relabel is not None:
@@ -1381,6 +1393,71 @@ class StreamCopier:
                 out_frame.time_base = tb
                 self._encode(entry, out_frame)
                 entry.frames += 1
+
+    def _on_time(self, entry: _Entry, frames: list[Any]) -> list[Any]:
+        """Decoded frames kept on their timestamps: the encoder's samples are counted one after the other,
+        so a gap in the input's timestamps would close up (everything after it playing early against the
+        picture) and an overlap would push the rest late. Where the timestamps run more than
+        :data:`AUDIO_DRIFT_SECONDS` ahead of the samples fed, silence fills the gap; where they run
+        behind, the repeated samples are left out. Both are counted for the summary. FFmpeg's command line
+        keeps the same timing by passing the timestamps on to the muxer; counted samples need the
+        silence."""
+        kept: list[Any] = []
+        for frame in frames:
+            rate = frame.sample_rate
+            if frame.pts is None or frame.time_base is None or not rate or not frame.samples:
+                kept.append(frame)
+                if rate:
+                    entry.in_fed += frame.samples / rate
+                continue
+            at = float(frame.pts * frame.time_base)
+            if entry.in_origin is None:
+                entry.in_origin = at
+            drift = at - (entry.in_origin + entry.in_fed)
+            if drift > AUDIO_DRIFT_SECONDS:
+                count = round(drift * rate)
+                kept.append(_silence(frame, count))
+                entry.in_fed += count / rate
+                entry.gaps.append((at - drift, drift))
+            elif drift < -AUDIO_DRIFT_SECONDS:
+                cut = min(frame.samples, round(-drift * rate))
+                entry.overlaps.append((at, cut / rate))
+                if cut == frame.samples:
+                    continue
+                samples, packed = interleaved(frame)
+                frame = packed_frame(samples[cut:], packed, frame.layout.name, frame, keep_format=True)
+            kept.append(frame)
+            entry.in_fed += frame.samples / rate
+        return kept
+
+    def _timing_notes(self) -> None:
+        """Say the gaps filled and the overlaps left out of the streams encoded again."""
+        for entry in self._entries.values():
+            for found, said in (
+                (
+                    entry.gaps,
+                    "its timestamps skip {length:.3f} s at {where:.3f} s of the output{more}: "
+                    "filled with silence",
+                ),
+                (
+                    entry.overlaps,
+                    "its timestamps go back {length:.3f} s at {where:.3f} s of the output{more}: "
+                    "the repeated samples left out",
+                ),
+            ):
+                if not found:
+                    continue
+                where, length = found[0]
+                more = (
+                    f" ({len(found)} times, {sum(s for _, s in found):.3f} s in all)"
+                    if len(found) > 1
+                    else ""
+                )
+                self.report.notes.append(
+                    f"audio stream {entry.source.index}: "
+                    + said.format(length=length, where=where, more=more)
+                    + ", so that the sound after it stays with the picture"
+                )
 
     def _resampled(self, entry: _Entry, frame: Any) -> list[Any]:
         """``frame`` converted for the entry's encoder; FFmpeg's refusal said as the audio's (it is
@@ -1427,6 +1504,9 @@ class StreamCopier:
             if entry.reencode:
                 self._reencode(entry, None)
                 self._encode(entry, None)
+        if not self._timing_said:
+            self._timing_said = True
+            self._timing_notes()
 
     def finish(self) -> None:
         """Mux what is left and flush the audio encoders."""
@@ -1440,6 +1520,20 @@ class StreamCopier:
         if source is not None:
             with contextlib.suppress(Exception):
                 source.close()
+
+
+AUDIO_DRIFT_SECONDS = 0.02
+"""How far audio encoded again may drift from its timestamps before silence fills the gap or repeated
+samples are left out (a muxer's timestamps round to a millisecond: jitter of that size is no gap)."""
+
+
+def _silence(like: Any, count: int) -> Any:
+    """``count`` samples of silence in ``like``'s format, layout and rate (timed just before it)."""
+    samples, packed = interleaved(like)
+    zeros = np.zeros((count, samples.shape[1]), samples.dtype)
+    if packed == "u8":
+        zeros += 128  # unsigned 8-bit silence is the middle code
+    return packed_frame(zeros, packed, like.layout.name, like, keep_format=True)
 
 
 def _infer_defaults(out: av.container.OutputContainer) -> list[tuple[Any, int]]:
