@@ -298,6 +298,25 @@ def test_into_mp4_subtitles_are_converted_and_attachments_dropped_with_why(
     assert "dropped stream 4 (attachment application/x-truetype-font)" in summary
 
 
+def test_mov_text_s_empty_samples_are_not_written_as_empty_cues(tmp_path: Path, capsys: Capsys) -> None:
+    """MP4's mov_text fills the time between cues with empty samples; converted to WebVTT they were
+    written as empty cues, after the first of which FFmpeg 5.1 read no more of a WebM's cues (found by
+    an outside pass)."""
+    src = _multi(tmp_path, ".mkv", audio_streams=1)
+    mp4 = str(tmp_path / "mid.mp4")
+    assert _transcode(capsys, src, mp4)[0] == 0
+    with av.open(mp4) as container:
+        sizes = [p.size for p in container.demux(container.streams.subtitles[0]) if p.dts is not None]
+    assert 2 in sizes, f"the MP4 muxer fills the gaps with empty samples (the case tested): {sizes}"
+    out = str(tmp_path / "out.webm")
+    code, _data, err = _transcode(capsys, mp4, out)
+    assert code == 0, err
+    assert ("subtitle", "webvtt") in _kinds(out)
+    with av.open(out) as container:
+        cues = [bytes(p) for p in container.demux(container.streams.subtitles[0]) if p.dts is not None]
+    assert cues == [b"Hello", b"World"], cues
+
+
 def test_timecode_track_and_no_audio_are_reported(tmp_path: Path, capsys: Capsys) -> None:
     src = _multi(tmp_path, ".mp4", audio_streams=2)
     code, data, err = _transcode(capsys, src, str(tmp_path / "out.mkv"), "--no-audio")

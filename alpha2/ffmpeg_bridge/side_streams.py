@@ -1289,6 +1289,10 @@ class StreamCopier:
     def _write(self, entry: _Entry, packet: av.packet.Packet[Any]) -> None:
         if entry.text_to is not None:
             packet = _converted_text(packet, entry.source.codec, entry.text_to)
+            if entry.text_to != "mov_text" and not bytes(packet).strip():
+                # An empty cue: mov_text fills the time between cues with empty samples; WebVTT and
+                # SubRip have no such thing (FFmpeg 5.1 stops reading a WebM's cues at the first one).
+                return
         if entry.source.kind is StreamKind.SUBTITLE and packet.dts is not None:
             # Cues that overlap, cut to the part, can land on a time before the one written last;
             # a muxer takes a stream's times in order only: such a cue starts with the one before.
