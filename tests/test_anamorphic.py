@@ -146,3 +146,19 @@ def test_an_output_that_cannot_say_the_shape_gets_square_pixels(tmp_path: Path) 
     )
     width, height, shape = _shape_of(out)
     assert (width, height) == (852, 480) and shape in (None, 1)
+
+
+def test_probe_says_the_shown_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by an outside pass: probe said '720x480, pixels 32:27' and gave display_size [720, 480] in
+    --json, where a player (and ffprobe's DAR 16:9) shows 853x480."""
+    import json
+
+    from alpha2.apps import cli
+
+    clip = _anamorphic_clip(tmp_path / "wide.mp4", DVD_WIDE, frames=2)
+    assert cli.main(["probe", clip]) == 0
+    assert "720x480, pixels 32:27 (shown 853x480)" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(["probe", clip, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    streams = data["files"][0]["streams"] if "files" in data else data["streams"]
+    assert streams[0]["shown_size"] == [853, 480] and streams[0]["field_order"] is None

@@ -152,7 +152,7 @@ def test_probe_file_prints_within_80_columns(
     assert "decoder: software (" in text or "decoder: NVDEC (" in text, out  # NVDEC on a GPU machine
     code, out, err = _run(capsys, os.path.basename(turned))
     assert code == 0, err
-    assert "48x64 shown (stored 64x48, turned 270°)" in " ".join(out.split()), out
+    assert "48x64 shown (stored 64x48, turned 270° clockwise)" in " ".join(out.split()), out
 
 
 def test_probe_files_json_lists_them_and_bad_ones_are_said_each_in_a_line(
@@ -296,3 +296,18 @@ def test_frames_text_without_a_duration_is_the_containers_count() -> None:
         0, StreamKind.VIDEO, "mpeg4", duration_seconds=4.04, frame_rate=25.0, frame_count=101
     )
     assert not agreeing.frame_count_disagrees and frames_text(agreeing) == "101 frames (container)"
+
+
+def test_probe_says_interlaced_video_and_its_field_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by an outside pass: probe said nothing of interlacing, where ffprobe says field_order=tt."""
+    from media import make_interlaced_mpeg2
+
+    clip = make_interlaced_mpeg2(tmp_path / "i.mpg", frames=6)
+    code, out, _err = _run(capsys, clip)
+    assert code == 0 and "interlaced (bottom field first)" in " ".join(out.split()), out  # ffprobe: bb
+    assert main(["probe", clip, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    streams = data["files"][0]["streams"] if "files" in data else data["streams"]
+    assert streams[0]["field_order"] == "bottom field first"

@@ -165,6 +165,8 @@ _BY_KIND = {
         "pixel_format",
         "colour_tags",
         "alpha_beside",
+        "field_order",
+        "shown_size",
     ),
     "audio": ("sample_rate", "channels", "layout", "sample_format"),
     "subtitle": ("text",),
@@ -181,6 +183,8 @@ def _stream_dict(stream: StreamFacts) -> dict[str, Any]:
             value = value.value
         elif name == "rotation":
             value = value.name.lower()
+        elif name == "shown_size":
+            value = list(value)
         elif name == "sample_aspect_ratio" and value is not None:
             value = f"{value.numerator}:{value.denominator}"
         elif name == "colour_tags" and value is not None:

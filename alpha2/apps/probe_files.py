@@ -106,7 +106,7 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
         size = f"{shown_w}x{shown_h}"
         mirrored = decoded is not None and decoded.mirrored
         if rotation.value or mirrored:
-            turns = [f"turned {rotation.value}°"] if rotation.value else []
+            turns = [f"turned {rotation.value}° clockwise"] if rotation.value else []
             how = ", ".join((["mirrored"] if mirrored else []) + turns)
             size += f" shown (stored {stream.width}x{stream.height}, {how})"
         if stream.attached_picture:
@@ -114,11 +114,17 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
         parts.append(size)
         if stream.sample_aspect_ratio is not None:
             sar = stream.sample_aspect_ratio
-            parts.append(f"pixels {sar.numerator}:{sar.denominator}")
+            wide, high = stream.shown_size
+            if decoded is not None:  # its turn from the display matrix, which the stream's tag may lack
+                wide = max(1, round(stream.width * sar))
+                wide, high = (high, wide) if decoded.rotation.value in (90, 270) else (wide, high)
+            parts.append(f"pixels {sar.numerator}:{sar.denominator} (shown {wide}x{high})")
         if stream.frame_rate and not stream.attached_picture:
             parts.append(f"{stream.frame_rate:.3f}".rstrip("0").rstrip(".") + " fps")
         if stream.pixel_format:
             parts.append(stream.pixel_format)
+        if stream.field_order:
+            parts.append(f"interlaced ({stream.field_order})")
         if stream.alpha_beside:
             parts.append("alpha stored beside, not decoded (FFmpeg's decoder shows it opaque)")
         if stream.frame_count:

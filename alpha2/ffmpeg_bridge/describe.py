@@ -87,6 +87,9 @@ class StreamFacts:
     alpha_beside: bool = False
     """Video: the stream carries its alpha beside the picture (WebM's ``alpha_mode``: VP8 / VP9 alpha
     in BlockAdditions), which FFmpeg's own decoders leave out: the pictures decode opaque."""
+    field_order: str | None = None
+    """Video: how the stream's parameters say it is interlaced (``top field first``, ``bottom field
+    first``, or either with its fields coded in the other order); None for progressive or not said."""
     sample_rate: int = 0
     """Audio: samples per second per channel (0 when not said)."""
     channels: int = 0
@@ -124,6 +127,17 @@ class StreamFacts:
         if self.rotation in (Rotation.CW90, Rotation.CW270):
             return self.height, self.width
         return self.width, self.height
+
+    @property
+    def shown_size(self) -> tuple[int, int]:
+        """Video: (width, height) as a player shows it: the width scaled by the pixels' shape
+        (:attr:`sample_aspect_ratio`, rounded), then swapped by a quarter-turn :attr:`rotation`."""
+        width = self.width
+        if self.sample_aspect_ratio is not None:
+            width = max(1, round(width * self.sample_aspect_ratio))
+        if self.rotation in (Rotation.CW90, Rotation.CW270):
+            return self.height, width
+        return width, self.height
 
 
 @dataclass(frozen=True)
@@ -279,6 +293,7 @@ def _stream_facts(stream: Any) -> StreamFacts:
             pixel_format=str(cc.format.name) if cc.format is not None else None,
             colour_tags=_colour_tags(cc),
             alpha_beside=_alpha_beside(metadata, cc),
+            field_order=_FIELD_ORDERS.get(int(getattr(cc, "field_order", 0) or 0)),
         )
     if kind is StreamKind.AUDIO and cc is not None:
         layout = getattr(cc, "layout", None)
@@ -295,6 +310,15 @@ def _stream_facts(stream: Any) -> StreamFacts:
     if kind is StreamKind.ATTACHMENT:
         return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
     return StreamFacts(**common)
+
+
+_FIELD_ORDERS = {
+    2: "top field first",
+    3: "bottom field first",
+    4: "top field first, coded bottom first",
+    5: "bottom field first, coded top first",
+}
+"""FFmpeg's AVFieldOrder values of interlaced video (0: not said, 1: progressive)."""
 
 
 def _alpha_beside(metadata: Any, cc: Any) -> bool:
