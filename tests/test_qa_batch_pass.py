@@ -236,3 +236,20 @@ def test_an_input_folder_that_is_or_is_inside_out_is_refused_as_such(tmp_path: P
     with pytest.raises(InvalidInputError, match=f"the input folder .* {where} --out .*; choose an --out"):
         batch([str(src)], out, TranscodeOptions(), CPU)
     assert sorted(os.listdir(src)) == ["a.mkv"]
+
+
+def test_an_unknown_codec_is_refused_once_before_any_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 'alpha2 batch b --out o --codec nope' started its workers and failed each file with the same
+    # 'unknown codec or encoder' line (found by an outside pass); --container foo was refused at once.
+    from alpha2.apps.cli import main
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for name in ("a.mkv", "b.mkv"):
+        make_clip(src / name, width=64, height=48, frames=2)
+    code = main(["batch", str(src), "--out", str(tmp_path / "out"), "--codec", "nope"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("unknown codec or encoder 'nope'") == 1, err
+    assert not (tmp_path / "out").exists()

@@ -1179,15 +1179,19 @@ class _Transcoder:
 
 
 def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> None:
-    """What can be refused before an input is opened: the encoder's preset (libx264 and libx265 name
-    theirs; :func:`~alpha2.api.transcode_plan.check_preset`).
+    """What can be refused before an input is opened: the codec (no encoder for it) and the encoder's
+    preset (libx264 and libx265 name theirs; :func:`~alpha2.api.transcode_plan.check_preset`). A batch
+    refuses them once, not once a file.
 
     Raises:
         InvalidInputError: a preset the encoder does not have.
         UnsupportedCodecError: no encoder for the codec.
     """
+    if options.preset is None and options.codec is None:
+        return
+    encoder = choose_encoder(options.codec or default_codec(output))
     if options.preset is not None:
-        check_preset(choose_encoder(options.codec or default_codec(output)).name, options.preset)
+        check_preset(encoder.name, options.preset)
 
 
 def transcode(
