@@ -133,6 +133,12 @@ def test_encoder_layout_keeps_the_channels_where_it_can() -> None:
     assert encoder_layout("aac", side, 48_000) == "5.1(side)"
     assert encoder_layout("libopus", side, 48_000) == "5.1"  # Vorbis order: the sides become backs
     assert encoder_layout("libopus", av.AudioLayout("stereo"), 48_000) == "stereo"
+    # A layout the encoder lacks goes into the smallest it takes that holds every channel, the others
+    # silent (FFmpeg's command line picks 5.0 for quad in ALAC); quad went into 4.0 before, its two back
+    # channels mixed into one (found by an outside pass).
+    assert encoder_layout("alac", av.AudioLayout("quad"), 48_000) == "5.0"
+    assert encoder_layout("alac", av.AudioLayout("hexagonal"), 48_000) == "6.1(back)"
+    assert encoder_layout("libopus", av.AudioLayout("hexagonal"), 48_000) == "5.1"  # none holds it
     # Opus's mapping family 255 holds 16 channels; MP3 holds at most two: a downmix is then said.
     assert encoder_layout("libopus", av.AudioLayout("hexadecagonal"), 48_000) == "hexadecagonal"
     assert encoder_layout("libmp3lame", av.AudioLayout("hexadecagonal"), 48_000) is None
@@ -204,3 +210,17 @@ def test_which_codecs_are_lossless() -> None:
         assert is_lossless_audio(name), name
     for name in ("aac", "opus", "ac3", "dts", "pcm_alaw", "pcm_mulaw", "no such codec"):
         assert not is_lossless_audio(name), name
+
+
+def test_a_layout_changed_for_the_encoder_is_said(tmp_path: Path) -> None:
+    """Kept in a larger layout, or mixed into another of as many channels: the summary says which (a
+    quad source into MOV was mixed into 4.0 unsaid, with 'lossless, as the source')."""
+    src = _make(tmp_path / "quad.mkv", "flac", layout="quad", sample_format="s16")
+    stats = transcode(src, str(tmp_path / "out.mov"), TranscodeOptions())
+    said = stats.encoder["audio"]
+    assert "its quad channels kept as they are in 5.0 (FC silent): alac takes no quad layout" in said, said
+    with av.open(str(tmp_path / "out.mov")) as container:
+        assert container.streams.audio[0].codec_context.layout.name == "5.0"
+    hexagonal = _make(tmp_path / "hex.mkv", "flac", layout="hexagonal", sample_format="s16")
+    said = transcode(hexagonal, str(tmp_path / "out.webm"), TranscodeOptions()).encoder["audio"]
+    assert "its hexagonal channels mixed into 5.1: libopus takes no hexagonal layout" in said, said

@@ -463,17 +463,44 @@ def _encoder_opens(codec: str, layout: str, rate: int) -> bool:
     return True
 
 
+_SURROUND_ALIKE = {"SL": "BL", "SR": "BR"}
+"""Channels that name the same speakers as others where a layout has one pair or the other."""
+
+
 def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
     """The channel layout (its FFmpeg name) to encode a source of ``layout`` (an ``av.AudioLayout``)
-    with ``codec`` at ``rate``: the source's own where the encoder takes it, else a named layout of as
-    many channels that it takes (those sharing most channels with the source first; FFmpeg's
-    resampler moves the others, side to back for Opus's 5.1); None where it takes none of as many
-    channels (a downmix to stereo is then unavoidable)."""
+    with ``codec`` at ``rate``: the source's own where the encoder takes it; else the smallest named
+    layout it takes that holds every one of the source's channels (each passed as it is, the others
+    silent: quad as 5.0, as FFmpeg's command line picks for ALAC); else one of as many channels (those
+    sharing most channels with the source first; FFmpeg's resampler mixes the others, side to back for
+    Opus's 5.1); None where it takes none of as many channels (a downmix to stereo is then
+    unavoidable)."""
     name = str(layout.name)
     if _encoder_opens(codec, name, rate):
         return name
     count = len(layout.channels)
     own = {str(c.name) for c in layout.channels}
+    # Side and back pairs name the same surround speakers in a 5.1 (FFmpeg's 5.1 and 5.1(side)): a
+    # layout that differs by them alone is the source's own, taken before any other.
+    alike = {_SURROUND_ALIKE.get(c, c) for c in own}
+    for other in _LAYOUTS:
+        try:
+            names = {_SURROUND_ALIKE.get(str(c.name), str(c.name)) for c in av.AudioLayout(other).channels}
+        except (ValueError, TypeError):
+            continue
+        if other != name and len(names) == count and names == alike and _encoder_opens(codec, other, rate):
+            return other
+    holding = []
+    for rank, other in enumerate(_LAYOUTS):
+        try:
+            names = {str(c.name) for c in av.AudioLayout(other).channels}
+        except (ValueError, TypeError):
+            continue
+        if other != name and len(names) > count and own <= names:
+            holding.append((len(names), rank, other))
+    for _, _, other in sorted(holding):
+        if _encoder_opens(codec, other, rate):
+            return other
     candidates = []
     for rank, other in enumerate(_LAYOUTS):
         if other == name:
@@ -1088,11 +1115,25 @@ class StreamCopier:
             source_layout = av.AudioLayout(next(named, "stereo"))
         layout = encoder_layout(codec, source_layout, rate)
         downmix = None
+        own_names = [str(c.name) for c in source_layout.channels]
         if layout is None:
             layout = "mono" if count == 1 else "stereo"
             downmix = f"downmixed from {count} channels to {layout}: {codec} takes no {count}-channel layout"
-        elif len(av.AudioLayout(layout).channels) != count:
-            downmix = f"{count} channels encoded as {layout}"
+        elif layout != str(source_layout.name) and not unmixable(source_layout):
+            target = [str(c.name) for c in av.AudioLayout(layout).channels]
+            said_own = str(source_layout.name)
+            if set(own_names) <= set(target) and len(target) > count:
+                silent = "+".join(c for c in target if c not in own_names)
+                downmix = (
+                    f"its {said_own} channels kept as they are in {layout} ({silent} silent): {codec} takes "
+                    f"no {said_own} layout"
+                )
+            elif len(target) != count:
+                downmix = f"{count} channels encoded as {layout}"
+            elif {_SURROUND_ALIKE.get(c, c) for c in target} != {
+                _SURROUND_ALIKE.get(c, c) for c in own_names
+            }:
+                downmix = f"its {said_own} channels mixed into {layout}: {codec} takes no {said_own} layout"
         relabel = None
         own = str(source_layout.name)
         if unmixable(source_layout) and layout != own:
