@@ -7,6 +7,7 @@ a lossless source cut with the video stays lossless. The inputs are made with Py
 from __future__ import annotations
 
 import fractions
+import json
 from pathlib import Path
 
 import av
@@ -224,3 +225,13 @@ def test_a_layout_changed_for_the_encoder_is_said(tmp_path: Path) -> None:
     hexagonal = _make(tmp_path / "hex.mkv", "flac", layout="hexagonal", sample_format="s16")
     said = transcode(hexagonal, str(tmp_path / "out.webm"), TranscodeOptions()).encoder["audio"]
     assert "its hexagonal channels mixed into 5.1: libopus takes no hexagonal layout" in said, said
+
+
+def test_streams_are_named_by_their_codec_not_their_decoder(tmp_path: Path) -> None:
+    """The summary said 'copied (mp3float, ...)' and 'cannot hold mp3float' (FFmpeg's MP3 decoder's
+    name); ffprobe and the rest of alpha2 say mp3."""
+    src = _make(tmp_path / "m.mkv", "libmp3lame", layout="stereo")
+    stats = transcode(src, str(tmp_path / "out.mp4"), TranscodeOptions())
+    report = stats.as_dict()
+    assert [k["codec"] for k in report["kept_streams"] if k["kind"] == "audio"] == ["mp3"], report
+    assert "mp3float" not in json.dumps(report)

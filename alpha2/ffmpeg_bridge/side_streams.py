@@ -276,8 +276,12 @@ def stream_kind(stream: Any) -> StreamKind:
 
 
 def _codec_name(stream: Any) -> str:
+    """Audio and video by the codec's own name (``mp3``, as ffprobe and the summary say it), not the
+    decoder's (``mp3float``); subtitles by their decoder's (``srt``, ``ass``), which names the format."""
     cc = getattr(stream, "codec_context", None)
     if cc is not None:
+        if stream.type in ("audio", "video"):  # as media.codec_name (which imports this module)
+            return str(getattr(getattr(cc, "codec", None), "canonical_name", None) or cc.name)
         return str(cc.name)
     metadata = stream.metadata
     if stream.type == "attachment":
