@@ -628,3 +628,19 @@ def test_the_players_progress_says_no_time_left() -> None:
         progress.update(10)
         lines[left] = out.getvalue()
     assert "s left" in lines[True] and "s left" not in lines[False]
+
+
+def test_lines_are_wrapped_by_the_columns_a_terminal_gives_them() -> None:
+    """Found by an outside pass at 80 columns: a note naming 'with space ünïcødé 日本.mkv' was filled by
+    character count, so the terminal broke it again (a CJK character takes two columns) and a word
+    landed unindented; and '311.6 kB' was split across two rows."""
+    from alpha2.apps.cli import display_width, wrap_lines, wrap_text
+
+    assert display_width("日本") == 4 and display_width("ünïcødé") == 7
+    assert display_width("e\u0301") == 1  # a combining accent takes no column
+    line = "  with space ünïcødé 日本.mkv: colour tags the input lacks written as alpha2 took them: matrix"
+    wrapped = wrap_lines([line], 80)
+    assert all(display_width(w) <= 79 for w in wrapped), wrapped
+    assert len(wrapped) == 2 and wrapped[1].startswith(" " * 4), wrapped
+    sized = wrap_text("out.mkv: 311.6 kB written at 1.2 Mb/s in 3 s", 14)
+    assert "311.6 kB" in " | ".join(sized) and "1.2 Mb/s" in " | ".join(sized), sized

@@ -118,22 +118,12 @@ def close_option(word: str, options: Iterable[str]) -> str | None:
 def _fill_paragraphs(text: str, width: int, indent: str) -> str:
     """Description and epilog text: unindented lines are joined into paragraphs and filled to the
     width; indented lines (examples, key tables) and blank lines are kept as written."""
-    import textwrap
-
     out: list[str] = []
     paragraph: list[str] = []
 
     def flush() -> None:
         if paragraph:
-            filled = textwrap.fill(
-                " ".join(paragraph),
-                max(width, 20),
-                initial_indent=indent,
-                subsequent_indent=indent,
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-            out.append(filled)
+            out.append("\n".join(wrap_text(" ".join(paragraph), max(width, 20), indent, indent)))
             paragraph.clear()
 
     for line in text.splitlines():
@@ -336,11 +326,74 @@ def terminal_columns(stream: Any = None, default: int | None = None) -> int | No
     return max(int(columns), 20) if columns.isdigit() else default
 
 
+_UNITS = frozenset(
+    {
+        "B",
+        "kB",
+        "MB",
+        "GB",
+        "TB",
+        "b/s",
+        "kb/s",
+        "Mb/s",
+        "Gb/s",
+        "s",
+        "ms",
+        "fps",
+        "Hz",
+        "kHz",
+        "MiB",
+        "GiB",
+        "%",
+    }
+)
+"""Units kept on the line of the number before them when a line is wrapped (``311.6 kB``)."""
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: East Asian wide and full-width characters two, combining
+    marks none, the rest one."""
+    import unicodedata
+
+    width = 0
+    for char in text:
+        if unicodedata.combining(char):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def _words(text: str) -> list[str]:
+    """``text``'s words, a number and the unit after it as one."""
+    words: list[str] = []
+    for word in text.split():
+        if words and word.rstrip(",;):") in _UNITS and words[-1][-1:].isdigit():
+            words[-1] += " " + word
+        else:
+            words.append(word)
+    return words
+
+
+def wrap_text(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
+    """``text`` filled to ``width`` terminal columns (:func:`display_width`: a CJK character takes two),
+    words never broken (a path longer than the line stays whole), a number kept with its unit."""
+    lines: list[str] = []
+    line, used, empty = initial_indent, display_width(initial_indent), True
+    for word in _words(text):
+        size = display_width(word)
+        if not empty and used + 1 + size > width:
+            lines.append(line)
+            line, used, empty = subsequent_indent, display_width(subsequent_indent), True
+        line, used = (line + word, used + size) if empty else (f"{line} {word}", used + 1 + size)
+        empty = False
+    if not empty:
+        lines.append(line)
+    return lines
+
+
 def wrap_fields(fields: Sequence[tuple[str, str]], width: int | None, indent: str = "  ") -> list[str]:
     """``label  text`` lines, the labels in one column, each text filled to ``width`` (None: not
     wrapped) under itself, words never broken (a path longer than the line stays whole)."""
-    import textwrap
-
     pad = max((len(label) for label, _ in fields), default=0) + 2
     lines: list[str] = []
     for label, text in fields:
@@ -349,15 +402,7 @@ def wrap_fields(fields: Sequence[tuple[str, str]], width: int | None, indent: st
             lines.append(head + text)
             continue
         lines.extend(
-            textwrap.wrap(
-                text,
-                max(width - 1, len(head) + 20),
-                initial_indent=head,
-                subsequent_indent=" " * len(head),
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-            or [head.rstrip()]
+            wrap_text(text, max(width - 1, len(head) + 20), head, " " * len(head)) or [head.rstrip()]
         )
     return lines
 
@@ -368,11 +413,10 @@ def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
     under its text (``  colour: as tagged ...``), or two columns past its indent when the label would
     leave the text too little room."""
     import re
-    import textwrap
 
     out: list[str] = []
     for line in lines:
-        if width is None or len(line) < width:
+        if width is None or display_width(line) < width:
             out.append(line)
             continue
         text = line.lstrip()
@@ -381,17 +425,7 @@ def wrap_lines(lines: Iterable[str], width: int | None) -> list[str]:
         hang = len(indent) + (len(label.group()) if label else 2)
         if hang > width // 3:
             hang = len(indent) + 2
-        out.extend(
-            textwrap.wrap(
-                text,
-                max(width - 1, hang + 20),
-                initial_indent=indent,
-                subsequent_indent=" " * hang,
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-            or [line]
-        )
+        out.extend(wrap_text(text, max(width - 1, hang + 20), indent, " " * hang) or [line])
     return out
 
 
