@@ -644,3 +644,33 @@ def test_lines_are_wrapped_by_the_columns_a_terminal_gives_them() -> None:
     assert len(wrapped) == 2 and wrapped[1].startswith(" " * 4), wrapped
     sized = wrap_text("out.mkv: 311.6 kB written at 1.2 Mb/s in 3 s", 14)
     assert "311.6 kB" in " | ".join(sized) and "1.2 Mb/s" in " | ".join(sized), sized
+
+
+def test_progress_says_when_every_frame_is_in_and_the_encoder_is_finishing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by an outside pass: with --preset veryslow the bar stood at 90/90, 0 s left, for 5-15 s
+    while the encoder finished its look-ahead, and nothing said why."""
+    import io
+
+    from alpha2.api import pipeline
+
+    out = io.StringIO()
+    plain = pipeline.PlainProgress("transcode", out)
+    plain.start(90)
+    plain.update(90)
+    plain.finishing("the encoder's last frames")
+    assert "transcode: 90 frames in, finishing the encoder's last frames" in out.getvalue()
+    recorded: list[str] = []
+
+    class Recording(pipeline.Progress):
+        def finishing(self, what: str) -> None:
+            recorded.append(what)
+
+    from media import make_clip
+
+    from alpha2.api.transcoder import TranscodeOptions, transcode
+
+    clip = make_clip(tmp_path / "c.mp4", width=64, height=48, frames=4)
+    transcode(clip.path, str(tmp_path / "o.mp4"), TranscodeOptions(), progress=Recording())
+    assert recorded == ["the encoder's last frames"]

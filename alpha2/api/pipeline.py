@@ -224,6 +224,10 @@ class Progress:
     def update(self, frames: int) -> None:
         """``frames`` done so far."""
 
+    def finishing(self, what: str) -> None:
+        """Every frame is in; ``what`` is still being done (an encoder's last frames), which may take
+        a while: said rather than a bar at its end that does not move."""
+
     def close(self, completed: bool = True) -> None:
         """End the display; ``completed`` False (a failure) skips the final line."""
 
@@ -277,6 +281,9 @@ class PlainProgress(Progress):
         self._last_frames, self._last_time = frames, now
         print(self._line(frames, now), file=self.stream, flush=True)
 
+    def finishing(self, what: str) -> None:
+        print(f"{self.label}: {self._frames} frames in, finishing {what}", file=self.stream, flush=True)
+
     def close(self, completed: bool = True) -> None:
         if completed and self._frames != self._last_frames:
             print(self._line(self._frames, time.monotonic()), file=self.stream, flush=True)
@@ -328,10 +335,27 @@ class RichProgress(Progress):
         fps = frames / max(now - self._start, 1e-9)
         self._progress.update(self._task, completed=frames, fps=f"{fps:.1f}")
 
+    def finishing(self, what: str) -> None:
+        # The bar's label becomes 'finishing', as wide as most labels: the columns keep their room.
+        if self._task is not None:
+            fps = self._frames / max(time.monotonic() - self._start, 1e-9)
+            self._progress.update(
+                self._task,
+                description="finishing",
+                completed=self._frames,
+                fps=f"{fps:.1f}",
+            )
+
     def close(self, completed: bool = True) -> None:
         if completed and self._task is not None:
             fps = self._frames / max(time.monotonic() - self._start, 1e-9)
-            self._progress.update(self._task, completed=self._frames, total=self._frames, fps=f"{fps:.1f}")
+            self._progress.update(
+                self._task,
+                description=self._label,
+                completed=self._frames,
+                total=self._frames,
+                fps=f"{fps:.1f}",
+            )
         self._progress.stop()
 
 

@@ -652,6 +652,7 @@ class _Transcoder:
             ended = self._frames.ended_at
             if ended is not None:
                 self.session.end_streams_at(float(ended - self._start))
+            self.progress.finishing("the encoder's last frames")  # a slow preset's look-ahead: seconds
             self.session.close()
             stages.add("finish", time.perf_counter() - start)
             self._record_output(self._frames)
