@@ -336,7 +336,7 @@ def test_ogg_and_mxf_are_taken_other_files_said_and_each_files_notes_kept(
     joined = " ".join(" ".join(line.split()) for line in lines)
     assert "notes (what the transcodes changed):" in joined
     assert "subs.mp4: dropped stream 1 (subtitle" in joined, text
-    assert "not media by their extension, left out: 2 (" in joined and "notes.txt)" in joined, text
+    assert "not video by their extension, left out: 2 (" in joined and "notes.txt)" in joined, text
 
 
 def test_summary_lists_the_notes_and_caps_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -366,5 +366,5 @@ def test_summary_lists_the_notes_and_caps_them(tmp_path: Path, capsys: pytest.Ca
     assert len(listed) == batch_app.NOTE_LINES
     joined = " ".join(" ".join(line.split()) for line in lines)
     assert "and 3 more on 1 file; --json has each file's notes" in joined
-    assert "not media by their extension, left out: 7 (" in joined
+    assert "not video by their extension, left out: 7 (" in joined
     assert "and 2 more (--json lists them))" in joined

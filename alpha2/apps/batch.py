@@ -12,7 +12,7 @@ replaced unless ``-y`` (``--overwrite``, which also makes every output again, as
 interrupted run removes the ``--out`` folder it made when nothing was written into it. Progress shows
 files and frames; the end is a table, or ``--json``, with each file's execution paths, fps, bytes,
 error and notes (what its transcode changed: streams dropped, audio re-encoded, depth reduced), and the
-files in the input folders that were left out as not media by their extension.
+files in the input folders that were left out as not video by their extension (audio, pictures, others).
 
 :func:`batch` is the in-process form.
 """
@@ -534,14 +534,14 @@ def note_lines(report: BatchReport, width: int) -> list[str]:
 
 
 def not_media_lines(report: BatchReport, width: int) -> list[str]:
-    """The files in the input folders left out as not media by their extension (the first
+    """The files in the input folders left out as not video by their extension (the first
     :data:`NOT_MEDIA_NAMES` named), wrapped to ``width``; none when there were none."""
     count = len(report.not_media)
     if not count:
         return []
     names = ", ".join(_shown_path(p) for p in report.not_media[:NOT_MEDIA_NAMES])
     more = f", and {count - NOT_MEDIA_NAMES} more (--json lists them)" if count > NOT_MEDIA_NAMES else ""
-    return _wrapped(f"not media by their extension, left out: {count} ({names}{more})", width)
+    return _wrapped(f"not video by their extension, left out: {count} ({names}{more})", width)
 
 
 def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
