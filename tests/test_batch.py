@@ -124,6 +124,12 @@ def test_summary_table(clips: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "one.mp4" in captured.out and "failed" in captured.out, captured.out
     assert "1 done, 0 skipped, 1 failed" in captured.out
     assert "alpha2: error: 1 of 2 files failed" in captured.err
+    # Into another container the failed file is named as the input it is, not as the output it is not.
+    code = main(
+        ["batch", str(clips / "broken.mp4"), "--out", str(tmp_path / "mkv"), "--container", "mkv", "--quiet"]
+    )
+    shown = capsys.readouterr().out
+    assert code == 1 and "broken.mp4" in shown and "broken.mkv" not in shown, shown
 
 
 def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

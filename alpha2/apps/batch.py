@@ -533,6 +533,14 @@ def note_lines(report: BatchReport, width: int) -> list[str]:
     return lines
 
 
+def _row_name(result: FileResult) -> str:
+    """A file's name in the summary: its output's (relative to the output folder) once written, its
+    input's (in the same folder) where it failed, whose output was never made under that name."""
+    if result.status is not FileStatus.FAILED:
+        return result.item.key
+    return os.path.join(os.path.dirname(result.item.key), os.path.basename(result.item.input))
+
+
 def not_media_lines(report: BatchReport, width: int) -> list[str]:
     """The files in the input folders left out as not video by their extension (the first
     :data:`NOT_MEDIA_NAMES` named), wrapped to ``width``; none when there were none."""
@@ -560,7 +568,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         ran = r.status is FileStatus.DONE
         rows.append(
             (
-                printable(r.item.key),
+                printable(_row_name(r)),
                 r.status.value,
                 str(r.frames) if ran else "-",
                 f"{r.fps:.1f}" if ran else "-",
@@ -588,7 +596,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         console.print(f"(not shown to fit {width} columns: {said}; --json has every field)", markup=False)
     for r in report.results:
         if r.status is FileStatus.FAILED and r.error:
-            for line in _wrapped(f"{r.item.key}: {r.error}", width):
+            for line in _wrapped(f"{_row_name(r)}: {r.error}", width):
                 console.print(line, markup=False)
     for line in note_lines(report, width):
         console.print(line, markup=False)
