@@ -155,7 +155,10 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         help="output bits per sample (default auto: 8, or 10 for HDR into hevc, av1 or vp9)",
     )
     parser.add_argument(
-        "--sdr", action="store_true", help="tone map an HDR (PQ, HLG) input to SDR BT.709 (as --colour bt709)"
+        "--sdr",
+        action="store_true",
+        help="tone map an HDR (PQ, HLG) input to SDR BT.709 even where the output could keep HDR (an "
+        "8-bit output, h264's default, always is)",
     )
     parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
     parser.add_argument(
