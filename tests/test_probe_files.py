@@ -311,3 +311,19 @@ def test_probe_says_interlaced_video_and_its_field_order(
     data = json.loads(capsys.readouterr().out)
     streams = data["files"][0]["streams"] if "files" in data else data["streams"]
     assert streams[0]["field_order"] == "bottom field first"
+
+
+def test_probe_says_a_variable_frame_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by an outside pass: a stream of 30 fps then 15 fps said '30 fps' in Matroska and '15.386 fps'
+    in MP4, neither 'variable'. The first packets' times tell it (demuxed, not decoded)."""
+    vfr = make_clip(tmp_path / "v.mkv", width=64, height=48, frames=40, vfr=True).path
+    steady = make_clip(tmp_path / "c.mkv", width=64, height=48, frames=40).path
+    code, out, _err = _run(capsys, vfr, steady)
+    assert code == 0
+    text = " ".join(out.split())
+    assert text.count("(variable: ") == 1 and "variable" in text.split("c.mkv")[0], out
+    assert main(["probe", vfr, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    streams = data["files"][0]["streams"] if "files" in data else data["streams"]
+    low, high = streams[0]["variable_rate"]
+    assert 0 < low < high, streams[0]

@@ -167,6 +167,7 @@ _BY_KIND = {
         "alpha_beside",
         "field_order",
         "shown_size",
+        "variable_rate",
     ),
     "audio": ("sample_rate", "channels", "layout", "sample_format"),
     "subtitle": ("text",),
@@ -183,7 +184,7 @@ def _stream_dict(stream: StreamFacts) -> dict[str, Any]:
             value = value.value
         elif name == "rotation":
             value = value.name.lower()
-        elif name == "shown_size":
+        elif name in ("shown_size", "variable_rate") and value is not None:
             value = list(value)
         elif name == "sample_aspect_ratio" and value is not None:
             value = f"{value.numerator}:{value.denominator}"

@@ -114,13 +114,16 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
         parts.append(size)
         if stream.sample_aspect_ratio is not None:
             sar = stream.sample_aspect_ratio
-            wide, high = stream.shown_size
-            if decoded is not None:  # its turn from the display matrix, which the stream's tag may lack
-                wide = max(1, round(stream.width * sar))
-                wide, high = (high, wide) if decoded.rotation.value in (90, 270) else (wide, high)
+            wide, high = max(1, round(stream.width * sar)), stream.height
+            if rotation.value in (90, 270):  # the turn decoding found (a display matrix), else the tag's
+                wide, high = high, wide
             parts.append(f"pixels {sar.numerator}:{sar.denominator} (shown {wide}x{high})")
         if stream.frame_rate and not stream.attached_picture:
-            parts.append(f"{stream.frame_rate:.3f}".rstrip("0").rstrip(".") + " fps")
+            rate = _rate_text(stream.frame_rate) + " fps"
+            if stream.variable_rate is not None:
+                low, top = (_rate_text(r) for r in stream.variable_rate)
+                rate += f" (variable: {low} to {top})"
+            parts.append(rate)
         if stream.pixel_format:
             parts.append(stream.pixel_format)
         if stream.field_order:
@@ -150,6 +153,11 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
     if marks:
         parts.append(" ".join(marks))
     return ", ".join(parts)
+
+
+def _rate_text(fps: float) -> str:
+    """Frames per second in short: ``25``, ``29.97``, ``15.386``."""
+    return f"{fps:.3f}".rstrip("0").rstrip(".")
 
 
 _PLAIN_LAYOUTS = ("mono", "stereo", "5.1", "7.1")

@@ -8,6 +8,7 @@ decoder that runs): :func:`alpha2.api.media.describe`, which ``alpha2 probe FILE
 from __future__ import annotations
 
 import fractions
+import itertools
 import os
 import re
 from dataclasses import dataclass, replace
@@ -87,6 +88,10 @@ class StreamFacts:
     alpha_beside: bool = False
     """Video: the stream carries its alpha beside the picture (WebM's ``alpha_mode``: VP8 / VP9 alpha
     in BlockAdditions), which FFmpeg's own decoders leave out: the pictures decode opaque."""
+    variable_rate: tuple[float, float] | None = None
+    """Video: the lowest and highest frame rates (fps) among the first :data:`RATE_SCAN_PACKETS`
+    packets' times, where they differ by more than a fifth (variable frame rate; a phone's, a screen
+    recording's); None for a constant rate, or where it was not looked at."""
     field_order: str | None = None
     """Video: how the stream's parameters say it is interlaced (``top field first``, ``bottom field
     first``, or either with its fields coded in the other order); None for progressive or not said."""
@@ -216,6 +221,11 @@ def describe_file(path: str | os.PathLike[str]) -> FileFacts:
             replace(facts, chapter_track=True) if facts.index in tracks else facts
             for facts in (_stream_facts(stream) for stream in container.streams)
         )
+        video = next((f for f in streams if f.kind is StreamKind.VIDEO and not f.attached_picture), None)
+        if video is not None:
+            span = _rate_span(container, container.streams[video.index])
+            if span is not None:
+                streams = tuple(replace(f, variable_rate=span) if f is video else f for f in streams)
         fmt = container.format
         size: int | None = None
         try:
@@ -239,6 +249,43 @@ def describe_file(path: str | os.PathLike[str]) -> FileFacts:
         )
     finally:
         container.close()
+
+
+RATE_SCAN_PACKETS = 240
+"""Packets of the video stream whose times :func:`describe_file` reads to tell a variable frame rate
+(demuxed, not decoded: a few milliseconds)."""
+
+
+def _rate_span(container: Any, stream: Any) -> tuple[float, float] | None:
+    """The lowest and highest frame rates among the stream's first packets' times (the 5th and 95th
+    percentile of the gaps between them in presentation order, so that one dropped frame is not a
+    variable rate), where they differ by more than a fifth; None otherwise or where unreadable."""
+    times: list[int] = []
+    try:
+        for packet in container.demux(stream):
+            if packet.pts is not None and packet.size:
+                times.append(int(packet.pts))
+            if len(times) >= RATE_SCAN_PACKETS:
+                break
+    except (av.error.FFmpegError, ValueError):
+        return None
+    times.sort()
+    # The last few: B-frames whose packets come after the ones read would sit between them.
+    gaps = sorted(b - a for a, b in itertools.pairwise(times[:-8]) if b > a)
+    if len(gaps) < 10 or stream.time_base is None:
+        return None
+    short, long = gaps[len(gaps) // 20], gaps[(len(gaps) * 19) // 20]
+    if long <= short * 1.2:
+        return None
+    tb = float(stream.time_base)
+    return _snapped(1 / (long * tb)), _snapped(1 / (short * tb))
+
+
+def _snapped(fps: float) -> float:
+    """A rate from timestamps of a coarse clock (Matroska's millisecond: 30 fps as gaps of 33 ms, read
+    as 30.303) to the whole number of frames it is within 2% of, else to 3 decimals."""
+    near = round(fps)
+    return float(near) if near and abs(fps - near) <= 0.02 * near else round(fps, 3)
 
 
 def _seconds(value: int | None, time_base: Any) -> float | None:
