@@ -278,3 +278,13 @@ def test_probe_says_the_chapters(tmp_path: Path) -> None:
     plain = describe(_make(tmp_path / "plain.mkv"), decode=False)
     assert plain.file.chapters == ()
     assert not any(line.startswith("  chapters") for line in describe_lines(plain, 80))
+
+
+def test_the_depth_reduction_is_said_once(tmp_path: Path) -> None:
+    """Found by an outside pass: 'depth reduced from 10 to 8 bits: ...' was in the video line and again
+    as a note."""
+    src = make_clip(tmp_path / "ten.mkv", "hevc", 64, 48, 3, pix_fmt="yuv420p10le").path
+    stats = transcode(src, str(tmp_path / "out.mp4"), TranscodeOptions())
+    assert stats.plan is not None and stats.plan.depth_note is not None
+    said = [stats.plan.reason, *summary_notes(stats)]
+    assert sum(stats.plan.depth_note in line for line in said) == 1, said

@@ -279,8 +279,12 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
             f"padded {size.width}x{size.height} to {out.width}x{out.height}: no encoder takes a side of "
             "one pixel (the single column / row repeated)"
         )
-    if stats.plan is not None and stats.plan.depth_note is not None:
-        notes.append(stats.plan.depth_note)
+    if (
+        stats.plan is not None
+        and stats.plan.depth_note is not None
+        and stats.plan.depth_note not in stats.plan.reason
+    ):
+        notes.append(stats.plan.depth_note)  # (the video line says it where the plan's reason does)
     if stats.plan is not None and stats.plan.colour_note is not None:
         notes.append(stats.plan.colour_note)
     added = {} if stats.plan is None else colour_tags_added(stats.plan)
