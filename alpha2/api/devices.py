@@ -47,7 +47,7 @@ def nvdec_possible(mode: HwAccelMode | str) -> tuple[bool, str]:
     from alpha2.native_gpu._cuda.core import cuda_available
 
     if not cuda_available():
-        return False, "no CUDA device (or no cuda-python)"
+        return False, "no CUDA device or no cuda-python"
     return True, "FFmpeg has its CUDA device type and a CUDA device is present"
 
 
@@ -61,7 +61,7 @@ def decoder_placement(device: Device | None = None) -> DecoderPlacement:
     # Ranking the adapters only to learn that no CUDA device exists costs a Vulkan enumeration
     # (0.1 s or more): ask CUDA first, cheaply.
     if not cuda_available():
-        return DecoderPlacement(None, None, "no CUDA device (or no cuda-python), so no NVDEC")
+        return DecoderPlacement(None, None, "no CUDA device or no cuda-python, so no NVDEC")
     try:
         from alpha2.native_gpu.device.shared import shared_device_index
 
