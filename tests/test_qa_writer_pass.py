@@ -326,3 +326,48 @@ def test_a_one_frame_hevc_file_is_written_every_time(tmp_path: Path) -> None:
             writer.write(np.zeros((64, 64, 3), np.uint8))
         with av.open(str(out)) as container:
             assert sum(1 for _ in container.decode(video=0)) == 1
+
+
+# -- found by the outside pass of 2026-12-05 ---------------------------------------------------------
+
+
+def test_output_paths_that_cannot_be_a_file_say_why(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_bytes(b"x")
+    for path, said in (
+        ("", "the output path is empty"),
+        (str(tmp_path / "a_file" / "x.mp4"), "is a file, not a folder"),  # was 'does not exist'
+        (str(tmp_path / "x.mp4") + os.sep, "as a folder does"),  # was written as x.mp4
+    ):
+        with pytest.raises(InvalidInputError, match=said):
+            alpha2.create(path)
+    assert sorted(os.listdir(tmp_path)) == ["a_file"]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"crf": 20, "bitrate": 200_000}, "give crf or bitrate, not both"),  # crf won, unsaid
+        ({"size": (320, 240)}, "takes no size"),  # was 'did you mean gop_size?'
+        ({"audio_from": 3}, "audio_from takes a path"),  # was a TypeError from the encoder
+    ],
+)
+def test_create_refuses_what_it_would_drop_or_misread(
+    tmp_path: Path, options: dict[str, object], said: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=said):
+        alpha2.create(tmp_path / "o.mp4", **options)  # type: ignore[arg-type]
+    assert not os.listdir(tmp_path)
+
+
+def test_transcode_takes_a_function_as_progress_and_refuses_a_device_string(tmp_path: Path) -> None:
+    from alpha2.api.transcoder import TranscodeOptions, transcode
+
+    clip = make_clip(tmp_path / "c.mp4", width=64, height=48, frames=3)
+    done: list[int] = []
+    transcode(clip.path, str(tmp_path / "o.mp4"), TranscodeOptions(), progress=done.append)
+    assert done == [1, 2, 3]  # a function of the frames done (was: 'function' has no attribute 'start')
+    with pytest.raises(InvalidInputError, match="transcode takes an alpha2 Device"):
+        transcode(clip.path, str(tmp_path / "p.mp4"), TranscodeOptions(), device="cuda:0")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="progress must be"):
+        transcode(clip.path, str(tmp_path / "p.mp4"), TranscodeOptions(), progress=3)  # type: ignore[arg-type]
+    assert not (tmp_path / "p.mp4").exists()

@@ -74,11 +74,17 @@ def check_output_path(
             of ``inputs``, or exists and ``overwrite`` is False.
     """
     given = os.fspath(path)
+    if not given.strip():
+        raise InvalidInputError(f"the {what} path is empty; give a file name (e.g. out.mp4)")
     full = os.path.abspath(given)
     directory = os.path.dirname(full)
     if os.path.isdir(full):
         raise InvalidInputError(f"{what} {given!r} is a directory; give a file name")
+    if given.endswith(os.sep):
+        raise InvalidInputError(f"{what} {given!r} ends with {os.sep!r}, as a folder does; give a file name")
     if not os.path.isdir(directory):
+        if os.path.lexists(directory):
+            raise InvalidInputError(f"{what} {given!r}: {directory!r} is a file, not a folder")
         raise InvalidInputError(f"{what} directory {directory!r} does not exist")
     for source in inputs:
         if same_file(full, source):

@@ -1195,17 +1195,30 @@ def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> 
         check_preset(encoder.name, options.preset)
 
 
+class _CallbackProgress(pipeline.Progress):
+    """A function of the frames done, as a Progress."""
+
+    def __init__(self, call: Callable[[int], object]) -> None:
+        self._call = call
+
+    def update(self, frames: int) -> None:
+        self._call(frames)
+
+
 def transcode(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str],
     options: TranscodeOptions | Mapping[str, Any] | None = None,
     *,
-    progress: pipeline.Progress | None = None,
+    progress: pipeline.Progress | Callable[[int], object] | None = None,
     device: Device | None = None,
 ) -> TranscodeStats:
     """Transcode ``source`` into ``output`` (the in-process form of ``alpha2 transcode``).
 
     ``options``: a :class:`TranscodeOptions`, or a dict of its fields (``{"frames": 5}``).
+
+    ``progress``: a :class:`~alpha2.api.pipeline.Progress` (start, update, finishing, close), or a
+    function called with the frames done so far.
 
     ``device``: the Device to decode (NVDEC) and process on, left open afterwards: a batch worker's,
     used file after file instead of one opened and closed per file. None: one is opened when something
@@ -1235,7 +1248,23 @@ def transcode(
     check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     output_container(out)  # an unknown extension is refused before the input is opened
-    shown = progress if progress is not None else pipeline.Progress()
+    if device is not None and not isinstance(device, Device):
+        raise InvalidInputError(
+            f"transcode takes an alpha2 Device (alpha2.api.devices.device_on_cuda(0) for a CUDA GPU's) or "
+            f"None, got {type(device).__name__} {device!r}; a transcode chooses its GPU itself "
+            "(ALPHA2_GPU_ADAPTER pins one)"
+        )
+    if progress is None:
+        shown: pipeline.Progress = pipeline.Progress()
+    elif isinstance(progress, pipeline.Progress):
+        shown = progress
+    elif callable(progress):
+        shown = _CallbackProgress(progress)
+    else:
+        raise InvalidInputError(
+            "progress must be an alpha2 Progress or a function of the frames done, got "
+            f"{type(progress).__name__}"
+        )
     if options.segments is not None:
         from alpha2.api.segmented_transcode import transcode_segmented
 

@@ -290,11 +290,26 @@ class Writer:
         for name in ("crf", "bitrate", "gop_size"):
             if options.get(name) is not None:
                 arguments.real(name, options[name], low=0)
+        if options.get("crf") is not None and options.get("bitrate") is not None:
+            raise InvalidInputError(
+                "give crf or bitrate, not both (crf would win and the bitrate be dropped)"
+            )
         if options.get("preset") is not None and not isinstance(options["preset"], str | int):
             raise InvalidInputError(f"preset must be a str (or an int), got {short_repr(options['preset'])}")
+        if "size" in options:
+            raise InvalidInputError(
+                "alpha2.create() takes no size: the Writer takes the first frame's; give width= and height= "
+                "to scale every frame to them"
+            )
         arguments.known_options("alpha2.create()", options, EncodeSession.__init__, skip=2)
-        if isinstance(options.get("audio_from"), str | os.PathLike):
-            _check_audio_from(options["audio_from"])
+        audio_from = options.get("audio_from")
+        if isinstance(audio_from, str | os.PathLike):
+            _check_audio_from(audio_from)
+        elif audio_from is not None and not hasattr(audio_from, "info"):  # a DecodeSession has its info
+            raise InvalidInputError(
+                f"audio_from takes a path (or a DecodeSession), got {type(audio_from).__name__} "
+                f"{short_repr(audio_from)}"
+            )
         colour = DEFAULT_COLOUR if colour is None else colour
         if colour.primaries is ColourPrimaries.UNSPECIFIED:  # the matrix's standard primaries and transfer
             colour = companion_colour(colour.matrix, colour.range, colour.chroma_location)
