@@ -371,3 +371,20 @@ def test_transcode_takes_a_function_as_progress_and_refuses_a_device_string(tmp_
     with pytest.raises(InvalidInputError, match="progress must be"):
         transcode(clip.path, str(tmp_path / "p.mp4"), TranscodeOptions(), progress=3)  # type: ignore[arg-type]
     assert not (tmp_path / "p.mp4").exists()
+
+
+def test_an_rgb_encoder_gets_rgb_pictures_tagged_rgb(tmp_path: Path) -> None:
+    """libx264rgb came back 47 code values off: the Writer's Y'CbCr frames went to it through PyAV's
+    BT.601 conversion and the stream was tagged BT.709, so decoders read its RGB planes as Y'CbCr."""
+    y, x = np.mgrid[0:96, 0:128]
+    picture = np.stack([x * 2, y * 2, (x + y)], -1).astype(np.uint8)
+    path = tmp_path / "rgb.mkv"
+    with alpha2.create(path, codec="libx264rgb") as writer:
+        for _ in range(3):
+            writer.write(picture)
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.format.name.startswith(("gbr", "bgr", "rgb"))
+        assert int(stream.codec_context.colorspace) == 0  # AVCOL_SPC_RGB
+        got = next(container.decode(stream)).to_ndarray(format="rgb24").astype(int)
+    assert np.abs(got[4:-4, 4:-4] - picture[4:-4, 4:-4]).mean() < 4  # 4:2:0 on the way, then RGB

@@ -17,6 +17,7 @@ machine (open on the first frame, encode, copy or re-encode audio, finish or rem
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fractions
 import functools
 import numbers
@@ -50,10 +51,10 @@ from alpha2.ffmpeg_bridge.encoders import (
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
-from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb
+from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb, yuv_to_rgb_frame
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
-from alpha2.gpu.colour import ColourInfo, ColourRange
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
@@ -515,6 +516,7 @@ class EncodeSession:
             )
         self._display_rotation = display_rotation
         self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
+        self._yuv_colour: ColourInfo | None = None  # set when Y'CbCr frames are converted for an RGB one
         self._width, self._height = width, height
         self._pixel_format = pixel_format
         self._crf, self._bitrate, self._preset = crf, bitrate, preset
@@ -644,6 +646,12 @@ class EncodeSession:
         colour = self._colour if self._colour is not None else first_colour
         if first_format.is_rgb and not self._pixel_format.is_rgb:
             colour = self._rgb_colour = yuv_colour_for_rgb(colour, width, height)
+        elif self._pixel_format.is_rgb and not first_format.is_rgb:
+            # An RGB encoder (libx264rgb, ffv1 as bgr0, ...): the Y'CbCr frames are converted by their own
+            # matrix and range, and the stream is tagged RGB, full range (tagged with the frames' matrix,
+            # decoders read the RGB planes as Y'CbCr).
+            self._yuv_colour = colour if colour is not None else ColourInfo()
+            colour = dataclasses.replace(self._yuv_colour, matrix=ColourMatrix.RGB, range=ColourRange.FULL)
         target: Any = self._tmp_path if self._tmp_path is not None else self._file
         try:
             out = av.open(target, mode="w", format=self._container_format)
@@ -874,6 +882,11 @@ class EncodeSession:
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
+            elif self._yuv_colour is not None and not fmt.is_rgb:
+                assert self._pixel_format is not None
+                av_frame = yuv_to_rgb_frame(
+                    av_frame, self._pixel_format.ffmpeg_name, colour or self._yuv_colour
+                )
             self._last_pts = pts
             self._frames_in += 1
             self._encode_av(av_frame)

@@ -96,6 +96,22 @@ def rgb_to_yuv_frame(frame: av.VideoFrame, pixel_format: str, colour: ColourInfo
     return out
 
 
+def yuv_to_rgb_frame(frame: av.VideoFrame, pixel_format: str, colour: ColourInfo) -> av.VideoFrame:
+    """A Y'CbCr frame of ``colour`` (its matrix and range) as RGB ``pixel_format`` (swscale), pts kept.
+
+    PyAV's own conversion in ``encode`` would take BT.601 whatever the frame is (an RGB encoder such as
+    libx264rgb got BT.709 pictures converted as BT.601)."""
+    matrix = SWSCALE_MATRICES.get(colour.matrix, Colorspace.ITU709)
+    out = frame.reformat(
+        format=pixel_format,
+        src_colorspace=matrix,
+        src_color_range=_RANGES.get(colour.range, ColorRange.MPEG),
+        dst_color_range=ColorRange.JPEG,
+    )
+    out.pts, out.time_base = frame.pts, frame.time_base
+    return out
+
+
 def swscale_unsupported_reason(
     input_format: PixelFormat,
     input_colour: ColourInfo,
