@@ -388,3 +388,10 @@ def test_an_rgb_encoder_gets_rgb_pictures_tagged_rgb(tmp_path: Path) -> None:
         assert int(stream.codec_context.colorspace) == 0  # AVCOL_SPC_RGB
         got = next(container.decode(stream)).to_ndarray(format="rgb24").astype(int)
     assert np.abs(got[4:-4, 4:-4] - picture[4:-4, 4:-4]).mean() < 4  # 4:2:0 on the way, then RGB
+
+
+def test_av1_crf_0_is_refused_as_libsvtav1_reads_it_as_unset(tmp_path: Path) -> None:
+    """crf=0 was taken and SVT-AV1 encoded at its default, 35, while the summary said crf 0."""
+    with pytest.raises(InvalidInputError, match="crf 0 is not one libsvtav1 takes: 1 to 63"):
+        alpha2.create(tmp_path / "a.mkv", codec="av1", crf=0)
+    assert not os.listdir(tmp_path)

@@ -122,7 +122,8 @@ ENCODERS: tuple[EncoderSpec, ...] = (
     EncoderSpec("hevc_nvenc", "hevc", True, crf_option="cq", crf_range=_H26X_CRF),
     EncoderSpec("libx265", "hevc", True, crf_range=_H26X_CRF),
     EncoderSpec("av1_nvenc", "av1", True, crf_option="cq"),
-    EncoderSpec("libsvtav1", "av1", True, crf_range=_AV1_VP9_CRF),
+    # FFmpeg's libsvtav1 wrapper reads crf 0 as 'not set' (SVT's default, 35, was used): from 1.
+    EncoderSpec("libsvtav1", "av1", True, crf_range=(1.0, _AV1_VP9_CRF[1])),
     EncoderSpec("libaom-av1", "av1", True, preset_option="cpu-used", crf_range=_AV1_VP9_CRF),
     EncoderSpec("librav1e", "av1", False),
     EncoderSpec(
