@@ -88,7 +88,7 @@ def test_unwritable_output(clip: str, tmp_path: Path, capsys: pytest.CaptureFixt
     not_a_dir.write_text("x")
     code, _, err = run_cli(["transcode", clip, str(not_a_dir / "o.mp4")], capsys)
     assert code == 1
-    assert_one_error_line(err, "does not exist")
+    assert_one_error_line(err, "is a file, not a folder")  # (it was said not to exist)
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
