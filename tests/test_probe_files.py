@@ -327,3 +327,19 @@ def test_probe_says_a_variable_frame_rate(tmp_path: Path, capsys: pytest.Capture
     streams = data["files"][0]["streams"] if "files" in data else data["streams"]
     low, high = streams[0]["variable_rate"]
     assert 0 < low < high, streams[0]
+
+
+def test_no_decode_still_says_the_streams_colour_tags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by an outside pass: with --no-decode the colour line was gone, though the tags are in the
+    stream's parameters (ffprobe shows them without decoding)."""
+    from hdr_clips import PQ, make_hdr_clip
+
+    hdr = tmp_path / "pq.mkv"
+    make_hdr_clip(hdr, PQ, None)
+    plain = make_clip(tmp_path / "plain.mp4", width=64, height=48, frames=2).path
+    code, out, _err = _run(capsys, "--no-decode", str(hdr), plain)
+    text = " ".join(out.split())
+    assert code == 0 and "colour tags: matrix bt2020_ncl, primaries bt2020, transfer smpte2084" in text, out
+    assert "colour tags: none (not decoded: nothing guessed)" in text, out

@@ -14,7 +14,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from alpha2.apps.cli import error_line, rate_text, size_text, terminal_columns, time_text, wrap_fields
+from alpha2.apps.cli import (
+    error_line,
+    rate_text,
+    size_text,
+    terminal_columns,
+    time_text,
+    wrap_fields,
+    wrap_text,
+)
 from alpha2.gpu.errors import Error, InvalidInputError
 
 if TYPE_CHECKING:
@@ -79,6 +87,13 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
         fields.append((label, _stream_text(stream, decoded)))
         if stream.index == description.video_index:
             fields.extend(("", text) for text in _video_texts(description))
+        elif description.video is None and stream.colour_tags is not None and not stream.attached_picture:
+            # Not decoded (--no-decode): the tags the stream's parameters carry, as they are.
+            matrix, primaries, transfer, rng = stream.colour_tags
+            tags = f"matrix {matrix}, primaries {primaries}, transfer {transfer}, range {rng}"
+            if {matrix, primaries, transfer, rng} == {"unknown"}:
+                tags = "none"
+            fields.append(("", f"colour tags: {tags} (not decoded: nothing guessed)"))
     if facts.chapters:
         from alpha2.apps.osd import format_time  # as the player shows a time; here, not for --help
 
@@ -213,13 +228,9 @@ _DECODERS = {"none": "software", "cuda": "NVDEC"}
 
 
 def _filled(text: str, width: int | None) -> list[str]:
-    import textwrap
-
     if width is None:
         return [text]
-    return textwrap.wrap(
-        text, max(width - 1, 40), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
-    )
+    return wrap_text(text, max(width - 1, 40), "", "  ")
 
 
 def _hdr_text(hdr: Any) -> str:
