@@ -707,7 +707,7 @@ def _check_audio_from(path: str | os.PathLike[str]) -> None:
     from alpha2.ffmpeg_bridge.errors import NoAudioStreamError
     from alpha2.ffmpeg_bridge.side_streams import StreamKind
 
-    facts = describe_file(path)
+    facts = describe_file(path, rates=False)
     if not any(stream.kind is StreamKind.AUDIO for stream in facts.streams):
         kinds = ", ".join(sorted({stream.kind.value for stream in facts.streams})) or "no streams"
         raise NoAudioStreamError(f"audio_from {os.fspath(path)!r} has no audio stream (it has {kinds})")

@@ -199,8 +199,9 @@ def _chapters(container: Any) -> tuple[ChapterFacts, ...]:
     return tuple(found)
 
 
-def describe_file(path: str | os.PathLike[str]) -> FileFacts:
-    """Describe the file at ``path`` without decoding it.
+def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFacts:
+    """Describe the file at ``path`` without decoding it; ``rates``: read the first video packets'
+    times for :attr:`StreamFacts.variable_rate` (False: the headers alone).
 
     Raises:
         MediaNotFoundError: no such file, or it cannot be read.
@@ -222,7 +223,7 @@ def describe_file(path: str | os.PathLike[str]) -> FileFacts:
             for facts in (_stream_facts(stream) for stream in container.streams)
         )
         video = next((f for f in streams if f.kind is StreamKind.VIDEO and not f.attached_picture), None)
-        if video is not None:
+        if video is not None and rates:
             span = _rate_span(container, container.streams[video.index])
             if span is not None:
                 streams = tuple(replace(f, variable_rate=span) if f is video else f for f in streams)

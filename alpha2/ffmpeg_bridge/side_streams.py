@@ -280,8 +280,10 @@ def _codec_name(stream: Any) -> str:
     decoder's (``mp3float``); subtitles by their decoder's (``srt``, ``ass``), which names the format."""
     cc = getattr(stream, "codec_context", None)
     if cc is not None:
-        if stream.type in ("audio", "video"):  # as media.codec_name (which imports this module)
-            return str(getattr(getattr(cc, "codec", None), "canonical_name", None) or cc.name)
+        if stream.type in ("audio", "video"):
+            from alpha2.ffmpeg_bridge.media import codec_name  # (media imports this module)
+
+            return codec_name(cc)
         return str(cc.name)
     metadata = stream.metadata
     if stream.type == "attachment":
@@ -484,38 +486,24 @@ def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
         return name
     count = len(layout.channels)
     own = {str(c.name) for c in layout.channels}
-    # Side and back pairs name the same surround speakers in a 5.1 (FFmpeg's 5.1 and 5.1(side)): a
-    # layout that differs by them alone is the source's own, taken before any other.
     alike = {_SURROUND_ALIKE.get(c, c) for c in own}
-    for other in _LAYOUTS:
-        try:
-            names = {_SURROUND_ALIKE.get(str(c.name), str(c.name)) for c in av.AudioLayout(other).channels}
-        except (ValueError, TypeError):
-            continue
-        if other != name and len(names) == count and names == alike and _encoder_opens(codec, other, rate):
-            return other
-    holding = []
-    for rank, other in enumerate(_LAYOUTS):
-        try:
-            names = {str(c.name) for c in av.AudioLayout(other).channels}
-        except (ValueError, TypeError):
-            continue
-        if other != name and len(names) > count and own <= names:
-            holding.append((len(names), rank, other))
-    for _, _, other in sorted(holding):
-        if _encoder_opens(codec, other, rate):
-            return other
-    candidates = []
+    ranked = []
     for rank, other in enumerate(_LAYOUTS):
         if other == name:
             continue
         try:
-            channels = [str(c.name) for c in av.AudioLayout(other).channels]
+            names = {str(c.name) for c in av.AudioLayout(other).channels}
         except (ValueError, TypeError):
             continue
-        if len(channels) == count:
-            candidates.append((-len(own.intersection(channels)), rank, other))
-    for _, _, other in sorted(candidates):
+        if len(names) == count and {_SURROUND_ALIKE.get(c, c) for c in names} == alike:
+            # Side and back pairs name the same surround speakers (FFmpeg's 5.1 and 5.1(side)): the
+            # source's own layout, before any other.
+            ranked.append((0, 0, rank, other))
+        elif len(names) > count and own <= names:
+            ranked.append((1, len(names), rank, other))  # holds every channel: the smallest first
+        elif len(names) == count:
+            ranked.append((2, -len(own & names), rank, other))  # mixed: the most shared first
+    for *_, other in sorted(ranked):
         if _encoder_opens(codec, other, rate):
             return other
     return None
