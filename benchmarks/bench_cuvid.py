@@ -7,7 +7,9 @@ Issue 29 asks one session to match PyNvVideoCodec's ThreadedDecoder (1268-1271 f
 earlier runs, alpha2's one session 1070-1082 in the same runs). This says whether the cuvid decoder is
 where the difference lies before alpha2 is built on it: the rows' fps, and whether the two decoders'
 frames are the same (every timestamp; the planes of the first ``--check`` frames, hashed on the GPU
-with CuPy).
+with CuPy). Where PyNvVideoCodec is installed, its rows in the same run: ThreadedDecoder (batches of 32),
+its decoder behind its own demuxer on this thread, and its decoder fed PyAV's packets (whether NVIDIA's
+decoder could stand behind alpha2's demuxer, and at what pace).
 
     python benchmarks/bench_cuvid.py --codecs hevc --frames 1800 --gop 60 --clip-dir /tmp/clips
 """
@@ -15,6 +17,7 @@ with CuPy).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import queue
 import sys
@@ -102,13 +105,18 @@ def threaded(frames: Any, depth: int = 8) -> Any:
     thread.join()
 
 
+def _pts(frame: Any) -> int | None:
+    """A PyAV frame's pts, or a PyNvVideoCodec DecodedFrame's timestamp."""
+    return frame.pts if hasattr(frame, "pts") else getattr(frame, "timestamp", None)
+
+
 def timed(frames: Any) -> tuple[float, list[int | None]]:
     first = next(frames)
-    pts = [first.pts]
+    pts = [_pts(first)]
     del first
     t0 = time.perf_counter()
     for frame in frames:
-        pts.append(frame.pts)
+        pts.append(_pts(frame))
     return (len(pts) - 1) / (time.perf_counter() - t0), pts
 
 
@@ -132,6 +140,65 @@ def plane_hashes(frames: Any, count: int) -> list[tuple[int, ...]]:
             sums += [int(data.sum()), int((data * weights).sum())]
         hashes.append(tuple(sums))
     return hashes
+
+
+def _nvc() -> Any:
+    try:
+        import PyNvVideoCodec as nvc
+    except ImportError:
+        return None
+    return nvc
+
+
+def pynvc_decoder_frames(path: str) -> Any:
+    """PyNvVideoCodec's own demuxer and decoder (``CreateDecoder``), on this thread: NVIDIA's parser with
+    its output surfaces, without ThreadedDecoder's thread."""
+    nvc = _nvc()
+    demuxer = nvc.CreateDemuxer(filename=path)
+    decoder = nvc.CreateDecoder(gpuid=0, codec=demuxer.GetNvCodecId(), usedevicememory=True)
+    for packet in demuxer:
+        yield from decoder.Decode(packet)
+
+
+def pynvc_fed_frames(path: str, codec: str) -> Any:
+    """PyNvVideoCodec's decoder fed PyAV's packets (Annex B through FFmpeg's bitstream filter): whether
+    NVIDIA's decoder can stand behind alpha2's demuxer, and at what pace."""
+    nvc = _nvc()
+    nv_codec = getattr(nvc.cudaVideoCodec, codec.upper())
+    decoder = nvc.CreateDecoder(gpuid=0, codec=nv_codec, usedevicememory=True)
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        annexb = av.bitstream.BitStreamFilterContext(f"{codec}_mp4toannexb", stream)
+        for packet in container.demux(stream):
+            for out in annexb.filter(packet if packet.size else None):
+                data = bytearray(bytes(out))
+                holder = (ctypes.c_char * len(data)).from_buffer(data)  # alive until Decode returns
+                fed = nvc.PacketData()
+                fed.bsl_data = ctypes.addressof(holder)
+                fed.bsl = len(data)
+                fed.pts = out.pts if out.pts is not None else 0
+                yield from decoder.Decode(fed)
+    end = nvc.PacketData()
+    end.bsl = 0
+    yield from decoder.Decode(end)
+
+
+def pynvc_threaded_frames(path: str) -> Any:
+    nvc = _nvc()
+    decoder = nvc.ThreadedDecoder(
+        path, buffer_size=32, gpu_id=0, use_device_memory=True, output_color_type=nvc.OutputColorType.NATIVE
+    )
+    while batch := decoder.get_batch_frames(32):
+        yield from batch
+
+
+def timed_peer(make: Any) -> str:
+    """A PyNvVideoCodec row: its fps (frames after the first), or why it could not run."""
+    try:
+        fps, pts = timed(make())
+    except Exception as exc:  # a peer's API that differs from what this expects: said, not fatal
+        return f"    n/a   ({type(exc).__name__}: {exc})"
+    return f"{fps:8.1f} fps  {len(pts)} frames"
 
 
 def measure(codec: str, path: str, repeat: int, check: int) -> None:
@@ -159,6 +226,14 @@ def measure(codec: str, path: str, repeat: int, check: int) -> None:
             fps, pts = timed(make())
             same = "timestamps equal" if pts == reference else f"TIMESTAMPS DIFFER ({len(pts)})"
             print(f"{codec:5} {name:24}{fps:8.1f} fps  {same}")
+        if _nvc() is not None:
+            peers = {
+                "pynvc threaded": lambda: pynvc_threaded_frames(path),
+                "pynvc decoder": lambda: pynvc_decoder_frames(path),
+                "pynvc fed PyAV packets": lambda: pynvc_fed_frames(path, codec),
+            }
+            for name, make in peers.items():
+                print(f"{codec:5} {name:24}{timed_peer(make)}")
     a = plane_hashes(hwaccel_frames(path), check)
     b = plane_hashes(cuvid_frames(path, codec), check)
     print(f"{codec:5} planes of the first {check}: " + ("equal" if a == b else "DIFFER"))
