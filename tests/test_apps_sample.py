@@ -127,3 +127,15 @@ def test_outputs_get_the_usual_file_mode(tmp_path: Path) -> None:
     mask = os.umask(0o022)
     os.umask(mask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+
+
+def test_a_replaced_output_keeps_its_permissions(tmp_path: Path) -> None:
+    out = tmp_path / "m.png"
+    out.write_bytes(b"old")
+    out.chmod(0o640)  # a group-readable file written over with -y stays so, as ffmpeg -y leaves it
+    write_bytes_atomic(out, b"\x89PNG")
+    assert out.read_bytes() == b"\x89PNG"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    out.chmod(0o4755)  # set-id bits are not carried over to the new file
+    write_bytes_atomic(out, b"\x89PNG2")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755

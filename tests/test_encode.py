@@ -154,6 +154,17 @@ def test_cpu_planes_lossless_roundtrip_with_padded_rows(tmp_path: Path) -> None:
     assert not [n for n in os.listdir(tmp_path) if "partial" in n]
 
 
+def test_an_output_written_over_keeps_the_old_files_permissions(tmp_path: Path) -> None:
+    out = tmp_path / "o.mkv"
+    out.write_bytes(b"an older output")
+    out.chmod(0o640)  # as ffmpeg -y, which writes over the file in place, leaves it
+    with EncodeSession(str(out), codec="ffv1", rate=25) as enc:
+        planes, _ = _yuv420_planes(0, 16, 16)
+        enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=16, height=16)
+    assert len(_decode_all(str(out))) == 1
+    assert out.stat().st_mode & 0o7777 == 0o640
+
+
 def test_nv12_planes_into_h264_mp4(tmp_path: Path) -> None:
     w, h = 64, 48
     y = np.full((h, w), 120, np.uint8)

@@ -147,10 +147,11 @@ def _umask() -> int:
 
 def _create_temp(final: str) -> tuple[int, str]:
     """A new file next to ``final``, created exclusively and without following a link, with the mode a
-    plain ``open()`` would give it; returns its descriptor and path."""
+    plain ``open()`` would give it, or the permissions of the file it replaces (as writing over that
+    file in place, ``ffmpeg -y``'s way, keeps them); returns its descriptor and path."""
     import secrets
 
-    from alpha2.ffmpeg_bridge.containers import partial_name
+    from alpha2.ffmpeg_bridge.containers import keep_replaced_mode, partial_name
 
     directory, name = os.path.split(final)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
@@ -162,6 +163,7 @@ def _create_temp(final: str) -> tuple[int, str]:
             continue
         except OSError as exc:
             raise InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
+        keep_replaced_mode(fd, final)
         return fd, tmp
     raise InvalidInputError(f"cannot write {final!r}: no free temporary name in its directory")
 

@@ -7,9 +7,11 @@ command line lists them in its help without loading PyAV.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 
-__all__ = ["NAME_MAX_BYTES", "OUTPUT_CONTAINERS", "partial_name"]
+__all__ = ["NAME_MAX_BYTES", "OUTPUT_CONTAINERS", "keep_replaced_mode", "partial_name"]
 
 NAME_MAX_BYTES = 255
 """The longest file name (in bytes, as the file system stores it) of the file systems alpha2 writes to:
@@ -41,3 +43,17 @@ def partial_name(name: str, token: str) -> str:
     if len(encoded) > room:
         stem = os.fsdecode(encoded[: max(room, 0)].decode("utf-8", "ignore").encode("utf-8"))
     return f".{stem}.{token}.partial{ext}"
+
+
+def keep_replaced_mode(fd: int, final: str) -> None:
+    """Give the file open at ``fd`` (an output's partial file) the permission bits of the regular file
+    at ``final`` it is about to replace, as writing over that file in place (``ffmpeg -y``) keeps them:
+    a group-readable output stays so. Its set-id bits are not carried over; nothing where ``final`` is
+    no regular file."""
+    try:
+        st = os.stat(final, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o777)

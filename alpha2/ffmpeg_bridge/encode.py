@@ -37,7 +37,7 @@ import av.packet
 import av.video.stream
 import numpy as np
 
-from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS, partial_name
+from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS, keep_replaced_mode, partial_name
 from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
@@ -243,6 +243,17 @@ def choose_encoder(codec: str) -> EncoderChoice:
         f"unknown codec or encoder {codec!r}; codecs: {', '.join(ENCODER_PREFERENCE)}, "
         "or an FFmpeg encoder name"
     )
+
+
+def _keep_mode_of(tmp: str, final: str) -> None:
+    """The finished partial file ``tmp`` takes the permissions of the file at ``final`` it replaces
+    (opened without following a link: the partial file's name is alpha2's, not a path to trust)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags)
+    try:
+        keep_replaced_mode(fd, final)
+    finally:
+        os.close(fd)
 
 
 def _check_writable(tmp_path: str, directory: str) -> None:
@@ -1006,6 +1017,7 @@ class EncodeSession:
             self._done = True
             if self._tmp_path is not None and self.path is not None:
                 try:
+                    _keep_mode_of(self._tmp_path, self.path)
                     os.replace(self._tmp_path, self.path)
                 except OSError as exc:
                     with contextlib.suppress(FileNotFoundError):
