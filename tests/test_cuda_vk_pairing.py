@@ -45,7 +45,7 @@ from alpha2.native_gpu.interop.cpu_upload import frame_geometry
 from alpha2.native_gpu.interop.cuda import CopyCompletions, CudaEventSyncPoint, order_after_last_access
 from alpha2.native_gpu.interop.cuda_vk import CudaVkPairing
 from alpha2.native_gpu.interop.leases import NativeSurfaceLease
-from alpha2.native_gpu.interop.ring import Ring, RingKey, RingSlot, ring_slot_bytes, wait_sync_fds
+from alpha2.native_gpu.interop.ring import Ring, RingKey, RingPlane, RingSlot, ring_slot_bytes, wait_sync_fds
 
 NV12 = PixelFormat.NV12
 
@@ -1533,3 +1533,34 @@ def test_shared_devices_come_from_the_importers_device(monkeypatch: pytest.Monke
     bare, bare_info = _device_with(b"u" * 16, _fake_context(b"u" * 16, EXTENSIONS[:1]), 3)
     with pytest.raises(UnsupportedError, match="VK_KHR_external_semaphore_fd"):
         cuda_vk._find_shared_devices(bare_info, {"gpu_device": bare})
+
+
+class LayoutMemory:
+    """A plane's shared texture memory that records each acquire's layouts and releases in
+    ``released`` (Dawn's (old, new) pair), or (UNDEFINED, UNDEFINED) for an access that went unused."""
+
+    def __init__(self) -> None:
+        self.acquired: list[tuple[int, int]] = []
+        self.released = (5, 5)  # VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, where a sampled plane is left
+
+    def begin_access(
+        self, texture: Any, *, initialized: bool, vk_image_layout: tuple[int, int], **_: Any
+    ) -> None:
+        assert initialized
+        self.acquired.append(vk_image_layout)
+
+    def end_access(self, texture: Any) -> Any:
+        return SimpleNamespace(vk_image_layout=self.released, fences=[])
+
+
+def test_acquires_mirror_dawn_s_last_release_and_an_unused_access_keeps_the_layout() -> None:
+    memory = LayoutMemory()
+    plane = RingPlane(geometry=frame_geometry(NV12, 64, 36)[0], memory=memory, texture=object())
+    slot = RingSlot(RingKey(1, 0, NV12, frame_geometry(NV12, 64, 36)), [plane])
+    dawn_planes.begin_access(slot, None)  # first: the GENERAL layout the image was released in once
+    dawn_planes.end_plane(plane, collect_fences=False)
+    dawn_planes.begin_access(slot, None)  # then the layout Dawn's release left it in, old and new alike
+    memory.released = (0, 0)  # the frame was let go undrawn: Dawn reports UNDEFINED
+    dawn_planes.end_plane(plane, collect_fences=False)
+    dawn_planes.begin_access(slot, None)  # never acquired from UNDEFINED (the driver may discard then)
+    assert memory.acquired == [(1, 1), (5, 5), (5, 5)]

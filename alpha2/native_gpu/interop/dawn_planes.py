@@ -20,7 +20,11 @@ from alpha2.gpu.errors import InternalError
 from alpha2.gpu.handles import OwnedFd
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.webgpu import WebGpuDevice
-from alpha2.native_gpu._vk.export import VK_IMAGE_LAYOUT_GENERAL, VK_QUEUE_FAMILY_EXTERNAL
+from alpha2.native_gpu._vk.export import (
+    VK_IMAGE_LAYOUT_GENERAL,
+    VK_IMAGE_LAYOUT_UNDEFINED,
+    VK_QUEUE_FAMILY_EXTERNAL,
+)
 from alpha2.native_gpu.interop.leases import (
     ExternalSyncPoint,
     ImageOwner,
@@ -135,7 +139,12 @@ def slot_frame(
 def begin_access(slot: RingSlot, values: list[int] | None) -> None:
     """Dawn's access to each plane of ``slot``, waiting on its semaphore's shared fence at ``values``
     (None: on nothing, the write being known done). On a failure the accesses that began are ended,
-    and it raises."""
+    and it raises.
+
+    The acquire names the layout Dawn's last release left the image in as both its old and its new
+    layout: the image stays in it while CUDA writes (CUDA makes no transition), so the acquire mirrors
+    that release (as a queue-family transfer's two halves must) and Dawn moves the image to what its
+    use needs itself; asking for GENERAL made every frame's acquire a transition Dawn then undid."""
     began: list[RingPlane] = []
     try:
         for index, plane in enumerate(slot.planes):
@@ -144,7 +153,7 @@ def begin_access(slot: RingSlot, values: list[int] | None) -> None:
             plane.memory.begin_access(
                 plane.texture,
                 initialized=True,
-                vk_image_layout=(plane.layout, VK_IMAGE_LAYOUT_GENERAL),
+                vk_image_layout=(plane.layout, plane.layout),
                 **fences,
             )
             plane.accessing = True
@@ -166,8 +175,12 @@ def end_plane(plane: RingPlane, *, collect_fences: bool) -> None:
     plane.accessing = False
     assert plane.memory is not None
     state = plane.memory.end_access(plane.texture)
-    if state.vk_image_layout:
-        plane.layout = int(state.vk_image_layout[1])
+    layout = state.vk_image_layout
+    if layout and int(layout[1]) != VK_IMAGE_LAYOUT_UNDEFINED:
+        # An access that ended unused (the frame let go before it was drawn) reports (UNDEFINED,
+        # UNDEFINED): the image is still in its earlier layout, and an acquire from UNDEFINED would let
+        # the driver discard the picture CUDA writes next.
+        plane.layout = int(layout[1])
     if not collect_fences:
         return
     for fence in state.fences:
