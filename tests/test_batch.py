@@ -374,3 +374,20 @@ def test_summary_lists_the_notes_and_caps_them(tmp_path: Path, capsys: pytest.Ca
     assert "and 3 more on 1 file; --json has each file's notes" in joined
     assert "not video by their extension, left out: 7 (" in joined
     assert "and 2 more (--json lists them))" in joined
+
+
+def test_outputs_inside_the_input_folder_are_said_not_taken(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    make_clip(folder / "one.mp4", width=96, height=64, frames=FRAMES)
+    out = folder / "out"
+    assert main(["batch", str(folder), "--out", str(out), "--json", "--workers", "1"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["done"] == 1 and not first["notes"]  # nothing there yet to pass over
+    assert main(["batch", str(folder), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "the video files in it are this batch's outputs, not inputs (1 passed over)" in said
+    assert "0 done, 1 skipped, 0 failed" in captured.out

@@ -81,8 +81,12 @@ def test_folder_is_searched_recursively_for_videos(tmp_path: Path) -> None:
     _touch(src / ".hidden.mp4")
     _touch(src / ".cache" / "c.mp4")
     _touch(src / "out" / "old.mp4")  # the output folder inside the input folder
+    _touch(src / "out" / "deeper" / "older.mkv")
+    _touch(src / "out" / "manifest.txt")
     pairs = expand_inputs([str(src)], out_dir=str(src / "out"))
     assert [os.path.relpath(f, base) for f, base in pairs] == ["a.mp4", os.path.join("sub", "b.MKV")]
+    scan = scan_inputs([str(src)], out_dir=str(src / "out"))
+    assert scan.in_out_dir == 2 and scan.not_media == [str(src / "notes.txt")]  # counted, to be said
     items = plan_items(pairs, str(tmp_path / "dest"), container=".mkv")
     assert [i.key for i in items] == ["a.mkv", "sub/b.mkv"]
     assert items[1].output == str(tmp_path / "dest" / "sub" / "b.mkv")

@@ -50,6 +50,7 @@ from alpha2.apps.cli import (
     fit_columns,
     help_formatter,
     terminal_columns,
+    wrap_text,
 )
 from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
@@ -265,8 +266,16 @@ def batch(
             raise InvalidInputError(
                 f"cannot make the output folder {out!r} ({exc.strerror or exc}); choose another --out"
             ) from None
+        scan_notes = []
+        if scan.in_out_dir:
+            scan_notes.append(
+                "--out lies inside an input folder: the video files in it are this batch's outputs, not "
+                f"inputs ({scan.in_out_dir} passed over)"
+            )
         with lock:
-            report = _run_locked(items, out, options, settings, extension, start, on_event, backend)
+            report = _run_locked(
+                items, out, options, settings, extension, start, on_event, backend, scan_notes
+            )
         report.not_media = list(scan.not_media)
         return report
     except BaseException:
@@ -290,12 +299,13 @@ def _run_locked(
     start: float,
     on_event: Callable[[Event], None] | None,
     backend: Backend | None,
+    scan_notes: Sequence[str] = (),
 ) -> BatchReport:
     from alpha2.apps.batch_run import Notice, Planned, run_batch
 
     notify = on_event if on_event is not None else (lambda event: None)
     manifest = Manifest.load(out)
-    notes = [manifest.note] if manifest.note else []
+    notes = [*scan_notes, *([manifest.note] if manifest.note else [])]
     for note in notes:
         notify(Notice(note))
     hashes = fingerprints(items)
@@ -440,6 +450,9 @@ class BatchProgress:
 
     def _line(self, text: str) -> None:
         text = printable(text)  # names that are not UTF-8 (and reasons that quote them)
+        width = terminal_columns(self.stream)
+        if width is not None:  # a notice longer than the terminal is folded at words, not cut
+            text = "\n".join(wrap_text(text, width, "", "  "))
         if self._rich is not None:
             self._rich.console.print(text, markup=False, highlight=False)
         else:

@@ -249,14 +249,22 @@ class InputScan:
     not_media: list[str] = field(default_factory=list)
     """Files in the folders searched whose extension is not a video container's (:data:`VIDEO_EXTENSIONS`),
     left out; hidden files are not counted."""
+    in_out_dir: int = 0
+    """Video files under ``out_dir`` where it lies inside an input folder: outputs, not taken as inputs."""
 
 
-def _scan_folder(folder: str, skip: str | None, not_media: list[str]) -> list[str]:
+def _scan_folder(folder: str, skip: str | None, not_media: list[str], passed: list[str]) -> list[str]:
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if skip is not None and os.path.join(os.path.abspath(root), "").startswith(skip):
-            continue  # the output folder inside an input folder: its outputs are not inputs
+            # The output folder inside an input folder: its outputs are not inputs (counted, and said).
+            passed.extend(
+                os.path.join(root, n)
+                for n in files
+                if not n.startswith(".") and os.path.splitext(n)[1].lower() in VIDEO_EXTENSIONS
+            )
+            continue
         for name in sorted(files):
             if name.startswith("."):
                 continue
@@ -290,6 +298,7 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
     skip = None if out_dir is None else os.path.join(os.path.abspath(out_dir), "")
     pairs: list[tuple[str, str]] = []
     not_media: list[str] = []
+    passed: list[str] = []
     for spec in specs:
         path = os.path.expanduser(spec)
         if os.path.isdir(path):
@@ -301,7 +310,7 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
                     f"the input folder {spec!r} {where} --out {out_dir!r}; choose an --out outside the "
                     "input folders"
                 )
-            pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media))
+            pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media, passed))
             continue
         if os.path.isfile(path):
             files = _read_list(path) if os.path.splitext(path)[1].lower() in LIST_EXTENSIONS else [path]
@@ -334,7 +343,7 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
             + other
             + "; a glob or a list file may name any file)"
         )
-    return InputScan(unique, list(dict.fromkeys(not_media)))
+    return InputScan(unique, list(dict.fromkeys(not_media)), len(set(passed)))
 
 
 def _inside(path: str, folder: str) -> bool:
