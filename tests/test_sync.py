@@ -6,13 +6,15 @@ import asyncio
 import math
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
-from alpha2.gpu.errors import ClosedError, DeviceLostError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, DeviceLostError, InternalError, InvalidInputError
 from alpha2.gpu.identity import BackendKind
 from alpha2.gpu.sync import (
     DEFAULT_WAIT_TIMEOUT,
+    WAITER_BLOCKING_SLICE_S,
     CpuSyncPoint,
     SignaledSyncPoint,
     SyncPoint,
@@ -337,9 +339,9 @@ def test_waiter_blocks_on_a_blocking_point_once_without_polling_it() -> None:
     assert finished.wait(2.0)
     assert got[0].signaled and got[0].waited_s >= 0.03
     assert point.polls == 0, "the waiter never asks a blocking point"
-    assert len(point.native_calls) == 1, "one wait up to the deadline, not slices"
+    assert len(point.native_calls) == 1, "a wait shorter than a slice: one call"
     timeout_s, thread_name = point.native_calls[0]
-    assert timeout_s > 1.5 and thread_name == "alpha2-test-blocking"
+    assert timeout_s == WAITER_BLOCKING_SLICE_S and thread_name == "alpha2-test-blocking"
 
     late = BlockingOnlyPoint()
     outcome: list[WaitResult] = []
@@ -373,7 +375,8 @@ def test_blocking_points_are_waited_in_submission_order() -> None:
     assert all_done.wait(2.0)
     assert order == ["a", "b", "c"]
     assert [p.polls for p in points] == [0, 0, 0]
-    assert [len(p.native_calls) for p in points] == [1, 1, 1]
+    calls = [t for p in points for t, _ in p.native_calls]
+    assert calls and all(t <= WAITER_BLOCKING_SLICE_S for t in calls), "blocking calls of 50 ms at most"
     waiter.stop()
 
 
@@ -393,7 +396,7 @@ def test_a_blocking_point_shares_the_waiter_with_other_waits() -> None:
     assert blocking_done.wait(2.0)
     *shares, alone = [timeout_s for timeout_s, _ in blocking.native_calls]
     assert shares and all(t <= 0.005 + 1e-9 for t in shares), "slices while the other wait was pending"
-    assert alone > 4.0, "then one wait up to the deadline"
+    assert alone == WAITER_BLOCKING_SLICE_S, "then the longer slices of a blocking point alone"
     assert blocking.polls == 0
     waiter.stop()
 
@@ -415,6 +418,107 @@ def test_wait_and_wait_async_of_a_blocking_point_do_not_poll() -> None:
     assert asyncio.run(main()).signaled
     assert point.polls == 0 and later.polls == 0
     assert later.native_calls and {name for _, name in later.native_calls} == {"alpha2-sync-waiter"}
+
+
+def test_a_wait_submitted_beside_a_long_blocking_one_is_not_held_up() -> None:
+    # Found by an outside pass: a blocking point pending with a 2 s deadline held a 0.2 s wait_async of
+    # another point for 1.95 s, and one withdrawn (cancelled) held it to its whole deadline.
+    blocking = BlockingOnlyPoint()
+    quick = CpuSyncPoint()
+
+    async def main() -> tuple[WaitResult, float]:
+        long_wait = asyncio.ensure_future(blocking.wait_async(3.0))
+        await asyncio.sleep(0.1)  # the waiter is blocked on it now
+        threading.Timer(0.02, quick.signal).start()
+        t0 = time.monotonic()
+        result = await quick.wait_async(0.5)
+        waited = time.monotonic() - t0
+        long_wait.cancel()
+        return result, waited
+
+    result, waited = asyncio.run(main())
+    assert result.signaled and waited < 0.2, waited
+
+    withdrawn = BlockingOnlyPoint()
+    after = CpuSyncPoint()
+
+    async def cancel_then_wait() -> float:
+        task = asyncio.ensure_future(withdrawn.wait_async(3.0))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        t0 = time.monotonic()
+        assert (await after.wait_async(0.2)).timed_out
+        return time.monotonic() - t0
+
+    assert asyncio.run(cancel_then_wait()) < 0.45  # its 0.2 s, not the withdrawn wait's 3 s
+    assert blocking.polls == 0 and withdrawn.polls == 0
+
+
+class BrokenWakerPoint(SyncPoint):
+    """A subclass whose waker registration raises (a fault of its own)."""
+
+    def _poll(self) -> bool:
+        return False
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        time.sleep(min(timeout_s, 0.001))
+        return WaitStatus.TIMED_OUT
+
+    def _add_waker(self, waker: Callable[[], None]) -> bool:
+        raise RuntimeError("waker broke")
+
+
+def test_a_point_whose_waker_raises_fails_its_own_wait_and_the_waiter_goes_on() -> None:
+    async def main() -> tuple[WaitResult, WaitResult]:
+        broken = await asyncio.wait_for(BrokenWakerPoint().wait_async(0.2), 3)
+        point = CpuSyncPoint()
+        threading.Timer(0.02, point.signal).start()
+        return broken, await asyncio.wait_for(point.wait_async(1.0), 3)
+
+    broken, later = asyncio.run(main())
+    assert broken.failed and isinstance(broken.error, RuntimeError) and "waker broke" in str(broken.error)
+    assert later.signaled and WaiterThread.instance().running
+
+
+class FaultyPoint(SyncPoint):
+    """A point whose very ``blocking_waits`` raises when the waiter reads it: a fault in the waiter's own
+    loop, which must not leave the waits on it hanging."""
+
+    def _poll(self) -> bool:
+        return False
+
+    def _wait_native(self, timeout_s: float) -> WaitStatus:
+        return WaitStatus.TIMED_OUT
+
+    @property  # type: ignore[override]
+    def blocking_waits(self) -> bool:
+        if threading.current_thread().name.startswith("alpha2-test-faulty"):
+            raise RuntimeError("the loop broke")
+        return False
+
+
+def test_a_waiter_that_fails_fails_its_waits_and_a_new_one_takes_over() -> None:
+    waiter = WaiterThread(name="alpha2-test-faulty")
+    other = NativeOnlyPoint()  # never finishes: pending when the loop breaks
+    got: list[WaitResult] = []
+    done = threading.Event()
+    waiter.submit(other, 5.0, lambda r: (got.append(r), done.set()))
+    time.sleep(0.02)
+    waiter.submit(FaultyPoint(), 5.0, got.append)
+    assert done.wait(2.0), "the pending wait resolves at once"
+    assert got and all(r.failed and isinstance(r.error, InternalError) for r in got)
+    assert "the loop broke" in str(got[0].error)
+    with pytest.raises(ClosedError):
+        waiter.submit(CpuSyncPoint(), 1.0, got.append)
+
+
+def test_instance_replaces_a_waiter_whose_thread_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    dead = WaiterThread()
+    dead._thread = threading.Thread(target=lambda: None)
+    dead._thread.start()
+    dead._thread.join()
+    monkeypatch.setattr(WaiterThread, "_instance", dead)
+    assert WaiterThread.instance() is not dead
 
 
 def test_stop_fails_pending_blocking_waits() -> None:

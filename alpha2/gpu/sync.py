@@ -40,9 +40,14 @@ The WaiterThread -- exactly what runs on it, and why:
   event instead, with no slicing and no CPU use until a point completes or a deadline passes.
 - Points with :attr:`SyncPoint.blocking_waits` (asking them costs more than blocking on them: a CUDA
   event's status query under NVDEC takes milliseconds) are never polled. They are waited on one at a
-  time, in submission order, each with one ``_wait_native`` call up to its deadline; only while other
-  waits are pending is that call cut into slices of at most :data:`WAITER_SLICE_S`, so that they keep
-  their turn. Waits submitted while it blocks start after that call returns.
+  time, in submission order, with ``_wait_native`` calls up to the deadline of at most
+  :data:`WAITER_BLOCKING_SLICE_S` (50 ms) each, cut to :data:`WAITER_SLICE_S` while other waits are
+  pending, so that those keep their turn: a wait submitted while it blocks starts, and a withdrawn
+  (cancelled) one is dropped, within 50 ms.
+- A sync point whose ``_add_waker`` raises fails its own wait (``FAILED`` with the error), as one whose
+  ``_poll`` raises does. Should the thread itself fail, every wait pending on it resolves ``FAILED``
+  with an :class:`~alpha2.gpu.errors.InternalError`, and :meth:`WaiterThread.instance` makes a new one
+  for the waits after.
 
 The sync points and the WaiterThread are one contract (what each kind of wait may call, and on which
 thread), kept in one module on purpose: hence its length, past 600 lines.
@@ -79,6 +84,9 @@ WAITER_SLICE_S = 0.005
 """Longest single ``_wait_native`` call the WaiterThread makes."""
 _BLOCKING_SLICE_S = 1.0
 """Slice for unbounded blocking waits (``_wait_native`` always gets a finite timeout)."""
+WAITER_BLOCKING_SLICE_S = 0.05
+"""Longest single ``_wait_native`` call the WaiterThread makes on a ``blocking_waits`` point while no
+other wait is pending: waits submitted meanwhile start, and a withdrawn wait is dropped, within it."""
 
 
 class WaitStatus(enum.Enum):
@@ -459,9 +467,14 @@ class WaiterThread:
     def instance(cls) -> WaiterThread:
         """The process-wide waiter (made on first use; a new one replaces one that was stopped)."""
         with cls._instance_lock:
-            if cls._instance is None or cls._instance._stopped:
+            if cls._instance is None or cls._instance._stopped or cls._instance._died:
                 cls._instance = cls()
             return cls._instance
+
+    @property
+    def _died(self) -> bool:
+        """Whether its thread started and is gone without being stopped (it cannot be: see ``_run``)."""
+        return self._thread is not None and not self._thread.is_alive() and not self._stopped
 
     @property
     def running(self) -> bool:
@@ -516,6 +529,18 @@ class WaiterThread:
     def _run(self) -> None:
         pending: list[WaitTicket] = []
         blocking: collections.deque[WaitTicket] = collections.deque()  # blocking_waits points, oldest first
+        try:
+            self._loop(pending, blocking)
+        except BaseException as exc:  # a fault of the waiter's own: no wait may hang on a dead thread
+            _log.exception("the sync WaiterThread failed; the waits pending on it fail")
+            with self._lock:
+                self._stopped = True  # instance() makes a new waiter for the waits after
+                incoming, self._incoming = self._incoming, []
+            error = InternalError(f"the sync WaiterThread failed: {exc!r}")
+            for ticket in [*blocking, *pending, *incoming]:
+                ticket._complete(WaitResult(WaitStatus.FAILED, time.monotonic() - ticket.started_at, error))
+
+    def _loop(self, pending: list[WaitTicket], blocking: collections.deque[WaitTicket]) -> None:
         turn = 0
         while True:
             self._kick.clear()
@@ -527,7 +552,11 @@ class WaiterThread:
                     blocking.append(ticket)
                     continue
                 # Register a waker once per ticket; a point that can push lets us sleep instead of slicing.
-                ticket._wakeable = ticket.point._add_waker(self._kick.set)
+                try:
+                    ticket._wakeable = ticket.point._add_waker(self._kick.set)
+                except Exception as exc:  # the point's fault: its wait fails, the others go on
+                    ticket._complete(WaitResult(WaitStatus.FAILED, time.monotonic() - ticket.started_at, exc))
+                    continue
                 pending.append(ticket)
             if stopping:
                 for ticket in [*blocking, *pending]:
@@ -549,7 +578,7 @@ class WaiterThread:
             deadlines = [t.deadline for t in pending if t.deadline is not None]
             until_deadline = max(0.0, min(deadlines) - now) if deadlines else None
             if blocking:
-                # Alone, the oldest blocking point is waited on up to its deadline; beside others, a slice.
+                # The oldest blocking point: slices of at most 50 ms alone, WAITER_SLICE_S beside others.
                 share = None
                 if pending:
                     share = WAITER_SLICE_S if until_deadline is None else min(WAITER_SLICE_S, until_deadline)
@@ -571,14 +600,12 @@ class WaiterThread:
 
     @staticmethod
     def _wait_oldest_blocking(blocking: collections.deque[WaitTicket], share: float | None) -> None:
-        """One ``_wait_native`` on the oldest blocking point: up to its deadline, or ``share`` seconds."""
+        """One ``_wait_native`` on the oldest blocking point: up to its deadline, at most
+        :data:`WAITER_BLOCKING_SLICE_S` seconds, or ``share`` seconds beside other waits."""
         ticket = blocking[0]
-        if ticket.deadline is None:
-            slice_s = _BLOCKING_SLICE_S
-        else:
-            slice_s = max(0.0, ticket.deadline - time.monotonic())
-        if share is not None:
-            slice_s = min(slice_s, share)
+        slice_s = WAITER_BLOCKING_SLICE_S if share is None else share
+        if ticket.deadline is not None:
+            slice_s = min(slice_s, max(0.0, ticket.deadline - time.monotonic()))
         status, error = ticket.point._native(slice_s)
         now = time.monotonic()
         if status is WaitStatus.TIMED_OUT and (ticket.deadline is None or now < ticket.deadline):
@@ -662,6 +689,7 @@ class SyncWaiter:
 __all__ = [
     "DEFAULT_WAIT_TIMEOUT",
     "SPIN_S",
+    "WAITER_BLOCKING_SLICE_S",
     "WAITER_SLICE_S",
     "CpuSyncPoint",
     "SignaledSyncPoint",
