@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fractions
 import gc
+import math
 import threading
 import time
 
@@ -160,4 +161,54 @@ def test_decoded_frame_release_and_gc() -> None:
     assert budget.usage().surfaces == 1
     del other
     gc.collect()
+    assert budget.usage().surfaces == 0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -1, "x", None, True])
+def test_a_budget_s_timeouts_are_numbers_of_seconds(bad: object) -> None:
+    # Found by an outside pass: NaN waited forever, a negative timeout was taken as 0, 'x' and None
+    # were a bare ValueError / TypeError.
+    with pytest.raises(InvalidInputError, match="wait_timeout_s"):
+        SurfaceBudget(max_surfaces=1, wait_timeout_s=bad)  # type: ignore[arg-type]
+    budget = SurfaceBudget(max_surfaces=1)
+    held = budget.reserve(1, IDENT)
+    if bad is not None:  # None is the budget's own timeout there
+        with pytest.raises(InvalidInputError, match="timeout"):
+            budget.reserve(1, IDENT, timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="timeout"):
+            budget.wait_for_room(0, bad)  # type: ignore[arg-type]
+    held.release()
+
+
+def test_an_infinite_timeout_waits_without_a_bound() -> None:
+    budget = SurfaceBudget(max_surfaces=1, wait_timeout_s=math.inf)  # was an OverflowError at once
+    held = budget.reserve(1, IDENT)
+    threading.Timer(0.05, held.release).start()
+    t0 = time.monotonic()
+    again = budget.reserve(1, IDENT)
+    assert 0.03 < time.monotonic() - t0 < 5
+    threading.Timer(0.05, again.release).start()
+    assert budget.wait_for_room(0, math.inf)
+    with budget.reserve(1, IDENT, timeout=math.inf):
+        pass
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"max_surfaces": 1.5}, {"max_surfaces": "2"}, {"max_surfaces": True}, {"max_bytes": 2.0}]
+)
+def test_limits_are_ints(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidInputError, match="must be an int"):
+        SurfaceBudget(**kwargs)  # type: ignore[arg-type]
+
+
+def test_reserve_and_identity_check_their_arguments() -> None:
+    budget = SurfaceBudget(max_surfaces=2)
+    with pytest.raises(InvalidInputError, match="size_bytes"):
+        budget.reserve("5", IDENT)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="identity"):
+        budget.reserve(5, None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="pixel_format"):
+        SurfaceIdentity(1, 0, 64, 48, pixel_format="nv12")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="width"):
+        SurfaceIdentity(1, 0, 64.0, 48, PixelFormat.NV12)  # type: ignore[arg-type]
     assert budget.usage().surfaces == 0

@@ -22,6 +22,7 @@ Thread-safe: one budget may be shared by several sessions on several threads.
 from __future__ import annotations
 
 import enum
+import math
 import threading
 import time
 import weakref
@@ -60,6 +61,26 @@ class SurfaceBudgetPolicy(enum.Enum):
     """Raise :class:`SurfaceBudgetError` at once."""
 
 
+def _check_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be an int, got {value!r}")
+    return value
+
+
+def _check_seconds(name: str, value: object) -> float:
+    """A wait in seconds: a number >= 0, infinity for no bound (not NaN, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or value < 0:
+        raise InvalidInputError(
+            f"{name} must be a number of seconds >= 0 (math.inf: no bound), got {value!r}"
+        )
+    return float(value)
+
+
+def _left(deadline: float) -> float | None:
+    """Seconds to ``deadline`` for a Condition wait (None: no bound, where the deadline is infinite)."""
+    return None if math.isinf(deadline) else max(0.0, deadline - time.monotonic())
+
+
 @dataclass(frozen=True)
 class SurfaceIdentity:
     """Which decoder, and which configuration of it, produced a surface."""
@@ -76,6 +97,13 @@ class SurfaceIdentity:
     """Software layout of the surface (nv12 / p010 for NVDEC surfaces)."""
 
     def __post_init__(self) -> None:
+        for name in ("decoder_id", "generation", "width", "height"):
+            _check_int(name, getattr(self, name))
+        if not isinstance(self.pixel_format, PixelFormat):
+            raise InvalidInputError(
+                f"pixel_format must be a PixelFormat, got {self.pixel_format!r} "
+                "(PixelFormat.from_ffmpeg_name turns FFmpeg's names into one)"
+            )
         if self.decoder_id < 0 or self.generation < 0:
             raise InvalidInputError("decoder_id and generation must be non-negative")
         if self.width <= 0 or self.height <= 0:
@@ -188,7 +216,7 @@ class SurfaceBudget:
         max_surfaces: Most reservations held at once; None for no limit.
         max_bytes: Most bytes these surfaces may reserve at once; None for no limit.
         policy: What :meth:`reserve` does when full: wait (bounded) or fail at once.
-        wait_timeout_s: How long a waiting reservation waits before it raises.
+        wait_timeout_s: How long a waiting reservation waits before it raises (``math.inf``: no bound).
         memory_budget: The accounting the bytes go through; None: a budget of its own, whose hard cap
             for ``backend`` is ``max_bytes``. Pass a shared one to count surfaces, texture pools and
             other users against one cap (its caps apply on top of ``max_bytes``).
@@ -205,18 +233,16 @@ class SurfaceBudget:
         memory_budget: MemoryBudget | None = None,
         backend: BackendKind = BackendKind.CPU,
     ) -> None:
-        if max_surfaces is not None and max_surfaces < 1:
-            raise InvalidInputError(f"max_surfaces must be at least 1 or None, got {max_surfaces}")
-        if max_bytes is not None and max_bytes < 1:
-            raise InvalidInputError(f"max_bytes must be at least 1 or None, got {max_bytes}")
+        for name, value in (("max_surfaces", max_surfaces), ("max_bytes", max_bytes)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidInputError(f"{name} must be an int of at least 1, or None, got {value!r}")
         if not isinstance(policy, SurfaceBudgetPolicy):
             try:
                 policy = SurfaceBudgetPolicy(policy)
             except ValueError:
                 allowed = ", ".join(p.value for p in SurfaceBudgetPolicy)
                 raise InvalidInputError(f"policy must be one of {allowed}, got {policy!r}") from None
-        if wait_timeout_s < 0:
-            raise InvalidInputError(f"wait_timeout_s must be non-negative, got {wait_timeout_s}")
+        wait_timeout_s = _check_seconds("wait_timeout_s", wait_timeout_s)
         try:
             backend = BackendKind(backend)
         except ValueError:
@@ -278,21 +304,24 @@ class SurfaceBudget:
         Args:
             size_bytes: Bytes the surface occupies.
             identity: The surface's decoder, generation, size and format.
-            timeout: Seconds to wait when full (WAIT policy); None uses the budget's ``wait_timeout_s``.
+            timeout: Seconds to wait when full (WAIT policy); None uses the budget's ``wait_timeout_s``;
+                ``math.inf`` waits without a bound.
 
         Raises:
             SurfaceBudgetError: The budget (or its MemoryBudget's hard cap) is full (FAIL policy),
                 stayed full for the timeout (WAIT policy), or the request can never fit.
         """
-        if size_bytes < 0:
+        if _check_int("size_bytes", size_bytes) < 0:
             raise InvalidInputError(f"size_bytes must be non-negative, got {size_bytes}")
+        if not isinstance(identity, SurfaceIdentity):
+            raise InvalidInputError(f"identity must be a SurfaceIdentity, got {identity!r}")
         hard = self.memory_budget.caps(self.backend).hard_bytes
         for limit, what in ((self.max_bytes, "max_bytes"), (hard, "the MemoryBudget's hard cap")):
             if limit is not None and size_bytes > limit:
                 raise SurfaceBudgetError(
                     f"a surface of {size_bytes} bytes can never fit a budget of {limit} bytes; raise {what}"
                 )
-        wait_s = self.wait_timeout_s if timeout is None else max(0.0, float(timeout))
+        wait_s = self.wait_timeout_s if timeout is None else _check_seconds("timeout", timeout)
         deadline = time.monotonic() + wait_s
         label = f"decoded surface (decoder {identity.decoder_id}, generation {identity.generation})"
         while True:
@@ -337,8 +366,8 @@ class SurfaceBudget:
                         "or raise the budget's limits"
                     )
                 while not self._fits(size_bytes):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
+                    left = _left(deadline)
+                    if left is not None and left <= 0:
                         raise SurfaceBudgetError(
                             f"surface budget stayed full for {wait_s:.3g} s ({self._describe(size_bytes)}); "
                             "release frames you hold, or raise max_surfaces / max_bytes"
@@ -384,17 +413,16 @@ class SurfaceBudget:
         return hard is None or usage.reserved_bytes + size_bytes <= hard
 
     def wait_for_room(self, size_bytes: int = 0, timeout: float | None = None) -> bool:
-        """Block until a reservation of ``size_bytes`` would fit, or the timeout passes. Never raises.
+        """Block until a reservation of ``size_bytes`` would fit, or the timeout passes (None: the
+        budget's ``wait_timeout_s``; ``math.inf``: no bound). Raises only for a bad ``timeout``.
 
         Room in the MemoryBudget counts without asking its pools to evict (a reservation would).
         """
-        wait_s = self.wait_timeout_s if timeout is None else max(0.0, float(timeout))
+        wait_s = self.wait_timeout_s if timeout is None else _check_seconds("timeout", timeout)
         deadline = time.monotonic() + wait_s
         while True:
             with self._cond:
-                if not self._cond.wait_for(
-                    lambda: self._fits(size_bytes), max(0.0, deadline - time.monotonic())
-                ):
+                if not self._cond.wait_for(lambda: self._fits(size_bytes), _left(deadline)):
                     return False
             if self._memory_fits(size_bytes):
                 return True
