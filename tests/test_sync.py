@@ -531,3 +531,27 @@ def test_stop_fails_pending_blocking_waits() -> None:
     waiter.stop(timeout=2.0)
     assert len(got) == 1 and got[0].failed and isinstance(got[0].error, ClosedError)
     assert point.polls == 0
+
+
+def test_reprs_say_the_state_and_misuse_is_typed() -> None:
+    point = CpuSyncPoint()
+    assert repr(point) == "<CpuSyncPoint cpu: pending>"
+    point.fail(RuntimeError("x"))
+    assert repr(point) == "<CpuSyncPoint cpu: failed: RuntimeError('x')>"
+    assert repr(SignaledSyncPoint()) == "<SignaledSyncPoint cpu: done>"
+    assert "not polled" in repr(BlockingOnlyPoint())  # a dear poll is not made for a repr
+    waiter = WaiterThread(name="alpha2-test-repr")
+    assert repr(waiter) == "<WaiterThread 'alpha2-test-repr' not started>"
+    ticket = waiter.submit(CpuSyncPoint(), 5.0, lambda r: None)
+    assert repr(waiter) == "<WaiterThread 'alpha2-test-repr' running>"
+    assert repr(ticket).startswith("<WaitTicket pending on <CpuSyncPoint cpu: pending>, ")
+    waiter.stop()
+    assert repr(waiter) == "<WaiterThread 'alpha2-test-repr' stopped>"
+    with pytest.raises(InvalidInputError, match="backend must be one of"):
+        SignaledSyncPoint("x")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"points\[1\] is not a SyncPoint"):
+        SyncWaiter().wait_all([SignaledSyncPoint(), "x"])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match=r"points\[0\] is not a SyncPoint"):
+        asyncio.run(SyncWaiter().wait_all_async(["x"]))  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="waited_s"):
+        WaitResult(WaitStatus.SIGNALED, "x")  # type: ignore[arg-type]

@@ -114,7 +114,12 @@ class WaitResult:
     def __post_init__(self) -> None:
         if not isinstance(self.status, WaitStatus):
             raise InvalidInputError(f"WaitResult.status must be a WaitStatus, got {self.status!r}")
-        if self.waited_s < 0 or math.isnan(self.waited_s):
+        if (
+            isinstance(self.waited_s, bool)
+            or not isinstance(self.waited_s, int | float)
+            or self.waited_s < 0
+            or math.isnan(self.waited_s)
+        ):
             raise InvalidInputError(f"WaitResult.waited_s must be >= 0, got {self.waited_s}")
         if self.error is not None and self.status is not WaitStatus.FAILED:
             raise InvalidInputError("WaitResult.error is only set when status is FAILED")
@@ -175,7 +180,28 @@ class SyncPoint(abc.ABC):
 
     def __init__(self, backend: BackendKind | None = None) -> None:
         if backend is not None:
-            self.backend = BackendKind(backend)
+            try:
+                self.backend = BackendKind(backend)
+            except ValueError:
+                allowed = ", ".join(b.value for b in BackendKind)
+                raise InvalidInputError(f"backend must be one of {allowed}, got {backend!r}") from None
+
+    def __repr__(self) -> str:
+        """The point's backend and state, as a non-blocking poll says (a point with ``blocking_waits``,
+        whose poll is dear, is not asked)."""
+        if self.blocking_waits:
+            state = "not polled (blocking waits)"
+        else:
+            try:
+                finished = self._poll()
+                error = self._failure() if finished else None
+            except Exception as exc:
+                state = f"failed: {exc!r}"
+            else:
+                state = (
+                    ("failed: " + repr(error)) if error is not None else ("done" if finished else "pending")
+                )
+        return f"<{type(self).__name__} {self.backend.value}: {state}>"
 
     # -- subclass interface -------------------------------------------------------------------------
 
@@ -438,6 +464,11 @@ class WaitTicket:
             self._cancelled = True
             return True
 
+    def __repr__(self) -> str:
+        state = "done" if self._done else "cancelled" if self._cancelled else "pending"
+        left = "" if self.deadline is None else f", {max(0.0, self.deadline - time.monotonic()):.3g} s left"
+        return f"<WaitTicket {state} on {self.point!r}{left}>"
+
     def _complete(self, result: WaitResult) -> None:
         with self._lock:
             if self._done or self._cancelled:
@@ -480,6 +511,15 @@ class WaiterThread:
     def running(self) -> bool:
         """Whether the thread is alive."""
         return self._thread is not None and self._thread.is_alive()
+
+    def __repr__(self) -> str:
+        if self._stopped:
+            state = "stopped"
+        elif self._thread is None:
+            state = "not started"
+        else:
+            state = "running" if self._thread.is_alive() else "gone"
+        return f"<WaiterThread {self._name!r} {state}>"
 
     def submit(
         self,
@@ -630,6 +670,17 @@ class WaiterThread:
         return still
 
 
+def _sync_points(points: Iterable[SyncPoint]) -> list[SyncPoint]:
+    """``points`` as a list, each checked to be a SyncPoint (before any wait starts)."""
+    if isinstance(points, SyncPoint):
+        raise InvalidInputError("wait_all takes a list of sync points; wait on one with point.wait()")
+    listed = list(points)
+    for index, point in enumerate(listed):
+        if not isinstance(point, SyncPoint):
+            raise InvalidInputError(f"points[{index}] is not a SyncPoint: {point!r}")
+    return listed
+
+
 _started: weakref.WeakSet[WaiterThread] = weakref.WeakSet()
 
 
@@ -659,10 +710,16 @@ class SyncWaiter:
             self._tickets = [t for t in self._tickets if not t.done] + [ticket]
         return ticket
 
+    def __repr__(self) -> str:
+        with self._lock:
+            pending = sum(1 for t in self._tickets if not t.done and not t.cancelled)
+        return f"<SyncWaiter {pending} pending on {self.waiter!r}>"
+
     def wait_all(
         self, points: Iterable[SyncPoint], timeout: float | None = DEFAULT_WAIT_TIMEOUT
     ) -> list[WaitResult]:
         """Block until every point finished or the shared deadline passed; one result per point, in order."""
+        points = _sync_points(points)
         bounded = _check_timeout(timeout)
         deadline = _deadline(time.monotonic(), bounded)
         results: list[WaitResult] = []
@@ -677,7 +734,9 @@ class SyncWaiter:
         """Await every point (concurrently) with one shared timeout; one result per point, in order."""
         import asyncio
 
-        return list(await asyncio.gather(*(point.wait_async(timeout) for point in points)))
+        checked = _sync_points(points)
+        _check_timeout(timeout)
+        return list(await asyncio.gather(*(point.wait_async(timeout) for point in checked)))
 
     def cancel_all(self) -> int:
         """Withdraw every wait submitted through this SyncWaiter that has not completed; returns how many."""
