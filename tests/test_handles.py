@@ -531,3 +531,12 @@ def test_gl_context() -> None:
         GlContext("vulkan", context=0x1)  # type: ignore[arg-type]
     with pytest.raises(InvalidHandleError):
         GlContext(GlPlatform.CGL, context=0x1, version=(0, 1))
+
+
+def test_cpu_buffer_reprs_name_the_size_not_the_bytes() -> None:
+    data = bytes(1920 * 1080)
+    plane = CpuPlane(data, 1920, 1920, 1080)
+    for handle in (plane, CpuBytes(data), CpuPlaneSet((plane,))):
+        text = repr(handle)
+        assert len(text) < 200 and "2073600 bytes" in text, text
+    assert "bytes_per_row=1920" in repr(plane)

@@ -40,10 +40,36 @@ class Error(Exception):
 
     default_kind = ErrorKind.INTERNAL
 
-    def __init__(self, message: str, *, kind: ErrorKind | None = None) -> None:
+    def __init__(self, message: str, *, kind: ErrorKind | str | None = None) -> None:
+        """An error saying ``message``, of ``kind`` (else the class's ``default_kind``).
+
+        Args:
+            message: What went wrong, and the way out where there is one.
+            kind: An :class:`ErrorKind`, or its value (``"retry"``); None takes the class's default.
+
+        Raises:
+            InvalidInputError: ``kind`` is not an ErrorKind, one of its values or None.
+        """
         super().__init__(message)
         self.message = message
-        self.kind: ErrorKind = kind if kind is not None else self.default_kind
+        self.kind: ErrorKind = self.default_kind if kind is None else _error_kind(kind)
+
+    def __repr__(self) -> str:
+        # Exception's repr ("Error('x')") without the kind hides what a caller decides on.
+        kind = getattr(self, "kind", self.default_kind)
+        return f"{super().__repr__()[:-1]}, kind=ErrorKind.{kind.name})"
+
+
+def _error_kind(kind: object) -> ErrorKind:
+    if isinstance(kind, ErrorKind):
+        return kind
+    if isinstance(kind, str):
+        try:
+            return ErrorKind(kind)
+        except ValueError:
+            pass
+    allowed = ", ".join(repr(member.value) for member in ErrorKind)
+    raise InvalidInputError(f"Error kind must be an ErrorKind or one of {allowed}, got {kind!r}")
 
 
 class InvalidInputError(Error, ValueError):

@@ -483,6 +483,10 @@ class CpuBytes(GpuResource):
         """A memoryview on the data (no copy)."""
         return memoryview(self.data)
 
+    def __repr__(self) -> str:
+        # The data is named by type and size: a frame's bytes in a repr run to megabytes.
+        return f"CpuBytes(data=<{type(self.data).__name__}, {self.size_bytes} bytes>)"
+
 
 @dataclass(frozen=True, eq=False)
 class CpuPlane(GpuResource):
@@ -523,6 +527,14 @@ class CpuPlane(GpuResource):
     def as_raw(self) -> memoryview:
         """A flat byte memoryview on the data (no copy)."""
         return memoryview(self.data).cast("B")
+
+    def __repr__(self) -> str:
+        with memoryview(self.data) as view:
+            nbytes = view.nbytes
+        return (
+            f"CpuPlane(data=<{type(self.data).__name__}, {nbytes} bytes>, "
+            f"bytes_per_row={self.bytes_per_row}, width_bytes={self.width_bytes}, height={self.height})"
+        )
 
     def to_ndarray(self, dtype: Any = "u1", channels: int = 1) -> Any:
         """The rows as a numpy array view, ``(height, width)`` or ``(height, width, channels)``; no copy.
