@@ -47,7 +47,27 @@ class ExecutionPath(enum.Enum):
         return self in (ExecutionPath.CPU_UPLOAD, ExecutionPath.CPU_DOWNLOAD, ExecutionPath.SOFTWARE)
 
 
-def _uuid_bytes(value: bytes | str | _uuid.UUID | None, what: str) -> bytes | None:
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _id_bytes(value: object, what: str, size: int) -> bytes:
+    """A bytes-like value of ``size`` bytes, as bytes. Ints are refused: ``bytes(16)`` is 16 zeros."""
+    if isinstance(value, (int, str)):
+        raise InvalidInputError(f"{what} must be {size} bytes (bytes-like), got {type(value).__name__}")
+    try:
+        with memoryview(value) as view:  # type: ignore[arg-type]
+            raw = view.tobytes()
+    except TypeError:
+        raise InvalidInputError(
+            f"{what} must be {size} bytes (bytes-like), got {type(value).__name__}"
+        ) from None
+    if len(raw) != size:
+        raise InvalidInputError(f"{what} must be {size} bytes, got {len(raw)}")
+    return raw
+
+
+def _uuid_bytes(value: object, what: str) -> bytes | None:
     if value is None:
         return None
     if isinstance(value, _uuid.UUID):
@@ -57,15 +77,22 @@ def _uuid_bytes(value: bytes | str | _uuid.UUID | None, what: str) -> bytes | No
             return _uuid.UUID(value).bytes
         except ValueError as exc:
             raise InvalidInputError(f"{what} {value!r} is not a UUID") from exc
-    raw = bytes(value)
-    if len(raw) != 16:
-        raise InvalidInputError(f"{what} must be 16 bytes, got {len(raw)}")
-    return raw
+    if isinstance(value, int):
+        raise InvalidInputError(
+            f"{what} must be 16 bytes, a UUID string or a uuid.UUID, got {type(value).__name__}"
+        )
+    return _id_bytes(value, what, 16)
 
 
 @dataclass(frozen=True, eq=False)
 class DeviceId:
-    """A physical device as APIs identify it. Equal by UUID when both sides know it."""
+    """A physical device as APIs identify it. Equal by UUID when both sides know it.
+
+    Equality (:meth:`same_device`) compares UUIDs when both sides have one, else LUIDs when both have one,
+    else (vendor_id, device_id, name). It is not transitive where one side lacks a UUID: two H100s with
+    different UUIDs differ, yet a DeviceId of the same model without a UUID equals each of them. Compare
+    ids that come from APIs reporting UUIDs (Vulkan, CUDA) when several GPUs of one model are present.
+    """
 
     vendor_id: int
     """PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa for lavapipe)."""
@@ -74,18 +101,34 @@ class DeviceId:
     name: str = ""
     """Human-readable device name as the driver reports it."""
     uuid: bytes | None = None
-    """16-byte device UUID (VkPhysicalDeviceIDProperties.deviceUUID, cuDeviceGetUuid)."""
+    """16-byte device UUID (VkPhysicalDeviceIDProperties.deviceUUID, cuDeviceGetUuid). Also given as a
+    UUID string or ``uuid.UUID``; stored as bytes."""
     luid: bytes | None = None
-    """8-byte LUID where the platform has one (Windows), else None."""
+    """8-byte LUID where the platform has one (Windows), else None. Given as bytes-like; stored as bytes."""
     drm_render_node: tuple[int, int] | None = None
     """(major, minor) of the DRM render node, where VK_EXT_physical_device_drm reports it."""
 
     def __post_init__(self) -> None:
-        if self.vendor_id < 0 or self.device_id < 0:
-            raise InvalidInputError("vendor_id and device_id must be non-negative")
-        object.__setattr__(self, "uuid", _uuid_bytes(self.uuid, "uuid"))
-        if self.luid is not None and len(bytes(self.luid)) != 8:
-            raise InvalidInputError(f"luid must be 8 bytes, got {len(bytes(self.luid))}")
+        for field_name in ("vendor_id", "device_id"):
+            value = getattr(self, field_name)
+            if not _is_int(value) or not 0 <= value < 1 << 32:
+                raise InvalidInputError(f"DeviceId.{field_name} must be an int in 0..2**32-1, got {value!r}")
+        if not isinstance(self.name, str):
+            raise InvalidInputError(f"DeviceId.name must be a str, got {type(self.name).__name__}")
+        object.__setattr__(self, "uuid", _uuid_bytes(self.uuid, "DeviceId.uuid"))
+        if self.luid is not None:
+            object.__setattr__(self, "luid", _id_bytes(self.luid, "DeviceId.luid", 8))
+        node = self.drm_render_node
+        if node is not None:
+            if (
+                not isinstance(node, (tuple, list))
+                or len(node) != 2
+                or not all(_is_int(n) and n >= 0 for n in node)
+            ):
+                raise InvalidInputError(
+                    f"DeviceId.drm_render_node must be (major, minor) non-negative ints or None, got {node!r}"
+                )
+            object.__setattr__(self, "drm_render_node", tuple(node))
 
     @property
     def uuid_str(self) -> str | None:
@@ -108,6 +151,20 @@ class DeviceId:
     def __hash__(self) -> int:
         # Consistent with __eq__: devices equal by UUID share vendor and device ids.
         return hash((self.vendor_id, self.device_id))
+
+    def __repr__(self) -> str:
+        parts = [
+            f"vendor_id={self.vendor_id:#06x}",
+            f"device_id={self.device_id:#06x}",
+            f"name={self.name!r}",
+        ]
+        if self.uuid is not None:
+            parts.append(f"uuid={self.uuid_str!r}")
+        if self.luid is not None:
+            parts.append(f"luid={self.luid.hex()!r}")
+        if self.drm_render_node is not None:
+            parts.append(f"drm_render_node={self.drm_render_node!r}")
+        return f"DeviceId({', '.join(parts)})"
 
 
 @dataclass(frozen=True)
