@@ -277,3 +277,45 @@ def test_stress_many_threads_never_pass_the_hard_cap() -> None:
     assert 0 < observed_max[0] <= hard and usage.peak_bytes <= hard
     assert usage.peak_bytes > 6_000, "the stress must actually press against the caps"
     assert exceeded[0] > 0 or pool.asked, "the hard cap must have been reached at least once"
+
+
+def test_backends_are_kinds_or_their_values() -> None:
+    budget = MemoryBudget({"cuda": BudgetCaps(hard_bytes=10)})  # type: ignore[dict-item]
+    assert budget.caps(CUDA).hard_bytes == 10
+    with budget.reserve(1, "vulkan") as held:  # type: ignore[arg-type]
+        assert held.backend is VK
+    for call in (
+        lambda: budget.reserve(1, "gpu"),  # type: ignore[arg-type]
+        lambda: budget.reserve(1, None),  # type: ignore[arg-type]
+        lambda: budget.usage("nope"),  # type: ignore[arg-type]
+        lambda: budget.set_caps("CUDA", BudgetCaps()),  # type: ignore[arg-type]
+        lambda: MemoryBudget({"gpu": BudgetCaps()}),  # type: ignore[dict-item]
+    ):
+        with pytest.raises(InvalidInputError, match="'cpu', 'vulkan', 'cuda'"):
+            call()
+
+
+def test_default_caps_and_callbacks_are_checked() -> None:
+    with pytest.raises(InvalidInputError, match="default_caps must be BudgetCaps"):
+        MemoryBudget(default_caps=100)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="caps\\['cpu'\\] must be BudgetCaps"):
+        MemoryBudget({BackendKind.CPU: 100})  # type: ignore[dict-item]
+    with pytest.raises(InvalidInputError, match="callable"):
+        MemoryBudget().add_pressure_callback(5)  # type: ignore[arg-type]
+
+
+def test_reprs_say_usage_and_caps() -> None:
+    budget = MemoryBudget({VK: BudgetCaps(soft_bytes=100, hard_bytes=200)})
+    held = budget.reserve(150, VK)
+    text = repr(budget)
+    assert "vulkan: 150 bytes in 1 reservations (soft cap 100, hard cap 200)" in text, text
+    assert "other backends no caps" in text
+
+    def pool(wanted: int) -> int:
+        return 0
+
+    registration = budget.register_evictable(pool, CUDA)
+    assert repr(registration).endswith("<locals>.pool, cuda, registered)")
+    registration.unregister()
+    assert repr(registration).endswith("unregistered)")
+    held.release()

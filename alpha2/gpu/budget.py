@@ -43,6 +43,25 @@ def _size(name: str, value: object) -> int:
     return value
 
 
+def _backend(value: object) -> BackendKind:
+    """A BackendKind, or one of its values ("cuda"); anything else is refused with the allowed values."""
+    if isinstance(value, BackendKind):
+        return value
+    if isinstance(value, str):
+        try:
+            return BackendKind(value)
+        except ValueError:
+            pass
+    allowed = ", ".join(repr(member.value) for member in BackendKind)
+    raise InvalidInputError(f"backend must be a BackendKind or one of {allowed}, got {value!r}")
+
+
+def _caps_text(caps: BudgetCaps) -> str:
+    if caps.soft_bytes is None and caps.hard_bytes is None:
+        return "no caps"
+    return f"soft cap {caps.soft_bytes}, hard cap {caps.hard_bytes}"
+
+
 @dataclass(frozen=True)
 class BudgetCaps:
     """The caps of one backend. None means unbounded."""
@@ -189,6 +208,14 @@ class EvictableRegistration:
         if budget is not None:
             budget._remove_evictable(self._entry)
 
+    def __repr__(self) -> str:
+        budget = self._budget()
+        registered = budget is not None and budget._has_evictable(self._entry)
+        callback = getattr(self._entry.callback, "__qualname__", type(self._entry.callback).__name__)
+        backend = "every backend" if self._entry.backend is None else self._entry.backend.value
+        state = "registered" if registered else "unregistered"
+        return f"EvictableRegistration({callback}, {backend}, {state})"
+
 
 class MemoryBudget:
     """Per-backend byte accounting with soft and hard caps, pressure events and evictable pools."""
@@ -198,18 +225,30 @@ class MemoryBudget:
         caps: Mapping[BackendKind, BudgetCaps] | None = None,
         default_caps: BudgetCaps | None = None,
     ) -> None:
-        """Args:
-        caps: caps per backend.
-        default_caps: caps of backends not in ``caps`` (default: unbounded).
+        """A budget with ``caps`` per backend.
+
+        Args:
+            caps: caps per backend (keys: BackendKind or its value, e.g. ``"cuda"``).
+            default_caps: caps of backends not in ``caps`` (default: unbounded).
+
+        Raises:
+            InvalidInputError: a key is not a backend, or a value is not BudgetCaps.
         """
         self._lock = threading.RLock()
         self._depth = 0
         self._events: list[PressureEvent] = []
         self._deferred: collections.deque[tuple[BackendKind, int]] = collections.deque()
-        self._default_caps = default_caps if default_caps is not None else BudgetCaps()
+        self._default_caps = (
+            BudgetCaps() if default_caps is None else self._checked_caps(default_caps, "default_caps")
+        )
         self._caps: dict[BackendKind, BudgetCaps] = {}
-        for backend, value in (caps or {}).items():
-            self._caps[BackendKind(backend)] = self._checked_caps(value)
+        if caps is not None and not isinstance(caps, Mapping):
+            raise InvalidInputError(
+                f"caps must be a mapping of backend to BudgetCaps, got {type(caps).__name__}"
+            )
+        for key, value in (caps or {}).items():
+            backend = _backend(key)
+            self._caps[backend] = self._checked_caps(value, f"caps[{backend.value!r}]")
         self._ledgers: dict[BackendKind, _Ledger] = collections.defaultdict(_Ledger)
         self._callbacks: list[PressureCallback] = []
         self._evictables: list[_Evictable] = []
@@ -217,24 +256,28 @@ class MemoryBudget:
     # -- configuration ------------------------------------------------------------------------------
 
     @staticmethod
-    def _checked_caps(value: BudgetCaps) -> BudgetCaps:
+    def _checked_caps(value: BudgetCaps, what: str = "caps") -> BudgetCaps:
         if not isinstance(value, BudgetCaps):
-            raise InvalidInputError(f"caps must be BudgetCaps, got {type(value).__name__}")
+            raise InvalidInputError(f"{what} must be BudgetCaps, got {type(value).__name__}")
         return value
 
     def caps(self, backend: BackendKind) -> BudgetCaps:
         """The caps in force for ``backend``."""
-        return self._caps.get(BackendKind(backend), self._default_caps)
+        return self._caps.get(_backend(backend), self._default_caps)
 
     def set_caps(self, backend: BackendKind, caps: BudgetCaps) -> None:
         """Change a backend's caps. Usage already above a new hard cap stays; new reservations wait for it."""
-        backend = BackendKind(backend)
+        backend = _backend(backend)
         caps = self._checked_caps(caps)
         with self._locked():
             self._caps[backend] = caps
 
     def add_pressure_callback(self, callback: PressureCallback) -> Callable[[], None]:
         """Register ``callback(event)``; returns a function that removes it."""
+        if not callable(callback):
+            raise InvalidInputError(
+                f"add_pressure_callback needs a callable(PressureEvent), got {type(callback).__name__}"
+            )
         with self._locked():
             self._callbacks.append(callback)
 
@@ -259,7 +302,7 @@ class MemoryBudget:
         """
         if not callable(callback):
             raise InvalidInputError("register_evictable needs a callable(bytes_wanted) -> bytes_freed")
-        entry = _Evictable(callback, None if backend is None else BackendKind(backend))
+        entry = _Evictable(callback, None if backend is None else _backend(backend))
         with self._locked():
             self._evictables.append(entry)
         return EvictableRegistration(self, entry)
@@ -268,6 +311,10 @@ class MemoryBudget:
         with self._locked():
             if entry in self._evictables:
                 self._evictables.remove(entry)
+
+    def _has_evictable(self, entry: _Evictable) -> bool:
+        with self._locked():
+            return any(e is entry for e in self._evictables)
 
     # -- reservations -------------------------------------------------------------------------------
 
@@ -279,10 +326,10 @@ class MemoryBudget:
         Raises:
             BudgetExceededError: the reservation would pass the hard cap, and evictable pools (asked
                 up to EVICTION_ROUNDS times unless ``evict`` is False) could not make room.
-            InvalidInputError: a negative size.
+            InvalidInputError: a size that is not a non-negative int, or ``backend`` is not a backend.
         """
         size_bytes = _size("size_bytes", size_bytes)
-        backend = BackendKind(backend)
+        backend = _backend(backend)
         for attempt in range(EVICTION_ROUNDS + 1):
             with self._locked():
                 caps = self.caps(backend)
@@ -337,7 +384,7 @@ class MemoryBudget:
 
     def usage(self, backend: BackendKind) -> BudgetUsage:
         """A snapshot of ``backend``'s accounting."""
-        backend = BackendKind(backend)
+        backend = _backend(backend)
         with self._locked():
             ledger = self._ledgers.get(backend, _Ledger())
             snapshot = BudgetUsage(backend, ledger.reserved, ledger.peak, ledger.count, self.caps(backend))
@@ -352,10 +399,23 @@ class MemoryBudget:
 
     def reset_peak(self, backend: BackendKind) -> None:
         """Set the peak back to the current usage."""
-        backend = BackendKind(backend)
+        backend = _backend(backend)
         with self._locked():
             ledger = self._ledgers[backend]
             ledger.peak = ledger.reserved
+
+    def __repr__(self) -> str:
+        # No _flush: a repr must not run pressure callbacks.
+        with self._locked():
+            backends = sorted(set(self._ledgers) | set(self._caps), key=lambda b: b.value)
+            ledgers = [(b, self._ledgers.get(b, _Ledger())) for b in backends]
+            parts = [
+                f"{b.value}: {ledger.reserved} bytes in {ledger.count} reservations "
+                f"({_caps_text(self.caps(b))})"
+                for b, ledger in ledgers
+            ]
+            default = _caps_text(self._default_caps)
+        return f"MemoryBudget({'; '.join(parts) or 'nothing reserved'}; other backends {default})"
 
     # -- internals ----------------------------------------------------------------------------------
 
