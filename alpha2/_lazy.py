@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,6 +47,19 @@ def lazy_names(
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(exports) | subs | set(more))
+        # The public names, the package's dunders and its submodules loaded so far; not the helpers its
+        # own code imports (``annotations``, ``TYPE_CHECKING``, ``lazy_names``).
+        namespace = vars(sys.modules[package])
+        loaded = {
+            name
+            for name, value in namespace.items()
+            if name.startswith("__")
+            or (
+                not name.startswith("_")
+                and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{package}.{name}"
+            )
+        }
+        return sorted(loaded | set(exports) | subs | set(more))
 
     return __getattr__, __dir__

@@ -33,3 +33,12 @@ def test_importing_one_vocabulary_module_loads_no_other() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_dir_lists_the_public_names_not_the_package_s_own_helpers() -> None:
+    import alpha2
+    import alpha2.api  # noqa: F401  (a loaded submodule is listed)
+
+    names = dir(alpha2)
+    assert {"open", "create", "Frame", "api"} <= set(names)
+    assert not {"annotations", "TYPE_CHECKING", "lazy_names", "_EXPORTS", "_lazy"} & set(names)

@@ -253,7 +253,9 @@ class Writer:
 
     Textures and arrays are converted to NV12 on the GPU (the copier) with :attr:`colour`'s matrix and
     range, and the stream is tagged with that colour; decoded frames are encoded as they are, tagged
-    with their own colour. ``untagged=True`` writes no colour tags (decoders then assume BT.601).
+    with their own colour. ``untagged=True`` writes no colour tags: the pixels are still converted with
+    :attr:`colour`, and readers guess (mpv, browsers and alpha2 BT.709 at HD sizes and BT.601 below,
+    FFmpeg's swscale BT.601 at every size).
 
     Timing (fixed by the first :meth:`write`): frames of a VideoSource keep their own timestamps, counted
     from the first one written, and the source's frame rate is the nominal one; textures and arrays
@@ -741,7 +743,8 @@ def create(
             None: BT.709 limited.
         device: The device the textures written live on (an alpha2 Device or a WebGPU device); None:
             the default one, made on the first texture.
-        untagged: Write no colour tags (decoders then assume BT.601).
+        untagged: Write no colour tags; the pixels are still converted with ``colour``, and readers
+            guess (mpv, browsers and alpha2 BT.709 at HD sizes and BT.601 below, swscale BT.601).
         crf: Constant-quality factor (per codec: h264 23, hevc 28, ...); None: the encoder's default.
         bitrate: Target bits per second instead of ``crf``.
         preset: The encoder's speed preset (libx264 ``'medium'`` by default, NVENC ``'p4'``).
