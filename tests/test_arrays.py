@@ -16,6 +16,10 @@ from alpha2.gpu.geometry import FrameMetadata, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.surfaces import SurfaceIdentity
 
+# DecodedFrame takes resolved colour only.
+_COLOUR = ColourInfo().resolved(PixelFormat.NV12, 64, 16)
+_RGB = ColourInfo().resolved(PixelFormat.RGBA, 4, 4)
+
 
 def _metadata(width: int, height: int) -> FrameMetadata:
     return FrameMetadata(
@@ -46,7 +50,7 @@ def _nv12_frame(
     frame = DecodedFrame(
         planes,
         PixelFormat.NV12,
-        ColourInfo(),
+        _COLOUR,
         _metadata(width, height),
         _identity(width, height, PixelFormat.NV12),
     )
@@ -87,9 +91,7 @@ def test_decoded_frame_planes_shapes_and_values() -> None:
 def test_one_plane_frame_exports_itself() -> None:
     data = bytearray(range(4 * 4 * 4))
     planes = CpuPlaneSet(planes=(CpuPlane(data=data, bytes_per_row=16, width_bytes=16, height=4),))
-    frame = DecodedFrame(
-        planes, PixelFormat.RGBA, ColourInfo(), _metadata(4, 4), _identity(4, 4, PixelFormat.RGBA)
-    )
+    frame = DecodedFrame(planes, PixelFormat.RGBA, _RGB, _metadata(4, 4), _identity(4, 4, PixelFormat.RGBA))
     assert frame.to_ndarray().shape == (4, 4, 4)
     assert np.from_dlpack(frame).shape == (4, 4, 4)
 
@@ -143,7 +145,7 @@ def test_cuda_decoded_frame_plane_carries_the_decode_stream(monkeypatch: pytest.
     frame = DecodedFrame(
         planes,
         PixelFormat.NV12,
-        ColourInfo(),
+        _COLOUR,
         _metadata(64, 16),
         _identity(64, 16, PixelFormat.NV12),
         cuda_stream=0,
@@ -216,7 +218,7 @@ def test_cuda_planes_without_alpha2s_cuda_support_say_how_to_get_it(monkeypatch:
     frame = DecodedFrame(
         planes,
         PixelFormat.NV12,
-        ColourInfo(),
+        _COLOUR,
         _metadata(64, 16),
         _identity(64, 16, PixelFormat.NV12),
         cuda_stream=0,

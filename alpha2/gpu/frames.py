@@ -13,6 +13,7 @@ For CUDA planes the stream ordering and the host copy need the CUDA driver, whic
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Protocol
 
 import numpy as np
@@ -54,6 +55,42 @@ def _cuda_plane_ops() -> CudaPlaneOps:
             "alpha2.open(...), or call alpha2.native_gpu.install_cuda_plane_ops() first"
         )
     return _cuda_ops
+
+
+@functools.cache
+def _plane_units(pixel_format: PixelFormat) -> tuple[tuple[int, int], ...]:
+    """Per plane: bytes per texel and bytes per array element (a row's length and stride must divide)."""
+    return tuple((f.bytes_per_texel, plane_element(f)[0].itemsize) for f in pixel_format.plane_formats)
+
+
+def _checked_planes(planes: object, pixel_format: PixelFormat) -> CpuPlaneSet | tuple[CudaPtr2D, ...]:
+    """The planes, refused unless they are a plane set of ``pixel_format``'s planes. O(planes): per frame."""
+    if isinstance(planes, CpuPlaneSet):
+        checked: CpuPlaneSet | tuple[CudaPtr2D, ...] = planes
+        rows = [(p.width_bytes, p.bytes_per_row) for p in planes.planes]
+    elif isinstance(planes, (tuple, list)) and planes and all(isinstance(p, CudaPtr2D) for p in planes):
+        checked = tuple(planes)
+        rows = [(p.width_bytes, p.pitch_bytes) for p in checked]
+    else:
+        raise InvalidInputError(
+            f"DecodedFrame.planes must be a CpuPlaneSet or a tuple of CudaPtr2D, got {type(planes).__name__}"
+        )
+    units = _plane_units(pixel_format)
+    if len(rows) != len(units):
+        raise InvalidInputError(
+            f"a {pixel_format.ffmpeg_name} frame has {len(units)} plane(s), got {len(rows)}"
+        )
+    for index, ((width_bytes, stride), (texel, element)) in enumerate(zip(rows, units)):
+        if width_bytes % texel or stride % element:
+            raise InvalidInputError(
+                f"plane {index} of {pixel_format.ffmpeg_name} ({texel}-byte texels of {element}-byte "
+                f"elements) cannot have {width_bytes}-byte rows every {stride} bytes"
+            )
+    return checked
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class AheadWork(Protocol):
@@ -103,6 +140,41 @@ class DecodedFrame:
         keep_alive: object = None,
         ahead: AheadWork | None = None,
     ) -> None:
+        """A frame of ``planes`` laid out as ``pixel_format``.
+
+        Raises:
+            InvalidInputError: ``planes`` is not a CpuPlaneSet or CudaPtr2D tuple, or its plane count or
+                row sizes do not fit ``pixel_format``; ``pixel_format``, ``metadata`` or ``identity`` are
+                not of their types; ``colour`` is not resolved (:meth:`ColourInfo.resolved`).
+        """
+        if not isinstance(pixel_format, PixelFormat):
+            raise InvalidInputError(
+                f"DecodedFrame.pixel_format must be a PixelFormat (PixelFormat.from_ffmpeg_name turns a name "
+                f"into one), got {pixel_format!r}"
+            )
+        planes = _checked_planes(planes, pixel_format)
+        if not isinstance(colour, ColourInfo):
+            raise InvalidInputError(f"DecodedFrame.colour must be a ColourInfo, got {type(colour).__name__}")
+        if not colour.is_resolved:
+            unspecified = [
+                name
+                for name in ("matrix", "primaries", "transfer", "range")
+                if getattr(colour, name).name == "UNSPECIFIED"
+            ]
+            raise InvalidInputError(
+                f"DecodedFrame.colour leaves {', '.join(unspecified)} unspecified: pass "
+                "colour.resolved(pixel_format, width, height)"
+            )
+        if not isinstance(metadata, FrameMetadata):
+            raise InvalidInputError(
+                f"DecodedFrame.metadata must be a FrameMetadata, got {type(metadata).__name__}"
+            )
+        if not isinstance(identity, SurfaceIdentity):
+            raise InvalidInputError(
+                f"DecodedFrame.identity must be a SurfaceIdentity, got {type(identity).__name__}"
+            )
+        if cuda_stream is not None and not _is_int(cuda_stream):
+            raise InvalidInputError(f"DecodedFrame.cuda_stream must be an int or None, got {cuda_stream!r}")
         self._planes: CpuPlaneSet | tuple[CudaPtr2D, ...] | None = planes
         self._on_gpu = not isinstance(planes, CpuPlaneSet)
         self.pixel_format = pixel_format
@@ -189,10 +261,12 @@ class DecodedFrame:
 
         Raises:
             ClosedError: the frame was released.
-            InvalidInputError: no such plane.
+            InvalidInputError: no such plane, or ``index`` is not an int.
         """
         planes = self.planes
         count = len(planes)
+        if not _is_int(index):
+            raise InvalidInputError(f"a plane index is an int 0..{count - 1}, got {index!r}")
         if not 0 <= index < count:
             raise InvalidInputError(
                 f"{self.pixel_format.ffmpeg_name} has {count} plane(s); index must be 0..{count - 1}"
