@@ -244,3 +244,69 @@ def test_audio_only_window_shows_the_time_and_seeks(audio_server: str, tmp_path:
     finally:
         playback._finish(1.0)
         run.close()
+
+
+def _settle(output: AudioOutput) -> None:
+    """Wait for the feeder to have acted on the last seek (decoded, or met the end)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with output._cond:
+            if output._seek_to is None and (output._eof or output._queued):
+                return
+        time.sleep(0.005)
+
+
+def test_the_clock_runs_on_after_a_seek_or_resume_past_the_end_of_the_sound(tmp_path: Path) -> None:
+    # Found by a person's pass: video longer than its sound froze for good on a seek (or a pause and
+    # resume) past the sound's end: the clock waited for a sample to sync on, and none came.
+    tone = make_audio_only(tmp_path / "tone.mka", seconds=1.0)
+    output, stream = _output(tone)
+    try:
+        output.seek(5.0)
+        _settle(output)
+        before = output.now()
+        for _ in range(10):
+            assert np.all(stream.play(480) == 0.0)  # silence past the end ...
+        time.sleep(0.05)
+        assert output.now() > before  # ... and the clock goes on
+        time.sleep(0.05)
+        assert output.ended()
+        output.pause()
+        stream.play(480)
+        paused_at = output.now()
+        output.resume()
+        for _ in range(5):
+            stream.play(480)
+        time.sleep(0.03)
+        assert output.now() > paused_at and output.underruns == 0
+    finally:
+        output.close()
+
+
+def test_sound_started_on_the_preload_thread_is_waited_for_and_ended_at_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by a person's pass: a playlist none of whose files plays left while PortAudio was still
+    # starting on the preload thread: its error went to /dev/null (sounddevice silences stderr while it
+    # starts) and the process crashed at exit (PortAudio's JACK thread ran on in an unloaded library).
+    from alpha2.apps import audio_out
+
+    events: list[str] = []
+
+    def slow_start(kind: str) -> None:
+        time.sleep(0.2)
+        events.append("started")
+
+    fake = types.ModuleType("sounddevice")
+    fake.query_devices = slow_start  # type: ignore[attr-defined]
+    fake._exit_handler = lambda: events.append("ended")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    monkeypatch.setattr(audio_out, "_preloaded", None)
+    registered: list[Any] = []
+    monkeypatch.setattr(audio_out.atexit, "register", registered.append)
+    audio_out.preload_sound()
+    audio_out.settle_sound()
+    assert events == ["started"]  # the player reports only after PortAudio's start
+    assert registered == [audio_out._end_sound_at_exit]
+    registered[0]()
+    assert events == ["started", "ended"]  # and PortAudio is ended at exit, after its start

@@ -10,9 +10,12 @@ and each says why in ``reason``.
 
 from __future__ import annotations
 
+import atexit
 import collections
+import contextlib
 import enum
 import importlib
+import sys
 import threading
 import time
 from typing import Any, Protocol
@@ -41,6 +44,8 @@ NO_DEVICE_REASON = "no audio output device (PortAudio lists none)"
 QUEUE_SECONDS = 0.5
 """Decoded audio the feeder keeps ahead of the device."""
 MAX_VOLUME = 2.0
+SETTLE_S = 5.0
+"""Longest wait for PortAudio's start before the player reports, and at exit."""
 """Upper bound of the volume factor (1.0 plays the samples as decoded)."""
 
 
@@ -239,13 +244,17 @@ class AudioOutput:
                 self._synced = True
                 self._position = self._data_end = start_pts + written * tempo / self.rate
             advanced = written
-            if not self.paused and self._synced and written < frames:
-                if self._eof and not self._queue:
-                    advanced = frames  # past the end: silence keeps the clock going
+            if not self.paused and written < frames:
+                if self._eof and not self._queue and self._seek_to is None:
+                    # Past the end of the sound: silence keeps the clock going, also where a seek or a
+                    # resume lands there (no sample of that generation will ever sync it: the picture
+                    # froze on such a seek, with the clock held at the seek's point).
+                    advanced = frames
                     if start_pts is None:
                         start_pts = self._position
                     self._position += (frames - written) * tempo / self.rate
-                else:
+                    self._synced = True
+                elif self._synced:
                     self.underruns += 1
             if start_pts is not None:
                 self._anchor = (start_pts, now, latency, advanced / self.rate, tempo)
@@ -368,7 +377,30 @@ def preload_sound() -> None:
             pass  # open_clock meets it again and says why there is no sound
 
     _preloaded = threading.Thread(target=load, name="alpha2 sound preload", daemon=True)
+    atexit.register(_end_sound_at_exit)
     _preloaded.start()
+
+
+def settle_sound(timeout_s: float = SETTLE_S) -> None:
+    """Wait (bounded) for :func:`preload_sound`'s thread to be done. While PortAudio starts, sounddevice
+    points the process's stderr at /dev/null (its devices' chatter): an error said meanwhile was lost.
+    The player calls this before it reports and returns."""
+    thread = _preloaded
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout_s)
+
+
+def _end_sound_at_exit() -> None:
+    """At exit, let a PortAudio start still under way finish, then end PortAudio (sounddevice's own exit
+    handler, run again: it ran, if at all, while PortAudio was not up yet). A process that left while
+    the start was under way, as a playlist none of whose files plays does, crashed: the interpreter
+    unloaded the library under PortAudio's JACK thread."""
+    settle_sound()
+    module = sys.modules.get("sounddevice")
+    handler = getattr(module, "_exit_handler", None)
+    if callable(handler):
+        with contextlib.suppress(Exception):
+            handler()
 
 
 def _import_sounddevice() -> Any:

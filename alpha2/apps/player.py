@@ -380,6 +380,15 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
 
 def run(args: argparse.Namespace) -> int:
     """``alpha2 play``."""
+    from alpha2.apps.audio_out import settle_sound
+
+    try:
+        return _run(args)
+    finally:
+        settle_sound()  # before the error, if any, is said: PortAudio's start silences stderr
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
         raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
     if len(args.input) == 1 and args.decoders != "threads":
@@ -402,6 +411,9 @@ def run(args: argparse.Namespace) -> int:
     results, errors = play_list(
         args.input, options, progress=lambda: pipeline.make_progress("play", enabled=enabled, time_left=False)
     )
+    from alpha2.apps.audio_out import settle_sound
+
+    settle_sound()  # the files' errors below would go nowhere while PortAudio starts
     if args.json:
         data = {
             "command": "play",
