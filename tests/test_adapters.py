@@ -361,3 +361,47 @@ def test_identical_gpus_rank_by_enumeration_with_a_clear_reason() -> None:
     assert [r.adapter.index for r in ranked] == [0, 1]
     assert ranked[1].reason.startswith("ties with #0 NVIDIA H200 until "), ranked[1].reason
     assert ranked[1].reason.endswith("where it comes later")
+
+
+# -- misuse ------------------------------------------------------------------------------------------
+
+
+def test_an_int_selector_is_an_index_everywhere() -> None:
+    assert parse_adapter_pin(1) == parse_adapter_pin("1")
+    assert [a.name for a in resolve_adapter_pin(1, MIXED)] == ["NVIDIA H200"]
+    assert names(rank_adapters(MIXED, pin=1, use_env_pin=False))[0] == "NVIDIA H200"
+    assert AdapterPolicy.named(1) == AdapterPolicy(PolicyKind.NAMED, 1)  # type: ignore[arg-type]
+    for bad in (True, -1, 1.0, None):
+        with pytest.raises(InvalidInputError, match="int index"):
+            parse_adapter_pin(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="int index"):
+            AdapterPolicy.named(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="int index"):
+        rank_adapters(MIXED, pin=2.0, use_env_pin=False)  # type: ignore[arg-type]
+
+
+def test_policy_kind_and_parse_are_checked() -> None:
+    assert AdapterPolicy("low-power").kind is PolicyKind.LOW_POWER  # type: ignore[arg-type]
+    assert names(rank_adapters(MIXED, AdapterPolicy("low-power")))[0] == "Intel UHD 770"  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="'auto', 'high-performance', 'low-power', 'named'"):
+        AdapterPolicy("LOW_POWER")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="parse takes a str"):
+        AdapterPolicy.parse(None)  # type: ignore[arg-type]
+
+
+def test_facts_fields_are_checked() -> None:
+    coerced = AdapterFacts(0, "x", "discrete-gpu", decode_codecs={"h264"})  # type: ignore[arg-type]
+    assert coerced.device_type is AdapterType.DISCRETE_GPU and coerced.decode_codecs == {H264}
+    assert names(rank_adapters([coerced])) == ["x"]
+    for kwargs, match in [
+        ({"device_type": "gpu"}, "'discrete-gpu', 'integrated-gpu'"),
+        ({"index": True}, "index must be a non-negative int"),
+        ({"vendor_id": "10de"}, "vendor_id"),
+        ({"name": None}, "name must be a str"),
+        ({"uuid": "01" * 16}, "uuid must be 16 bytes"),
+        ({"encode_codecs": "h264"}, "set of VideoCodec"),
+        ({"encode_codecs": {"x264"}}, "'h264', 'h265'"),
+    ]:
+        fields: dict[str, Any] = {"index": 0, "name": "x", "device_type": AdapterType.CPU, **kwargs}
+        with pytest.raises(InvalidInputError, match=match):
+            AdapterFacts(**fields)

@@ -89,6 +89,32 @@ class VideoCodec(enum.Enum):
     VP9 = "vp9"
 
 
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _member(enum_cls: type[_E], value: object, what: str) -> _E:
+    """``value`` as a member of ``enum_cls``: a member, or a member's exact value ('low-power')."""
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        try:
+            return enum_cls(value)
+        except ValueError:
+            pass
+    allowed = ", ".join(repr(member.value) for member in enum_cls)
+    raise InvalidInputError(f"{what} must be a {enum_cls.__name__} or one of {allowed}, got {value!r}")
+
+
+def _selector_error(value: object) -> InvalidInputError:
+    return InvalidInputError(
+        f"an adapter selector is a str (index, UUID or name part) or an int index >= 0, got {value!r}"
+    )
+
+
 _HIGH_PERFORMANCE_ORDER = {
     AdapterType.DISCRETE_GPU: 0,
     AdapterType.INTEGRATED_GPU: 1,
@@ -172,12 +198,25 @@ class AdapterFacts:
     """Codecs decoded on the GPU."""
 
     def __post_init__(self) -> None:
-        if self.index < 0:
-            raise InvalidInputError(f"index must be >= 0, got {self.index}")
-        if self.uuid is not None and len(self.uuid) != 16:
-            raise InvalidInputError(f"uuid must be 16 bytes, got {len(self.uuid)}")
-        object.__setattr__(self, "encode_codecs", frozenset(self.encode_codecs))
-        object.__setattr__(self, "decode_codecs", frozenset(self.decode_codecs))
+        for name in ("index", "vendor_id", "device_id"):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 0:
+                raise InvalidInputError(f"AdapterFacts.{name} must be a non-negative int, got {value!r}")
+        if not isinstance(self.name, str):
+            raise InvalidInputError(f"AdapterFacts.name must be a str, got {type(self.name).__name__}")
+        object.__setattr__(
+            self, "device_type", _member(AdapterType, self.device_type, "AdapterFacts.device_type")
+        )
+        if self.uuid is not None:
+            if not isinstance(self.uuid, (bytes, bytearray)) or len(self.uuid) != 16:
+                raise InvalidInputError(f"AdapterFacts.uuid must be 16 bytes or None, got {self.uuid!r}")
+            object.__setattr__(self, "uuid", bytes(self.uuid))
+        for name in ("encode_codecs", "decode_codecs"):
+            codecs = getattr(self, name)
+            if isinstance(codecs, (str, VideoCodec)):
+                raise InvalidInputError(f"AdapterFacts.{name} must be a set of VideoCodec, got {codecs!r}")
+            what = f"AdapterFacts.{name}"
+            object.__setattr__(self, name, frozenset(_member(VideoCodec, c, what) for c in codecs))
 
 
 class PolicyKind(enum.Enum):
@@ -196,9 +235,14 @@ class AdapterPolicy:
     kind: PolicyKind = PolicyKind.AUTO
     """The rule."""
     selector: str | None = None
-    """For NAMED: an index, a UUID or a case-insensitive name substring."""
+    """For NAMED: an index, a UUID or a case-insensitive name substring (an int index is stored as text)."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _member(PolicyKind, self.kind, "AdapterPolicy.kind"))
+        if _is_int(self.selector) and self.selector >= 0:  # type: ignore[operator]
+            object.__setattr__(self, "selector", str(self.selector))
+        elif self.selector is not None and not isinstance(self.selector, str):
+            raise _selector_error(self.selector)
         if self.kind is PolicyKind.NAMED and not (self.selector or "").strip():
             raise InvalidInputError("a NAMED adapter policy needs a selector (index, UUID or name substring)")
         if self.kind is not PolicyKind.NAMED and self.selector is not None:
@@ -221,12 +265,21 @@ class AdapterPolicy:
 
     @classmethod
     def named(cls, selector: str | int) -> AdapterPolicy:
-        """One adapter by index, UUID or case-insensitive name substring."""
+        """One adapter by index (an int, or its digits), UUID or case-insensitive name substring."""
+        if isinstance(selector, str):
+            return cls(PolicyKind.NAMED, selector)
+        if not _is_int(selector) or selector < 0:
+            raise _selector_error(selector)
         return cls(PolicyKind.NAMED, str(selector))
 
     @classmethod
     def parse(cls, text: str) -> AdapterPolicy:
         """'auto', 'high-performance', 'low-power', or anything else as a NAMED selector."""
+        if not isinstance(text, str):
+            raise InvalidInputError(
+                "AdapterPolicy.parse takes a str ('auto', 'high-performance', 'low-power', 'named:...' or "
+                f"an adapter selector), got {type(text).__name__}"
+            )
         key = text.strip().lower().replace("_", "-")
         for kind in (PolicyKind.AUTO, PolicyKind.HIGH_PERFORMANCE, PolicyKind.LOW_POWER):
             if key == kind.value:
@@ -296,8 +349,17 @@ _UUID_RE = re.compile(
 )
 
 
-def parse_adapter_pin(text: str, *, source: str = ADAPTER_ENV) -> AdapterPin:
-    """Parse a selector: a decimal index, a UUID (with or without dashes) or a name substring."""
+def parse_adapter_pin(text: str | int, *, source: str = ADAPTER_ENV) -> AdapterPin:
+    """Parse a selector: a decimal index (or an int), a UUID (with or without dashes) or a name substring.
+
+    Raises:
+        AdapterPinError: an empty selector.
+        InvalidInputError: ``text`` is neither a str nor a non-negative int.
+    """
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return AdapterPin(PinKind.INDEX, str(text), index=text, source=source)
+    if not isinstance(text, str):
+        raise _selector_error(text)
     value = text.strip()
     if not value:
         raise AdapterPinError(f"{source} is empty; give an adapter index, UUID or name substring")
@@ -359,13 +421,17 @@ def _pin_index(adapter: AdapterFactsLike) -> int | None:
 A = TypeVar("A", bound=AdapterFactsLike)
 
 
-def resolve_adapter_pin(pin: AdapterPin | str, adapters: Sequence[A]) -> list[A]:
+def resolve_adapter_pin(pin: AdapterPin | str | int, adapters: Sequence[A]) -> list[A]:
     """The adapters a pin names (all of one physical device), in the given order.
+
+    Args:
+        pin: a parsed pin, or a selector :func:`parse_adapter_pin` takes (a str, or an int index).
 
     Raises:
         AdapterPinError: the pin names no adapter, or adapters of more than one device.
+        InvalidInputError: ``pin`` is none of those.
     """
-    if isinstance(pin, str):
+    if not isinstance(pin, AdapterPin):
         pin = parse_adapter_pin(pin)
     if pin.kind is PinKind.INDEX:
         matches = [a for a in adapters if _pin_index(a) == pin.index]
@@ -452,7 +518,7 @@ def rank_adapters(
     policy: AdapterPolicy | PolicyKind | str | None = None,
     *,
     decode_allowed: bool = True,
-    pin: AdapterPin | str | None = None,
+    pin: AdapterPin | str | int | None = None,
     use_env_pin: bool = True,
     environ: Mapping[str, str] | None = None,
 ) -> list[RankedAdapter[A]]:
@@ -462,7 +528,8 @@ def rank_adapters(
         candidates: adapters satisfying :class:`AdapterFactsLike`.
         policy: AUTO (default), HIGH_PERFORMANCE, LOW_POWER or NAMED (see the module docstring).
         decode_allowed: whether GPU decode counts in AUTO.
-        pin: an explicit pin; when None and ``use_env_pin``, ``ALPHA2_GPU_ADAPTER`` is read.
+        pin: an explicit pin (an AdapterPin, or a selector: a str or an int index); when None and
+            ``use_env_pin``, ``ALPHA2_GPU_ADAPTER`` is read.
         environ: environment to read the pin from (default os.environ).
 
     Returns:
@@ -476,7 +543,7 @@ def rank_adapters(
     pol = as_policy(policy)
     if pin is None and use_env_pin:
         pin = adapter_pin(environ)
-    elif isinstance(pin, str):
+    elif pin is not None and not isinstance(pin, AdapterPin):
         pin = parse_adapter_pin(pin, source="pin")
     selected: list[A] = []
     selected_by = ""
@@ -651,7 +718,7 @@ def rank_wgpu_adapters(
     *,
     vulkan_candidates: Iterable[AdapterFactsLike] = (),
     decode_allowed: bool = True,
-    pin: AdapterPin | str | None = None,
+    pin: AdapterPin | str | int | None = None,
     use_env_pin: bool = True,
     environ: Mapping[str, str] | None = None,
 ) -> list[RankedAdapter[WgpuAdapterFacts]]:
