@@ -540,3 +540,52 @@ def test_cpu_buffer_reprs_name_the_size_not_the_bytes() -> None:
         text = repr(handle)
         assert len(text) < 200 and "2073600 bytes" in text, text
     assert "bytes_per_row=1920" in repr(plane)
+
+
+@pytest.mark.parametrize(
+    ("parts", "match"),
+    [
+        ((-1, 3), "major must be an int in 0..127"),
+        ((1, 5000), "minor must be an int in 0..1023"),
+        ((1, 3, 4096), "patch must be an int in 0..4095"),
+        ((1, 3, 0, 8), "variant must be an int in 0..7"),
+        (("1", 3), "major"),
+        ((True, 3), "major"),
+    ],
+)
+def test_vk_make_api_version_keeps_each_part_in_its_bits(parts: tuple[Any, ...], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        vk_make_api_version(*parts)
+
+
+def test_vk_make_api_version_at_the_limits() -> None:
+    ctx = _vk_context(api_version=vk_make_api_version(127, 1023, 4095))
+    assert ctx.api_version_tuple == (127, 1023, 4095)
+
+
+def test_context_fields_are_type_checked() -> None:
+    with pytest.raises(InvalidHandleError, match="not a 32-bit"):
+        _vk_context(api_version=2**40)
+    for value in (None, 5):
+        with pytest.raises(InvalidHandleError, match="collection of names"):
+            _vk_context(enabled_extensions=value)
+    with pytest.raises(InvalidHandleError, match="is_primary must be a bool"):
+        CudaContext(1, 0, is_primary="no")  # type: ignore[arg-type]
+    with pytest.raises(InvalidHandleError, match="version must be"):
+        GlContext(GlPlatform.WGL, 5, version=None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidHandleError, match="is_gles must be a bool"):
+        GlContext(GlPlatform.WGL, 5, is_gles=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("channels", [True, 2.0, "2"])
+def test_cuda_array_channels_are_ints(channels: object) -> None:
+    with pytest.raises(InvalidHandleError, match="num_channels must be 1, 2 or 4"):
+        CudaArray(1, 4, 4, 1, channels)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("index", [True, "3", 3.0])
+def test_vk_memory_fd_type_index_is_an_int(index: object) -> None:
+    with pytest.raises(InvalidHandleError, match="memory_type_index must be an int"):
+        VkMemoryFd(0, 100, memory_type_index=index)  # type: ignore[arg-type]
+    with pytest.raises(InvalidHandleError, match="dedicated must be a bool"):
+        VkMemoryFd(0, 100, dedicated="no")  # type: ignore[arg-type]

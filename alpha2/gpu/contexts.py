@@ -23,7 +23,7 @@ from alpha2.gpu._handle_base import (
     _not_none,
     _positive,
 )
-from alpha2.gpu.errors import InvalidHandleError
+from alpha2.gpu.errors import InvalidHandleError, InvalidInputError
 from alpha2.gpu.identity import BackendKind, DeviceId
 
 
@@ -49,15 +49,31 @@ class ExternalQueue(abc.ABC):
         """The raw queue or stream handle (borrowed)."""
 
 
+_VK_VERSION_FIELDS = (("major", 0x7F), ("minor", 0x3FF), ("patch", 0xFFF), ("variant", 0x7))
+
+
 def vk_make_api_version(major: int, minor: int, patch: int = 0, variant: int = 0) -> int:
-    """VK_MAKE_API_VERSION."""
+    """VK_MAKE_API_VERSION.
+
+    Raises:
+        InvalidInputError: a part is not an int within its bits (major 0..127, minor 0..1023, patch
+            0..4095, variant 0..7), where it would spill into the next part.
+    """
+    for (name, limit), value in zip(_VK_VERSION_FIELDS, (major, minor, patch, variant)):
+        if not _is_int(value) or not 0 <= value <= limit:
+            raise InvalidInputError(f"vk_make_api_version {name} must be an int in 0..{limit}, got {value!r}")
     return (variant << 29) | (major << 22) | (minor << 12) | patch
 
 
 def _names(owner: str, name: str, values: Iterable[str]) -> frozenset[str]:
     if isinstance(values, str):
         raise InvalidHandleError(f"{owner}.{name} must be a collection of names, not one string")
-    out = frozenset(values)
+    try:
+        out = frozenset(values)
+    except TypeError:
+        raise InvalidHandleError(
+            f"{owner}.{name} must be a collection of names (empty for none), got {type(values).__name__}"
+        ) from None
     for value in out:
         if not isinstance(value, str) or not value:
             raise InvalidHandleError(f"{owner}.{name} holds {value!r}; extension names are non-empty strings")
@@ -93,6 +109,10 @@ class VulkanContext(GpuContext):
         _handle("VulkanContext", "physical_device", self.physical_device)
         _handle("VulkanContext", "device", self.device)
         _positive("VulkanContext", "api_version", self.api_version)
+        if self.api_version >= 1 << 32:
+            raise InvalidHandleError(
+                f"VulkanContext.api_version {self.api_version:#x} is not a 32-bit VK_MAKE_API_VERSION value"
+            )
         if self.api_version < vk_make_api_version(1, 1):
             raise InvalidHandleError(f"VulkanContext.api_version {self.api_version_str} is below 1.1")
         object.__setattr__(
@@ -198,6 +218,8 @@ class CudaContext(GpuContext):
     def __post_init__(self) -> None:
         _handle("CudaContext", "context", self.context)
         _non_negative("CudaContext", "device_ordinal", self.device_ordinal)
+        if not isinstance(self.is_primary, bool):
+            raise InvalidHandleError(f"CudaContext.is_primary must be a bool, got {self.is_primary!r}")
         if self.device_id is not None and not isinstance(self.device_id, DeviceId):
             raise InvalidHandleError(f"CudaContext.device_id must be a DeviceId, got {self.device_id!r}")
 
@@ -336,10 +358,12 @@ class GlContext(GpuContext):
             _handle("GlContext", "display", self.display)
         elif self.display is not None:
             _handle("GlContext", "display", self.display)
-        version = tuple(self.version)
+        version = tuple(self.version) if isinstance(self.version, (tuple, list)) else ()
         if len(version) != 2 or not all(_is_int(v) and v >= 0 for v in version) or version[0] < 1:
             raise InvalidHandleError(f"GlContext.version must be (major, minor), got {self.version!r}")
         object.__setattr__(self, "version", version)
+        if not isinstance(self.is_gles, bool):
+            raise InvalidHandleError(f"GlContext.is_gles must be a bool, got {self.is_gles!r}")
 
     def as_raw(self) -> int:
         """The native context handle."""

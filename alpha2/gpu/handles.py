@@ -270,10 +270,13 @@ class VkMemoryFd(GpuResource):
             "handle_type",
             _enum("VkMemoryFd", "handle_type", VkExternalMemoryHandleType, self.handle_type),
         )
-        if self.memory_type_index is not None and not 0 <= self.memory_type_index < 32:
+        index = self.memory_type_index
+        if index is not None and (not _is_int(index) or not 0 <= index < 32):
             raise InvalidHandleError(
-                f"VkMemoryFd.memory_type_index must be in 0..31, got {self.memory_type_index}"
+                f"VkMemoryFd.memory_type_index must be an int in 0..31 or None, got {index!r}"
             )
+        if not isinstance(self.dedicated, bool):
+            raise InvalidHandleError(f"VkMemoryFd.dedicated must be a bool, got {self.dedicated!r}")
         _uuid16("VkMemoryFd", "device_uuid", self.device_uuid)
         _uuid16("VkMemoryFd", "driver_uuid", self.driver_uuid)
 
@@ -375,7 +378,7 @@ class CudaArray(GpuResource):
         _positive("CudaArray", "height", self.height)
         _positive("CudaArray", "array_format", self.array_format)
         _non_negative("CudaArray", "device_ordinal", self.device_ordinal)
-        if self.num_channels not in (1, 2, 4):
+        if not _is_int(self.num_channels) or self.num_channels not in (1, 2, 4):
             raise InvalidHandleError(f"CudaArray.num_channels must be 1, 2 or 4, got {self.num_channels!r}")
 
     def as_raw(self) -> int:
