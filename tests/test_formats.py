@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import av
 import pytest
 from hypothesis import given
@@ -398,3 +400,22 @@ def test_vulkan_numbers_match_the_vulkan_package() -> None:
         pytest.skip(f"vulkan package unusable: {exc}")
     for name, value in VK_VALUES.items():
         assert getattr(vk, name) == value, name
+
+
+@pytest.mark.parametrize("ordinal", [True, 1.0, "1", None])
+def test_shader_ordinal_is_an_int(ordinal: object) -> None:
+    with pytest.raises(InvalidInputError, match="no pixel format has shader ordinal"):
+        PixelFormat.from_shader_ordinal(ordinal)  # type: ignore[arg-type]
+
+
+def test_plane_layout_planes_fit_its_size() -> None:
+    planes = PixelFormat.NV12.plane_layout(5, 3).planes
+    with pytest.raises(InvalidInputError, match="plane 0 is 5x3 texels; a 500x3 nv12 frame has 500x3"):
+        PlaneLayout(PixelFormat.NV12, 500, 3, planes, 27)
+    luma = PixelFormat.NV12.plane_layout(6, 4).planes[0]
+    short_chroma = dataclasses.replace(PixelFormat.NV12.plane_layout(6, 2).planes[1], offset=luma.size_bytes)
+    with pytest.raises(InvalidInputError, match="plane 1 is 3x1 texels; a 6x4 nv12 frame has 3x2"):
+        PlaneLayout(PixelFormat.NV12, 6, 4, (luma, short_chroma), luma.size_bytes + short_chroma.size_bytes)
+    with pytest.raises(InvalidInputError, match="width must be a positive int"):
+        PlaneLayout(PixelFormat.NV12, True, 3, planes, 27)  # type: ignore[arg-type]
+    assert PlaneLayout(PixelFormat.NV12, 5, 3, planes, 27) == PixelFormat.NV12.plane_layout(5, 3)

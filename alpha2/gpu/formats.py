@@ -301,9 +301,11 @@ class PixelFormat(enum.Enum):
         """The format with this :attr:`shader_ordinal`.
 
         Raises:
-            UnknownFormatError: no format has that ordinal.
+            UnknownFormatError: no format has that ordinal, or ``ordinal`` is not an int.
         """
-        found = _BY_ORDINAL.get(ordinal)
+        # A bool or a float equal to an ordinal (True, 1.0) would find a format by hashing alike.
+        is_int = isinstance(ordinal, int) and not isinstance(ordinal, bool)
+        found = _BY_ORDINAL.get(ordinal) if is_int else None
         if found is None:
             raise UnknownFormatError(
                 f"no pixel format has shader ordinal {ordinal!r}; ordinals are 0..{len(_BY_ORDINAL) - 1}"
@@ -459,18 +461,21 @@ class PixelFormat(enum.Enum):
         return _plane_layout(self, width, height, row_alignment)
 
 
+def _plane_size(pixel_format: PixelFormat, index: int, width: int, height: int) -> tuple[int, int]:
+    """(texels, rows) of plane ``index`` of a ``width`` x ``height`` frame."""
+    info = pixel_format._info
+    is_chroma = info.family is _Family.YUV and index in (1, 2)
+    plane_w = -(-width >> info.log2_chroma_w) if is_chroma else width
+    plane_h = -(-height >> info.log2_chroma_h) if is_chroma else height
+    return -(-plane_w // info.texels_per_plane_x), plane_h
+
+
 @functools.lru_cache(maxsize=512)
 def _plane_layout(pixel_format: PixelFormat, width: int, height: int, row_alignment: int) -> PlaneLayout:
-    info = pixel_format._info
-    chroma_w = -(-width >> info.log2_chroma_w)
-    chroma_h = -(-height >> info.log2_chroma_h)
     planes: list[PlaneInfo] = []
     offset = 0
-    for index, plane_format in enumerate(info.planes):
-        is_chroma = info.family is _Family.YUV and index in (1, 2)
-        plane_w = chroma_w if is_chroma else width
-        plane_h = chroma_h if is_chroma else height
-        texels_w = -(-plane_w // info.texels_per_plane_x)
+    for index, plane_format in enumerate(pixel_format.plane_formats):
+        texels_w, plane_h = _plane_size(pixel_format, index, width, height)
         row = texels_w * plane_format.bytes_per_texel
         bytes_per_row = -(-row // row_alignment) * row_alignment
         size = bytes_per_row * plane_h
@@ -662,6 +667,10 @@ class PlaneLayout:
             raise InvalidInputError(
                 f"PlaneLayout.pixel_format must be a PixelFormat, not {self.pixel_format!r}"
             )
+        for what in ("width", "height"):
+            value = getattr(self, what)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidInputError(f"PlaneLayout.{what} must be a positive int, not {value!r}")
         if len(self.planes) != self.pixel_format.num_planes:
             raise InvalidInputError(
                 f"{self.pixel_format.ffmpeg_name} has {self.pixel_format.num_planes} planes, "
@@ -675,6 +684,12 @@ class PlaneLayout:
                 )
             if plane.format is not self.pixel_format.plane_formats[i]:
                 raise InvalidInputError(f"plane {i} has format {plane.format}, expected another")
+            expected = _plane_size(self.pixel_format, i, self.width, self.height)
+            if (plane.width, plane.height) != expected:
+                raise InvalidInputError(
+                    f"plane {i} is {plane.width}x{plane.height} texels; a {self.width}x{self.height} "
+                    f"{self.pixel_format.ffmpeg_name} frame has {expected[0]}x{expected[1]}"
+                )
             offset += plane.size_bytes
         if self.size_bytes != offset:
             raise InvalidInputError(f"size_bytes {self.size_bytes} != sum of plane sizes {offset}")
