@@ -330,3 +330,13 @@ def test_from_ffmpeg() -> None:
     assert ColourInfo(matrix=9).matrix is ColourMatrix.BT2020_NCL  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         ColourInfo(matrix="bt709")  # type: ignore[arg-type]
+
+
+def test_resolved_checks_its_arguments() -> None:
+    with pytest.raises(InvalidInputError, match=r"PixelFormat \(PixelFormat.from_ffmpeg_name\('yuv420p'\)\)"):
+        ColourInfo().resolved("yuv420p", 1280, 720)  # type: ignore[arg-type]
+    for width, height in ((-5, -5), (1280, -1), (1280, 720.0), (True, 720)):
+        with pytest.raises(InvalidInputError, match="non-negative int"):
+            ColourInfo().resolved(PixelFormat.YUV420P, width, height)  # type: ignore[arg-type]
+    # 0 x 0: the size is not known (the renderer resolves colour so).
+    assert ColourInfo().resolved(PixelFormat.YUV420P, 0, 0).matrix is ColourMatrix.BT470BG

@@ -222,7 +222,19 @@ class ColourInfo:
           swscale itself interpolates unspecified siting as CENTER.
 
         The fields filled here are named in the result's :attr:`guessed`.
+
+        Raises:
+            InvalidInputError: ``pixel_format`` is not a PixelFormat, or a size is not a non-negative int
+                (0 x 0 where the size is unknown: an unspecified matrix is then guessed as SD's).
         """
+        if not isinstance(pixel_format, PixelFormat):
+            hint = (
+                f" (PixelFormat.from_ffmpeg_name({pixel_format!r}))" if isinstance(pixel_format, str) else ""
+            )
+            raise InvalidInputError(f"resolved needs a PixelFormat{hint}, got {pixel_format!r}")
+        for what, value in (("width", width), ("height", height)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"resolved needs a non-negative int {what}, got {value!r}")
         guessed = set(self.guessed)
         matrix = self.matrix
         if pixel_format.is_rgb:
