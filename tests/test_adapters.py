@@ -405,3 +405,14 @@ def test_facts_fields_are_checked() -> None:
         fields: dict[str, Any] = {"index": 0, "name": "x", "device_type": AdapterType.CPU, **kwargs}
         with pytest.raises(InvalidInputError, match=match):
             AdapterFacts(**fields)
+
+
+def test_uuid_prefix_pins_by_uuid() -> None:
+    # alpha2.AdapterInfo.uuid is documented as pinned with ALPHA2_GPU_ADAPTER=uuid:<hex>.
+    pin = parse_adapter_pin("uuid:" + U1.hex())
+    assert pin.kind is PinKind.UUID and pin.uuid == U1
+    assert (
+        names(rank_adapters(MIXED, pin=f"UUID:{uuid.UUID(bytes=U0)}", use_env_pin=False))[0] == "NVIDIA H200"
+    )
+    with pytest.raises(AdapterPinError, match="is not a UUID"):
+        parse_adapter_pin("uuid:nvidia")

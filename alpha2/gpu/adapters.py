@@ -350,7 +350,8 @@ _UUID_RE = re.compile(
 
 
 def parse_adapter_pin(text: str | int, *, source: str = ADAPTER_ENV) -> AdapterPin:
-    """Parse a selector: a decimal index (or an int), a UUID (with or without dashes) or a name substring.
+    """Parse a selector: a decimal index (or an int), a UUID (with or without dashes, optionally after
+    ``uuid:``) or a name substring.
 
     Raises:
         AdapterPinError: an empty selector.
@@ -363,6 +364,13 @@ def parse_adapter_pin(text: str | int, *, source: str = ADAPTER_ENV) -> AdapterP
     value = text.strip()
     if not value:
         raise AdapterPinError(f"{source} is empty; give an adapter index, UUID or name substring")
+    if value[:5].lower() == "uuid:":  # the form alpha2.AdapterInfo.uuid's docs show
+        rest = value[5:].strip()
+        if not _UUID_RE.match(rest):
+            raise AdapterPinError(
+                f"{source}={text!r}: {rest!r} is not a UUID (32 hex digits, dashes optional)"
+            )
+        return AdapterPin(PinKind.UUID, value, uuid=_uuid.UUID(rest.strip("{}")).bytes, source=source)
     if _UUID_RE.match(value):  # before the index: a UUID may be all digits
         return AdapterPin(PinKind.UUID, value, uuid=_uuid.UUID(value.strip("{}")).bytes, source=source)
     if value.isdigit():
