@@ -229,3 +229,50 @@ def test_a_screenshot_has_the_subtitle_on_display(clip: str, tmp_path: Path) -> 
         assert rows[-1] < H and rows[-1] > H * 0.8 and cols[0] > 0 and cols[-1] < W - 1
     finally:
         _close(playback)
+
+
+@pytest.mark.vulkan
+def test_back_steps_faster_than_the_window_draws_each_count(clip: str) -> None:
+    """``,`` pressed ten times before the next draw goes back ten frames (found by a person's pass: the
+    presses between two draws stepped back from the same frame, 10 presses went back 4)."""
+    playback = _playback(clip)
+    try:
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek(20 / RATE)
+        _draw(playback)
+        assert _frame_index(playback) == 20
+        for _ in range(10):
+            playback._on_key({"key": ","})
+        _draw(playback)
+        assert _frame_index(playback) == 10
+    finally:
+        _close(playback)
+
+
+@pytest.mark.vulkan
+def test_a_paused_window_draws_on_demand_and_plays_on_continuously(clip: str) -> None:
+    """Paused, the window is drawn on input and a few times a second, not at 240 Hz (a person's pass
+    measured most of a core for a paused 720p window); playing, continuously again."""
+    playback = _playback(clip)
+    modes: list[tuple[str, Any]] = []
+    set_mode = playback.canvas.set_update_mode
+
+    def recording(mode: str, **kwargs: Any) -> None:
+        modes.append((mode, kwargs.get("min_fps")))
+        set_mode(mode, **kwargs)
+
+    playback.canvas.set_update_mode = recording  # type: ignore[method-assign]
+    try:
+        _draw(playback)
+        _draw(playback)
+        assert modes == []
+        playback._on_key({"key": " "})
+        _draw(playback)
+        assert modes == [("ondemand", 0)]  # the window's own timer draws 4 times a second
+        _draw(playback)
+        playback._on_key({"key": " "})
+        _draw(playback)
+        assert modes == [("ondemand", 0), ("continuous", None)]
+    finally:
+        _close(playback)

@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -136,10 +137,16 @@ def _import_backend(canvas_module: str) -> Any:
     return importlib.import_module(canvas_module)
 
 
+MAX_FPS = 240
+"""The most draws a second of a playing window (vsync holds it to the display's rate)."""
+PAUSED_FPS = 4
+"""Draws a second of a paused window with no input (the on-screen display's timing)."""
+
+
 def make_canvas(backend: Any, title: str, size: Size) -> Any:
     """A continuously drawn ``backend.RenderCanvas`` of ``size`` (the window appears; nothing drawn yet)."""
     return backend.RenderCanvas(
-        title=title, size=(size.width, size.height), update_mode="continuous", max_fps=240, vsync=True
+        title=title, size=(size.width, size.height), update_mode="continuous", max_fps=MAX_FPS, vsync=True
     )
 
 
@@ -401,6 +408,9 @@ class WindowPlayback(_Keys):
         self._file_started = time.perf_counter()
         self._stats_cache: tuple[float, list[str]] | None = None
         self._cursor_hidden = False
+        self._update_mode = "continuous"  # the canvas's (make_canvas), switched by _pace
+        self._tick_pending = False  # a paused window's next timed draw is asked for
+        self._seek_pts: float | None = None  # the frame a seek went to, until it is on display
 
     @property
     def paused(self) -> bool:
@@ -485,8 +495,43 @@ class WindowPlayback(_Keys):
         self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
         self.canvas.add_event_handler(lambda e: self.toggle_fullscreen(), "double_click")
         self.canvas.add_event_handler(self._on_wheel, "wheel")
+        # Paused, the window is drawn on demand (see _pace): any input draws at once.
+        self.canvas.add_event_handler(
+            self._wake, "key_down", "pointer_move", "pointer_down", "double_click", "wheel", order=1
+        )
         self.canvas.request_draw(self._draw)
         return backend
+
+    def _wake(self, event: Mapping[str, Any]) -> None:
+        self.canvas.request_draw()
+
+    def _pace(self) -> None:
+        """Draw continuously while playing; paused, only on input and :data:`PAUSED_FPS` times a second
+        (the bar's fading, the clock's text), as mpv idles: a paused 720p window drew at 240 Hz, most of
+        a core on lavapipe.
+
+        The few draws a second are asked by a timer thread of this window's (asking only sets the
+        scheduler's flag): rendercanvas 2.7's ``min_fps`` never notes when it last drew (its scheduler's
+        ``last_draw_time`` stays 0), so it draws at ``max_fps``; and its loop's ``call_later`` leaves an
+        un-awaited coroutine where the loop does not run (a canvas driven by hand)."""
+        mode = "ondemand" if self.paused else "continuous"
+        if mode != self._update_mode and self.canvas is not None:
+            self._update_mode = mode
+            if mode == "ondemand":
+                self.canvas.set_update_mode("ondemand", min_fps=0, max_fps=MAX_FPS)
+            else:
+                self.canvas.set_update_mode("continuous", max_fps=MAX_FPS)
+        if mode == "ondemand" and not self._tick_pending:
+            self._tick_pending = True
+            timer = threading.Timer(1 / PAUSED_FPS, self._tick)
+            timer.daemon = True
+            timer.start()
+
+    def _tick(self) -> None:
+        self._tick_pending = False
+        canvas = self.canvas
+        if canvas is not None and not canvas.get_closed():
+            canvas.request_draw()
 
     def _ready_overlay(self, *, wait: bool) -> _Overlay | None:
         """The on-screen display's renderer once built (``wait``: wait for it)."""
@@ -649,7 +694,11 @@ class WindowPlayback(_Keys):
             if self.pending is not None:
                 clock.seek(self.pending.pts_seconds or 0.0)
             return
-        shown = self.shown_pts if self.shown_pts is not None else self.media_time()
+        # From the frame the last step went to where it is not on display yet: back-steps pressed
+        # faster than the window draws each count (they went back from the same frame).
+        shown = self._seek_pts if self._seek_pts is not None else self.shown_pts
+        if shown is None:
+            shown = self.media_time()
         self.seek(max(0.0, shown - self._frame_duration() / 2), show_bar=False)
 
     def screenshot(self) -> str | None:
@@ -776,6 +825,7 @@ class WindowPlayback(_Keys):
         self._let_go_held()
         self.player, self.stats = player, player.stats
         self.shown = self.shown_pts = None
+        self._seek_pts = None
         self._clock_from = None
         self.pending = None
         self.scheduler = AVScheduler(speed=self.speed)
@@ -795,6 +845,7 @@ class WindowPlayback(_Keys):
             self.pending = None
         decoder.seek(target)
         self.pending = decoder.next_frame()
+        self._seek_pts = self.pending.pts_seconds if self.pending is not None else None
         if self.clock is not None:
             self.clock.seek(target)
         elif self.shown is not None:
@@ -902,6 +953,7 @@ class WindowPlayback(_Keys):
         )
 
     def _draw(self) -> None:
+        self._pace()
         player, stats = self.player, self.stats
         if self.clock is None and self.shown is not None:
             # The first frame went up with the draw before: the subtitles open and the sound starts now,
@@ -936,6 +988,7 @@ class WindowPlayback(_Keys):
             target = player.renderer.target_texture(box.width, box.height, self.render_format)
             self.shown = (self._render_held(target, frame), box)
             self.shown_pts = pts
+            self._seek_pts = None
         elif self.shown is not None and self.held is not None and self.held_size is not None:
             # The window's size changed with no new frame due (paused, or between frames): the frame on
             # display is rendered again, fitted to the new size, at once.
