@@ -139,6 +139,14 @@ def test_sub_missing_file_is_one_line(video: str, tmp_path: Path, capsys: pytest
     code = main(["play", video, "--sub", str(tmp_path / "missing.srt"), "--offscreen", "--frames", "1"])
     assert code == 1
     assert "--sub" in capsys.readouterr().err
+    # A file that is there but no subtitles: one line before anything plays (found by a person's pass:
+    # a traceback from the window's first draw, 45 lines).
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not subtitles at all\n" * 20)
+    code = main(["play", video, "--sub", str(junk), "--offscreen", "--frames", "1"])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot be read as subtitles" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.vulkan

@@ -24,6 +24,7 @@ __all__ = [
     "SubtitleCue",
     "SubtitleTrack",
     "Subtitles",
+    "check_subtitle_file",
     "open_subtitles",
     "sidecar_files",
 ]
@@ -185,6 +186,22 @@ def _file_track(path: str) -> SubtitleTrack:
     if not tracks:
         raise InvalidInputError(f"{path!r} has no text subtitles (SubRip, ASS / SSA, WebVTT)")
     return SubtitleTrack(tracks[0], external=True)
+
+
+def check_subtitle_file(path: str | os.PathLike[str]) -> None:
+    """Raise, with why, where ``path`` cannot be read as a subtitle file (``alpha2 play --sub``'s check
+    before the window opens; the player then plays without it as the first frame is up).
+
+    Raises:
+        InvalidInputError: no such file, not a subtitle file, or no text subtitles in it.
+    """
+    where = os.fspath(path)
+    if not os.path.isfile(where):
+        raise InvalidInputError(f"--sub {where!r}: no such file")
+    try:
+        _file_track(where)
+    except Error as exc:
+        raise InvalidInputError(f"--sub {where!r} cannot be read as subtitles: {exc.message}") from exc
 
 
 def open_subtitles(

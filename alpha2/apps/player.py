@@ -399,8 +399,10 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_wall(args)
     options = options_from_args(args)
-    if getattr(args, "sub", None) is not None and not os.path.isfile(args.sub):
-        raise InvalidInputError(f"--sub {args.sub!r}: no such file")
+    if getattr(args, "sub", None) is not None:
+        from alpha2.api.subtitles import check_subtitle_file
+
+        check_subtitle_file(args.sub)  # one line now, not a traceback from the window's first draw
     enabled = not args.json and args.snapshot is None
     if len(args.input) == 1:
         (source,) = args.input
