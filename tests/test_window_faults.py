@@ -276,3 +276,31 @@ def test_a_paused_window_draws_on_demand_and_plays_on_continuously(clip: str) ->
         assert modes == [("ondemand", 0), ("continuous", None)]
     finally:
         _close(playback)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_closes_the_window_and_is_raised_after_its_loop(signame: str) -> None:
+    """Ctrl-C or SIGTERM while the window's loop runs closes the window as q does, and is raised once
+    the loop returned, as the command's handlers raise it (found by a person's pass: rendercanvas took
+    Ctrl-C and the player ended with 0 as if the file had; SIGTERM printed asyncio's traceback)."""
+    import os
+    import signal
+
+    from alpha2.apps.cli import Interrupted, Terminated, _SignalsUnwind
+    from alpha2.apps.window import _SignalsClose
+
+    closed: list[bool] = []
+    canvas = type("Canvas", (), {"close": lambda self: closed.append(True)})()
+    with _SignalsUnwind():  # the command's handlers, as alpha2's main installs them
+        command = signal.getsignal(signal.SIGTERM)
+        signals = _SignalsClose(canvas)
+        signal.signal(signal.SIGINT, lambda s, f: None)  # what rendercanvas's loop sets as it starts
+        signals.ensure()
+        signum = getattr(signal, signame)
+        os.kill(os.getpid(), signum)
+        time.sleep(0.01)
+        assert closed == [True] and signals.caught == signum
+        expected = Interrupted if signame == "SIGINT" else Terminated
+        with pytest.raises(expected):
+            signals.restore()
+        assert signal.getsignal(signal.SIGTERM) == command  # the command's handlers are back

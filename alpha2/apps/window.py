@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 import threading
 import time
@@ -251,6 +252,48 @@ def make_clock(player: Any, start_s: float, duration_s: float | None) -> MediaCl
     return clock
 
 
+class _SignalsClose:
+    """While a window's loop runs: Ctrl-C, SIGTERM and SIGHUP close the window, as q does, and once the
+    loop has returned they are raised as the command's own handlers raise them (``alpha2: interrupted``,
+    exit 130; ``terminated``, 143).
+
+    rendercanvas's loop takes SIGINT for itself (it logged 'Received signal Interrupt' and the player
+    ended as if the file had, exit 0, the bar jumping to its end), and a SIGTERM raised by the command's
+    handler inside the loop's task printed asyncio's 'Task exception was never retrieved' traceback.
+    :meth:`ensure` is called on each draw: the loop sets its handler as it starts, after the first draw.
+    """
+
+    SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+    def __init__(self, canvas: Any) -> None:
+        self.canvas = canvas
+        self.caught: int | None = None
+        self._saved: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            # The command's handlers (or the defaults); one ignored (nohup's SIGHUP) stays ignored.
+            self._saved = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.caught is None:
+            self.caught = signum
+        self.canvas.close()
+
+    def ensure(self) -> None:
+        for sig, old in self._saved.items():
+            if old != signal.SIG_IGN and signal.getsignal(sig) != self._on_signal:
+                signal.signal(sig, self._on_signal)
+
+    def restore(self) -> None:
+        """The command's handlers back; then what was caught, raised as they would have raised it."""
+        saved, self._saved = self._saved, {}
+        for sig, old in saved.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
+        if self.caught is not None:
+            from alpha2.apps.cli import Interrupted, Terminated
+
+            raise Interrupted() if self.caught == signal.SIGINT else Terminated(self.caught)
+
+
 class _Keys:
     """The keys shared by the video and the audio-only window."""
 
@@ -410,6 +453,7 @@ class WindowPlayback(_Keys):
         self._cursor_hidden = False
         self._update_mode = "continuous"  # the canvas's (make_canvas), switched by _pace
         self._tick_pending = False  # a paused window's next timed draw is asked for
+        self._signals: _SignalsClose | None = None  # while the loop runs
         self._seek_pts: float | None = None  # the frame a seek went to, until it is on display
 
     @property
@@ -578,14 +622,21 @@ class WindowPlayback(_Keys):
 
     def run(self, canvas_module: str = "rendercanvas.auto") -> Any:
         timer = pipeline.RunTimer()
+        signals: _SignalsClose | None = None
         try:
             backend = self.open(canvas_module)
             # The first frame now, before the loop starts (starting rendercanvas's asyncio loop takes
             # about 20 ms on the 2-core machine); the loop draws the next ones.
             self.canvas.force_draw()
+            signals = self._signals = _SignalsClose(self.canvas)
             backend.loop.run()
         finally:
-            self.finish(timer.stop())
+            self._signals = None
+            try:
+                if signals is not None:
+                    signals.restore()
+            finally:
+                self.finish(timer.stop())
         return self.stats
 
     def media_time(self) -> float:
@@ -953,6 +1004,8 @@ class WindowPlayback(_Keys):
         )
 
     def _draw(self) -> None:
+        if self._signals is not None:
+            self._signals.ensure()
         self._pace()
         player, stats = self.player, self.stats
         if self.clock is None and self.shown is not None:
@@ -1078,6 +1131,7 @@ class AudioOnlyPlayback(_Keys):
         self.canvas: Any = None
         self.context: Any = None
         self.device: Any = None
+        self._signals: _SignalsClose | None = None  # while the loop runs
         self.osd = Osd(always_bar=True)
         self.overlay: _Overlay | None = None
         self.duration_s: float | None = None
@@ -1116,11 +1170,18 @@ class AudioOnlyPlayback(_Keys):
         it; q quits."""
         self.stats.mode, self.stats.mode_reason = "window", "audio only, level visual"
         timer = pipeline.RunTimer()
+        signals: _SignalsClose | None = None
         try:
             backend = self.open(canvas_module)
+            signals = self._signals = _SignalsClose(self.canvas)
             backend.loop.run()
         finally:
-            self._finish(timer.stop())
+            self._signals = None
+            try:
+                if signals is not None:
+                    signals.restore()
+            finally:
+                self._finish(timer.stop())
         return self.stats
 
     def open(self, canvas_module: str = "rendercanvas.auto") -> Any:
@@ -1182,6 +1243,8 @@ class AudioOnlyPlayback(_Keys):
         self.osd.activity()
 
     def _draw(self) -> None:
+        if self._signals is not None:
+            self._signals.ensure()
         clock = self.clock
         paused = bool(getattr(clock, "paused", False))
         if clock is None or (clock.ended() and not paused):
