@@ -105,6 +105,22 @@ def test_choose_encoder_preference_and_reason() -> None:
     assert by_name.name == "libx264" and by_name.reason == "libx264 was asked for by name"
     alias = choose_encoder("x264")
     assert alias.name == "libx264" and alias.reason == "libx264 was asked for by name (as 'x264')"
+    # An encoder by name writes its codec's family, as the codec's name does (found by an outside pass:
+    # libvpx-vp9 by name kept its own name, and so passed the containers' refusals: VP9 went into
+    # MPEG-TS as a data stream, exit 0).
+    for name, family in (
+        ("libx264", "h264"),
+        ("libvpx-vp9", "vp9"),
+        ("libx265", "hevc"),
+        ("mpeg2video", "mpeg2"),
+    ):
+        assert choose_encoder(name).codec == family, name
+
+
+def test_an_encoder_by_name_meets_its_codec_s_container_refusals(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="mpegts container cannot hold vp9"):
+        EncodeSession(str(tmp_path / "x.ts"), codec="libvpx-vp9")
+    assert not list(tmp_path.iterdir())
     with pytest.raises(UnsupportedCodecError, match="h264, hevc, av1"):
         choose_encoder("no-such-codec")
 

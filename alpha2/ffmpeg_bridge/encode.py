@@ -229,7 +229,10 @@ def choose_encoder(codec: str) -> EncoderChoice:
                 f"{key} is an FFmpeg {found.type} encoder, not a video one; codecs: "
                 f"{', '.join(ENCODER_PREFERENCE)}, or a video encoder's name"
             )
-        family = found.name
+        # The codec the encoder writes (libvpx-vp9 -> vp9): what the containers' refusals, the pixel
+        # shape and the default quality are keyed on. The encoder's own name here lost them all: VP9
+        # by name went into MPEG-TS as an unreadable data stream, exit 0.
+        family = canonical_name(found.canonical_name)
         hardware = is_nvenc(key)
         if hardware:
             why_not = _nvenc_probe(key)
