@@ -75,3 +75,63 @@ def test_layouts_alpha2_lacks_are_converted_keeping_depth_and_chroma() -> None:
     assert _fallback_software_format("yuv411p") == "yuv422p"
     assert _fallback_software_format("yuv420p9le") == "yuv420p10le"
     assert _fallback_software_format("bgr0") == "rgb24"
+
+
+PRORES_KS = ("yuv422p10le", "yuv444p10le", "yuva444p10le")
+FFV1_SOME = ("yuv420p", "yuva420p", "yuv444p", "yuv422p", "bgr0", "bgra", "yuv444p10le", "gray")
+X264 = ("yuv420p", "yuvj420p", "yuv422p", "yuv444p", "nv12", "yuv420p10le", "yuv444p10le")
+GIF = ("rgb8", "bgr8", "rgb4_byte", "bgr4_byte", "gray", "pal8")
+
+
+def test_the_nearest_format_loses_least() -> None:
+    """Found by an outside pass: after 4:2:0 the encoder's first format was taken, so ProRes 4444 came
+    out 4:2:2 and an RGB picture went to FFV1 as 4:2:0."""
+    fmt = PixelFormat.from_ffmpeg_name
+    assert nearest_encoder_format(fmt("yuv444p"), PRORES_KS, "prores_ks").ffmpeg_name == "yuv444p10le"
+    assert nearest_encoder_format(fmt("yuv422p"), PRORES_KS, "prores_ks").ffmpeg_name == "yuv422p10le"
+    # RGB into a lossless encoder stays RGB (with an opaque alpha plane where no RGB without one is ours)
+    assert nearest_encoder_format(PixelFormat.RGB24, FFV1_SOME, "ffv1").ffmpeg_name == "bgra"
+    # ... and into a delivery encoder goes to 4:2:0, which every player plays (not 4:4:4).
+    assert nearest_encoder_format(PixelFormat.RGB24, X264, "libx264").ffmpeg_name == "yuv420p"
+    # Gray has no chroma to lose: 4:2:0 carries it whole; a colour picture never goes gray while a
+    # colour format is there.
+    assert nearest_encoder_format(PixelFormat.GRAY, ("yuv444p", "yuv420p"), "x").ffmpeg_name == "yuv420p"
+    assert nearest_encoder_format(fmt("yuv420p"), ("gray", "yuv444p"), "x").ffmpeg_name == "yuv444p"
+    assert nearest_encoder_format(PixelFormat.RGB24, GIF, "gif") is PixelFormat.GRAY
+
+
+def test_a_master_s_encoder_keeps_the_depth_and_a_gray_gif_is_refused() -> None:
+    ten = PixelFormat.from_ffmpeg_name("yuv422p10le")
+    assert output_depth(ten, ColourInfo(), "prores", DepthChoice.AUTO, "prores_ks", PRORES_KS) == (10, None)
+    depth, note = output_depth(ten, ColourInfo(), "h264", DepthChoice.AUTO, "libx264", X264)
+    assert depth == 8 and note is not None and "players rarely decode" in note  # delivery: as before
+    plan = plan_transcode(
+        Size(64, 48),
+        PixelFormat.RGB24,
+        ColourInfo(),
+        TranscodeOptions(),
+        codec="ffv1",
+        encoder="ffv1",
+        encoder_formats=FFV1_SOME,
+    )
+    assert plan.passthrough and plan.output_format.ffmpeg_name == "bgra"  # RGB kept: lossless stays so
+    plan = plan_transcode(
+        Size(64, 48),
+        PixelFormat.RGB24,
+        ColourInfo(),
+        TranscodeOptions(),
+        codec="prores",
+        encoder="prores_ks",
+        encoder_formats=PRORES_KS,
+    )
+    assert plan.output_format.ffmpeg_name == "yuv444p10le" and "converted from rgb24" in plan.reason
+    with pytest.raises(UnsupportedError, match="gif would write this colour picture gray"):
+        plan_transcode(
+            Size(64, 48),
+            PixelFormat.YUV420P,
+            ColourInfo(),
+            TranscodeOptions(),
+            codec="gif",
+            encoder="gif",
+            encoder_formats=GIF,
+        )

@@ -25,7 +25,7 @@ from alpha2.api.transcode_choices import (
     ColourChoice,
     DepthChoice,
 )
-from alpha2.ffmpeg_bridge.encoders import nearest_encoder_format
+from alpha2.ffmpeg_bridge.encoders import FIDELITY_ENCODERS, colour_kept_or_refused, nearest_encoder_format
 from alpha2.ffmpeg_bridge.side_streams import CHAPTER_MUXERS, DroppedStream, InputStream, StreamKind
 from alpha2.gpu.colour import (
     ChromaLocation,
@@ -109,7 +109,8 @@ def output_depth(
     encoder: str | None = None,
     encoder_formats: tuple[str, ...] = (),
 ) -> tuple[int, str | None]:
-    """The output's bit depth (8 or 10) and, when that is fewer bits than the input's, why.
+    """The output's bit depth (8, 10, or the input's for :data:`FIDELITY_ENCODERS`) and, when that is
+    fewer bits than the input's, why.
 
     ``encoder_formats``: the pixel formats the chosen encoder takes (FFmpeg names; () when not known):
     an encoder that takes 8 bits only (libvpx in some builds) gets 8, said.
@@ -133,6 +134,8 @@ def output_depth(
         depth, why = 8, "--depth 8"
     elif bits <= 8:
         return 8, None
+    elif (encoder or "") in FIDELITY_ENCODERS:
+        return bits, None  # a master's or an archive's encoder keeps the input's depth (ProRes, FFV1)
     elif codec in TEN_BIT_CODECS and input_colour.transfer in _HDR_TRANSFERS:
         return 10, None
     elif codec in TEN_BIT_CODECS:
@@ -469,14 +472,16 @@ def _even_sides(
     return out, crop, padded_from
 
 
-def _odd_sides_kept(input_format: PixelFormat, encoder_formats: tuple[str, ...], w: int, h: int) -> bool:
+def _odd_sides_kept(
+    input_format: PixelFormat, encoder_formats: tuple[str, ...], w: int, h: int, encoder: str | None
+) -> bool:
     """Whether a picture of ``w`` x ``h`` (a side odd) goes to the encoder as it is: the format it takes
     for ``input_format`` subsamples the chroma along no odd side (4:4:4, or 4:2:2 with an odd height),
     as the ffmpeg command passes such a picture. RGB is converted to 4:2:0, and a side of one pixel
     is padded."""
     if input_format.is_rgb or w == 1 or h == 1:
         return False
-    taken = nearest_encoder_format(input_format, encoder_formats)
+    taken = nearest_encoder_format(input_format, encoder_formats, encoder)
     return not (w % 2 and taken.log2_chroma_w) and not (h % 2 and taken.log2_chroma_h)
 
 
@@ -518,7 +523,7 @@ def plan_transcode(
     padded_from: Size | None = None
     shape = sample_aspect if sample_aspect is not None and sample_aspect > 0 and sample_aspect != 1 else None
     # Odd sides a passthrough hands the encoder as they are; the GPU route (NV12, P010) cuts them below.
-    odd_kept = (w % 2 or h % 2) and _odd_sides_kept(input_format, encoder_formats, w, h)
+    odd_kept = (w % 2 or h % 2) and _odd_sides_kept(input_format, encoder_formats, w, h, encoder)
     lost_shape = shape is not None and options.size is None and not keeps_pixel_shape
     if options.size is not None or lost_shape:
         # Anamorphic pixels: the picture as shown is wider (or taller) than stored. An output that
@@ -596,9 +601,17 @@ def plan_transcode(
         kept += f"; pixels {shape.numerator}:{shape.denominator} kept"
     elif shape is not None and quarter and reasons:
         shape = 1 / shape  # the GPU route turns the picture: a pixel's sides swap
-    if not reasons and input_format.is_rgb:
-        # An RGB picture into a Y'CbCr encoder: converted by a known matrix, and tagged with it.
+    rgb_kept = (
+        input_format.is_rgb
+        and (encoder or "") in FIDELITY_ENCODERS
+        and nearest_encoder_format(input_format, encoder_formats, encoder).is_rgb
+    )
+    if not reasons and input_format.is_rgb and not rgb_kept:
+        # An RGB picture into a Y'CbCr encoder: converted by a known matrix, and tagged with it; 4:2:0
+        # for a delivery encoder, the format losing least for a master's (4:4:4 into ProRes).
         passed = ten_bit_format(PixelFormat.YUV420P) if depth > 8 else PixelFormat.YUV420P
+        if (encoder or "") in FIDELITY_ENCODERS and encoder_formats:
+            passed = nearest_encoder_format(input_format, encoder_formats, encoder)
         rgb_colour = _rgb_output(input_colour, input_size)
         return TranscodePlan(
             passthrough=True,
@@ -627,7 +640,8 @@ def plan_transcode(
         elif depth > input_format.bit_depth:
             passed = ten_bit_format(input_format)
             reason = f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} (--depth 10)"
-        taken = nearest_encoder_format(passed, encoder_formats)
+        taken = nearest_encoder_format(passed, encoder_formats, encoder)
+        colour_kept_or_refused(passed, taken, encoder or codec)
         if taken != passed:
             lost = []
             if taken.bit_depth < passed.bit_depth:

@@ -44,6 +44,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     ENCODER_PREFERENCE,
     EncoderSpec,
     canonical_name,
+    colour_kept_or_refused,
     encoder_spec,
     is_nvenc,
     nearest_encoder_format,
@@ -650,7 +651,9 @@ class EncodeSession:
                 )
             return wanted
         # Keep alpha and the bit depth where the encoder allows it (the plan says the same).
-        return nearest_encoder_format(first, tuple(supported)).ffmpeg_name
+        taken = nearest_encoder_format(first, tuple(supported), self.encoder.name)
+        colour_kept_or_refused(first, taken, self.encoder.name)
+        return taken.ffmpeg_name
 
     def _open(
         self, width: int, height: int, first_format: PixelFormat, first_colour: ColourInfo | None

@@ -20,6 +20,7 @@ from alpha2.gpu.formats import PixelFormat
 __all__ = [
     "ENCODERS",
     "ENCODER_PREFERENCE",
+    "FIDELITY_ENCODERS",
     "NAME_ALIASES",
     "EncoderSpec",
     "canonical_name",
@@ -181,25 +182,90 @@ def preferred_encoders(codec: str) -> tuple[str, ...]:
     return ENCODER_PREFERENCE.get(canonical_name(codec), ())
 
 
-_ALPHA_FIRST = ("yuva420p", "yuva422p", "yuva444p", "rgba", "bgra", "argb", "abgr")
+FIDELITY_ENCODERS = frozenset(
+    {
+        "ffv1",
+        "prores",
+        "prores_aw",
+        "prores_ks",
+        "dnxhd",
+        "utvideo",
+        "huffyuv",
+        "ffvhuff",
+        "magicyuv",
+        "png",
+        "qtrle",
+        "rawvideo",
+        "v210",
+        "libx264rgb",
+    }
+)
+"""Encoders of masters and archives (lossless or intermediate): an RGB picture goes to the format that
+loses least (4:4:4), not to 4:2:0 as it does for a delivery codec, where 4:4:4 plays in few players
+(``ffmpeg`` picks 4:4:4 for H.264 and warns of just that)."""
 
 
-def nearest_encoder_format(input_format: PixelFormat, formats: tuple[str, ...]) -> PixelFormat:
+def _chroma_steps(fmt: PixelFormat) -> tuple[int, int]:
+    return (0, 0) if fmt.is_rgb or fmt.is_gray else (fmt.log2_chroma_w, fmt.log2_chroma_h)
+
+
+def nearest_encoder_format(
+    input_format: PixelFormat, formats: tuple[str, ...], encoder: str | None = None
+) -> PixelFormat:
     """What an encoder taking ``formats`` (FFmpeg names; () when not known) is handed for frames of
-    ``input_format``: the same where it takes it; else, keeping what it can, a format with alpha for a
-    picture with alpha, the same depth in 4:2:0, else the first it takes that alpha2 knows."""
+    ``input_format``: the same where it takes it; else the format alpha2 knows that loses least, in
+    this order: colour (gray for a colour picture), alpha, bits of depth, chroma resolution, then a
+    change between RGB and Y'CbCr, then what it would add for nothing (chroma, depth, alpha), then the
+    encoder's own order. An RGB picture for a delivery encoder (not :data:`FIDELITY_ENCODERS`) goes to
+    4:2:0 at its depth where the encoder takes it, for players' sake.
+
+    Found by an outside pass: the first format in the encoder's list was taken after 4:2:0, so ProRes
+    4444 came out 4:2:2, an RGB picture went to FFV1 as 4:2:0 and a GIF came out gray."""
     if not formats or input_format.ffmpeg_name in formats:
         return input_format
-    wanted: list[str] = []
-    if input_format.has_alpha:
+    known: list[tuple[int, PixelFormat]] = []
+    for order, name in enumerate(formats):
+        try:
+            known.append((order, PixelFormat.from_ffmpeg_name(name)))
+        except Exception:
+            continue  # a format alpha2 does not write (pal8, bgr0, gbrp, ...)
+    if not known:
+        return input_format
+    if input_format.is_rgb and not input_format.has_alpha and (encoder or "") not in FIDELITY_ENCODERS:
         deep = input_format.bit_depth > 8
-        wanted += [f"{n}10le" if deep and n.startswith("yuva") else n for n in _ALPHA_FIRST]
-        wanted += list(_ALPHA_FIRST)
-    wanted += ["yuv420p10le", "p010le"] if input_format.bit_depth > 8 else ["yuv420p", "nv12"]
-    for name in (*wanted, *formats):
-        if name in formats:
-            try:
-                return PixelFormat.from_ffmpeg_name(name)
-            except Exception:
-                continue
-    return input_format
+        for name in ("yuv420p10le", "p010le") if deep else ("yuv420p", "nv12"):
+            for _, fmt in known:
+                if fmt.ffmpeg_name == name:
+                    return fmt
+    # A gray picture has no chroma to lose: the most subsampled chroma carries it whole.
+    in_w, in_h = (1, 1) if input_format.is_gray else _chroma_steps(input_format)
+
+    def loss(item: tuple[int, PixelFormat]) -> tuple[int, ...]:
+        order, fmt = item
+        w, h = _chroma_steps(fmt)
+        return (
+            int(not input_format.is_gray and fmt.is_gray),
+            int(input_format.has_alpha and not fmt.has_alpha),
+            max(0, input_format.bit_depth - fmt.bit_depth),
+            max(0, w - in_w) + max(0, h - in_h),
+            int(fmt.is_rgb != input_format.is_rgb),
+            max(0, in_w - w) + max(0, in_h - h),
+            max(0, fmt.bit_depth - input_format.bit_depth),
+            int(fmt.has_alpha and not input_format.has_alpha),
+            order,
+        )
+
+    return min(known, key=loss)[1]
+
+
+def colour_kept_or_refused(input_format: PixelFormat, taken: PixelFormat, encoder: str) -> None:
+    """Refuse an encoder that would turn a colour picture gray (the only format of its that alpha2
+    writes is gray: GIF's are palettes, rgb8 and gray); a gray output nobody asked for is no answer."""
+    if taken.is_gray and not input_format.is_gray:
+        from alpha2.ffmpeg_bridge.errors import UnsupportedCodecError
+
+        raise UnsupportedCodecError(
+            f"{encoder} would write this colour picture gray: of the pictures it takes, alpha2 writes "
+            "only gray (not its palette formats); for a GIF, ffmpeg's palettegen and paletteuse filters "
+            "make one in colour"
+        )
