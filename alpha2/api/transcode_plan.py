@@ -27,6 +27,7 @@ from alpha2.api.transcode_choices import (
 )
 from alpha2.ffmpeg_bridge.encoders import FIDELITY_ENCODERS, colour_kept_or_refused, nearest_encoder_format
 from alpha2.ffmpeg_bridge.side_streams import CHAPTER_MUXERS, DroppedStream, InputStream, StreamKind
+from alpha2.gpu.codecs import ODD_SIDE_ENCODERS
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -460,7 +461,7 @@ def _even_sides(
     if cut_w or cut_h:
         crop = (0, 0, w - cut_w, h - cut_h)
         reasons.append(
-            f"crop {w}x{h} -> {w - cut_w}x{h - cut_h}: 4:2:0 output needs even sides "
+            f"crop {w}x{h} -> {w - cut_w}x{h - cut_h}: 4:2:0 output needs even sides here "
             f"({cut_w} column, {cut_h} row cut at the right / bottom edge, pixels not resampled)"
         )
     if w == 1 or h == 1:
@@ -475,12 +476,14 @@ def _even_sides(
 def _odd_sides_kept(
     input_format: PixelFormat, encoder_formats: tuple[str, ...], w: int, h: int, encoder: str | None
 ) -> bool:
-    """Whether a picture of ``w`` x ``h`` (a side odd) goes to the encoder as it is: the format it takes
-    for ``input_format`` subsamples the chroma along no odd side (4:4:4, or 4:2:2 with an odd height),
-    as the ffmpeg command passes such a picture. RGB is converted to 4:2:0, and a side of one pixel
-    is padded."""
+    """Whether a picture of ``w`` x ``h`` (a side odd) goes to the encoder as it is: an encoder of
+    :data:`ODD_SIDE_ENCODERS` (sides of 4 or more), or the format it takes for ``input_format``
+    subsamples the chroma along no odd side (4:4:4, or 4:2:2 with an odd height), as the ffmpeg command
+    passes such a picture. RGB is converted to 4:2:0, and a side of one pixel is padded."""
     if input_format.is_rgb or w == 1 or h == 1:
         return False
+    if (encoder or "") in ODD_SIDE_ENCODERS and min(w, h) >= 4:
+        return True
     taken = nearest_encoder_format(input_format, encoder_formats, encoder)
     return not (w % 2 and taken.log2_chroma_w) and not (h % 2 and taken.log2_chroma_h)
 

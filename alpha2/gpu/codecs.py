@@ -17,6 +17,7 @@ __all__ = [
     "CODEC_LIMITS",
     "ENCODER_LIMITS",
     "NAME_ALIASES",
+    "ODD_SIDE_ENCODERS",
     "CodedSizeLimits",
     "canonical_name",
     "chroma_alignment",
@@ -89,6 +90,12 @@ CODEC_LIMITS: dict[str, CodedSizeLimits] = {
     "vp9": CodedSizeLimits("vp9", 2, 2, 65536, 65536),
 }
 """A codec's own limits at its highest common level, for a bare codec name (no particular encoder)."""
+
+
+ODD_SIDE_ENCODERS = frozenset({"libvpx", "libvpx-vp9", "libsvtav1", "ffv1", "mpeg4"})
+"""Encoders that take 4:2:0 pictures of odd sides (the chroma rounded up), as ``ffmpeg`` hands them such
+a picture: checked with FFmpeg 7.1's at 641x361 and 5x5 (SVT-AV1 takes no side under 4, FFV1 no 3x3).
+x264, x265 and NVENC refuse them: their outputs are cut to even sides."""
 
 
 def chroma_alignment(pixel_format: PixelFormat) -> tuple[int, int]:

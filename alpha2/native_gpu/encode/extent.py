@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from alpha2.gpu.codecs import CODEC_LIMITS, ENCODER_LIMITS, canonical_name, chroma_alignment
+from alpha2.gpu.codecs import (
+    CODEC_LIMITS,
+    ENCODER_LIMITS,
+    ODD_SIDE_ENCODERS,
+    canonical_name,
+    chroma_alignment,
+)
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 
@@ -114,7 +120,8 @@ class VideoEncodeExtent:
             raise UnsupportedError(f"no known coded-size limits for encoder {name!r}; known: {known}")
         codec = limits.codec
         min_w, min_h, max_w, max_h = limits.min_width, limits.min_height, limits.max_width, limits.max_height
-        align_w, align_h = chroma_alignment(pixel_format)
+        # An encoder that takes odd sides in 4:2:0 (libvpx, SVT-AV1) needs no chroma alignment.
+        align_w, align_h = (1, 1) if key in ODD_SIDE_ENCODERS else chroma_alignment(pixel_format)
         return cls(
             codec=codec,
             min_width=round_up(min_w, align_w),
