@@ -278,3 +278,32 @@ def test_quiet_silences_svt_av1(clip: str, tmp_path: Path) -> None:
     assert loud.returncode == 0 and "Svt[info]" in loud.stderr, loud.stderr
     asked = transcode("--quiet", SVT_LOG="3")
     assert asked.returncode == 0 and "Svt[info]" in asked.stderr, asked.stderr
+
+
+def test_an_error_is_folded_to_a_terminal_and_one_line_elsewhere() -> None:
+    """At 80 columns the terminal cut a long error mid-word (an outside pass); a pipe or a file still
+    gets the one line a script reads."""
+    import io
+
+    from alpha2.apps.cli import print_error
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    message = "the input's pictures are 641x361: " + "cannot be encoded with this encoder " * 4
+    term, pipe = Terminal(), io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        print_error(message, term)
+        print_error(message, pipe)
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+    lines = term.getvalue().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines)
+    assert " ".join(line.strip() for line in lines) == pipe.getvalue().strip()
+    assert len(pipe.getvalue().splitlines()) == 1

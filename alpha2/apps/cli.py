@@ -192,7 +192,12 @@ def parser_class() -> type[argparse.ArgumentParser]:
                 if unknown:
                     command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
                     message = unknown_arguments(self, command, unknown)
-            self.exit(2, f"{self.short_usage()}\n{error_line(message)}\n")
+            self.print_usage_and_exit(message)
+
+        def print_usage_and_exit(self, message: str) -> NoReturn:
+            sys.stderr.write(f"{self.short_usage()}\n")
+            print_error(message)
+            self.exit(2)
 
     return _Parser
 
@@ -565,6 +570,22 @@ def error_line(message: str) -> str:
     return f"alpha2: error: {first}"
 
 
+def print_error(message: str, stream: Any = None) -> None:
+    """``alpha2: error: ...`` on ``stream`` (stderr): one line, folded at words to a terminal's width
+    where the stream is one (the terminal cut a long one mid-word at 80 columns; a pipe or a file
+    still gets the one line a script reads)."""
+    out = sys.stderr if stream is None else stream
+    line = error_line(message)
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    width = terminal_columns(out) if tty else None
+    if width is not None:
+        line = "\n".join(wrap_text(line, width, "", "  "))
+    print(line, file=out)
+
+
 RUNTIME_DIR_MODE = 0o700
 """The mode the XDG base directory specification asks of ``XDG_RUNTIME_DIR``."""
 
@@ -806,13 +827,13 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OutputFormatError as exc:
-        print(error_line(exc.message), file=sys.stderr)
+        print_error(exc.message)
         return 2  # a usage error, as argparse's own
     except Error as exc:
-        print(error_line(exc.message), file=sys.stderr)
+        print_error(exc.message)
         return 1
     except OSError as exc:
-        print(error_line(str(exc)), file=sys.stderr)
+        print_error(str(exc))
         return 1
     except Exception as exc:
         wrapped = _signal_in(exc)
@@ -820,7 +841,7 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
             return _signal_exit(wrapped)
         if os.environ.get("ALPHA2_DEBUG"):
             raise
-        print(error_line(f"internal error ({type(exc).__name__}): {exc}"), file=sys.stderr)
+        print_error(f"internal error ({type(exc).__name__}): {exc}")
         return 1
 
 
