@@ -78,3 +78,13 @@ def test_encoders_that_take_odd_420_keep_odd_sides(tmp_path: Path) -> None:
     with av.open(str(out)) as container:
         frames = list(container.decode(video=0))
     assert len(frames) == 4 and (frames[0].width, frames[0].height) == (321, 241)
+
+
+def test_the_gpu_route_says_it_writes_420() -> None:
+    """Scaled, a 4:2:2 or 4:4:4 picture comes out 4:2:0 (the GPU route writes NV12 / P010): said, where
+    the summary said only 'output nv12' (an outside pass)."""
+    for fmt, chroma in ((PixelFormat.YUV444P, "4:4:4"), (PixelFormat.YUV422P, "4:2:2")):
+        plan = plan_transcode(Size(320, 240), fmt, _SD, TranscodeOptions(size=Size(160, 120)))
+        assert f"chroma {chroma} -> 4:2:0 (the GPU route writes nv12)" in plan.reason
+    plain = plan_transcode(Size(320, 240), PixelFormat.YUV420P, _SD, TranscodeOptions(size=Size(160, 120)))
+    assert "chroma" not in plain.reason

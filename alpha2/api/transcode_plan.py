@@ -703,6 +703,11 @@ def plan_transcode(
     output_format = PixelFormat.P010 if depth > 8 else PixelFormat.NV12
     if depth_note is not None:
         reasons.append(depth_note)
+    finer = _chroma(input_format) if not input_format.is_gray else None
+    if finer is not None and finer != "4:2:0":
+        # Said, not silent (found by an outside pass: 4:2:2 and 4:4:4 scaled came out 4:2:0, the summary
+        # saying only 'output nv12'). ffmpeg's scale filter keeps the chroma; the GPU route writes 4:2:0.
+        reasons.append(f"chroma {finer} -> 4:2:0 (the GPU route writes {output_format.ffmpeg_name})")
     output_colour = ColourInfo(
         matrix=matrix,
         primaries=_SDR.primaries if tone_map else input_colour.primaries,
