@@ -307,3 +307,21 @@ def test_an_error_is_folded_to_a_terminal_and_one_line_elsewhere() -> None:
     assert len(lines) > 1 and all(len(line) <= 80 for line in lines)
     assert " ".join(line.strip() for line in lines) == pipe.getvalue().strip()
     assert len(pipe.getvalue().splitlines()) == 1
+
+
+def test_size_takes_a_free_side_as_ffmpeg_s_scale_does(tmp_path: Path) -> None:
+    """``--size -1x720`` (ffmpeg's scale=-1:720 habit) was 'argument --size: expected one argument'."""
+    from alpha2.api.pipeline import FREE_SIDE, box_text, parse_fit_size
+    from alpha2.apps.cli import build_parser
+    from alpha2.gpu.geometry import Size
+
+    for text, box in (
+        ("-1x720", Size(FREE_SIDE, 720)),
+        ("x720", Size(FREE_SIDE, 720)),
+        ("1280x-2", Size(1280, FREE_SIDE)),
+    ):
+        assert parse_fit_size(text) == box, text
+    assert box_text(Size(FREE_SIDE, 720)) == "720 high" and box_text(Size(640, 360)) == "640x360"
+    words = ["transcode", "in.mp4", "out.mp4", "--size", "-1x720"]
+    args = build_parser(words).parse_args(words)
+    assert args.size == Size(FREE_SIDE, 720)

@@ -94,15 +94,16 @@ def member(name: str, value: Any, kind: type[_E]) -> _E:
     raise InvalidInputError(f"{name} must be one of {names} (or {kind.__name__}), got {_shown(value)}")
 
 
-def size(name: str, value: Any) -> Size:
-    """A :class:`Size`, a ``(width, height)`` pair of positive ints, or ``'WIDTHxHEIGHT'``."""
+def size(name: str, value: Any, *, free_side: bool = False) -> Size:
+    """A :class:`Size`, a ``(width, height)`` pair of positive ints, or ``'WIDTHxHEIGHT'``;
+    ``free_side``: a box to fit in, whose string may leave one side free (``'-1x720'``)."""
     if isinstance(value, Size):
         return value
     if isinstance(value, str):
-        from alpha2.api.pipeline import parse_size
+        from alpha2.api.pipeline import parse_fit_size, parse_size
 
         try:
-            return parse_size(value)
+            return (parse_fit_size if free_side else parse_size)(value)
         except Exception as exc:  # parse_size is argparse's type: it raises ArgumentTypeError
             raise InvalidInputError(f"{name}: {exc}") from exc
     if (

@@ -29,16 +29,19 @@ if TYPE_CHECKING:
     from alpha2.gpu.identity import ExecutionPath
 
 __all__ = [
+    "FREE_SIDE",
     "PathCounter",
     "PlainProgress",
     "Progress",
     "RichProgress",
     "StageTimes",
+    "box_text",
     "emit_json",
     "fit_inside",
     "make_progress",
     "non_negative_float",
     "parse_even_size",
+    "parse_fit_size",
     "parse_size",
     "positive_int",
 ]
@@ -60,6 +63,11 @@ QUIET_ENCODER_OPTIONS = ENCODER_OPTIONS
 # command-line values
 
 
+FREE_SIDE = 1 << 16
+"""A side of a ``--size`` box left free (``-1x720``, ``x720``): longer than any picture alpha2 writes, so
+the other side alone bounds the fit."""
+
+
 def parse_size(text: str) -> Size:
     """``WxH`` (e.g. ``1280x720``) -> Size; an argparse ``type`` (a bad value is a usage error)."""
     from alpha2.gpu.geometry import Size
@@ -72,6 +80,34 @@ def parse_size(text: str) -> Size:
     if width <= 0 or height <= 0:
         raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
     return Size(width, height)
+
+
+def parse_fit_size(text: str) -> Size:
+    """A box to fit a picture in: ``WxH``, or one side left free as ffmpeg's scale filter takes it
+    (``-1x720``, ``-2x720``, ``0x720``, ``x720``: 720 high; ``1280x-1``, ``1280x``: 1280 wide), the
+    free side :data:`FREE_SIDE`; an argparse ``type``."""
+    from alpha2.gpu.geometry import Size
+
+    parts = text.lower().replace("*", "x").split("x")
+    if len(parts) == 2:
+        free = [p.strip() in ("", "-1", "-2", "0") for p in parts]
+        if free[0] != free[1]:
+            try:
+                side = int(parts[1] if free[0] else parts[0])
+            except ValueError:
+                side = 0
+            if side > 0:
+                return Size(FREE_SIDE, side) if free[0] else Size(side, FREE_SIDE)
+    return parse_size(text)
+
+
+def box_text(box: Size) -> str:
+    """``1280x720``, or ``720 high`` / ``1280 wide`` for a box with a free side."""
+    if box.width >= FREE_SIDE:
+        return f"{box.height} high"
+    if box.height >= FREE_SIDE:
+        return f"{box.width} wide"
+    return f"{box.width}x{box.height}"
 
 
 def parse_even_size(text: str) -> Size:

@@ -280,7 +280,7 @@ class TranscodeOptions:
         if self.codec is not None:
             arguments.text("codec", self.codec)
         if self.size is not None:
-            put("size", arguments.size("size", self.size))
+            put("size", arguments.size("size", self.size, free_side=True))
         if self.crf is not None:
             arguments.real("crf", self.crf, low=0)
         if self.bitrate is not None:
@@ -540,7 +540,7 @@ def plan_transcode(
             pixels = f" (pixels {shape.numerator}:{shape.denominator})" if shape is not None else ""
             square = ", square pixels" if shape is not None else ""
             fit = (
-                f"fit in {options.size.width}x{options.size.height}{square}"
+                f"fit in {pipeline.box_text(options.size)}{square}"
                 if options.size is not None
                 else f"square pixels: {encoder or codec} in this container cannot say the pixel shape"
             )

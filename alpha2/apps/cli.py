@@ -26,6 +26,7 @@ from __future__ import annotations
 # Only what main() needs before its signal handlers are in place: the window in which a signal still
 # gets Python's own reaction (a KeyboardInterrupt traceback, or a silent death) stays as short as it can.
 import os
+import re
 import signal
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -179,9 +180,18 @@ def parser_class() -> type[argparse.ArgumentParser]:
             return " ".join(["usage:", self.prog, "[options]", *words])
 
         def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-            """argparse's, keeping the words parsed for :meth:`error`."""
-            self._words = list(sys.argv[1:] if args is None else args)
-            return super().parse_known_args(args, namespace)
+            """argparse's, keeping the words parsed for :meth:`error`. ``--size -1x720`` (ffmpeg's
+            habit of a free side) is taken as ``--size=-1x720``: argparse read the value as an
+            option ('expected one argument')."""
+            words = list(sys.argv[1:] if args is None else args)
+            joined: list[str] = []
+            for word in words:
+                if joined and joined[-1] == "--size" and re.match(r"-\d+[x*]", word):
+                    joined[-1] = f"--size={word}"
+                else:
+                    joined.append(word)
+            self._words = joined
+            return super().parse_known_args(joined, namespace)
 
         def error(self, message: str) -> NoReturn:
             """The usage line and one line ``alpha2: error: ...``; exit status 2. A positional missing

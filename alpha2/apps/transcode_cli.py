@@ -88,9 +88,9 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--size",
-        type=pipeline.parse_size,
+        type=pipeline.parse_fit_size,
         metavar="WxH",
-        help="fit the output inside WxH, aspect kept, even sides",
+        help="fit the output inside WxH, aspect kept, even sides (-1x720: 720 high)",
     )
     quality = parser.add_mutually_exclusive_group()
     quality.add_argument(
