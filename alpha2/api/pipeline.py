@@ -84,13 +84,13 @@ def parse_size(text: str) -> Size:
 
 def parse_fit_size(text: str) -> Size:
     """A box to fit a picture in: ``WxH``, or one side left free as ffmpeg's scale filter takes it
-    (``-1x720``, ``-2x720``, ``0x720``, ``x720``: 720 high; ``1280x-1``, ``1280x``: 1280 wide), the
-    free side :data:`FREE_SIDE`; an argparse ``type``."""
+    (``-1x720``, ``-2x720``, ``x720``: 720 high; ``1280x-1``, ``1280x``: 1280 wide), the free side
+    :data:`FREE_SIDE` (not ``0``, which is the input's side to ffmpeg, shape lost); an argparse ``type``."""
     from alpha2.gpu.geometry import Size
 
     parts = text.lower().replace("*", "x").split("x")
     if len(parts) == 2:
-        free = [p.strip() in ("", "-1", "-2", "0") for p in parts]
+        free = [p.strip() in ("", "-1", "-2") for p in parts]
         if free[0] != free[1]:
             try:
                 side = int(parts[1] if free[0] else parts[0])
