@@ -674,3 +674,19 @@ def test_progress_says_when_every_frame_is_in_and_the_encoder_is_finishing(
     clip = make_clip(tmp_path / "c.mp4", width=64, height=48, frames=4)
     transcode(clip.path, str(tmp_path / "o.mp4"), TranscodeOptions(), progress=Recording())
     assert recorded == ["the encoder's last frames"]
+
+
+def test_an_interrupted_bar_is_taken_off_the_screen() -> None:
+    """Interrupted, the bar is a transient display: with Ctrl-C's echo moving the cursor under rich's
+    feet it was left on the screen twice (an outside pass, in tmux at 80 columns)."""
+    import io
+
+    from alpha2.api.pipeline import RichProgress
+
+    done, cut = RichProgress("transcode", io.StringIO()), RichProgress("transcode", io.StringIO())
+    for progress in (done, cut):
+        progress.start(10)
+        progress.update(4)
+    done.close(True)
+    cut.close(False)
+    assert not done._progress.live.transient and cut._progress.live.transient

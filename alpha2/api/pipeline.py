@@ -392,6 +392,10 @@ class RichProgress(Progress):
                 total=self._frames,
                 fps=f"{fps:.1f}",
             )
+        elif not completed:
+            # Interrupted: the bar goes (the line after it says why); kept, a Ctrl-C's echo moved the
+            # cursor under rich's feet and the bar was printed twice.
+            self._progress.live.transient = True
         self._progress.stop()
 
 
