@@ -688,3 +688,25 @@ def test_a_header_ffmpeg_refuses_is_named_as_such(tmp_path: Path, capsys: Capsys
     err = capsys.readouterr().err
     assert "could not read the container's header" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_an_mp4_cut_before_its_index_and_an_empty_file_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FFmpeg says 'Invalid data found when processing input' for both; ffmpeg's own log says 'moov atom
+    not found' (found by an outside pass: the one line said nothing of why)."""
+    whole = tmp_path / "whole.mp4"
+    make_clip(whole, frames=12)  # PyAV writes the moov index at the end
+    data = whole.read_bytes()
+    assert data.rfind(b"moov") > len(data) // 2
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[: data.rfind(b"moov") - 4])
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    for path, said in ((cut, "without its 'moov' index"), (empty, "the file is empty (0 bytes)")):
+        assert cli.main(["transcode", str(path), str(tmp_path / "out.mp4")]) == 1
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err, err
+    assert not (tmp_path / "out.mp4").exists()
+    with DecodeSession(str(whole)) as session:  # a whole file opens as before
+        assert session.next_frame() is not None

@@ -106,10 +106,65 @@ _HEADER_ERRNOS = frozenset({_errno.EBUSY, _errno.EINVAL, _errno.EPERM, _errno.ER
 size of 0, EINVAL for a bad field), whose strerror text ("Device or resource busy") says nothing of it."""
 
 
+_ISO_BOXES = frozenset({b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"pnot", b"uuid"})
+
+
+def _why_unreadable(path: object) -> str | None:
+    """What the file itself shows of why FFmpeg could not open it (FFmpeg says only 'Invalid data'):
+    empty, or an MP4 / MOV whose 'moov' index is missing (cut before its end was written); None when
+    it shows nothing, or is no local file."""
+    import os
+
+    if not isinstance(path, str):
+        return None
+    try:
+        size = os.path.getsize(path)
+        if size == 0:
+            return "the file is empty (0 bytes)"
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8 or head[4:8] not in _ISO_BOXES:
+                return None
+            offset = 0
+            seen: list[bytes] = []
+            while offset + 8 <= size and len(seen) < 4096:  # the top-level boxes only
+                f.seek(offset)
+                box = f.read(16)
+                if len(box) < 8:
+                    break
+                length, kind = int.from_bytes(box[:4], "big"), box[4:8]
+                seen.append(kind)
+                if length == 1 and len(box) == 16:
+                    length = int.from_bytes(box[8:16], "big")
+                elif length == 0:
+                    length = size - offset  # to the end of the file
+                if length < 8:
+                    break
+                offset += length
+    except OSError:
+        return None
+    if b"moov" in seen:
+        return None
+    where = " (its media data is there)" if b"mdat" in seen else ""
+    return (
+        "an MP4 / MOV without its 'moov' index: the file ends before its index was written, as a "
+        f"recording stopped short leaves it{where}"
+    )
+
+
 def from_ffmpeg_open(exc: BaseException, where: str) -> BridgeError:
     """:func:`from_ffmpeg` for a container that did not open: a header FFmpeg refused with an error code
-    borrowed from the system says so, with that code's text after it, instead of the code's text alone.
+    borrowed from the system says so, with that code's text after it, instead of the code's text alone;
+    an empty file or an MP4 without its index says that (FFmpeg: 'Invalid data found when processing
+    input').
     """
+    if isinstance(exc, av.error.FFmpegError) and not isinstance(
+        exc, FileNotFoundError | PermissionError | IsADirectoryError
+    ):
+        why = _why_unreadable(getattr(exc, "filename", None))
+        if why is not None:
+            code, text = _ffmpeg_fields(exc)
+            return MediaFormatError(f"opening {where}: {why}", ffmpeg_errno=code, ffmpeg_message=text)
     errno = getattr(exc, "errno", None)
     if (
         isinstance(exc, av.error.FFmpegError)
