@@ -343,3 +343,98 @@ def test_no_decode_still_says_the_streams_colour_tags(
     text = " ".join(out.split())
     assert code == 0 and "colour tags: matrix bt2020_ncl, primaries bt2020, transfer smpte2084" in text, out
     assert "colour tags: none (not decoded: nothing guessed)" in text, out
+
+
+def _remuxed(source: str, path: str, video_tags: dict[str, str] | None = None, video: bool = True) -> str:
+    """``source``'s video and audio remuxed into ``path``, the video stream tagged with ``video_tags``;
+    ``video=False``: its video stream is written without a packet."""
+    with av.open(source) as inp, av.open(path, "w") as out:
+        streams = {}
+        for stream in (inp.streams.video[0], *inp.streams.audio):
+            streams[stream.index] = out.add_stream_from_template(stream)
+        streams[0].metadata.update(video_tags or {})
+        for packet in inp.demux():
+            if packet.dts is None or (packet.stream.type == "video" and not video):
+                continue
+            packet.stream = streams[packet.stream.index]
+            out.mux(packet)
+    return path
+
+
+def test_probe_says_every_mark_a_stream_is_picked_by(tmp_path: Path, capsys: Capsys) -> None:
+    clip = make_clip(tmp_path / "base.mkv", frames=3, audio=True).path
+    path = str(tmp_path / "marks.mkv")
+    flags = av.stream.Disposition
+    ms = fractions.Fraction(1, 1000)
+    with av.open(clip) as inp, av.open(path, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        described = out.add_stream_from_template(inp.streams.audio[0])
+        described.disposition = flags.default | flags.visual_impaired
+        commentary = out.add_stream_from_template(inp.streams.audio[0])
+        commentary.disposition = flags.comment | flags.original
+        sdh = out.add_mux_stream("subrip", time_base=ms)
+        sdh.metadata.update(language="eng", title="SDH")
+        sdh.disposition = flags.hearing_impaired
+        for packet in inp.demux():
+            if packet.dts is None:
+                continue
+            if packet.stream.type == "audio":
+                copy = av.Packet(bytes(packet))
+                copy.pts, copy.dts, copy.time_base = packet.pts, packet.dts, packet.time_base
+                copy.stream = commentary
+                out.mux(copy)
+            packet.stream = video if packet.stream.type == "video" else described
+            out.mux(packet)
+        cue = av.Packet(b"[door slams]")
+        cue.pts = cue.dts = 0
+        cue.duration, cue.time_base, cue.stream = 150, ms, sdh
+        out.mux(cue)
+    code, out_text, err = _run(capsys, path, "--no-decode")
+    assert code == 0, err
+    text = " ".join(out_text.split())
+    assert "fltp, default, visual impaired" in text, out_text
+    assert "fltp, commentary, original" in text, out_text
+    assert '#3 subtitle srt, text, eng, "SDH", hearing impaired' in text, out_text
+    code, out_text, err = _run(capsys, path, "--no-decode", "--json")
+    streams = json.loads(out_text)["files"][0]["streams"]
+    assert [s["hearing_impaired"] for s in streams] == [False, False, False, True]
+    assert [s["visual_impaired"] for s in streams] == [False, True, False, False]
+    assert [s["commentary"] for s in streams] == [False, False, True, False]
+    assert [s["original"] for s in streams] == [False, False, True, False]
+
+
+def test_probe_says_a_timecode_track_and_its_start(tmp_path: Path, capsys: Capsys) -> None:
+    clip = make_clip(tmp_path / "base.mp4", frames=3).path
+    # FFmpeg's MOV muxer writes a timecode track (tmcd) for the video's timecode tag.
+    path = _remuxed(clip, str(tmp_path / "tc.mov"), {"timecode": "01:00:00:00"})
+    info = describe(path, decode=False)
+    data = info.file.streams[1]
+    assert (data.kind, data.codec, data.codec_tag, data.timecode) == (
+        StreamKind.DATA,
+        "",
+        "tmcd",
+        "01:00:00:00",
+    )
+    code, out, err = _run(capsys, path, "--no-decode")
+    assert code == 0, err
+    assert "#1 data timecode (tmcd) 01:00:00:00" in " ".join(out.split()), out
+    assert "unknown codec" not in out and out.count("01:00:00:00") == 1, out  # said once, on its track
+    code, out, err = _run(capsys, path, "--no-decode", "--json")
+    said = json.loads(out)["files"][0]["streams"][1]
+    assert (said["codec_tag"], said["timecode"]) == ("tmcd", "01:00:00:00")
+    # Matroska keeps it as the video stream's TIMECODE tag: said there.
+    tagged = _remuxed(clip, str(tmp_path / "tc.mkv"), {"timecode": "01:00:00:00"})
+    code, out, err = _run(capsys, tagged, "--no-decode")
+    assert "timecode 01:00:00:00" in " ".join(out.split()), out
+
+
+def test_probe_says_a_video_stream_without_frames(tmp_path: Path, capsys: Capsys) -> None:
+    clip = make_clip(tmp_path / "base.mkv", frames=6, audio=True).path
+    path = _remuxed(clip, str(tmp_path / "empty.mkv"), video=False)
+    assert describe(path, decode=False).file.streams[0].empty
+    assert not describe(clip, decode=False).file.streams[0].empty
+    code, out, err = _run(capsys, path, "--no-decode")
+    assert code == 0, err
+    assert "no frames (the stream holds no packets)" in " ".join(out.split()), out
+    code, out, err = _run(capsys, clip, "--no-decode")
+    assert "no frames" not in out, out

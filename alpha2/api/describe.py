@@ -148,6 +148,14 @@ _COMMON = (
     "title",
     "default",
     "forced",
+    "hearing_impaired",
+    "visual_impaired",
+    "commentary",
+    "original",
+    "dub",
+    "captions",
+    "descriptions",
+    "timecode",
     "bit_rate",
     "duration_seconds",
     "start_seconds",
@@ -168,10 +176,12 @@ _BY_KIND = {
         "field_order",
         "shown_size",
         "variable_rate",
+        "empty",
     ),
     "audio": ("sample_rate", "channels", "layout", "sample_format"),
     "subtitle": ("text",),
     "attachment": ("filename",),
+    "data": ("codec_tag",),
 }
 
 

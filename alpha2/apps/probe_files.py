@@ -2,7 +2,8 @@
 
 Per file one heading (container, duration, size, bit rate), then a line per stream: its codec and
 profile, and what its kind has (video: size as shown, rate, pixel format, frames; audio: rate, layout;
-subtitles: text or pictures; languages, titles and the default and forced marks). The video stream that
+subtitles: text or pictures; data: what it is, a timecode track's start; languages, titles and the
+marks a stream is picked by: default, forced, hearing impaired, commentary, ...). The video stream that
 alpha2 decodes gets its colour (as tagged, or what was guessed for missing tags, as the player shows
 it), its HDR metadata and the decoder that runs (NVDEC or software, and why). Built on
 :func:`alpha2.api.media.describe`; lines are filled to the terminal's width.
@@ -81,10 +82,12 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
         head.append(rate_text(facts.bit_rate))
     lines = _filled(f"{facts.path}: " + ", ".join(head), width)
     fields: list[tuple[str, str]] = []
+    # A MOV's timecode is said on its timecode track; a Matroska's, on the stream tagged with it.
+    tracked = any(s.kind.value == "data" and s.timecode for s in facts.streams)
     for stream in facts.streams:
         label = f"#{stream.index} {stream.kind.value}"
         decoded = description.video if stream.index == description.video_index else None
-        fields.append((label, _stream_text(stream, decoded)))
+        fields.append((label, _stream_text(stream, decoded, timecode=not tracked)))
         if stream.index == description.video_index:
             fields.extend(("", text) for text in _video_texts(description))
         elif description.video is None and stream.colour_tags is not None and not stream.attached_picture:
@@ -110,11 +113,16 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     return lines + wrap_fields(fields, width)
 
 
-def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
-    """The stream in one line; ``decoded``: what decoding its first frame said (its rotation)."""
+def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None, *, timecode: bool = True) -> str:
+    """The stream in one line; ``decoded``: what decoding its first frame said (its rotation);
+    ``timecode``: say its timecode tag (a data stream's is always said)."""
     kind = stream.kind.value
-    codec = "chapters" if stream.chapter_track else stream.codec or "unknown codec"
+    codec = "chapters" if stream.chapter_track else stream.codec or stream.codec_tag or "unknown codec"
+    if kind == "data" and stream.timecode and not stream.codec:
+        codec = f"timecode ({stream.codec_tag})" if stream.codec_tag else "timecode"
     parts = [f"{codec} ({stream.profile})" if stream.profile else codec]
+    if kind == "data" and stream.timecode:
+        parts[0] += f" {stream.timecode}"
     if kind == "video":
         rotation = decoded.rotation if decoded is not None else stream.rotation
         shown_w, shown_h = (decoded.width, decoded.height) if decoded is not None else stream.display_size
@@ -145,7 +153,9 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
             parts.append(f"interlaced ({stream.field_order})")
         if stream.alpha_beside:
             parts.append("alpha stored beside, not decoded (FFmpeg's decoder shows it opaque)")
-        if stream.frame_count:
+        if stream.empty:
+            parts.append("no frames (the stream holds no packets)")
+        elif stream.frame_count:
             parts.append(frames_text(stream))
     elif kind == "audio":
         if stream.sample_rate:
@@ -164,9 +174,9 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None) -> str:
         parts.append(stream.language)
     if stream.title:
         parts.append(f'"{stream.title}"')
-    marks = [name for name, on in (("default", stream.default), ("forced", stream.forced)) if on]
-    if marks:
-        parts.append(" ".join(marks))
+    if stream.timecode and timecode and kind != "data":
+        parts.append(f"timecode {stream.timecode}")
+    parts.extend(stream.marks)
     return ", ".join(parts)
 
 

@@ -11,6 +11,8 @@ import fractions
 import itertools
 import os
 import re
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,6 +57,20 @@ class StreamFacts:
     """Marked as the default of its kind."""
     forced: bool = False
     """Marked forced (subtitles shown even when subtitles are off)."""
+    hearing_impaired: bool = False
+    """Marked for the hearing impaired (subtitles with sounds said: SDH)."""
+    visual_impaired: bool = False
+    """Marked for the visually impaired (audio that describes the picture)."""
+    commentary: bool = False
+    """Marked as a commentary (FFmpeg's ``comment`` disposition)."""
+    original: bool = False
+    """Marked as the original language's."""
+    dub: bool = False
+    """Marked as a dub (not the original language's)."""
+    captions: bool = False
+    """Marked as captions (FFmpeg's ``captions`` disposition)."""
+    descriptions: bool = False
+    """Marked as descriptions of the picture (FFmpeg's ``descriptions`` disposition)."""
     attached_picture: bool = False
     """A video stream that is one picture attached to the file (cover art)."""
     bit_rate: int | None = None
@@ -108,6 +124,22 @@ class StreamFacts:
     """Subtitles: True for text, False for pictures (PGS, DVD); None for other kinds."""
     filename: str | None = None
     """Attachment: its file name."""
+    codec_tag: str | None = None
+    """Data without an FFmpeg codec: the four-character code of its format in an MP4 / MOV (``tmcd``,
+    ``mebx``), which PyAV does not give and is read from the file's ``moov`` box; None elsewhere."""
+    timecode: str | None = None
+    """The start timecode the stream's ``timecode`` tag gives (``01:00:00:00``): a MOV timecode
+    track's (and its video stream's), or a Matroska stream's TIMECODE tag; None when untagged."""
+    empty: bool = False
+    """Video: the stream holds no packets, so no frames (its packets read to the end of the file by
+    :func:`describe_file`'s scan found none, or Matroska's statistics tags count none)."""
+
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """The marks (dispositions) a person picks a stream by, in words: ``default``, ``forced``,
+        ``hearing impaired``, ``visual impaired``, ``commentary``, ``original``, ``dub``,
+        ``captions``, ``descriptions``."""
+        return tuple(name.replace("_", " ") for name in _MARKS if getattr(self, name))
 
     @property
     def frames_by_duration(self) -> int | None:
@@ -183,6 +215,23 @@ class FileFacts:
     """Its chapters, in order (empty: none)."""
 
 
+_MARKS = (
+    "default",
+    "forced",
+    "hearing_impaired",
+    "visual_impaired",
+    "commentary",
+    "original",
+    "dub",
+    "captions",
+    "descriptions",
+)
+"""The :class:`StreamFacts` fields of the marks, in the order they are said."""
+
+_DISPOSITIONS = {name: "comment" if name == "commentary" else name for name in _MARKS}
+"""Each mark's name in FFmpeg's dispositions."""
+
+
 def _chapters(container: Any) -> tuple[ChapterFacts, ...]:
     """The container's chapters (PyAV's dicts: start, end and time_base, metadata)."""
     found = []
@@ -222,11 +271,14 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
             replace(facts, chapter_track=True) if facts.index in tracks else facts
             for facts in (_stream_facts(stream) for stream in container.streams)
         )
+        if any(f.kind is StreamKind.DATA and not f.codec for f in streams):
+            streams = _with_codec_tags(container, where, streams)
         video = next((f for f in streams if f.kind is StreamKind.VIDEO and not f.attached_picture), None)
         if video is not None and rates:
-            span = _rate_span(container, container.streams[video.index])
-            if span is not None:
-                streams = tuple(replace(f, variable_rate=span) if f is video else f for f in streams)
+            span, empty = _rate_span(container, container.streams[video.index])
+            if span is not None or empty:
+                found = replace(video, variable_rate=span, empty=video.empty or empty)
+                streams = tuple(found if f is video else f for f in streams)
         fmt = container.format
         size: int | None = None
         try:
@@ -257,29 +309,34 @@ RATE_SCAN_PACKETS = 240
 (demuxed, not decoded: a few milliseconds)."""
 
 
-def _rate_span(container: Any, stream: Any) -> tuple[float, float] | None:
+def _rate_span(container: Any, stream: Any) -> tuple[tuple[float, float] | None, bool]:
     """The lowest and highest frame rates among the stream's first packets' times (the 5th and 95th
     percentile of the gaps between them in presentation order, so that one dropped frame is not a
-    variable rate), where they differ by more than a fifth; None otherwise or where unreadable."""
+    variable rate), where they differ by more than a fifth, else None (also where unreadable); and
+    whether the file ended before any packet of the stream came (it holds no frames)."""
     times: list[int] = []
+    packets = 0
     try:
         for packet in container.demux(stream):
+            if packet.size:
+                packets += 1
             if packet.pts is not None and packet.size:
                 times.append(int(packet.pts))
             if len(times) >= RATE_SCAN_PACKETS:
                 break
     except (av.error.FFmpegError, ValueError):
-        return None
+        return None, False
+    empty = packets == 0  # demux() ends at the file's end only
     times.sort()
     # The last few: B-frames whose packets come after the ones read would sit between them.
     gaps = sorted(b - a for a, b in itertools.pairwise(times[:-8]) if b > a)
     if len(gaps) < 10 or stream.time_base is None:
-        return None
+        return None, empty
     short, long = gaps[len(gaps) // 20], gaps[(len(gaps) * 19) // 20]
     if long <= short * 1.2:
-        return None
+        return None, empty
     tb = float(stream.time_base)
-    return _snapped(1 / (long * tb)), _snapped(1 / (short * tb))
+    return (_snapped(1 / (long * tb)), _snapped(1 / (short * tb))), empty
 
 
 def _snapped(fps: float) -> float:
@@ -304,7 +361,8 @@ def _stream_facts(stream: Any) -> StreamFacts:
     # Video and audio by the codec's own name (av1, mp3, as ffprobe says), where the decoder's differs
     # (libdav1d, mp3float); subtitles keep their decoder's (srt, ass), which say the format.
     if cc is None:
-        codec = ""
+        # A data stream's codec where FFmpeg has one (klv, scte_35, bin_data); PyAV gives it no context.
+        codec = str(getattr(stream, "name", None) or "") if kind is StreamKind.DATA else ""
     elif kind in (StreamKind.VIDEO, StreamKind.AUDIO):
         codec = codec_name(cc)
     else:
@@ -320,8 +378,8 @@ def _stream_facts(stream: Any) -> StreamFacts:
         "profile": str(profile) if profile else None,
         "language": stream_language(metadata),
         "title": str(metadata.get("title")) if metadata.get("title") else None,
-        "default": bool(disposition & int(flags.default)),
-        "forced": bool(disposition & int(flags.forced)),
+        **{name: bool(disposition & int(flags[ffmpeg])) for name, ffmpeg in _DISPOSITIONS.items()},
+        "timecode": _tag(metadata, "timecode"),
         "bit_rate": int(bit_rate) if bit_rate else None,
         "duration_seconds": _seconds(stream.duration, stream.time_base),
         "start_seconds": _seconds(stream.start_time, stream.time_base),
@@ -342,6 +400,7 @@ def _stream_facts(stream: Any) -> StreamFacts:
             colour_tags=_colour_tags(cc),
             alpha_beside=_alpha_beside(metadata, cc),
             field_order=_FIELD_ORDERS.get(int(getattr(cc, "field_order", 0) or 0)),
+            empty=_tag(metadata, "NUMBER_OF_FRAMES") == "0",
         )
     if kind is StreamKind.AUDIO and cc is not None:
         layout = getattr(cc, "layout", None)
@@ -358,6 +417,92 @@ def _stream_facts(stream: Any) -> StreamFacts:
     if kind is StreamKind.ATTACHMENT:
         return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
     return StreamFacts(**common)
+
+
+def _tag(metadata: Any, name: str) -> str | None:
+    """The stream's tag ``name`` whatever its case (Matroska's are upper case) and language suffix
+    (mkvmerge's ``NUMBER_OF_FRAMES-eng``); None when missing or empty."""
+    wanted = name.lower()
+    for key, value in metadata.items():
+        if str(key).lower().split("-")[0] == wanted and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+def _with_codec_tags(container: Any, path: str, streams: tuple[StreamFacts, ...]) -> tuple[StreamFacts, ...]:
+    """``streams`` with the codec tags of an MP4 / MOV's data tracks that FFmpeg has no codec for,
+    read from its ``moov`` box (FFmpeg's stream id is the track's ID)."""
+    if "mov" not in container.format.name.split(",") or not os.path.isfile(path):
+        return streams
+    tags = _mov_sample_entries(path)
+    found = []
+    for facts in streams:
+        tag = tags.get(int(container.streams[facts.index].id))
+        if facts.kind is StreamKind.DATA and not facts.codec and tag:
+            facts = replace(facts, codec_tag=tag)
+        found.append(facts)
+    return tuple(found)
+
+
+def _mov_sample_entries(path: str) -> dict[int, str]:
+    """Each track's ID -> the four-character code of its first sample description (``avc1``, ``tmcd``,
+    ``mebx``), read from the file's ``moov`` box (the media data is skipped); empty where unreadable
+    (a compressed ``cmov``, a truncated file)."""
+    found: dict[int, str] = {}
+    try:
+        with open(path, "rb") as file:
+            end = os.fstat(file.fileno()).st_size
+            for _, start, stop in _boxes(file, 0, end, b"moov"):
+                for _, track, track_end in _boxes(file, start, stop, b"trak"):
+                    entry = _track_entry(file, track, track_end)
+                    if entry is not None:
+                        found[entry[0]] = entry[1]
+    except (OSError, struct.error):
+        return {}
+    return found
+
+
+def _track_entry(file: Any, start: int, stop: int) -> tuple[int, str] | None:
+    """A ``trak`` box's track ID (its ``tkhd``) and first sample description's code."""
+    track_id: int | None = None
+    for _, body, _ in _boxes(file, start, stop, b"tkhd"):
+        file.seek(body)
+        version = file.read(1)
+        file.seek(body + (20 if version == b"\1" else 12))
+        track_id = struct.unpack(">I", file.read(4))[0]
+    spans = [(start, stop)]
+    for kind in (b"mdia", b"minf", b"stbl", b"stsd"):
+        spans = [(body, end) for a, b in spans for _, body, end in _boxes(file, a, b, kind)][:1]
+    if track_id is None or not spans:
+        return None
+    file.seek(spans[0][0] + 8)  # version, flags, entry count; then the first entry's size and code
+    head = file.read(8)
+    if len(head) < 8 or struct.unpack(">I", head[:4])[0] == 0:
+        return None
+    code = head[4:].decode("latin-1")
+    return (track_id, code) if code.isprintable() else None
+
+
+def _boxes(file: Any, start: int, stop: int, kind: bytes) -> Iterator[tuple[bytes, int, int]]:
+    """The ISO BMFF boxes of type ``kind`` between ``start`` and ``stop``: (type, body start, end)."""
+    at = start
+    while at + 8 <= stop:
+        file.seek(at)
+        head = file.read(8)
+        if len(head) < 8:
+            return
+        size, name = struct.unpack(">I4s", head)
+        body = at + 8
+        if size == 1:
+            size = struct.unpack(">Q", file.read(8))[0]
+            body += 8
+        elif size == 0:
+            size = stop - at
+        if size < body - at:
+            return
+        if name == kind:
+            yield name, body, min(at + size, stop)
+        at += size
 
 
 _FIELD_ORDERS = {
