@@ -135,3 +135,20 @@ def test_a_master_s_encoder_keeps_the_depth_and_a_gray_gif_is_refused() -> None:
             encoder="gif",
             encoder_formats=GIF,
         )
+
+
+def test_a_passthrough_of_a_converted_layout_does_not_say_same_pixel_format() -> None:
+    """yuv410p (a layout alpha2 lacks) is converted to yuv420p on the CPU: the summary said 'same size,
+    pixel format and colour; frames go straight to the encoder' beside the note saying it was converted
+    (an outside pass)."""
+    plan = plan_transcode(
+        Size(64, 48),
+        PixelFormat.YUV420P,
+        ColourInfo(),
+        TranscodeOptions(),
+        codec="ffv1",
+        encoder="ffv1",
+        decoded_as="yuv410p",
+    )
+    assert plan.passthrough and "the decoder's yuv410p goes to the encoder as yuv420p" in plan.reason
+    assert "pixel format" not in plan.reason

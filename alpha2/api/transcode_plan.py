@@ -502,8 +502,12 @@ def plan_transcode(
     encoder: str | None = None,
     encoder_formats: tuple[str, ...] = (),
     keeps_pixel_shape: bool = True,
+    decoded_as: str | None = None,
 ) -> TranscodePlan:
     """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
+
+    ``decoded_as``: the decoder's own pixel format where it is none of alpha2's and the frames were
+    converted to ``input_format`` on the CPU (a passthrough then does not say "same pixel format").
 
     ``codec`` is the output's codec family (``h264``, ``hevc``, ...): the default depth depends on it.
     ``rotation`` is the input's display rotation: a passthrough tags it (where the output container
@@ -635,6 +639,12 @@ def plan_transcode(
     if not reasons:
         passed = input_format
         reason = "passthrough: same size, pixel format and colour; frames go straight to the encoder"
+        if decoded_as is not None and decoded_as != input_format.ffmpeg_name:
+            # The decoder's layout is none of alpha2's: converted on the CPU first (its note says more).
+            reason = (
+                f"passthrough: same size and colour; the decoder's {decoded_as} goes to the encoder as "
+                f"{input_format.ffmpeg_name}"
+            )
         if depth < input_format.bit_depth:
             passed = eight_bit_format(input_format)
             reason = (

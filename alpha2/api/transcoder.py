@@ -585,6 +585,7 @@ class _Transcoder:
             encoder=encoder.name,
             encoder_formats=encoder_pixel_formats(encoder.name),
             keeps_pixel_shape=keeps_pixel_shape(output_container(self.output), codec),
+            decoded_as=decoder.stats.converted.split(" -> ")[0] or None,
         )
         if part is not None:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal
