@@ -501,3 +501,15 @@ def test_avi_gets_a_frame_clock_and_mov_refuses_vp9(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="mov container cannot hold vp9"):
         EncodeSession(tmp_path / "out.mov", codec="vp9")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.avi"]
+
+
+def test_mjpeg_takes_limited_range_pictures(tmp_path: Path) -> None:
+    """FFmpeg's MJPEG encoder refuses limited-range Y'CbCr as non-standard ('opening encoder mjpeg:
+    Invalid argument', found by an outside pass): written as it is, tagged limited, read back so."""
+    out = str(tmp_path / "m.mkv")
+    with EncodeSession(out, codec="mjpeg", rate=25) as enc:
+        for i in range(3):
+            planes, _ = _yuv420_planes(i, 64, 48)
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    frames = _decode_all(out)
+    assert len(frames) == 3 and frames[0].color_range == 1  # limited ("tv")

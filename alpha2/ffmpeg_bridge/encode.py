@@ -249,6 +249,10 @@ def choose_encoder(codec: str) -> EncoderChoice:
     )
 
 
+_FULL_RANGE_ENCODERS = frozenset({"mjpeg", "ljpeg"})
+"""Encoders that refuse limited-range Y'CbCr unless told its standard may be bent."""
+
+
 def _keep_mode_of(tmp: str, final: str) -> None:
     """The finished partial file ``tmp`` takes the permissions of the file at ``final`` it replaces
     (opened without following a link: the partial file's name is alpha2's, not a path to trust)."""
@@ -724,6 +728,15 @@ class EncodeSession:
                     self.encoder.name, self._hdr, opts, bit_depth=self._pixel_format.bit_depth
                 )
                 opts, self.hdr_note = written.options, written.reason
+            if (
+                self.encoder.name in _FULL_RANGE_ENCODERS
+                and not self._pixel_format.ffmpeg_name.startswith("yuvj")
+                and (colour is None or colour.range is not ColourRange.FULL)
+            ):
+                # MJPEG wants full range ('Non full-range YUV is non-standard'): limited-range pictures
+                # are written as they are, tagged limited, which FFmpeg's decoders read (it was
+                # "opening encoder mjpeg: Invalid argument").
+                opts.setdefault("strict", "unofficial")
             cc.options = opts
             self._vstream = stream
             if self._audio_path is not None:
