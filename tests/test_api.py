@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -156,3 +157,27 @@ def test_adapters_lists_the_ranked_adapters() -> None:
 
     found = alpha2.adapters()
     assert found and found[0].rank == 1 and found[0].name
+    # The loader index ALPHA2_GPU_ADAPTER takes (the reasons' '#0'), where it was only in the prose:
+    # pinning by it pins that adapter.
+    index = found[0].index
+    assert isinstance(index, int)
+    old = os.environ.get("ALPHA2_GPU_ADAPTER")
+    os.environ["ALPHA2_GPU_ADAPTER"] = str(index)
+    try:
+        pinned = [a for a in alpha2.adapters() if a.pinned]
+    finally:
+        if old is None:
+            del os.environ["ALPHA2_GPU_ADAPTER"]
+        else:
+            os.environ["ALPHA2_GPU_ADAPTER"] = old
+    assert pinned and all(a.index == index for a in pinned)
+
+
+def test_a_host_plane_s_repr_is_short() -> None:
+    import numpy as np
+
+    from alpha2.gpu.dlpack import PlaneArray
+
+    rows = np.zeros((1080, 1920), np.uint8)
+    plane = PlaneArray(rows.ctypes.data, 1080, 1920, 1, np.dtype(np.uint8), 1920, (1, 0), rows, rows)
+    assert len(repr(plane)) < 400  # was the whole buffer: 8 MB of text (an outside pass)

@@ -105,6 +105,9 @@ class AdapterInfo:
     """Whether ``ALPHA2_GPU_ADAPTER`` chose it."""
     reason: str
     """Why it ranks where it does."""
+    index: int | None = None
+    """The loader index ``ALPHA2_GPU_ADAPTER`` takes (the ``#0`` of the reasons); None where the adapter
+    matched no Vulkan device (pin it by UUID or name)."""
 
 
 def adapters() -> list[AdapterInfo]:
@@ -137,6 +140,7 @@ def adapters() -> list[AdapterInfo]:
             uuid=r.adapter.uuid.hex() if r.adapter.uuid else None,
             pinned=r.pinned,
             reason=r.reason,
+            index=getattr(r.adapter, "pin_index", None),
         )
         for r in ranked
     ]

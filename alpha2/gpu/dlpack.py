@@ -15,7 +15,7 @@ import ctypes
 import enum
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -192,10 +192,11 @@ class PlaneArray:
     """Bytes from one row to the next."""
     device: tuple[int, int]
     """``(DLDeviceType, device id)``: ``(1, 0)`` for host memory, ``(2, ordinal)`` for CUDA."""
-    owner: object
+    owner: object = field(repr=False)
     """Keeps the plane memory valid (the frame's keep-alive, or the buffer)."""
-    buffer: Any = None
-    """For host planes: the buffer-protocol object holding the rows."""
+    buffer: Any = field(default=None, repr=False)
+    """For host planes: the buffer-protocol object holding the rows (not in the repr: a 1080p plane's
+    bytes made it 8 MB long)."""
     stream_order: StreamOrder | None = None
     """For CUDA planes: makes a consumer's stream wait for the decode (None: nothing to wait for)."""
 
