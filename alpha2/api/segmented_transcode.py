@@ -603,8 +603,10 @@ def _join(
             container_format=output_container(output),
             display_rotation=survey.plan.display_rotation,
             rate=survey.info.average_rate or None,
-            copy_from=source if copy else None,
-            copy_streams=copy if copy else None,
+            # Also with no stream to copy: the container's and the video's tags (its timecode) and the
+            # chapters come from the input, as one pipeline takes them.
+            copy_from=source,
+            copy_streams=copy,
             start_shift_seconds=float(survey.zero),
             jump_seconds=survey.jump_seconds,
             trim_streams=survey.trim,

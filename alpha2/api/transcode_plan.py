@@ -26,7 +26,13 @@ from alpha2.api.transcode_choices import (
     DepthChoice,
 )
 from alpha2.ffmpeg_bridge.encoders import FIDELITY_ENCODERS, colour_kept_or_refused, nearest_encoder_format
-from alpha2.ffmpeg_bridge.side_streams import CHAPTER_MUXERS, DroppedStream, InputStream, StreamKind
+from alpha2.ffmpeg_bridge.side_streams import (
+    CHAPTER_MUXERS,
+    TIMECODE_MUXERS,
+    DroppedStream,
+    InputStream,
+    StreamKind,
+)
 from alpha2.gpu.codecs import ODD_SIDE_ENCODERS
 from alpha2.gpu.colour import (
     ChromaLocation,
@@ -765,7 +771,8 @@ def plan_streams(
     with ``--no-audio``), subtitles, cover art, attachments; one video stream is transcoded, data
     tracks are not written. What is left out is listed with the reason. An MP4 / MOV chapter track is
     the input's chapters, which the output's ``muxer`` keeps as its own chapters (said in ``notes``), or
-    has no place for (dropped)."""
+    has no place for (dropped); a MOV timecode track is the start timecode the video's tag repeats,
+    which MOV, MP4, Matroska and NUT outputs keep (said in ``notes``) and others drop."""
     copy: list[int] = []
     dropped: list[DroppedStream] = []
     notes: list[str] = []
@@ -790,9 +797,17 @@ def plan_streams(
             why = f"one video stream is transcoded (stream {video_index})"
         elif stream.kind is StreamKind.AUDIO and not options.audio:
             why = "--no-audio"
+        elif stream.kind is StreamKind.DATA and stream.codec == "timecode":
+            kept = _timecode_kept(stream, streams, video_index, options, muxer)
+            if kept is not None:
+                notes.append(kept)
+                continue
+            if muxer is None or muxer in TIMECODE_MUXERS:
+                why = "a timecode track the video does not refer to: alpha2 writes no data tracks"
+            else:
+                why = f"a timecode track: the {muxer} container keeps no timecode"
         elif stream.kind is StreamKind.DATA:
-            what = "a timecode track" if stream.codec == "timecode" else "a data track"
-            why = f"{what}: alpha2 writes no data tracks"
+            why = "a data track: alpha2 writes no data tracks"
         elif stream.kind is StreamKind.UNKNOWN:
             why = "a stream of unknown kind"
         if why is None:
@@ -800,3 +815,27 @@ def plan_streams(
         else:
             dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, why))
     return StreamPlan(tuple(copy), tuple(dropped), tuple(notes))
+
+
+def _timecode_kept(
+    track: InputStream,
+    streams: tuple[InputStream, ...],
+    video_index: int,
+    options: TranscodeOptions,
+    muxer: str | None,
+) -> str | None:
+    """The note of a MOV timecode track whose start the output keeps: its ``muxer`` writes it again
+    from the video's ``timecode`` tag, copied with the video's tags. The timecode is the input's first
+    frame's: a cut (``--from``) does not move it, which is said. None where it is not kept."""
+    video = next((s for s in streams if s.index == video_index), None)
+    start = video.timecode if video is not None else None
+    where = TIMECODE_MUXERS.get(muxer or "")
+    if start is None or where is None:
+        return None
+    note = f"stream {track.index} (the timecode track): its start {start} kept as {where}"
+    if options.from_seconds > 0:
+        note += (
+            f", not moved by --from: the output's first frame, the input's at {options.from_seconds:g} s, "
+            f"is said to be at {start}"
+        )
+    return note

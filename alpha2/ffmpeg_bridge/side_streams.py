@@ -100,6 +100,17 @@ _INDEXED_DEMUXERS = ("mov", "mp4", "matroska", "webm")
 CHAPTER_MUXERS = frozenset({"mp4", "mov", "ipod", "matroska", "webm", "nut"})
 """Muxers that write chapters (MPEG-TS and AVI have no place for them)."""
 
+TIMECODE_MUXERS = {
+    "mov": "the output's timecode track (tmcd)",
+    "mp4": "the output's timecode track (tmcd)",
+    "matroska": "the output video's TIMECODE tag",
+    "webm": "the output video's TIMECODE tag",
+    "nut": "the output video's timecode tag",
+}
+"""Muxers that keep a start timecode, from the ``timecode`` tag of the video stream (copied from the
+input's), and where: MOV and MP4 write a timecode track of their own, Matroska and NUT the tag (MPEG-TS,
+AVI and the ipod muxer's .m4v keep none)."""
+
 DECODE_CHECK_PACKETS = 8
 """Packets of a copied audio stream decoded before the copy, to learn that its decoder opens and gives
 sound (packets its demuxer marks as discarded pre-roll, such as those an MP4 edit list skips, do not
@@ -233,6 +244,9 @@ class InputStream:
     chapter_track: bool = False
     """An MP4 / MOV chapter track (a text track FFmpeg's mov demuxer reads as the file's chapters and
     shows as a data stream): its content is the chapters, which are copied as such."""
+    timecode: str | None = None
+    """The start timecode its ``timecode`` tag gives (``01:00:00:00``): a MOV timecode track's, and
+    the video stream's that refers to it; None when untagged."""
 
     def describe(self) -> str:
         """``audio (aac, 2 ch, 48000 Hz)``, ``cover art (mjpeg 300x300)``, ``attachment font.ttf`` ..."""
@@ -333,6 +347,7 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
                 if kind is StreamKind.ATTACHMENT
                 else "",
                 chapter_track=stream.index in chapter_indices,
+                timecode=stream.metadata.get("timecode") or stream.metadata.get("TIMECODE") or None,
             )
         )
     return tuple(found)
