@@ -778,6 +778,13 @@ def plan_streams(
     notes: list[str] = []
     for stream in streams:
         if stream.index == video_index:
+            if stream.alpha_beside:
+                # Found by an outside pass: a VP9 with alpha came out opaque, the summary saying 'same
+                # size, pixel format and colour' (ffmpeg drops it the same way, and says nothing either).
+                notes.append(
+                    "the video's alpha, stored beside its pictures (WebM's alpha_mode), is not decoded "
+                    "by FFmpeg's decoder: dropped, the output is opaque"
+                )
             continue
         why: str | None = None
         if stream.chapter_track:

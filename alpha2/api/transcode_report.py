@@ -264,6 +264,19 @@ def segments_summary(stats: TranscodeStats) -> str | None:
     return f"{segments['done']} ({segments['reason']}): {each}; joined in {segments['join_seconds']:.2f} s"
 
 
+def _frames(count: int, what: str = "") -> str:
+    """``1 corrupt frame``, ``3 corrupt frames`` (it said '1 corrupt frames')."""
+    return f"{count} {what}frame{'' if count == 1 else 's'}"
+
+
+def _has_alpha(pixel_format: str) -> bool:
+    """Whether an FFmpeg pixel format name has an alpha channel (ya8 and gbrap too, which the test of
+    'yuva' missed: ya8 lost its alpha unsaid)."""
+    name = pixel_format.lower()
+    alpha = ("yuva", "ya", "gbrap", "ayuv", "rgba", "bgra", "argb", "abgr", "vuya")
+    return name.startswith(alpha) or name == "pal8"
+
+
 def summary_notes(stats: TranscodeStats) -> list[str]:
     """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent)."""
     notes = list(stats.input_notes)
@@ -306,9 +319,9 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
         notes.append(f"audio timestamps adjusted {stats.audio_timestamps.summary()}")
     decode = stats.decode
     if decode.get("corrupt_frames_kept"):
-        notes.append(f"{decode['corrupt_frames_kept']} corrupt frames kept (concealed by the decoder)")
+        notes.append(f"{_frames(decode['corrupt_frames_kept'], 'corrupt ')} kept (concealed by the decoder)")
     if decode.get("corrupt_frames_skipped"):
-        notes.append(f"{decode['corrupt_frames_skipped']} corrupt frames skipped")
+        notes.append(f"{_frames(decode['corrupt_frames_skipped'], 'corrupt ')} skipped")
     # The decoder counts an input ending early among its errors too; that is said on its own below.
     failed = int(decode.get("decode_errors") or 0) - (1 if decode.get("truncated") else 0)
     if failed > 0:
@@ -320,10 +333,10 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
         notes.append(f"{said} skipped")
     if decode.get("converted"):
         source, target = decode["converted"].split(" -> ")
-        lost = "; its alpha dropped" if "a" in source.removeprefix("yuv")[:1] else ""
+        lost = "; its alpha dropped" if _has_alpha(source) and not _has_alpha(target) else ""
         notes.append(
             f"decoded as {source}, a layout alpha2 does not handle: converted to {target} on the CPU"
-            f" ({decode.get('converted_frames', 0)} frames){lost}"
+            f" ({_frames(decode.get('converted_frames', 0))}){lost}"
         )
     if decode.get("truncated"):
         notes.append("the input ends before the duration its container announces")

@@ -247,6 +247,9 @@ class InputStream:
     timecode: str | None = None
     """The start timecode its ``timecode`` tag gives (``01:00:00:00``): a MOV timecode track's, and
     the video stream's that refers to it; None when untagged."""
+    alpha_beside: bool = False
+    """Video: its alpha is stored beside the pictures (WebM's ``alpha_mode``: VP8 / VP9 alpha in
+    BlockAdditions), which FFmpeg's decoders leave out."""
 
     def describe(self) -> str:
         """``audio (aac, 2 ch, 48000 Hz)``, ``cover art (mjpeg 300x300)``, ``attachment font.ttf`` ..."""
@@ -348,6 +351,8 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
                 else "",
                 chapter_track=stream.index in chapter_indices,
                 timecode=stream.metadata.get("timecode") or stream.metadata.get("TIMECODE") or None,
+                alpha_beside=kind is StreamKind.VIDEO
+                and str(stream.metadata.get("alpha_mode", "") or "").strip() == "1",
             )
         )
     return tuple(found)
