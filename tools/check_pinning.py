@@ -1,7 +1,8 @@
 """Check ALPHA2_GPU_ADAPTER pinning on this machine's GPUs, in every form.
 
 For each Vulkan adapter, pins it by loader index, by UUID and by a name substring, opens the shared
-Vulkan context there and reports which adapter was chosen and the CUDA ordinal matched to it by UUID.
+Vulkan context there and reports which adapter was chosen and the CUDA ordinal matched to it by UUID
+(the UUID bare and in its ``uuid:`` form).
 Then checks that an ambiguous name (shared by several adapters) and an unknown value are refused.
 Prints one line per check and exits 1 when any check fails.
 
@@ -37,7 +38,12 @@ def _pinned(value: str) -> tuple[int | None, str | None, int | None, str]:
         del os.environ[ADAPTER_ENV]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="check_pinning", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     os.environ.pop(ADAPTER_ENV, None)
     candidates = vulkan_candidates()
     failures = 0
@@ -47,7 +53,7 @@ def main() -> int:
         print(f"#{c.index} {c.name} uuid={uuid}")
         forms = [("index", str(c.index))]
         if uuid:
-            forms.append(("uuid", uuid))
+            forms += [("uuid", uuid), ("uuid", f"uuid:{uuid}")]
         same_name = [o for o in candidates if c.name.lower() in o.name.lower()]
         if len(same_name) == 1:
             forms.append(("name", c.name.upper()))  # case-insensitive
