@@ -1,5 +1,6 @@
 """Several inputs play in turn (a playlist): in one window (n / p, a broken file passed over with its
-error on screen), offscreen one after the other, and on Xvfb through ``alpha2 play A B``."""
+error on screen, a file without video under the level visual), offscreen one after the other, and on
+Xvfb through ``alpha2 play A B``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from alpha2.api import pipeline
 from alpha2.api.playback import PlayOptions
 from alpha2.apps import player, window
-from tests.media import Clip, make_clip
+from tests.media import Clip, make_audio_only, make_clip
 from tests.xvfb import play_under_xvfb
 
 NO_DISPLAY = {"PATH": "/usr/bin"}
@@ -27,6 +28,12 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[Clip]:
         make_clip(root / "a.mkv", width=64, height=48, frames=6),
         make_clip(root / "b.mkv", width=48, height=64, frames=9),
     ]
+
+
+@pytest.fixture(scope="module")
+def songs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    root = tmp_path_factory.mktemp("songs")
+    return [make_audio_only(root / "song.mka", seconds=0.5), make_audio_only(root / "tune.mp4", seconds=0.4)]
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +112,11 @@ class _DrawingLoop:
         return backend
 
 
-def _run_window(sources: list[str], presses: dict[int, str]) -> tuple[Any, Any, _DrawingLoop]:
-    """``play_list`` in a window on the offscreen canvas; the window object is caught as it is made."""
+def _run_window(
+    sources: list[str], presses: dict[int, str], options: PlayOptions | None = None
+) -> tuple[Any, Any, _DrawingLoop]:
+    """``play_list`` in a window on the offscreen canvas (without sound unless ``options`` say); the
+    window object is caught as it is made."""
     pytest.importorskip("rendercanvas")
     driver = _DrawingLoop(presses)
     backend = driver.module()
@@ -122,7 +132,7 @@ def _run_window(sources: list[str], presses: dict[int, str]) -> tuple[Any, Any, 
     try:
         results, errors = player.play_list(
             sources,
-            PlayOptions(audio=False, hwaccel="none"),
+            options or PlayOptions(audio=False, hwaccel="none"),
             progress=pipeline.Progress,
             environ={"DISPLAY": ":0"},
             canvas_module=backend.__name__,
@@ -192,3 +202,73 @@ def test_a_broken_last_file_is_only_an_error(clips: list[Clip], broken: str) -> 
     results, errors, _ = _run_window([clips[0].path, broken], {})
     assert [s.input for s in results] == [clips[0].path]
     assert [name for name, _ in errors] == [broken]
+
+
+@pytest.mark.vulkan
+def test_a_file_without_video_plays_in_the_same_window(clips: list[Clip], songs: list[str]) -> None:
+    """``alpha2 play a.mkv song.mka b.mkv``: the song plays to its end under the level visual in the
+    window of the list, which keeps its size for it (it ended with 'song.mka has no video stream')."""
+    sources = [clips[0].path, songs[0], clips[1].path]
+    results, errors, driver = _run_window(sources, {})
+    assert not errors
+    assert len(driver.canvases) == 1
+    assert driver.sources == sources
+    assert [s.input for s in results] == sources
+    song = results[1]
+    assert (song.mode, song.mode_reason) == ("window", "audio only, level visual")
+    assert song.frames >= 10 and song.size is None and song.sync is None
+    assert song.audio_seconds is not None and 0.45 <= song.audio_seconds <= 0.8
+    assert song.clock["kind"] == "system"  # audio=False: the system clock runs the song's duration
+    assert [s.frames + s.dropped_frames for s in (results[0], results[2])] == [c.frames for c in clips]
+    assert driver.sizes == [(64, 48), (64, 48), (48, 64)]
+
+
+@pytest.mark.vulkan
+def test_a_playlist_of_sound_files_plays_and_n_p_move_in_it(songs: list[str]) -> None:
+    """``alpha2 play *.mp3`` was refused ('none of the 2 files could be played'): both play, in a window
+    of the audio-only window's size, and n / p go to the next and previous one."""
+    results, errors, driver = _run_window(songs, {3: "n", 6: "p"})
+    assert not errors
+    assert driver.sources == [songs[0], songs[1], songs[0], songs[1]]
+    assert [s.input for s in results] == driver.sources
+    assert all(s.mode_reason == "audio only, level visual" for s in results)
+    assert results[0].audio_seconds is not None and results[0].audio_seconds < 0.3  # cut short by n
+    assert driver.sizes[0] == (window.AudioOnlyPlayback.WINDOW.width, window.AudioOnlyPlayback.WINDOW.height)
+
+
+@pytest.mark.vulkan
+def test_the_song_of_a_playlist_is_heard_and_lights_the_window(
+    audio_server: str, clips: list[Clip], songs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With sound: the song's clock is the sound's, the level visual follows it, the keys of a file
+    without video work there (the arrows seek it, ? shows its keys), and the next video plays after."""
+    colours: list[tuple[float, ...]] = []
+    clear = window._clear
+
+    def recording_clear(encoder: Any, texture: Any, colour: tuple[float, ...]) -> None:
+        colours.append(colour)
+        clear(encoder, texture, colour)
+
+    monkeypatch.setattr(window, "_clear", recording_clear)
+    helps: list[list[str]] = []
+    view = window.WindowPlayback._osd_view
+
+    def recording_view(self: Any) -> Any:
+        made = view(self)
+        if made.help:
+            helps.append(list(made.help))
+        return made
+
+    monkeypatch.setattr(window.WindowPlayback, "_osd_view", recording_view)
+    results, errors, driver = _run_window(
+        [songs[0], clips[0].path], {2: "?", 3: "ArrowRight"}, PlayOptions(hwaccel="none")
+    )
+    assert not errors and driver.sources == [s.input for s in results] == [songs[0], clips[0].path]
+    song = results[0]
+    assert song.seconds < 0.4  # the arrow went to the song's end (0.5 s long)
+    assert helps and any(line.startswith("n / p") for line in helps[0])
+    assert not any(line.startswith(", / .") for line in helps[0])  # no frames to step
+    assert song.clock["kind"] == "audio", song.clock
+    assert max(c[2] for c in colours) > 0.2  # the tone lights the window
+    assert song.audio_track is not None and song.audio_track["label"] == "1/1 (opus, 2 ch)"
+    assert results[1].mode_reason == "vsync, letterboxed" and results[1].frames >= 1

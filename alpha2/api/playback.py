@@ -142,6 +142,9 @@ class PlayOptions:
     """Play the sound (the master clock) when there is a stream and a device; ``--no-audio`` turns it off."""
     volume: float = 1.0
     """Initial volume factor, 0..2."""
+    aid: int | None = None
+    """The audio track to hear, numbered from 1 among the file's audio tracks as mpv numbers them
+    (``--aid``); a file with fewer plays its default one. None: the default (the one FFmpeg ranks best)."""
     loop: bool = False
     """Play the file again from its start when it ends (``--loop``; ``l`` in the window)."""
     sub: str | None = None
@@ -167,6 +170,11 @@ class PlayOptions:
             raise InvalidInputError(f"--target-peak must be 80..10000 cd/m², got {self.target_peak_cd_m2}")
         if not 0.0 <= self.volume <= 2.0:
             raise InvalidInputError(f"--volume must be within 0..2, got {self.volume}")
+        aid = self.aid
+        if aid is not None and (isinstance(aid, bool) or not isinstance(aid, int) or aid < 1):
+            raise InvalidInputError(
+                f"--aid is an audio track's number, 1 for the first (as mpv counts), got {self.aid!r}"
+            )
         if self.frames is not None and self.frames < 1:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.at_s is not None and self.at_s < 0:
@@ -202,6 +210,9 @@ class PlayStats:
     clock: dict[str, Any] = field(default_factory=lambda: dict(_NO_CLOCK))
     sync: dict[str, Any] | None = None
     audio_seconds: float | None = None
+    audio_track: dict[str, Any] | None = None
+    """The audio track heard last: ``number`` (from 1), ``count``, ``codec``, ``channels``, ``language``,
+    ``title`` and ``label`` (``2/2 ger (aac, 2 ch)``); None when none was."""
     snapshot_route: dict[str, Any] | None = None
     colour: dict[str, Any] | None = None
     first_frame_s: float | None = None
@@ -233,6 +244,7 @@ class PlayStats:
             "clock": self.clock,
             "sync": self.sync,
             "audio_seconds": None if self.audio_seconds is None else round(self.audio_seconds, 4),
+            "audio_track": self.audio_track,
             "size": None if self.size is None else [self.size.width, self.size.height],
             "snapshot": self.snapshot,
             "snapshot_pts_s": self.snapshot_pts_s,
@@ -257,6 +269,8 @@ class PlayStats:
             f"  time: {self.stages.summary(self.seconds)}",
             f"  clock: {self.clock['reason']}",
         ]
+        if self.audio_track is not None:
+            lines.append(f"  audio track: {self.audio_track['label']}")
         if self.first_frame_s is not None:
             lines.append(f"  first frame: {self.first_frame_s:.3f} s after the process started")
         if self.colour is not None:

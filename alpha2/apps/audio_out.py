@@ -6,6 +6,9 @@ callback pulls from it, and the clock is the media time of the samples handed to
 output latency the callback's time info reports, interpolated with the system clock between callbacks.
 :class:`SystemClock` has the same interface and runs on ``time.perf_counter``. :func:`open_clock` picks one
 and each says why in ``reason``.
+The file's audio tracks are :class:`AudioTrack` values (:func:`audio_tracks`), numbered from 1 among the
+audio tracks as mpv numbers them (``--aid``, ``#``); :meth:`AudioOutput.switch_track` changes the one
+heard at the time heard.
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ import collections
 import contextlib
 import enum
 import importlib
+import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from alpha2.api.media import AudioBlock, AudioDecodeSession
+from alpha2.gpu.errors import InvalidInputError
 
 __all__ = [
     "MISSING_EXTRA_REASON",
@@ -30,10 +37,14 @@ __all__ = [
     "NO_AUDIO_STREAM_REASON",
     "NO_DEVICE_REASON",
     "AudioOutput",
+    "AudioTrack",
     "ClockKind",
     "MediaClock",
     "SystemClock",
+    "audio_tracks",
+    "check_audio_track",
     "open_clock",
+    "track_at",
 ]
 
 NO_AUDIO_FLAG_REASON = "--no-audio"
@@ -44,9 +55,9 @@ NO_DEVICE_REASON = "no audio output device (PortAudio lists none)"
 QUEUE_SECONDS = 0.5
 """Decoded audio the feeder keeps ahead of the device."""
 MAX_VOLUME = 2.0
+"""Upper bound of the volume factor (1.0 plays the samples as decoded)."""
 SETTLE_S = 5.0
 """Longest wait for PortAudio's start before the player reports, and at exit."""
-"""Upper bound of the volume factor (1.0 plays the samples as decoded)."""
 
 
 class ClockKind(enum.Enum):
@@ -56,11 +67,133 @@ class ClockKind(enum.Enum):
     SYSTEM = "system"
 
 
+@dataclass(frozen=True)
+class AudioTrack:
+    """One audio track of a file, as its container says."""
+
+    number: int
+    """Its place among the file's audio tracks, from 1 (mpv's ``--aid``)."""
+    count: int
+    """How many audio tracks the file has."""
+    codec: str
+    """FFmpeg's codec name (``aac``, ``opus``)."""
+    channels: int
+    """The stream's channel count (0 when not said)."""
+    language: str | None = None
+    """ISO 639 language tag (``ger``); None when untagged."""
+    title: str | None = None
+    """The stream's title tag."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.number <= self.count:
+            raise InvalidInputError(f"an audio track's number is 1 to {self.count}, got {self.number}")
+
+    @property
+    def stream_index(self) -> int:
+        """Its index among the audio streams, as :class:`~alpha2.api.media.AudioDecodeSession` takes it."""
+        return self.number - 1
+
+    def label(self) -> str:
+        """``2/2 ger 'Commentary' (aac, 2 ch)``: what the display and the stats say of it."""
+        words = [f"{self.number}/{self.count}"]
+        if self.language:
+            words.append(self.language)
+        if self.title:
+            words.append(f"'{self.title}'")
+        channels = f", {self.channels} ch" if self.channels else ""
+        return " ".join(words) + f" ({self.codec or '?'}{channels})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "count": self.count,
+            "codec": self.codec,
+            "channels": self.channels,
+            "language": self.language,
+            "title": self.title,
+            "label": self.label(),
+        }
+
+
+def audio_tracks(source: str) -> tuple[AudioTrack, ...]:
+    """The audio tracks of ``source`` in the container's order (nothing decoded; a few milliseconds).
+
+    Raises:
+        MediaNotFoundError, MediaFormatError: the file is missing or not media.
+    """
+    from alpha2.api.media import describe
+
+    streams = [s for s in describe(source, decode=False).file.streams if s.kind.value == "audio"]
+    return tuple(
+        AudioTrack(
+            number=number,
+            count=len(streams),
+            codec=s.codec,
+            channels=int(s.channels or 0),
+            language=s.language,
+            title=s.title,
+        )
+        for number, s in enumerate(streams, 1)
+    )
+
+
+def track_at(tracks: Sequence[AudioTrack], stream_index: int | None) -> AudioTrack | None:
+    """The track of ``stream_index`` (an index among the audio streams); None when out of range or None."""
+    if stream_index is None or not 0 <= stream_index < len(tracks):
+        return None
+    return tracks[stream_index]
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def check_audio_track(sources: Sequence[str], aid: int) -> None:
+    """Refuse ``--aid aid`` when no input of ``sources`` has that many audio tracks (each file of a
+    playlist that has fewer plays its default track). Files are looked at in order until one has it;
+    one that cannot be read is left to playback to report.
+
+    Raises:
+        InvalidInputError: no input has an ``aid``-th audio track; the message says what they have.
+    """
+    from alpha2.gpu.errors import Error
+
+    held: list[tuple[str, tuple[AudioTrack, ...]]] = []
+    for source in sources:
+        try:
+            tracks = audio_tracks(source)
+        except Error:
+            continue
+        if len(tracks) >= aid:
+            return
+        held.append((os.path.basename(source), tracks))
+    if not held:
+        return  # none could be read: each says why when it plays
+    most = max(len(tracks) for _, tracks in held)
+    way_out = (
+        "leave --aid out" if most == 0 else f"give 1{f' to {most}' if most > 1 else ''}, or leave --aid out"
+    )
+    if len(held) == 1:
+        ((name, tracks),) = held
+        listed = ", ".join(f"{t.number} {t.language or t.codec}" for t in tracks)
+        what = f"{name} has {len(tracks)} audio track{'s' if len(tracks) > 1 else ''} ({listed})"
+        if not tracks:
+            what = f"{name} has no audio track"
+    else:
+        counts = ", ".join(f"{name} {len(tracks) or 'none'}" for name, tracks in held[:4])
+        more = ", ..." if len(held) > 4 else ""
+        what = f"no input has a {_ordinal(aid)} audio track ({counts}{more})"
+    raise InvalidInputError(f"--aid {aid}: {what}; {way_out}")
+
+
 class MediaClock(Protocol):
     """The interface the player schedules against (both clocks have it)."""
 
     kind: ClockKind
     reason: str
+    stream_index: int | None
+    """The audio track heard, by its index among the audio streams; None: none is."""
 
     def now(self) -> float: ...
     def pause(self) -> None: ...
@@ -68,6 +201,7 @@ class MediaClock(Protocol):
     def seek(self, seconds: float) -> None: ...
     def set_speed(self, speed: float) -> None: ...
     def set_volume(self, volume: float) -> None: ...
+    def switch_track(self, stream_index: int) -> None: ...
     def toggle_mute(self) -> None: ...
     def level(self) -> float: ...
     def ended(self) -> bool: ...
@@ -79,6 +213,8 @@ class SystemClock:
     """Media time on ``time.perf_counter``: used without sound."""
 
     kind = ClockKind.SYSTEM
+    stream_index: int | None = None
+    """No track is heard."""
 
     def __init__(self, reason: str, start_s: float = 0.0, duration_s: float | None = None) -> None:
         self.reason = f"system clock: {reason}"
@@ -115,6 +251,9 @@ class SystemClock:
     def set_volume(self, volume: float) -> None:
         self.volume = min(max(volume, 0.0), MAX_VOLUME)
 
+    def switch_track(self, stream_index: int) -> None:
+        """Nothing is heard: nothing to switch."""
+
     def toggle_mute(self) -> None:
         self.muted = not self.muted
 
@@ -145,6 +284,9 @@ class AudioOutput:
 
     def __init__(self, sd: Any, decoder: AudioDecodeSession, device_name: str, start_s: float = 0.0) -> None:
         self._decoder = decoder
+        self._next_decoder: AudioDecodeSession | None = None  # switch_track's, taken by the feeder
+        self.stream_index: int | None = decoder.info.stream_index
+        """The audio track heard (:meth:`switch_track`), by its index among the audio streams."""
         self.rate = decoder.sample_rate
         self.channels = decoder.channels
         self.volume = 1.0
@@ -198,8 +340,13 @@ class AudioOutput:
                 if self._stop:
                     return
                 seek_to, self._seek_to = self._seek_to, None
+                switch, self._next_decoder = self._next_decoder, None
                 generation = self._generation
                 speed = self.speed
+            if switch is not None:
+                # Taken here, between two blocks: this thread is the decoder's only user while it plays.
+                old, self._decoder = self._decoder, switch
+                old.close()
             if seek_to is not None:
                 if speed != self._decoder.tempo:
                     self._decoder.set_tempo(speed)
@@ -296,17 +443,21 @@ class AudioOutput:
 
     def seek(self, seconds: float) -> None:
         """Flush what is queued and resync at ``seconds``."""
-        target = max(0.0, seconds)
         with self._cond:
-            self._generation += 1
-            self._queue.clear()
-            self._queued = self._head = 0
-            self._eof = False
-            self._seek_to = target
-            self._position = self._data_end = self._floor = self._last = target
-            self._synced = False
-            self._anchor = None
-            self._cond.notify_all()
+            self._seek_locked(seconds)
+
+    def _seek_locked(self, seconds: float) -> None:
+        """:meth:`seek`, the lock held."""
+        target = max(0.0, seconds)
+        self._generation += 1
+        self._queue.clear()
+        self._queued = self._head = 0
+        self._eof = False
+        self._seek_to = target
+        self._position = self._data_end = self._floor = self._last = target
+        self._synced = False
+        self._anchor = None
+        self._cond.notify_all()
 
     def set_speed(self, speed: float) -> None:
         """Play at ``speed`` (0.25 to 4) from the time heard now, the pitch kept: what is queued is
@@ -320,6 +471,38 @@ class AudioOutput:
 
     def set_volume(self, volume: float) -> None:
         self.volume = min(max(volume, 0.0), MAX_VOLUME)
+
+    def switch_track(self, stream_index: int) -> None:
+        """Hear the audio track of ``stream_index`` (an index among the audio streams) from the next sample
+        handed to the device: what the device holds plays out, what is queued of the old track is dropped,
+        and the feeder decodes the new one from there, so the clock runs on without a jump (it holds, as
+        in an underrun, for the few milliseconds until the new samples come). Its decoder opens here (a
+        few milliseconds), at the device's rate, channels and speed.
+
+        Raises:
+            InvalidInputError: no such audio stream; the track heard is kept.
+            MediaFormatError: it does not open; the track heard is kept.
+        """
+        if stream_index == self.stream_index:
+            return
+        decoder = AudioDecodeSession(
+            self._decoder.source,
+            sample_rate=self.rate,
+            channels=self.channels,
+            stream_index=stream_index,
+            tempo=self.speed,
+        )
+        with self._cond:  # the decoder and where it starts together: no block of it from its start
+            unused, self._next_decoder = self._next_decoder, decoder
+            self.stream_index = decoder.info.stream_index
+            self._generation += 1
+            self._queue.clear()
+            self._queued = self._head = 0
+            self._eof = False
+            self._seek_to = self._data_end = self._position
+            self._cond.notify_all()
+        if unused is not None:  # switched again before the feeder took the last one
+            unused.close()
 
     def toggle_mute(self) -> None:
         self.muted = not self.muted
@@ -343,6 +526,7 @@ class AudioOutput:
             "channels": self.channels,
             "output_latency_ms": round(self._latency * 1000, 3),
             "underruns": self.underruns,
+            "stream_index": self.stream_index,
         }
 
     def close(self) -> None:
@@ -356,6 +540,10 @@ class AudioOutput:
             self._cond.notify_all()
         if self._feeder.is_alive() and self._feeder is not threading.current_thread():
             self._feeder.join(timeout=5)
+        with self._cond:
+            pending, self._next_decoder = self._next_decoder, None
+        if pending is not None:
+            pending.close()
         self._decoder.close()
 
 
@@ -416,11 +604,13 @@ def open_clock(
     has_audio: bool,
     start_s: float = 0.0,
     duration_s: float | None = None,
+    stream_index: int | None = None,
     importer: Any = _import_sounddevice,
 ) -> MediaClock:
     """The audio clock when sound can be played, else the system clock; the result's ``reason`` says why.
 
-    ``importer`` returns the sounddevice module (tests pass one that raises).
+    ``stream_index``: the audio track to hear, by its index among the audio streams; None: the one FFmpeg
+    ranks best. ``importer`` returns the sounddevice module (tests pass one that raises).
     """
     if not want_audio:
         return SystemClock(NO_AUDIO_FLAG_REASON, start_s, duration_s)
@@ -442,7 +632,7 @@ def open_clock(
         return SystemClock(NO_DEVICE_REASON, start_s, duration_s)
     rate = int(info.get("default_samplerate") or 48000)
     channels = min(2, int(info["max_output_channels"]))
-    decoder = AudioDecodeSession(source, sample_rate=rate, channels=channels)
+    decoder = AudioDecodeSession(source, sample_rate=rate, channels=channels, stream_index=stream_index)
     try:
         hostapi = sd.query_hostapis(int(info["hostapi"]))["name"]
         return AudioOutput(sd, decoder, f"{info['name']} ({hostapi})", start_s)

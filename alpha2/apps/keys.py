@@ -10,6 +10,7 @@ from typing import Any
 __all__ = [
     "AUDIO_BINDINGS",
     "PLAYER_BINDINGS",
+    "PLAYLIST_AUDIO_BINDINGS",
     "SPEEDS",
     "WALL_BINDINGS",
     "Binding",
@@ -37,7 +38,7 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
     Binding("9 / 0, wheel", "volume down / up"),
-    Binding("m", "mute"),
+    Binding("m / #", "mute / next audio track"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there (moving the mouse shows it)"),
     Binding("s", "screenshot: NAME-SECONDS.png next to the input"),
@@ -68,13 +69,31 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("Left / Right", "seek -5 / +5 s"),
     Binding("Down / Up", "seek -30 / +30 s"),
     Binding("9 / 0, wheel", "volume down / up"),
-    Binding("m", "mute"),
+    Binding("m / #", "mute / next audio track"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
     Binding("?", "this help"),
     Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
 )
 """What the window of a file without video does with each key."""
+
+PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
+    Binding("space", "pause / play"),
+    Binding("Left / Right", "seek -5 / +5 s"),
+    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
+    Binding("Backspace", "normal speed"),
+    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("m / #", "mute / next audio track"),
+    Binding("f, double-click", "fullscreen"),
+    Binding("click the bar", "seek there"),
+    Binding("l", "loop the file"),
+    Binding("n / p", "next / previous file"),
+    Binding("i", "stats"),
+    Binding("?", "this help"),
+    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+)
+"""What the window of a playlist does with each key while a file without video plays."""
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
 """The playback speeds ``[`` and ``]`` step through."""
@@ -95,10 +114,15 @@ def help_lines(bindings: Sequence[Binding]) -> list[str]:
     return [f"{b.keys.ljust(width)}  {b.action}" for b in bindings]
 
 
+_SHIFTED = {"/": "?", "3": "#"}
+"""The shifted glyphs the windows use, by the key under them on a US layout."""
+
+
 def key_name(event: Mapping[str, Any]) -> str:
     """The key of a rendercanvas ``key_down`` event as the windows name it: glfw reports the key under
-    the glyph (Shift+/ arrives as ``/`` with Shift held), so the shifted glyphs used here are mapped."""
+    the glyph (Shift+/ arrives as ``/`` with Shift held, Shift+3 as ``3``), so the shifted glyphs used
+    here are mapped."""
     key = str(event.get("key", ""))
-    if "Shift" in tuple(event.get("modifiers", ()) or ()) and key == "/":
-        return "?"
+    if "Shift" in tuple(event.get("modifiers", ()) or ()):
+        return _SHIFTED.get(key, key)
     return key

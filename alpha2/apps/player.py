@@ -7,7 +7,8 @@ when its pts is due against the media clock (:mod:`alpha2.apps.window`): the sou
 the keys and the mouse are mpv's (:mod:`alpha2.apps.keys`; ``alpha2 play --help`` and ``?`` list them), and an
 on-screen display, subtitles among it, is drawn over the video on the GPU. Several inputs play in turn in
 one window (a playlist: n / p), or side by side with ``--wall``. A file without video plays its sound (a
-level visual in a window). rendercanvas is not a
+level visual in a window, a playlist's own among them). ``--aid N`` picks the audio track as mpv numbers
+them, ``#`` cycles them while playing. rendercanvas is not a
 dependency: it is imported only when a window is possible, and when it (or a backend) is missing,
 playback falls back to offscreen and says why. Offscreen (no display, ``--offscreen``, or ``--snapshot``),
 frames are rendered into a texture as fast as the device allows, without sound; ``--snapshot PATH.png
@@ -136,9 +137,20 @@ def play(
     """Play ``source`` (the in-process form of ``alpha2 play``).
 
     Raises:
-        alpha2.gpu.Error subclasses: bad input, a bad ``--at``, an unwritable snapshot path, device errors.
+        alpha2.gpu.Error subclasses: bad input, a bad ``--at`` or ``--aid``, an unwritable snapshot path,
+            device errors.
     """
+    _check_aid([os.fspath(source)], options)
     return _play(source, options, progress, environ, notice=True)
+
+
+def _check_aid(sources: Sequence[str], options: PlayOptions | None) -> None:
+    """Refuse an ``--aid`` that no input has, before anything plays (one line, not a window that opens
+    and plays the default track)."""
+    if options is not None and options.aid is not None and options.audio:
+        from alpha2.apps.audio_out import check_audio_track
+
+        check_audio_track(sources, options.aid)
 
 
 def _play(
@@ -186,19 +198,22 @@ def play_list(
     canvas_module: str = "rendercanvas.auto",
 ) -> tuple[list[PlayStats], list[tuple[str, str]]]:
     """Play ``sources`` in turn (``alpha2 play A B C``): in one window when there is a display (``n`` /
-    ``p`` go to the next / previous file), else each offscreen. A file that cannot be played is passed
-    over; returns every file's stats and the (input, message) of those that failed.
+    ``p`` go to the next / previous file; a file without video plays its sound there, under the level
+    visual), else each offscreen. A file that cannot be played is passed over; returns every file's
+    stats and the (input, message) of those that failed.
 
     ``progress`` makes each file's progress line.
 
     Raises:
-        alpha2.gpu.Error subclasses: when no file could be played in the window.
+        alpha2.gpu.Error subclasses: when no file could be played in the window; an ``--aid`` that no
+            file has.
     """
     from alpha2.api.playback import PlayOptions
 
     options = options if options is not None else PlayOptions()
     make_progress = progress if progress is not None else pipeline.Progress
     names = [os.fspath(s) for s in sources]
+    _check_aid(names, options)
     results: list[PlayStats] = []
     errors: list[tuple[str, str]] = []
     why = "--offscreen" if options.offscreen else window_unavailable_reason(environ)
@@ -265,11 +280,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
         + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
         "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits\n\n"
-        "a file without video: space, the arrows, 9 / 0, m, f, a click on the bar, ? and q"
+        "a file without video: space, the arrows, 9 / 0, m, #, f, a click on the bar, ? and q\n"
+        "(in a playlist also [ / ], Backspace, l, n / p and i)"
         f"\n\n{EXAMPLES_HEADING}\n"
         "  alpha2 play clip.mp4\n"
         "  alpha2 play clip.mp4 --at 1:30 --loop\n"
         "  alpha2 play a.mp4 b.mp4 c.mp4             (a playlist: n / p)\n"
+        "  alpha2 play film.mkv --aid 2              (its second audio track; # cycles)\n"
         "  alpha2 play a.mp4 b.mp4 c.mp4 d.mp4 --wall  (side by side)\n"
         "  alpha2 play clip.mp4 --snapshot frame.png --at 0:02.5 -y",
         formatter_class=help_formatter(),
@@ -278,8 +295,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "input",
         metavar="INPUT",
         nargs="+",
-        help="input video file (several: a playlist, n / p go to the next / previous one; with --wall "
-        "or --snapshot, a grid of them)",
+        help="input file, a video or sound alone (several: a playlist, n / p go to the next / previous "
+        "one; with --wall or --snapshot, a grid of them)",
     )
     parser.add_argument(
         "--wall", action="store_true", help="several inputs side by side in one grid (a video wall)"
@@ -326,6 +343,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--no-audio", dest="audio", action="store_false", help="no sound: the system clock")
     parser.add_argument(
+        "--aid",
+        type=pipeline.positive_int,
+        metavar="N",
+        help="hear the Nth audio track, 1 the first (as mpv counts; # cycles them); a playlist's file "
+        "with fewer plays its default one",
+    )
+    parser.add_argument(
         "--volume",
         type=_volume,
         default=1.0,
@@ -367,6 +391,7 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         decoders=args.decoders,
         audio=args.audio,
         volume=args.volume,
+        aid=getattr(args, "aid", None),
         gpu=args.gpu,
         tone_curve=ToneCurve[args.tone_curve.upper()],
         target_peak_cd_m2=args.target_peak,
@@ -394,6 +419,15 @@ def _run(args: argparse.Namespace) -> int:
     if len(args.input) == 1 and args.decoders != "threads":
         raise InvalidInputError("--decoders processes is for a wall: give several inputs")
     wall = getattr(args, "wall", False) or args.decoders != "threads" or args.snapshot is not None
+    if getattr(args, "aid", None) is not None:
+        if not args.audio:
+            raise InvalidInputError(
+                "--aid picks the track to hear and --no-audio plays none: give one of them"
+            )
+        if len(args.input) > 1 and wall:
+            raise InvalidInputError(
+                "--aid is for one file or a playlist; a --wall plays each tile's default track"
+            )
     if len(args.input) > 1 and wall:
         from alpha2.apps.wall import run_wall
 

@@ -9,11 +9,13 @@ time and progress bar, pause sign, messages, stats, key help and subtitles (:mod
 Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 30 s),
 ``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
 and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
-the video's own size, with its subtitle), l loops, j cycles subtitles, n / p go to the next / previous
-file of a playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q or Escape quits.
+the video's own size, with its subtitle), l loops, j cycles subtitles, # the audio tracks (the sound
+switches at the time heard), n / p go to the next / previous file of a playlist, i shows the stats, ? the
+keys, a click on the progress bar seeks, q or Escape quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
-window whose colour follows the sound's level, or no window at all.
+window whose colour follows the sound's level, or no window at all; a playlist's file without video plays
+in the playlist's window, under the same level visual.
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ from alpha2.api.playback import (
     stream_displayed_size,
 )
 from alpha2.apps.avsync import AVScheduler
-from alpha2.apps.keys import AUDIO_BINDINGS, PLAYER_BINDINGS, help_lines, key_name, next_speed
+from alpha2.apps.keys import (
+    AUDIO_BINDINGS,
+    PLAYER_BINDINGS,
+    PLAYLIST_AUDIO_BINDINGS,
+    help_lines,
+    key_name,
+    next_speed,
+)
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
 from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.frames import DecodedFrame
@@ -50,7 +59,7 @@ if TYPE_CHECKING:
     # on-screen display's GPU side and the subtitles load after the first frame is up.
     from alpha2.api.overlay import OverlaySprite
     from alpha2.api.subtitles import Subtitles
-    from alpha2.apps.audio_out import MediaClock
+    from alpha2.apps.audio_out import AudioTrack, MediaClock
 
 __all__ = [
     "SEEK_STEPS_S",
@@ -140,6 +149,8 @@ def _import_backend(canvas_module: str) -> Any:
 
 MAX_FPS = 240
 """The most draws a second of a playing window (vsync holds it to the display's rate)."""
+LEVEL_FPS = 60
+"""The most draws a second of the level visual (a file without video)."""
 PAUSED_FPS = 4
 """Draws a second of a paused window with no input (the on-screen display's timing)."""
 
@@ -234,8 +245,11 @@ def screenshot_path(source: str, pts_s: float) -> str:
     return path
 
 
-def make_clock(player: Any, start_s: float, duration_s: float | None) -> MediaClock:
-    """The run's media clock (sound unless ``--no-audio`` or it cannot be had), recorded in the stats."""
+def make_clock(
+    player: Any, start_s: float, duration_s: float | None, stream_index: int | None = None
+) -> MediaClock:
+    """The run's media clock (sound unless ``--no-audio`` or it cannot be had), recorded in the stats;
+    ``stream_index``: the audio track to hear (an index among the audio streams; None: the default)."""
     from alpha2.api.media import media_kinds
     from alpha2.apps.audio_out import open_clock
 
@@ -246,6 +260,7 @@ def make_clock(player: Any, start_s: float, duration_s: float | None) -> MediaCl
         has_audio="audio" in kinds,
         start_s=start_s,
         duration_s=duration_s,
+        stream_index=stream_index,
     )
     clock.set_volume(player.options.volume)
     player.stats.clock = clock.as_dict()
@@ -294,18 +309,99 @@ class _SignalsClose:
             raise Interrupted() if self.caught == signal.SIGINT else Terminated(self.caught)
 
 
+def level_colour(level: float) -> tuple[float, float, float, float]:
+    """The audio-only window's colour for a sound's RMS ``level``: dark blue when silent, brighter as it
+    gets louder, dimmed a little so that the display's white text stays clear."""
+    light = min(1.0, level * 4) * 0.6
+    return (0.1 * light, 0.6 * light, light, 1.0)
+
+
 class _Keys:
-    """The keys shared by the video and the audio-only window."""
+    """The keys shared by the video and the audio-only window, and the audio track heard (``#``)."""
 
     canvas: Any
+    player: Any
     clock: MediaClock | None
     scheduler: AVScheduler
     osd: Osd | None = None
     fullscreen: bool = False
+    _tracks: tuple[AudioTrack, ...] | None = None  # the file's audio tracks, listed on first use
 
     def _say(self, text: str) -> None:
         if self.osd is not None:
             self.osd.message(text)
+
+    def audio_tracks(self) -> tuple[AudioTrack, ...]:
+        """The file's audio tracks (none when they cannot be listed), listed once per file."""
+        if self._tracks is None:
+            from alpha2.apps.audio_out import audio_tracks
+
+            try:
+                self._tracks = audio_tracks(self.player.source)
+            except Error:
+                self._tracks = ()
+        return self._tracks
+
+    def asked_stream(self) -> int | None:
+        """The audio stream ``--aid`` asks for in this file (its index among the audio streams); None for
+        the default, also where the file has fewer tracks (said on screen: mpv plays none there)."""
+        aid: int | None = self.player.options.aid
+        if aid is None or not self.player.options.audio:
+            return None
+        tracks = self.audio_tracks()
+        if aid <= len(tracks):
+            return aid - 1
+        if tracks:
+            self._say(f"Audio: no track {aid} here ({len(tracks)} in all); the default plays")
+        return None
+
+    def audio_track(self) -> AudioTrack | None:
+        """The audio track heard now (None: none is, or no clock yet)."""
+        from alpha2.apps.audio_out import track_at
+
+        clock = self.clock
+        if clock is None or clock.stream_index is None:
+            return None
+        return track_at(self.audio_tracks(), clock.stream_index)
+
+    def track_text(self) -> str:
+        """What the stats say of the track heard: ``2/2 ger (aac, 2 ch)``, or why none is."""
+        track = self.audio_track()
+        if track is not None:
+            return track.label()
+        if not self.audio_tracks():
+            return "none (the file has no audio track)"
+        return "none heard" if self.clock is None else f"none heard ({self.clock.reason})"
+
+    def note_track(self) -> None:
+        """Record the track heard in the stats (``--stats``, ``--json``)."""
+        track = self.audio_track()
+        if track is not None:
+            self.player.stats.audio_track = track.as_dict()
+
+    def cycle_audio(self) -> None:
+        """Hear the next audio track of the file, from the time heard now (``#``, as mpv's)."""
+        clock = self.clock
+        if clock is None:
+            return
+        tracks = self.audio_tracks()
+        current = self.audio_track()
+        if not tracks:
+            self._say("Audio: none (the file has no audio track)")
+        elif current is None:
+            self._say(f"Audio: none heard ({clock.reason})")
+        elif len(tracks) == 1:
+            self._say(f"Audio: {current.label()}, the only track")
+        else:
+            following = tracks[(current.stream_index + 1) % len(tracks)]
+            try:
+                clock.switch_track(following.stream_index)
+            except Error as exc:
+                self._say(f"Audio: track {following.number} does not play: {exc.message}")
+                return
+            self.scheduler.mark("audio track")
+            self.note_track()
+            self._say(f"Audio: {following.label()}")
 
     def toggle_fullscreen(self) -> None:
         """Fullscreen on or off (``f``, a double click)."""
@@ -348,6 +444,8 @@ class _Keys:
             self._say(f"Mute: {'yes' if getattr(clock, 'muted', False) else 'no'}")
         elif key in ("9", "0"):
             self.change_volume(VOLUME_STEP if key == "0" else -VOLUME_STEP)
+        elif key == "#":
+            self.cycle_audio()
         else:
             return False
         return True
@@ -451,10 +549,13 @@ class WindowPlayback(_Keys):
         self._file_started = time.perf_counter()
         self._stats_cache: tuple[float, list[str]] | None = None
         self._cursor_hidden = False
-        self._update_mode = "continuous"  # the canvas's (make_canvas), switched by _pace
+        self._update_mode = ("continuous", MAX_FPS)  # the canvas's (make_canvas), switched by _pace
         self._tick_pending = False  # a paused window's next timed draw is asked for
         self._signals: _SignalsClose | None = None  # while the loop runs
         self._seek_pts: float | None = None  # the frame a seek went to, until it is on display
+        self.audio_only = False
+        """The file playing has no video (a playlist's entry): its sound plays under the level visual."""
+        self._audio_duration: float | None = None  # that file's duration
 
     @property
     def paused(self) -> bool:
@@ -462,13 +563,23 @@ class WindowPlayback(_Keys):
 
     @property
     def duration_s(self) -> float | None:
+        if self.audio_only:
+            return self._audio_duration
         decoder = self.player.decoder
         return decoder.info.duration_seconds if decoder is not None else None
 
-    def _start(self, player: Any, backend: Any = None, size: Size | None = None) -> DecodedFrame:
+    def _start(self, player: Any, backend: Any = None, size: Size | None = None) -> DecodedFrame | None:
         """Open ``player``'s device and decoder, seek to the start, decode the first frame and make its GPU
         objects; the frame is pending. With a rendercanvas ``backend``, the canvas is made meanwhile, as
-        soon as the decoder knows the picture's size (``size``: the canvas's, default the picture's)."""
+        soon as the decoder knows the picture's size (``size``: the canvas's, default the picture's).
+
+        A playlist's file without video plays its sound under the level visual (None: no frame)."""
+        if self.playlist is not None:
+            from alpha2.api.media import media_kinds
+
+            if "video" not in media_kinds(player.source):
+                self._start_audio_only(player)
+                return None
         decoder = player._open(gpu_copy=False)  # rendercanvas presents wgpu-native devices
         if backend is not None:
             # The window now, while the device opens on its thread and before the first frame is decoded.
@@ -489,6 +600,20 @@ class WindowPlayback(_Keys):
         player.progress.start(options.frames or decoder.info.frame_count)
         self._file_started = time.perf_counter()
         return first
+
+    def _start_audio_only(self, player: Any) -> None:
+        """A playlist's file without video: its duration checked against ``--at``, the device's objects
+        made; the sound starts on the first draw, as :class:`AudioOnlyPlayback` plays such a file."""
+        self._audio_duration = audio_duration(player)
+        if self._audio_duration is None and not player.options.audio:
+            raise InvalidInputError(f"{player.source!r}: no sound (--no-audio) and no duration to wait for")
+        player._make_gpu(on_gpu=False)
+        player.stats.size = None
+        self.audio_only = True
+        self.osd.always_bar = True  # nothing to hide under it
+        self.subtitles = None
+        self._subtitles_opened = True  # no picture to put them on
+        self._file_started = time.perf_counter()
 
     def _open_subtitles(self) -> None:
         if self._subtitles_opened:
@@ -524,7 +649,7 @@ class WindowPlayback(_Keys):
                 raise InvalidInputError(f"none of the {count} files could be played ({source}: {message})")
         player, stats = self.player, self.stats
         if self.canvas is None:
-            window = size if size is not None else stats.size
+            window = size if size is not None else stats.size or AudioOnlyPlayback.WINDOW
             self.title = self._title_text()
             self.canvas = make_canvas(backend, self.title, window)
         self.context, self.present_format, self.render_format = configure_canvas(
@@ -559,12 +684,14 @@ class WindowPlayback(_Keys):
         ``last_draw_time`` stays 0), so it draws at ``max_fps``; and its loop's ``call_later`` leaves an
         un-awaited coroutine where the loop does not run (a canvas driven by hand)."""
         mode = "ondemand" if self.paused else "continuous"
-        if mode != self._update_mode and self.canvas is not None:
-            self._update_mode = mode
+        # A file without video has no frames to meet: the level visual is drawn at 60 Hz, not at 240.
+        fps = LEVEL_FPS if self.audio_only else MAX_FPS
+        if (mode, fps) != self._update_mode and self.canvas is not None:
+            self._update_mode = (mode, fps)
             if mode == "ondemand":
-                self.canvas.set_update_mode("ondemand", min_fps=0, max_fps=MAX_FPS)
+                self.canvas.set_update_mode("ondemand", min_fps=0, max_fps=fps)
             else:
-                self.canvas.set_update_mode("continuous", max_fps=MAX_FPS)
+                self.canvas.set_update_mode("continuous", max_fps=fps)
         if mode == "ondemand" and not self._tick_pending:
             self._tick_pending = True
             timer = threading.Timer(1 / PAUSED_FPS, self._tick)
@@ -591,18 +718,24 @@ class WindowPlayback(_Keys):
         if self.pending is not None:
             self.pending.release()
             self.pending = None
+        self.note_track()
         clock, self.clock = self.clock, None
         if clock is not None:
+            if self.audio_only:
+                self.stats.audio_seconds = clock.now() - (self.player.options.at_s or 0.0)
             self.stats.clock = clock.as_dict()
             clock.close()
         subtitles, self.subtitles = self.subtitles, None
         if subtitles is not None:
             subtitles.close()
         self.stats.seconds = time.perf_counter() - self._file_started
-        self.stats.mode, self.stats.mode_reason = "window", "vsync, letterboxed"
-        self.stats.dropped_frames = self.scheduler.dropped
-        self.stats.late_frames = self.scheduler.late
-        self.stats.sync = self.scheduler.as_dict()
+        if self.audio_only:
+            self.stats.mode, self.stats.mode_reason = "window", "audio only, level visual"
+        else:
+            self.stats.mode, self.stats.mode_reason = "window", "vsync, letterboxed"
+            self.stats.dropped_frames = self.scheduler.dropped
+            self.stats.late_frames = self.scheduler.late
+            self.stats.sync = self.scheduler.as_dict()
         self.player._finish_stats()
 
     def finish(self, seconds: float) -> Any:
@@ -652,7 +785,7 @@ class WindowPlayback(_Keys):
         action = self._actions().get(key)
         if action is not None:
             action()
-        elif key in SEEK_STEPS_S and self.player.decoder is not None and self.clock is not None:
+        elif key in SEEK_STEPS_S and self.clock is not None and (self.player.decoder or self.audio_only):
             self.seek(self.media_time() + SEEK_STEPS_S[key])
 
     def _actions(self) -> dict[str, Callable[[], Any]]:
@@ -737,7 +870,7 @@ class WindowPlayback(_Keys):
     def step(self, *, forward: bool) -> None:
         """One frame forward or back, paused (``.`` / ``,``)."""
         clock = self.clock
-        if clock is None:
+        if clock is None or self.audio_only:
             return
         if not self.paused:
             clock.pause()
@@ -882,10 +1015,17 @@ class WindowPlayback(_Keys):
         self.scheduler = AVScheduler(speed=self.speed)
         self.ended = False
         self.last_window = Size(0, 0)
+        self.audio_only = False
+        self._audio_duration = None
+        self._tracks = None
+        self.osd.always_bar = False
         self.osd.activity()
 
     def seek(self, seconds: float, *, show_bar: bool = True) -> None:
         """Jump to ``seconds`` (clamped to the clip): the video and the sound resync there."""
+        if self.audio_only:
+            self._seek_sound(seconds)
+            return
         decoder = self.player.decoder
         target = max(0.0, seconds)
         duration = decoder.info.duration_seconds
@@ -905,6 +1045,17 @@ class WindowPlayback(_Keys):
         self.ended = False
         if show_bar:
             self.osd.activity()
+
+    def _seek_sound(self, seconds: float) -> None:
+        """:meth:`seek` of a file without video: the sound alone, clamped to the file."""
+        target = max(0.0, seconds)
+        if self._audio_duration is not None:
+            target = min(target, max(0.0, self._audio_duration - 0.05))
+        if self.clock is not None:
+            self.clock.seek(target)
+        else:
+            self._clock_from = target
+        self.osd.activity()
 
     # -- drawing ------------------------------------------------------------------------------------
 
@@ -939,6 +1090,8 @@ class WindowPlayback(_Keys):
     def _title_text(self) -> str:
         name = os.path.basename(self.player.source)
         position = self.shown_pts if self.shown_pts is not None else 0.0
+        if self.audio_only:
+            position = self.media_time()
         title = f"{name} — {format_time(position)} / {format_time(self.duration_s)}"
         if self.paused:
             title += " [paused]"
@@ -958,17 +1111,21 @@ class WindowPlayback(_Keys):
             where = "NVDEC" if hwaccel.get("active") == "cuda" else "software"
             name = hwaccel.get("decoder") or info.codec_name
             lines.append(f"Decoder: {info.codec_name} ({name}, {where}); {size}{rate}")
-        lines.append(f"Frames: {sync.shown} shown, {sync.dropped} dropped, {sync.late} late")
-        offset = "n/a" if sync.last_offset is None else f"{sync.last_offset * 1000:+.1f} ms"
-        lines.append(
-            f"A/V offset: {offset} (mean {sync.total.mean_abs * 1000:.1f} ms, "
-            f"max {sync.total.max_abs * 1000:.1f} ms; refresh {1 / sync.refresh_s:.0f} Hz)"
-        )
+        if self.audio_only:
+            lines.append("Video: none (the level of the sound)")
+        else:
+            lines.append(f"Frames: {sync.shown} shown, {sync.dropped} dropped, {sync.late} late")
+            offset = "n/a" if sync.last_offset is None else f"{sync.last_offset * 1000:+.1f} ms"
+            lines.append(
+                f"A/V offset: {offset} (mean {sync.total.mean_abs * 1000:.1f} ms, "
+                f"max {sync.total.max_abs * 1000:.1f} ms; refresh {1 / sync.refresh_s:.0f} Hz)"
+            )
         clock = self.clock
         if clock is not None:
             volume = round(getattr(clock, "volume", 1.0) * 100)
             muted = " (muted)" if getattr(clock, "muted", False) else ""
             lines.append(f"Clock: {clock.reason}")
+            lines.append(f"Audio: {self.track_text()}")
             loop = "yes" if self.loop else "no"
             lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}")
         if stats.colour is not None:
@@ -990,7 +1147,8 @@ class WindowPlayback(_Keys):
     def _osd_view(self) -> OsdView:
         position = self.shown_pts if self.shown_pts is not None else 0.0
         if self.clock is not None:
-            position = self.media_time() if not self.paused else position
+            # Paused, the frame on display's time; a file without video has only the sound's.
+            position = self.media_time() if not self.paused or self.audio_only else position
         placed = self._subtitle_now()
         return OsdView(
             position_s=position,
@@ -1000,13 +1158,18 @@ class WindowPlayback(_Keys):
             subtitle_top=placed.get("top"),
             subtitle_middle=placed.get("middle"),
             stats=self._stats_now() if self.osd.show_stats else (),
-            help=help_lines(PLAYER_BINDINGS) if self.osd.show_help else (),
+            help=help_lines(PLAYLIST_AUDIO_BINDINGS if self.audio_only else PLAYER_BINDINGS)
+            if self.osd.show_help
+            else (),
         )
 
     def _draw(self) -> None:
         if self._signals is not None:
             self._signals.ensure()
         self._pace()
+        if self.audio_only:
+            self._draw_level()
+            return
         player, stats = self.player, self.stats
         if self.clock is None and self.shown is not None:
             # The first frame went up with the draw before: the subtitles open and the sound starts now,
@@ -1024,9 +1187,8 @@ class WindowPlayback(_Keys):
         if self.ended or (limit is not None and stats.frames >= limit):
             if frame is not None:
                 frame.release()
-            playlist = self.playlist
-            if self.ended and playlist is not None and playlist.index + 1 < len(playlist.sources):
-                self._switch(playlist.index + 1, +1)
+            if self.ended:
+                self._next_or_close()
             else:
                 self.canvas.close()
             return
@@ -1088,10 +1250,57 @@ class WindowPlayback(_Keys):
             self._cursor_hidden = True  # as mpv: the pointer goes with the bar, and comes back on a move
             self.canvas.set_cursor("none")
 
+    def _next_or_close(self) -> None:
+        """The file has ended: the playlist's next file, or the window closes."""
+        playlist = self.playlist
+        if playlist is not None and playlist.index + 1 < len(playlist.sources):
+            self._switch(playlist.index + 1, +1)
+        else:
+            self.canvas.close()
+
+    def _draw_level(self) -> None:
+        """A draw of a file without video (a playlist's entry): the level visual, as
+        :class:`AudioOnlyPlayback` draws it, and the display over it; the next file at its end."""
+        self._clock_if_due()
+        clock, stats = self.clock, self.stats
+        assert clock is not None
+        if not self.paused and clock.ended():
+            if self.loop:
+                self._seek_sound(0.0)
+            else:
+                self._next_or_close()
+            return
+        window = self._window_size()
+        surface = self.context.get_current_texture()
+        device = self.player.device
+        encoder = device.create_command_encoder(label="alpha2 level")
+        _clear(encoder, surface, level_colour(clock.level()))
+        overlay = self._ready_overlay(wait=True)
+        if overlay is not None:
+            t0 = time.perf_counter()
+            overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
+            stats.stages.add("osd", time.perf_counter() - t0)
+        device.queue.submit([encoder.finish()])
+        if self.on_present is not None:
+            self.on_present(surface)
+        if stats.first_frame_s is None:
+            stats.first_frame_s = seconds_since_process_start()
+        stats.frames += 1
+        title = self._title_text()
+        if title != self.title:
+            self.title = title
+            self.canvas.set_title(title)
+
     def _clock_if_due(self) -> None:
-        """Once the first frame is up: start the clock, at its time (or where a seek since went)."""
-        if self.clock is None and self.shown is not None:
-            start = self._clock_from if self._clock_from is not None else (self.shown_pts or 0.0)
+        """Once the first frame is up (a file without video: at once): start the clock, at its time (or
+        where a seek since went)."""
+        if self.clock is None and (self.shown is not None or self.audio_only):
+            if self._clock_from is not None:
+                start = self._clock_from
+            elif self.audio_only:
+                start = self.player.options.at_s or 0.0
+            else:
+                start = self.shown_pts or 0.0
             self._clock_from = None
             self._start_clock(start)
 
@@ -1099,9 +1308,26 @@ class WindowPlayback(_Keys):
         """Open the subtitles and start the sound and the clock at ``pts``, the first frame's time: once
         that frame is up (its first render may take long), in sync with it."""
         self._open_subtitles()
-        self.clock = make_clock(self.player, pts, self.duration_s)
+        self.clock = make_clock(self.player, pts, self.duration_s, self.asked_stream())
         if self.speed != 1.0:
             self.clock.set_speed(self.speed)
+
+
+def audio_duration(player: Any) -> float | None:
+    """The duration of ``player``'s file without video, by its sound (None when not known).
+
+    Raises:
+        InvalidInputError: ``--at`` is past its end.
+        NoAudioStreamError, MediaFormatError: it has no sound, or is not media.
+    """
+    from alpha2.api.media import AudioDecodeSession
+
+    with AudioDecodeSession(player.source) as probe:
+        duration = probe.info.duration_seconds
+    start = player.options.at_s or 0.0
+    if duration is not None and start >= duration:
+        raise InvalidInputError(f"--at {start:g} s is past the end of {player.source!r}")
+    return duration
 
 
 def _clear(encoder: Any, surface: Any, colour: tuple[float, float, float, float]) -> None:
@@ -1137,17 +1363,10 @@ class AudioOnlyPlayback(_Keys):
         self.duration_s: float | None = None
 
     def _start(self) -> MediaClock:
-        from alpha2.api.media import AudioDecodeSession
-
-        with AudioDecodeSession(self.player.source) as probe:
-            duration = probe.info.duration_seconds
-        self.duration_s = duration
-        start = self.player.options.at_s or 0.0
-        if duration is not None and start >= duration:
-            raise InvalidInputError(f"--at {start:g} s is past the end of {self.player.source!r}")
+        duration = self.duration_s = audio_duration(self.player)
         from alpha2.apps.audio_out import SystemClock
 
-        self.clock = make_clock(self.player, start, duration)
+        self.clock = make_clock(self.player, self.player.options.at_s or 0.0, duration, self.asked_stream())
         if isinstance(self.clock, SystemClock) and duration is None:
             raise InvalidInputError(f"{self.player.source!r}: no sound and no duration to wait for")
         return self.clock
@@ -1194,7 +1413,7 @@ class AudioOnlyPlayback(_Keys):
             title=f"alpha2 play - {os.path.basename(self.player.source)}",
             size=(window.width, window.height),
             update_mode="continuous",
-            max_fps=60,
+            max_fps=LEVEL_FPS,
             vsync=True,
         )
         self.context = self.canvas.get_context("wgpu")
@@ -1250,10 +1469,9 @@ class AudioOnlyPlayback(_Keys):
         if clock is None or (clock.ended() and not paused):
             self.canvas.close()
             return
-        level = min(1.0, clock.level() * 4) * 0.6  # dimmed a little: the display's white text stays clear
         surface = self.context.get_current_texture()
         encoder = self.device.create_command_encoder(label="alpha2 level")
-        _clear(encoder, surface, (0.1 * level, 0.6 * level, level, 1.0))
+        _clear(encoder, surface, level_colour(clock.level()))
         if self.overlay is not None:
             view = OsdView(
                 position_s=clock.now(),
@@ -1269,6 +1487,7 @@ class AudioOnlyPlayback(_Keys):
         overlay, self.overlay = self.overlay, None
         if overlay is not None:
             overlay.close()
+        self.note_track()
         clock, self.clock = self.clock, None
         if clock is not None:
             self.stats.audio_seconds = clock.now() - (self.player.options.at_s or 0.0)
