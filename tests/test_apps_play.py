@@ -341,6 +341,8 @@ def test_first_frame_time_is_reported(clip: str) -> None:
     data = stats.as_dict()
     assert data["first_frame_s"] is not None and 0 < data["first_frame_s"] < 600
     assert "first frame:" in stats.summary()
+    # Each file's --stats block names it (a playlist's blocks could not be told apart: a person's pass).
+    assert stats.summary().startswith(f"alpha2: played {os.path.basename(clip)}: 3 frames in ")
 
 
 @pytest.mark.vulkan

@@ -240,7 +240,8 @@ def test_arguments_that_start_with_a_dash(
 
 def test_wrap_lines_continues_under_the_text() -> None:
     colour = (
-        "  colour: as tagged (the frames are BT709 BT709 already); matrix BT.709 guessed from the size "
+        "  colour: no tone or gamut mapping (the frames' transfer and primaries, BT709 BT709, are the "
+        "display's); matrix BT.709 guessed from the size "
         "(untagged); range limited, primaries BT709, transfer BT709 assumed (untagged)"
     )
     head = (

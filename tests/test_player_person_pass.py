@@ -121,7 +121,8 @@ def test_help_and_stats_fit_a_small_window() -> None:
         "A/V offset: +16.7 ms (mean 6.0 ms, max 28.8 ms; refresh 200 Hz)",
         "Clock: audio clock: system (JACK Audio Connection Kit), 48000 Hz, 2 ch, output latency 21.3 ms",
         "Speed: 1x; volume 100%; loop no",
-        "Colour: as tagged (the frames are BT709 BT709 already); matrix BT.709 guessed from the size",
+        "Colour: no tone or gamut mapping (the frames' transfer and primaries, BT709 BT709, are the "
+        "display's); matrix BT.709 guessed from the size",
         "Subtitles: none",
     ]
     for window in (Size(320, 180), Size(300, 700), Size(1280, 300)):

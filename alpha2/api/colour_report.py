@@ -70,8 +70,11 @@ def colour_report(renderer: Any, options: Any, source_colour: ColourInfo | None 
 def colour_summary(report: dict[str, Any]) -> str:
     """One line of ``--stats``."""
     if not report.get("managed"):
-        line = (
-            report.get("reason") or f"as tagged (the frames are {report.get('target', 'the target')} already)"
+        # Not 'as tagged', which read against a guessed matrix after it (a person's pass): no tone or
+        # gamut mapping is what it means.
+        target = report.get("target", "the display's")
+        line = report.get("reason") or (
+            f"no tone or gamut mapping (the frames' transfer and primaries, {target}, are the display's)"
         )
     else:
         line = (

@@ -262,7 +262,8 @@ class PlayStats:
         data = self.as_dict()
         paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
         lines = [
-            f"alpha2: played {self.frames} frames in {self.seconds:.2f} s ({self.fps:.1f} fps), {self.mode}"
+            f"alpha2: played {os.path.basename(self.input)}: {self.frames} frames in {self.seconds:.2f} s "
+            f"({self.fps:.1f} fps), {self.mode}"
             + (f" ({self.mode_reason})" if self.mode_reason else ""),
             f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
             f"peak surfaces {self.peak_surfaces}",
