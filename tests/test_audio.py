@@ -218,6 +218,9 @@ def test_audio_only_file_plays(audio_server: str, tmp_path: Path) -> None:
     assert stats.clock["kind"] == "audio", stats.clock
     assert stats.audio_seconds is not None and 0.45 <= stats.audio_seconds <= 0.6
     assert 0.45 <= stats.seconds < 2.0
+    # Said as sound, not as the level visual's draws ('787 frames (54.6 fps)', a person's pass).
+    assert stats.audio_only and stats.summary().startswith("alpha2: played tone.mka: ")
+    assert " s of sound, audio" in stats.summary().splitlines()[0]
     with pytest.raises(Exception, match="no video stream"):
         play(tone, PlayOptions(snapshot=str(tmp_path / "x.png")), environ=NO_DISPLAY)
 

@@ -257,13 +257,22 @@ class PlayStats:
             "stages": self.stages.as_dict(self.seconds),
         }
 
+    @property
+    def audio_only(self) -> bool:
+        """Whether the file played as sound alone (its frames are the level visual's draws, or none)."""
+        return self.mode_reason.startswith("audio only")
+
     def summary(self) -> str:
         """A few lines for ``--stats``."""
         data = self.as_dict()
         paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
         lines = [
-            f"alpha2: played {os.path.basename(self.input)}: {self.frames} frames in {self.seconds:.2f} s "
-            f"({self.fps:.1f} fps), {self.mode}"
+            f"alpha2: played {os.path.basename(self.input)}: "
+            + (
+                f"{self.seconds:.2f} s of sound, {self.mode}"
+                if self.audio_only
+                else f"{self.frames} frames in {self.seconds:.2f} s ({self.fps:.1f} fps), {self.mode}"
+            )
             + (f" ({self.mode_reason})" if self.mode_reason else ""),
             f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
             f"peak surfaces {self.peak_surfaces}",
