@@ -71,9 +71,10 @@ def test_a_broken_file_is_passed_over(
 
 class _DrawingLoop:
     """A rendercanvas backend module whose loop draws the offscreen canvas at 60 Hz, pressing keys on
-    the way (``presses``: draw count -> key)."""
+    the way (``presses``: draw count -> key, or (source, draws since it started) -> key: one press the
+    first time a given file plays, whatever the machine's load made of the draws before it)."""
 
-    def __init__(self, presses: dict[int, str]) -> None:
+    def __init__(self, presses: dict[Any, str]) -> None:
         self.presses = presses
         self.playback: Any = None
         self.canvases: set[int] = set()
@@ -88,7 +89,7 @@ class _DrawingLoop:
         class Loop:
             @staticmethod
             def run() -> None:
-                draws = 0
+                draws = since = 0
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline:
                     canvas = loop.playback.canvas
@@ -99,9 +100,11 @@ class _DrawingLoop:
                         loop.sources.append(loop.playback.player.source)
                         width, height = canvas.get_logical_size()
                         loop.sizes.append((round(width), round(height)))
+                        since = 0
                     canvas.draw()
                     draws += 1
-                    key = loop.presses.get(draws)
+                    since += 1
+                    key = loop.presses.get(draws) or loop.presses.pop((loop.sources[-1], since), None)
                     if key is not None:
                         loop.playback._on_key({"key": key})
                     time.sleep(1 / 60)
@@ -113,7 +116,7 @@ class _DrawingLoop:
 
 
 def _run_window(
-    sources: list[str], presses: dict[int, str], options: PlayOptions | None = None
+    sources: list[str], presses: dict[Any, str], options: PlayOptions | None = None
 ) -> tuple[Any, Any, _DrawingLoop]:
     """``play_list`` in a window on the offscreen canvas (without sound unless ``options`` say); the
     window object is caught as it is made."""

@@ -415,14 +415,17 @@ class Osd:
             out.append(Layer("stats", _fitted(stats, sizes["small"], room), margin, top))
         if self.show_help and view.help:
             text = "\n".join(view.help)
-            room = Size(window.width - 2 * margin, window.height - 2 * margin)
+            # Between the message (if any) and the time over the bar: in a small window it covered them
+            # (a person's pass at 400x225).
+            low = (time_y - margin // 2) if bar_opacity > 0 else window.height - margin
+            room = Size(window.width - 2 * margin, max(1, low - top))
             pixels = _fitted(
                 lambda size: self._text(text, size, mono=True, box_alpha=215, outline_px=0),
                 sizes["small"],
                 room,
             )
             x = max(0, (window.width - int(pixels.shape[1])) // 2)
-            y = max(0, (window.height - int(pixels.shape[0])) // 2)
+            y = max(0, top + (low - top - int(pixels.shape[0])) // 2)
             out.append(Layer("help", pixels, x, y))
         return out
 
