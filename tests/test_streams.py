@@ -67,6 +67,30 @@ def test_budget_too_small_is_refused(clips: list[str]) -> None:
         StreamGroup(clips, hwaccel="none", budget=SurfaceBudget(max_surfaces=2))
 
 
+@pytest.mark.vulkan
+def test_misused_arguments_are_typed_errors_naming_them(clips: list[str]) -> None:
+    """Found by an outside pass: device='cpu' was an AttributeError from inside, columns='2' a TypeError,
+    a tile too large a raw wgpu validation error, a 1x1 tile an internal 'draw rectangle' message,
+    seek('x') a ValueError and tick(at_s=nan) showed every stream's last frame."""
+    for kwargs, said in (
+        ({"device": "cpu"}, "device='cpu'"),
+        ({"columns": "2"}, "columns"),
+        ({"columns": 2.5}, "columns"),
+        ({"tile": (1, 1)}, "tile must be at least 2x2"),
+        ({"fit": (3, 3)}, "fit: a 2x2 wall"),
+        ({"tile": (100_000, 100_000)}, "more than this device's textures take"),
+    ):
+        with pytest.raises(InvalidInputError, match=said):
+            StreamGroup(clips, hwaccel="none", **kwargs)
+    with StreamGroup(clips, hwaccel="none") as group:
+        for bad in ("x", float("nan"), float("inf")):
+            with pytest.raises(InvalidInputError, match="at_s"):
+                group.tick(at_s=bad)
+            with pytest.raises(InvalidInputError, match="at_s"):
+                group.seek(bad)
+        group.tick(at_s=0.0)
+
+
 class _CountingQueue:
     """Stands in for device.queue: counts alpha2's submits that carry command buffers (the CPU upload's
     flushing submits carry none)."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.api import arguments, pipeline
-from alpha2.api.devices import open_decoder, open_device
+from alpha2.api.devices import as_device, open_decoder, open_device, texture_limit
 from alpha2.api.playback import stream_displayed_size
 from alpha2.api.throttle import SubmitThrottle
 from alpha2.ffmpeg_bridge import DecodeSession
@@ -150,7 +150,9 @@ class StreamGroup:
 
     Args:
         sources: the inputs (paths), one tile each, in reading order (left to right, top to bottom).
-        device: the Device to work on (None: one is opened, and closed with the group).
+        device: the Device to work on (None: one is opened, and closed with the group); a CUDA device
+            (``'cuda:N'``, an ordinal, a ``torch.device``) or a WebGPU device is taken as
+            :func:`alpha2.open` takes it.
         hwaccel: ``auto``, ``cuda`` or ``none``, for every stream.
         budget: the surface budget every stream's frames count against (None: one of ``2 * N``
             surfaces: a tick holds at most a frame on display and one decoded ahead per stream).
@@ -188,7 +190,7 @@ class StreamGroup:
         self,
         sources: Sequence[str | os.PathLike[str]],
         *,
-        device: Device | None = None,
+        device: Any = None,
         hwaccel: str = "auto",
         budget: SurfaceBudget | None = None,
         prefetch: int = 2,
@@ -211,8 +213,14 @@ class StreamGroup:
         sources = list(sources)
         if tile is not None:
             tile = arguments.size("tile", tile)
+            if tile.width < 2 or tile.height < 2:
+                raise InvalidInputError(f"tile must be at least 2x2, got {tile.width}x{tile.height}")
         if fit is not None:
             fit = arguments.size("fit", fit)
+        if columns is not None:
+            columns = arguments.whole("columns", columns, low=1)
+        given = device
+        device = as_device(device, hwaccel)  # a CUDA ordinal or a WebGPU device: made a Device; else why not
         count = len(sources)
         if decoders not in ("threads", "processes"):
             raise InvalidInputError(f"decoders must be 'threads' or 'processes', got {decoders!r}")
@@ -223,8 +231,6 @@ class StreamGroup:
         """Where the streams decode: ``threads`` of this process, or ``processes`` of their own."""
         self.columns, self.rows = grid_shape(count)
         if columns is not None:
-            if columns < 1:
-                raise InvalidInputError(f"columns must be >= 1, got {columns}")
             self.columns, self.rows = columns, math.ceil(count / columns)
         if budget is None:
             budget = SurfaceBudget(max_surfaces=(slots if decoders == "processes" else 2) * count)
@@ -236,7 +242,8 @@ class StreamGroup:
         self.budget = budget
         """The one surface budget every stream's frames count against."""
         self.record_order = record_order
-        self._owns_device = device is None
+        # Closed with the group where made here (an adopted WebGPU device itself stays the caller's).
+        self._owns_device = device is None or device is not given
         self._closed = False
         self._streams: list[StreamState] = []
         self._objects: list[Any] = []
@@ -319,16 +326,24 @@ class StreamGroup:
             box = Size(MAX_WALL.width // self.columns, MAX_WALL.height // self.rows)
             tile = _fit_no_upscale(width, height, box)
         if fit is not None:
-            if fit.width < self.columns or fit.height < self.rows:
+            if fit.width < 2 * self.columns or fit.height < 2 * self.rows:
                 raise InvalidInputError(
-                    f"a {self.columns}x{self.rows} wall cannot fit in {fit.width}x{fit.height}"
+                    f"fit: a {self.columns}x{self.rows} wall of tiles of at least 2x2 cannot fit in "
+                    f"{fit.width}x{fit.height}"
                 )
             while tile.width * self.columns > fit.width or tile.height * self.rows > fit.height:
-                tile = Size(max(1, tile.width // 2), max(1, tile.height // 2))
+                tile = Size(max(2, tile.width // 2), max(2, tile.height // 2))
         self.tile = tile
         """The size of one tile."""
         self.size = Size(tile.width * self.columns, tile.height * self.rows)
         """The wall's size."""
+        limit = texture_limit(self.device.webgpu_device)
+        if limit is not None and max(self.size.width, self.size.height) > limit:
+            raise InvalidInputError(
+                f"a wall of {self.columns}x{self.rows} tiles of {tile.width}x{tile.height} is "
+                f"{self.size.width}x{self.size.height}, more than this device's textures take ({limit} a "
+                "side); give a smaller tile, or fit"
+            )
         webgpu = self.device.webgpu_device
         gpu = self.device.gpu_module
         self._gpu = gpu
@@ -505,6 +520,8 @@ class StreamGroup:
         """
         if self._closed:
             raise ClosedError("this StreamGroup was closed")
+        if at_s is not None:
+            at_s = arguments.real("at_s", at_s)  # NaN showed every stream's last frame, 'x' a TypeError
         clock = time.perf_counter
         t0 = clock()
         frames: list[Any] = []
@@ -655,7 +672,7 @@ class StreamGroup:
             raise ClosedError("this StreamGroup was closed")
         if self.decoders == "processes":
             raise UnsupportedError("a wall of decoder processes cannot seek once it plays; use threads")
-        target = max(0.0, float(at_s))
+        target = max(0.0, arguments.real("at_s", at_s))
         for stream in self._streams:
             if stream.decoder is None:
                 continue
