@@ -299,3 +299,14 @@ def test_loop_plays_the_wall_again(clips: list[Clip]) -> None:
         device.close()
     with pytest.raises(InvalidInputError, match=r"--loop .* cannot seek"):
         play_wall([c.path for c in clips], PlayOptions(loop=True, decoders="processes"))
+
+
+def test_a_wall_refuses_sub_rather_than_ignore_it(
+    clips: list[Clip], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--sub with --wall played on without it, said nowhere (an outside pass)."""
+    from alpha2.apps.cli import main
+
+    code = main(["play", clips[0].path, clips[1].path, "--wall", "--sub", str(tmp_path / "x.srt")])
+    err = capsys.readouterr().err
+    assert code == 1 and "--sub is for one file or a playlist" in err

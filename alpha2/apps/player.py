@@ -428,6 +428,9 @@ def _run(args: argparse.Namespace) -> int:
             raise InvalidInputError(
                 "--aid is for one file or a playlist; a --wall plays each tile's default track"
             )
+    if len(args.input) > 1 and wall and getattr(args, "sub", None) is not None:
+        # Refused, not ignored: the wall played without it, said nowhere (an outside pass).
+        raise InvalidInputError("--sub is for one file or a playlist; a --wall draws no subtitles")
     if len(args.input) > 1 and wall:
         from alpha2.apps.wall import run_wall
 
