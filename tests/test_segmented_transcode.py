@@ -13,6 +13,8 @@ import fractions
 import itertools
 import json
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +298,64 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "segments must be 2 or more" in capsys.readouterr().err
     assert cli.main(["transcode", clip.path, out, "-y", "--segments", "2", "--frames", "5"]) == 1
     assert "--segments cannot go with --frames" in capsys.readouterr().err
+
+
+def test_a_worker_ends_with_its_parent_and_a_killed_run_s_folder_goes_next_time(tmp_path: Path) -> None:
+    """SIGKILL of a segmented transcode left its workers encoding as orphans and its segments folder
+    beside the output (an outside pass): the workers now end with their parent, and the next run of that
+    output removes a folder whose owner is gone (one whose owner runs is left)."""
+    import signal
+    import subprocess
+    import textwrap
+
+    from alpha2.api.segmented_transcode import _OWNER, _remove_abandoned
+
+    code = textwrap.dedent(
+        """
+        import multiprocessing, sys, time
+        from alpha2.api.segmented_transcode import _exit_with_parent
+
+        def child():
+            _exit_with_parent()
+            time.sleep(60)
+
+        if __name__ == "__main__":
+            p = multiprocessing.get_context("spawn").Process(target=child)
+            p.start()
+            print(p.pid, flush=True)
+            time.sleep(60)
+        """
+    )
+    script = tmp_path / "parent.py"
+    script.write_text(code)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        time.sleep(0.5)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(5)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(child, signal.SIGKILL)
+            raise AssertionError("the worker outlived its parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for name, pid in ((".out.segments.dead", gone.pid), (".out.segments.live", os.getpid())):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / _OWNER).write_text(str(pid))
+    (tmp_path / ".out.segments.other").mkdir()  # no owner file: not ours to remove
+    _remove_abandoned(str(tmp_path), ".out.segments.")
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out."))
+    assert left == [".out.segments.live", ".out.segments.other"]

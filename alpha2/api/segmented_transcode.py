@@ -39,6 +39,7 @@ import multiprocessing.connection
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -296,6 +297,50 @@ class _PipeProgress(pipeline.Progress):
                 self._conn.send(("progress", self._index, frames))
 
 
+_PARENT_POLL_S = 0.5
+
+_OWNER = "owner.pid"
+"""The file in a segments folder that names the process writing it."""
+
+
+def _remove_abandoned(directory: str, prefix: str) -> None:
+    """Remove the segments folders of this output that a process killed outright left (SIGKILL, a
+    power cut): those whose owner is no running process. Another run's, still going, is left alone."""
+    try:
+        names = [n for n in os.listdir(directory or ".") if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        folder = os.path.join(directory, name)
+        try:
+            with open(os.path.join(folder, _OWNER), encoding="ascii") as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            continue  # not one of ours, or being made: left alone
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue  # alive, another user's
+
+
+def _exit_with_parent() -> None:
+    """End this worker when the process that started it is gone (killed with SIGKILL, it can stop
+    nothing): a thread sees the worker's parent change and exits at once. The segments' workers went on
+    encoding for their whole segment as orphans (an outside pass); the decoder processes end on their
+    socket's EOF the same way."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(_PARENT_POLL_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="alpha2 parent watch", daemon=True).start()
+
+
 def _segment_main(
     conn: multiprocessing.connection.Connection,
     source: str,
@@ -304,6 +349,7 @@ def _segment_main(
     part: SegmentPart,
 ) -> None:
     """A worker process: transcode one segment into ``path``; send ``done`` or ``error``."""
+    _exit_with_parent()
     try:
         run = _Transcoder(source, path, options, _PipeProgress(conn, part.index), part=part)
         stats = run.run()
@@ -527,9 +573,11 @@ def transcode_segmented(
     )
     stats = survey.stats
     stats.stages.add("survey", survey_seconds)
-    folder = tempfile.mkdtemp(
-        prefix=f".{os.path.splitext(os.path.basename(output))[0]}.segments.", dir=os.path.dirname(output)
-    )
+    prefix = f".{os.path.splitext(os.path.basename(output))[0]}.segments."
+    _remove_abandoned(os.path.dirname(output), prefix)
+    folder = tempfile.mkdtemp(prefix=prefix, dir=os.path.dirname(output))
+    with open(os.path.join(folder, _OWNER), "w", encoding="ascii") as owner:
+        owner.write(str(os.getpid()))
     workers = _Workers()
     ok = False
     changed: str | None = None  # --segments auto: a segment planned otherwise; one pipeline instead
