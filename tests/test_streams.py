@@ -79,6 +79,7 @@ def test_misused_arguments_are_typed_errors_naming_them(clips: list[str]) -> Non
         ({"tile": (1, 1)}, "tile must be at least 2x2"),
         ({"fit": (3, 3)}, "fit: a 2x2 wall"),
         ({"tile": (100_000, 100_000)}, "more than this device's textures take"),
+        ({"decoders": "processes", "broken": "tile"}, "broken='tile' is for decoders='threads'"),
     ):
         with pytest.raises(InvalidInputError, match=said):
             StreamGroup(clips, hwaccel="none", **kwargs)

@@ -226,6 +226,12 @@ class StreamGroup:
             raise InvalidInputError(f"decoders must be 'threads' or 'processes', got {decoders!r}")
         if broken not in ("raise", "tile"):
             raise InvalidInputError(f"broken must be 'raise' or 'tile', got {broken!r}")
+        if broken == "tile" and decoders == "processes":
+            # Refused, not ignored: the group raised at the first bad source (an outside pass).
+            raise InvalidInputError(
+                "broken='tile' is for decoders='threads': decoder processes open together, and a source "
+                "that fails stops the group"
+            )
         self._broken = broken
         self.decoders = decoders
         """Where the streams decode: ``threads`` of this process, or ``processes`` of their own."""
