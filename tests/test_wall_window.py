@@ -310,3 +310,17 @@ def test_a_wall_refuses_sub_rather_than_ignore_it(
     code = main(["play", clips[0].path, clips[1].path, "--wall", "--sub", str(tmp_path / "x.srt")])
     err = capsys.readouterr().err
     assert code == 1 and "--sub is for one file or a playlist" in err
+
+
+def test_a_wall_none_of_whose_sources_opens_names_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the first source's error was named (an outside pass)."""
+    from alpha2.apps.cli import main
+
+    bad = [tmp_path / "a.mp4", tmp_path / "b.mkv"]
+    for path in bad:
+        path.write_bytes(b"not a video" * 30)
+    code = main(["play", *map(str, bad), "--wall", "--snapshot", str(tmp_path / "w.png")])
+    err = capsys.readouterr().err
+    assert code == 1 and "none of the 2 sources opened" in err and "a.mp4" in err and "b.mkv" in err

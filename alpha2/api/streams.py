@@ -319,10 +319,10 @@ class StreamGroup:
             decoders.append(decoder)
         live = [d for d in decoders if d is not None]
         if not live:
-            first = min(errors)
-            raise InvalidInputError(
-                f"none of the {len(sources)} sources opened; {sources[first]}: {errors[first]}"
-            )
+            said = [f"{os.fspath(sources[i])}: {errors[i]}" for i in sorted(errors)]
+            more = f"; and {len(said) - 3} more" if len(said) > 3 else ""
+            opened = f"none of the {len(sources)} sources opened; "
+            raise InvalidInputError(opened + "; ".join(said[:3]) + more)
         # Tiles take the pictures as displayed: the pixel shape applied, a quarter-turn display matrix
         # swaps the sides.
         sizes = [(shown.width, shown.height) for shown in (stream_displayed_size(d.info) for d in live)]
