@@ -324,3 +324,19 @@ def test_a_wall_none_of_whose_sources_opens_names_each(
     code = main(["play", *map(str, bad), "--wall", "--snapshot", str(tmp_path / "w.png")])
     err = capsys.readouterr().err
     assert code == 1 and "none of the 2 sources opened" in err and "a.mp4" in err and "b.mkv" in err
+
+
+def test_at_past_a_short_file_shows_its_last_frame(
+    clips: list[Clip], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--at past one file's end refused the whole wall (an outside pass); that tile shows its last frame,
+    as at the end of playing, and only --at past every input is refused."""
+    from alpha2.apps.cli import main
+
+    out = tmp_path / "w.png"
+    args = ["play", clips[0].path, clips[1].path, "--wall", "--snapshot", str(out), "--json"]
+    assert main([*args, "--at", "0.5"]) == 0  # a: 0.4 s, b: 0.6 s
+    data = json.loads(capsys.readouterr().out)
+    assert [s["frames_shown"] for s in data["streams"]] == [1, 1] and out.exists()
+    assert main([*args, "--at", "5", "-y"]) == 1
+    assert "past the end of every input (the longest is 0.600 s)" in capsys.readouterr().err

@@ -198,18 +198,22 @@ def play_wall(
 
 
 def _seek_all(group: StreamGroup, at: float | None) -> None:
-    """Seek every stream to ``--at`` (checked against each one's duration)."""
+    """Seek every stream to ``--at``; a stream that ends before it shows its last frame, as it does at
+    the end of playing (the whole wall was refused for one short file), and past the end of every one
+    ``--at`` is refused."""
     if not at:
         return
-    for stream in group.streams:
-        if stream.decoder is None:
-            continue  # a broken input's tile
-        duration = stream.decoder.info.duration_seconds
-        if duration is not None and at >= duration:
-            raise InvalidInputError(
-                f"--at {at:g} s is past the end of {stream.source!r} ({duration:.3f} s long)"
-            )
-        stream.decoder.seek(at)
+    live = [stream for stream in group.streams if stream.decoder is not None]  # not a broken input's
+    ends = [stream.decoder.info.duration_seconds for stream in live]
+    if ends and all(end is not None and at >= end for end in ends):
+        longest = max(end for end in ends if end is not None)
+        raise InvalidInputError(
+            f"--at {at:g} s is past the end of every input (the longest is {longest:.3f} s)"
+        )
+    for stream, end in zip(live, ends):
+        rate = stream.decoder.info.average_rate
+        last = None if end is None else max(0.0, end - (float(1 / rate) if rate else 0.05))
+        stream.decoder.seek(at if last is None or at < end else last)
 
 
 def _run_offscreen(
