@@ -1228,16 +1228,8 @@ class WindowPlayback(_Keys):
             {"texture": surface, "mip_level": 0, "origin": (box.x, box.y, 0)},
             (box.width, box.height, 1),
         )
-        overlay = self._ready_overlay(wait=self.clock is not None)  # the first frame does not wait for it
-        if overlay is not None:
-            t0 = time.perf_counter()
-            overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
-            stats.stages.add("osd", time.perf_counter() - t0)
-        device.queue.submit([encoder.finish()])
-        if self.on_present is not None:
-            self.on_present(surface)
-        if stats.first_frame_s is None:
-            stats.first_frame_s = seconds_since_process_start()
+        # The first frame does not wait for the display's pipeline.
+        self._display_and_submit(encoder, surface, window, wait=self.clock is not None)
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
@@ -1249,6 +1241,21 @@ class WindowPlayback(_Keys):
         if self.fullscreen and not self._cursor_hidden and not self.osd.showing_bar(self.paused):
             self._cursor_hidden = True  # as mpv: the pointer goes with the bar, and comes back on a move
             self.canvas.set_cursor("none")
+
+    def _display_and_submit(self, encoder: Any, surface: Any, window: Size, *, wait: bool) -> None:
+        """Encode the on-screen display over ``surface`` (once its pipeline is built; ``wait``: wait for
+        it), submit the draw, and note the first frame's time."""
+        stats = self.stats
+        overlay = self._ready_overlay(wait=wait)
+        if overlay is not None:
+            t0 = time.perf_counter()
+            overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
+            stats.stages.add("osd", time.perf_counter() - t0)
+        self.player.device.queue.submit([encoder.finish()])
+        if self.on_present is not None:
+            self.on_present(surface)
+        if stats.first_frame_s is None:
+            stats.first_frame_s = seconds_since_process_start()
 
     def _next_or_close(self) -> None:
         """The file has ended: the playlist's next file, or the window closes."""
@@ -1275,16 +1282,7 @@ class WindowPlayback(_Keys):
         device = self.player.device
         encoder = device.create_command_encoder(label="alpha2 level")
         _clear(encoder, surface, level_colour(clock.level()))
-        overlay = self._ready_overlay(wait=True)
-        if overlay is not None:
-            t0 = time.perf_counter()
-            overlay.encode(encoder, surface, self.osd.layers(window, self._osd_view()))
-            stats.stages.add("osd", time.perf_counter() - t0)
-        device.queue.submit([encoder.finish()])
-        if self.on_present is not None:
-            self.on_present(surface)
-        if stats.first_frame_s is None:
-            stats.first_frame_s = seconds_since_process_start()
+        self._display_and_submit(encoder, surface, window, wait=True)
         stats.frames += 1
         title = self._title_text()
         if title != self.title:
