@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from alpha2.api import arguments
 from alpha2.api.colour_report import guessed_notes
-from alpha2.ffmpeg_bridge.describe import FileFacts, StreamFacts, describe_file
+from alpha2.ffmpeg_bridge.describe import MARKS, FileFacts, StreamFacts, describe_file
 from alpha2.ffmpeg_bridge.side_streams import StreamKind
 from alpha2.gpu.errors import Error, InvalidInputError
 
@@ -146,15 +146,7 @@ _COMMON = (
     "profile",
     "language",
     "title",
-    "default",
-    "forced",
-    "hearing_impaired",
-    "visual_impaired",
-    "commentary",
-    "original",
-    "dub",
-    "captions",
-    "descriptions",
+    *MARKS,
     "timecode",
     "bit_rate",
     "duration_seconds",

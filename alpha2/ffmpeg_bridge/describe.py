@@ -30,7 +30,7 @@ from alpha2.ffmpeg_bridge.media import (
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, chapter_tracks, stream_kind
 from alpha2.gpu.geometry import Rotation
 
-__all__ = ["ChapterFacts", "FileFacts", "StreamFacts", "describe_file"]
+__all__ = ["MARKS", "ChapterFacts", "FileFacts", "StreamFacts", "describe_file"]
 
 _TEXT_SUBTITLES = frozenset(
     {"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text", "microdvd", "subviewer"}
@@ -139,7 +139,7 @@ class StreamFacts:
         """The marks (dispositions) a person picks a stream by, in words: ``default``, ``forced``,
         ``hearing impaired``, ``visual impaired``, ``commentary``, ``original``, ``dub``,
         ``captions``, ``descriptions``."""
-        return tuple(name.replace("_", " ") for name in _MARKS if getattr(self, name))
+        return tuple(name.replace("_", " ") for name in MARKS if getattr(self, name))
 
     @property
     def frames_by_duration(self) -> int | None:
@@ -215,7 +215,7 @@ class FileFacts:
     """Its chapters, in order (empty: none)."""
 
 
-_MARKS = (
+MARKS = (
     "default",
     "forced",
     "hearing_impaired",
@@ -228,7 +228,7 @@ _MARKS = (
 )
 """The :class:`StreamFacts` fields of the marks, in the order they are said."""
 
-_DISPOSITIONS = {name: "comment" if name == "commentary" else name for name in _MARKS}
+_DISPOSITIONS = {name: "comment" if name == "commentary" else name for name in MARKS}
 """Each mark's name in FFmpeg's dispositions."""
 
 
