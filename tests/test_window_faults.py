@@ -304,3 +304,63 @@ def test_a_signal_closes_the_window_and_is_raised_after_its_loop(signame: str) -
         with pytest.raises(expected):
             signals.restore()
         assert signal.getsignal(signal.SIGTERM) == command  # the command's handlers are back
+
+
+def _chaptered_clip(path: Path) -> str:
+    """3 s at 30 fps with chapters at 0, 1 and 2 s ('One', 'Two', and one untitled)."""
+    import fractions
+
+    import av
+
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=RATE)
+        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
+        out.set_chapters(
+            [
+                {
+                    "id": i + 1,
+                    "start": start,
+                    "end": start + 1000,
+                    "time_base": fractions.Fraction(1, 1000),
+                    "metadata": {"title": title} if title else {},
+                }
+                for i, (title, start) in enumerate((("One", 0), ("Two", 1000), ("", 2000)))
+            ]
+        )
+        for i in range(3 * RATE):
+            frame = av.VideoFrame.from_ndarray(np.full((H, W, 3), i, np.uint8), format="rgb24")
+            for packet in stream.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return str(path)
+
+
+@pytest.mark.vulkan
+def test_page_keys_go_from_chapter_to_chapter(tmp_path: Path) -> None:
+    """PgDn / PgUp as mpv's: the next chapter's start; back to the start of the one playing when more
+    than 5 s into it, else the one before; said on screen ('Chapter 2/3: Two')."""
+    playback = _playback(_chaptered_clip(tmp_path / "ch.mkv"))
+    said: list[str] = []
+    playback.osd.message = said.append  # type: ignore[method-assign]
+    try:
+        _draw(playback)
+        playback._on_key({"key": " "})  # paused: the clock stays where the keys put it
+        _draw(playback)
+        for key, at, text in (
+            ("PageDown", 1.0, "Chapter 2/3: Two"),
+            ("PageDown", 2.0, "Chapter 3/3"),
+            ("PageDown", 2.0, "No next chapter"),
+            ("PageUp", 1.0, "Chapter 2/3: Two"),
+            ("PageUp", 0.0, "Chapter 1/3: One"),
+        ):
+            playback._on_key({"key": key})
+            _draw(playback)
+            assert said[-1] == text and abs(playback.media_time() - at) < 0.05, (
+                key,
+                said,
+                playback.media_time(),
+            )
+        assert _frame_index(playback) == 0
+    finally:
+        _close(playback)

@@ -151,6 +151,9 @@ MAX_FPS = 240
 """The most draws a second of a playing window (vsync holds it to the display's rate)."""
 LEVEL_FPS = 60
 """The most draws a second of the level visual (a file without video)."""
+CHAPTER_BACK_S = 5.0
+"""PgUp goes back to the start of the chapter playing when more than this into it (mpv's
+``chapter-seek-threshold``), else to the chapter before."""
 PAUSED_FPS = 4
 """Draws a second of a paused window with no input (the on-screen display's timing)."""
 
@@ -326,10 +329,50 @@ class _Keys:
     osd: Osd | None = None
     fullscreen: bool = False
     _tracks: tuple[AudioTrack, ...] | None = None  # the file's audio tracks, listed on first use
+    _chapters: tuple[Any, ...] | None = None  # the file's chapters, listed on first use
+    seek: Callable[[float], None]  # each window's own: jump to a time in seconds
 
     def _say(self, text: str) -> None:
         if self.osd is not None:
             self.osd.message(text)
+
+    def chapters(self) -> tuple[Any, ...]:
+        """The file's chapters (``start_seconds``, ``title``), listed once per file (none when they
+        cannot be listed)."""
+        if self._chapters is None:
+            from alpha2.api.media import describe
+
+            try:
+                self._chapters = tuple(describe(self.player.source, decode=False).file.chapters)
+            except Error:
+                self._chapters = ()
+        return self._chapters
+
+    def chapter_step(self, step: int) -> None:
+        """The next (``+1``, PgDn) or previous (``-1``, PgUp) chapter, as mpv's: back goes to the start
+        of the chapter playing when more than :data:`CHAPTER_BACK_S` into it, else to the one before."""
+        clock = self.clock
+        if clock is None:
+            return
+        chapters = self.chapters()
+        if not chapters:
+            self._say("No chapters")
+            return
+        now = clock.now()
+        current = max((i for i, c in enumerate(chapters) if c.start_seconds <= now + 0.25), default=-1)
+        if step > 0:
+            index = current + 1
+            if index >= len(chapters):
+                self._say("No next chapter")
+                return
+        elif current >= 0 and now - chapters[current].start_seconds > CHAPTER_BACK_S:
+            index = current
+        else:
+            index = max(0, current - 1)
+        chapter = chapters[index]
+        self.seek(chapter.start_seconds)
+        title = f": {chapter.title}" if chapter.title else ""
+        self._say(f"Chapter {index + 1}/{len(chapters)}{title}")
 
     def audio_tracks(self) -> tuple[AudioTrack, ...]:
         """The file's audio tracks (none when they cannot be listed), listed once per file."""
@@ -444,6 +487,8 @@ class _Keys:
             self._say(f"Mute: {'yes' if getattr(clock, 'muted', False) else 'no'}")
         elif key in ("9", "0"):
             self.change_volume(VOLUME_STEP if key == "0" else -VOLUME_STEP)
+        elif key in ("PageDown", "PageUp"):
+            self.chapter_step(+1 if key == "PageDown" else -1)
         elif key == "#":
             self.cycle_audio()
         else:
@@ -1017,7 +1062,7 @@ class WindowPlayback(_Keys):
         self.last_window = Size(0, 0)
         self.audio_only = False
         self._audio_duration = None
-        self._tracks = None
+        self._tracks = self._chapters = None
         self.osd.always_bar = False
         self.osd.activity()
 
