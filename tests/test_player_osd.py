@@ -501,3 +501,12 @@ def test_overlays_in_a_real_window_on_a_virtual_display(clip: str, tmp_path: Pat
 if __name__ == "__main__":
     # The Xvfb test's window, run under xvfb-run: CLIP SUBS OUT_DIR.
     print(json.dumps(_xvfb_screenshots(sys.argv[1], sys.argv[2], Path(sys.argv[3]))))
+
+
+def test_the_bar_ticks_where_chapters_begin() -> None:
+    from alpha2.apps.osd import bar_image
+
+    bar = bar_image(102, 6, 0.5, (0.25, 0.75))
+    ticks = [x for x in range(1, 101) if tuple(bar[3, x]) == (0, 0, 0, 200)]
+    assert ticks == [26, 76]  # 1 + 100 * mark: dark on the filled part and on the track alike
+    assert not (bar_image(102, 6, 0.5)[3, 1:101, 3] == 200).any()

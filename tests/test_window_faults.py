@@ -362,5 +362,7 @@ def test_page_keys_go_from_chapter_to_chapter(tmp_path: Path) -> None:
                 playback.media_time(),
             )
         assert _frame_index(playback) == 0
+        # The bar has a tick where each chapter after the first begins, as mpv's.
+        assert [round(m, 3) for m in playback._osd_view().marks] == [0.333, 0.667]
     finally:
         _close(playback)

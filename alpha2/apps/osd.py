@@ -173,8 +173,9 @@ def wrap_to_width(text: str, size_px: int, width_px: int, *, mono: bool = False)
     return "\n".join(out)
 
 
-def bar_image(width: int, height: int, fraction: float) -> np.ndarray:
-    """The progress bar: a dark-edged translucent track, filled white up to ``fraction``."""
+def bar_image(width: int, height: int, fraction: float, marks: Sequence[float] = ()) -> np.ndarray:
+    """The progress bar: a dark-edged translucent track, filled white up to ``fraction``, with a dark
+    tick at each of ``marks`` (fractions of the length: the chapters' starts, as mpv's bar has them)."""
     width, height = max(4, width), max(4, height)
     out = np.zeros((height, width, 4), np.uint8)
     out[...] = (0, 0, 0, 170)  # the edge
@@ -182,6 +183,10 @@ def bar_image(width: int, height: int, fraction: float) -> np.ndarray:
     filled = round((width - 2) * min(max(fraction, 0.0), 1.0))
     if filled > 0:
         out[1:-1, 1 : 1 + filled] = (255, 255, 255, 235)
+    for mark in marks:
+        if 0.0 < mark < 1.0:
+            x = 1 + round((width - 2) * mark)
+            out[1:-1, x : x + 1] = (0, 0, 0, 200)
     return out
 
 
@@ -252,6 +257,8 @@ class OsdView:
     """The stats lines (drawn while the stats are toggled on)."""
     help: Sequence[str] = ()
     """The key help lines (drawn while the help is toggled on)."""
+    marks: Sequence[float] = ()
+    """Where the chapters begin, as fractions of the duration (ticks on the bar)."""
 
 
 @dataclass
@@ -369,8 +376,10 @@ class Osd:
             if view.duration_s:
                 fraction = view.position_s / view.duration_s
             filled = round((bar.width - 2) * min(max(fraction, 0.0), 1.0))
+            marks = tuple(view.marks)
             bar_pixels = self._cached(
-                ("bar", bar.width, bar.height, filled), lambda: bar_image(bar.width, bar.height, fraction)
+                ("bar", bar.width, bar.height, filled, marks),
+                lambda: bar_image(bar.width, bar.height, fraction, marks),
             )
             out.append(Layer("bar", bar_pixels, bar.x, bar.y, bar_opacity))
             label = f"{format_time(view.position_s)} / {format_time(view.duration_s)}"

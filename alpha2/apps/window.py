@@ -348,6 +348,12 @@ class _Keys:
                 self._chapters = ()
         return self._chapters
 
+    def chapter_marks(self, duration: float | None) -> tuple[float, ...]:
+        """Where the chapters begin as fractions of ``duration`` (the bar's ticks); none without one."""
+        if not duration or self.clock is None:  # listed once the first frame is up, not before it
+            return ()
+        return tuple(c.start_seconds / duration for c in self.chapters() if c.start_seconds > 0)
+
     def chapter_step(self, step: int) -> None:
         """The next (``+1``, PgDn) or previous (``-1``, PgUp) chapter, as mpv's: back goes to the start
         of the chapter playing when more than :data:`CHAPTER_BACK_S` into it, else to the one before."""
@@ -1206,6 +1212,7 @@ class WindowPlayback(_Keys):
             help=help_lines(PLAYLIST_AUDIO_BINDINGS if self.audio_only else PLAYER_BINDINGS)
             if self.osd.show_help
             else (),
+            marks=self.chapter_marks(self.duration_s),
         )
 
     def _draw(self) -> None:
@@ -1521,6 +1528,7 @@ class AudioOnlyPlayback(_Keys):
                 duration_s=self.duration_s,
                 paused=paused,
                 help=help_lines(AUDIO_BINDINGS) if self.osd.show_help else (),
+                marks=self.chapter_marks(self.duration_s),
             )
             self.overlay.encode(encoder, surface, self.osd.layers(self._window_size(), view))
         self.device.queue.submit([encoder.finish()])
