@@ -230,7 +230,8 @@ class TranscodeOptions:
 
     codec: str | None = None
     """Codec (``h264``, ``hevc``, ``vp9``, ``av1``) or an FFmpeg encoder name; None: by the output's
-    container (:func:`default_codec`)."""
+    container (:func:`default_codec`); ``copy``: the streams as they are, nothing encoded
+    (:mod:`alpha2.api.remux`)."""
     size: Size | None = None
     """Box to fit the output in, aspect kept, even sides; None keeps the input's size."""
     crf: float | None = None

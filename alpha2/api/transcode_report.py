@@ -93,6 +93,8 @@ class TranscodeStats:
         encoder = self.encoder
         if not encoder:
             return "not written"
+        if encoder.get("name") == "copy":  # --codec copy: the packets as they were
+            return str(encoder.get("video", "copied"))
         how = [str(encoder.get("name"))]
         if encoder.get("bitrate"):
             how.append(f"{encoder['bitrate'] / 1e6:g} Mb/s")

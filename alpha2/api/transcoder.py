@@ -1189,6 +1189,11 @@ def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> 
         InvalidInputError: a preset the encoder does not have.
         UnsupportedCodecError: no encoder for the codec.
     """
+    from alpha2.api.remux import check_copy_options, is_copy
+
+    if is_copy(options):
+        check_copy_options(options)
+        return
     if options.preset is None and options.codec is None:
         return
     encoder = choose_encoder(options.codec or default_codec(output))
@@ -1266,6 +1271,10 @@ def transcode(
             "progress must be an alpha2 Progress or a function of the frames done, got "
             f"{type(progress).__name__}"
         )
+    from alpha2.api.remux import is_copy, remux_transcode
+
+    if is_copy(options):  # --codec copy: nothing decoded (ffmpeg -c copy)
+        return remux_transcode(src, out, options, shown)
     if options.segments is not None:
         from alpha2.api.segmented_transcode import transcode_segmented
 

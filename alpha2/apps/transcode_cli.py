@@ -84,7 +84,9 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that shape one transcode (codec, size, quality, decoding, colour, audio); ``alpha2
     batch`` takes the same ones. :func:`options_from_args` reads them back."""
     parser.add_argument(
-        "--codec", help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264)"
+        "--codec",
+        help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264); "
+        "copy: the streams as they are, nothing encoded (as ffmpeg -c copy)",
     )
     parser.add_argument(
         "--size",
@@ -276,7 +278,10 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
             part += f" (--frames {cut['frames']})"
         fields.append(("part", part))
     paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
-    fields.append(("paths", f"{paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU"))
+    if stats.encoder.get("name") == "copy":
+        fields.append(("paths", "none: packets copied, nothing decoded or encoded"))
+    else:
+        fields.append(("paths", f"{paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU"))
     segments = segments_summary(stats)
     if segments is not None:
         fields.append(("segments", segments))
@@ -284,6 +289,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     fields.extend(("note", note) for note in summary_notes(stats))
     frames = "1 frame" if stats.frames == 1 else f"{stats.frames} frames"
     head = f"alpha2: transcoded {frames} in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
+    if stats.encoder.get("name") == "copy":
+        head = f"alpha2: copied {frames} in {stats.seconds:.2f} s"
     lines = [head] if width is None else textwrap.wrap(head, width - 1, break_long_words=False) or [head]
     return lines + wrap_fields(fields, width)
 

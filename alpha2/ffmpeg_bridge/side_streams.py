@@ -1033,7 +1033,30 @@ class StreamCopier:
             self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False))
             self.report.kept.append(stream)
             return
+        if stream.kind is StreamKind.VIDEO:  # a remux's (--codec copy): its packets as they are
+            if self._trim:
+                self._drop(stream, "a video stream copied cannot be cut to the frame")
+                return
+            try:
+                stream_out = self._out.add_stream_from_template(stream_in)
+            except ValueError as exc:
+                self._drop(stream, f"the {muxer} container cannot hold {stream.codec} ({exc})")
+                return
+            self._keep(stream_in, stream_out, False)
+            self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False))
+            self.report.kept.append(stream)
+            return
         self._drop(stream, f"alpha2 copies no {stream.kind.value} streams")
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether every packet of the input has been read and muxed (or let go)."""
+        return self._packets is None and self._pending is None and not self._held
+
+    @property
+    def video_packets_copied(self) -> int:
+        """Video packets muxed as they were (a remux's pictures)."""
+        return sum(e.packets for e in self._entries.values() if e.source.kind is StreamKind.VIDEO)
 
     def _add_converted_subtitles(self, stream: InputStream, stream_in: Any, muxer: str) -> None:
         """Plain-text subtitles into the container's own text codec (SubRip, MP4 timed text, WebVTT:

@@ -1,0 +1,117 @@
+"""``alpha2 transcode IN OUT --codec copy``: the streams copied into the output's container, nothing
+decoded or encoded (``ffmpeg -c copy``), said as a transcode is said.
+
+What a copy cannot do is refused before anything is read: a size, a quality, a preset, a colour, a
+depth, tone mapping, GPU processing, segments, and cuts (a copy could start only at a key frame, not at
+the frame asked for; encode again to cut frame-exact).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+from alpha2.api import pipeline
+from alpha2.api.atomic import atomic_path
+from alpha2.api.transcode_choices import ColourChoice, DepthChoice
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.api.transcode_report import TranscodeStats
+from alpha2.ffmpeg_bridge.encode import output_container
+from alpha2.ffmpeg_bridge.remux import remux
+from alpha2.ffmpeg_bridge.side_streams import StreamKind, container_duration_seconds
+from alpha2.gpu.errors import InvalidInputError
+
+__all__ = ["COPY", "check_copy_options", "is_copy", "remux_transcode"]
+
+COPY = "copy"
+"""The codec name that asks for a copy, as ``ffmpeg -c copy`` does."""
+
+
+def is_copy(options: TranscodeOptions) -> bool:
+    """Whether ``options`` ask for the streams to be copied (``codec='copy'``)."""
+    return isinstance(options.codec, str) and options.codec.strip().lower() == COPY
+
+
+def check_copy_options(options: TranscodeOptions) -> None:
+    """Refuse what a copy cannot do, naming the option.
+
+    Raises:
+        InvalidInputError: an option that needs the pictures decoded, or a cut.
+    """
+    asked = [
+        name
+        for name, set_ in (
+            ("--size", options.size is not None),
+            ("--crf", options.crf is not None),
+            ("--bitrate", options.bitrate is not None),
+            ("--preset", options.preset is not None),
+            ("--colour", options.colour is not ColourChoice.AUTO),
+            ("--depth", options.depth is not DepthChoice.AUTO),
+            ("--sdr", options.sdr),
+            ("--gpu", options.gpu),
+            ("--segments", options.segments is not None),
+        )
+        if set_
+    ]
+    if asked:
+        raise InvalidInputError(
+            f"--codec copy copies the pictures as they are: {', '.join(asked)} would need them decoded "
+            "and encoded again; leave --codec copy out"
+        )
+    if options.cuts or options.frames is not None:
+        raise InvalidInputError(
+            "--codec copy cuts nothing: a copy could start only at a key frame, not at the frame asked "
+            "for; leave --codec copy out to cut frame-exact"
+        )
+
+
+def remux_transcode(
+    source: str, output: str, options: TranscodeOptions, progress: pipeline.Progress
+) -> TranscodeStats:
+    """Copy ``source``'s streams into ``output`` (written whole or not at all), said as a transcode.
+
+    Raises:
+        InvalidInputError: an option a copy cannot take, no video, a video the container cannot hold.
+        alpha2.gpu.Error subclasses: the input cannot be read, the output cannot be written.
+    """
+    check_copy_options(options)
+    muxer = output_container(output)
+    stats = TranscodeStats(source, output)
+    started = time.perf_counter()
+    update: Callable[[int], object] = progress.update
+    progress.start(None)
+    ok = False
+    try:
+        with atomic_path(output) as tmp:
+            report = remux(source, tmp, muxer, audio=options.audio, progress=update)
+        ok = True
+    finally:
+        progress.close(completed=ok)
+    stats.seconds = time.perf_counter() - started
+    stats.stages.add("copy", stats.seconds)
+    stats.frames = report.video_packets
+    video = report.video
+    shown = f"{video.codec}, {video.width}x{video.height}" if video.width else video.codec
+    stats.encoder = {"name": COPY, "codec": video.codec, "video": f"copied ({shown})"}
+    stats.kept_streams = [s for s in report.kept if s.index != video.index]
+    stats.dropped_streams = list(report.dropped)
+    stats.stream_notes = list(report.stream_notes)
+    stats.start_shift_seconds = report.start_seconds
+    audio = [s for s in stats.kept_streams if s.kind is StreamKind.AUDIO]
+    lost = [d for d in report.dropped if d.kind is StreamKind.AUDIO]
+    said = "none in the input"
+    if not options.audio:
+        said = "dropped (--no-audio)"
+    elif audio:
+        said = "copied" if len(audio) == 1 else f"{len(audio)} streams copied"
+        if report.audio_note:
+            said = report.audio_note
+        if lost:
+            said += f"; {len(lost)} dropped"
+    elif lost:
+        said = "dropped: " + lost[0].reason
+    stats.encoder["audio"] = said
+    stats.output_bytes = os.path.getsize(output)
+    stats.output_seconds = container_duration_seconds(output)
+    return stats

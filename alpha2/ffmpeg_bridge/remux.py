@@ -1,0 +1,125 @@
+"""A file's streams copied into another container as they are (``alpha2 transcode --codec copy``).
+
+Nothing is decoded: the video's packets, and the audio, subtitles, cover art and attachments the output's
+container holds, go into it with their timestamps moved so that the output starts at 0, as
+:class:`~alpha2.ffmpeg_bridge.side_streams.StreamCopier` copies a transcode's other streams (audio the
+container cannot hold is encoded again there, and said). A stream the container cannot hold is dropped
+with the reason; a file without video is refused (``alpha2 transcode`` writes video files).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import av
+import av.container
+import av.error
+
+from alpha2.ffmpeg_bridge.channel_layouts import open_input
+from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.side_streams import (
+    DroppedStream,
+    InputStream,
+    StreamCopier,
+    StreamKind,
+    input_streams,
+)
+from alpha2.gpu.errors import InvalidInputError
+
+__all__ = ["RemuxReport", "remux"]
+
+STEP_SECONDS = 1.0
+"""How much of the output is muxed between two progress reports."""
+
+
+@dataclass
+class RemuxReport:
+    """What :func:`remux` wrote."""
+
+    video: InputStream
+    """The video stream copied (the first that is no cover art)."""
+    video_packets: int = 0
+    """Its packets copied (its pictures)."""
+    start_seconds: float = 0.0
+    """Where the input starts: the output's timestamps are moved back by it."""
+    kept: list[InputStream] = field(default_factory=list)
+    """The streams in the output (copied, or audio encoded again)."""
+    dropped: list[DroppedStream] = field(default_factory=list)
+    """The streams the output does not hold, with why."""
+    audio_note: str | None = None
+    """How the audio was made where it was not a plain copy (encoded again, and why)."""
+    stream_notes: list[str] = field(default_factory=list)
+    """What was done to the other streams otherwise than a plain copy."""
+
+
+def remux(
+    source: str,
+    target: str,
+    muxer: str,
+    *,
+    audio: bool = True,
+    progress: Callable[[int], object] | None = None,
+) -> RemuxReport:
+    """Copy ``source``'s streams into a new ``muxer`` container at ``target`` (``audio``: its audio too).
+
+    ``progress`` is called with the video packets copied so far, every :data:`STEP_SECONDS` of output.
+
+    Raises:
+        InvalidInputError: the file has no video stream.
+        MediaNotFoundError, MediaFormatError: the input cannot be opened.
+        EncoderError: the output cannot be written.
+    """
+    try:
+        with open_input(source, metadata_errors="replace") as probe:
+            streams = input_streams(probe)
+            start = float(probe.start_time / av.time_base) if probe.start_time else 0.0
+    except av.error.FFmpegError as exc:
+        raise from_ffmpeg_open(exc, repr(source)) from exc
+    videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
+    if not videos:
+        kinds = ", ".join(sorted({s.kind.value for s in streams})) or "none"
+        raise InvalidInputError(f"{source!r} has no video stream to copy (streams: {kinds})")
+    report = RemuxReport(video=videos[0], start_seconds=max(0.0, start))
+    indices = []
+    for stream in streams:
+        if stream.kind is StreamKind.AUDIO and not audio:
+            report.dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, "--no-audio"))
+        else:
+            indices.append(stream.index)
+    try:
+        out = av.open(target, "w", format=muxer)
+    except (av.error.FFmpegError, OSError) as exc:
+        raise from_ffmpeg(exc, f"opening {target!r} to write", EncoderError) from exc
+    try:
+        copier = StreamCopier(out, source, indices, shift_seconds=report.start_seconds)
+        try:
+            until = STEP_SECONDS
+            while not copier.exhausted:
+                copier.mux_until(until)
+                until += STEP_SECONDS
+                if progress is not None:
+                    progress(copier.video_packets_copied)
+            copier.finish()
+        finally:
+            copier.close()
+        report.video_packets = copier.video_packets_copied
+        report.kept = list(copier.report.kept)
+        report.dropped += copier.report.dropped
+        report.dropped.sort(key=lambda d: d.index)
+        report.audio_note = copier.report.audio_note()
+        report.stream_notes = list(copier.report.other_notes)
+        if not any(s.index == report.video.index for s in report.kept):
+            why = next((d.reason for d in report.dropped if d.index == report.video.index), "not kept")
+            raise InvalidInputError(f"the video cannot be copied into the {muxer} container: {why}")
+        out.close()
+    except av.error.FFmpegError as exc:
+        with contextlib.suppress(Exception):
+            out.close()
+        raise from_ffmpeg(exc, f"writing {target!r}", EncoderError) from exc
+    except BaseException:
+        with contextlib.suppress(Exception):
+            out.close()
+        raise
+    return report

@@ -1,0 +1,81 @@
+"""``alpha2 transcode IN OUT --codec copy``: the streams copied as they are (``ffmpeg -c copy``): the same
+pictures, the audio and subtitles the container holds, what a copy cannot do refused before anything is
+read, nothing left behind on a failure."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import av
+import pytest
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.apps.cli import main
+from alpha2.gpu.errors import InvalidInputError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from media import make_audio_only, make_clip
+
+
+def _pictures(path: Path | str) -> list[str]:
+    with av.open(str(path)) as container:
+        return [hashlib.md5(f.to_ndarray().tobytes()).hexdigest() for f in container.decode(video=0)]
+
+
+def _left(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_a_copy_keeps_every_picture_and_the_audio(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = make_clip(tmp_path / "in.mp4", frames=24, audio=True).path
+    for ext in (".mkv", ".ts", ".mov"):
+        out = tmp_path / f"out{ext}"
+        stats = transcode(src, str(out), TranscodeOptions(codec="copy"))
+        assert _pictures(out) == _pictures(src), ext
+        assert stats.frames == 24 and stats.encoder["audio"] == "copied", (ext, stats.encoder)
+        assert stats.video_action().startswith("copied (h264, ") and not stats.paths.as_dict()["frames"]
+        with av.open(str(out)) as container:
+            assert container.streams.audio and container.streams.video[0].codec_context.name == "h264"
+        json.dumps(stats.as_dict())
+    assert main(["transcode", src, str(tmp_path / "said.mkv"), "--codec", "copy"]) == 0
+    err = capsys.readouterr().err
+    assert "alpha2: copied 24 frames in" in err and "none: packets copied, nothing decoded" in err
+    assert _left(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"size": "320x240"}, "--size would need them decoded"),
+        ({"crf": 20}, "--crf would need them decoded"),
+        ({"segments": 2}, "--segments would need them decoded"),
+        ({"from_seconds": 1.0}, "a copy could start only at a key frame"),
+        ({"frames": 5}, "a copy could start only at a key frame"),
+    ],
+)
+def test_what_a_copy_cannot_do_is_refused_first(
+    tmp_path: Path, options: dict[str, object], said: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=said):
+        transcode(str(tmp_path / "missing.mp4"), str(tmp_path / "out.mkv"), {"codec": "copy", **options})
+
+
+def test_a_copy_the_container_cannot_hold_or_without_video_leaves_nothing(tmp_path: Path) -> None:
+    src = make_clip(tmp_path / "in.mp4", frames=6).path
+    with pytest.raises(InvalidInputError, match="cannot be copied into the webm container"):
+        transcode(src, str(tmp_path / "out.webm"), {"codec": "copy"})
+    sound = make_audio_only(tmp_path / "tone.mka", seconds=0.3)
+    with pytest.raises(InvalidInputError, match="no video stream to copy"):
+        transcode(sound, str(tmp_path / "out.mkv"), {"codec": "copy"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mp4", "tone.mka"]
+
+
+def test_no_audio_drops_it_and_says_so(tmp_path: Path) -> None:
+    src = make_clip(tmp_path / "in.mp4", frames=6, audio=True).path
+    stats = transcode(src, str(tmp_path / "out.mkv"), {"codec": "copy", "audio": False})
+    assert stats.encoder["audio"] == "dropped (--no-audio)"
+    with av.open(str(tmp_path / "out.mkv")) as container:
+        assert not container.streams.audio
