@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  alpha2 transcode in.mp4 clip.mp4 --from 90 --duration 10 --preset veryfast\n"
         "  alpha2 transcode in.mkv out.webm               (VP9 and Opus)\n"
         "  alpha2 transcode hdr.mkv sdr.mp4 --sdr -y      (tone mapped to SDR)\n"
-        "  alpha2 transcode long.mp4 out.mp4 --segments 4 (encoded in 4 parts, joined)",
+        "  alpha2 transcode long.mp4 out.mp4 --segments 4 (encoded in 4 parts, joined)\n"
+        "  alpha2 transcode in.mkv out.mp4 --codec copy   (remuxed: nothing encoded)",
         formatter_class=help_formatter(),
     )
     parser.add_argument("input", metavar="INPUT", help="input video file")
