@@ -79,3 +79,23 @@ def test_no_audio_drops_it_and_says_so(tmp_path: Path) -> None:
     assert stats.encoder["audio"] == "dropped (--no-audio)"
     with av.open(str(tmp_path / "out.mkv")) as container:
         assert not container.streams.audio
+
+
+def test_what_a_copy_cannot_write_is_refused_with_why(tmp_path: Path) -> None:
+    """A raw elementary stream has no timestamps to copy ('nothing was written'), and AVI takes H.264
+    only in its start-code form ('Invalid data found' from the muxer): both said, nothing left."""
+    src = make_clip(tmp_path / "in.mp4", frames=6).path
+    raw = tmp_path / "raw.h264"
+    with av.open(src) as container, av.open(str(raw), "w", format="h264") as out:
+        stream = container.streams.video[0]
+        annexb = av.bitstream.BitStreamFilterContext("h264_mp4toannexb", stream)
+        written = out.add_stream_from_template(stream)
+        for packet in container.demux(stream):
+            for made in annexb.filter(packet if packet.size else None):
+                made.stream = written
+                out.mux(made)
+    with pytest.raises(InvalidInputError, match="carry no timestamps"):
+        transcode(str(raw), str(tmp_path / "out.mp4"), {"codec": "copy"})
+    with pytest.raises(InvalidInputError, match="avi container takes h264 in its start-code form"):
+        transcode(src, str(tmp_path / "out.avi"), {"codec": "copy"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mp4", "raw.h264"]

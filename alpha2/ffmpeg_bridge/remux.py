@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import av
 import av.container
 import av.error
+import av.stream
 
 from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg, from_ffmpeg_open
@@ -54,6 +55,35 @@ class RemuxReport:
     """What was done to the other streams otherwise than a plain copy."""
 
 
+_START_CODE_MUXERS = frozenset({"avi"})
+"""Muxers that take H.264 / HEVC only in its start-code form (Annex B), with no filter of their own to
+make it (MPEG-TS has one)."""
+
+
+def _check_copyable(container: av.container.InputContainer, stream: av.stream.Stream, muxer: str) -> None:
+    """Refuse a video a copy cannot write as the muxer takes it: untimed packets (a raw elementary
+    stream), or H.264 / HEVC in its MP4 form into a start-code muxer."""
+    timed = False
+    for count, packet in enumerate(container.demux(stream)):
+        if packet.pts is not None or packet.dts is not None:
+            timed = True
+            break
+        if count >= 8:
+            break
+    if not timed:
+        raise InvalidInputError(
+            "the video's packets carry no timestamps (a raw elementary stream): a copy cannot time them; "
+            "leave --codec copy out (a transcode times the frames from the frame rate)"
+        )
+    extradata = bytes(stream.codec_context.extradata or b"")
+    codec = stream.codec_context.name
+    if muxer in _START_CODE_MUXERS and codec in ("h264", "hevc") and extradata[:1] == b"\x01":
+        raise InvalidInputError(
+            f"the {muxer} container takes {codec} in its start-code form, which this stream (in its MP4 "
+            "form) is not in a copy; write .mkv, .mp4 or .ts, or leave --codec copy out"
+        )
+
+
 def remux(
     source: str,
     target: str,
@@ -75,12 +105,13 @@ def remux(
         with open_input(source, metadata_errors="replace") as probe:
             streams = input_streams(probe)
             start = float(probe.start_time / av.time_base) if probe.start_time else 0.0
+            videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
+            if not videos:
+                kinds = ", ".join(sorted({s.kind.value for s in streams})) or "none"
+                raise InvalidInputError(f"{source!r} has no video stream to copy (streams: {kinds})")
+            _check_copyable(probe, probe.streams[videos[0].index], muxer)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
-    videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
-    if not videos:
-        kinds = ", ".join(sorted({s.kind.value for s in streams})) or "none"
-        raise InvalidInputError(f"{source!r} has no video stream to copy (streams: {kinds})")
     report = RemuxReport(video=videos[0], start_seconds=max(0.0, start))
     indices = []
     for stream in streams:
