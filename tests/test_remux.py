@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import av
+import numpy as np
 import pytest
 
 from alpha2.api.transcoder import TranscodeOptions, transcode
@@ -99,3 +100,31 @@ def test_what_a_copy_cannot_write_is_refused_with_why(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="avi container takes h264 in its start-code form"):
         transcode(src, str(tmp_path / "out.avi"), {"codec": "copy"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mp4", "raw.h264"]
+
+
+def _frame_times(path: Path) -> list[float]:
+    with av.open(str(path)) as container:
+        return [round(float(f.time), 4) for f in container.decode(video=0)]
+
+
+def test_matroska_pictures_with_b_frames_keep_their_times(tmp_path: Path) -> None:
+    """Matroska's packets carry no decode times: taken from the pts, the copy moved every picture after a
+    reordered one (the second frame of a copied MKV came at 0.2 s, not 0.04)."""
+    src = tmp_path / "bf.mkv"
+    with av.open(str(src), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.options = {"bframes": "3", "preset": "medium"}
+        for i in range(30):
+            frame = av.VideoFrame.from_ndarray(
+                np.full((48, 64, 3), (i * 8) % 256, np.uint8), format="rgb24"
+            ).reformat(format="yuv420p")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    with av.open(str(src)) as container:
+        assert any(p.dts is None for p in container.demux(video=0) if p.size)  # as the demuxer gives them
+    out_mp4 = tmp_path / "out.mp4"
+    transcode(str(src), str(out_mp4), {"codec": "copy"})
+    assert _frame_times(out_mp4) == _frame_times(src) and _pictures(out_mp4) == _pictures(src)

@@ -1298,6 +1298,13 @@ class StreamCopier:
 
     def _retime(self, entry: _Entry, packet: av.packet.Packet[Any]) -> bool:
         """Shift the packet and make its dts follow the last one's (pts moved alike); False: drop it."""
+        if packet.dts is None and entry.source.kind is StreamKind.VIDEO and packet.pts is not None:
+            # A copied video's packets without decode times (Matroska's, with B-frames): only shifted;
+            # the muxer works their dts out from the reorder depth, as for ffmpeg -c copy. Taken from
+            # the pts, the fixer moved every picture after a reordered one (an MKV's second frame landed
+            # at 0.2 s, not 0.04).
+            packet.pts = packet.pts + entry.fixer.offset
+            return True
         if packet.dts is None:
             packet.dts = packet.pts
         assert packet.dts is not None
