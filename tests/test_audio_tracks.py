@@ -22,6 +22,7 @@ from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import PLAYER_BINDINGS, key_name
 from alpha2.apps.osd import Osd
 from alpha2.ffmpeg_bridge import AudioDecodeSession
+from alpha2.gpu.errors import InvalidInputError
 from tests.media import ENCODERS, make_audio_only
 
 RATE = 48000
@@ -288,3 +289,19 @@ def test_aid_and_hash_in_the_window_with_sound(audio_server: str, two: str) -> N
     switched = [s for s in stats.sync["segments"] if s["label"] == "audio track"]
     assert switched and switched[0]["frames"] > 0
     assert switched[0]["mean_abs_ms"] <= 100, switched
+
+
+def test_alang_picks_a_track_by_language_as_mpv(two_sound: str) -> None:
+    """--alang ger (or de, or jpn,ger) asks for the German track; --aid wins over it; a file with none of
+    the languages plays its default one, said."""
+    for alang, stream in ((("ger",), 1), (("de",), 1), (("jpn", "ger", "eng"), 1), (("eng",), 0)):
+        keys = _keys(two_sound, SystemClock("test"), PlayOptions(alang=alang))
+        assert keys.asked_stream() == stream, alang
+    keys = _keys(two_sound, SystemClock("test"), PlayOptions(alang=("ger",), aid=1))
+    assert keys.asked_stream() == 0
+    keys = _keys(two_sound, SystemClock("test"), PlayOptions(alang=("jpn",)))
+    assert keys.asked_stream() is None
+    assert keys.osd.current_message == "Audio: no jpn track here; the default plays"
+    assert PlayOptions(alang="jpn,eng").alang == ("jpn", "eng")
+    with pytest.raises(InvalidInputError, match="--alang takes language codes"):
+        PlayOptions(alang=("e",))

@@ -145,6 +145,10 @@ class PlayOptions:
     aid: int | None = None
     """The audio track to hear, numbered from 1 among the file's audio tracks as mpv numbers them
     (``--aid``); a file with fewer plays its default one. None: the default (the one FFmpeg ranks best)."""
+    alang: tuple[str, ...] = ()
+    """Languages to hear, first found first (``--alang jpn,eng``), matched against the tracks' language
+    tags in any of their ISO 639 codes (``de``, ``deu`` and ``ger`` alike), as mpv's; ``aid`` wins over
+    it. A file with none of them plays its default track."""
     loop: bool = False
     """Play the file again from its start when it ends (``--loop``; ``l`` in the window)."""
     sub: str | None = None
@@ -175,6 +179,14 @@ class PlayOptions:
             raise InvalidInputError(
                 f"--aid is an audio track's number, 1 for the first (as mpv counts), got {self.aid!r}"
             )
+        if isinstance(self.alang, str):
+            object.__setattr__(self, "alang", tuple(self.alang.split(",")))
+        languages = tuple(str(code).strip().lower() for code in self.alang)
+        if not all(code.isalpha() and 2 <= len(code) <= 8 for code in languages):
+            raise InvalidInputError(
+                f"--alang takes language codes (eng, jpn, de ...), comma-separated, got {self.alang!r}"
+            )
+        object.__setattr__(self, "alang", languages)
         if self.frames is not None and self.frames < 1:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.at_s is not None and self.at_s < 0:

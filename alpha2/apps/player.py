@@ -351,6 +351,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "with fewer plays its default one",
     )
     parser.add_argument(
+        "--alang",
+        metavar="LANG[,LANG]",
+        default="",
+        help="hear the first audio track in one of these languages (eng, jpn, de ...), as mpv; --aid "
+        "wins over it",
+    )
+    parser.add_argument(
         "--volume",
         type=_volume,
         default=1.0,
@@ -393,6 +400,7 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         audio=args.audio,
         volume=args.volume,
         aid=getattr(args, "aid", None),
+        alang=tuple(code for code in str(getattr(args, "alang", "") or "").split(",") if code.strip()),
         gpu=args.gpu,
         tone_curve=ToneCurve[args.tone_curve.upper()],
         target_peak_cd_m2=args.target_peak,
@@ -429,6 +437,10 @@ def _run(args: argparse.Namespace) -> int:
             raise InvalidInputError(
                 "--aid is for one file or a playlist; a --wall plays each tile's default track"
             )
+    if len(args.input) > 1 and wall and getattr(args, "alang", ""):
+        raise InvalidInputError(
+            "--alang is for one file or a playlist; a --wall plays each tile's default track"
+        )
     if len(args.input) > 1 and wall and getattr(args, "sub", None) is not None:
         # Refused, not ignored: the wall played without it, said nowhere (an outside pass).
         raise InvalidInputError("--sub is for one file or a playlist; a --wall draws no subtitles")

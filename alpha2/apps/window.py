@@ -312,6 +312,26 @@ class _SignalsClose:
             raise Interrupted() if self.caught == signal.SIGINT else Terminated(self.caught)
 
 
+def language_codes(code: str) -> frozenset[str]:
+    """Every ISO 639 code of the language ``code`` names (``de``: de, deu, ger), as mpv matches
+    ``--alang`` against the tracks' tags (pycountry's table); the code alone where it names none."""
+    import pycountry
+
+    code = code.lower()
+    found = (
+        pycountry.languages.get(alpha_2=code)
+        if len(code) == 2
+        else pycountry.languages.get(alpha_3=code) or pycountry.languages.get(bibliographic=code)
+    )
+    if found is None:
+        return frozenset({code})
+    names = {code, found.alpha_3}
+    for other in ("alpha_2", "bibliographic"):
+        if getattr(found, other, None):
+            names.add(str(getattr(found, other)))
+    return frozenset(names)
+
+
 def level_colour(level: float) -> tuple[float, float, float, float]:
     """The audio-only window's colour for a sound's RMS ``level``: dark blue when silent, brighter as it
     gets louder, dimmed a little so that the display's white text stays clear."""
@@ -394,14 +414,32 @@ class _Keys:
     def asked_stream(self) -> int | None:
         """The audio stream ``--aid`` asks for in this file (its index among the audio streams); None for
         the default, also where the file has fewer tracks (said on screen: mpv plays none there)."""
-        aid: int | None = self.player.options.aid
-        if aid is None or not self.player.options.audio:
+        options = self.player.options
+        aid: int | None = options.aid
+        if not options.audio:
+            return None
+        if aid is None and options.alang:
+            return self._stream_of_language(options.alang)
+        if aid is None:
             return None
         tracks = self.audio_tracks()
         if aid <= len(tracks):
             return aid - 1
         if tracks:
             self._say(f"Audio: no track {aid} here ({len(tracks)} in all); the default plays")
+        return None
+
+    def _stream_of_language(self, languages: tuple[str, ...]) -> int | None:
+        """The first audio stream (index among the audio streams) of the first of ``languages`` the file
+        has (``--alang``); None, said, where it has none of them."""
+        tracks = self.audio_tracks()
+        for wanted in languages:
+            names = language_codes(wanted)
+            for track in tracks:
+                if (track.language or "").lower() in names:
+                    return track.stream_index
+        if len(tracks) > 1:
+            self._say(f"Audio: no {'/'.join(languages)} track here; the default plays")
         return None
 
     def audio_track(self) -> AudioTrack | None:
