@@ -547,7 +547,7 @@ def test_reprs_say_the_state_and_misuse_is_typed() -> None:
     assert repr(ticket).startswith("<WaitTicket pending on <CpuSyncPoint cpu: pending>, ")
     waiter.stop()
     assert repr(waiter) == "<WaiterThread 'alpha2-test-repr' stopped>"
-    with pytest.raises(InvalidInputError, match="backend must be one of"):
+    with pytest.raises(InvalidInputError, match="backend must be a BackendKind or one of"):
         SignaledSyncPoint("x")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match=r"points\[1\] is not a SyncPoint"):
         SyncWaiter().wait_all([SignaledSyncPoint(), "x"])  # type: ignore[list-item]

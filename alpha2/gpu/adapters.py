@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import InvalidInputError, member_of
 
 ADAPTER_ENV = "ALPHA2_GPU_ADAPTER"
 """The environment variable that pins one adapter."""
@@ -89,24 +89,8 @@ class VideoCodec(enum.Enum):
     VP9 = "vp9"
 
 
-_E = TypeVar("_E", bound=enum.Enum)
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _member(enum_cls: type[_E], value: object, what: str) -> _E:
-    """``value`` as a member of ``enum_cls``: a member, or a member's exact value ('low-power')."""
-    if isinstance(value, enum_cls):
-        return value
-    if isinstance(value, str):
-        try:
-            return enum_cls(value)
-        except ValueError:
-            pass
-    allowed = ", ".join(repr(member.value) for member in enum_cls)
-    raise InvalidInputError(f"{what} must be a {enum_cls.__name__} or one of {allowed}, got {value!r}")
 
 
 def _selector_error(value: object) -> InvalidInputError:
@@ -205,7 +189,7 @@ class AdapterFacts:
         if not isinstance(self.name, str):
             raise InvalidInputError(f"AdapterFacts.name must be a str, got {type(self.name).__name__}")
         object.__setattr__(
-            self, "device_type", _member(AdapterType, self.device_type, "AdapterFacts.device_type")
+            self, "device_type", member_of(AdapterType, self.device_type, "AdapterFacts.device_type")
         )
         if self.uuid is not None:
             if not isinstance(self.uuid, (bytes, bytearray)) or len(self.uuid) != 16:
@@ -216,7 +200,7 @@ class AdapterFacts:
             if isinstance(codecs, (str, VideoCodec)):
                 raise InvalidInputError(f"AdapterFacts.{name} must be a set of VideoCodec, got {codecs!r}")
             what = f"AdapterFacts.{name}"
-            object.__setattr__(self, name, frozenset(_member(VideoCodec, c, what) for c in codecs))
+            object.__setattr__(self, name, frozenset(member_of(VideoCodec, c, what) for c in codecs))
 
 
 class PolicyKind(enum.Enum):
@@ -238,7 +222,7 @@ class AdapterPolicy:
     """For NAMED: an index, a UUID or a case-insensitive name substring (an int index is stored as text)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", _member(PolicyKind, self.kind, "AdapterPolicy.kind"))
+        object.__setattr__(self, "kind", member_of(PolicyKind, self.kind, "AdapterPolicy.kind"))
         if _is_int(self.selector) and self.selector >= 0:  # type: ignore[operator]
             object.__setattr__(self, "selector", str(self.selector))
         elif self.selector is not None and not isinstance(self.selector, str):

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 
-from alpha2.gpu.errors import BudgetExceededError, InvalidInputError
+from alpha2.gpu.errors import BudgetExceededError, InvalidInputError, member_of
 from alpha2.gpu.identity import BackendKind
 
 _log = logging.getLogger(__name__)
@@ -45,15 +45,7 @@ def _size(name: str, value: object) -> int:
 
 def _backend(value: object) -> BackendKind:
     """A BackendKind, or one of its values ("cuda"); anything else is refused with the allowed values."""
-    if isinstance(value, BackendKind):
-        return value
-    if isinstance(value, str):
-        try:
-            return BackendKind(value)
-        except ValueError:
-            pass
-    allowed = ", ".join(repr(member.value) for member in BackendKind)
-    raise InvalidInputError(f"backend must be a BackendKind or one of {allowed}, got {value!r}")
+    return member_of(BackendKind, value, "backend")
 
 
 def _caps_text(caps: BudgetCaps) -> str:

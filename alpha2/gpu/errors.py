@@ -9,6 +9,7 @@ know alpha2.
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
 
 class ErrorKind(enum.Enum):
@@ -61,15 +62,25 @@ class Error(Exception):
 
 
 def _error_kind(kind: object) -> ErrorKind:
-    if isinstance(kind, ErrorKind):
-        return kind
-    if isinstance(kind, str):
+    return member_of(ErrorKind, kind, "Error kind")
+
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def member_of(enum_cls: type[_E], value: object, what: str) -> _E:
+    """``value`` as a member of ``enum_cls``: a member, or a member's exact value (``'cuda'``,
+    ``'low-power'``); anything else is an :class:`InvalidInputError` that names ``what`` and lists
+    the values (the enum's own was a plain ValueError, or a str was kept as given)."""
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
         try:
-            return ErrorKind(kind)
+            return enum_cls(value)
         except ValueError:
             pass
-    allowed = ", ".join(repr(member.value) for member in ErrorKind)
-    raise InvalidInputError(f"Error kind must be an ErrorKind or one of {allowed}, got {kind!r}")
+    allowed = ", ".join(repr(member.value) for member in enum_cls)
+    raise InvalidInputError(f"{what} must be a {enum_cls.__name__} or one of {allowed}, got {value!r}")
 
 
 class InvalidInputError(Error, ValueError):

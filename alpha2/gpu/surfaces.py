@@ -29,7 +29,7 @@ import weakref
 from dataclasses import dataclass
 
 from alpha2.gpu.budget import BudgetCaps, BudgetReservation, MemoryBudget, PressureCallback, PressureEvent
-from alpha2.gpu.errors import BudgetExceededError, InvalidInputError, OutOfMemoryError
+from alpha2.gpu.errors import BudgetExceededError, InvalidInputError, OutOfMemoryError, member_of
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.identity import BackendKind
 
@@ -243,11 +243,7 @@ class SurfaceBudget:
                 allowed = ", ".join(p.value for p in SurfaceBudgetPolicy)
                 raise InvalidInputError(f"policy must be one of {allowed}, got {policy!r}") from None
         wait_timeout_s = _check_seconds("wait_timeout_s", wait_timeout_s)
-        try:
-            backend = BackendKind(backend)
-        except ValueError:
-            allowed = ", ".join(b.value for b in BackendKind)
-            raise InvalidInputError(f"backend must be one of {allowed}, got {backend!r}") from None
+        backend = member_of(BackendKind, backend, "backend")
         if memory_budget is not None and not isinstance(memory_budget, MemoryBudget):
             raise InvalidInputError(
                 f"memory_budget must be a MemoryBudget, got {type(memory_budget).__name__}"

@@ -68,7 +68,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from alpha2.gpu.errors import ClosedError, InternalError, InvalidInputError
+from alpha2.gpu.errors import ClosedError, InternalError, InvalidInputError, member_of
 from alpha2.gpu.identity import BackendKind
 
 if TYPE_CHECKING:
@@ -180,11 +180,7 @@ class SyncPoint(abc.ABC):
 
     def __init__(self, backend: BackendKind | None = None) -> None:
         if backend is not None:
-            try:
-                self.backend = BackendKind(backend)
-            except ValueError:
-                allowed = ", ".join(b.value for b in BackendKind)
-                raise InvalidInputError(f"backend must be one of {allowed}, got {backend!r}") from None
+            self.backend = member_of(BackendKind, backend, "backend")
 
     def __repr__(self) -> str:
         """The point's backend and state, as a non-blocking poll says (a point with ``blocking_waits``,
