@@ -90,7 +90,9 @@ def remux_transcode(
         progress.close(completed=ok)
     stats.seconds = time.perf_counter() - started
     stats.stages.add("copy", stats.seconds)
-    stats.frames = report.video_packets
+    stats.frames = stats.packets_out = report.video_packets
+    stats.audio_packets_copied = report.audio_packets
+    stats.audio_timestamps = report.audio_timestamps
     video = report.video
     shown = f"{video.codec}, {video.width}x{video.height}" if video.width else video.codec
     stats.encoder = {"name": COPY, "codec": video.codec, "video": f"copied ({shown})"}

@@ -280,7 +280,7 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         fields.append(("part", part))
     paths = ", ".join(f"{k} {v}" for k, v in data["paths"].items()) or "none"
     if stats.encoder.get("name") == "copy":
-        fields.append(("paths", "none: packets copied, nothing decoded or encoded"))
+        fields.append(("paths", "none: the video's packets copied, not decoded"))
     else:
         fields.append(("paths", f"{paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU"))
     segments = segments_summary(stats)

@@ -151,7 +151,8 @@ def packed_frame(
         out = av.AudioFrame.from_ndarray(data, format=packed, layout=layout)
     out.sample_rate = like.sample_rate
     out.pts = like.pts
-    out.time_base = like.time_base
+    if like.time_base is not None:  # a WMA decoder's frames come without one (an AttributeError here)
+        out.time_base = like.time_base
     return out
 
 

@@ -27,6 +27,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
     StreamKind,
     input_streams,
 )
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["RemuxReport", "remux"]
@@ -53,6 +54,10 @@ class RemuxReport:
     """How the audio was made where it was not a plain copy (encoded again, and why)."""
     stream_notes: list[str] = field(default_factory=list)
     """What was done to the other streams otherwise than a plain copy."""
+    audio_packets: int = 0
+    """Audio packets copied as they were."""
+    audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied audio packets whose times were dropped or rebased, by kind."""
 
 
 _START_CODE_MUXERS = frozenset({"avi"})
@@ -136,6 +141,8 @@ def remux(
         finally:
             copier.close()
         report.video_packets = copier.video_packets_copied
+        report.audio_packets = copier.audio_packets_copied
+        report.audio_timestamps = copier.adjustments
         report.kept = list(copier.report.kept)
         report.dropped += copier.report.dropped
         report.dropped.sort(key=lambda d: d.index)

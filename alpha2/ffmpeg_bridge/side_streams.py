@@ -714,6 +714,10 @@ def _first_packet(path: str, index: int) -> bytes | None:
     return None
 
 
+_TS_NONSTRICT = 0x20000
+"""libavformat's AVFMT_TS_NONSTRICT: the muxer takes equal (not only increasing) decode times."""
+
+
 class StreamCopier:
     """Copy streams of an input file into an output container, interleaved with its video.
 
@@ -931,7 +935,12 @@ class StreamCopier:
     def _fixer(self, stream_in: Any, drop_behind: bool) -> TimestampFixer:
         tb = fractions.Fraction(stream_in.time_base or fractions.Fraction(1, 1_000_000))
         jump = None if self._jump is None else max(1, round(fractions.Fraction(self._jump) / tb))
-        return TimestampFixer(drop_behind=drop_behind, jump_limit=jump, shift=round(self._shift / tb))
+        # Equal decode times stay where the muxer takes them (AVFMT_TS_NONSTRICT: Matroska, WebM): a
+        # copy of TrueHD from Matroska lost 600 of its 3600 packets as duplicates.
+        equal = bool(getattr(self._out.format, "flags", 0) & _TS_NONSTRICT)
+        return TimestampFixer(
+            drop_behind=drop_behind, jump_limit=jump, shift=round(self._shift / tb), keep_equal=equal
+        )
 
     def _add(self, stream: InputStream, undecodable: str | None) -> None:
         assert self._in is not None
@@ -1038,15 +1047,36 @@ class StreamCopier:
                 self._drop(stream, "a video stream copied cannot be cut to the frame")
                 return
             try:
-                stream_out = self._out.add_stream_from_template(stream_in)
-            except ValueError as exc:
+                # The decoder's codec, not an encoder of its name: AV1 (libdav1d), Theora and WMV have
+                # no encoder here, and a copy needs none.
+                stream_out = self._out.add_stream_from_template(stream_in, opaque=True)
+            except (ValueError, av.error.FFmpegError) as exc:
                 self._drop(stream, f"the {muxer} container cannot hold {stream.codec} ({exc})")
                 return
             self._keep(stream_in, stream_out, False)
+            self._keep_pixel_shape(stream, stream_in, stream_out, muxer)
             self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False))
             self.report.kept.append(stream)
             return
         self._drop(stream, f"alpha2 copies no {stream.kind.value} streams")
+
+    def _keep_pixel_shape(self, stream: InputStream, stream_in: Any, stream_out: Any, muxer: str) -> None:
+        """A copied video's pixel shape that its container, not its stream, holds (Matroska's display
+        size, MP4's pasp): written where the output's muxer takes it from the stream's parameters (MP4,
+        MOV), else said lost (PyAV sets no Matroska display size). It was lost unsaid: an anamorphic
+        16:9 picture came out 4:3."""
+        shape = stream_in.sample_aspect_ratio
+        coded = stream_in.codec_context.sample_aspect_ratio
+        if not shape or shape == 1 or shape == coded:
+            return
+        if muxer in ("mp4", "ipod", "mov"):
+            stream_out.codec_context.sample_aspect_ratio = shape
+            return
+        self.report.other_notes.append(
+            f"video stream {stream.index}'s pixel shape {shape.numerator}:{shape.denominator}, which its "
+            f"container holds, is not written into the {muxer} container: the picture shows with square "
+            "pixels (write .mp4 or .mov to keep it, or transcode with --size)"
+        )
 
     @property
     def exhausted(self) -> bool:

@@ -128,11 +128,22 @@ class TimestampFixer:
             frame steps) is a discontinuity, rebased; None: forward jumps are kept.
         shift: Subtracted from every timestamp (the output starts at zero: the first packet's time
             across the kept streams, in these units).
+        keep_equal: A timestamp equal to the last one is kept as it is (a muxer that takes equal decode
+            times: Matroska's, whose milliseconds make TrueHD's 0.83 ms frames share them), not dropped
+            or nudged.
     """
 
-    def __init__(self, *, drop_behind: bool = False, jump_limit: int | None = None, shift: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        drop_behind: bool = False,
+        jump_limit: int | None = None,
+        shift: int = 0,
+        keep_equal: bool = False,
+    ) -> None:
         if jump_limit is not None and jump_limit <= 0:
             raise ValueError(f"jump_limit must be positive, got {jump_limit}")
+        self._keep_equal = keep_equal
         self._drop_behind = drop_behind
         self._jump_limit = jump_limit
         self._offset = -shift
@@ -201,6 +212,8 @@ class TimestampFixer:
             out = last + step
             kind = TimestampKind.JUMP
             self._count(kind)
+        elif last is not None and out == last and self._keep_equal:
+            pass  # the muxer takes it: kept, not an adjustment
         elif last is not None and out <= last:
             behind = last - out
             if behind <= REORDER_STEPS * step:
