@@ -227,3 +227,17 @@ def test_a_container_held_pixel_shape_is_written_or_said(tmp_path: Path) -> None
     assert into_mp4.codec_context.sample_aspect_ratio == shape and not copier.report.other_notes
     copier._keep_pixel_shape(facts, stream_in, SimpleNamespace(codec_context=SimpleNamespace()), "matroska")
     assert "pixel shape 4:3" in copier.report.other_notes[0]
+
+
+def test_mpeg_ts_gets_only_what_it_holds(tmp_path: Path) -> None:
+    """FFmpeg's MPEG-TS muxer writes a codec it has no stream type for as a data stream nothing plays:
+    PCM audio (and FLAC) went in 'copied', VP9 video too (an outside pass). The audio is encoded again,
+    said; such a video is refused."""
+    src = _write(tmp_path / "pcm.mkv", "libx264", "pcm_s16le")
+    stats = transcode(src, str(tmp_path / "out.ts"), {"codec": "copy"})
+    assert "mpegts container writes pcm_s16le as a data stream" in stats.encoder["audio"]
+    with av.open(str(tmp_path / "out.ts")) as container:
+        assert [s.codec_context.name for s in container.streams.audio] == ["aac"]
+    vp9 = _write(tmp_path / "vp9.mkv", "libvpx-vp9", None)
+    with pytest.raises(InvalidInputError, match="writes vp9 as a data stream, not video"):
+        transcode(vp9, str(tmp_path / "vp9.ts"), {"codec": "copy"})

@@ -123,6 +123,23 @@ AUDIO_MUXER_REFUSES = frozenset({("mov", "flac"), ("mov", "opus"), ("mov", "true
 """(muxer, codec) pairs the container's tags list but FFmpeg refuses when it writes the header ("flac
 only supported in MP4"): such a stream is encoded again rather than copied, and not chosen."""
 
+TS_VIDEO = frozenset(
+    {"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "cavs", "dirac", "vc1", "av1", "vvc"}
+)
+"""Video codecs FFmpeg's MPEG-TS muxer gives a stream type; any other it writes as a data stream that
+nothing reads back as video."""
+
+TS_AUDIO = frozenset({"mp2", "mp3", "aac", "aac_latm", "ac3", "eac3", "dts", "truehd", "opus", "s302m"})
+"""Audio codecs FFmpeg's MPEG-TS muxer gives a stream type; any other (FLAC, PCM, Vorbis ...) it writes
+as a data stream that nothing plays."""
+
+
+def audio_refused(muxer: str, codec: str) -> bool:
+    """Whether ``muxer`` cannot be given ``codec`` audio as it is (:data:`AUDIO_MUXER_REFUSES`, MPEG-TS's
+    data streams)."""
+    return (muxer, codec) in AUDIO_MUXER_REFUSES or (muxer == "mpegts" and codec not in TS_AUDIO)
+
+
 LOSSLESS_MAX_CHANNELS = 8
 """The most channels FLAC and ALAC hold."""
 
@@ -996,13 +1013,13 @@ class StreamCopier:
                     own_first=True,
                 )
                 return
-            if (muxer, stream.codec) in AUDIO_MUXER_REFUSES:
-                self._add_reencoded(
-                    stream,
-                    stream_in,
-                    muxer,
-                    f"FFmpeg writes {stream.codec} into .mp4 only, not into the {muxer} container",
+            if audio_refused(muxer, stream.codec):
+                why = (
+                    f"the mpegts container writes {stream.codec} as a data stream nothing plays"
+                    if muxer == "mpegts"
+                    else f"FFmpeg writes {stream.codec} into .mp4 only, not into the {muxer} container"
                 )
+                self._add_reencoded(stream, stream_in, muxer, why)
                 return
             if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO and self._wide_placed(stream):
                 self.report.other_notes.append(
@@ -1045,6 +1062,9 @@ class StreamCopier:
         if stream.kind is StreamKind.VIDEO:  # a remux's (--codec copy): its packets as they are
             if self._trim:
                 self._drop(stream, "a video stream copied cannot be cut to the frame")
+                return
+            if muxer == "mpegts" and stream.codec not in TS_VIDEO:
+                self._drop(stream, f"the mpegts container writes {stream.codec} as a data stream, not video")
                 return
             try:
                 # The decoder's codec, not an encoder of its name: AV1 (libdav1d), Theora and WMV have
@@ -1128,7 +1148,7 @@ class StreamCopier:
             )
             if name not in holds or not pcm_here:
                 continue
-            if (muxer, name) in AUDIO_MUXER_REFUSES or (wide and name in LOSSLESS_AUDIO_TARGETS):
+            if audio_refused(muxer, name) or (wide and name in LOSSLESS_AUDIO_TARGETS):
                 continue
             try:
                 encoder = av.codec.Codec(name, "w")
