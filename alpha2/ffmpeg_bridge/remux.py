@@ -112,8 +112,10 @@ def remux(
             start = float(probe.start_time / av.time_base) if probe.start_time else 0.0
             videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
             if not videos:
-                kinds = ", ".join(sorted({s.kind.value for s in streams})) or "none"
-                raise InvalidInputError(f"{source!r} has no video stream to copy (streams: {kinds})")
+                kinds = "streams: " + (", ".join(sorted({s.kind.value for s in streams})) or "none")
+                if any(s.attached_picture for s in streams):
+                    kinds = "its only picture is cover art"  # 'streams: audio, video' read as a riddle
+                raise InvalidInputError(f"{source!r} has no video stream to copy ({kinds})")
             _check_copyable(probe, probe.streams[videos[0].index], muxer)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
