@@ -275,3 +275,25 @@ def test_the_song_of_a_playlist_is_heard_and_lights_the_window(
     assert max(c[2] for c in colours) > 0.2  # the tone lights the window
     assert song.audio_track is not None and song.audio_track["label"] == "1/1 (opus, 2 ch)"
     assert results[1].mode_reason == "vsync, letterboxed" and results[1].frames >= 1
+
+
+@pytest.mark.vulkan
+def test_a_file_s_message_goes_with_it(clips: list[Clip], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message said over one file ('No chapters') stayed over the next after n (a person's pass)."""
+    from alpha2.apps.osd import Osd
+
+    said: list[str | None] = []
+    message, clear = Osd.message, Osd.clear_message
+
+    def recording_message(self: Osd, text: str) -> None:
+        said.append(text)
+        message(self, text)
+
+    def recording_clear(self: Osd) -> None:
+        said.append(None)
+        clear(self)
+
+    monkeypatch.setattr(Osd, "message", recording_message)
+    monkeypatch.setattr(Osd, "clear_message", recording_clear)
+    _run_window([clips[0].path, clips[1].path], {2: "]", 4: "n"})
+    assert said[:2] == ["Speed: 1.25x", None]  # said, then taken off as the next file starts

@@ -287,6 +287,10 @@ class Osd:
         """Show ``text`` (top left) for :data:`MESSAGE_S`."""
         self._message = (text, self.clock() + MESSAGE_S)
 
+    def clear_message(self) -> None:
+        """Take the message off (a file's own message does not stay over the next file)."""
+        self._message = None
+
     @property
     def current_message(self) -> str | None:
         """The message on display now, if any."""

@@ -1061,6 +1061,7 @@ class WindowPlayback(_Keys):
         self._finish_file()
         self.results.append(self.stats)
         self.player.close(True)
+        self.osd.clear_message()  # 'No chapters' stayed over the next file (a person's pass)
         if not self._play_from(index, step):
             self.canvas.close()
 
