@@ -366,3 +366,21 @@ def test_page_keys_go_from_chapter_to_chapter(tmp_path: Path) -> None:
         assert [round(m, 3) for m in playback._osd_view().marks] == [0.333, 0.667]
     finally:
         _close(playback)
+
+
+@pytest.mark.vulkan
+def test_a_looping_file_s_progress_has_no_total(tmp_path: Path) -> None:
+    """With --loop the count ran past the file's frames ('play: 300/250 frames', a person's pass)."""
+    clip = make_clip(tmp_path / "c.mp4", width=W, height=H, frames=FRAMES, rate=RATE).path  # MP4: counted
+    totals: list[int | None] = []
+
+    class Recording(pipeline.Progress):
+        def start(self, total: int | None) -> None:
+            totals.append(total)
+
+    for loop in (False, True):
+        run = Player(clip, PlayOptions(audio=False, loop=loop), Recording())
+        playback = WindowPlayback(run)
+        playback.open("rendercanvas.offscreen", size=WINDOW)
+        _close(playback)
+    assert totals == [FRAMES, None]
