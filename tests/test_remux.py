@@ -241,3 +241,23 @@ def test_mpeg_ts_gets_only_what_it_holds(tmp_path: Path) -> None:
     vp9 = _write(tmp_path / "vp9.mkv", "libvpx-vp9", None)
     with pytest.raises(InvalidInputError, match="writes vp9 as a data stream, not video"):
         transcode(vp9, str(tmp_path / "vp9.ts"), {"codec": "copy"})
+
+
+def test_a_turned_video_copied_where_no_display_matrix_goes_is_said(tmp_path: Path) -> None:
+    """MPEG-TS, AVI and NUT hold no display matrix: the copy shows the picture as stored (as ffmpeg's),
+    said; MP4, MOV and Matroska keep it."""
+    src = tmp_path / "turned.mp4"
+    with av.open(str(src), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.set_display_rotation(-90)  # counter-clockwise degrees: 90 clockwise
+        for i in range(6):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 30, np.uint8), format="rgb24")
+            for packet in stream.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    said = transcode(str(src), str(tmp_path / "out.ts"), {"codec": "copy"}).stream_notes
+    assert any("turned 90 degrees clockwise" in note and "mpegts" in note for note in said), said
+    kept = transcode(str(src), str(tmp_path / "out.mkv"), {"codec": "copy"}).stream_notes
+    assert not any("turned" in note for note in kept)

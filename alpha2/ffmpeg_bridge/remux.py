@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import av
 import av.container
@@ -19,7 +20,9 @@ import av.error
 import av.stream
 
 from alpha2.ffmpeg_bridge.channel_layouts import open_input
+from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.media import frame_orientation, stream_rotation
 from alpha2.ffmpeg_bridge.side_streams import (
     DroppedStream,
     InputStream,
@@ -29,6 +32,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
 )
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.geometry import Rotation
 
 __all__ = ["RemuxReport", "remux"]
 
@@ -89,6 +93,26 @@ def _check_copyable(container: av.container.InputContainer, stream: av.stream.St
         )
 
 
+def _rotation_lost(container: av.container.InputContainer, stream: Any, muxer: str) -> str | None:
+    """What is said where the video is shown turned (its display matrix, read off its first frame) and
+    ``muxer`` holds no display matrix (MPEG-TS, AVI, NUT): the copy shows it unturned. None otherwise."""
+    if muxer in ROTATION_CONTAINERS:
+        return None
+    container.seek(0)
+    for frame in container.decode(stream):
+        rotation, mirrored = frame_orientation(frame, stream_rotation(stream))
+        break
+    else:
+        return None
+    if rotation is Rotation.NONE and not mirrored:
+        return None
+    turn = f"turned {int(rotation)} degrees clockwise" if rotation is not Rotation.NONE else "mirrored"
+    return (
+        f"the video is shown {turn} (its display matrix), which the {muxer} container holds no place for: "
+        "the copy shows it as stored (write .mp4, .mov or .mkv to keep it)"
+    )
+
+
 def remux(
     source: str,
     target: str,
@@ -117,9 +141,12 @@ def remux(
                     kinds = "its only picture is cover art"  # 'streams: audio, video' read as a riddle
                 raise InvalidInputError(f"{source!r} has no video stream to copy ({kinds})")
             _check_copyable(probe, probe.streams[videos[0].index], muxer)
+            turned = _rotation_lost(probe, probe.streams[videos[0].index], muxer)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
     report = RemuxReport(video=videos[0], start_seconds=max(0.0, start))
+    if turned is not None:
+        report.stream_notes.append(turned)
     indices = []
     for stream in streams:
         if stream.kind is StreamKind.AUDIO and not audio:
@@ -149,7 +176,7 @@ def remux(
         report.dropped += copier.report.dropped
         report.dropped.sort(key=lambda d: d.index)
         report.audio_note = copier.report.audio_note()
-        report.stream_notes = list(copier.report.other_notes)
+        report.stream_notes += copier.report.other_notes
         if not any(s.index == report.video.index for s in report.kept):
             why = next((d.reason for d in report.dropped if d.index == report.video.index), "not kept")
             raise InvalidInputError(f"the video cannot be copied into the {muxer} container: {why}")
