@@ -54,8 +54,7 @@ def test_a_copy_keeps_every_picture_and_the_audio(tmp_path: Path, capsys: pytest
         ({"size": "320x240"}, "--size would need them decoded"),
         ({"crf": 20}, "--crf would need them decoded"),
         ({"segments": 2}, "--segments would need them decoded"),
-        ({"from_seconds": 1.0}, "a copy could start only at a key frame"),
-        ({"frames": 5}, "a copy could start only at a key frame"),
+        ({"frames": 5}, "--codec copy counts no frames"),
     ],
 )
 def test_what_a_copy_cannot_do_is_refused_first(
@@ -261,3 +260,23 @@ def test_a_turned_video_copied_where_no_display_matrix_goes_is_said(tmp_path: Pa
     assert any("turned 90 degrees clockwise" in note and "mpegts" in note for note in said), said
     kept = transcode(str(src), str(tmp_path / "out.mkv"), {"codec": "copy"}).stream_notes
     assert not any("turned" in note for note in kept)
+
+
+def test_a_copy_is_cut_from_the_key_frame_at_or_before_from(tmp_path: Path) -> None:
+    """--from / --to with a copy cut as ffmpeg -ss ... -c copy does: from the key frame at or before
+    --from (said), every picture the input's from there, the end by decode time."""
+    src = make_clip(tmp_path / "in.mp4", frames=60, gop=15, audio=True).path  # key frames every 0.5 s
+    out = tmp_path / "cut.mkv"
+    stats = transcode(src, str(out), {"codec": "copy", "from_seconds": 0.7, "to_seconds": 1.4})
+    assert stats.cut is not None and stats.cut["key_frame"] and stats.cut["from_seconds"] == 0.5
+    with av.open(src) as container:
+        frames = [(round(float(f.time), 3), f.to_ndarray().tobytes()) for f in container.decode(video=0)]
+    wanted = [data for at, data in frames if 0.5 - 1e-3 <= at < 1.4 - 1e-3]
+    with av.open(str(out)) as container:
+        got = [f.to_ndarray().tobytes() for f in container.decode(video=0)]
+    with av.open(str(out)) as container:
+        audio = [p for p in container.demux(audio=0) if p.size]
+    assert got[: len(wanted)] == wanted and len(got) <= len(wanted) + 3  # B-frames' references past it
+    assert audio and float(audio[0].pts * audio[0].time_base) < 0.05
+    with pytest.raises(InvalidInputError, match="--from lies past the end of the video"):
+        transcode(src, str(tmp_path / "late.mkv"), {"codec": "copy", "from_seconds": 30.0})

@@ -2,8 +2,9 @@
 decoded or encoded (``ffmpeg -c copy``), said as a transcode is said.
 
 What a copy cannot do is refused before anything is read: a size, a quality, a preset, a colour, a
-depth, tone mapping, GPU processing, segments, and cuts (a copy could start only at a key frame, not at
-the frame asked for; encode again to cut frame-exact).
+depth, tone mapping, GPU processing, segments, and ``--frames``. ``--from`` / ``--to`` / ``--duration``
+cut it as ``ffmpeg -ss ... -c copy`` does: from the key frame at or before ``--from`` (a copy cannot start
+between key frames; said), every stream's packets whole.
 """
 
 from __future__ import annotations
@@ -59,10 +60,10 @@ def check_copy_options(options: TranscodeOptions) -> None:
             f"--codec copy copies the pictures as they are: {', '.join(asked)} would need them decoded "
             "and encoded again; leave --codec copy out"
         )
-    if options.cuts or options.frames is not None:
+    if options.frames is not None:
         raise InvalidInputError(
-            "--codec copy cuts nothing: a copy could start only at a key frame, not at the frame asked "
-            "for; leave --codec copy out to cut frame-exact"
+            "--codec copy counts no frames (it decodes none): cut with --to or --duration, or leave "
+            "--codec copy out"
         )
 
 
@@ -83,8 +84,19 @@ def remux_transcode(
     progress.start(None)
     ok = False
     try:
+        to = options.to_seconds
+        if options.duration_seconds is not None:
+            to = options.from_seconds + options.duration_seconds
         with atomic_path(output) as tmp:
-            report = remux(source, tmp, muxer, audio=options.audio, progress=update)
+            report = remux(
+                source,
+                tmp,
+                muxer,
+                audio=options.audio,
+                progress=update,
+                from_seconds=options.from_seconds,
+                to_seconds=to,
+            )
         ok = True
     finally:
         progress.close(completed=ok)
@@ -99,7 +111,8 @@ def remux_transcode(
     stats.kept_streams = [s for s in report.kept if s.index != video.index]
     stats.dropped_streams = list(report.dropped)
     stats.stream_notes = list(report.stream_notes)
-    stats.start_shift_seconds = report.start_seconds
+    # The input's own start (a cut's start is said as the part's, not as a shift).
+    stats.start_shift_seconds = report.start_seconds - (report.cut_from or 0.0)
     audio = [s for s in stats.kept_streams if s.kind is StreamKind.AUDIO]
     lost = [d for d in report.dropped if d.kind is StreamKind.AUDIO]
     said = "none in the input"
@@ -114,6 +127,15 @@ def remux_transcode(
     elif lost:
         said = "dropped: " + lost[0].reason
     stats.encoder["audio"] = said
+    if report.cut_from is not None:
+        stats.cut = {
+            "from_seconds": round(report.cut_from, 6),
+            "asked_from_seconds": options.from_seconds,
+            "to_seconds": to,
+            "frames": None,
+            "streams_trimmed": False,
+            "key_frame": True,  # a copy starts at the key frame at or before --from
+        }
     stats.output_bytes = os.path.getsize(output)
     stats.output_seconds = container_duration_seconds(output)
     return stats

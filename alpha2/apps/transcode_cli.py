@@ -87,7 +87,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--codec",
         help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264); "
-        "copy: the streams as they are, nothing encoded (as ffmpeg -c copy)",
+        "copy: the streams as they are, nothing encoded (as ffmpeg -c copy; --from starts at the "
+        "key frame at or before it)",
     )
     parser.add_argument(
         "--size",
@@ -274,7 +275,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         part += " of the input"
         asked = cut.get("asked_from_seconds")
         if asked and abs(float(asked) - float(cut["from_seconds"])) > 1e-6:
-            part += f" (the frame on display at --from {time_text(asked)})"
+            shown = "the key frame at or before" if cut.get("key_frame") else "the frame on display at"
+            part += f" ({shown} --from {time_text(asked)})"
         if cut.get("frames") is not None:
             part += f" (--frames {cut['frames']})"
         fields.append(("part", part))

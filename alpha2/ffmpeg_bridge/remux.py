@@ -62,6 +62,9 @@ class RemuxReport:
     """Audio packets copied as they were."""
     audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
     """Copied audio packets whose times were dropped or rebased, by kind."""
+    cut_from: float | None = None
+    """With a cut: where the copy starts, the key frame at or before the start asked for (seconds of
+    the input, from its start)."""
 
 
 _START_CODE_MUXERS = frozenset({"avi"})
@@ -113,6 +116,32 @@ def _rotation_lost(container: av.container.InputContainer, stream: Any, muxer: s
     )
 
 
+def _key_frame_at(container: av.container.InputContainer, stream: Any, seconds: float, source: str) -> float:
+    """The time of the video's key frame at or before ``seconds`` (its first key frame where none is
+    before it). Reads the video's packets up to there (nothing decoded).
+
+    Raises:
+        InvalidInputError: ``seconds`` lies past the video's last packet.
+    """
+    container.seek(0)
+    key: float | None = None
+    last: float | None = None
+    for packet in container.demux(stream):
+        if packet.pts is None or packet.time_base is None:
+            continue
+        at = float(packet.pts * packet.time_base)
+        last = at if last is None else max(last, at)
+        if packet.is_keyframe:
+            if at <= seconds + 1e-6 or key is None:
+                key = at
+            else:
+                break
+    if key is None or last is None or seconds > last + 1e-6:
+        ends = f"at {last:.3f} s" if last is not None else "before it"
+        raise InvalidInputError(f"--from lies past the end of the video of {source!r} (it ends {ends})")
+    return key
+
+
 def remux(
     source: str,
     target: str,
@@ -120,10 +149,15 @@ def remux(
     *,
     audio: bool = True,
     progress: Callable[[int], object] | None = None,
+    from_seconds: float = 0.0,
+    to_seconds: float | None = None,
 ) -> RemuxReport:
     """Copy ``source``'s streams into a new ``muxer`` container at ``target`` (``audio``: its audio too).
 
     ``progress`` is called with the video packets copied so far, every :data:`STEP_SECONDS` of output.
+    ``from_seconds`` / ``to_seconds`` (counted from the input's start) cut the copy as ``ffmpeg -ss
+    ... -to ... -c copy`` does: from the key frame at or before ``from_seconds`` (the copy cannot start
+    between key frames), every stream's packets whole, up to ``to_seconds``.
 
     Raises:
         InvalidInputError: the file has no video stream.
@@ -142,9 +176,16 @@ def remux(
                 raise InvalidInputError(f"{source!r} has no video stream to copy ({kinds})")
             _check_copyable(probe, probe.streams[videos[0].index], muxer)
             turned = _rotation_lost(probe, probe.streams[videos[0].index], muxer)
+            key = None
+            if from_seconds > 0 or to_seconds is not None:
+                key = _key_frame_at(probe, probe.streams[videos[0].index], start + from_seconds, source)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
     report = RemuxReport(video=videos[0], start_seconds=max(0.0, start))
+    window: tuple[float, float | None] | None = None
+    if key is not None:
+        report.start_seconds, report.cut_from = key, key - start
+        window = (key, None if to_seconds is None else start + to_seconds)
     if turned is not None:
         report.stream_notes.append(turned)
     indices = []
@@ -158,7 +199,7 @@ def remux(
     except (av.error.FFmpegError, OSError) as exc:
         raise from_ffmpeg(exc, f"opening {target!r} to write", EncoderError) from exc
     try:
-        copier = StreamCopier(out, source, indices, shift_seconds=report.start_seconds)
+        copier = StreamCopier(out, source, indices, shift_seconds=report.start_seconds, window=window)
         try:
             until = STEP_SECONDS
             while not copier.exhausted:

@@ -752,6 +752,8 @@ class StreamCopier:
             ``end_seconds`` (or :meth:`set_end`) on. Audio is decoded and encoded again, cut to the
             sample (a copy could cut only between packets); subtitles are shortened to the part.
         end_seconds: The output time the streams end at (with ``trim``); None: not known yet.
+        window: A remux's cut, in input seconds: ``(start, end)`` (end None: to the end of the input);
+            packets are taken whole (the video from the key frame at ``start``). None: everything.
         copy_metadata: Carry the input's tags and dispositions over, as ``ffmpeg`` does: the
             container's tags (but :data:`CONTAINER_TAGS_NOT_COPIED`); each kept stream's tags and
             dispositions; those of the input's video to the video streams ``out`` already holds; the
@@ -775,6 +777,7 @@ class StreamCopier:
         trim: bool = False,
         end_seconds: float | None = None,
         copy_metadata: bool = True,
+        window: tuple[float, float | None] | None = None,
     ) -> None:
         self._out = out
         self._path = path
@@ -782,6 +785,8 @@ class StreamCopier:
         self._jump = jump_seconds
         self._trim = trim
         self._end = end_seconds
+        self._window = window
+        self._video_done = False  # a window's video passed its end: no later video packet is taken
         self.report = CopyReport()
         """What was kept, dropped and changed."""
         try:
@@ -1079,6 +1084,29 @@ class StreamCopier:
             self.report.kept.append(stream)
             return
         self._drop(stream, f"alpha2 copies no {stream.kind.value} streams")
+
+    def _in_window(self, entry: _Entry, packet: av.packet.Packet[Any]) -> bool:
+        """Whether a packet lies in the copy's ``window`` (input seconds, packets whole: a remux's cut).
+        The video from its key frame at the start on, up to the first packet at or past the end (what
+        follows it in decode order may refer to it); the other streams' packets that start in it."""
+        time_base = packet.time_base
+        stamp = packet.pts if packet.pts is not None else packet.dts
+        if time_base is None or stamp is None:
+            return False
+        assert self._window is not None
+        start, end = self._window
+        seconds = float(stamp * time_base)
+        if entry.source.kind is StreamKind.VIDEO:
+            if self._video_done:
+                return False
+            # The end by decode time, as ffmpeg's stream copy: a picture shown before it that is decoded
+            # after a later one (a B-frame) keeps what it refers to (a frame or two may show past it).
+            decoded = float(packet.dts * time_base) if packet.dts is not None else seconds
+            if end is not None and decoded >= end - 1e-9:
+                self._video_done = True
+                return False
+            return seconds >= start - 1e-6  # the open GOP's leading pictures before the key frame go
+        return start - 1e-6 <= seconds and (end is None or seconds < end - 1e-9)
 
     def _keep_pixel_shape(self, stream: InputStream, stream_in: Any, stream_out: Any, muxer: str) -> None:
         """A copied video's pixel shape that its container, not its stream, holds (Matroska's display
@@ -1390,6 +1418,8 @@ class StreamCopier:
                 if packet.size == 0 or (packet.dts is None and packet.pts is None):
                     continue
                 entry = self._entries[packet.stream.index]
+                if self._window is not None and not self._in_window(entry, packet):
+                    continue
                 if not self._retime(entry, packet):
                     continue
             entry = self._entries[packet.stream.index]
