@@ -8,6 +8,7 @@ import json
 import sys
 import time
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -297,3 +298,15 @@ def test_a_file_s_message_goes_with_it(clips: list[Clip], monkeypatch: pytest.Mo
     monkeypatch.setattr(Osd, "clear_message", recording_clear)
     _run_window([clips[0].path, clips[1].path], {2: "]", 4: "n"})
     assert said[:2] == ["Speed: 1.25x", None]  # said, then taken off as the next file starts
+
+
+@pytest.mark.vulkan
+def test_page_down_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], tmp_path: Path) -> None:
+    """As mpv's: PgDn on the last chapter plays the playlist's next file (it said 'No next chapter')."""
+    from tests.test_window_faults import _chaptered_clip
+
+    chaptered = _chaptered_clip(tmp_path / "ch.mkv")  # 3 s, chapters at 0, 1 and 2 s
+    presses = {(chaptered, 2): "PageDown", (chaptered, 3): "PageDown", (chaptered, 4): "PageDown"}
+    results, errors, driver = _run_window([chaptered, clips[0].path], presses)
+    assert not errors and driver.sources == [chaptered, clips[0].path]
+    assert results[0].frames < 30  # left at its last chapter, not played to its end

@@ -368,6 +368,10 @@ class _Keys:
                 self._chapters = ()
         return self._chapters
 
+    def _next_file(self) -> bool:
+        """Go to the playlist's next file, where there is one (the video window's); whether it went."""
+        return False
+
     def chapter_marks(self, duration: float | None) -> tuple[float, ...]:
         """Where the chapters begin as fractions of ``duration`` (the bar's ticks); none without one."""
         if not duration or self.clock is None:  # listed once the first frame is up, not before it
@@ -389,7 +393,8 @@ class _Keys:
         if step > 0:
             index = current + 1
             if index >= len(chapters):
-                self._say("No next chapter")
+                if not self._next_file():  # past the last chapter: the playlist's next file, as mpv's
+                    self._say("No next chapter")
                 return
         elif current >= 0 and now - chapters[current].start_seconds > CHAPTER_BACK_S:
             index = current
@@ -1047,6 +1052,13 @@ class WindowPlayback(_Keys):
         held, self.held = self.held, None
         if held is not None:
             held.release()
+
+    def _next_file(self) -> bool:
+        playlist = self.playlist
+        if playlist is None or playlist.index + 1 >= len(playlist.sources):
+            return False
+        self.go(+1)
+        return True
 
     def go(self, step: int) -> None:
         """The next (``+1``) or previous (``-1``) file of the playlist (``n`` / ``p``)."""
