@@ -232,6 +232,10 @@ def test_arrows_seek_every_tile(tmp_path: Path) -> None:
         assert all(s.shown_pts_s is not None and s.shown_pts_s < 2.0 for s in group.streams)
         window._on_key({"key": "/", "modifiers": ("Shift",)})
         assert window.osd.show_help
+        # One file's keys (chapters, audio tracks) say so in a wall; they raised AttributeError (no player).
+        for key in ("PageDown", "PageUp", "#"):
+            window._on_key({"key": key})
+            assert "not a wall's" in (window.osd.current_message or ""), key
     finally:
         window.finish()
         group.close()

@@ -151,6 +151,7 @@ class WallWindow(_Keys):
     """
 
     osd: Osd
+    one_file = False  # PgDn / PgUp and # are one file's keys: the wall says so
 
     def __init__(
         self,

@@ -351,6 +351,7 @@ class _Keys:
     _tracks: tuple[AudioTrack, ...] | None = None  # the file's audio tracks, listed on first use
     _chapters: tuple[Any, ...] | None = None  # the file's chapters, listed on first use
     seek: Callable[[float], None]  # each window's own: jump to a time in seconds
+    one_file: bool = True  # the keys of one file (chapters, audio tracks); a wall of many has none
 
     def _say(self, text: str) -> None:
         if self.osd is not None:
@@ -536,6 +537,8 @@ class _Keys:
             self._say(f"Mute: {'yes' if getattr(clock, 'muted', False) else 'no'}")
         elif key in ("9", "0"):
             self.change_volume(VOLUME_STEP if key == "0" else -VOLUME_STEP)
+        elif key in ("PageDown", "PageUp", "#") and not self.one_file:
+            self._say("Chapters and audio tracks: one file's keys, not a wall's")
         elif key in ("PageDown", "PageUp"):
             self.chapter_step(+1 if key == "PageDown" else -1)
         elif key == "#":
