@@ -39,11 +39,15 @@ def _hwaccel() -> Any:
     )
 
 
-def hwaccel_frames(path: str) -> Any:
-    """Frames of FFmpeg's native decoder with the NVDEC hwaccel (what alpha2 runs today)."""
+def hwaccel_frames(path: str, frame_threads: int = 0) -> Any:
+    """Frames of FFmpeg's native decoder with the NVDEC hwaccel (what alpha2 runs today); with
+    ``frame_threads``, FFmpeg's frame threading over the hwaccel (more pictures in flight)."""
     with av.open(path, hwaccel=_hwaccel()) as container:
         stream = container.streams.video[0]
         assert stream.codec_context.is_hwaccel
+        if frame_threads:
+            stream.codec_context.thread_type = "FRAME"
+            stream.codec_context.thread_count = frame_threads
         yield from container.decode(stream)
 
 
@@ -206,6 +210,8 @@ def measure(codec: str, path: str, repeat: int, check: int) -> None:
     rows = {
         "hwaccel": lambda: hwaccel_frames(path),
         "hwaccel, thread": lambda: threaded(hwaccel_frames(path)),
+        "hwaccel, 2 frame threads": lambda: hwaccel_frames(path, 2),
+        "hwaccel, 4 frame threads": lambda: hwaccel_frames(path, 4),
         "cuvid": lambda: cuvid_frames(path, codec),
         "cuvid, thread": lambda: threaded(cuvid_frames(path, codec)),
         "cuvid, demux thread": lambda: cuvid_frames_of(threaded(packets_of(path), 32), path, codec),
@@ -231,6 +237,7 @@ def measure(codec: str, path: str, repeat: int, check: int) -> None:
                 "pynvc threaded": lambda: pynvc_threaded_frames(path),
                 "pynvc decoder": lambda: pynvc_decoder_frames(path),
                 "pynvc fed PyAV packets": lambda: pynvc_fed_frames(path, codec),
+                "pynvc fed PyAV, thread": lambda: threaded(pynvc_fed_frames(path, codec)),
             }
             for name, make in peers.items():
                 print(f"{codec:5} {name:24}{timed_peer(make)}")
