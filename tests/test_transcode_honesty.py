@@ -98,6 +98,19 @@ def test_chapters_cut_with_the_part(tmp_path: Path) -> None:
     assert any("2 chapters: 1 kept, 1 outside the part left out" in n for n in summary_notes(stats))
 
 
+def test_chapters_cut_with_a_copy_s_part(tmp_path: Path) -> None:
+    """``--codec copy --to`` cuts the chapters at the part's end too: they ran on to the input's end
+    (the output's duration with them, past the copied streams')."""
+    src = _make(tmp_path / "in.mkv", chapters=True)
+    for ext in ("mkv", "mp4"):
+        out = tmp_path / f"cut.{ext}"
+        stats = transcode(src, str(out), TranscodeOptions(codec="copy", to_seconds=1.5))
+        got = _chapters(out)
+        assert [c[0] for c in got] == ["One", "Two"], ext
+        assert abs(got[1][1] - 1.0) < 0.05 and abs(got[1][2] - 1.5) < 0.05, (ext, got)
+        assert any("2 chapters: 2 kept, 1 cut at the part's edges" in n for n in summary_notes(stats))
+
+
 def test_chapters_a_container_cannot_hold_are_said(tmp_path: Path) -> None:
     src = _make(tmp_path / "in.mkv", chapters=True)
     out = tmp_path / "out.avi"

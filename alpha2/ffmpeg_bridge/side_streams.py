@@ -888,8 +888,8 @@ class StreamCopier:
 
     def _copy_chapters(self, source: av.container.InputContainer) -> None:
         """The input's chapters into the output, as ``ffmpeg`` copies them: moved by the output's start
-        shift, and with ``trim`` cut to the part (those wholly outside it left out). What is not a plain
-        copy is said in the report's notes."""
+        shift, and with ``trim`` or a ``window`` cut to the part (those wholly outside it left out). What
+        is not a plain copy is said in the report's notes."""
         chapters = source.chapters()
         if not chapters:
             return
@@ -899,6 +899,9 @@ class StreamCopier:
             self.report.other_notes.append(f"{count} dropped: the {muxer} container holds no chapters")
             return
         end = fractions.Fraction(self._end).limit_denominator(1_000_000) if self._trim and self._end else None
+        if self._window is not None and self._window[1] is not None:
+            # A remux's cut ends there too: its chapters ran on to the input's end past the copy's.
+            end = fractions.Fraction(self._window[1]).limit_denominator(1_000_000) - self._shift
         kept: list[av.container.Chapter] = []
         cut = 0
         for chapter in chapters:
