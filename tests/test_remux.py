@@ -280,3 +280,24 @@ def test_a_copy_is_cut_from_the_key_frame_at_or_before_from(tmp_path: Path) -> N
     assert audio and float(audio[0].pts * audio[0].time_base) < 0.05
     with pytest.raises(InvalidInputError, match="--from lies past the end of the video"):
         transcode(src, str(tmp_path / "late.mkv"), {"codec": "copy", "from_seconds": 30.0})
+
+
+def test_a_copy_says_the_timecode_track_its_container_writes_again(tmp_path: Path) -> None:
+    """A MOV's timecode track copied into a MOV: the muxer writes it again from the video's tag, but the
+    summary said it 'dropped: alpha2 copies no data streams'; now said kept, as a transcode says it."""
+    clip = make_clip(tmp_path / "c.mp4", frames=10).path
+    src = str(tmp_path / "tc.mov")
+    with av.open(clip) as inp, av.open(src, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        video.metadata["timecode"] = "01:00:00:00"  # the MOV muxer writes a tmcd track for it
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = video
+                out.mux(packet)
+    out = tmp_path / "out.mov"
+    stats = transcode(src, str(out), {"codec": "copy"})
+    assert stats.dropped_streams == [], stats.dropped_streams
+    assert any("the timecode track): its start 01:00:00:00 kept" in n for n in stats.stream_notes)
+    with av.open(str(out)) as container:
+        assert [s.type for s in container.streams] == ["video", "data"]
+        assert container.streams.video[0].metadata.get("timecode") == "01:00:00:00"

@@ -72,6 +72,23 @@ def test_chapter_track_into_a_container_without_chapters(tmp_path: Path, capsys:
     ]
 
 
+@pytest.mark.parametrize(
+    ("ext", "reasons"), [(".mkv", []), (".ts", ["the mpegts container holds no chapters"])]
+)
+def test_a_copy_says_the_chapter_track_as_a_transcode_does(
+    tmp_path: Path, capsys: Capsys, ext: str, reasons: list[str]
+) -> None:
+    """--codec copy said the chapter track 'dropped: alpha2 copies no data streams' while the output
+    held its chapters; now said kept, or dropped for the container's want of chapters."""
+    src = _with_chapters(tmp_path)
+    out = str(tmp_path / f"out{ext}")
+    assert cli.main(["transcode", src, out, "-y", "--json", "--codec", "copy"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [d["reason"].removeprefix("the chapter track: ") for d in data["dropped_streams"]] == reasons
+    kept = [n for n in data["stream_notes"] if "chapter track" in n and "kept" in n]
+    assert bool(kept) is not bool(reasons), data["stream_notes"]
+
+
 def test_probe_names_the_chapter_track(tmp_path: Path, capsys: Capsys) -> None:
     src = _with_chapters(tmp_path)
     assert cli.main(["probe", src]) == 0

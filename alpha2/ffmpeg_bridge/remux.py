@@ -24,6 +24,8 @@ from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import frame_orientation, stream_rotation
 from alpha2.ffmpeg_bridge.side_streams import (
+    CHAPTER_MUXERS,
+    TIMECODE_MUXERS,
     DroppedStream,
     InputStream,
     StreamCopier,
@@ -189,9 +191,31 @@ def remux(
     if turned is not None:
         report.stream_notes.append(turned)
     indices = []
+    timecode = videos[0].timecode
     for stream in streams:
         if stream.kind is StreamKind.AUDIO and not audio:
             report.dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, "--no-audio"))
+        elif stream.chapter_track:
+            # The file's chapters, which the copier writes as the output's (said dropped as a data track
+            # while the output held them), as a transcode says them.
+            if muxer in CHAPTER_MUXERS:
+                report.stream_notes.append(
+                    f"stream {stream.index} (the chapter track): its chapters kept as the output's"
+                )
+            else:
+                why = f"the chapter track: the {muxer} container holds no chapters"
+                report.dropped.append(DroppedStream(stream.index, stream.kind, "chapters", why))
+        elif stream.codec == "timecode" and timecode is not None and muxer in TIMECODE_MUXERS:
+            # The muxer writes the start timecode again from the video's tag, copied with the video's
+            # tags (said dropped while the output held it).
+            note = f"stream {stream.index} (the timecode track): its start {timecode} kept as "
+            note += TIMECODE_MUXERS[muxer]
+            if report.cut_from:
+                note += (
+                    f", not moved by --from: the output's first frame, the input's at {report.cut_from:g} s,"
+                    f" is said to be at {timecode}"
+                )
+            report.stream_notes.append(note)
         else:
             indices.append(stream.index)
     try:
