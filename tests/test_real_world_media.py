@@ -198,6 +198,15 @@ def test_interlaced_passthrough_is_coded_interlaced(tmp_path: Path, capsys: Caps
         assert next(container.decode(video=0)).interlaced_frame
 
 
+def test_interlaced_scaled_on_the_cpu_is_not_said_gpu(tmp_path: Path, capsys: Capsys) -> None:
+    """Scaled by swscale, an interlaced input was said made progressive by 'the GPU path'."""
+    src = make_interlaced_mpeg2(tmp_path / "il.mkv", frames=6)
+    code, data, err = _transcode(capsys, src, str(tmp_path / "out.mp4"), "--size", "160x-1")
+    assert code == 0, err
+    notes = [note for note in data["input_notes"] if "interlaced" in note]
+    assert notes and "not deinterlaced" in notes[0] and "GPU" not in notes[0], notes
+
+
 def test_alpha_input_is_reported(tmp_path: Path, capsys: Capsys) -> None:
     clip = make_clip(tmp_path / "a.mkv", "ffv1", frames=4, pix_fmt="yuva420p")
     code, data, err = _transcode(capsys, clip.path, str(tmp_path / "out.mkv"))

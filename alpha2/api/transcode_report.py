@@ -244,8 +244,11 @@ def input_notes(first: DecodedFrame | None, plan: TranscodePlan, encoder: str) -
         if plan.passthrough and encoder in INTERLACED_ENCODERS:
             notes.append(f"interlaced input ({order}): coded interlaced, field order kept")
         else:
+            # Not 'the GPU path': swscale (the CPU route) scales the whole pictures alike.
             why = (
-                "the GPU path makes progressive frames" if not plan.passthrough else f"{encoder} codes frames"
+                "the pictures are scaled and converted whole, not deinterlaced"
+                if not plan.passthrough
+                else f"{encoder} codes frames"
             )
             notes.append(f"interlaced input ({order}) coded progressive: {why}")
     return notes
