@@ -15,9 +15,10 @@ import pytest
 from alpha2.api.transcode_plan import ColourChoice
 from alpha2.api.transcode_report import summary_notes
 from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.apps.transcode_cli import summary_lines
 from alpha2.gpu.colour import ColourMatrix
 from tests.hdr_clips import PEAK_203, PQ, make_hdr_clip
-from tests.media import make_clip
+from tests.media import make_audio_only, make_clip
 
 CHAPTERS = (("One", 0, 1000), ("Two", 1000, 2000))
 """Titles and start / end (milliseconds) of the chapters :func:`_make` writes."""
@@ -109,6 +110,27 @@ def test_chapters_cut_with_a_copy_s_part(tmp_path: Path) -> None:
         assert [c[0] for c in got] == ["One", "Two"], ext
         assert abs(got[1][1] - 1.0) < 0.05 and abs(got[1][2] - 1.5) < 0.05, (ext, got)
         assert any("2 chapters: 2 kept, 1 cut at the part's edges" in n for n in summary_notes(stats))
+
+
+def test_a_part_whose_video_ends_before_to_is_said_to_end_at_to(tmp_path: Path) -> None:
+    """A 0.4 s video with 2 s of audio, ``--to 1``: the audio is cut at 1 s (the output lasts 1 s), but
+    the summary said the part went 'to the end of the input'."""
+    video = make_clip(tmp_path / "v.mkv", frames=12).path
+    audio = make_audio_only(tmp_path / "a.mkv", seconds=2.0)
+    src = str(tmp_path / "in.mkv")
+    with av.open(video) as v, av.open(audio) as a, av.open(src, "w") as out:
+        made = {id(s): out.add_stream_from_template(s) for s in (v.streams.video[0], a.streams.audio[0])}
+        for inp in (v, a):
+            for packet in inp.demux():
+                if packet.dts is not None:
+                    packet.stream = made[id(packet.stream)]
+                    out.mux(packet)
+    stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions(to_seconds=1.0))
+    assert stats.cut is not None and stats.cut["to_seconds"] == 1.0, stats.cut
+    assert stats.output_seconds is not None and abs(stats.output_seconds - 1.0) < 0.05
+    assert any("part    from 0.000 s to 1.000 s of the input" in line for line in summary_lines(stats, 80))
+    whole = transcode(src, str(tmp_path / "whole.mkv"), TranscodeOptions(to_seconds=30.0))
+    assert whole.cut is not None and whole.cut["to_seconds"] is None  # past the input's end: 'to the end'
 
 
 def test_chapters_a_container_cannot_hold_are_said(tmp_path: Path) -> None:

@@ -744,6 +744,13 @@ class _Transcoder:
         stats.output_seconds = container_duration_seconds(self.output)
         if self.options.cuts or frames.cut:
             ended = frames.ended_at
+            end = self._end_time()
+            if ended is None and end is not None:
+                # The video ran out before --to / --duration, but the input goes on (a longer audio):
+                # the other streams were cut there, which 'to the end' did not say.
+                length = container_duration_seconds(self.source)
+                if length is not None and float(end - self._origin) < length - 1e-6:
+                    ended = end
             stats.cut = {
                 "from_seconds": round(float(self._start - self._origin), 6),
                 "asked_from_seconds": self.options.from_seconds,
