@@ -298,6 +298,46 @@ def test_into_mp4_subtitles_are_converted_and_attachments_dropped_with_why(
     assert "dropped stream 4 (attachment application/x-truetype-font)" in summary
 
 
+ASS_SCRIPT = """[Script Info]
+ScriptType: v4.00+
+
+[V4+ Styles]
+Format: Name, Fontname, Fontsize, PrimaryColour, Bold, Italic, Alignment, MarginL, MarginR, MarginV
+Style: Default,Arial,20,&H00FFFFFF,0,0,2,10,10,10
+
+[Events]
+Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+Dialogue: 0,0:00:00.00,0:00:00.20,Default,,0,0,0,,{\\i1}Hello{\\i0}, you\\Nthere
+Dialogue: 0,0:00:00.20,0:00:00.40,Default,,0,0,0,,World
+"""
+"""Two cues, the first styled inline, with a comma and a forced line break."""
+
+
+@pytest.mark.parametrize(("ext", "codec"), [(".mp4", "mov_text"), (".webm", "webvtt")])
+def test_ass_subtitles_are_converted_as_ffmpeg_converts_them(
+    tmp_path: Path, capsys: Capsys, ext: str, codec: str
+) -> None:
+    """ASS into MP4 or WebM was dropped ('alpha2 converts only plain-text ones') where ffmpeg converts
+    it: now its text is kept, its styling not, as SubRip's is."""
+    clip = make_clip(tmp_path / "base.mkv", frames=12)
+    script = tmp_path / "s.ass"
+    script.write_text(ASS_SCRIPT)
+    src = str(tmp_path / "ass.mkv")
+    with av.open(clip.path) as video, av.open(str(script)) as subs, av.open(src, "w") as out:
+        made = {id(s): out.add_stream_from_template(s) for s in (video.streams.video[0], subs.streams[0])}
+        for inp in (video, subs):
+            for packet in inp.demux():
+                if packet.dts is not None:
+                    packet.stream = made[id(packet.stream)]
+                    out.mux(packet)
+    out = str(tmp_path / f"out{ext}")
+    code, data, err = _transcode(capsys, src, out)
+    assert code == 0, err
+    assert data["dropped_streams"] == [] and ("subtitle", codec) in _kinds(out)
+    texts = [t[2:] if codec == "mov_text" else t for t in _subtitle_texts(out)]
+    assert texts == [b"Hello, you\nthere", b"World"], texts
+
+
 def test_mov_text_s_empty_samples_are_not_written_as_empty_cues(tmp_path: Path, capsys: Capsys) -> None:
     """MP4's mov_text fills the time between cues with empty samples; converted to WebVTT they were
     written as empty cues, after the first of which FFmpeg 5.1 read no more of a WebM's cues (found by

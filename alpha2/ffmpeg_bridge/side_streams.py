@@ -182,8 +182,13 @@ _LAYOUTS = (
 """FFmpeg's named channel layouts, tried in this order (after the source's own) for an encoder that does
 not take the source's layout; those sharing most channels with it first."""
 
-TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "mov_text", "webvtt", "text"})
-"""Subtitle codecs whose packets are plain text (MP4 timed text: a length, the text, style boxes)."""
+TEXT_SUBTITLE_CODECS = frozenset({"subrip", "srt", "mov_text", "webvtt", "text", "ass", "ssa"})
+"""Subtitle codecs whose packets are text (MP4 timed text: a length, the text, style boxes; ASS / SSA:
+a dialogue line's fields, the text last)."""
+
+_ASS_FIELDS_BEFORE_TEXT = 8
+"""Fields of FFmpeg's ASS packet before its text: ReadOrder, Layer, Style, Name, MarginL, MarginR,
+MarginV, Effect."""
 
 TEXT_SUBTITLE_TARGETS = {
     "matroska": "subrip",
@@ -1749,7 +1754,12 @@ def _subtitle_text(data: bytes, codec: str) -> str:
     if codec == "mov_text":
         length = int.from_bytes(data[:2], "big") if len(data) >= 2 else 0
         data = data[2 : 2 + length]
-    return _TAGS.sub("", data.decode("utf-8", errors="replace")).strip("\x00")
+    text = data.decode("utf-8", errors="replace")
+    if codec in ("ass", "ssa"):
+        # ASS into MP4 or WebM was dropped where ffmpeg converts it: its text kept, its styling not.
+        text = text.split(",", _ASS_FIELDS_BEFORE_TEXT)[-1]
+        text = text.replace("\\N", "\n").replace("\\n", "\n").replace("\\h", " ")
+    return _TAGS.sub("", text).strip("\x00")
 
 
 def _converted_text(packet: av.packet.Packet[Any], codec: str, target: str) -> av.packet.Packet[Any]:
