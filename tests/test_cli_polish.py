@@ -691,3 +691,20 @@ def test_an_interrupted_bar_is_taken_off_the_screen() -> None:
     done.close(True)
     cut.close(False)
     assert not done._progress.live.transient and cut._progress.live.transient
+
+
+def test_hwaccel_cuda_without_nvdec_names_the_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--hwaccel cuda`` where NVDEC cannot be had told a command-line user to 'use hwaccel='auto' or
+    'none'', Python's spelling; now the option's too."""
+    from alpha2.ffmpeg_bridge import hwdevice
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from media import make_clip
+
+    monkeypatch.setattr(hwdevice, "no_cuda_device_type_reason", lambda: "no CUDA here")
+    src = make_clip(tmp_path / "in.mp4", frames=3).path
+    assert main(["transcode", src, str(tmp_path / "out.mp4"), "--hwaccel", "cuda"]) == 1
+    err = capsys.readouterr().err
+    assert "--hwaccel cuda" in err and "--hwaccel auto or none" in err, err

@@ -179,7 +179,8 @@ def plan_hw_device(
     if why is not None:
         if mode is HwAccelMode.CUDA:
             raise HwAccelUnavailableError(
-                f"hwaccel='cuda' cannot be had: {why}; use hwaccel='auto' or 'none'"
+                f"hwaccel='cuda' (--hwaccel cuda) cannot be had: {why}; use hwaccel='auto' or 'none' "
+                "(--hwaccel auto or none)"
             )
         return HwDevicePlan(mode, None, None, why)
     if cuda_ordinal is not None:
@@ -191,7 +192,8 @@ def plan_hw_device(
             why = "no CUDA driver (libcuda.so.1), so no NVDEC"
             if mode is HwAccelMode.CUDA:
                 raise HwAccelUnavailableError(
-                    f"hwaccel='cuda' cannot be had: {why}; use hwaccel='auto' or 'none'"
+                    f"hwaccel='cuda' (--hwaccel cuda) cannot be had: {why}; use hwaccel='auto' or 'none' "
+                    "(--hwaccel auto or none)"
                 )
             return HwDevicePlan(mode, None, None, why)
         return HwDevicePlan(
@@ -201,8 +203,9 @@ def plan_hw_device(
     if where.cuda_ordinal is None:
         if mode is HwAccelMode.CUDA:
             raise HwAccelUnavailableError(
-                f"hwaccel='cuda' cannot be had: {where.reason}; NVDEC must run on the renderer's GPU. "
-                "Use hwaccel='auto' or 'none', or pass cuda_ordinal explicitly"
+                f"hwaccel='cuda' (--hwaccel cuda) cannot be had: {where.reason}; NVDEC must run on the "
+                "renderer's GPU. Use hwaccel='auto' or 'none' (--hwaccel auto or none), or pass "
+                "cuda_ordinal explicitly"
             )
         return HwDevicePlan(mode, None, where.vulkan_index, where.reason)
     return HwDevicePlan(
