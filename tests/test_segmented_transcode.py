@@ -312,15 +312,17 @@ def test_a_worker_ends_with_its_parent_and_a_killed_run_s_folder_goes_next_time(
 
     code = textwrap.dedent(
         """
-        import multiprocessing, sys, time
+        import multiprocessing, os, sys, time
         from alpha2.api.segmented_transcode import _exit_with_parent
 
-        def child():
-            _exit_with_parent()
+        def child(parent, delay):
+            time.sleep(delay)  # a slow start: the parent may be gone before the watch begins
+            _exit_with_parent(parent)
             time.sleep(60)
 
         if __name__ == "__main__":
-            p = multiprocessing.get_context("spawn").Process(target=child)
+            delay = float(sys.argv[1])
+            p = multiprocessing.get_context("spawn").Process(target=child, args=(os.getpid(), delay))
             p.start()
             print(p.pid, flush=True)
             time.sleep(60)
@@ -328,26 +330,34 @@ def test_a_worker_ends_with_its_parent_and_a_killed_run_s_folder_goes_next_time(
     )
     script = tmp_path / "parent.py"
     script.write_text(code)
-    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        time.sleep(0.5)
-        parent.send_signal(signal.SIGKILL)
-        parent.wait(5)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                os.kill(child, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(child, signal.SIGKILL)
-            raise AssertionError("the worker outlived its parent")
-    finally:
-        if parent.poll() is None:
-            parent.kill()
+
+    def alive(pid: int) -> bool:
+        # A zombie counts as ended: where pid 1 reaps no orphans (some containers) it stays listed.
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+    # The worker's watch begun before the parent is killed, and after it (the H100 run of 2026-12-05: the
+    # worker, slow to import, read its parent's pid once it was already an orphan's, and lived on).
+    for delay in ("0", "1.5"):
+        parent = subprocess.Popen([sys.executable, str(script), delay], stdout=subprocess.PIPE, text=True)
+        try:
+            assert parent.stdout is not None
+            child = int(parent.stdout.readline())
+            time.sleep(0.5)
+            parent.send_signal(signal.SIGKILL)
+            parent.wait(5)
+            deadline = time.monotonic() + 5 + float(delay)
+            while time.monotonic() < deadline and alive(child):
+                time.sleep(0.1)
+            if alive(child):
+                os.kill(child, signal.SIGKILL)
+                raise AssertionError(f"the worker outlived its parent (its watch begun after {delay} s)")
+        finally:
+            if parent.poll() is None:
+                parent.kill()
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

@@ -325,23 +325,24 @@ def _remove_abandoned(directory: str, prefix: str) -> None:
             continue  # alive, another user's
 
 
-def _exit_with_parent() -> None:
-    """End this worker when the process that started it is gone (killed with SIGKILL, it can stop
-    nothing): a thread sees the worker's parent change and exits at once. The segments' workers went on
-    encoding for their whole segment as orphans (an outside pass); the decoder processes end on their
-    socket's EOF the same way."""
-    parent = os.getppid()
+def _exit_with_parent(parent: int) -> None:
+    """End this worker when ``parent``, the pid of the process that started it, is gone (killed with
+    SIGKILL, it can stop nothing): a thread sees the worker's parent change and exits at once. The
+    segments' workers went on encoding for their whole segment as orphans (an outside pass); the decoder
+    processes end on their socket's EOF the same way. The pid comes from the parent: read here, after a
+    slow start (imports), it would already be the orphan's new parent when the old one died first."""
 
     def watch() -> None:
         while True:
-            time.sleep(_PARENT_POLL_S)
             if os.getppid() != parent:
                 os._exit(1)
+            time.sleep(_PARENT_POLL_S)
 
     threading.Thread(target=watch, name="alpha2 parent watch", daemon=True).start()
 
 
 def _segment_main(
+    parent: int,
     conn: multiprocessing.connection.Connection,
     source: str,
     path: str,
@@ -349,7 +350,7 @@ def _segment_main(
     part: SegmentPart,
 ) -> None:
     """A worker process: transcode one segment into ``path``; send ``done`` or ``error``."""
-    _exit_with_parent()
+    _exit_with_parent(parent)
     try:
         run = _Transcoder(source, path, options, _PipeProgress(conn, part.index), part=part)
         stats = run.run()
@@ -390,7 +391,10 @@ class _Workers:
     def start(self, index: int, args: tuple[Any, ...]) -> None:
         parent, child = self.context.Pipe(duplex=False)
         process = self.context.Process(
-            target=_segment_main, args=(child, *args), name=f"alpha2-segment-{index + 1}", daemon=True
+            target=_segment_main,
+            args=(os.getpid(), child, *args),
+            name=f"alpha2-segment-{index + 1}",
+            daemon=True,
         )
         self.conns[index] = parent
         self.processes[index] = process
