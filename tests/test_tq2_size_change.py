@@ -117,7 +117,9 @@ def test_passthrough_converts_a_pixel_format_change_and_says_so(tmp_path: Path, 
     the summary said nothing; now swscale converts them as the first's format and colour, and says so."""
     src = _format_joined(tmp_path)
     out = str(tmp_path / "out.mp4")
-    data, err = _run(capsys, src, out, "--crf", "0")
+    # Software decoding: on NVIDIA the 4:2:0 part is NVDEC's (nv12) and the 4:2:2 part converted to nv12
+    # (the H100 run of 2026-12-05), on the GPU route when scaled; this is the CPU's conversion.
+    data, err = _run(capsys, src, out, "--crf", "0", "--hwaccel", "none")
     assert data["frames"] == 20
     notes = _format_notes(data)
     assert notes == [
@@ -131,7 +133,8 @@ def test_passthrough_converts_a_pixel_format_change_and_says_so(tmp_path: Path, 
 
 
 def test_cpu_scale_route_says_the_pixel_format_change(tmp_path: Path, capsys: Capsys) -> None:
-    data, _ = _run(capsys, _format_joined(tmp_path), str(tmp_path / "out.mp4"), "--size", "32x24")
+    args = ("--size", "32x24", "--hwaccel", "none")  # on NVDEC's frames the GPU route scales
+    data, _ = _run(capsys, _format_joined(tmp_path), str(tmp_path / "out.mp4"), *args)
     notes = _format_notes(data)
     assert len(notes) == 1 and "(yuv422p): 10 frames converted to" in notes[0], data["input_notes"]
     assert notes[0].endswith("on the CPU (swscale)")

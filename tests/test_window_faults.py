@@ -371,6 +371,7 @@ def test_page_keys_go_from_chapter_to_chapter(tmp_path: Path) -> None:
 @pytest.mark.vulkan
 def test_a_looping_file_s_progress_has_no_total(tmp_path: Path) -> None:
     """With --loop the count ran past the file's frames ('play: 300/250 frames', a person's pass)."""
+    pytest.importorskip("rendercanvas")
     clip = make_clip(tmp_path / "c.mp4", width=W, height=H, frames=FRAMES, rate=RATE).path  # MP4: counted
     totals: list[int | None] = []
 
