@@ -81,10 +81,11 @@ def test_encoders_that_take_odd_420_keep_odd_sides(tmp_path: Path) -> None:
 
 
 def test_the_gpu_route_says_it_writes_420() -> None:
-    """Scaled, a 4:2:2 or 4:4:4 picture comes out 4:2:0 (the GPU route writes NV12 / P010): said, where
-    the summary said only 'output nv12' (an outside pass)."""
+    """Scaled, a 4:2:2 or 4:4:4 picture comes out 4:2:0 (both routes write NV12 / P010): said, where
+    the summary said only 'output nv12' (an outside pass); not as the GPU route's alone, which the CPU
+    route said too (another)."""
     for fmt, chroma in ((PixelFormat.YUV444P, "4:4:4"), (PixelFormat.YUV422P, "4:2:2")):
         plan = plan_transcode(Size(320, 240), fmt, _SD, TranscodeOptions(size=Size(160, 120)))
-        assert f"chroma {chroma} -> 4:2:0 (the GPU route writes nv12)" in plan.reason
+        assert f"chroma {chroma} -> 4:2:0 (processed pictures are written as nv12)" in plan.reason
     plain = plan_transcode(Size(320, 240), PixelFormat.YUV420P, _SD, TranscodeOptions(size=Size(160, 120)))
     assert "chroma" not in plain.reason

@@ -723,8 +723,10 @@ def plan_transcode(
     finer = _chroma(input_format) if not input_format.is_gray else None
     if finer is not None and finer != "4:2:0":
         # Said, not silent (found by an outside pass: 4:2:2 and 4:4:4 scaled came out 4:2:0, the summary
-        # saying only 'output nv12'). ffmpeg's scale filter keeps the chroma; the GPU route writes 4:2:0.
-        reasons.append(f"chroma {finer} -> 4:2:0 (the GPU route writes {output_format.ffmpeg_name})")
+        # saying only 'output nv12'). ffmpeg's scale filter keeps the chroma; both of alpha2's routes write
+        # the plan's 4:2:0 (it said 'the GPU route writes nv12' on the CPU route too: an outside pass).
+        written = output_format.ffmpeg_name
+        reasons.append(f"chroma {finer} -> 4:2:0 (processed pictures are written as {written})")
     output_colour = ColourInfo(
         matrix=matrix,
         primaries=_SDR.primaries if tone_map else input_colour.primaries,
