@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [segments] [segtrans10] [cuvid] [cuvid-tests]
+#                                       [ml] [tensors] [tensor-ab] [segments] [segtrans10] [cuvid] [cuvid-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -129,6 +129,20 @@ for step in $steps; do
       done
       { echo '$ python3 benchmarks/bench_tensor_antialias.py --size 1920x1080 --factors 2,4,8 --batch 8';
         timeout 120 python3 benchmarks/bench_tensor_antialias.py --size 1920x1080 --factors 2,4,8 --batch 8; } >> "$log" 2>&1;;
+    tensor-ab)  # issue 27: main's 224x224 float16 row against the alpha2 tree in exp_tree/ (a branch put
+      # there by 'git archive BRANCH alpha2 | tar -x -C exp_tree'), alternating. The clip first, on its own
+      # (about 60 s to make): in the third session of 2026-12-05 a timeout that counted its making killed
+      # every timed run before it printed.
+      timeout 240 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 10 --rows decode \
+        > /dev/null 2>&1
+      for round in 1 2 3; do
+        for tree in main exp; do
+          if [ "$tree" = exp ]; then [ -d exp_tree/alpha2 ] || continue; path=/tmp/site:$PWD/exp_tree; else path=$PYTHONPATH; fi
+          { echo "\$ python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800  # $tree, round $round";
+            PYTHONPATH=$path timeout 60 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800; } 2>&1 \
+            | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+        done
+      done;;
     segments)  # issue 29's rows: one file on all the decoders, threads and processes, HEVC and H.264
       { echo '$ python3 benchmarks/bench_segments.py --decoders threads,processes --clip-dir /tmp/clips';
         timeout 300 python3 benchmarks/bench_segments.py --decoders threads,processes \
