@@ -1,6 +1,6 @@
-"""FFmpeg's cuvid decoder for HEVC on NVDEC (alpha2.ffmpeg_bridge.cuvid), where it is asked for: the
-streams it takes, and on the GPU machine that its frames are the NVDEC hwaccel's (times, durations,
-planes, after a seek too)."""
+"""FFmpeg's cuvid decoder for HEVC on NVDEC (alpha2.ffmpeg_bridge.cuvid), the default where it suits the
+stream: the streams it takes, and on the GPU machine that its frames are the NVDEC hwaccel's (times,
+durations, planes, after a seek too)."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ def test_decode_order_timing_keeps_the_hwaccel() -> None:
     assert why is not None and "decode order" in why
 
 
-def test_the_cuvid_decoder_is_asked_for_and_the_hwaccel_is_the_default() -> None:
-    assert choice({}) == "hwaccel" and refusal(_params(), environ={}) == ""
-    assert choice({ENV: " CUVID "}) == "cuvid"
-    assert refusal(_params(), environ={ENV: "hwaccel"}) == ""
+def test_the_cuvid_decoder_is_the_default_and_the_hwaccel_is_asked_for() -> None:
+    assert choice({}) == "cuvid" and refusal(_params(), environ={}) is None
+    assert choice({ENV: " CUVID "}) == "cuvid" and choice({ENV: "HwAccel"}) == "hwaccel"
+    assert refusal(_params(), environ={ENV: "hwaccel"}) == f"the NVDEC hwaccel ({ENV}=hwaccel)"
     with pytest.raises(InvalidInputError, match=ENV):
         choice({ENV: "cuvid-please"})
 
@@ -111,7 +111,7 @@ def test_cuvid_frames_are_the_hwaccels(tmp_path: Path, monkeypatch: pytest.Monke
     decoder, frames = _frames(clip.path)
     assert decoder == "hevc_cuvid"
     _, sought = _frames(clip.path, seek_to=float(clip.pts[17] * clip.time_base))
-    monkeypatch.delenv(ENV)
+    monkeypatch.setenv(ENV, "hwaccel")
     decoder, reference = _frames(clip.path)
     assert decoder == "hevc"
     _same(frames, reference)
