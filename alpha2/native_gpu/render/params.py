@@ -257,7 +257,10 @@ def shader_params(
     if kind is LayoutKind.GRAY:
         sx = sy = 1
     chroma_offset = _siting_offset(resolved.chroma_location, sx, sy)
-    chroma_clamp = (x // sx, y // sy, -(-(x + cw) // sx) - 1, -(-(y + ch) // sy) - 1)
+    # Chroma is clamped to the whole picture, not the crop: a crop is a rectangle of the RGB picture,
+    # whose edge pixels take their chroma from both neighbouring samples as the full render does
+    # (clamped to the crop, an edge row of a 4:2:0 crop was up to 79 codes off the full render's).
+    chroma_clamp = (0, 0, -(-width // sx) - 1, -(-height // sy) - 1)
 
     rows = (_row(m[0]), _row(m[1]), _row(m[2]))
     return ShaderParams(
