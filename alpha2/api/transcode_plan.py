@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fractions
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,9 @@ from alpha2.api.transcode_choices import (
     ColourChoice,
     DepthChoice,
 )
+from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.encoders import FIDELITY_ENCODERS, colour_kept_or_refused, nearest_encoder_format
+from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
 from alpha2.ffmpeg_bridge.side_streams import (
     CHAPTER_MUXERS,
     TIMECODE_MUXERS,
@@ -176,15 +177,6 @@ def ten_bit_format(fmt: PixelFormat) -> PixelFormat:
     if name in ("yuv420p", "yuv422p", "yuv444p"):
         return PixelFormat.from_ffmpeg_name(name + "10le")
     return PixelFormat.YUV420P10
-
-
-# Containers whose muxers take no H.264: their default codec.
-_CONTAINER_CODECS = {".webm": "vp9"}
-
-
-def default_codec(output: str | os.PathLike[str]) -> str:
-    """The codec an output gets when none is asked for: VP9 for WebM, H.264 otherwise."""
-    return _CONTAINER_CODECS.get(os.path.splitext(os.fspath(output))[1].lower(), "h264")
 
 
 def check_preset(encoder: str, preset: str | None) -> None:
@@ -662,7 +654,14 @@ def plan_transcode(
             reason = f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} (--depth 10)"
         taken = nearest_encoder_format(passed, encoder_formats, encoder)
         colour_kept_or_refused(passed, taken, encoder or codec)
-        if taken != passed:
+        if taken != passed and (encoder or "") in PALETTE_ENCODERS:
+            # GIF: the colours are the palette's, not the input's: said as what is done, not as chroma.
+            reason = (
+                f"passthrough: same size; {PALETTE_NOTE}, from {passed.ffmpeg_name} converted to "
+                f"{taken.ffmpeg_name} by the {input_colour.matrix.name} matrix"
+            )
+            passed = taken
+        elif taken != passed:
             lost = []
             if taken.bit_depth < passed.bit_depth:
                 lost.append(f"{passed.bit_depth} -> {taken.bit_depth} bits")

@@ -13,6 +13,7 @@ from typing import Any
 from alpha2.api import pipeline
 from alpha2.api.transcode_plan import TranscodePlan
 from alpha2.ffmpeg_bridge import DecodeSession
+from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo
@@ -312,7 +313,10 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
             + (" (guessed from the size)" if name == "matrix" else "")
             for name, value in added.items()
         )
-        notes.append(f"colour tags the input lacks written as alpha2 took them: {said}")
+        if str(stats.encoder.get("name")) in PALETTE_ENCODERS:  # a GIF holds no colour tags
+            notes.append(f"colour tags the input lacks, taken for its conversion to RGB as: {said}")
+        else:
+            notes.append(f"colour tags the input lacks written as alpha2 took them: {said}")
     if stats.start_shift_seconds:
         notes.append(
             f"timestamps shifted by {-stats.start_shift_seconds:+.3f} s: the input starts at "

@@ -72,6 +72,7 @@ from alpha2.ffmpeg_bridge.encode import (
 )
 from alpha2.ffmpeg_bridge.errors import NoVideoStreamError
 from alpha2.ffmpeg_bridge.media import StreamInfo
+from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
 from alpha2.ffmpeg_bridge.side_streams import (
     InputStream,
     StreamKind,
@@ -587,6 +588,8 @@ class _Transcoder:
             keeps_pixel_shape=keeps_pixel_shape(output_container(self.output), codec),
             decoded_as=decoder.stats.converted.split(" -> ")[0] or None,
         )
+        if encoder.name in PALETTE_ENCODERS and PALETTE_NOTE not in plan.reason:
+            plan = dataclasses.replace(plan, reason=f"{plan.reason}; then {PALETTE_NOTE}")  # scaled, ...
         if part is not None:
             part.check_plan(plan)  # the whole file's encoder parameters, size and colour, or a refusal
         self.stats.plan = plan

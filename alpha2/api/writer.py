@@ -34,6 +34,7 @@ from alpha2.api.atomic import check_output_path
 from alpha2.api.devices import as_device, texture_limit
 from alpha2.api.errors import ConcurrentIterationError
 from alpha2.api.source import Frame, _Worker
+from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.encode import EncodeSession
 from alpha2.gpu.colour import (
@@ -274,7 +275,7 @@ class Writer:
         self,
         path: str | os.PathLike[str],
         *,
-        codec: str = "h264",
+        codec: str | None = None,
         rate: float | fractions.Fraction | None = None,
         colour: ColourInfo | None = None,
         device: Any = None,
@@ -282,6 +283,8 @@ class Writer:
         **options: Any,
     ) -> None:
         _check_path(path)
+        if codec is None:  # by the container, as the command line: h264 into WebM was FFmpeg's refusal
+            codec = default_codec(path)
         arguments.text("codec", codec)
         arguments.flag("untagged", untagged)
         if colour is not None and not isinstance(colour, ColourInfo):
@@ -718,7 +721,7 @@ def _check_audio_from(path: str | os.PathLike[str]) -> None:
 def create(
     path: str | os.PathLike[str],
     *,
-    codec: str = "h264",
+    codec: str | None = None,
     rate: float | fractions.Fraction | None = None,
     colour: ColourInfo | None = None,
     device: Any = None,
@@ -735,7 +738,8 @@ def create(
         path: The output; its extension picks the container (.mp4, .mkv, .mov, .webm, ...). Its folder
             must exist. A file already there is replaced when the Writer closes, and kept as it was
             when the writing fails or is aborted.
-        codec: ``'h264'``, ``'hevc'``, ``'av1'``, ``'vp9'`` or an FFmpeg encoder name.
+        codec: ``'h264'``, ``'hevc'``, ``'av1'``, ``'vp9'``, ``'gif'`` or an FFmpeg encoder name; None:
+            by the container, as the command line does (VP9 for .webm, GIF for .gif, H.264 otherwise).
         rate: Frames per second (e.g. 25, or ``Fraction(30000, 1001)``); None: the timing comes from
             what is written (a VideoSource's frames keep theirs; textures and arrays get 30, said in
             :attr:`Writer.timing`).

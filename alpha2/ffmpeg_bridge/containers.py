@@ -11,7 +11,14 @@ import contextlib
 import os
 import stat
 
-__all__ = ["NAME_MAX_BYTES", "OUTPUT_CONTAINERS", "keep_replaced_mode", "partial_name"]
+__all__ = [
+    "CONTAINER_CODECS",
+    "NAME_MAX_BYTES",
+    "OUTPUT_CONTAINERS",
+    "default_codec",
+    "keep_replaced_mode",
+    "partial_name",
+]
 
 NAME_MAX_BYTES = 255
 """The longest file name (in bytes, as the file system stores it) of the file systems alpha2 writes to:
@@ -27,8 +34,17 @@ OUTPUT_CONTAINERS: dict[str, str] = {
     ".m2ts": "mpegts",
     ".avi": "avi",
     ".nut": "nut",
+    ".gif": "gif",
 }
 """Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
+
+CONTAINER_CODECS = {".webm": "vp9", ".gif": "gif"}
+"""Containers whose muxers take no H.264, and their default codec."""
+
+
+def default_codec(output: str | os.PathLike[str]) -> str:
+    """The codec an output gets when none is asked for: VP9 for WebM, GIF for .gif, H.264 otherwise."""
+    return CONTAINER_CODECS.get(os.path.splitext(os.fspath(output))[1].lower(), "h264")
 
 
 def partial_name(name: str, token: str) -> str:

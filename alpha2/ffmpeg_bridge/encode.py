@@ -52,6 +52,7 @@ from alpha2.ffmpeg_bridge.encoders import (
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
+from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PaletteFilter
 from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb, yuv_to_rgb_frame
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
@@ -188,7 +189,10 @@ def _nvenc_probe(name: str) -> str | None:
 
 
 def encoder_pixel_formats(name: str) -> tuple[str, ...]:
-    """The pixel formats (FFmpeg names) encoder ``name`` takes in this FFmpeg build; () when unknown."""
+    """The pixel formats (FFmpeg names) encoder ``name`` takes in this FFmpeg build; () when unknown.
+    A palette encoder (GIF) takes the RGB format its palette filter does (:mod:`.palette`)."""
+    if name in PALETTE_ENCODERS:
+        return (PALETTE_ENCODERS[name],)
     try:
         return tuple(f.name for f in (av.codec.Codec(name, "w").video_formats or ()))
     except Exception:
@@ -536,6 +540,7 @@ class EncodeSession:
         self._display_rotation = display_rotation
         self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
         self._yuv_colour: ColourInfo | None = None  # set when Y'CbCr frames are converted for an RGB one
+        self._palette: PaletteFilter | None = None  # a GIF's: RGB frames to palette pictures
         self._width, self._height = width, height
         self._pixel_format = pixel_format
         self._crf, self._bitrate, self._preset = crf, bitrate, preset
@@ -548,6 +553,11 @@ class EncodeSession:
             raise InvalidInputError(
                 f"the {container_format_name} container cannot hold {self.encoder.codec} ({refused}); "
                 "write .mp4, .mkv or .webm"
+            )
+        if container_format_name == "gif" and self.encoder.name not in PALETTE_ENCODERS:
+            raise InvalidInputError(
+                f"a GIF holds GIF pictures only, not {self.encoder.codec}: leave the codec out (or give "
+                "gif), or write .mp4, .mkv or .webm"
             )
         self._options = options
         self._gop_size = gop_size
@@ -645,8 +655,7 @@ class EncodeSession:
     # -- opening ----------------------------------------------------------------------------------
 
     def _encoder_pixel_format(self, first: PixelFormat) -> str:
-        codec = av.codec.Codec(self.encoder.name, "w")
-        supported = [f.name for f in (codec.video_formats or ())]
+        supported = list(encoder_pixel_formats(self.encoder.name))
         if self._pixel_format is not None:
             wanted = self._pixel_format.ffmpeg_name
             if supported and wanted not in supported:
@@ -690,8 +699,12 @@ class EncodeSession:
             assert isinstance(stream, av.video.stream.VideoStream)
             cc = stream.codec_context
             cc.width, cc.height = width, height
-            cc.pix_fmt = pix_name
             cc.time_base = self._codec_time_base
+            if self.encoder.name in PALETTE_ENCODERS:  # GIF: each frame's 256 colours made on the way
+                self._palette = PaletteFilter(width, height, pix_name, self._codec_time_base)
+                cc.pix_fmt = "pal8"
+            else:
+                cc.pix_fmt = pix_name
             stream.time_base = self._codec_time_base
             if self._sample_aspect is not None:  # anamorphic pixels, written into the stream's header
                 cc.sample_aspect_ratio = self._sample_aspect
@@ -964,18 +977,27 @@ class EncodeSession:
             # encoder chooses, as the ffmpeg command lets it.
             av_frame.pict_type = _ENCODER_CHOOSES
         try:
-            packets = self._vstream.encode(av_frame)
-            for packet in packets:
-                self._sane_dts(packet)
-                self._mux_audio_until(packet)
-                self._out.mux(packet)
-                self._packets_out += 1
+            if self._palette is None:
+                self._encode_one(av_frame)
+            else:
+                for picture in self._palette.feed(av_frame):
+                    self._encode_one(picture)
+                if av_frame is None:
+                    self._encode_one(None)
         except (av.error.FFmpegError, ValueError) as exc:
             self._fail()
             raise from_ffmpeg(exc, f"encoding with {self.encoder.name}", EncoderError) from exc
         except BaseException:
             self._fail()
             raise
+
+    def _encode_one(self, av_frame: av.VideoFrame | None) -> None:
+        assert self._out is not None and self._vstream is not None
+        for packet in self._vstream.encode(av_frame):
+            self._sane_dts(packet)
+            self._mux_audio_until(packet)
+            self._out.mux(packet)
+            self._packets_out += 1
 
     def _mux_audio_until(self, packet: av.packet.Packet[Any] | None) -> None:
         """Mux copied packets up to the video packet's time (all of them when ``packet`` is None)."""

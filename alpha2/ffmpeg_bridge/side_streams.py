@@ -72,6 +72,9 @@ __all__ = [
     "stream_kind",
 ]
 
+SOUNDLESS_MUXERS = frozenset({"gif"})
+"""Muxers of pictures alone: an input's audio is dropped, and said."""
+
 SUBTITLE_MUXERS = frozenset({"matroska", "mp4", "ipod", "mov", "webm"})
 """Muxers alpha2 copies subtitle packets into (each where its codec list takes the subtitle codec:
 Matroska text and bitmap subtitles, MP4 / M4V (FFmpeg's ``ipod`` muxer) / MOV ``mov_text``, WebM
@@ -991,6 +994,9 @@ class StreamCopier:
             self.report.kept.append(stream)
             return
         if stream.kind is StreamKind.AUDIO:
+            if muxer in SOUNDLESS_MUXERS:
+                self._drop(stream, f"a {muxer.upper()} holds no sound")
+                return
             if not stream.sample_rate:
                 # FFmpeg found none of its data while probing (a file cut short after its header):
                 # no muxer writes an audio stream without a rate.

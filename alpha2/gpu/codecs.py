@@ -92,9 +92,10 @@ CODEC_LIMITS: dict[str, CodedSizeLimits] = {
 """A codec's own limits at its highest common level, for a bare codec name (no particular encoder)."""
 
 
-ODD_SIDE_ENCODERS = frozenset({"libvpx", "libvpx-vp9", "libsvtav1", "ffv1", "mpeg4"})
+ODD_SIDE_ENCODERS = frozenset({"libvpx", "libvpx-vp9", "libsvtav1", "ffv1", "mpeg4", "gif"})
 """Encoders that take 4:2:0 pictures of odd sides (the chroma rounded up), as ``ffmpeg`` hands them such
-a picture: checked with FFmpeg 7.1's at 641x361 and 5x5 (SVT-AV1 takes no side under 4, FFV1 no 3x3).
+a picture: checked with FFmpeg 7.1's at 641x361 and 5x5 (SVT-AV1 takes no side under 4, FFV1 no 3x3);
+GIF's pictures are RGB made into palettes, of any size.
 x264, x265 and NVENC refuse them: their outputs are cut to even sides."""
 
 

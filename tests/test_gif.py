@@ -1,0 +1,101 @@
+"""GIF output: ``alpha2 transcode clip.mp4 clip.gif`` and ``alpha2.create('x.gif')`` make each frame's
+256 colours with FFmpeg's palettegen and paletteuse (alpha2.ffmpeg_bridge.palette), where the ``.gif``
+extension was refused ('cannot tell the container'); the sound is dropped and said, odd sides kept.
+Also: ``alpha2.create`` picks the codec by the container, as the command line does (WebM took H.264 and
+failed at the first frame)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+import alpha2
+from alpha2.apps import cli
+from alpha2.ffmpeg_bridge.palette import PALETTE_NOTE
+
+sys.path.insert(0, os.path.dirname(__file__))
+from media import make_clip, pattern
+
+Capsys = pytest.CaptureFixture[str]
+
+
+def _rgb(path: str, matrix: av.video.reformatter.Colorspace | None = None) -> list[np.ndarray]:
+    """Every frame as RGB; a Y'CbCr one converted by ``matrix`` from limited range."""
+    from av.video.reformatter import ColorRange
+
+    out = []
+    with av.open(path) as container:
+        for frame in container.decode(video=0):
+            if matrix is not None:
+                frame = frame.reformat(
+                    format="rgb24",
+                    src_colorspace=matrix,
+                    src_color_range=ColorRange.MPEG,
+                    dst_color_range=ColorRange.JPEG,
+                )
+            out.append(frame.to_ndarray(format="rgb24").astype(np.int16))
+    return out
+
+
+def test_a_transcode_into_gif_keeps_colour_and_timing_and_says_what_it_drops(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    from av.video.reformatter import Colorspace
+
+    clip = make_clip(tmp_path / "c.mp4", width=96, height=64, frames=20, rate=25, audio=True)
+    out = tmp_path / "c.gif"
+    assert cli.main(["transcode", clip.path, str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["frames"] == 20
+    assert PALETTE_NOTE in data["reason"], data["reason"]
+    assert [d["reason"] for d in data["dropped_streams"]] == ["a GIF holds no sound"]
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == "gif" and not container.streams.audio
+        times = [float(p.pts * p.time_base) for p in container.demux(stream) if p.size]
+    assert times == pytest.approx([i / 25 for i in range(20)], abs=0.006)  # GIF's clock: 1/100 s
+    # Against the source as its matrix (BT.601 at this size, untagged) converts it: the palette's
+    # colours, dithered, within a code value or two on average; FFmpeg's fixed 3-3-2 palette (what
+    # 'ffmpeg -i c.mp4 c.gif' writes) is many times further off.
+    source, written = _rgb(clip.path, Colorspace.ITU601), _rgb(str(out))
+    assert len(written) == 20
+    errors = [float(np.abs(a - b).mean()) for a, b in zip(source, written, strict=True)]
+    with av.open(clip.path) as container:
+        fixed = [
+            f.reformat(format="rgb8").reformat(format="rgb24").to_ndarray().astype(np.int16)
+            for f in container.decode(video=0)
+        ]
+    fixed_error = float(np.mean([np.abs(a - b).mean() for a, b in zip(source, fixed, strict=True)]))
+    assert max(errors) < 2.5, errors
+    assert np.mean(errors) * 3 < fixed_error, (np.mean(errors), fixed_error)
+
+
+def test_odd_sides_stay_and_other_codecs_are_refused_before_writing(tmp_path: Path, capsys: Capsys) -> None:
+    clip = make_clip(tmp_path / "odd.mkv", codec="ffv1", width=33, height=17, frames=3, pix_fmt="yuv444p")
+    out = tmp_path / "odd.gif"
+    assert cli.main(["transcode", clip.path, str(out)]) == 0
+    with av.open(str(out)) as container:
+        assert (container.streams.video[0].width, container.streams.video[0].height) == (33, 17)
+    capsys.readouterr()
+    refused = tmp_path / "h.gif"
+    assert cli.main(["transcode", clip.path, str(refused), "--codec", "h264"]) != 0
+    err = capsys.readouterr().err
+    assert "a GIF holds GIF pictures only, not h264" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.gif", "odd.mkv"]
+
+
+@pytest.mark.parametrize(("ext", "codec"), [(".gif", "gif"), (".webm", "vp9"), (".mp4", "h264")])
+def test_create_picks_the_codec_by_the_container(tmp_path: Path, ext: str, codec: str) -> None:
+    path = tmp_path / f"w{ext}"
+    with alpha2.create(path, rate=10) as writer:
+        for index in range(4):
+            writer.write(pattern(index, 64, 48))
+    with av.open(str(path)) as container:
+        assert container.streams.video[0].codec_context.name.startswith(codec[:3])
+        assert sum(1 for _ in container.decode(video=0)) == 4
