@@ -176,3 +176,30 @@ def test_a_portrait_window_sizes_its_text_from_its_short_side() -> None:
     assert portrait == landscape
     assert portrait["text"] == 20 and portrait["subtitle"] == 25
     assert Osd._sizes(Size(1280, 720))["text"] == 40  # a landscape window as before
+
+
+@pytest.mark.vulkan
+def test_a_file_whose_timestamps_start_late_seeks_to_the_clock_and_counts_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """An MPEG-TS file's frames begin at 1.4 s. A seek went 1.4 s past where the clock went (the decoder
+    counts from the stream's start, the clock from the file's zero): playing, the picture froze that
+    long; paused, the frame sought to never came up. The display said 0:01 at the first frame and
+    0:21 / 0:20 near the end of a 20 s file; mpv counts from the first frame."""
+    from tests.media import mux_with_pts
+
+    clip = mux_with_pts(tmp_path / "late.mkv", [35 + i for i in range(75)], rate=25)  # 1.4 s to 4.4 s
+    playback = _playback(clip)
+    try:
+        playback.canvas.draw()  # the first frame
+        playback.canvas.draw()  # the clock starts at its time
+        assert playback.shown_pts == pytest.approx(1.4)
+        assert playback._osd_view().position_s == pytest.approx(0.0, abs=0.02)
+        playback._on_key({"key": " ", "modifiers": ()})  # pause
+        playback.seek(playback.media_time() + 1.0)
+        playback.canvas.draw()
+        assert playback.shown_pts == pytest.approx(2.4, abs=0.05)
+        assert playback._osd_view().position_s == pytest.approx(1.0, abs=0.05)
+        assert " — 0:01 / " in playback._title_text()
+    finally:
+        _close(playback)

@@ -665,6 +665,15 @@ class WindowPlayback(_Keys):
         decoder = self.player.decoder
         return decoder.info.duration_seconds if decoder is not None else None
 
+    @property
+    def start_s(self) -> float:
+        """Where the video's timestamps begin, in seconds (1.4 s in many MPEG-TS files). The frames and
+        the clock count from the file's zero; the decoder seeks, and the display counts, from here."""
+        decoder = self.player.decoder
+        if self.audio_only or decoder is None or not decoder.info.start_time:
+            return 0.0
+        return float(decoder.info.start_time * decoder.info.time_base)
+
     def _start(self, player: Any, backend: Any = None, size: Size | None = None) -> DecodedFrame | None:
         """Open ``player``'s device and decoder, seek to the start, decode the first frame and make its GPU
         objects; the frame is pending. With a rendercanvas ``backend``, the canvas is made meanwhile, as
@@ -930,7 +939,7 @@ class WindowPlayback(_Keys):
         fraction = self.osd.bar_fraction_at(self._window_size(), x, y)
         duration = self.duration_s
         if fraction is not None and duration and self.clock is not None:
-            self.seek(fraction * duration)
+            self.seek(self.start_s + fraction * duration)
 
     # -- what the keys do ---------------------------------------------------------------------------
 
@@ -1133,14 +1142,18 @@ class WindowPlayback(_Keys):
             self._seek_sound(seconds)
             return
         decoder = self.player.decoder
-        target = max(0.0, seconds)
+        # ``seconds`` is a frame's or the clock's time; the decoder counts from the stream's start (a
+        # seek in an MPEG-TS file went 1.4 s too far: the picture froze that long, and paused, the frame
+        # sought to never came up).
+        start = self.start_s
+        target = max(start, seconds)
         duration = decoder.info.duration_seconds
         if duration is not None:
-            target = min(target, max(0.0, duration - 0.05))
+            target = min(target, start + max(0.0, duration - 0.05))
         if self.pending is not None:
             self.pending.release()
             self.pending = None
-        decoder.seek(target)
+        decoder.seek(target - start)
         self.pending = decoder.next_frame()
         self._seek_pts = self.pending.pts_seconds if self.pending is not None else None
         if self.clock is not None:
@@ -1198,7 +1211,7 @@ class WindowPlayback(_Keys):
         position = self.shown_pts if self.shown_pts is not None else 0.0
         if self.audio_only:
             position = self.media_time()
-        title = f"{name} — {format_time(position)} / {format_time(self.duration_s)}"
+        title = f"{name} — {format_time(position - self.start_s)} / {format_time(self.duration_s)}"
         if self.paused:
             title += " [paused]"
         if self.playlist is not None and len(self.playlist.sources) > 1:
@@ -1257,7 +1270,7 @@ class WindowPlayback(_Keys):
             position = self.media_time() if not self.paused or self.audio_only else position
         placed = self._subtitle_now()
         return OsdView(
-            position_s=position,
+            position_s=position - self.start_s,  # as mpv counts: 0:00 at the first frame
             duration_s=self.duration_s,
             paused=self.paused,
             subtitle=placed.get("bottom"),
