@@ -48,6 +48,7 @@ from alpha2.gpu.colour import (
 from alpha2.gpu.encoded import companion_colour
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Rotation
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
 from alpha2.native_gpu.encode.extent import VideoEncodeExtent
@@ -254,9 +255,10 @@ class Writer:
 
     Textures and arrays are converted to NV12 on the GPU (the copier) with :attr:`colour`'s matrix and
     range, and the stream is tagged with that colour; decoded frames are encoded as they are, tagged
-    with their own colour. ``untagged=True`` writes no colour tags: the pixels are still converted with
-    :attr:`colour`, and readers guess (mpv, browsers and alpha2 BT.709 at HD sizes and BT.601 below,
-    FFmpeg's swscale BT.601 at every size).
+    with their own colour, except those a display matrix turns or flips: they are written as shown
+    (their ``width`` x ``height``), converted as textures are. ``untagged=True`` writes no colour
+    tags: the pixels are still converted with :attr:`colour`, and readers guess (mpv, browsers and
+    alpha2 BT.709 at HD sizes and BT.601 below, FFmpeg's swscale BT.601 at every size).
 
     Timing (fixed by the first :meth:`write`): frames of a VideoSource keep their own timestamps, counted
     from the first one written, and the source's frame rate is the nominal one; textures and arrays
@@ -583,6 +585,7 @@ class Writer:
             self._busy.release()
 
     def _write(self, item: Any, pts_seconds: float | None) -> None:
+        picture = item  # what is encoded; ``item`` times it
         if isinstance(item, Frame):
             if item._released or item.decoded.released:
                 raise InvalidInputError(
@@ -590,29 +593,21 @@ class Writer:
                     "handed to textures by rendering or converting it); write the frame before that, or "
                     "write the texture render() returned"
                 )
-            self._check_size(item.width, item.height)
-            if self._size is None:  # the encoder's limits, where its own message would be "Invalid argument"
-                extent = _encoder_extent(self.session.encoder.name, item.decoded.pixel_format)
-                if extent is not None:
-                    extent.check(item.width, item.height)
-            self._size = (item.width, item.height)
-            self._fix_timing(item)
-            ticks = self._ticks_for(item, pts_seconds)
-            if self._held.copier is not None:  # textures written before it go first, in order
-                for planes in self._held.copier.flush():
-                    with planes:
-                        self._held.session.encode(planes)
-            self._held.session.encode(item.decoded, pts=ticks)
-            self._frames += 1
-            return
-        if hasattr(item, "create_view"):
-            texture = item
+            if item.rotation is not Rotation.NONE or item.mirrored:
+                # Its planes as stored, with no display matrix, would show sideways: the picture as
+                # shown goes the way of textures (and has the shown size the Writer checks).
+                picture = self._shown_picture(item)
+            else:
+                self._write_decoded(item, pts_seconds)
+                return
+        if hasattr(picture, "create_view"):
+            texture = picture
             device = self._check_texture(texture)
             width, height = int(texture.size[0]), int(texture.size[1])
             self._check_size(width, height)
             copier = self._copier_for(device, width, height)
         else:
-            pixels = _host_array(item)
+            pixels = _host_array(picture)
             _check_pixels(pixels)
             height, width = pixels.shape[:2]
             self._check_size(width, height)
@@ -626,6 +621,31 @@ class Writer:
         for planes in copier.submit(texture, ticks):
             with planes:
                 self._held.session.encode(planes)
+        self._frames += 1
+
+    def _shown_picture(self, frame: Frame) -> Any:
+        """A turned frame as shown: rendered on its source's device when the Writer's is that one (or
+        not chosen yet), else read back as an RGBA array."""
+        source_device = frame._source.device
+        if self._device is None or self._device.webgpu_device is source_device.webgpu_device:
+            return frame.render()
+        return frame.to_ndarray("rgba")
+
+    def _write_decoded(self, item: Frame, pts_seconds: float | None) -> None:
+        """Encode a decoded frame's planes as they are, tagged with its own colour."""
+        self._check_size(item.width, item.height)
+        if self._size is None:  # the encoder's limits, where its own message would be "Invalid argument"
+            extent = _encoder_extent(self.session.encoder.name, item.decoded.pixel_format)
+            if extent is not None:
+                extent.check(item.width, item.height)
+        self._size = (item.width, item.height)
+        self._fix_timing(item)
+        ticks = self._ticks_for(item, pts_seconds)
+        if self._held.copier is not None:  # textures written before it go first, in order
+            for planes in self._held.copier.flush():
+                with planes:
+                    self._held.session.encode(planes)
+        self._held.session.encode(item.decoded, pts=ticks)
         self._frames += 1
 
     async def write_async(self, item: Any, *, pts_seconds: float | None = None) -> None:
