@@ -6,9 +6,11 @@ failed at the first frame)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -99,3 +101,21 @@ def test_create_picks_the_codec_by_the_container(tmp_path: Path, ext: str, codec
     with av.open(str(path)) as container:
         assert container.streams.video[0].codec_context.name.startswith(codec[:3])
         assert sum(1 for _ in container.decode(video=0)) == 4
+
+
+def test_frames_closer_than_two_hundredths_are_left_out_and_said(tmp_path: Path, capsys: Capsys) -> None:
+    """A 60 fps clip written frame for frame has GIF delays 2, 1, 2, 2, 1, ... hundredths (the ffmpeg
+    command's output), and browsers show a frame of delay 1 for ten: it played slow and uneven."""
+    clip = make_clip(tmp_path / "c60.mkv", width=32, height=24, frames=30, rate=60)
+    out = tmp_path / "c60.gif"
+    assert cli.main(["transcode", clip.path, str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert stream.time_base == Fraction(1, 100)
+        pts = [p.pts for p in container.demux(stream) if p.size]
+    delays = [b - a for a, b in itertools.pairwise(pts)]
+    assert len(pts) == 20 and min(delays) >= 2 and max(delays) <= 3, delays
+    notes = [n for n in data["input_notes"] if "left out" in n]
+    said = "10 of 30 frames left out: a GIF frame shows for 2 hundredths"
+    assert notes and notes[0].startswith(said), notes

@@ -68,6 +68,7 @@ from alpha2.gpu.hdr import HdrMetadata
 __all__ = [
     "ENCODER_PREFERENCE",
     "FRAME_CLOCK_MUXERS",
+    "GIF_MIN_DELAY_CS",
     "INTERLACED_ENCODERS",
     "OUTPUT_CONTAINERS",
     "ROTATION_CONTAINERS",
@@ -117,6 +118,12 @@ def keeps_pixel_shape(muxer: str, codec: str) -> bool:
     """Whether an output of ``codec`` in ``muxer`` keeps a pixel shape that is not square."""
     return muxer in PIXEL_SHAPE_MUXERS or codec in PIXEL_SHAPE_CODECS
 
+
+GIF_MIN_DELAY_CS = 2
+"""The shortest time a GIF frame is written to show, in hundredths of a second (the format's clock).
+Browsers show a frame of delay 0 or 1 for 10 hundredths (Chrome, Firefox and Safari alike), so a 60 fps
+clip written frame for frame (delays 2, 1, 2, 2, 1, ...) plays slower and unevenly; a frame closer than
+this to the last one written is left out, and the count said: at most 50 frames a second."""
 
 ROTATION_CONTAINERS = frozenset({"mp4", "ipod", "mov", "matroska", "webm"})
 """Muxers that store a display matrix (MP4 / MOV track matrix, Matroska projection): a rotation tag
@@ -331,6 +338,8 @@ class EncodeStats:
     """Streams asked to be copied that the output does not hold, with why."""
     stream_notes: tuple[str, ...] = ()
     """What was done to copied streams other than audio otherwise than a plain copy (subtitles converted)."""
+    frames_left_out: int = 0
+    """Frames not written: a GIF's that would show for less than :data:`GIF_MIN_DELAY_CS` hundredths."""
 
 
 def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
@@ -579,6 +588,8 @@ class EncodeSession:
         self._sample_aspect = sample_aspect_ratio
         self._last_codec_pts: int | None = None
         self._frames_in = 0
+        self._left_out = 0  # a GIF's frames too short to show (GIF_MIN_DELAY_CS)
+        self._last_shown_cs: int | None = None
         self._packets_out = 0
         self._last_dts: int | None = None  # the decode time of the video packet written last (_sane_dts)
         self._audio_rate = audio_rate
@@ -596,7 +607,7 @@ class EncodeSession:
         """Frames in, packets out, audio packets copied."""
         copier = self._copier
         if copier is None:
-            return EncodeStats(self._frames_in, self._packets_out, 0)
+            return EncodeStats(self._frames_in, self._packets_out, 0, frames_left_out=self._left_out)
         report = copier.report
         return EncodeStats(
             self._frames_in,
@@ -608,6 +619,7 @@ class EncodeSession:
             tuple(report.kept),
             tuple(report.dropped),
             tuple(report.other_notes),
+            self._left_out,
         )
 
     @property
@@ -932,7 +944,20 @@ class EncodeSession:
                 )
             self._last_pts = pts
             self._frames_in += 1
+            if self._palette is not None and self._too_short(pts):
+                self._left_out += 1
+                return
             self._encode_av(av_frame)
+
+    def _too_short(self, pts: int) -> bool:
+        """Whether a GIF's frame at ``pts`` comes less than :data:`GIF_MIN_DELAY_CS` hundredths after the
+        last one written (the GIF muxer's clock): then it is left out, as browsers would show the frame
+        before it for a tenth of a second."""
+        shown = round(pts * self.time_base * 100)
+        if self._last_shown_cs is not None and shown - self._last_shown_cs < GIF_MIN_DELAY_CS:
+            return True
+        self._last_shown_cs = shown
+        return False
 
     def _codec_pts(self, pts: int) -> int:
         """``pts`` (in :attr:`time_base`) in the encoder's time base: the same where the encoder takes
