@@ -70,6 +70,32 @@ def test_a_broken_file_is_passed_over(
     assert "played a.mkv: 6 frames" in err and "played b.mkv: 9 frames" in err
 
 
+@pytest.mark.vulkan
+def test_a_broken_file_s_error_is_folded_at_words_on_a_terminal(
+    clips: list[Clip], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns the error of a playlist's broken file was one long line, which the terminal cut
+    mid-word ('Invalid data found when pro' / 'cessing input'), where the lines before it were folded."""
+    import io
+
+    from alpha2.apps.cli import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.chdir(tmp_path)  # a short name: a path longer than the line is cut where it must be
+    broken = Path("a-file-with-a-rather-long-name.mp4")
+    broken.write_bytes(b"this is not a video file" * 40)
+    term = Terminal()
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys, "stderr", term)
+    code = main(["play", clips[0].path, str(broken), "--offscreen", "--hwaccel", "none"])
+    lines = [line for line in term.getvalue().splitlines() if "\x1b" not in line]  # not the progress
+    assert code == 1 and any(line.startswith("alpha2: error:") for line in lines), lines
+    assert all(len(line) <= 80 for line in lines), lines
+
+
 class _DrawingLoop:
     """A rendercanvas backend module whose loop draws the offscreen canvas at 60 Hz, pressing keys on
     the way (``presses``: draw count -> key, or (source, draws since it started) -> key: one press the

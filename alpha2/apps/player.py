@@ -35,6 +35,7 @@ from alpha2.apps.cli import (
     add_overwrite_arguments,
     help_formatter,
     parse_time,
+    print_error,
     terminal_columns,
     wrap_lines,
 )
@@ -478,7 +479,7 @@ def _run(args: argparse.Namespace) -> int:
             if stats.frames or stats.seconds:
                 _report(stats, args)
     for name, message in errors:
-        print(f"alpha2: error: {name}: {message}", file=sys.stderr)
+        print_error(f"{name}: {message}")  # folded at words on a terminal (it was cut mid-word at 80)
     return 1 if errors else 0
 
 
