@@ -306,6 +306,61 @@ def test_a_signal_closes_the_window_and_is_raised_after_its_loop(signame: str) -
         assert signal.getsignal(signal.SIGTERM) == command  # the command's handlers are back
 
 
+@pytest.mark.vulkan
+def test_ctrl_c_mid_draw_closes_the_window_after_that_draw(clip: str) -> None:
+    """Ctrl-C lands anywhere in the main thread, also in a draw that holds the surface's texture: the
+    window was closed there, and the process aborted at exit (wgpu-native's panic 'Trying to destroy a
+    SwapchainAcquireSemaphore that is still in use by a SurfaceTexture', exit 134, after a 'Draw error'
+    traceback; an outside pass, in a terminal at 80 columns). The loop closes it between two draws."""
+    import os
+    import signal
+    import sys
+    import types
+
+    from alpha2.apps.cli import Interrupted, _SignalsUnwind
+
+    offscreen = pytest.importorskip("rendercanvas.offscreen")
+    playback = WindowPlayback(Player(clip, PlayOptions(audio=False), pipeline.Progress()))
+    soon: list[Any] = []
+    closed_mid_draw: list[bool] = []
+
+    class Loop:
+        @staticmethod
+        def run() -> None:
+            deadline = time.monotonic() + 20
+            while not playback.canvas.get_closed() and time.monotonic() < deadline:
+                playback.canvas.draw()
+                while soon:
+                    soon.pop(0)()
+                time.sleep(1 / 60)
+
+        @staticmethod
+        def call_soon_threadsafe(callback: Any) -> None:
+            soon.append(callback)
+
+    def on_present(surface: Any) -> None:  # after the draw's submit, the surface's texture held
+        if playback.stats.frames == 3 and not closed_mid_draw:
+            signal.signal(signal.SIGINT, lambda s, f: None)  # what rendercanvas's loop sets as it starts
+            playback._signals.ensure()  # type: ignore[union-attr]
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+            closed_mid_draw.append(playback.canvas.get_closed())
+
+    playback.on_present = on_present
+    backend = types.ModuleType("alpha2_test_signal_canvas")
+    backend.RenderCanvas = offscreen.RenderCanvas  # type: ignore[attr-defined]
+    backend.loop = Loop  # type: ignore[attr-defined]
+    sys.modules[backend.__name__] = backend
+    try:
+        with _SignalsUnwind(), pytest.raises(Interrupted):
+            playback.run(backend.__name__)
+    finally:
+        del sys.modules[backend.__name__]
+        playback.player.close()
+    assert closed_mid_draw == [False]  # not closed inside the draw
+    assert playback.canvas.get_closed() and playback.stats.frames < FRAMES  # closed after it
+
+
 def _chaptered_clip(path: Path) -> str:
     """3 s at 30 fps with chapters at 0, 1 and 2 s ('One', 'Two', and one untitled)."""
     import fractions

@@ -279,12 +279,19 @@ class _SignalsClose:
     ended as if the file had, exit 0, the bar jumping to its end), and a SIGTERM raised by the command's
     handler inside the loop's task printed asyncio's 'Task exception was never retrieved' traceback.
     :meth:`ensure` is called on each draw: the loop sets its handler as it starts, after the first draw.
+
+    The window is closed by the loop (``loop``: its ``call_soon_threadsafe``), between two draws, not in
+    the handler: a signal lands anywhere in the main thread, also in a draw holding the surface's texture,
+    and closing it there aborted the process (wgpu-native's panic 'Trying to destroy a
+    SwapchainAcquireSemaphore that is still in use by a SurfaceTexture', exit 134, after a 'Draw error'
+    traceback). Without a loop to ask (tests), it is closed at once.
     """
 
     SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
-    def __init__(self, canvas: Any) -> None:
+    def __init__(self, canvas: Any, loop: Any = None) -> None:
         self.canvas = canvas
+        self._call_soon = getattr(loop, "call_soon_threadsafe", None)
         self.caught: int | None = None
         self._saved: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
@@ -294,7 +301,10 @@ class _SignalsClose:
     def _on_signal(self, signum: int, frame: object) -> None:
         if self.caught is None:
             self.caught = signum
-        self.canvas.close()
+        if self._call_soon is not None:
+            self._call_soon(self.canvas.close)
+        else:
+            self.canvas.close()
 
     def ensure(self) -> None:
         for sig, old in self._saved.items():
@@ -868,7 +878,7 @@ class WindowPlayback(_Keys):
             # The first frame now, before the loop starts (starting rendercanvas's asyncio loop takes
             # about 20 ms on the 2-core machine); the loop draws the next ones.
             self.canvas.force_draw()
-            signals = self._signals = _SignalsClose(self.canvas)
+            signals = self._signals = _SignalsClose(self.canvas, backend.loop)
             backend.loop.run()
         finally:
             self._signals = None
@@ -1510,7 +1520,7 @@ class AudioOnlyPlayback(_Keys):
         signals: _SignalsClose | None = None
         try:
             backend = self.open(canvas_module)
-            signals = self._signals = _SignalsClose(self.canvas)
+            signals = self._signals = _SignalsClose(self.canvas, backend.loop)
             backend.loop.run()
         finally:
             self._signals = None
