@@ -157,6 +157,57 @@ def test_wall_window_quits_on_q(clips: list[Clip]) -> None:
         device.close()
 
 
+@pytest.mark.vulkan
+def test_ctrl_c_closes_the_wall_and_is_raised_after_its_loop(clips: list[Clip]) -> None:
+    """Ctrl-C in the terminal of a wall: rendercanvas's loop took it ('Received signal Interrupt') and
+    the wall ended with 0 as if it had played to its end (an outside pass); now it closes the window
+    between two draws and is raised once the loop returned (``alpha2: interrupted``, 130), as the
+    player's window does."""
+    import signal
+    import types
+
+    from alpha2.apps.cli import Interrupted, _SignalsUnwind
+
+    offscreen = pytest.importorskip("rendercanvas.offscreen")
+    device = open_device("none")
+    group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
+    window = WallWindow(group, play_stats(clips))
+    soon: list[Any] = []
+
+    class Loop:
+        @staticmethod
+        def run() -> None:
+            # rendercanvas's loop sets its own SIGINT handler as it starts
+            signal.signal(signal.SIGINT, lambda s, f: window.canvas.close())
+            deadline = time.monotonic() + 20
+            while not window.canvas.get_closed() and time.monotonic() < deadline:
+                window.canvas.draw()
+                if window.ticks == 2:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.01)
+                while soon:
+                    soon.pop(0)()
+                time.sleep(1 / 60)
+
+        @staticmethod
+        def call_soon_threadsafe(callback: Any) -> None:
+            soon.append(callback)
+
+    backend = types.ModuleType("alpha2_test_wall_signal_canvas")
+    backend.RenderCanvas = offscreen.RenderCanvas  # type: ignore[attr-defined]
+    backend.loop = Loop  # type: ignore[attr-defined]
+    sys.modules[backend.__name__] = backend
+    try:
+        with _SignalsUnwind(), pytest.raises(Interrupted):
+            window.run(backend.__name__)
+        assert window.canvas.get_closed() and window.ticks < 10
+    finally:
+        del sys.modules[backend.__name__]
+        window.finish()
+        group.close()
+        device.close()
+
+
 def play_stats(clips: list[Clip]) -> Any:
     from alpha2.apps.wall import WallStats
 

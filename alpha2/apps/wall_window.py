@@ -25,7 +25,15 @@ from alpha2.apps.audio_out import ClockKind, MediaClock, SystemClock, open_clock
 from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import WALL_BINDINGS, help_lines
 from alpha2.apps.osd import Osd, OsdView
-from alpha2.apps.window import SEEK_STEPS_S, _Keys, _Overlay, import_canvas_backend, letterbox, open_canvas
+from alpha2.apps.window import (
+    SEEK_STEPS_S,
+    _Keys,
+    _Overlay,
+    _SignalsClose,
+    import_canvas_backend,
+    letterbox,
+    open_canvas,
+)
 from alpha2.gpu.errors import Error
 from alpha2.gpu.geometry import Rect, Size
 
@@ -187,6 +195,7 @@ class WallWindow(_Keys):
         """``queue.submit`` calls that put the wall into the window (one per draw)."""
         self.ticks = 0
         """Draws that asked the group for due frames."""
+        self._signals: _SignalsClose | None = None  # while the loop runs
 
     @property
     def paused(self) -> bool:
@@ -229,9 +238,16 @@ class WallWindow(_Keys):
         return backend
 
     def run(self, canvas_module: str = "rendercanvas.auto") -> None:
-        """Open the window and run its loop until it closes."""
+        """Open the window and run its loop until it closes; Ctrl-C, SIGTERM and SIGHUP close it, as the
+        player's window, and are raised once the loop returned (rendercanvas took Ctrl-C: the wall ended
+        with 0, as if it had played to its end)."""
         backend = self.open(canvas_module)
-        backend.loop.run()
+        signals = self._signals = _SignalsClose(self.canvas, backend.loop)
+        try:
+            backend.loop.run()
+        finally:
+            self._signals = None
+            signals.restore()
 
     def finish(self) -> None:
         """Release the blit and record the clock (idempotent)."""
@@ -326,6 +342,8 @@ class WallWindow(_Keys):
         self.osd.activity()
 
     def _draw(self) -> None:
+        if self._signals is not None:
+            self._signals.ensure()  # the loop sets its own handler as it starts
         group, stats = self.group, self.stats
         limited = self.frames is not None and stats.frames >= self.frames
         if group.finished and self.loop and not limited and group.decoders == "threads":
