@@ -327,8 +327,9 @@ def test_ogg_and_mxf_are_taken_other_files_said_and_each_files_notes_kept(
     assert report["not_media"] == 2
     assert [os.path.basename(p) for p in report["not_media_files"]] == ["img.png", "notes.txt"]
     subs = files["subs.mkv"]
-    assert [(d["index"], d["kind"]) for d in subs["dropped_streams"]] == [(1, "subtitle")]
-    assert any(n.startswith("dropped stream 1 (subtitle") for n in subs["notes"]), subs["notes"]
+    # ASS into MP4 is converted to mov_text, as ffmpeg does (it was dropped before f2a90b2): said per file.
+    assert subs["dropped_streams"] == []
+    assert any("converted from ssa to mov_text" in n for n in subs["notes"]), subs["notes"]
     assert files["in_ogg.ogg"]["dropped_streams"] == [] and isinstance(files["in_ogg.ogg"]["notes"], list)
 
     os.environ["COLUMNS"] = "80"
@@ -341,7 +342,7 @@ def test_ogg_and_mxf_are_taken_other_files_said_and_each_files_notes_kept(
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     joined = " ".join(" ".join(line.split()) for line in lines)
     assert "notes (what the transcodes changed):" in joined
-    assert "subs.mp4: dropped stream 1 (subtitle" in joined, text
+    assert "subs.mp4: subtitle stream 1 converted from ssa to mov_text" in joined, text
     assert "not video by their extension, left out: 2 (" in joined and "notes.txt)" in joined, text
 
 
