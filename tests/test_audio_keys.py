@@ -314,3 +314,48 @@ def test_sound_started_on_the_preload_thread_is_waited_for_and_ended_at_exit(
     assert registered == [audio_out._end_sound_at_exit]
     registered[0]()
     assert events == ["started", "ended"]  # and PortAudio is ended at exit, after its start
+
+
+class _DamagedPacket:
+    """An audio decode session whose ``fail_at``-th block does not decode (a damaged packet), as FFmpeg
+    says of a broken file's AAC ('Invalid data found when processing input'); the rest decodes."""
+
+    def __init__(self, decoder: AudioDecodeSession, fail_at: int) -> None:
+        self._decoder = decoder
+        self._blocks = 0
+        self.fail_at = fail_at
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._decoder, name)
+
+    def next_block(self) -> Any:
+        from alpha2.ffmpeg_bridge.errors import MediaFormatError
+
+        self._blocks += 1
+        if self._blocks == self.fail_at:
+            raise MediaFormatError("decoding audio: Invalid data found when processing input")
+        return self._decoder.next_block()
+
+
+def test_the_sound_goes_on_past_a_packet_that_does_not_decode(tmp_path: Path) -> None:
+    # Found by an outside pass: a file damaged in its middle froze the picture there for good (mpv plays
+    # on): the feeder thread died on the packet's error, with a traceback, and the clock waited for
+    # samples that never came.
+    tone = make_audio_only(tmp_path / "tone.mka", seconds=2.0)
+    streams: list[_RecordingStream] = []
+
+    def make(**kwargs: Any) -> _RecordingStream:
+        streams.append(_RecordingStream(**kwargs))
+        return streams[-1]
+
+    decoder = _DamagedPacket(AudioDecodeSession(tone, sample_rate=48000, channels=2), fail_at=20)
+    output = AudioOutput(SimpleNamespace(OutputStream=make), decoder, "recording")  # type: ignore[arg-type]
+    try:
+        deadline = time.monotonic() + 10
+        while not output.ended() and time.monotonic() < deadline:
+            streams[0].play(4800)
+            time.sleep(0.005)
+        assert output.ended() and output.now() > 1.9  # to the end of the sound, not stuck before it
+        assert output.decode_errors == 1 and output.as_dict()["decode_errors"] == 1
+    finally:
+        output.close()

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from alpha2.api.media import AudioBlock, AudioDecodeSession
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import Error, InvalidInputError
 
 __all__ = [
     "MISSING_EXTRA_REASON",
@@ -56,6 +56,10 @@ QUEUE_SECONDS = 0.5
 """Decoded audio the feeder keeps ahead of the device."""
 MAX_VOLUME = 2.0
 """Upper bound of the volume factor (1.0 plays the samples as decoded)."""
+SKIP_S = 0.05
+"""How far past a packet that does not decode the sound goes on (doubled at each failure in a row)."""
+MAX_SKIPS = 8
+"""Failures in a row (12.75 s skipped in all) after which the sound is taken to have ended."""
 SETTLE_S = 5.0
 """Longest wait for PortAudio's start before the player reports, and at exit."""
 
@@ -295,6 +299,8 @@ class AudioOutput:
         self.speed = decoder.tempo
         """Media seconds per second (:meth:`set_speed`: FFmpeg's atempo keeps the pitch)."""
         self.underruns = 0
+        self.decode_errors = 0
+        """Packets (or seeks) of the sound that failed and were skipped (a damaged file)."""
         self._cond = threading.Condition()
         self._queue: collections.deque[AudioBlock] = collections.deque()
         self._queued = 0  # sample frames in _queue
@@ -333,6 +339,8 @@ class AudioOutput:
 
     def _feed(self) -> None:
         capacity = int(QUEUE_SECONDS * self.rate)
+        failures = 0  # decode errors in a row
+        fed_end = self._position  # media time just after the last block queued
         while True:
             with self._cond:
                 while not self._stop and self._seek_to is None and (self._eof or self._queued >= capacity):
@@ -347,11 +355,26 @@ class AudioOutput:
                 # Taken here, between two blocks: this thread is the decoder's only user while it plays.
                 old, self._decoder = self._decoder, switch
                 old.close()
-            if seek_to is not None:
-                if speed != self._decoder.tempo:
-                    self._decoder.set_tempo(speed)
-                self._decoder.seek(seek_to)
-            block = self._decoder.next_block()
+            try:
+                if seek_to is not None:
+                    fed_end = seek_to
+                    if speed != self._decoder.tempo:
+                        self._decoder.set_tempo(speed)
+                    self._decoder.seek(seek_to)
+                block = self._decoder.next_block()
+            except Error:
+                # A damaged file: the sound goes on a little past the packet, as mpv's does (this thread
+                # died here, and the clock, waiting for samples, held the picture still for good).
+                failures += 1
+                self.decode_errors += 1
+                with self._cond:
+                    if generation == self._generation and self._seek_to is None:
+                        if failures > MAX_SKIPS:
+                            self._eof = True  # the clock runs on in silence to the picture's end
+                        else:
+                            self._seek_to = fed_end + SKIP_S * 2 ** (failures - 1)
+                continue
+            failures = 0
             with self._cond:
                 if generation != self._generation or self._seek_to is not None:
                     continue  # a seek came while decoding: this block is from before it
@@ -360,6 +383,7 @@ class AudioOutput:
                 else:
                     self._queue.append(block)
                     self._queued += block.frames
+                    fed_end = block.pts_seconds + block.frames * block.tempo / self.rate
 
     # -- the PortAudio callback -----------------------------------------------------------------------
 
@@ -526,6 +550,7 @@ class AudioOutput:
             "channels": self.channels,
             "output_latency_ms": round(self._latency * 1000, 3),
             "underruns": self.underruns,
+            "decode_errors": self.decode_errors,
             "stream_index": self.stream_index,
         }
 
