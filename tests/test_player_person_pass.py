@@ -201,5 +201,7 @@ def test_a_file_whose_timestamps_start_late_seeks_to_the_clock_and_counts_from_i
         assert playback.shown_pts == pytest.approx(2.4, abs=0.05)
         assert playback._osd_view().position_s == pytest.approx(1.0, abs=0.05)
         assert " — 0:01 / " in playback._title_text()
+        shot = playback.screenshot()  # named by the time on display, as the display counts it
+        assert shot is not None and shot.endswith("late-0001.000.png"), shot
     finally:
         _close(playback)

@@ -1048,7 +1048,8 @@ class WindowPlayback(_Keys):
             for sprite in sprites:
                 sprite.close()
             target.destroy()
-        path = write_png(screenshot_path(self.player.source, self.shown_pts or 0.0), pixels)
+        # Named by the time on display (from the first frame, as the display counts)
+        path = write_png(screenshot_path(self.player.source, (self.shown_pts or 0.0) - self.start_s), pixels)
         self._say(f"Screenshot: {os.path.basename(path)}")
         return path
 
