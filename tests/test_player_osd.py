@@ -244,8 +244,10 @@ def test_each_overlay_is_drawn_over_the_frame(clip: str, tmp_path: Path) -> None
             before = image
         assert playback.osd.current_message == "Volume: 110%"
         stats_text = "\n".join(playback._stats_lines())
-        for needle in ("File:", "Decoder: h264", "dropped", "late", "A/V offset", "Colour:"):
+        needles = ("File:", "Decoder: h264", "dropped", "late", "A/V offset", "Colour:", "System clock: ")
+        for needle in needles:
             assert needle in stats_text, needle
+        assert "Clock: system clock" not in stats_text  # the clock's kind said once (an outside pass)
     finally:
         _close(playback)
 

@@ -120,7 +120,7 @@ def test_help_and_stats_fit_a_small_window() -> None:
         "Decoder: h264 (h264, software); 1280x720, 30.000 fps",
         "Frames: 333 shown, 1 dropped, 120 late",
         "A/V offset: +16.7 ms (mean 6.0 ms, max 28.8 ms; refresh 200 Hz)",
-        "Clock: audio clock: system (JACK Audio Connection Kit), 48000 Hz, 2 ch, output latency 21.3 ms",
+        "Audio clock: system (JACK Audio Connection Kit), 48000 Hz, 2 ch, output latency 21.3 ms",
         "Speed: 1x; volume 100%; loop no",
         "Colour: no tone or gamut mapping (the frames' transfer and primaries, BT709 BT709, are the "
         "display's); matrix BT.709 guessed from the size",

@@ -1254,7 +1254,8 @@ class WindowPlayback(_Keys):
         if clock is not None:
             volume = round(getattr(clock, "volume", 1.0) * 100)
             muted = " (muted)" if getattr(clock, "muted", False) else ""
-            lines.append(f"Clock: {clock.reason}")
+            reason = clock.reason  # 'audio clock: ...' / 'system clock: ...': not "Clock: audio clock: ..."
+            lines.append(reason[:1].upper() + reason[1:])
             lines.append(f"Audio: {self.track_text()}")
             loop = "yes" if self.loop else "no"
             lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}")
