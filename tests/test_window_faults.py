@@ -440,3 +440,22 @@ def test_a_looping_file_s_progress_has_no_total(tmp_path: Path) -> None:
         playback.open("rendercanvas.offscreen", size=WINDOW)
         _close(playback)
     assert totals == [FRAMES, None]
+
+
+@pytest.mark.vulkan
+def test_a_matroska_file_s_progress_has_its_estimated_total(tmp_path: Path) -> None:
+    """An MKV records no frame count: the progress said '312/? frames' though its length is known (a
+    person's pass); its total is its duration times its rate, as the transcoder's is."""
+    pytest.importorskip("rendercanvas")
+    clip = make_clip(tmp_path / "c.mkv", width=W, height=H, frames=FRAMES, rate=RATE).path
+    totals: list[int | None] = []
+
+    class Recording(pipeline.Progress):
+        def start(self, total: int | None) -> None:
+            totals.append(total)
+
+    run = Player(clip, PlayOptions(audio=False), Recording())
+    playback = WindowPlayback(run)
+    playback.open("rendercanvas.offscreen", size=WINDOW)
+    _close(playback)
+    assert totals == [FRAMES]

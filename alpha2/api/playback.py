@@ -622,7 +622,7 @@ class Player:
         self._closables.append(throttle)
         stats.stages.add("setup", clock() - t0)
         limit = options.frames if options.frames is not None else (1 if snapshot_path else None)
-        total = decoder.info.frame_count
+        total = decoder.info.expected_frames  # an MKV's from its duration: '312/?' said nothing
         self.progress.start(limit if limit is not None else total)
         while frame is not None:
             stats.size = displayed_size(frame)

@@ -717,17 +717,13 @@ class _Transcoder:
         frames = self.options.frames
         if frames is None:
             return False
-        total = info.frame_count
-        if total is None and info.duration_seconds and info.average_rate:
-            total = round(info.duration_seconds * float(info.average_rate))
+        total = info.expected_frames
         return total is None or frames < total
 
     def _expected_frames(self, info: StreamInfo) -> int | None:
         """The frames the run will write, as far as the container tells (for the progress display)."""
-        total = info.frame_count
+        total = info.expected_frames
         rate = float(info.average_rate) if info.average_rate else None
-        if total is None and info.duration_seconds and rate:
-            total = round(info.duration_seconds * rate)
         options = self.options
         if options.cuts and rate:
             length = info.duration_seconds

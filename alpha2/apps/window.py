@@ -714,7 +714,7 @@ class WindowPlayback(_Keys):
         self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
         self._subtitles_opened = False
         # Looping, the file's frame count is no total: the count ran past it ('300/250 frames').
-        player.progress.start(options.frames or (None if self.loop else decoder.info.frame_count))
+        player.progress.start(options.frames or (None if self.loop else decoder.info.expected_frames))
         self._file_started = time.perf_counter()
         return first
 

@@ -132,6 +132,18 @@ class StreamInfo:
         return None if self.duration is None else float(self.duration * self.time_base)
 
     @property
+    def expected_frames(self) -> int | None:
+        """The frames the stream holds: :attr:`frame_count` where the container records it, else its
+        duration times its average rate (Matroska, WebM and MPEG-TS record no count); None when neither
+        is known. For a progress display: the decoder's count is the truth."""
+        if self.frame_count is not None:
+            return self.frame_count
+        seconds = self.duration_seconds
+        if seconds and self.average_rate:
+            return max(1, round(seconds * float(self.average_rate)))
+        return None
+
+    @property
     def display_size(self) -> Size:
         """The picture as shown: width and height swapped by a quarter-turn :attr:`rotation`."""
         size = Size(self.width, self.height)
