@@ -212,6 +212,7 @@ def measure(codec: str, path: str, repeat: int, check: int) -> None:
         "hwaccel, thread": lambda: threaded(hwaccel_frames(path)),
         "hwaccel, 2 frame threads": lambda: hwaccel_frames(path, 2),
         "hwaccel, 4 frame threads": lambda: hwaccel_frames(path, 4),
+        "hwaccel, 8 frame threads": lambda: hwaccel_frames(path, 8),
         "cuvid": lambda: cuvid_frames(path, codec),
         "cuvid, thread": lambda: threaded(cuvid_frames(path, codec)),
         "cuvid, demux thread": lambda: cuvid_frames_of(threaded(packets_of(path), 32), path, codec),
