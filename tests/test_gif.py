@@ -119,3 +119,43 @@ def test_frames_closer_than_two_hundredths_are_left_out_and_said(tmp_path: Path,
     notes = [n for n in data["input_notes"] if "left out" in n]
     said = "10 of 30 frames left out: a GIF frame shows for 2 hundredths"
     assert notes and notes[0].startswith(said), notes
+
+
+def _rgba_clip(path: Path, frames: int = 4) -> list[np.ndarray]:
+    """PNG pictures with alpha in MOV: the left half opaque, the right half transparent."""
+    pictures = []
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("png", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 48, 32, "rgba"
+        for index in range(frames):
+            rgba = np.dstack([pattern(index, 48, 32), np.full((32, 48), 255, np.uint8)])
+            rgba[:, 24:, 3] = 0
+            pictures.append(rgba.astype(np.int16))
+            frame = av.VideoFrame.from_ndarray(rgba, format="rgba")
+            frame.pts = index
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return pictures
+
+
+def test_rgb_inputs_go_to_the_palette_as_they_are_and_alpha_stays_transparent(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    """An RGB input (FFV1 bgr0, PNG rgba: screen recordings, image sequences) was planned to 4:2:0 for
+    the encoder, which takes RGB only: 'gif cannot encode yuv420p; it takes: bgra', and nothing written."""
+    clip = make_clip(tmp_path / "rgb.mkv", codec="ffv1", width=48, height=32, frames=4, pix_fmt="bgr0")
+    out = tmp_path / "rgb.gif"
+    assert cli.main(["transcode", clip.path, str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["frames"] == 4 and "matrix" not in data["reason"], data["reason"]
+    errors = [float(np.abs(a - b).mean()) for a, b in zip(_rgb(clip.path), _rgb(str(out)), strict=True)]
+    assert max(errors) < 2.5, errors
+    pictures = _rgba_clip(tmp_path / "alpha.mov")
+    out = tmp_path / "alpha.gif"
+    assert cli.main(["transcode", str(tmp_path / "alpha.mov"), str(out)]) == 0
+    with av.open(str(out)) as container:
+        written = [f.to_ndarray(format="rgba").astype(np.int16) for f in container.decode(video=0)]
+    assert len(written) == 4
+    for source, picture in zip(pictures, written, strict=True):
+        assert (picture[:, 24:, 3] == 0).all() and (picture[:, :24, 3] == 255).all()
+        assert float(np.abs(source[:, :24, :3] - picture[:, :24, :3]).mean()) < 2.5

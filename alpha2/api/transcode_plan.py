@@ -607,10 +607,13 @@ def plan_transcode(
         kept += f"; pixels {shape.numerator}:{shape.denominator} kept"
     elif shape is not None and quarter and reasons:
         shape = 1 / shape  # the GPU route turns the picture: a pixel's sides swap
-    rgb_kept = (
-        input_format.is_rgb
-        and (encoder or "") in FIDELITY_ENCODERS
-        and nearest_encoder_format(input_format, encoder_formats, encoder).is_rgb
+    # A GIF's palette is made from RGB: an RGB picture goes to it as it is, not through a matrix.
+    rgb_kept = input_format.is_rgb and (
+        (encoder or "") in PALETTE_ENCODERS
+        or (
+            (encoder or "") in FIDELITY_ENCODERS
+            and nearest_encoder_format(input_format, encoder_formats, encoder).is_rgb
+        )
     )
     if not reasons and input_format.is_rgb and not rgb_kept:
         # An RGB picture into a Y'CbCr encoder: converted by a known matrix, and tagged with it; 4:2:0
@@ -656,9 +659,10 @@ def plan_transcode(
         colour_kept_or_refused(passed, taken, encoder or codec)
         if taken != passed and (encoder or "") in PALETTE_ENCODERS:
             # GIF: the colours are the palette's, not the input's: said as what is done, not as chroma.
+            by = "" if passed.is_rgb else f" by the {input_colour.matrix.name} matrix"
             reason = (
                 f"passthrough: same size; {PALETTE_NOTE}, from {passed.ffmpeg_name} converted to "
-                f"{taken.ffmpeg_name} by the {input_colour.matrix.name} matrix"
+                f"{taken.ffmpeg_name}{by}"
             )
             passed = taken
         elif taken != passed:

@@ -942,6 +942,11 @@ class EncodeSession:
                 av_frame = yuv_to_rgb_frame(
                     av_frame, self._pixel_format.ffmpeg_name, colour or self._yuv_colour
                 )
+            elif self._palette is not None and av_frame.format.name != self._palette.pixel_format:
+                # Another RGB layout (rgb24, rgba, bgr0): the palette filter takes the one it was made for.
+                pts_kept, base_kept = av_frame.pts, av_frame.time_base
+                av_frame = av_frame.reformat(format=self._palette.pixel_format)
+                av_frame.pts, av_frame.time_base = pts_kept, base_kept
             self._last_pts = pts
             self._frames_in += 1
             if self._palette is not None and self._too_short(pts):

@@ -52,6 +52,8 @@ class PaletteFilter:
         generate.link_to(use, 0, 1)
         use.link_to(sink)
         graph.configure()
+        self.pixel_format = pixel_format
+        """The FFmpeg format of the frames :meth:`feed` takes."""
         self._graph = graph
         self._ended = False
 
