@@ -339,6 +339,26 @@ def test_wgpu_pin_by_index_uses_vulkan_index(monkeypatch: pytest.MonkeyPatch) ->
     assert rank_wgpu_adapters(adapters, vulkan_candidates=VK)[0].adapter.name == "NVIDIA H200"
 
 
+def test_identical_wgpu_adapters_match_their_own_vulkan_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # wgpu-native reports no UUID: two identical GPUs matched by ids both took Vulkan #0, so
+    # ALPHA2_GPU_ADAPTER=1 (or #1's UUID), which alpha2 probe accepts, named no WebGPU adapter.
+    twins_vk = [
+        facts(i, "NVIDIA H200", AdapterType.DISCRETE_GPU, vendor_id=0x10DE, device_id=0x2335, uuid=u)
+        for i, u in enumerate((U0, U1))
+    ]
+    adapters = [wgpu("NVIDIA H200", 0x10DE, 0x2335, "DiscreteGPU") for _ in range(2)]
+    adapters.append(wgpu("NVIDIA H200", 0x10DE, 0x2335, "DiscreteGPU", backend="OpenGL"))
+    ranked = rank_wgpu_adapters(adapters, vulkan_candidates=twins_vk)
+    by_adapter = {id(r.adapter.adapter): r.adapter for r in ranked}
+    assert [by_adapter[id(a)].vulkan_index for a in adapters] == [0, 1, 0]
+    assert [by_adapter[id(a)].uuid for a in adapters] == [U0, U1, U0]
+    for value in ("1", str(uuid.UUID(bytes=U1))):
+        monkeypatch.setenv(ADAPTER_ENV, value)
+        chosen = rank_wgpu_adapters(adapters, vulkan_candidates=twins_vk)[0]
+        assert chosen.pinned and chosen.adapter.adapter is adapters[1]
+        assert chosen.adapter.vulkan_candidate is twins_vk[1]
+
+
 def test_real_wgpu_adapters_rank() -> None:
     wgpu_mod = pytest.importorskip("wgpu")
     try:

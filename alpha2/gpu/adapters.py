@@ -717,13 +717,26 @@ def rank_wgpu_adapters(
     """Rank wgpu adapters with the same rules as :func:`rank_adapters`.
 
     ``adapters`` are wgpu adapter objects (``wgpu.gpu.enumerate_adapters_sync()``) or ready
-    :class:`WgpuAdapterFacts`. Codec support comes from the matching Vulkan candidate.
+    :class:`WgpuAdapterFacts`. Codec support comes from the matching Vulkan candidate; the adapters of
+    one backend are matched to different candidates, in order, so two identical GPUs are #0 and #1.
     """
     vk_list = list(vulkan_candidates)
-    facts = [
-        a if isinstance(a, WgpuAdapterFacts) else wgpu_adapter_facts(a, i, vk_list)
-        for i, a in enumerate(adapters)
-    ]
+    facts: list[WgpuAdapterFacts] = []
+    # One Vulkan candidate per wgpu adapter of a backend: identical GPUs without a UUID (wgpu-native),
+    # or one device two drivers list, would otherwise all match the first, and only it could be pinned.
+    taken: dict[str, set[int]] = {}
+    for i, a in enumerate(adapters):
+        if isinstance(a, WgpuAdapterFacts):
+            facts.append(a)
+            continue
+        used = taken.setdefault(str(_adapter_info(a).get("backend_type", "")).lower(), set())
+        free = [c for c in vk_list if id(c) not in used]
+        one = wgpu_adapter_facts(a, i, free)
+        if one.vulkan_candidate is None and len(free) < len(vk_list):
+            one = wgpu_adapter_facts(a, i, vk_list)  # more adapters than candidates: share one
+        if one.vulkan_candidate is not None:
+            used.add(id(one.vulkan_candidate))
+        facts.append(one)
     return rank_adapters(
         facts, policy, decode_allowed=decode_allowed, pin=pin, use_env_pin=use_env_pin, environ=environ
     )
