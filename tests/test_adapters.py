@@ -234,10 +234,22 @@ def test_unknown_pin_is_an_error_listing_candidates(monkeypatch: pytest.MonkeyPa
     with pytest.raises(AdapterPinError) as info:
         rank_adapters(MIXED)
     message = str(info.value)
-    assert "matches no adapter" in message
+    assert "matches no adapter" in message and f"unset {ADAPTER_ENV}" in message
     for cand in MIXED:
         assert cand.name in message
     assert isinstance(info.value, ValueError)
+
+
+def test_unknown_policy_selector_names_the_policies_not_unset() -> None:
+    # 'alpha2 probe --policy highperformance' said "... or unset policy.": a policy is not unset, and a
+    # mistyped policy name deserves the policies' names.
+    with pytest.raises(AdapterPinError) as info:
+        rank_adapters(MIXED, "highperformance")
+    message = str(info.value)
+    assert "unset" not in message and "auto, high-performance or low-power" in message
+    with pytest.raises(AdapterPinError) as info:
+        rank_adapters(MIXED, pin="geforce")
+    assert "unset" not in str(info.value)
 
 
 def test_ambiguous_pin_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

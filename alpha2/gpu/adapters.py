@@ -434,9 +434,13 @@ def resolve_adapter_pin(pin: AdapterPin | str | int, adapters: Sequence[A]) -> l
         matches = [a for a in adapters if needle in a.name.casefold()]
     listing = _listing(adapters) or "none found"
     if not matches:
+        way_out = {
+            ADAPTER_ENV: f", or unset {ADAPTER_ENV}",
+            "policy": ", or give a policy: auto, high-performance or low-power",
+        }.get(pin.source, "")
         raise AdapterPinError(
             f"{pin.describe()} matches no adapter ({pin.kind.value}); candidates: {listing}. "
-            f"Pin by index, UUID or a case-insensitive part of the name, or unset {pin.source}."
+            f"Name one by index, UUID or a case-insensitive part of the name{way_out}."
         )
     devices = {_identity_key(a) for a in matches}
     if len(devices) > 1:
