@@ -159,3 +159,20 @@ def test_rgb_inputs_go_to_the_palette_as_they_are_and_alpha_stays_transparent(
     for source, picture in zip(pictures, written, strict=True):
         assert (picture[:, 24:, 3] == 0).all() and (picture[:, :24, 3] == 255).all()
         assert float(np.abs(source[:, :24, :3] - picture[:, :24, :3]).mean()) < 2.5
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [(["--crf", "0"], "gif takes no crf"), (["--bitrate", "1M", "--preset", "fast"], "no bitrate or preset")],
+)
+def test_quality_and_speed_options_are_refused_not_said_and_ignored(
+    tmp_path: Path, capsys: Capsys, options: list[str], said: str
+) -> None:
+    """FFmpeg's GIF encoder has no crf, bit rate or preset: they were passed on, ignored (the same bytes
+    as without), and the summary said 're-encoded (gif, crf 20)', '(gif, 1 Mb/s)' of a 3.5 Mb/s file."""
+    clip = make_clip(tmp_path / "c.mp4", width=32, height=24, frames=3)
+    out = tmp_path / "c.gif"
+    assert cli.main(["transcode", clip.path, str(out), *options]) != 0
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.mp4"]

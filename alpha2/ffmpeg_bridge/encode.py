@@ -568,6 +568,18 @@ class EncodeSession:
                 f"a GIF holds GIF pictures only, not {self.encoder.codec}: leave the codec out (or give "
                 "gif), or write .mp4, .mkv or .webm"
             )
+        if self.encoder.name in PALETTE_ENCODERS:
+            # FFmpeg's GIF encoder has no such options: it would ignore them, and the summary say them.
+            asked = [
+                name
+                for name, value in (("crf", crf), ("bitrate", bitrate), ("preset", preset))
+                if value is not None
+            ]
+            if asked:
+                raise InvalidInputError(
+                    f"{self.encoder.name} takes no {' or '.join(asked)}: a GIF frame is its 256 colours, "
+                    f"with no quality or speed to set; leave {' and '.join(asked)} out"
+                )
         self._options = options
         self._gop_size = gop_size
         self._interlaced = interlaced
