@@ -38,6 +38,16 @@ def test_register_adds_probe_subcommand() -> None:
     assert args.func is probe.run and args.json and args.policy == "auto"
 
 
+def test_tool_help_says_what_it_does_in_plain_words() -> None:
+    # It showed the module docstring's first line, cut in mid-sentence with its reST markup:
+    # "``alpha2 probe``: which GPU adapters there are, ... which one alpha2 would use;".
+    out = _run("--help")
+    assert out.returncode == 0
+    description = " ".join(out.stdout.split("\n\n")[1].split())
+    assert "``" not in description and description.endswith(".")
+    assert "ALPHA2_GPU_ADAPTER" in description
+
+
 def test_no_driver_exits_1_with_one_line() -> None:
     out = _run(VK_DRIVER_FILES="/nonexistent/icd.json", VK_ICD_FILENAMES="/nonexistent/icd.json")
     assert out.returncode == 1
