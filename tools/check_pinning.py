@@ -3,7 +3,8 @@
 For each Vulkan adapter, pins it by loader index, by UUID and by a name substring, opens the shared
 Vulkan context there and reports which adapter was chosen and the CUDA ordinal matched to it by UUID
 (the UUID bare and in its ``uuid:`` form).
-Then checks that an ambiguous name (shared by several adapters) and an unknown value are refused.
+Then checks that an ambiguous name (shared by several devices: two entries of one UUID, one device
+that two drivers list, are one) and an unknown value are refused.
 Prints one line per check and exits 1 when any check fails.
 
     python tools/check_pinning.py
@@ -38,6 +39,11 @@ def _pinned(value: str) -> tuple[int | None, str | None, int | None, str]:
         del os.environ[ADAPTER_ENV]
 
 
+def _device(candidate: object) -> object:
+    """One physical device: its UUID, else its loader index (as alpha2's pins tell devices apart)."""
+    return getattr(candidate, "uuid", None) or getattr(candidate, "index", None)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -54,21 +60,24 @@ def main(argv: list[str] | None = None) -> int:
         forms = [("index", str(c.index))]
         if uuid:
             forms += [("uuid", uuid), ("uuid", f"uuid:{uuid}")]
-        same_name = [o for o in candidates if c.name.lower() in o.name.lower()]
+        same_name = {_device(o) for o in candidates if c.name.lower() in o.name.lower()}
         if len(same_name) == 1:
             forms.append(("name", c.name.upper()))  # case-insensitive
+        # A device that two drivers list has one UUID: a pin by UUID or name opens the first entry.
+        same_uuid = [o.index for o in candidates if c.uuid and o.uuid == c.uuid]
         for form, value in forms:
             opened, got_uuid, ordinal, why = _pinned(value)
-            ok = opened == c.index and got_uuid == uuid
+            expected = [c.index] if form == "index" else (same_uuid[:1] or [c.index])
+            ok = opened in expected and got_uuid == uuid
             failures += not ok
             print(
                 f"  pin by {form:5} {value!r:42} -> opened #{opened} uuid={got_uuid} cuda ordinal={ordinal}"
                 f" ({why}) {'ok' if ok else 'FAILED'}"
             )
-    names = [c.name for c in candidates]
+    shared = [c.name for c in candidates if len({_device(o) for o in candidates if o.name == c.name}) > 1]
     for value, why in (
         ("no-such-gpu-xyz", "unknown"),
-        (names[0] if names.count(names[0]) > 1 else "", "ambiguous"),
+        (shared[0] if shared else "", "ambiguous"),
     ):
         if not value:
             continue
