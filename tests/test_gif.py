@@ -176,3 +176,25 @@ def test_quality_and_speed_options_are_refused_not_said_and_ignored(
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.mp4"]
+
+
+def test_create_writes_arrays_as_rgb_with_odd_sides_and_transparency(tmp_path: Path) -> None:
+    """Arrays went through 4:2:0 on the device as for a video encoder: an odd size was refused ('33x17
+    cannot be encoded with nv12 (rawvideo)'), and an RGBA array's alpha was dropped (opaque), which the
+    command line keeps as the GIF's transparency."""
+    path = tmp_path / "a.gif"
+    pictures = []
+    with alpha2.create(path, rate=10) as writer:
+        for index in range(3):
+            rgba = np.dstack([pattern(index, 33, 17), np.full((17, 33), 255, np.uint8)])
+            rgba[:, 16:, 3] = 0
+            pictures.append(rgba.astype(np.int16))
+            writer.write(rgba)
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        assert (stream.width, stream.height) == (33, 17)
+        written = [f.to_ndarray(format="rgba").astype(np.int16) for f in container.decode(video=0)]
+    assert len(written) == 3
+    for source, picture in zip(pictures, written, strict=True):
+        assert (picture[:, 16:, 3] == 0).all() and (picture[:, :16, 3] == 255).all()
+        assert float(np.abs(source[:, :16, :3] - picture[:, :16, :3]).mean()) < 2.5

@@ -37,6 +37,7 @@ from alpha2.api.source import Frame, _Worker
 from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.encode import EncodeSession
+from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -49,6 +50,7 @@ from alpha2.gpu.encoded import companion_colour
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.copier import EncodeCopier
 from alpha2.native_gpu.encode.extent import VideoEncodeExtent
@@ -551,8 +553,9 @@ class Writer:
         Args:
             item: What to write. Textures need TEXTURE_BINDING usage and rgba8unorm, bgra8unorm or
                 rgba16float, on the Writer's device; arrays are (height, width, 3 or 4) uint8. Both
-                are converted to 4:2:0, so their width and height must be even. Every item must have
-                the first one's size (that of the first one written, not of one refused).
+                are converted to 4:2:0, so their width and height must be even (a GIF takes arrays as
+                RGB(A): any size, alpha kept as its transparency). Every item must have the first
+                one's size (that of the first one written, not of one refused).
             pts_seconds: When the frame shows, in seconds of the output; must increase. Default: a
                 decoded frame's own timestamp (from the first one written), else one frame after the
                 previous (see :attr:`timing`).
@@ -611,6 +614,9 @@ class Writer:
             _check_pixels(pixels)
             height, width = pixels.shape[:2]
             self._check_size(width, height)
+            if self._held.session.encoder.name in PALETTE_ENCODERS:
+                self._write_rgb(pixels, item, pts_seconds)
+                return
             device = self._device_for(None)
             _check_fits(device, width, height)
             copier = self._copier_for(device, width, height)  # refuses a size the encoder cannot take
@@ -621,6 +627,26 @@ class Writer:
         for planes in copier.submit(texture, ticks):
             with planes:
                 self._held.session.encode(planes)
+        self._frames += 1
+
+    def _write_rgb(self, pixels: np.ndarray, item: Any, pts_seconds: float | None) -> None:
+        """Encode an array as the RGB(A) it is: a GIF's palette is made from RGB, so the array keeps its
+        colours, odd sides and alpha (GIF transparency), where 4:2:0 on the device would lose them."""
+        height, width = pixels.shape[:2]
+        self._size = (width, height)
+        self._fix_timing(item)
+        ticks = self._ticks_for(item, pts_seconds)
+        if self._held.copier is not None:  # textures written before it go first, in order
+            for planes in self._held.copier.flush():
+                with planes:
+                    self._held.session.encode(planes)
+        data = np.ascontiguousarray(pixels)
+        row = width * pixels.shape[2]
+        plane = CpuPlane(data=data, bytes_per_row=row, width_bytes=row, height=height)
+        fmt = PixelFormat.RGBA if pixels.shape[2] == 4 else PixelFormat.RGB24
+        self._held.session.encode(
+            CpuPlaneSet((plane,)), pts=ticks, pixel_format=fmt, width=width, height=height
+        )
         self._frames += 1
 
     def _shown_picture(self, frame: Frame) -> Any:
