@@ -205,3 +205,21 @@ def test_a_file_whose_timestamps_start_late_seeks_to_the_clock_and_counts_from_i
         assert shot is not None and shot.endswith("late-0001.000.png"), shot
     finally:
         _close(playback)
+
+
+def test_a_subtitle_file_played_alone_is_said_as_such(tmp_path: Path) -> None:
+    """``alpha2 play s.srt`` said "'s.srt' has no audio stream (it has 1 subtitle); give a file with
+    sound" (the audio decoder's words): a player's error now, with where a subtitle file goes."""
+    from types import SimpleNamespace
+
+    from alpha2.apps.window import audio_duration
+    from alpha2.gpu.errors import Error
+
+    cue = tmp_path / "s.srt"
+    cue.write_text("1\n00:00:00,000 --> 00:00:01,000\nhi\n")
+    player = SimpleNamespace(source=str(cue), options=SimpleNamespace(at_s=None, audio=True))
+    with pytest.raises(Error) as caught:
+        audio_duration(player)
+    message = caught.value.message
+    assert "has no video and no sound to play (it has 1 subtitle)" in message, message
+    assert message.endswith(f"a subtitle file goes with a video: alpha2 play VIDEO --sub {cue}"), message

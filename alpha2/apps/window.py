@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import signal
 import sys
 import threading
@@ -1450,10 +1451,21 @@ def audio_duration(player: Any) -> float | None:
         InvalidInputError: ``--at`` is past its end.
         NoAudioStreamError, MediaFormatError: it has no sound, or is not media.
     """
+    from alpha2.api.errors import NoAudioStreamError
     from alpha2.api.media import AudioDecodeSession
+    from alpha2.api.subtitles import SIDECAR_EXTENSIONS
 
-    with AudioDecodeSession(player.source) as probe:
-        duration = probe.info.duration_seconds
+    try:
+        with AudioDecodeSession(player.source) as probe:
+            duration = probe.info.duration_seconds
+    except NoAudioStreamError as exc:
+        # Neither video nor sound: said as a player's error, not the audio decoder's ('give a file with
+        # sound' for a subtitle file given alone; an outside pass).
+        held = re.search(r" \(it has [^)]*\)", exc.message)
+        text = f"{player.source!r} has no video and no sound to play{held.group(0) if held else ''}"
+        if os.path.splitext(os.fspath(player.source))[1].lower() in SIDECAR_EXTENSIONS:
+            text += f"; a subtitle file goes with a video: alpha2 play VIDEO --sub {player.source}"
+        raise NoAudioStreamError(text) from None
     start = player.options.at_s or 0.0
     if duration is not None and start >= duration:
         raise InvalidInputError(f"--at {start:g} s is past the end of {player.source!r}")
