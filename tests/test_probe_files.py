@@ -4,6 +4,7 @@ what was guessed, HDR metadata, the decoder); one line per bad file while the ot
 
 from __future__ import annotations
 
+import dataclasses
 import fractions
 import json
 import os
@@ -296,6 +297,15 @@ def test_frames_text_without_a_duration_is_the_containers_count() -> None:
         0, StreamKind.VIDEO, "mpeg4", duration_seconds=4.04, frame_rate=25.0, frame_count=101
     )
     assert not agreeing.frame_count_disagrees and frames_text(agreeing) == "101 frames (container)"
+
+
+def test_a_variable_rate_s_count_is_the_containers() -> None:
+    """A GIF of 60 frames in 2 s (delays of 3 and 4 hundredths): FFmpeg's average rate, from its first
+    frames, is 33.3 fps, and the count was given as 'about 67 frames (the container lists 60)'."""
+    gif = StreamFacts(0, StreamKind.VIDEO, "gif", duration_seconds=2.0, frame_rate=100 / 3, frame_count=60)
+    assert gif.frame_count_disagrees  # a constant rate: an edit list's sign
+    gif = dataclasses.replace(gif, variable_rate=(25.0, 33.3))
+    assert not gif.frame_count_disagrees and frames_text(gif) == "60 frames (container)"
 
 
 def test_probe_says_interlaced_video_and_its_field_order(
