@@ -242,6 +242,26 @@ def test_mpeg_ts_gets_only_what_it_holds(tmp_path: Path) -> None:
         transcode(vp9, str(tmp_path / "vp9.ts"), {"codec": "copy"})
 
 
+@pytest.mark.parametrize(
+    ("encoder", "ext", "said"),
+    [
+        ("libsvtav1", ".ts", "writes av1 as a data stream, not video"),
+        ("libsvtav1", ".mov", "FFmpeg's mov muxer takes av1 only in .mp4"),
+        ("libvpx-vp9", ".mov", "FFmpeg's mov muxer takes vp9 only in .mp4"),
+    ],
+)
+def test_a_video_its_container_cannot_carry_is_refused_with_why(
+    tmp_path: Path, encoder: str, ext: str, said: str
+) -> None:
+    """AV1 into MPEG-TS was said 'copied (av1, 320x240)' of a file whose one stream FFmpeg reads back as
+    bin_data (no video); VP9 or AV1 into MOV failed as 'writing stream 0 (video vp9): Invalid argument'
+    (FFmpeg's header: 'vp9 only supported in MP4'). Found by an outside pass."""
+    src = _write(tmp_path / "in.mkv", encoder, None)
+    with pytest.raises(InvalidInputError, match=said):
+        transcode(src, str(tmp_path / f"out{ext}"), {"codec": "copy"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mkv"]
+
+
 def test_a_turned_video_copied_where_no_display_matrix_goes_is_said(tmp_path: Path) -> None:
     """MPEG-TS, AVI and NUT hold no display matrix: the copy shows the picture as stored (as ffmpeg's),
     said; MP4, MOV and Matroska keep it."""

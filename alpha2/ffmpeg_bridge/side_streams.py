@@ -126,11 +126,13 @@ AUDIO_MUXER_REFUSES = frozenset({("mov", "flac"), ("mov", "opus"), ("mov", "true
 """(muxer, codec) pairs the container's tags list but FFmpeg refuses when it writes the header ("flac
 only supported in MP4"): such a stream is encoded again rather than copied, and not chosen."""
 
-TS_VIDEO = frozenset(
-    {"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "cavs", "dirac", "vc1", "av1", "vvc"}
-)
+TS_VIDEO = frozenset({"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "cavs", "dirac", "vc1", "vvc"})
 """Video codecs FFmpeg's MPEG-TS muxer gives a stream type; any other it writes as a data stream that
-nothing reads back as video."""
+nothing reads back as video (AV1 too: private data, which FFmpeg's demuxer reads as ``bin_data``)."""
+
+VIDEO_MUXER_REFUSES = frozenset({("mov", "vp9"), ("mov", "av1")})
+"""(muxer, codec) pairs of a copied video that FFmpeg refuses when it writes the header ("vp9 only
+supported in MP4"; the copy said only 'Invalid argument'): refused with why."""
 
 TS_AUDIO = frozenset({"mp2", "mp3", "aac", "aac_latm", "ac3", "eac3", "dts", "truehd", "opus", "s302m"})
 """Audio codecs FFmpeg's MPEG-TS muxer gives a stream type; any other (FLAC, PCM, Vorbis ...) it writes
@@ -1084,6 +1086,9 @@ class StreamCopier:
                 return
             if muxer == "mpegts" and stream.codec not in TS_VIDEO:
                 self._drop(stream, f"the mpegts container writes {stream.codec} as a data stream, not video")
+                return
+            if (muxer, stream.codec) in VIDEO_MUXER_REFUSES:
+                self._drop(stream, f"FFmpeg's {muxer} muxer takes {stream.codec} only in .mp4")
                 return
             try:
                 # The decoder's codec, not an encoder of its name: AV1 (libdav1d), Theora and WMV have
