@@ -47,6 +47,25 @@ def test_route_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cpu_device_reason(candidates=with_gpu) is not None
 
 
+def test_a_pin_naming_no_adapter_is_refused_on_the_cpu_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU route makes no device, so a pin naming none was ignored there (swscale, exit 0, not a
+    word; an outside pass): refused as the GPU route refuses it, the device nodes' answer or not."""
+    from alpha2.gpu.adapters import AdapterPinError
+    from alpha2.native_gpu.device import cpu_only
+
+    monkeypatch.setattr(cpu_only, "cpu_only_reason", lambda: "no GPU device node under /dev")
+    monkeypatch.setattr("alpha2.api.scale_route._vulkan_candidates", _cands(AdapterType.CPU), raising=True)
+    monkeypatch.setenv("ALPHA2_GPU_ADAPTER", "nomatch")
+    with pytest.raises(AdapterPinError, match="ALPHA2_GPU_ADAPTER"):
+        cpu_device_reason()
+    with pytest.raises(AdapterPinError):
+        choose_scale_route(on_gpu=False, forced_gpu=False, unsupported=None)
+    monkeypatch.setenv("ALPHA2_GPU_ADAPTER", "0")  # a pin naming the CPU device: the CPU route, said
+    assert cpu_device_reason() == "the only Vulkan device is a CPU one (dev0)"
+    monkeypatch.delenv("ALPHA2_GPU_ADAPTER")
+    assert cpu_device_reason() == "no GPU device node under /dev"
+
+
 def _frames(path: str) -> list[np.ndarray]:
     with av.open(path) as container:
         return [f.to_ndarray() for f in container.decode(video=0)]

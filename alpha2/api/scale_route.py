@@ -65,6 +65,10 @@ def cpu_device_reason(
             without making one: first from the GPU device nodes (no Vulkan call,
             :func:`~alpha2.native_gpu.device.cpu_only.cpu_only_reason`), else from the usable Vulkan
             candidates (ALPHA2_GPU_ADAPTER honoured): CPU when none is a GPU.
+
+    Raises:
+        AdapterPinError: ``ALPHA2_GPU_ADAPTER`` names no adapter (the CPU route makes no device that
+            would say so).
         candidates: where the candidates come from (for tests; given, the device nodes are not looked at).
     """
     if device is not None:
@@ -72,10 +76,14 @@ def cpu_device_reason(
         if candidate is not None and candidate.device_type is AdapterType.CPU:
             return f"the device {candidate.name!r} is a CPU Vulkan device"
         return None
+    pin = adapter_pin()
     if candidates is None:
         from alpha2.native_gpu.device.cpu_only import cpu_only_reason
 
-        cheap = cpu_only_reason()
+        # A pin is checked against the adapters even where the device nodes say CPU: the CPU route makes
+        # no device, so a pin naming none was ignored there (exit 0 on swscale, not a word), where the
+        # docs promise an error, never a silent fallback (an outside pass).
+        cheap = cpu_only_reason() if pin is None else None
         if cheap is not None:
             return cheap
         candidates = _vulkan_candidates
@@ -83,12 +91,9 @@ def cpu_device_reason(
         found = list(candidates())
     except Exception:  # no Vulkan loader: the GPU route would fail to find a device anyway
         return None
-    pin = adapter_pin()
     if pin is not None:
-        try:
-            found = list(resolve_adapter_pin(pin, found)) or found
-        except Exception:  # a pin naming none is the device's error to report, not this guess's
-            pass
+        # AdapterPinError (an InvalidInputError) where the pin names none: said, as the GPU route says it.
+        found = list(resolve_adapter_pin(pin, found)) or found
     if found and all(c.device_type is AdapterType.CPU for c in found):
         names = ", ".join(sorted({c.name for c in found}))
         return f"the only Vulkan device is a CPU one ({names})"
