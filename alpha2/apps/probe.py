@@ -1,7 +1,7 @@
 """``alpha2 probe``: which GPU adapters there are, what each can do, and which one alpha2 would use;
 ``alpha2 probe FILE ...``: what media files hold (:mod:`alpha2.apps.probe_files`).
 
-The same code runs as ``python tools/probe_adapters.py [--json]``. Exit status 0 when at least one
+``tools/probe_adapters.py`` runs the same :func:`run` with its own parser. Exit status 0 when at least one
 adapter is found; 1 with one line ``alpha2: error: ...`` when none is (no Vulkan loader, no driver), or
 when ``ALPHA2_GPU_ADAPTER`` names no adapter or several.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from alpha2.apps.cli import (
@@ -19,7 +18,6 @@ from alpha2.apps.cli import (
     column_widths,
     fit_columns,
     help_formatter,
-    run_command,
     terminal_columns,
 )
 from alpha2.gpu.adapters import ADAPTER_ENV, RankedAdapter, adapter_pin, as_policy, rank_adapters
@@ -280,12 +278,3 @@ def _print_table(
     if submission is not None:
         state = "ok" if submission["ok"] else f"FAILED: {submission['reason']}"
         say(f"submission probe: {state} ({submission['elapsed_s'] * 1000:.1f} ms)", "")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of tools/probe_adapters.py: parse, run, turn errors into one line and exit 1."""
-    parser = argparse.ArgumentParser(
-        prog="probe_adapters", description=__doc__.splitlines()[0] if __doc__ else None
-    )
-    add_arguments(parser)
-    return run_command(run, parser.parse_args(argv))
