@@ -198,3 +198,18 @@ def test_create_writes_arrays_as_rgb_with_odd_sides_and_transparency(tmp_path: P
     for source, picture in zip(pictures, written, strict=True):
         assert (picture[:, 16:, 3] == 0).all() and (picture[:, :16, 3] == 255).all()
         assert float(np.abs(source[:, :16, :3] - picture[:, :16, :3]).mean()) < 2.5
+
+
+def test_an_rgb_input_with_odd_sides_keeps_its_size_and_its_rgb(tmp_path: Path, capsys: Capsys) -> None:
+    """A 33x17 RGB input (FFV1 bgr0) was cropped to 32x16 and sent through 4:2:0 ('4:2:0 output needs
+    even sides here'), where the palette encoder takes RGB of any size, as ffmpeg writes it."""
+    clip = make_clip(tmp_path / "odd.mkv", codec="ffv1", width=33, height=17, frames=3, pix_fmt="bgr0")
+    out = tmp_path / "odd.gif"
+    assert cli.main(["transcode", clip.path, str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "crop" not in data["reason"] and "4:2:0" not in data["reason"], data["reason"]
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert (stream.width, stream.height) == (33, 17)
+    errors = [float(np.abs(a - b).mean()) for a, b in zip(_rgb(clip.path), _rgb(str(out)), strict=True)]
+    assert max(errors) < 2.5, errors

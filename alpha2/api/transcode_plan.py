@@ -478,7 +478,10 @@ def _odd_sides_kept(
     """Whether a picture of ``w`` x ``h`` (a side odd) goes to the encoder as it is: an encoder of
     :data:`ODD_SIDE_ENCODERS` (sides of 4 or more), or the format it takes for ``input_format``
     subsamples the chroma along no odd side (4:4:4, or 4:2:2 with an odd height), as the ffmpeg command
-    passes such a picture. RGB is converted to 4:2:0, and a side of one pixel is padded."""
+    passes such a picture. RGB is converted to 4:2:0, and a side of one pixel is padded. A palette
+    encoder (GIF) takes RGB, whatever the sides: any picture goes to it as it is."""
+    if (encoder or "") in PALETTE_ENCODERS:
+        return True
     if input_format.is_rgb or w == 1 or h == 1:
         return False
     if (encoder or "") in ODD_SIDE_ENCODERS and min(w, h) >= 4:
