@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from alpha2.api.devices import texture_limit
 from alpha2.gpu.dlpack import DLDeviceType, dlpack_capsule
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Rotation, Size
@@ -335,10 +336,12 @@ def close_tensor_routes(device: Any) -> None:
 def _choice(name: str, value: Any, allowed: Sequence[str | None]) -> Any:
     if isinstance(value, (TensorLayout, TensorDType)):
         value = value.value
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        value = np.dtype(value).name  # np.float32 or np.dtype('float32'): numpy's name, 'float32'
     if value not in allowed:
         shown = ", ".join(repr(a) for a in allowed)
         raise InvalidInputError(f"{name} must be one of {shown}, got {value!r}")
-    return value
+    return allowed[list(allowed).index(value)]  # the name itself, not an object equal to it
 
 
 def _positive(name: str, value: Any) -> int:
@@ -533,7 +536,8 @@ def to_tensor(
             picture as shown (the file's rotation applied: ``frame.width`` x ``frame.height``);
             None: the whole frame.
         layout: ``'HWC'`` ``(H, W, 3)`` or ``'CHW'`` ``(3, H, W)``.
-        dtype: ``'uint8'`` (codes 0..255), ``'float16'`` or ``'float32'`` (``code / 255``, normalised).
+        dtype: ``'uint8'`` (codes 0..255), ``'float16'`` or ``'float32'`` (``code / 255``, normalised);
+            numpy's ``np.uint8`` / ``np.float16`` / ``np.float32`` (or their ``np.dtype``) name them too.
         mean: per channel, subtracted from ``code / 255`` (floats only): a number or three (R, G, B).
         std: per channel, divides after the mean (floats only): a number or three.
         device: ``'auto'`` (CUDA memory where the source's device can take it there on the GPU, else a
@@ -555,7 +559,8 @@ def to_tensor(
         InvalidInputError: a bad argument (the message names the allowed values), frames of different
             sources, or a released frame.
         UnsupportedError: the CUDA route was required and cannot be had (the reason), or a frame's
-            tensor is larger than the device can pack at once.
+            tensor is larger than the device can pack at once, or a side of it larger than the
+            device's textures (``max_texture_dimension_2d``).
     """
     listed, single = _frames_of(frames)
     layout_value = _choice("layout", layout, LAYOUTS)
@@ -580,6 +585,13 @@ def to_tensor(
     if any(frame._source is not source for frame in listed):
         raise InvalidInputError(
             "to_tensor batches frames of one VideoSource; convert each source's frames apart"
+        )
+    limit = texture_limit(source.device.webgpu_device)
+    if limit is not None and max(picture) > limit:
+        raise UnsupportedError(
+            f"a {picture[0]}x{picture[1]} tensor picture does not fit the textures of "
+            f"{source.device.adapter_name!r} (at most {limit} pixels a side, max_texture_dimension_2d), "
+            "which each picture is rendered into; ask for a smaller size"
         )
     source._frames_go_to_tensors()
     routes = _routes_of(source.device, getattr(source.importer, "memory_budget", None))

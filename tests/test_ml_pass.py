@@ -1,0 +1,68 @@
+"""Faults an outside pass over the machine-learning front door found (frames_at, to_tensor, the data
+loader), each kept from coming back. Clips are made here with PyAV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.media import make_clip
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    pytest.importorskip("av")
+    folder = tmp_path_factory.mktemp("ml_pass")
+    return make_clip(folder / "clip.mp4", width=32, height=16, frames=2).path
+
+
+@pytest.mark.vulkan
+def test_to_tensor_takes_numpy_s_own_dtypes_for_their_names(clip: str) -> None:
+    """dtype=np.dtype('float32') failed with Python's ValueError from inside ('dtype('float32') is not a
+    valid TensorDType': it compares equal to 'float32', so the check let it by) and np.float32 was
+    refused; both are numpy's names of a dtype to_tensor makes. Others are still refused by name."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        frames = source.frames_at([0.0])
+        try:
+            for asked, made in (
+                (np.dtype("float32"), np.float32),
+                (np.float32, np.float32),
+                (np.float16, np.float16),
+                (np.uint8, np.uint8),
+            ):
+                tensor = source.to_tensor(frames, size=(8, 4), dtype=asked)
+                assert tensor.dtype == made
+                assert tensor.numpy().dtype == made
+            for wrong in (np.float64, np.dtype("int32"), "float64"):
+                with pytest.raises(InvalidInputError, match="dtype must be one of 'uint8', 'float16'"):
+                    source.to_tensor(frames, dtype=wrong)
+        finally:
+            for frame in frames:
+                frame.release()
+
+
+@pytest.mark.vulkan
+def test_to_tensor_refuses_a_size_over_the_texture_limit_by_name(clip: str) -> None:
+    """size=(20000, 1) reached the device as wgpu's GPUValidationError ('Dimension X value 20000 exceeds
+    the limit of 16384'), not an alpha2 error; now an UnsupportedError saying the limit, and the source
+    goes on converting."""
+    import alpha2
+    from alpha2.api.devices import texture_limit
+    from alpha2.gpu.errors import UnsupportedError
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        frames = source.frames_at([0.0])
+        try:
+            limit = texture_limit(source.device.webgpu_device)
+            assert limit is not None
+            for size in ((limit + 1, 1), (1, limit + 1)):
+                with pytest.raises(UnsupportedError, match=f"at most {limit} pixels a side") as caught:
+                    source.to_tensor(frames, size=size)
+                assert f"{size[0]}x{size[1]}" in str(caught.value)
+            assert source.to_tensor(frames, size=(8, 4)).shape == (1, 4, 8, 3)
+        finally:
+            for frame in frames:
+                frame.release()
