@@ -369,6 +369,7 @@ class BatchProgress:
         self._frames: dict[str, int] = {}
         self._totals: dict[str, int] = {}
         self._finished: set[str] = set()
+        self._failed: set[str] = set()  # failed for good: a Retrying event takes one back
         self.enabled = enabled
         isatty = getattr(self.stream, "isatty", None)
         if enabled and callable(isatty) and isatty() and os.environ.get("TERM") != "dumb":
@@ -423,6 +424,7 @@ class BatchProgress:
             if self._rich is not None and event.key in self._tasks:
                 self._rich.update(self._tasks[event.key], completed=event.frames, total=event.total)
         elif isinstance(event, Retrying):
+            self._failed.discard(event.key)
             self._frames[event.key] = 0
             self._line(
                 f"alpha2: batch: retrying {event.key} (attempt {event.attempt} failed: {event.reason})"
@@ -437,14 +439,17 @@ class BatchProgress:
             self._finished.add(outcome.key)
             self._frames[outcome.key] = outcome.frames
             self._totals[outcome.key] = outcome.frames
+        else:
+            self._failed.add(outcome.key)
         task = self._tasks.pop(outcome.key, None)
         if self._rich is not None and task is not None:
             self._rich.remove_task(task)
         if outcome.ok:
             done = len(self._finished) + self._skipped
             fps = outcome.frames / outcome.seconds if outcome.seconds > 0 else 0.0
+            frames = "1 frame" if outcome.frames == 1 else f"{outcome.frames} frames"
             self._line(
-                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: {outcome.frames} frames, "
+                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: {frames}, "
                 f"{fps:.1f} fps ({outcome.worker})"
             )
 
@@ -464,7 +469,9 @@ class BatchProgress:
         frames = sum(self._frames.values())
         total = sum(self._totals.get(k, 0) for k in self._frames) or None
         fps = frames / max(time.monotonic() - self._start, 1e-9)
-        self._rich.update(self._files_task, completed=len(self._finished) + self._skipped)
+        # A file that failed is over too: the bar stood at 9/12 when 3 of 12 failed and all were over.
+        over = len(self._finished) + len(self._failed) + self._skipped
+        self._rich.update(self._files_task, completed=over)
         self._rich.update(self._frames_task, completed=frames, total=total, note=f"{fps:.1f} fps")
 
     def close(self) -> None:

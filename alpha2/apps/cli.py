@@ -515,12 +515,13 @@ def column_widths(
 def word_widths(
     headers: Sequence[str], rows: Sequence[Sequence[str]], *, fold: Mapping[int, int] | None = None
 ) -> list[int]:
-    """Each column's longest word (header included): the width below which rich breaks words. A column
-    in ``fold`` (index: width) takes at most that width, or its header's, whichever is wider."""
+    """Each column's longest word (header included; a number and its unit one word, as in
+    :func:`wrap_text`): the width below which rich breaks words. A column in ``fold`` (index: width)
+    takes at most that width, or its header's, whichever is wider."""
     from rich.cells import cell_len
 
     widths = [
-        max([cell_len(word) for text in (header, *(row[i] for row in rows)) for word in text.split()] or [1])
+        max([cell_len(word) for text in (header, *(row[i] for row in rows)) for word in _words(text)] or [1])
         for i, header in enumerate(headers)
     ]
     for i, cap in (fold or {}).items():

@@ -210,7 +210,7 @@ def frames_text(stream: StreamFacts) -> str:
     count = stream.frame_count
     if stream.frame_count_disagrees:
         return f"about {stream.frames_by_duration} frames (the container lists {count})"
-    return f"{count} frames (container)"
+    return f"{count} frame{'' if count == 1 else 's'} (container)"
 
 
 def _video_texts(description: MediaDescription) -> list[str]:
