@@ -321,3 +321,28 @@ def test_a_copy_says_the_timecode_track_its_container_writes_again(tmp_path: Pat
     with av.open(str(out)) as container:
         assert [s.type for s in container.streams] == ["video", "data"]
         assert container.streams.video[0].metadata.get("timecode") == "01:00:00:00"
+
+
+def test_a_copy_retimes_an_mpeg_ts_clock_jump_as_ffmpeg_does(tmp_path: Path) -> None:
+    """Two TS recordings joined, the second's clock 60 s on: the copy was 61 s long, its picture frozen
+    for the 60 s between (ffmpeg -c copy re-times a TS jump past 10 s, as a transcode does)."""
+    clip = make_clip(tmp_path / "c.mkv", frames=30, audio=True).path
+    src = str(tmp_path / "joined.ts")
+    with av.open(clip) as inp, av.open(src, "w") as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in inp.streams}
+        for packet in inp.demux():
+            if packet.dts is None:
+                continue
+            if packet.pts is not None and packet.pts * packet.time_base >= 0.5:
+                offset = round(60 / packet.time_base)
+                packet.pts += offset
+                packet.dts += offset
+            packet.stream = streams[packet.stream.index]
+            out.mux(packet)
+    for ext in (".mkv", ".mp4"):
+        out_path = tmp_path / f"out{ext}"
+        stats = transcode(src, str(out_path), {"codec": "copy"})
+        assert stats.frames == 30 and stats.audio_timestamps.as_dict() == {"jump": 1}, ext
+        assert _pictures(out_path) == _pictures(src), ext
+        with av.open(str(out_path)) as container:
+            assert container.duration / 1e6 < 2.0, (ext, container.duration)

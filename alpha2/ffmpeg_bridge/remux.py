@@ -32,7 +32,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
     StreamKind,
     input_streams,
 )
-from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
+from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, jump_seconds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Rotation
 
@@ -68,6 +68,9 @@ class RemuxReport:
     """With a cut: where the copy starts, the key frame at or before the start asked for (seconds of
     the input, from its start)."""
 
+
+_TS_DISCONT = 0x0200
+"""libavformat's AVFMT_TS_DISCONT: the format's clock may jump (MPEG-TS, FLV)."""
 
 _START_CODE_MUXERS = frozenset({"avi"})
 """Muxers that take H.264 / HEVC only in its start-code form (Annex B), with no filter of their own to
@@ -170,6 +173,10 @@ def remux(
         with open_input(source, metadata_errors="replace") as probe:
             streams = input_streams(probe)
             start = float(probe.start_time / av.time_base) if probe.start_time else 0.0
+            # MPEG-TS and FLV clocks may jump (concatenated recordings): re-timed as a transcode re-times
+            # them, and as ffmpeg -c copy does; a 4 s copy of two joined TS files was 51.9 s long, frozen
+            # for the 48 s between their clocks.
+            jump = jump_seconds(bool(probe.format.flags & _TS_DISCONT))
             videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
             if not videos:
                 kinds = "streams: " + (", ".join(sorted({s.kind.value for s in streams})) or "none")
@@ -223,7 +230,9 @@ def remux(
     except (av.error.FFmpegError, OSError) as exc:
         raise from_ffmpeg(exc, f"opening {target!r} to write", EncoderError) from exc
     try:
-        copier = StreamCopier(out, source, indices, shift_seconds=report.start_seconds, window=window)
+        copier = StreamCopier(
+            out, source, indices, shift_seconds=report.start_seconds, jump_seconds=jump, window=window
+        )
         try:
             until = STEP_SECONDS
             while not copier.exhausted:
