@@ -95,6 +95,24 @@ def test_without_dejavu_pillows_own_font_draws(monkeypatch: pytest.MonkeyPatch) 
         osd._font.cache_clear()
 
 
+def test_characters_dejavu_lacks_are_drawn_in_a_fallback_font() -> None:
+    """A Japanese subtitle is drawn in the font fontconfig names for it, as mpv draws it, not as DejaVu's
+    missing-glyph boxes (an outside pass: '«quotes» 日本語' showed three boxes)."""
+    if shutil.which("fc-match") is None:
+        pytest.skip("no fontconfig")
+    found = subprocess.run(
+        ["fc-match", "--format=%{file}", "sans-serif:charset=65e5"], capture_output=True, text=True
+    ).stdout
+    if not found or "DejaVu" in found:
+        pytest.skip("no font with Japanese glyphs here (fonts-droid-fallback, fonts-noto-cjk)")
+    box = text_image("\U0010fffe", 40)  # a noncharacter: the missing-glyph box
+    glyphs = [text_image(char, 40) for char in "日本語"]
+    assert len({glyph.tobytes() for glyph in glyphs}) == 3
+    assert not any(np.array_equal(glyph, box) for glyph in glyphs)
+    line = text_image("Ünïcödé 日本語", 40)
+    assert line.shape[0] == text_image("Ünïcödé", 40).shape[0]  # on the line's baseline, same height
+
+
 def test_the_bar_shows_on_activity_and_fades() -> None:
     now = FakeTime()
     osd = Osd(clock=now)

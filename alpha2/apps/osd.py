@@ -1,13 +1,15 @@
 """The player's on-screen display: what is drawn over the video, as RGBA images placed in the window.
 
-Text is rasterised with Pillow's TrueType renderer (DejaVu Sans from Debian's ``fonts-dejavu-core``
-when it is installed, else Pillow's own scalable default font), white with a dark outline so that it
-reads over any picture. :class:`Osd` decides what shows and where, from what the window tells it
-(:class:`OsdView`) and the time: the time / duration and a progress bar on a seek or a mouse move,
-fading after :data:`SHOW_S`; a pause sign; short messages (``Volume: 80%``, ``Mute: yes``); the stats
-(``i``) and the key help (``?``); the subtitle on display, bottom centre. It hands out :class:`Layer`
-values; the window uploads them (:mod:`alpha2.api.overlay`) and blends them over the frame on the GPU.
-Rasterised images are cached by their content, so an unchanged display costs no Pillow work.
+Text is rasterised with Pillow's TrueType renderer (DejaVu Sans from Debian's ``fonts-dejavu-core`` when
+it is installed, else Pillow's own scalable default font; a character it has no glyph for, such as
+Chinese or Japanese, in the font fontconfig names for it, as libass finds one for mpv), white with a
+dark outline so that it reads over any picture. :class:`Osd` decides what shows and where, from what the
+window tells it (:class:`OsdView`) and the time: the time / duration and a progress bar on a seek or a
+mouse move, fading after :data:`SHOW_S`; a pause sign; short messages (``Volume: 80%``, ``Mute: yes``);
+the stats (``i``) and the key help (``?``); the subtitle on display, bottom centre. It hands out
+:class:`Layer` values; the window uploads them (:mod:`alpha2.api.overlay`) and blends them over the
+frame on the GPU. Rasterised images are cached by their content, so an unchanged display costs no Pillow
+work.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import subprocess
 import textwrap
 import time
 from collections import OrderedDict
@@ -86,6 +89,74 @@ def _font(size_px: int, mono: bool) -> Any:
     return ImageFont.load_default(size=size_px)  # scalable since Pillow 10.1
 
 
+@functools.lru_cache(maxsize=32)
+def _fallback_font(path: str, size_px: int) -> Any:
+    from PIL import ImageFont
+
+    return ImageFont.truetype(path, size_px)
+
+
+_NO_GLYPH = "\U0010fffe"  # a noncharacter: no font maps it, so it draws as the font's missing-glyph box
+
+
+@functools.cache
+def _has_glyph(path: str | None, char: str) -> bool:
+    """Whether the font file at ``path`` (None: Pillow's default font) draws ``char``, not as its
+    missing-glyph box (Pillow has no call that says)."""
+    from PIL import ImageFont
+
+    font = ImageFont.load_default(size=32) if path is None else _fallback_font(path, 32)
+    mask, missing = font.getmask(char), font.getmask(_NO_GLYPH)
+    return mask.size != missing.size or bytes(mask) != bytes(missing)
+
+
+_fallbacks: list[str] = []
+"""The fallback fonts found so far, asked first (one fontconfig look-up per script, not per character)."""
+
+
+@functools.cache
+def _fallback_file(char: str) -> str | None:
+    """A font file that draws ``char``: one found before, else the one fontconfig's ``fc-match`` names
+    for it; None when neither does (no fontconfig, no such font: the missing-glyph box is drawn)."""
+    for path in _fallbacks:
+        if _has_glyph(path, char):
+            return path
+    try:
+        found = subprocess.run(
+            ["fc-match", "--format=%{file}", f"sans-serif:charset={ord(char):x}"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.strip()
+        if not found or not _has_glyph(found, char):
+            return None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None  # no fontconfig, or a font Pillow cannot open
+    _fallbacks.append(found)
+    return found
+
+
+def _runs(line: str, size_px: int, mono: bool) -> list[tuple[Any, str]]:
+    """``line`` cut into runs of one font each: the OSD's, and fallback fonts for the characters it has
+    no glyph for (a line of Latin text is one run)."""
+    main, main_path = _font(size_px, mono), _font_file(mono) or _font_file(False)
+    runs: list[tuple[Any, str]] = []
+    for char in line:
+        path = None if _has_glyph(main_path, char) else _fallback_file(char)
+        font = main if path is None else _fallback_font(path, size_px)
+        if runs and runs[-1][0] is font:
+            runs[-1] = (font, runs[-1][1] + char)
+        else:
+            runs.append((font, char))
+    return runs
+
+
+def _length(line: str, size_px: int, mono: bool) -> float:
+    """How wide ``line`` is drawn at ``size_px`` (without the outline)."""
+    return float(sum(font.getlength(text) for font, text in _runs(line, size_px, mono)))
+
+
 def text_image(
     text: str,
     size_px: int,
@@ -100,13 +171,14 @@ def text_image(
     ``box_alpha`` > 0, on a dark box of that alpha with a margin."""
     from PIL import Image, ImageDraw
 
-    font = _font(max(6, int(size_px)), mono)
+    size_px = max(6, int(size_px))
+    font = _font(size_px, mono)
     outline = max(1, round(size_px / 12)) if outline_px is None else max(0, outline_px)
     lines = (text or " ").split("\n")
     ascent, descent = font.getmetrics()
     line_height = ascent + descent + max(2, size_px // 5)
-    probe = ImageDraw.Draw(Image.new("L", (1, 1)))
-    widths = [math.ceil(probe.textlength(line, font=font)) for line in lines]
+    runs = [_runs(line, size_px, mono) for line in lines]
+    widths = [math.ceil(sum(face.getlength(part) for face, part in line)) for line in runs]
     pad = max(size_px // 3, outline + 1) if box_alpha else outline + 1
     width = max(widths) + 2 * outline + 2 * pad
     height = line_height * (len(lines) - 1) + ascent + descent + 2 * outline + 2 * pad
@@ -120,8 +192,12 @@ def text_image(
     def coverage(stroke: int) -> np.ndarray:
         mask = Image.new("L", (width, height), 0)
         draw = ImageDraw.Draw(mask)
-        for line, origin in zip(lines, origins, strict=True):
-            draw.text(origin, line, font=font, fill=255, stroke_width=stroke, stroke_fill=255)
+        for line_runs, (x, y) in zip(runs, origins, strict=True):
+            for face, part in line_runs:
+                # A fallback font's run sits on the OSD font's baseline.
+                at, anchor = ((x, y), "la") if face is font else ((x, y + ascent), "ls")
+                draw.text(at, part, font=face, anchor=anchor, fill=255, stroke_width=stroke, stroke_fill=255)
+                x += face.getlength(part)
         return np.asarray(mask, np.float32) / 255.0
 
     fill = coverage(0)
@@ -152,20 +228,24 @@ def text_image(
 def wrap_to_width(text: str, size_px: int, width_px: int, *, mono: bool = False) -> str:
     """``text`` with its lines broken at spaces (inside a word too long for a line of its own) so that
     each, drawn at ``size_px`` with its outline, is at most ``width_px`` wide."""
-    font = _font(max(6, int(size_px)), mono)
+    size_px = max(6, int(size_px))
     room = max(1, width_px - 2 * (max(1, round(size_px / 12)) + 1))
+
+    def length(part: str) -> float:
+        return _length(part, size_px, mono)
+
     out: list[str] = []
     for line in (text or "").split("\n"):
         current = ""
         for word in line.split(" "):
             candidate = f"{current} {word}" if current else word
-            if current and font.getlength(candidate) > room:
+            if current and length(candidate) > room:
                 out.append(current)
                 candidate = word
             current = candidate
-            while len(current) > 1 and font.getlength(current) > room:  # a path, a URL: cut it
+            while len(current) > 1 and length(current) > room:  # a path, a URL: cut it
                 cut = len(current) - 1
-                while cut > 1 and font.getlength(current[:cut]) > room:
+                while cut > 1 and length(current[:cut]) > room:
                     cut -= 1
                 out.append(current[:cut])
                 current = current[cut:]
