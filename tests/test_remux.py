@@ -346,3 +346,25 @@ def test_a_copy_retimes_an_mpeg_ts_clock_jump_as_ffmpeg_does(tmp_path: Path) -> 
         assert _pictures(out_path) == _pictures(src), ext
         with av.open(str(out_path)) as container:
             assert container.duration / 1e6 < 2.0, (ext, container.duration)
+
+
+def test_a_copy_from_a_time_in_the_last_picture_is_taken(tmp_path: Path) -> None:
+    """--from inside the last picture (shown until the video's end) was refused as past the end, the
+    end said as the last picture's start ('it ends at 0.000 s' of a 1-frame clip 0.04 s long, taken by
+    a transcode), and counted from 0 rather than from the input's start as --from is."""
+    one = make_clip(tmp_path / "one.mp4", frames=1, rate=25).path
+    stats = transcode(one, str(tmp_path / "one.mkv"), {"codec": "copy", "from_seconds": 0.02})
+    assert stats.frames == 1
+    with pytest.raises(InvalidInputError, match=r"it ends at 0\.040 s"):
+        transcode(one, str(tmp_path / "past.mkv"), {"codec": "copy", "from_seconds": 0.04})
+    late = str(tmp_path / "late.ts")
+    with av.open(make_clip(tmp_path / "c.mp4", frames=10, rate=25).path) as inp, av.open(late, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.pts += round(100 / packet.time_base)  # the input starts 100 s on
+                packet.dts += round(100 / packet.time_base)
+                packet.stream = video
+                out.mux(packet)
+    with pytest.raises(InvalidInputError, match=r"it ends at 0\.4\d\d s"):
+        transcode(late, str(tmp_path / "past.mp4"), {"codec": "copy", "from_seconds": 5.0})

@@ -121,28 +121,36 @@ def _rotation_lost(container: av.container.InputContainer, stream: Any, muxer: s
     )
 
 
-def _key_frame_at(container: av.container.InputContainer, stream: Any, seconds: float, source: str) -> float:
+def _key_frame_at(
+    container: av.container.InputContainer, stream: Any, seconds: float, source: str, start: float
+) -> float:
     """The time of the video's key frame at or before ``seconds`` (its first key frame where none is
     before it). Reads the video's packets up to there (nothing decoded).
 
     Raises:
-        InvalidInputError: ``seconds`` lies past the video's last packet.
+        InvalidInputError: ``seconds`` lies at or past the end of the video's last picture (said
+            counted from ``start``, the input's start, as ``--from`` is).
     """
     container.seek(0)
     key: float | None = None
     last: float | None = None
+    shown = True  # whether the last picture says how long it is shown
     for packet in container.demux(stream):
         if packet.pts is None or packet.time_base is None:
             continue
         at = float(packet.pts * packet.time_base)
-        last = at if last is None else max(last, at)
+        # Where its picture ends: a 1-frame clip's video ends at 0.04 s, not at 0 (where a transcode
+        # takes --from 0.02 as that frame's).
+        end = float((packet.pts + max(packet.duration or 0, 0)) * packet.time_base)
+        if last is None or end > last:
+            last, shown = end, end > at
         if packet.is_keyframe:
             if at <= seconds + 1e-6 or key is None:
                 key = at
             else:
                 break
-    if key is None or last is None or seconds > last + 1e-6:
-        ends = f"at {last:.3f} s" if last is not None else "before it"
+    if key is None or last is None or seconds > last + 1e-6 or (shown and seconds >= last - 1e-6):
+        ends = f"at {last - start:.3f} s" if last is not None else "before it"
         raise InvalidInputError(f"--from lies past the end of the video of {source!r} (it ends {ends})")
     return key
 
@@ -187,7 +195,8 @@ def remux(
             turned = _rotation_lost(probe, probe.streams[videos[0].index], muxer)
             key = None
             if from_seconds > 0 or to_seconds is not None:
-                key = _key_frame_at(probe, probe.streams[videos[0].index], start + from_seconds, source)
+                video_in = probe.streams[videos[0].index]
+                key = _key_frame_at(probe, video_in, start + from_seconds, source, start)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
     report = RemuxReport(video=videos[0], start_seconds=max(0.0, start))
