@@ -368,3 +368,27 @@ def test_a_copy_from_a_time_in_the_last_picture_is_taken(tmp_path: Path) -> None
                 out.mux(packet)
     with pytest.raises(InvalidInputError, match=r"it ends at 0\.4\d\d s"):
         transcode(late, str(tmp_path / "past.mp4"), {"codec": "copy", "from_seconds": 5.0})
+
+
+def test_a_copy_cut_past_the_end_says_to_the_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--from 0.2 --duration 100 of a 0.4 s clip said 'part from 0.000 s to 1:40.200 of the input'
+    (a transcode says 'to the end of the input')."""
+    src = make_clip(tmp_path / "in.mp4", frames=12, audio=True).path
+    stats = transcode(
+        src, str(tmp_path / "out.mkv"), {"codec": "copy", "from_seconds": 0.2, "duration_seconds": 100}
+    )
+    assert stats.cut is not None and stats.cut["to_seconds"] is None
+    main(
+        [
+            "transcode",
+            src,
+            str(tmp_path / "said.mkv"),
+            "--codec",
+            "copy",
+            "--from",
+            "0.2",
+            "--duration",
+            "100",
+        ]
+    )
+    assert "to the end of the input" in capsys.readouterr().err

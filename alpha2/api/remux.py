@@ -128,6 +128,9 @@ def remux_transcode(
         said = "dropped: " + lost[0].reason
     stats.encoder["audio"] = said
     if report.cut_from is not None:
+        length = container_duration_seconds(source)
+        if to is not None and length is not None and to >= length - 1e-6:
+            to = None  # said 'to the end of the input', as a transcode says it (not 'to 1:42.000' of 4 s)
         stats.cut = {
             "from_seconds": round(report.cut_from, 6),
             "asked_from_seconds": options.from_seconds,
