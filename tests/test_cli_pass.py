@@ -71,6 +71,14 @@ def test_batch_progress_counts_failed_files_as_over_and_says_1_frame(monkeypatch
     assert "1/3 one.mp4: 1 frame, 2.0 fps (cpu0)" in stream.getvalue()
 
 
+def test_batch_totals_say_1_frame(tmp_path: Path) -> None:
+    item = BatchItem("one.mp4", str(tmp_path / "in" / "one.mp4"), str(tmp_path / "out" / "one.mp4"))
+    done = FileResult(item, FileStatus.DONE, attempts=1, frames=1, seconds=0.5, output_bytes=3398)
+    stream = io.StringIO()
+    print_summary(BatchReport(str(tmp_path / "out"), [done], 0.5, {"runner": "local"}), stream)
+    assert "1 done, 0 skipped, 0 failed; 1 frame in 0.50 s" in stream.getvalue()
+
+
 def test_probe_says_one_frame() -> None:
     facts = StreamFacts(0, StreamKind.VIDEO, "h264", frame_rate=25.0, frame_count=1)
     assert frames_text(facts) == "1 frame (container)"

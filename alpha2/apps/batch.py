@@ -621,8 +621,9 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     for line in note_lines(report, width):
         console.print(line, markup=False)
     data = report.as_dict()
+    frames = "1 frame" if data["frames"] == 1 else f"{data['frames']} frames"
     console.print(
-        f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed; {data['frames']} frames "
+        f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed; {frames} "
         f"in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)",
         markup=False,
     )
