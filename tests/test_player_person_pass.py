@@ -223,3 +223,20 @@ def test_a_subtitle_file_played_alone_is_said_as_such(tmp_path: Path) -> None:
     message = caught.value.message
     assert "has no video and no sound to play (it has 1 subtitle)" in message, message
     assert message.endswith(f"a subtitle file goes with a video: alpha2 play VIDEO --sub {cue}"), message
+
+
+def test_a_paused_song_is_said_as_the_sound_it_played(capsys: pytest.CaptureFixture[str]) -> None:
+    """A song paused after 1.5 s and quit 10 s later said 'played song.flac: 11.9 s of sound' (the run's
+    time, the pause in it); the clock's seconds are the sound played, as mpv's position says."""
+    import argparse
+
+    from alpha2.api.playback import PlayStats
+    from alpha2.apps.player import _report
+
+    stats = PlayStats(
+        "song.flac", mode="window", mode_reason="audio only, level visual", seconds=11.9, audio_seconds=1.5
+    )
+    stats.clock = {"kind": "audio", "reason": "audio clock: test"}
+    _report(stats, argparse.Namespace(json=False, stats=False))
+    assert "played song.flac: 1.5 s of sound" in capsys.readouterr().err
+    assert stats.summary().startswith("alpha2: played song.flac: 1.50 s of sound, window")

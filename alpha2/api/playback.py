@@ -270,6 +270,13 @@ class PlayStats:
         }
 
     @property
+    def sound_seconds(self) -> float:
+        """How much of a file played as sound alone was played: the clock's seconds from the start (or
+        ``--at``) to where it stopped, where the clock said; else the run's seconds. A pause is no sound:
+        the run's seconds said '11.9 s of sound' of a song paused after 1.5 s."""
+        return self.audio_seconds if self.audio_seconds is not None else self.seconds
+
+    @property
     def audio_only(self) -> bool:
         """Whether the file played as sound alone (its frames are the level visual's draws, or none)."""
         return self.mode_reason.startswith("audio only")
@@ -281,7 +288,7 @@ class PlayStats:
         lines = [
             f"alpha2: played {os.path.basename(self.input)}: "
             + (
-                f"{self.seconds:.2f} s of sound, {self.mode}"
+                f"{self.sound_seconds:.2f} s of sound, {self.mode}"
                 if self.audio_only
                 else f"{self.frames} frames in {self.seconds:.2f} s ({self.fps:.1f} fps), {self.mode}"
             )

@@ -494,7 +494,7 @@ def _report(stats: PlayStats, args: argparse.Namespace) -> None:
         note = f" ({stats.mode_reason})" if stats.mode_reason else ""
         frames = f"{stats.frames} frame{'' if stats.frames == 1 else 's'} ({stats.fps:.1f} fps)"
         if stats.audio_only:  # its 'frames' are the level visual's draws, which mean nothing to a listener
-            frames = f"{stats.seconds:.1f} s of sound"
+            frames = f"{stats.sound_seconds:.1f} s of sound"
         line = f"alpha2: played {os.path.basename(stats.input)}: {frames} "
         line += f"{stats.mode}{note}; {stats.clock['reason']}"
         if stats.snapshot:
