@@ -240,3 +240,12 @@ def test_a_paused_song_is_said_as_the_sound_it_played(capsys: pytest.CaptureFixt
     _report(stats, argparse.Namespace(json=False, stats=False))
     assert "played song.flac: 1.5 s of sound" in capsys.readouterr().err
     assert stats.summary().startswith("alpha2: played song.flac: 1.50 s of sound, window")
+
+
+def test_stats_say_the_clock_once() -> None:
+    """--stats said 'clock: audio clock: system (JACK ...)', the word twice (the window's i says it once)."""
+    from alpha2.api.playback import PlayStats
+
+    stats = PlayStats("a.mp4", mode="window", seconds=1.0, frames=25)
+    stats.clock = {"kind": "audio", "reason": "audio clock: system (JACK Audio Connection Kit), 48000 Hz"}
+    assert "  audio clock: system (JACK Audio Connection Kit), 48000 Hz" in stats.summary().splitlines()

@@ -296,7 +296,7 @@ class PlayStats:
             f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "
             f"peak surfaces {self.peak_surfaces}",
             f"  time: {self.stages.summary(self.seconds)}",
-            f"  clock: {self.clock['reason']}",
+            f"  {self.clock['reason']}",  # 'audio clock: ...', not 'clock: audio clock: ...'
         ]
         if self.audio_track is not None:
             lines.append(f"  audio track: {self.audio_track['label']}")
