@@ -213,3 +213,16 @@ def test_an_rgb_input_with_odd_sides_keeps_its_size_and_its_rgb(tmp_path: Path, 
         assert (stream.width, stream.height) == (33, 17)
     errors = [float(np.abs(a - b).mean()) for a, b in zip(_rgb(clip.path), _rgb(str(out)), strict=True)]
     assert max(errors) < 2.5, errors
+
+
+def test_a_deep_input_says_a_gif_is_8_bits_in_every_build(tmp_path: Path, capsys: Capsys) -> None:
+    """A 10-bit input into a GIF said 'gif encodes 8 bits only in this FFmpeg build', as if another build
+    wrote deeper GIFs; --depth 10 was told to 'choose another codec (hevc, av1)', which .gif refuses."""
+    src = make_clip(tmp_path / "ten.mkv", codec="ffv1", pix_fmt="yuv420p10le", frames=2).path
+    assert cli.main(["transcode", src, str(tmp_path / "out.gif")]) == 0
+    err = capsys.readouterr().err
+    assert "depth reduced from 10 to 8 bits: gif encodes 8 bits only" in " ".join(err.split())
+    assert "in this FFmpeg build" not in err
+    assert cli.main(["transcode", src, str(tmp_path / "deep.gif"), "--depth", "10"]) != 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "gif encodes 8 bits only (it takes bgra); leave --depth out" in err, err

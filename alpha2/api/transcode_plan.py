@@ -127,13 +127,19 @@ def output_depth(
         UnsupportedError: ``--depth 10`` with an encoder that takes 8 bits only.
     """
     if not _deep_formats(encoder_formats):
+        # Only a codec with deeper profiles is 8-bit 'in this build' (libvpx, libx264 built for 8 bits);
+        # a GIF or FFmpeg's MJPEG encoder is 8-bit in every build.
+        only = "8 bits only in this FFmpeg build" if codec in TEN_BIT_CODECS | {"h264"} else "8 bits only"
         if choice is DepthChoice.TEN:
+            way_out = "choose another codec (hevc, av1)"
+            if codec == "gif":
+                way_out = "leave --depth out, or write .mkv or .mp4 with --codec hevc or av1"
             raise UnsupportedError(
-                f"--depth 10: {encoder or codec} encodes 8 bits only in this FFmpeg build (it takes "
-                f"{', '.join(encoder_formats)}); choose another codec (hevc, av1)"
+                f"--depth 10: {encoder or codec} encodes {only} (it takes "
+                f"{', '.join(encoder_formats)}); {way_out}"
             )
         bits = input_format.bit_depth
-        why = f"{encoder or codec} encodes 8 bits only in this FFmpeg build"
+        why = f"{encoder or codec} encodes {only}"
         return 8, (f"depth reduced from {bits} to 8 bits: {why}" if bits > 8 else None)
     bits = input_format.bit_depth
     if choice is DepthChoice.TEN:
