@@ -66,3 +66,72 @@ def test_to_tensor_refuses_a_size_over_the_texture_limit_by_name(clip: str) -> N
         finally:
             for frame in frames:
                 frame.release()
+
+
+def _child_outcome(pid: int, timeout_s: float) -> int | None:
+    """The forked child's exit code, or None when it had not ended within ``timeout_s`` (then killed)."""
+    import os
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+@pytest.mark.vulkan
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_source_copied_by_a_fork_is_refused_there_and_dropped_without_a_hang(clip: str) -> None:
+    """A dataset holding an open source (one item looked at before the DataLoader started) handed it to
+    forked workers, where the first frames_at waited forever for FFmpeg's decoder threads, which the
+    fork did not copy, and so did dropping it (avcodec_free_context): the DataLoader hung with no word.
+    Now the copy refuses work with a ClosedError saying to open the file in the worker, and dropping
+    it frees nothing there; the parent's source goes on."""
+    import gc
+    import os
+    import warnings
+
+    import alpha2
+    from alpha2.gpu.errors import ClosedError
+
+    source = alpha2.open(clip, hwaccel="none")
+    try:
+        frames = source.frames_at([0.0])
+        source.to_tensor(frames, size=(8, 4))
+        frames[0].release()
+        del frames
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 1
+            try:
+                os.close(read)
+                try:
+                    source.frames_at([0.0])
+                except ClosedError as exc:
+                    os.write(write, str(exc).encode())
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", ResourceWarning)
+                        del exc
+                        source.close()
+                        gc.collect()
+                    code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        outcome = _child_outcome(pid, 30.0)
+        with os.fdopen(read, "rb") as said:
+            message = said.read().decode()
+        assert outcome == 0, f"the forked child {'hung' if outcome is None else f'exited {outcome}'}"
+        assert "was forked from" in message and "open the file again in this process" in message
+        frames = source.frames_at([0.0])  # the parent's own source still works
+        assert source.to_tensor(frames, size=(8, 4)).shape == (1, 4, 8, 3)
+        frames[0].release()
+    finally:
+        source.close()

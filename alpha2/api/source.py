@@ -703,18 +703,34 @@ class Frame:
         )
 
 
+_FORKED_COPIES: list[_Resources] = []
+"""Resources of sources opened before this process was forked from their own (a DataLoader worker given
+a dataset holding open sources): kept, never freed here, since FFmpeg's codec context, freed in the
+copy, waits forever for the decoder threads the fork did not copy."""
+
+
 class _Resources:
     """What a VideoSource owns, held apart from it so that its finalizer does not keep it alive."""
 
     def __init__(self, session: DecodeSession) -> None:
         self.session = session
+        self.pid = os.getpid()  # the process whose decoder threads and device these are
         self.worker: _Worker | None = None
         self.importer: FrameImporter | None = None
         self.segments: SegmentReader | None = None
         self.batches: BatchSessions | None = None  # helper sessions frames_at spreads over
         self.pool: Any = None  # the CUDA frame pool batches of NVDEC frames are copied into
 
+    @property
+    def forked(self) -> bool:
+        """Whether this process is a fork of the one that opened them (they cannot work here)."""
+        return self.pid != os.getpid()
+
     def close(self) -> None:
+        if self.forked:
+            if not any(kept is self for kept in _FORKED_COPIES):
+                _FORKED_COPIES.append(self)
+            return
         worker, self.worker = self.worker, None
         if worker is not None:
             worker.close()
@@ -900,6 +916,7 @@ class VideoSource:
     def device(self) -> Device:
         """The alpha2 Device frames render on: when none was given, opened on first use on the GPU the
         decoder was placed on, with the GPU copy's features when NVDEC decodes (``Device.open``)."""
+        self._check_process()
         with self._lock:
             if not self._warmed:
                 # wgpu-py's C types in one parse, not one each as the device and the renderer first ask
@@ -913,6 +930,7 @@ class VideoSource:
     @property
     def importer(self) -> FrameImporter:
         """The FrameImporter on :attr:`device`."""
+        self._check_process()
         resources = self._resources
         if resources.importer is None:
             # A program may hold many imported frames at once (a batch from frames_at turned into a
@@ -985,7 +1003,18 @@ class VideoSource:
 
     # -- who takes the frames ------------------------------------------------------------------------
 
+    def _check_process(self) -> None:
+        resources = self._resources
+        if resources.forked:
+            raise ClosedError(
+                f"this VideoSource ({self._label}) was opened in process {resources.pid}, which this one "
+                "was forked from: its decoder threads and GPU device did not come with the fork; open the "
+                "file again in this process (in a DataLoader worker: on first use in __getitem__, or in "
+                "worker_init_fn, never before the workers start)"
+            )
+
     def _check_open(self) -> None:
+        self._check_process()
         if self._resources.session.closed:
             raise ClosedError(f"this VideoSource ({self._label}) was closed; open the file again")
 
