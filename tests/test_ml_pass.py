@@ -135,3 +135,27 @@ def test_a_source_copied_by_a_fork_is_refused_there_and_dropped_without_a_hang(c
         frames[0].release()
     finally:
         source.close()
+
+
+@pytest.mark.vulkan
+def test_a_normalisation_the_float_dtype_cannot_hold_is_refused(clip: str) -> None:
+    """dtype='float16' with std=1e-5 gave a tensor of inf (numpy's overflow warning from inside the
+    element table, nothing else); now an InvalidInputError with the largest value and the way out.
+    Values float16 can hold still convert."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        frames = source.frames_at([0.0])
+        try:
+            with pytest.raises(
+                InvalidInputError, match="float16 values would reach 1e\\+05, past its largest 65504"
+            ):
+                source.to_tensor(frames, dtype="float16", std=1e-5)
+            with pytest.raises(InvalidInputError, match="float32 values would reach"):
+                source.to_tensor(frames, dtype="float32", mean=0.5, std=1e-39)
+            held = source.to_tensor(frames, dtype="float16", mean=0.5, std=1e-4).numpy()
+            assert np.isfinite(held).all()
+        finally:
+            for frame in frames:
+                frame.release()

@@ -398,6 +398,22 @@ def _channels(name: str, value: Any) -> tuple[float, float, float] | None:
     return values[0], values[1], values[2]
 
 
+def _check_range(spec: TensorSpec) -> None:
+    """Refuse a normalisation whose values the float dtype cannot hold: they would be inf."""
+    if spec.dtype is TensorDType.UINT8 or (spec.mean is None and spec.std is None):
+        return
+    mean = spec.mean or (0.0, 0.0, 0.0)
+    std = spec.std or (1.0, 1.0, 1.0)
+    largest = max(abs((code - m) / s) for m, s in zip(mean, std, strict=True) for code in (0.0, 1.0))
+    limit = float(np.finfo(spec.dtype.numpy).max)
+    if largest > limit:
+        way_out = "ask for float32, or a larger std" if spec.dtype is TensorDType.FLOAT16 else "a larger std"
+        raise InvalidInputError(
+            f"with mean {spec.mean} and std {spec.std}, {spec.dtype.value} values would reach {largest:.4g}, "
+            f"past its largest {limit:.6g} (they would be inf); {way_out}"
+        )
+
+
 def _frames_of(frames: Any) -> tuple[list[Frame], bool]:
     """The frames as a list, and whether one frame (no batch axis) was given."""
     from alpha2.api.source import Frame as FrameClass  # here: source.py may delegate to this module
@@ -556,7 +572,8 @@ def to_tensor(
         and why.
 
     Raises:
-        InvalidInputError: a bad argument (the message names the allowed values), frames of different
+        InvalidInputError: a bad argument (the message names the allowed values), a ``mean`` / ``std``
+            whose values the dtype cannot hold (float16's largest is 65504), frames of different
             sources, or a released frame.
         UnsupportedError: the CUDA route was required and cannot be had (the reason), or a frame's
             tensor is larger than the device can pack at once, or a side of it larger than the
@@ -581,6 +598,7 @@ def to_tensor(
         mean=_channels("mean", mean),
         std=_channels("std", std),
     )
+    _check_range(spec)
     source = listed[0]._source
     if any(frame._source is not source for frame in listed):
         raise InvalidInputError(
