@@ -459,3 +459,23 @@ def test_a_matroska_file_s_progress_has_its_estimated_total(tmp_path: Path) -> N
     playback.open("rendercanvas.offscreen", size=WINDOW)
     _close(playback)
     assert totals == [FRAMES]
+
+
+@pytest.mark.vulkan
+def test_a_player_quit_early_keeps_its_bar_s_total(tmp_path: Path) -> None:
+    """q at 0:09 of 1:00 left the bar full, '277/277 frames' (an outside pass): the bar's total became
+    the frames counted, as at an input's end. A window closed before the end keeps the total."""
+    pytest.importorskip("rendercanvas")
+    clip = make_clip(tmp_path / "c.mp4", width=W, height=H, frames=FRAMES, rate=RATE).path
+    closes: list[tuple[bool, bool]] = []
+
+    class Recording(pipeline.Progress):
+        def close(self, completed: bool = True, *, ended: bool = True) -> None:
+            closes.append((completed, ended))
+
+    for seconds in (0.2, 3.0):  # quit after a few frames; played to the end (1 s of frames)
+        playback = WindowPlayback(Player(clip, PlayOptions(audio=False), Recording()))
+        playback.open("rendercanvas.offscreen", size=WINDOW)
+        _drive(playback, seconds)
+        _close(playback)
+    assert closes == [(True, False), (True, True)]

@@ -264,8 +264,9 @@ class Progress:
         """Every frame is in; ``what`` is still being done (an encoder's last frames), which may take
         a while: said rather than a bar at its end that does not move."""
 
-    def close(self, completed: bool = True) -> None:
-        """End the display; ``completed`` False (a failure) skips the final line."""
+    def close(self, completed: bool = True, *, ended: bool = True) -> None:
+        """End the display; ``completed`` False (a failure) skips the final line. ``ended`` False: the run
+        stopped before its input's end (a player quit with q), and a bar keeps its total."""
 
 
 class PlainProgress(Progress):
@@ -320,7 +321,7 @@ class PlainProgress(Progress):
     def finishing(self, what: str) -> None:
         print(f"{self.label}: {self._frames} frames in, finishing {what}", file=self.stream, flush=True)
 
-    def close(self, completed: bool = True) -> None:
+    def close(self, completed: bool = True, *, ended: bool = True) -> None:
         if completed and self._frames != self._last_frames:
             print(self._line(self._frames, time.monotonic()), file=self.stream, flush=True)
 
@@ -382,14 +383,19 @@ class RichProgress(Progress):
                 fps=f"{fps:.1f}",
             )
 
-    def close(self, completed: bool = True) -> None:
+    def close(self, completed: bool = True, *, ended: bool = True) -> None:
         if completed and self._task is not None:
+            # At the input's end the total becomes the frames counted (an estimate's total is not left
+            # short or over); a player quit early keeps its total: 277/1800, not a full bar.
             fps = self._frames / max(time.monotonic() - self._start, 1e-9)
+            total = (
+                self._frames if ended else next(t.total for t in self._progress.tasks if t.id == self._task)
+            )
             self._progress.update(
                 self._task,
                 description=self._label,
                 completed=self._frames,
-                total=self._frames,
+                total=total,
                 fps=f"{fps:.1f}",
             )
         elif not completed:

@@ -336,6 +336,8 @@ class Player:
         self.options = options
         self.progress = progress
         self.stats = PlayStats(input=source)
+        self.ended_early = False
+        """The window closed before the input's end (q, a signal, the next file): the bar keeps its total."""
         self.decoder: DecodeSession | None = None
         self._closables: list[Any] = []
         self._shared_device = device
@@ -580,7 +582,7 @@ class Player:
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
             decoder.close()
-        self.progress.close(completed)
+        self.progress.close(completed, ended=not self.ended_early)
 
     # -- offscreen ------------------------------------------------------------------------------------
 

@@ -847,6 +847,9 @@ class WindowPlayback(_Keys):
         if subtitles is not None:
             subtitles.close()
         self.stats.seconds = time.perf_counter() - self._file_started
+        if not self.audio_only:
+            limit = self.player.options.frames
+            self.player.ended_early = not self.ended and (limit is None or self.stats.frames < limit)
         if self.audio_only:
             self.stats.mode, self.stats.mode_reason = "window", "audio only, level visual"
         else:
