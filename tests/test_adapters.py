@@ -116,8 +116,8 @@ def test_auto_prefers_most_encode_codecs() -> None:
     assert names(ranked) == ["AMD Radeon RX 7900", "NVIDIA H200", "Intel UHD 770", "llvmpipe"]
     assert [r.rank for r in ranked] == [1, 2, 3, 4]
     assert ranked[0].chosen and not ranked[1].chosen
-    assert "encodes 3 codec(s)" in ranked[0].reason
-    assert "encodes 0" in ranked[1].reason  # loses on encode against #1
+    assert "encodes 3 codecs on the GPU" in ranked[0].reason
+    assert "no GPU encode" in ranked[1].reason  # loses on encode against #1 ('encodes 0 codec(s) ... (none)')
 
 
 def test_auto_decode_then_high_performance_then_index() -> None:

@@ -487,6 +487,7 @@ def _policy_key(
 ) -> tuple[tuple[int, ...], list[str]]:
     """(key, human labels per key part); lower keys rank higher."""
     encodes = len(adapter.encode_codecs)
+    codecs = "codecs" if encodes > 1 else "codec"
     decodes = decode_allowed and bool(adapter.decode_codecs)
     if policy is PolicyKind.LOW_POWER:
         order = _LOW_POWER_ORDER[adapter.device_type]
@@ -498,7 +499,12 @@ def _policy_key(
             "enumeration order",
         ]
     return (-encodes, 0 if decodes else 1, perf, adapter.index), [
-        f"encodes {encodes} codec(s) on the GPU ({_codec_list(adapter.encode_codecs)})",
+        # Said as the decode part is: 'encodes 0 codec(s) on the GPU (none)' read as a count of nothing.
+        (
+            f"encodes {encodes} {codecs} on the GPU ({_codec_list(adapter.encode_codecs)})"
+            if encodes
+            else "no GPU encode"
+        ),
         (
             f"decodes on the GPU ({_codec_list(adapter.decode_codecs)})"
             if decodes
