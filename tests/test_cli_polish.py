@@ -708,3 +708,20 @@ def test_hwaccel_cuda_without_nvdec_names_the_options(
     assert main(["transcode", src, str(tmp_path / "out.mp4"), "--hwaccel", "cuda"]) == 1
     err = capsys.readouterr().err
     assert "--hwaccel cuda" in err and "--hwaccel auto or none" in err, err
+
+
+def test_plain_progress_says_one_frame() -> None:
+    """Piped to a file, a 1-frame input's lines said 'transcode: 1 frames in, ...', '1/1 frames'."""
+    import io
+
+    from alpha2.api.pipeline import PlainProgress
+
+    out = io.StringIO()
+    progress = PlainProgress("transcode", out)
+    progress.start(1)
+    progress.update(1)
+    progress.finishing("the encoder's last frames")
+    progress.close(True)
+    text = out.getvalue()
+    assert "1 frames" not in text and "1/1 frames" not in text, text
+    assert "transcode: 1 frame in, finishing" in text and "transcode: 1/1 frame," in text, text

@@ -302,7 +302,7 @@ class PlainProgress(Progress):
         text = f"{self.label}: {frames}"
         if self._total:
             text += f"/{self._total}"
-        text += f" frames, {fps:.1f} fps"
+        text += f" frame{'' if (self._total or frames) == 1 else 's'}, {fps:.1f} fps"
         if self.time_left and self._total and fps > 0 and frames < self._total:
             text += f", {(self._total - frames) / fps:.0f} s left"
         return text
@@ -319,7 +319,8 @@ class PlainProgress(Progress):
         print(self._line(frames, now), file=self.stream, flush=True)
 
     def finishing(self, what: str) -> None:
-        print(f"{self.label}: {self._frames} frames in, finishing {what}", file=self.stream, flush=True)
+        frames = f"{self._frames} frame{'' if self._frames == 1 else 's'}"
+        print(f"{self.label}: {frames} in, finishing {what}", file=self.stream, flush=True)
 
     def close(self, completed: bool = True, *, ended: bool = True) -> None:
         if completed and self._frames != self._last_frames:
