@@ -1,7 +1,8 @@
 """A PyTorch data loader over a folder of videos: clips sampled at random times, as RGB tensors.
 
-Each ``DataLoader`` worker opens its own sources (an ``alpha2.open`` per file, kept for the worker's
-life); ``source.frames_at`` decodes a clip's frames in one forward pass (exact on variable frame rate),
+Each ``DataLoader`` worker opens one ``alpha2.Device`` and its own sources on it (an ``alpha2.open`` per
+file, kept for the worker's life: a device each would cost a worker a GPU context and a thread a file);
+``source.frames_at`` decodes a clip's frames in one forward pass (exact on variable frame rate),
 and ``source.to_tensor`` converts them with the renderer's exact colour conversion, resized and
 normalised, as one ``(T, 3, H, W)`` float tensor: CUDA memory through DLPack where the GPU allows (NVDEC
 and a Dawn device), else a numpy array. Every tensor says which path its pixels took.
@@ -36,13 +37,16 @@ class VideoClips(Dataset):
             for _ in range(clips_per_video):
                 self.items.append((path, rng.uniform(0.0, max(last, 0.0))))
         self.sources: dict[str, alpha2.VideoSource] = {}  # this worker's own, opened on first use
+        self.device: alpha2.Device | None = None  # this worker's one device, which its sources share
 
     def __len__(self) -> int:
         return len(self.items)
 
     def source(self, path: str) -> alpha2.VideoSource:
         if path not in self.sources:
-            self.sources[path] = alpha2.open(path)
+            source = self.sources[path] = alpha2.open(path, device=self.device)
+            if self.device is None:  # the worker's first source opens it (on NVDEC's GPU, with its features)
+                self.device = source.device  # and keeps it: sources stay open for the worker's life
         return self.sources[path]
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, str]:

@@ -159,3 +159,33 @@ def test_a_normalisation_the_float_dtype_cannot_hold_is_refused(clip: str) -> No
         finally:
             for frame in frames:
                 frame.release()
+
+
+@pytest.mark.vulkan
+def test_a_frame_too_large_to_bind_says_uint8_only_where_uint8_fits(clip: str) -> None:
+    """'ask for a smaller size, or uint8' was said of a uint8 tensor, and of a float one whose uint8 frame
+    would not fit either (an outside pass)."""
+    import alpha2
+    from alpha2.gpu.errors import UnsupportedError
+
+    with alpha2.open(clip) as source:
+        frames = source.frames_at([0.0])
+        limit = source.device.webgpu_device.limits["max-storage-buffer-binding-size"]
+        side = 1 << 14  # 16384 (the largest texture side): a uint8 RGB frame of 805 MB
+        checked = 0
+        if side * side * 3 > limit:  # lavapipe's 128 MiB; not a device that binds more
+            for dtype in ("uint8", "float32"):
+                with pytest.raises(UnsupportedError) as caught:
+                    source.to_tensor(frames, size=(side, side), dtype=dtype)
+                said = str(caught.value)
+                assert "ask for a smaller size" in said and "uint8" not in said.split(";")[1], said
+            checked += 1
+        width = next((w for w in (2048, 4096, 8192) if w * 4096 * 3 * 4 > limit >= w * 4096 * 3), None)  # RGB
+        if width is not None:
+            with pytest.raises(UnsupportedError, match="ask for a smaller size, or uint8"):
+                source.to_tensor(frames, size=(width, 4096), dtype="float32")
+            checked += 1
+        for frame in frames:
+            frame.release()
+        if not checked:
+            pytest.skip(f"this device binds {limit} bytes at once: no size here is too large for it")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -298,9 +298,12 @@ class _BufferSink:
         limit = owner.storage_limit_bytes()
         frame_limit = max_frame_words(spec) * 4
         if frame_limit > limit:
+            # uint8 is said as a way out only where a uint8 frame of this size fits.
+            as_uint8 = max_frame_words(replace(spec, dtype=TensorDType.UINT8)) * 4
             raise UnsupportedError(
                 f"one {spec.width}x{spec.height} {spec.dtype.value} frame is {frame_limit} bytes, more than "
-                f"this device binds at once ({limit}); ask for a smaller size, or uint8"
+                f"this device binds at once ({limit}); ask for a smaller size"
+                + (", or uint8" if as_uint8 <= limit else "")
             )
         self.chunks: list[_BufferChunk] = []
         start = 0
