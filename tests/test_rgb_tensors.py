@@ -362,8 +362,12 @@ def test_batches_larger_than_one_binding_come_in_chunks(
     limit = max_frame_words(spec) * 4 + 256  # one frame a chunk, and a little
     monkeypatch.setattr(chunked_pass, "storage_limit_bytes", lambda: limit)
     assert np.array_equal(pack(chunked_pass, renderer, case, spec, planes), whole)
-    monkeypatch.setattr(chunked_pass, "storage_limit_bytes", lambda: 1024)
+    as_uint8 = max_frame_words(TensorSpec(case.width, case.height, TensorLayout.CHW, TensorDType.UINT8)) * 4
+    monkeypatch.setattr(chunked_pass, "storage_limit_bytes", lambda: as_uint8)  # a uint8 frame fits
     with pytest.raises(UnsupportedError, match="smaller size, or uint8"):
+        pack(chunked_pass, renderer, case, spec, planes)
+    monkeypatch.setattr(chunked_pass, "storage_limit_bytes", lambda: 1024)  # no frame fits: no uint8 said
+    with pytest.raises(UnsupportedError, match=r"smaller size$"):
         pack(chunked_pass, renderer, case, spec, planes)
 
 
