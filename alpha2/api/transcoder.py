@@ -1278,6 +1278,10 @@ def transcode(
         shown: pipeline.Progress = pipeline.Progress()
     elif isinstance(progress, pipeline.Progress):
         shown = progress
+    elif isinstance(progress, type):  # callable, but called with the frames done it is a TypeError
+        raise InvalidInputError(
+            f"progress takes an instance: progress={progress.__name__}(), not the class {progress.__name__}"
+        )
     elif callable(progress):
         shown = _CallbackProgress(progress)
     else:

@@ -171,6 +171,18 @@ def _check_pixels(pixels: np.ndarray) -> None:
     )
 
 
+def _check_even(width: int, height: int) -> None:
+    """Refuse odd sides for the GPU conversion, whose 4:2:0 chroma covers even sides only (an encoder
+    that takes odd ones, VP9's, failed at close() with 'plane 1 is 63 bytes x 23 rows')."""
+    if width % 2 or height % 2:
+        raise InvalidInputError(
+            f"a {width}x{height} picture cannot be written: the Writer converts textures and arrays to 4:2:0 "
+            "on the GPU, where width and height must be a multiple of 2; crop to "
+            f"{width - width % 2}x{height - height % 2} (pixels[: h // 2 * 2, : w // 2 * 2]) or pad to even "
+            "sides before writing"
+        )
+
+
 def _encoder_extent(encoder: str, pixel_format: PixelFormat) -> VideoEncodeExtent | None:
     """The sizes ``encoder`` takes (alpha2's table), None for an encoder the table does not know."""
     try:
@@ -608,6 +620,7 @@ class Writer:
             device = self._check_texture(texture)
             width, height = int(texture.size[0]), int(texture.size[1])
             self._check_size(width, height)
+            _check_even(width, height)
             copier = self._copier_for(device, width, height)
         else:
             pixels = _host_array(picture)
@@ -617,6 +630,7 @@ class Writer:
             if self._held.session.encoder.name in PALETTE_ENCODERS:
                 self._write_rgb(pixels, item, pts_seconds)
                 return
+            _check_even(width, height)
             device = self._device_for(None)
             _check_fits(device, width, height)
             copier = self._copier_for(device, width, height)  # refuses a size the encoder cannot take
