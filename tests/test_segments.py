@@ -6,6 +6,7 @@ from __future__ import annotations
 import fractions
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from alpha2.api.devices import open_decoder
 from alpha2.api.segments import SegmentReader, plan_chunks
+from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.gpu.errors import InvalidInputError
 from tests.media import pattern
@@ -159,6 +161,38 @@ def test_buffers_are_bounded_and_close_stops_the_sessions(tmp_path: Path) -> Non
     assert threading.active_count() <= before
     with pytest.raises(Exception, match="closed"):
         reader.next_frame()
+
+
+def test_close_on_a_sessions_own_thread_frees_the_sessions(tmp_path: Path, monkeypatch: Any) -> None:
+    """A VideoSource dropped unclosed is closed by its finalizer on whichever thread the garbage
+    collector runs on, a session's own among them: that close must not fail there (a thread cannot join
+    itself) and must still close every decoder (it raised RuntimeError, and left them open)."""
+    path = encode(tmp_path / "c.mp4", "libx264", _X264_CLOSED, frames=60)
+    made = threading.Event()
+    once = threading.Lock()
+    readers: list[SegmentReader] = []
+    failures: list[BaseException] = []
+    decode = DecodeSession.next_frame
+
+    def next_frame(session: DecodeSession) -> Any:
+        if threading.current_thread().name == "alpha2-segment-1" and once.acquire(blocking=False):
+            made.wait(5.0)  # the reader is made (its threads start in its constructor)
+            try:
+                readers[0].close()  # as a finalizer run by the garbage collector here would
+            except BaseException as exc:
+                failures.append(exc)
+        return decode(session)
+
+    monkeypatch.setattr(DecodeSession, "next_frame", next_frame)
+    readers.append(SegmentReader(path, sessions=2, hwaccel="none", ahead=4, min_packets=10))
+    made.set()
+    reader = readers[0]
+    deadline = time.monotonic() + 10.0
+    while not all(session.closed for session in reader._sessions) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not failures, failures
+    assert all(session.closed for session in reader._sessions)
+    assert not any(thread.is_alive() for thread in reader._threads)
 
 
 def test_a_file_object_is_refused(tmp_path: Path) -> None:

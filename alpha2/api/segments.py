@@ -470,6 +470,16 @@ class SegmentReader:
         self._finalizer()
         if self._procs is not None:
             return
+        if threading.current_thread() in self._threads:
+            # Closed on a session's own thread (the garbage collector ran a finalizer there: a
+            # VideoSource dropped unclosed), which can join no thread of its own nor close the session
+            # it decodes with: the rest is done on a thread of its own once the sessions' threads end.
+            threading.Thread(target=self._finish, name="alpha2-segment-close", daemon=True).start()
+            return
+        self._finish()
+
+    def _finish(self) -> None:
+        """The end of :meth:`close`: the sessions' threads joined, buffered frames and decoders freed."""
         deadline = time.monotonic() + 10.0
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
