@@ -37,6 +37,7 @@ from alpha2.api.source import Frame, _Worker
 from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.encode import EncodeSession
+from alpha2.ffmpeg_bridge.encoders import canonical_name
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS
 from alpha2.gpu.colour import (
     ChromaLocation,
@@ -66,10 +67,15 @@ DEFAULT_COLOUR = ColourInfo(
     ColourRange.LIMITED,
     ChromaLocation.LEFT,
 )
-"""What a :class:`Writer` tags its stream with when given no colour: BT.709, limited range, left siting."""
+"""What a :class:`Writer` tags its stream with when given no colour: BT.709, limited range, left siting
+(BT.601 for MJPEG, which decoders read as BT.601 whatever its tags)."""
 
 DEFAULT_RATE = fractions.Fraction(30)
 """Frames per second of textures and arrays written without ``rate`` nor timestamps."""
+
+_JFIF_ENCODERS = frozenset({"mjpeg", "ljpeg"})
+"""Encoders whose pictures every decoder reads as BT.601 (JFIF), whatever the stream is tagged: the
+Writer converts for them by BT.601 when given no colour (BT.709 came back 20 code values off)."""
 
 _TICKS_PER_SECOND = 90_000
 """The clock a coarse time base is cut toward: MPEG's 90 kHz, exact for 24, 25, 30, 50 and 60 fps."""
@@ -331,7 +337,13 @@ class Writer:
                 f"audio_from takes a path (or a DecodeSession), got {type(audio_from).__name__} "
                 f"{short_repr(audio_from)}"
             )
-        colour = DEFAULT_COLOUR if colour is None else colour
+        if colour is None:
+            jfif = canonical_name(codec) in _JFIF_ENCODERS
+            colour = (
+                companion_colour(ColourMatrix.SMPTE170M, ColourRange.LIMITED, ChromaLocation.LEFT)
+                if jfif
+                else DEFAULT_COLOUR
+            )
         if colour.primaries is ColourPrimaries.UNSPECIFIED:  # the matrix's standard primaries and transfer
             colour = companion_colour(colour.matrix, colour.range, colour.chroma_location)
         if rate is not None and not (_is_real(rate) and rate > 0):
@@ -804,7 +816,7 @@ def create(
             what is written (a VideoSource's frames keep theirs; textures and arrays get 30, said in
             :attr:`Writer.timing`).
         colour: The matrix and range textures and arrays are converted with, and the stream's tags;
-            None: BT.709 limited.
+            None: BT.709 limited (BT.601 for MJPEG, which decoders read as BT.601 whatever its tags).
         device: The device the textures written live on (an alpha2 Device or a WebGPU device); None:
             the default one, made on the first texture.
         untagged: Write no colour tags; the pixels are still converted with ``colour``, and readers

@@ -260,6 +260,15 @@ def choose_encoder(codec: str) -> EncoderChoice:
     )
 
 
+def _full_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame:
+    """A full-range Y'CbCr frame in another Y'CbCr layout, still full range, pts kept: PyAV's own
+    conversion in ``encode`` reads nv12 as limited, so full-range pictures into MJPEG's yuvj420p were
+    stretched twice (black 16 came out 0)."""
+    out = frame.reformat(format=pixel_format, src_color_range="JPEG", dst_color_range="JPEG")
+    out.pts, out.time_base = frame.pts, frame.time_base
+    return out
+
+
 _FULL_RANGE_ENCODERS = frozenset({"mjpeg", "ljpeg"})
 """Encoders that refuse limited-range Y'CbCr unless told its standard may be bent."""
 
@@ -954,6 +963,15 @@ class EncodeSession:
                 av_frame = yuv_to_rgb_frame(
                     av_frame, self._pixel_format.ffmpeg_name, colour or self._yuv_colour
                 )
+            elif (
+                colour is not None
+                and colour.range is ColourRange.FULL
+                and not fmt.is_rgb
+                and self._palette is None
+                and self._pixel_format is not None
+                and av_frame.format.name != self._pixel_format.ffmpeg_name
+            ):
+                av_frame = _full_range_layout(av_frame, self._pixel_format.ffmpeg_name)
             elif self._palette is not None and av_frame.format.name != self._palette.pixel_format:
                 # Another RGB layout (rgb24, rgba, bgr0): the palette filter takes the one it was made for.
                 pts_kept, base_kept = av_frame.pts, av_frame.time_base
