@@ -115,7 +115,7 @@ def test_an_error_opening_in_a_process_is_typed_and_leaves_nothing(
     real = encode(tmp_path / "real.mp4", "libx264", _X264_CLOSED, frames=60)
     index = segments.keyframe_index(real)
     # The reader plans from a file that is there; its decoder processes open one that is not.
-    monkeypatch.setattr(segments, "keyframe_index", lambda source: index)
+    monkeypatch.setattr(segments, "keyframe_index", lambda source, stream_index=None: index)
     fds = _fds()
     with pytest.raises(MediaNotFoundError):
         SegmentReader(

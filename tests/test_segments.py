@@ -19,6 +19,7 @@ from alpha2.api.segments import SegmentReader, plan_chunks
 from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.surfaces import SurfaceBudget
 from tests.media import pattern
 
 _X264_OPEN = "keyint=12:min-keyint=12:scenecut=0:open-gop=1:bframes=3:b-pyramid=normal"
@@ -193,6 +194,58 @@ def test_close_on_a_sessions_own_thread_frees_the_sessions(tmp_path: Path, monke
     assert not failures, failures
     assert all(session.closed for session in reader._sessions)
     assert not any(thread.is_alive() for thread in reader._threads)
+
+
+def two_videos(path: Path, frames: int = 60) -> str:
+    """Two H.264 video streams in one file, 96x64 and 64x48, key frames every 10 frames."""
+    with av.open(os.fspath(path), "w") as out:
+        streams: list[Any] = []
+        for size in ((96, 64), (64, 48)):
+            stream: Any = out.add_stream("libx264", rate=25, options={"x264-params": _X264_CLOSED})
+            stream.width, stream.height = size
+            stream.pix_fmt = "yuv420p"
+            streams.append(stream)
+        for i in range(frames):
+            for stream in streams:
+                picture = pattern(i, stream.width, stream.height)
+                frame = av.VideoFrame.from_ndarray(picture, format="rgb24").reformat(format="yuv420p")
+                frame.pts = i
+                out.mux(stream.encode(frame))
+        for stream in streams:
+            out.mux(stream.encode(None))
+    return os.fspath(path)
+
+
+@pytest.mark.parametrize("decoders", ["threads", "processes"])
+def test_session_options_reach_every_session(tmp_path: Path, decoders: str) -> None:
+    """``stream_index`` and the other session options go to every session (the sessions read the first
+    video stream whatever was asked for, as ``alpha2.open(path, parallel=2, stream_index=1)`` did)."""
+    path = two_videos(tmp_path / "two.mkv")
+    with open_decoder(path, None, hwaccel="none", stream_index=1) as session:
+        reference = []
+        for frame in session:
+            with frame:
+                reference.append((frame.metadata.pts, [a.tobytes() for a in frame.plane_arrays()]))
+    frames, report = segmented(path, 2, min_packets=10, decoders=decoders, stream_index=1, threads=1)
+    assert report.sessions == 2 and report.chunks >= 3, report
+    assert len(frames) == len(reference) == 60
+    assert frames == reference
+
+
+def test_bad_arguments_are_refused_by_name(tmp_path: Path) -> None:
+    path = encode(tmp_path / "a.mp4", "libx264", _X264_CLOSED, frames=20)
+    for options, message in [
+        ({"sessions": "2"}, "sessions must be a whole number"),
+        ({"sessions": 0}, "sessions must be 1 or more"),
+        ({"sessions": 2, "ahead": 2.5}, "ahead must be a whole number"),
+        ({"sessions": 2, "min_packets": None}, "min_packets must be a whole number"),
+        ({"sessions": 2, "stream": 1}, "unknown option 'stream'"),
+        ({"sessions": 2, "decoders": "processes", "budget": SurfaceBudget(max_surfaces=8)}, "budget"),
+    ]:
+        with pytest.raises(InvalidInputError, match=message):
+            SegmentReader(path, **{"hwaccel": "none", **options})
+    with pytest.raises(InvalidInputError, match="source must be a path"):
+        SegmentReader(b"not a path", sessions=2)  # type: ignore[arg-type]
 
 
 def test_a_file_object_is_refused(tmp_path: Path) -> None:

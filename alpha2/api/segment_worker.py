@@ -8,11 +8,12 @@ messages are :mod:`.decode_worker`'s (a pickled tuple per record, file descripto
 
 The conversation, reader (R) and this process (W):
 
-* R: ``("open", options)`` -- the source, hwaccel and placement, this process's chunks (index, start
-  and end timestamps, the seek time), and how many frames it may have in the reader at once
-  (``blocks``). W opens the source and answers ``("info", HwAccelReport)`` or ``("error", ...)``, then
-  decodes its chunks one after another: seeks to a chunk's key frame, drops frames before its start,
-  and stops at the first frame at or after its end.
+* R: ``("open", options)`` -- the source, hwaccel and placement, the session's other options
+  (``session``: ``stream_index``, ``threads``...), this process's chunks (index, start and end
+  timestamps, the seek time), and how many frames it may have in the reader at once (``blocks``). W
+  opens the source and answers ``("info", HwAccelReport)`` or ``("error", ...)``, then decodes its
+  chunks one after another: seeks to a chunk's key frame, drops frames before its start, and stops at
+  the first frame at or after its end.
 * NVDEC frames: W copies each into a *block* of device memory (:mod:`alpha2.native_gpu._cuda.ipc`:
   ``cuMemCreate``, shared as a POSIX descriptor) on the GPU, waits for the copy, lets the decoder's frame
   go and sends ``("frame", chunk, ("cuda", block), refs, (pts, duration, key_frame), planes)`` with each
@@ -88,7 +89,13 @@ def open_session(options: dict[str, Any]) -> DecodeSession:
     """The decode session of a decoder process, placed where the reader placed its decoders."""
     from alpha2.api.devices import open_decoder
 
-    return open_decoder(options["source"], None, placement=options["placement"], hwaccel=options["hwaccel"])
+    return open_decoder(
+        options["source"],
+        None,
+        placement=options["placement"],
+        hwaccel=options["hwaccel"],
+        **options.get("session", {}),
+    )
 
 
 class _Worker:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from alpha2.api import arguments
 from alpha2.api import decode_worker as wire
 from alpha2.api.devices import open_decoder, place_decoder
 from alpha2.api.segment_worker import ChunkPlan
@@ -133,8 +134,7 @@ def plan_chunks(index: KeyframeIndex, *, min_packets: int = DEFAULT_CHUNK_PACKET
     The first chunk starts at the stream's beginning (no seek: frames before the first key frame are
     handled as one session handles them).
     """
-    if min_packets < 1:
-        raise InvalidInputError(f"min_packets must be >= 1, got {min_packets}")
+    arguments.whole("min_packets", min_packets, low=1)
     starts: list[tuple[int | None, int]] = [(None, 0)]
     for pts, before in zip(index.keyframes, index.packets_from):
         if before - starts[-1][1] >= min_packets:
@@ -214,12 +214,16 @@ class SegmentReader:
             decoder process of its own; see the module's notes) or ``'auto'``: processes where NVDEC
             decodes (7 processes read a 1080p HEVC file at 4834 fps on the H200, 7 threads at 2383:
             BENCHMARKS.md), threads for software decoding.
+        options: The rest go to every session's
+            :class:`~alpha2.ffmpeg_bridge.decode.DecodeSession` (``stream_index``, ``threads``,
+            ``on_corrupt``, ``max_pixels``, ``budget``...), as :func:`alpha2.open` passes them on.
 
     Iterate it (or call :meth:`next_frame`); release each frame when done with it. Close it (or use
     ``with``) to stop the sessions.
 
     Raises:
-        InvalidInputError: a file object, or bad numbers.
+        InvalidInputError: a file object, bad numbers, an unknown option, or a ``budget`` with decoder
+            processes (whose frames ``ahead`` bounds).
         MediaNotFoundError, MediaFormatError, NoVideoStreamError: as :class:`DecodeSession`.
     """
 
@@ -233,21 +237,29 @@ class SegmentReader:
         ahead: int = DEFAULT_AHEAD,
         min_packets: int = DEFAULT_CHUNK_PACKETS,
         decoders: str = "auto",
+        **options: Any,
     ) -> None:
         if decoders not in ("auto", "threads", "processes"):
             raise InvalidInputError(f"decoders must be 'auto', 'threads' or 'processes', got {decoders!r}")
         if callable(getattr(source, "read", None)):
             raise InvalidInputError("segment-parallel decoding reads the file several times: give a path")
-        if sessions < 1:
-            raise InvalidInputError(f"sessions must be >= 1, got {sessions}")
-        if ahead < 1:
-            raise InvalidInputError(f"ahead must be >= 1 frame, got {ahead}")
+        if not isinstance(source, str | os.PathLike):
+            raise InvalidInputError(f"source must be a path (str or PathLike), got {type(source).__name__}")
+        arguments.whole("sessions", sessions, low=1)
+        arguments.whole("ahead", ahead, low=1)
+        arguments.known_options(
+            "SegmentReader()",
+            options,
+            DecodeSession.__init__,
+            skip=2,
+            also=("sessions", "device", "hwaccel", "ahead", "min_packets", "decoders"),
+        )
         self.source = source
         """What was opened."""
         self._device = device
         self._hwaccel = hwaccel
         self._ahead = ahead
-        index = keyframe_index(source)
+        index = keyframe_index(source, options.get("stream_index"))
         chunks = plan_chunks(index, min_packets=min_packets)
         if not index.keyframes:
             reason = "the stream has no key frames with timestamps to split at: one session"
@@ -266,10 +278,15 @@ class SegmentReader:
         """How the file is being read."""
         self._procs: _ProcessSessions | None = None
         if decoders == "processes":
+            if options.get("budget") is not None:
+                raise InvalidInputError(
+                    "budget counts the frames of this process's sessions: decoder processes hold at most "
+                    "2 * ahead frames each; use decoders='threads' for a budget"
+                )
             self._closed = False
             placement = dataclasses.replace(placement, join_current_context=False)
             self._procs = _ProcessSessions(
-                os.fspath(source),  # type: ignore[arg-type]
+                os.fspath(source),
                 chunks,
                 index,
                 count,
@@ -277,6 +294,7 @@ class SegmentReader:
                 hwaccel=hwaccel,
                 blocks=2 * ahead,
                 report=self.report,
+                session_options=options,
             )
             self._finalizer: Any = weakref.finalize(self, self._procs.close)
             return
@@ -292,7 +310,7 @@ class SegmentReader:
         self._threads: list[threading.Thread] = []
         try:
             for _ in range(count):
-                session = open_decoder(source, device, placement=placement, hwaccel=hwaccel)
+                session = open_decoder(source, device, placement=placement, hwaccel=hwaccel, **options)
                 self._sessions.append(session)
                 self.report.hwaccel.append(session.hwaccel_report.as_dict())
         except BaseException:
@@ -658,6 +676,7 @@ class _ProcessSessions:
         hwaccel: str,
         blocks: int,
         report: SegmentReport,
+        session_options: dict[str, Any],
     ) -> None:
         from alpha2.native_gpu._cuda.streams import install_cuda_plane_ops
         from alpha2.native_gpu.device.waits import gpu_wait_timeout
@@ -693,6 +712,7 @@ class _ProcessSessions:
                     "chunks": plans[link.number :: count],
                     "blocks": blocks,
                     "wait_timeout_s": gpu_wait_timeout(),
+                    "session": session_options,
                 }
                 assert link.sock is not None
                 wire.send(link.sock, ("open", options))
