@@ -92,6 +92,29 @@ def test_misused_arguments_are_typed_errors_naming_them(clips: list[str]) -> Non
         group.tick(at_s=0.0)
 
 
+@pytest.mark.vulkan
+def test_misused_arguments_of_the_constructor_and_calls_name_them(clips: list[str]) -> None:
+    """Found by an outside pass: sources=None was a TypeError, budget=4 an AttributeError from inside,
+    slots='3' a TypeError, copy_ahead='yes' was taken; paint_tile('0', ...) and preroll(timeout_s='x')
+    were TypeErrors."""
+    for sources, kwargs, said in (
+        (None, {}, "sources must be a list of paths"),
+        (clips, {"budget": 4}, "budget must be a SurfaceBudget"),
+        (clips, {"slots": "3"}, "slots must be a whole number"),
+        (clips, {"copy_ahead": "yes"}, "copy_ahead must be True or False"),
+        (clips, {"record_order": 1}, "record_order must be True or False"),
+    ):
+        with pytest.raises(InvalidInputError, match=said):
+            StreamGroup(sources, hwaccel="none", **kwargs)  # type: ignore[arg-type]
+    with StreamGroup(clips, hwaccel="none") as group:
+        group.tick(at_s=0.0)
+        with pytest.raises(InvalidInputError, match="index must be a whole number"):
+            group.paint_tile("0", np.zeros((2, 2, 4), np.uint8))  # type: ignore[arg-type]
+        for bad in ("x", -1.0, float("nan")):
+            with pytest.raises(InvalidInputError, match="timeout_s"):
+                group.preroll(timeout_s=bad)  # type: ignore[arg-type]
+
+
 class _CountingQueue:
     """Stands in for device.queue: counts alpha2's submits that carry command buffers (the CPU upload's
     flushing submits carry none)."""

@@ -210,7 +210,15 @@ class StreamGroup:
                 f"sources must be a list of paths, got one path {short_repr(os.fsdecode(sources))}; "
                 "pass [path] for a group of one"
             )
-        sources = list(sources)
+        try:
+            sources = list(sources)
+        except TypeError:
+            raise InvalidInputError(f"sources must be a list of paths, got {short_repr(sources)}") from None
+        if budget is not None and not isinstance(budget, SurfaceBudget):
+            raise InvalidInputError(f"budget must be a SurfaceBudget or None, got {short_repr(budget)}")
+        slots = arguments.whole("slots", slots, low=1)
+        record_order = arguments.flag("record_order", record_order)
+        copy_ahead = arguments.flag("copy_ahead", copy_ahead)
         if tile is not None:
             tile = arguments.size("tile", tile)
             if tile.width < 2 or tile.height < 2:
@@ -435,6 +443,7 @@ class StreamGroup:
         """
         if self._closed:
             raise ClosedError("this StreamGroup was closed")
+        timeout_s = arguments.real("timeout_s", timeout_s, low=0.0)
         start = time.perf_counter()
         deadline = start + timeout_s
         while not self._buffered() and time.perf_counter() < deadline:
@@ -635,7 +644,7 @@ class StreamGroup:
 
         if self._closed:
             raise ClosedError("this StreamGroup was closed")
-        if not 0 <= index < len(self._streams):
+        if not 0 <= arguments.whole("index", index) < len(self._streams):
             raise InvalidInputError(f"no stream {index}; the group has {len(self._streams)}")
         stream = self._streams[index]
         if stream.decoder is not None:
