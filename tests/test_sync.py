@@ -95,6 +95,20 @@ def test_bad_timeouts_are_refused() -> None:
             point.wait(bad)  # type: ignore[arg-type]
 
 
+def test_a_callback_that_cannot_be_called_is_refused_at_submit() -> None:
+    """Found by an outside pass: submit(point, t, "not callable") was taken, and the waiter thread
+    logged a TypeError from inside when the wait ended."""
+    waiter = WaiterThread(name="alpha2-test-callback")
+    try:
+        for bad in ("not callable", None, 3):
+            with pytest.raises(InvalidInputError, match="callable callback"):
+                waiter.submit(CpuSyncPoint(), 0.01, bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidInputError, match="callable callback"):
+                SyncWaiter(waiter).submit(CpuSyncPoint(), 0.01, bad)  # type: ignore[arg-type]
+    finally:
+        waiter.stop()
+
+
 def test_signaled_point() -> None:
     point = SignaledSyncPoint(BackendKind.CUDA)
     assert point.backend is BackendKind.CUDA and point.is_signaled()

@@ -410,10 +410,13 @@ class SurfaceBudget:
 
     def wait_for_room(self, size_bytes: int = 0, timeout: float | None = None) -> bool:
         """Block until a reservation of ``size_bytes`` would fit, or the timeout passes (None: the
-        budget's ``wait_timeout_s``; ``math.inf``: no bound). Raises only for a bad ``timeout``.
+        budget's ``wait_timeout_s``; ``math.inf``: no bound). Raises only for a bad ``size_bytes`` or
+        ``timeout`` (InvalidInputError).
 
         Room in the MemoryBudget counts without asking its pools to evict (a reservation would).
         """
+        if _check_int("size_bytes", size_bytes) < 0:
+            raise InvalidInputError(f"size_bytes must be non-negative, got {size_bytes}")
         wait_s = self.wait_timeout_s if timeout is None else _check_seconds("timeout", timeout)
         deadline = time.monotonic() + wait_s
         while True:

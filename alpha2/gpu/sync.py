@@ -535,10 +535,12 @@ class WaiterThread:
 
         Raises:
             ClosedError: the waiter was stopped.
-            InvalidInputError: bad timeout.
+            InvalidInputError: not a SyncPoint, a bad timeout, or a callback that cannot be called.
         """
         if not isinstance(sync_point, SyncPoint):
             raise InvalidInputError(f"submit() needs a SyncPoint, got {type(sync_point).__name__}")
+        if not callable(callback):
+            raise InvalidInputError(f"submit() needs a callable callback, got {type(callback).__name__}")
         bounded = _check_timeout(timeout)
         start = time.monotonic() if started_at is None else started_at
         ticket = WaitTicket(sync_point, _deadline(start, bounded), callback, start)
