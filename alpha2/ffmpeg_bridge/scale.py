@@ -96,13 +96,25 @@ def rgb_to_yuv_frame(frame: av.VideoFrame, pixel_format: str, colour: ColourInfo
     return out
 
 
+_PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
+"""Semi-planar formats (NVDEC's) and the planar one each converts to RGB through, losslessly."""
+
+
 def yuv_to_rgb_frame(frame: av.VideoFrame, pixel_format: str, colour: ColourInfo) -> av.VideoFrame:
     """A Y'CbCr frame of ``colour`` (its matrix and range) as RGB ``pixel_format`` (swscale), pts kept.
 
     PyAV's own conversion in ``encode`` would take BT.601 whatever the frame is (an RGB encoder such as
     libx264rgb got BT.709 pictures converted as BT.601)."""
     matrix = SWSCALE_MATRICES.get(colour.matrix, Colorspace.ITU709)
-    out = frame.reformat(
+    source = frame
+    planar = _PLANAR_TWINS.get(frame.format.name)
+    if planar is not None:
+        # NVDEC's semi-planar frames go through their planar twin (a lossless plane copy): swscale turns
+        # nv12 into RGB by another path than yuv420p (1.7 code values apart on average on a test
+        # pattern, 76 at its edges), so one file's GIF differed by the decoder that read it (the GIF
+        # test failed on the H200, where NVDEC decodes).
+        source = frame.reformat(format=planar)
+    out = source.reformat(
         format=pixel_format,
         src_colorspace=matrix,
         src_color_range=_RANGES.get(colour.range, ColorRange.MPEG),
