@@ -361,3 +361,22 @@ def test_an_nvdec_batch_larger_than_the_decoders_pool(tmp_path: Path) -> None:
         finally:
             for frame in frames:
                 frame.release()
+
+
+def test_open_with_parallel_reads_the_stream_asked_for_with_its_options(tmp_path: Path) -> None:
+    """``alpha2.open(path, parallel=2, stream_index=1)`` read stream 0 (96x64): the source passed none
+    of its options to the segment reader. A budget keeps the sessions on threads, where it counts."""
+    import alpha2
+
+    path = two_videos(tmp_path / "two.mkv", frames=200)
+    budget = SurfaceBudget(max_surfaces=256)
+    with alpha2.open(path, hwaccel="none", stream_index=1) as source:
+        reference = [(f.pts_seconds, f.width, f.height) for f in source]
+    with alpha2.open(path, hwaccel="none", stream_index=1, parallel=2, budget=budget) as source:
+        frames = []
+        for frame in source:
+            frames.append((frame.pts_seconds, frame.width, frame.height))
+            frame.release()
+        report = source.segments
+    assert report is not None and report.sessions == 2 and report.decoders == "threads", report
+    assert frames == reference and len(frames) == 200 and frames[0][1:] == (64, 48)

@@ -1078,8 +1078,18 @@ class VideoSource:
         if sessions < 2:
             self._parallel_reason = why
             return None
+        # Every session reads as this one does (its stream, threads, on_corrupt, max_pixels, budget): the
+        # options were dropped, and stream_index=1 read stream 0. A budget counts this process's frames,
+        # so its sessions run on threads (decoder processes would hold frames it cannot count).
+        options = {k: v for k, v in self._options.items() if k != "prefetch"}
+        decoders = "threads" if options.get("budget") is not None else "auto"
         resources.segments = SegmentReader(
-            cast(str, self.path), sessions=sessions, device=self._device, hwaccel=self._hwaccel
+            cast(str, self.path),
+            sessions=sessions,
+            device=self._device,
+            hwaccel=self._hwaccel,
+            decoders=decoders,
+            **options,
         )
         self._parallel_reason = why
         return resources.segments
