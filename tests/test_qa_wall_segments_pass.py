@@ -45,7 +45,7 @@ def test_mpegts_refuses_vp9_and_av1_that_it_would_write_as_data(tmp_path: Path, 
 
 @pytest.mark.parametrize(
     ("codec", "size", "limit"),
-    [("h264", (100_000, 100_000), "2x2 and 16384x16384"), ("hevc", (8, 8), "64x64 and 16384x16384")],
+    [("h264", (100_000, 100_000), "2x2 and 16384x16384"), ("hevc", (8, 8), "16x16 and 16384x16384")],
 )
 def test_encode_session_refuses_a_size_its_encoder_cannot_take(
     tmp_path: Path, codec: str, size: tuple[int, int], limit: str

@@ -63,15 +63,17 @@ class CodedSizeLimits:
             raise InvalidInputError(f"CodedSizeLimits minimum exceeds maximum: {self!r}")
 
 
-# Sources: x264 encoder.c validate_parameters (1..16384 each side); x265 param.cpp (at least one CTU,
-# 64 with the default --ctu 64; no hard maximum: 16384 is alpha2's cap, above HEVC level 6.2's 8192x4320);
+# Sources: x264 encoder.c validate_parameters (1..16384 each side); x265: 16 each side at least, measured
+# with PyAV 18.1's (16x16 and 200x16 encode and decode back, a side of 14 or 8 is refused: 'Image size is
+# too small', as the ffmpeg command says; 64, one default CTU, was taken before and refused 64x48, which
+# ffmpeg writes); no hard maximum: 16384 is alpha2's cap, above HEVC level 6.2's 8192x4320;
 # SVT-AV1 enc_settings.c (4x4 .. 16384x8704; releases before 1.x needed 64x64); NVIDIA's NVENC support
 # matrix (H.264 145x49 .. 4096x4096, HEVC 129x33 .. 8192x8192, AV1 8192x8192).
 ENCODER_LIMITS: dict[str, CodedSizeLimits] = {
     "libx264": CodedSizeLimits("h264", 2, 2, 16384, 16384),
     "libx264rgb": CodedSizeLimits("h264", 2, 2, 16384, 16384),
     "libopenh264": CodedSizeLimits("h264", 16, 16, 4096, 2304),
-    "libx265": CodedSizeLimits("hevc", 64, 64, 16384, 16384),
+    "libx265": CodedSizeLimits("hevc", 16, 16, 16384, 16384),
     "libsvtav1": CodedSizeLimits("av1", 4, 4, 16384, 8704),
     "libaom-av1": CodedSizeLimits("av1", 2, 2, 65536, 65536),
     "librav1e": CodedSizeLimits("av1", 2, 2, 65536, 65536),
