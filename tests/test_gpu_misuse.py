@@ -19,3 +19,15 @@ def test_wait_for_room_refuses_a_size_that_is_no_byte_count() -> None:
         budget.wait_for_room(-1, timeout=0)
     assert budget.wait_for_room(100, timeout=0)
     assert not budget.wait_for_room(101, timeout=0)
+
+
+def test_pixel_format_by_value_takes_ffmpeg_s_names_and_refuses_others_as_alpha2_errors() -> None:
+    """``PixelFormat("bogus")`` raised the enum's bare ValueError ("'bogus' is not a valid PixelFormat"),
+    and ``PixelFormat("p010")`` refused the name :meth:`PixelFormat.from_ffmpeg_name` takes."""
+    from alpha2.gpu.errors import UnknownFormatError
+    from alpha2.gpu.formats import PixelFormat
+
+    assert PixelFormat("p010") is PixelFormat.P010 and PixelFormat("nv12") is PixelFormat.NV12
+    for value in ("bogus", 3, None):
+        with pytest.raises(UnknownFormatError, match="pixel format"):
+            PixelFormat(value)  # type: ignore[arg-type]

@@ -274,6 +274,12 @@ class PixelFormat(enum.Enum):
     Y210 = "y210le"
 
     @classmethod
+    def _missing_(cls, value: object) -> PixelFormat:
+        """``PixelFormat("p010")`` as :meth:`from_ffmpeg_name` takes it; an unknown name is alpha2's
+        UnknownFormatError listing the layouts, not the enum's bare ValueError."""
+        return cls.from_ffmpeg_name(value)  # type: ignore[arg-type]
+
+    @classmethod
     def from_ffmpeg_name(cls, name: str) -> PixelFormat:
         """The format FFmpeg calls ``name``.
 
