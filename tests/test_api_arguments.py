@@ -75,11 +75,25 @@ def test_create_refuses_bad_arguments_before_writing(tmp_path: Path) -> None:
         ({"codec": 5}, "codec must be a str"),
         ({"gopsize": 3}, r"alpha2.create\(\) got an unknown option 'gopsize'; did you mean gop_size"),
         ({"preset": "nope"}, "unknown libx264 preset 'nope'"),
+        ({"gop_size": 1.5}, "gop_size must be a whole number"),  # was taken (FFmpeg's int cut it to 1)
     )
     for kwargs, message in cases:
         with pytest.raises(InvalidInputError, match=message):
             alpha2.create(path, **kwargs)
     assert list(tmp_path.iterdir()) == []  # nothing written, no partial file
+
+
+def test_depth_takes_an_int_as_its_string() -> None:
+    """``TranscodeOptions(depth=8)`` was refused ("depth must be one of 'auto', '8', '10' ..., got 8"):
+    the number a user types for a bit depth is an int."""
+    from alpha2.api.transcode_choices import DepthChoice
+    from alpha2.api.transcode_plan import TranscodeOptions
+
+    assert TranscodeOptions(depth=8).depth is DepthChoice.EIGHT  # type: ignore[arg-type]
+    assert TranscodeOptions(depth=10).depth is DepthChoice.TEN  # type: ignore[arg-type]
+    for bad in (9, True, 8.0):
+        with pytest.raises(InvalidInputError, match="depth must be one of"):
+            TranscodeOptions(depth=bad)  # type: ignore[arg-type]
 
 
 def test_open_describe_and_audio_refuse_bad_arguments(clip: str) -> None:

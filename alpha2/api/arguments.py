@@ -90,6 +90,8 @@ def member(name: str, value: Any, kind: type[_E]) -> _E:
     for item in kind:
         if value == item.value or (isinstance(value, str) and value.lower() == str(item.value).lower()):
             return item
+        if isinstance(value, int) and not isinstance(value, bool) and str(value) == item.value:
+            return item  # depth=8: DepthChoice's values are the strings '8' and '10'
     names = ", ".join(repr(item.value) for item in kind)
     raise InvalidInputError(f"{name} must be one of {names} (or {kind.__name__}), got {_shown(value)}")
 

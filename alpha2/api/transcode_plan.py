@@ -260,7 +260,7 @@ class TranscodeOptions:
     ring_size: int = 3
     """Read-back slots of the encode copier (frames the GPU may run ahead of the encoder)."""
     depth: DepthChoice = DepthChoice.AUTO
-    """The output's bits per sample (:func:`output_depth`)."""
+    """The output's bits per sample (:func:`output_depth`); also taken as "8", "10", 8, 10 or "auto"."""
     sdr: bool = False
     """Tone map an HDR input to SDR BT.709 (``--sdr``) whatever the codec and depth."""
     max_pixels: int | None = DEFAULT_MAX_PIXELS

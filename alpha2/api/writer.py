@@ -314,9 +314,11 @@ class Writer:
                 f"colour must be an alpha2 ColourInfo (alpha2.gpu.colour.ColourInfo(matrix=..., range=...)) "
                 f"or None, got {short_repr(colour)}"
             )
-        for name in ("crf", "bitrate", "gop_size"):
+        for name in ("crf", "bitrate"):
             if options.get(name) is not None:
                 arguments.real(name, options[name], low=0)
+        if options.get("gop_size") is not None:  # frames: 1.5 was taken, and FFmpeg's int cut it to 1
+            arguments.whole("gop_size", options["gop_size"], low=0)
         if options.get("crf") is not None and options.get("bitrate") is not None:
             raise InvalidInputError(
                 "give crf or bitrate, not both (crf would win and the bitrate be dropped)"
