@@ -156,7 +156,7 @@ def run_swscale(transcoder: Any, first: DecodedFrame, plan: Any) -> None:
             frame.release()
         t1 = clock()
         try:
-            session.encode(scaled, pts=pts)
+            session.encode(scaled, pts=pts, duration=transcoder._durations.pop(pts, None))
         finally:
             scaled.release()
         t2 = clock()

@@ -282,6 +282,8 @@ class _SwscaleRun:
     progress: pipeline.Progress
     _limit_reached: Callable[[], bool]
     _pts: Callable[[DecodedFrame], int]
+    _durations: dict[int, int]
+    """Frames' durations by their output pts (``_pts`` fills it), for ``session.encode(duration=)``."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +337,7 @@ class _Transcoder:
         self._part = part  # one segment of a segmented transcode: its frames, video only, the whole's plan
         self.first_pts_out: int | None = None
         """The first frame's pts as encoded (the encoder's time base); None before it."""
+        self._durations: dict[int, int] = {}  # frames' durations by their output pts, until encoded
         self.last_pts_out: int | None = None
         """The last frame's pts as encoded."""
         self.output = output
@@ -645,7 +648,13 @@ class _Transcoder:
             elif self._fit_gpu(first, plan, self._scale_route(first, plan)).kind is ScaleRouteKind.SWSCALE:
                 run_swscale(
                     _SwscaleRun(
-                        self._frames, self.session, self.stats, self.progress, self._limit_reached, self._pts
+                        self._frames,
+                        self.session,
+                        self.stats,
+                        self.progress,
+                        self._limit_reached,
+                        self._pts,
+                        self._durations,
                     ),
                     first,
                     plan,
@@ -798,6 +807,8 @@ class _Transcoder:
         self._first_pts = False
         fixed = self._timestamps.fix(pts, duration)
         assert fixed is not None  # video timestamps are nudged, never dropped
+        if duration:  # for its packet (session.encode(duration=)): the last frame's end is the output's
+            self._durations[fixed] = duration
         if self._sizes is not None:  # every route times each frame here: its size is looked at too
             self._sizes.met(frame, float(fixed * out_tb))
         self.stats.timestamps = self._timestamps.adjustments
@@ -879,7 +890,9 @@ class _Transcoder:
                 if scaled is not None:
                     add("scale", clock() - t0)
                     t0 = clock()
-                session.encode(frame if scaled is None else scaled, pts=pts)
+                session.encode(
+                    frame if scaled is None else scaled, pts=pts, duration=self._durations.pop(pts, None)
+                )
             finally:
                 if scaled is not None:
                     scaled.release()
@@ -1099,6 +1112,7 @@ class _Transcoder:
                 session.encode(
                     planes.planes,
                     pts=planes.pts,
+                    duration=None if planes.pts is None else self._durations.pop(planes.pts, None),
                     pixel_format=planes.pixel_format,
                     width=plan.output_size.width,
                     height=plan.output_size.height,

@@ -610,6 +610,10 @@ class EncodeSession:
         self._last_codec_pts: int | None = None
         self._frames_in = 0
         self._left_out = 0  # a GIF's frames too short to show (GIF_MIN_DELAY_CS)
+        # Frames' durations by their pts in the encoder's time base, given to their packets: the encoders
+        # hand packets out without them, and a muxer then guessed the last frame's (a VFR input's 4.533 s
+        # came out 4.560 s, where the ffmpeg command keeps 4.533).
+        self._durations: dict[int, int] = {}
         self._last_shown_cs: int | None = None
         self._packets_out = 0
         self._last_dts: int | None = None  # the decode time of the video packet written last (_sane_dts)
@@ -920,6 +924,7 @@ class EncodeSession:
         pixel_format: PixelFormat | None = None,
         width: int | None = None,
         height: int | None = None,
+        duration: int | None = None,
     ) -> None:
         """Encode one frame.
 
@@ -931,6 +936,8 @@ class EncodeSession:
                 EncodedPlanes' pts, else the frame index at ``rate``. Must increase from frame to frame.
             pixel_format: Layout of raw planes (required for CpuPlaneSet / CudaPtr2D input).
             width, height: Size of raw planes; default the session's, else derived from plane 0.
+            duration: How long the frame shows, in ``time_base`` units (its packet says it: the muxer
+                takes the last frame's end from it); None: the muxer's guess, from the frames before.
 
         Raises:
             EncoderError: The encoder or muxer failed; the partial output was removed.
@@ -955,6 +962,9 @@ class EncodeSession:
             # a read error (an image sequence's gap) comes with no time base of its own.
             av_frame.pts = self._codec_pts(pts)
             av_frame.time_base = self._codec_time_base
+            if duration is not None and duration > 0:
+                ticks = max(1, round(duration * self.time_base / self._codec_time_base))
+                self._durations[av_frame.pts] = ticks
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
@@ -1054,6 +1064,9 @@ class EncodeSession:
     def _encode_one(self, av_frame: av.VideoFrame | None) -> None:
         assert self._out is not None and self._vstream is not None
         for packet in self._vstream.encode(av_frame):
+            duration = self._durations.pop(packet.pts, None) if packet.pts is not None else None
+            if duration is not None and not packet.duration:
+                packet.duration = duration
             self._sane_dts(packet)
             self._mux_audio_until(packet)
             self._out.mux(packet)
