@@ -519,6 +519,11 @@ def _encoder_opens(codec: str, layout: str, rate: int) -> bool:
 _SURROUND_ALIKE = {"SL": "BL", "SR": "BR"}
 """Channels that name the same speakers as others where a layout has one pair or the other."""
 
+_AAC_PLACED_TWINS = {"quad(side)": "quad", "5.0(side)": "5.0", "5.1(side)": "5.1"}
+"""Layouts FFmpeg's AAC encoder takes but writes in a program config element that FFmpeg reads back as
+channels in no known place ('6 channels'), and their twins with the surround pair at the back, which
+AAC's channel configurations name (the same speakers: the channels go one for one)."""
+
 
 def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
     """The channel layout (its FFmpeg name) to encode a source of ``layout`` (an ``av.AudioLayout``)
@@ -526,9 +531,12 @@ def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
     layout it takes that holds every one of the source's channels (each passed as it is, the others
     silent: quad as 5.0, as FFmpeg's command line picks for ALAC); else one of as many channels (those
     sharing most channels with the source first; FFmpeg's resampler mixes the others, side to back for
-    Opus's 5.1); None where it takes none of as many channels (a downmix to stereo is then
-    unavoidable)."""
+    Opus's 5.1, and for AAC's, whose 5.1(side) reads back in no known place); None where it takes
+    none of as many channels (a downmix to stereo is then unavoidable)."""
     name = str(layout.name)
+    twin = _AAC_PLACED_TWINS.get(name) if codec == "aac" else None
+    if twin is not None and _encoder_opens(codec, twin, rate):
+        return twin
     if _encoder_opens(codec, name, rate):
         return name
     count = len(layout.channels)
