@@ -200,6 +200,36 @@ def test_a_lossless_source_cut_with_the_video_stays_lossless(
     assert seconds == pytest.approx(1.8, abs=0.05)
 
 
+@pytest.mark.parametrize(
+    ("codec", "sample_format", "said"),
+    [
+        ("pcm_f32le", "flt", "its floating-point samples rounded to 24-bit integers"),
+        ("pcm_s32le", "s32", "its 32-bit samples rounded to 24 bits"),
+    ],
+)
+def test_pcm_flac_cannot_hold_is_not_said_lossless(
+    tmp_path: Path, codec: str, sample_format: str, said: str
+) -> None:
+    """Float and 32-bit PCM into MP4 go to FLAC, which FFmpeg writes in 24 bits at most: that was said
+    to be 'lossless, as the source' (found by an outside pass)."""
+    src = _make(tmp_path / "in.mov", codec, sample_format=sample_format)
+    stats = transcode(src, str(tmp_path / "out.mp4"), TranscodeOptions())
+    told = stats.encoder["audio"]
+    assert "to flac" in told and said in told and "lossless" not in told, told
+
+
+def test_channels_in_no_known_place_labelled_by_flac_are_said(tmp_path: Path) -> None:
+    """Six PCM channels in no known place into MP4: FLAC names a layout for every count of channels, so
+    they read back as 5.1(side); that was unsaid (found by an outside pass; ffmpeg warns 'Guessed
+    Channel Layout')."""
+    src = _make(tmp_path / "in.mkv", "pcm_s16le", layout="6 channels")
+    out = str(tmp_path / "out.mp4")
+    stats = transcode(src, out, TranscodeOptions())
+    told = stats.encoder["audio"]
+    assert "its 6 channels, in no known place, labelled 5.1(side)" in told, told
+    assert _audio(out)[:3] == ("flac", 6, "5.1(side)")
+
+
 def test_a_lossy_source_cut_stays_in_the_containers_lossy_codec(tmp_path: Path) -> None:
     src = _make(tmp_path / "in.mkv", "ac3")
     stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions(from_seconds=0.2))

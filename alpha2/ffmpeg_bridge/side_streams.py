@@ -525,6 +525,29 @@ channels in no known place ('6 channels'), and their twins with the surround pai
 AAC's channel configurations name (the same speakers: the channels go one for one)."""
 
 
+_FIXED_LAYOUTS = {
+    "flac": ("mono", "stereo", "3.0", "quad", "5.0(side)", "5.1(side)", "6.1", "7.1"),
+    "alac": ("mono", "stereo", "3.0", "4.0", "5.0", "5.1", "6.1(back)", "7.1(wide)"),
+}
+"""The layout FLAC and ALAC give each count of channels (1 to 8; FFmpeg's decoders read it back so):
+channels in no known place take it."""
+
+_FLOAT_FORMATS = ("flt", "dbl")
+_WIDER_THAN_24_BITS = ("pcm_s32", "pcm_u32", "pcm_s64")
+
+
+def _lossless_said(source_codec: str, source: Any, target: str) -> str:
+    """How much of a lossless source's samples ``target`` keeps, decoded to ``source`` (an
+    ``av.AudioFormat`` or None): FLAC and ALAC write integers of 24 bits at most (FLAC's 32 only where
+    FFmpeg is told to be experimental), so floats and 32-bit samples are rounded."""
+    if target in LOSSLESS_AUDIO_TARGETS:
+        if source is not None and str(source.name).startswith(_FLOAT_FORMATS):
+            return f"its floating-point samples rounded to 24-bit integers: {target} holds no floats"
+        if source_codec.startswith(_WIDER_THAN_24_BITS):
+            return f"its {source_codec[5:7]}-bit samples rounded to 24 bits, the most {target} holds"
+    return "lossless, as the source"
+
+
 def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
     """The channel layout (its FFmpeg name) to encode a source of ``layout`` (an ``av.AudioLayout``)
     with ``codec`` at ``rate``: the source's own where the encoder takes it; else the smallest named
@@ -1288,6 +1311,17 @@ class StreamCopier:
             downmix = passed if downmix is None else f"{downmix}; {passed}"
             if relabel == own:
                 relabel = None  # unplaced already: the resampler reads them in the default order
+        fixed = _FIXED_LAYOUTS.get(codec, ())
+        if (
+            unmixable(source_layout)
+            and layout == own
+            and own.endswith("channels")
+            and 1 < count <= len(fixed)
+        ):
+            placed = (
+                f"its {own}, in no known place, labelled {fixed[count - 1]}: {codec} names one layout a count"
+            )
+            downmix = placed if downmix is None else f"{downmix}; {placed}"
         sample_format = None
         if lossless is not None:
             sample_format = _lossless_format(lossless, stream_in.codec_context.format)
@@ -1335,7 +1369,7 @@ class StreamCopier:
         else:
             said = f"re-encoded {stream.codec} to {name}: {why}"
         if lossless is not None:
-            said += "; lossless, as the source"
+            said += f"; {_lossless_said(stream.codec, stream_in.codec_context.format, lossless)}"
         if kept is not None:
             said += f"; {kept}"
         if downmix is not None:
