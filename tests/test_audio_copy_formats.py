@@ -244,6 +244,15 @@ def test_which_codecs_are_lossless() -> None:
         assert not is_lossless_audio(name), name
 
 
+def test_audio_the_container_refuses_is_said_once(tmp_path: Path) -> None:
+    """AAC into WebM: the reason was said twice, PyAV's words after alpha2's ("the webm container cannot
+    hold aac ('webm' format does not support 'aac' codec)"; found by an outside pass)."""
+    src = _make(tmp_path / "in.mkv", "aac")
+    stats = transcode(src, str(tmp_path / "out.webm"), TranscodeOptions())
+    told = stats.encoder["audio"]
+    assert told == "re-encoded aac to libopus: the webm container cannot hold aac", told
+
+
 def test_a_layout_changed_for_the_encoder_is_said(tmp_path: Path) -> None:
     """Kept in a larger layout, or mixed into another of as many channels: the summary says which (a
     quad source into MOV was mixed into 4.0 unsaid, with 'lossless, as the source')."""

@@ -1090,8 +1090,10 @@ class StreamCopier:
             try:
                 stream_out = self._out.add_stream_from_template(stream_in)
             except ValueError as exc:
+                # PyAV's "'webm' format does not support 'aac' codec" says again what the note says.
+                said = "" if "does not support" in str(exc) else f" ({exc})"
                 self._add_reencoded(
-                    stream, stream_in, muxer, f"the {muxer} container cannot hold {stream.codec} ({exc})"
+                    stream, stream_in, muxer, f"the {muxer} container cannot hold {stream.codec}{said}"
                 )
                 return
             self._keep(stream_in, stream_out, False)
