@@ -382,6 +382,11 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
     duration = stream.duration
     if duration is None:
         duration = _tagged_duration(stream.metadata, time_base)  # Matroska's per-track DURATION tag
+        if duration is not None and stream.start_time and 0 < stream.start_time < duration:
+            # FFmpeg's Matroska muxer tags where a track ends (from the file's 0), not how long it lasts: a
+            # video from 0.541 s tagged 4.541 s lasts 4 s (it was said 'ends before the duration its
+            # container announces', and its frames counted 13 too many).
+            duration -= stream.start_time
     from_container = False
     if duration is None and container.duration is not None:
         duration, from_container = int(container.duration / 1_000_000 / time_base), True
