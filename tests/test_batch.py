@@ -329,7 +329,7 @@ def test_ogg_and_mxf_are_taken_other_files_said_and_each_files_notes_kept(
     subs = files["subs.mkv"]
     # ASS into MP4 is converted to mov_text, as ffmpeg does (it was dropped before f2a90b2): said per file.
     assert subs["dropped_streams"] == []
-    assert any("converted from ssa to mov_text" in n for n in subs["notes"]), subs["notes"]
+    assert any("converted from ass to mov_text" in n for n in subs["notes"]), subs["notes"]
     assert files["in_ogg.ogg"]["dropped_streams"] == [] and isinstance(files["in_ogg.ogg"]["notes"], list)
 
     os.environ["COLUMNS"] = "80"
@@ -342,7 +342,7 @@ def test_ogg_and_mxf_are_taken_other_files_said_and_each_files_notes_kept(
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     joined = " ".join(" ".join(line.split()) for line in lines)
     assert "notes (what the transcodes changed):" in joined
-    assert "subs.mp4: subtitle stream 1 converted from ssa to mov_text" in joined, text
+    assert "subs.mp4: subtitle stream 1 converted from ass to mov_text" in joined, text
     assert "not video by their extension, left out: 2 (" in joined and "notes.txt)" in joined, text
 
 

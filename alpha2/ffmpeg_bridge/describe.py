@@ -26,6 +26,7 @@ from alpha2.ffmpeg_bridge.media import (
     probe_options,
     stream_language,
     stream_rotation,
+    subtitle_codec_name,
 )
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, chapter_tracks, stream_kind
 from alpha2.gpu.geometry import Rotation
@@ -369,7 +370,7 @@ def _stream_facts(stream: Any) -> StreamFacts:
     elif kind in (StreamKind.VIDEO, StreamKind.AUDIO):
         codec = codec_name(cc)
     else:
-        codec = str(cc.name)
+        codec = subtitle_codec_name(cc) if kind is StreamKind.SUBTITLE else str(cc.name)
     if kind is StreamKind.ATTACHMENT:
         codec = str(metadata.get("mimetype", "") or "")
     profile = getattr(cc, "profile", None) if cc is not None else None

@@ -441,6 +441,15 @@ def codec_name(cc: Any) -> str:
     return str(canonical or cc.name)
 
 
+def subtitle_codec_name(cc: Any) -> str:
+    """A subtitle stream's format as its decoder names it (``srt``, ``mov_text``, ``webvtt``), but ASS
+    as ``ass``: FFmpeg decodes SSA and ASS with one decoder called ``ssa``, and ffprobe, players and the
+    files themselves ('ScriptType: v4.00+') call ASS ``ass``."""
+    name = str(cc.name)
+    canonical = getattr(getattr(cc, "codec", None), "canonical_name", None)
+    return "ass" if name == "ssa" and canonical == "ass" else name
+
+
 def pixel_shape(ratio: Any) -> fractions.Fraction | None:
     """A sample aspect ratio that says something: positive and not square."""
     if not ratio:

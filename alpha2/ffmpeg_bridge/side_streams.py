@@ -321,14 +321,13 @@ def stream_kind(stream: Any) -> StreamKind:
 
 def _codec_name(stream: Any) -> str:
     """Audio and video by the codec's own name (``mp3``, as ffprobe and the summary say it), not the
-    decoder's (``mp3float``); subtitles by their decoder's (``srt``, ``ass``), which names the format."""
+    decoder's (``mp3float``); subtitles by their decoder's (``srt``), which names the format (ASS as
+    ``ass``: :func:`~alpha2.ffmpeg_bridge.media.subtitle_codec_name`)."""
     cc = getattr(stream, "codec_context", None)
     if cc is not None:
-        if stream.type in ("audio", "video"):
-            from alpha2.ffmpeg_bridge.media import codec_name  # (media imports this module)
+        from alpha2.ffmpeg_bridge.media import codec_name, subtitle_codec_name  # (media imports this module)
 
-            return codec_name(cc)
-        return str(cc.name)
+        return codec_name(cc) if stream.type in ("audio", "video") else subtitle_codec_name(cc)
     metadata = stream.metadata
     if stream.type == "attachment":
         return str(metadata.get("mimetype", "") or "")
