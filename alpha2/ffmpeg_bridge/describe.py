@@ -389,7 +389,9 @@ def _stream_facts(stream: Any) -> StreamFacts:
         "start_seconds": _seconds(stream.start_time, stream.time_base),
     }
     if kind is StreamKind.VIDEO and cc is not None:
-        sar = getattr(cc, "sample_aspect_ratio", None)
+        # The container's pixel shape (Matroska's display size, MP4's pasp) before the bitstream's, as
+        # FFmpeg's av_guess_sample_aspect_ratio, ffprobe and players take it.
+        sar = getattr(stream, "sample_aspect_ratio", None) or getattr(cc, "sample_aspect_ratio", None)
         rate = getattr(stream, "average_rate", None) or getattr(stream, "guessed_rate", None)
         return StreamFacts(
             **common,

@@ -1,0 +1,41 @@
+"""``alpha2 probe FILE`` against ffprobe on the same inputs: what an outside pass found."""
+
+from __future__ import annotations
+
+import fractions
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from alpha2.ffmpeg_bridge.describe import describe_file
+
+needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg command")
+
+
+def _ffmpeg(*args: str) -> None:
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", *args],
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@needs_ffmpeg
+def test_the_pixel_shape_is_the_containers_where_it_says_one(tmp_path: Path) -> None:
+    """A remux given a display aspect (Matroska's display size, MP4's pasp) over square coded pixels
+    was said square, and a container's square over the bitstream's 4:3 was said 4:3; ffprobe and FFmpeg's
+    players take the container's (av_guess_sample_aspect_ratio)."""
+    square = str(tmp_path / "square.mp4")
+    wide = str(tmp_path / "wide.mp4")
+    src = ["-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "0.2", "-c:v", "libx264"]
+    _ffmpeg(*src, square)
+    _ffmpeg(*src, "-vf", "setsar=4/3", wide)
+    for name in ("out.mkv", "out.mp4"):
+        _ffmpeg("-i", square, "-c", "copy", "-aspect", "16:9", str(tmp_path / name))
+        facts = describe_file(tmp_path / name).streams[0]
+        assert facts.sample_aspect_ratio == fractions.Fraction(4, 3), name
+        assert facts.shown_size == (85, 48), name
+    _ffmpeg("-i", wide, "-c", "copy", "-aspect", "4:3", str(tmp_path / "back.mkv"))
+    assert describe_file(tmp_path / "back.mkv").streams[0].sample_aspect_ratio is None
