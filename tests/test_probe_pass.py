@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from alpha2.apps.cli import main
 from alpha2.ffmpeg_bridge.describe import describe_file
 
 needs_ffmpeg = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg command")
@@ -39,3 +40,18 @@ def test_the_pixel_shape_is_the_containers_where_it_says_one(tmp_path: Path) -> 
         assert facts.shown_size == (85, 48), name
     _ffmpeg("-i", wide, "-c", "copy", "-aspect", "4:3", str(tmp_path / "back.mkv"))
     assert describe_file(tmp_path / "back.mkv").streams[0].sample_aspect_ratio is None
+
+
+@needs_ffmpeg
+def test_a_files_own_timecode_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An MXF's start timecode, and the one FFmpeg writes into a Matroska file, are the file's tag on no
+    stream: ffprobe showed 'timecode=09:59:50:00' and 'alpha2 probe' nothing."""
+    src = ["-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "0.2", "-c:v", "mpeg2video"]
+    paths = [str(tmp_path / name) for name in ("tc.mxf", "tc.mkv")]
+    for path in paths:
+        _ffmpeg(*src, "-timecode", "09:59:50:00", path)
+    code = main(["probe", "--no-decode", *paths])
+    out = capsys.readouterr().out
+    assert code == 0
+    said = [line.split() for line in out.splitlines() if line.lstrip().startswith("timecode")]
+    assert said == [["timecode", "09:59:50:00"]] * 2, out

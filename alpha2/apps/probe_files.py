@@ -97,6 +97,10 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
             if {matrix, primaries, transfer, rng} == {"unknown"}:
                 tags = "none"
             fields.append(("", f"colour tags: {tags} (not decoded: nothing guessed)"))
+    # An MXF's or an FFmpeg-written Matroska's start timecode is the file's tag, on no stream.
+    file_timecode = next((v for k, v in facts.tags if k.lower() == "timecode" and v.strip()), None)
+    if file_timecode and not any(s.timecode for s in facts.streams):
+        fields.append(("timecode", file_timecode.strip()))
     if facts.chapters:
         from alpha2.apps.osd import format_time  # as the player shows a time; here, not for --help
 
