@@ -199,7 +199,7 @@ def test_hdr_metadata_is_said(tmp_path: Path, capsys: Capsys, monkeypatch: pytes
     text = " ".join(out.split())
     assert "hevc (Main 10), 256x144, 25 fps, yuv420p10le" in text, out
     assert "transfer smpte2084, range limited (as tagged)" in text, out
-    assert "HDR: mastered 0.005-1000 cd/m², MaxCLL 1000, MaxFALL 400 cd/m²" in text, out
+    assert "HDR: mastered on P3 D65, 0.005-1000 cd/m², MaxCLL 1000, MaxFALL 400 cd/m²" in text, out
     code, out, err = _run(capsys, "hdr.mkv", "--json")
     video = json.loads(out)["files"][0]["video"]
     assert video["hdr"] == {

@@ -55,3 +55,21 @@ def test_a_files_own_timecode_is_said(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0
     said = [line.split() for line in out.splitlines() if line.lstrip().startswith("timecode")]
     assert said == [["timecode", "09:59:50:00"]] * 2, out
+
+
+def test_the_mastering_displays_primaries_are_said() -> None:
+    """ffprobe gives the mastering display's primaries (red_x=34000/50000, ...); probe gave its
+    luminance alone, so a P3 grade and a BT.2020 one read alike."""
+    from alpha2.apps.probe_files import _hdr_text
+    from alpha2.gpu.hdr import HdrMetadata, MasteringDisplay
+    from alpha2.gpu.primaries import Chromaticities
+
+    def said(red: tuple[float, float]) -> str:
+        points = Chromaticities(red, (0.17, 0.797), (0.131, 0.046), (0.3127, 0.329))
+        return _hdr_text(HdrMetadata(MasteringDisplay(points, 0.0001, 1000.0), None))
+
+    assert said((0.708, 0.292)) == "mastered on BT.2020, 0.0001-1000 cd/m²"
+    assert (
+        said((0.7, 0.3))
+        == "mastered on R 0.7,0.3 G 0.17,0.797 B 0.131,0.046 W 0.3127,0.329, 0.0001-1000 cd/m²"
+    )

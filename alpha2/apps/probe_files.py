@@ -251,9 +251,31 @@ def _hdr_text(hdr: Any) -> str:
     parts = []
     if hdr.mastering is not None:
         m = hdr.mastering
-        parts.append(f"mastered {m.min_luminance_cd_m2:g}-{m.max_luminance_cd_m2:g} cd/m²")
+        parts.append(
+            f"mastered on {_display_primaries(m.primaries)}, "
+            f"{m.min_luminance_cd_m2:g}-{m.max_luminance_cd_m2:g} cd/m²"
+        )
     if hdr.light_level is not None:
         parts.append(
             f"MaxCLL {hdr.light_level.max_cll_cd_m2}, MaxFALL {hdr.light_level.max_fall_cd_m2} cd/m²"
         )
     return ", ".join(parts)
+
+
+_DISPLAY_GAMUTS = (("BT2020", "BT.2020"), ("SMPTE432", "P3 D65"), ("SMPTE431", "DCI-P3"), ("BT709", "BT.709"))
+"""Mastering displays' primaries by name (ColourPrimaries member, as said)."""
+
+
+def _display_primaries(primaries: Any) -> str:
+    """A mastering display's primaries by the gamut's name where they are one (to the 0.00002 steps of
+    SMPTE ST 2086), else as xy: ``P3 D65``, ``R 0.68,0.32 G 0.265,0.69 B 0.15,0.06 W 0.3127,0.329``."""
+    from alpha2.gpu.colour import ColourPrimaries
+    from alpha2.gpu.primaries import chromaticities_of
+
+    points = (primaries.red, primaries.green, primaries.blue, primaries.white)
+    for member, name in _DISPLAY_GAMUTS:
+        known = chromaticities_of(ColourPrimaries[member])
+        ideal = (known.red, known.green, known.blue, known.white)
+        if all(abs(a - b) <= 0.0005 for xy, ref in zip(points, ideal) for a, b in zip(xy, ref)):
+            return name
+    return " ".join(f"{c} {x:g},{y:g}" for c, (x, y) in zip("RGBW", points))
