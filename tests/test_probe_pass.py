@@ -73,3 +73,30 @@ def test_the_mastering_displays_primaries_are_said() -> None:
         said((0.7, 0.3))
         == "mastered on R 0.7,0.3 G 0.17,0.797 B 0.131,0.046 W 0.3127,0.329, 0.0001-1000 cd/m²"
     )
+
+
+@needs_ffmpeg
+def test_a_pictures_rate_is_said_to_be_ffmpegs_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PNG, a JPEG or a numbered sequence of them has no rate: the 25 fps said is FFmpeg's default
+    for pictures, and was said as if the file held it ('png, 320x240, 25 fps, rgb24')."""
+    for name in ("still.png", "still.jpg"):
+        _ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48", "-frames:v", "1", str(tmp_path / name))
+    _ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "0.2", str(tmp_path / "seq%03d.png"))
+    _ffmpeg(
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=size=64x48:rate=25",
+        "-t",
+        "0.2",
+        "-pix_fmt",
+        "yuv420p",
+        str(tmp_path / "clip.y4m"),
+    )
+    names = ("still.png", "still.jpg", "seq%03d.png", "clip.y4m")
+    assert main(["probe", "--no-decode", *(str(tmp_path / name) for name in names)]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "#0 video" in line]
+    default = "25 fps (FFmpeg's default: pictures carry no rate)"
+    assert [default in line for line in said] == [True, True, True, False], said

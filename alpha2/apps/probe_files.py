@@ -84,10 +84,11 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     fields: list[tuple[str, str]] = []
     # A MOV's timecode is said on its timecode track; a Matroska's, on the stream tagged with it.
     tracked = any(s.kind.value == "data" and s.timecode for s in facts.streams)
+    pictures = facts.format == "image2" or facts.format.endswith("_pipe")
     for stream in facts.streams:
         label = f"#{stream.index} {stream.kind.value}"
         decoded = description.video if stream.index == description.video_index else None
-        fields.append((label, _stream_text(stream, decoded, timecode=not tracked)))
+        fields.append((label, _stream_text(stream, decoded, timecode=not tracked, pictures=pictures)))
         if stream.index == description.video_index:
             fields.extend(("", text) for text in _video_texts(description))
         elif description.video is None and stream.colour_tags is not None and not stream.attached_picture:
@@ -117,9 +118,12 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     return lines + wrap_fields(fields, width)
 
 
-def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None, *, timecode: bool = True) -> str:
+def _stream_text(
+    stream: StreamFacts, decoded: VideoInfo | None = None, *, timecode: bool = True, pictures: bool = False
+) -> str:
     """The stream in one line; ``decoded``: what decoding its first frame said (its rotation);
-    ``timecode``: say its timecode tag (a data stream's is always said)."""
+    ``timecode``: say its timecode tag (a data stream's is always said); ``pictures``: the file is
+    still pictures (FFmpeg's image2 or ``*_pipe`` demuxers), whose frame rate is FFmpeg's default."""
     kind = stream.kind.value
     codec = "chapters" if stream.chapter_track else stream.codec or stream.codec_tag or "unknown codec"
     if kind == "data" and stream.timecode and not stream.codec:
@@ -150,6 +154,8 @@ def _stream_text(stream: StreamFacts, decoded: VideoInfo | None = None, *, timec
             if stream.variable_rate is not None:
                 low, top = (_rate_text(r) for r in stream.variable_rate)
                 rate += f" (variable: {low} to {top})"
+            elif pictures:
+                rate += " (FFmpeg's default: pictures carry no rate)"
             parts.append(rate)
         if stream.pixel_format:
             parts.append(stream.pixel_format)
