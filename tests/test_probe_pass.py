@@ -100,3 +100,30 @@ def test_a_pictures_rate_is_said_to_be_ffmpegs_default(
     said = [line for line in capsys.readouterr().out.splitlines() if "#0 video" in line]
     default = "25 fps (FFmpeg's default: pictures carry no rate)"
     assert [default in line for line in said] == [True, True, True, False], said
+
+
+@needs_ffmpeg
+def test_the_decoder_and_the_transcode_take_the_container_s_pixel_shape(tmp_path: Path) -> None:
+    """After the probe took the container's pixel shape, the decoder and the transcode still took the
+    bitstream's: a remux given -aspect 16:9 over square 64x48 pixels was transcoded square (4:3), where
+    the ffmpeg command keeps 16:9."""
+    import av
+
+    from alpha2.ffmpeg_bridge.decode import DecodeSession
+
+    square = str(tmp_path / "square.mp4")
+    _ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "0.2", "-c:v", "libx264", square)
+    wide = tmp_path / "wide.mkv"
+    _ffmpeg("-i", square, "-c", "copy", "-aspect", "16:9", str(wide))
+    with DecodeSession(str(wide), hwaccel="none") as session:
+        assert session.info.sample_aspect_ratio == fractions.Fraction(4, 3)
+        frame = session.next_frame()
+        assert frame is not None
+        with frame:
+            assert frame.metadata.sample_aspect == fractions.Fraction(4, 3)
+    out = tmp_path / "out.mp4"
+    assert main(["transcode", str(wide), str(out), "--quiet"]) == 0
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        shape = stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio
+        assert (stream.width, stream.height, shape) == (64, 48, fractions.Fraction(4, 3))

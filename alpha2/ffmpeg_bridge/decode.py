@@ -1025,7 +1025,7 @@ class DecodeSession:
             interlaced=bool(frame.interlaced_frame),
             top_field_first=bool(frame.interlaced_frame) and media.top_field_first(cc.field_order),
             hdr=hdr_metadata_of(frame),
-            sample_aspect=media.pixel_shape(cc.sample_aspect_ratio),
+            sample_aspect=media.stream_pixel_shape(self._stream),
         )
         colour = media.colour_of(frame, pixel_format)
         if on_gpu:

@@ -413,7 +413,7 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         audio_tracks=audio_tracks(container),
         streams=input_streams(container),
         discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
-        sample_aspect_ratio=pixel_shape(cc.sample_aspect_ratio),
+        sample_aspect_ratio=stream_pixel_shape(stream),
         duration_is_container=from_container,
     )
 
@@ -448,6 +448,17 @@ def subtitle_codec_name(cc: Any) -> str:
     name = str(cc.name)
     canonical = getattr(getattr(cc, "codec", None), "canonical_name", None)
     return "ass" if name == "ssa" and canonical == "ass" else name
+
+
+def stream_pixel_shape(stream: Any) -> fractions.Fraction | None:
+    """A video stream's pixel shape as FFmpeg's ``av_guess_sample_aspect_ratio`` takes it (and ffprobe,
+    the ffmpeg command and players): the container's where it gives one (Matroska's display size, MP4's
+    pasp), else the bitstream's. The bitstream's alone made a remux given ``-aspect 16:9`` over square
+    coded pixels play and transcode square, where ffmpeg keeps 16:9."""
+    container_shape = getattr(stream, "sample_aspect_ratio", None)
+    if container_shape:
+        return pixel_shape(container_shape)
+    return pixel_shape(getattr(stream.codec_context, "sample_aspect_ratio", None))
 
 
 def pixel_shape(ratio: Any) -> fractions.Fraction | None:
