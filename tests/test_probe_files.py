@@ -205,6 +205,13 @@ def test_hdr_metadata_is_said(tmp_path: Path, capsys: Capsys, monkeypatch: pytes
     assert video["hdr"] == {
         "mastering_min_cd_m2": 0.005,
         "mastering_max_cd_m2": 1000.0,
+        # the display's colour points, as ffprobe gives them (the text says "P3 D65"; --json lacked them)
+        "mastering_primaries": {
+            "red": [0.68, 0.32],
+            "green": [0.265, 0.69],
+            "blue": [0.15, 0.06],
+            "white": [0.3127, 0.329],
+        },
         "max_cll_cd_m2": 1000,
         "max_fall_cd_m2": 400,
     }

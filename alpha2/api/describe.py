@@ -199,8 +199,17 @@ def _stream_dict(stream: StreamFacts) -> dict[str, Any]:
 def _hdr_dict(hdr: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if hdr.mastering is not None:
-        out["mastering_min_cd_m2"] = hdr.mastering.min_luminance_cd_m2
-        out["mastering_max_cd_m2"] = hdr.mastering.max_luminance_cd_m2
+        m = hdr.mastering
+        out["mastering_min_cd_m2"] = m.min_luminance_cd_m2
+        out["mastering_max_cd_m2"] = m.max_luminance_cd_m2
+        # The display's colour points (xy), as ffprobe gives them: a P3 grade and a BT.2020 one differ.
+        out["mastering_primaries"] = {
+            name: [float(x), float(y)]
+            for name, (x, y) in zip(
+                ("red", "green", "blue", "white"),
+                (m.primaries.red, m.primaries.green, m.primaries.blue, m.primaries.white),
+            )
+        }
     if hdr.light_level is not None:
         out["max_cll_cd_m2"] = hdr.light_level.max_cll_cd_m2
         out["max_fall_cd_m2"] = hdr.light_level.max_fall_cd_m2
