@@ -127,3 +127,15 @@ def test_the_decoder_and_the_transcode_take_the_container_s_pixel_shape(tmp_path
         stream = container.streams.video[0]
         shape = stream.sample_aspect_ratio or stream.codec_context.sample_aspect_ratio
         assert (stream.width, stream.height, shape) == (64, 48, fractions.Fraction(4, 3))
+
+
+def test_a_file_that_is_no_media_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A text file named .mp4 said FFmpeg's words alone: "opening 'notes.mp4': Invalid data found when
+    processing input", which read as alpha2's own fault."""
+    path = tmp_path / "notes.mp4"
+    path.write_text("a shopping list, not a video\n" * 40)
+    assert main(["probe", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1 and "no media FFmpeg can read" in err and "not a video or sound file" in err
+    ), err

@@ -179,6 +179,15 @@ def from_ffmpeg_open(exc: BaseException, where: str) -> BridgeError:
             ffmpeg_errno=code,
             ffmpeg_message=text,
         )
+    if isinstance(exc, av.error.InvalidDataError):
+        # FFmpeg's 'Invalid data found when processing input' alone read as a fault of alpha2's.
+        code, text = _ffmpeg_fields(exc)
+        return MediaFormatError(
+            f"opening {where}: no media FFmpeg can read (it answered {text or 'invalid data'!r}): not a "
+            "video or sound file, or damaged from its start",
+            ffmpeg_errno=code,
+            ffmpeg_message=text,
+        )
     return from_ffmpeg(exc, f"opening {where}")
 
 
