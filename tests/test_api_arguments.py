@@ -174,3 +174,13 @@ def test_create_refuses_a_bad_audio_from_at_once_with_its_type(clip: str, tmp_pa
         alpha2.create(tmp_path / "c.mp4", audio_from=clip).close()
     assert caught.value.kind is ErrorKind.INVALID_INPUT
     assert sorted(p.name for p in tmp_path.iterdir()) == ["silent.mp4"]
+
+
+def test_an_empty_codec_name_is_refused() -> None:
+    """``TranscodeOptions(codec="")`` (and ``--codec ""``) was taken as the container's default codec."""
+    from alpha2.api.transcode_plan import TranscodeOptions
+
+    for empty in ("", "  "):
+        with pytest.raises(InvalidInputError, match=r"codec must name a codec .* got an empty name"):
+            TranscodeOptions(codec=empty)
+    assert TranscodeOptions(codec=None).codec is None

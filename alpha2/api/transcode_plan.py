@@ -284,6 +284,11 @@ class TranscodeOptions:
 
         if self.codec is not None:
             arguments.text("codec", self.codec)
+            if not self.codec.strip():  # '' was taken as the container's default codec, unsaid
+                raise InvalidInputError(
+                    "codec must name a codec ('h264', 'hevc', 'copy', ...), got an empty name; leave it out "
+                    "for the container's default"
+                )
         if self.size is not None:
             put("size", arguments.size("size", self.size, free_side=True))
         if self.crf is not None:
