@@ -139,3 +139,17 @@ def test_a_file_that_is_no_media_says_so(tmp_path: Path, capsys: pytest.CaptureF
     assert (
         err.count("\n") == 1 and "no media FFmpeg can read" in err and "not a video or sound file" in err
     ), err
+
+
+@needs_ffmpeg
+def test_the_file_s_title_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The file's title tag (a film's) was in --json only; ffprobe and players show it."""
+    path = str(tmp_path / "titled.mkv")
+    _ffmpeg(
+        "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25", "-t", "0.2", "-metadata", "title=Film title", path
+    )
+    assert main(["probe", "--no-decode", path]) == 0
+    out = capsys.readouterr().out
+    assert [line.split(None, 1) for line in out.splitlines() if line.lstrip().startswith("title")] == [
+        ["title", "Film title"]
+    ], out

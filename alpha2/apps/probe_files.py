@@ -82,6 +82,10 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
         head.append(rate_text(facts.bit_rate))
     lines = _filled(f"{facts.path}: " + ", ".join(head), width)
     fields: list[tuple[str, str]] = []
+    # The file's title (a film's, a recording's), first as ffprobe and players show it.
+    title = next((v.strip() for k, v in facts.tags if k.lower() == "title" and v.strip()), None)
+    if title:
+        fields.append(("title", title))
     # A MOV's timecode is said on its timecode track; a Matroska's, on the stream tagged with it.
     tracked = any(s.kind.value == "data" and s.timecode for s in facts.streams)
     pictures = facts.format == "image2" or facts.format.endswith("_pipe")
