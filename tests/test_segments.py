@@ -246,6 +246,11 @@ def test_bad_arguments_are_refused_by_name(tmp_path: Path) -> None:
             SegmentReader(path, **{"hwaccel": "none", **options})
     with pytest.raises(InvalidInputError, match="source must be a path"):
         SegmentReader(b"not a path", sessions=2)  # type: ignore[arg-type]
+    # 'cuda:0' was taken and failed deep inside; a typo of hwaccel at the first session's open
+    with pytest.raises(InvalidInputError, match="device must be an alpha2 Device or None, got str"):
+        SegmentReader(path, sessions=2, device="cuda:0")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="hwaccel must be one of"):
+        SegmentReader(path, sessions=2, hwaccel="cudaa")
 
 
 def test_a_file_object_is_refused(tmp_path: Path) -> None:

@@ -254,6 +254,13 @@ class SegmentReader:
             skip=2,
             also=("sessions", "device", "hwaccel", "ahead", "min_packets", "decoders"),
         )
+        if device is not None and not isinstance(device, Device):
+            # alpha2.open takes 'cuda:1' or a torch.device and opens the Device; the reader takes one made
+            raise InvalidInputError(
+                f"device must be an alpha2 Device or None, got {type(device).__name__} (alpha2.open(path, "
+                "device=..., parallel=K) takes a CUDA ordinal, 'cuda:N' or a torch.device)"
+            )
+        HwAccelMode.parse(hwaccel)  # None or a typo: the modes named, before anything opens
         self.source = source
         """What was opened."""
         self._device = device
