@@ -375,3 +375,20 @@ def test_each_tile_is_its_stream_rendered_alone_on_black(tmp_path: Path) -> None
             bars[top : top + size.height, left : left + size.width] = False
             assert (tile[bars] == [0, 0, 0, 255]).all(), source
         assert (wall[64:, 96:] == [0, 0, 0, 255]).all()  # the grid's empty cell
+
+
+@pytest.mark.vulkan
+def test_a_seek_past_a_short_stream_s_end_shows_its_last_frame(tmp_path: Path) -> None:
+    """A wall sought past a short clip's end left that tile on the frame from before the seek (a 3 s clip
+    sought from 0:02 to 0:07 still showed 0:02, an outside pass); it shows its last frame, as when the
+    wall played there."""
+    long = make_clip(tmp_path / "long.mp4", width=64, height=48, frames=60).path  # 2 s at 30 fps
+    short = make_clip(tmp_path / "short.mp4", width=64, height=48, frames=30).path  # 1 s
+    with StreamGroup([long, short], hwaccel="none") as group:
+        for at in (0.0, 0.5, 0.6):
+            tick = group.tick(at)
+        assert tick.shown_pts_s == pytest.approx((0.6, 0.6))
+        group.seek(1.5)
+        for at in (1.5, 1.55):
+            tick = group.tick(at)
+    assert tick.shown_pts_s == pytest.approx((1.5333, 29 / 30), abs=1e-3)

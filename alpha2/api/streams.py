@@ -69,6 +69,11 @@ def _fit_no_upscale(width: int, height: int, box: Size) -> Size:
     return pipeline.fit_inside(width, height, box)
 
 
+_BEFORE_THE_END_S = 0.05
+"""How far before a stream's end a seek past it lands: on its last frame or the one before (the next
+tick shows the last)."""
+
+
 @dataclass(frozen=True)
 class StreamTick:
     """What one display tick did."""
@@ -694,7 +699,12 @@ class StreamGroup:
             if stream.pending is not None:
                 stream.pending.release()
                 stream.pending = None
-            stream.decoder.seek(target)
+            # A stream shorter than the target shows its last frame, as it did when it played there: sought
+            # past its end it found no frame, and its tile kept the one from before the seek (a 3 s clip
+            # in a wall sought from 0:02 to 0:07 still showed 0:02).
+            duration = stream.decoder.info.duration_seconds
+            own = target if duration is None else min(target, max(0.0, duration - _BEFORE_THE_END_S))
+            stream.decoder.seek(own)
             stream.ended = False
 
     def run(self, frames: int | None = None) -> int:
