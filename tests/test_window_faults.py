@@ -479,3 +479,29 @@ def test_a_player_quit_early_keeps_its_bar_s_total(tmp_path: Path) -> None:
         _drive(playback, seconds)
         _close(playback)
     assert closes == [(True, False), (True, True)]
+
+
+@pytest.mark.vulkan
+def test_a_volume_change_while_muted_says_it_is_still_muted(tmp_path: Path) -> None:
+    """m, then 0: the message said 'Volume: 110%' alone, which read as the sound back (an outside pass);
+    mpv says '(Muted)'."""
+    clip = make_clip(tmp_path / "c.mp4", width=W, height=H, frames=FRAMES, rate=RATE).path
+    playback = _playback(clip)
+    real = playback.clock
+
+    class Clock:
+        volume, muted = 1.0, True
+
+        def set_volume(self, value: float) -> None:
+            self.volume = value
+
+    try:
+        playback.clock = Clock()
+        playback.change_volume(0.1)
+        assert playback.osd.current_message == "Volume: 110% (muted)"
+        playback.clock.muted = False
+        playback.change_volume(0.1)
+        assert playback.osd.current_message == "Volume: 120%"
+    finally:
+        playback.clock = real
+        _close(playback)

@@ -520,7 +520,9 @@ class _Keys:
         if clock is None:
             return
         clock.set_volume(getattr(clock, "volume", 1.0) + step)
-        self._say(f"Volume: {round(getattr(clock, 'volume', 1.0) * 100)}%")
+        # Still muted, said as mpv says it: 'Volume: 110%' alone read as if the sound were back.
+        muted = " (muted)" if getattr(clock, "muted", False) else ""
+        self._say(f"Volume: {round(getattr(clock, 'volume', 1.0) * 100)}%{muted}")
 
     def _common_key(self, key: str) -> bool:
         clock = self.clock
