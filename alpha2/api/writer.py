@@ -657,6 +657,14 @@ class Writer:
                 self._held.session.encode(planes)
         self._frames += 1
 
+    def _encode_flushed(self) -> None:
+        """Encode what the copier still holds (the textures written so far), oldest first."""
+        held = self._held
+        if held.copier is not None:
+            for planes in held.copier.flush():
+                with planes:
+                    held.session.encode(planes)
+
     def _write_rgb(self, pixels: np.ndarray, item: Any, pts_seconds: float | None) -> None:
         """Encode an array as the RGB(A) it is: a GIF's palette is made from RGB, so the array keeps its
         colours, odd sides and alpha (GIF transparency), where 4:2:0 on the device would lose them."""
@@ -664,10 +672,7 @@ class Writer:
         self._size = (width, height)
         self._fix_timing(item)
         ticks = self._ticks_for(item, pts_seconds)
-        if self._held.copier is not None:  # textures written before it go first, in order
-            for planes in self._held.copier.flush():
-                with planes:
-                    self._held.session.encode(planes)
+        self._encode_flushed()  # textures written before it go first, in order
         data = np.ascontiguousarray(pixels)
         row = width * pixels.shape[2]
         plane = CpuPlane(data=data, bytes_per_row=row, width_bytes=row, height=height)
@@ -695,10 +700,7 @@ class Writer:
         self._size = (item.width, item.height)
         self._fix_timing(item)
         ticks = self._ticks_for(item, pts_seconds)
-        if self._held.copier is not None:  # textures written before it go first, in order
-            for planes in self._held.copier.flush():
-                with planes:
-                    self._held.session.encode(planes)
+        self._encode_flushed()  # textures written before it go first, in order
         self._held.session.encode(item.decoded, pts=ticks)
         self._frames += 1
 
@@ -729,10 +731,7 @@ class Writer:
             if held.worker is not None:
                 held.worker.close()
                 held.worker = None
-            if held.copier is not None:
-                for planes in held.copier.flush():
-                    with planes:
-                        held.session.encode(planes)
+            self._encode_flushed()
             held.release_gpu_and_thread()
             held.session.close()
         except BaseException:
