@@ -962,9 +962,7 @@ class EncodeSession:
             # a read error (an image sequence's gap) comes with no time base of its own.
             av_frame.pts = self._codec_pts(pts)
             av_frame.time_base = self._codec_time_base
-            if duration is not None and duration > 0:
-                ticks = max(1, round(duration * self.time_base / self._codec_time_base))
-                self._durations[av_frame.pts] = ticks
+            codec_pts = av_frame.pts
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
@@ -992,6 +990,8 @@ class EncodeSession:
             if self._palette is not None and self._too_short(pts):
                 self._left_out += 1
                 return
+            if duration is not None and duration > 0:  # kept only for a frame that goes to the encoder
+                self._durations[codec_pts] = max(1, round(duration * self.time_base / self._codec_time_base))
             self._encode_av(av_frame)
 
     def _too_short(self, pts: int) -> bool:
