@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -141,6 +141,17 @@ for step in $steps; do
           { echo "\$ python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800  # $tree, round $round";
             PYTHONPATH=$path timeout 60 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800; } 2>&1 \
             | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+        done
+      done;;
+    tensor-switch)  # issue 27: the 224x224 float16 row (and decode alone) at CPython's GIL switch interval
+      # (0.005 s) against 0.001 and 0.0005 s, alternating; the decoder's thread and the caller's share the GIL
+      timeout 240 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 10 --rows decode \
+        > /dev/null 2>&1
+      for round in 1 2 3; do
+        for interval in 0.005 0.001 0.0005; do
+          { echo "\$ python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --switch-interval $interval  # round $round";
+            timeout 60 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 \
+              --switch-interval "$interval"; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
         done
       done;;
     segments)  # issue 29's rows: one file on all the decoders, threads and processes, HEVC and H.264

@@ -70,7 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hwaccel", default="cuda")
     parser.add_argument("--rows", default="decode,tensors")
     parser.add_argument("--profile", action="store_true", help="under cProfile (every thread on Python 3.12)")
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        help="sys.setswitchinterval in seconds (CPython's default 0.005): how soon a thread back from a "
+        "driver call gets the GIL from the one running Python",
+    )
     args = parser.parse_args(argv)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     os.makedirs(args.clip_dir, exist_ok=True)
     path = os.path.join(args.clip_dir, f"ml-{args.clip_frames}-gop250.mp4")
     if not os.path.exists(path):
@@ -78,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         os.replace(path + ".part.mp4", path)
     for row in args.rows.split(","):
         fps = run(path, args.hwaccel, args.frames, row == "tensors", args.profile)
-        print(f"{row:8} {fps:8.1f} fps ({args.frames} frames{', under cProfile' if args.profile else ''})")
+        notes = ", under cProfile" if args.profile else ""
+        notes += f", switch interval {sys.getswitchinterval():g} s"
+        print(f"{row:8} {fps:8.1f} fps ({args.frames} frames{notes})")
     return 0
 
 
