@@ -439,6 +439,17 @@ def test_facts_fields_are_checked() -> None:
             AdapterFacts(**fields)
 
 
+@pytest.mark.parametrize("value", ["²", "٣", "1²"])
+def test_an_index_pin_is_ascii_digits(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """Found by an outside pass: ALPHA2_GPU_ADAPTER=² ended in a raw ValueError from int() (str.isdigit
+    takes a superscript), and '٣' (an Arabic-Indic 3) pinned loader index 3. Both are names now, which
+    name no adapter: the typed error that lists them."""
+    assert parse_adapter_pin(value).kind is PinKind.NAME
+    monkeypatch.setenv(ADAPTER_ENV, value)
+    with pytest.raises(AdapterPinError, match="matches no adapter"):
+        rank_adapters(MIXED)
+
+
 def test_uuid_prefix_pins_by_uuid() -> None:
     # alpha2.AdapterInfo.uuid is documented as pinned with ALPHA2_GPU_ADAPTER=uuid:<hex>.
     pin = parse_adapter_pin("uuid:" + U1.hex())

@@ -31,6 +31,15 @@ def test_what_names_a_cuda_device() -> None:
             devices.cuda_ordinal_of(bad)
 
 
+def test_an_ordinal_is_ascii_digits_after_the_colon() -> None:
+    """Found by an outside pass: 'cuda:²' ended in a raw ValueError from int() (str.isdigit takes a
+    superscript), 'cuda:٣' was taken as ordinal 3, and 'cuda:' (no ordinal) as the current device."""
+    for bad in ("cuda:²", "cuda:٣", "cuda:", "cuda: "):
+        with pytest.raises(InvalidInputError, match="cuda:N"):
+            devices.cuda_ordinal_of(bad)
+    assert devices.cuda_ordinal_of("cuda:01") == 1
+
+
 def test_cuda_alone_is_torch_s_current_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     assert devices.cuda_ordinal_of(" cuda ") == 0  # without torch loaded: ordinal 0

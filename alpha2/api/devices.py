@@ -106,9 +106,9 @@ def cuda_ordinal_of(device: Any) -> int | None:
         return device
     kind, index = None, None
     if isinstance(device, str):
-        kind, _, rest = device.strip().partition(":")
-        if rest:
-            if not rest.isdigit():
+        kind, colon, rest = device.strip().partition(":")
+        if colon:
+            if not (rest.isascii() and rest.isdigit()):  # not 'cuda:' nor 'cuda:²' (int() refuses it)
                 raise InvalidInputError(f"device={device!r}: write 'cuda' or 'cuda:N' with N an ordinal")
             index = int(rest)
     elif type(device).__module__.startswith("torch") and hasattr(device, "type"):

@@ -357,7 +357,7 @@ def parse_adapter_pin(text: str | int, *, source: str = ADAPTER_ENV) -> AdapterP
         return AdapterPin(PinKind.UUID, value, uuid=_uuid.UUID(rest.strip("{}")).bytes, source=source)
     if _UUID_RE.match(value):  # before the index: a UUID may be all digits
         return AdapterPin(PinKind.UUID, value, uuid=_uuid.UUID(value.strip("{}")).bytes, source=source)
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # not '²' (a digit int() refuses) nor '٣' (one it takes)
         return AdapterPin(PinKind.INDEX, value, index=int(value), source=source)
     return AdapterPin(PinKind.NAME, value, source=source)
 
