@@ -2,10 +2,11 @@
 
 For each Vulkan adapter, pins it by loader index, by UUID and by a name substring, opens the shared
 Vulkan context there and reports which adapter was chosen and the CUDA ordinal matched to it by UUID
-(the UUID bare and in its ``uuid:`` form).
+(the UUID bare and in its 'uuid:' form).
 Then checks that an ambiguous name (shared by several devices: two entries of one UUID, one device
 that two drivers list, are one) and an unknown value are refused.
-Prints one line per check and exits 1 when any check fails.
+Prints one line per check (folded at words in a terminal) and exits 1 when any check fails, or with
+one line 'alpha2: error: ...' when there is no Vulkan adapter to check.
 
     python tools/check_pinning.py
 """
@@ -19,7 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from alpha2.apps.cli import help_formatter, run_command, terminal_columns, wrap_lines
 from alpha2.gpu.adapters import ADAPTER_ENV, AdapterPinError
+from alpha2.gpu.errors import Error
 from alpha2.native_gpu.device.candidates import vulkan_candidates
 from alpha2.native_gpu.device.shared import choose_shared_vulkan, shared_device_index
 
@@ -45,18 +48,32 @@ def _device(candidate: object) -> object:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse, check, and turn an alpha2 error (no Vulkan, no driver) into one line and exit status 1."""
     import argparse
 
-    argparse.ArgumentParser(
-        prog="check_pinning", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    args = argparse.ArgumentParser(
+        prog="check_pinning", description=__doc__, formatter_class=help_formatter()
     ).parse_args(argv)
+    return run_command(_check, args)
+
+
+def _check(args: object) -> int:
     os.environ.pop(ADAPTER_ENV, None)
+    width = terminal_columns(sys.stdout)
+
+    def say(line: str) -> None:
+        print("\n".join(wrap_lines([line], width)))
+
     candidates = vulkan_candidates()
     failures = 0
-    print(f"{len(candidates)} Vulkan adapter(s)")
+    say(f"{len(candidates)} Vulkan adapter(s)")
     for c in candidates:
         uuid = str(uuid_mod.UUID(bytes=c.uuid)) if c.uuid else None
-        print(f"#{c.index} {c.name} uuid={uuid}")
+        say(f"#{c.index} {c.name} uuid={uuid}")
+        error = getattr(c, "error", None)
+        if error is not None:  # alpha2 ranks usable adapters only: there is nothing to pin
+            say(f"  unusable, not checked: {error}")
+            continue
         forms = [("index", str(c.index))]
         if uuid:
             forms += [("uuid", uuid), ("uuid", f"uuid:{uuid}")]
@@ -66,11 +83,16 @@ def main(argv: list[str] | None = None) -> int:
         # A device that two drivers list has one UUID: a pin by UUID or name opens the first entry.
         same_uuid = [o.index for o in candidates if c.uuid and o.uuid == c.uuid]
         for form, value in forms:
-            opened, got_uuid, ordinal, why = _pinned(value)
+            try:
+                opened, got_uuid, ordinal, why = _pinned(value)
+            except Error as exc:
+                failures += 1
+                say(f"  pin by {form:5} {value!r:42} -> FAILED: {exc.message}")
+                continue
             expected = [c.index] if form == "index" else (same_uuid[:1] or [c.index])
             ok = opened in expected and got_uuid == uuid
             failures += not ok
-            print(
+            say(
                 f"  pin by {form:5} {value!r:42} -> opened #{opened} uuid={got_uuid} cuda ordinal={ordinal}"
                 f" ({why}) {'ok' if ok else 'FAILED'}"
             )
@@ -84,10 +106,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             _pinned(value)
         except AdapterPinError as exc:
-            print(f"  pin {value!r} ({why}) refused: {exc.message.splitlines()[0]} ok")
+            say(f"  pin {value!r} ({why}) refused: {exc.message.splitlines()[0]} ok")
+        except Error as exc:  # refused, but not as a pin that names no adapter or several
+            failures += 1
+            say(f"  pin {value!r} ({why}) -> FAILED: {exc.message}")
         else:
             failures += 1
-            print(f"  pin {value!r} ({why}) was accepted: FAILED")
+            say(f"  pin {value!r} ({why}) was accepted: FAILED")
     return 1 if failures else 0
 
 
