@@ -160,8 +160,11 @@ def test_cpu_only_and_empty() -> None:
 
 
 def test_several_identical_gpus_keep_enumeration_order() -> None:
-    cands = [facts(i, "NVIDIA H200", AdapterType.DISCRETE_GPU, decode_codecs={H264}) for i in range(4)]
-    assert [r.adapter.index for r in rank_adapters(cands)] == [0, 1, 2, 3]
+    # Given out of order (an outside pass found that, given in order, the sort's stability passed the
+    # test with the index left out of every key): ties go by the enumeration index, not the list's order.
+    cands = [facts(i, "NVIDIA H200", AdapterType.DISCRETE_GPU, decode_codecs={H264}) for i in (2, 0, 3, 1)]
+    for policy in (None, AdapterPolicy.high_performance(), AdapterPolicy.low_power()):
+        assert [r.adapter.index for r in rank_adapters(cands, policy)] == [0, 1, 2, 3]
 
 
 def test_policy_parse_and_validation() -> None:
@@ -204,7 +207,8 @@ def test_pin_parsing() -> None:
     [
         ("1", "NVIDIA H200"),
         (str(uuid.UUID(bytes=U1)), "AMD Radeon RX 7900"),
-        (U0.hex().upper(), "NVIDIA H200"),
+        (U0.hex(), "NVIDIA H200"),  # all digits: a UUID before an index
+        (U1.hex().upper(), "AMD Radeon RX 7900"),  # U0's hex has no letters to put in upper case
         ("llvm", "llvmpipe"),
         ("intel uhd", "Intel UHD 770"),
     ],
