@@ -229,3 +229,36 @@ def test_aac_noise_substitution_changes_only_the_noise_bands_after_a_seek(tmp_pa
             # Other noise of the same loudness: the difference of two is about sqrt(2) times either.
             assert hiss_error < 2.0 * hiss_band, (target, hiss_error / hiss_band)
             assert _band_rms(got, rate, 8000, 20000) == pytest.approx(hiss_band, rel=0.3)
+
+
+@pytest.mark.parametrize("resampled", [False, True], ids=["own-rate", "resampled"])
+def test_a_seek_in_planar_sound_of_eight_channels_keeps_the_frames_format(
+    tmp_path: Path, resampled: bool
+) -> None:
+    """A frame cut at a seek's target is rebuilt; PyAV cannot fill a planar frame of 8 channels, so it
+    came back packed, and the resampler, set up by it, met the planar frames after it: at the stream's
+    own rate it took the packed frame as needing nothing and passed the planar ones through to numpy,
+    which read past their planes (the process crashed); resampled, a ValueError (found by an outside
+    pass, 7.1 Opus and AAC)."""
+    rate = 48000
+    t = np.arange(int(rate * SECONDS)) / rate
+    tones = np.stack([0.1 * np.sin(2 * np.pi * (200 + 110 * c) * t) for c in range(8)], axis=1)
+    path = str(tmp_path / "surround.m4a")
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream("aac", rate=rate, options={"aac_pns": "0"})
+        stream.layout = "7.1"
+        for start in range(0, len(t), 1024):
+            part = np.ascontiguousarray(tones[start : start + 1024].astype(np.float32).reshape(1, -1))
+            frame = av.AudioFrame.from_ndarray(part, format="flt", layout="7.1")
+            frame.sample_rate, frame.pts, frame.time_base = rate, start, Fraction(1, rate)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    output = {"sample_rate": 44100 if resampled else None, "channels": None}
+    start, whole, _ = _from_start(path, **output)
+    assert whole.shape[1] == 8
+    with AudioDecodeSession(path, **output) as session:
+        for target in (1.37, 2.2):
+            misplaced, difference = _seek_errors(session, start, whole, target)
+            assert misplaced <= 0.5 and difference < EXACT, (target, misplaced, difference)

@@ -140,8 +140,10 @@ def packed_frame(
 ) -> Any:
     """A packed ``av.AudioFrame`` of ``samples`` (shape (samples, channels), in the packed format
     ``packed``) under ``layout``, with the rate and timestamps of the frame ``like``; with
-    ``keep_format``, in ``like``'s format (planar where it is, below 8 channels: see :func:`interleaved`)
-    so that a resampler or encoder set up by the frames before it takes it."""
+    ``keep_format``, in ``like``'s format (planar where it is) so that a resampler or encoder set up by
+    the frames before it takes it (PyAV's resampler passes a frame through unchecked where the first
+    frame needed nothing). PyAV cannot fill a planar frame of 8 channels or more (see
+    :func:`interleaved`): FFmpeg's resampler makes that one from the packed frame."""
     planar = like.format.is_planar and samples.shape[1] < PLANAR_CHANNELS_PYAV_READS
     if keep_format and planar:
         data = np.ascontiguousarray(samples.T)
@@ -153,6 +155,14 @@ def packed_frame(
     out.pts = like.pts
     if like.time_base is not None:  # a WMA decoder's frames come without one (an AttributeError here)
         out.time_base = like.time_base
+    if keep_format and like.format.is_planar and not planar and samples.shape[0]:
+        converter = av.AudioResampler(format=like.format.name, layout=out.layout, rate=out.sample_rate)
+        made = [*converter.resample(out), *converter.resample(None)]  # same rate: no delay, one frame
+        if len(made) == 1:
+            made[0].pts = like.pts
+            if like.time_base is not None:
+                made[0].time_base = like.time_base
+            return made[0]
     return out
 
 
