@@ -11,6 +11,7 @@ from alpha2.gpu.adapters import (
     ADAPTER_ENV,
     AdapterFacts,
     AdapterFactsLike,
+    AdapterPin,
     AdapterPinError,
     AdapterPolicy,
     AdapterType,
@@ -254,6 +255,19 @@ def test_unknown_policy_selector_names_the_policies_not_unset() -> None:
     with pytest.raises(AdapterPinError) as info:
         rank_adapters(MIXED, pin="geforce")
     assert "unset" not in str(info.value)
+
+
+def test_a_cuda_device_no_adapter_is_says_so_not_how_to_pin() -> None:
+    """Found by an outside pass: alpha2.open(path, device=1), where CUDA device 1 is no WebGPU
+    adapter, said "device='cuda:1' matches no adapter (uuid) ... Name one by index, UUID or a
+    case-insensitive part of the name.", advice for ALPHA2_GPU_ADAPTER, without the UUID it looked for."""
+    pin = AdapterPin(PinKind.UUID, "cuda:1", uuid=bytes([7]) * 16, source="device")
+    with pytest.raises(AdapterPinError) as info:
+        resolve_adapter_pin(pin, MIXED)
+    message = info.value.message
+    assert "device='cuda:1' matches no adapter (uuid 07070707-0707-0707-0707-070707070707)" in message
+    assert "Name one by" not in message and "another CUDA device" in message
+    assert "NVIDIA H200" in message  # the candidates, still
 
 
 def test_ambiguous_pin_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -438,10 +438,13 @@ def resolve_adapter_pin(pin: AdapterPin | str | int, adapters: Sequence[A]) -> l
             ADAPTER_ENV: f", or unset {ADAPTER_ENV}",
             "policy": ", or give a policy: auto, high-performance or low-power",
         }.get(pin.source, "")
-        raise AdapterPinError(
-            f"{pin.describe()} matches no adapter ({pin.kind.value}); candidates: {listing}. "
-            f"Name one by index, UUID or a case-insensitive part of the name{way_out}."
-        )
+        how = f"Name one by index, UUID or a case-insensitive part of the name{way_out}."
+        what = pin.kind.value
+        if pin.source == "device" and pin.uuid is not None:
+            # device='cuda:1': a CUDA device, pinned by its UUID; the user named no adapter to rename.
+            what = f"uuid {_uuid.UUID(bytes=pin.uuid)}"
+            how = "No WebGPU adapter is that GPU: give another CUDA device, or device=None for the best one."
+        raise AdapterPinError(f"{pin.describe()} matches no adapter ({what}); candidates: {listing}. {how}")
     devices = {_identity_key(a) for a in matches}
     if len(devices) > 1:
         named = _listing(matches)
