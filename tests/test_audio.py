@@ -99,6 +99,40 @@ def test_stream_choice_own_format_and_surround(tmp_path: Path) -> None:
         AudioDecodeSession(path, stream_index=2)
 
 
+def test_a_stream_whose_rate_and_channels_change_decodes_through(tmp_path: Path) -> None:
+    """ADTS streams joined end to end (a broadcast's, a radio recording's) change rate and channels
+    mid-stream: FFmpeg decodes through, and each part is resampled to the blocks' rate and channels. The
+    resampler set up by the first frames raised PyAV's raw ValueError at the change (found by an
+    outside pass)."""
+    import av
+
+    parts = []
+    for rate, layout in ((48000, "stereo"), (44100, "mono")):
+        part = tmp_path / f"{rate}.aac"
+        with av.open(str(part), "w", format="adts") as out:
+            stream: Any = out.add_stream("aac", rate=rate)
+            stream.layout = layout
+            channels = stream.codec_context.channels
+            tone = 0.25 * np.sin(2 * np.pi * 440 * np.arange(rate) / rate)
+            pcm = np.repeat(tone[:, None], channels, axis=1).astype(np.float32).reshape(1, -1)
+            frame = av.AudioFrame.from_ndarray(pcm, format="flt", layout=layout)
+            frame.sample_rate, frame.pts = rate, 0
+            for packet in [*stream.encode(frame), *stream.encode(None)]:
+                out.mux(packet)
+        parts.append(part.read_bytes())
+    joined = tmp_path / "joined.aac"
+    joined.write_bytes(b"".join(parts))
+    for output in ({"sample_rate": None, "channels": None}, {"sample_rate": 32000, "channels": 1}):
+        with AudioDecodeSession(joined, **output) as session:
+            rate, channels = session.sample_rate, session.channels
+            samples = np.concatenate([b.samples for b in session.blocks()])
+        assert (rate, channels) == ((48000, 2) if output["sample_rate"] is None else (32000, 1))
+        assert samples.shape[1] == channels
+        assert abs(samples.shape[0] - 2 * rate) < 0.1 * rate, samples.shape  # both seconds, each whole
+        second = samples[round(1.2 * rate) : round(1.8 * rate)]
+        assert 0.15 < float(np.abs(second).max()) < 0.3  # the mono part's tone (-3 dB on each of two)
+
+
 def test_no_audio_stream_is_a_typed_error(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "silent.mp4", frames=3).path
     with pytest.raises(NoAudioStreamError, match="no audio stream"):

@@ -328,6 +328,7 @@ class AudioDecodeSession:
         self._order: ChannelOrder | None = orders.get(stream.index)  # a custom order, put into FFmpeg's
         self._frames: Iterator[Any] | None = None
         self._resampler: Any = None
+        self._fed: tuple[str, str, int] | None = None  # format, layout and rate of the frames it takes
         self._next_pts: float | None = None
         self._skip_before: float | None = None
         # Sample places, counted from the first sample of a decode from the start (see the module's text).
@@ -501,9 +502,17 @@ class AudioDecodeSession:
         return self._stretch.run(blocks, flush)
 
     def _blocks_of(self, frame: Any) -> list[AudioBlock]:
+        out = []
+        if frame is not None:
+            fed = (frame.format.name, frame.layout.name, int(frame.sample_rate))
+            if self._resampler is not None and fed != self._fed:
+                # The stream's rate, channels or sample format changed (ADTS or MP3 streams joined end
+                # to end, a broadcast's): what the resampler holds goes out, a new one takes the rest.
+                out = self._blocks_of(None)
+                self._resampler = None
+            self._fed = fed
         if self._resampler is None:
             self._fresh()
-        out = []
         for resampled in self._resampler.resample(frame):
             data = np.ascontiguousarray(resampled.to_ndarray().reshape(-1, self.channels), dtype=np.float32)
             if self._next_pts is None:
