@@ -73,11 +73,15 @@ def test_json_output() -> None:
 
 @pytest.mark.vulkan
 def test_table_output_marks_pinned_and_chosen() -> None:
-    out = _run(ALPHA2_GPU_ADAPTER="0")
+    out = _run(ALPHA2_GPU_ADAPTER="0", COLUMNS="200")  # the marks on one line of the row
     assert out.returncode == 0, out.stderr
     for word in ("name", "decode", "encode", "budget", "interop", "pinned", "chosen"):
         assert word in out.stdout
     assert "ALPHA2_GPU_ADAPTER='0'" in out.stdout
+    # In adapter #0's row of the table, not only in the lines under it ('pinned: ...', 'chosen: #0',
+    # the reason's 'chosen (auto)'), which an outside pass found passed the words above without the marks.
+    row = next(line for line in out.stdout.splitlines() if line.startswith("│ 0 "))
+    assert row.rstrip(" │").endswith("pinned chosen"), row
 
 
 @pytest.mark.vulkan
