@@ -187,9 +187,14 @@ def test_a_refused_pin_lists_the_webgpu_adapters_by_the_index_a_pin_takes() -> N
 
     # An adapter no Vulkan device matched has no index to pin by, and the listing says how instead.
     with pytest.raises(AdapterPinError) as refused:
-        resolve_adapter_pin("0", [_webgpu(0, "OpenGL", None, None)])
+        resolve_adapter_pin("0", [_webgpu(0, "OpenGL", None, uuid)])
     assert "#0" not in refused.value.message
     assert "no index: pin it by UUID or name" in refused.value.message
+    # Found by an outside pass: without a UUID either (wgpu-native's OpenGL adapter where there is no
+    # Vulkan), it said 'pin it by UUID or name' too, though only the name can pin it.
+    with pytest.raises(AdapterPinError) as refused:
+        resolve_adapter_pin("0", [_webgpu(0, "OpenGL", None, None)])
+    assert "no index or UUID: pin it by name" in refused.value.message
 
 
 @pytest.mark.parametrize("value", ["-1", "two"])

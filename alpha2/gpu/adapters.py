@@ -380,11 +380,15 @@ def adapter_pinned(environ: Mapping[str, str] | None = None) -> bool:
 def describe_adapter(adapter: AdapterFactsLike) -> str:
     """One line naming an adapter: '#0 NVIDIA H200 (discrete GPU, 10de:2335, uuid ...)'. The number is
     the one a pin by index takes (a WebGPU adapter's matched Vulkan loader index, not its place among
-    the WebGPU adapters); an adapter with none says so."""
+    the WebGPU adapters); an adapter with none says so, and how it is pinned instead."""
     uuid_text = f", uuid {_uuid.UUID(bytes=adapter.uuid)}" if adapter.uuid else ""
     index = _pin_index(adapter)
     where = f"#{index} " if index is not None else ""
-    no_index = "; no index: pin it by UUID or name" if index is None else ""
+    no_index = ""
+    if index is None:
+        no_index = (
+            "; no index: pin it by UUID or name" if adapter.uuid else "; no index or UUID: pin it by name"
+        )
     return (
         f"{where}{adapter.name} ({adapter.device_type.label}, "
         f"{adapter.vendor_id:04x}:{adapter.device_id:04x}{uuid_text}{no_index})"
