@@ -101,3 +101,26 @@ def test_run_in_process_with_submission(
     doc = json.loads(capsys.readouterr().out)
     assert doc["submission"]["ok"], doc["submission"]
     assert doc["submission"]["queues"]
+
+
+class _Unusable:
+    index = 0
+    error = "no queue family can compute"
+    usable = False
+
+    def to_dict(self) -> dict[str, object]:
+        return {"index": self.index, "name": "Broken GPU"}
+
+
+def test_json_exits_1_when_no_adapter_is_usable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The table exited 1 when no adapter could be used and --json exited 0, so a script checking the
+    # status took a machine alpha2 cannot use for a good one. Found by an outside pass.
+    monkeypatch.delenv("ALPHA2_GPU_ADAPTER", raising=False)
+    monkeypatch.setattr(probe, "_collect", lambda args: ([_Unusable()], []))
+    args = _parser().parse_args(["probe", "--json"])
+    assert probe.run(args) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["chosen"] is None
+    assert doc["adapters"][0]["reason"] == "unusable: no queue family can compute"

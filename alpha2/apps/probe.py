@@ -1,9 +1,10 @@
 """``alpha2 probe``: which GPU adapters there are, what each can do, and which one alpha2 would use;
 ``alpha2 probe FILE ...``: what media files hold (:mod:`alpha2.apps.probe_files`).
 
-``tools/probe_adapters.py`` runs the same :func:`run` with its own parser. Exit status 0 when at least one
-adapter is found; 1 with one line ``alpha2: error: ...`` when none is (no Vulkan loader, no driver), or
-when ``ALPHA2_GPU_ADAPTER`` names no adapter or several.
+``tools/probe_adapters.py`` runs the same :func:`run` with its own parser. Exit status 0 when an adapter
+alpha2 can use is found; 1 when every adapter found is unusable (the table or ``--json`` document is
+printed still, saying why each is); 1 with one line ``alpha2: error: ...`` when none is found (no Vulkan
+loader, no driver), or when ``ALPHA2_GPU_ADAPTER`` names no adapter or several.
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         }
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
+        return 0 if chosen is not None else 1  # as the table: a script reads the status before the document
     _print_table(candidates, by_index, pin.text if pin else None, chosen, submission)
     return 0 if chosen is not None else 1
 
