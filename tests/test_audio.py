@@ -133,6 +133,39 @@ def test_a_stream_whose_rate_and_channels_change_decodes_through(tmp_path: Path)
         assert 0.15 < float(np.abs(second).max()) < 0.3  # the mono part's tone (-3 dB on each of two)
 
 
+def test_a_damaged_packet_is_left_out_and_decoding_goes_on(tmp_path: Path) -> None:
+    """A packet the decoder refuses (damaged in the middle, or cut short at the end of a truncated file)
+    is left out and counted, and the sound after it decodes, as with FFmpeg: the first such packet
+    ended the decode with a MediaFormatError, and read() gave nothing (found by an outside pass)."""
+    import av
+
+    import alpha2
+
+    rate, garbage = 48000, np.random.default_rng(5)
+    tone = (0.25 * np.sin(2 * np.pi * 440 * np.arange(2 * rate) / rate)).astype(np.float32)
+    lengths = {}
+    for damaged in (True, False):
+        path = tmp_path / f"{damaged}.mkv"
+        with av.open(str(path), "w") as out:
+            stream: Any = out.add_stream("aac", rate=rate)
+            stream.layout = "mono"
+            frame = av.AudioFrame.from_ndarray(tone.reshape(1, -1), format="flt", layout="mono")
+            frame.sample_rate, frame.pts = rate, 0
+            for i, packet in enumerate([*stream.encode(frame), *stream.encode(None)]):
+                if damaged and i == 40:  # its bytes replaced: 'Invalid data found when processing input'
+                    bad = av.Packet(garbage.integers(0, 256, packet.size, dtype=np.uint8).tobytes())
+                    bad.pts, bad.dts, bad.time_base = packet.pts, packet.dts, packet.time_base
+                    bad.stream = stream
+                    packet = bad
+                out.mux(packet)
+        with alpha2.open_audio(path) as sound:
+            samples = sound.read()
+            assert sound.damaged_packets == int(damaged)
+        lengths[damaged] = samples.shape[0]
+    assert lengths[True] == lengths[False] - 1024, lengths  # one packet's samples fewer
+    assert float(np.abs(samples[-rate // 2 :]).max()) > 0.2  # the tone after the damage
+
+
 def test_no_audio_stream_is_a_typed_error(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "silent.mp4", frames=3).path
     with pytest.raises(NoAudioStreamError, match="no audio stream"):

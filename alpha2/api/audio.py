@@ -93,6 +93,13 @@ class AudioSource:
         return self._session.info.duration_seconds
 
     @property
+    def damaged_packets(self) -> int:
+        """Packets the decoder refused as damaged (or cut short, at the end of a truncated file): each
+        was left out and decoding went on after it, as FFmpeg's does, so the sound is shorter by its
+        length. 0 for a sound file whole."""
+        return self._session.damaged_packets
+
+    @property
     def closed(self) -> bool:
         """Whether :meth:`close` ran."""
         return not self._finalizer.alive
@@ -108,9 +115,12 @@ class AudioSource:
     def next_block(self) -> AudioBlock | None:
         """The next block, or None at the end of the stream.
 
+        A packet the decoder refuses is left out and counted (:attr:`damaged_packets`), as FFmpeg's
+        decode skips it.
+
         Raises:
             ClosedError: the source was closed.
-            DecodeError: the stream is damaged beyond what the decoder skips.
+            MediaFormatError: the container cannot be read on (its demuxer's error).
         """
         self._check_open()
         pending, self._pending = self._pending, None

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -237,6 +237,22 @@ def _resampler_grid(in_rate: int, out_rate: int) -> tuple[int, int]:
     return in_rate // math.gcd(in_rate, out_rate), 64 * -(-in_rate // out_rate)
 
 
+def _decoded(
+    container: av.container.InputContainer, stream: Any, damaged: Callable[[], None]
+) -> Iterator[Any]:
+    """The frames of ``stream``, decoded packet by packet: a packet its decoder refuses as invalid data
+    (damaged, or cut short at the end of a truncated file) is left out and ``damaged`` called, and
+    decoding goes on after it, as FFmpeg's does (PyAV's ``container.decode`` stops there with the
+    error). The demuxer's errors are raised."""
+    for packet in container.demux(stream):
+        try:
+            frames = packet.decode()
+        except av.error.InvalidDataError:
+            damaged()
+            continue
+        yield from frames
+
+
 def _trimmed(frame: Any, cut: int) -> Any:
     """``frame`` (an ``av.AudioFrame``) without its first ``cut`` samples: a new frame of the same
     format, layout and rate."""
@@ -326,6 +342,10 @@ class AudioDecodeSession:
             layout=own_layout,
         )
         self._order: ChannelOrder | None = orders.get(stream.index)  # a custom order, put into FFmpeg's
+        self.damaged_packets = 0
+        """Packets the decoder refused as damaged (or cut short, at the end of a truncated file) and that
+        were left out, decoding going on after them as FFmpeg's does: each shortens the sound by its
+        length."""
         self._frames: Iterator[Any] | None = None
         self._resampler: Any = None
         self._fed: tuple[str, str, int] | None = None  # format, layout and rate of the frames it takes
@@ -412,7 +432,7 @@ class AudioDecodeSession:
         first frame, in a second opening of the file (this one may be anywhere)."""
         container, _ = _opened(self.source)
         try:
-            for frame in container.decode(container.streams[self._stream.index]):
+            for frame in _decoded(container, container.streams[self._stream.index], lambda: None):
                 self._start_at(frame)
                 return
         except av.error.FFmpegError as exc:
@@ -535,7 +555,8 @@ class AudioDecodeSession:
         self._live()
         while True:
             if self._frames is None:
-                decoded = self._live().decode(self._stream)  # the container a seek may have opened anew
+                # The container a seek may have opened anew.
+                decoded = _decoded(self._live(), self._stream, self._count_damaged)
                 order = self._order
                 self._frames = iter(decoded if order is None else map(order.apply, decoded))
                 self._untouched = False
@@ -556,6 +577,9 @@ class AudioDecodeSession:
             block = self._stretched(self._blocks_of(frame))
             if block is not None:
                 return block
+
+    def _count_damaged(self) -> None:
+        self.damaged_packets += 1
 
     def blocks(self) -> Iterator[AudioBlock]:
         """Every block from here to the end."""
