@@ -262,3 +262,28 @@ def test_a_seek_in_planar_sound_of_eight_channels_keeps_the_frames_format(
         for target in (1.37, 2.2):
             misplaced, difference = _seek_errors(session, start, whole, target)
             assert misplaced <= 0.5 and difference < EXACT, (target, misplaced, difference)
+
+
+def test_a_demuxer_that_refuses_a_seek_is_read_from_the_start(tmp_path: Path) -> None:
+    """FFmpeg's FLAC demuxer refuses some seeks outright (here a 1 s 5.1 FLAC, to 0.77 to 0.86 s:
+    'Operation not permitted', which came out as a MediaNotFoundError): the file is then decoded from
+    its start to the target, as ffmpeg's -ss does (found by an outside pass)."""
+    rate = 48000
+    path = str(tmp_path / "refuses.flac")
+    with av.open(path, "w") as out:
+        stream: Any = out.add_stream("flac", rate=rate)
+        stream.layout = "5.1(side)"
+        noise = np.random.default_rng(1).standard_normal((rate, 6)) * 3000
+        frame = av.AudioFrame.from_ndarray(
+            noise.astype(np.int16).reshape(1, -1), format="s16", layout="5.1(side)"
+        )
+        frame.sample_rate, frame.pts = rate, 0
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            out.mux(packet)
+    with av.open(path) as probe, pytest.raises(av.error.FFmpegError):  # the demuxer's refusal, still there
+        probe.seek(round(0.8 * rate), stream=probe.streams.audio[0], backward=True)
+    start, whole, _ = _from_start(path, sample_rate=None, channels=None)
+    with AudioDecodeSession(path, sample_rate=None, channels=None) as session:
+        for target in (0.8, 0.3, 0.85):
+            misplaced, difference = _seek_errors(session, start, whole, target)
+            assert misplaced <= 0.5 and difference == 0.0, (target, misplaced, difference)

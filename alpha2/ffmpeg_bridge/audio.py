@@ -397,7 +397,7 @@ class AudioDecodeSession:
     def _demux_seek(self, place: int, target: float) -> None:
         """Decode from the packet holding sample ``place`` or one before it (checked by
         :meth:`_admitted`); from the start, in a new opening of the file, where ``place`` is not after
-        the first sample."""
+        the first sample or the demuxer refuses the seek."""
         self._frames = None
         self._position = None
         self._landing = None
@@ -409,11 +409,14 @@ class AudioDecodeSession:
         assert self._start_time is not None
         time_base = self._stream.time_base
         at = math.floor((self._start_time + place / self._start_rate) / time_base)
+        self._untouched = False
         try:
             self._live().seek(at, stream=self._stream, backward=True)
-        except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"seeking {self.source!r} to {target:.3f} s") from exc
-        self._untouched = False
+        except av.error.FFmpegError:
+            # A demuxer that refuses the seek (FFmpeg's FLAC one, for some places: 'Operation not
+            # permitted') is read from the start, the samples before the target dropped, as ffmpeg's -ss.
+            self._demux_seek(0, target)
+            return
         self._first_next = False
         self._landing = place
 
