@@ -166,6 +166,35 @@ def test_a_damaged_packet_is_left_out_and_decoding_goes_on(tmp_path: Path) -> No
     assert float(np.abs(samples[-rate // 2 :]).max()) > 0.2  # the tone after the damage
 
 
+@pytest.mark.parametrize("layout", ["16 channels", "hexadecagonal"])
+def test_more_than_eight_channels_are_kept_as_the_stream_has_them(tmp_path: Path, layout: str) -> None:
+    """``channels=None`` is the stream's own count at any count: a 16-channel stream came as 8 channels,
+    mixed down unasked, while the session said the stream's own (found by an outside pass)."""
+    import av
+
+    import alpha2
+
+    rate = 48000
+    path = tmp_path / "sixteen.mkv"
+    levels = np.arange(1, 17) / 20
+    with av.open(str(path), "w") as out:
+        stream: Any = out.add_stream("pcm_s16le", rate=rate)
+        stream.layout = layout
+        t = np.arange(rate // 2) / rate
+        tones = levels * np.sin(2 * np.pi * 100 * np.arange(1, 17) * t[:, None])
+        frame = av.AudioFrame.from_ndarray(
+            (tones * 32767).astype(np.int16).reshape(1, -1), format="s16", layout=layout
+        )
+        frame.sample_rate, frame.pts = rate, 0
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            out.mux(packet)
+    with alpha2.open_audio(path) as sound:
+        assert (sound.channels, sound.info.channels) == (16, 16)
+        samples = sound.read()
+    assert samples.shape == (rate // 2, 16)
+    np.testing.assert_allclose(np.abs(samples).max(axis=0), levels, atol=0.01)  # each channel in its place
+
+
 def test_no_audio_stream_is_a_typed_error(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "silent.mp4", frames=3).path
     with pytest.raises(NoAudioStreamError, match="no audio stream"):

@@ -321,13 +321,12 @@ class AudioDecodeSession:
         own_layout = str(getattr(ctx.layout, "name", "") or "")
         self.sample_rate: int = int(sample_rate) if sample_rate is not None else int(ctx.sample_rate or 48000)
         """Samples per second of the blocks."""
-        self.channels: int = (
-            int(channels) if channels is not None else min(max(own_channels, 1), max(_LAYOUTS))
-        )
+        self.channels: int = int(channels) if channels is not None else max(own_channels, 1)
         """Channels of the blocks."""
-        # The stream's own layout when the channel count is kept (5.1(side) stays itself), else FFmpeg's.
+        # The stream's own layout when the channel count is kept (5.1(side) stays itself), else FFmpeg's;
+        # past 8 channels the stream's own count in no order (each channel kept in its place).
         keep = own_channels == self.channels and _named_layout(own_layout)
-        self._layout = own_layout if keep else _LAYOUTS[self.channels]
+        self._layout = own_layout if keep else _LAYOUTS.get(self.channels, f"{self.channels} channels")
         duration = None
         if self._stream.duration is not None and self._stream.time_base is not None:
             duration = float(self._stream.duration * self._stream.time_base)
