@@ -201,6 +201,19 @@ def test_no_audio_stream_is_a_typed_error(tmp_path: Path) -> None:
         AudioDecodeSession(clip)
 
 
+def test_a_path_that_is_none_is_a_typed_error() -> None:
+    """media_kinds and AudioDecodeSession (alpha2.api.media) refuse what is no path as open_audio does:
+    they raised os.fspath's raw TypeError (found by an outside pass)."""
+    from alpha2.api.media import media_kinds
+
+    with pytest.raises(
+        InvalidInputError, match=r"media_kinds takes a path \(str or os.PathLike\), got NoneType"
+    ):
+        media_kinds(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"AudioDecodeSession takes a path .*, got int"):
+        AudioDecodeSession(3)  # type: ignore[arg-type]
+
+
 def test_fallback_reasons(av_clip: str) -> None:
     def missing() -> None:
         raise ImportError("No module named 'sounddevice'")

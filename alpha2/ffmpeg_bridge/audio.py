@@ -110,8 +110,13 @@ class AudioStreamInfo:
 
 
 def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
-    """The stream kinds in ``source`` (``video``, ``audio``, ...), without decoding."""
-    where = os.fspath(source)
+    """The stream kinds in ``source`` (``video``, ``audio``, ...), without decoding.
+
+    Raises:
+        InvalidInputError: ``source`` is not a path.
+        MediaNotFoundError, MediaFormatError: the file is missing or not media.
+    """
+    where = _path(source, "media_kinds")
     try:
         # Probing decodes a first picture of some formats: kept under the default limit.
         options = probe_options(DEFAULT_MAX_PIXELS)
@@ -119,6 +124,13 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
             return frozenset(str(s.type) for s in container.streams)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(where)) from exc
+
+
+def _path(source: object, who: str) -> str:
+    """``source`` as a path string; an :class:`InvalidInputError` where it is no path."""
+    if not isinstance(source, str | os.PathLike):
+        raise InvalidInputError(f"{who} takes a path (str or os.PathLike), got {type(source).__name__}")
+    return os.fspath(source)
 
 
 def _stream_counts(container: av.container.InputContainer) -> str:
@@ -294,7 +306,7 @@ class AudioDecodeSession:
             isinstance(stream_index, bool) or not isinstance(stream_index, numbers.Integral)
         ):
             raise InvalidInputError(f"stream_index must be an int or None, got {stream_index!r}")
-        self.source = os.fspath(source)
+        self.source = _path(source, "AudioDecodeSession")
         container, orders = _opened(self.source)
         audio = list(container.streams.audio)
         if not audio:
