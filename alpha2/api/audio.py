@@ -89,7 +89,8 @@ class AudioSource:
 
     @property
     def duration_seconds(self) -> float | None:
-        """Duration the file announces for the stream, when it does."""
+        """Duration the file announces for the stream, else the container's (Matroska and WebM give
+        none of a stream's own: a track that starts late or ends early gets the file's), when it does."""
         return self._session.info.duration_seconds
 
     @property
