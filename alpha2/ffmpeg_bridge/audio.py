@@ -548,7 +548,10 @@ class AudioDecodeSession:
         if self._resampler is None:
             self._fresh()
         for resampled in self._resampler.resample(frame):
-            data = np.ascontiguousarray(resampled.to_ndarray().reshape(-1, self.channels), dtype=np.float32)
+            # Packed float32 ("flt", the resampler's format): the plane read as it is, once; PyAV's
+            # to_ndarray stacks the planes through numpy's vstack, which cost as much as the decode.
+            count = resampled.samples * self.channels
+            data = np.frombuffer(resampled.planes[0], np.float32, count=count).reshape(-1, self.channels).copy()
             if self._next_pts is None:
                 self._next_pts = 0.0
             pts = self._next_pts
