@@ -5,8 +5,10 @@ so (found by an outside pass: a 0.5 s gap closed up, everything after it 0.5 s e
 from __future__ import annotations
 
 import fractions
+import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -103,3 +105,74 @@ def test_timestamps_without_a_jump_are_left_alone(tmp_path: Path, capsys: pytest
     said = json.dumps(json.loads(capsys.readouterr().out))
     assert "its timestamps" not in said
     assert abs(len(_samples(out)) / RATE - 2.0) < 0.05
+
+
+def test_decoded_audio_keeps_its_timestamps_past_a_gap(tmp_path: Path) -> None:
+    """alpha2.open_audio fills a gap in the timestamps with silence, as the transcoder does: the blocks'
+    times were counted in samples, so everything after a 0.5 s gap came 0.5 s early (the player's sound
+    with it, against the picture), and a seek past the gap gave other samples than a read from the start
+    at the same time. Found by an outside pass."""
+    import alpha2
+
+    src = tmp_path / "gap.nut"  # NUT keeps the samples' own clock (Matroska's is the millisecond)
+    _with_audio_jump(src, 1.0, 0.5)
+    with alpha2.open_audio(src, sample_rate=None, channels=None) as sound:
+        blocks = list(sound)
+        gaps = sound.gaps
+    with av.open(str(src)) as container:  # where the file's audio timestamps jump
+        packets = [p for p in container.demux(audio=0) if p.pts is not None]
+    jump = next(b.pts / RATE for a, b in itertools.pairwise(packets) if b.pts != a.pts + a.duration)
+    assert len(gaps) == 1 and abs(gaps[0][0] - (jump - 0.5)) < 1e-6 and abs(gaps[0][1] - 0.5) < 1e-6, gaps
+    # The block holding the time of the jump has the tone's sample there (its times were 0.5 s early).
+    holding = next(b for b in blocks if b.pts_seconds <= jump < b.pts_seconds + len(b.samples) / RATE)
+    at = round((jump - holding.pts_seconds) * RATE)
+    assert (
+        float(np.abs(holding.samples[at : at + 64]).max()) > 0.05 and not holding.samples[at - 64 : at].any()
+    )
+    whole = np.concatenate([b.samples[:, 0] for b in blocks])
+    assert len(whole) == 2 * RATE  # the gap's length kept
+    hole = round((jump - 0.5 - blocks[0].pts_seconds) * RATE)  # in the samples read
+    assert float(np.abs(whole[hole : hole + RATE // 2]).max()) == 0.0
+    assert (
+        float(np.abs(whole[hole - 480 : hole]).max())
+        > 0.4
+        < float(np.abs(whole[hole + RATE // 2 :][:480]).max())
+    )
+    for target in (jump - 0.4, jump - 0.003, jump + 0.1):  # in the gap, just before its end, after it
+        with alpha2.open_audio(src, sample_rate=None, channels=None) as sound:
+            sound.seek(target)
+            sought = sound.read(0.1)[:, 0]
+        start = round((target - blocks[0].pts_seconds) * RATE)
+        assert len(sought) == RATE // 10, target
+        assert np.abs(sought - whole[start : start + len(sought)]).max() < 1e-6, target  # as read from 0
+
+
+def test_a_damaged_packet_s_time_is_kept_as_silence(tmp_path: Path) -> None:
+    """A packet the decoder refuses in the middle of a stream leaves a gap of its length: silence, said in
+    ``gaps``, the sound after it on time (it came one packet early)."""
+    import alpha2
+
+    rate, garbage = 48000, np.random.default_rng(5)
+    tone = (0.25 * np.sin(2 * np.pi * 440 * np.arange(2 * rate) / rate)).astype(np.float32)
+    path = tmp_path / "damaged.mkv"
+    with av.open(str(path), "w") as out:
+        stream: Any = out.add_stream("aac", rate=rate)
+        stream.layout = "mono"
+        frame = av.AudioFrame.from_ndarray(tone.reshape(1, -1), format="flt", layout="mono")
+        frame.sample_rate, frame.pts = rate, 0
+        for i, packet in enumerate([*stream.encode(frame), *stream.encode(None)]):
+            if i == 40:  # its bytes replaced: 'Invalid data found when processing input'
+                bad = av.Packet(garbage.integers(0, 256, packet.size, dtype=np.uint8).tobytes())
+                bad.pts, bad.dts, bad.time_base = packet.pts, packet.dts, packet.time_base
+                bad.stream = stream
+                packet = bad
+            out.mux(packet)
+    with alpha2.open_audio(path, sample_rate=None) as sound:
+        samples = sound.read()[:, 0]
+        assert sound.damaged_packets == 1
+        gaps = sound.gaps
+    assert len(gaps) == 1 and abs(gaps[0][1] - 1024 / rate) < 0.002, gaps  # to the millisecond
+    assert abs(gaps[0][0] - (40 - 1) * 1024 / rate) < 0.003, gaps  # the priming packet comes first
+    hole = round(gaps[0][0] * rate)
+    assert float(np.abs(samples[hole + 64 : hole + 1024 - 64]).max()) == 0.0
+    assert abs(len(samples) - 2 * rate) <= 1024  # as long as the whole file's sound

@@ -96,9 +96,23 @@ class AudioSource:
     @property
     def damaged_packets(self) -> int:
         """Packets the decoder refused as damaged (or cut short, at the end of a truncated file): each
-        was left out and decoding went on after it, as FFmpeg's does, so the sound is shorter by its
-        length. 0 for a sound file whole."""
+        was left out and decoding went on after it, as FFmpeg's does; one in the middle leaves a gap that
+        is filled with silence (in :attr:`gaps`), one at the end shortens the sound. 0 for a sound file
+        whole."""
         return self._session.damaged_packets
+
+    @property
+    def gaps(self) -> list[tuple[float, float]]:
+        """(where, how long), in seconds, of each gap in the stream's timestamps met so far, filled with
+        silence so that the sound after it keeps its time (blocks' ``pts_seconds`` and a seek agree with
+        the timestamps, as with a player's clock); empty for a stream without gaps."""
+        return list(self._session.gaps)
+
+    @property
+    def overlaps(self) -> list[tuple[float, float]]:
+        """(where, how long), in seconds, of each place met so far where the stream's timestamps go back:
+        the repeated samples were left out."""
+        return list(self._session.overlaps)
 
     @property
     def closed(self) -> bool:

@@ -26,8 +26,9 @@ default) fills some bands with noise from a generator the decoder keeps running,
 bands carry other noise of the same loudness (the other bands are exact); Opus agrees to about 1e-6
 rather than to the bit; where a container rounds times and the codec has no fixed frame grid (Vorbis,
 PCM and variable-block FLAC in Matroska), a place is as exact as the container's clock. Places after a
-seek come from timestamps, those of a decode from the start from counting samples: they agree where the
-stream's timestamps have no gaps.
+seek come from timestamps, those of a decode from the start from counting samples, kept on the timestamps:
+a gap in them is filled with silence and an overlap's repeated samples left out (as the transcoder
+does), so the two agree past a gap too.
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ import av.container
 import numpy as np
 
 from alpha2.ffmpeg_bridge.channel_layouts import (
+    AUDIO_DRIFT_SECONDS,
     ChannelOrder,
     interleaved,
     make_layouts_safe,
     open_input,
     packed_frame,
+    silence_like,
 )
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, NoAudioStreamError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
@@ -355,8 +358,18 @@ class AudioDecodeSession:
         self._order: ChannelOrder | None = orders.get(stream.index)  # a custom order, put into FFmpeg's
         self.damaged_packets = 0
         """Packets the decoder refused as damaged (or cut short, at the end of a truncated file) and that
-        were left out, decoding going on after them as FFmpeg's does: each shortens the sound by its
-        length."""
+        were left out, decoding going on after them as FFmpeg's does: one in the middle leaves a gap
+        filled with silence (:attr:`gaps`), one at the end shortens the sound."""
+        self.gaps: list[tuple[float, float]] = []
+        """(where, how long) in seconds of each gap in the stream's timestamps, filled with silence so
+        that the sound after it keeps its time (a damaged packet left out is one)."""
+        self.overlaps: list[tuple[float, float]] = []
+        """(where, how long) in seconds of each place the stream's timestamps go back, whose repeated
+        samples were left out."""
+        self._clock: float | None = None  # where the next frame's first sample belongs, in seconds
+        self._clock_fresh = False  # the clock was just set from the first frame after an open or seek
+        self._clock_rate = 0  # the sample rate the clock was set at
+        self._gap_at_target = False  # a seek's target lies in a gap: the next frame's drift is silence
         self._frames: Iterator[Any] | None = None
         self._resampler: Any = None
         self._fed: tuple[str, str, int] | None = None  # format, layout and rate of the frames it takes
@@ -394,6 +407,7 @@ class AudioDecodeSession:
         self._resampler = None
         self._stretch = None
         self._next_pts = None
+        self._clock = None
         self._skip_before = target
         rate = self._start_rate
         step, margin = _resampler_grid(rate, self.sample_rate)
@@ -499,6 +513,12 @@ class AudioDecodeSession:
             start = 0
         elif self._position is not None:
             start = self._position
+            if self._keep_from is not None and frame.time is not None:
+                # Looking for a seek's target: a jump in the timestamps (a gap, an overlap) moves the
+                # places on with it, as a decode from the start keeps them (:meth:`_on_time`).
+                placed = self._placed(frame)
+                if abs(placed - start) > AUDIO_DRIFT_SECONDS * self._start_rate:
+                    start = placed
         else:
             start = self._placed(frame)
         self._position = start + int(frame.samples)
@@ -518,10 +538,59 @@ class AudioDecodeSession:
             if keep > start:
                 frame = _trimmed(frame, keep - start)
                 start = keep
+            elif start > keep and self._next_pts is None:
+                # The target lies in a gap of the timestamps (the places jumped over it): silence from
+                # it up to this frame, as a decode from the start has there (:meth:`_on_time` fills it).
+                assert self._start_time is not None
+                self._next_pts = self._clock = self._start_time + keep / self._start_rate
+                self._clock_fresh, self._clock_rate = False, int(frame.sample_rate or 0)
+                self._gap_at_target = True
+                return frame
         if self._next_pts is None:
             assert self._start_time is not None
             self._next_pts = self._start_time + start / self._start_rate
+            self._clock, self._clock_fresh = self._next_pts, True
         return frame
+
+    def _on_time(self, frame: Any) -> list[Any]:
+        """``frame`` kept on its timestamp, as the frames to resample: the blocks' times are counted in
+        samples, so a gap in the timestamps (a damaged packet left out, a broadcast's dropout) would
+        close up, everything after it early, and an overlap push the rest late. Where a frame's time runs
+        more than :data:`AUDIO_DRIFT_SECONDS` ahead of the samples before it, silence fills the gap
+        first; where it runs behind, its repeated samples are left out. Both are listed
+        (:attr:`gaps`, :attr:`overlaps`). Places after a seek come from timestamps, so a decode from the
+        start and one after a seek agree past a gap."""
+        rate, samples = int(frame.sample_rate or 0), int(frame.samples)
+        fresh, self._clock_fresh = self._clock_fresh, False
+        if fresh:
+            self._clock_rate = rate
+        elif rate != self._clock_rate:
+            # The rate changed mid-stream (ADTS or MP3 streams joined end to end): a raw stream's
+            # timestamps are made up by the demuxer from the first rate's frame lengths, so from here
+            # the samples are counted as they come.
+            self._clock = None
+        if self._clock is None or not rate or not samples:
+            return [frame]
+        if fresh or frame.time is None:
+            self._clock += samples / rate
+            return [frame]
+        at = float(frame.time)  # a gap is as exact as the container's clock (Matroska: a millisecond)
+        drift = at - self._clock
+        at_target, self._gap_at_target = self._gap_at_target, False
+        if drift > AUDIO_DRIFT_SECONDS or (at_target and drift * rate >= 0.5):
+            count = round(drift * rate)
+            self.gaps.append((self._clock, count / rate))
+            self._clock += (count + samples) / rate
+            return [silence_like(frame, count), frame]
+        if drift < -AUDIO_DRIFT_SECONDS:
+            cut = min(samples, round(-drift * rate))
+            self.overlaps.append((at, cut / rate))
+            if cut == samples:
+                return []
+            frame = _trimmed(frame, cut)
+            samples -= cut
+        self._clock += samples / rate
+        return [frame]
 
     def set_tempo(self, tempo: float) -> None:
         """Play at ``tempo`` (0.25 to 4, the pitch kept) from the next :meth:`seek` on."""
@@ -550,8 +619,8 @@ class AudioDecodeSession:
         for resampled in self._resampler.resample(frame):
             # Packed float32 ("flt", the resampler's format): the plane read as it is, once; PyAV's
             # to_ndarray stacks the planes through numpy's vstack, which cost as much as the decode.
-            count = resampled.samples * self.channels
-            data = np.frombuffer(resampled.planes[0], np.float32, count=count).reshape(-1, self.channels).copy()
+            plane = np.frombuffer(resampled.planes[0], np.float32, count=resampled.samples * self.channels)
+            data = plane.reshape(-1, self.channels).copy()
             if self._next_pts is None:
                 self._next_pts = 0.0
             pts = self._next_pts
@@ -591,7 +660,7 @@ class AudioDecodeSession:
             frame = self._admitted(frame)
             if frame is None:
                 continue
-            block = self._stretched(self._blocks_of(frame))
+            block = self._stretched([b for kept in self._on_time(frame) for b in self._blocks_of(kept)])
             if block is not None:
                 return block
 

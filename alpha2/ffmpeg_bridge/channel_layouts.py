@@ -32,6 +32,7 @@ import av
 import numpy as np
 
 __all__ = [
+    "AUDIO_DRIFT_SECONDS",
     "PLANAR_CHANNELS_PYAV_READS",
     "ChannelOrder",
     "interleaved",
@@ -39,9 +40,15 @@ __all__ = [
     "native_positions",
     "open_input",
     "packed_frame",
+    "silence_like",
     "with_layout",
 ]
 
+
+AUDIO_DRIFT_SECONDS = 0.02
+"""How far decoded audio may drift from its timestamps before silence fills the gap or repeated samples
+are left out (the transcoder's encoders and the audio decode session: a muxer's timestamps round to a
+millisecond, and jitter of that size is no gap)."""
 
 PLANAR_CHANNELS_PYAV_READS = 8
 """PyAV reads the planes of a planar audio frame safely only below this many channels (see
@@ -245,3 +252,13 @@ def open_input(file: Any, **options: Any) -> av.container.InputContainer:
         container.close()
         raise
     return container
+
+
+def silence_like(like: Any, count: int) -> Any:
+    """``count`` samples of silence in ``like``'s (an ``av.AudioFrame``) format, layout and rate: what fills
+    a gap in a stream's timestamps before ``like``."""
+    samples, packed = interleaved(like)
+    zeros = np.zeros((count, samples.shape[1]), samples.dtype)
+    if packed == "u8":
+        zeros += 128  # unsigned 8-bit silence is the middle code
+    return packed_frame(zeros, packed, like.layout.name, like, keep_format=True)

@@ -39,15 +39,16 @@ import av.container
 import av.error
 import av.packet
 import av.stream
-import numpy as np
 
 from alpha2.ffmpeg_bridge.channel_layouts import (
+    AUDIO_DRIFT_SECONDS,
     PLANAR_CHANNELS_PYAV_READS,
     ChannelOrder,
     interleaved,
     make_layouts_safe,
     open_input,
     packed_frame,
+    silence_like,
     with_layout,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
@@ -1645,7 +1646,7 @@ class StreamCopier:
             drift = at - (entry.in_origin + entry.in_fed)
             if drift > AUDIO_DRIFT_SECONDS:
                 count = round(drift * rate)
-                kept.append(_silence(frame, count))
+                kept.append(silence_like(frame, count))
                 entry.in_fed += count / rate
                 entry.gaps.append((at - drift, drift))
             elif drift < -AUDIO_DRIFT_SECONDS:
@@ -1749,20 +1750,6 @@ class StreamCopier:
         if source is not None:
             with contextlib.suppress(Exception):
                 source.close()
-
-
-AUDIO_DRIFT_SECONDS = 0.02
-"""How far audio encoded again may drift from its timestamps before silence fills the gap or repeated
-samples are left out (a muxer's timestamps round to a millisecond: jitter of that size is no gap)."""
-
-
-def _silence(like: Any, count: int) -> Any:
-    """``count`` samples of silence in ``like``'s format, layout and rate (timed just before it)."""
-    samples, packed = interleaved(like)
-    zeros = np.zeros((count, samples.shape[1]), samples.dtype)
-    if packed == "u8":
-        zeros += 128  # unsigned 8-bit silence is the middle code
-    return packed_frame(zeros, packed, like.layout.name, like, keep_format=True)
 
 
 def _infer_defaults(out: av.container.OutputContainer) -> list[tuple[Any, int]]:
