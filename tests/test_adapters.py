@@ -203,6 +203,13 @@ def test_pin_parsing() -> None:
         parse_adapter_pin("  ")
 
 
+def test_a_pin_copied_from_the_probe_s_label_is_an_index() -> None:
+    # alpha2 probe labels the adapters '#0', '#1' ...; '#1' was taken for a name and matched nothing.
+    pin = parse_adapter_pin("#1")
+    assert pin.kind is PinKind.INDEX and pin.index == 1
+    assert parse_adapter_pin("#x").kind is PinKind.NAME and parse_adapter_pin("#²").kind is PinKind.NAME
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

@@ -334,8 +334,8 @@ _UUID_RE = re.compile(
 
 
 def parse_adapter_pin(text: str | int, *, source: str = ADAPTER_ENV) -> AdapterPin:
-    """Parse a selector: a decimal index (or an int), a UUID (with or without dashes, optionally after
-    ``uuid:``) or a name substring.
+    """Parse a selector: a decimal index (or an int; ``#0`` too, as ``alpha2 probe`` labels them), a UUID
+    (with or without dashes, optionally after ``uuid:``) or a name substring.
 
     Raises:
         AdapterPinError: an empty selector.
@@ -357,8 +357,9 @@ def parse_adapter_pin(text: str | int, *, source: str = ADAPTER_ENV) -> AdapterP
         return AdapterPin(PinKind.UUID, value, uuid=_uuid.UUID(rest.strip("{}")).bytes, source=source)
     if _UUID_RE.match(value):  # before the index: a UUID may be all digits
         return AdapterPin(PinKind.UUID, value, uuid=_uuid.UUID(value.strip("{}")).bytes, source=source)
-    if value.isascii() and value.isdigit():  # not '²' (a digit int() refuses) nor '٣' (one it takes)
-        return AdapterPin(PinKind.INDEX, value, index=int(value), source=source)
+    digits = value[1:] if value.startswith("#") else value  # '#0', as alpha2 probe labels the adapters
+    if digits.isascii() and digits.isdigit():  # not '²' (a digit int() refuses) nor '٣' (one it takes)
+        return AdapterPin(PinKind.INDEX, value, index=int(digits), source=source)
     return AdapterPin(PinKind.NAME, value, source=source)
 
 
