@@ -159,13 +159,20 @@ def test_a_damaged_packet_is_left_out_and_decoding_goes_on(tmp_path: Path) -> No
                     bad.stream = stream
                     packet = bad
                 out.mux(packet)
-        with alpha2.open_audio(path) as sound:
+        with alpha2.open_audio(path, sample_rate=None) as sound:
             samples = sound.read()
             assert sound.damaged_packets == int(damaged)
+            if damaged:
+                gaps, damaged_samples = sound.gaps, samples
         lengths[damaged] = samples.shape[0]
-    # Its time kept, as silence (test_audio_gaps.py), as exactly as Matroska's millisecond clock.
+    # Its time kept as silence (test_audio_gaps.py), as exactly as Matroska's millisecond clock: the
+    # priming packet first, so the 40th packet is the 39th frame's time.
+    assert len(gaps) == 1 and abs(gaps[0][1] - 1024 / rate) <= 0.001, gaps
+    assert abs(gaps[0][0] - 39 * 1024 / rate) <= 0.003, gaps
+    hole = round(gaps[0][0] * rate)
+    assert float(np.abs(damaged_samples[hole + 64 : hole + 1024 - 64]).max()) == 0.0
     assert abs(lengths[True] - lengths[False]) <= rate // 1000, lengths
-    assert float(np.abs(samples[-rate // 2 :]).max()) > 0.2  # the tone after the damage
+    assert float(np.abs(damaged_samples[-rate // 2 :]).max()) > 0.2  # the tone after the damage
 
 
 @pytest.mark.parametrize("layout", ["16 channels", "hexadecagonal"])

@@ -8,7 +8,6 @@ import fractions
 import itertools
 import json
 from pathlib import Path
-from typing import Any
 
 import av
 import numpy as np
@@ -145,34 +144,3 @@ def test_decoded_audio_keeps_its_timestamps_past_a_gap(tmp_path: Path) -> None:
         start = round((target - blocks[0].pts_seconds) * RATE)
         assert len(sought) == RATE // 10, target
         assert np.abs(sought - whole[start : start + len(sought)]).max() < 1e-6, target  # as read from 0
-
-
-def test_a_damaged_packet_s_time_is_kept_as_silence(tmp_path: Path) -> None:
-    """A packet the decoder refuses in the middle of a stream leaves a gap of its length: silence, said in
-    ``gaps``, the sound after it on time (it came one packet early)."""
-    import alpha2
-
-    rate, garbage = 48000, np.random.default_rng(5)
-    tone = (0.25 * np.sin(2 * np.pi * 440 * np.arange(2 * rate) / rate)).astype(np.float32)
-    path = tmp_path / "damaged.mkv"
-    with av.open(str(path), "w") as out:
-        stream: Any = out.add_stream("aac", rate=rate)
-        stream.layout = "mono"
-        frame = av.AudioFrame.from_ndarray(tone.reshape(1, -1), format="flt", layout="mono")
-        frame.sample_rate, frame.pts = rate, 0
-        for i, packet in enumerate([*stream.encode(frame), *stream.encode(None)]):
-            if i == 40:  # its bytes replaced: 'Invalid data found when processing input'
-                bad = av.Packet(garbage.integers(0, 256, packet.size, dtype=np.uint8).tobytes())
-                bad.pts, bad.dts, bad.time_base = packet.pts, packet.dts, packet.time_base
-                bad.stream = stream
-                packet = bad
-            out.mux(packet)
-    with alpha2.open_audio(path, sample_rate=None) as sound:
-        samples = sound.read()[:, 0]
-        assert sound.damaged_packets == 1
-        gaps = sound.gaps
-    assert len(gaps) == 1 and abs(gaps[0][1] - 1024 / rate) < 0.002, gaps  # to the millisecond
-    assert abs(gaps[0][0] - (40 - 1) * 1024 / rate) < 0.003, gaps  # the priming packet comes first
-    hole = round(gaps[0][0] * rate)
-    assert float(np.abs(samples[hole + 64 : hole + 1024 - 64]).max()) == 0.0
-    assert abs(len(samples) - 2 * rate) <= 1024  # as long as the whole file's sound
