@@ -1211,7 +1211,10 @@ class VideoSource:
         ``seconds`` count from the stream's start, its first frame at 0 (a Frame's ``pts_seconds`` is
         the file's timestamp, larger by :attr:`VideoInfo.start_seconds`: 1.4 s in many MPEG-TS files).
 
-        The source then goes on from the frame after it; a frame a ``for`` loop holds stays valid.
+        The source then goes on from the frame after it; a frame a ``for`` loop holds stays valid. A
+        later time asked next decodes on from there where no key frame lies between (the second such
+        call counts the frames, as :meth:`frames_at` does), so stepping through a file by time decodes
+        it about once.
 
         Raises:
             InvalidInputError: ``seconds`` is not a finite number >= 0.
@@ -1221,8 +1224,9 @@ class VideoSource:
         self._check_thread()
         self._leave_parallel()
         with self._taking():
-            self._session.seek(value)
-            decoded = self._session.next_frame()
+            # As a batch of one: that holds the frame after it instead of decoding ahead on the prefetch
+            # thread, so that a later time in the same GOP decodes on from there rather than seeking.
+            (decoded,) = self._session.frames_at([value])
         if decoded is None:
             raise EndOfStreamError(
                 f"no frame is on display at {value} s: {self._label} is {self._end_seconds()}; ask for an "

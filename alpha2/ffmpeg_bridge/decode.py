@@ -1331,14 +1331,22 @@ class DecodeSession:
         if not ticks:
             return []
         # One time needs one seek; more need to know where the key frames are (counted before the pass:
-        # the scan moves the demuxer).
-        index = self._frame_index() if len(set(ticks)) > 1 else None
+        # the scan moves the demuxer), and so does going on from the frame the last call held.
+        index = self._frame_index() if len(set(ticks)) > 1 or self._goes_on_to(min(ticks)) else None
         self._stop_prefetch()
         self._drop_pending()
         out: list[DecodedFrame | None] = [None] * len(ticks)
         shown: av.VideoFrame | None = None
         upcoming: av.VideoFrame | None = None
         positioned = False
+        if index is not None and self._goes_on_to(min(ticks)):
+            held = self._held
+            assert held is not None and held.pts is not None
+            if not index.key_between(held.pts, min(ticks)):
+                # No key frame lies before the first target: decoding on from the frame held by the last
+                # call reaches it sooner than a seek would (frame_at stepping forward through a GOP).
+                self._held = None
+                upcoming, positioned = held, True
         try:
             for i in sorted(range(len(ticks)), key=ticks.__getitem__):
                 target = ticks[i]
@@ -1384,6 +1392,21 @@ class DecodeSession:
             elif shown is not None and shown.pts is not None:
                 self._cursor = ("after", shown.pts)
         return out
+
+    def _goes_on_to(self, target: int) -> bool:
+        """Whether a batch whose first target is ``target`` may decode on from where the last one
+        stopped: it holds the frame after the latest one handed out (no prefetch thread took it, no
+        seek is pending), and that frame is not after ``target``."""
+        held = self._held
+        return (
+            held is not None
+            and held.pts is not None
+            and held.pts <= target
+            and self._prefetcher is None
+            and self._pending is None
+            and self._seek_target is None
+            and not self._untimed
+        )
 
     def frame_index(self) -> seeking.FrameIndex:
         """Every frame's timestamp in presentation order and the key frames' (:class:`FrameIndex
