@@ -715,3 +715,58 @@ def test_cancelled_async_calls_lose_nothing(vfr_clips: dict[str, str], device: A
         asyncio.run(cancel_open())
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def _open_gop_cut(path: Path) -> str:
+    """An MPEG-2 stream of open GOPs, cut at its second key frame as a recording that starts mid-stream
+    is: the B-frames shown before that key frame refer to the GOP cut away, and the decoder drops them."""
+    whole = str(path.with_name("whole.ts"))
+    with av.open(whole, "w") as out:
+        stream: Any = out.add_stream("mpeg2video", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.gop_size = 12
+        stream.codec_context.max_b_frames = 2
+        for i in range(48):
+            frame = av.VideoFrame.from_ndarray(pattern(i, 64, 48), format="rgb24").reformat(format="yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    keys = 0
+    with av.open(whole) as inp, av.open(str(path), "w") as out:
+        copy = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(video=0):
+            keys += bool(packet.is_keyframe)
+            if keys >= 2 and packet.dts is not None:
+                packet.stream = copy
+                out.mux(packet)
+    return str(path)
+
+
+def test_frames_cut_from_an_open_gop_are_not_counted(tmp_path: Path, device: Any) -> None:
+    """len() and frames_at_index count the frames shown, not the packets: the leading B-frames of a
+    stream cut mid-GOP are never shown (ffprobe -count_frames leaves them out too), and counted, they
+    made len() two too many and every index of the first GOP name a frame two early."""
+    import alpha2
+
+    path = _open_gop_cut(tmp_path / "cut.ts")
+    with av.open(path) as container:  # the premise: packets the decoder drops
+        stream = container.streams.video[0]
+        packets = sum(1 for p in container.demux(stream) if p.size)
+    ref = reference(path)
+    assert packets == len(ref) + 2
+    with alpha2.open(path, hwaccel="none", device=device) as source:
+        assert len(source) == len(ref)
+        indices = [0, 1, 2, 5, len(ref) - 1, -1]
+        frames = source.frames_at_index(indices)
+        start = source.info.start_seconds
+        try:
+            for i, frame in zip(indices, frames):
+                assert frame.pts_seconds == pytest.approx(ref[i].seconds + start, abs=1e-6)
+                assert np.array_equal(_luma(frame), ref[i].luma)
+        finally:
+            for frame in frames:
+                frame.release()
+        with pytest.raises(IndexError):
+            source.frames_at_index([len(ref)])

@@ -336,6 +336,7 @@ class DecodeSession:
         self._cursor: tuple[str, int | None] = ("start", None)
         self._index: seeking.FrameIndex | None = None
         self._last_pts: int | None = None  # of the latest frame decoded since the last seek
+        self._first_pts: int | None = None  # of the first frame decoded from the start: none shows earlier
         self._last_gap = 0  # between the two latest frames decoded (a last frame's guessed duration)
         self._nvdec_hold_limit: int | None = None  # set at open when the budget outgrows NVDEC's pool
         self._nvdec_live: weakref.WeakSet[DecodedFrame] = weakref.WeakSet()
@@ -557,6 +558,7 @@ class DecodeSession:
         frame = self._decoded_next()
         self._held = frame
         if frame is not None:
+            self._first_pts = frame.pts
             rotation, mirrored = media.frame_orientation(frame, self._stream_rotation)
             try:
                 pixel_format = media.pixel_format_of(frame)
@@ -1496,6 +1498,12 @@ class DecodeSession:
             if packet.pts is None:
                 return self._scan_frames()
             samples.append((packet.pts, bool(packet.is_keyframe), packet.duration))
+        first = self._first_pts
+        if first is not None:
+            # Packets shown before the first frame decoded from the start are never shown: an open GOP's
+            # leading B-frames, cut from the pictures they refer to (a recording that starts mid-stream),
+            # which the decoder drops. Counted, they numbered every frame after them too low.
+            samples = [sample for sample in samples if sample[0] >= first]
         return seeking.frame_index(samples)
 
     def _scan_frames(self) -> seeking.FrameIndex:
