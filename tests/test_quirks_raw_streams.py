@@ -98,3 +98,19 @@ def test_transcode_cuts_by_time(raw_h264: str, tmp_path: Path) -> None:
     assert _index_of(frames[-1]) == 14
     assert np.abs(frames[0].astype(int) - pattern(5, 64, 48).astype(int)).mean() < 12
     assert np.abs(frames[0].astype(int) - _REFERENCE[5].astype(int)).mean() < 4
+
+
+def test_the_rate_said_is_the_one_the_frames_are_timed_by(tmp_path: Path) -> None:
+    """A raw stream's rate is its bitstream's: the demuxer's is its default of 25, so a 30 fps .h264
+    was said to be 25 fps while its frames came 1/30 s apart (found by an outside pass)."""
+    import alpha2
+
+    path = tmp_path / "thirty.h264"
+    make_clip(path, "h264", frames=12, rate=30, gop=6)
+    with alpha2.open(str(path)) as source:
+        assert source.info.frame_rate == 30.0
+        frames = [source.next_frame() for _ in range(3)]
+        times = [frame.pts_seconds for frame in frames]
+        for frame in frames:
+            frame.release()
+    assert np.allclose(np.diff(times), 1 / 30)

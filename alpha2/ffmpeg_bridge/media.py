@@ -374,6 +374,21 @@ def audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, ..
     return tuple(tracks)
 
 
+_AVFMT_NOTIMESTAMPS = 0x80
+"""FFmpeg's flag of a format whose packets carry no timestamps (raw elementary streams)."""
+
+
+def _average_rate(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> Any:
+    """The stream's average frame rate; for a raw elementary stream (.h264, .hevc: a format without
+    timestamps) the bitstream's own, by which its frames are timed, where the demuxer's is its default
+    (25: a 30 fps .h264 was said to be 25 fps while its frames came 1/30 s apart)."""
+    rate = stream.average_rate
+    own = stream.codec_context.framerate
+    if container.format.flags & _AVFMT_NOTIMESTAMPS and own:
+        return own
+    return rate
+
+
 def stream_info(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> StreamInfo:
     """Describe a video stream from its parameters (before any decoding: the session adds what its
     first frame says, :func:`with_first_frame`)."""
@@ -402,7 +417,7 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         height=cc.height,
         ffmpeg_pixel_format=pix,
         frame_count=stream.frames or None,
-        average_rate=_fraction_or_none(stream.average_rate),
+        average_rate=_fraction_or_none(_average_rate(container, stream)),
         time_base=fractions.Fraction(time_base),
         duration=duration,
         start_time=stream.start_time,
