@@ -63,6 +63,21 @@ def test_pts_seconds_takes_numbers_numpy_ones_too_and_refuses_the_rest_typed(tmp
     assert times == pytest.approx([0.5, 1.0, 1.04], abs=1e-3)
 
 
+@pytest.mark.vulkan
+@pytest.mark.parametrize("rate", [np.float32(29.97), 12.345678])
+def test_a_float_rate_whose_exact_tick_overflows_ffmpegs_time_base_still_writes(
+    tmp_path: Path, rate: float
+) -> None:
+    # np.float32(29.97) is 15712911/524288 fps: one 90 kHz-ish whole fraction of its frame was
+    # 131072/11800396161 s, and FFmpeg's time base (C ints) raised a raw OverflowError at the first frame.
+    with alpha2.create(tmp_path / "clip.mp4", rate=rate) as writer:
+        for _ in range(3):
+            writer.write(np.zeros((16, 16, 3), np.uint8))
+    with av.open(str(tmp_path / "clip.mp4")) as container:
+        times = [float(frame.time) for frame in container.decode(video=0)]
+    assert times == pytest.approx([0, 1 / float(rate), 2 / float(rate)], abs=2e-5)
+
+
 # -- arrays the Writer cannot take ----------------------------------------------------------------------
 
 

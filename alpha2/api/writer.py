@@ -80,14 +80,21 @@ Writer converts for them by BT.601 when given no colour (BT.709 came back 20 cod
 _TICKS_PER_SECOND = 90_000
 """The clock a coarse time base is cut toward: MPEG's 90 kHz, exact for 24, 25, 30, 50 and 60 fps."""
 
+_AV_RATIONAL_MAX = 2**31 - 1
+"""The largest numerator or denominator of FFmpeg's AVRational (a time base), a C int."""
+
 _WORKER_NAME = "alpha2-encode"
 
 
 def _fine_time_base(unit: fractions.Fraction) -> fractions.Fraction:
     """``unit`` when it is between 1 ms and 1 us, else a tick near 1 / 90000 s (a whole fraction of
-    ``unit`` when ``unit`` is coarser, so its multiples stay exact)."""
+    ``unit`` when ``unit`` is coarser and that fraction fits FFmpeg's 32-bit rationals, so its
+    multiples stay exact)."""
     if unit > fractions.Fraction(1, 1000):
-        return unit / math.ceil(unit * _TICKS_PER_SECOND)
+        tick = unit / math.ceil(unit * _TICKS_PER_SECOND)
+        if max(tick.numerator, tick.denominator) <= _AV_RATIONAL_MAX:
+            return tick
+        return fractions.Fraction(1, _TICKS_PER_SECOND)  # rate=np.float32(29.97): 131072/11800396161
     if unit.denominator > 1_000_000:
         return fractions.Fraction(1, _TICKS_PER_SECOND)
     return unit
