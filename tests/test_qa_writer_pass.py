@@ -129,6 +129,17 @@ def test_a_gray_array_with_one_channel_is_told_how_to_become_rgb(tmp_path: Path)
         writer.write(np.zeros((8, 8, 3), np.uint8))
 
 
+@pytest.mark.vulkan
+def test_a_torch_tensor_autograd_tracks_gets_the_writers_own_error(tmp_path: Path) -> None:
+    """A model's float output (requires_grad) came out as torch's raw RuntimeError "Can't call numpy()
+    on Tensor that requires grad", not the Writer's word on float arrays."""
+    torch = pytest.importorskip("torch")
+    with alpha2.create(tmp_path / "clip.mp4") as writer:
+        with pytest.raises(InvalidInputError, match=r"scale 0..1 floats with \(pixels \* 255\)"):
+            writer.write(torch.zeros((8, 8, 3), requires_grad=True))
+        writer.write(torch.zeros((8, 8, 3), dtype=torch.uint8))
+
+
 # -- options passed on to the encode session -----------------------------------------------------------
 
 

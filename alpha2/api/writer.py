@@ -135,6 +135,8 @@ def _host_array(item: Any) -> np.ndarray:
     if isinstance(item, np.ndarray):
         return item
     if hasattr(item, "__dlpack__"):
+        if getattr(item, "requires_grad", False):  # torch exports no tensor autograd tracks, nor .numpy()s it
+            item = item.detach()
         try:
             return np.from_dlpack(item)
         except (BufferError, RuntimeError, TypeError, ValueError):
