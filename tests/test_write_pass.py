@@ -28,6 +28,18 @@ def test_an_odd_sided_array_for_an_encoder_of_odd_sides_is_refused_at_write_not_
     assert os.listdir(tmp_path) == ["clip.webm"]
 
 
+@pytest.mark.vulkan
+@pytest.mark.parametrize(("shape", "pad"), [((1, 1, 3), "2x2"), ((1, 64, 3), "64x2"), ((47, 1, 3), "2x48")])
+def test_a_one_pixel_side_is_told_to_pad_not_to_crop_to_nothing(
+    tmp_path: Path, shape: tuple[int, int, int], pad: str
+) -> None:
+    """A 1x1 array was told 'crop to 0x0', a picture of nothing."""
+    with alpha2.create(tmp_path / "clip.mp4") as writer:
+        with pytest.raises(InvalidInputError, match=f"multiple of 2; pad to {pad} "):
+            writer.write(np.zeros(shape, np.uint8))
+        writer.write(np.zeros((2, 2, 3), np.uint8))
+
+
 def test_a_progress_class_instead_of_an_instance_is_refused_typed(tmp_path: Path) -> None:
     """The reference says progress= takes 'a subclass of Progress': passed as the class, it was called
     with the frames done, a TypeError ('P() takes no arguments') from inside the frame loop."""

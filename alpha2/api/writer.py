@@ -190,11 +190,16 @@ def _check_even(width: int, height: int) -> None:
     """Refuse odd sides for the GPU conversion, whose 4:2:0 chroma covers even sides only (an encoder
     that takes odd ones, VP9's, failed at close() with 'plane 1 is 63 bytes x 23 rows')."""
     if width % 2 or height % 2:
+        even = f"{width + width % 2}x{height + height % 2}"
+        fix = (
+            f"crop to {width - width % 2}x{height - height % 2} (pixels[: h // 2 * 2, : w // 2 * 2]) or pad "
+            "to even sides"
+            if width > 1 and height > 1
+            else f"pad to {even} (a side of 1 pixel has nothing to crop to)"
+        )
         raise InvalidInputError(
             f"a {width}x{height} picture cannot be written: the Writer converts textures and arrays to 4:2:0 "
-            "on the GPU, where width and height must be a multiple of 2; crop to "
-            f"{width - width % 2}x{height - height % 2} (pixels[: h // 2 * 2, : w // 2 * 2]) or pad to even "
-            "sides before writing"
+            f"on the GPU, where width and height must be a multiple of 2; {fix} before writing"
         )
 
 
