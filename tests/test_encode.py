@@ -221,6 +221,19 @@ def test_explicit_colour_metadata(tmp_path: Path) -> None:
     assert (frame.colorspace, frame.color_primaries, frame.color_trc, frame.color_range) == (9, 9, 16, 1)
 
 
+def test_an_encoder_that_writes_each_frames_colour_gets_the_streams(tmp_path: Path) -> None:
+    """prores_ks writes each frame's matrix, primaries and transfer, not the stream's: planes (from the
+    Writer's arrays and textures) carry none, and a BT.709 ProRes came out untagged, read as BT.601."""
+    colour = ColourInfo.from_ffmpeg(1, 1, 1, 1, 1)  # BT.709, limited
+    out = str(tmp_path / "o.mov")
+    planes, _ = _yuv420_planes(0, 64, 48)
+    with EncodeSession(out, codec="prores_ks", colour=colour) as enc:
+        enc.encode(planes, pixel_format=PixelFormat.YUV420P, width=64, height=48)
+    with av.open(out) as c:
+        frame = next(c.decode(video=0))
+    assert (frame.colorspace, frame.color_primaries, frame.color_trc) == (1, 1, 1)
+
+
 def test_variable_frame_rate_pts(tmp_path: Path) -> None:
     out = str(tmp_path / "vfr.mkv")
     pts = [0, 33, 83, 100, 166, 206]

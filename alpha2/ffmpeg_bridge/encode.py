@@ -56,7 +56,7 @@ from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PaletteFilter
 from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb, yuv_to_rgb_frame
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
-from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
 from alpha2.gpu.formats import PixelFormat
@@ -301,6 +301,18 @@ def _check_writable(tmp_path: str, directory: str) -> None:
 
 
 # -- the session -----------------------------------------------------------------------------------
+
+
+def _fill_colour_tags(frame: av.VideoFrame, colour: ColourInfo) -> None:
+    """Give ``frame`` the stream's matrix, primaries and transfer where it carries none: an encoder that
+    writes each frame's own rather than the stream's (prores_ks) wrote none for planes from arrays or
+    textures, and readers took BT.601 for BT.709."""
+    if frame.colorspace == int(ColourMatrix.UNSPECIFIED):
+        frame.colorspace = int(colour.matrix)
+    if frame.color_primaries == int(ColourPrimaries.UNSPECIFIED):
+        frame.color_primaries = int(colour.primaries)
+    if frame.color_trc == int(TransferCharacteristic.UNSPECIFIED):
+        frame.color_trc = int(colour.transfer)
 
 
 def _plane_copy(frame: av.VideoFrame, planes: CpuPlaneSet, pixel_format: PixelFormat) -> None:
@@ -559,6 +571,7 @@ class EncodeSession:
         self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
         self._yuv_colour: ColourInfo | None = None  # set when Y'CbCr frames are converted for an RGB one
         self._palette: PaletteFilter | None = None  # a GIF's: RGB frames to palette pictures
+        self._tags: ColourInfo | None = None  # the stream's colour, given to frames that carry none
         self._width, self._height = width, height
         self._pixel_format = pixel_format
         self._crf, self._bitrate, self._preset = crf, bitrate, preset
@@ -765,6 +778,7 @@ class EncodeSession:
                 cc.color_trc = int(colour.transfer)
                 if colour.range is not ColourRange.UNSPECIFIED:
                     cc.color_range = int(colour.range)
+                self._tags = colour
             if self._crf is not None:
                 for option, value in spec.crf_options(self._crf).items():
                     opts.setdefault(option, value)
@@ -990,6 +1004,8 @@ class EncodeSession:
             if self._palette is not None and self._too_short(pts):
                 self._left_out += 1
                 return
+            if self._tags is not None and self._palette is None:
+                _fill_colour_tags(av_frame, self._tags)
             if duration is not None and duration > 0:  # kept only for a frame that goes to the encoder
                 self._durations[codec_pts] = max(1, round(duration * self.time_base / self._codec_time_base))
             self._encode_av(av_frame)
