@@ -2,7 +2,7 @@
 # The GPU run: tests with the hardware required, the probe table and the benchmarks, on an NVIDIA machine
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
-#   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b] [probe] [decode] [import] [transcode] [copier]
+#   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
 #                                       [ml] [tensors] [tensor-ab] [tensor-switch] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
@@ -34,6 +34,10 @@ for step in $steps; do
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
         --durations=15 $part > "$OUT/$step.log" 2>&1; echo "$step rc=$?" >> "$log"
       grep -E " (FAILED|ERROR)" "$OUT/$step.log" | head -40;;
+    tests-files)  # the test files named in TEST_FILES (a call short of device time for both halves)
+      ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
+        --durations=15 $TEST_FILES > "$OUT/tests-files.log" 2>&1; echo "tests-files rc=$?" >> "$log"
+      grep -E " (FAILED|ERROR)" "$OUT/tests-files.log" | head -40; tail -3 "$OUT/tests-files.log";;
     probe)
       { echo '$ python3 tools/probe_adapters.py'; timeout 60 python3 tools/probe_adapters.py;
         echo "rc=$?"; } > "$OUT/probe.txt" 2>&1
