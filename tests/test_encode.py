@@ -125,6 +125,18 @@ def test_an_encoder_by_name_meets_its_codec_s_container_refusals(tmp_path: Path)
         choose_encoder("no-such-codec")
 
 
+@pytest.mark.parametrize(("name", "codec"), [("x.webm", "h264"), ("x.mp4", "gif"), ("x.mp4", "prores_ks")])
+def test_an_encoder_the_container_takes_no_stream_of_is_refused_when_the_session_is_made(
+    tmp_path: Path, name: str, codec: str
+) -> None:
+    """PyAV refused it only at the first frame ("'webm' format does not support 'libx264' codec"): a Writer
+    was made, and its first write failed and removed the file."""
+    with pytest.raises(InvalidInputError, match=r"container cannot hold .* choose another codec"):
+        EncodeSession(str(tmp_path / name), codec=codec)
+    assert not list(tmp_path.iterdir())
+    EncodeSession(str(tmp_path / "x.ts"), codec="h264").abort()  # mpegts says it may: taken, as by PyAV
+
+
 def test_encoder_table_agrees_with_the_vocabulary() -> None:
     names = {spec.name for spec in ENCODERS}
     assert len(names) == len(ENCODERS)

@@ -190,11 +190,11 @@ def test_a_write_whose_encoder_failed_aborts_the_writer_and_says_so(tmp_path: Pa
     from alpha2.ffmpeg_bridge.errors import EncoderError
 
     clip = make_clip(tmp_path / "in.mkv", frames=3)
-    out = tmp_path / "out.webm"  # WebM cannot hold H.264: the muxer refuses it when the first frame opens it
-    writer = alpha2.create(out, codec="h264")
+    out = tmp_path / "out.mkv"  # libx264 refuses the profile when the first frame opens it
+    writer = alpha2.create(out, codec="h264", options={"profile": "no-such-profile"})
     with alpha2.open(clip.path, hwaccel="none") as source:
         frame = source.next_frame()
-        with frame, pytest.raises(EncoderError, match="webm"):
+        with frame, pytest.raises(EncoderError, match="opening encoder libx264"):
             writer.write(frame)
         assert writer.closed
         frame = source.next_frame()

@@ -847,8 +847,9 @@ def create(
             ``options`` for the encoder's own, ``container_format`` ...).
 
     Raises:
-        InvalidInputError: a bad option (the message names it), or a path that is a directory or in
-            a folder that does not exist; UnsupportedError: an encoder FFmpeg does not have.
+        InvalidInputError: a bad option (the message names it), a codec the path's container cannot
+            hold (h264 into .webm), or a path that is a directory or in a folder that does not exist;
+            UnsupportedError: an encoder FFmpeg does not have.
     """
     return Writer(
         path,

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import fractions
 import functools
+import io
 import numbers
 import os
 import threading
@@ -301,6 +302,24 @@ def _check_writable(tmp_path: str, directory: str) -> None:
 
 
 # -- the session -----------------------------------------------------------------------------------
+
+
+def _check_muxer_takes(muxer: str, encoder: str, codec: str) -> None:
+    """Refuse an encoder whose stream ``muxer`` takes none of, when the session is made: PyAV refused it
+    only at the first frame ("'webm' format does not support 'libx264' codec"), which cost a Writer
+    its file. PyAV's own check, on a container in memory, so that it refuses exactly what PyAV would.
+
+    Raises:
+        InvalidInputError: the message names the container and the encoder.
+    """
+    with av.open(io.BytesIO(), "w", format=muxer) as probe:
+        try:
+            probe.add_stream(encoder)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"the {muxer} container cannot hold {codec} from {encoder} (FFmpeg's {muxer} muxer takes no "
+                "such stream); choose another codec, or another container"
+            ) from exc
 
 
 def _fill_colour_tags(frame: av.VideoFrame, colour: ColourInfo) -> None:
@@ -590,6 +609,7 @@ class EncodeSession:
                 f"a GIF holds GIF pictures only, not {self.encoder.codec}: leave the codec out (or give "
                 "gif), or write .mp4, .mkv or .webm"
             )
+        _check_muxer_takes(container_format_name, self.encoder.name, self.encoder.codec)
         if self.encoder.name in PALETTE_ENCODERS:
             # FFmpeg's GIF encoder has no such options: it would ignore them, and the summary say them.
             asked = [
