@@ -137,6 +137,15 @@ def test_an_encoder_the_container_takes_no_stream_of_is_refused_when_the_session
     EncodeSession(str(tmp_path / "x.ts"), codec="h264").abort()  # mpegts says it may: taken, as by PyAV
 
 
+@pytest.mark.parametrize("hdr", [1, {"max_cll": 1000}])
+def test_hdr_that_is_no_hdr_metadata_is_refused_when_the_session_is_made(tmp_path: Path, hdr: Any) -> None:
+    """alpha2.create(path, hdr=1) was taken, and the first frame raised a raw AttributeError ('int' object
+    has no attribute 'is_empty')."""
+    with pytest.raises(InvalidInputError, match=r"hdr must be an alpha2\.gpu\.hdr\.HdrMetadata"):
+        EncodeSession(str(tmp_path / "x.mkv"), codec="hevc", hdr=hdr)
+    assert not list(tmp_path.iterdir())
+
+
 def test_encoder_table_agrees_with_the_vocabulary() -> None:
     names = {spec.name for spec in ENCODERS}
     assert len(names) == len(ENCODERS)

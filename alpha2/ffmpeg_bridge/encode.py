@@ -514,6 +514,11 @@ class EncodeSession:
                 f"container_format must name one of FFmpeg's muxers ('mp4', 'matroska', 'mov', 'webm', "
                 f"'mpegts', ...; av.formats_available lists them all), got {container_format!r}"
             )
+        if hdr is not None and not isinstance(hdr, HdrMetadata):  # it failed at the first frame, raw
+            raise InvalidInputError(
+                "hdr must be an alpha2.gpu.hdr.HdrMetadata (mastering display, content light level) or "
+                f"None, got {type(hdr).__name__} {hdr!r}"
+            )
         if audio_rate is not None:
             whole = isinstance(audio_rate, numbers.Integral) and not isinstance(audio_rate, bool)
             if not whole or audio_rate <= 0:
