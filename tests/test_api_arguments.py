@@ -173,6 +173,9 @@ def test_create_refuses_a_bad_audio_from_at_once_with_its_type(clip: str, tmp_pa
     with pytest.raises(Exception, match="no frames were encoded") as caught:
         alpha2.create(tmp_path / "c.mp4", audio_from=clip).close()
     assert caught.value.kind is ErrorKind.INVALID_INPUT
+    # A GIF holds no sound: its copier left the audio out, said only in session.stats (outside pass).
+    with pytest.raises(InvalidInputError, match="the gif container holds no sound"):
+        alpha2.create(tmp_path / "d.gif", audio_from=clip)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["silent.mp4"]
 
 

@@ -36,7 +36,7 @@ from alpha2.api.errors import ConcurrentIterationError
 from alpha2.api.source import Frame, _Worker
 from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.decode import short_repr
-from alpha2.ffmpeg_bridge.encode import EncodeSession
+from alpha2.ffmpeg_bridge.encode import EncodeSession, muxer_holds_sound
 from alpha2.ffmpeg_bridge.encoders import canonical_name
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS
 from alpha2.gpu.colour import (
@@ -378,6 +378,13 @@ class Writer:
         companion = companion_colour(colour.matrix, colour.range, colour.chroma_location)
         session_colour = ColourInfo() if untagged else (None if colour == companion else colour)
         session = EncodeSession(path, codec=codec, rate=self._rate_given, colour=session_colour, **options)
+        if options.get("audio_from") is not None and not muxer_holds_sound(session.muxer):
+            # The copier would leave the sound out, said only in session.stats: asked for, it is refused.
+            session.abort()
+            raise InvalidInputError(
+                f"the {session.muxer} container holds no sound, so audio_from cannot be written to it: leave "
+                "audio_from out, or write .mp4, .mkv or .webm"
+            )
         if isinstance(options.get("preset"), str):
             from alpha2.api.transcode_plan import check_preset
 

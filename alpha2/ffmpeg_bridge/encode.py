@@ -322,6 +322,13 @@ def _check_muxer_takes(muxer: str, encoder: str, codec: str) -> None:
             ) from exc
 
 
+def muxer_holds_sound(muxer: str) -> bool:
+    """Whether FFmpeg's ``muxer`` takes an audio stream (GIF, APNG, IVF and raw video take none: their
+    muxers name no audio codec)."""
+    with av.open(io.BytesIO(), "w", format=muxer) as probe:
+        return str(probe.default_audio_codec or "none") != "none"
+
+
 def _fill_colour_tags(frame: av.VideoFrame, colour: ColourInfo) -> None:
     """Give ``frame`` the stream's matrix, primaries and transfer where it carries none: an encoder that
     writes each frame's own rather than the stream's (prores_ks) wrote none for planes from arrays or
@@ -602,7 +609,8 @@ class EncodeSession:
         self._colour = colour
         self._audio_path = _audio_source_path(audio_from) if audio_from is not None else None
         self._container_format = container_format
-        self._muxer = container_format_name
+        self.muxer = container_format_name
+        """FFmpeg's muxer of the output (``mp4``, ``matroska``, ``gif`` ...)."""
         refused = _MUXER_REFUSES.get((container_format_name, self.encoder.codec))
         if refused is not None:
             raise InvalidInputError(
@@ -767,7 +775,7 @@ class EncodeSession:
         # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
         spec = encoder_spec(self.encoder.name) or EncoderSpec(self.encoder.name, self.encoder.codec, False)
         self._codec_time_base = spec.time_base(self.time_base, self.rate)
-        if self._muxer in FRAME_CLOCK_MUXERS:
+        if self.muxer in FRAME_CLOCK_MUXERS:
             self._codec_time_base = 1 / self.rate
         try:
             stream = out.add_stream(self.encoder.name, rate=self.rate)
