@@ -245,3 +245,33 @@ def test_nvdec_s_semi_planar_frames_convert_to_rgb_as_their_planar_twins(
     want = yuv_to_rgb_frame(frame, "bgra", colour).to_ndarray()
     got = yuv_to_rgb_frame(frame.reformat(format=semi), "bgra", colour).to_ndarray()
     assert np.array_equal(want, got)
+
+
+def test_a_cuda_frame_converts_through_the_planar_twin_of_its_stored_layout(tmp_path: Path) -> None:
+    """The fix above met nv12 frames only in host memory: the transcoder hands the encoder NVDEC's own
+    CUDA frame (format 'cuda', its layout in ``sw_format``), which PyAV downloads as nv12 and swscale
+    converted straight to RGB, so the GIF test still failed on the H100 (2.64 against 2.5). A frame
+    whose stored layout is nv12 now goes through yuv420p wherever it lies (a stand-in for the CUDA frame:
+    this machine has no CUDA; the H100 run of the GIF test is the real check)."""
+    from alpha2.ffmpeg_bridge.scale import yuv_to_rgb_frame
+    from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
+
+    clip = make_clip(tmp_path / "c.mp4", width=96, height=64, frames=1)
+    with av.open(clip.path) as container:
+        planar = next(container.decode(video=0))
+    semi = planar.reformat(format="nv12")
+    asked: list[str] = []
+
+    class CudaFrame:  # what PyAV gives for NVDEC's frame: format 'cuda', the stored layout in sw_format
+        format = av.video.format.VideoFormat("cuda")
+        sw_format = semi.format
+        pts, time_base = planar.pts, planar.time_base
+
+        def reformat(self, format: str, **options: object) -> av.VideoFrame:
+            asked.append(format)
+            return semi.reformat(format=format, **options)  # PyAV downloads, then converts
+
+    colour = ColourInfo(matrix=ColourMatrix.SMPTE170M, range=ColourRange.LIMITED)
+    got = yuv_to_rgb_frame(CudaFrame(), "bgra", colour).to_ndarray()  # type: ignore[arg-type]
+    assert asked == ["yuv420p"]
+    assert np.array_equal(got, yuv_to_rgb_frame(planar, "bgra", colour).to_ndarray())

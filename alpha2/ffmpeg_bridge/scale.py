@@ -107,12 +107,13 @@ def yuv_to_rgb_frame(frame: av.VideoFrame, pixel_format: str, colour: ColourInfo
     libx264rgb got BT.709 pictures converted as BT.601)."""
     matrix = SWSCALE_MATRICES.get(colour.matrix, Colorspace.ITU709)
     source = frame
-    planar = _PLANAR_TWINS.get(frame.format.name)
+    stored = frame.sw_format  # a CUDA frame's layout in GPU memory (PyAV downloads it to convert it)
+    planar = _PLANAR_TWINS.get((stored or frame.format).name)
     if planar is not None:
         # NVDEC's semi-planar frames go through their planar twin (a lossless plane copy): swscale turns
         # nv12 into RGB by another path than yuv420p (1.7 code values apart on average on a test
         # pattern, 76 at its edges), so one file's GIF differed by the decoder that read it (the GIF
-        # test failed on the H200, where NVDEC decodes).
+        # test failed on the H200 and the H100, where NVDEC decodes into CUDA frames).
         source = frame.reformat(format=planar)
     out = source.reformat(
         format=pixel_format,
