@@ -170,6 +170,28 @@ def test_encoder_table_agrees_with_the_vocabulary() -> None:
     assert not {name for name in imported if name.split(".")[0] == "av"}, imported
 
 
+@pytest.mark.skipif("libsvtav1" not in av.codecs_available, reason="no libsvtav1 in this PyAV build")
+def test_a_thin_picture_svt_av1_never_finishes_is_refused_before_anything_is_encoded(tmp_path: Path) -> None:
+    """SVT-AV1 4.1 took 4096x8, 128x16 or 16x128 and encoded its frames, and the flush that finishes the
+    file never returned (one side of 24 or less, the other over 64): refused, naming a size that works.
+    The hanging encode is never run here."""
+    with pytest.raises(InvalidInputError, match=r"128x16 .*never finishes the flush.*e\.g\. 128x26"):
+        EncodeSession(str(tmp_path / "a.mp4"), codec="libsvtav1", width=128, height=16)
+    assert os.listdir(tmp_path) == []
+    out = str(tmp_path / "b.mp4")
+    with EncodeSession(out, codec="av1", rate=25) as enc:
+        if enc.encoder.name != "libsvtav1":
+            pytest.skip(f"av1 is {enc.encoder.name} here")
+        planes, _ = _yuv420_planes(0, 16, 128)
+        with pytest.raises(InvalidInputError, match=r"16x128 .*e\.g\. 26x128"):  # the first frame's size
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P)
+        for i in range(3):  # the short side padded to 26: encoded, and the file is finished
+            planes, _ = _yuv420_planes(i, 26, 128)
+            enc.encode(planes, pixel_format=PixelFormat.YUV420P)
+    frames = _decode_all(out)
+    assert len(frames) == 3 and (frames[0].width, frames[0].height) == (26, 128)
+
+
 def test_cpu_planes_lossless_roundtrip_with_padded_rows(tmp_path: Path) -> None:
     out = str(tmp_path / "o.mkv")
     expected = []

@@ -57,6 +57,7 @@ from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PaletteFilter
 from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb, yuv_to_rgb_frame
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
+from alpha2.gpu.codecs import flush_hang_refusal
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
@@ -572,6 +573,10 @@ class EncodeSession:
                     f"be between {limits.min_width}x{limits.min_height} and "
                     f"{limits.max_width}x{limits.max_height}"
                 )
+        if width is not None and height is not None:
+            refusal = flush_hang_refusal(self.encoder.name, width, height)
+            if refusal is not None:  # refused here: the encoder takes it, and hangs when the file is finished
+                raise InvalidInputError(refusal)
         if isinstance(path_or_file, str | os.PathLike):
             self.path: str | None = os.path.abspath(os.fspath(path_or_file))
             directory, name = os.path.split(self.path)
@@ -1001,7 +1006,11 @@ class EncodeSession:
                     f"pts must increase: {pts} after {self._last_pts} (time_base {self.time_base})"
                 )
             if self._out is None:
-                self._open(self._width or av_frame.width, self._height or av_frame.height, fmt, colour)
+                size = (self._width or av_frame.width, self._height or av_frame.height)
+                refusal = flush_hang_refusal(self.encoder.name, *size)
+                if refusal is not None:  # before the encoder opens: its flush would never return
+                    raise InvalidInputError(refusal)
+                self._open(*size, fmt, colour)
                 waiting, self._audio_waiting = self._audio_waiting, []
                 for audio in waiting:
                     self._encode_audio_frame(audio)

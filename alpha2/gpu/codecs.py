@@ -21,6 +21,7 @@ __all__ = [
     "CodedSizeLimits",
     "canonical_name",
     "chroma_alignment",
+    "flush_hang_refusal",
 ]
 
 NAME_ALIASES: dict[str, str] = {
@@ -84,6 +85,36 @@ ENCODER_LIMITS: dict[str, CodedSizeLimits] = {
     "av1_nvenc": CodedSizeLimits("av1", 130, 34, 8192, 8192),
 }
 """Known coded-size limits per FFmpeg encoder (the alignment comes from the pixel format)."""
+
+SVTAV1_HANG_SHORT_SIDE = 24
+"""SVT-AV1 (4.1.0, in PyAV 18.1's FFmpeg) takes a picture with a side of this or less and the other side
+over :data:`SVTAV1_HANG_LONG_SIDE` (more than one 64-pixel superblock), encodes its frames, and then never
+returns from the flush that finishes the file (``avcodec_send_frame(NULL)`` / ``stream.encode(None)``):
+4096x8, 128x16, 1024x24 and 24x4096 hang, 4096x25, 25x4096, 64x8 and 8x64 finish. Measured with plain PyAV
+(3 frames, then the flush, in a subprocess killed after 2.5 s where a thin picture finishes in 0.2 s) at
+1,000+ sizes, every one on this rule: each side 8..80 against 8..4096 both ways, odd and even."""
+SVTAV1_HANG_LONG_SIDE = 64
+"""See :data:`SVTAV1_HANG_SHORT_SIDE`: a longer side than this (and a short one of 24 or less) hangs."""
+
+
+def flush_hang_refusal(encoder: str, width: int, height: int) -> str | None:
+    """Why ``encoder`` must not be given a ``width`` x ``height`` picture although its limits take it,
+    or None: SVT-AV1 hangs for ever at the flush for thin pictures (:data:`SVTAV1_HANG_SHORT_SIDE`); the
+    reason names the sizes near it that finish."""
+    if canonical_name(encoder) != "libsvtav1":
+        return None
+    short, long = min(width, height), max(width, height)
+    if short > SVTAV1_HANG_SHORT_SIDE or long <= SVTAV1_HANG_LONG_SIDE:
+        return None
+    fix = SVTAV1_HANG_SHORT_SIDE + 2  # even, for 4:2:0 routes that need even sides
+    padded = f"{width}x{fix}" if height == short else f"{fix}x{height}"
+    return (
+        f"{width}x{height} cannot be encoded with libsvtav1: SVT-AV1 never finishes the flush (the file "
+        f"hangs at close) when one side is {SVTAV1_HANG_SHORT_SIDE} or less and the other over "
+        f"{SVTAV1_HANG_LONG_SIDE}; pad the short side to {fix} or more (e.g. {padded}), cut the long side to "
+        f"{SVTAV1_HANG_LONG_SIDE}, or use another AV1 encoder (libaom-av1)"
+    )
+
 
 CODEC_LIMITS: dict[str, CodedSizeLimits] = {
     "h264": CodedSizeLimits("h264", 2, 2, 16384, 16384),
