@@ -192,6 +192,20 @@ def test_a_thin_picture_svt_av1_never_finishes_is_refused_before_anything_is_enc
     assert len(frames) == 3 and (frames[0].width, frames[0].height) == (26, 128)
 
 
+def test_the_writer_refuses_a_thin_av1_picture_at_its_first_write(tmp_path: Path) -> None:
+    """The Writer's copier holds the first texture back, so the session met the size only at the second
+    write: the first is refused now, and the Writer goes on with a size that finishes."""
+    import alpha2
+
+    with alpha2.create(tmp_path / "a.mp4", codec="libsvtav1") as writer:
+        with pytest.raises(InvalidInputError, match=r"128x16 .*never finishes the flush"):
+            writer.write(np.zeros((16, 128, 3), np.uint8))
+        for _ in range(2):
+            writer.write(np.zeros((32, 128, 3), np.uint8))
+    frames = _decode_all(str(tmp_path / "a.mp4"))
+    assert len(frames) == 2 and (frames[0].width, frames[0].height) == (128, 32)
+
+
 def test_cpu_planes_lossless_roundtrip_with_padded_rows(tmp_path: Path) -> None:
     out = str(tmp_path / "o.mkv")
     expected = []

@@ -515,7 +515,13 @@ class Writer:
             )
 
     def _check_size(self, width: int, height: int) -> None:
-        """Refuse a size other than the first accepted frame's (a refused first frame fixes nothing)."""
+        """Refuse a size other than the first accepted frame's (a refused first frame fixes nothing), and
+        a first size the encoder would hang on at close (refused at once: the copier holds a texture
+        back, so the session would meet it only at the next write)."""
+        if self._size is None:
+            refusal = self._held.session.size_refusal(width, height)
+            if refusal is not None:
+                raise InvalidInputError(refusal)
         if self._size is not None and self._size != (width, height):
             raise InvalidInputError(
                 f"all frames of one output must have the first frame's size ({_size(*self._size)}); got "

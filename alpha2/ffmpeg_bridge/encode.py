@@ -930,6 +930,12 @@ class EncodeSession:
 
     # -- frames in -------------------------------------------------------------------------------
 
+    def size_refusal(self, width: int, height: int) -> str | None:
+        """Why frames of ``width`` x ``height`` cannot be encoded although the encoder's limits take
+        them (SVT-AV1's flush never returns for thin pictures), or None; the session's own size, where
+        it scales to one, is what counts."""
+        return flush_hang_refusal(self.encoder.name, self._width or width, self._height or height)
+
     def _to_av_frame(
         self,
         frame: DecodedFrame | EncodedPlanes | CpuPlaneSet | tuple[CudaPtr2D, ...],
@@ -1007,7 +1013,7 @@ class EncodeSession:
                 )
             if self._out is None:
                 size = (self._width or av_frame.width, self._height or av_frame.height)
-                refusal = flush_hang_refusal(self.encoder.name, *size)
+                refusal = self.size_refusal(*size)
                 if refusal is not None:  # before the encoder opens: its flush would never return
                     raise InvalidInputError(refusal)
                 self._open(*size, fmt, colour)
