@@ -157,6 +157,9 @@ def test_adapters_lists_the_ranked_adapters() -> None:
 
     found = alpha2.adapters()
     assert found and found[0].rank == 1 and found[0].name
+    # Those Device.open chooses among: lavapipe's OpenGL twin was listed at rank 2, though Device.open
+    # never takes an OpenGL adapter where there is a Vulkan one (found by an outside pass).
+    assert [a.backend for a in found] == ["Vulkan"] * len(found)
     # The loader index ALPHA2_GPU_ADAPTER takes (the reasons' '#0'), where it was only in the prose:
     # pinning by it pins that adapter.
     index = found[0].index

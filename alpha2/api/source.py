@@ -111,7 +111,9 @@ class AdapterInfo:
 
 
 def adapters() -> list[AdapterInfo]:
-    """The WebGPU adapters of this machine, ranked as :meth:`Device.open` ranks them (pin honoured).
+    """The WebGPU adapters of this machine that :meth:`Device.open` chooses among, ranked as it ranks
+    them (pin honoured): where there is a Vulkan adapter, those of other backends (wgpu's OpenGL twin of
+    the same GPU) are left out, as it never takes them.
 
     Raises:
         AdapterPinError: ``ALPHA2_GPU_ADAPTER`` names no adapter.
@@ -126,11 +128,11 @@ def adapters() -> list[AdapterInfo]:
         candidates = [c for c in vulkan_candidates() if c.usable]
     except Exception:  # no Vulkan loader: ranked on WebGPU facts alone
         candidates = []
-    from alpha2.native_gpu.device.device import OPEN_LOCK
+    from alpha2.native_gpu.device.device import OPEN_LOCK, open_pool
 
     with OPEN_LOCK:  # the backend's instance is made on first use, without a lock of its own
         adapters = wgpu.gpu.enumerate_adapters_sync()
-    ranked = rank_wgpu_adapters(adapters, vulkan_candidates=candidates)
+    ranked = rank_wgpu_adapters(open_pool(list(adapters)), vulkan_candidates=candidates)
     return [
         AdapterInfo(
             rank=r.rank,

@@ -60,11 +60,15 @@ class _Candidates:
         return self._value
 
 
-def _rank(module: Any, candidates: _Candidates, pin: AdapterPin | None = None) -> list[Any]:
-    adapters = list(module.gpu.enumerate_adapters_sync())
+def open_pool(adapters: list[Any]) -> list[Any]:
+    """The WebGPU adapters :meth:`Device.open` chooses among: the Vulkan ones where there is any (Vulkan
+    is the API alpha2 interoperates through), else all of them."""
     vulkan = [a for a in adapters if str(dict(a.info).get("backend_type", "")).lower() == "vulkan"]
-    # Vulkan is the API alpha2 interoperates through; other backends only when there is no Vulkan one.
-    pool = vulkan or adapters
+    return vulkan or adapters
+
+
+def _rank(module: Any, candidates: _Candidates, pin: AdapterPin | None = None) -> list[Any]:
+    pool = open_pool(list(module.gpu.enumerate_adapters_sync()))
     # One adapter and no pin: nothing to rank, so the (slow) Vulkan capability queries are skipped.
     needed = len(pool) > 1 or pin is not None or adapter_pin() is not None
     return rank_wgpu_adapters(pool, vulkan_candidates=candidates.get() if needed else (), pin=pin)
