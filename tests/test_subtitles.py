@@ -284,3 +284,14 @@ def test_the_display_puts_a_top_subtitle_at_the_top() -> None:
     rects = [top, middle, bottom]
     assert top.y < 40 and abs(middle.y + middle.height / 2 - 180) <= 2 and bottom.y + bottom.height > 320
     assert all(abs(r.x + r.width / 2 - 320) <= 1 for r in rects)
+
+
+def test_srt_not_in_utf8_is_read_as_windows_1252(tmp_path: Path) -> None:
+    """A Latin-1 / CP1252 SubRip file (Windows-made) is read, as mpv shows it and as ``ffmpeg -sub_charenc
+    CP1252`` extracts it; a UTF-8 cue beside it stays UTF-8 (found by an outside pass: read_cues failed
+    with 'Invalid data found when processing input', after --sub's check had passed the file)."""
+    path = tmp_path / "western.srt"
+    text = "1\n00:00:01,000 --> 00:00:02,500\nCafé déjà vu – “quoted”\n\n"
+    path.write_bytes(text.encode("cp1252") + "2\n00:00:03,000 --> 00:00:04,000\nUTF-8: ß\n\n".encode())
+    cues = [(c.start_s, c.end_s, c.text) for c in read_cues(str(path))]
+    assert cues == [(1.0, 2.5, "Café déjà vu – “quoted”"), (3.0, 4.0, "UTF-8: ß")]

@@ -3,7 +3,8 @@
 :func:`subtitle_tracks` lists a file's subtitle streams (an ``.srt`` / ``.ass`` / ``.vtt`` file is one
 track itself); :func:`read_cues` demuxes one stream and decodes its packets with FFmpeg's subtitle
 decoders (SubRip, ASS / SSA, mov_text, WebVTT: each hands out ASS events), keeping the text: ASS
-override tags (``{\\i1}``, ``{\\pos(..)}``, ...) are stripped, ``\\N`` becomes a line break. Where a cue is
+override tags (``{\\i1}``, ``{\\pos(..)}``, ...) are stripped, ``\\N`` becomes a line break; a SubRip, ASS or
+WebVTT cue that is not UTF-8 is read as Windows-1252 (Latin-1's superset). Where a cue is
 placed (:attr:`SubtitleCue.placement`: bottom, middle or top) is kept from its ``{\\an8}`` / ``{\\a6}`` tag
 or its ASS style's alignment, as signs and overlapping speakers use it; the rest of the styling is not. Bitmap
 subtitles (PGS, DVD, DVB) are listed with ``text=False`` and have no cues here. No PyAV object leaves
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 _BITMAP_CODECS = frozenset({"hdmv_pgs_subtitle", "dvd_subtitle", "dvb_subtitle", "xsub", "dvb_teletext"})
+_PLAIN_TEXT_CODECS = frozenset({"srt", "subrip", "ssa", "ass", "webvtt", "text"})
+"""Decoders whose packets are the cue's text itself (mov_text's hold its length and style boxes)."""
 _DEFAULT_CUE_S = 4.0
 """How long a cue with no duration stays (until the next one, at most this)."""
 _OVERRIDE = re.compile(r"\{[^}]*\}")
@@ -201,6 +204,25 @@ def _event_text(item: Any, styles: dict[str, str] | None = None) -> tuple[str, s
     return "", "bottom"
 
 
+def _decode(stream: Any, packet: Any) -> list[Any]:
+    """A packet's subtitles; a plain-text cue that is not UTF-8 (FFmpeg's decoders refuse it) is read as
+    Windows-1252, Latin-1's superset, as mpv's fallback reads a Western European file."""
+    try:
+        return list(stream.decode(packet))
+    except av.error.InvalidDataError:
+        if stream.codec_context.name not in _PLAIN_TEXT_CODECS:
+            raise
+        data = bytes(packet)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            retry = av.Packet(data.decode("cp1252", "replace").encode("utf-8"))
+            retry.pts, retry.dts, retry.duration = packet.pts, packet.dts, packet.duration
+            retry.time_base = packet.time_base
+            return list(stream.decode(retry))
+        raise
+
+
 def read_cues(
     source: str | os.PathLike[str],
     stream_index: int | None = None,
@@ -242,7 +264,7 @@ def read_cues(
                 start = float(packet.pts * packet.time_base)
                 end = start + float(packet.duration * packet.time_base) if packet.duration else None
                 placed: dict[str, list[str]] = {}
-                for text, placement in (_event_text(item, styles) for item in stream.decode(packet)):
+                for text, placement in (_event_text(item, styles) for item in _decode(stream, packet)):
                     if text:
                         placed.setdefault(placement, []).append(text)
                 for placement, texts in placed.items():
