@@ -65,6 +65,23 @@ def test_transcode_options_take_sizes_choices_and_refuse_types(clip: str, tmp_pa
         transcode(clip, tmp_path / "c.mp4", 3)  # type: ignore[arg-type]
 
 
+def test_transcode_refuses_a_source_or_output_that_is_no_path(clip: str, tmp_path: Path) -> None:
+    """``transcode(src, None)`` was os.fspath's TypeError ('expected str, bytes or os.PathLike object'),
+    and a bytes output a TypeError from str.endswith: found by an outside pass."""
+    from alpha2.api.transcoder import transcode
+
+    for source, output, name in (
+        (clip, None, "output"),
+        (clip, 5, "output"),
+        (clip, str(tmp_path / "a.mp4").encode(), "output"),
+        (None, tmp_path / "a.mp4", "source"),
+        (7, tmp_path / "a.mp4", "source"),
+    ):
+        with pytest.raises(InvalidInputError, match=f"^{name} must be a path"):
+            transcode(source, output)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_create_refuses_bad_arguments_before_writing(tmp_path: Path) -> None:
     import alpha2
 

@@ -1229,6 +1229,17 @@ def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> 
         check_preset(encoder.name, options.preset)
 
 
+def _path(name: str, value: object) -> str:
+    """``value`` as a path string: ``transcode(src, None)`` was os.fspath's TypeError, not alpha2's."""
+    path = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if not isinstance(path, str):
+        raise InvalidInputError(
+            f"{name} must be a path (a str or pathlib.Path, e.g. 'video.mp4'), got {type(value).__name__} "
+            f"{value!r:.60}"
+        )
+    return path
+
+
 class _CallbackProgress(pipeline.Progress):
     """A function of the frames done, as a Progress."""
 
@@ -1278,7 +1289,7 @@ def transcode(
             f"or a dict of its fields, got {type(options).__name__}"
         )
     options = options if options is not None else TranscodeOptions()
-    src = os.fspath(source)
+    src, output = _path("source", source), _path("output", output)
     check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     output_container(out)  # an unknown extension is refused before the input is opened
