@@ -295,3 +295,43 @@ def test_srt_not_in_utf8_is_read_as_windows_1252(tmp_path: Path) -> None:
     path.write_bytes(text.encode("cp1252") + "2\n00:00:03,000 --> 00:00:04,000\nUTF-8: ß\n\n".encode())
     cues = [(c.start_s, c.end_s, c.text) for c in read_cues(str(path))]
     assert cues == [(1.0, 2.5, "Café déjà vu – “quoted”"), (3.0, 4.0, "UTF-8: ß")]
+
+
+def test_a_pgs_track_is_a_bitmap_and_not_picked(tmp_path: Path) -> None:
+    """A PGS (Blu-ray) track is listed as a bitmap, by its codec's name, and the player picks the text
+    track after it (found by an outside pass: the check read the decoder's name, ``pgssub``, so PGS was
+    'text', and the default PGS track was selected and showed nothing)."""
+    import struct
+
+    def segment(pts: int, kind: int, data: bytes) -> bytes:
+        return b"PG" + struct.pack(">IIBH", pts, 0, kind, len(data)) + data
+
+    def composition(number: int, state: int) -> bytes:  # 720x480, no object: an empty display set
+        return struct.pack(">HHBHBBBB", 720, 480, 0x10, number, state, 0, 0, 0)
+
+    sup = tmp_path / "signs.sup"
+    sup.write_bytes(
+        b"".join(
+            segment(t, 0x16, composition(i, s)) + segment(t, 0x80, b"")
+            for i, (t, s) in enumerate([(90000, 0x80), (180000, 0x00)])
+        )
+    )
+    srt = tmp_path / "words.srt"
+    srt.write_text(SRT, encoding="utf-8")
+    out = tmp_path / "both.mkv"
+    with av.open(str(sup)) as pgs, av.open(str(srt)) as words, av.open(str(out), "w") as mkv:
+        pairs = [
+            (s.streams.subtitles[0], mkv.add_stream_from_template(s.streams.subtitles[0]))
+            for s in (pgs, words)
+        ]
+        for sin, sout in pairs:  # both streams added before the header is written
+            for packet in sin.container.demux(sin):
+                if packet.dts is not None:
+                    packet.stream = sout
+                    mkv.mux(packet)
+    tracks = subtitle_tracks(str(out))
+    assert [(t.codec, t.text) for t in tracks] == [("hdmv_pgs_subtitle", False), ("subrip", True)]
+    with pytest.raises(InvalidInputError, match="is a bitmap"):
+        read_cues(str(out), tracks[0].stream_index)
+    subtitles = open_subtitles(str(out))
+    assert [t.label for t in subtitles.tracks] == ["(subrip)"]

@@ -158,7 +158,9 @@ def _open(source: str) -> av.container.InputContainer:
 
 
 def _info(source: str, stream: Any) -> SubtitleTrackInfo:
-    name = str(stream.codec_context.name)
+    cc = stream.codec_context
+    # The codec's name, as ffprobe says it (hdmv_pgs_subtitle, subrip), not its decoder's (pgssub, srt)
+    name = str(getattr(getattr(cc, "codec", None), "canonical_name", None) or cc.name)
     metadata = stream.metadata or {}
     disposition = getattr(stream, "disposition", 0)
     return SubtitleTrackInfo(
