@@ -323,3 +323,24 @@ def test_the_depth_reduction_is_said_once(tmp_path: Path) -> None:
     assert stats.plan is not None and stats.plan.depth_note is not None
     said = [stats.plan.reason, *summary_notes(stats)]
     assert sum(stats.plan.depth_note in line for line in said) == 1, said
+
+
+@pytest.mark.parametrize("name", ["TranscodeStats", "TranscodeOptions", "TranscodePlan"])
+def test_every_field_of_the_report_and_options_is_documented(name: str) -> None:
+    """The reference shows a field with the docstring under it: frames, seconds, plan, paths, encoder,
+    hwaccel, device and ten more of TranscodeStats had none (found by an outside pass)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from alpha2.api import transcode_plan, transcode_report
+
+    cls = getattr(transcode_report if name == "TranscodeStats" else transcode_plan, name)
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
+    bare = [
+        node.target.id
+        for node, after in zip(body, [*body[1:], None], strict=True)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        if not (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant))
+    ]
+    assert bare == []

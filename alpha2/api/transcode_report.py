@@ -34,22 +34,44 @@ class TranscodeStats:
     """What a transcode did (``--json`` prints :meth:`as_dict`)."""
 
     input: str
+    """The input's path, as given."""
     output: str
+    """The output's path, made absolute."""
     frames: int = 0
+    """Video frames written (a copy, ``codec="copy"``: video packets copied)."""
     seconds: float = 0.0
+    """Wall-clock seconds of the whole run (``fps`` is ``frames`` over them)."""
     plan: TranscodePlan | None = None
+    """Passthrough or processing, the input's and output's size, pixel format and colour, and why (None:
+    a copy, which plans nothing)."""
     paths: pipeline.PathCounter = field(default_factory=pipeline.PathCounter)
+    """Frames and bytes through the CPU by :class:`~alpha2.gpu.identity.ExecutionPath` (``gpu_copy``,
+    ``cpu_upload``, ``cpu_download``, ``software``), with the notes and fallback reasons counted."""
     stages: pipeline.StageTimes = field(default_factory=pipeline.StageTimes)
+    """Seconds spent in each stage (decode, import, convert, encode, finish, ...)."""
     peak_surfaces: int = 0
+    """The most decoder surfaces held at once."""
     encoder: dict[str, Any] = field(default_factory=dict)
+    """The encoder: ``name`` (an FFmpeg encoder, or ``copy``), ``codec``, ``hardware``, ``reason``,
+    ``crf``, ``bitrate``, ``preset``, ``preset_asked``, and ``audio`` (what became of the sound, in
+    words: ``copied``, re-encoded and why, dropped and why)."""
     hwaccel: dict[str, Any] = field(default_factory=dict)
+    """Where decoding ran and why: ``requested``, ``active`` (``cuda`` or ``none``), ``decoder``,
+    ``device_ordinal``, ``reason``, ``fallback_reason``."""
     device: dict[str, Any] | None = None
+    """The GPU device the frames were processed on (None: none was used, as in a passthrough)."""
     import_report: str | None = None
+    """The frame importer's summary (None: nothing was imported to the GPU)."""
     encode_report: str | None = None
+    """The encode copier's summary of its routes (None: the GPU route was not taken)."""
     encode_routes: dict[str, Any] | None = None
+    """The encode copier's routes with their frame counts and reasons (None: as ``encode_report``)."""
     audio_packets_copied: int = 0
+    """Audio packets copied into the output."""
     packets_out: int = 0
+    """Video packets written."""
     peak_copier_slots: int = 0
+    """The most read-back slots of the encode copier in use at once."""
     timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
     """Video timestamps that repeated, went backwards or reset, made strictly increasing."""
     audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
