@@ -335,3 +335,10 @@ def test_a_pgs_track_is_a_bitmap_and_not_picked(tmp_path: Path) -> None:
         read_cues(str(out), tracks[0].stream_index)
     subtitles = open_subtitles(str(out))
     assert [t.label for t in subtitles.tracks] == ["(subrip)"]
+
+
+def test_a_file_without_subtitles_says_so(tmp_path: Path) -> None:
+    """No subtitle stream at all: said plainly (found by an outside pass: 'has no subtitle stream None')."""
+    plain = make_clip(tmp_path / "plain.mkv", frames=2).path
+    with pytest.raises(InvalidInputError, match=r"has no subtitle streams$"):
+        read_cues(plain)

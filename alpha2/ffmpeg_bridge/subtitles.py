@@ -246,6 +246,8 @@ def read_cues(
     with _open(where) as container:
         streams = list(container.streams.subtitles)
         chosen = [s for s in streams if stream_index is None or s.index == stream_index][:1]
+        if not chosen and stream_index is None:
+            raise InvalidInputError(f"{where!r} has no subtitle streams")
         if not chosen:
             have = ", ".join(str(s.index) for s in streams) or "none"
             raise InvalidInputError(
