@@ -342,3 +342,20 @@ def test_a_file_without_subtitles_says_so(tmp_path: Path) -> None:
     plain = make_clip(tmp_path / "plain.mkv", frames=2).path
     with pytest.raises(InvalidInputError, match=r"has no subtitle streams$"):
         read_cues(plain)
+
+
+def test_a_long_cue_stays_under_many_short_ones(tmp_path: Path) -> None:
+    """A cue on display for a minute (a song's title, a sign) stays while twenty short ones come and go
+    (found by an outside pass: only the 16 cues started last were looked at, so it vanished at 31 s)."""
+    blocks = ["1\n00:00:00,000 --> 00:01:00,000\n{\\an8}Title all along\n"]
+    blocks += [
+        f"{i + 2}\n00:00:{1 + 2 * i:02d},000 --> 00:00:{2 + 2 * i:02d},000\nLine {i}\n" for i in range(20)
+    ]
+    path = tmp_path / "long.srt"
+    path.write_text("\n".join(blocks), encoding="utf-8")
+    subtitles = open_subtitles(str(tmp_path / "film.mkv"), sub=path)
+    assert subtitles.selected is not None and subtitles.selected.wait(10)
+    assert subtitles.placed_at(39.5) == {"top": "Title all along", "bottom": "Line 19"}
+    assert subtitles.placed_at(50.0) == {"top": "Title all along"}
+    assert subtitles.placed_at(60.0) == {} and subtitles.placed_at(0.5) == {"top": "Title all along"}
+    subtitles.close()

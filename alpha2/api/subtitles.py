@@ -11,6 +11,7 @@ so a long film starts playing at once; :meth:`Subtitles.text_at` gives the text 
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -59,6 +60,8 @@ class SubtitleTrack:
     error: str | None = None
     """Why the cues could not be read, if they could not."""
     _starts: list[float] = field(default_factory=list)
+    _reach: list[float] = field(default_factory=list)
+    """The latest end among the cues up to each one (a long cue stays on under many short ones)."""
     _loaded: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _stop: bool = False
@@ -86,6 +89,7 @@ class SubtitleTrack:
         try:
             cues = read_cues(self.info.source, self.info.stream_index, stop=lambda: self._stop)
             self._starts = [c.start_s for c in cues]
+            self._reach = list(itertools.accumulate((c.end_s for c in cues), max))
             self.cues = cues
         except Error as exc:
             self.error = str(exc)
@@ -106,12 +110,13 @@ class SubtitleTrack:
         """The text on display at ``seconds`` by where it goes (``top``, ``middle``, ``bottom``: a cue's
         :attr:`~alpha2.ffmpeg_bridge.subtitles.SubtitleCue.placement`), overlapping cues one under the
         other; empty when none is."""
-        cues, starts = self.cues, self._starts
-        if not cues or len(starts) != len(cues):
+        cues, starts, reach = self.cues, self._starts, self._reach
+        if not cues or len(starts) != len(cues) or len(reach) != len(cues):
             return {}
         end = bisect.bisect_right(starts, seconds)
+        first = bisect.bisect_right(reach, seconds)  # every cue before it has ended
         placed: dict[str, list[str]] = {}
-        for cue in cues[max(0, end - 16) : end]:
+        for cue in cues[first:end]:
             if cue.end_s > seconds:
                 placed.setdefault(cue.placement, []).append(cue.text)
         return {where: "\n".join(texts) for where, texts in placed.items()}
