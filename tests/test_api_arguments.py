@@ -65,6 +65,22 @@ def test_transcode_options_take_sizes_choices_and_refuse_types(clip: str, tmp_pa
         transcode(clip, tmp_path / "c.mp4", 3)  # type: ignore[arg-type]
 
 
+def test_transcode_size_takes_a_free_side_as_a_pair() -> None:
+    """``--size -1x720`` is 720 high; ``TranscodeOptions(size=(-1, 720))`` was refused ('a (width, height)
+    pair of positive ints'), only the string taken: found by an outside pass."""
+    from alpha2.api.pipeline import FREE_SIDE
+    from alpha2.api.transcode_plan import TranscodeOptions
+
+    high = TranscodeOptions(size="-1x720").size
+    assert high == Size(FREE_SIDE, 720)
+    for pair in ((-1, 720), (None, 720), (-2, 720), [-1, 720]):
+        assert TranscodeOptions(size=pair).size == high  # type: ignore[arg-type]
+    assert TranscodeOptions(size=(1280, None)).size == Size(1280, FREE_SIDE)  # type: ignore[arg-type]
+    for bad in ((-1, -1), (None, None), (0, -1)):
+        with pytest.raises(InvalidInputError, match=r"^size"):
+            TranscodeOptions(size=bad)  # type: ignore[arg-type]
+
+
 def test_transcode_refuses_a_source_or_output_that_is_no_path(clip: str, tmp_path: Path) -> None:
     """``transcode(src, None)`` was os.fspath's TypeError ('expected str, bytes or os.PathLike object'),
     and a bytes output a TypeError from str.endswith: found by an outside pass."""

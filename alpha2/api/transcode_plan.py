@@ -231,7 +231,9 @@ class TranscodeOptions:
     container (:func:`default_codec`); ``copy``: the streams as they are, nothing encoded
     (:mod:`alpha2.api.remux`)."""
     size: Size | None = None
-    """Box to fit the output in, aspect kept, even sides; None keeps the input's size."""
+    """Box to fit the output in, aspect kept, even sides; None keeps the input's size. Also taken as
+    ``(width, height)`` or ``"WIDTHxHEIGHT"``; one side left free as ``--size`` and ffmpeg's scale filter
+    take it: ``(-1, 720)``, ``(None, 720)`` or ``"-1x720"`` is 720 high, ``(1280, -1)`` 1280 wide."""
     crf: float | None = None
     """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec."""
     bitrate: int | None = None
@@ -290,7 +292,15 @@ class TranscodeOptions:
                     "for the container's default"
                 )
         if self.size is not None:
-            put("size", arguments.size("size", self.size, free_side=True))
+            size: Any = self.size
+            free = (
+                [v is None or (isinstance(v, int) and v in (-1, -2)) for v in size]
+                if isinstance(size, tuple | list) and len(size) == 2
+                else []
+            )
+            if free.count(True) == 1:  # (-1, 720): as "-1x720", which --size takes (it was refused)
+                size = "x".join("-1" if f else str(v) for f, v in zip(free, size, strict=True))
+            put("size", arguments.size("size", size, free_side=True))
         if self.crf is not None:
             arguments.real("crf", self.crf, low=0)
         if self.bitrate is not None:
