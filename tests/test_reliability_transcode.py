@@ -751,3 +751,25 @@ def test_an_mp4_cut_before_its_index_and_an_empty_file_say_so(
     assert not (tmp_path / "out.mp4").exists()
     with DecodeSession(str(whole)) as session:  # a whole file opens as before
         assert session.next_frame() is not None
+
+
+@pytest.mark.parametrize("options", [{}, {"size": (32, 24)}, {"codec": "copy"}])
+def test_an_exception_from_progress_stops_the_run_and_keeps_the_output(
+    tmp_path: Path, options: dict[str, Any]
+) -> None:
+    """transcode's docstring names progress as the way to stop a run (it said nothing of stopping one:
+    an outside pass): what it raises comes out, the file already under the output's name is kept and
+    nothing else is left in its folder."""
+    clip = make_clip(tmp_path / "in.mp4", frames=30, audio=True).path
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / "out.mkv"
+    out.write_bytes(b"kept")
+
+    def stop(frames: int) -> None:
+        if frames >= 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        transcoder.transcode(clip, out, options, progress=stop)
+    assert out.read_bytes() == b"kept" and list(folder.iterdir()) == [out]

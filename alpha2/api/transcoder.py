@@ -1263,7 +1263,9 @@ def transcode(
     ``options``: a :class:`TranscodeOptions`, or a dict of its fields (``{"frames": 5}``).
 
     ``progress``: a :class:`~alpha2.api.pipeline.Progress` (start, update, finishing, close), or a
-    function called with the frames done so far.
+    function called with the frames done so far. It is also the way to stop a run: an exception raised
+    from it (``KeyboardInterrupt`` too) comes out of ``transcode`` after the teardown, nothing written
+    under ``output``'s name (a file already there is kept) and no temporary file left.
 
     ``device``: the Device to decode (NVDEC) and process on, left open afterwards: a batch worker's,
     used file after file instead of one opened and closed per file. None: one is opened when something
