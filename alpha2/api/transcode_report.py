@@ -97,8 +97,10 @@ class TranscodeStats:
     output_seconds: float | None = None
     """How long the output lasts, as its container says (None: it does not say)."""
     cut: dict[str, Any] | None = None
-    """The part of the input written (``from_seconds``, ``to_seconds`` counted from the input's start,
-    ``frames``, whether the other streams were cut too); None: all of it."""
+    """The part of the input written; None: all of it. ``from_seconds``: where the output starts, counted
+    from the input's start (the frame on display at ``asked_from_seconds``, or for a copy the key frame
+    at or before it, ``key_frame`` True); ``to_seconds``: where it ends (None: the input's end);
+    ``frames``: ``--frames``; ``streams_trimmed``: whether the other streams were cut too."""
     segments: dict[str, Any] | None = None
     """Whether the video was encoded in segments at once and joined, or in one pipeline and why, with
     each segment's frames and seconds (:class:`~alpha2.api.segmented_transcode.SegmentedReport`); None:
