@@ -344,3 +344,16 @@ def test_every_field_of_the_report_and_options_is_documented(name: str) -> None:
         if not (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant))
     ]
     assert bare == []
+
+
+@pytest.mark.parametrize("part", [{"to_seconds": 100.0}, {"duration_seconds": 50.0}])
+def test_an_end_past_the_input_cuts_nothing(tmp_path: Path, part: dict[str, float]) -> None:
+    """``--to 100`` of a 1 s file re-encoded its audio, said 'cut with the video to the sample', where
+    nothing was cut (``--frames`` past its frames copied it): found by an outside pass."""
+    clip = make_clip(tmp_path / "in.mp4", frames=30, audio=True).path
+    stats = transcode(clip, tmp_path / "out.mp4", TranscodeOptions(**part))  # type: ignore[arg-type]
+    assert stats.frames == 30 and stats.encoder["audio"] == "copied"
+    assert stats.cut is not None and stats.cut["streams_trimmed"] is False and stats.cut["to_seconds"] is None
+    shorter = transcode(clip, tmp_path / "cut.mp4", TranscodeOptions(to_seconds=0.5))
+    assert shorter.cut is not None and shorter.cut["streams_trimmed"] is True
+    assert "cut with the video" in str(shorter.encoder["audio"])

@@ -720,9 +720,16 @@ class _Transcoder:
 
     def _cuts(self, info: StreamInfo) -> bool:
         """Whether the copied streams are cut with the video: a part asked for (--from, --to,
-        --duration), or fewer frames (--frames) than the input has (or may have)."""
-        if self.options.cuts:
-            return True
+        --duration), or fewer frames (--frames) than the input has (or may have). An end at or past the
+        input's (``to_seconds=100`` of a 3 s file) cuts nothing, as more frames than it has do not: its
+        audio was re-encoded, said 'cut with the video to the sample' (an outside pass)."""
+        options = self.options
+        if options.cuts:
+            end = options.end_seconds
+            if options.from_seconds > 0 or end is None:
+                return True
+            length = container_duration_seconds(self.source)
+            return length is None or end < length - 1e-6
         frames = self.options.frames
         if frames is None:
             return False
