@@ -359,3 +359,19 @@ def test_a_long_cue_stays_under_many_short_ones(tmp_path: Path) -> None:
     assert subtitles.placed_at(50.0) == {"top": "Title all along"}
     assert subtitles.placed_at(60.0) == {} and subtitles.placed_at(0.5) == {"top": "Title all along"}
     subtitles.close()
+
+
+def test_sub_with_a_snapshot_is_refused_not_dropped(
+    video: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Subtitles are drawn in the window only: ``--sub x.srt --snapshot out.png`` wrote the PNG without
+    them and said nothing (found by an outside pass). Refused, as a --wall's --sub is."""
+    from alpha2.apps.cli import main
+
+    srt = tmp_path / "x.srt"
+    srt.write_text("1\n00:00:00,000 --> 00:00:05,000\nHello\n", encoding="utf-8")
+    for flag in (["--snapshot", str(tmp_path / "s.png")], ["--offscreen"]):
+        code = main(["play", video, "--sub", str(srt), *flag, "--frames", "1"])
+        err = capsys.readouterr().err
+        assert code == 1 and f"--sub is drawn in the window; {flag[0]} renders the video alone" in err, err
+    assert not (tmp_path / "s.png").exists()

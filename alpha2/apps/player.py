@@ -454,6 +454,13 @@ def _run(args: argparse.Namespace) -> int:
         from alpha2.api.subtitles import check_subtitle_file
 
         check_subtitle_file(args.sub)  # one line now, not a traceback from the window's first draw
+        if args.snapshot is not None or args.offscreen:
+            # Refused, not ignored: subtitles are drawn in the window only, and the PNG came without
+            # them, said nowhere (an outside pass).
+            flag = "--snapshot" if args.snapshot is not None else "--offscreen"
+            raise InvalidInputError(
+                f"--sub is drawn in the window; {flag} renders the video alone: leave one out"
+            )
     enabled = not args.json and args.snapshot is None
     if len(args.input) == 1:
         (source,) = args.input
