@@ -354,6 +354,9 @@ def test_an_end_past_the_input_cuts_nothing(tmp_path: Path, part: dict[str, floa
     stats = transcode(clip, tmp_path / "out.mp4", TranscodeOptions(**part))  # type: ignore[arg-type]
     assert stats.frames == 30 and stats.encoder["audio"] == "copied"
     assert stats.cut is not None and stats.cut["streams_trimmed"] is False and stats.cut["to_seconds"] is None
+    # Cut into segments, the report said to_seconds 100 of the 1 s file (found by an outside pass).
+    split = transcode(clip, tmp_path / "seg.mp4", TranscodeOptions(**part, segments=2, preset="ultrafast"))  # type: ignore[arg-type]
+    assert split.segments is not None and split.cut is not None and split.cut["to_seconds"] is None
     shorter = transcode(clip, tmp_path / "cut.mp4", TranscodeOptions(to_seconds=0.5))
     assert shorter.cut is not None and shorter.cut["streams_trimmed"] is True
     assert "cut with the video" in str(shorter.encoder["audio"])

@@ -703,10 +703,14 @@ def _fill_stats(
     stats.output_bytes = os.path.getsize(output)
     stats.output_seconds = container_duration_seconds(output)
     if options.cuts:
+        ended = survey.end
+        length = container_duration_seconds(stats.input) if ended is not None else None
+        if ended is not None and length is not None and float(ended - survey.origin) >= length - 1e-6:
+            ended = None  # an end at or past the input's cuts nothing, as one pipeline says it
         stats.cut = {
             "from_seconds": round(float(survey.zero - survey.origin), 6),
             "asked_from_seconds": options.from_seconds,
-            "to_seconds": None if survey.end is None else round(float(survey.end - survey.origin), 6),
+            "to_seconds": None if ended is None else round(float(ended - survey.origin), 6),
             "frames": None,
             "streams_trimmed": survey.trim,
         }
