@@ -220,3 +220,19 @@ def test_an_empty_codec_name_is_refused() -> None:
         with pytest.raises(InvalidInputError, match=r"codec must name a codec .* got an empty name"):
             TranscodeOptions(codec=empty)
     assert TranscodeOptions(codec=None).codec is None
+
+
+@pytest.mark.vulkan
+def test_a_segmented_transcode_refuses_a_device_it_would_not_use(clip: str, tmp_path: Path) -> None:
+    """Its parts run in processes of their own, each opening the GPU ALPHA2_GPU_ADAPTER pins: a device
+    given was ignored, said nowhere (found by an outside pass)."""
+    import alpha2
+    from alpha2.api.transcoder import TranscodeOptions, transcode
+
+    device = alpha2.Device.open()
+    try:
+        with pytest.raises(InvalidInputError, match="a segmented transcode does not take a device"):
+            transcode(clip, tmp_path / "out.mp4", TranscodeOptions(segments=2), device=device)
+    finally:
+        device.close()
+    assert list(tmp_path.iterdir()) == []

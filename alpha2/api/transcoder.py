@@ -1276,8 +1276,8 @@ def transcode(
 
     ``device``: the Device to decode (NVDEC) and process on, left open afterwards: a batch worker's,
     used file after file instead of one opened and closed per file. None: one is opened when something
-    needs it, and closed at the end. A segmented transcode (``options.segments``) does not take one:
-    its parts run in processes of their own.
+    needs it, and closed at the end. A segmented transcode (``options.segments``) does not take one
+    (refused): its parts run in processes of their own.
 
     Raises:
         alpha2.gpu.Error subclasses: bad input (MediaNotFoundError, MediaFormatError, ...), an unknown
@@ -1330,6 +1330,11 @@ def transcode(
     if options.segments is not None:
         from alpha2.api.segmented_transcode import transcode_segmented
 
+        if device is not None:  # it was ignored, said nowhere (an outside pass)
+            raise InvalidInputError(
+                "a segmented transcode does not take a device: its parts run in processes of their own, "
+                "each opening the GPU that ALPHA2_GPU_ADAPTER pins; leave device out, or segments"
+            )
         return transcode_segmented(src, out, options, shown)
     return _Transcoder(src, out, options, shown, device=device).run()
 
