@@ -360,3 +360,14 @@ def test_an_end_past_the_input_cuts_nothing(tmp_path: Path, part: dict[str, floa
     shorter = transcode(clip, tmp_path / "cut.mp4", TranscodeOptions(to_seconds=0.5))
     assert shorter.cut is not None and shorter.cut["streams_trimmed"] is True
     assert "cut with the video" in str(shorter.encoder["audio"])
+
+
+def test_a_cut_into_a_container_that_cannot_hold_the_audio_says_both(tmp_path: Path) -> None:
+    """AAC cut into .webm is encoded again for two reasons: the cut, and WebM holding no AAC. It said only
+    the cut (found by an outside pass); into .mp4 the cut alone is the reason."""
+    clip = make_clip(tmp_path / "in.mp4", frames=30, audio=True).path
+    webm = transcode(clip, tmp_path / "cut.webm", TranscodeOptions(to_seconds=0.5))
+    said = str(webm.encoder["audio"])
+    assert said.startswith("re-encoded aac to libopus: the webm container cannot hold aac; cut with"), said
+    mp4 = str(transcode(clip, tmp_path / "cut.mp4", TranscodeOptions(to_seconds=0.5)).encoder["audio"])
+    assert "cannot hold" not in mp4 and "cut with the video" in mp4, mp4

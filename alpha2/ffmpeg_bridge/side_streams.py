@@ -26,6 +26,7 @@ import contextlib
 import enum
 import fractions
 import functools
+import io
 import itertools
 import os
 import re
@@ -144,6 +145,13 @@ def audio_refused(muxer: str, codec: str) -> bool:
     """Whether ``muxer`` cannot be given ``codec`` audio as it is (:data:`AUDIO_MUXER_REFUSES`, MPEG-TS's
     data streams)."""
     return (muxer, codec) in AUDIO_MUXER_REFUSES or (muxer == "mpegts" and codec not in TS_AUDIO)
+
+
+def _refused_why(muxer: str, codec: str) -> str:
+    """Why :func:`audio_refused` refuses ``codec`` audio in ``muxer``, as a report says it."""
+    if muxer == "mpegts":
+        return f"the mpegts container writes {codec} as a data stream nothing plays"
+    return f"FFmpeg writes {codec} into .mp4 only, not into the {muxer} container"
 
 
 LOSSLESS_MAX_CHANNELS = 8
@@ -1045,7 +1053,11 @@ class StreamCopier:
                 )
                 return
             if self._trim:
-                self._add_reencoded(stream, stream_in, muxer, None)
+                # Cut to the sample, so encoded again; where the container could not hold it as it is
+                # either, that is said first (a WebM cut from AAC said only the cut).
+                refusal = self._audio_refusal(stream, stream_in, muxer)
+                cut = None if refusal is None else f"{refusal}; cut with the video to the sample"
+                self._add_reencoded(stream, stream_in, muxer, cut)
                 return
             if undecodable is not None:
                 self._drop(
@@ -1066,12 +1078,7 @@ class StreamCopier:
                 )
                 return
             if audio_refused(muxer, stream.codec):
-                why = (
-                    f"the mpegts container writes {stream.codec} as a data stream nothing plays"
-                    if muxer == "mpegts"
-                    else f"FFmpeg writes {stream.codec} into .mp4 only, not into the {muxer} container"
-                )
-                self._add_reencoded(stream, stream_in, muxer, why)
+                self._add_reencoded(stream, stream_in, muxer, _refused_why(muxer, stream.codec))
                 return
             if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO and self._wide_placed(stream):
                 self.report.other_notes.append(
@@ -1252,6 +1259,22 @@ class StreamCopier:
         except (AttributeError, av.error.FFmpegError):
             return False
         return "opus" in holds and (muxer, "opus") not in AUDIO_MUXER_REFUSES
+
+    def _audio_refusal(self, stream: InputStream, stream_in: Any, muxer: str) -> str | None:
+        """Why ``muxer`` cannot take ``stream``'s audio as it is (None: it can): FFmpeg's own check on a
+        container in memory, and the refusals of :func:`audio_refused`."""
+        if audio_refused(muxer, stream.codec):
+            return _refused_why(muxer, stream.codec)
+        try:
+            probe = av.open(io.BytesIO(), "w", format=muxer)
+        except (av.error.FFmpegError, ValueError):
+            return None  # a muxer that writes to files only: the copy itself finds out
+        with probe:
+            try:
+                probe.add_stream_from_template(stream_in)
+            except ValueError:
+                return f"the {muxer} container cannot hold {stream.codec}"
+        return None
 
     def _add_reencoded(
         self, stream: InputStream, stream_in: Any, muxer: str, why: str | None, own_first: bool = False
