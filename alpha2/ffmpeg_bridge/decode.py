@@ -15,6 +15,7 @@ one module for that reason; what stands alone lives beside it: the decode-ahead 
 
 from __future__ import annotations
 
+import bisect
 import collections
 import fractions
 import gc
@@ -331,6 +332,9 @@ class DecodeSession:
         self._seek_target: int | None = None
         self._seek_after = False  # the seek target is a frame handed out already: resume after it
         self._held: av.VideoFrame | None = None  # decoded past a target: the next frame to hand out
+        # Frames decoded already, handed out next, before _held (a seek forward in the GOP kept them).
+        self._kept: collections.deque[av.VideoFrame | Described] = collections.deque()
+        self._last_seek: int | None = None  # the latest seek's target: a later one is stepping forward
         # Where the caller is, to come back to after the frame index scan moved the demuxer:
         # ("start", None), ("at", target), ("after", pts of the last frame handed out) or ("end", None).
         self._cursor: tuple[str, int | None] = ("start", None)
@@ -830,6 +834,8 @@ class DecodeSession:
         if self._pending is not None:
             pending, self._pending = self._pending, None
             return pending
+        if self._kept:  # before the prefetch thread starts: it would hold as many surfaces again
+            return self._kept.popleft()
         if self._prefetch_depth == 0:
             return self._raw_next()
         if self._prefetcher is None:
@@ -853,6 +859,8 @@ class DecodeSession:
     def _drop_pending(self) -> None:
         pending, self._pending = self._pending, None
         discard(pending)
+        while self._kept:
+            discard(self._kept.popleft())
 
     def set_copy_ahead(self, work: Callable[[DecodedFrame], AheadWork | None] | None) -> None:
         """Run ``work`` on each decoded frame on the prefetch thread, before the frame is handed out.
@@ -1189,6 +1197,11 @@ class DecodeSession:
         before the target and holding the first one after it as the next. Starts a new decoder
         generation. Seeking past the end (the last frame's duration, or the stream's) gives end of stream.
 
+        A later time in the same GOP (no key frame between the next frame and the target, as the frame
+        index says) decodes on from there instead, keeping the frames decoded already (those the
+        prefetch thread queued too) and the decoder generation: stepping forward by seeks decodes the
+        file about once. The second seek forward builds the index (:meth:`frame_index`).
+
         Raises:
             InvalidInputError: ``seconds`` is not a finite number.
             ClosedError: The session was closed.
@@ -1197,11 +1210,108 @@ class DecodeSession:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
             target = self._target_ticks(seconds)
-            self._stop_prefetch()
-            self._drop_pending()
+            stepping = self._last_seek is not None and self._last_seek < target
+            self._last_seek = target
             self._sought = True
-            self._position_at(target)
+            if not self._steps_on_to(target, stepping):
+                self._stop_prefetch()
+                self._drop_pending()
+                self._position_at(target)
             self._cursor = ("at", target)
+
+    def _steps_on_to(self, target: int, stepping: bool) -> bool:
+        """Position the session for ``target`` by decoding on from where it is, keeping the frames
+        decoded already (held, or queued by the prefetch thread), where no key frame lies between the
+        frame after the latest one handed out and ``target`` (the frame index says; a seek would land
+        at or before that frame and decode the same frames again). The frame then handed out next is
+        the one a seek gives: the last, in presentation order, at or before ``target``. False where that
+        cannot be told (the caller then seeks, dropping what is kept): a target at or behind the latest
+        frame handed out, a key frame between, an untimed stream, no index (a stepping seek,
+        ``stepping``: after one at an earlier time, builds it), a failure the prefetch thread queued."""
+        if self._untimed or self._still is not None:
+            return False
+        kind, last = self._cursor
+        index = self._index
+        if kind == "at" and last is not None and last <= target and self._seek_target is not None:
+            # A seek nothing was decoded for yet: the demuxer is at or before the key frame it needs.
+            if (
+                index is not None
+                and self._prefetcher is None
+                and self._pending is None
+                and not self._kept
+                and self._held is None
+                and self._seek_target <= target
+                and not index.key_between(self._seek_target, target)
+            ):
+                self._seek_target, self._seek_after = target, False
+                return True
+            return False
+        if kind not in ("start", "after") or (kind == "after" and (last is None or last >= target)):
+            return False
+        if index is None:
+            if not stepping:
+                return False
+            try:
+                index = self._frame_index()  # moves the demuxer: this seek seeks
+            except (MediaFormatError, UnsupportedError):
+                return False
+            return False
+        # The next frame shown after the latest one handed out (the first frame at the start).
+        after = bisect.bisect_right(index.pts, last) if last is not None else 0
+        if after >= len(index.pts) or index.pts[after] > target:
+            return False  # the frame on display at the target was handed out already: seek back to it
+        if index.key_between(index.pts[after], target):
+            return False
+        if self._seek_target is not None and self._prefetcher is None:
+            return False  # a seek to go on after the latest frame (_reposition) decodes from the key frame
+        return self._decode_on_to(target)
+
+    def _decode_on_to(self, target: int) -> bool:
+        """:meth:`_steps_on_to`'s decoding: the frames decoded already, then the decoder's, up to the last
+        one at or before ``target``, which is kept to hand out next with those after it."""
+        # In the order they would be handed out: one whose hand-out failed, those kept by the last such
+        # seek, the prefetch thread's (queued, then the one in flight), the frame held after them.
+        prefetcher, self._prefetcher = self._prefetcher, None
+        prefetched = prefetcher.stop_keeping() if prefetcher is not None else []
+        if prefetched is None:  # it failed: a seek starts afresh
+            return False
+        pending, self._pending = self._pending, None
+        self._kept.extendleft([pending] if pending is not None else [])
+        self._kept.extend(prefetched)
+        if self._held is not None:
+            self._kept.append(self._held)
+            self._held = None
+        if self._seek_target is not None:  # the thread stopped before it decoded to a seek's target
+            return False  # (the frames kept are dropped by the seek)
+        rest, self._kept = self._kept, collections.deque()
+
+        shown: av.VideoFrame | Described | None = None
+        upcoming: av.VideoFrame | None = None
+        while True:
+            item = rest.popleft() if rest else self._decoded_next()
+            if item is None:  # the end: the last frame may still be on display
+                if shown is not None and self._still_shown(_frame_of(shown), target):
+                    break
+                discard(shown)  # past the end: a seek tells (it decodes the last GOP again)
+                return False
+            pts = _frame_of(item).pts
+            if pts is None or pts > target:
+                if isinstance(item, av.VideoFrame) and not rest:
+                    upcoming = item
+                else:
+                    rest.appendleft(item)
+                break
+            if shown is not None:
+                discard(shown)
+                self._bump(frames_discarded_for_seek=1)
+            shown = item
+        if shown is None:  # the next frame lies after the target: the one on display was handed out
+            self._kept = rest  # (dropped by the seek)
+            return False
+        self._kept.append(shown)
+        self._kept.extend(rest)
+        self._held = upcoming
+        return True
 
     def _position_at(self, target: int | None, *, new_generation: bool = True) -> None:
         """Seek the demuxer for ``target`` (None: the stream's start) and leave the target for
@@ -1406,6 +1516,7 @@ class DecodeSession:
             and held.pts <= target
             and self._prefetcher is None
             and self._pending is None
+            and not self._kept
             and self._seek_target is None
             and not self._untimed
         )
@@ -1573,6 +1684,10 @@ class DecodeSession:
             f"<DecodeSession {_display_source(self.source)} {r.decoder} "
             f"{'nvdec' if r.on_gpu else 'software'} gen={self._generation}>"
         )
+
+
+def _frame_of(item: av.VideoFrame | Described) -> av.VideoFrame:
+    return item.frame if isinstance(item, Described) else item
 
 
 def _still_span(container: av.container.InputContainer, stream: Any) -> tuple[int, int] | None:

@@ -70,6 +70,8 @@ class Prefetcher:
         self._produce = produce
         self._queue: queue.Queue[Produced | _Failure] = queue.Queue(maxsize=depth)
         self._stopping = threading.Event()
+        self._keeping = False  # stop_keeping: the frame in flight when stopped is kept, not discarded
+        self._left: Produced | _Failure = None
         self._finished = False
         self._thread = threading.Thread(target=self._run, name=f"alpha2-decode {name}", daemon=True)
         self._thread.start()
@@ -88,10 +90,14 @@ class Prefetcher:
             try:
                 frame = self._produce()
             except BaseException as exc:
-                self._put(_Failure(exc))
+                if not self._put(_Failure(exc)) and self._keeping:
+                    self._left = _Failure(exc)
                 return
             if not self._put(frame):
-                discard(frame)
+                if self._keeping:
+                    self._left = frame
+                else:
+                    discard(frame)
                 return
             if frame is None:
                 return
@@ -125,6 +131,34 @@ class Prefetcher:
             self._drain()
             self._thread.join(timeout=0.05)
         self._drain()  # what the worker queued just before it returned
+
+    def stop_keeping(self) -> list[av.VideoFrame | Described] | None:
+        """End the worker (joined) and give back, in order, the frames it decoded ahead and had not
+        handed out, the one in flight when it stopped included. None where one of them was a failure (the
+        frames are then discarded). The end of the stream is left out: the session's decoder knows it."""
+        self._keeping = True
+        self._stopping.set()
+        items: list[Produced | _Failure] = []
+        while self._thread.is_alive():
+            items.extend(self._take_all())
+            self._thread.join(timeout=0.05)
+        items.extend(self._take_all())
+        items.append(self._left)
+        self._left = None
+        if any(isinstance(item, _Failure) for item in items):
+            for item in items:
+                discard(item)
+            return None
+        return [item for item in items if item is not None and not isinstance(item, _Failure)]
+
+    def _take_all(self) -> list[Produced | _Failure]:
+        items: list[Produced | _Failure] = []
+        try:
+            while True:
+                items.append(self._queue.get_nowait())
+        except queue.Empty:
+            pass
+        return items
 
     def _drain(self) -> None:
         try:
