@@ -633,3 +633,39 @@ def test_what_copy_ahead_work_raises_reaches_the_caller_in_order(tmp_path: Path)
         with pytest.raises(InvalidInputError, match="the work failed"):
             session.next_frame()
         assert session.next_frame() is None
+
+
+def test_forward_seeks_never_read_the_whole_file_for_an_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A seek decodes on where its target is a short way ahead (DECODE_ON_SECONDS) and seeks otherwise;
+    it never builds the frame index, which reads every packet of the file: a player's second jump
+    forward in a film waited on that read. The frames are those a fresh session's seek gives."""
+    from alpha2.ffmpeg_bridge import decode
+
+    clip = make_clip(tmp_path / "a.mp4", "h264", 64, 48, 100, gop=50)  # a key frame every 50 frames
+
+    def first_at(seconds: float) -> int:
+        with DecodeSession(clip.path, hwaccel="none") as fresh:
+            fresh.seek(seconds)
+            frame = fresh.next_frame()
+            assert frame is not None
+            pts = frame.pts
+            frame.release()
+        return pts
+
+    targets = [0.3, 0.5, 0.52, 1.1, 2.5, 2.55, 3.1]  # on within a second, and jumps (past a key frame)
+    want = [first_at(t) for t in targets]
+    monkeypatch.setattr(
+        decode.DecodeSession, "_frame_index", lambda self: pytest.fail("a seek read the file for an index")
+    )
+    with DecodeSession(clip.path, hwaccel="none", prefetch=2) as session:
+        got = []
+        for seconds in targets:
+            session.seek(seconds)
+            frame = session.next_frame()
+            assert frame is not None
+            got.append(frame.pts)
+            frame.release()
+        assert session.stats.frames_discarded_for_seek > 0  # some went on by decoding
+    assert got == want

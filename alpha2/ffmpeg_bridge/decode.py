@@ -82,6 +82,11 @@ and on the H200 a 35-surface pool fails its first packet with "Invalid data").""
 NVDEC_MAX_EXTRA_SURFACES = NVDEC_MAX_SURFACES - 18
 """Surfaces the application may hold beyond FFmpeg's own pool, whose worst case is a 16-frame DPB + 2."""
 
+DECODE_ON_SECONDS = 1.0
+"""How far past the latest frame handed out a seek decodes on instead of seeking, where no frame index
+tells where the key frames are: as exact, and about what a seek's own decoding costs (a seek decodes
+from the key frame before its target)."""
+
 
 def nvdec_pool_plan(limit: int, prefetch: int) -> tuple[int, int | None]:
     """The ``extra_hw_frames`` an NVDEC session asks for, and the most frames it may then hand out.
@@ -334,7 +339,6 @@ class DecodeSession:
         self._held: av.VideoFrame | None = None  # decoded past a target: the next frame to hand out
         # Frames decoded already, handed out next, before _held (a seek forward in the GOP kept them).
         self._kept: collections.deque[av.VideoFrame | Described] = collections.deque()
-        self._last_seek: int | None = None  # the latest seek's target: a later one is stepping forward
         # Where the caller is, to come back to after the frame index scan moved the demuxer:
         # ("start", None), ("at", target), ("after", pts of the last frame handed out) or ("end", None).
         self._cursor: tuple[str, int | None] = ("start", None)
@@ -1198,9 +1202,11 @@ class DecodeSession:
         generation. Seeking past the end (the last frame's duration, or the stream's) gives end of stream.
 
         A later time in the same GOP (no key frame between the next frame and the target, as the frame
-        index says) decodes on from there instead, keeping the frames decoded already (those the
-        prefetch thread queued too) and the decoder generation: stepping forward by seeks decodes the
-        file about once. The second seek forward builds the index (:meth:`frame_index`).
+        index says where one was built: :meth:`frame_index`, ``frames_at``), or without an index one at
+        most :data:`DECODE_ON_SECONDS` after the latest frame handed out, decodes on from there instead,
+        keeping the frames decoded already (those the prefetch thread queued too) and the decoder
+        generation: stepping forward by seeks decodes the file about once. A seek never reads the whole
+        file to build the index (a player's jumps would wait on it).
 
         Raises:
             InvalidInputError: ``seconds`` is not a finite number.
@@ -1210,25 +1216,27 @@ class DecodeSession:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
             target = self._target_ticks(seconds)
-            stepping = self._last_seek is not None and self._last_seek < target
-            self._last_seek = target
             self._sought = True
-            if not self._steps_on_to(target, stepping):
+            if not self._steps_on_to(target):
                 self._stop_prefetch()
                 self._drop_pending()
                 self._position_at(target)
             self._cursor = ("at", target)
 
-    def _steps_on_to(self, target: int, stepping: bool) -> bool:
+    def _steps_on_to(self, target: int) -> bool:
         """Position the session for ``target`` by decoding on from where it is, keeping the frames
         decoded already (held, or queued by the prefetch thread), where no key frame lies between the
-        frame after the latest one handed out and ``target`` (the frame index says; a seek would land
-        at or before that frame and decode the same frames again). The frame then handed out next is
-        the one a seek gives: the last, in presentation order, at or before ``target``. False where that
-        cannot be told (the caller then seeks, dropping what is kept): a target at or behind the latest
-        frame handed out, a key frame between, an untimed stream, no index (a stepping seek,
-        ``stepping``: after one at an earlier time, builds it), a failure the prefetch thread queued."""
-        if self._untimed or self._still is not None:
+        frame after the latest one handed out and ``target`` (the frame index says, where one was built;
+        a seek would land at or before that frame and decode the same frames again), or, without an
+        index, where ``target`` is at most :data:`DECODE_ON_SECONDS` ahead (decoding on through a key
+        frame is as exact, and that much decoding costs about what a seek's does). The frame then handed
+        out next is the one a seek gives: the last, in presentation order, at or before ``target``.
+        False where that cannot be told (the caller then seeks, dropping what is kept): a target at or
+        behind the latest frame handed out, a key frame between, an untimed stream, a session copying
+        ahead (:meth:`set_copy_ahead`), a failure the prefetch thread queued."""
+        if self._untimed or self._still is not None or self._copy_ahead is not None:
+            # (With copy-ahead, a frame decoded here would come without its GPU copy done ahead, and
+            # the kept ones' work is not carried over: such a session seeks.)
             return False
         kind, last = self._cursor
         index = self._index
@@ -1249,13 +1257,13 @@ class DecodeSession:
         if kind not in ("start", "after") or (kind == "after" and (last is None or last >= target)):
             return False
         if index is None:
-            if not stepping:
+            assert self._stream is not None
+            tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
+            if last is None or (target - last) * tb > DECODE_ON_SECONDS:
                 return False
-            try:
-                index = self._frame_index()  # moves the demuxer: this seek seeks
-            except (MediaFormatError, UnsupportedError):
-                return False
-            return False
+            if self._seek_target is not None and self._prefetcher is None:
+                return False  # as below
+            return self._decode_on_to(target)
         # The next frame shown after the latest one handed out (the first frame at the start).
         after = bisect.bisect_right(index.pts, last) if last is not None else 0
         if after >= len(index.pts) or index.pts[after] > target:
