@@ -375,3 +375,20 @@ def test_sub_with_a_snapshot_is_refused_not_dropped(
         err = capsys.readouterr().err
         assert code == 1 and f"--sub is drawn in the window; {flag[0]} renders the video alone" in err, err
     assert not (tmp_path / "s.png").exists()
+
+
+def test_a_stream_or_track_index_that_is_no_int_is_refused(video: str, tmp_path: Path) -> None:
+    """``read_cues(f, "2")`` said 'has no subtitle stream 2' beside a stream 2, and
+    ``Subtitles.select("1")`` raised a bare TypeError (found by an outside pass)."""
+    srt = tmp_path / "a.srt"
+    srt.write_text(SRT, encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"stream_index must be an int .* got '0'"):
+        read_cues(str(srt), "0")  # type: ignore[arg-type]
+    assert read_cues(str(srt), 0)  # the stream as an int
+    subtitles = open_subtitles(video, sub=srt)
+    try:
+        for bad in ("0", True, 0.0):
+            with pytest.raises(InvalidInputError, match="select takes a track's index"):
+                subtitles.select(bad)  # type: ignore[arg-type]
+    finally:
+        subtitles.close()

@@ -143,6 +143,8 @@ class Subtitles:
 
     def select(self, index: int | None) -> SubtitleTrack | None:
         """Show track ``index`` (None: none); its cues start loading."""
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise InvalidInputError(f"select takes a track's index (an int) or None, got {index!r}")
         if index is not None and not 0 <= index < len(self.tracks):
             raise InvalidInputError(f"subtitle track {index} does not exist; there are {len(self.tracks)}")
         self.selected_index = index

@@ -242,6 +242,11 @@ def read_cues(
         InvalidInputError: no such subtitle stream, or a bitmap one.
         MediaNotFoundError, MediaFormatError: the file is missing or not media.
     """
+    if stream_index is not None and (isinstance(stream_index, bool) or not isinstance(stream_index, int)):
+        # '2' matched no stream and was said as 'no subtitle stream 2' beside a stream 2 (an outside pass)
+        raise InvalidInputError(
+            f"stream_index must be an int (the stream's index) or None, got {stream_index!r}"
+        )
     where = os.fspath(source)
     with _open(where) as container:
         streams = list(container.streams.subtitles)
