@@ -166,7 +166,9 @@ def _check_output(sample_rate: int | None, channels: int | None) -> None:
             f"sample_rate must be a whole number of samples per second from {MIN_SAMPLE_RATE} to "
             f"{MAX_SAMPLE_RATE} (e.g. 48000, 44100), or None for the stream's own; got {sample_rate!r}"
         )
-    if channels is not None and (isinstance(channels, bool) or channels not in _LAYOUTS):
+    if channels is not None and (
+        isinstance(channels, bool) or not isinstance(channels, numbers.Integral) or channels not in _LAYOUTS
+    ):  # (2.0 was taken, where sample_rate=44100.0 is refused)
         raise InvalidInputError(
             f"channels must be 1 to {max(_LAYOUTS)} (1 mono, 2 stereo, 6 for 5.1 ...), or None for the "
             f"stream's own; got {channels!r}"
