@@ -102,6 +102,7 @@ def make_clip(
     rotation_ccw: int | None = None,
     color_range: int | None = None,
     colorspace: int | None = None,
+    b_frames: int | None = None,
 ) -> Clip:
     """Encode a small clip with PyAV.
 
@@ -112,6 +113,7 @@ def make_clip(
         audio: Add a short AAC (mp4) or Opus (other containers) tone of the clip's duration.
         gop: Key frame interval (default: every 4 frames, for seek tests).
         rotation_ccw: Store a display matrix rotating the picture counter-clockwise by this much.
+        b_frames: The encoder's ``max_b_frames`` (open GOPs with MPEG-2); None: its default.
     """
     path = os.fspath(path)
     name, options = ENCODERS[codec]
@@ -131,6 +133,8 @@ def make_clip(
         stream.time_base = time_base
         stream.codec_context.gop_size = gop if gop is not None else 4
         stream.codec_context.thread_count = 1
+        if b_frames is not None:
+            stream.codec_context.max_b_frames = b_frames
         if color_range is not None:
             stream.codec_context.color_range = color_range
         if colorspace is not None:

@@ -782,19 +782,7 @@ def test_cancelled_async_calls_lose_nothing(vfr_clips: dict[str, str], device: A
 def _open_gop_cut(path: Path) -> str:
     """An MPEG-2 stream of open GOPs, cut at its second key frame as a recording that starts mid-stream
     is: the B-frames shown before that key frame refer to the GOP cut away, and the decoder drops them."""
-    whole = str(path.with_name("whole.ts"))
-    with av.open(whole, "w") as out:
-        stream: Any = out.add_stream("mpeg2video", rate=25)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.codec_context.gop_size = 12
-        stream.codec_context.max_b_frames = 2
-        for i in range(48):
-            frame = av.VideoFrame.from_ndarray(pattern(i, 64, 48), format="rgb24").reformat(format="yuv420p")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
+    whole = make_clip(path.with_name("whole.ts"), "mpeg2", 64, 48, 48, rate=25, gop=12, b_frames=2).path
     keys = 0
     with av.open(whole) as inp, av.open(str(path), "w") as out:
         copy = out.add_stream_from_template(inp.streams.video[0])

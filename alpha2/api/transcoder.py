@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fractions
+import functools
 import math
 import os
 import time
@@ -718,6 +719,11 @@ class _Transcoder:
         self._first = found
         return found
 
+    @functools.cached_property
+    def _input_seconds(self) -> float | None:
+        """The input container's duration, read once (whether a cut ends inside it is asked twice)."""
+        return container_duration_seconds(self.source)
+
     def _cuts(self, info: StreamInfo) -> bool:
         """Whether the copied streams are cut with the video: a part asked for (--from, --to,
         --duration), or fewer frames (--frames) than the input has (or may have). An end at or past the
@@ -728,7 +734,7 @@ class _Transcoder:
             end = options.end_seconds
             if options.from_seconds > 0 or end is None:
                 return True
-            length = container_duration_seconds(self.source)
+            length = self._input_seconds
             return length is None or end < length - 1e-6
         frames = self.options.frames
         if frames is None:
@@ -764,7 +770,7 @@ class _Transcoder:
             if ended is None and end is not None:
                 # The video ran out before --to / --duration, but the input goes on (a longer audio):
                 # the other streams were cut there, which 'to the end' did not say.
-                length = container_duration_seconds(self.source)
+                length = self._input_seconds
                 if length is not None and float(end - self._origin) < length - 1e-6:
                     ended = end
             stats.cut = {

@@ -48,11 +48,10 @@ import numpy as np
 from alpha2.ffmpeg_bridge.channel_layouts import (
     AUDIO_DRIFT_SECONDS,
     ChannelOrder,
-    interleaved,
+    kept_on_time,
     make_layouts_safe,
     open_input,
-    packed_frame,
-    silence_like,
+    trimmed_frame,
 )
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, NoAudioStreamError, from_ffmpeg, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
@@ -268,13 +267,6 @@ def _decoded(
             damaged()
             continue
         yield from frames
-
-
-def _trimmed(frame: Any, cut: int) -> Any:
-    """``frame`` (an ``av.AudioFrame``) without its first ``cut`` samples: a new frame of the same
-    format, layout and rate."""
-    samples, packed = interleaved(frame)
-    return packed_frame(samples[cut:], packed, str(frame.layout.name), frame, keep_format=True)
 
 
 class AudioDecodeSession:
@@ -538,7 +530,7 @@ class AudioDecodeSession:
                 return None
             self._keep_from = None
             if keep > start:
-                frame = _trimmed(frame, keep - start)
+                frame = trimmed_frame(frame, keep - start)
                 start = keep
             elif start > keep and self._next_pts is None:
                 # The target lies in a gap of the timestamps (the places jumped over it): silence from
@@ -576,23 +568,15 @@ class AudioDecodeSession:
         if fresh or frame.time is None:
             self._clock += samples / rate
             return [frame]
-        at = float(frame.time)  # a gap is as exact as the container's clock (Matroska: a millisecond)
-        drift = at - self._clock
         at_target, self._gap_at_target = self._gap_at_target, False
-        if drift > AUDIO_DRIFT_SECONDS or (at_target and drift * rate >= 0.5):
-            count = round(drift * rate)
-            self.gaps.append((self._clock, count / rate))
-            self._clock += (count + samples) / rate
-            return [silence_like(frame, count), frame]
-        if drift < -AUDIO_DRIFT_SECONDS:
-            cut = min(samples, round(-drift * rate))
-            self.overlaps.append((at, cut / rate))
-            if cut == samples:
-                return []
-            frame = _trimmed(frame, cut)
-            samples -= cut
-        self._clock += samples / rate
-        return [frame]
+        # A gap is as exact as the container's clock (Matroska: a millisecond).
+        kept, added, cut = kept_on_time(frame, self._clock, exact=at_target)
+        if added:
+            self.gaps.append((self._clock, added / rate))
+        if cut:
+            self.overlaps.append((float(frame.time), cut / rate))
+        self._clock += (added + samples - cut) / rate
+        return kept
 
     def set_tempo(self, tempo: float) -> None:
         """Play at ``tempo`` (0.25 to 4, the pitch kept) from the next :meth:`seek` on."""

@@ -36,11 +36,13 @@ __all__ = [
     "PLANAR_CHANNELS_PYAV_READS",
     "ChannelOrder",
     "interleaved",
+    "kept_on_time",
     "make_layouts_safe",
     "native_positions",
     "open_input",
     "packed_frame",
     "silence_like",
+    "trimmed_frame",
     "with_layout",
 ]
 
@@ -262,3 +264,27 @@ def silence_like(like: Any, count: int) -> Any:
     if packed == "u8":
         zeros += 128  # unsigned 8-bit silence is the middle code
     return packed_frame(zeros, packed, like.layout.name, like, keep_format=True)
+
+
+def trimmed_frame(frame: Any, cut: int) -> Any:
+    """``frame`` (an ``av.AudioFrame``) without its first ``cut`` samples: a new frame of the same
+    format, layout and rate."""
+    samples, packed = interleaved(frame)
+    return packed_frame(samples[cut:], packed, str(frame.layout.name), frame, keep_format=True)
+
+
+def kept_on_time(frame: Any, expected: float, *, exact: bool = False) -> tuple[list[Any], int, int]:
+    """``frame`` (an ``av.AudioFrame`` with a time) kept on its timestamp, where the samples before it
+    end at ``expected`` seconds: where its time runs more than :data:`AUDIO_DRIFT_SECONDS` ahead (with
+    ``exact``, half a sample), silence fills the gap before it; where it runs that far behind, its
+    repeated samples are left out. Returns the frames to go on with (none where every sample repeats),
+    the samples of silence put before it and the samples left out of it."""
+    rate, samples = int(frame.sample_rate), int(frame.samples)
+    drift = float(frame.time) - expected
+    if drift > AUDIO_DRIFT_SECONDS or (exact and drift * rate >= 0.5):
+        count = round(drift * rate)
+        return ([silence_like(frame, count), frame] if count else [frame]), count, 0
+    if drift < -AUDIO_DRIFT_SECONDS:
+        cut = min(samples, round(-drift * rate))
+        return ([] if cut == samples else [trimmed_frame(frame, cut)]), 0, cut
+    return [frame], 0, 0

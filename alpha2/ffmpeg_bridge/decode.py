@@ -1256,22 +1256,20 @@ class DecodeSession:
             return False
         if kind not in ("start", "after") or (kind == "after" and (last is None or last >= target)):
             return False
+        if self._seek_target is not None and self._prefetcher is None:
+            return False  # a seek to go on after the latest frame (_reposition) decodes from the key frame
         if index is None:
             assert self._stream is not None
             tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
             if last is None or (target - last) * tb > DECODE_ON_SECONDS:
                 return False
-            if self._seek_target is not None and self._prefetcher is None:
-                return False  # as below
-            return self._decode_on_to(target)
-        # The next frame shown after the latest one handed out (the first frame at the start).
-        after = bisect.bisect_right(index.pts, last) if last is not None else 0
-        if after >= len(index.pts) or index.pts[after] > target:
-            return False  # the frame on display at the target was handed out already: seek back to it
-        if index.key_between(index.pts[after], target):
-            return False
-        if self._seek_target is not None and self._prefetcher is None:
-            return False  # a seek to go on after the latest frame (_reposition) decodes from the key frame
+        else:
+            # The next frame shown after the latest one handed out (the first frame at the start).
+            after = bisect.bisect_right(index.pts, last) if last is not None else 0
+            if after >= len(index.pts) or index.pts[after] > target:
+                return False  # the frame on display at the target was handed out already: seek back to it
+            if index.key_between(index.pts[after], target):
+                return False
         return self._decode_on_to(target)
 
     def _decode_on_to(self, target: int) -> bool:

@@ -161,8 +161,5 @@ class Prefetcher:
         return items
 
     def _drain(self) -> None:
-        try:
-            while True:
-                discard(self._queue.get_nowait())
-        except queue.Empty:
-            pass
+        for item in self._take_all():
+            discard(item)

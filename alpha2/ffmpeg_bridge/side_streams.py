@@ -42,14 +42,13 @@ import av.packet
 import av.stream
 
 from alpha2.ffmpeg_bridge.channel_layouts import (
-    AUDIO_DRIFT_SECONDS,
     PLANAR_CHANNELS_PYAV_READS,
     ChannelOrder,
     interleaved,
+    kept_on_time,
     make_layouts_safe,
     open_input,
     packed_frame,
-    silence_like,
     with_layout,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg
@@ -1651,10 +1650,11 @@ class StreamCopier:
         """Decoded frames kept on their timestamps: the encoder's samples are counted one after the other,
         so a gap in the input's timestamps would close up (everything after it playing early against the
         picture) and an overlap would push the rest late. Where the timestamps run more than
-        :data:`AUDIO_DRIFT_SECONDS` ahead of the samples fed, silence fills the gap; where they run
-        behind, the repeated samples are left out. Both are counted for the summary. FFmpeg's command line
-        keeps the same timing by passing the timestamps on to the muxer; counted samples need the
-        silence."""
+        :data:`~alpha2.ffmpeg_bridge.channel_layouts.AUDIO_DRIFT_SECONDS` ahead of the samples fed,
+        silence fills the gap; where they run behind, the repeated samples are left out
+        (:func:`~alpha2.ffmpeg_bridge.channel_layouts.kept_on_time`, as the audio decode session's).
+        Both are counted for the summary. FFmpeg's command line keeps the same timing by passing the
+        timestamps on to the muxer; counted samples need the silence."""
         kept: list[Any] = []
         for frame in frames:
             rate = frame.sample_rate
@@ -1666,21 +1666,14 @@ class StreamCopier:
             at = float(frame.pts * frame.time_base)
             if entry.in_origin is None:
                 entry.in_origin = at
-            drift = at - (entry.in_origin + entry.in_fed)
-            if drift > AUDIO_DRIFT_SECONDS:
-                count = round(drift * rate)
-                kept.append(silence_like(frame, count))
-                entry.in_fed += count / rate
-                entry.gaps.append((at - drift, drift))
-            elif drift < -AUDIO_DRIFT_SECONDS:
-                cut = min(frame.samples, round(-drift * rate))
+            expected = entry.in_origin + entry.in_fed
+            pieces, added, cut = kept_on_time(frame, expected)
+            if added:
+                entry.gaps.append((expected, added / rate))
+            if cut:
                 entry.overlaps.append((at, cut / rate))
-                if cut == frame.samples:
-                    continue
-                samples, packed = interleaved(frame)
-                frame = packed_frame(samples[cut:], packed, frame.layout.name, frame, keep_format=True)
-            kept.append(frame)
-            entry.in_fed += frame.samples / rate
+            kept.extend(pieces)
+            entry.in_fed += (added + frame.samples - cut) / rate
         return kept
 
     def _timing_notes(self) -> None:
