@@ -500,32 +500,60 @@ _H200 = (
 )
 
 
-@pytest.mark.parametrize("columns", [200, 100, 80, 60])
-def test_probe_table_of_an_h200_fits(columns: int, capsys: pytest.CaptureFixture[str]) -> None:
-    """The H200's row (as ``alpha2 probe`` printed it there) at each width: no line wider, no word
-    broken; rich left to squeeze by itself made it one column too wide at 80."""
+_H100 = (
+    "0",
+    "NVIDIA H100 80GB HBM3",
+    "discrete GPU",
+    "NVIDIA 580.159.4.0",
+    "1.4.312",
+    "h264 (8-bit 4096x4096), h265 (8/10-bit 8192x8192), vp9 (8/10-bit 8192x8192), av1 (8/10-bit 8192x8192)",
+    "-",
+    "78.4 GiB",
+    "mem fd, sem fd+fd-timeline, timeline",
+    "1",
+    "pinned chosen",
+)
+
+
+def _probe_table(row: tuple[str, ...], columns: int) -> tuple[str, list[int]]:
     from rich.console import Console
-    from rich.table import Table
 
-    from alpha2.apps.cli import column_widths
-    from alpha2.apps.probe import _HEADERS, _PRIORITY
+    from alpha2.apps.probe import adapter_table
 
-    kept, left = fit_columns(_HEADERS, [_H200], columns, _PRIORITY)
-    widths = column_widths(_HEADERS, [_H200], kept, columns)
-    table = Table(title="Vulkan adapters (loader order)")
-    for i in kept:
-        table.add_column(_HEADERS[i], overflow="fold", width=widths[i])
-    table.add_row(*(_H200[i] for i in kept))
+    table, left = adapter_table([row], columns)
     console = Console(width=columns, file=io.StringIO())
     with console.capture() as captured:
         console.print(table)
-    text = captured.get()
+    return captured.get(), left
+
+
+@pytest.mark.parametrize("row", [_H200, _H100], ids=["h200", "h100"])
+@pytest.mark.parametrize("columns", [200, 100, 80, 60])
+def test_probe_table_of_an_nvidia_gpu_fits(row: tuple[str, ...], columns: int) -> None:
+    """The H200's and H100's rows (as ``alpha2 probe`` printed them there) at each width: no line wider,
+    no word broken; rich left to squeeze by itself made it one column too wide at 80."""
+    from alpha2.apps.probe import _HEADERS
+
+    text, left = _probe_table(row, columns)
     assert max(len(line) for line in text.splitlines()) <= columns, text
     cells = text.replace("│", " ").replace("┃", " ").split()
-    for i in kept:
-        for word in _H200[i].split() + _HEADERS[i].split():
-            assert word in cells, (word, text)
-    assert (left == []) == (columns >= 200)
+    for i in range(len(_HEADERS)):
+        if i not in left:
+            for word in row[i].split() + _HEADERS[i].split():
+                assert word in cells, (word, text)
+    if row is _H200:
+        assert (left == []) == (columns >= 200)
+
+
+@pytest.mark.parametrize("columns", [200, 140])
+def test_the_marks_stay_on_one_line_beside_a_long_codec_list(columns: int) -> None:
+    """Found by the H100 run of 2026-12-05: at 200 columns the marks column got the width of its longest
+    word and ``pinned chosen`` broke over two lines (the codec list took the room); the short columns
+    now take their whole text first."""
+    text, left = _probe_table(_H100, columns)
+    assert 10 not in left
+    row = next(line for line in text.splitlines() if line.startswith("│ 0 "))
+    assert row.rstrip(" │").endswith("pinned chosen"), text
 
 
 def _report(tmp_path: Path) -> BatchReport:

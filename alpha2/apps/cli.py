@@ -35,7 +35,7 @@ from alpha2 import __version__
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 # Subcommands: (command, module, help line). Each module has register(subparsers), which adds the
 # command's parser (with the same help line) and sets func=run on it. Only the module of the command
@@ -474,11 +474,14 @@ def column_widths(
     width: int,
     *,
     fold: Mapping[int, int] | None = None,
+    yielding: Collection[int] = (),
 ) -> dict[int, int]:
     """Widths for the ``kept`` columns that fill at most ``width``: each its longest word (capped as
     :func:`fit_columns`' ``fold`` says), and what is left shared by how much more each column's longest
-    text needs. Given to rich as fixed widths, so that its own squeezing (which can leave a table a
-    column too wide) does not come into it."""
+    text needs. The columns in ``fold`` or ``yielding`` (long text that wraps: a codec list) take what
+    the others leave, the others taking their whole text first, so that a short cell of several words
+    (``pinned chosen``) stays on one line. Given to rich as fixed widths, so that its own squeezing
+    (which can leave a table a column too wide) does not come into it."""
     from rich.cells import cell_len
 
     least = word_widths(headers, rows, fold=fold)
@@ -494,7 +497,7 @@ def column_widths(
         return widths
     if total <= spare:
         return {i: max(least[i], natural[i]) for i in kept}
-    folded = [i for i in need if fold and i in fold]
+    folded = [i for i in need if (fold and i in fold) or i in yielding]
     if folded:
         # The columns that fold take what the others leave: the others first take their whole text,
         # the shortest first (a size, a count), so that one long cell does not break them all.

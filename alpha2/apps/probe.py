@@ -27,6 +27,10 @@ from alpha2.gpu.errors import UnsupportedError
 # The Vulkan side (the loader through cffi, the device probes) loads when the adapters are asked for,
 # so that ``alpha2 probe --help`` answers at once.
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.table import Table
+
     from alpha2.api.machine import VulkanCandidate
 
 
@@ -198,6 +202,26 @@ _PRIORITY = (0, 1, 10, 9, 2, 5, 6, 7, 3, 4, 8)
 """The columns kept first when the terminal is narrow: #, name, the marks, rank, type, decode, ..."""
 
 
+_WRAPPED = (1, 3, 5, 6, 8)
+"""The columns of long text (name, driver, decode, encode, interop), which wrap before the short ones."""
+
+
+def adapter_table(rows: Sequence[Sequence[str]], width: int) -> tuple[Table, list[int]]:
+    """The adapter table of ``rows`` (one text per :data:`_HEADERS` column) for ``width`` columns, and
+    the columns left out of it: no word broken, and the short cells (the rank, the marks ``pinned
+    chosen``) whole on one line, the long ones wrapping in what they leave."""
+    from rich.table import Table
+
+    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
+    widths = column_widths(_HEADERS, rows, kept, width, yielding=_WRAPPED)
+    table = Table(title="Vulkan adapters (loader order)", show_lines=False)
+    for i in kept:
+        table.add_column(_HEADERS[i], overflow="fold", width=widths[i])
+    for row in rows:
+        table.add_row(*(row[i] for i in kept))
+    return table, left_out
+
+
 def _print_table(
     candidates: list[VulkanCandidate],
     by_index: dict[int, RankedAdapter[VulkanCandidate]],
@@ -210,7 +234,6 @@ def _print_table(
     import textwrap
 
     from rich.console import Console
-    from rich.table import Table
 
     width = terminal_columns(sys.stdout, default=200) or 200
     console = Console(width=width, highlight=False)
@@ -241,13 +264,7 @@ def _print_table(
                 " ".join(marks),
             )
         )
-    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
-    widths = column_widths(_HEADERS, rows, kept, width)
-    table = Table(title="Vulkan adapters (loader order)", show_lines=False)
-    for i in kept:
-        table.add_column(_HEADERS[i], overflow="fold", width=widths[i])
-    for row in rows:
-        table.add_row(*(row[i] for i in kept))
+    table, left_out = adapter_table(rows, width)
     console.print(table)
     if left_out:
         said = ", ".join(_HEADERS[i] for i in left_out)
