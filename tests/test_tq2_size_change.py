@@ -132,9 +132,18 @@ def test_passthrough_converts_a_pixel_format_change_and_says_so(tmp_path: Path, 
         assert np.abs(frames[index].astype(int) - source[index].astype(int)).mean() < 3, index
 
 
-def test_cpu_scale_route_says_the_pixel_format_change(tmp_path: Path, capsys: Capsys) -> None:
+def test_cpu_scale_route_says_the_pixel_format_change(
+    tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The CPU scale route is taken where alpha2's device is a CPU one (lavapipe); on an NVIDIA machine
+    # the GPU route scales software-decoded frames too ("a GPU device is at hand": the H100 run of
+    # 2026-12-05 said "converted to nv12 on the GPU", rightly), so the device is said to be a CPU's here.
+    from alpha2.api import scale_route
+
+    monkeypatch.setattr(scale_route, "cpu_device_reason", lambda *_: "the device 'llvmpipe' is a CPU device")
     args = ("--size", "32x24", "--hwaccel", "none")  # on NVDEC's frames the GPU route scales
     data, _ = _run(capsys, _format_joined(tmp_path), str(tmp_path / "out.mp4"), *args)
+    assert data["scale_route"]["route"] == "swscale", data["scale_route"]
     notes = _format_notes(data)
     assert len(notes) == 1 and "(yuv422p): 10 frames converted to" in notes[0], data["input_notes"]
     assert notes[0].endswith("on the CPU (swscale)")

@@ -65,11 +65,11 @@ def cpu_device_reason(
             without making one: first from the GPU device nodes (no Vulkan call,
             :func:`~alpha2.native_gpu.device.cpu_only.cpu_only_reason`), else from the usable Vulkan
             candidates (ALPHA2_GPU_ADAPTER honoured): CPU when none is a GPU.
+        candidates: where the candidates come from (for tests; given, the device nodes are not looked at).
 
     Raises:
         AdapterPinError: ``ALPHA2_GPU_ADAPTER`` names no adapter (the CPU route makes no device that
             would say so).
-        candidates: where the candidates come from (for tests; given, the device nodes are not looked at).
     """
     if device is not None:
         candidate = device.vulkan_candidate
