@@ -14,6 +14,12 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONUNBUFFERED=1 XDG_RUNTIME_DIR=/tmp
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD
+# The runtime dependencies (pyproject.toml) the machine lacks are said first: pycountry was missing from
+# .whl in the run of 2026-12-05 and one test failed for it (pip download pycountry into .whl, 8 MB).
+missing=$(python3 -c 'import importlib.util as u
+print(" ".join(m for m in ("av", "wgpu", "wgpudawn", "vulkan", "cffi", "rich", "PIL", "rendercanvas", "glfw",
+    "sounddevice", "pycountry", "numpy") if u.find_spec(m) is None))')
+[ -n "$missing" ] && echo "h200_run.sh: not installed here (carry their wheels in .whl): $missing" | tee -a "$OUT/missing.txt" >&2
 steps=${*:-tests probe decode import transcode copier}
 log=$OUT/bench.log
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$OUT/machine.txt" 2>&1
