@@ -205,9 +205,28 @@ def _name_max(out: str) -> int:
         return 255
 
 
-def _too_long(item: BatchItem, limit: int) -> FileResult | None:
-    """A failed result for an item whose output name (or a folder on its way) is longer than the file
-    system takes: found before its transcode, not at the rename after it; None when it fits."""
+def _path_max(out: str) -> int:
+    """The longest path, in bytes and with its closing NUL, the file system of ``out`` takes (4096
+    where it does not say)."""
+    try:
+        return int(os.pathconf(out, "PC_PATH_MAX"))
+    except (OSError, ValueError):
+        return 4096
+
+
+def _too_long(item: BatchItem, limit: int, path_max: int = 4096) -> FileResult | None:
+    """A failed result for an item whose output name (or a folder on its way), or its whole path, is
+    longer than the file system takes: found before its transcode, not at the rename after it (which
+    left the folders made on its way behind); None when it fits."""
+    size = len(os.fsencode(item.output))
+    if size >= path_max:
+        return FileResult(
+            item,
+            FileStatus.FAILED,
+            error=f"its output's path is {size} bytes, more than the {path_max - 1} the file "
+            "system takes; choose a shorter --out, or move the input to a shorter path",
+            error_kind=ErrorKind.INVALID_INPUT.value,
+        )
     for part in item.key.split("/"):
         size = len(os.fsencode(part))
         if size > limit:
@@ -313,8 +332,9 @@ def _run_locked(
     todo: list[BatchItem] = []
     skipped: dict[str, FileResult] = {}
     limit = _name_max(out)
+    path_max = _path_max(out)
     for item in items:
-        too_long = _too_long(item, limit)
+        too_long = _too_long(item, limit, path_max)
         if too_long is not None:
             skipped[item.key] = too_long
         elif settings.force:

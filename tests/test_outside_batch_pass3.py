@@ -1,0 +1,42 @@
+"""Faults a third outside pass found in ``alpha2 batch`` and ``alpha2 sample``, each with the case
+that showed it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.apps.batch import BatchSettings, batch
+from alpha2.apps.batch_local import DeviceChoice
+from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus
+
+sys.path.insert(0, os.path.dirname(__file__))
+from media import make_clip
+
+CPU = BatchSettings(device=DeviceChoice.CPU, workers=1)
+
+
+def test_an_output_path_longer_than_the_file_system_takes_fails_before_its_transcode(
+    tmp_path: Path,
+) -> None:
+    # Every name fits (200 bytes) but the output's whole path passes PATH_MAX (4096 with its NUL).
+    # The file was transcoded, then failed with "[Errno 36] File name too long: '<4 kB of path>'"
+    # and left the 18 empty folders made on its way under --out.
+    src = tmp_path / "in"
+    part = "b" * 200
+    deep = src.joinpath(*[part] * 18)
+    deep.mkdir(parents=True)
+    make_clip(deep / "v.mp4", width=64, height=48, frames=4)
+    make_clip(src / "ok.mp4", width=64, height=48, frames=4)
+    out = tmp_path / ("o" * 200) / ("p" * 240)
+    assert len(os.fsencode(out / deep.relative_to(src) / "v.mp4")) >= 4096
+    report = batch([str(src)], out, TranscodeOptions(), CPU)
+    by_name = {r.item.key: r for r in report.results}
+    assert by_name["ok.mp4"].status is FileStatus.DONE
+    [failed] = [r for r in report.results if r.item.key != "ok.mp4"]
+    assert failed.status is FileStatus.FAILED and failed.attempts == 0
+    assert failed.error is not None and "more than the 4095" in failed.error
+    assert "Errno" not in failed.error
+    assert sorted(os.listdir(out)) == sorted(["ok.mp4", MANIFEST_NAME])
