@@ -290,7 +290,10 @@ class Writer:
     Textures and arrays are converted to NV12 on the GPU (the copier) with :attr:`colour`'s matrix and
     range, and the stream is tagged with that colour; decoded frames are encoded as they are, tagged
     with their own colour, except those a display matrix turns or flips: they are written as shown
-    (their ``width`` x ``height``), converted as textures are. ``untagged=True`` writes no colour
+    (their ``width`` x ``height``), converted as textures are. One stream has one colour, fixed by
+    the first write: a decoded frame written first gives the textures and arrays after it its matrix
+    and range, and a decoded frame of another colour than the stream's is converted as textures are
+    (its pixels would be read with the wrong matrix as they are). ``untagged=True`` writes no colour
     tags: the pixels are still converted with :attr:`colour`, and readers guess (mpv, browsers and
     alpha2 BT.709 at HD sizes and BT.601 below, FFmpeg's swscale BT.601 at every size).
 
@@ -407,6 +410,9 @@ class Writer:
         self._origin: fractions.Fraction | None = None  # the first decoded frame's time: output's 0
         self._last: fractions.Fraction | None = None  # the previous frame's time, in seconds
         self._last_ticks: int | None = None
+        # What the stream's pixels mean, fixed by the first write (None until then): the colour given
+        # to the session, the copier's, or the first decoded frame's, which then passes as it is.
+        self._stream_colour: ColourInfo | None = None if session_colour is None or untagged else colour
 
     # -- what it is ----------------------------------------------------------------------------------
 
@@ -566,16 +572,35 @@ class Writer:
 
     def _copier_for(self, device: Device, width: int, height: int) -> EncodeCopier:
         if self._held.copier is None:
+            colour = self._stream_colour or self.colour
             self._held.copier = EncodeCopier(
                 device,
                 width,
                 height,
-                matrix=self.colour.matrix,
-                colour_range=self.colour.range,
-                chroma_location=self.colour.chroma_location,
+                matrix=colour.matrix,
+                colour_range=colour.range,
+                chroma_location=colour.chroma_location,
                 extent=self._extent,
             )
+            if self._stream_colour is None:
+                self._stream_colour = colour
         return self._held.copier
+
+    def _passes_as_it_is(self, frame: Frame) -> bool:
+        """Whether a decoded frame's planes may be encoded as they are: shown unturned, and in the
+        stream's colour (a GIF's frames are made RGB from their own colour, whatever came before)."""
+        if frame.rotation is not Rotation.NONE or frame.mirrored:
+            return False  # its planes as stored, with no display matrix, would show sideways
+        stream = self._stream_colour
+        if stream is None or self._held.session.encoder.name in PALETTE_ENCODERS:
+            return True
+        colour = frame.colour
+        return (colour.matrix, colour.range, colour.primaries, colour.transfer) == (
+            stream.matrix,
+            stream.range,
+            stream.primaries,
+            stream.transfer,
+        )
 
     def _upload(self, device: Device, pixels: np.ndarray) -> Any:
         """The upload texture, holding ``pixels`` (of the copier's size)."""
@@ -649,9 +674,9 @@ class Writer:
                     "handed to textures by rendering or converting it); write the frame before that, or "
                     "write the texture render() returned"
                 )
-            if item.rotation is not Rotation.NONE or item.mirrored:
-                # Its planes as stored, with no display matrix, would show sideways: the picture as
-                # shown goes the way of textures (and has the shown size the Writer checks).
+            if not self._passes_as_it_is(item):
+                # The picture as shown goes the way of textures (and has the shown size the Writer
+                # checks), converted to the stream's colour.
                 picture = self._shown_picture(item)
             else:
                 self._write_decoded(item, pts_seconds)
@@ -729,6 +754,8 @@ class Writer:
         ticks = self._ticks_for(item, pts_seconds)
         self._encode_flushed()  # textures written before it go first, in order
         self._held.session.encode(item.decoded, pts=ticks)
+        if self._stream_colour is None:
+            self._stream_colour = item.colour
         self._frames += 1
 
     async def write_async(self, item: Any, *, pts_seconds: float | None = None) -> None:

@@ -1,0 +1,60 @@
+"""Faults a third outside pass over the documented Python API found (``alpha2.open``, frames,
+``alpha2.create`` / ``Writer``, ``open_audio``), each kept from coming back. Every clip is made here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+import alpha2
+
+# -- one stream, one colour --------------------------------------------------------------------------
+
+
+def _bt601_clip(path: Path) -> str:
+    """A small untagged clip of one flat colour, made by swscale (BT.601): alpha2 guesses BT.601 too."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for i in range(3):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), (200, 50, 20), np.uint8), format="rgb24")
+            frame = frame.reformat(format="yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def _centres(path: str) -> list[list[int]]:
+    with alpha2.open(path, hwaccel="none") as source:
+        return [frame.to_ndarray()[24, 32].tolist() for frame in source]
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("first", ["array", "frame"])
+def test_arrays_and_decoded_frames_of_another_colour_keep_their_colour_in_one_stream(
+    tmp_path: Path, first: str
+) -> None:
+    """An array written before a BT.601 frame tagged the stream BT.709, and the frame's planes went in as
+    they were (read back 14 codes too red); a frame written first tagged it BT.601 and the arrays after
+    it were still converted with BT.709 (15 codes off). Now the first write fixes the stream's colour
+    and the other kind is converted to it."""
+    clip = _bt601_clip(tmp_path / "red601.mp4")
+    red = np.full((48, 64, 3), (200, 50, 20), np.uint8)
+    out = str(tmp_path / "mixed.mp4")
+    with alpha2.open(clip, hwaccel="none") as source, alpha2.create(out) as writer:
+        if first == "array":
+            writer.write(red)
+        for frame in source:
+            writer.write(frame)
+        if first == "frame":
+            writer.write(red)
+    centres = _centres(out)
+    assert len(centres) == 4
+    for rgb in centres:
+        assert np.abs(np.array(rgb) - (200, 50, 20)).max() <= 4, centres
