@@ -40,3 +40,17 @@ def test_an_output_path_longer_than_the_file_system_takes_fails_before_its_trans
     assert failed.error is not None and "more than the 4095" in failed.error
     assert "Errno" not in failed.error
     assert sorted(os.listdir(out)) == sorted(["ok.mp4", MANIFEST_NAME])
+
+
+def test_a_local_batch_starts_no_more_workers_than_files(tmp_path: Path) -> None:
+    # 'alpha2 batch one.mp4 --out o --workers 64' started 64 worker processes (5.9 s where one
+    # takes 0.6 s); the default, one a core, does the same with one file on a 64-core machine.
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(2):
+        make_clip(src / f"c{i}.mp4", width=64, height=48, frames=4)
+    report = batch(
+        [str(src)], tmp_path / "out", TranscodeOptions(), BatchSettings(device=DeviceChoice.CPU, workers=6)
+    )
+    assert [r.status for r in report.results] == [FileStatus.DONE] * 2
+    assert len(report.runner["workers"]) == 2

@@ -153,7 +153,7 @@ class BatchReport:
         }
 
 
-def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
+def _backend(settings: BatchSettings, options: TranscodeOptions, files: int) -> Backend:
     if settings.ray is not None:
         from alpha2.apps.batch_ray import RayBackend
 
@@ -164,7 +164,7 @@ def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
             hwaccel=options.hwaccel,
             bind=settings.ray_bind,
         )
-    from alpha2.apps.batch_local import LocalBackend, plan_workers
+    from alpha2.apps.batch_local import LocalBackend, WorkerSlot, plan_workers
 
     slots = plan_workers(
         device=settings.device,
@@ -172,7 +172,14 @@ def _backend(settings: BatchSettings, options: TranscodeOptions) -> Backend:
         streams=settings.streams,
         shared_device=settings.shared_device,
     )
-    return LocalBackend(slots)
+    # No more workers than files to run (the slots come round-robin over the GPUs): one file with
+    # the default of one worker per core started 64 processes on a 64-core machine, each a device.
+    kept: list[WorkerSlot] = []
+    for slot in slots:
+        if sum(k.streams for k in kept) >= files:
+            break
+        kept.append(slot)
+    return LocalBackend(kept or slots[:1])
 
 
 def _folders_to_make(path: str) -> list[str]:
@@ -351,7 +358,7 @@ def _run_locked(
     ran: dict[str, FileResult] = {}
     runner: dict[str, Any] = {"runner": "none (nothing to do)"}
     if todo:
-        backend = backend if backend is not None else _backend(settings, options)
+        backend = backend if backend is not None else _backend(settings, options, len(todo))
         try:
             manifest.claim(todo)
             results = run_batch(
