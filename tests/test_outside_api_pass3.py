@@ -58,3 +58,20 @@ def test_arrays_and_decoded_frames_of_another_colour_keep_their_colour_in_one_st
     assert len(centres) == 4
     for rgb in centres:
         assert np.abs(np.array(rgb) - (200, 50, 20)).max() <= 4, centres
+
+
+# -- what alpha2.open takes ----------------------------------------------------------------------------
+
+
+def test_a_closed_or_write_only_file_object_is_refused_typed(tmp_path: Path) -> None:
+    """A closed file object reached PyAV and came back as a bare ValueError ('I/O operation on closed
+    file'), a write-only one as 'File object has no read() method'; both are InvalidInputErrors now."""
+    from alpha2.gpu.errors import InvalidInputError
+
+    closed = open(_bt601_clip(tmp_path / "clip.mp4"), "rb")
+    closed.close()
+    with pytest.raises(InvalidInputError, match="closed BufferedReader"):
+        alpha2.open(closed, hwaccel="none")
+    with open(tmp_path / "out.bin", "wb") as write_only:
+        with pytest.raises(InvalidInputError, match="opened for writing only"):
+            alpha2.open(write_only, hwaccel="none")

@@ -339,6 +339,17 @@ def _media_source(path: object) -> tuple[MediaSource, str]:
             f"{type(path).__name__}"
         )
     if callable(getattr(path, "read", None)):
+        if getattr(path, "closed", False) is True:
+            raise InvalidInputError(
+                f"alpha2.open got a closed {type(path).__name__}; pass an open one (open(path, 'rb')), "
+                "or the path"
+            )
+        readable = getattr(path, "readable", None)
+        if callable(readable) and not readable():
+            raise InvalidInputError(
+                f"alpha2.open takes a readable file object, got a {type(path).__name__} opened for writing "
+                "only; open it with open(path, 'rb'), or pass the path"
+            )
         name = getattr(path, "name", None)
         label = short_repr(name, 200) if isinstance(name, str) else f"<{type(path).__name__}>"
         return cast(MediaSource, path), label
@@ -1440,8 +1451,8 @@ def open(
             ``on_corrupt``, ``stream_index``, ``cuda_ordinal``, ``max_pixels``...).
 
     Raises:
-        InvalidInputError: ``path`` is none of those (a file object must be opened in binary mode), or
-            an option that is unknown or of the wrong type (the message names it).
+        InvalidInputError: ``path`` is none of those (a file object must be open, readable and in
+            binary mode), or an option that is unknown or of the wrong type (the message names it).
         MediaNotFoundError, MediaFormatError, NoVideoStreamError: see :mod:`alpha2.ffmpeg_bridge.errors`.
     """
     return VideoSource(path, device=device, hwaccel=hwaccel, **options)
