@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import fractions
 import math
+import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -162,7 +163,7 @@ class SampleResult:
     audio: bool
     """Whether the tone was written."""
     audio_note: str | None
-    """Why there is no tone, when there is none (``--no-audio``)."""
+    """Why there is no tone, when there is none (``--no-audio``, or a GIF)."""
 
 
 def write_sample(
@@ -207,12 +208,15 @@ def write_sample(
         raise InvalidInputError(f"rate must be >= 1, got {rate}")
     full = check_output_path(path, overwrite=overwrite)
     codec = codec or default_codec(full)
-    with_audio = bool(audio)
+    # A GIF holds pictures only: the tone is left out of it, said, rather than refused by the muxer.
+    gif = os.path.splitext(full)[1].lower() == ".gif"
+    with_audio = bool(audio) and not gif
     colour = sample_colour(size)
     frames = max(1, round(duration_s * rate))
     encoder = choose_encoder(codec)
     encoder_name = encoder.name
-    if not encoder.takes_crf:  # FFV1 is lossless: a crf is refused, and means nothing
+    # FFV1 is lossless and a GIF frame is its 256 colours: a crf is refused by both, and means nothing.
+    if not encoder.takes_crf or encoder.codec == "gif":
         crf = None
     if preset is None:
         preset = FAST_PRESETS.get(encoder_name)
@@ -255,7 +259,7 @@ def write_sample(
         rate=float(rate),
         codec=session.encoder.name,
         audio=with_audio,
-        audio_note=None if with_audio else "--no-audio",
+        audio_note=None if with_audio else "--no-audio" if not audio else "a GIF holds no sound",
     )
 
 
