@@ -75,3 +75,33 @@ def test_a_closed_or_write_only_file_object_is_refused_typed(tmp_path: Path) -> 
     with open(tmp_path / "out.bin", "wb") as write_only:
         with pytest.raises(InvalidInputError, match="opened for writing only"):
             alpha2.open(write_only, hwaccel="none")
+
+
+# -- render's target -----------------------------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"size": (32, 32, 2), "dimension": "3d"},
+        {"size": (32, 32, 1), "sample_count": 4},
+        {"size": (32, 32, 1), "mip_level_count": 3},
+    ],
+)
+def test_render_refuses_a_3d_multisampled_or_mipmapped_target_typed(
+    tmp_path: Path, shape: dict[str, object]
+) -> None:
+    """Such a target reached WebGPU and came back as its bare GPUValidationError; it is refused with
+    what render draws into now."""
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(_bt601_clip(tmp_path / "clip.mp4"), hwaccel="none") as source:
+        device = source.device.webgpu_device
+        usage = source.device.gpu_module.TextureUsage.RENDER_ATTACHMENT
+        target = device.create_texture(format="rgba8unorm", usage=usage, **shape)
+        with source.next_frame() as frame:
+            with pytest.raises(InvalidInputError, match="2d texture of one sample and one mip level"):
+                frame.render(target)
+            plain = device.create_texture(size=(32, 32, 1), format="rgba8unorm", usage=usage)
+            assert frame.render(plain) is plain

@@ -592,6 +592,16 @@ class Frame:
                 f"the target texture lacks the RENDER_ATTACHMENT usage (it has {int(target.usage)}); create "
                 "it with usage=TextureUsage.RENDER_ATTACHMENT (| COPY_SRC to read it back)"
             )
+        # WebGPU's own validation error would name none of these.
+        dimension = str(getattr(target, "dimension", "2d"))
+        samples = int(getattr(target, "sample_count", 1))
+        mips = int(getattr(target, "mip_level_count", 1))
+        if (dimension, samples, mips) != ("2d", 1, 1):
+            raise InvalidInputError(
+                f"render draws into a 2d texture of one sample and one mip level; the target is {dimension} "
+                f"with sample_count={samples} and mip_level_count={mips}: render into such a texture and "
+                "resolve or copy it into yours (copy_texture_to_texture)"
+            )
 
     def render(
         self, target: Any = None, *, output_format: str = "rgba8unorm", antialias: bool = False
@@ -605,7 +615,8 @@ class Frame:
 
         Raises:
             InvalidInputError: a target that is not a texture, lacks RENDER_ATTACHMENT, belongs to
-                another device, or has an unsupported format.
+                another device, has an unsupported format, or is not 2d with one sample and one mip
+                level.
             ClosedError: the frame was released.
         """
         self._check()
