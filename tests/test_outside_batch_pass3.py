@@ -72,3 +72,17 @@ def test_sample_writes_a_gif(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "a GIF holds no sound" in err and "error" not in err
     result = write_sample(str(tmp_path / "d.gif"), duration_s=0.1, size=Size(64, 48))
     assert (result.audio, result.audio_note, result.codec) == (False, "a GIF holds no sound", "gif")
+
+
+def test_sample_says_one_frame_and_refuses_every_duration_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 'wrote c.mp4: 1 frames 64x48'; '--duration -1' said 'expected a number of seconds >= 0' and
+    # '--duration 0' then 'duration must be more than 0 seconds'.
+    assert main(["sample", str(tmp_path / "c.mp4"), "--duration", "0.01", "--size", "64x48"]) == 0
+    assert ": 1 frame 64x48 at 30 fps" in capsys.readouterr().err
+    for text in ("0", "-1", "nan", "abc"):
+        with pytest.raises(SystemExit):
+            main(["sample", str(tmp_path / "d.mp4"), "--duration", text])
+        err = capsys.readouterr().err
+        assert f"expected a number of seconds > 0, got '{text}'" in err, err

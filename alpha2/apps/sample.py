@@ -302,9 +302,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _positive_seconds(text: str) -> float:
-    value = pipeline.non_negative_float(text)
+    try:
+        value = pipeline.non_negative_float(text)
+    except argparse.ArgumentTypeError:
+        value = 0.0  # -1, nan, inf: refused as 0 is, with the same words
     if value == 0:
-        raise argparse.ArgumentTypeError("duration must be more than 0 seconds")
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
     return value
 
 
@@ -338,7 +341,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         note = "" if result.audio else f" (no audio: {result.audio_note})"
         print(
-            f"alpha2: wrote {result.path}: {result.frames} frames {result.size.width}x{result.size.height} "
+            f"alpha2: wrote {result.path}: {result.frames} frame{'' if result.frames == 1 else 's'} "
+            f"{result.size.width}x{result.size.height} "
             f"at {result.rate:g} fps, {result.codec}{note}",
             file=sys.stderr,
         )
