@@ -49,6 +49,7 @@ from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 
 __all__ = [
+    "BITRATE_RANGE",
     "DEFAULT_CRF",
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_PRESETS",
@@ -222,6 +223,10 @@ def effective_preset(encoder: str, preset: str | None) -> str | None:
     return preset if preset is not None else DEFAULT_PRESETS.get(encoder)
 
 
+BITRATE_RANGE = (1_000, 100_000_000_000)
+"""The bit rates (bits per second) TranscodeOptions takes: 1k to 100G."""
+
+
 @dataclass(frozen=True)
 class TranscodeOptions:
     """What ``alpha2 transcode`` was asked to do."""
@@ -237,7 +242,8 @@ class TranscodeOptions:
     crf: float | None = None
     """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec."""
     bitrate: int | None = None
-    """Target bit rate in bits per second (instead of crf)."""
+    """Target bit rate in bits per second (instead of crf), from :data:`BITRATE_RANGE`'s first to its
+    last."""
     preset: str | None = None
     """Encoder speed preset; None: the encoder's default."""
     frames: int | None = None
@@ -304,7 +310,14 @@ class TranscodeOptions:
         if self.crf is not None:
             arguments.real("crf", self.crf, low=0)
         if self.bitrate is not None:
-            put("bitrate", arguments.whole("bitrate", self.bitrate, low=1))
+            bitrate = arguments.whole("bitrate", self.bitrate, low=1)
+            low, high = BITRATE_RANGE
+            if not low <= bitrate <= high:
+                # Encoders count kilobits (libx264 took 999 as 0 and failed to open) in C integers.
+                raise InvalidInputError(
+                    f"bitrate must be from {low} (1k) to {high} (100G) bits per second, got {bitrate}"
+                )
+            put("bitrate", bitrate)
         if self.preset is not None:
             arguments.text("preset", self.preset)
         if self.frames is not None:

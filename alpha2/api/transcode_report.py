@@ -122,7 +122,8 @@ class TranscodeStats:
             return str(encoder.get("video", "copied"))
         how = [str(encoder.get("name"))]
         if encoder.get("bitrate"):
-            how.append(f"{encoder['bitrate'] / 1e6:g} Mb/s")
+            bitrate = float(encoder["bitrate"])  # 800k as '800 kb/s', not '0.8 Mb/s'
+            how.append(f"{bitrate / 1e6:g} Mb/s" if bitrate >= 1e6 else f"{bitrate / 1e3:g} kb/s")
         elif encoder.get("crf") is not None:
             how.append(f"crf {encoder['crf']:g}")
         if encoder.get("preset") is not None:

@@ -316,7 +316,9 @@ def parse_time(text: str) -> float:
         units = [int(p) for p in parts[:-1]]
     except ValueError:
         raise argparse.ArgumentTypeError(why) from None
-    if not math.isfinite(seconds) or seconds < 0 or any(u < 0 for u in units):
+    if not math.isfinite(seconds):  # 'inf', '1e400': no time, not one below 0
+        raise argparse.ArgumentTypeError(why)
+    if seconds < 0 or any(u < 0 for u in units):
         raise argparse.ArgumentTypeError(f"a time must be 0 or more, got {text!r}")
     if units and seconds >= 60:
         raise argparse.ArgumentTypeError(f"seconds must be below 60 after minutes: {text!r}")

@@ -232,7 +232,7 @@ def _bitrate(text: str) -> int:
     number = raw[:-1] if raw[-1:] in scale else raw
     try:
         value = int(float(number) * factor)
-    except ValueError:
+    except (ValueError, OverflowError):  # 'inf' and '1e400' overflow int(); 'nan' is a ValueError
         raise argparse.ArgumentTypeError(
             f"bitrate must be bits per second like 4M or 800k, got {text!r}"
         ) from None

@@ -1,0 +1,67 @@
+"""Faults a third outside pass over ``alpha2 transcode`` and ``alpha2 probe FILE`` at an 80-column
+terminal found, each against what a person typing them instead of ffmpeg / ffprobe meets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from media import make_clip
+
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.api.transcode_report import TranscodeStats
+from alpha2.apps.cli import main
+from alpha2.gpu.errors import InvalidInputError
+
+Capsys = pytest.CaptureFixture[str]
+
+
+@pytest.mark.parametrize("text", ["inf", "1e400", "-inf"])
+def test_bitrate_past_any_number_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, capsys: Capsys, text: str
+) -> None:
+    """``--bitrate inf`` (or 1e400) ended in a traceback: int(float('inf')) raises OverflowError, which
+    argparse does not catch as it catches ValueError."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4"), f"--bitrate={text}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "alpha2: error: argument --bitrate:" in err, err
+
+
+@pytest.mark.parametrize("bitrate", [1, 999, 100_000_000_001, 10**29])
+def test_bitrate_outside_what_encoders_take_is_refused_by_the_options(bitrate: int) -> None:
+    """``--bitrate 999`` failed to open libx264 with 'Generic error in an external library' (it counts
+    kilobits: 0), and 99999999999999999999G said 'internal error (OverflowError)'."""
+    with pytest.raises(InvalidInputError, match=r"bitrate must be from 1000 \(1k\) to 100000000000"):
+        TranscodeOptions(bitrate=bitrate)
+    assert TranscodeOptions(bitrate=1000).bitrate == 1000
+
+
+def test_transcode_bitrate_999_says_the_range_in_one_line(tmp_path: Path, capsys: Capsys) -> None:
+    clip = make_clip(tmp_path / "in.mp4", frames=2)
+    code = main(["transcode", clip.path, str(tmp_path / "out.mp4"), "--bitrate", "999", "--quiet"])
+    err = capsys.readouterr().err
+    assert code != 0 and err.startswith("alpha2: error: bitrate must be from 1000 (1k)"), err
+    assert not (tmp_path / "out.mp4").exists()
+
+
+@pytest.mark.parametrize(
+    ("bitrate", "shown"), [(800_000, "800 kb/s"), (1000, "1 kb/s"), (4_000_000, "4 Mb/s")]
+)
+def test_summary_says_a_bitrate_under_a_megabit_in_kilobits(bitrate: int, shown: str) -> None:
+    """The video line said '(libx264, 0.001 Mb/s, ...)' for --bitrate 1k and '0.8 Mb/s' for 800k, the
+    value asked for on the command line."""
+    stats = TranscodeStats(
+        input="in.mp4", output="out.mp4", encoder={"name": "libx264", "bitrate": bitrate, "preset": "medium"}
+    )
+    assert stats.video_action() == f"re-encoded (libx264, {shown}, preset medium)"
+
+
+@pytest.mark.parametrize("text", ["inf", "1e400", "nan"])
+def test_a_time_that_is_no_number_says_the_time_format(tmp_path: Path, capsys: Capsys, text: str) -> None:
+    """``--to inf`` said 'a time must be 0 or more, got 'inf'': as if it were below zero."""
+    with pytest.raises(SystemExit):
+        main(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4"), "--to", text])
+    err = capsys.readouterr().err
+    assert "a time is [[hh:]mm:]ss[.ms]" in err and "0 or more" not in err, err
