@@ -105,3 +105,21 @@ def test_render_refuses_a_3d_multisampled_or_mipmapped_target_typed(
                 frame.render(target)
             plain = device.create_texture(size=(32, 32, 1), format="rgba8unorm", usage=usage)
             assert frame.render(plain) is plain
+
+
+@pytest.mark.vulkan
+def test_the_writer_refuses_a_3d_texture_typed_and_stays_usable(tmp_path: Path) -> None:
+    """A 3d texture reached the copier's bind group and came back as WebGPU's bare GPUValidationError."""
+    from alpha2.gpu.errors import InvalidInputError
+    from alpha2.native_gpu.device.device import Device
+
+    device = Device.open()
+    usage = device.gpu_module.TextureUsage.TEXTURE_BINDING
+    volume = device.webgpu_device.create_texture(
+        size=(64, 48, 2), dimension="3d", format="rgba8unorm", usage=usage
+    )
+    with alpha2.create(tmp_path / "out.mp4", device=device) as writer:
+        with pytest.raises(InvalidInputError, match="reads 2d textures, not a 3d one"):
+            writer.write(volume)
+        writer.write(np.zeros((48, 64, 3), np.uint8))
+    assert writer.frames_written == 1

@@ -550,6 +550,12 @@ class Writer:
                 f"the Writer reads {', '.join(SOURCE_TEXTURE_FORMATS)} textures, not {fmt!r}: render into "
                 f"one of those{twin}"
             )
+        dimension = str(getattr(texture, "dimension", "2d"))
+        if dimension != "2d":  # WebGPU's own validation error would not say so
+            raise InvalidInputError(
+                f"the Writer reads 2d textures, not a {dimension} one: copy the picture into a 2d texture "
+                "(copy_texture_to_texture), or write it as an array"
+            )
         device = self._device_for(texture)
         if not int(texture.usage) & int(device.gpu_module.TextureUsage.TEXTURE_BINDING):
             raise InvalidInputError(
@@ -629,7 +635,7 @@ class Writer:
         """Encode one frame: a texture, an RGB(A) uint8 array (numpy / DLPack), or an alpha2 Frame.
 
         Args:
-            item: What to write. Textures need TEXTURE_BINDING usage and rgba8unorm, bgra8unorm or
+            item: What to write. Textures need TEXTURE_BINDING usage, 2d and rgba8unorm, bgra8unorm or
                 rgba16float, on the Writer's device; arrays are (height, width, 3 or 4) uint8. Both
                 are converted to 4:2:0, so their width and height must be even (a GIF takes arrays as
                 RGB(A): any size, alpha kept as its transparency). Every item must have the first
