@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import av
 import pytest
 from media import make_clip
 
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.api.transcode_report import TranscodeStats
-from alpha2.apps.cli import main
+from alpha2.apps.cli import display_width, main, wrap_text
 from alpha2.gpu.errors import InvalidInputError
 
 Capsys = pytest.CaptureFixture[str]
@@ -65,3 +66,30 @@ def test_a_time_that_is_no_number_says_the_time_format(tmp_path: Path, capsys: C
         main(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4"), "--to", text])
     err = capsys.readouterr().err
     assert "a time is [[hh:]mm:]ss[.ms]" in err and "0 or more" not in err, err
+
+
+def test_probe_breaks_a_cjk_title_wider_than_the_line_between_its_characters(
+    tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Japanese title (no spaces: one 'word' of 78 columns) stayed whole on its line, 93 columns wide at
+    an 80-column terminal, which broke it where it liked, under the label column. CJK text may break
+    between any two of its characters; a path or a Latin word still stays whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    clip = make_clip(tmp_path / "base.mkv", frames=2)
+    path = str(tmp_path / "cjk.mkv")
+    title = "日本語のタイトル、とても長いタイトルです。これは八十桁の端末で折り返されるべきです"
+    with av.open(clip.path) as inp, av.open(path, "w") as out:
+        out.metadata["title"] = title
+        video = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux():
+            if packet.dts is not None:
+                packet.stream = video
+                out.mux(packet)
+    assert main(["probe", path, "--no-decode"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(display_width(line) <= 80 for line in lines), [display_width(line) for line in lines]
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("title"))
+    label = lines[at].index("日")
+    assert lines[at + 1][:label].strip() == "" and lines[at + 1][label] != " ", lines[at : at + 2]
+    assert (lines[at][label:] + lines[at + 1][label:]).strip() == title
+    assert wrap_text("/a/very/long/path/that/stays/whole", 10) == ["/a/very/long/path/that/stays/whole"]

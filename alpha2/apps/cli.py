@@ -391,12 +391,33 @@ def _words(text: str) -> list[str]:
     return words
 
 
+def _wide_pieces(word: str, room: int) -> list[str]:
+    """``word`` in pieces of at most ``room`` columns, cut only beside a wide (CJK) character, which
+    may end a line without a space; a word that fits, or has no such place to cut, stays whole."""
+    import unicodedata
+
+    if display_width(word) <= room:
+        return [word]
+    pieces: list[str] = []
+    start = cut = 0  # the piece's start, and the last place it may be cut (0: none yet)
+    for i in range(1, len(word) + 1):
+        if display_width(word[start:i]) > room and cut > start:
+            pieces.append(word[start:cut])
+            start = cut
+        if i < len(word) and any(unicodedata.east_asian_width(c) in ("W", "F") for c in word[i - 1 : i + 1]):
+            cut = i
+    pieces.append(word[start:])
+    return pieces
+
+
 def wrap_text(text: str, width: int, initial_indent: str = "", subsequent_indent: str = "") -> list[str]:
     """``text`` filled to ``width`` terminal columns (:func:`display_width`: a CJK character takes two),
-    words never broken (a path longer than the line stays whole), a number kept with its unit."""
+    words never broken (a path longer than the line stays whole) but beside a CJK character, a number
+    kept with its unit."""
     lines: list[str] = []
     line, used, empty = initial_indent, display_width(initial_indent), True
-    for word in _words(text):
+    room = max(1, width - display_width(subsequent_indent))
+    for word in (piece for whole in _words(text) for piece in _wide_pieces(whole, room)):
         size = display_width(word)
         if not empty and used + 1 + size > width:
             lines.append(line)
