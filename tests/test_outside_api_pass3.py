@@ -123,3 +123,35 @@ def test_the_writer_refuses_a_3d_texture_typed_and_stays_usable(tmp_path: Path) 
             writer.write(volume)
         writer.write(np.zeros((48, 64, 3), np.uint8))
     assert writer.frames_written == 1
+
+
+# -- messages ------------------------------------------------------------------------------------------
+
+
+def test_a_video_stream_without_frames_says_so_rather_than_asking_for_an_earlier_time(tmp_path: Path) -> None:
+    """A Matroska file whose video track holds no frame (its sound does) answered frame_at(0) with 'is
+    0.208 s long; ask for an earlier time', which no time can satisfy; the message says the stream has
+    no frame now, and a time past the end of a clip with frames still gets its length."""
+    from alpha2.api.errors import EndOfStreamError
+
+    path = str(tmp_path / "no_frames.mkv")
+    with av.open(path, "w") as out:
+        video = out.add_stream("libx264", rate=25)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = out.add_stream("libopus", rate=48000)
+        sound.layout = "stereo"
+        for i in range(10):
+            block = av.AudioFrame.from_ndarray(np.zeros((2, 960), np.float32), format="fltp", layout="stereo")
+            block.sample_rate, block.pts = 48000, i * 960
+            for packet in sound.encode(block):
+                out.mux(packet)
+        for packet in sound.encode(None):
+            out.mux(packet)
+    with alpha2.open(path, hwaccel="none") as source:
+        with pytest.raises(EndOfStreamError, match="has no frame to decode"):
+            source.frame_at(0.0)
+        with pytest.raises(EndOfStreamError, match="has no frame to decode"):
+            source.frames_at([0.0])
+    with alpha2.open(_bt601_clip(tmp_path / "clip.mp4"), hwaccel="none") as source:
+        with pytest.raises(EndOfStreamError, match=r"is 0\.120 s long; ask for an earlier time"):
+            source.frame_at(5.0)

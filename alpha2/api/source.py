@@ -1252,10 +1252,7 @@ class VideoSource:
             # thread, so that a later time in the same GOP decodes on from there rather than seeking.
             (decoded,) = self._session.frames_at([value])
         if decoded is None:
-            raise EndOfStreamError(
-                f"no frame is on display at {value} s: {self._label} is {self._end_seconds()}; ask for an "
-                "earlier time"
-            )
+            raise self._no_frame_at(f"{value} s")
         return self._wrap(decoded)
 
     def frames_at(self, seconds: Sequence[float]) -> list[Frame]:
@@ -1399,12 +1396,19 @@ class VideoSource:
             for d in decoded:
                 if d is not None:
                     d.release()
-            what = f"frame {int(missing[0])}" if by_index else f"{missing[0]} s"
-            raise EndOfStreamError(
-                f"no frame is on display at {what}: {self._label} is {self._end_seconds()}; ask for an "
-                "earlier time"
-            )
+            raise self._no_frame_at(f"frame {int(missing[0])}" if by_index else f"{missing[0]} s")
         return [self._wrap(d) for d in decoded if d is not None]
+
+    def _no_frame_at(self, what: str) -> EndOfStreamError:
+        if self._session.decoded_end_seconds is None and len(self) == 0:
+            # Its length would be the container's (its sound's): no time is early enough.
+            return EndOfStreamError(
+                f"no frame is on display at {what}: the video stream of {self._label} has no frame to decode"
+            )
+        return EndOfStreamError(
+            f"no frame is on display at {what}: {self._label} is {self._end_seconds()}; ask for an "
+            "earlier time"
+        )
 
     def close(self) -> None:
         """Close the decoder (its thread too), the worker thread and the importer. Frames you hold stay
