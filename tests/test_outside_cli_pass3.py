@@ -93,3 +93,34 @@ def test_probe_breaks_a_cjk_title_wider_than_the_line_between_its_characters(
     assert lines[at + 1][:label].strip() == "" and lines[at + 1][label] != " ", lines[at : at + 2]
     assert (lines[at][label:] + lines[at + 1][label:]).strip() == title
     assert wrap_text("/a/very/long/path/that/stays/whole", 10) == ["/a/very/long/path/that/stays/whole"]
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["-ss", "1"], "unknown option -ss; ffmpeg's -ss is --from here"),
+        (["-t", "2"], "unknown option -t; ffmpeg's -t is --duration here (--to is an end time)"),
+        (["-hwaccel", "cuda"], "unknown option -hwaccel; ffmpeg's -hwaccel is --hwaccel here"),
+        (["-c:v", "libx264"], "unknown option -c:v; ffmpeg's -c:v is --codec here"),
+        (["-an"], "unknown option -an; ffmpeg's -an is --no-audio here"),
+        (["-b:v", "1M"], "unknown option -b:v; ffmpeg's -b:v is --bitrate here"),
+        (["-nostdin"], "unknown option -nostdin; a file goes as ./-nostdin or after --"),
+    ],
+)
+def test_ffmpeg_options_are_answered_with_the_transcode_option_that_does_their_work(
+    tmp_path: Path, capsys: Capsys, words: list[str], said: str
+) -> None:
+    """A person used to ffmpeg typing its options met 'unknown option -ss; a file goes as ./-ss or after
+    --', '-t' answered 'did you mean --to?' (an end time: -ss 1 -t 2 would have cut 1 s, not 2), and
+    '-hwaccel cuda' 'argument -h/--help: ignored explicit argument 'waccel''."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4"), *words])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
+
+
+def test_ffmpeg_i_is_said_as_not_needed(tmp_path: Path, capsys: Capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["transcode", "-i", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4")])
+    assert "unknown option -i; the files go as they are, without ffmpeg's -i" in capsys.readouterr().err

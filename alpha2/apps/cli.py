@@ -197,11 +197,16 @@ def parser_class() -> type[argparse.ArgumentParser]:
             """The usage line and one line ``alpha2: error: ...``; exit status 2. A positional missing
             because argparse took a word for an unknown option (``transcode -dash.mp4 out.mp4``) is
             said as that unknown option, as when nothing was missing."""
+            command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
             if message.startswith("the following arguments are required"):
                 unknown = _unknown_options(self, getattr(self, "_words", []))
                 if unknown:
-                    command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
                     message = unknown_arguments(self, command, unknown)
+            # '-hwaccel' read as -h with 'waccel' joined ('argument -h/--help: ignored explicit
+            # argument'): said as the unknown option it is.
+            joined = re.match(r"argument (-[^-/])[^:]*: ignored explicit argument '(.*)'$", message)
+            if joined:
+                message = unknown_arguments(self, command, [joined[1] + joined[2]])
             self.print_usage_and_exit(message)
 
         def print_usage_and_exit(self, message: str) -> NoReturn:
@@ -262,6 +267,35 @@ def _unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> l
     return unknown
 
 
+FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
+    "-i": (None, "the files go as they are, without ffmpeg's -i"),
+    "-ss": ("--from", "ffmpeg's -ss is --from here"),
+    "-to": ("--to", "ffmpeg's -to is --to here"),
+    "-t": ("--duration", "ffmpeg's -t is --duration here (--to is an end time)"),
+    "-c": ("--codec", "ffmpeg's -c is --codec here (-c copy: --codec copy)"),
+    "-c:v": ("--codec", "ffmpeg's -c:v is --codec here"),
+    "-codec": ("--codec", "ffmpeg's -codec is --codec here"),
+    "-codec:v": ("--codec", "ffmpeg's -codec:v is --codec here"),
+    "-vcodec": ("--codec", "ffmpeg's -vcodec is --codec here"),
+    "-c:a": ("--no-audio", "the audio is copied, or re-encoded where it must be (--no-audio drops it)"),
+    "-acodec": ("--no-audio", "the audio is copied, or re-encoded where it must be (--no-audio drops it)"),
+    "-an": ("--no-audio", "ffmpeg's -an is --no-audio here"),
+    "-b": ("--bitrate", "ffmpeg's -b is --bitrate here"),
+    "-b:v": ("--bitrate", "ffmpeg's -b:v is --bitrate here"),
+    "-s": ("--size", "ffmpeg's -s is --size here (it fits the picture in WxH, aspect kept)"),
+    "-vf": ("--size", "no filter graphs here: --size scales (WxH, -1x720), --colour converts"),
+    "-filter:v": ("--size", "no filter graphs here: --size scales (WxH, -1x720), --colour converts"),
+    "-vframes": ("--frames", "ffmpeg's -vframes is --frames here"),
+    "-frames:v": ("--frames", "ffmpeg's -frames:v is --frames here"),
+    "-hwaccel": ("--hwaccel", "ffmpeg's -hwaccel is --hwaccel here (auto, cuda, none)"),
+    "-f": ("--codec", "the OUTPUT's extension picks the container here (.mp4, .mkv, .webm, ...)"),
+}
+"""ffmpeg's options that a person used to it types, each with the option of ``alpha2 transcode`` (and
+``batch``) that does its work and the words that say so; said only where the command has that option
+(None: everywhere). Without them, ``-ss`` was 'a file goes as ./-ss', ``-t`` 'did you mean --to?' (an
+end time, not a duration) and ``-hwaccel`` 'argument -h/--help: ignored explicit argument'."""
+
+
 def _looks_like_a_file(word: str) -> bool:
     """An unknown ``-word`` meant as a file: one that exists, or a name no alpha2 option has (one dash
     and more than one letter, or a dot or a slash in it: ``-dash.mp4``)."""
@@ -289,6 +323,9 @@ def unknown_arguments(
         return f"unexpected argument{'s' if len(extras) > 1 else ''}: {' '.join(extras)}"
     word = options[0].split("=", 1)[0]
     said = f"unknown option {word}"
+    ffmpeg = FFMPEG_OPTIONS.get(word)
+    if ffmpeg is not None and (ffmpeg[0] is None or ffmpeg[0] in _option_strings(parser)):
+        return f"{said}; {ffmpeg[1]}"
     near = close_option(word, _option_strings(parser))
     if near is not None and near != word:
         return f"{said}; did you mean {near}?"
