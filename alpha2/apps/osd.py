@@ -36,6 +36,7 @@ __all__ = [
     "Layer",
     "Osd",
     "OsdView",
+    "balanced_wrap",
     "font_source",
     "format_time",
     "text_image",
@@ -253,6 +254,25 @@ def wrap_to_width(text: str, size_px: int, width_px: int, *, mono: bool = False)
     return "\n".join(out)
 
 
+def balanced_wrap(line: str, size_px: int, width_px: int) -> str:
+    """``line`` broken as :func:`wrap_to_width` breaks it, measured in pixels, into as few lines but
+    of even lengths, as libass wraps a subtitle by default (its WrapStyle 0): a long line is two
+    halves, not a full line and one word under it. Wrapped by a count of characters, a line of
+    Japanese ran off both sides of the window."""
+    wrapped = wrap_to_width(line, size_px, width_px)
+    count = wrapped.count("\n")
+    if count == 0:
+        return wrapped
+    low, high = width_px // (count + 1), width_px  # the narrowest room that keeps the count
+    while high - low > 2:
+        middle = (low + high) // 2
+        if wrap_to_width(line, size_px, middle).count("\n") == count:
+            high = middle
+        else:
+            low = middle
+    return wrap_to_width(line, size_px, high)
+
+
 def bar_image(width: int, height: int, fraction: float, marks: Sequence[float] = ()) -> np.ndarray:
     """The progress bar: a dark-edged translucent track, filled white up to ``fraction``, with a dark
     tick at each of ``marks`` (fractions of the length: the chapters' starts, as mpv's bar has them)."""
@@ -440,10 +460,15 @@ class Osd:
 
     def _subtitle_pixels(self, text: str, sizes: dict[str, int], window: Size) -> Any:
         """A subtitle's text, wrapped to 90% of the window, outlined, centred line by line."""
-        width_chars = max(8, int(window.width * 0.9 / (sizes["subtitle"] * 0.55)))
-        wrapped = "\n".join(textwrap.fill(line, width_chars) if line else line for line in text.split("\n"))
-        outline = max(2, sizes["subtitle"] // 14)
-        return self._text(wrapped, sizes["subtitle"], align="center", outline_px=outline)
+        size = sizes["subtitle"]
+        outline = max(2, size // 14)
+
+        def make() -> np.ndarray:
+            room = int(window.width * 0.9)
+            wrapped = "\n".join(balanced_wrap(line, size, room) for line in text.split("\n"))
+            return text_image(wrapped, size, align="center", outline_px=outline)
+
+        return self._cached(("subtitle", text, size, window.width), make)
 
     def layers(self, window: Size, view: OsdView) -> list[Layer]:
         """The images to draw over the frame in ``window`` now, in drawing order."""
