@@ -155,3 +155,15 @@ def test_a_video_stream_without_frames_says_so_rather_than_asking_for_an_earlier
     with alpha2.open(_bt601_clip(tmp_path / "clip.mp4"), hwaccel="none") as source:
         with pytest.raises(EndOfStreamError, match=r"is 0\.120 s long; ask for an earlier time"):
             source.frame_at(5.0)
+
+
+def test_a_rate_finer_than_the_writer_times_is_refused_at_create(tmp_path: Path) -> None:
+    """rate=1e9 was taken, and the second array written failed with 'timestamps must increase: the next
+    frame's time (0.000000 s) is not after the previous frame's', though no time had been given: the
+    time base is at finest a microsecond. Such a rate is refused at create now; 1000000 is taken."""
+    from alpha2.gpu.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="at most 1000000 frames per second"):
+        alpha2.create(tmp_path / "fast.mp4", rate=1e9)
+    assert not list(tmp_path.iterdir())
+    alpha2.create(tmp_path / "fast.mkv", rate=1_000_000).abort()

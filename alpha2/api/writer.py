@@ -86,6 +86,10 @@ _AV_RATIONAL_MAX = 2**31 - 1
 _WORKER_NAME = "alpha2-encode"
 
 
+_MAX_RATE = 1_000_000
+"""The highest ``rate`` a Writer takes: its time base is at finest a microsecond (:func:`_fine_time_base`)."""
+
+
 def _fine_time_base(unit: fractions.Fraction) -> fractions.Fraction:
     """``unit`` when it is between 1 ms and 1 us, else a tick near 1 / 90000 s (a whole fraction of
     ``unit`` when ``unit`` is coarser and that fraction fits FFmpeg's 32-bit rationals, so its
@@ -369,6 +373,11 @@ class Writer:
             raise InvalidInputError(
                 f"rate must be positive frames per second (e.g. 25, 30000/1001 as a Fraction), or None "
                 f"to take the timing from what is written; got {rate!r}"
+            )
+        if rate is not None and rate > _MAX_RATE:  # frames closer than a microsecond share a timestamp
+            raise InvalidInputError(
+                f"rate must be at most {_MAX_RATE} frames per second (frames are timed to the microsecond), "
+                f"got {rate!r}"
             )
         self.colour = colour
         """What the stream is tagged with (for textures and arrays)."""
@@ -873,9 +882,9 @@ def create(
             when the writing fails or is aborted.
         codec: ``'h264'``, ``'hevc'``, ``'av1'``, ``'vp9'``, ``'gif'`` or an FFmpeg encoder name; None:
             by the container, as the command line does (VP9 for .webm, GIF for .gif, H.264 otherwise).
-        rate: Frames per second (e.g. 25, or ``Fraction(30000, 1001)``); None: the timing comes from
-            what is written (a VideoSource's frames keep theirs; textures and arrays get 30, said in
-            :attr:`Writer.timing`).
+        rate: Frames per second (e.g. 25, or ``Fraction(30000, 1001)``; at most 1000000); None: the
+            timing comes from what is written (a VideoSource's frames keep theirs; textures and arrays
+            get 30, said in :attr:`Writer.timing`).
         colour: The matrix and range textures and arrays are converted with, and the stream's tags;
             None: BT.709 limited (BT.601 for MJPEG, which decoders read as BT.601 whatever its tags).
         device: The device the textures written live on (an alpha2 Device or a WebGPU device); None:
