@@ -9,10 +9,20 @@ import av
 import pytest
 from media import make_clip
 
-from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.api.transcode_plan import TranscodeOptions, plan_transcode
 from alpha2.api.transcode_report import TranscodeStats
 from alpha2.apps.cli import display_width, main, wrap_text
+from alpha2.gpu.colour import (
+    ChromaLocation,
+    ColourInfo,
+    ColourMatrix,
+    ColourPrimaries,
+    ColourRange,
+    TransferCharacteristic,
+)
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.formats import PixelFormat
+from alpha2.gpu.geometry import Size
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -124,3 +134,21 @@ def test_ffmpeg_i_is_said_as_not_needed(tmp_path: Path, capsys: Capsys) -> None:
     with pytest.raises(SystemExit):
         main(["transcode", "-i", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4")])
     assert "unknown option -i; the files go as they are, without ffmpeg's -i" in capsys.readouterr().err
+
+
+def test_sdr_of_an_hdr_input_does_not_say_the_input_is_not_hdr() -> None:
+    """``alpha2 transcode pq.mkv out.mkv --codec hevc --sdr`` said 'depth reduced from 10 to 8 bits: the
+    input is not HDR' of a PQ input it had just tone mapped: the depth rule was handed the SDR colour
+    --sdr asks for."""
+    pq = ColourInfo(
+        ColourMatrix.BT2020_NCL,
+        ColourPrimaries.BT2020,
+        TransferCharacteristic.SMPTE2084,
+        ColourRange.LIMITED,
+        ChromaLocation.LEFT,
+    )
+    plan = plan_transcode(
+        Size(1920, 1080), PixelFormat.YUV420P10, pq, TranscodeOptions(sdr=True), codec="hevc"
+    )
+    assert plan.tone_map and plan.depth_note is not None
+    assert "not HDR" not in plan.depth_note and "the output is SDR" in plan.depth_note, plan.depth_note

@@ -154,7 +154,7 @@ def output_depth(
     elif codec in TEN_BIT_CODECS and input_colour.transfer in _HDR_TRANSFERS:
         return 10, None
     elif codec in TEN_BIT_CODECS:
-        depth, why = 8, f"the input is not HDR (--depth 10 keeps {min(bits, 10)} bits in {codec})"
+        depth, why = 8, f"the output is SDR (--depth 10 keeps {min(bits, 10)} bits in {codec})"
     else:
         depth, why = 8, f"{codec} players rarely decode more than 8 bits (--depth 10 keeps {min(bits, 10)})"
     if bits <= depth:
