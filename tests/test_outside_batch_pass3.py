@@ -3,6 +3,7 @@ that showed it."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch import BatchSettings, batch
 from alpha2.apps.batch_local import DeviceChoice
-from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus
+from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus, expand_inputs
 from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
 from alpha2.gpu.geometry import Size
@@ -86,3 +87,20 @@ def test_sample_says_one_frame_and_refuses_every_duration_alike(
             main(["sample", str(tmp_path / "d.mp4"), "--duration", text])
         err = capsys.readouterr().err
         assert f"expected a number of seconds > 0, got '{text}'" in err, err
+
+
+@pytest.mark.parametrize(
+    ("encoding", "newline"), [("utf-8-sig", "\r\n"), ("utf-16", "\r\n"), ("utf-16-be", "\n")]
+)
+def test_a_list_file_written_by_windows_tools_is_read(tmp_path: Path, encoding: str, newline: str) -> None:
+    # Notepad's 'UTF-8 with BOM' list failed with "input '.../\ufeffa.mp4' does not exist", and
+    # PowerShell 5's 'dir -name > list.txt' (UTF-16) with a path of NULs.
+    make_clip(tmp_path / "a.mp4", width=64, height=48, frames=4)
+    make_clip(tmp_path / "b c.mp4", width=64, height=48, frames=4)
+    text = newline.join(["a.mp4", "b c.mp4", ""])
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":
+        data = codecs.BOM_UTF16_BE + data
+    (tmp_path / "list.txt").write_bytes(data)
+    found = expand_inputs([str(tmp_path / "list.txt")])
+    assert [os.path.basename(p) for p, _ in found] == ["a.mp4", "b c.mp4"]

@@ -19,6 +19,7 @@ Pure planning, no GPU and no FFmpeg:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import enum
@@ -227,9 +228,16 @@ def _read_list(path: str) -> list[str]:
     base = os.path.dirname(os.path.abspath(path))
     out: list[str] = []
     try:
-        # surrogateescape: a listed name that is not UTF-8 stays the file's own bytes (os.fsdecode's way).
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            raw = f.read()
+        # A list saved by Windows tools starts with a byte-order mark (Notepad's UTF-8), or is UTF-16
+        # (PowerShell 5's '>'): the mark was read as part of the first path, UTF-16 as NULs in each.
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            text = raw.decode("utf-16")
+        else:
+            # surrogateescape: a listed name that is not UTF-8 stays the file's own bytes (os.fsdecode's way).
+            text = raw.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+        lines = text.splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read the list file {path!r}: {exc}") from exc
     for line in lines:
