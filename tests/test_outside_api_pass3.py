@@ -167,3 +167,42 @@ def test_a_rate_finer_than_the_writer_times_is_refused_at_create(tmp_path: Path)
         alpha2.create(tmp_path / "fast.mp4", rate=1e9)
     assert not list(tmp_path.iterdir())
     alpha2.create(tmp_path / "fast.mkv", rate=1_000_000).abort()
+
+
+# -- a frame kept across a seek ----------------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("how", ["frame_at", "seek", "frames_at"])
+def test_a_frame_kept_across_a_seek_is_usable_after_newer_ones(tmp_path: Path, how: str) -> None:
+    """Found by an outside API pass: ``a = frame_at(0.0)``, then ``frame_at(1.0).to_ndarray()``, then
+    ``a.to_ndarray()`` raised 'a frame of decoder N generation 2 arrived after generation 3' (the texture
+    pool refused an older generation), though the docs say a frame stays valid until it is released.
+    The kept frame now gets textures of its own and gives what a fresh read gives."""
+    from media import make_clip, pattern
+
+    clip = make_clip(tmp_path / "c.mp4", width=64, height=48, frames=40, rate=20, gop=8)
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        if how == "frame_at":
+            early = source.frame_at(0.1)
+            late = [source.frame_at(1.5)]
+        elif how == "seek":
+            early = source.next_frame()
+            source.seek(1.5)
+            late = [source.next_frame()]
+        else:
+            early = source.frames_at([0.1])[0]
+            late = source.frames_at([1.5, 1.0])
+        assert early is not None and all(frame is not None for frame in late)
+        for frame in late:
+            frame.to_ndarray()
+        kept = early.to_ndarray()
+        again = early.to_ndarray()
+        when = early.pts_seconds
+        assert when is not None and when < 0.5
+        for frame in (early, *late):
+            frame.release()
+    with alpha2.open(clip.path, hwaccel="none") as fresh:
+        want = fresh.frame_at(when).to_ndarray()
+    assert np.array_equal(kept, want) and np.array_equal(again, want)
+    assert kept.shape == pattern(0, 64, 48).shape

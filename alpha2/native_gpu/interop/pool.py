@@ -46,8 +46,9 @@ class SlotPool(Generic[T]):
     raises GpuTimeoutError. ``give_back`` returns one. When a key of a newer generation of a decoder
     arrives, the idle items of that decoder's older generations are destroyed, and out-standing ones
     are destroyed as they come back (``SurfaceIdentity`` keeps a texture of one generation from being
-    reused for another). Items of stopped streams are evicted beyond ``max_idle_keys``. ``destroy`` is
-    called outside the lock, exactly once per item.
+    reused for another); a frame of an older generation still held (kept across a seek) gets an item of
+    its own, destroyed as it comes back. Items of stopped streams are evicted beyond ``max_idle_keys``.
+    ``destroy`` is called outside the lock, exactly once per item.
 
     Memory pressure: given a ``memory_budget``, every item's bytes (``item_bytes(key)``) are reserved
     against it for as long as the item lives, and the pool is registered as one of the budget's
@@ -115,7 +116,10 @@ class SlotPool(Generic[T]):
 
         Raises:
             GpuTimeoutError: ``per_key`` items stayed out for ``timeout_s``.
-            InvalidInputError: the pool is closed, or the key's generation is older than one already seen.
+            InvalidInputError: the pool is closed.
+
+        A key of a generation older than one already seen (a frame kept across a seek, used after newer
+        ones) gets an item made for it, destroyed when it is given back.
         """
         decoder_id, generation = key[0], key[1]
         assert isinstance(generation, int)
@@ -126,15 +130,20 @@ class SlotPool(Generic[T]):
                 raise InvalidInputError(f"the pool of {self.what} is closed")
             latest = self._latest_generation.get(decoder_id)
             if latest is not None and generation < latest:
-                raise InvalidInputError(
-                    f"a frame of decoder {decoder_id} generation {generation} arrived after "
-                    f"generation {latest}"
-                )
-            if latest is None or generation > latest:
+                # A frame kept from before a seek (or an earlier batch), used after newer ones: an item
+                # of its own, made now and destroyed as it comes back (its generation is stale), never
+                # waiting for the user's other old frames to be let go.
+                self._out[key] = self._out.get(key, 0) + 1
+                stale = True
+            else:
+                stale = False
+            if not stale and (latest is None or generation > latest):
                 self._latest_generation[decoder_id] = generation
                 for old in [k for k in self._idle if k[0] == decoder_id and k[1] != generation]:
                     doomed += self._idle.pop(old)
         self._destroy(doomed)
+        if stale:
+            return self._make(key), False
         with self._cond:
             deadline = time.monotonic() + timeout_s
             while True:
