@@ -16,6 +16,7 @@ from alpha2.apps.batch_local import DeviceChoice
 from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus, expand_inputs
 from alpha2.apps.cli import main
 from alpha2.apps.sample import write_sample
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -104,3 +105,17 @@ def test_a_list_file_written_by_windows_tools_is_read(tmp_path: Path, encoding: 
     (tmp_path / "list.txt").write_bytes(data)
     found = expand_inputs([str(tmp_path / "list.txt")])
     assert [os.path.basename(p) for p, _ in found] == ["a.mp4", "b c.mp4"]
+
+
+def test_an_input_that_is_there_but_no_file_is_not_said_missing(tmp_path: Path) -> None:
+    # 'alpha2 batch fifo.mp4' and a dangling link both said "input ... does not exist".
+    fifo = tmp_path / "fifo.mp4"
+    os.mkfifo(fifo)
+    with pytest.raises(InvalidInputError, match="is not a file or a folder"):
+        expand_inputs([str(fifo)])
+    link = tmp_path / "gone.mp4"
+    link.symlink_to(tmp_path / "moved.mp4")
+    with pytest.raises(InvalidInputError, match=r"is a link to .*moved\.mp4', which does not exist"):
+        expand_inputs([str(link)])
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        expand_inputs([str(tmp_path / "nothing.mp4")])

@@ -326,6 +326,14 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
             files = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
             if not files:
                 raise InvalidInputError(f"the pattern {spec!r} matches no file")
+        elif os.path.islink(path) and not os.path.exists(path):
+            raise InvalidInputError(
+                f"input {spec!r} is a link to {os.readlink(path)!r}, which does not exist"
+            )
+        elif os.path.lexists(path):  # a FIFO, a device, a socket: said 'does not exist'
+            raise InvalidInputError(
+                f"input {spec!r} is not a file or a folder (give a folder, a glob or a file)"
+            )
         else:
             raise InvalidInputError(f"input {spec!r} does not exist (give a folder, a glob or a list file)")
         for f in files:
