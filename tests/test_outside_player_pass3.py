@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from alpha2.apps.osd import Osd, OsdView
 from alpha2.gpu.geometry import Size
+from tests.media import make_clip
+from tests.xvfb import play_under_xvfb
 
 JAPANESE = "これは日本語の字幕です。とても長い一行の字幕で、画面の幅を超えてしまうかどうかを確かめます。"
 
@@ -61,3 +64,16 @@ def test_a_long_subtitle_line_breaks_into_even_lines() -> None:
         columns = np.flatnonzero(band.any(axis=0))
         extents.append(int(columns[-1] - columns[0]))
     assert min(extents) >= 0.6 * max(extents), extents
+
+
+@pytest.mark.vulkan
+def test_frames_ends_each_file_of_a_playlist_in_the_window(tmp_path: Path) -> None:
+    """``alpha2 play a.mkv b.mkv --frames 3`` played 3 frames of a.mkv and closed the window: b.mkv never
+    played (offscreen, each file played 3; mpv ends each file at --frames and goes on to the next)."""
+    first = make_clip(tmp_path / "a.mkv", frames=8)
+    second = make_clip(tmp_path / "b.mkv", width=48, height=64, frames=8)
+    data = play_under_xvfb(first.path, second.path, "--frames", "3", "--no-audio")
+    assert [(item["input"], item["frames"]) for item in data["playlist"]] == [
+        (first.path, 3),
+        (second.path, 3),
+    ]

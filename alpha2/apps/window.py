@@ -1325,10 +1325,9 @@ class WindowPlayback(_Keys):
         if self.ended or (limit is not None and stats.frames >= limit):
             if frame is not None:
                 frame.release()
-            if self.ended:
-                self._next_or_close()
-            else:
-                self.canvas.close()
+            # --frames ends each file, as mpv's does and as the offscreen list plays them: it closed the
+            # window after a playlist's first file.
+            self._next_or_close()
             return
         window = self._window_size()
         if window != self.last_window:
