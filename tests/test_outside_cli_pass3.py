@@ -152,3 +152,23 @@ def test_sdr_of_an_hdr_input_does_not_say_the_input_is_not_hdr() -> None:
     )
     assert plan.tone_map and plan.depth_note is not None
     assert "not HDR" not in plan.depth_note and "the output is SDR" in plan.depth_note, plan.depth_note
+
+
+def test_dash_for_standard_input_or_output_is_said_as_such(
+    tmp_path: Path, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ffmpeg's '-' (``cat a.mp4 | alpha2 transcode - out.mp4``) said 'opening '-': No such file or
+    directory', and as OUTPUT 'cannot tell the container of '-' from no extension'; a file named '-'
+    is still a file."""
+    monkeypatch.chdir(tmp_path)
+    clip = make_clip(tmp_path / "in.mp4", frames=2)
+    assert main(["transcode", "-", "out.mp4"]) == 1
+    assert "alpha2: error: reading standard input ('-') is not supported" in capsys.readouterr().err
+    assert main(["transcode", clip.path, "-"]) == 1
+    assert "alpha2: error: writing to standard output ('-') is not supported" in capsys.readouterr().err
+    assert main(["probe", "-", clip.path, "--no-decode"]) == 1
+    captured = capsys.readouterr()
+    assert "reading standard input ('-') is not supported" in captured.err and "in.mp4" in captured.out
+    Path("-").write_bytes(Path(clip.path).read_bytes())
+    assert main(["probe", "-", "--no-decode"]) == 0
+    assert main(["transcode", "-", "out.mp4", "--quiet"]) == 0 and Path("out.mp4").exists()

@@ -338,6 +338,23 @@ def unknown_arguments(
     return f"{said} ('{where}' lists the options)"
 
 
+def standard_stream_refusal(path: str, output: bool = False) -> str | None:
+    """Why ``-`` (ffmpeg's standard input or output) is refused where a file is named, or None: a
+    file named ``-`` there is a file. It said 'opening '-': No such file or directory' as an input and
+    'cannot tell the container of '-' from no extension' as an output."""
+    if path != "-" or os.path.exists(path):
+        return None
+    if output:
+        return (
+            "writing to standard output ('-') is not supported: give OUTPUT a file name (its extension "
+            "picks the container)"
+        )
+    return (
+        "reading standard input ('-') is not supported: alpha2 seeks in its input; save the stream to a "
+        "file and give its name"
+    )
+
+
 def parse_time(text: str) -> float:
     """An argparse ``type`` for a time, ``[[hh:]mm:]ss[.ms]``, as FFmpeg's ``-ss`` takes it: ``90``,
     ``1:30``, ``0:01:30.5``; in seconds (>= 0)."""

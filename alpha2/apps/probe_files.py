@@ -19,6 +19,7 @@ from alpha2.apps.cli import (
     error_line,
     rate_text,
     size_text,
+    standard_stream_refusal,
     terminal_columns,
     time_text,
     wrap_fields,
@@ -47,6 +48,10 @@ def run_files(args: argparse.Namespace) -> int:
     described: list[MediaDescription] = []
     errors: list[tuple[str, str]] = []
     for path in args.inputs:
+        refusal = standard_stream_refusal(path)
+        if refusal is not None:
+            errors.append((path, refusal))
+            continue
         try:
             described.append(describe(path, decode=not args.no_decode))
         except Error as exc:

@@ -28,6 +28,7 @@ from alpha2.apps.cli import (
     parse_time,
     rate_text,
     size_text,
+    standard_stream_refusal,
     terminal_columns,
     time_text,
     wrap_fields,
@@ -303,7 +304,11 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from alpha2.api.transcoder import transcode
+    from alpha2.gpu.errors import InvalidInputError
 
+    refusal = standard_stream_refusal(args.input) or standard_stream_refusal(args.output, output=True)
+    if refusal is not None:
+        raise InvalidInputError(refusal)
     options = options_from_args(args)
     progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
     stats = transcode(args.input, args.output, options, progress=progress)
