@@ -172,3 +172,27 @@ def test_dash_for_standard_input_or_output_is_said_as_such(
     Path("-").write_bytes(Path(clip.path).read_bytes())
     assert main(["probe", "-", "--no-decode"]) == 0
     assert main(["transcode", "-", "out.mp4", "--quiet"]) == 0 and Path("out.mp4").exists()
+
+
+def test_transcode_help_says_the_av1_encoders_preset_and_where_auto_colour_applies(
+    capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--preset named cpu-used for libvpx-vp9 and libaom-av1 only, while --codec av1 runs libsvtav1 here
+    (a preset of -2 to 13); --colour said BT.709 came 'for HD outputs processed on the GPU', and an HD
+    output scaled by swscale on the CPU got it as well (the plan does not know the route)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        main(["transcode", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "libsvtav1 -2 to 13" in text and "processed on the GPU" not in text, text
+    sd = ColourInfo(
+        ColourMatrix.SMPTE170M,
+        ColourPrimaries.BT709,
+        TransferCharacteristic.BT709,
+        ColourRange.LIMITED,
+        ChromaLocation.LEFT,
+    )
+    scaled = plan_transcode(
+        Size(640, 360), PixelFormat.YUV420P, sd, TranscodeOptions(size=Size(1280, 720)), codec="h264"
+    )
+    assert scaled.output_colour.matrix is ColourMatrix.BT709

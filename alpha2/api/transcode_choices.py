@@ -71,8 +71,9 @@ class ColourChoice(enum.Enum):
     """The output's Y'CbCr matrix and range; for HDR inputs also whether they stay HDR."""
 
     AUTO = "auto"
-    """Kept when frames pass through; when processed on the GPU, BT.709 limited for HD outputs, the
-    input's for smaller ones. HDR inputs: KEEP at 10 bits, tone mapped to SDR BT.709 at 8."""
+    """Kept when frames pass through; when scaled or converted (on the GPU or by swscale), BT.709
+    limited for HD outputs, the input's for smaller ones. HDR inputs: KEEP at 10 bits, tone mapped to
+    SDR BT.709 at 8."""
     KEEP = "keep"
     """The input's matrix and range; HDR inputs keep PQ / HLG, BT.2020 and their static metadata."""
     BT709 = "bt709"

@@ -16,6 +16,7 @@ from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
     DEFAULT_MAX_PIXELS,
     DEFAULT_PRESETS,
+    ENCODER_PRESET_RANGES,
     OUTPUT_CONTAINERS,
     X26X_PRESETS,
     ColourChoice,
@@ -111,7 +112,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="encoder speed preset; libx264 and libx265: " + " ".join(X26X_PRESETS) + " (default "
         f"{DEFAULT_PRESETS['libx264']}); NVENC p1 to p7 (default {DEFAULT_PRESETS['h264_nvenc']}); "
-        "libvpx-vp9 and libaom-av1: cpu-used, a number",
+        + ", ".join(f"{name} {low} to {high}" for name, (low, high) in ENCODER_PRESET_RANGES.items())
+        + " (SVT-AV1's preset, libvpx's and libaom's cpu-used: lower is slower)",
     )
     parser.add_argument(
         "--frames",
@@ -151,7 +153,7 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="MATRIX",
         help="output matrix and range: " + ", ".join(c.value for c in ColourChoice) + " (default auto: "
-        "kept, or BT.709 limited for HD outputs processed on the GPU)",
+        "kept, or BT.709 limited for an HD output scaled or converted, on the GPU or the CPU)",
     )
     parser.add_argument(
         "--depth",
