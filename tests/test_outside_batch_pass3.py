@@ -4,6 +4,7 @@ that showed it."""
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import sys
 from pathlib import Path
@@ -119,3 +120,34 @@ def test_an_input_that_is_there_but_no_file_is_not_said_missing(tmp_path: Path) 
         expand_inputs([str(link)])
     with pytest.raises(InvalidInputError, match="does not exist"):
         expand_inputs([str(tmp_path / "nothing.mp4")])
+
+
+def test_the_summarys_reasons_are_wrapped_by_terminal_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A failure under a CJK name was wrapped by its characters (two columns each): the console folded
+    # the too-wide lines again, unindented ('MP4 / MOV without its' alone on a line); and a number
+    # was parted from its unit ('(0.033' / 's long)').
+    from alpha2.apps.batch import BatchReport, print_summary
+    from alpha2.apps.batch_plan import BatchItem, FileResult
+    from alpha2.apps.cli import display_width
+
+    monkeypatch.setenv("COLUMNS", "80")
+    key = "壊れた動画ファイル壊れた動画ファイル壊れた動画.mp4"
+    item = BatchItem(key, f"/in/{key}", f"/out/{key}")
+    error = (
+        f"opening '/tmp/batch-pass/cj/{key}': an MP4 / MOV without its 'moov' index: the file ends "
+        "before its index was written, as a recording stopped short leaves it"
+    )
+    short = BatchItem("s.mp4", "/in/s.mp4", "/out/s.mp4")
+    late = "--from 10 s is past the end of '/tmp/batch-pass/in/short.mp4/xxxxxx' (0.033 s long)"
+    results = [
+        FileResult(item, FileStatus.FAILED, 1, error=error),
+        FileResult(short, FileStatus.FAILED, 1, error=late),
+    ]
+    stream = io.StringIO()
+    print_summary(BatchReport("/out", results, 1.0), stream)
+    lines = stream.getvalue().splitlines()
+    assert all(display_width(line) <= 80 for line in lines), max(lines, key=display_width)
+    start = next(i for i, line in enumerate(lines) if line.startswith(key + ":"))
+    reason = lines[start : start + 4]
+    assert all(line.startswith("  ") for line in reason[1:]), reason
+    assert not any(line.endswith("0.033") for line in lines)

@@ -536,16 +536,9 @@ NOT_MEDIA_NAMES = 5
 
 
 def _wrapped(text: str, width: int, indent: str = "", subsequent: str = "  ") -> list[str]:
-    import textwrap
-
-    return textwrap.wrap(
-        printable(text),
-        width - 1,
-        initial_indent=indent,
-        subsequent_indent=subsequent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+    # By terminal columns (textwrap counted a CJK name's characters, and the console folded the lines
+    # it made again, unindented), a number kept with its unit ('(0.033 s long)' broke after 0.033).
+    return wrap_text(printable(text), width - 1, indent, subsequent)
 
 
 def _shown_path(path: str) -> str:
