@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
+import av
 import numpy as np
 import pytest
 
+from alpha2.api import pipeline
+from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.osd import Osd, OsdView
+from alpha2.apps.window import WindowPlayback
 from alpha2.gpu.geometry import Size
-from tests.media import make_clip
+from tests.media import _write_tone, make_clip, pattern
 from tests.xvfb import play_under_xvfb
 
 JAPANESE = "これは日本語の字幕です。とても長い一行の字幕で、画面の幅を超えてしまうかどうかを確かめます。"
@@ -77,3 +83,53 @@ def test_frames_ends_each_file_of_a_playlist_in_the_window(tmp_path: Path) -> No
         (first.path, 3),
         (second.path, 3),
     ]
+
+
+def _video_shorter_than_sound(path: Path, video_s: float = 0.4, sound_s: float = 2.0) -> str:
+    """A Matroska file of ``video_s`` of pictures and ``sound_s`` of a tone (FFmpeg's muxer tags each
+    track's own length)."""
+    rate = 25
+    with av.open(str(path), "w") as out:
+        video: Any = out.add_stream("libx264", rate=rate)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound: Any = out.add_stream("libopus", rate=48000)
+        sound.layout = "stereo"
+        for index in range(round(video_s * rate)):
+            frame = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24").reformat(
+                format="yuv420p"
+            )
+            frame.pts = index
+            for packet in video.encode(frame):
+                out.mux(packet)
+        for packet in video.encode(None):
+            out.mux(packet)
+        _write_tone(out, sound, sound_s)
+    return str(path)
+
+
+@pytest.mark.vulkan
+def test_the_sound_after_the_last_frame_is_counted_and_sought(audio_server: str, tmp_path: Path) -> None:
+    """A file whose sound runs on 1.6 s after its last frame: the display said '0:01 / 0:00' with a full
+    bar while the sound played (the video's length), the title stayed on the last frame's time, and a
+    click on the bar could not go there. Now the length is the sound's, the time is the sound's after
+    the last frame (held, as mpv holds it), and a seek goes into it."""
+    pytest.importorskip("rendercanvas")
+    source = _video_shorter_than_sound(tmp_path / "tail.mkv")
+    playback = WindowPlayback(Player(source, PlayOptions(hwaccel="none"), pipeline.Progress()))
+    playback.open("rendercanvas.offscreen")
+    try:
+        deadline = time.monotonic() + 10
+        while playback.media_time() < 1.0 and time.monotonic() < deadline:
+            playback.canvas.draw()
+            time.sleep(0.01)
+        if getattr(playback.clock, "kind", None) is None or playback.clock.kind.value != "audio":
+            pytest.skip("no sound device: the clock is the system's")
+        assert playback.duration_s is not None and abs(playback.duration_s - 2.0) < 0.1
+        view = playback._osd_view()
+        assert view.position_s >= 1.0 and view.duration_s == playback.duration_s
+        assert playback._title_text().split(" — ")[1].startswith("0:01 / 0:02")
+        playback.seek(1.5)
+        assert playback.media_time() >= 1.4  # not clamped to the last frame's 0.35 s
+    finally:
+        playback.finish(1.0)
+        playback.player.close()

@@ -438,6 +438,12 @@ class AudioOutput:
 
     # -- the clock ------------------------------------------------------------------------------------
 
+    @property
+    def duration_s(self) -> float | None:
+        """How long the track heard lasts, as its file says (None when it does not): a video's sound
+        may run on after its last frame."""
+        return self._decoder.info.duration_seconds
+
     def now(self) -> float:
         """Media seconds now: what the listener hears."""
         with self._cond:

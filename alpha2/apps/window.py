@@ -676,7 +676,13 @@ class WindowPlayback(_Keys):
         if self.audio_only:
             return self._audio_duration
         decoder = self.player.decoder
-        return decoder.info.duration_seconds if decoder is not None else None
+        video = decoder.info.duration_seconds if decoder is not None else None
+        # The sound heard may run on after the last frame, as the file's length says (mpv's too): the
+        # display read '0:03 / 0:01' and the bar stayed full while it played.
+        sound = getattr(self.clock, "duration_s", None)
+        if video is not None and sound is not None and sound > video + self.start_s:
+            return float(sound) - self.start_s
+        return video
 
     @property
     def start_s(self) -> float:
@@ -1164,13 +1170,17 @@ class WindowPlayback(_Keys):
         # sought to never came up).
         start = self.start_s
         target = max(start, seconds)
-        duration = decoder.info.duration_seconds
+        duration = self.duration_s
         if duration is not None:
             target = min(target, start + max(0.0, duration - 0.05))
+        frame_target = target  # past the last frame, in the sound that runs on: the last frame, held
+        video = decoder.info.duration_seconds
+        if video is not None:
+            frame_target = min(target, start + max(0.0, video - 0.05))
         if self.pending is not None:
             self.pending.release()
             self.pending = None
-        decoder.seek(target - start)
+        decoder.seek(frame_target - start)
         self.pending = decoder.next_frame()
         self._seek_pts = self.pending.pts_seconds if self.pending is not None else None
         if self.clock is not None:
@@ -1223,11 +1233,18 @@ class WindowPlayback(_Keys):
             )
         return due
 
+    def _position(self) -> float:
+        """The time on display: the clock's; paused, the frame's (a frame step's); a file without video,
+        or past the last frame (the sound runs on), the clock's."""
+        position = self.shown_pts if self.shown_pts is not None else 0.0
+        if self.clock is None:
+            return position
+        after_last = self.pending is None and self.media_time() > position + self._frame_duration()
+        return self.media_time() if not self.paused or self.audio_only or after_last else position
+
     def _title_text(self) -> str:
         name = os.path.basename(self.player.source)
-        position = self.shown_pts if self.shown_pts is not None else 0.0
-        if self.audio_only:
-            position = self.media_time()
+        position = self._position()
         title = f"{name} — {format_time(position - self.start_s)} / {format_time(self.duration_s)}"
         if self.paused:
             title += " [paused]"
@@ -1282,10 +1299,7 @@ class WindowPlayback(_Keys):
         return cached[1]
 
     def _osd_view(self) -> OsdView:
-        position = self.shown_pts if self.shown_pts is not None else 0.0
-        if self.clock is not None:
-            # Paused, the frame on display's time; a file without video has only the sound's.
-            position = self.media_time() if not self.paused or self.audio_only else position
+        position = self._position()
         placed = self._subtitle_now()
         return OsdView(
             position_s=position - self.start_s,  # as mpv counts: 0:00 at the first frame
