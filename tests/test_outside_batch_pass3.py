@@ -151,3 +151,16 @@ def test_the_summarys_reasons_are_wrapped_by_terminal_columns(monkeypatch: pytes
     reason = lines[start : start + 4]
     assert all(line.startswith("  ") for line in reason[1:]), reason
     assert not any(line.endswith("0.033") for line in lines)
+
+
+def test_a_ray_address_ray_cannot_read_is_refused_as_the_users(tmp_path: Path) -> None:
+    # 'alpha2 batch ... --ray nonsense' said 'internal error (ValueError): Invalid address format'.
+    pytest.importorskip("ray")
+    from alpha2.apps.batch_ray import RayBackend
+
+    backend = RayBackend("nonsense")
+    try:
+        with pytest.raises(InvalidInputError, match=r"--ray 'nonsense': .*give 'auto'"):
+            backend.start()
+    finally:
+        backend.close()

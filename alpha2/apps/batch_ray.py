@@ -284,7 +284,13 @@ class RayBackend:
         common = {"include_dashboard": False, "log_to_driver": False}
         if self.address != "auto" or os.environ.get("RAY_ADDRESS"):
             # A cluster named on the line (or by RAY_ADDRESS): join it, or fail saying why.
-            ray.init(address=None if self.address == "auto" else self.address, **common)
+            try:
+                ray.init(address=None if self.address == "auto" else self.address, **common)
+            except ValueError as exc:  # 'Invalid address format: nonsense' reached the user as internal
+                raise InvalidInputError(
+                    f"--ray {self.address!r}: {exc}; give 'auto', a cluster's HOST:PORT (10.0.0.5:6379) "
+                    "or ray://HOST:PORT"
+                ) from exc
             return
         try:
             ray.init(address="auto", **common)  # this machine's running cluster
