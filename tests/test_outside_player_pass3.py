@@ -122,7 +122,7 @@ def test_the_sound_after_the_last_frame_is_counted_and_sought(audio_server: str,
         while playback.media_time() < 1.0 and time.monotonic() < deadline:
             playback.canvas.draw()
             time.sleep(0.01)
-        if getattr(playback.clock, "kind", None) is None or playback.clock.kind.value != "audio":
+        if playback.clock is None or playback.clock.kind.value != "audio":
             pytest.skip("no sound device: the clock is the system's")
         assert playback.duration_s is not None and abs(playback.duration_s - 2.0) < 0.1
         view = playback._osd_view()
@@ -133,3 +133,36 @@ def test_the_sound_after_the_last_frame_is_counted_and_sought(audio_server: str,
     finally:
         playback.finish(1.0)
         playback.player.close()
+
+
+def test_held_seek_and_volume_keys_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rendercanvas's glfw backend drops every key repeat: a held Right arrow sought 5 s once, a held 0
+    raised the volume one step (mpv seeks and turns up on until the key is let go). The window's glfw
+    key callback now hands the repeats of the seek, step, volume and speed keys on as presses; a held
+    space still pauses once."""
+    glfw = pytest.importorskip("glfw")
+    from alpha2.apps.window import repeat_held_keys
+
+    seen: list[tuple[int, int]] = []
+    installed: list[Any] = []
+
+    def rendercanvas_on_key(window: Any, key: int, scancode: int, action: int, mods: int) -> None:
+        if action != glfw.REPEAT:  # as rendercanvas.glfw does
+            seen.append((key, action))
+
+    def set_key_callback(window: Any, callback: Any) -> Any:
+        installed.append(callback)
+        return rendercanvas_on_key
+
+    monkeypatch.setattr(glfw, "set_key_callback", set_key_callback)
+    canvas = type("GlfwRenderCanvas", (), {"__module__": "rendercanvas.glfw"})()
+    canvas._window = object()
+    repeat_held_keys(canvas)
+    (forward,) = installed
+    for key in (glfw.KEY_RIGHT, glfw.KEY_0, glfw.KEY_SPACE):
+        forward(canvas._window, key, 0, glfw.PRESS, 0)
+        forward(canvas._window, key, 0, glfw.REPEAT, 0)
+        forward(canvas._window, key, 0, glfw.REPEAT, 0)
+    presses = [key for key, action in seen if action == glfw.PRESS]
+    assert presses.count(glfw.KEY_RIGHT) == 3 and presses.count(glfw.KEY_0) == 3
+    assert presses.count(glfw.KEY_SPACE) == 1

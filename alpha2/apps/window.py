@@ -166,6 +166,35 @@ def make_canvas(backend: Any, title: str, size: Size) -> Any:
     )
 
 
+_HELD_KEYS_REPEAT = (
+    *("KEY_LEFT", "KEY_RIGHT", "KEY_UP", "KEY_DOWN", "KEY_COMMA", "KEY_PERIOD"),
+    *("KEY_9", "KEY_0", "KEY_LEFT_BRACKET", "KEY_RIGHT_BRACKET"),
+)
+"""The glfw keys whose action goes on while the key is held (seek, frame step, volume, speed), as mpv's
+do; the others act once a press (a held space does not pause and play in turn)."""
+
+
+def repeat_held_keys(canvas: Any) -> None:
+    """Let ``canvas``'s held keys of :data:`_HELD_KEYS_REPEAT` repeat: rendercanvas's glfw backend drops
+    every key repeat, so a held Right arrow sought 5 s once where mpv seeks on until it is let go (an
+    outside pass). Other backends are left as they are."""
+    handle = getattr(canvas, "_window", None)
+    if handle is None or "glfw" not in type(canvas).__module__:
+        return
+    import glfw
+
+    repeating = frozenset(getattr(glfw, name) for name in _HELD_KEYS_REPEAT)
+    previous: Any = None
+
+    def forward(window: Any, key: int, scancode: int, action: int, mods: int) -> None:
+        if action == glfw.REPEAT and key in repeating:
+            action = glfw.PRESS  # a key_down again; the release comes once, at the end
+        if previous is not None:
+            previous(window, key, scancode, action, mods)
+
+    previous = glfw.set_key_callback(handle, forward)
+
+
 def configure_canvas(canvas: Any, device: Any, *, readable: bool = False) -> tuple[Any, str, str]:
     """The canvas's wgpu context configured for ``device`` (a GPUDevice): ``(context, present format,
     render format)``.
@@ -712,6 +741,7 @@ class WindowPlayback(_Keys):
             # The picture as shown: an anamorphic DVD's 720x480 opens a 853x480 window, as in mpv.
             shown = size if size is not None else stream_displayed_size(decoder.info)
             self.canvas = make_canvas(backend, self.title, shown)
+            repeat_held_keys(self.canvas)
         player._seek_start(decoder)
         first: DecodedFrame | None = decoder.next_frame()
         if first is None:
@@ -778,6 +808,7 @@ class WindowPlayback(_Keys):
             window = size if size is not None else stats.size or AudioOnlyPlayback.WINDOW
             self.title = self._title_text()
             self.canvas = make_canvas(backend, self.title, window)
+            repeat_held_keys(self.canvas)
         self.context, self.present_format, self.render_format = configure_canvas(
             self.canvas, player.device, readable=self.readable_surface
         )
@@ -1576,6 +1607,7 @@ class AudioOnlyPlayback(_Keys):
             max_fps=LEVEL_FPS,
             vsync=True,
         )
+        repeat_held_keys(self.canvas)
         self.context = self.canvas.get_context("wgpu")
         preferred = self.context.get_preferred_format(self.device.adapter)
         self.context.configure(device=self.device, format=preferred)
