@@ -164,3 +164,23 @@ def test_a_ray_address_ray_cannot_read_is_refused_as_the_users(tmp_path: Path) -
             backend.start()
     finally:
         backend.close()
+
+
+def test_a_ray_address_where_nothing_listens_is_refused_at_once() -> None:
+    # 'alpha2 batch ... --ray 127.0.0.1:1' hung in ray.init for good, printing 'Failed to connect to
+    # GCS' every 40 s, deaf to Ctrl-C and SIGTERM, its lock left in --out.
+    import socket
+
+    from alpha2.apps.batch_ray import RayBackend
+    from alpha2.gpu.errors import UnsupportedError
+
+    pytest.importorskip("ray")
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        backend = RayBackend(f"127.0.0.1:{port}")
+        try:
+            with pytest.raises(UnsupportedError, match="no Ray cluster answers there"):
+                backend.start()
+        finally:
+            backend.close()

@@ -104,6 +104,29 @@ def _loopback_kept(ray: Any, address: str) -> Iterator[None]:
         constants.ENABLE_RAY_CLUSTER = before
 
 
+GCS_PROBE_S = 5.0
+"""How long a cluster's address may take to take a connection before ``--ray ADDRESS`` is refused."""
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` cluster address where nothing takes a connection: Ray's own ``init`` tries
+    such an address for ever, printing 'Failed to connect to GCS' every 40 s, deaf to Ctrl-C and SIGTERM.
+    A ``ray://`` address (Ray Client, which gives up by itself) and one Ray would refuse pass as they are."""
+    if "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        return  # not HOST:PORT: ray.init says what is wrong with it
+    try:
+        socket.create_connection((host, int(port)), timeout=GCS_PROBE_S).close()
+    except OSError as exc:
+        raise UnsupportedError(
+            f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
+            "'ray start --head' on that machine, or give --ray auto"
+        ) from exc
+
+
 def _ray() -> Any:
     try:
         return importlib.import_module("ray")
@@ -284,6 +307,8 @@ class RayBackend:
         common = {"include_dashboard": False, "log_to_driver": False}
         if self.address != "auto" or os.environ.get("RAY_ADDRESS"):
             # A cluster named on the line (or by RAY_ADDRESS): join it, or fail saying why.
+            if self.address != "auto":
+                _check_reachable(self.address)
             try:
                 ray.init(address=None if self.address == "auto" else self.address, **common)
             except ValueError as exc:  # 'Invalid address format: nonsense' reached the user as internal
