@@ -206,3 +206,23 @@ def test_a_frame_kept_across_a_seek_is_usable_after_newer_ones(tmp_path: Path, h
         want = fresh.frame_at(when).to_ndarray()
     assert np.array_equal(kept, want) and np.array_equal(again, want)
     assert kept.shape == pattern(0, 64, 48).shape
+
+
+# -- times finer than an AVI's clock ---------------------------------------------------------------
+
+
+@pytest.mark.vulkan
+def test_the_writer_says_the_frames_an_avi_clock_leaves_out(tmp_path: Path) -> None:
+    """Arrays at 60 a second into an AVI written at 15 fps: each on the tick of the one before is left
+    out (as ffmpeg drops it), where it used to be pushed a tick later, the pictures running on past
+    their times; the Writer says how many and why."""
+    path = tmp_path / "out.avi"
+    with alpha2.create(str(path), rate=15) as writer:
+        for index in range(60):
+            writer.write(np.full((48, 64, 3), index * 4, np.uint8), pts_seconds=index / 60)
+    assert writer.frames_written == 60
+    assert writer.frames_left_out == 44, writer.left_out_reason
+    assert "clock is one frame (15 fps in AVI)" in writer.left_out_reason
+    with av.open(str(path)) as container:
+        times = [frame.time for frame in container.decode(video=0)]
+    assert len(times) == 16 and abs(times[-1] - 1.0) < 0.1, times

@@ -196,3 +196,50 @@ def test_transcode_help_says_the_av1_encoders_preset_and_where_auto_colour_appli
         Size(640, 360), PixelFormat.YUV420P, sd, TranscodeOptions(size=Size(1280, 720)), codec="h264"
     )
     assert scaled.output_colour.matrix is ColourMatrix.BT709
+
+
+# -- a variable frame rate into a container of one frame's clock ----------------------------------
+
+
+def _fifteen_then_sixty(path: Path) -> str:
+    """2 s at 15 fps, then 2 s at 60 fps (its stream says 15 fps), beside 4 s of sound."""
+    import fractions
+
+    import numpy as np
+
+    tick = fractions.Fraction(1, 60)
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=15)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        video.codec_context.time_base = tick
+        audio = out.add_stream("aac", rate=48000, layout="mono")
+        for index, pts in enumerate([*range(0, 120, 4), *range(120, 240)]):
+            rgb = np.full((48, 64, 3), index % 256, np.uint8)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
+            frame.pts, frame.time_base = pts, tick
+            out.mux(video.encode(frame))
+        out.mux(video.encode(None))
+        for start in range(0, 4 * 48000, 1024):
+            sound = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+            sound.sample_rate, sound.pts = 48000, start
+            out.mux(audio.encode(sound))
+        out.mux(audio.encode(None))
+    return str(path)
+
+
+def test_a_variable_rate_into_avi_keeps_the_pictures_with_the_sound(tmp_path: Path, capsys: Capsys) -> None:
+    """Found by an outside pass: on AVI's clock of one frame (15 fps here) each frame of the 60 fps part
+    was written a tick after the one before, so the pictures ran on to 6.07 s beside 4 s of sound, and
+    nothing was said. The frames that fall on a tick already written are left out (as ffmpeg drops
+    them) and the summary says how many and why."""
+    src = _fifteen_then_sixty(tmp_path / "vfr.mkv")
+    out = tmp_path / "out.avi"
+    assert main(["transcode", src, str(out)]) == 0
+    printed = capsys.readouterr()
+    with av.open(str(out)) as container:
+        frames = list(container.decode(video=0))
+    assert 58 <= len(frames) <= 62
+    assert frames[-1].time is not None and abs(frames[-1].time - 4.0) < 0.15, frames[-1].time
+    said = " ".join((printed.out + printed.err).split())
+    left_out = 150 - len(frames)
+    assert f"{left_out} of 150 frames left out: the output's clock is one frame (15 fps in AVI)" in said

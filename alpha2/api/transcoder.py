@@ -66,7 +66,6 @@ from alpha2.api.transcode_plan import (
 from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
 from alpha2.ffmpeg_bridge.encode import (
-    GIF_MIN_DELAY_CS,
     ROTATION_CONTAINERS,
     encoder_pixel_formats,
     keeps_pixel_shape,
@@ -1197,11 +1196,8 @@ class _Transcoder:
             self._stream_report(session.stats)
             left_out = session.stats.frames_left_out
             if left_out:
-                self.stats.input_notes.append(
-                    f"{left_out} of {session.stats.frames_in} frames left out: a GIF frame shows for "
-                    f"{GIF_MIN_DELAY_CS} hundredths of a second at least (browsers show a shorter one for a "
-                    "tenth), so 50 frames a second at most"
-                )
+                count, why = f"{left_out} of {session.stats.frames_in}", session.stats.left_out_reason
+                self.stats.input_notes.append(f"{count} frames left out: {why}")
         with self._work():
             for obj in self._gpu_objects:
                 try:

@@ -436,6 +436,18 @@ class Writer:
         return self._frames
 
     @property
+    def frames_left_out(self) -> int:
+        """Frames written but not in the output, said by :attr:`left_out_reason`: a GIF's that would show
+        for less than two hundredths, or on a clock of one frame (AVI, MPEG-1/2) those that fall on the
+        tick of the frame before (times finer than :attr:`rate`), as ffmpeg drops them."""
+        return self._held.session.stats.frames_left_out
+
+    @property
+    def left_out_reason(self) -> str:
+        """Why :attr:`frames_left_out` were left out; empty when none were."""
+        return self._held.session.stats.left_out_reason
+
+    @property
     def rate(self) -> fractions.Fraction | None:
         """The output's nominal frame rate (frames per second): the ``rate`` given, else fixed by the
         first write (a VideoSource's frame rate, or 30 for textures and arrays); None until then."""

@@ -387,7 +387,10 @@ class EncodeStats:
     stream_notes: tuple[str, ...] = ()
     """What was done to copied streams other than audio otherwise than a plain copy (subtitles converted)."""
     frames_left_out: int = 0
-    """Frames not written: a GIF's that would show for less than :data:`GIF_MIN_DELAY_CS` hundredths."""
+    """Frames not written: a GIF's that would show for less than :data:`GIF_MIN_DELAY_CS` hundredths, or
+    on a clock of one frame (AVI, MPEG-1/2) one that falls on the tick of the frame before it."""
+    left_out_reason: str = ""
+    """Why :attr:`frames_left_out` were left out (empty when none were)."""
 
 
 def _audio_source_path(audio_from: DecodeSession | str | os.PathLike[str]) -> str:
@@ -683,7 +686,13 @@ class EncodeSession:
         """Frames in, packets out, audio packets copied."""
         copier = self._copier
         if copier is None:
-            return EncodeStats(self._frames_in, self._packets_out, 0, frames_left_out=self._left_out)
+            return EncodeStats(
+                self._frames_in,
+                self._packets_out,
+                0,
+                frames_left_out=self._left_out,
+                left_out_reason=self._left_out_reason(),
+            )
         report = copier.report
         return EncodeStats(
             self._frames_in,
@@ -696,6 +705,22 @@ class EncodeSession:
             tuple(report.dropped),
             tuple(report.other_notes),
             self._left_out,
+            self._left_out_reason(),
+        )
+
+    def _left_out_reason(self) -> str:
+        if not self._left_out:
+            return ""
+        if self._palette is not None:
+            return (
+                f"a GIF frame shows for {GIF_MIN_DELAY_CS} hundredths of a second at least (browsers show "
+                "a shorter one for a tenth), so 50 frames a second at most"
+            )
+        container = " in AVI" if self.muxer == "avi" else ""
+        return (
+            f"the output's clock is one frame ({float(self.rate):g} fps{container}), "
+            "and each fell on the tick of the frame before it (as ffmpeg drops them); written later, "
+            "the pictures would fall behind the sound"
         )
 
     @property
@@ -1022,9 +1047,14 @@ class EncodeSession:
                     self._encode_audio_frame(audio)
             # Timed before the RGB conversion, which keeps them: a frame drained from the decoder after
             # a read error (an image sequence's gap) comes with no time base of its own.
-            av_frame.pts = self._codec_pts(pts)
+            codec_pts = self._codec_pts(pts)
+            if codec_pts is None:  # on a one-frame clock, on the tick of the frame before it
+                self._last_pts = pts
+                self._frames_in += 1
+                self._left_out += 1
+                return
+            av_frame.pts = codec_pts
             av_frame.time_base = self._codec_time_base
-            codec_pts = av_frame.pts
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
@@ -1068,14 +1098,19 @@ class EncodeSession:
         self._last_shown_cs = shown
         return False
 
-    def _codec_pts(self, pts: int) -> int:
+    def _codec_pts(self, pts: int) -> int | None:
         """``pts`` (in :attr:`time_base`) in the encoder's time base: the same where the encoder takes
-        that unit; else rounded to its coarser clock, one tick after the previous frame at least."""
+        that unit; else rounded to its coarser clock, one tick after the previous frame at least. On a
+        clock of one frame (AVI's, MPEG-1/2's) None for a frame that falls on the tick of the one
+        before: it is left out, as ffmpeg drops it, where a tick later each such frame would push the
+        pictures after it later and later behind the sound (a 60 fps part of a 15 fps clip)."""
         if self._codec_time_base == self.time_base:
             return pts
         ticks = round(pts * self.time_base / self._codec_time_base)
-        if self._last_codec_pts is not None:
-            ticks = max(ticks, self._last_codec_pts + 1)
+        if self._last_codec_pts is not None and ticks <= self._last_codec_pts:
+            if self._codec_time_base == 1 / self.rate and self._palette is None:
+                return None
+            ticks = self._last_codec_pts + 1
         self._last_codec_pts = ticks
         return ticks
 
