@@ -736,6 +736,8 @@ def test_hwaccel_cuda_without_nvdec_names_the_options(
     assert main(["transcode", src, str(tmp_path / "out.mp4"), "--hwaccel", "cuda"]) == 1
     err = capsys.readouterr().err
     assert "--hwaccel cuda" in err and "--hwaccel auto or none" in err, err
+    # 'or pass cuda_ordinal explicitly' read as an option the command does not have (an outside pass)
+    assert "from Python, cuda_ordinal=" in err and "or pass cuda_ordinal" not in err, err
 
 
 def test_plain_progress_says_one_frame() -> None:

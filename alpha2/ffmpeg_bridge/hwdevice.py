@@ -204,8 +204,8 @@ def plan_hw_device(
         if mode is HwAccelMode.CUDA:
             raise HwAccelUnavailableError(
                 f"hwaccel='cuda' (--hwaccel cuda) cannot be had: {where.reason}; NVDEC must run on the "
-                "renderer's GPU. Use hwaccel='auto' or 'none' (--hwaccel auto or none), or pass "
-                "cuda_ordinal explicitly"
+                "renderer's GPU. Use hwaccel='auto' or 'none' (--hwaccel auto or none); from Python, "
+                "cuda_ordinal= names a CUDA device to decode on all the same"
             )
         return HwDevicePlan(mode, None, where.vulkan_index, where.reason)
     return HwDevicePlan(
