@@ -736,8 +736,23 @@ def test_hwaccel_cuda_without_nvdec_names_the_options(
     assert main(["transcode", src, str(tmp_path / "out.mp4"), "--hwaccel", "cuda"]) == 1
     err = capsys.readouterr().err
     assert "--hwaccel cuda" in err and "--hwaccel auto or none" in err, err
-    # 'or pass cuda_ordinal explicitly' read as an option the command does not have (an outside pass)
-    assert "from Python, cuda_ordinal=" in err and "or pass cuda_ordinal" not in err, err
+
+
+def test_hwaccel_cuda_off_the_renderers_gpu_names_cuda_ordinal_as_pythons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the renderer's GPU has no CUDA twin, the refusal ended 'or pass cuda_ordinal explicitly',
+    which read as an option the command line does not have (an outside pass)."""
+    from alpha2.ffmpeg_bridge import hwdevice
+    from alpha2.gpu.identity import DecoderPlacement
+
+    monkeypatch.setattr(hwdevice, "no_cuda_device_type_reason", lambda: None)
+    placement = DecoderPlacement(None, 0, "the device 'llvmpipe' is a CPU Vulkan device")
+    with pytest.raises(hwdevice.HwAccelUnavailableError) as caught:
+        hwdevice.plan_hw_device(hwdevice.HwAccelMode.CUDA, placement=placement)
+    said = str(caught.value)
+    assert "--hwaccel auto or none" in said and "from Python, cuda_ordinal=" in said, said
+    assert "or pass cuda_ordinal" not in said
 
 
 def test_plain_progress_says_one_frame() -> None:
