@@ -166,3 +166,20 @@ def test_held_seek_and_volume_keys_repeat(monkeypatch: pytest.MonkeyPatch) -> No
     presses = [key for key, action in seen if action == glfw.PRESS]
     assert presses.count(glfw.KEY_RIGHT) == 3 and presses.count(glfw.KEY_0) == 3
     assert presses.count(glfw.KEY_SPACE) == 1
+
+
+@pytest.mark.vulkan
+def test_mpv_playlist_keys_go_to_the_next_and_previous_file(tmp_path: Path) -> None:
+    """mpv's playlist keys are > and < (Shift+. and Shift+, on a US keyboard, which glfw reports as .
+    and , with Shift held): they did nothing (Shift+. stepped a frame); only n / p moved in the list."""
+    from alpha2.apps.keys import key_name
+    from tests.test_playlist import _run_window
+
+    assert key_name({"key": ".", "modifiers": ("Shift",)}) == ">"
+    assert key_name({"key": ",", "modifiers": ("Shift",)}) == "<"
+    assert key_name({"key": ".", "modifiers": ()}) == "."
+    first = make_clip(tmp_path / "a.mkv", frames=60)
+    second = make_clip(tmp_path / "b.mkv", width=48, height=64, frames=60)
+    _, errors, driver = _run_window([first.path, second.path], {3: ">", 6: "<", 9: ">"})
+    assert not errors
+    assert driver.sources == [first.path, second.path, first.path, second.path]

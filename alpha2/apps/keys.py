@@ -44,7 +44,7 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("s", "screenshot: NAME-SECONDS.png next to the input"),
     Binding("l", "loop the file"),
     Binding("j", "next subtitle track (or none)"),
-    Binding("n / p, PgDn / PgUp", "next / previous file, chapter"),
+    Binding("n / p, > / <", "next / previous file (PgDn / PgUp: chapter)"),
     Binding("i", "stats"),
     Binding("?", "this help"),
     Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
@@ -90,7 +90,7 @@ PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
     Binding("l", "loop the file"),
-    Binding("n / p, PgDn / PgUp", "next / previous file, chapter"),
+    Binding("n / p, > / <", "next / previous file"),
     Binding("i", "stats"),
     Binding("?", "this help"),
     Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
@@ -116,7 +116,7 @@ def help_lines(bindings: Sequence[Binding]) -> list[str]:
     return [f"{b.keys.ljust(width)}  {b.action}" for b in bindings]
 
 
-_SHIFTED = {"/": "?", "3": "#"}
+_SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">"}
 """The shifted glyphs the windows use, by the key under them on a US layout."""
 
 

@@ -297,8 +297,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "input",
         metavar="INPUT",
         nargs="+",
-        help="input file, a video or sound alone (several: a playlist, n / p go to the next / previous "
-        "one; with --wall or --snapshot, a grid of them)",
+        help="input file, a video or sound alone (several: a playlist, n / p or > / < go to the next / "
+        "previous one; with --wall or --snapshot, a grid of them)",
     )
     parser.add_argument(
         "--wall", action="store_true", help="several inputs side by side in one grid (a video wall)"

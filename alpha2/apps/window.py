@@ -186,8 +186,10 @@ def repeat_held_keys(canvas: Any) -> None:
     repeating = frozenset(getattr(glfw, name) for name in _HELD_KEYS_REPEAT)
     previous: Any = None
 
+    shifted = frozenset((glfw.KEY_COMMA, glfw.KEY_PERIOD))  # < and >: a file, once a press
+
     def forward(window: Any, key: int, scancode: int, action: int, mods: int) -> None:
-        if action == glfw.REPEAT and key in repeating:
+        if action == glfw.REPEAT and key in repeating and not (key in shifted and mods & glfw.MOD_SHIFT):
             action = glfw.PRESS  # a key_down again; the release comes once, at the end
         if previous is not None:
             previous(window, key, scancode, action, mods)
@@ -964,6 +966,8 @@ class WindowPlayback(_Keys):
             "N": lambda: self.go(+1),
             "p": lambda: self.go(-1),
             "P": lambda: self.go(-1),
+            ">": lambda: self.go(+1),  # mpv's playlist keys
+            "<": lambda: self.go(-1),
             "i": self.toggle_stats,
             "I": self.toggle_stats,
             "?": self.toggle_help,
