@@ -111,7 +111,8 @@ GCS_PROBE_S = 5.0
 def _check_reachable(address: str) -> None:
     """Refuse a ``HOST:PORT`` cluster address where nothing takes a connection: Ray's own ``init`` tries
     such an address for ever, printing 'Failed to connect to GCS' every 40 s, deaf to Ctrl-C and SIGTERM.
-    A ``ray://`` address (Ray Client, which gives up by itself) and one Ray would refuse pass as they are."""
+    A ``ray://`` address (Ray Client, which gives up by itself), one Ray would refuse and a host name that
+    does not resolve pass as they are."""
     if "://" in address:
         return
     host, _, port = address.rpartition(":")
@@ -120,6 +121,8 @@ def _check_reachable(address: str) -> None:
         return  # not HOST:PORT: ray.init says what is wrong with it
     try:
         socket.create_connection((host, int(port)), timeout=GCS_PROBE_S).close()
+    except socket.gaierror:
+        return  # a name this machine cannot resolve: left to Ray (which hangs on it as well)
     except OSError as exc:
         raise UnsupportedError(
             f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
