@@ -184,3 +184,13 @@ def test_a_ray_address_where_nothing_listens_is_refused_at_once() -> None:
                 backend.start()
         finally:
             backend.close()
+
+
+def test_sample_says_a_name_that_is_not_utf8_as_batch_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 'wrote .../x\udcff.mp4' (the surrogate Python holds the byte as); batch says 'x\xff.mp4'.
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/x\xff.mp4")
+    assert main(["sample", out, "--duration", "0.1", "--size", "64x48"]) == 0
+    err = capsys.readouterr().err
+    assert "x\\xff.mp4: 3 frames" in err and "\udcff" not in err, ascii(err)
