@@ -243,3 +243,24 @@ def test_a_variable_rate_into_avi_keeps_the_pictures_with_the_sound(tmp_path: Pa
     said = " ".join((printed.out + printed.err).split())
     left_out = 150 - len(frames)
     assert f"{left_out} of 150 frames left out: the output's clock is one frame (15 fps in AVI)" in said
+
+
+def test_a_word_a_flag_would_swallow_is_caught_before_argparse_reads_it() -> None:
+    """On the H100's Python 3.12, '-hwaccel cuda' printed the help and exited 0 (argparse read -h with
+    'waccel' joined) and '-nostdin' was said as 'unknown option -ostdin'; 3.11 said 'ignored explicit
+    argument', which the error handler above rewrote. The words are now caught before argparse, on every
+    Python: a one-letter flag with letters joined that are not all flags."""
+    from alpha2.apps.cli import _subparser, _swallowed_by_a_flag, build_parser
+
+    parser = build_parser(["transcode"])
+    transcode = _subparser(parser, "transcode")
+    assert transcode is not None
+    for words, caught in (
+        (["a.mp4", "b.mp4", "-hwaccel", "cuda"], "-hwaccel"),
+        (["-nostdin", "a.mp4", "b.mp4"], "-nostdin"),
+        (["a.mp4", "b.mp4", "-y"], None),
+        (["a.mp4", "b.mp4", "--size", "-1x720"], None),
+        (["--", "-hwaccel.mp4", "b.mp4"], None),
+    ):
+        assert _swallowed_by_a_flag(transcode, words) == caught, words
+    assert _swallowed_by_a_flag(parser, ["transcode", "-hwaccel"]) is None  # the subcommand's to read

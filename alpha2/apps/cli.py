@@ -191,6 +191,10 @@ def parser_class() -> type[argparse.ArgumentParser]:
                 else:
                     joined.append(word)
             self._words = joined
+            swallowed = _swallowed_by_a_flag(self, joined)
+            if swallowed is not None:
+                command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
+                self.print_usage_and_exit(unknown_arguments(self, command, [swallowed]))
             return super().parse_known_args(joined, namespace)
 
         def error(self, message: str) -> NoReturn:
@@ -225,6 +229,34 @@ def _subparser(parser: argparse.ArgumentParser, command: str | None) -> argparse
         if isinstance(action, argparse._SubParsersAction) and command is not None:
             found = action.choices.get(command) if isinstance(action.choices, dict) else None
             return found if isinstance(found, argparse.ArgumentParser) else None
+    return None
+
+
+def _swallowed_by_a_flag(parser: argparse.ArgumentParser, words: Sequence[str]) -> str | None:
+    """The first ``-word`` that argparse would read as a flag of one letter with more joined to it
+    (ffmpeg's ``-hwaccel`` as ``-h``, ``-nostdin`` as ``-n``), where the letters joined are not all
+    flags of their own (``-yq``): Python 3.11 calls it 'ignored explicit argument', 3.12 prints the
+    help for ``-hwaccel`` and calls ``-nostdin`` 'unknown option -ostdin'. None: no such word (and for
+    a parser of subcommands, whose words are its subcommand's to read)."""
+    import argparse
+
+    actions = parser._option_string_actions
+    if any(isinstance(action, argparse._SubParsersAction) for action in parser._actions):
+        return None
+
+    def flag(text: str) -> bool:
+        action = actions.get(text)
+        return action is not None and action.nargs == 0
+
+    for word in words:
+        if word == "--":
+            return None
+        if len(word) < 3 or word[0] != "-" or word[1] == "-" or word[1].isdigit() or word in actions:
+            continue
+        if "=" in word or not flag(word[:2]):
+            continue
+        if not all(flag(f"-{letter}") for letter in word[2:]):
+            return word
     return None
 
 
