@@ -583,14 +583,14 @@ def column_widths(
     width: int,
     *,
     fold: Mapping[int, int] | None = None,
-    yielding: Collection[int] = (),
+    whole: Collection[int] = (),
 ) -> dict[int, int]:
     """Widths for the ``kept`` columns that fill at most ``width``: each its longest word (capped as
     :func:`fit_columns`' ``fold`` says), and what is left shared by how much more each column's longest
-    text needs. The columns in ``fold`` or ``yielding`` (long text that wraps: a codec list) take what
-    the others leave, the others taking their whole text first, so that a short cell of several words
-    (``pinned chosen``) stays on one line. Given to rich as fixed widths, so that its own squeezing
-    (which can leave a table a column too wide) does not come into it."""
+    text needs. The columns in ``whole`` (a short cell of several words: ``pinned chosen``) take their
+    whole text first, as the columns not in ``fold`` do where some are, the others sharing what they
+    leave. Given to rich as fixed widths, so that its own squeezing (which can leave a table a column
+    too wide) does not come into it."""
     from rich.cells import cell_len
 
     least = word_widths(headers, rows, fold=fold)
@@ -606,7 +606,10 @@ def column_widths(
         return widths
     if total <= spare:
         return {i: max(least[i], natural[i]) for i in kept}
-    folded = [i for i in need if (fold and i in fold) or i in yielding]
+    if whole:
+        folded = [i for i in need if i not in whole]
+    else:
+        folded = [i for i in need if fold and i in fold]
     if folded:
         # The columns that fold take what the others leave: the others first take their whole text,
         # the shortest first (a size, a count), so that one long cell does not break them all.

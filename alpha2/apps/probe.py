@@ -202,18 +202,18 @@ _PRIORITY = (0, 1, 10, 9, 2, 5, 6, 7, 3, 4, 8)
 """The columns kept first when the terminal is narrow: #, name, the marks, rank, type, decode, ..."""
 
 
-_WRAPPED = (1, 3, 5, 6, 8)
-"""The columns of long text (name, driver, decode, encode, interop), which wrap before the short ones."""
+_MARKS = 10
+"""The marks column (``pinned chosen``), kept on one line where the others can wrap."""
 
 
 def adapter_table(rows: Sequence[Sequence[str]], width: int) -> tuple[Table, list[int]]:
     """The adapter table of ``rows`` (one text per :data:`_HEADERS` column) for ``width`` columns, and
-    the columns left out of it: no word broken, and the short cells (the rank, the marks ``pinned
-    chosen``) whole on one line, the long ones wrapping in what they leave."""
+    the columns left out of it: no word broken, and the marks (``pinned chosen``) whole on one line,
+    the other columns wrapping in what they leave."""
     from rich.table import Table
 
     kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY)
-    widths = column_widths(_HEADERS, rows, kept, width, yielding=_WRAPPED)
+    widths = column_widths(_HEADERS, rows, kept, width, whole=(_MARKS,))
     table = Table(title="Vulkan adapters (loader order)", show_lines=False)
     for i in kept:
         table.add_column(_HEADERS[i], overflow="fold", width=widths[i])
