@@ -194,3 +194,18 @@ def test_sample_says_a_name_that_is_not_utf8_as_batch_does(
     assert main(["sample", out, "--duration", "0.1", "--size", "64x48"]) == 0
     err = capsys.readouterr().err
     assert "x\\xff.mp4: 3 frames" in err and "\udcff" not in err, ascii(err)
+
+
+@pytest.mark.parametrize("words", [["-n", "--force"], ["--force", "--no-overwrite"]])
+def test_force_beside_no_overwrite_is_refused_as_y_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str]
+) -> None:
+    """'-n --force' was taken, --force winning (every output made again and replaced), where '-n -y' is
+    refused: --force is -y's other spelling, in the same either-or group now (an outside pass)."""
+    (tmp_path / "in").mkdir()
+    clip = make_clip(tmp_path / "in" / "a.mp4", frames=3).path
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", os.path.dirname(clip), "--out", str(tmp_path / "out"), *words])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

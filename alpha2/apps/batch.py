@@ -746,8 +746,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parser,
         what="a file at an output's name that no batch into DIR made",
         yes_help="transcode every file again, ignoring the manifest, replacing what is at the outputs' names",
+        yes_aliases=("--force",),
     )
-    parser.add_argument("--force", dest="overwrite", action="store_true", help="the same as -y (--overwrite)")
     parser.add_argument("--json", action="store_true", help="print the per-file report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=run)

@@ -645,14 +645,20 @@ def word_widths(
 
 
 def add_overwrite_arguments(
-    parser: argparse.ArgumentParser, *, what: str = "the output", yes_help: str | None = None
+    parser: argparse.ArgumentParser,
+    *,
+    what: str = "the output",
+    yes_help: str | None = None,
+    yes_aliases: Sequence[str] = (),
 ) -> None:
     """``-y`` / ``--overwrite`` and ``-n`` / ``--no-overwrite`` (the default), as ffmpeg has them: an
-    existing file is replaced only when asked (``args.overwrite``)."""
+    existing file is replaced only when asked (``args.overwrite``). ``yes_aliases``: more spellings of
+    ``-y`` (batch's ``--force``), refused beside ``-n`` as ``-y`` is."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "-y",
         "--overwrite",
+        *yes_aliases,
         dest="overwrite",
         action="store_true",
         help=yes_help or f"replace {what} when it exists",
