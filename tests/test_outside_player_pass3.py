@@ -183,3 +183,49 @@ def test_mpv_playlist_keys_go_to_the_next_and_previous_file(tmp_path: Path) -> N
     _, errors, driver = _run_window([first.path, second.path], {3: ">", 6: "<", 9: ">"})
     assert not errors
     assert driver.sources == [first.path, second.path, first.path, second.path]
+
+
+class _Counts(pipeline.Progress):
+    def __init__(self) -> None:
+        self.total: int | None = None
+        self.counts: list[int] = []
+
+    def start(self, total: int | None) -> None:
+        self.total = total
+
+    def update(self, frames: int) -> None:
+        self.counts.append(frames)
+
+
+def test_the_terminal_bar_follows_the_position_after_a_seek(tmp_path: Path) -> None:
+    """The terminal's bar counted the frames shown against the file's frame count: after a backward
+    seek it read '266/250', and after a seek forward '50/250' with the picture at its end. Without
+    --frames it now counts the frame at the position, as mpv's status line shows the time."""
+    pytest.importorskip("rendercanvas")
+    source = make_clip(tmp_path / "c.mkv", frames=30, rate=30).path
+    progress = _Counts()
+    playback = WindowPlayback(Player(source, PlayOptions(hwaccel="none", audio=False), progress))
+    playback.open("rendercanvas.offscreen")
+    try:
+        assert progress.total == 30
+
+        def draw_until(done: Any) -> None:
+            deadline = time.monotonic() + 10
+            while not done() and time.monotonic() < deadline:
+                playback.canvas.draw()
+                time.sleep(0.005)
+
+        draw_until(lambda: len(progress.counts) >= 20)
+        playback.seek(0.0)
+        before = len(progress.counts)
+        draw_until(lambda: len(progress.counts) >= before + 3)
+        after_back = progress.counts[before:]
+        assert after_back[0] <= 2, progress.counts  # the first frames again, not 21, 22, ...
+        playback.seek(0.9)
+        before = len(progress.counts)
+        draw_until(lambda: len(progress.counts) >= before + 1)
+        assert progress.counts[before] >= 27, progress.counts  # near the end, not 24
+        assert max(progress.counts) <= 30
+    finally:
+        playback.finish(1.0)
+        playback.player.close()

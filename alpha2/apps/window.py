@@ -694,6 +694,8 @@ class WindowPlayback(_Keys):
         self._tick_pending = False  # a paused window's next timed draw is asked for
         self._signals: _SignalsClose | None = None  # while the loop runs
         self._seek_pts: float | None = None  # the frame a seek went to, until it is on display
+        self._position_total: int | None = None  # the bar's total where it follows the position
+        self._video_seconds: float | None = None  # the video's length, for that position
         self.audio_only = False
         """The file playing has no video (a playlist's entry): its sound plays under the level visual."""
         self._audio_duration: float | None = None  # that file's duration
@@ -755,7 +757,12 @@ class WindowPlayback(_Keys):
         self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
         self._subtitles_opened = False
         # Looping, the file's frame count is no total: the count ran past it ('300/250 frames').
-        player.progress.start(options.frames or (None if self.loop else decoder.info.expected_frames))
+        total = options.frames or (None if self.loop else decoder.info.expected_frames)
+        player.progress.start(total)
+        # Without --frames, the bar follows the position, as mpv's status line does: counting the frames
+        # shown, it read '266/250' after a backward seek and '50/250' with the picture at its end.
+        self._position_total = None if options.frames else total
+        self._video_seconds = decoder.info.duration_seconds
         self._file_started = time.perf_counter()
         return first
 
@@ -1268,6 +1275,16 @@ class WindowPlayback(_Keys):
             )
         return due
 
+    def _progress_count(self, pts: float, shown: int) -> int:
+        """What the terminal's bar counts for the frame at ``pts`` just shown: the frames shown where
+        ``--frames`` counts them (or the length is not known), else the frame at the position, 1 for the
+        first and the total at the end."""
+        total, seconds = self._position_total, self._video_seconds
+        if not total or not seconds or seconds <= 0:
+            return shown
+        index = int((pts - self.start_s) / seconds * total + 1e-6)
+        return min(total, max(1, index + 1))
+
     def _position(self) -> float:
         """The time on display: the clock's; paused, the frame's (a frame step's); a file without video,
         or past the last frame (the sound runs on), the clock's."""
@@ -1419,7 +1436,7 @@ class WindowPlayback(_Keys):
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
-            player.progress.update(stats.frames)
+            player.progress.update(self._progress_count(pts, stats.frames))
         title = self._title_text()
         if title != self.title:
             self.title = title
