@@ -165,12 +165,12 @@ def play_wall(
             finally:
                 window.finish()
         else:
-            _run_offscreen(
-                group,
-                stats,
-                options.frames if options.frames is not None else (1 if snapshot else None),
-                progress,
-            )
+            limit = options.frames if options.frames is not None else (1 if snapshot else None)
+            if options.loop and limit is None:
+                stats.mode_reason += (
+                    "; --loop not taken: offscreen it loops until --frames, and none was given"
+                )
+            _run_offscreen(group, stats, limit, progress, loop=options.loop and limit is not None)
         # A window quit before its first draw showed nothing, which is no fault of the inputs.
         if stats.frames == 0 and (refusal is not None or group.finished):
             raise InvalidInputError(f"none of {names!r} has a decodable video frame")
@@ -217,14 +217,27 @@ def _seek_all(group: StreamGroup, at: float | None) -> None:
 
 
 def _run_offscreen(
-    group: StreamGroup, stats: WallStats, limit: int | None, progress: pipeline.Progress
+    group: StreamGroup,
+    stats: WallStats,
+    limit: int | None,
+    progress: pipeline.Progress,
+    *,
+    loop: bool = False,
 ) -> None:
-    """Tick (every stream one frame a tick) as fast as the device allows, until the end or ``limit``."""
+    """Tick (every stream one frame a tick) as fast as the device allows, until the end or ``limit``;
+    with ``loop``, every stream again from its start once the longest has ended, as the window does
+    (``--loop`` was dropped offscreen: the wall stopped at its end, short of ``--frames``)."""
     progress.start(limit)
+    rewound = False  # a rewind that drew nothing ends it (no stream has a frame to show)
     while limit is None or stats.frames < limit:
         tick = group.tick()
         if not tick.submitted:
+            if loop and group.finished and not rewound:
+                group.seek(0.0)
+                rewound = True
+                continue
             break
+        rewound = False
         stats.frames += 1
         progress.update(stats.frames)
 
