@@ -493,9 +493,14 @@ class AudioDecodeSession:
             return round(estimate)
         # The frame's end is a packet's start; its own start may not be (a decoder's skip after a seek
         # drops the head of Opus's first packet), and a rounded time is off by up to a tick twice over.
+        # The last frame, cut short, starts on the grid and ends off it; after a gap of other than whole
+        # frames neither does: there the timestamp is all there is (as exact as the container's clock).
         samples = int(frame.samples)
         end = estimate + samples - self._start_frame
-        return self._start_frame + round(end / grid) * grid - samples
+        by_end = self._start_frame + round(end / grid) * grid - samples
+        by_start = self._start_frame + round((estimate - self._start_frame) / grid) * grid
+        near = 2 * float(self._stream.time_base) * self._start_rate + 1
+        return next((p for p in (by_end, by_start) if abs(p - estimate) <= near), round(estimate))
 
     def _admitted(self, frame: Any) -> Any:
         """``frame`` as it goes to the resampler: None where it lies before a seek's target (the

@@ -1,0 +1,75 @@
+"""Faults an outside pass over the audio and subtitle API found (alpha2.open_audio, read_cues), each
+with the input that showed it, made here with PyAV."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+import alpha2
+
+
+def _flac_mkv(path: Path, samples: int, *, gap_after: int = 0, gap: int = 0) -> str:
+    """Stereo FLAC at 48 kHz in Matroska (a millisecond clock), fed 4096 samples a frame; ``gap``
+    samples of the timestamps skipped after the frame holding sample ``gap_after``."""
+    rate, size = 48000, 4096
+    t = np.arange(samples) / rate
+    noise = np.random.default_rng(3).standard_normal(samples)
+    mono = 0.3 * np.sin(2 * np.pi * (200 + 900 * t) * t) + 0.05 * noise
+    signal = np.stack([mono, 0.5 * mono]).astype(np.float32)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("flac", rate=rate, layout="stereo")
+        stream.format = "s16"
+        resampler = av.AudioResampler(format="s16", layout="stereo", rate=rate)
+        pts = 0
+        for at in range(0, samples, size):
+            chunk = np.ascontiguousarray(signal[:, at : at + size])
+            frame = av.AudioFrame.from_ndarray(chunk, "fltp", "stereo")
+            frame.sample_rate = rate
+            for part in resampler.resample(frame):
+                part.pts, part.time_base = pts, Fraction(1, rate)
+                pts += part.samples
+                out.mux(stream.encode(part))
+            if gap and at <= gap_after < at + size:
+                pts += gap
+        out.mux(stream.encode(None))
+    return str(path)
+
+
+def _after_seeks(path: str, targets: tuple[float, ...]) -> list[float]:
+    """The largest difference, at each target, between a read after ``seek(target)`` and a read of the
+    whole stream from the start at the same times."""
+    with alpha2.open_audio(path) as sound:
+        whole = sound.read()
+        worst = []
+        for target in targets:
+            sound.seek(target)
+            part = sound.read()
+            at = round(target * sound.sample_rate)
+            assert len(part) == len(whole) - at, target
+            worst.append(float(np.abs(whole[at:] - part).max()))
+        return worst
+
+
+def test_a_seek_into_a_short_last_frame_of_flac_in_matroska_is_exact(tmp_path: Path) -> None:
+    # 94560 samples: the encoder's 20 frames of 4608 and a last one of 2400. Placed by its end on the
+    # 4608 grid, that last frame was taken 2208 samples late, a jump that moved the target: a seek into
+    # it gave samples from elsewhere and more of them than were left (found with 7.1 FLAC at 96 kHz).
+    path = _flac_mkv(tmp_path / "short_end.mkv", 94560)
+    assert max(_after_seeks(path, (0.5, 1.9, 1.93, 1.95, 1.96))) == 0.0
+
+
+def test_a_seek_past_a_gap_of_no_whole_frames_in_matroska_is_exact(tmp_path: Path) -> None:
+    # A gap of 0.5 s (24000 samples, not a whole number of 4096-sample frames): the frames after it were
+    # snapped to the grid from the start, up to half a frame off, and a seek past the gap gave other
+    # samples than a read from the start (0.57 off), with a made-up gap of 20 ms in gaps.
+    path = _flac_mkv(tmp_path / "gap.mkv", 48000, gap_after=10000, gap=24000)
+    assert max(_after_seeks(path, (0.1, 0.5, 0.8, 0.99, 1.2, 1.45))) == 0.0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(pytest.main([__file__, "-q"]))
