@@ -71,5 +71,25 @@ def test_a_seek_past_a_gap_of_no_whole_frames_in_matroska_is_exact(tmp_path: Pat
     assert max(_after_seeks(path, (0.1, 0.5, 0.8, 0.99, 1.2, 1.45))) == 0.0
 
 
+@pytest.mark.parametrize("target", [1e300, 2.0**63, 1e12])
+def test_a_seek_far_past_the_end_leaves_nothing_to_read(tmp_path: Path, target: float) -> None:
+    # 1e300 (and 2**63) became a timestamp past an int64: OverflowError from PyAV's seek, untyped.
+    path = _flac_mkv(tmp_path / "short.mkv", 9000)
+    with alpha2.open_audio(path) as sound:
+        sound.seek(target)
+        assert sound.read().shape == (0, 2)
+        assert sound.next_block() is None
+        sound.seek(0.1)
+        assert sound.read(0.05).shape == (2400, 2)
+
+
+def test_a_session_seek_to_an_int_past_a_float_is_past_the_end(tmp_path: Path) -> None:
+    from alpha2.ffmpeg_bridge.audio import AudioDecodeSession
+
+    with AudioDecodeSession(_flac_mkv(tmp_path / "short.mkv", 9000)) as session:
+        session.seek(10**400)  # type: ignore[arg-type]  # was OverflowError from float()
+        assert session.next_block() is None
+
+
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(pytest.main([__file__, "-q"]))

@@ -66,6 +66,8 @@ MIN_SAMPLE_RATE = 1_000
 """Lowest sample rate (per second) a session resamples to."""
 MAX_SAMPLE_RATE = 768_000
 """Highest sample rate (per second) a session resamples to."""
+_LATEST_SECONDS = 1e9
+"""Where a seek past it goes instead (31 years: past any stream's end)."""
 
 
 @dataclass(frozen=True)
@@ -393,7 +395,12 @@ class AudioDecodeSession:
         decode from the start has at the same times (see the module's text for how, and for what the
         formats leave inexact). ``seconds`` before the stream's first sample: from that sample."""
         self._live()
-        target = max(0.0, float(seconds))
+        try:
+            target = float(seconds)
+        except OverflowError:  # an int past a float's range (10**400): past any stream's end too
+            target = math.inf
+        # Past any stream's end, and short of an int64 timestamp at any time base (1e300 overflowed it).
+        target = min(max(0.0, target), _LATEST_SECONDS)
         if self._start_time is None:
             self._learn_start()
         assert self._start_time is not None
