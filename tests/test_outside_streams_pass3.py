@@ -3,13 +3,18 @@ reading, decoder processes): each test is a fault found and fixed, with its inpu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from media import make_clip
+from media import child_processes, make_clip
 
+from alpha2.api.decode_process import DecodeProcess
+from alpha2.api.devices import open_device
 from alpha2.api.playback import PlayOptions
+from alpha2.api.streams import StreamGroup
 from alpha2.apps.wall import play_wall
+from alpha2.gpu.errors import InvalidInputError
 
 NO_DISPLAY = {"PATH": "/usr/bin"}
 
@@ -35,3 +40,42 @@ def test_offscreen_wall_says_loop_needs_frames(tmp_path: Path) -> None:
     stats = play_wall([clip, clip], options, environ=NO_DISPLAY)
     assert stats.frames == 6
     assert "--loop not taken: offscreen it loops until --frames" in stats.mode_reason
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("prefetch", "x", "prefetch must be a whole number >= 0 frames, got 'x'"),
+        ("prefetch", None, "prefetch must be a whole number >= 0 frames, got None"),
+        ("prefetch", 1.5, "prefetch must be a whole number >= 0 frames, got 1.5"),
+        ("prefetch", True, "prefetch must be a whole number >= 0 frames, got True"),
+        ("threads", "x", "threads must be a whole number >= 0"),
+        ("threads", 1.5, "threads must be a whole number >= 0"),
+        ("start_timeout_s", "x", "start_timeout_s must be a number, got 'x'"),
+        ("start_timeout_s", float("nan"), "start_timeout_s must be a number, got nan"),
+        ("start_timeout_s", -1, "start_timeout_s must be more than 0, got -1"),
+    ],
+)
+def test_decode_process_refuses_bad_numbers_before_it_starts(
+    tmp_path: Path, option: str, value: object, said: str
+) -> None:
+    """DecodeProcess(prefetch='x') (and StreamGroup(decoders='processes', prefetch='x')) raised a bare
+    TypeError from a comparison; prefetch=1.5 and True were taken where a DecodeSession refuses them;
+    threads='x' started a decoder process that failed with 'DecodeError: ... ValueError: invalid literal
+    for int()'; start_timeout_s='x' was a TypeError and -1 a GpuTimeoutError after a process started."""
+    clip = make_clip(tmp_path / "a.mp4", frames=3).path
+    device = open_device("none")
+    try:
+        with pytest.raises(InvalidInputError, match=re.escape(said)):
+            DecodeProcess(clip, device=device, hwaccel="none", **{option: value})
+        assert not child_processes("alpha2.api.decode_worker")
+    finally:
+        device.close()
+
+
+@pytest.mark.vulkan
+def test_group_of_decoder_processes_refuses_a_bad_prefetch(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "a.mp4", frames=3).path
+    with pytest.raises(InvalidInputError, match="prefetch must be a whole number >= 0 frames, got 'x'"):
+        StreamGroup([clip], hwaccel="none", decoders="processes", prefetch="x")  # type: ignore[arg-type]

@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from alpha2.api import arguments
 from alpha2.api import decode_worker as wire
 from alpha2.ffmpeg_bridge.errors import DecodeError
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode, HwAccelReport, plan_hw_device
@@ -158,8 +159,13 @@ class DecodeProcess:
             )
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise InvalidInputError(f"slots must be an int >= 1, got {slots!r}")
-        if prefetch < 0:
-            raise InvalidInputError(f"prefetch must be >= 0 frames, got {prefetch}")
+        # Checked here, before a process starts, as a DecodeSession checks them: prefetch='x' was a
+        # TypeError, 1.5 and True were taken, threads='x' came back as the decoder process's ValueError.
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+            raise InvalidInputError(f"prefetch must be a whole number >= 0 frames, got {prefetch!r}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+            raise InvalidInputError(f"threads must be a whole number >= 0 (0: one per core), got {threads!r}")
+        start_timeout_s = arguments.real("start_timeout_s", start_timeout_s, above=0.0)
         self.source = os.fspath(source)
         """What was opened."""
         self.device: Device = Device.adopt(device)
