@@ -12,6 +12,7 @@ from media import child_processes, make_clip
 from alpha2.api.decode_process import DecodeProcess
 from alpha2.api.devices import open_device
 from alpha2.api.playback import PlayOptions
+from alpha2.api.segments import SegmentReader
 from alpha2.api.streams import StreamGroup
 from alpha2.apps.wall import play_wall
 from alpha2.gpu.errors import InvalidInputError
@@ -79,3 +80,14 @@ def test_group_of_decoder_processes_refuses_a_bad_prefetch(tmp_path: Path) -> No
     clip = make_clip(tmp_path / "a.mp4", frames=3).path
     with pytest.raises(InvalidInputError, match="prefetch must be a whole number >= 0 frames, got 'x'"):
         StreamGroup([clip], hwaccel="none", decoders="processes", prefetch="x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["x", 1.5, -1, True])
+def test_segment_reader_refuses_a_bad_stream_index(tmp_path: Path, value: object) -> None:
+    """SegmentReader(path, sessions=2, stream_index='x') raised a bare TypeError ('<=' not supported
+    between 'int' and 'str') from the key frame index, which reads the file before any session checks
+    its options."""
+    clip = make_clip(tmp_path / "a.mp4", frames=8).path
+    said = f"stream_index must be a whole number >= 0 (or None: the best video stream), got {value!r}"
+    with pytest.raises(InvalidInputError, match=re.escape(said)):
+        SegmentReader(clip, sessions=2, hwaccel="none", stream_index=value)

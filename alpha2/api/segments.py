@@ -266,7 +266,16 @@ class SegmentReader:
         self._device = device
         self._hwaccel = hwaccel
         self._ahead = ahead
-        index = keyframe_index(source, options.get("stream_index"))
+        stream_index = options.get("stream_index")
+        if stream_index is not None and (
+            isinstance(stream_index, bool) or not isinstance(stream_index, int) or stream_index < 0
+        ):
+            # Refused as a DecodeSession refuses it: the key frame index met it first, a bare TypeError.
+            raise InvalidInputError(
+                "stream_index must be a whole number >= 0 (or None: the best video stream), "
+                f"got {stream_index!r}"
+            )
+        index = keyframe_index(source, stream_index)
         chunks = plan_chunks(index, min_packets=min_packets)
         if not index.keyframes:
             reason = "the stream has no key frames with timestamps to split at: one session"
