@@ -91,5 +91,21 @@ def test_a_session_seek_to_an_int_past_a_float_is_past_the_end(tmp_path: Path) -
         assert session.next_block() is None
 
 
+def test_a_gap_met_again_after_a_seek_is_listed_once(tmp_path: Path) -> None:
+    # gaps listed the same gap again each time a seek back read past it (three times after three
+    # seeks), and a seek into it added its tail as another gap beside the whole one.
+    path = _flac_mkv(tmp_path / "gap.mkv", 48000, gap_after=10000, gap=24000)
+    with alpha2.open_audio(path) as sound:
+        sound.seek(0.5)
+        sound.read()
+        for target in (0.0, 0.1, 0.25, 0.0):
+            sound.seek(target)
+            sound.read()
+        assert len(sound.gaps) == 1, sound.gaps
+        where, seconds = sound.gaps[0]
+        assert where == pytest.approx(0.288) and seconds == pytest.approx(0.5)
+        assert sound.overlaps == []
+
+
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(pytest.main([__file__, "-q"]))

@@ -584,9 +584,9 @@ class AudioDecodeSession:
         # A gap is as exact as the container's clock (Matroska: a millisecond).
         kept, added, cut = kept_on_time(frame, self._clock, exact=at_target)
         if added:
-            self.gaps.append((self._clock, added / rate))
+            _note(self.gaps, self._clock, added / rate)
         if cut:
-            self.overlaps.append((float(frame.time), cut / rate))
+            _note(self.overlaps, float(frame.time), cut / rate)
         self._clock += (added + samples - cut) / rate
         return kept
 
@@ -683,6 +683,23 @@ class AudioDecodeSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _note(spans: list[tuple[float, float]], where: float, seconds: float) -> None:
+    """Add (``where``, ``seconds``) to ``spans`` once: a gap or overlap met again after a seek back (or
+    met in part, from a seek into it) is one already listed, up to the container's clock. Spans shorter
+    than :data:`AUDIO_DRIFT_SECONDS` are never noted, so two distinct ones never cover each other."""
+    slack = AUDIO_DRIFT_SECONDS
+
+    def covers(a: tuple[float, float], b: tuple[float, float]) -> bool:
+        return a[0] - slack <= b[0] and b[0] + b[1] <= a[0] + a[1] + slack
+
+    new = (where, seconds)
+    if any(covers(old, new) for old in spans):
+        return
+    spans[:] = [old for old in spans if not covers(new, old)]
+    spans.append(new)
+    spans.sort()
 
 
 def _joined(blocks: list[AudioBlock]) -> AudioBlock:
