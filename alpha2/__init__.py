@@ -8,8 +8,9 @@ The three jobs, from the top level (names load on first use: ``import alpha2`` n
 - ``alpha2.open(path, device=None, hwaccel="auto")`` -> :class:`~alpha2.api.source.VideoSource`: frames that
   render themselves into your texture (``frame.render(texture)``), with ``pts_seconds``, ``colour``
   and frame-accurate ``seek``;
-- ``alpha2.create(path, codec="h264", colour=...)`` -> :class:`~alpha2.api.writer.Writer`: textures, RGB(A)
-  arrays (numpy, torch, cupy through DLPack) or frames in, a tagged video file out;
+- ``alpha2.create(path, codec=None, colour=None)`` -> :class:`~alpha2.api.writer.Writer`: textures, RGB(A)
+  arrays (numpy, torch, cupy through DLPack) or frames in, a tagged video file out (the codec by the
+  container: VP9 for .webm, GIF for .gif, else H.264; BT.709 unless ``colour`` says otherwise);
 - ``alpha2.open_audio(path, sample_rate=None, channels=None)`` -> :class:`~alpha2.api.audio.AudioSource`:
   sound as float32 (frames, channels) blocks with ``pts_seconds``, resampled on request;
 - ``frame.to_ndarray()`` / ``frame.plane(i)`` (DLPack) for arrays; ``alpha2.Device`` and
