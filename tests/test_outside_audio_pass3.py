@@ -107,5 +107,33 @@ def test_a_gap_met_again_after_a_seek_is_listed_once(tmp_path: Path) -> None:
         assert sound.overlaps == []
 
 
+def _srt(path: Path) -> str:
+    path.write_text("1\n00:00:01,000 --> 00:00:02,000\nHello\n\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("bad", [b"cues.srt", None, 3])
+def test_the_subtitle_readers_refuse_what_is_no_path_with_a_typed_error(tmp_path: Path, bad: object) -> None:
+    # bytes went to PyAV as a file object (ValueError: 'File object has no read() method'), None and
+    # 3 to os.fspath (TypeError), and open_subtitles joined bytes and '.srt' (TypeError).
+    from alpha2.api.subtitles import check_subtitle_file, open_subtitles
+    from alpha2.ffmpeg_bridge.subtitles import read_cues, subtitle_tracks
+    from alpha2.gpu.errors import InvalidInputError
+
+    good = _srt(tmp_path / "cues.srt")
+    calls = [
+        lambda: read_cues(bad),  # type: ignore[arg-type]
+        lambda: subtitle_tracks(bad),  # type: ignore[arg-type]
+        lambda: check_subtitle_file(bad),  # type: ignore[arg-type]
+        lambda: open_subtitles(bad),  # type: ignore[arg-type]
+    ]
+    if bad is not None:
+        calls.append(lambda: open_subtitles(good, sub=bad))  # type: ignore[arg-type]
+    for call in calls:
+        with pytest.raises(InvalidInputError, match=r"takes a path \(str or os\.PathLike\)"):
+            call()
+    assert [c.text for c in read_cues(Path(good))] == ["Hello"]
+
+
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(pytest.main([__file__, "-q"]))

@@ -188,6 +188,15 @@ class Subtitles:
             track.close()
 
 
+def _where(path: object, who: str) -> str:
+    """``path`` as a str; an :class:`InvalidInputError` where it is no path (bytes, None: a TypeError,
+    or a str and bytes joined, came back untyped)."""
+    where = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(where, str):
+        raise InvalidInputError(f"{who} takes a path (str or os.PathLike), got {type(path).__name__}")
+    return where
+
+
 def _file_track(path: str) -> SubtitleTrack:
     tracks = [t for t in subtitle_tracks(path) if t.text]
     if not tracks:
@@ -200,9 +209,9 @@ def check_subtitle_file(path: str | os.PathLike[str]) -> None:
     before the window opens; the player then plays without it as the first frame is up).
 
     Raises:
-        InvalidInputError: no such file, not a subtitle file, or no text subtitles in it.
+        InvalidInputError: no such file, not a subtitle file, or no text subtitles in it; not a path.
     """
-    where = os.fspath(path)
+    where = _where(path, "check_subtitle_file")
     if not os.path.isfile(where):
         raise InvalidInputError(f"--sub {where!r}: no such file")
     try:
@@ -218,14 +227,16 @@ def open_subtitles(
     streams; the first selected unless ``enabled`` is False.
 
     Raises:
-        InvalidInputError, MediaNotFoundError, MediaFormatError: ``sub`` cannot be read as subtitles.
+        InvalidInputError, MediaNotFoundError, MediaFormatError: ``sub`` cannot be read as subtitles;
+            ``source`` or ``sub`` is not a path.
     """
-    where = os.fspath(source)
+    where = _where(source, "open_subtitles")
+    sub_path = None if sub is None else _where(sub, "open_subtitles' sub")
     tracks: list[SubtitleTrack] = []
-    if sub is not None:
-        tracks.append(_file_track(os.fspath(sub)))
+    if sub_path is not None:
+        tracks.append(_file_track(sub_path))
     for path in sidecar_files(where):
-        if sub is not None and os.path.abspath(path) == os.path.abspath(os.fspath(sub)):
+        if sub_path is not None and os.path.abspath(path) == os.path.abspath(sub_path):
             continue
         try:
             tracks.append(_file_track(path))

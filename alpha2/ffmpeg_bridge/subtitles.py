@@ -157,6 +157,15 @@ def _open(source: str) -> av.container.InputContainer:
     return container
 
 
+def _path(source: object, who: str) -> str:
+    """``source`` as a path string; an :class:`InvalidInputError` where it is none (bytes went to PyAV
+    as a file object and came back as its untyped ValueError)."""
+    where = os.fspath(source) if isinstance(source, str | os.PathLike) else None
+    if not isinstance(where, str):
+        raise InvalidInputError(f"{who} takes a path (str or os.PathLike), got {type(source).__name__}")
+    return where
+
+
 def _info(source: str, stream: Any) -> SubtitleTrackInfo:
     cc = stream.codec_context
     # The codec's name, as ffprobe says it (hdmv_pgs_subtitle, subrip), not its decoder's (pgssub, srt)
@@ -178,9 +187,10 @@ def subtitle_tracks(source: str | os.PathLike[str]) -> list[SubtitleTrackInfo]:
     """The subtitle streams of ``source``, in the container's order.
 
     Raises:
+        InvalidInputError: ``source`` is not a path (str or os.PathLike).
         MediaNotFoundError, MediaFormatError: the file is missing or not media.
     """
-    where = os.fspath(source)
+    where = _path(source, "subtitle_tracks")
     with _open(where) as container:
         return [_info(where, stream) for stream in container.streams.subtitles]
 
@@ -239,7 +249,7 @@ def read_cues(
         stop: Called between packets; returning True ends the reading early (with the cues so far).
 
     Raises:
-        InvalidInputError: no such subtitle stream, or a bitmap one.
+        InvalidInputError: no such subtitle stream, or a bitmap one; ``source`` is not a path.
         MediaNotFoundError, MediaFormatError: the file is missing or not media.
     """
     if stream_index is not None and (isinstance(stream_index, bool) or not isinstance(stream_index, int)):
@@ -247,7 +257,7 @@ def read_cues(
         raise InvalidInputError(
             f"stream_index must be an int (the stream's index) or None, got {stream_index!r}"
         )
-    where = os.fspath(source)
+    where = _path(source, "read_cues")
     with _open(where) as container:
         streams = list(container.streams.subtitles)
         chosen = [s for s in streams if stream_index is None or s.index == stream_index][:1]
