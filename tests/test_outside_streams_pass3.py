@@ -4,6 +4,8 @@ reading, decoder processes): each test is a fault found and fixed, with its inpu
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from alpha2.api.playback import PlayOptions
 from alpha2.api.segments import SegmentReader
 from alpha2.api.streams import StreamGroup
 from alpha2.apps.wall import play_wall
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import ClosedError, InvalidInputError
 
 NO_DISPLAY = {"PATH": "/usr/bin"}
 
@@ -91,3 +93,41 @@ def test_segment_reader_refuses_a_bad_stream_index(tmp_path: Path, value: object
     said = f"stream_index must be a whole number >= 0 (or None: the best video stream), got {value!r}"
     with pytest.raises(InvalidInputError, match=re.escape(said)):
         SegmentReader(clip, sessions=2, hwaccel="none", stream_index=value)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("decoders", ["threads", "processes"])
+def test_group_closed_from_another_thread_mid_tick(tmp_path: Path, decoders: str) -> None:
+    """A StreamGroup closed on one thread while another ticked tore the GPU objects down under the
+    tick: the ticking thread got 'IndexError: list index out of range' from the submit throttle (seen
+    with decoder processes, one close in three), not the ClosedError a closed group raises. close()
+    now lets a running tick finish first (stopping the decoders it may wait on)."""
+    clip = make_clip(tmp_path / "a.mp4", frames=60).path
+    group = StreamGroup([clip, clip], hwaccel="none", decoders=decoders)
+    drawing = threading.Event()
+    draw = group._draw
+
+    def slow_draw(leases: list[object]) -> bool:
+        drawing.set()
+        time.sleep(0.3)  # close() comes from the main thread now
+        return draw(leases)
+
+    group._draw = slow_draw  # type: ignore[method-assign]
+    raised: list[BaseException] = []
+
+    def ticker() -> None:
+        try:
+            while not group.finished:
+                group.tick()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    assert drawing.wait(10)
+    group.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], ClosedError), raised
+    assert group.budget.usage().surfaces == 0
+    assert not child_processes("alpha2.api.decode_worker")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 import time
 import warnings
 import weakref
@@ -264,6 +265,10 @@ class StreamGroup:
         # Closed with the group where made here (an adopted WebGPU device itself stays the caller's).
         self._owns_device = device is None or device is not given
         self._closed = False
+        # Held by a tick (and a read-back) while it works: close() from another thread waits for it
+        # before it tears the GPU objects down (they were torn down under it: an IndexError from the
+        # submit throttle, where the tick should have said the group was closed).
+        self._busy = threading.RLock()
         self._streams: list[StreamState] = []
         self._objects: list[Any] = []
         # Dropped unclosed: its decoders' threads (and processes) are stopped when it is collected,
@@ -538,6 +543,10 @@ class StreamGroup:
             ClosedError: the group was closed.
             alpha2.gpu.Error subclasses: decode or import failures (the tick's frames are released).
         """
+        with self._busy:
+            return self._tick(at_s)
+
+    def _tick(self, at_s: float | None) -> StreamTick:
         if self._closed:
             raise ClosedError("this StreamGroup was closed")
         if at_s is not None:
@@ -735,9 +744,10 @@ class StreamGroup:
         """The wall as an (H, W, 4) uint8 RGBA array (waits for the GPU)."""
         from alpha2.native_gpu.render.renderer import read_texture_rgba
 
-        if self._closed:
-            raise ClosedError("this StreamGroup was closed")
-        return read_texture_rgba(self.device.webgpu_device, self.wall)
+        with self._busy:
+            if self._closed:
+                raise ClosedError("this StreamGroup was closed")
+            return read_texture_rgba(self.device.webgpu_device, self.wall)
 
     def path_counts(self) -> pipeline.PathCounter:
         """Frames and bytes per path, over every stream's importer."""
@@ -760,6 +770,24 @@ class StreamGroup:
             return
         self._closed = True
         self._finalizer.detach()
+        busy = getattr(self, "_busy", None)
+        if busy is None:  # __init__ failed before the lock was made: nothing ticks
+            self._close()
+            return
+        if not busy.acquire(blocking=False):
+            # A tick runs on another thread: stop the decoders it may wait on, then let it finish (it
+            # raises ClosedError) before the GPU objects it uses go.
+            for stream in self._streams:
+                if stream.decoder is not None:
+                    with contextlib.suppress(Exception):
+                        stream.decoder.close()
+            busy.acquire()
+        try:
+            self._close()
+        finally:
+            busy.release()
+
+    def _close(self) -> None:
         for stream in self._streams:
             if stream.pending is not None:
                 stream.pending.release()
