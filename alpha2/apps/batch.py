@@ -672,7 +672,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "batch",
         help="transcode many files, on this machine's GPUs or cores, or on Ray",
-        description="Transcode folders, globs or list files into --out DIR with transcode's options. "
+        description="Transcode folders, globs or list files into --out DIR with transcode's options "
+        "(all but --segments: each worker transcodes a file of its own). "
         "Runs on this machine (--streams worker processes per GPU, or one per core) or, with --ray, on a Ray "
         "cluster. "
         "Resumable: outputs done by an earlier run with the same input and settings are skipped.",
