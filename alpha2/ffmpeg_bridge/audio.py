@@ -23,7 +23,8 @@ the start has at the same times. A demuxer's seek and a flushed decoder do not g
 
 What remains inexact, by the format: AAC's perceptual noise substitution (FFmpeg's encoder uses it by
 default) fills some bands with noise from a generator the decoder keeps running, so after a seek those
-bands carry other noise of the same loudness (the other bands are exact); Opus agrees to about 1e-6
+bands carry other noise of the same loudness (the other bands are exact), as do the dithered mantissas
+of AC-3 and E-AC-3 (about 1e-4 on a tone, more on noise); Opus agrees to about 1e-6
 rather than to the bit; where a container rounds times and the codec has no fixed frame grid (Vorbis,
 PCM and variable-block FLAC in Matroska), a place is as exact as the container's clock. Places after a
 seek come from timestamps, those of a decode from the start from counting samples, kept on the timestamps:
@@ -197,6 +198,9 @@ def _opened(source: str) -> tuple[av.container.InputContainer, dict[int, Channel
 _OPUS = frozenset({"opus", "libopus"})
 _MP3 = frozenset({"mp3", "mp3float", "mp3adu", "mp3adufloat"})
 _AAC = frozenset({"aac", "aac_fixed", "aac_latm", "libfdk_aac"})
+_FRAME_SAMPLES = {"ac3": 1536, "eac3": 1536}
+"""Samples a frame of the codecs whose decoder leaves ``frame_size`` at 0 (E-AC-3's may be shorter: a
+grid that does not fit a frame's time is not used, :meth:`AudioDecodeSession._placed`)."""
 _STANDALONE = frozenset({"flac", "alac", "wavpack", "tta"})
 """Decoders whose frames need nothing of the frames before them (PCM's too)."""
 
@@ -486,7 +490,7 @@ class AudioDecodeSession:
         elif str(ctx.name) == "flac":
             grid = _flac_block_size(bytes(ctx.extradata or b""))
         else:
-            grid = int(ctx.frame_size or 0)
+            grid = int(ctx.frame_size or 0) or _FRAME_SAMPLES.get(str(ctx.name), 0)
         return grid if tick > 1 and 2 * tick < grid else 0
 
     def _placed(self, frame: Any) -> int:
