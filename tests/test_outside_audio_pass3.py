@@ -161,5 +161,43 @@ def test_a_seek_in_ac3_in_matroska_lands_on_the_sample(tmp_path: Path) -> None:
             assert float(np.abs(whole[at : at + len(part)] - part).max()) < 1e-3, target
 
 
+_CLOSE_WHILE_READING = """
+import sys, threading, time
+import alpha2
+from alpha2.gpu.errors import ClosedError
+
+for round_ in range(40):
+    sound = alpha2.open_audio(sys.argv[1], sample_rate=44100)
+
+    def reader():
+        try:
+            for _ in range(1000):
+                sound.seek(0)
+                sound.read()
+        except ClosedError:
+            pass
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    time.sleep(0.005 * (round_ % 5))
+    sound.close()
+    thread.join()
+print("ok")
+"""
+
+
+def test_closing_a_sound_while_another_thread_reads_it_is_safe(tmp_path: Path) -> None:
+    # close() freed the container while the other thread's read was in FFmpeg's demuxer: a segfault
+    # within a few rounds. It now waits for the block being decoded; the reader gets ClosedError.
+    import subprocess
+    import sys
+
+    path = _flac_mkv(tmp_path / "long.mkv", 96000 * 3)
+    run = subprocess.run(
+        [sys.executable, "-c", _CLOSE_WHILE_READING, path], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
+
+
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(pytest.main([__file__, "-q"]))

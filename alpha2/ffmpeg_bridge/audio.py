@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -301,6 +302,9 @@ class AudioDecodeSession:
         stream_index: int | None = None,
         tempo: float = 1.0,
     ) -> None:
+        # One call at a time: close() from another thread while a block is decoded freed the demuxer
+        # under it (a segfault); close now waits for that block.
+        self._lock = threading.RLock()
         _check_output(sample_rate, channels)
         self.tempo = _checked_tempo(tempo)
         """Play speed of the blocks (:meth:`set_tempo`)."""
@@ -398,6 +402,10 @@ class AudioDecodeSession:
         """Go to ``seconds``: the next block starts at the sample there, and holds the samples that a
         decode from the start has at the same times (see the module's text for how, and for what the
         formats leave inexact). ``seconds`` before the stream's first sample: from that sample."""
+        with self._lock:
+            self._seek(seconds)
+
+    def _seek(self, seconds: float) -> None:
         self._live()
         try:
             target = float(seconds)
@@ -640,6 +648,10 @@ class AudioDecodeSession:
 
     def next_block(self) -> AudioBlock | None:
         """The next block, or None at the end of the stream."""
+        with self._lock:
+            return self._next_block()
+
+    def _next_block(self) -> AudioBlock | None:
         self._live()
         while True:
             if self._frames is None:
@@ -675,7 +687,11 @@ class AudioDecodeSession:
             yield block
 
     def close(self) -> None:
-        """Close the container (idempotent)."""
+        """Close the container (idempotent; from any thread: it waits for a block being decoded)."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         container, self._container = self._container, None
         self._frames = None
         self._resampler = None
