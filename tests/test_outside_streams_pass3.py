@@ -8,9 +8,11 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from media import child_processes, make_clip
 
+import alpha2
 from alpha2.api.decode_process import DecodeProcess
 from alpha2.api.devices import open_device
 from alpha2.api.playback import PlayOptions
@@ -18,6 +20,7 @@ from alpha2.api.segments import SegmentReader
 from alpha2.api.streams import StreamGroup
 from alpha2.apps.wall import play_wall
 from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.surfaces import SurfaceBudget
 
 NO_DISPLAY = {"PATH": "/usr/bin"}
 
@@ -131,3 +134,32 @@ def test_group_closed_from_another_thread_mid_tick(tmp_path: Path, decoders: str
     assert len(raised) == 1 and isinstance(raised[0], ClosedError), raised
     assert group.budget.usage().surfaces == 0
     assert not child_processes("alpha2.api.decode_worker")
+
+
+def _frames(path: str, **options: object) -> list[tuple[float | None, bytes]]:
+    with alpha2.open(path, hwaccel="none", **options) as source:  # type: ignore[arg-type]
+        out = []
+        for frame in source:
+            with frame:
+                out.append(
+                    (
+                        frame.pts_seconds,
+                        b"".join(np.ascontiguousarray(p).tobytes() for p in frame.plane_arrays()),
+                    )
+                )
+        return out
+
+
+@pytest.mark.parametrize("limit", [{"max_surfaces": 1}, {"max_surfaces": 4}, {"max_bytes": 20_000}])
+def test_parallel_reading_within_a_small_budget(tmp_path: Path, limit: dict[str, int]) -> None:
+    """alpha2.open(path, parallel=3, budget=SurfaceBudget(max_surfaces=4)) failed with 'surface budget
+    stayed full for 10 s' though every frame was released at once (one session reads within a budget of
+    one): the sessions decoding chunks ahead of the reader took the budget's last surfaces, and the
+    session of the reader's chunk, which alone frees them, waited for one. Now a chunk ahead decodes
+    only while the budget keeps room for a frame of every session."""
+    clip = make_clip(tmp_path / "a.mp4", width=64, height=48, frames=120, gop=8).path
+    budget = SurfaceBudget(**limit, wait_timeout_s=2.0)
+    assert _frames(clip, parallel=3, budget=budget) == _frames(clip)
+    usage = budget.usage()
+    assert usage.surfaces == 0
+    assert usage.max_surfaces is None or usage.peak_surfaces <= usage.max_surfaces

@@ -70,7 +70,7 @@ from alpha2.gpu.errors import (
 )
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D, OwnedFd
-from alpha2.gpu.surfaces import SurfaceBudgetError
+from alpha2.gpu.surfaces import SurfaceBudget, SurfaceBudgetError
 from alpha2.native_gpu.device.device import Device
 
 if TYPE_CHECKING:
@@ -321,6 +321,8 @@ class SegmentReader:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._closed = False
+        self._budget: SurfaceBudget | None = options.get("budget")
+        self._frame_bytes = 0  # the largest frame's reservation seen: the room a session ahead leaves
         self._sessions: list[DecodeSession] = []
         self._pools: list[Any] = []
         self._threads: list[threading.Thread] = []
@@ -383,6 +385,31 @@ class SegmentReader:
                 self._progress.wait(_POLL_S)
         return not self._stop.is_set()
 
+    def _room_ahead(self, chunk: int) -> bool:
+        """Wait until a session may decode a frame of ``chunk``; False when the reader stopped.
+
+        The reader's own chunk always may. A chunk ahead of it may only while the budget keeps room for
+        a frame of every session: the sessions ahead filled a small budget and the reader's chunk, which
+        alone frees it, could get no surface (parallel=3 with SurfaceBudget(max_surfaces=4) failed with
+        'surface budget stayed full for 10 s' while every frame was released at once).
+        """
+        budget = self._budget
+        if budget is None or (budget.max_surfaces is None and budget.max_bytes is None):
+            return not self._stop.is_set()
+        room = len(self._sessions)
+        with self._progress:
+            while not self._stop.is_set() and chunk > self._reading:
+                usage = budget.usage()
+                surfaces = usage.max_surfaces is None or usage.max_surfaces - usage.surfaces >= room
+                # Bytes: once a frame's size is known (the reader's chunk decodes the first).
+                size = usage.max_bytes is None or (
+                    self._frame_bytes > 0 and usage.max_bytes - usage.size_bytes >= room * self._frame_bytes
+                )
+                if surfaces and size:
+                    break
+                self._progress.wait(_POLL_S)
+        return not self._stop.is_set()
+
     def _run(self, worker: int, session: DecodeSession) -> None:
         stages: dict[str, float] = {"decode": 0.0, "pool": 0.0, "turn": 0.0, "queue": 0.0}
         hold = contextlib.ExitStack()
@@ -419,11 +446,15 @@ class SegmentReader:
             stages["decode"] += clock() - t0
         while not self._stop.is_set():
             t0 = clock()
+            if not self._room_ahead(chunk.index):
+                return
             frame = session.next_frame()
             t1 = clock()
             stages["decode"] += t1 - t0
             if frame is None:
                 return
+            if frame.reservation is not None:
+                self._frame_bytes = max(self._frame_bytes, frame.reservation.size_bytes)
             pts = frame.metadata.pts
             if chunk.start_pts is not None and pts is not None and pts < chunk.start_pts:
                 # A leading picture (the seek lands on the key frame, so the session drops these
