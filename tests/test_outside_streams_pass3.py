@@ -163,3 +163,22 @@ def test_parallel_reading_within_a_small_budget(tmp_path: Path, limit: dict[str,
     usage = budget.usage()
     assert usage.surfaces == 0
     assert usage.max_surfaces is None or usage.peak_surfaces <= usage.max_surfaces
+
+
+@pytest.mark.vulkan
+def test_group_of_threads_refuses_a_budget_its_timed_ticks_cannot_keep(tmp_path: Path) -> None:
+    """StreamGroup(4 sources, budget=SurfaceBudget(max_surfaces=4 or 5)) was taken (the check asked for
+    N), and its first timed tick waited out the budget and raised 'surface budget stayed full': a timed
+    tick holds two frames a stream (the one it draws and the next, read to know it is not due yet)."""
+    clips = [make_clip(tmp_path / f"{i}.mp4", frames=6).path for i in range(4)]
+    for surfaces in (4, 7):
+        with pytest.raises(InvalidInputError, match="4 streams decoding in threads need at least 8: a tick"):
+            StreamGroup(clips, hwaccel="none", budget=SurfaceBudget(max_surfaces=surfaces))
+    budget = SurfaceBudget(max_surfaces=8, wait_timeout_s=2.0)
+    with StreamGroup(clips, hwaccel="none", budget=budget) as group:
+        at_s = 0.0
+        while not group.finished:
+            group.tick(at_s=at_s)
+            at_s += 0.01
+        assert [s.frames_shown for s in group.streams] == [6, 6, 6, 6]
+    assert budget.usage().surfaces == 0

@@ -188,7 +188,8 @@ class StreamGroup:
             :meth:`paint_tile`) while the others play, unless none opens (decoders in threads only).
 
     Raises:
-        InvalidInputError: no sources, a budget with fewer than ``N`` surfaces, bad sizes.
+        InvalidInputError: no sources, a budget with fewer than ``2 * N`` surfaces (``N`` with decoder
+            processes), bad sizes.
         alpha2.gpu.Error subclasses: a source that cannot be opened (the others are closed first).
     """
 
@@ -254,6 +255,14 @@ class StreamGroup:
             self.columns, self.rows = columns, math.ceil(count / columns)
         if budget is None:
             budget = SurfaceBudget(max_surfaces=(slots if decoders == "processes" else 2) * count)
+        elif decoders == "threads" and budget.max_surfaces is not None and budget.max_surfaces < 2 * count:
+            # A timed tick holds two frames a stream at once: a budget of N (once said to be enough)
+            # stopped the first timed tick of 4 streams for the budget's wait, then a SurfaceBudgetError.
+            raise InvalidInputError(
+                f"the surface budget allows {budget.max_surfaces} surfaces; {count} streams decoding in "
+                f"threads need at least {2 * count}: a tick holds two frames a stream (the one it draws, "
+                "and the next, read to know it is not due yet)"
+            )
         elif budget.max_surfaces is not None and budget.max_surfaces < count:
             raise InvalidInputError(
                 f"the surface budget allows {budget.max_surfaces} surfaces; {count} streams need at least "
