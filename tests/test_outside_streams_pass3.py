@@ -182,3 +182,20 @@ def test_group_of_threads_refuses_a_budget_its_timed_ticks_cannot_keep(tmp_path:
             at_s += 0.01
         assert [s.frames_shown for s in group.streams] == [6, 6, 6, 6]
     assert budget.usage().surfaces == 0
+
+
+@pytest.mark.vulkan
+def test_group_of_decoder_processes_refuses_a_budget_below_its_slots(tmp_path: Path) -> None:
+    """StreamGroup(4 sources, decoders='processes', budget=SurfaceBudget(max_surfaces=8)) was taken (the
+    check asked for N), and the first tick waited out the budget and raised 'surface budget stayed
+    full': each decoder process reserves its ``slots`` (3) surfaces together at its first frame."""
+    clips = [make_clip(tmp_path / f"{i}.mp4", frames=4).path for i in range(4)]
+    said = "4 streams in decoder processes of 3 slots each need at least 12"
+    with pytest.raises(InvalidInputError, match=said):
+        StreamGroup(clips, hwaccel="none", decoders="processes", budget=SurfaceBudget(max_surfaces=8))
+    assert not child_processes("alpha2.api.decode_worker")
+    budget = SurfaceBudget(max_surfaces=4, wait_timeout_s=2.0)
+    with StreamGroup(clips, hwaccel="none", decoders="processes", slots=1, budget=budget) as group:
+        group.run()
+        assert [s.frames_shown for s in group.streams] == [4, 4, 4, 4]
+    assert budget.usage().surfaces == 0

@@ -188,8 +188,8 @@ class StreamGroup:
             :meth:`paint_tile`) while the others play, unless none opens (decoders in threads only).
 
     Raises:
-        InvalidInputError: no sources, a budget with fewer than ``2 * N`` surfaces (``N`` with decoder
-            processes), bad sizes.
+        InvalidInputError: no sources, a budget with fewer than ``2 * N`` surfaces (``slots * N`` with
+            decoder processes), bad sizes.
         alpha2.gpu.Error subclasses: a source that cannot be opened (the others are closed first).
     """
 
@@ -263,10 +263,13 @@ class StreamGroup:
                 f"threads need at least {2 * count}: a tick holds two frames a stream (the one it draws, "
                 "and the next, read to know it is not due yet)"
             )
-        elif budget.max_surfaces is not None and budget.max_surfaces < count:
+        elif budget.max_surfaces is not None and budget.max_surfaces < slots * count:
+            # A decoder process reserves its slots together, at its first frame: a budget of N (once
+            # said to be enough) waited out the budget there and raised 'surface budget stayed full'.
             raise InvalidInputError(
-                f"the surface budget allows {budget.max_surfaces} surfaces; {count} streams need at least "
-                f"{count} (one frame on display each), better {2 * count}"
+                f"the surface budget allows {budget.max_surfaces} surfaces; {count} streams in decoder "
+                f"processes of {slots} slots each need at least {slots * count} (each process reserves its "
+                "slots together); give fewer slots or a larger budget"
             )
         self.budget = budget
         """The one surface budget every stream's frames count against."""
