@@ -263,7 +263,11 @@ class StreamGroup:
                 f"threads need at least {2 * count}: a tick holds two frames a stream (the one it draws, "
                 "and the next, read to know it is not due yet)"
             )
-        elif budget.max_surfaces is not None and budget.max_surfaces < slots * count:
+        elif (
+            decoders == "processes"
+            and budget.max_surfaces is not None
+            and budget.max_surfaces < slots * count
+        ):
             # A decoder process reserves its slots together, at its first frame: a budget of N (once
             # said to be enough) waited out the budget there and raised 'surface budget stayed full'.
             raise InvalidInputError(
