@@ -34,6 +34,11 @@ def test_the_checks_name_the_argument_and_normalise() -> None:
         arguments.real("crf", True)
     with pytest.raises(InvalidInputError, match="seconds must be a number from 0"):
         arguments.real("seconds", -1, low=0)
+    # inf was told 'must be a number', and an int past a float's range raised a bare OverflowError
+    # (AudioSource.seek(10**400), read(10**400): an outside pass)
+    for huge in (float("inf"), float("-inf"), float("nan"), 10**400, -(10**400)):
+        with pytest.raises(InvalidInputError, match="seconds must be a finite number, got "):
+            arguments.real("seconds", huge, low=0)
     with pytest.raises(InvalidInputError, match="index must be a whole number, got '0'"):
         arguments.whole("index", "0")
     with pytest.raises(InvalidInputError, match="audio must be True or False"):

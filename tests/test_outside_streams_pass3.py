@@ -59,7 +59,7 @@ def test_offscreen_wall_says_loop_needs_frames(tmp_path: Path) -> None:
         ("threads", "x", "threads must be a whole number >= 0"),
         ("threads", 1.5, "threads must be a whole number >= 0"),
         ("start_timeout_s", "x", "start_timeout_s must be a number, got 'x'"),
-        ("start_timeout_s", float("nan"), "start_timeout_s must be a number, got nan"),
+        ("start_timeout_s", float("nan"), "start_timeout_s must be a finite number, got nan"),
         ("start_timeout_s", -1, "start_timeout_s must be more than 0, got -1"),
     ],
 )

@@ -39,9 +39,14 @@ def real(
     above: float | None = None,
 ) -> float:
     """A finite real number (not a bool), at least ``low``, at most ``high``, more than ``above``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidInputError(f"{name} must be a number, got {_shown(value)}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int past a float's range (10**400): no time or size is that large
+        number = math.inf
+    if not math.isfinite(number):
+        raise InvalidInputError(f"{name} must be a finite number, got {_shown(value)}")
     if (low is not None and number < low) or (high is not None and number > high):
         span = f"from {low:g}" if low is not None else ""
         span += f"{' ' if span else ''}to {high:g}" if high is not None else " or more"
