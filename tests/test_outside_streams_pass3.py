@@ -199,3 +199,18 @@ def test_group_of_decoder_processes_refuses_a_budget_below_its_slots(tmp_path: P
         group.run()
         assert [s.frames_shown for s in group.streams] == [4, 4, 4, 4]
     assert budget.usage().surfaces == 0
+
+
+def test_parallel_reason_says_what_was_asked_when_no_reader_ran(tmp_path: Path) -> None:
+    """'parallel decoding was not asked for' was said with parallel=3 asked, when frames_at came before
+    any frame was read in order (and with parallel=1). Found by an outside pass."""
+    clip = make_clip(tmp_path / "c.mp4", frames=12).path
+    with alpha2.open(clip, hwaccel="none", parallel=3) as source:
+        assert source.parallel_reason == "parallel=3: decided when the first frame is taken"
+        for frame in source.frames_at([0.1, 0.2]):
+            frame.release()
+        assert "parallel=3 reads a file in order from its start" in source.parallel_reason
+    with alpha2.open(clip, hwaccel="none", parallel=1) as source:
+        assert source.parallel_reason == "one session: parallel=1 was asked for"
+    with alpha2.open(clip, hwaccel="none") as source:
+        assert source.parallel_reason == "parallel decoding was not asked for"

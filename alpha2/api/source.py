@@ -1128,7 +1128,19 @@ class VideoSource:
     @property
     def parallel_reason(self) -> str:
         """Why the file is read by that many sessions (``parallel``), once the first frame was taken."""
-        return getattr(self, "_parallel_reason", "parallel decoding was not asked for")
+        said = getattr(self, "_parallel_reason", None)
+        if said is not None:
+            return str(said)
+        if self._parallel is None:
+            return "parallel decoding was not asked for"
+        if self._parallel == 1:
+            return "one session: parallel=1 was asked for"
+        if not self._sequential:  # a seek or a batch came before any frame was read in order
+            return (
+                f"one session: parallel={self._parallel} reads a file in order from its start, and a seek or "
+                "frames_at came first (batches: batch_reason)"
+            )
+        return f"parallel={self._parallel}: decided when the first frame is taken"
 
     def _leave_parallel(self) -> None:
         """A seek: the session takes over from where it lands (the segment reader stops)."""
