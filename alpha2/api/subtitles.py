@@ -17,7 +17,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from alpha2.ffmpeg_bridge.subtitles import SubtitleCue, SubtitleTrackInfo, read_cues, subtitle_tracks
+from alpha2.ffmpeg_bridge.subtitles import (
+    SubtitleCue,
+    SubtitleTrackInfo,
+    read_cues,
+    subtitle_path,
+    subtitle_tracks,
+)
 from alpha2.gpu.errors import Error, InvalidInputError
 
 __all__ = [
@@ -188,15 +194,6 @@ class Subtitles:
             track.close()
 
 
-def _where(path: object, who: str) -> str:
-    """``path`` as a str; an :class:`InvalidInputError` where it is no path (bytes, None: a TypeError,
-    or a str and bytes joined, came back untyped)."""
-    where = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    if not isinstance(where, str):
-        raise InvalidInputError(f"{who} takes a path (str or os.PathLike), got {type(path).__name__}")
-    return where
-
-
 def _file_track(path: str) -> SubtitleTrack:
     tracks = [t for t in subtitle_tracks(path) if t.text]
     if not tracks:
@@ -211,7 +208,7 @@ def check_subtitle_file(path: str | os.PathLike[str]) -> None:
     Raises:
         InvalidInputError: no such file, not a subtitle file, or no text subtitles in it; not a path.
     """
-    where = _where(path, "check_subtitle_file")
+    where = subtitle_path(path, "check_subtitle_file")
     if not os.path.isfile(where):
         raise InvalidInputError(f"--sub {where!r}: no such file")
     try:
@@ -230,8 +227,8 @@ def open_subtitles(
         InvalidInputError, MediaNotFoundError, MediaFormatError: ``sub`` cannot be read as subtitles;
             ``source`` or ``sub`` is not a path.
     """
-    where = _where(source, "open_subtitles")
-    sub_path = None if sub is None else _where(sub, "open_subtitles' sub")
+    where = subtitle_path(source, "open_subtitles")
+    sub_path = None if sub is None else subtitle_path(sub, "open_subtitles' sub")
     tracks: list[SubtitleTrack] = []
     if sub_path is not None:
         tracks.append(_file_track(sub_path))

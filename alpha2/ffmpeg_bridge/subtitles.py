@@ -34,6 +34,7 @@ __all__ = [
     "ass_text",
     "read_cues",
     "style_placements",
+    "subtitle_path",
     "subtitle_tracks",
 ]
 
@@ -157,9 +158,9 @@ def _open(source: str) -> av.container.InputContainer:
     return container
 
 
-def _path(source: object, who: str) -> str:
-    """``source`` as a path string; an :class:`InvalidInputError` where it is none (bytes went to PyAV
-    as a file object and came back as its untyped ValueError)."""
+def subtitle_path(source: object, who: str) -> str:
+    """``source`` as a path string; an :class:`InvalidInputError` naming ``who`` where it is none
+    (bytes went to PyAV as a file object and came back as its untyped ValueError; None a TypeError)."""
     where = os.fspath(source) if isinstance(source, str | os.PathLike) else None
     if not isinstance(where, str):
         raise InvalidInputError(f"{who} takes a path (str or os.PathLike), got {type(source).__name__}")
@@ -190,7 +191,7 @@ def subtitle_tracks(source: str | os.PathLike[str]) -> list[SubtitleTrackInfo]:
         InvalidInputError: ``source`` is not a path (str or os.PathLike).
         MediaNotFoundError, MediaFormatError: the file is missing or not media.
     """
-    where = _path(source, "subtitle_tracks")
+    where = subtitle_path(source, "subtitle_tracks")
     with _open(where) as container:
         return [_info(where, stream) for stream in container.streams.subtitles]
 
@@ -257,7 +258,7 @@ def read_cues(
         raise InvalidInputError(
             f"stream_index must be an int (the stream's index) or None, got {stream_index!r}"
         )
-    where = _path(source, "read_cues")
+    where = subtitle_path(source, "read_cues")
     with _open(where) as container:
         streams = list(container.streams.subtitles)
         chosen = [s for s in streams if stream_index is None or s.index == stream_index][:1]
