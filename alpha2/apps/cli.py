@@ -179,6 +179,12 @@ def parser_class() -> type[argparse.ArgumentParser]:
             ]
             return " ".join(["usage:", self.prog, "[options]", *words])
 
+        @property
+        def command(self) -> str | None:
+            """The subcommand this parser reads (``transcode`` of ``alpha2 transcode``), or None."""
+            words = self.prog.split()
+            return words[1] if len(words) > 1 else None
+
         def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
             """argparse's, keeping the words parsed for :meth:`error`. ``--size -1x720`` (ffmpeg's
             habit of a free side) is taken as ``--size=-1x720``: argparse read the value as an
@@ -193,15 +199,14 @@ def parser_class() -> type[argparse.ArgumentParser]:
             self._words = joined
             swallowed = _swallowed_by_a_flag(self, joined)
             if swallowed is not None:
-                command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
-                self.print_usage_and_exit(unknown_arguments(self, command, [swallowed]))
+                self.print_usage_and_exit(unknown_arguments(self, self.command, [swallowed]))
             return super().parse_known_args(joined, namespace)
 
         def error(self, message: str) -> NoReturn:
             """The usage line and one line ``alpha2: error: ...``; exit status 2. A positional missing
             because argparse took a word for an unknown option (``transcode -dash.mp4 out.mp4``) is
             said as that unknown option, as when nothing was missing."""
-            command = self.prog.split()[1] if len(self.prog.split()) > 1 else None
+            command = self.command
             if message.startswith("the following arguments are required"):
                 unknown = _unknown_options(self, getattr(self, "_words", []))
                 if unknown:
