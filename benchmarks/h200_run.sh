@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -162,6 +162,20 @@ for step in $steps; do
           { echo "\$ python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --switch-interval $interval  # round $round";
             timeout 60 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 \
               --switch-interval "$interval"; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
+        done
+      done;;
+    tensor-toggles)  # issue 27: the 224x224 float16 row with Dawn's toggles that cut the CPU cost of a
+      # submission (no validation; dynamic rendering: no VkFramebuffer a render pass), alternating
+      timeout 240 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 10 --rows decode \
+        > /dev/null 2>&1
+      python3 -c 'import alpha2; from wgpudawn.backends.dawn import extras
+with alpha2.open("/tmp/clips/ml-1800-gop250.mp4", hwaccel="cuda") as s:
+    d = s.device.webgpu_device; print(s.device.adapter_name, type(d).__module__, "toggles on:", sorted(extras.get_toggles(d)))' 2>&1 | tail -1 >> "$log"
+      for round in 1 2 3; do
+        for toggles in "" skip_validation vulkan_use_dynamic_rendering skip_validation,vulkan_use_dynamic_rendering; do
+          { echo "\$ python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --dawn-toggles '$toggles'  # round $round";
+            timeout 60 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 \
+              --dawn-toggles "$toggles"; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
         done
       done;;
     segments)  # issue 29's rows: one file on all the decoders, threads and processes, HEVC and H.264

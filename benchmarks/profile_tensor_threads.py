@@ -76,7 +76,18 @@ def main(argv: list[str] | None = None) -> int:
         help="sys.setswitchinterval in seconds (CPython's default 0.005): how soon a thread back from a "
         "driver call gets the GIL from the one running Python",
     )
+    parser.add_argument(
+        "--dawn-toggles",
+        default="",
+        help="Dawn toggles to enable on every device, comma-separated (e.g. skip_validation, "
+        "vulkan_use_dynamic_rendering): set on wgpudawn's instance before alpha2 makes one",
+    )
     args = parser.parse_args(argv)
+    toggles = [t for t in args.dawn_toggles.split(",") if t]
+    if toggles:
+        from wgpudawn.backends.dawn import extras
+
+        extras.set_instance_extras(enable_toggles=toggles)
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     os.makedirs(args.clip_dir, exist_ok=True)
@@ -88,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         fps = run(path, args.hwaccel, args.frames, row == "tensors", args.profile)
         notes = ", under cProfile" if args.profile else ""
         notes += f", switch interval {sys.getswitchinterval():g} s"
+        if toggles:
+            notes += f", Dawn toggles {'+'.join(toggles)}"
         print(f"{row:8} {fps:8.1f} fps ({args.frames} frames{notes})")
     return 0
 
