@@ -139,15 +139,16 @@ for step in $steps; do
       done
       { echo '$ python3 benchmarks/bench_tensor_antialias.py --size 1920x1080 --factors 2,4,8 --batch 8';
         timeout 120 python3 benchmarks/bench_tensor_antialias.py --size 1920x1080 --factors 2,4,8 --batch 8; } >> "$log" 2>&1;;
-    tensor-ab)  # issue 27: main's 224x224 float16 row against the alpha2 tree in exp_tree/ (a branch put
-      # there by 'git archive BRANCH alpha2 | tar -x -C exp_tree'), alternating. The clip first, on its own
+    tensor-ab)  # issue 27: main's 224x224 float16 row against the alpha2 trees in exp_tree*/ (a branch or
+      # commit put there by 'git archive BRANCH alpha2 | tar -x -C exp_tree_NAME'), alternating. The clip first, on its own
       # (about 60 s to make): in the third session of 2026-12-05 a timeout that counted its making killed
       # every timed run before it printed.
       timeout 240 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 10 --rows decode \
         > /dev/null 2>&1
       for round in 1 2 3; do
-        for tree in main exp; do
-          if [ "$tree" = exp ]; then [ -d exp_tree/alpha2 ] || continue; path=/tmp/site:$PWD/exp_tree; else path=$PYTHONPATH; fi
+        for tree in main exp_tree*/; do
+          tree=${tree%/}
+          if [ "$tree" != main ]; then [ -d "$tree/alpha2" ] || continue; path=/tmp/site:$PWD/$tree; else path=$PYTHONPATH; fi
           { echo "\$ python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800  # $tree, round $round";
             PYTHONPATH=$path timeout 60 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800; } 2>&1 \
             | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
