@@ -333,15 +333,43 @@ def close_tensor_routes(device: Any) -> None:
 # arguments
 
 
+def _is_torch(value: Any, kind: str) -> bool:
+    """Whether ``value`` is a ``torch.dtype`` (``kind`` 'dtype') or ``torch.device`` ('device'), without
+    importing torch (it is not a dependency)."""
+    return type(value).__module__ == "torch" and type(value).__name__ == kind
+
+
 def _choice(name: str, value: Any, allowed: Sequence[str | None]) -> Any:
     if isinstance(value, (TensorLayout, TensorDType)):
         value = value.value
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         value = np.dtype(value).name  # np.float32 or np.dtype('float32'): numpy's name, 'float32'
+    if _is_torch(value, "dtype"):
+        value = str(value).removeprefix("torch.")  # torch.float16 (torch.half too): 'float16'
     if value not in allowed:
         shown = ", ".join(repr(a) for a in allowed)
         raise InvalidInputError(f"{name} must be one of {shown}, got {value!r}")
     return allowed[list(allowed).index(value)]  # the name itself, not an object equal to it
+
+
+def _device(device: Any) -> tuple[str, int | None]:
+    """``device`` as one of :data:`TENSOR_DEVICES` and the CUDA ordinal asked for, if one was: 'cuda:1'
+    and ``torch.device('cuda', 1)`` name ordinal 1, 'cuda' and ``torch.device('cuda')`` none."""
+    if _is_torch(device, "device"):
+        kind, index = str(device.type), device.index
+        if kind not in ("cuda", "cpu"):
+            raise InvalidInputError(
+                f"device must be 'auto', 'cuda', 'cuda:N' or 'cpu' (or a torch.device of cuda or cpu), "
+                f"got {device!r}"
+            )
+        return kind, (int(index) if kind == "cuda" and index is not None else None)
+    if isinstance(device, str) and device.startswith("cuda:"):
+        number = device.removeprefix("cuda:")
+        if number.isdigit():
+            return "cuda", int(number)
+        raise InvalidInputError(f"device 'cuda:N' names a CUDA ordinal N (0, 1, ...), got {device!r}")
+    value = _choice("device", device, TENSOR_DEVICES)
+    return value, None
 
 
 def _positive(name: str, value: Any) -> int:
@@ -355,6 +383,8 @@ def _size(size: Any) -> tuple[int, int] | None:
         return None
     if isinstance(size, Size):
         size = (size.width, size.height)
+    if isinstance(size, np.ndarray) and size.ndim == 1:
+        size = tuple(size.tolist())  # np.array([224, 224]): numpy ints (tolist) like any other
     if not isinstance(size, Sequence) or isinstance(size, str) or len(size) != 2:
         raise InvalidInputError(f"size must be (width, height) in pixels, or None, got {size!r}")
     return _positive("size width", size[0]), _positive("size height", size[1])
@@ -363,6 +393,8 @@ def _size(size: Any) -> tuple[int, int] | None:
 def _crop(crop: Any) -> tuple[int, int, int, int] | None:
     if crop is None:
         return None
+    if isinstance(crop, np.ndarray) and crop.ndim == 1:
+        crop = tuple(crop.tolist())
     if not isinstance(crop, Sequence) or isinstance(crop, str) or len(crop) != 4:
         raise InvalidInputError(
             f"crop must be (x, y, width, height) in pixels of the frame, or None, got {crop!r}"
@@ -537,7 +569,7 @@ def to_tensor(
     dtype: str = "uint8",
     mean: float | Sequence[float] | None = None,
     std: float | Sequence[float] | None = None,
-    device: str = "auto",
+    device: Any = "auto",
     require: str | None = None,
     antialias: bool = True,
 ) -> RgbTensor:
@@ -553,11 +585,14 @@ def to_tensor(
             None: the whole frame.
         layout: ``'HWC'`` ``(H, W, 3)`` or ``'CHW'`` ``(3, H, W)``.
         dtype: ``'uint8'`` (codes 0..255), ``'float16'`` or ``'float32'`` (``code / 255``, normalised);
-            numpy's ``np.uint8`` / ``np.float16`` / ``np.float32`` (or their ``np.dtype``) name them too.
+            numpy's ``np.uint8`` / ``np.float16`` / ``np.float32`` (or their ``np.dtype``) and torch's
+            ``torch.uint8`` / ``torch.float16`` / ``torch.float32`` name them too.
         mean: per channel, subtracted from ``code / 255`` (floats only): a number or three (R, G, B).
         std: per channel, divides after the mean (floats only): a number or three.
         device: ``'auto'`` (CUDA memory where the source's device can take it there on the GPU, else a
-            numpy array), ``'cuda'`` (CUDA or an error) or ``'cpu'`` (a numpy array).
+            numpy array), ``'cuda'`` (CUDA or an error), ``'cuda:N'`` (CUDA on ordinal N, the GPU that
+            holds the frames, or an error) or ``'cpu'`` (a numpy array); a ``torch.device`` of cuda or cpu
+            says the same.
         require: ``'gpu'``: the tensor must go to CUDA without the CPU (an error with the reason
             otherwise); None: the numpy fallback is allowed, and reported.
         antialias: where the picture is made smaller, each value is the mean of the source under a
@@ -582,7 +617,7 @@ def to_tensor(
     listed, single = _frames_of(frames)
     layout_value = _choice("layout", layout, LAYOUTS)
     dtype_value = _choice("dtype", dtype, TENSOR_DTYPES)
-    device_value = _choice("device", device, TENSOR_DEVICES)
+    device_value, ordinal = _device(device)
     require_value = _choice("require", require, REQUIRES)
     if require_value == "gpu" and device_value == "cpu":
         raise InvalidInputError("require='gpu' asks for CUDA memory, device='cpu' for numpy: pick one")
@@ -622,6 +657,13 @@ def to_tensor(
                 raise UnsupportedError(
                     f"the tensor cannot go to CUDA on the GPU: {reason}; to_tensor(..., device='cpu') reads "
                     "it back into a numpy array instead"
+                )
+            if exporter is not None and ordinal is not None and ordinal != exporter.cuda_ordinal:
+                raise UnsupportedError(
+                    f"the frames are on CUDA device {exporter.cuda_ordinal} ({source.device.adapter_name}) "
+                    f"and device asks for CUDA device {ordinal}: a tensor is made on the GPU that holds its "
+                    f"frames; ask for device='cuda:{exporter.cuda_ordinal}' and copy it (torch's .to('cuda:"
+                    f"{ordinal}')), or open the video on that GPU"
                 )
         renderer = source.renderer
         count = len(listed)
