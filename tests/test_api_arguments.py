@@ -139,7 +139,7 @@ def test_open_describe_and_audio_refuse_bad_arguments(clip: str) -> None:
     from alpha2.api.errors import EndOfStreamError
 
     cases = (
-        ({"hwaccel": None}, "hwaccel must be one of"),
+        ({"hwaccel": "nvdec"}, "hwaccel must be one of"),  # None is software, as PyAV reads it
         ({"copy_ahead": "yes"}, "copy_ahead must be True or False"),
         ({"prefetchh": 2}, r"unknown option 'prefetchh'; did you mean prefetch"),
     )

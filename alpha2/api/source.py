@@ -46,6 +46,7 @@ from alpha2.api.devices import as_device, open_decoder
 from alpha2.api.errors import ConcurrentIterationError, EndOfStreamError, FrameIndexError
 from alpha2.api.segments import SegmentReader, SegmentReport, auto_sessions
 from alpha2.ffmpeg_bridge.decode import DecodeSession, MediaSource, short_repr
+from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.ffmpeg_bridge.media import AudioTrack
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.dlpack import PlaneArray
@@ -799,14 +800,15 @@ class VideoSource:
         path: MediaSource | bytes | bytearray | memoryview,
         *,
         device: Any = None,
-        hwaccel: str = "auto",
+        hwaccel: str | HwAccelMode | None = "auto",
         prefetch: int = 2,
         copy_ahead: bool | None = None,
         parallel: int | str | None = None,
         **options: Any,
     ) -> None:
         media, self._label = _media_source(path)
-        arguments.choice("hwaccel", hwaccel, ("auto", "cuda", "none"))
+        # None is 'none' and the enum its value, as StreamGroup, DecodeProcess and the bridge read them.
+        hwaccel = HwAccelMode.parse(hwaccel).value
         arguments.whole("prefetch", prefetch, low=0)
         if copy_ahead is not None:
             arguments.flag("copy_ahead", copy_ahead)
@@ -1434,6 +1436,8 @@ class VideoSource:
         self._resources.close()
 
     def __enter__(self) -> VideoSource:
+        if self._resources.session.closed:
+            raise ClosedError(f"this VideoSource ({self._label}) was closed; open the file again")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -1448,7 +1452,7 @@ def open(
     path: MediaSource | bytes | bytearray | memoryview,
     *,
     device: Any = None,
-    hwaccel: str = "auto",
+    hwaccel: str | HwAccelMode | None = "auto",
     **options: Any,
 ) -> VideoSource:
     """Open a video file (or binary file object, or a file's bytes) for decoding.
@@ -1460,7 +1464,8 @@ def open(
             (frames render into its textures); a CUDA device (an ordinal such as ``1``, ``'cuda:1'``
             or a ``torch.device``): the Device on that GPU, NVDEC decoding there; None: one is opened
             when first needed.
-        hwaccel: ``'auto'`` (NVDEC where it can, else software), ``'cuda'`` or ``'none'``.
+        hwaccel: ``'auto'`` (NVDEC where it can, else software), ``'cuda'`` or ``'none'`` (None too, as
+            PyAV's ``hwaccel=None``).
         options: ``parallel=K`` reads the file in order on K decode sessions at once (segments of whole
             GOPs, frames in presentation order with their own timestamps, exactly as one session gives
             them: :class:`~alpha2.api.segments.SegmentReader`); ``'auto'``: one session per NVDEC engine
@@ -1489,7 +1494,7 @@ async def open_async(
     path: MediaSource | bytes | bytearray | memoryview,
     *,
     device: Any = None,
-    hwaccel: str = "auto",
+    hwaccel: str | HwAccelMode | None = "auto",
     **options: Any,
 ) -> VideoSource:
     """:func:`open` on a worker thread: the container, its first frame, the device (when not given),

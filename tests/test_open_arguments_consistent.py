@@ -1,0 +1,44 @@
+"""alpha2.open reads ``hwaccel`` as StreamGroup, DecodeProcess and the bridge do (None is 'none', as
+PyAV's ``hwaccel=None``; the enum and any case of its names), and ``with`` on a closed source says it is
+closed at once instead of entering (an outside pass: ``alpha2.open(path, hwaccel=None)`` was refused
+where StreamGroup took it, and ``with`` on a closed source entered, the first read failing later)."""
+
+from __future__ import annotations
+
+import pytest
+
+import alpha2
+from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
+from alpha2.gpu.errors import ClosedError, InvalidInputError
+from tests.media import make_clip
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_clip(tmp_path_factory.mktemp("open") / "clip.mp4", width=64, height=48, frames=3).path
+
+
+@pytest.mark.parametrize("hwaccel", [None, "none", "NONE", HwAccelMode.NONE])
+def test_software_decoding_is_asked_alike(clip: str, hwaccel: object) -> None:
+    with alpha2.open(clip, hwaccel=hwaccel) as source:  # type: ignore[arg-type]
+        assert source.hwaccel == "none: software decoding was requested"
+        frame = source.next_frame()
+        assert frame is not None
+        frame.release()
+
+
+def test_a_bad_hwaccel_names_the_choices(clip: str) -> None:
+    with pytest.raises(InvalidInputError, match="hwaccel must be one of 'auto', 'cuda', 'none', got 'nvdec'"):
+        alpha2.open(clip, hwaccel="nvdec")
+
+
+def test_with_on_a_closed_source_says_it_is_closed(clip: str) -> None:
+    source = alpha2.open(clip, hwaccel="none")
+    source.close()
+    with pytest.raises(ClosedError, match="was closed; open the file again"):
+        with source:
+            pass
+    with alpha2.open(clip, hwaccel="none") as fresh:  # an open source still enters
+        frame = fresh.next_frame()
+        assert frame is not None
+        frame.release()
