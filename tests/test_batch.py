@@ -88,9 +88,13 @@ def test_local_default_then_resume(clips: Path, tmp_path: Path, capsys: pytest.C
     # Resumed: what is done is skipped, the failure is tried again.
     before = (out / "one.mp4").stat().st_mtime_ns
     assert main(["batch", str(clips), "--out", str(out), "--json", "--workers", "1"]) == 1
-    again = {
-        os.path.relpath(f["output"], out): f["status"] for f in json.loads(capsys.readouterr().out)["files"]
-    }
+    files = json.loads(capsys.readouterr().out)["files"]
+    again = {os.path.relpath(f["output"], out): f["status"] for f in files}
+    for entry in files:  # a skip is not an error: its reason has a field of its own
+        if entry["status"] == "skipped":
+            assert entry["error"] is None and entry["reason"].startswith("done by an earlier run"), entry
+        else:
+            assert entry["error"] and entry["reason"] is None, entry
     assert again == {
         "broken.mp4": "failed",
         "one.mp4": "skipped",

@@ -579,7 +579,7 @@ def _report(tmp_path: Path) -> BatchReport:
         error_kind="invalid_input",
     )
     skipped = FileResult(
-        item("old.mp4"), FileStatus.SKIPPED, error="done by an earlier run (same input and settings)"
+        item("old.mp4"), FileStatus.SKIPPED, reason="done by an earlier run (same input and settings)"
     )
     return BatchReport(str(tmp_path / "out"), [done, failed, skipped], 4.5, {"runner": "local"})
 

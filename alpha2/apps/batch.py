@@ -348,7 +348,7 @@ def _run_locked(
             todo.append(item)
         elif manifest.done(item, hashes[item.key], by_settings[item.key]):
             skipped[item.key] = FileResult(
-                item, FileStatus.SKIPPED, error="done by an earlier run (same input and settings)"
+                item, FileStatus.SKIPPED, reason="done by an earlier run (same input and settings)"
             )
         elif os.path.lexists(item.output) and not manifest.knows(item.key):
             skipped[item.key] = _refused(item)

@@ -166,7 +166,7 @@ class FileResult:
     worker: str | None = None
     """The worker that did it (``cpu0``, ``gpu1``, a Ray node)."""
     error: str | None = None
-    """One line: why it failed (the last attempt's reason), or why it was skipped."""
+    """One line: why it failed (the last attempt's reason); None for a file done or skipped."""
     error_kind: str | None = None
     """The failure's ErrorKind value (``crash`` for a worker that died), or None."""
     notes: list[str] = field(default_factory=list)
@@ -174,6 +174,9 @@ class FileResult:
     dropped, audio re-encoded or downmixed, depth or colour changed, timestamps adjusted)."""
     dropped_streams: list[dict[str, Any]] = field(default_factory=list)
     """The input's streams left out of the output: ``{index, kind, codec, reason}`` each."""
+    reason: str | None = None
+    """Why a skipped file was skipped (done by an earlier run); None otherwise. Not an error: a run whose
+    files were all done before ends well."""
 
     @property
     def fps(self) -> float:
@@ -196,6 +199,7 @@ class FileResult:
             "worker": self.worker,
             "error": self.error,
             "error_kind": self.error_kind,
+            "reason": self.reason,
             "notes": list(self.notes),
             "dropped_streams": [dict(d) for d in self.dropped_streams],
         }
