@@ -784,6 +784,16 @@ def _close_unclosed(resources: _Resources, label: str) -> None:
     resources.close()
 
 
+def _stream_end(session: Any) -> float | None:
+    """Where a session's stream ends, in seconds: its header's duration, or the end of the frames decoded
+    where that is later (a muxer's short duration); None when neither is known."""
+    duration: float | None = session.info.duration_seconds
+    decoded = session.decoded_end_seconds
+    if decoded is not None and (duration is None or decoded > duration):
+        duration = decoded
+    return duration
+
+
 class VideoSource:
     """A video file's frames; made by :func:`open` (or :func:`open_async`).
 
@@ -1237,10 +1247,7 @@ class VideoSource:
             self._session.seek(value)
 
     def _end_seconds(self) -> str:
-        duration = self._session.info.duration_seconds
-        decoded = self._session.decoded_end_seconds  # its header may say less (a muxer's short duration)
-        if decoded is not None and (duration is None or decoded > duration):
-            duration = decoded
+        duration = _stream_end(self._session)
         return f"{duration:.3f} s long" if duration is not None else "of unknown duration"
 
     def frame_at(self, seconds: float) -> Frame:
@@ -1266,7 +1273,7 @@ class VideoSource:
             # thread, so that a later time in the same GOP decodes on from there rather than seeking.
             (decoded,) = self._session.frames_at([value])
         if decoded is None:
-            raise self._no_frame_at(f"{value} s")
+            raise self._no_frame_at(f"{value} s", value)
         return self._wrap(decoded)
 
     def frames_at(self, seconds: Sequence[float]) -> list[Frame]:
@@ -1410,14 +1417,26 @@ class VideoSource:
             for d in decoded:
                 if d is not None:
                     d.release()
-            raise self._no_frame_at(f"frame {int(missing[0])}" if by_index else f"{missing[0]} s")
+            raise self._no_frame_at(
+                f"frame {int(missing[0])}" if by_index else f"{missing[0]} s",
+                None if by_index else missing[0],
+            )
         return [self._wrap(d) for d in decoded if d is not None]
 
-    def _no_frame_at(self, what: str) -> EndOfStreamError:
+    def _no_frame_at(self, what: str, seconds: float | None = None) -> EndOfStreamError:
         if self._session.decoded_end_seconds is None and len(self) == 0:
             # Its length would be the container's (its sound's): no time is early enough.
             return EndOfStreamError(
                 f"no frame is on display at {what}: the video stream of {self._label} has no frame to decode"
+            )
+        duration = _stream_end(self._session)
+        if seconds is not None and duration is not None and 0 <= seconds < duration:
+            # A hair before the end (1.599999999 of 1.600 s) is the end: times are read to the microsecond
+            # and a float's error below a tick is that tick. Said so, not 'N s long' alone, which reads as
+            # a contradiction.
+            return EndOfStreamError(
+                f"no frame is on display at {what}: {self._label} ends at {duration:.6g} s, and times are "
+                f"read to the microsecond, so {what} is its end; ask for an earlier time"
             )
         return EndOfStreamError(
             f"no frame is on display at {what}: {self._label} is {self._end_seconds()}; ask for an "
