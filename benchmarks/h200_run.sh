@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
 #   or its halves 'tests-a' and 'tests-b' in two calls.
@@ -165,6 +165,10 @@ for step in $steps; do
               --switch-interval "$interval"; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log"
         done
       done;;
+    shared-submit)  # issue 27: the CPU's time a Dawn submission with 0-3 shared textures (their accesses, fences)
+      { echo '$ python3 benchmarks/probe_shared_submit.py --iterations 600 --rounds 2';
+        timeout 120 python3 benchmarks/probe_shared_submit.py --iterations 600 --rounds 2; } 2>&1 \
+        | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
     tensor-toggles)  # issue 27: the 224x224 float16 row with Dawn's toggles that cut the CPU cost of a
       # submission (no validation; dynamic rendering: no VkFramebuffer a render pass), alternating
       timeout 240 python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 10 --rows decode \

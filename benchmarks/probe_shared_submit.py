@@ -1,0 +1,187 @@
+"""What a shared texture costs the CPU in one Dawn submission (issue 27's caller's thread, a frame a call).
+
+Each iteration writes three small rgba8uint storage textures with one compute pass each and submits them,
+as a tensor of one frame does (the frame's two planes, the export texture); K of the three are shared
+textures (SharedTextureMemory on exportable Vulkan memory, the tensor exporter's ring slots: their access
+begun before, ended after, its end-of-access fence exported and closed), the others plain Dawn textures.
+The GPU work is the same in every row; only the CPU's time in the calls is counted (the queue is drained
+every 16 iterations, outside the timing). ``fenced`` rows also begin each shared texture's access waiting
+on its binary semaphore, signalled by CUDA just before (as the export texture's access waits for CUDA's
+last copy out of it).
+
+    python3 benchmarks/probe_shared_submit.py --iterations 600   # NVIDIA: Dawn, shared Vulkan device, CUDA
+
+Dawn's source (mirror at v20260820, read in the eighth session of 2026-12-05) does, per shared texture in a
+submission: a vkCreateSemaphore for export, a vkGetSemaphoreFdKHR, later a vkDestroySemaphore, and per begin
+fence a vkCreateSemaphore + vkImportSemaphoreFdKHR + vkDestroySemaphore; one vkQueueSubmit in all. This
+measures what that adds up to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+SHADER = """
+@group(0) @binding(0) var out: texture_storage_2d<rgba8uint, write>;
+@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    textureStore(out, vec2<i32>(id.xy), vec4<u32>(id.x, id.y, 1u, 255u));
+}
+"""
+TEXTURES = 3
+SIDE = 16
+
+
+def _drain_queue(device: Any) -> None:
+    from alpha2.gpu.webgpu import wait_promise
+
+    promise = device.queue.on_submitted_work_done_async()
+    if not wait_promise(promise, 10.0, device):
+        raise TimeoutError("the queue did not drain in 10 s")
+    promise.sync_wait()
+
+
+def _drain(parts: dict[str, Any]) -> None:
+    """Wait for Dawn's queue and CUDA's stream; destroy CUDA's imports of Dawn's fences waited on."""
+    from alpha2.native_gpu._cuda import interop
+
+    _drain_queue(parts["device"])
+    exporter = parts["exporter"]
+    with exporter._ctx:
+        event = interop.CudaEvent(exporter._ctx)
+        event.record(exporter._stream.handle)
+        event.wait(10.0)
+        event.close()
+        for slot in parts["slots"]:
+            waited, slot.waited = slot.waited, []
+            for semaphore in waited:
+                semaphore.close()
+
+
+def run(iterations: int, shared: int, fenced: bool, parts: dict[str, Any]) -> dict[str, float]:
+    """Median microseconds a call of each stage, and of the iteration."""
+    from alpha2.native_gpu.interop import dawn_planes
+    from alpha2.native_gpu.interop.cuda import wait_release_fences
+
+    device, pipeline, exporter = parts["device"], parts["pipeline"], parts["exporter"]
+    slots, plain = parts["slots"], parts["plain"]
+    used = slots[:shared]
+    views = [slot.planes[0].view for slot in used] + [t.create_view() for t in plain[: TEXTURES - shared]]
+    groups = [
+        device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0), entries=[{"binding": 0, "resource": view}]
+        )
+        for view in views
+    ]
+    times: dict[str, list[float]] = {"begin": [], "encode": [], "submit": [], "end": [], "all": []}
+    for index in range(iterations):
+        if index % 16 == 0:
+            _drain(parts)
+        if fenced:  # as the exporter's copy out: CUDA waits for Dawn's last access, then signals
+            handle = exporter._stream.handle
+            with exporter._ctx:
+                for slot in used:
+                    wait_release_fences(exporter._ctx, slot, handle)
+                    slot.planes[0].cu_semaphore.signal(handle)
+        t0 = time.perf_counter()
+        for slot in used:
+            dawn_planes.begin_access(slot, [1] if fenced else None)
+        t1 = time.perf_counter()
+        encoder = device.create_command_encoder()
+        for group in groups:
+            compute = encoder.begin_compute_pass()
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, group)
+            compute.dispatch_workgroups(SIDE // 8, SIDE // 8, 1)
+            compute.end()
+        buffer = encoder.finish()
+        t2 = time.perf_counter()
+        device.queue.submit([buffer])
+        t3 = time.perf_counter()
+        for slot in used:
+            plane = slot.planes[0]
+            dawn_planes.end_plane(plane, collect_fences=True)
+            if not fenced:  # nothing waits on them: closed (fenced rows hand them to CUDA next time)
+                for fd in plane.release_fence_fds + plane.release_sync_fds:
+                    fd.close()
+                plane.release_fence_fds, plane.release_sync_fds = [], []
+        t4 = time.perf_counter()
+        if index >= 16:  # the first ones warm up
+            for name, seconds in (
+                ("begin", t1 - t0),
+                ("encode", t2 - t1),
+                ("submit", t3 - t2),
+                ("end", t4 - t3),
+                ("all", t4 - t0),
+            ):
+                times[name].append(seconds)
+    if fenced:  # the last fences: waited on by CUDA, so that the semaphores are unsignalled again
+        with exporter._ctx:
+            for slot in used:
+                wait_release_fences(exporter._ctx, slot, exporter._stream.handle)
+    _drain(parts)
+    return {name: statistics.median(values) * 1e6 for name, values in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--iterations", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    from alpha2.native_gpu.device.device import Device
+    from alpha2.native_gpu.interop.tensor_export import TensorExporter, _export_key, export_geometry
+
+    device = Device.open(want_gpu_copy=True)
+    webgpu = device.webgpu_device
+    exporter = TensorExporter.create(device, slots=TEXTURES)
+    key = _export_key(export_geometry(SIDE * SIDE))
+    slots = []
+    with exporter._ctx:
+        for _ in range(TEXTURES):
+            slot, _reused = exporter._ring.take(key, 10.0)
+            slots.append(slot)
+    from alpha2.gpu.webgpu import gpu_module_of
+
+    gpu = gpu_module_of(webgpu)
+    texture_usage = gpu.TextureUsage.STORAGE_BINDING | gpu.TextureUsage.COPY_SRC
+    plain = [
+        webgpu.create_texture(size=(SIDE, SIDE, 1), format="rgba8uint", usage=texture_usage)
+        for _ in range(TEXTURES)
+    ]
+    module = webgpu.create_shader_module(code=SHADER)
+    pipeline = webgpu.create_compute_pipeline(
+        layout="auto", compute={"module": module, "entry_point": "main"}
+    )
+    parts = {"device": webgpu, "pipeline": pipeline, "exporter": exporter, "slots": slots, "plain": plain}
+    print(f"{device.adapter_name}; {args.iterations} iterations a row, medians in microseconds a call")
+    print(f"{'shared':>6} {'fenced':>6} {'begin':>8} {'encode':>8} {'submit':>8} {'end':>8} {'all':>8}")
+    for round_ in range(args.rounds):
+        for shared in range(TEXTURES + 1):
+            for fenced in (False, True) if shared else (False,):
+                row = run(args.iterations, shared, fenced, parts)
+                print(
+                    f"{shared:>6} {fenced!s:>6} {row['begin']:8.1f} {row['encode']:8.1f} "
+                    f"{row['submit']:8.1f} {row['end']:8.1f} {row['all']:8.1f}   (round {round_ + 1})"
+                )
+    with exporter._ctx:
+        for slot in slots:
+            exporter._ring.give_back(slot, broken=False)
+    exporter.close()
+    device.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
