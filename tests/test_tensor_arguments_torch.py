@@ -137,7 +137,7 @@ def test_another_cuda_ordinal_than_the_frames_gpu_is_refused(tmp_path: Path) -> 
                 tensor = frame.to_tensor(size=(8, 8), device="cuda")
                 ordinal = int(tensor.device.split(":")[1])
                 same = frame.to_tensor(
-                    size=(8, 8), device=f"cuda:{ordinal}", dtype=_torch_like("dtype", "torch.half")
+                    size=(8, 8), device=f"cuda:{ordinal}", dtype=_torch_like("dtype", "torch.float16")
                 )
                 assert same.on_cuda and same.device == tensor.device and same.dtype == np.float16
                 with pytest.raises(UnsupportedError, match=f"device asks for CUDA device {ordinal + 5}"):
