@@ -74,7 +74,8 @@ class AudioSource:
 
     @property
     def info(self) -> AudioStreamInfo:
-        """The stream as the file has it: codec, its own sample rate and channels, duration."""
+        """The stream as the file has it: codec, its own sample rate and channels, duration, language and
+        title tags."""
         return self._session.info
 
     @property
@@ -213,7 +214,9 @@ class AudioSource:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.sample_rate} Hz, {self.channels} ch"
-        return f"<alpha2.AudioSource {self.path!r} {self.info.codec} {state}>"
+        language = f" {self.info.language}" if self.info.language else ""
+        title = f" {self.info.title!r}" if self.info.title else ""
+        return f"<alpha2.AudioSource {self.path!r} {self.info.codec}{language}{title} {state}>"
 
 
 def open_audio(

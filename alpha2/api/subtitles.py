@@ -6,6 +6,13 @@ then the input's own text subtitle streams (SubRip, ASS / SSA, mov_text, WebVTT)
 (none with ``enabled=False``) and :meth:`Subtitles.cycle` steps through them and "off". A track's cues are
 read (:func:`alpha2.ffmpeg_bridge.subtitles.read_cues`) on a thread of its own when it is first selected,
 so a long film starts playing at once; :meth:`Subtitles.text_at` gives the text on display at a time.
+
+Text that is not UTF-8 (a Shift-JIS, GBK or Windows-1251 ``.srt``; a mov_text track written in one) is
+read as mpv's ``--sub-codepage`` reads it: its encoding detected (``codepage=None`` or ``"auto"``) or
+named (``codepage="cp1251"``; ``"+cp1250"`` for every cue, UTF-8 or not), and said: the track's
+:attr:`SubtitleTrack.encoding` and :attr:`SubtitleTrack.notes`, and its line in
+:meth:`Subtitles.describe` (``Subtitles: 1/1 film.srt (Shift-JIS, detected)``). A byte no encoding
+explains is shown as U+FFFD and counted there; the track's other cues are kept.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from dataclasses import dataclass, field
 from alpha2.ffmpeg_bridge.subtitles import (
     SubtitleCue,
     SubtitleTrackInfo,
-    read_cues,
+    read_subtitles,
+    subtitle_codepage,
     subtitle_path,
     subtitle_tracks,
 )
@@ -34,6 +42,7 @@ __all__ = [
     "check_subtitle_file",
     "open_subtitles",
     "sidecar_files",
+    "subtitle_codepage",
 ]
 
 SIDECAR_EXTENSIONS = (".srt", ".ass", ".ssa", ".vtt")
@@ -65,6 +74,17 @@ class SubtitleTrack:
     """The cues, sorted by start (empty until read)."""
     error: str | None = None
     """Why the cues could not be read, if they could not."""
+    codepage: str | None = None
+    """How its text is to be read where it is not UTF-8: None (detect), an encoding, ``+`` an encoding
+    (every cue), as :func:`~alpha2.ffmpeg_bridge.subtitles.subtitle_codepage` takes it."""
+    encoding: str | None = None
+    """Once read: the encoding its text was read in, as Python names it (``utf-8``; ``cp932`` for
+    Shift-JIS, ``gb18030`` for GBK, ``cp1251`` ... where it was not UTF-8)."""
+    notes: tuple[str, ...] = ()
+    """Once read: what was done to its text, a sentence each (the encoding detected or given, bytes
+    shown as U+FFFD, cues left out); none for a track that is UTF-8 whole."""
+    summary: str = ""
+    """Once read: :attr:`notes` in a few words for the track's line (``Shift-JIS, detected``)."""
     _starts: list[float] = field(default_factory=list)
     _reach: list[float] = field(default_factory=list)
     """The latest end among the cues up to each one (a long cue stays on under many short ones)."""
@@ -93,7 +113,11 @@ class SubtitleTrack:
 
     def _read(self) -> None:
         try:
-            cues = read_cues(self.info.source, self.info.stream_index, stop=lambda: self._stop)
+            reading = read_subtitles(
+                self.info.source, self.info.stream_index, stop=lambda: self._stop, codepage=self.codepage
+            )
+            cues = reading.cues
+            self.encoding, self.notes, self.summary = reading.encoding, reading.notes, reading.summary
             self._starts = [c.start_s for c in cues]
             self._reach = list(itertools.accumulate((c.end_s for c in cues), max))
             self.cues = cues
@@ -169,13 +193,15 @@ class Subtitles:
         return self.select(following if following < len(self.tracks) else None)
 
     def describe(self) -> str:
-        """``Subtitles: 1/2 clip.srt``, ``Subtitles: off``, or ``Subtitles: none``."""
+        """``Subtitles: 1/2 clip.srt``, ``Subtitles: off``, or ``Subtitles: none``; once read, what was done
+        to a track's text that is not UTF-8 follows (``Subtitles: 1/1 clip.srt (Shift-JIS, detected)``)."""
         if not self.tracks:
             return "Subtitles: none"
         track = self.selected
         if track is None or self.selected_index is None:
             return "Subtitles: off"
-        note = f" ({track.error})" if track.error else ""
+        said = track.error or track.summary  # why it failed, else the encoding read where not UTF-8
+        note = f" ({said})" if said else ""
         return f"Subtitles: {self.selected_index + 1}/{len(self.tracks)} {track.label}{note}"
 
     def text_at(self, seconds: float) -> str | None:
@@ -194,21 +220,27 @@ class Subtitles:
             track.close()
 
 
-def _file_track(path: str) -> SubtitleTrack:
+def _file_track(path: str, codepage: str | None = None) -> SubtitleTrack:
     tracks = [t for t in subtitle_tracks(path) if t.text]
     if not tracks:
         raise InvalidInputError(f"{path!r} has no text subtitles (SubRip, ASS / SSA, WebVTT)")
-    return SubtitleTrack(tracks[0], external=True)
+    return SubtitleTrack(tracks[0], external=True, codepage=codepage)
 
 
-def check_subtitle_file(path: str | os.PathLike[str]) -> None:
+def check_subtitle_file(path: str | os.PathLike[str], *, codepage: str | None = None) -> None:
     """Raise, with why, where ``path`` cannot be read as a subtitle file (``alpha2 play --sub``'s check
     before the window opens; the player then plays without it as the first frame is up).
 
+    Args:
+        path: The subtitle file.
+        codepage: The encoding it is to be read in, checked too (:func:`subtitle_codepage`).
+
     Raises:
-        InvalidInputError: no such file, not a subtitle file, or no text subtitles in it; not a path.
+        InvalidInputError: no such file, not a subtitle file, or no text subtitles in it; not a path; a
+            codepage that names no text encoding.
     """
     where = subtitle_path(path, "check_subtitle_file")
+    subtitle_codepage(codepage)
     if not os.path.isfile(where):
         raise InvalidInputError(f"--sub {where!r}: no such file")
     try:
@@ -218,29 +250,46 @@ def check_subtitle_file(path: str | os.PathLike[str]) -> None:
 
 
 def open_subtitles(
-    source: str | os.PathLike[str], *, sub: str | os.PathLike[str] | None = None, enabled: bool = True
+    source: str | os.PathLike[str],
+    *,
+    sub: str | os.PathLike[str] | None = None,
+    enabled: bool = True,
+    codepage: str | None = None,
 ) -> Subtitles:
     """The subtitle tracks for playing ``source``: ``sub`` (a file), sidecar files, the input's own text
     streams; the first selected unless ``enabled`` is False.
 
+    Args:
+        source: The file played.
+        sub: A subtitle file to show first (``--sub``).
+        enabled: Whether the first track is selected (False: off until :meth:`Subtitles.cycle`).
+        codepage: How text that is not UTF-8 is read, in every track, as mpv's ``--sub-codepage``: None
+            or ``auto`` detects its encoding; a name (``cp1251``, ``shift_jis``, ``gbk``) reads it in that
+            encoding; ``+`` and a name reads every cue in it, UTF-8 or not (:func:`subtitle_codepage`).
+
     Raises:
         InvalidInputError, MediaNotFoundError, MediaFormatError: ``sub`` cannot be read as subtitles;
-            ``source`` or ``sub`` is not a path.
+            ``source`` or ``sub`` is not a path; ``codepage`` names no text encoding.
     """
     where = subtitle_path(source, "open_subtitles")
     sub_path = None if sub is None else subtitle_path(sub, "open_subtitles' sub")
+    codepage = subtitle_codepage(codepage)
     tracks: list[SubtitleTrack] = []
     if sub_path is not None:
-        tracks.append(_file_track(sub_path))
+        tracks.append(_file_track(sub_path, codepage))
     for path in sidecar_files(where):
         if sub_path is not None and os.path.abspath(path) == os.path.abspath(sub_path):
             continue
         try:
-            tracks.append(_file_track(path))
+            tracks.append(_file_track(path, codepage))
         except Error:
             pass  # a stray file with a subtitle extension is not worth stopping the film for
     try:
-        embedded = [SubtitleTrack(info, external=False) for info in subtitle_tracks(where) if info.text]
+        embedded = [
+            SubtitleTrack(info, external=False, codepage=codepage)
+            for info in subtitle_tracks(where)
+            if info.text
+        ]
     except Error:
         embedded = []
     # A stream the file marks as default comes first among its own.

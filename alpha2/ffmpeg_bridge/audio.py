@@ -56,7 +56,7 @@ from alpha2.ffmpeg_bridge.channel_layouts import (
     trimmed_frame,
 )
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, NoAudioStreamError, from_ffmpeg, from_ffmpeg_open
-from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options
+from alpha2.ffmpeg_bridge.media import DEFAULT_MAX_PIXELS, probe_options, stream_language
 from alpha2.gpu.errors import ClosedError, InvalidInputError
 
 __all__ = ["AudioBlock", "AudioDecodeSession", "AudioStreamInfo", "NoAudioStreamError", "media_kinds"]
@@ -113,6 +113,11 @@ class AudioStreamInfo:
     """Which audio stream: its index among the container's audio streams."""
     layout: str = ""
     """The stream's channel layout as FFmpeg names it (``stereo``, ``5.1(side)`` ...), when known."""
+    language: str | None = None
+    """The stream's language tag as the file has it (ISO 639: ``eng``, ``jpn``); None when untagged
+    (no tag, or ``und``), as :func:`alpha2.describe` and ``alpha2 play --alang`` read it."""
+    title: str | None = None
+    """The stream's title tag (``Commentary``), None when it has none."""
 
 
 def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
@@ -346,6 +351,7 @@ class AudioDecodeSession:
         # past 8 channels the stream's own count in no order (each channel kept in its place).
         keep = own_channels == self.channels and _named_layout(own_layout)
         self._layout = own_layout if keep else _LAYOUTS.get(self.channels, f"{self.channels} channels")
+        metadata = self._stream.metadata or {}
         duration = None
         if self._stream.duration is not None and self._stream.time_base is not None:
             duration = float(self._stream.duration * self._stream.time_base)
@@ -358,6 +364,8 @@ class AudioDecodeSession:
             duration_seconds=duration,
             stream_index=next(i for i, s in enumerate(audio) if s.index == stream.index),
             layout=own_layout,
+            language=stream_language(metadata),
+            title=str(metadata.get("title") or "").strip() or None,
         )
         self._order: ChannelOrder | None = orders.get(stream.index)  # a custom order, put into FFmpeg's
         self.damaged_packets = 0

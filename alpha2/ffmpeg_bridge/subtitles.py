@@ -3,8 +3,13 @@
 :func:`subtitle_tracks` lists a file's subtitle streams (an ``.srt`` / ``.ass`` / ``.vtt`` file is one
 track itself); :func:`read_cues` demuxes one stream and decodes its packets with FFmpeg's subtitle
 decoders (SubRip, ASS / SSA, mov_text, WebVTT: each hands out ASS events), keeping the text: ASS
-override tags (``{\\i1}``, ``{\\pos(..)}``, ...) are stripped, ``\\N`` becomes a line break; a SubRip, ASS or
-WebVTT cue that is not UTF-8 is read as Windows-1252 (Latin-1's superset). Where a cue is
+override tags (``{\\i1}``, ``{\\pos(..)}``, ...) are stripped, ``\\N`` becomes a line break. Text that is not
+UTF-8 (a Shift-JIS, GBK or Windows-1251 ``.srt``, a mov_text track written in one) is read as mpv's
+``--sub-codepage=auto`` reads it: its encoding is detected (charset-normalizer, as mpv asks uchardet),
+or named (``codepage=``), the text converted before FFmpeg's decoder sees it, and
+:func:`read_subtitles` says which encoding that was (:attr:`SubtitleCues.encoding`,
+:attr:`SubtitleCues.notes`); a byte no encoding explains becomes U+FFFD and is counted, the rest of the
+track kept. Where a cue is
 placed (:attr:`SubtitleCue.placement`: bottom, middle or top) is kept from its ``{\\an8}`` / ``{\\a6}`` tag
 or its ASS style's alignment, as signs and overlapping speakers use it; the rest of the styling is not. Bitmap
 subtitles (PGS, DVD, DVB) are listed with ``text=False`` and have no cues here. No PyAV object leaves
@@ -13,9 +18,10 @@ this module.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,22 +30,31 @@ import av.container
 
 from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.media import stream_language
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = [
     "PLACEMENTS",
     "SubtitleCue",
+    "SubtitleCues",
     "SubtitleTrackInfo",
     "ass_placement",
     "ass_text",
+    "detect_encoding",
+    "encoding_name",
     "read_cues",
+    "read_subtitles",
     "style_placements",
+    "subtitle_codepage",
     "subtitle_path",
     "subtitle_tracks",
 ]
 
 _BITMAP_CODECS = frozenset({"hdmv_pgs_subtitle", "dvd_subtitle", "dvb_subtitle", "xsub", "dvb_teletext"})
-_PLAIN_TEXT_CODECS = frozenset({"srt", "subrip", "ssa", "ass", "webvtt", "text"})
+_PLAIN_TEXT_CODECS = frozenset(
+    "srt subrip ssa ass webvtt text microdvd subviewer subviewer1 mpl2 pjs vplayer realtext sami jacosub "
+    "stl".split()
+)
 """Decoders whose packets are the cue's text itself (mov_text's hold its length and style boxes)."""
 _DEFAULT_CUE_S = 4.0
 """How long a cue with no duration stays (until the next one, at most this)."""
@@ -72,7 +87,7 @@ class SubtitleTrackInfo:
     codec: str
     """FFmpeg's codec name (``subrip``, ``ass``, ``mov_text``, ``webvtt``, ...)."""
     language: str | None
-    """Its language tag, if any."""
+    """Its ISO 639 language tag (``eng``); None when untagged (missing or ``und``)."""
     title: str | None
     """Its title, if any."""
     text: bool
@@ -177,7 +192,7 @@ def _info(source: str, stream: Any) -> SubtitleTrackInfo:
         source=source,
         stream_index=int(stream.index),
         codec=name,
-        language=metadata.get("language") or None,
+        language=stream_language(metadata),
         title=metadata.get("title") or None,
         text=name not in _BITMAP_CODECS,
         default=bool(int(disposition) & 1),
@@ -217,40 +232,358 @@ def _event_text(item: Any, styles: dict[str, str] | None = None) -> tuple[str, s
     return "", "bottom"
 
 
-def _decode(stream: Any, packet: Any) -> list[Any]:
-    """A packet's subtitles; a plain-text cue that is not UTF-8 (FFmpeg's decoders refuse it) is read as
-    Windows-1252, Latin-1's superset, as mpv's fallback reads a Western European file."""
+# -- the text's encoding ---------------------------------------------------------------------------------
+
+_MULTI_BYTE = ("cp932", "gb18030", "cp949", "big5", "euc_jp")
+"""The East Asian encodings (Shift-JIS's Windows form, GBK's superset, EUC-KR's, Big5, EUC-JP) that one
+stray byte keeps from reading a whole track, and a second look finds past it (:func:`detect_encoding`)."""
+_PREFERRED = ("cp1252", "cp1251", "cp1250", "iso8859-15", "iso8859-1")
+"""Among single-byte guesses that read the text equally well (a short Western line reads alike in
+Windows-1250 and -1252), the one taken: the most common first."""
+_NOT_GUESSED = ("utf_16", "utf_16_be", "utf_16_le", "utf_32", "utf_32_be", "utf_32_le", "utf_7")
+"""Encodings never guessed: subtitle text in them has a byte order mark (FFmpeg reads a UTF-16 file's)."""
+_NAMES = {
+    "utf-8": "UTF-8",
+    "utf-16": "UTF-16",
+    "cp932": "Shift-JIS",
+    "shift_jis": "Shift-JIS",
+    "euc_jp": "EUC-JP",
+    "gb18030": "GB18030 (GBK)",
+    "gbk": "GBK",
+    "gb2312": "GB2312",
+    "big5": "Big5",
+    "cp949": "EUC-KR (CP949)",
+    "euc_kr": "EUC-KR",
+    "koi8-r": "KOI8-R",
+}
+_CLEAR = (0.1, 0.4)
+"""A single-byte guess is taken at once when its reading is this clean (charset-normalizer's chaos at
+most) and its letters fit a language this well (its coherence at least); garbage reads ~0.2 and ~0.25."""
+_STRAY_CUES = 20
+"""A second look leaves out at most one cue in this many (at least one) as holding stray bytes."""
+_NO_TEXT = re.compile("[\x80-\x9f\ue000-\uf8ff]")
+"""Characters a code page gives a byte with no letter in it: C1 controls (Latin-1's reading of the bytes
+Windows-1252 leaves empty, Shift-JIS's 0x80) and private use (CP932's 0xA0 and 0xFD to 0xFF)."""
+
+
+def encoding_name(encoding: str) -> str:
+    """How an encoding is said to a person: ``Shift-JIS`` for ``cp932`` (its Windows form, which alpha2
+    reads it as), ``Windows-1251`` for ``cp1251``, ``UTF-8``; else Python's name for it."""
+    name = codecs.lookup(encoding).name
+    if name in _NAMES:
+        return _NAMES[name]
+    if name.startswith("cp125") and len(name) == 6:
+        return f"Windows-{name[2:]}"
+    return name.upper() if name.startswith("iso8859") else name
+
+
+def subtitle_codepage(codepage: object) -> str | None:
+    """``codepage`` checked, as mpv's ``--sub-codepage`` takes it: None or ``auto`` (detect the encoding
+    of text that is not UTF-8), an encoding's name (``cp1251``, ``shift_jis``, ``gbk``: text that is not
+    UTF-8 is read in it), or ``+`` and a name (``+cp1250``: every cue is read in it, UTF-8 or not).
+    Returned as Python names it (``+cp1250``, ``shift_jis``), None for auto.
+
+    Raises:
+        InvalidInputError: not a string, or no text encoding Python knows.
+    """
+    if codepage is None:
+        return None
+    if not isinstance(codepage, str):
+        raise InvalidInputError(f"codepage takes an encoding's name (str) or None, got {codepage!r}")
+    forced = codepage.strip().startswith("+")
+    name = codepage.strip().removeprefix("+").strip()
+    if name.lower() == "auto" and not forced:
+        return None
     try:
-        return list(stream.decode(packet))
-    except av.error.InvalidDataError:
-        if stream.codec_context.name not in _PLAIN_TEXT_CODECS:
-            raise
-        data = bytes(packet)
+        info = codecs.lookup(name)
+    except LookupError:
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        raise InvalidInputError(
+            f"codepage {codepage!r} is not a text encoding Python knows; give auto (the default: detect), "
+            "a name (cp1251, shift_jis, gbk, euc-kr, latin-1 ...) or +name (read every cue in it)"
+        )
+    return ("+" if forced else "") + info.name
+
+
+def _read(data: bytes, encoding: str) -> tuple[str, int]:
+    """``data`` read in ``encoding``, each run of bytes it cannot read replaced by U+FFFD, and how many
+    bytes those were. Outside UTF-8 a C1 control or private-use character (:data:`_NO_TEXT`) is no
+    text either: it counts too, as U+FFFD."""
+    parts: list[str] = []
+    bad = 0
+    rest = data
+    while True:
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            retry = av.Packet(data.decode("cp1252", "replace").encode("utf-8"))
-            retry.pts, retry.dts, retry.duration = packet.pts, packet.dts, packet.duration
-            retry.time_base = packet.time_base
-            return list(stream.decode(retry))
-        raise
+            parts.append(rest.decode(encoding))
+            break
+        except UnicodeDecodeError as exc:
+            parts.append(rest[: exc.start].decode(encoding, "replace"))
+            parts.append("\ufffd")
+            bad += max(exc.end - exc.start, 1)
+            rest = rest[max(exc.end, exc.start + 1) :]
+    text = "".join(parts)
+    if codecs.lookup(encoding).name != "utf-8":
+        text, controls = _NO_TEXT.subn("\ufffd", text)
+        bad += controls
+    return text, bad
 
 
-def read_cues(
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _utf8_but_strays(data: bytes) -> bool:
+    """Whether ``data``, not UTF-8, is UTF-8 with a few stray bytes: its UTF-8 characters past ASCII
+    outnumber the bytes that are none (a Windows-1252, Shift-JIS or Cyrillic line has few or none)."""
+    text, bad = _read(data, "utf-8")
+    return sum(1 for char in text if "\x7f" < char != "\ufffd") > bad
+
+
+def _guesses(data: bytes, only: Sequence[str] = ()) -> list[tuple[str, float, float]]:
+    """charset-normalizer's readings of ``data`` (``only``: in these encodings) as (encoding, chaos,
+    coherence), the best first; among single-byte ones that read it equally well, the most common
+    (:data:`_PREFERRED`)."""
+    from charset_normalizer import from_bytes
+    from charset_normalizer.utils import is_multi_byte_encoding
+
+    if only:
+        matches = from_bytes(data, cp_isolation=list(only))
+    else:
+        matches = from_bytes(data, cp_exclusion=list(_NOT_GUESSED))
+    found = [(codecs.lookup(m.encoding).name, float(m.chaos), float(m.coherence)) for m in matches]
+    if not found or is_multi_byte_encoding(found[0][0]):
+        return found
+    chaos, coherence = found[0][1], found[0][2]
+    ties = [
+        f
+        for f in found
+        if not is_multi_byte_encoding(f[0]) and abs(f[1] - chaos) < 0.005 and abs(f[2] - coherence) <= 0.02
+    ]
+    ties.sort(key=lambda f: _PREFERRED.index(f[0]) if f[0] in _PREFERRED else len(_PREFERRED))
+    return ties + [f for f in found if f not in ties]
+
+
+def _clean(text: bytes, encoding: str) -> bool:
+    """Whether ``text`` reads in ``encoding`` with no byte left unexplained."""
+    return _read(text, encoding)[1] == 0
+
+
+def _past_strays(texts: list[bytes]) -> str | None:
+    """The East Asian encoding that reads all of ``texts`` but a few (one in :data:`_STRAY_CUES`), as
+    charset-normalizer judges it on the texts that each such encoding reads cleanly; None if none does."""
+    allowed = max(1, len(texts) // _STRAY_CUES)
+    clean = {name: [_clean(text, name) for text in texts] for name in _MULTI_BYTE}
+    fits = [name for name in _MULTI_BYTE if 0 < sum(clean[name]) >= len(texts) - allowed]
+    kept = [text for i, text in enumerate(texts) if all(clean[name][i] for name in fits)]
+    if not fits or not kept:
+        return None
+    guesses = _guesses(b"\n".join(kept), only=fits)
+    return guesses[0][0] if guesses else None
+
+
+def detect_encoding(texts: bytes | Sequence[bytes]) -> str | None:
+    """The encoding that ``texts`` (a track's cues that are not UTF-8, or one text) are most likely in,
+    as Python names it (``cp932`` for Shift-JIS, ``gb18030`` for GBK, ``cp949`` for EUC-KR, ``cp1251``);
+    None when nothing reads them.
+
+    charset-normalizer guesses (a pure-Python library; mpv asks uchardet). It reads strictly: one stray
+    byte in a Shift-JIS file rules Shift-JIS out, and a single-byte code page reads the rest as garbage.
+    So where its guess is weak (none, or a single-byte one whose reading is not clean and fitting a
+    language, :data:`_CLEAR`), a second look takes the East Asian encodings that read all cues but a few
+    (one in twenty, at least one) and asks charset-normalizer which of them reads the cues they all read
+    best: the cues with the strays are read in it too, their strays as U+FFFD.
+    """
+    from charset_normalizer.utils import is_multi_byte_encoding
+
+    cues = [texts] if isinstance(texts, bytes) else [bytes(text) for text in texts]
+    strict = _guesses(b"\n".join(cues))
+    if strict:
+        name, chaos, coherence = strict[0]
+        if is_multi_byte_encoding(name) or (chaos <= _CLEAR[0] and coherence >= _CLEAR[1]):
+            return name
+    second = _past_strays(cues)
+    if second is not None:
+        return second
+    return strict[0][0] if strict else None
+
+
+@dataclass(frozen=True)
+class SubtitleCues:
+    """A text subtitle stream's cues and how their text was read (:func:`read_subtitles`)."""
+
+    cues: list[SubtitleCue]
+    """The cues, sorted by start."""
+    encoding: str = "utf-8"
+    """The encoding the text was read in, as Python names it: ``utf-8``; for text that was not, the one
+    detected or given (``cp932``: Shift-JIS, ``gb18030``: GBK, ``cp949``: EUC-KR, ``cp1251`` ...)."""
+    found_by: str = "utf-8"
+    """How :attr:`encoding` was chosen: ``utf-8`` (the text is UTF-8), ``bom`` (the file starts with a
+    byte order mark), ``detected`` (not UTF-8: charset-normalizer's guess), ``given`` (the ``codepage``
+    argument), ``fallback`` (nothing read it: Windows-1252, as mpv falls back)."""
+    converted_cues: int = 0
+    """Cues read in :attr:`encoding` where it is not UTF-8 (a file mixing UTF-8 cues in keeps those)."""
+    replaced_bytes: int = 0
+    """Bytes that the encoding does not explain, each run shown as U+FFFD."""
+    left_out_cues: int = 0
+    """Cues FFmpeg's decoder refused (a damaged mov_text box) and that were left out."""
+
+    @property
+    def summary(self) -> str:
+        """A few words on the reading, for a track's line (``Shift-JIS, detected; 1 byte replaced``); empty
+        for a track that is UTF-8 whole."""
+        parts = []
+        if self.found_by in ("detected", "given", "fallback"):
+            parts.append(f"{encoding_name(self.encoding)}, {self.found_by}")
+        if self.replaced_bytes:
+            parts.append(f"{self.replaced_bytes} byte{'s' * (self.replaced_bytes != 1)} replaced")
+        if self.left_out_cues:
+            parts.append(f"{self.left_out_cues} cue{'s' * (self.left_out_cues != 1)} left out")
+        return "; ".join(parts)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What was done to the text, a sentence each; none for a track that is UTF-8 whole."""
+        said: list[str] = []
+        name = encoding_name(self.encoding)
+        how = {
+            "detected": "detected (charset-normalizer)",
+            "given": "as the codepage given says",
+            "fallback": "no encoding was detected, so Windows-1252 (mpv's fallback)",
+        }
+        if self.found_by in how:
+            cues = f"{self.converted_cues} cue{'s' * (self.converted_cues != 1)}"
+            said.append(f"text not in UTF-8: {cues} read as {name} ({self.encoding}), {how[self.found_by]}")
+        if self.replaced_bytes:
+            count = f"{self.replaced_bytes} byte{'s' * (self.replaced_bytes != 1)}"
+            said.append(f"{count} that {name} does not explain shown as U+FFFD (\ufffd)")
+        if self.left_out_cues:
+            count = f"{self.left_out_cues} cue{'s' * (self.left_out_cues != 1)}"
+            said.append(f"{count} that FFmpeg's decoder refused left out")
+        return tuple(said)
+
+
+_UTF16_BOMS = (b"\xfe\xff", b"\xff\xfe")
+
+
+def _split(codec: str, data: bytes) -> tuple[bytes, bytes, bytes]:
+    """A packet as (head, text, tail): mov_text's starts with the text's length (2 bytes) and ends with
+    style boxes; a plain-text decoder's is its text."""
+    if codec != "mov_text":
+        return b"", data, b""
+    if len(data) < 2:
+        return data, b"", b""
+    length = int.from_bytes(data[:2], "big")
+    return data[:2], data[2 : 2 + length], data[2 + length :]
+
+
+def _join(codec: str, head: bytes, text: bytes, tail: bytes) -> bytes:
+    if codec == "mov_text":
+        text = text[:0xFFFF]
+        head = len(text).to_bytes(2, "big")
+    return head + text + tail
+
+
+def _starts_with_utf8_bom(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
+
+
+def _plan(texts: list[bytes], codepage: str | None, bom: bool) -> tuple[str, str, list[bool]]:
+    """(encoding, how it was chosen, whether each text is read in it) for a track's cue texts; the
+    others are UTF-8 (those with a few stray bytes among them get U+FFFD for these)."""
+    forced = codepage is not None and codepage.startswith("+")
+    if forced and codepage is not None:
+        return codepage[1:], "given", [bool(t) for t in texts]
+    if codepage is not None:
+        convert = [not _utf8(t) for t in texts]
+        return (codepage, "given", convert) if any(convert) else ("utf-8", "utf-8", convert)
+    if bom:
+        return "utf-8", "bom", [False] * len(texts)
+    convert = [not _utf8(t) and not _utf8_but_strays(t) for t in texts]
+    if not any(convert):
+        return "utf-8", "utf-8", convert
+    found = detect_encoding([t for t, c in zip(texts, convert, strict=True) if c])
+    return (found, "detected", convert) if found else ("cp1252", "fallback", convert)
+
+
+class _Recoder:
+    """Turns a track's packets into UTF-8 for FFmpeg's decoder, as :func:`_plan` chose, counting."""
+
+    def __init__(self, codec: str, packets: list[bytes], codepage: str | None, bom: bool) -> None:
+        self.codec = codec
+        self.active = codec in _PLAIN_TEXT_CODECS or codec == "mov_text"
+        texts = [_split(codec, p)[1] for p in packets] if self.active else []
+        if codec == "mov_text":  # 3GPP's UTF-16 cues (a byte order mark first) are said by their mark
+            texts = [b"" if text.startswith(_UTF16_BOMS) else text for text in texts]
+        self.encoding, self.found_by, convert = _plan(texts, codepage, bom)
+        self.convert = convert
+        self.converted = 0
+        self.replaced = 0
+
+    def text(self, data: bytes, encoding: str) -> str:
+        text, bad = _read(data, encoding)
+        self.replaced += bad
+        return text
+
+    def packet(self, index: int, data: bytes) -> bytes | None:
+        """Packet ``index``'s bytes as the decoder is to get them; None: unchanged."""
+        if not self.active:
+            return None
+        head, text, tail = _split(self.codec, data)
+        if self.codec == "mov_text" and text.startswith(_UTF16_BOMS):
+            return _join(self.codec, head, self.text(text, "utf-16").encode("utf-8"), tail)  # 3GPP's UTF-16
+        if self.convert[index]:
+            self.converted += 1
+            return _join(self.codec, head, self.text(text, self.encoding).encode("utf-8"), tail)
+        if _utf8(text):
+            return None
+        return _join(self.codec, head, self.text(text, "utf-8").encode("utf-8"), tail)
+
+    def header(self, extradata: bytes | None) -> str | None:
+        """An ASS script header (styles' names) in the track's encoding where it is not UTF-8."""
+        if not extradata:
+            return None
+        if _utf8(extradata) or self.encoding == "utf-8":
+            return extradata.decode("utf-8", "replace")
+        return extradata.decode(self.encoding, "replace")
+
+
+def read_subtitles(
     source: str | os.PathLike[str],
     stream_index: int | None = None,
     *,
     stop: Callable[[], bool] | None = None,
-) -> list[SubtitleCue]:
-    """Every cue of a text subtitle stream of ``source``, sorted by start.
+    codepage: str | None = None,
+) -> SubtitleCues:
+    """Every cue of a text subtitle stream of ``source``, sorted by start, and how its text was read.
+
+    Text that is not UTF-8 is read in the encoding detected (charset-normalizer; :func:`detect_encoding`)
+    or given, and said (:attr:`SubtitleCues.encoding`, :attr:`~SubtitleCues.found_by`,
+    :attr:`~SubtitleCues.notes`); bytes that the encoding does not explain become U+FFFD and are counted
+    (:attr:`~SubtitleCues.replaced_bytes`), the other cues kept. A cue FFmpeg's decoder refuses is left out
+    and counted (:attr:`~SubtitleCues.left_out_cues`). This is done in Python rather than with FFmpeg's
+    ``sub_charenc`` option (iconv), which converts a whole packet: mov_text's binary length and boxes with
+    it (such a cue still fails), and a cue with a bad byte as a whole.
 
     Args:
         source: A media file, or a subtitle file (``.srt``, ``.ass``, ``.vtt``).
         stream_index: The stream's index in the container; None: the first subtitle stream.
         stop: Called between packets; returning True ends the reading early (with the cues so far).
+        codepage: As mpv's ``--sub-codepage`` (:func:`subtitle_codepage`): None or ``auto`` detects the
+            encoding of text that is not UTF-8; a name (``cp1251``, ``shift_jis``) reads such text in it;
+            ``+name`` reads every cue in it.
 
     Raises:
-        InvalidInputError: no such subtitle stream, or a bitmap one; ``source`` is not a path.
+        InvalidInputError: no such subtitle stream, or a bitmap one; ``source`` is not a path; an unknown
+            ``codepage``.
         MediaNotFoundError, MediaFormatError: the file is missing or not media.
     """
     if stream_index is not None and (isinstance(stream_index, bool) or not isinstance(stream_index, int)):
@@ -259,6 +592,7 @@ def read_cues(
             f"stream_index must be an int (the stream's index) or None, got {stream_index!r}"
         )
     where = subtitle_path(source, "read_cues")
+    codepage = subtitle_codepage(codepage)
     with _open(where) as container:
         streams = list(container.streams.subtitles)
         chosen = [s for s in streams if stream_index is None or s.index == stream_index][:1]
@@ -273,24 +607,51 @@ def read_cues(
         info = _info(where, stream)
         if not info.text:
             raise InvalidInputError(f"subtitle stream {stream.index} of {where!r} is a bitmap ({info.codec})")
-        styles = style_placements(getattr(stream.codec_context, "extradata", None))
-        cues: list[tuple[float, float | None, str, str]] = []
+        # The whole track first (a film's is some hundred kilobytes): its encoding is guessed from all of it.
+        packets: list[Any] = []
         try:
             for packet in container.demux(stream):
                 if stop is not None and stop():
                     break
-                if packet.pts is None or packet.time_base is None:
-                    continue
-                start = float(packet.pts * packet.time_base)
-                end = start + float(packet.duration * packet.time_base) if packet.duration else None
-                placed: dict[str, list[str]] = {}
-                for text, placement in (_event_text(item, styles) for item in _decode(stream, packet)):
-                    if text:
-                        placed.setdefault(placement, []).append(text)
-                for placement, texts in placed.items():
-                    cues.append((start, end, "\n".join(texts), placement))
+                if packet.pts is not None and packet.time_base is not None:
+                    packets.append(packet)
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"reading subtitles of {where!r}") from exc
+        # A subtitle file alone with a UTF-8 byte order mark (FFmpeg skips it) is UTF-8, whatever else.
+        bom = len(container.streams) == len(streams) and _starts_with_utf8_bom(where)
+        datas = [bytes(packet) for packet in packets]
+        recoder = _Recoder(str(stream.codec_context.name), datas, codepage, bom)
+        styles = style_placements(recoder.header(getattr(stream.codec_context, "extradata", None)))
+        cues: list[tuple[float, float | None, str, str]] = []
+        left_out = 0
+        refused: av.error.FFmpegError | None = None
+        for index, packet in enumerate(packets):
+            if stop is not None and stop():
+                break
+            start = float(packet.pts * packet.time_base)
+            end = start + float(packet.duration * packet.time_base) if packet.duration else None
+            fed: Any = packet
+            data = recoder.packet(index, datas[index])
+            if data is not None:  # the text in UTF-8, the timing kept
+                fed = av.Packet(data)
+                fed.pts, fed.dts, fed.duration = packet.pts, packet.dts, packet.duration
+                fed.time_base = packet.time_base
+            try:
+                items = list(stream.decode(fed))
+            except av.error.InvalidDataError as exc:
+                left_out += 1  # one damaged cue; the track goes on
+                refused = refused or exc
+                continue
+            except av.error.FFmpegError as exc:
+                raise from_ffmpeg(exc, f"reading subtitles of {where!r}") from exc
+            placed: dict[str, list[str]] = {}
+            for text, placement in (_event_text(item, styles) for item in items):
+                if text:
+                    placed.setdefault(placement, []).append(text)
+            for placement, texts in placed.items():
+                cues.append((start, end, "\n".join(texts), placement))
+        if refused is not None and left_out == len(packets):  # none read: the track, not a cue, is bad
+            raise from_ffmpeg(refused, f"reading subtitles of {where!r}") from refused
     cues.sort(key=lambda cue: cue[0])
     out = []
     for index, (start, end, text, placement) in enumerate(cues):
@@ -298,4 +659,35 @@ def read_cues(
             following = next((c[0] for c in cues[index + 1 :] if c[3] == placement), start + _DEFAULT_CUE_S)
             end = min(start + _DEFAULT_CUE_S, max(following, start + 0.1))
         out.append(SubtitleCue(start, end, text, placement))
-    return out
+    return SubtitleCues(
+        cues=out,
+        encoding=recoder.encoding,
+        found_by=recoder.found_by,
+        converted_cues=recoder.converted,
+        replaced_bytes=recoder.replaced,
+        left_out_cues=left_out,
+    )
+
+
+def read_cues(
+    source: str | os.PathLike[str],
+    stream_index: int | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+    codepage: str | None = None,
+) -> list[SubtitleCue]:
+    """Every cue of a text subtitle stream of ``source``, sorted by start: :func:`read_subtitles`'s cues
+    (which also says how the text was read: the encoding detected where it is not UTF-8).
+
+    Args:
+        source: A media file, or a subtitle file (``.srt``, ``.ass``, ``.vtt``).
+        stream_index: The stream's index in the container; None: the first subtitle stream.
+        stop: Called between packets; returning True ends the reading early (with the cues so far).
+        codepage: None or ``auto`` (detect), an encoding's name, or ``+name`` (:func:`read_subtitles`).
+
+    Raises:
+        InvalidInputError: no such subtitle stream, or a bitmap one; ``source`` is not a path; an unknown
+            ``codepage``.
+        MediaNotFoundError, MediaFormatError: the file is missing or not media.
+    """
+    return read_subtitles(source, stream_index, stop=stop, codepage=codepage).cues

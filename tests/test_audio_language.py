@@ -1,0 +1,95 @@
+"""An audio stream's language and title tags: :class:`AudioStreamInfo` gives them (``und`` as None, as
+``alpha2 play --alang`` and :func:`alpha2.describe` read it), ``AudioSource``'s repr shows them, and
+``alpha2 probe FILE`` lists them for each audio stream (text and ``--json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import av
+import pytest
+
+import alpha2
+from alpha2.apps.cli import main
+from alpha2.ffmpeg_bridge.audio import AudioStreamInfo
+from tests.media import make_clip
+
+
+def _two_languages(tmp_path: Path, ext: str) -> str:
+    """Video, an English stream titled ``English``, a Japanese one titled ``Japanese commentary``, and a
+    third tagged ``und`` with no title: the clip's tone copied into each."""
+    clip = make_clip(tmp_path / f"base{ext}", frames=12, audio=True)
+    path = str(tmp_path / f"languages{ext}")
+    with av.open(clip.path) as inp, av.open(path, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        tags = [("eng", "English"), ("jpn", "Japanese commentary"), ("und", None)]
+        audio = []
+        for language, title in tags:
+            stream = out.add_stream_from_template(inp.streams.audio[0])
+            stream.metadata["language"] = language
+            if title:
+                stream.metadata["title"] = title
+            audio.append(stream)
+        for packet in inp.demux():
+            if packet.dts is None:
+                continue
+            if packet.stream.type == "video":
+                packet.stream = video
+                out.mux(packet)
+                continue
+            for stream in audio:
+                copy = av.Packet(bytes(packet))
+                copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
+                copy.time_base, copy.stream = packet.time_base, stream
+                out.mux(copy)
+    return path
+
+
+@pytest.mark.parametrize("ext", [".mkv", ".mp4"])
+def test_each_audio_stream_says_its_language_and_title(tmp_path: Path, ext: str) -> None:
+    path = _two_languages(tmp_path, ext)
+    said = []
+    for index in range(3):
+        with alpha2.open_audio(path, stream_index=index) as sound:
+            info = sound.info
+            assert isinstance(info, AudioStreamInfo) and info.stream_index == index
+            said.append((info.language, info.title))
+            if index == 1:
+                assert " jpn" in repr(sound)
+            block = next(iter(sound))  # the tags take nothing from the sound
+            assert block.frames > 0
+    assert [language for language, _ in said] == ["eng", "jpn", None]  # und: untagged
+    if ext == ".mkv":  # FFmpeg's MP4 muxer keeps no stream title (a handler name only)
+        assert [title for _, title in said] == ["English", "Japanese commentary", None]
+
+
+def test_the_repr_shows_the_tags(tmp_path: Path) -> None:
+    path = _two_languages(tmp_path, ".mkv")
+    with alpha2.open_audio(path, stream_index=1) as sound:
+        assert " opus jpn 'Japanese commentary' 48000 Hz" in repr(sound)
+
+
+def test_an_untagged_stream_has_none(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "plain.mkv", frames=6, audio=True)
+    with alpha2.open_audio(clip.path) as sound:
+        assert sound.info.language is None and sound.info.title is None
+        assert repr(sound).startswith(f"<alpha2.AudioSource {clip.path!r} opus 48000 Hz")
+
+
+def test_probe_lists_each_audio_streams_language(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _two_languages(tmp_path, ".mkv")
+    assert main(["probe", path, "--no-decode"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if " audio " in line]
+    assert len(lines) == 3
+    assert "eng" in lines[0] and '"English"' in lines[0]
+    assert "jpn" in lines[1] and '"Japanese commentary"' in lines[1]
+    assert "und" not in lines[2]
+    assert main(["probe", path, "--json", "--no-decode"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    streams = [s for s in document["files"][0]["streams"] if s["kind"] == "audio"]
+    assert [(s["language"], s["title"]) for s in streams] == [
+        ("eng", "English"),
+        ("jpn", "Japanese commentary"),
+        (None, None),
+    ]
