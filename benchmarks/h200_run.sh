@@ -18,7 +18,7 @@ export PYTHONPATH=/tmp/site:$PWD
 # .whl in the run of 2026-12-05 and one test failed for it (pip download pycountry into .whl, 8 MB).
 missing=$(python3 -c 'import importlib.util as u
 print(" ".join(m for m in ("av", "wgpu", "wgpudawn", "vulkan", "cffi", "rich", "PIL", "rendercanvas", "glfw",
-    "sounddevice", "pycountry", "numpy") if u.find_spec(m) is None))')
+    "sounddevice", "pycountry", "charset_normalizer", "numpy") if u.find_spec(m) is None))')
 [ -n "$missing" ] && echo "h200_run.sh: not installed here (carry their wheels in .whl): $missing" | tee -a "$OUT/missing.txt" >&2
 steps=${*:-tests probe decode import transcode copier}
 log=$OUT/bench.log
