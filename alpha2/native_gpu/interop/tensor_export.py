@@ -18,15 +18,14 @@ The textures are ring slots of one plane (:class:`~alpha2.native_gpu.interop.rin
   semaphore as a SharedFence.
 
 Per chunk of a batch's frames (:class:`ExportBatch`; up to :data:`CHUNK_WORDS` words, one frame when
-a frame is larger): Dawn ``begin_access`` on the slot's texture, waiting on nothing when the slot's last
-copy out is known done (an event query: almost always) and else on its semaphore, which CUDA signals then,
-after that copy on its stream; the chunk's renders and packs, one submission; ``end_access``, whose fence
-(an opaque-fd semaphore) CUDA imports and waits on, on alpha2's copy stream; ``cuMemcpy2DAsync`` from the
-array into the batch's allocation at the chunk's first word; two events, the slot's ``copy_done`` and one
-after which the fence's import is closed (:class:`~alpha2.native_gpu.interop.cuda.CopyCompletions`). A
-consumer's CUDA stream waits for the copy stream through an event (``_cuda.streams.order_consumer_stream``),
-on the GPU. A slot that fails half-way is retired (destroyed once its CUDA work is done), never reused in
-an unknown state.
+a frame is larger): Dawn ``begin_access`` on the slot's texture, waiting on its semaphore when CUDA
+read the slot before (the slot's last copy out is done before Dawn writes it again); the chunk's
+renders and packs, one submission; ``end_access``, whose fence (an opaque-fd semaphore) CUDA imports
+and waits on, on alpha2's copy stream; ``cuMemcpy2DAsync`` from the array into the batch's allocation
+at the chunk's first word; a signal of the slot's semaphore; an event, after which the fence's import is
+closed (:class:`~alpha2.native_gpu.interop.cuda.CopyCompletions`). A consumer's CUDA stream waits for the
+copy stream through an event (``_cuda.streams.order_consumer_stream``), on the GPU. A slot that fails
+half-way is retired (destroyed once its CUDA work is done), never reused in an unknown state.
 
 Requirements are those of the GPU copy (a wgpudawn device with 'shared-texture-memory-opaque-f-d' and
 'shared-fence-vk-semaphore-opaque-f-d', its Vulkan and CUDA twins by UUID), plus exportable STORAGE
@@ -310,30 +309,13 @@ class ExportBatch:
 
     def begin_frame(self, index: int) -> Any:
         """The storage view frame ``index``'s pack writes: its chunk's export texture, whose Dawn access
-        begins with the chunk's first frame (after CUDA's last copy out of the texture, on the GPU).
-
-        Where that copy is known done (an event query), the access waits on nothing; only where it may
-        still run does CUDA signal the texture's semaphore, after it on the stream, and Dawn's access wait
-        on it. A begin fence costs Dawn's submission a semaphore made, imported and destroyed, about 0.2
-        to 0.35 ms of the caller's thread on an H100 (``benchmarks/probe_shared_submit.py``); with two
-        textures in turn the copy out of the one used two frames before is done almost always."""
+        begins with the chunk's first frame (after CUDA's last copy out of the texture, on the GPU)."""
         chunk = self._chunk_of[index]
         slot = self._slot(chunk)
         plane = slot.planes[0]
         if chunk not in self._begun:
             try:
-                fence = None
-                if plane.uses:
-                    copy_done = slot.copy_done
-                    assert copy_done is not None, "made with the slot"
-                    exporter = self._exporter
-                    with exporter._ctx:
-                        if not copy_done.query():
-                            cu_semaphore = plane.cu_semaphore
-                            assert cu_semaphore is not None, "made with the slot"
-                            cu_semaphore.signal(exporter._stream.handle)  # after the copy out, in order
-                            fence = [1]
-                dawn_planes.begin_access(slot, fence)
+                dawn_planes.begin_access(slot, [1] if plane.uses else None)
             except BaseException:
                 slot.broken = True
                 raise
@@ -371,8 +353,7 @@ class ExportBatch:
                 interop.copy_array_to_device(
                     ctx, cu_image, memory.pointer + chunk.first_word * 4, chunk.words * 4, handle
                 )
-                # The slot's semaphore is signalled by the next access's begin_frame, and only where
-                # this copy is not known done by then: a binary semaphore is signalled once a wait.
+                cu_semaphore.signal(handle)  # Dawn's next access to the slot waits on it
                 plane.uses += 1
                 copy_done = slot.copy_done
                 assert copy_done is not None, "made with the slot"
