@@ -47,6 +47,7 @@ from alpha2.apps.cli import (
     EXAMPLES_HEADING,
     add_overwrite_arguments,
     column_widths,
+    display_width,
     fit_columns,
     help_formatter,
     terminal_columns,
@@ -535,6 +536,31 @@ NOT_MEDIA_NAMES = 5
 """The most names of files left out as not media that the summary gives; ``--json`` has them all."""
 
 
+_NAME_BREAKS = frozenset("/-_. ")
+"""Characters after which a file name in the summary's table may go on to the next line."""
+
+
+def fold_name(name: str, width: int) -> str:
+    """``name`` on lines of at most ``width`` terminal columns, each ended after a ``/``, ``-``, ``_``,
+    ``.`` or space where one lies on the line, else cut at the width (a word longer than a line): the
+    table's file column broke names at its width alone ('clip_from_the_ca' / 'mera_2024.mp4')."""
+    if width < 1 or display_width(name) <= width:
+        return name
+    lines: list[str] = []
+    rest = name
+    while display_width(rest) > width:
+        end = 0  # the longest head of rest that fits
+        while end < len(rest) and display_width(rest[: end + 1]) <= width:
+            end += 1
+        end = max(end, 1)
+        cut = max((i + 1 for i in range(end) if rest[i] in _NAME_BREAKS), default=end)
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    if rest:
+        lines.append(rest)
+    return "\n".join(lines)
+
+
 def _wrapped(text: str, width: int, indent: str = "", subsequent: str = "  ") -> list[str]:
     # By terminal columns (textwrap counted a CJK name's characters, and the console folded the lines
     # it made again, unindented), a number kept with its unit ('(0.033 s long)' broke after 0.033).
@@ -629,7 +655,8 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
             name, justify="right" if name in _RIGHT else "left", overflow="fold", width=widths[i]
         )
     for row in rows:
-        table.add_row(*(Text(row[i]) for i in kept))  # Text: a name's brackets are not markup
+        cells = [fold_name(row[i], widths[i]) if i == 0 else row[i] for i in kept]
+        table.add_row(*(Text(cell) for cell in cells))  # Text: a name's brackets are not markup
     console.print(table)
     if left_out:
         said = ", ".join(_HEADERS[i] for i in left_out)
