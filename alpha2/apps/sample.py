@@ -177,6 +177,7 @@ def write_sample(
     crf: float | None = 18,
     preset: str | None = None,
     overwrite: bool = True,
+    progress: pipeline.Progress | None = None,
 ) -> SampleResult:
     """Write the test clip to ``path`` (atomically, through EncodeSession).
 
@@ -187,6 +188,7 @@ def write_sample(
         crf: the constant-quality factor; left out for an encoder that has none (FFV1, lossless).
         preset: the encoder's speed preset; None: :data:`FAST_PRESETS` for the encoder, if listed.
         overwrite: replace ``path`` when it exists (``alpha2 sample`` passes False unless given ``-y``).
+        progress: told the frames written (``alpha2 sample`` shows a bar on a terminal); None: nothing.
 
     Raises:
         InvalidInputError: a bad duration or size, an unwritable output, or one that exists when
@@ -234,6 +236,9 @@ def write_sample(
         options=pipeline.QUIET_ENCODER_OPTIONS.get(encoder_name),
         audio_rate=SAMPLE_RATE if with_audio else None,
     )
+    shown = progress if progress is not None else pipeline.Progress()
+    shown.start(frames)
+    completed = False
     try:
         samples_done = 0
         for index in range(frames):
@@ -248,10 +253,15 @@ def write_sample(
                 until = round((index + 1) * SAMPLE_RATE / rate)
                 session.encode_audio(_tone(samples_done, until - samples_done), sample_rate=SAMPLE_RATE)
                 samples_done = until
+            shown.update(index + 1)
+        shown.finishing("the encoder's last frames")
+        session.close()
+        completed = True
     except BaseException:
         session.abort()
         raise
-    session.close()
+    finally:
+        shown.close(completed)
     return SampleResult(
         path=full,
         frames=frames,
@@ -298,6 +308,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_overwrite_arguments(parser, what="OUTPUT")
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress display (the line saying what was written stays)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -325,6 +338,7 @@ def run(args: argparse.Namespace) -> int:
         codec=args.codec,
         audio=args.audio,
         overwrite=args.overwrite,
+        progress=pipeline.make_progress("sample", enabled=not (args.json or args.quiet)),
     )
     if args.json:
         pipeline.emit_json(
