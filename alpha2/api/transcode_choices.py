@@ -1,5 +1,7 @@
 """What ``alpha2 transcode`` can be asked for, in names and numbers: the output containers, each codec
-family's default crf, the encoders' presets, the colour and depth choices, the largest picture taken.
+family's default crf, the encoders' presets, the colour and depth choices, the largest picture taken,
+and which audio and subtitle streams to keep (:func:`track_specs`: ``--audio-track``,
+``--subtitle-track``).
 
 Kept out of :mod:`alpha2.api.transcode_plan` (which plans with them and names them too) so that the
 command line's options list them without loading PyAV or numpy: ``alpha2 transcode --help`` and
@@ -9,8 +11,11 @@ command line's options list them without loading PyAV or numpy: ``alpha2 transco
 from __future__ import annotations
 
 import enum
+import re
+from dataclasses import dataclass
 
 from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS
+from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
 
 __all__ = [
@@ -22,6 +27,8 @@ __all__ = [
     "X26X_PRESETS",
     "ColourChoice",
     "DepthChoice",
+    "TrackSpec",
+    "track_specs",
 ]
 
 DEFAULT_CRF: dict[str, float] = {"h264": 23, "hevc": 28, "vp9": 32, "av1": 35}
@@ -94,3 +101,88 @@ class DepthChoice(enum.Enum):
     """8 bits, whatever the input."""
     TEN = "10"
     """10 bits, whatever the input (for H.264 that is High 10)."""
+
+
+TRACK_OPTIONS = {
+    "audio": "--audio-track",
+    "subtitle": "--subtitle-track",
+    "a": "--audio-track",
+    "s": "--subtitle-track",
+}
+"""The option that chooses the streams of each kind (also by ffmpeg's letter), as messages name it."""
+
+
+@dataclass(frozen=True)
+class TrackSpec:
+    """One word of ``--audio-track`` / ``--subtitle-track``: a stream's number among the streams of its
+    kind (``1``: the second audio stream, as ffmpeg's ``-map 0:a:1`` counts), or a language code matched
+    in any of its ISO 639 forms (``en``, ``eng``), as mpv's ``--alang`` matches it; with a trailing ``?``
+    it may match nothing (ffmpeg's ``-map 0:a:1?``), else a file without such a stream is refused."""
+
+    text: str
+    """The word as normalised (lower case): ``1``, ``jpn``, ``eng?``."""
+
+    @property
+    def optional(self) -> bool:
+        """Matching nothing is no error (a trailing ``?``)."""
+        return self.text.endswith("?")
+
+    @property
+    def number(self) -> int | None:
+        """The stream's number among those of its kind, from 0; None: a language."""
+        word = self.text.rstrip("?")
+        return int(word) if word.isdigit() else None
+
+    @property
+    def language(self) -> str | None:
+        """The language code asked for; None: a number."""
+        word = self.text.rstrip("?")
+        return None if word.isdigit() else word
+
+
+def track_specs(value: object, option: str = "--audio-track") -> tuple[str, ...]:
+    """The words of ``--audio-track`` / ``--subtitle-track`` (``option`` names it in errors), normalised:
+    numbers (0, 1, ...) and language codes (``eng``, ``en``, ``jpn``), each optionally ending in ``?``,
+    from a comma-separated string, a number, or a list or tuple of them (lists may hold comma lists).
+
+    Raises:
+        InvalidInputError: a word that is neither, or no word at all.
+    """
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    words: list[str] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, str | int):
+            raise InvalidInputError(
+                f"{option} takes stream numbers (0, 1, ...) and language codes (eng, jpn, de ...), got "
+                f"{type(item).__name__} {item!r:.60}"
+            )
+        for word in str(item).split(","):
+            if word.strip() or not isinstance(item, str):
+                words.append(_track_word(word, option, item))
+    if not words:
+        raise InvalidInputError(
+            f"{option} names no stream; leave it out to keep them all, or drop them all with "
+            + ("--no-audio" if option == "--audio-track" else "--no-subtitles")
+        )
+    return tuple(dict.fromkeys(words))  # each once, in the order given
+
+
+def _track_word(word: str, option: str, given: object) -> str:
+    """One word normalised (``1``, ``jpn``, ``eng?``), or why it is neither a number nor a language."""
+    text = word.strip().lower()
+    bare = text.removesuffix("?")
+    if bare.isdigit() and bare.isascii():
+        return str(int(bare)) + text[len(bare) :]
+    if bare.isascii() and bare.isalpha() and 2 <= len(bare) <= 8:
+        return text
+    kind = option[2:].split("-")[0]
+    said = (
+        f"{option} takes a stream's number among the {kind} streams (0 for the first) or a language code "
+        f"(eng, en, jpn, de ...), comma-separated, a trailing ? where it may match none; got {word.strip()!r}"
+    )
+    if str(given).strip() != word.strip():
+        said += f" in {given!r}"
+    ffmpeg = re.fullmatch(r"(?:\d+:)?([as]):(\d+)(\??)", text)
+    if ffmpeg is not None:  # ffmpeg's -map 0:a:1: the number alone here, with the option of its kind
+        said += f" (ffmpeg's {text} is {TRACK_OPTIONS[ffmpeg[1]]} {ffmpeg[2]}{ffmpeg[3]} here)"
+    raise InvalidInputError(said)

@@ -15,14 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from alpha2.api import arguments, pipeline
+from alpha2.api.languages import language_matches
 from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
     DEFAULT_PRESETS,
     ENCODER_PRESET_RANGES,
     ENCODER_PRESETS,
+    TRACK_OPTIONS,
     X26X_PRESETS,
     ColourChoice,
     DepthChoice,
+    TrackSpec,
+    track_specs,
 )
 from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.encoders import FIDELITY_ENCODERS, colour_kept_or_refused, nearest_encoder_format
@@ -60,10 +64,14 @@ __all__ = [
     "X26X_PRESETS",
     "ColourChoice",
     "DepthChoice",
+    "StreamChoice",
+    "StreamChoiceError",
     "StreamPlan",
+    "Track",
     "TranscodeOptions",
     "TranscodePlan",
     "check_preset",
+    "choose_streams",
     "default_codec",
     "effective_preset",
     "output_depth",
@@ -282,6 +290,20 @@ class TranscodeOptions:
     pipeline on a machine of 4 cores or fewer); None: one pipeline. The workers are started by
     ``multiprocessing``'s spawn method, which imports the calling script again in each: a script that
     transcodes with segments keeps its work under ``if __name__ == "__main__":``."""
+    audio_tracks: tuple[str, ...] | None = None
+    """The audio streams to keep (``--audio-track``), each by its number among the input's audio
+    streams (``0`` the first, as ffmpeg's ``-map 0:a:0`` counts them) or by language (``"jpn"``,
+    ``"en"``: every audio stream tagged in it, matched in any of its ISO 639 codes as mpv's ``--alang``
+    matches); a word ending in ``?`` may match nothing (as ffmpeg's ``-map 0:a:1?``). Also taken as one
+    string, comma-separated (``"jpn,eng"``), or a number. The kept streams stay in the input's order. A
+    word that matches none of the input's streams is refused (:class:`StreamChoiceError`, naming
+    them) before anything is written. None: every audio stream (unless ``audio`` is False)."""
+    subtitles: bool = True
+    """Keep the input's subtitle streams (``--no-subtitles`` drops them all)."""
+    subtitle_tracks: tuple[str, ...] | None = None
+    """The subtitle streams to keep (``--subtitle-track``), chosen as ``audio_tracks`` chooses the
+    audio: by number among the subtitle streams or by language. None: every one (unless
+    ``subtitles`` is False)."""
 
     def _check_types(self) -> None:
         """Each field's type, as :mod:`alpha2.api.arguments` checks the front door's arguments: a
@@ -327,13 +349,28 @@ class TranscodeOptions:
             if getattr(self, name) is not None:
                 arguments.real(name, getattr(self, name))
         arguments.choice("hwaccel", self.hwaccel, ("auto", "cuda", "none"))
-        for name in ("audio", "gpu", "sdr", "overwrite"):
+        for name in ("audio", "subtitles", "gpu", "sdr", "overwrite"):
             arguments.flag(name, getattr(self, name))
+        if self.audio_tracks is not None:
+            put("audio_tracks", track_specs(self.audio_tracks, TRACK_OPTIONS["audio"]))
+        if self.subtitle_tracks is not None:
+            put("subtitle_tracks", track_specs(self.subtitle_tracks, TRACK_OPTIONS["subtitle"]))
         put("colour", arguments.member("colour", self.colour, ColourChoice))
         put("depth", arguments.member("depth", self.depth, DepthChoice))
         arguments.whole("ring_size", self.ring_size)
         if self.max_pixels is not None:
             arguments.whole("max_pixels", self.max_pixels)
+
+    @property
+    def chooses_streams(self) -> bool:
+        """Whether some of the input's audio or subtitle streams are left out on purpose
+        (``--audio-track``, ``--subtitle-track``, ``--no-audio``, ``--no-subtitles``)."""
+        return (
+            not self.audio
+            or not self.subtitles
+            or self.audio_tracks is not None
+            or self.subtitle_tracks is not None
+        )
 
     @property
     def cuts(self) -> bool:
@@ -357,6 +394,16 @@ class TranscodeOptions:
         self._check_types()
         if self.crf is not None and self.bitrate is not None:
             raise InvalidInputError("give crf or bitrate, not both")
+        if not self.audio and self.audio_tracks is not None:
+            raise InvalidInputError(
+                "give audio=False (--no-audio: no audio stream) or audio_tracks (--audio-track: the ones "
+                "kept), not both"
+            )
+        if not self.subtitles and self.subtitle_tracks is not None:
+            raise InvalidInputError(
+                "give subtitles=False (--no-subtitles: no subtitle stream) or subtitle_tracks "
+                "(--subtitle-track: the ones kept), not both"
+            )
         if self.sdr and self.colour in (ColourChoice.KEEP, ColourChoice.BT2020):
             raise InvalidInputError(
                 f"--sdr tone maps to BT.709: it cannot go with --colour {self.colour.value}"
@@ -795,6 +842,172 @@ def plan_transcode(
 
 
 @dataclass(frozen=True)
+class Track:
+    """An audio or subtitle stream of the input, as ``--audio-track`` / ``--subtitle-track`` choose
+    among them (and the report names them)."""
+
+    index: int
+    """Index of the stream in the input."""
+    kind: StreamKind
+    """``AUDIO`` or ``SUBTITLE``."""
+    number: int
+    """Its place among the input's streams of its kind, from 0 (what a number chooses)."""
+    codec: str
+    """Its codec (``aac``, ``srt``)."""
+    language: str | None = None
+    """Its ISO 639 language tag (``eng``); None: untagged."""
+    title: str | None = None
+    """Its title tag."""
+    channels: int = 0
+    """Audio channels (0: not said, or a subtitle stream)."""
+
+    def label(self) -> str:
+        """``1 jpn 'Japanese' (aac, 2 ch)``: its number, language (``und`` untagged), title, codec."""
+        words = [str(self.number), self.language or "und"]
+        if self.title:
+            words.append(repr(self.title))
+        channels = f", {self.channels} ch" if self.channels else ""
+        return " ".join(words) + f" ({self.codec or '?'}{channels})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """For JSON: ``{index, number, language, title, codec}``."""
+        return {
+            "index": self.index,
+            "number": self.number,
+            "language": self.language,
+            "title": self.title,
+            "codec": self.codec,
+        }
+
+
+class StreamChoiceError(InvalidInputError):
+    """A word of ``--audio-track`` / ``--subtitle-track`` that matches none of the input's streams of
+    its kind (the message names them all: number, language, codec); raised before anything is written."""
+
+    def __init__(self, message: str, *, option: str = "", spec: str = "", tracks: tuple[Track, ...] = ()):
+        super().__init__(message)
+        self.option = option
+        """The option: ``--audio-track`` or ``--subtitle-track``."""
+        self.spec = spec
+        """The word that matched nothing (``fre``, ``2``)."""
+        self.tracks = tracks
+        """The input's streams of that kind."""
+
+
+_CHOICE_KINDS = (StreamKind.AUDIO, StreamKind.SUBTITLE)
+
+
+@dataclass(frozen=True)
+class StreamChoice:
+    """Which of the input's audio and subtitle streams the options keep (:func:`choose_streams`)."""
+
+    tracks: tuple[Track, ...]
+    """The input's audio and subtitle streams, in its order."""
+    kept: dict[StreamKind, frozenset[int] | None]
+    """Per kind, the input indices kept; None: all of that kind (nothing asked)."""
+    asked: dict[StreamKind, str]
+    """Per kind, the option that chose (``--audio-track jpn``, ``--no-subtitles``); "": none."""
+    matched_none: tuple[str, ...] = ()
+    """Words ending in ``?`` that matched no stream (``--audio-track eng?``), said in the report."""
+
+    def left_out(self, index: int) -> str | None:
+        """Why the stream of input index ``index`` is left out by the choice; None: not left out by it
+        (the output's container may still drop it, said by the copier)."""
+        track = next((t for t in self.tracks if t.index == index), None)
+        if track is None:
+            return None
+        kept = self.kept.get(track.kind)
+        if kept is None or index in kept:
+            return None
+        asked = self.asked[track.kind]
+        return asked if asked.startswith("--no-") else f"not chosen by {asked}"
+
+    def as_dict(self, kept: set[int], dropped: dict[int, str]) -> dict[str, Any]:
+        """For JSON, per kind: what was ``asked`` (``all``, ``none``, or the words), the streams ``kept``
+        in the output (``kept``: their input indices) and those ``dropped`` with ``reason`` (``dropped``:
+        the output's, the choice's and the container's alike); ``matched_none``: words with ``?`` that
+        matched no stream."""
+        out: dict[str, Any] = {}
+        for kind in _CHOICE_KINDS:
+            asked = self.asked.get(kind, "")
+            words: Any = "all" if not asked else "none" if asked.startswith("--no-") else asked.split()[1]
+            if isinstance(words, str) and words not in ("all", "none"):
+                words = words.split(",")
+            tracks = [t for t in self.tracks if t.kind is kind]
+            out[kind.value] = {
+                "asked": words,
+                "kept": [t.as_dict() for t in tracks if t.index in kept],
+                "dropped": [
+                    {**t.as_dict(), "reason": dropped[t.index]} for t in tracks if t.index in dropped
+                ],
+            }
+        out["matched_none"] = list(self.matched_none)
+        return out
+
+
+def choose_streams(
+    tracks: tuple[Track, ...], options: TranscodeOptions, source: str = "the input"
+) -> StreamChoice:
+    """Which of ``tracks`` (the input's audio and subtitle streams) ``options`` keep: all of a kind by
+    default; none with ``audio=False`` / ``subtitles=False``; with ``audio_tracks`` /
+    ``subtitle_tracks``, every stream any word matches (a number: its place among the streams of its
+    kind; a language: every stream tagged in it, in any of its ISO 639 codes). ``source`` names the
+    input in errors.
+
+    Raises:
+        StreamChoiceError: a word (without a trailing ``?``) that matches no stream; the message names
+            the input's streams of that kind (number, language, title, codec).
+    """
+    kept: dict[StreamKind, frozenset[int] | None] = {}
+    asked: dict[StreamKind, str] = {}
+    matched_none: list[str] = []
+    for kind, keep, words, none in (
+        (StreamKind.AUDIO, options.audio, options.audio_tracks, "--no-audio"),
+        (StreamKind.SUBTITLE, options.subtitles, options.subtitle_tracks, "--no-subtitles"),
+    ):
+        option = TRACK_OPTIONS[kind.value]
+        if not keep:
+            kept[kind], asked[kind] = frozenset(), none
+            continue
+        if words is None:
+            kept[kind], asked[kind] = None, ""
+            continue
+        of_kind = tuple(t for t in tracks if t.kind is kind)
+        found: set[int] = set()
+        for word in words:
+            spec = TrackSpec(word)
+            number, language = spec.number, spec.language
+            matched = {
+                t.index
+                for t in of_kind
+                if (number is not None and t.number == number)
+                or (language is not None and language_matches(t.language, language))
+            }
+            if not matched and spec.optional:
+                matched_none.append(f"{option} {word}")
+            elif not matched:
+                raise StreamChoiceError(
+                    _matches_none(option, word, kind, of_kind, source),
+                    option=option,
+                    spec=word,
+                    tracks=of_kind,
+                )
+            found |= matched
+        kept[kind], asked[kind] = frozenset(found), f"{option} {','.join(words)}"
+    return StreamChoice(tracks, kept, asked, tuple(matched_none))
+
+
+def _matches_none(option: str, word: str, kind: StreamKind, of_kind: tuple[Track, ...], source: str) -> str:
+    """``--audio-track fre matches none of the 2 audio streams of 'in.mkv': 0 eng ..., 1 jpn ...``."""
+    if not of_kind:
+        return f"{option} {word} matches nothing: {source} has no {kind.value} stream"
+    listed = ", ".join(t.label() for t in of_kind)
+    if len(of_kind) == 1:
+        return f"{option} {word} does not match the one {kind.value} stream of {source}: {listed}"
+    return f"{option} {word} matches none of the {len(of_kind)} {kind.value} streams of {source}: {listed}"
+
+
+@dataclass(frozen=True)
 class StreamPlan:
     """Which of the input's other streams go into the output beside the transcoded video."""
 
@@ -808,14 +1021,25 @@ class StreamPlan:
 
 
 def plan_streams(
-    streams: tuple[InputStream, ...], video_index: int, options: TranscodeOptions, muxer: str | None = None
+    streams: tuple[InputStream, ...],
+    video_index: int,
+    options: TranscodeOptions,
+    muxer: str | None = None,
+    choice: StreamChoice | None = None,
 ) -> StreamPlan:
-    """Keep every stream the output may hold, as FFmpeg keeps what its container takes: all audio (but
-    with ``--no-audio``), subtitles, cover art, attachments; one video stream is transcoded, data
-    tracks are not written. What is left out is listed with the reason. An MP4 / MOV chapter track is
+    """Keep every stream the output may hold, as FFmpeg keeps what its container takes: all audio and
+    subtitles (but with ``--no-audio`` / ``--no-subtitles``; with ``--audio-track`` /
+    ``--subtitle-track``, those ``choice`` keeps: :func:`choose_streams`), cover art, attachments; one
+    video stream is transcoded, data tracks are not written. What is left out is listed with the
+    reason. An MP4 / MOV chapter track is
     the input's chapters, which the output's ``muxer`` keeps as its own chapters (said in ``notes``), or
     has no place for (dropped); a MOV timecode track is the start timecode the video's tag repeats,
     which MOV, MP4, Matroska and NUT outputs keep (said in ``notes``) and others drop."""
+    if choice is None and (options.audio_tracks is not None or options.subtitle_tracks is not None):
+        raise InvalidInputError(
+            "plan_streams: the options choose streams by number or language (audio_tracks, "
+            "subtitle_tracks): pass choice=choose_streams(tracks, options)"
+        )
     copy: list[int] = []
     dropped: list[DroppedStream] = []
     notes: list[str] = []
@@ -847,6 +1071,10 @@ def plan_streams(
             why = f"one video stream is transcoded (stream {video_index})"
         elif stream.kind is StreamKind.AUDIO and not options.audio:
             why = "--no-audio"
+        elif stream.kind is StreamKind.SUBTITLE and not options.subtitles:
+            why = "--no-subtitles"
+        elif choice is not None and choice.left_out(stream.index) is not None:
+            why = choice.left_out(stream.index)
         elif stream.kind is StreamKind.DATA and stream.codec == "timecode":
             kept = _timecode_kept(stream, streams, video_index, options, muxer)
             if kept is not None:

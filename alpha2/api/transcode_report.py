@@ -1,7 +1,8 @@
 """What ``alpha2 transcode`` reports: :class:`TranscodeStats` (``--json``), and about the input beyond
 the frames: what the decoder met (concealed frames, failed packets, truncation), timestamps made
 increasing or shifted to start at zero, depth reduced, alpha and interlacing, a picture padded, the
-streams kept beside the video and every one dropped, with why.
+streams kept beside the video and every one dropped, with why, and the audio and subtitle streams chosen
+(``--audio-track``, ``--no-subtitles`` ...): which were kept and which dropped.
 Nothing FFmpeg changes or meets goes unsaid: these are the summary line's notes and ``--json``'s fields.
 """
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.api import pipeline
-from alpha2.api.transcode_plan import TranscodePlan
+from alpha2.api.transcode_plan import StreamChoice, TranscodePlan
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamKind
@@ -21,6 +22,7 @@ from alpha2.gpu.frames import DecodedFrame
 
 __all__ = [
     "TranscodeStats",
+    "choice_summary",
     "colour_tags_added",
     "decode_dict",
     "input_notes",
@@ -105,6 +107,22 @@ class TranscodeStats:
     """Whether the video was encoded in segments at once and joined, or in one pipeline and why, with
     each segment's frames and seconds (:class:`~alpha2.api.segmented_transcode.SegmentedReport`); None:
     ``--segments`` was not given."""
+    stream_choice: StreamChoice | None = None
+    """The audio and subtitle streams asked for (``--audio-track``, ``--subtitle-track``,
+    ``--no-audio``, ``--no-subtitles``) with the input's streams of those kinds; None: none asked
+    (every one kept that the output holds). :meth:`as_dict` says per kind which are in the output and
+    which were dropped, with why."""
+
+    def choice_dict(self) -> dict[str, Any] | None:
+        """``--json``'s ``stream_choice``: per kind (``audio``, ``subtitle``) what was ``asked`` (``all``,
+        ``none``, or the words), the streams ``kept`` in the output and those ``dropped`` with their
+        ``reason`` (each with ``index``, ``number`` among its kind, ``language``, ``title``, ``codec``),
+        and ``matched_none``: words ending in ``?`` that matched no stream. None: no choice asked."""
+        if self.stream_choice is None:
+            return None
+        kept = {s.index for s in self.kept_streams}
+        dropped = {d.index: d.reason for d in self.dropped_streams}
+        return self.stream_choice.as_dict(kept, dropped)
 
     @property
     def output_bitrate(self) -> float | None:
@@ -208,6 +226,7 @@ class TranscodeStats:
                 for s in self.kept_streams
             ],
             "dropped_streams": [d.as_dict() for d in self.dropped_streams],
+            "stream_choice": self.choice_dict(),
             "stream_notes": self.stream_notes,
             "stages": self.stages.as_dict(self.seconds),
             "video": self.video_action(),
@@ -308,8 +327,12 @@ def _has_alpha(pixel_format: str) -> bool:
     return name.startswith(alpha) or name == "pal8"
 
 
-def summary_notes(stats: TranscodeStats) -> list[str]:
-    """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent)."""
+def summary_notes(stats: TranscodeStats, *, streams_line: bool = False) -> list[str]:
+    """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent).
+
+    The streams chosen (``--audio-track`` ...) are one note, ``streams: audio 1 jpn kept; ...``
+    (:func:`choice_summary`), not a note per stream dropped; ``streams_line``: the summary says them on
+    a line of its own (``alpha2 transcode``'s), left out here."""
     notes = list(stats.input_notes)
     if stats.plan is not None and stats.plan.crop is not None:
         size, (_, _, width, height) = stats.plan.input_size, stats.plan.crop
@@ -378,10 +401,40 @@ def summary_notes(stats: TranscodeStats) -> list[str]:
     if kept:
         notes.append(f"kept beside the video: {kept}")
     notes.extend(stats.stream_notes)
+    choice = stats.stream_choice
+    chosen = choice_summary(stats)
+    if chosen is not None and not streams_line:
+        notes.append(f"streams: {chosen}")
     for dropped in stats.dropped_streams:
+        if chosen is not None and choice is not None and choice.left_out(dropped.index) == dropped.reason:
+            continue  # said with the choice, with the language
         what = f"{dropped.kind.value} {dropped.codec}".strip()
         notes.append(f"dropped stream {dropped.index} ({what}): {dropped.reason}")
     return notes
+
+
+def choice_summary(stats: TranscodeStats) -> str | None:
+    """The summary's ``streams`` line where streams were chosen: ``audio 1 jpn kept; audio 0 eng dropped
+    (not chosen by --audio-track jpn); subtitle 0 eng dropped (--no-subtitles)``, the kinds asked about
+    only; None where nothing was asked."""
+    choice = stats.choice_dict()
+    if choice is None or stats.stream_choice is None:
+        return None
+    kept: list[str] = []
+    dropped: dict[str, list[str]] = {}
+    asked = stats.stream_choice.asked
+    for kind, said in choice.items():
+        if kind == "matched_none" or not asked.get(StreamKind(kind)):
+            continue
+        kept += [f"{kind} {t['number']} {t['language'] or 'und'}" for t in said["kept"]]
+        for t in said["dropped"]:
+            dropped.setdefault(t["reason"], []).append(f"{kind} {t['number']} {t['language'] or 'und'}")
+    parts = []
+    if kept:
+        parts.append(", ".join(kept) + " kept")
+    parts += [f"{', '.join(names)} dropped ({reason})" for reason, names in dropped.items()]
+    parts += [f"{word} matched no stream" for word in choice["matched_none"]]
+    return "; ".join(parts) or None
 
 
 def _kept_summary(kept: list[InputStream]) -> str:

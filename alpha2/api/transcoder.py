@@ -21,10 +21,12 @@ discontinuity (:mod:`alpha2.ffmpeg_bridge.timestamps`), and counted; frames the 
 are kept and counted; frames whose picture size differs from the first's (joined MPEG-TS or H.264
 files) are scaled to the output size (swscale on a passthrough, the route's own scaler otherwise),
 counted and said; the input's other streams are kept where the output's container holds them (all
-audio, subtitles, cover art, attachments) and every one left out is reported with the reason
-(:func:`~alpha2.api.transcode_plan.plan_streams`); its chapters are kept as ffmpeg keeps them (moved
-with the output's start, cut to the part; a cut, or a container without chapters such as AVI and
-MPEG-TS, is said); the output appears under its name only when complete.
+audio, subtitles, cover art, attachments; the audio and subtitle streams ``--audio-track`` and
+``--subtitle-track`` choose, by number or language, :func:`~alpha2.api.transcode_plan.choose_streams`)
+and every one left out is reported with the reason (:func:`~alpha2.api.transcode_plan.plan_streams`);
+its chapters are kept as ffmpeg keeps them (moved with the output's start, cut to the part; a cut, or a
+container without chapters such as AVI and MPEG-TS, is said); the output appears under its name only
+when complete.
 
 A part of the input (``--from``, ``--to``, ``--duration``, as FFmpeg's ``-ss`` / ``-to`` / ``-t``, counted
 from the input's start) starts at 0 with the frame on display at ``--from`` (the decoder's frame-exact
@@ -54,10 +56,14 @@ from alpha2.api.transcode_plan import (
     DEFAULT_CRF,
     ColourChoice,
     DepthChoice,
+    StreamChoice,
+    StreamChoiceError,
     StreamPlan,
+    Track,
     TranscodeOptions,
     TranscodePlan,
     check_preset,
+    choose_streams,
     default_codec,
     effective_preset,
     plan_streams,
@@ -65,6 +71,7 @@ from alpha2.api.transcode_plan import (
 )
 from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
+from alpha2.ffmpeg_bridge.describe import describe_file
 from alpha2.ffmpeg_bridge.encode import (
     ROTATION_CONTAINERS,
     encoder_pixel_formats,
@@ -83,7 +90,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
 )
 from alpha2.ffmpeg_bridge.timestamps import TimestampFixer, jump_seconds
 from alpha2.gpu.colour import ColourInfo
-from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.errors import Error, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
@@ -100,10 +107,12 @@ __all__ = [
     "DEFAULT_CRF",
     "ColourChoice",
     "DepthChoice",
+    "StreamChoiceError",
     "TranscodeOptions",
     "TranscodePlan",
     "TranscodeStats",
     "check_options",
+    "input_tracks",
     "plan_transcode",
     "transcode",
 ]
@@ -355,6 +364,7 @@ class _Transcoder:
         self._timestamps = TimestampFixer()  # made again for the output once its time base is known
         self._interlaced = False  # the first frame is interlaced
         self._streams = StreamPlan((), ())
+        self._choice: StreamChoice | None = None  # the audio and subtitle streams asked for, if any
         self._origin = fractions.Fraction(0)  # the input's start: what --from and --to count from
         self._start = fractions.Fraction(0)  # the input time the output starts at (its 0)
         self._start_ticks = 0  # the same, in the encoder's time base
@@ -394,6 +404,23 @@ class _Transcoder:
                 self.source, self.gpu_device, hwaccel=hwaccel, max_pixels=max_pixels, stream_index=moving[0]
             )
         return self.decoder
+
+    def _choose_streams(self) -> StreamChoice | None:
+        """The audio and subtitle streams the options keep (``--audio-track`` ...), from the input's
+        streams and their language tags (read from the container, nothing decoded). None where only
+        ``--no-audio`` / ``--no-subtitles`` were asked and the container does not describe (the
+        decoder's error then says why, as without them).
+
+        Raises:
+            StreamChoiceError: a word that matches none of the input's streams of its kind.
+        """
+        try:
+            tracks = input_tracks(self.source)
+        except Error:
+            if self.options.audio_tracks is None and self.options.subtitle_tracks is None:
+                return None
+            raise
+        return choose_streams(tracks, self.options, repr(self.source))
 
     def _no_video(self, streams: tuple[InputStream, ...], fallback: str | None) -> str:
         """One line saying that the input holds no video, and what it holds instead."""
@@ -529,6 +556,9 @@ class _Transcoder:
         """Open the decoder, take the first frame (at ``--from``, or at the segment's start), plan the
         streams, the cut and the frames; nothing is encoded yet."""
         stages = self.stats.stages
+        if self._part is None and self.options.chooses_streams:
+            # A word of --audio-track that matches nothing is refused before the decoder and the GPU open.
+            self._choice = self.stats.stream_choice = self._choose_streams()
         decoder = self._open()
         self.stats.hwaccel = decoder.hwaccel_report.as_dict()
         start = time.perf_counter()
@@ -551,7 +581,7 @@ class _Transcoder:
         part = self._part
         # A segment is video only: the join copies the other streams once, over the whole output.
         self._streams = (
-            plan_streams(info.streams, info.index, self.options, output_container(self.output))
+            plan_streams(info.streams, info.index, self.options, output_container(self.output), self._choice)
             if part is None
             else StreamPlan((), ())
         )
@@ -1167,11 +1197,15 @@ class _Transcoder:
             return
         audio = [s for s in copied.copied_streams if s.kind is StreamKind.AUDIO]
         lost = [d for d in copied.dropped_streams if d.kind is StreamKind.AUDIO]
+        # Audio --audio-track did not choose: said where it leaves none ('copied' said nothing of it).
+        unchosen = [d for d in self._streams.dropped if d.kind is StreamKind.AUDIO]
         said = str(self.stats.encoder.get("audio"))
         if audio:
             said = "copied" if len(audio) == 1 else f"{len(audio)} streams copied"
         elif lost:
             said = "dropped: " + lost[0].reason
+        elif unchosen:
+            said = "dropped: " + unchosen[0].reason
         if copied.audio_note:  # not a plain copy: say how (a note says how many streams it is about)
             said = copied.audio_note if len(audio) <= 1 else f"{len(audio)} streams kept; {copied.audio_note}"
         if audio and lost:
@@ -1230,12 +1264,56 @@ def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> 
 
     if is_copy(options):
         check_copy_options(options)
+        asked = [
+            name
+            for name, set_ in (
+                ("--audio-track", options.audio_tracks is not None),
+                ("--subtitle-track", options.subtitle_tracks is not None),
+                ("--no-subtitles", not options.subtitles),
+            )
+            if set_
+        ]
+        if asked:
+            # The copy (alpha2.ffmpeg_bridge.remux) keeps every stream but with --no-audio: refused, not
+            # ignored (an output with every stream would have been said as the choice made).
+            raise InvalidInputError(
+                f"--codec copy keeps every audio and subtitle stream (--no-audio drops the audio): "
+                f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} not taken with it; leave "
+                "--codec copy out (the video is then encoded again)"
+            )
         return
     if options.preset is None and options.codec is None:
         return
     encoder = choose_encoder(options.codec or default_codec(output))
     if options.preset is not None:
         check_preset(encoder.name, options.preset)
+
+
+def input_tracks(source: str | os.PathLike[str]) -> tuple[Track, ...]:
+    """The audio and subtitle streams of the file at ``source``, each with its number among the streams
+    of its kind, language, title and codec, as ``--audio-track`` / ``--subtitle-track`` choose among them
+    (the container's word: nothing decoded).
+
+    Raises:
+        MediaNotFoundError, MediaFormatError: the file cannot be read, or is not media.
+    """
+    facts = describe_file(source, rates=False)
+    tracks: list[Track] = []
+    for kind in (StreamKind.AUDIO, StreamKind.SUBTITLE):
+        of_kind = [f for f in facts.streams if f.kind is kind]
+        tracks.extend(
+            Track(
+                index=f.index,
+                kind=kind,
+                number=number,
+                codec=f.codec,
+                language=f.language,
+                title=f.title,
+                channels=f.channels,
+            )
+            for number, f in enumerate(of_kind)
+        )
+    return tuple(sorted(tracks, key=lambda t: t.index))
 
 
 def _path(name: str, value: object) -> str:

@@ -455,12 +455,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_ADDED_LATER = {"audio_tracks": None, "subtitles": True, "subtitle_tracks": None}
+"""Transcode options added after manifests were written, and their defaults: left out of the settings'
+hash while at their default, so that a batch resumed across the change keeps what it made."""
+
+
 def settings_fingerprint(options: TranscodeOptions, extension: str) -> str:
     """A hash of what shapes an output: every transcode option (but ``overwrite``, which says what may be
     replaced, not what is made) and the output's extension."""
     import hashlib
 
     shaping = {k: v for k, v in _plain(options).items() if k != "overwrite"}
+    for name, default in _ADDED_LATER.items():
+        if shaping.get(name) == default:  # as a manifest written before the option was added hashed it
+            shaping.pop(name, None)
     text = json.dumps({"options": shaping, "extension": extension}, sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 

@@ -317,6 +317,21 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
     "-c:a": ("--no-audio", "the audio is copied, or re-encoded where it must be (--no-audio drops it)"),
     "-acodec": ("--no-audio", "the audio is copied, or re-encoded where it must be (--no-audio drops it)"),
     "-an": ("--no-audio", "ffmpeg's -an is --no-audio here"),
+    "-sn": ("--no-subtitles", "ffmpeg's -sn is --no-subtitles here"),
+    "-map": (
+        "--audio-track",
+        "there is no -map here: --audio-track and --subtitle-track keep streams by number (0:a:1 is "
+        "--audio-track 1) or language (jpn); --no-audio, --no-subtitles drop them",
+    ),
+    "--alang": (
+        "--audio-track",
+        "mpv's --alang is --audio-track here (every audio stream of the languages kept)",
+    ),
+    "--slang": ("--subtitle-track", "mpv's --slang is --subtitle-track here"),
+    "--aid": (
+        "--audio-track",
+        "--audio-track N keeps the audio stream N, counted from 0 (mpv's --aid is from 1)",
+    ),
     "-b": ("--bitrate", "ffmpeg's -b is --bitrate here"),
     "-b:v": ("--bitrate", "ffmpeg's -b:v is --bitrate here"),
     "-s": ("--size", "ffmpeg's -s is --size here (it fits the picture in WxH, aspect kept)"),
@@ -327,7 +342,8 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
     "-hwaccel": ("--hwaccel", "ffmpeg's -hwaccel is --hwaccel here (auto, cuda, none)"),
     "-f": ("--codec", "the OUTPUT's extension picks the container here (.mp4, .mkv, .webm, ...)"),
 }
-"""ffmpeg's options that a person used to it types, each with the option of ``alpha2 transcode`` (and
+"""ffmpeg's options (and mpv's track choices) that a person used to it types, each with the option of
+``alpha2 transcode`` (and
 ``batch``) that does its work and the words that say so; said only where the command has that option
 (None: everywhere). Without them, ``-ss`` was 'a file goes as ./-ss', ``-t`` 'did you mean --to?' (an
 end time, not a duration) and ``-hwaccel`` 'argument -h/--help: ignored explicit argument'."""

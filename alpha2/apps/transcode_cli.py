@@ -7,6 +7,7 @@ The options (:func:`add_transcode_arguments`, shared with ``alpha2 batch``), rea
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 # What the parser needs, and no more: the transcoder (PyAV, numpy, the GPU) loads when a file is
@@ -18,9 +19,11 @@ from alpha2.api.transcode_choices import (
     DEFAULT_PRESETS,
     ENCODER_PRESET_RANGES,
     OUTPUT_CONTAINERS,
+    TRACK_OPTIONS,
     X26X_PRESETS,
     ColourChoice,
     DepthChoice,
+    track_specs,
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
@@ -50,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Transcode a video: decode, import, scale and convert colour on the GPU, encode, mux. "
         "With nothing to change, frames go straight from the decoder to the encoder. The audio is "
         "copied, or re-encoded where it must be cut (--from, --to, --duration, --frames) or the "
-        "container cannot hold it.",
+        "container cannot hold it. Every audio and subtitle stream is kept unless chosen "
+        "(--audio-track, --subtitle-track) or dropped (--no-audio, --no-subtitles).",
         epilog=EXAMPLES_HEADING + "\n"
         "  alpha2 transcode in.mp4 out.mp4 --size 1280x720 --crf 20\n"
         "  alpha2 transcode in.mp4 part.mp4 --from 1:30 --to 2:00\n"
@@ -58,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  alpha2 transcode in.mkv out.webm               (VP9 and Opus)\n"
         "  alpha2 transcode hdr.mkv sdr.mp4 --sdr -y      (tone mapped to SDR)\n"
         "  alpha2 transcode long.mp4 out.mp4 --segments 4 (encoded in 4 parts, joined)\n"
-        "  alpha2 transcode in.mkv out.mp4 --codec copy   (remuxed: nothing encoded)",
+        "  alpha2 transcode in.mkv out.mp4 --codec copy   (remuxed: nothing encoded)\n"
+        "  alpha2 transcode in.mkv out.mp4 --audio-track jpn --no-subtitles",
         formatter_class=help_formatter(),
     )
     parser.add_argument("input", metavar="INPUT", help="input video file")
@@ -171,7 +176,38 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
     )
-    parser.add_argument("--no-audio", dest="audio", action="store_false", help="drop the audio")
+    audio = parser.add_mutually_exclusive_group()
+    audio.add_argument("--no-audio", dest="audio", action="store_false", help="drop the audio (ffmpeg's -an)")
+    audio.add_argument(
+        "--audio-track",
+        dest="audio_tracks",
+        action="extend",
+        type=_track_words("audio"),
+        metavar="N|LANG",
+        help="keep only these audio streams: N, the Nth among the audio streams from 0 (ffmpeg's -map "
+        "0:a:N), or LANG, every one in that language (eng, en, jpn; as mpv's --alang); repeat it or "
+        "give a comma list; end a word in ? where it may match none (else a file without it is "
+        "refused)",
+    )
+    parser.add_argument(
+        "--subtitles",
+        dest="subtitles",
+        action="store_true",
+        default=True,
+        help="keep the input's subtitle streams (default)",
+    )
+    subtitles = parser.add_mutually_exclusive_group()
+    subtitles.add_argument(
+        "--no-subtitles", dest="subtitles", action="store_false", help="drop the subtitles (ffmpeg's -sn)"
+    )
+    subtitles.add_argument(
+        "--subtitle-track",
+        dest="subtitle_tracks",
+        action="extend",
+        type=_track_words("subtitle"),
+        metavar="N|LANG",
+        help="keep only these subtitle streams, chosen as --audio-track chooses the audio",
+    )
     add_max_pixels_argument(parser)
 
 
@@ -211,7 +247,30 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         overwrite=getattr(args, "overwrite", False),
         max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
         segments=getattr(args, "segments", None),
+        audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
+        subtitles=getattr(args, "subtitles", True),
+        subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
     )
+
+
+def _track_words(kind: str) -> Callable[[str], list[str]]:
+    """The argparse type of ``--audio-track`` (``kind`` audio) or ``--subtitle-track``: the words of one
+    value (``jpn,1``), normalised."""
+    option = TRACK_OPTIONS[kind]
+
+    def words(text: str) -> list[str]:
+        from alpha2.gpu.errors import InvalidInputError
+
+        try:
+            return list(track_specs(text, option))
+        except InvalidInputError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option} ")) from None
+
+    return words
+
+
+def _words_or_none(words: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(words) if words else None
 
 
 def _segments(text: str) -> int | str:
@@ -249,7 +308,7 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     audio, the part cut, paths, time, notes), each filled to ``width`` columns (None: not wrapped)."""
     import textwrap
 
-    from alpha2.api.transcode_report import segments_summary, summary_notes
+    from alpha2.api.transcode_report import choice_summary, segments_summary, summary_notes
 
     data = stats.as_dict()
     output = stats.output
@@ -269,6 +328,9 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     if audio == "copied" and len(kept) == 1:
         audio += " " + kept[0].describe().removeprefix("audio ")  # copied (aac, 2 ch, 48000 Hz)
     fields.append(("audio", audio))
+    chosen = choice_summary(stats)
+    if chosen is not None:
+        fields.append(("streams", chosen))
     if stats.cut is not None:
         cut = stats.cut
         to = cut.get("to_seconds")
@@ -292,7 +354,7 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     if segments is not None:
         fields.append(("segments", segments))
     fields.append(("time", stats.stages.summary(stats.seconds)))
-    fields.extend(("note", note) for note in summary_notes(stats))
+    fields.extend(("note", note) for note in summary_notes(stats, streams_line=True))
     frames = "1 frame" if stats.frames == 1 else f"{stats.frames} frames"
     head = f"alpha2: transcoded {frames} in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
     if stats.encoder.get("name") == "copy":

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
+from alpha2.api.languages import language_codes
 from alpha2.api.playback import (
     Background,
     displayed_size,
@@ -352,26 +353,6 @@ class _SignalsClose:
             from alpha2.apps.cli import Interrupted, Terminated
 
             raise Interrupted() if self.caught == signal.SIGINT else Terminated(self.caught)
-
-
-def language_codes(code: str) -> frozenset[str]:
-    """Every ISO 639 code of the language ``code`` names (``de``: de, deu, ger), as mpv matches
-    ``--alang`` against the tracks' tags (pycountry's table); the code alone where it names none."""
-    import pycountry
-
-    code = code.lower()
-    found = (
-        pycountry.languages.get(alpha_2=code)
-        if len(code) == 2
-        else pycountry.languages.get(alpha_3=code) or pycountry.languages.get(bibliographic=code)
-    )
-    if found is None:
-        return frozenset({code})
-    names = {code, found.alpha_3}
-    for other in ("alpha_2", "bibliographic"):
-        if getattr(found, other, None):
-            names.add(str(getattr(found, other)))
-    return frozenset(names)
 
 
 def level_colour(level: float) -> tuple[float, float, float, float]:
