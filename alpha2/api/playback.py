@@ -155,6 +155,9 @@ class PlayOptions:
     """A subtitle file to show (``--sub``), before the sidecar files and the input's own tracks."""
     subtitles: bool = True
     """Show the first subtitle track (``--no-sub``: none until ``j`` picks one)."""
+    sub_codepage: str | None = None
+    """How subtitle text that is not UTF-8 is read (``--sub-codepage``, as mpv's): None or ``auto``, its
+    encoding detected; a name (``cp1251``), read in it; ``+name``, every cue read in it."""
     gpu: bool = False
     """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
     tone_curve: ToneCurve = ToneCurve.BT2390

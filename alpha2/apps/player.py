@@ -318,6 +318,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--no-sub", dest="subtitles", action="store_false", help="no subtitles until j picks a track"
     )
+    parser.add_argument(
+        "--sub-codepage",
+        type=_codepage,
+        metavar="CP",
+        help="how subtitle text that is not UTF-8 is read, as mpv's: auto (the default: detected), an "
+        "encoding (cp1251, shift_jis, gbk) or +encoding (every cue read in it)",
+    )
     parser.add_argument("--offscreen", action="store_true", help="render into a texture, no window")
     parser.add_argument("--snapshot", metavar="PATH.png", help="write the rendered frame as a PNG")
     add_overwrite_arguments(parser, what="the --snapshot file")
@@ -387,6 +394,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def _codepage(text: str) -> str | None:
+    """``--sub-codepage``'s value checked as the subtitle readers take it (None: auto)."""
+    from alpha2.api.subtitles import subtitle_codepage
+
+    try:
+        return subtitle_codepage(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def options_from_args(args: argparse.Namespace) -> PlayOptions:
     """``alpha2 play``'s options, for one input or a wall."""
     from alpha2.api.playback import PlayOptions
@@ -408,6 +425,7 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         loop=getattr(args, "loop", False),
         sub=getattr(args, "sub", None),
         subtitles=getattr(args, "subtitles", True),
+        sub_codepage=getattr(args, "sub_codepage", None),
         overwrite=getattr(args, "overwrite", False),
         max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
     )
@@ -453,7 +471,8 @@ def _run(args: argparse.Namespace) -> int:
     if getattr(args, "sub", None) is not None:
         from alpha2.api.subtitles import check_subtitle_file
 
-        check_subtitle_file(args.sub)  # one line now, not a traceback from the window's first draw
+        # One line now, not a traceback from the window's first draw.
+        check_subtitle_file(args.sub, codepage=getattr(args, "sub_codepage", None))
         if args.snapshot is not None or args.offscreen:
             # Refused, not ignored: subtitles are drawn in the window only, and the PNG came without
             # them, said nowhere (an outside pass).

@@ -768,7 +768,9 @@ class WindowPlayback(_Keys):
 
         self._subtitles_opened = True
         options = self.player.options
-        self.subtitles = open_subtitles(self.player.source, sub=options.sub, enabled=options.subtitles)
+        self.subtitles = open_subtitles(
+            self.player.source, sub=options.sub, enabled=options.subtitles, codepage=options.sub_codepage
+        )
 
     def open(self, canvas_module: str = "rendercanvas.auto", *, size: Size | None = None) -> Any:
         """Decode the first frame, make the device and the canvas (the clock starts on the first frame shown).
