@@ -2,12 +2,12 @@
 # The GPU run: tests with the hardware required, the probe table and the benchmarks, on an NVIDIA machine
 # reached through the device tool (no network there: wheels in .whl, the Vulkan loader and GL libraries
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
-#   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-files] [probe] [decode] [import] [transcode] [copier]
+#   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-c | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
 #                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
-#   The suite alone takes about 535 s there: 'bash benchmarks/h200_run.sh tests' in a call of its own,
-#   or its halves 'tests-a' and 'tests-b' in two calls.
+#   The suite takes about 950 s there (2026-12-05): its thirds 'tests-a', 'tests-b' and 'tests-c' in
+#   three calls ('tests', the whole, no longer fits a call's 600 s).
 set -u
 OUT=${OUT:-/tmp/alpha2-out}; mkdir -p "$OUT" /tmp/clips
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -32,11 +32,16 @@ for step in $steps; do
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
         --durations=15 > "$OUT/tests.log" 2>&1; echo "tests rc=$?" >> "$log"
       grep -E " (FAILED|ERROR)" "$OUT/tests.log" | head -40;;
-    tests-a|tests-b)
-      # The suite in two halves, a call each: it took 535 s of the 560 s above on 2026-12-04 (third
-      # session) and still grows. tests-a: the first half of tests/test_*.py by name; tests-b: the rest.
-      files=$(ls tests/test_*.py | sort); count=$(echo "$files" | wc -l); half=$(( (count + 1) / 2 ))
-      if [ "$step" = tests-a ]; then part=$(echo "$files" | head -n "$half"); else part=$(echo "$files" | tail -n +"$(( half + 1 ))"); fi
+    tests-a|tests-b|tests-c)
+      # The suite in thirds, a call each (three calls, about 300 s each with a machine's start): its
+      # second half took 552 s of the 560 s limit on 2026-12-05 (eighth session) and the suite still
+      # grows. tests-a, tests-b, tests-c: the first, second and last third of tests/test_*.py by name.
+      files=$(ls tests/test_*.py | sort); count=$(echo "$files" | wc -l); third=$(( (count + 2) / 3 ))
+      case $step in
+        tests-a) part=$(echo "$files" | head -n "$third");;
+        tests-b) part=$(echo "$files" | tail -n +"$(( third + 1 ))" | head -n "$third");;
+        *) part=$(echo "$files" | tail -n +"$(( 2 * third + 1 ))");;
+      esac
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
         --durations=15 $part > "$OUT/$step.log" 2>&1; echo "$step rc=$?" >> "$log"
       grep -E " (FAILED|ERROR)" "$OUT/$step.log" | head -40;;
