@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-c | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite takes about 950 s there (2026-12-05): its thirds 'tests-a', 'tests-b' and 'tests-c' in
 #   three calls ('tests', the whole, no longer fits a call's 600 s).
@@ -173,6 +173,10 @@ for step in $steps; do
     shared-submit)  # issue 27: the CPU's time a Dawn submission with 0-3 shared textures (their accesses, fences)
       { echo '$ python3 benchmarks/probe_shared_submit.py --iterations 600 --rounds 2';
         timeout 120 python3 benchmarks/probe_shared_submit.py --iterations 600 --rounds 2; } 2>&1 \
+        | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
+    shared-threaded)  # issue 27's lever: the planes' shared textures on a second thread (implicit device sync)
+      { echo '$ python3 benchmarks/probe_shared_submit.py --threaded --iterations 600 --rounds 2';
+        timeout 120 python3 benchmarks/probe_shared_submit.py --threaded --iterations 600 --rounds 2; } 2>&1 \
         | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
     tensor-toggles)  # issue 27: the 224x224 float16 row with Dawn's toggles that cut the CPU cost of a
       # submission (no validation; dynamic rendering: no VkFramebuffer a render pass), alternating

@@ -15,6 +15,14 @@ Dawn's source (mirror at v20260820, read in the eighth session of 2026-12-05) do
 submission: a vkCreateSemaphore for export, a vkGetSemaphoreFdKHR, later a vkDestroySemaphore, and per begin
 fence a vkCreateSemaphore + vkImportSemaphoreFdKHR + vkDestroySemaphore; one vkQueueSubmit in all. This
 measures what that adds up to.
+
+``--threaded`` asks whether the frame's two plane textures could be taken off the caller's thread (issue
+27's lever): the device is made with Dawn's ``implicit-device-synchronization`` (a device lock around every
+call), a second thread (the decoder's, in the library) begins two shared textures, copies them into plain
+textures and submits, a frame at a time ahead through a queue of two, while the caller's thread submits
+one shared texture (the export) and two plain ones a frame; against the same work on one thread.
+
+    python3 benchmarks/probe_shared_submit.py --threaded --iterations 600
 """
 
 from __future__ import annotations
@@ -132,13 +140,131 @@ def run(iterations: int, shared: int, fenced: bool, parts: dict[str, Any]) -> di
     return {name: statistics.median(values) * 1e6 for name, values in times.items()}
 
 
+def run_threaded(iterations: int, parts: dict[str, Any], *, threaded: bool) -> dict[str, float]:
+    """A frame's three textures as the library would have them with the planes copied ahead: the
+    planes' two shared textures begun, copied into plain textures and submitted on a second thread
+    (``threaded``) or on the caller's; then the caller's submission writing the export (shared) and
+    reading nothing else shared. Median microseconds of the caller's calls a frame, and frames a second."""
+    import queue
+    import threading
+
+    from alpha2.native_gpu.interop import dawn_planes
+
+    device, pipeline = parts["device"], parts["pipeline"]
+    slots, plain = parts["slots"], parts["plain"]
+    export, planes = slots[0], slots[1:3]
+    copies = parts["copies"]
+    export_group = device.create_bind_group(
+        layout=pipeline.get_bind_group_layout(0), entries=[{"binding": 0, "resource": export.planes[0].view}]
+    )
+    plain_groups = [
+        device.create_bind_group(
+            layout=pipeline.get_bind_group_layout(0), entries=[{"binding": 0, "resource": t.create_view()}]
+        )
+        for t in plain[:2]
+    ]
+
+    def copy_planes() -> None:
+        for slot in planes:
+            dawn_planes.begin_access(slot, None)
+        encoder = device.create_command_encoder()
+        for slot, target in zip(planes, copies, strict=True):
+            encoder.copy_texture_to_texture(
+                {"texture": slot.planes[0].texture, "mip_level": 0, "origin": (0, 0, 0)},
+                {"texture": target, "mip_level": 0, "origin": (0, 0, 0)},
+                (SIDE, SIDE, 1),
+            )
+        device.queue.submit([encoder.finish()])
+        for slot in planes:
+            plane = slot.planes[0]
+            dawn_planes.end_plane(plane, collect_fences=True)
+            for fd in plane.release_fence_fds + plane.release_sync_fds:
+                fd.close()
+            plane.release_fence_fds, plane.release_sync_fds = [], []
+
+    ready: queue.Queue[int | None] = queue.Queue(maxsize=2)
+    failed: list[BaseException] = []
+
+    def ahead() -> None:
+        try:
+            for index in range(iterations):
+                copy_planes()
+                ready.put(index)
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            ready.put(None)
+
+    worker = threading.Thread(target=ahead, name="planes ahead") if threaded else None
+    if worker is not None:
+        worker.start()
+    times: list[float] = []
+    start = time.perf_counter()
+    for index in range(iterations):
+        if worker is not None:
+            if ready.get(timeout=30) is None:
+                break
+        t0 = time.perf_counter()
+        if worker is None:
+            copy_planes()
+        dawn_planes.begin_access(export, None)
+        encoder = device.create_command_encoder()
+        for group in (export_group, *plain_groups):
+            compute = encoder.begin_compute_pass()
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, group)
+            compute.dispatch_workgroups(SIDE // 8, SIDE // 8, 1)
+            compute.end()
+        device.queue.submit([encoder.finish()])
+        plane = export.planes[0]
+        dawn_planes.end_plane(plane, collect_fences=True)
+        for fd in plane.release_fence_fds + plane.release_sync_fds:
+            fd.close()
+        plane.release_fence_fds, plane.release_sync_fds = [], []
+        if index >= 16:
+            times.append(time.perf_counter() - t0)
+        if index % 16 == 15:
+            _drain_queue(device)
+    seconds = time.perf_counter() - start
+    if worker is not None:
+        worker.join(30)
+    _drain_queue(device)
+    if failed:
+        raise failed[0]
+    return {"caller": statistics.median(times) * 1e6, "fps": len(times) / seconds if times else 0.0}
+
+
+def _with_implicit_synchronization() -> None:
+    """Make every wgpudawn device ask for Dawn's implicit-device-synchronization where the adapter has it
+    (the probe's own patch: the library does not ask for it)."""
+    from wgpudawn import _classes
+
+    original = _classes.GPUAdapter.request_device_async
+
+    def request(self: Any, *args: Any, required_features: Any = (), **kwargs: Any) -> Any:
+        features = list(required_features)
+        if "implicit-device-synchronization" in {str(f) for f in self.features}:
+            features.append("implicit-device-synchronization")
+        return original(self, *args, required_features=features, **kwargs)
+
+    _classes.GPUAdapter.request_device_async = request
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--iterations", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--threaded",
+        action="store_true",
+        help="the planes' two shared textures on a second thread, against one thread (Dawn's implicit "
+        "device synchronization asked for)",
+    )
     args = parser.parse_args(argv)
+    if args.threaded:
+        _with_implicit_synchronization()
 
     from alpha2.native_gpu.device.device import Device
     from alpha2.native_gpu.interop.tensor_export import TensorExporter, _export_key, export_geometry
@@ -164,8 +290,40 @@ def main(argv: list[str] | None = None) -> int:
     pipeline = webgpu.create_compute_pipeline(
         layout="auto", compute={"module": module, "entry_point": "main"}
     )
-    parts = {"device": webgpu, "pipeline": pipeline, "exporter": exporter, "slots": slots, "plain": plain}
-    print(f"{device.adapter_name}; {args.iterations} iterations a row, medians in microseconds a call")
+    copy_usage = gpu.TextureUsage.COPY_DST | gpu.TextureUsage.TEXTURE_BINDING
+    copies = [
+        webgpu.create_texture(size=(SIDE, SIDE, 1), format="rgba8uint", usage=copy_usage) for _ in range(2)
+    ]
+    parts = {
+        "device": webgpu,
+        "pipeline": pipeline,
+        "exporter": exporter,
+        "slots": slots,
+        "plain": plain,
+        "copies": copies,
+    }
+    if args.threaded:
+        print(f"{device.adapter_name}; features: {sorted(str(f) for f in webgpu.features)}")
+        print(f"{args.iterations} frames a row; the caller's median microseconds a frame, frames a second")
+        for round_ in range(args.rounds):
+            for threaded in (False, True):
+                row = run_threaded(args.iterations, parts, threaded=threaded)
+                where = "planes on a second thread" if threaded else "all on the caller's thread"
+                print(f"{where:>28}: caller {row['caller']:8.1f} us, {row['fps']:8.1f} frames/s", end="")
+                print(f" (round {round_ + 1})")
+    else:
+        _rows(args, parts, device.adapter_name)
+    with exporter._ctx:
+        for slot in slots:
+            exporter._ring.give_back(slot, broken=False)
+    exporter.close()
+    device.close()
+    return 0
+
+
+def _rows(args: argparse.Namespace, parts: dict[str, Any], adapter_name: str) -> None:
+    """The table of 0-3 shared textures, with and without begin fences."""
+    print(f"{adapter_name}; {args.iterations} iterations a row, medians in microseconds a call")
     print(f"{'shared':>6} {'fenced':>6} {'begin':>8} {'encode':>8} {'submit':>8} {'end':>8} {'all':>8}")
     for round_ in range(args.rounds):
         for shared in range(TEXTURES + 1):
@@ -175,12 +333,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"{shared:>6} {fenced!s:>6} {row['begin']:8.1f} {row['encode']:8.1f} "
                     f"{row['submit']:8.1f} {row['end']:8.1f} {row['all']:8.1f}   (round {round_ + 1})"
                 )
-    with exporter._ctx:
-        for slot in slots:
-            exporter._ring.give_back(slot, broken=False)
-    exporter.close()
-    device.close()
-    return 0
 
 
 if __name__ == "__main__":
