@@ -435,6 +435,24 @@ def remux(src: str, dst: str, options: dict[str, str] | None = None) -> str:
     return dst
 
 
+def copy_video_and_audio(inp: Any, video: Any, audio: list[Any], out: Any) -> None:
+    """Mux ``inp``'s video packets into ``video`` and its one audio stream's packets into each stream of
+    ``audio`` (output streams of ``out`` made from ``inp``'s): a clip's sound as several audio streams,
+    each tagged as a test needs (languages, titles, dispositions)."""
+    for packet in inp.demux():
+        if packet.dts is None:
+            continue
+        if packet.stream.type == "video":
+            packet.stream = video
+            out.mux(packet)
+            continue
+        for stream in audio:
+            copy = av.Packet(bytes(packet))
+            copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
+            copy.time_base, copy.stream = packet.time_base, stream
+            out.mux(copy)
+
+
 def make_interlaced_mpeg2(path: str | os.PathLike[str], frames: int = 50, rate: int = 25) -> str:
     """An interlaced-coded MPEG-2 clip (128x96); in a program stream (.mpg) it starts after 0."""
     path = os.fspath(path)

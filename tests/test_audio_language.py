@@ -13,7 +13,7 @@ import pytest
 import alpha2
 from alpha2.apps.cli import main
 from alpha2.ffmpeg_bridge.audio import AudioStreamInfo
-from tests.media import make_clip
+from tests.media import copy_video_and_audio, make_clip
 
 
 def _two_languages(tmp_path: Path, ext: str) -> str:
@@ -31,18 +31,7 @@ def _two_languages(tmp_path: Path, ext: str) -> str:
             if title:
                 stream.metadata["title"] = title
             audio.append(stream)
-        for packet in inp.demux():
-            if packet.dts is None:
-                continue
-            if packet.stream.type == "video":
-                packet.stream = video
-                out.mux(packet)
-                continue
-            for stream in audio:
-                copy = av.Packet(bytes(packet))
-                copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
-                copy.time_base, copy.stream = packet.time_base, stream
-                out.mux(copy)
+        copy_video_and_audio(inp, video, audio, out)
     return path
 
 

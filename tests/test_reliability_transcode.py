@@ -38,6 +38,7 @@ from alpha2.gpu.geometry import Size
 sys.path.insert(0, os.path.dirname(__file__))
 from media import (
     _write_tone,
+    copy_video_and_audio,
     encoder_available,
     make_audio_only,
     make_clip,
@@ -231,19 +232,7 @@ def _multi(tmp_path: Path, ext: str, audio_streams: int = 8) -> str:
         text = out.add_mux_stream(sub, time_base=ms)
         if ext == ".mkv":
             out.add_attachment("font.ttf", "application/x-truetype-font", b"\0\1\0\0FAKEFONT")
-        for packet in inp.demux():
-            if packet.dts is None:
-                continue
-            if packet.stream.type == "video":
-                packet.stream = video
-                out.mux(packet)
-                continue
-            for stream in audio:
-                copy = av.Packet(bytes(packet))
-                copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
-                copy.time_base = packet.time_base
-                copy.stream = stream
-                out.mux(copy)
+        copy_video_and_audio(inp, video, audio, out)
         for i, words in enumerate((b"Hello", b"World")):
             body = words if sub == "subrip" else len(words).to_bytes(2, "big") + words
             cue = av.Packet(body)

@@ -13,7 +13,7 @@ import pytest
 
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.ffmpeg_bridge.side_streams import STREAM_TAGS_OF_THE_CODING, copy_tags
-from tests.media import make_clip
+from tests.media import copy_video_and_audio, make_clip
 
 Disposition = av.stream.Disposition
 
@@ -44,19 +44,7 @@ def _multi(tmp_path: Path, ext: str, *, defaults: bool = True) -> str:
             video.disposition = english.disposition = 0
         french.disposition = 0
         text.disposition = Disposition.forced | Disposition.hearing_impaired
-        for packet in inp.demux():
-            if packet.dts is None:
-                continue
-            if packet.stream.type == "video":
-                packet.stream = video
-                out.mux(packet)
-                continue
-            for stream in (english, french):
-                copy = av.Packet(bytes(packet))
-                copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
-                copy.time_base = packet.time_base
-                copy.stream = stream
-                out.mux(copy)
+        copy_video_and_audio(inp, video, [english, french], out)
         for i, words in enumerate((b"Hallo", b"Welt")):
             body = words if sub == "subrip" else len(words).to_bytes(2, "big") + words
             cue = av.Packet(body)

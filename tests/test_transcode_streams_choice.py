@@ -23,7 +23,7 @@ from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.apps import cli
 from alpha2.apps.cli import display_width
 from alpha2.gpu.errors import InvalidInputError
-from tests.media import make_clip
+from tests.media import copy_video_and_audio, make_clip
 
 Capsys = pytest.CaptureFixture[str]
 MS = fractions.Fraction(1, 1000)
@@ -57,18 +57,7 @@ def _clip(
             if language is not None:
                 text.metadata["language"] = language
             texts.append(text)
-        for packet in inp.demux():
-            if packet.dts is None:
-                continue
-            if packet.stream.type == "video":
-                packet.stream = video
-                out.mux(packet)
-                continue
-            for stream in sounds:
-                copy = av.Packet(bytes(packet))
-                copy.pts, copy.dts, copy.duration = packet.pts, packet.dts, packet.duration
-                copy.time_base, copy.stream = packet.time_base, stream
-                out.mux(copy)
+        copy_video_and_audio(inp, video, sounds, out)
         for number, text in enumerate(texts):
             words = f"cue {number}".encode()
             body = words if sub == "subrip" else len(words).to_bytes(2, "big") + words
