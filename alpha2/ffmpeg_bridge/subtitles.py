@@ -19,8 +19,11 @@ this module.
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
+import threading
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -306,23 +309,33 @@ def subtitle_codepage(codepage: object) -> str | None:
     return ("+" if forced else "") + info.name
 
 
+_replaced = threading.local()
+"""The bytes :data:`_COUNTING` replaced in this thread's decode."""
+_COUNTING = "alpha2-subtitles-count"
+
+
+def _count_replaced(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    _replaced.count = getattr(_replaced, "count", 0) + max(exc.end - exc.start, 1)
+    return "\ufffd", max(exc.end, exc.start + 1)
+
+
+codecs.register_error(_COUNTING, _count_replaced)
+
+
 def _read(data: bytes, encoding: str) -> tuple[str, int]:
     """``data`` read in ``encoding``, each run of bytes it cannot read replaced by U+FFFD, and how many
     bytes those were. Outside UTF-8 a C1 control or private-use character (:data:`_NO_TEXT`) is no
     text either: it counts too, as U+FFFD."""
-    parts: list[str] = []
-    bad = 0
-    rest = data
-    while True:
-        try:
-            parts.append(rest.decode(encoding))
-            break
-        except UnicodeDecodeError as exc:
-            parts.append(rest[: exc.start].decode(encoding, "replace"))
-            parts.append("\ufffd")
-            bad += max(exc.end - exc.start, 1)
-            rest = rest[max(exc.end, exc.start + 1) :]
-    text = "".join(parts)
+    # One decode with a counting error handler: a loop that decoded on after each error was quadratic in
+    # a cue's bad bytes, and the whole track is read so in each candidate (100k cues took 10 s).
+    _replaced.count = 0
+    try:
+        text = data.decode(encoding, _COUNTING)
+        bad = int(_replaced.count)
+    finally:
+        _replaced.count = 0
     if codecs.lookup(encoding).name != "utf-8":
         text, controls = _NO_TEXT.subn("\ufffd", text)
         bad += controls
@@ -340,8 +353,10 @@ def _utf8(data: bytes) -> bool:
 def _utf8_but_strays(data: bytes) -> bool:
     """Whether ``data``, not UTF-8, is UTF-8 with a few stray bytes: its UTF-8 characters past ASCII
     outnumber the bytes that are none (a Windows-1252, Shift-JIS or Cyrillic line has few or none)."""
-    text, bad = _read(data, "utf-8")
-    return sum(1 for char in text if "\x7f" < char != "\ufffd") > bad
+    text = data.decode("utf-8", "replace")  # not _read: this runs on every cue, mostly not UTF-8
+    kept = text.replace("\ufffd", "")
+    bad = len(data) - len(kept.encode("utf-8"))
+    return sum(1 for char in kept if char > "\x7f") > bad
 
 
 def _guesses(data: bytes, only: Sequence[str] = ()) -> list[tuple[str, float, float]]:
@@ -377,13 +392,105 @@ def _past_strays(texts: list[bytes]) -> str | None:
     """The East Asian encoding that reads all of ``texts`` but a few (one in :data:`_STRAY_CUES`), as
     charset-normalizer judges it on the texts that each such encoding reads cleanly; None if none does."""
     allowed = max(1, len(texts) // _STRAY_CUES)
-    clean = {name: [_clean(text, name) for text in texts] for name in _MULTI_BYTE}
-    fits = [name for name in _MULTI_BYTE if 0 < sum(clean[name]) >= len(texts) - allowed]
+    clean: dict[str, list[bool]] = {}
+    for name in _MULTI_BYTE:
+        read: list[bool] = []
+        failed = 0
+        for text in texts:  # an encoding past its allowance of cues with strays is dropped at once
+            read.append(_clean(text, name))
+            failed += not read[-1]
+            if failed > allowed:
+                break
+        clean[name] = read
+    fits = [name for name in _MULTI_BYTE if len(clean[name]) == len(texts) and 0 < sum(clean[name])]
     kept = [text for i, text in enumerate(texts) if all(clean[name][i] for name in fits)]
     if not fits or not kept:
         return None
     guesses = _guesses(b"\n".join(kept), only=fits)
     return guesses[0][0] if guesses else None
+
+
+_SHORT_CANDIDATES = ("cp1252", "cp1251", "cp1250", "cp1253", "koi8-r")
+"""The single-byte encodings weighed for a text too short for charset-normalizer (:func:`_plausible`),
+beside its own guesses and :data:`_MULTI_BYTE`: where two read it equally well, the first is taken."""
+_SHORT_BYTES = 24
+"""Bytes past ASCII up to which a text with no language evidence is judged by :func:`_plausible`: a word or
+two, where charset-normalizer's guess is arbitrary; past that its multi-byte guesses hold."""
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _common_han(char: str, encoding: str) -> bool:
+    """Whether a Han character is among the common ones of ``encoding``'s set (its first level: GB2312's
+    3755, Big5's frequent 5401, JIS X 0208's first 2965); Korean text rarely has Han at all."""
+    try:
+        lead = char.encode(encoding)[0]
+    except UnicodeEncodeError:
+        return False
+    if encoding == "gb18030":
+        return 0xB0 <= lead <= 0xD7
+    if encoding == "big5":
+        return 0xA4 <= lead <= 0xC6
+    if encoding == "cp932":
+        return 0x88 <= lead <= 0x98
+    return False
+
+
+def _common_hangul(char: str) -> bool:
+    try:
+        pair = char.encode("cp949")
+    except UnicodeEncodeError:
+        return False
+    return len(pair) == 2 and 0xB0 <= pair[0] <= 0xC8 and pair[1] >= 0xA1
+
+
+def _reading_score(text: str, encoding: str) -> float:
+    """How plausible ``text`` (a short text read in ``encoding``) is as subtitle text: the share of its
+    characters past ASCII that sit as a language puts them. A Latin word holds an ASCII letter too
+    (``Café``, not ``Ïðèâåò``), a Cyrillic or Greek word is all in its script with no capital after a
+    small letter, kana and Hangul count as written, Han only where common (:func:`_common_han`)."""
+    wide = [char for char in text if char > "\x7f"]
+    if not wide:
+        return 0.0
+    good = 0.0
+    for word in _WORD.findall(text):
+        if word.isascii():
+            continue
+        scripts = {unicodedata.name(char, "?").split()[0] for char in word if char > "\x7f"}
+        if scripts <= {"HIRAGANA", "KATAKANA", "HANGUL", "CJK", "KATAKANA-HIRAGANA"}:
+            for char in word:
+                if char <= "\x7f":
+                    continue
+                name = unicodedata.name(char, "?")
+                if name.startswith("HANGUL"):  # KS X 1001's 2350 syllables, not CP949's 8822 added
+                    good += 1.0 if _common_hangul(char) else 0.0
+                elif not name.startswith("CJK"):
+                    good += 1.0  # kana: a reading in them is seldom an accident
+                elif _common_han(char, encoding):
+                    good += 0.9
+            continue
+        # Small letters, a capital first, or all capitals (less likely: 'БВБВ' is Big5's '謝謝' misread)
+        weight = 1.0 if word[1:].islower() or len(word) == 1 else 0.6 if word.isupper() else 0.0
+        wide_letters = sum(1 for char in word if char > "\x7f")
+        if scripts == {"LATIN"} and any(c.isascii() for c in word):
+            good += weight * wide_letters
+        elif len(scripts) == 1 and scripts <= {"CYRILLIC", "GREEK"} and wide_letters == len(word):
+            good += weight * wide_letters
+    return good / len(wide)
+
+
+def _plausible(data: bytes, guesses: Sequence[str]) -> str | None:
+    """The encoding that reads a short ``data`` most plausibly (:func:`_reading_score`) among
+    charset-normalizer's ``guesses`` and :data:`_SHORT_CANDIDATES`, read with no byte unexplained; ties go
+    to the single-byte code pages, most common first, then to charset-normalizer's order."""
+    names = list(dict.fromkeys([*_SHORT_CANDIDATES, *guesses, *_MULTI_BYTE]))
+    scored = []
+    for order, name in enumerate(names):
+        text, bad = _read(data, name)
+        if bad == 0:
+            scored.append((-_reading_score(text, name), order, name))
+    if not scored or min(scored)[0] == 0:  # nothing reads as words: charset-normalizer's guess stands
+        return guesses[0] if guesses else None
+    return min(scored)[2]
 
 
 def detect_encoding(texts: bytes | Sequence[bytes]) -> str | None:
@@ -402,6 +509,11 @@ def detect_encoding(texts: bytes | Sequence[bytes]) -> str | None:
 
     cues = [texts] if isinstance(texts, bytes) else [bytes(text) for text in texts]
     strict = _guesses(b"\n".join(cues))
+    joined = b"\n".join(cues)
+    if strict and strict[0][2] == 0.0 and sum(byte > 0x7F for byte in joined) <= _SHORT_BYTES:
+        # No language evidence at all (a word or two: 'Да', 'Café'), where charset-normalizer's first
+        # guess is arbitrary: Big5 for Windows-1251's 'Привет', Windows-1251 for 'Café'.
+        return _plausible(b"\n".join(cues), [found[0] for found in strict])
     if strict:
         name, chaos, coherence = strict[0]
         if is_multi_byte_encoding(name) or (chaos <= _CLEAR[0] and coherence >= _CLEAR[1]):
@@ -488,12 +600,46 @@ def _join(codec: str, head: bytes, text: bytes, tail: bytes) -> bytes:
     return head + text + tail
 
 
-def _starts_with_utf8_bom(path: str) -> bool:
+def _file_start(path: str) -> bytes:
     try:
         with open(path, "rb") as file:
-            return file.read(3) == b"\xef\xbb\xbf"
+            return file.read(4)
     except OSError:
-        return False
+        return b""
+
+
+_WIDE_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+_MAX_WIDE_BYTES = 256 << 20
+"""A UTF-16 / UTF-32 subtitle file up to this size is read into memory as UTF-8 (a film's is some MB)."""
+
+
+def _open_track_file(where: str) -> tuple[av.container.InputContainer, str | None]:
+    """``where`` opened for its cues, and the wide encoding (``utf-16``, ``utf-32``) a subtitle file alone
+    was in, read by its byte order mark, where it was one: such a file is given to FFmpeg as UTF-8 from
+    memory, as mpv converts it, because FFmpeg's own UTF-16 reading of an ``.srt`` loses the first
+    character of each cue (it peeks at the line after the times)."""
+    container = _open(where)
+    start = _file_start(where)
+    wide = next((name for mark, name in _WIDE_BOMS if start.startswith(mark)), None)
+    if wide is None or len(container.streams) != len(container.streams.subtitles):
+        return container, None
+    form = str(container.format.name).split(",")[0]
+    container.close()
+    with open(where, "rb") as file:
+        data = file.read(_MAX_WIDE_BYTES + 1)
+    if len(data) > _MAX_WIDE_BYTES:
+        limit = _MAX_WIDE_BYTES >> 20
+        raise InvalidInputError(f"{where!r} is a {wide.upper()} subtitle file over {limit} MiB")
+    text = data.decode(wide, "replace").encode("utf-8")
+    try:
+        return open_input(io.BytesIO(text), format=form, metadata_errors="replace"), wide
+    except av.error.FFmpegError as exc:
+        raise from_ffmpeg_open(exc, repr(where)) from exc
 
 
 def _plan(texts: list[bytes], codepage: str | None, bom: bool) -> tuple[str, str, list[bool]]:
@@ -593,7 +739,8 @@ def read_subtitles(
         )
     where = subtitle_path(source, "read_cues")
     codepage = subtitle_codepage(codepage)
-    with _open(where) as container:
+    container, wide = _open_track_file(where)
+    with container:
         streams = list(container.streams.subtitles)
         chosen = [s for s in streams if stream_index is None or s.index == stream_index][:1]
         if not chosen and stream_index is None:
@@ -618,7 +765,9 @@ def read_subtitles(
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"reading subtitles of {where!r}") from exc
         # A subtitle file alone with a UTF-8 byte order mark (FFmpeg skips it) is UTF-8, whatever else.
-        bom = len(container.streams) == len(streams) and _starts_with_utf8_bom(where)
+        bom = wide is not None or (
+            len(container.streams) == len(streams) and _file_start(where).startswith(b"\xef\xbb\xbf")
+        )
         datas = [bytes(packet) for packet in packets]
         recoder = _Recoder(str(stream.codec_context.name), datas, codepage, bom)
         styles = style_placements(recoder.header(getattr(stream.codec_context, "extradata", None)))
@@ -661,7 +810,7 @@ def read_subtitles(
         out.append(SubtitleCue(start, end, text, placement))
     return SubtitleCues(
         cues=out,
-        encoding=recoder.encoding,
+        encoding=wide or recoder.encoding,
         found_by=recoder.found_by,
         converted_cues=recoder.converted,
         replaced_bytes=recoder.replaced,
