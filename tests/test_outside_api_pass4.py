@@ -95,3 +95,41 @@ def test_long_track_not_in_utf8_is_read_in_seconds(tmp_path: Path) -> None:
     assert read.encoding == "cp1251"
     assert read.cues[4].text == lines[1]
     assert took < 4.0, f"{count} cues took {took:.1f} s"
+
+
+def test_probe_shows_no_blank_audio_title(tmp_path: Path) -> None:
+    # A title tag of spaces was shown as '"  "' by alpha2 probe while open_audio(...).info.title is None.
+    import av
+    import numpy as np
+
+    path = tmp_path / "tagged.mkv"
+    with av.open(str(path), "w") as out:
+        named = out.add_stream("aac", rate=48000, layout="stereo")
+        named.metadata["language"] = "fre"
+        named.metadata["title"] = " Commentaire "
+        blank = out.add_stream("aac", rate=48000, layout="stereo")
+        blank.metadata["language"] = "jpn"
+        blank.metadata["title"] = "   "
+        for stream in (named, blank):
+            for index in range(10):
+                frame = av.AudioFrame.from_ndarray(
+                    np.zeros((2, 1024), np.float32), format="fltp", layout="stereo"
+                )
+                frame.sample_rate = 48000
+                frame.pts = index * 1024
+                out.mux(stream.encode(frame))
+            out.mux(stream.encode(None))
+    import alpha2
+
+    assert alpha2.open_audio(path, stream_index=1).info.title is None
+    assert alpha2.open_audio(path, stream_index=0).info.title == "Commentaire"
+    import subprocess
+    import sys
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "alpha2", "probe", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    lines = [line for line in shown.splitlines() if " audio " in line]
+    assert len(lines) == 2, shown
+    assert lines[0].endswith('fre, "Commentaire"'), lines[0]
+    assert lines[1].endswith("jpn"), lines[1]

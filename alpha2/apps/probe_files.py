@@ -191,8 +191,8 @@ def _stream_text(
         parts.append(rate_text(stream.bit_rate))
     if stream.language:
         parts.append(stream.language)
-    if stream.title:
-        parts.append(f'"{stream.title}"')
+    if stream.title and stream.title.strip():  # a blank title tag is none (as AudioStreamInfo.title says)
+        parts.append(f'"{stream.title.strip()}"')
     if stream.timecode and timecode and kind != "data":
         parts.append(f"timecode {stream.timecode}")
     parts.extend(stream.marks)
