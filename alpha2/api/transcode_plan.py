@@ -841,6 +841,10 @@ def plan_transcode(
     )
 
 
+UNTAGGED = "und"
+"""ISO 639's 'undetermined': how an untagged stream is named, and the word that chooses one."""
+
+
 @dataclass(frozen=True)
 class Track:
     """An audio or subtitle stream of the input, as ``--audio-track`` / ``--subtitle-track`` choose
@@ -863,7 +867,7 @@ class Track:
 
     def label(self) -> str:
         """``1 jpn 'Japanese' (aac, 2 ch)``: its number, language (``und`` untagged), title, codec."""
-        words = [str(self.number), self.language or "und"]
+        words = [str(self.number), self.language or UNTAGGED]
         if self.title:
             words.append(repr(self.title))
         channels = f", {self.channels} ch" if self.channels else ""
@@ -981,7 +985,7 @@ def choose_streams(
                 t.index
                 for t in of_kind
                 if (number is not None and t.number == number)
-                or (language is not None and language_matches(t.language, language))
+                or (language is not None and _language_matches(t.language, language))
             }
             if not matched and spec.optional:
                 matched_none.append(f"{option} {word}")
@@ -995,6 +999,16 @@ def choose_streams(
             found |= matched
         kept[kind], asked[kind] = frozenset(found), f"{option} {','.join(words)}"
     return StreamChoice(tracks, kept, asked, tuple(matched_none))
+
+
+def _language_matches(tag: str | None, code: str) -> bool:
+    """Whether a stream tagged ``tag`` (None: untagged, or tagged ``und``) is in the language ``code``;
+    ``und`` (undetermined, as the messages and ``alpha2 probe`` name an untagged stream) matches the
+    untagged streams. Found by an outside pass: ``--audio-track und`` was refused with 'matches none of
+    the 2 audio streams: 0 und (aac), 1 und (aac)'."""
+    if code == UNTAGGED:
+        return tag is None or tag.strip().lower() == UNTAGGED
+    return language_matches(tag, code)
 
 
 def _matches_none(option: str, word: str, kind: StreamKind, of_kind: tuple[Track, ...], source: str) -> str:

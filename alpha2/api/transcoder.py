@@ -777,13 +777,22 @@ class _Transcoder:
         rate = float(info.average_rate) if info.average_rate else None
         options = self.options
         if options.cuts and rate:
+            # Frames from the one on display at --from to the last before the end, counted from the
+            # video's first frame, which may come after the input's start that --from and --to count
+            # from (a video from 0.021 s cut at 0.3 to 0.8 s showed '16/15 frames'), and --duration from
+            # the frame on display at --from, where the output starts (an outside pass).
             length = info.duration_seconds
-            end = options.end_seconds if options.end_seconds is not None else length
+            video = info.start_time * info.time_base if info.start_time is not None else self._origin
+            start = float(video - self._origin)
+            first = max(0, math.floor((options.from_seconds - start) * rate + 1e-6))
+            end = start + length if length else None
+            if options.duration_seconds is not None:
+                asked = start + first / rate + options.duration_seconds
+                end = min(end, asked) if end is not None else asked
+            elif options.to_seconds is not None:
+                end = min(end, options.to_seconds) if end is not None else options.to_seconds
             if end is not None:
-                # Frames from the one on display at --from to the last before the end.
-                end = min(end, length) if length else end
-                first = math.floor(options.from_seconds * rate + 1e-6)
-                total = max(1, math.ceil(end * rate - 1e-6) - first)
+                total = max(1, math.ceil((end - start) * rate - 1e-6) - first)
         if options.frames is not None:
             total = min(total, options.frames) if total else options.frames
         return total

@@ -554,11 +554,21 @@ def fold_name(name: str, width: int) -> str:
             end += 1
         end = max(end, 1)
         cut = max((i + 1 for i in range(end) if rest[i] in _NAME_BREAKS), default=end)
+        if cut < end and _head_width(rest[cut:]) > width:
+            # What follows the break is cut anyway, so it starts on this line (as textwrap breaks a long
+            # word): 'a.' stood alone on a line, a row spent, before 'bcdefghijklmnopq' (an outside pass).
+            cut = end
         lines.append(rest[:cut])
         rest = rest[cut:]
     if rest:
         lines.append(rest)
     return "\n".join(lines)
+
+
+def _head_width(text: str) -> int:
+    """The columns of ``text`` up to and with its first break (all of it where it has none)."""
+    end = next((i + 1 for i, char in enumerate(text) if char in _NAME_BREAKS), len(text))
+    return display_width(text[:end])
 
 
 def _wrapped(text: str, width: int, indent: str = "", subsequent: str = "  ") -> list[str]:
