@@ -328,6 +328,10 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
         "mpv's --alang is --audio-track here (every audio stream of the languages kept)",
     ),
     "--slang": ("--subtitle-track", "mpv's --slang is --subtitle-track here"),
+    "--sid": (
+        "--subtitle-track",
+        "--subtitle-track N keeps the subtitle stream N, counted from 0 (mpv's --sid is from 1)",
+    ),
     "--aid": (
         "--audio-track",
         "--audio-track N keeps the audio stream N, counted from 0 (mpv's --aid is from 1)",

@@ -1,0 +1,29 @@
+"""What a person used to ffmpeg or mpv types to choose streams is answered with transcode's own option:
+-map, -sn, --alang, --slang, --aid, --sid (an outside pass: --sid was 'did you mean --sdr?')."""
+
+from __future__ import annotations
+
+import pytest
+
+from alpha2.apps.cli import main
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["-map", "0:a:1"], "--audio-track and --subtitle-track keep streams"),
+        (["-sn"], "ffmpeg's -sn is --no-subtitles here"),
+        (["--alang", "jpn"], "mpv's --alang is --audio-track here"),
+        (["--slang", "eng"], "mpv's --slang is --subtitle-track here"),
+        (["--aid", "2"], "--audio-track N keeps the audio stream N, counted from 0"),
+        (["--sid", "2"], "--subtitle-track N keeps the subtitle stream N, counted from 0"),
+    ],
+)
+def test_stream_choice_words_of_ffmpeg_and_mpv_are_answered(
+    words: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["transcode", "in.mkv", "out.mp4", *words])
+    assert exit_.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert said in err and "did you mean" not in err, err
