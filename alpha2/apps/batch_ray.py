@@ -3,7 +3,10 @@
 Ray is imported only here, and only when ``--ray`` is given (``pip install 'alpha2[ray]'``). ``auto``
 joins the Ray cluster this machine already runs (or the one ``RAY_ADDRESS`` names), else starts a local
 one; an address (``ray://host:10001``, ``host:6379``) joins that cluster; a process that already called
-``ray.init`` keeps its own session.
+``ray.init`` keeps its own session. Ray's ``init`` tries an address that cannot answer for minutes, deaf
+to Ctrl-C, so none is tried: a ``HOST:PORT`` where nothing takes a connection, or whose host name does not
+resolve here, is refused; under ``auto`` a cluster Ray's address file names that no longer answers (a
+killed ``ray start``) is passed over, said, and a local one started (``address='local'``).
 
 A local cluster that alpha2 starts listens on 127.0.0.1 only (``--ray-bind`` gives another address):
 Ray's own default is every interface, which lets anyone who reaches the machine submit work to it.
@@ -35,6 +38,7 @@ import importlib
 import ipaddress
 import os
 import socket
+import sys
 import time
 import uuid as _uuid
 from collections.abc import Callable, Iterator
@@ -121,13 +125,42 @@ def _check_reachable(address: str) -> None:
         return  # not HOST:PORT: ray.init says what is wrong with it
     try:
         socket.create_connection((host, int(port)), timeout=GCS_PROBE_S).close()
-    except socket.gaierror:
-        return  # a name this machine cannot resolve: left to Ray (which hangs on it as well)
+    except socket.gaierror as exc:
+        # Ray's init tries a name that does not resolve for ever too (an outside pass).
+        raise UnsupportedError(
+            f"--ray {address}: the host name {host!r} does not resolve on this machine "
+            f"({exc.strerror or exc}); give the cluster's IP address, or --ray auto"
+        ) from exc
     except OSError as exc:
         raise UnsupportedError(
             f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one with "
             "'ray start --head' on that machine, or give --ray auto"
         ) from exc
+
+
+def _stale_cluster_address(ray: Any) -> str | None:
+    """The address of the local cluster Ray's address file names (``/tmp/ray/ray_current_cluster``, or
+    under ``RAY_TMPDIR``) where nothing takes a connection there any more; None where there is no file,
+    it cannot be read, or its cluster answers. A cluster that died without removing the file (a killed
+    ``ray start``, a reboot with /tmp kept) made ``ray.init(address='auto')`` try it for minutes, deaf to
+    Ctrl-C (an outside pass)."""
+    read = getattr(getattr(getattr(ray, "_private", None), "utils", None), "read_ray_address", None)
+    if read is None:  # a Ray without it: left to ray.init
+        return None
+    try:
+        address = read()
+    except Exception:  # an unreadable file: left to ray.init
+        return None
+    if not address:
+        return None
+    host, _, port = str(address).rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=GCS_PROBE_S).close()
+    except OSError:
+        return str(address)
+    return None
 
 
 def _ray() -> Any:
@@ -285,6 +318,9 @@ class RayBackend:
         """Whether :meth:`start` started a local cluster (rather than joining one)."""
         self.node_ip: str | None = None
         """The node address Ray reports for the cluster this backend started."""
+        self.stale_cluster: str | None = None
+        """Under ``auto``: the address Ray's address file named where no cluster answered (one was
+        started instead of trying it); None otherwise."""
         self.device = device
         self.streams = streams
         self.hwaccel = hwaccel
@@ -302,6 +338,7 @@ class RayBackend:
             "runner": "ray",
             "address": self.address,
             "started_cluster": self.started_cluster,
+            "stale_cluster": self.stale_cluster,
             "node_ip": self.node_ip,
             "resources": None if self.resources is None else self.resources.as_dict(),
         }
@@ -320,13 +357,22 @@ class RayBackend:
                     "or ray://HOST:PORT"
                 ) from exc
             return
-        try:
-            ray.init(address="auto", **common)  # this machine's running cluster
-            return
-        except ConnectionError:
-            pass  # none running: start one, listening where asked
+        self.stale_cluster = _stale_cluster_address(ray)
+        if self.stale_cluster is not None:
+            print(
+                f"alpha2: batch: Ray's address file names a cluster at {self.stale_cluster} that no longer "
+                "answers: starting one here instead",
+                file=sys.stderr,
+            )
+        else:
+            try:
+                ray.init(address="auto", **common)  # this machine's running cluster
+                return
+            except ConnectionError:
+                pass  # none running: start one, listening where asked
         with _loopback_kept(ray, self.bind):
-            ray.init(address=None, _node_ip_address=self.bind, **common)
+            # 'local': a new cluster, whatever Ray's address file names (None would try its address).
+            ray.init(address="local", _node_ip_address=self.bind, **common)
         self.started_cluster = True
         try:
             self.node_ip = str(ray.util.get_node_ip_address())
