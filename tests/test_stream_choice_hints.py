@@ -27,3 +27,23 @@ def test_stream_choice_words_of_ffmpeg_and_mpv_are_answered(
     assert exit_.value.code == 2
     err = " ".join(capsys.readouterr().err.split())
     assert said in err and "did you mean" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("word", "said"),
+    [
+        ("0:a:1", "(ffmpeg's 0:a:1 is --audio-track 1 here)"),
+        ("a:1?", "(ffmpeg's a:1? is --audio-track 1? here)"),
+        ("0:s:2", "(ffmpeg's 0:s:2 is --subtitle-track 2 here)"),
+        ("1:a:0", "(ffmpeg's 1:a:0 names input 1; transcode takes one input, ffmpeg's 0)"),
+    ],
+)
+def test_an_ffmpeg_stream_specifier_is_read_back_as_the_option(word: str, said: str) -> None:
+    """ffmpeg's 0:a:1 typed as the value names the number to give; 1:a:0 (a second input's stream) was
+    said to be --audio-track 0, the first input's (an outside pass)."""
+    from alpha2.api.transcode_choices import TRACK_OPTIONS, track_specs
+    from alpha2.gpu.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as refused:
+        track_specs(word, TRACK_OPTIONS["audio"])
+    assert said in refused.value.message, refused.value.message

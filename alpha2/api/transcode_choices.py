@@ -182,7 +182,11 @@ def _track_word(word: str, option: str, given: object) -> str:
     )
     if str(given).strip() != word.strip():
         said += f" in {given!r}"
-    ffmpeg = re.fullmatch(r"(?:\d+:)?([as]):(\d+)(\??)", text)
-    if ffmpeg is not None:  # ffmpeg's -map 0:a:1: the number alone here, with the option of its kind
-        said += f" (ffmpeg's {text} is {TRACK_OPTIONS[ffmpeg[1]]} {ffmpeg[2]}{ffmpeg[3]} here)"
+    ffmpeg = re.fullmatch(r"(?:(\d+):)?([as]):(\d+)(\??)", text)
+    if ffmpeg is not None and ffmpeg[1] is not None and int(ffmpeg[1]) != 0:
+        # ffmpeg's 1:a:0 is a second input's stream: transcode has one input (an outside pass: it was
+        # said to be --audio-track 0, the first input's).
+        said += f" (ffmpeg's {text} names input {int(ffmpeg[1])}; transcode takes one input, ffmpeg's 0)"
+    elif ffmpeg is not None:  # ffmpeg's -map 0:a:1: the number alone here, with the option of its kind
+        said += f" (ffmpeg's {text} is {TRACK_OPTIONS[ffmpeg[2]]} {ffmpeg[3]}{ffmpeg[4]} here)"
     raise InvalidInputError(said)
