@@ -12,27 +12,12 @@ import numpy as np
 import pytest
 
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from tests.media import make_clip
 
 
 def _clip(path: Path) -> str:
-    """Four 64x48 FFV1 frames (lossless) of a gradient."""
-    av = pytest.importorskip("av")
-    with av.open(str(path), "w") as out:
-        stream: Any = out.add_stream("ffv1", rate=25)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        ramp = np.linspace(16, 235, 64, dtype=np.uint8)
-        for index in range(4):
-            rgb = np.zeros((48, 64, 3), np.uint8)
-            rgb[..., 0] = ramp
-            rgb[..., 1] = ramp[::-1]
-            rgb[..., 2] = 40 * index
-            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
-            frame.pts = index
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return str(path)
+    """Four 64x48 frames (tests.media's pattern clip)."""
+    return make_clip(path.with_suffix(".mp4"), width=64, height=48, frames=4).path
 
 
 def _torch_like(kind: str, text: str, **attributes: Any) -> Any:
