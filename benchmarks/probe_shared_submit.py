@@ -172,7 +172,7 @@ def run_threaded(iterations: int, parts: dict[str, Any], *, threaded: bool) -> d
             encoder.copy_texture_to_texture(
                 {"texture": slot.planes[0].texture, "mip_level": 0, "origin": (0, 0, 0)},
                 {"texture": target, "mip_level": 0, "origin": (0, 0, 0)},
-                (SIDE, SIDE, 1),
+                target.size,
             )
         device.queue.submit([encoder.finish()])
         for slot in planes:
@@ -236,18 +236,21 @@ def run_threaded(iterations: int, parts: dict[str, Any], *, threaded: bool) -> d
 
 def _with_implicit_synchronization() -> None:
     """Make every wgpudawn device ask for Dawn's implicit-device-synchronization where the adapter has it
-    (the probe's own patch: the library does not ask for it)."""
-    from wgpudawn import _classes
+    (the probe's own patch: the library does not ask for it). The backend's ``_request_device_async`` is
+    what ``request_device_sync`` and ``request_device_async`` both end in."""
+    from wgpudawn.backends.dawn import _api
 
-    original = _classes.GPUAdapter.request_device_async
+    original = _api.GPUAdapter._request_device_async
 
-    def request(self: Any, *args: Any, required_features: Any = (), **kwargs: Any) -> Any:
+    def request(self: Any, label: str, required_features: Any, *args: Any, **kwargs: Any) -> Any:
         features = list(required_features)
-        if "implicit-device-synchronization" in {str(f) for f in self.features}:
+        have = {str(f) for f in self.features}
+        print(f"adapter features: {sorted(have)}")
+        if "implicit-device-synchronization" in have:
             features.append("implicit-device-synchronization")
-        return original(self, *args, required_features=features, **kwargs)
+        return original(self, label, features, *args, **kwargs)
 
-    _classes.GPUAdapter.request_device_async = request
+    _api.GPUAdapter._request_device_async = request
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         layout="auto", compute={"module": module, "entry_point": "main"}
     )
     copy_usage = gpu.TextureUsage.COPY_DST | gpu.TextureUsage.TEXTURE_BINDING
+    ring_texture = slots[0].planes[0].texture  # the ring's geometry (SIDE * SIDE texels in a row)
     copies = [
-        webgpu.create_texture(size=(SIDE, SIDE, 1), format="rgba8uint", usage=copy_usage) for _ in range(2)
+        webgpu.create_texture(size=ring_texture.size, format=ring_texture.format, usage=copy_usage)
+        for _ in range(2)
     ]
     parts = {
         "device": webgpu,
@@ -304,9 +309,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.threaded:
         print(f"{device.adapter_name}; features: {sorted(str(f) for f in webgpu.features)}")
+        if "implicit-device-synchronization" not in {str(f) for f in webgpu.features}:
+            print("no implicit-device-synchronization: a second thread would race Dawn; not measured")
+            threaded_rows: tuple[bool, ...] = (False,)
+        else:
+            threaded_rows = (False, True)
         print(f"{args.iterations} frames a row; the caller's median microseconds a frame, frames a second")
         for round_ in range(args.rounds):
-            for threaded in (False, True):
+            for threaded in threaded_rows:
                 row = run_threaded(args.iterations, parts, threaded=threaded)
                 where = "planes on a second thread" if threaded else "all on the caller's thread"
                 print(f"{where:>28}: caller {row['caller']:8.1f} us, {row['fps']:8.1f} frames/s", end="")
