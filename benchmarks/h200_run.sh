@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-c | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [nv12-merged] [tensor-spy] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite takes about 950 s there (2026-12-05): its thirds 'tests-a', 'tests-b' and 'tests-c' in
 #   three calls ('tests', the whole, no longer fits a call's 600 s).
@@ -174,6 +174,14 @@ for step in $steps; do
       { echo '$ python3 benchmarks/probe_shared_submit.py --iterations 600 --rounds 2';
         timeout 120 python3 benchmarks/probe_shared_submit.py --iterations 600 --rounds 2; } 2>&1 \
         | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
+    nv12-merged)  # issue 27: one multi-planar shared texture for a frame's NV12 planes (CUDA NV12 array) against two
+      { echo '$ python3 benchmarks/probe_nv12_merged.py --iterations 600 --rounds 2';
+        timeout 120 python3 benchmarks/probe_nv12_merged.py --iterations 600 --rounds 2; } >> "$log" 2>&1;;
+    tensor-spy)  # issue 27: py-spy (carried in .whl-tools) on the 224x224 float16 loop, native frames, every thread
+      python3 -m pip install -q --no-index --no-deps --target /tmp/spy .whl-tools/py_spy*.whl
+      { echo '$ py-spy record --threads --native --rate 500 --format raw -o $OUT/spy-native.txt -- python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --rows tensors';
+        timeout 200 /tmp/spy/bin/py-spy record --threads --native --rate 500 --format raw -o "$OUT/spy-native.txt" -- \
+          python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --rows tensors; } >> "$log" 2>&1;;
     shared-threaded)  # issue 27's lever: the planes' shared textures on a second thread (implicit device sync)
       { echo '$ python3 benchmarks/probe_shared_submit.py --threaded --iterations 600 --rounds 2';
         timeout 120 python3 benchmarks/probe_shared_submit.py --threaded --iterations 600 --rounds 2; } 2>&1 \
