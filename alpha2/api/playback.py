@@ -293,7 +293,8 @@ class PlayStats:
             + (
                 f"{self.sound_seconds:.2f} s of sound, {self.mode}"
                 if self.audio_only
-                else f"{self.frames} frames in {self.seconds:.2f} s ({self.fps:.1f} fps), {self.mode}"
+                else f"{self.frames} frame{'' if self.frames == 1 else 's'} in {self.seconds:.2f} s "
+                f"({self.fps:.1f} fps), {self.mode}"
             )
             + (f" ({self.mode_reason})" if self.mode_reason else ""),
             f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "

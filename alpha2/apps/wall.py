@@ -329,8 +329,9 @@ def run_wall(args: argparse.Namespace) -> int:
         lines = stats.summary().splitlines()
     else:
         line = (
-            f"alpha2: played a wall of {len(stats.streams)} streams, {stats.frames} frames "
-            f"({stats.fps:.1f} fps) {stats.mode} ({stats.mode_reason})"
+            f"alpha2: played a wall of {len(stats.streams)} streams, {stats.frames} "
+            f"frame{'' if stats.frames == 1 else 's'} ({stats.fps:.1f} fps) "
+            f"{stats.mode} ({stats.mode_reason})"
         )
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"

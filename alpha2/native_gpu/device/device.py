@@ -76,6 +76,11 @@ def _rank(module: Any, candidates: _Candidates, pin: AdapterPin | None = None) -
 
 def _cuda_ordinal(uuid: bytes | None) -> tuple[int | None, str]:
     """The CUDA ordinal with this device UUID, or None and why not."""
+    # Without CUDA at all, that is the reason: "no CUDA device has the adapter's UUID" reads as a
+    # mismatch between two present GPUs.
+    unusable = _cuda_unusable()
+    if unusable is not None:
+        return None, unusable
     if uuid is None:
         return None, "the adapter reports no device UUID to match a CUDA device by"
     try:
