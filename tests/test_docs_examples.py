@@ -4,6 +4,9 @@
 - Every script of the gallery (``examples/*.py``) is shown on a docs page (``--8<-- "examples/x.py"``,
   pymdownx.snippets) and runs as a user would run it, ``python examples/x.py ...``, in a process of its
   own and within a time limit.
+- Every ``alpha2 ...`` command of a ```sh block is one the command's parser takes (no unknown option, no
+  bad choice), and every ``python examples/x.py`` names a script of the gallery; running them is left to
+  the command's own tests (a few take seconds each on lavapipe).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import importlib.util
 import os
 import re
 import runpy
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = "/tmp/alpha2-sample.mp4"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 _SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"$', re.M)
+_SHELL_BLOCK = re.compile(r"^```(?:sh|bash|shell|console)\n(.*?)^```", re.S | re.M)
 
 GALLERY = sorted((REPO / "examples").glob("*.py"))
 GALLERY_LIMIT_S = 180
@@ -114,3 +119,53 @@ def test_gallery_runs(script: Path, sample: str, tmp_path: Path) -> None:
         pytest.fail(f"{script.name} ran past {GALLERY_LIMIT_S} s; output so far:\n{exc.stdout}\n{exc.stderr}")
     assert done.returncode == 0, f"{script.name} failed:\n{done.stdout}\n{done.stderr}"
     assert done.stdout.strip(), f"{script.name} printed nothing"
+
+
+def _shell_commands() -> list[tuple[str, list[str]]]:
+    """Each command of the docs' ```sh blocks as words: comments cut, ``&&`` chains split."""
+    found = []
+    for doc in _docs():
+        for block in _SHELL_BLOCK.finditer(doc.read_text()):
+            for line in block.group(1).splitlines():
+                for command in line.split("&&"):
+                    words = shlex.split(command, comments=True)
+                    if words:
+                        found.append((str(doc.relative_to(REPO)), words))
+    return found
+
+
+def test_there_are_shell_commands() -> None:
+    commands = _shell_commands()
+    assert sum(1 for _, words in commands if words[0] == "alpha2") >= 10
+    assert (
+        sum(1 for _, words in commands if words[:1] == ["python"] and words[1].startswith("examples/")) >= 6
+    )
+
+
+@pytest.mark.parametrize(
+    ("doc", "words"),
+    [(doc, words) for doc, words in _shell_commands() if words[0] == "alpha2"],
+    ids=lambda v: " ".join(v)[:60] if isinstance(v, list) else str(v),
+)
+def test_shell_command_parses(doc: str, words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from alpha2.apps.cli import build_parser
+
+    argv = words[1:]
+    try:
+        args, extras = build_parser(argv).parse_known_args(argv)
+    except SystemExit:
+        pytest.fail(f"{doc}: the parser refuses {shlex.join(words)}:\n{capsys.readouterr().err}")
+    assert not extras, f"{doc}: {shlex.join(words)}: unknown arguments {extras}"
+    assert getattr(args, "func", None) is not None, f"{doc}: {shlex.join(words)} names no command"
+
+
+def test_shell_commands_name_gallery_scripts() -> None:
+    named = [
+        (doc, words[1]) for doc, words in _shell_commands() if words[:1] == ["python"] and len(words) > 1
+    ]
+    missing = [
+        f"{doc}: {script}"
+        for doc, script in named
+        if script.endswith(".py") and not (REPO / script).is_file()
+    ]
+    assert not missing, f"commands run scripts that do not exist: {missing}"
