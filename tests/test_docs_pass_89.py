@@ -38,6 +38,31 @@ def test_an_adopted_device_used_by_a_source_says_why_there_is_no_nvdec(sample_cl
     assert "adapter's UUID" not in reason, reason
 
 
+def test_hwaccel_cuda_without_cuda_gives_no_renderers_gpu_advice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine without CUDA, --hwaccel cuda's refusal said "NVDEC must run on the renderer's GPU
+    ... from Python, cuda_ordinal= names a CUDA device to decode on all the same", advice no GPU there
+    could follow (helper 89's outside pass); where the renderer's GPU lacks a twin it still says so."""
+    from alpha2.api.devices import decoder_placement
+    from alpha2.ffmpeg_bridge import hwdevice
+    from alpha2.gpu.identity import DecoderPlacement
+
+    monkeypatch.setattr(hwdevice, "no_cuda_device_type_reason", lambda: None)
+    nothing = DecoderPlacement(
+        None, None, "no CUDA device or no cuda-python, so no NVDEC", cuda_present=False
+    )
+    with pytest.raises(hwdevice.HwAccelUnavailableError) as caught:
+        hwdevice.plan_hw_device(hwdevice.HwAccelMode.CUDA, placement=nothing)
+    said = str(caught.value)
+    assert "no CUDA device or no cuda-python" in said and "--hwaccel auto or none" in said, said
+    assert "renderer's GPU" not in said and "cuda_ordinal=" not in said, said
+    elsewhere = DecoderPlacement(None, 0, "the device 'llvmpipe' has no CUDA counterpart")
+    with pytest.raises(hwdevice.HwAccelUnavailableError) as caught:
+        hwdevice.plan_hw_device(hwdevice.HwAccelMode.CUDA, placement=elsewhere)
+    assert "renderer's GPU" in str(caught.value) and "cuda_ordinal=" in str(caught.value)
+    if device_module._cuda_unusable() is not None:  # this machine: the front door's placement says so
+        assert decoder_placement().cuda_present is False
+
+
 @pytest.fixture(scope="module")
 def sample_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.media import make_clip

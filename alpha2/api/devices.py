@@ -61,7 +61,9 @@ def decoder_placement(device: Device | None = None) -> DecoderPlacement:
     # Ranking the adapters only to learn that no CUDA device exists costs a Vulkan enumeration
     # (0.1 s or more): ask CUDA first, cheaply.
     if not cuda_available():
-        return DecoderPlacement(None, None, "no CUDA device or no cuda-python, so no NVDEC")
+        return DecoderPlacement(
+            None, None, "no CUDA device or no cuda-python, so no NVDEC", cuda_present=False
+        )
     try:
         from alpha2.native_gpu.device.shared import shared_device_index
 

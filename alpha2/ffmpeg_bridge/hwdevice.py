@@ -201,6 +201,11 @@ def plan_hw_device(
         )
     where = _placement_of(placement)
     if where.cuda_ordinal is None:
+        if mode is HwAccelMode.CUDA and not where.cuda_present:  # no GPU would do: no renderer's-GPU advice
+            raise HwAccelUnavailableError(
+                f"hwaccel='cuda' (--hwaccel cuda) cannot be had: {where.reason}; use hwaccel='auto' or "
+                "'none' (--hwaccel auto or none)"
+            )
         if mode is HwAccelMode.CUDA:
             raise HwAccelUnavailableError(
                 f"hwaccel='cuda' (--hwaccel cuda) cannot be had: {where.reason}; NVDEC must run on the "

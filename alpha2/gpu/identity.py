@@ -184,6 +184,9 @@ class DecoderPlacement:
     join_current_context: bool = False
     """Open the decoder in the CUDA context current on the opening thread (another library's primary
     context, made current there by the placer) instead of retaining the primary context itself."""
+    cuda_present: bool = True
+    """Whether this machine has a usable CUDA device at all; False says the missing ordinal is not a
+    matter of which GPU renders (no driver, no cuda-python, no device), so no other GPU would do."""
 
     def __post_init__(self) -> None:
         if self.cuda_ordinal is not None and self.cuda_ordinal < 0:

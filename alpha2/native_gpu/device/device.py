@@ -382,6 +382,11 @@ class Device:
         name = f"the device {self.adapter_name!r}"
         ordinal = self.cuda_ordinal
         if ordinal is None:
+            unusable = _cuda_unusable()
+            if unusable is not None:  # no CUDA on this machine at all, not a matter of this GPU
+                return DecoderPlacement(
+                    None, self.vulkan_index, f"{unusable}, so no NVDEC", cuda_present=False
+                )
             return DecoderPlacement(
                 None, self.vulkan_index, f"{name} has no CUDA counterpart: {self.cuda_reason}"
             )
