@@ -260,6 +260,11 @@ class Progress:
     def update(self, frames: int) -> None:
         """``frames`` done so far."""
 
+    def set_rate(self, fps: float) -> None:
+        """The frames a second to show from now on, where the count is no rate: a player's bar follows
+        the position (a seek moves it, a pause holds it), so counted frames over elapsed time said 50.8
+        fps for a 30 fps file started at 10 s. Unset, the rate is the count over the elapsed time."""
+
     def finishing(self, what: str) -> None:
         """Every frame is in; ``what`` is still being done (an encoder's last frames), which may take
         a while: said rather than a bar at its end that does not move."""
@@ -291,14 +296,18 @@ class PlainProgress(Progress):
         self._last_frames = 0
         self._last_time = 0.0
         self._frames = 0
+        self._rate: float | None = None
 
     def start(self, total: int | None) -> None:
         self._total = total
         self._start = self._last_time = time.monotonic()
 
+    def set_rate(self, fps: float) -> None:
+        self._rate = fps
+
     def _line(self, frames: int, now: float) -> str:
         elapsed = max(now - self._start, 1e-9)
-        fps = frames / elapsed
+        fps = frames / elapsed if self._rate is None else self._rate
         text = f"{self.label}: {frames}"
         if self._total:
             text += f"/{self._total}"
@@ -358,6 +367,14 @@ class RichProgress(Progress):
         self._start = 0.0
         self._last_refresh = 0.0
         self._frames = 0
+        self._rate: float | None = None
+
+    def set_rate(self, fps: float) -> None:
+        self._rate = fps
+
+    def _fps(self, now: float) -> float:
+        """The rate given, else the frames counted over the elapsed time."""
+        return self._frames / max(now - self._start, 1e-9) if self._rate is None else self._rate
 
     def start(self, total: int | None) -> None:
         self._progress.start()
@@ -370,13 +387,12 @@ class RichProgress(Progress):
         if now - self._last_refresh < 0.1:
             return
         self._last_refresh = now
-        fps = frames / max(now - self._start, 1e-9)
-        self._progress.update(self._task, completed=frames, fps=f"{fps:.1f}")
+        self._progress.update(self._task, completed=frames, fps=f"{self._fps(now):.1f}")
 
     def finishing(self, what: str) -> None:
         # The bar's label becomes 'finishing', as wide as most labels: the columns keep their room.
         if self._task is not None:
-            fps = self._frames / max(time.monotonic() - self._start, 1e-9)
+            fps = self._fps(time.monotonic())
             self._progress.update(
                 self._task,
                 description="finishing",
@@ -388,7 +404,7 @@ class RichProgress(Progress):
         if completed and self._task is not None:
             # At the input's end the total becomes the frames counted (an estimate's total is not left
             # short or over); a player quit early keeps its total: 277/1800, not a full bar.
-            fps = self._frames / max(time.monotonic() - self._start, 1e-9)
+            fps = self._fps(time.monotonic())
             total = (
                 self._frames if ended else next(t.total for t in self._progress.tasks if t.id == self._task)
             )

@@ -232,11 +232,14 @@ class PlayStats:
     colour: dict[str, Any] | None = None
     first_frame_s: float | None = None
     """Seconds from the process's start to the first frame shown (a window) or rendered (offscreen)."""
+    paused_seconds: float = 0.0
+    """Of :attr:`seconds`, those the window stood paused (the last file's, in a playlist)."""
 
     @property
     def fps(self) -> float:
-        """Frames rendered per second."""
-        return self.frames / self.seconds if self.seconds > 0 else 0.0
+        """Frames rendered per second of playing (the seconds paused left out)."""
+        playing = self.seconds - self.paused_seconds
+        return self.frames / playing if playing > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready stats."""
@@ -248,6 +251,7 @@ class PlayStats:
             "mode_reason": self.mode_reason,
             "frames": self.frames,
             "seconds": round(self.seconds, 4),
+            "paused_seconds": round(self.paused_seconds, 4),
             "fps": round(self.fps, 3),
             "paths": paths["frames"],
             "path_bytes": paths["bytes"],
@@ -284,6 +288,10 @@ class PlayStats:
         """Whether the file played as sound alone (its frames are the level visual's draws, or none)."""
         return self.mode_reason.startswith("audio only")
 
+    def _paused_note(self) -> str:
+        """', 5.2 s paused' where the window stood paused a tenth of a second or more."""
+        return f", {self.paused_seconds:.1f} s paused" if self.paused_seconds >= 0.1 else ""
+
     def summary(self) -> str:
         """A few lines for ``--stats``."""
         data = self.as_dict()
@@ -294,7 +302,7 @@ class PlayStats:
                 f"{self.sound_seconds:.2f} s of sound, {self.mode}"
                 if self.audio_only
                 else f"{self.frames} frame{'' if self.frames == 1 else 's'} in {self.seconds:.2f} s "
-                f"({self.fps:.1f} fps), {self.mode}"
+                f"({self.fps:.1f} fps{self._paused_note()}), {self.mode}"
             )
             + (f" ({self.mode_reason})" if self.mode_reason else ""),
             f"  paths: {paths}; {data['bytes_through_cpu'] / 1e6:.1f} MB through the CPU; "

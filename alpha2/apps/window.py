@@ -375,6 +375,25 @@ class _Keys:
     _chapters: tuple[Any, ...] | None = None  # the file's chapters, listed on first use
     seek: Callable[[float], None]  # each window's own: jump to a time in seconds
     one_file: bool = True  # the keys of one file (chapters, audio tracks); a wall of many has none
+    _paused_since: float | None = None  # when the pause on now began (perf_counter)
+    _paused_total: float = 0.0  # earlier pauses, seconds
+
+    def _note_pause(self) -> None:
+        """Follow the clock's pauses (noted at each draw and each key), so that the file's frames a
+        second count the seconds it played, not those it stood paused: a 30 fps file paused for 5 s
+        of 22 said '23.0 fps', which reads as frames dropped."""
+        now = time.perf_counter()
+        if getattr(self.clock, "paused", False):
+            if self._paused_since is None:
+                self._paused_since = now
+        elif self._paused_since is not None:
+            self._paused_total += now - self._paused_since
+            self._paused_since = None
+
+    def _paused_seconds(self) -> float:
+        """The seconds this file has stood paused so far."""
+        since = self._paused_since
+        return self._paused_total + (0.0 if since is None else time.perf_counter() - since)
 
     def _say(self, text: str) -> None:
         if self.osd is not None:
@@ -555,6 +574,7 @@ class _Keys:
                 self.scheduler.mark("resume")
             else:
                 clock.pause()
+            self._note_pause()
             if self.osd is not None:
                 self.osd.activity()
         elif key in ("m", "M"):
@@ -669,6 +689,8 @@ class WindowPlayback(_Keys):
         """Tests: called with the surface texture after each draw's submit, before it is presented."""
         self.title = ""
         self._file_started = time.perf_counter()
+        self._paused_since = None
+        self._paused_total = 0.0
         self._stats_cache: tuple[float, list[str]] | None = None
         self._cursor_hidden = False
         self._update_mode = ("continuous", MAX_FPS)  # the canvas's (make_canvas), switched by _pace
@@ -684,6 +706,12 @@ class WindowPlayback(_Keys):
     @property
     def paused(self) -> bool:
         return bool(getattr(self.clock, "paused", False))
+
+    def _restart_file_time(self) -> None:
+        """A file starts: its time and its pauses count from now."""
+        self._file_started = time.perf_counter()
+        self._paused_total, self._paused_since = 0.0, None
+        self._note_pause()
 
     @property
     def duration_s(self) -> float | None:
@@ -744,7 +772,7 @@ class WindowPlayback(_Keys):
         # shown, it read '266/250' after a backward seek and '50/250' with the picture at its end.
         self._position_total = None if options.frames else total
         self._video_seconds = decoder.info.duration_seconds
-        self._file_started = time.perf_counter()
+        self._restart_file_time()
         return first
 
     def _start_audio_only(self, player: Any) -> None:
@@ -759,7 +787,7 @@ class WindowPlayback(_Keys):
         self.osd.always_bar = True  # nothing to hide under it
         self.subtitles = None
         self._subtitles_opened = True  # no picture to put them on
-        self._file_started = time.perf_counter()
+        self._restart_file_time()
 
     def _open_subtitles(self) -> None:
         if self._subtitles_opened:
@@ -832,6 +860,7 @@ class WindowPlayback(_Keys):
         scheduler's flag): rendercanvas 2.7's ``min_fps`` never notes when it last drew (its scheduler's
         ``last_draw_time`` stays 0), so it draws at ``max_fps``; and its loop's ``call_later`` leaves an
         un-awaited coroutine where the loop does not run (a canvas driven by hand)."""
+        self._note_pause()
         mode = "ondemand" if self.paused else "continuous"
         # A file without video has no frames to meet: the level visual is drawn at 60 Hz, not at 240.
         fps = LEVEL_FPS if self.audio_only else MAX_FPS
@@ -878,6 +907,8 @@ class WindowPlayback(_Keys):
         if subtitles is not None:
             subtitles.close()
         self.stats.seconds = time.perf_counter() - self._file_started
+        self._note_pause()
+        self.stats.paused_seconds = self._paused_seconds()
         if not self.audio_only:
             limit = self.player.options.frames
             self.player.ended_early = not self.ended and (limit is None or self.stats.frames < limit)
@@ -1028,6 +1059,7 @@ class WindowPlayback(_Keys):
             return
         if not self.paused:
             clock.pause()
+            self._note_pause()
         if forward:
             if self.pending is not None:
                 clock.seek(self.pending.pts_seconds or 0.0)
@@ -1419,6 +1451,8 @@ class WindowPlayback(_Keys):
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
+            playing = time.perf_counter() - self._file_started - self._paused_seconds()
+            player.progress.set_rate(stats.frames / playing if playing > 0 else 0.0)  # not the position's
             player.progress.update(self._progress_count(pts, stats.frames))
         title = self._title_text()
         if title != self.title:
