@@ -5,6 +5,7 @@ dropped (a person's pass at 80 columns, ninth session of 2026-12-05)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,36 @@ def test_the_window_bar_rate_is_frames_shown_not_the_position(clip: str) -> None
     shown_rate = playback.stats.frames / elapsed
     assert rates.rates and rates.rates[-1] < position_rate / 2, (rates.rates, position_rate)
     assert rates.rates[-1] == pytest.approx(shown_rate, rel=0.5), (rates.rates, shown_rate)
+
+
+@pytest.mark.vulkan
+def test_a_wall_paused_counts_its_pause(tmp_path: Path) -> None:
+    """The wall's line ('played a wall of 4 streams, N frames (fps)') counts the seconds played too."""
+    pytest.importorskip("rendercanvas")
+    from alpha2.api.devices import open_device
+    from alpha2.api.streams import StreamGroup
+    from alpha2.apps.wall_window import WallWindow
+    from alpha2.gpu.geometry import Size
+    from tests.media import make_clip
+    from tests.test_wall_window import play_stats
+
+    clips = [make_clip(tmp_path / f"{i}.mkv", width=64, height=48, frames=60, rate=30) for i in range(2)]
+    device = open_device("none")
+    group = StreamGroup([c.path for c in clips], device=device, hwaccel="none")
+    window = WallWindow(group, play_stats(clips))
+    try:
+        window.open("rendercanvas.offscreen", size=Size(200, 200))
+        for _ in range(3):
+            window.canvas.draw()
+        window._on_key({"key": " "})  # pause
+        window.canvas.draw()
+        time.sleep(0.5)
+        window.canvas.draw()
+        window._on_key({"key": " "})  # play on
+        window.canvas.draw()
+        window.finish()
+    finally:
+        group.close()
+        device.close()
+    stats = window.stats
+    assert 0.45 <= stats.paused_seconds <= 0.7, stats.paused_seconds

@@ -195,6 +195,7 @@ class WallWindow(_Keys):
         """``queue.submit`` calls that put the wall into the window (one per draw)."""
         self.ticks = 0
         """Draws that asked the group for due frames."""
+        self._started = time.perf_counter()  # the window's loop's start (its bar's rate counts from it)
         self._signals: _SignalsClose | None = None  # while the loop runs
 
     @property
@@ -235,6 +236,7 @@ class WallWindow(_Keys):
         self.canvas.add_event_handler(self._on_wheel, "wheel")
         self.canvas.request_draw(self._draw)
         self.progress.start(self.frames)
+        self._started = time.perf_counter()
         return backend
 
     def run(self, canvas_module: str = "rendercanvas.auto") -> None:
@@ -258,6 +260,8 @@ class WallWindow(_Keys):
             self.overlay.close()
             self.overlay = None
         sound = NO_SOUND_REASON
+        self._note_pause()
+        self.stats.paused_seconds = self._paused_seconds()
         if self.clock is not None:
             self.stats.clock = self.clock.as_dict()
             if self.clock.kind is ClockKind.AUDIO and self.sound_index is not None:
@@ -344,6 +348,7 @@ class WallWindow(_Keys):
     def _draw(self) -> None:
         if self._signals is not None:
             self._signals.ensure()  # the loop sets its own handler as it starts
+        self._note_pause()
         group, stats = self.group, self.stats
         limited = self.frames is not None and stats.frames >= self.frames
         if group.finished and self.loop and not limited and group.decoders == "threads":
@@ -370,6 +375,8 @@ class WallWindow(_Keys):
             self.osd._message = None  # the first sound is not news
         if tick.submitted:
             stats.frames += 1
+            playing = time.perf_counter() - self._started - self._paused_seconds()
+            self.progress.set_rate(stats.frames / playing if playing > 0 else 0.0)
             self.progress.update(stats.frames)
 
     @staticmethod
