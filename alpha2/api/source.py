@@ -270,8 +270,21 @@ _LATEST_TIME = 1e12
 """Seconds any asked time is capped at: later than any stream ends."""
 
 
+def _scalar(value: object) -> object:
+    """A 0-d numpy array or torch tensor as the Python number it holds (``np.array(0.5)``, or an item of
+    ``torch.linspace(...)``, which iterating a tensor gives); anything else as it is."""
+    item = getattr(value, "item", None)
+    if getattr(value, "ndim", None) == 0 and callable(item):
+        try:
+            return cast(object, item())
+        except (TypeError, ValueError, RuntimeError):
+            return value
+    return value
+
+
 def _check_seconds(seconds: object) -> float:
     """``seconds`` as a float, refusing what names no moment of a stream."""
+    seconds = _scalar(seconds)
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise InvalidInputError(f"a time must be a number of seconds, got {short_repr(seconds)}")
     value = float(seconds)

@@ -378,13 +378,23 @@ def _positive(name: str, value: Any) -> int:
     return int(value)
 
 
+def _array_values(value: Any, ndim: int) -> Any:
+    """A numpy array or torch tensor of ``ndim`` dimensions as Python numbers (``tolist``: a 1-d one as
+    a tuple, a 0-d one as its number), so that it is checked like a tuple or a number; anything else as
+    it is."""
+    tolist = getattr(value, "tolist", None)
+    if not callable(tolist) or getattr(value, "ndim", None) != ndim:
+        return value
+    values = tolist()
+    return tuple(values) if isinstance(values, list) else values
+
+
 def _size(size: Any) -> tuple[int, int] | None:
     if size is None:
         return None
     if isinstance(size, Size):
         size = (size.width, size.height)
-    if isinstance(size, np.ndarray) and size.ndim == 1:
-        size = tuple(size.tolist())  # np.array([224, 224]): numpy ints (tolist) like any other
+    size = _array_values(size, 1)  # np.array([224, 224]) or torch.tensor([224, 224]): Python ints
     if not isinstance(size, Sequence) or isinstance(size, str) or len(size) != 2:
         raise InvalidInputError(f"size must be (width, height) in pixels, or None, got {size!r}")
     return _positive("size width", size[0]), _positive("size height", size[1])
@@ -393,8 +403,7 @@ def _size(size: Any) -> tuple[int, int] | None:
 def _crop(crop: Any) -> tuple[int, int, int, int] | None:
     if crop is None:
         return None
-    if isinstance(crop, np.ndarray) and crop.ndim == 1:
-        crop = tuple(crop.tolist())
+    crop = _array_values(crop, 1)
     if not isinstance(crop, Sequence) or isinstance(crop, str) or len(crop) != 4:
         raise InvalidInputError(
             f"crop must be (x, y, width, height) in pixels of the frame, or None, got {crop!r}"
@@ -409,6 +418,7 @@ def _crop(crop: Any) -> tuple[int, int, int, int] | None:
 def _channels(name: str, value: Any) -> tuple[float, float, float] | None:
     if value is None:
         return None
+    value = _array_values(value, 0)  # np.array(0.5) or torch.tensor(0.5): one number
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         value = (value, value, value)
     try:

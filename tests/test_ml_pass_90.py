@@ -1,0 +1,85 @@
+"""Faults an outside pass (helper 90) over the machine-learning API found: times and tensor options
+given as 0-d or 1-d numpy arrays and torch tensors. Clips are made here with PyAV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.media import make_clip
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    pytest.importorskip("av")
+    folder = tmp_path_factory.mktemp("ml_pass_90")
+    return make_clip(folder / "clip.mp4", width=32, height=16, frames=6, rate=25).path
+
+
+def _pts(frames: list) -> list[float | None]:
+    try:
+        return [frame.pts_seconds for frame in frames]
+    finally:
+        for frame in frames:
+            frame.release()
+
+
+def test_a_zero_d_numpy_array_is_a_time() -> None:
+    """np.array(0.1) (what indexing or reducing an array of times often gives) was refused as 'not a
+    number of seconds'; np.float64 was taken. A 0-d bool or complex array is still refused."""
+    from alpha2.api.source import _check_seconds
+    from alpha2.gpu.errors import InvalidInputError
+
+    assert _check_seconds(np.array(0.1)) == 0.1
+    assert _check_seconds(np.array(2, dtype=np.int64)) == 2.0
+    for wrong in (np.array(True), np.array(1 + 0j), np.array([0.1]), np.array(-1.0), np.array(np.nan)):
+        with pytest.raises(InvalidInputError, match="a time must be a"):
+            _check_seconds(wrong)
+
+
+@pytest.mark.vulkan
+def test_frames_at_takes_a_torch_tensor_of_times(clip: str) -> None:
+    """frames_at(torch.linspace(...)) was refused ('a time must be a number of seconds, got
+    tensor(0.5000)': iterating a tensor gives 0-d tensors) while frames_at_index took a tensor of
+    indices; the times pick the same frames as the list of floats does, in the order asked."""
+    torch = pytest.importorskip("torch")
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    asked = [0.13, 0.0, 0.05, 0.13]
+    with alpha2.open(clip, hwaccel="none") as source:
+        expected = _pts(source.frames_at(asked))
+        assert expected == pytest.approx([0.12, 0.0, 0.04, 0.12])
+        assert _pts(source.frames_at(torch.tensor(asked, dtype=torch.float64))) == expected
+        assert _pts(source.frames_at(np.array(asked))) == expected
+        frame = source.frame_at(torch.tensor(0.05, dtype=torch.float64))
+        assert _pts([frame]) == [pytest.approx(0.04)]
+        with pytest.raises(InvalidInputError, match="a time must be a number of seconds"):
+            source.frames_at(torch.tensor([True]))
+        with pytest.raises(InvalidInputError, match="finite number of seconds >= 0"):
+            source.frames_at(torch.tensor([-0.5]))
+
+
+@pytest.mark.vulkan
+def test_to_tensor_takes_torch_tensors_for_size_crop_and_mean(clip: str) -> None:
+    """size=torch.tensor([8, 4]) and crop=torch.tensor([...]) were refused though np.array of them was
+    taken, and mean=torch.tensor(0.5) (a 0-d tensor) was refused though torch.tensor([.5, .5, .5]) was
+    taken; each now makes the tensor the tuple makes."""
+    torch = pytest.importorskip("torch")
+    import alpha2
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        (frame,) = source.frames_at([0.0])
+        with frame:
+            plain = frame.to_tensor(
+                size=(8, 4), crop=(2, 1, 20, 12), dtype="float32", mean=0.5, std=0.25
+            ).numpy()
+            made = frame.to_tensor(
+                size=torch.tensor([8, 4]),
+                crop=torch.tensor([2, 1, 20, 12]),
+                dtype="float32",
+                mean=torch.tensor(0.5),
+                std=np.array(0.25),
+            ).numpy()
+            assert made.shape == (4, 8, 3)
+            assert np.array_equal(made, plain)
