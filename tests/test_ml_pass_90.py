@@ -1,7 +1,11 @@
 """Faults an outside pass (helper 90) over the machine-learning API found: times and tensor options
-given as 0-d or 1-d numpy arrays and torch tensors. Clips are made here with PyAV."""
+given as 0-d or 1-d numpy arrays and torch tensors, and sources and frames met by pickle (a spawn
+DataLoader pickles its dataset). Clips are made here with PyAV."""
 
 from __future__ import annotations
+
+import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -83,3 +87,27 @@ def test_to_tensor_takes_torch_tensors_for_size_crop_and_mean(clip: str) -> None
             ).numpy()
             assert made.shape == (4, 8, 3)
             assert np.array_equal(made, plain)
+
+
+@pytest.mark.vulkan
+def test_sources_and_frames_refuse_pickling_with_a_typed_error(clip: str) -> None:
+    """A spawn DataLoader pickles its dataset: one holding an open source failed with 'TypeError: cannot
+    pickle '_cffi_backend._CDataBase' object' (a frame: 'no default __reduce__ due to non-trivial
+    __cinit__'), and copy.deepcopy left an 'Exception ignored in GPUDevice.__del__' traceback. Each is
+    now an InvalidInputError that says what to do; a CPU tensor still pickles."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        for attempt in (pickle.dumps, copy.deepcopy, copy.copy):
+            with pytest.raises(InvalidInputError, match="open the file in each process"):
+                attempt(source)
+        (frame,) = source.frames_at([0.0])
+        with frame:
+            for attempt in (pickle.dumps, copy.deepcopy, copy.copy):
+                with pytest.raises(InvalidInputError, match=r"frame\.to_tensor"):
+                    attempt(frame)
+            tensor = frame.to_tensor(device="cpu")
+            again = pickle.loads(pickle.dumps(tensor))
+            assert np.array_equal(again.numpy(), tensor.numpy())
+        assert _pts(source.frames_at([0.05])) == [pytest.approx(0.04)]  # the source still works

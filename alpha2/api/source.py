@@ -734,6 +734,15 @@ class Frame:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
+    def __reduce__(self) -> Any:
+        # Without this, pickle (a spawn DataLoader's dataset, a multiprocessing queue) failed inside PyAV
+        # with 'no default __reduce__ due to non-trivial __cinit__'.
+        raise InvalidInputError(
+            "an alpha2 Frame cannot be pickled or copied: it holds a decoded surface of its source in this "
+            "process; hand on frame.to_tensor(..., device='cpu') (an RgbTensor on the CPU pickles) or "
+            "frame.to_ndarray() instead"
+        )
+
     def __repr__(self) -> str:
         gone = " released" if self._released else ""
         return (
@@ -1474,6 +1483,15 @@ class VideoSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> Any:
+        # Without this, pickle (a spawn DataLoader's dataset holding an open source) failed with
+        # "cannot pickle '_cffi_backend._CDataBase' object", and copy.deepcopy left a half-made device.
+        raise InvalidInputError(
+            f"an alpha2 VideoSource ({self._label}) cannot be pickled or copied: its decoder threads and GPU "
+            "device stay in this process; keep the path and open the file in each process (in a "
+            "DataLoader worker: on first use in __getitem__, or in worker_init_fn)"
+        )
 
     def __repr__(self) -> str:
         closed = " closed" if self._resources.session.closed else ""
