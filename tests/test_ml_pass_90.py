@@ -111,3 +111,20 @@ def test_sources_and_frames_refuse_pickling_with_a_typed_error(clip: str) -> Non
             again = pickle.loads(pickle.dumps(tensor))
             assert np.array_equal(again.numpy(), tensor.numpy())
         assert _pts(source.frames_at([0.05])) == [pytest.approx(0.04)]  # the source still works
+
+
+@pytest.mark.vulkan
+def test_an_infinite_mean_is_refused_as_not_finite(clip: str) -> None:
+    """mean=inf was told 'mean is on the 0..1 scale ...; means in codes (0..255) divided by 255 are (inf,
+    inf, inf)', advice that cannot help; now, like nan, it is refused as not finite."""
+    import alpha2
+    from alpha2.gpu.errors import InvalidInputError
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        (frame,) = source.frames_at([0.0])
+        with frame:
+            for name in ("mean", "std"):
+                for wrong in (float("inf"), (0.5, float("-inf"), 0.5), float("nan")):
+                    with pytest.raises(InvalidInputError, match=f"^{name} must be .*finite") as caught:
+                        frame.to_tensor(dtype="float32", **{name: wrong})
+                    assert "0..1 scale" not in caught.value.message

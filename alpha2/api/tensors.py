@@ -41,6 +41,7 @@ the 8).
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -429,6 +430,10 @@ def _channels(name: str, value: Any) -> tuple[float, float, float] | None:
         ) from None
     if len(values) != 3:
         raise InvalidInputError(f"{name} must be a number or three numbers (R, G, B), got {value!r}")
+    if not all(math.isfinite(v) for v in values):
+        # Said here, before the scale check: mean=inf was told that its values in codes divided by 255
+        # are (inf, inf, inf).
+        raise InvalidInputError(f"{name} must be finite numbers (R, G, B), got {value!r}")
     if name == "mean" and any(abs(v) > 1.0 for v in values):
         # (123.675, 116.28, 103.53) is ImageNet's mean in codes: taken as it is, every value would be
         # about -120 and the model would see noise, with nothing said.
