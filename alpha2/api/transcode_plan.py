@@ -9,6 +9,7 @@ HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone 
 
 from __future__ import annotations
 
+import dataclasses
 import fractions
 import math
 from dataclasses import dataclass
@@ -29,7 +30,12 @@ from alpha2.api.transcode_choices import (
     track_specs,
 )
 from alpha2.ffmpeg_bridge.containers import default_codec
-from alpha2.ffmpeg_bridge.encoders import FIDELITY_ENCODERS, colour_kept_or_refused, nearest_encoder_format
+from alpha2.ffmpeg_bridge.encoders import (
+    FIDELITY_ENCODERS,
+    LIMITED_RANGE_ENCODERS,
+    colour_kept_or_refused,
+    nearest_encoder_format,
+)
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
 from alpha2.ffmpeg_bridge.side_streams import (
     CHAPTER_MUXERS,
@@ -526,6 +532,16 @@ def _rgb_output(input_colour: ColourInfo, out: Size) -> ColourInfo:
     )
 
 
+_LIMITED_NOTE = "full range -> limited ({encoder}'s pictures are read as limited range)"
+"""Said where a full-range picture goes to an encoder of LIMITED_RANGE_ENCODERS."""
+
+
+def _limited_only(encoder: str | None, colour: ColourInfo) -> bool:
+    """Whether a picture of ``colour`` is full range and ``encoder`` writes only limited (its levels are
+    converted: written as they are, decoders read them as limited and the contrast grows)."""
+    return colour.range is ColourRange.FULL and (encoder or "") in LIMITED_RANGE_ENCODERS
+
+
 def _even_sides(
     input_size: Size, reasons: list[str]
 ) -> tuple[Size, tuple[int, int, int, int] | None, Size | None]:
@@ -753,7 +769,10 @@ def plan_transcode(
             lost = []
             if taken.bit_depth < passed.bit_depth:
                 lost.append(f"{passed.bit_depth} -> {taken.bit_depth} bits")
-            if (taken.log2_chroma_w, taken.log2_chroma_h) != (passed.log2_chroma_w, passed.log2_chroma_h):
+            if passed.is_gray and not taken.is_gray:
+                # A gray picture has no chroma to lose (it said 'chroma 4:4:4 -> 4:2:0': helper 91).
+                lost.append(f"written as {_chroma(taken)}, its chroma neutral")
+            elif (taken.log2_chroma_w, taken.log2_chroma_h) != (passed.log2_chroma_w, passed.log2_chroma_h):
                 lost.append("chroma " + " -> ".join(_chroma(f) for f in (passed, taken)))
             if passed.has_alpha and not taken.has_alpha:
                 lost.append("alpha dropped")
@@ -764,6 +783,12 @@ def plan_transcode(
                 + ")"
             )
             passed = taken
+        written_colour = input_colour
+        if _limited_only(encoder, input_colour) and not passed.is_rgb:
+            # The encode session converts the levels; said, not "same colour" (an outside pass, helper 91).
+            written_colour = dataclasses.replace(input_colour, range=ColourRange.LIMITED)
+            reason = reason.replace(" and colour", "").replace("; frames go straight to the encoder", "")
+            reason += f"; {_LIMITED_NOTE.format(encoder=encoder)}"
         return TranscodePlan(
             passthrough=True,
             reason=reason + kept,
@@ -772,7 +797,7 @@ def plan_transcode(
             input_format=input_format,
             output_format=passed,
             input_colour=input_colour,
-            output_colour=input_colour,
+            output_colour=written_colour,
             depth_note=depth_note,
             display_rotation=rotation,
             colour_note=colour_note,
@@ -804,6 +829,9 @@ def plan_transcode(
             else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
         )
         why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
+    if rng is ColourRange.FULL and _limited_only(encoder, input_colour):
+        why = why.replace("matrix and range", "matrix")
+        rng, why = ColourRange.LIMITED, f"{why}; {_LIMITED_NOTE.format(encoder=encoder)}"
     output_format = PixelFormat.P010 if depth > 8 else PixelFormat.NV12
     if depth_note is not None:
         reasons.append(depth_note)

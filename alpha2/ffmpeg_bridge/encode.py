@@ -43,6 +43,7 @@ from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
     ENCODER_PREFERENCE,
+    LIMITED_RANGE_ENCODERS,
     EncoderSpec,
     canonical_name,
     colour_kept_or_refused,
@@ -268,6 +269,15 @@ def _full_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame
     stretched twice (black 16 came out 0)."""
     out = frame.reformat(format=pixel_format, src_color_range="JPEG", dst_color_range="JPEG")
     out.pts, out.time_base = frame.pts, frame.time_base
+    return out
+
+
+def _limited_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame:
+    """A full-range Y'CbCr (or gray) frame as limited range in ``pixel_format``, pts kept: for an
+    encoder of :data:`LIMITED_RANGE_ENCODERS`, whose pictures decoders read as limited."""
+    out = frame.reformat(format=pixel_format, src_color_range="JPEG", dst_color_range="MPEG")
+    out.pts, out.time_base = frame.pts, frame.time_base
+    out.color_range = int(ColourRange.LIMITED)
     return out
 
 
@@ -609,6 +619,7 @@ class EncodeSession:
         self._display_rotation = display_rotation
         self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
         self._yuv_colour: ColourInfo | None = None  # set when Y'CbCr frames are converted for an RGB one
+        self._to_limited = False  # full-range frames are converted to limited (LIMITED_RANGE_ENCODERS)
         self._palette: PaletteFilter | None = None  # a GIF's: RGB frames to palette pictures
         self._tags: ColourInfo | None = None  # the stream's colour, given to frames that carry none
         self._width, self._height = width, height
@@ -795,6 +806,11 @@ class EncodeSession:
             # decoders read the RGB planes as Y'CbCr).
             self._yuv_colour = colour if colour is not None else ColourInfo()
             colour = dataclasses.replace(self._yuv_colour, matrix=ColourMatrix.RGB, range=ColourRange.FULL)
+        if self.encoder.name in LIMITED_RANGE_ENCODERS and not self._pixel_format.is_rgb:
+            # Decoders read these encoders' pictures as limited: a full-range stream is written so.
+            self._to_limited = True
+            if colour is not None and colour.range is ColourRange.FULL:
+                colour = dataclasses.replace(colour, range=ColourRange.LIMITED)
         target: Any = self._tmp_path if self._tmp_path is not None else self._file
         try:
             out = av.open(target, mode="w", format=self._container_format)
@@ -1055,6 +1071,7 @@ class EncodeSession:
                 return
             av_frame.pts = codec_pts
             av_frame.time_base = self._codec_time_base
+            source = colour if colour is not None else self._colour  # raw planes: the session's colour
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
@@ -1063,6 +1080,14 @@ class EncodeSession:
                 av_frame = yuv_to_rgb_frame(
                     av_frame, self._pixel_format.ffmpeg_name, colour or self._yuv_colour
                 )
+            elif (
+                self._to_limited
+                and source is not None
+                and source.range is ColourRange.FULL
+                and not fmt.is_rgb
+            ):
+                assert self._pixel_format is not None
+                av_frame = _limited_range_layout(av_frame, self._pixel_format.ffmpeg_name)
             elif (
                 colour is not None
                 and colour.range is ColourRange.FULL

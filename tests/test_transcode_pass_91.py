@@ -1,0 +1,92 @@
+"""Faults an outside pass (helper 91) found in ``alpha2 transcode`` with odd but decodable inputs, each
+pinned by what the output really holds (read back with PyAV) and what the summary said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from alpha2.apps import cli
+
+Capsys = pytest.CaptureFixture[str]
+
+LEVELS = (16, 128, 235)
+"""Gray levels (full range, 0-255) of the frames of _full_range_clip, one per frame."""
+
+
+def _full_range_clip(path: Path, pix_fmt: str) -> str:
+    """Flat full-range frames at LEVELS: gray (FFV1, which FFmpeg reads as full range) or yuvj420p
+    (MJPEG in AVI, as cameras write)."""
+    codec = "ffv1" if pix_fmt == "gray" else "mjpeg"
+    with av.open(str(path), "w") as out:
+        stream: Any = out.add_stream(codec, rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, pix_fmt
+        for i, level in enumerate(LEVELS):
+            rgb = np.full((48, 64, 3), level, np.uint8)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame = frame.reformat(format=pix_fmt, dst_color_range=2)
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def _grey_levels(path: str) -> list[float]:
+    """Each frame's mean as full-range gray, converted by FFmpeg by the range the decoder reports."""
+    with av.open(path) as container:
+        return [float(f.to_ndarray(format="gray").mean()) for f in container.decode(video=0)]
+
+
+@pytest.mark.parametrize(
+    ("pix_fmt", "source", "codec", "output", "extra"),
+    [
+        ("gray", "in.mkv", "prores_ks", "out.mov", []),
+        ("gray", "in.mkv", "mpeg2video", "out.mkv", []),
+        ("yuvj420p", "in.avi", "libvpx", "out.webm", []),
+        ("gray", "in.mkv", "prores_ks", "small.mov", ["--size", "32x24"]),
+    ],
+)
+def test_full_range_into_a_limited_only_encoder_keeps_the_levels(
+    tmp_path: Path, capsys: Capsys, pix_fmt: str, source: str, codec: str, output: str, extra: list[str]
+) -> None:
+    """ProRes, MPEG-1/2 and VP8 pictures are read as limited range whatever the tag: a gray or MJPEG
+    (full-range) input went in with its full-range levels, so gray 54 came back 43 and black 16 came
+    back 0, the summary saying 'same size and colour'. The levels are converted now, and said."""
+    src = _full_range_clip(tmp_path / source, pix_fmt)
+    out = str(tmp_path / output)
+    assert cli.main(["transcode", src, out, "--codec", codec, *extra]) == 0
+    said = " ".join(line.strip() for line in capsys.readouterr().err.splitlines())
+    assert f"full range -> limited ({codec}'s pictures are read as limited range)" in said, said
+    assert "same size and colour" not in said, said
+    got = _grey_levels(out)
+    assert len(got) == len(LEVELS)
+    for want, level in zip(LEVELS, got, strict=True):
+        assert abs(level - want) <= 3, (got, LEVELS)
+
+
+def test_full_range_into_h264_is_still_kept_full(tmp_path: Path, capsys: Capsys) -> None:
+    """An encoder that carries full range keeps it (the fix is for the limited-only encoders)."""
+    src = _full_range_clip(tmp_path / "in.avi", "yuvj420p")
+    out = str(tmp_path / "out.mp4")
+    assert cli.main(["transcode", src, out]) == 0
+    assert "full range -> limited" not in capsys.readouterr().err
+    with av.open(out) as container:
+        assert next(container.decode(video=0)).color_range == 2
+    for want, level in zip(LEVELS, _grey_levels(out), strict=True):
+        assert abs(level - want) <= 3
+
+
+def test_gray_into_an_encoder_without_gray_is_not_called_chroma_4_4_4(tmp_path: Path, capsys: Capsys) -> None:
+    """A gray picture has no chroma: going to 4:2:0 loses none. The summary said 'mpeg4 has no gray:
+    chroma 4:4:4 -> 4:2:0'."""
+    src = _full_range_clip(tmp_path / "in.mkv", "gray")
+    assert cli.main(["transcode", src, str(tmp_path / "out.mkv"), "--codec", "mpeg4"]) == 0
+    said = " ".join(line.strip() for line in capsys.readouterr().err.splitlines())
+    assert "mpeg4 has no gray: written as 4:2:0, its chroma neutral" in said, said
+    assert "4:4:4" not in said, said
