@@ -3,6 +3,7 @@ pinned by what the output really holds (read back with PyAV) and what the summar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from alpha2.apps import cli
+from tests.media import make_clip, swap_mkv_clusters
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -90,3 +92,22 @@ def test_gray_into_an_encoder_without_gray_is_not_called_chroma_4_4_4(tmp_path: 
     said = " ".join(line.strip() for line in capsys.readouterr().err.splitlines())
     assert "mpeg4 has no gray: written as 4:2:0, its chroma neutral" in said, said
     assert "4:4:4" not in said, said
+
+
+def test_a_copy_says_the_video_timestamps_it_moved(tmp_path: Path, capsys: Capsys) -> None:
+    """An MKV whose second and third clusters are swapped (its times go back at 0.533 s): ``--codec
+    copy`` moved the late cluster's packets after the early one's (0.8 s of video written 1.066 s long)
+    and said nothing, where the transcode says 'video timestamps adjusted 1 (1 backward)'."""
+    src = make_clip(tmp_path / "src.mkv", frames=24, gop=4).path
+    back = swap_mkv_clusters(src, str(tmp_path / "back.mkv"), first=1)
+    out = str(tmp_path / "out.mp4")
+    assert cli.main(["transcode", back, out, "--codec", "copy"]) == 0
+    assert "video timestamps adjusted 1 (1 backward)" in capsys.readouterr().err
+    assert cli.main(["transcode", back, out, "--codec", "copy", "--json", "-y"]) == 0
+    assert json.loads(capsys.readouterr().out)["timestamps_adjusted"]["video"] == {"backward": 1}
+    with av.open(out) as container:
+        times = [f.time for f in container.decode(video=0)]
+    assert len(times) == 24 and times == sorted(times)
+    # A clean copy says none.
+    assert cli.main(["transcode", src, str(tmp_path / "clean.mp4"), "--codec", "copy", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["timestamps_adjusted"]["video"] == {}

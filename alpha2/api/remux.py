@@ -105,6 +105,8 @@ def remux_transcode(
     stats.frames = stats.packets_out = report.video_packets
     stats.audio_packets_copied = report.audio_packets
     stats.audio_timestamps = report.audio_timestamps
+    # Said as a transcode says them (a copy moved a backward cluster later, saying nothing: helper 91).
+    stats.timestamps = report.video_timestamps
     video = report.video
     shown = f"{video.codec}, {video.width}x{video.height}" if video.width else video.codec
     stats.encoder = {"name": COPY, "codec": video.codec, "video": f"copied ({shown})"}

@@ -64,6 +64,8 @@ class RemuxReport:
     """Audio packets copied as they were."""
     audio_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
     """Copied audio packets whose times were dropped or rebased, by kind."""
+    video_timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
+    """Copied video packets whose times were rebased (repeated, backwards, reset), by kind."""
     cut_from: float | None = None
     """With a cut: where the copy starts, the key frame at or before the start asked for (seconds of
     the input, from its start)."""
@@ -255,6 +257,7 @@ def remux(
         report.video_packets = copier.video_packets_copied
         report.audio_packets = copier.audio_packets_copied
         report.audio_timestamps = copier.adjustments
+        report.video_timestamps = copier.video_adjustments
         report.kept = list(copier.report.kept)
         report.dropped += copier.report.dropped
         report.dropped.sort(key=lambda d: d.index)

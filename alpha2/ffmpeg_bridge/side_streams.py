@@ -1449,6 +1449,15 @@ class StreamCopier:
                 total = total + entry.fixer.adjustments
         return total
 
+    @property
+    def video_adjustments(self) -> TimestampAdjustments:
+        """Copied video packets whose decode times repeated, went backwards or reset (--codec copy)."""
+        total = TimestampAdjustments()
+        for entry in self._entries.values():
+            if entry.source.kind is StreamKind.VIDEO:
+                total = total + entry.fixer.adjustments
+        return total
+
     def _write_pictures(self) -> None:
         pictures, self._pictures = self._pictures, []
         for picture in pictures:
