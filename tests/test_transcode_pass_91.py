@@ -111,3 +111,47 @@ def test_a_copy_says_the_video_timestamps_it_moved(tmp_path: Path, capsys: Capsy
     # A clean copy says none.
     assert cli.main(["transcode", src, str(tmp_path / "clean.mp4"), "--codec", "copy", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["timestamps_adjusted"]["video"] == {}
+
+
+def _clip_with_audio_at(path: Path, sample_rate: int) -> str:
+    """A 1 s MKV: FFV1 video (10 frames) and a FLAC tone at ``sample_rate``."""
+    with av.open(str(path), "w") as out:
+        video: Any = out.add_stream("ffv1", rate=10)
+        video.width, video.height, video.pix_fmt = 32, 24, "yuv420p"
+        audio: Any = out.add_stream("flac", rate=sample_rate)
+        audio.layout = "stereo"
+        for i in range(10):
+            frame = av.VideoFrame.from_ndarray(np.full((24, 32, 3), i * 20, np.uint8), format="rgb24")
+            frame.pts = i
+            for packet in video.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in video.encode(None):
+            out.mux(packet)
+        tone = (np.sin(np.arange(sample_rate) * 0.05) * 8000).astype(np.int16)
+        chunk = 4096
+        for start in range(0, sample_rate, chunk):
+            part = tone[start : start + chunk]
+            samples = np.repeat(part, 2).reshape(1, -1)
+            aframe = av.AudioFrame.from_ndarray(samples, format="s16", layout="stereo")
+            aframe.sample_rate, aframe.pts = sample_rate, start
+            for packet in audio.encode(aframe):
+                out.mux(packet)
+        for packet in audio.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def test_audio_resampled_for_its_encoder_is_said(tmp_path: Path, capsys: Capsys) -> None:
+    """11025 Hz (or 96 kHz) audio into WebM is encoded as Opus at 48 kHz: the summary said only
+    're-encoded flac to libopus: the webm container cannot hold flac', not that the rate changed."""
+    src = _clip_with_audio_at(tmp_path / "in.mkv", 11025)
+    out = str(tmp_path / "out.webm")
+    assert cli.main(["transcode", src, out]) == 0
+    said = " ".join(line.strip() for line in capsys.readouterr().err.splitlines())
+    assert "resampled 11025 Hz -> 48000 Hz (libopus takes no 11025 Hz)" in said, said
+    with av.open(out) as container:
+        assert container.streams.audio[0].codec_context.sample_rate == 48000
+    # A rate the encoder takes is kept, and nothing is said of it.
+    kept = _clip_with_audio_at(tmp_path / "keep.mkv", 48000)
+    assert cli.main(["transcode", kept, str(tmp_path / "keep.webm")]) == 0
+    assert " Hz -> " not in capsys.readouterr().err

@@ -1398,6 +1398,11 @@ class StreamCopier:
             said += f"; {kept}"
         if downmix is not None:
             said += f"; {downmix}"
+        if stream.sample_rate and rate != stream.sample_rate:
+            # Resampled: said (11025 Hz into WebM came out 48000 Hz with no word: helper 91).
+            said += (
+                f"; resampled {stream.sample_rate} Hz -> {rate} Hz ({name} takes no {stream.sample_rate} Hz)"
+            )
         self.report.notes.append(said)
 
     def _add_picture(self, stream: InputStream, muxer: str) -> None:
