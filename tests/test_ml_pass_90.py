@@ -128,3 +128,22 @@ def test_an_infinite_mean_is_refused_as_not_finite(clip: str) -> None:
                     with pytest.raises(InvalidInputError, match=f"^{name} must be .*finite") as caught:
                         frame.to_tensor(dtype="float32", **{name: wrong})
                     assert "0..1 scale" not in caught.value.message
+
+
+@pytest.mark.vulkan
+def test_frames_of_a_closed_device_are_refused_with_a_closed_error(clip: str) -> None:
+    """After the source's Device was closed (a worker's shared Device closed before its sources'
+    frames), to_tensor failed with AttributeError ''NoneType' object has no attribute 'write_buffer''
+    and to_ndarray with a cffi TypeError; both are now a ClosedError that says so. Decoding goes on."""
+    import alpha2
+    from alpha2.gpu.errors import ClosedError
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        (frame,) = source.frames_at([0.0])
+        with frame:
+            frame.to_tensor(size=(8, 4))
+            source.device.close()
+            for convert in (frame.to_tensor, frame.to_ndarray, lambda: source.to_tensor([frame])):
+                with pytest.raises(ClosedError, match=r"Device of this VideoSource .* was closed"):
+                    convert()
+        assert _pts(source.frames_at([0.05])) == [pytest.approx(0.04)]

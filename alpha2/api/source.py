@@ -983,13 +983,26 @@ class VideoSource:
                 self._warmed = True
             if self._device is None:
                 self._device = Device.open(want_gpu_copy=self._session.hwaccel_report.on_gpu)
+            self._check_device(self._device)
             return self._device
+
+    def _check_device(self, device: Device) -> None:
+        # A closed Device has no queue: its frames failed inside wgpu ('NoneType' object has no
+        # attribute 'write_buffer') instead of saying why.
+        if getattr(device, "_closed", False):
+            raise ClosedError(
+                f"the Device of this VideoSource ({self._label}) was closed (Device.close() or its with "
+                "block): its frames cannot be rendered or converted; close the Device after its sources' "
+                "last frame, or open the file again"
+            )
 
     @property
     def importer(self) -> FrameImporter:
         """The FrameImporter on :attr:`device`."""
         self._check_process()
         resources = self._resources
+        if self._device is not None:
+            self._check_device(self._device)
         if resources.importer is None:
             # A program may hold many imported frames at once (a batch from frames_at turned into a
             # tensor): the GPU copy's ring grows to that many slots as they are taken, no more.
@@ -1031,6 +1044,8 @@ class VideoSource:
     @property
     def renderer(self) -> FrameRenderer:
         """The FrameRenderer on :attr:`device`."""
+        if self._device is not None:
+            self._check_device(self._device)
         if self._renderer is None:
             self._renderer = FrameRenderer(self.device)
         return self._renderer
