@@ -3,6 +3,7 @@ pinned by what the output really holds (read back with PyAV) and what the summar
 
 from __future__ import annotations
 
+import fractions
 import json
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,53 @@ def test_audio_resampled_for_its_encoder_is_said(tmp_path: Path, capsys: Capsys)
     kept = _clip_with_audio_at(tmp_path / "keep.mkv", 48000)
     assert cli.main(["transcode", kept, str(tmp_path / "keep.webm")]) == 0
     assert " Hz -> " not in capsys.readouterr().err
+
+
+def _late_mkv(path: Path, start_ms: int = 5000) -> str:
+    """An H.264 MKV of 6 frames 100 ms apart from ``start_ms`` (key frames every 2), for which FFmpeg
+    gives no start time (``start_time`` None), only the packets' own."""
+    ms = fractions.Fraction(1, 1000)
+    with av.open(str(path), "w") as out:
+        stream: Any = out.add_stream(
+            "libx264", rate=10, options={"preset": "ultrafast", "tune": "zerolatency"}
+        )
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.time_base = stream.time_base = ms
+        stream.codec_context.gop_size = 2
+        for i in range(6):
+            rgb = np.full((48, 64, 3), 30 + 40 * i, np.uint8)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
+            frame.pts, frame.time_base = start_ms + 100 * i, ms
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def _frame_levels(path: str) -> list[int]:
+    with av.open(path) as container:
+        return [round(float(f.to_ndarray(format="rgb24").mean())) for f in container.decode(video=0)]
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_from_counts_from_the_start_of_an_mkv_that_starts_late(
+    tmp_path: Path, capsys: Capsys, copy: bool
+) -> None:
+    """A Matroska video from 5 s (FFmpeg gives it no start time): ``--from 0.2`` counted from 0, before
+    the video, so every frame was written and the summary said 'from 0.000 s'; a copy said the key frame
+    before it at the video's start. It counts from the video's first frame now, as --to does."""
+    src = _late_mkv(tmp_path / "late.mkv")
+    with av.open(src) as container:
+        assert container.streams.video[0].start_time is None  # the case: FFmpeg's own
+    levels = _frame_levels(src)
+    out = str(tmp_path / "out.mp4")
+    extra = ["--codec", "copy", "--from", "0.25"] if copy else ["--from", "0.2"]
+    assert cli.main(["transcode", src, out, *extra]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    assert "part from 0.200 s to the end of the input" in said, said
+    assert "timestamps shifted by -5.000 s" in said, said
+    got = _frame_levels(out)
+    assert len(got) == 4
+    for want, level in zip(levels[2:], got, strict=True):
+        assert abs(want - level) <= 4, (levels, got)

@@ -739,6 +739,11 @@ class _Transcoder:
     ) -> DecodedFrame:
         """The frame on display at ``target`` (input seconds), frame-exact; ``what`` names it in errors."""
         video_start = _seconds(first) or fractions.Fraction(0)
+        info = decoder.info
+        if info.start_time is None:
+            # The decoder counts from the stream's start, 0 where FFmpeg gives none (a Matroska video
+            # from 5 s: --from 0.2 wrote it all from 0, said 'from 0.000 s': an outside pass, helper 91).
+            video_start = fractions.Fraction(0)
         first.release()
         self._first = None
         decoder.seek(float(max(fractions.Fraction(0), target - video_start)))  # counts from the video's start

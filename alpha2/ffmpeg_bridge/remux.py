@@ -123,6 +123,22 @@ def _rotation_lost(container: av.container.InputContainer, stream: Any, muxer: s
     )
 
 
+def _first_time(container: av.container.InputContainer) -> float | None:
+    """The earliest timestamp (seconds) among the first packets of ``container`` (None: none timed)."""
+    times: list[float] = []
+    try:
+        container.seek(0)
+        for count, packet in enumerate(container.demux()):
+            if packet.pts is not None and packet.time_base is not None:
+                times.append(float(packet.pts * packet.time_base))
+            if count >= 32:
+                break
+        container.seek(0)
+    except av.error.FFmpegError:  # a stream that cannot seek: its start is taken as 0, as before
+        return None
+    return min(times) if times else None
+
+
 def _key_frame_at(
     container: av.container.InputContainer, stream: Any, seconds: float, source: str, start: float
 ) -> float:
@@ -194,6 +210,10 @@ def remux(
                     kinds = "its only picture is cover art"  # 'streams: audio, video' read as a riddle
                 raise InvalidInputError(f"{source!r} has no video stream to copy ({kinds})")
             _check_copyable(probe, probe.streams[videos[0].index], muxer)
+            if probe.start_time is None:
+                # FFmpeg gives no start for a Matroska video from 5 s: --from 0.2 counted from 0 copied it
+                # all, said 'from 10:00:00.000' for one from 10 h (an outside pass, helper 91).
+                start = _first_time(probe) or 0.0
             turned = _rotation_lost(probe, probe.streams[videos[0].index], muxer)
             key = None
             if from_seconds > 0 or to_seconds is not None:
