@@ -53,6 +53,7 @@ def _grey_levels(path: str) -> list[float]:
         ("gray", "in.mkv", "mpeg2video", "out.mkv", []),
         ("yuvj420p", "in.avi", "libvpx", "out.webm", []),
         ("gray", "in.mkv", "prores_ks", "small.mov", ["--size", "32x24"]),
+        ("gray", "in.mkv", "vp8", "vp8.webm", []),  # the codec's name: FFmpeg's libvpx
     ],
 )
 def test_full_range_into_a_limited_only_encoder_keeps_the_levels(

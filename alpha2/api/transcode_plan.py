@@ -536,10 +536,10 @@ _LIMITED_NOTE = "full range -> limited ({encoder}'s pictures are read as limited
 """Said where a full-range picture goes to an encoder of LIMITED_RANGE_ENCODERS."""
 
 
-def _limited_only(encoder: str | None, colour: ColourInfo) -> bool:
-    """Whether a picture of ``colour`` is full range and ``encoder`` writes only limited (its levels are
-    converted: written as they are, decoders read them as limited and the contrast grows)."""
-    return colour.range is ColourRange.FULL and (encoder or "") in LIMITED_RANGE_ENCODERS
+def _limited_only(encoder: str | None, codec: str, colour: ColourInfo) -> bool:
+    """Whether a picture of ``colour`` is full range and ``encoder`` (of ``codec``) writes only limited
+    (its levels are converted: written as they are, decoders read them as limited, the contrast grows)."""
+    return colour.range is ColourRange.FULL and bool({encoder or "", codec} & LIMITED_RANGE_ENCODERS)
 
 
 def _even_sides(
@@ -784,11 +784,11 @@ def plan_transcode(
             )
             passed = taken
         written_colour = input_colour
-        if _limited_only(encoder, input_colour) and not passed.is_rgb:
+        if _limited_only(encoder, codec, input_colour) and not passed.is_rgb:
             # The encode session converts the levels; said, not "same colour" (an outside pass, helper 91).
             written_colour = dataclasses.replace(input_colour, range=ColourRange.LIMITED)
             reason = reason.replace(" and colour", "").replace("; frames go straight to the encoder", "")
-            reason += f"; {_LIMITED_NOTE.format(encoder=encoder)}"
+            reason += f"; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
         return TranscodePlan(
             passthrough=True,
             reason=reason + kept,
@@ -829,9 +829,9 @@ def plan_transcode(
             else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
         )
         why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
-    if rng is ColourRange.FULL and _limited_only(encoder, input_colour):
+    if rng is ColourRange.FULL and _limited_only(encoder, codec, input_colour):
         why = why.replace("matrix and range", "matrix")
-        rng, why = ColourRange.LIMITED, f"{why}; {_LIMITED_NOTE.format(encoder=encoder)}"
+        rng, why = ColourRange.LIMITED, f"{why}; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
     output_format = PixelFormat.P010 if depth > 8 else PixelFormat.NV12
     if depth_note is not None:
         reasons.append(depth_note)

@@ -806,7 +806,8 @@ class EncodeSession:
             # decoders read the RGB planes as Y'CbCr).
             self._yuv_colour = colour if colour is not None else ColourInfo()
             colour = dataclasses.replace(self._yuv_colour, matrix=ColourMatrix.RGB, range=ColourRange.FULL)
-        if self.encoder.name in LIMITED_RANGE_ENCODERS and not self._pixel_format.is_rgb:
+        limited_only = {self.encoder.name, self.encoder.codec} & LIMITED_RANGE_ENCODERS
+        if limited_only and not self._pixel_format.is_rgb:
             # Decoders read these encoders' pictures as limited: a full-range stream is written so.
             self._to_limited = True
             if colour is not None and colour.range is ColourRange.FULL:

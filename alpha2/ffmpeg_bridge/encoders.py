@@ -205,11 +205,14 @@ loses least (4:4:4), not to 4:2:0 as it does for a delivery codec, where 4:4:4 p
 (``ffmpeg`` picks 4:4:4 for H.264 and warns of just that)."""
 
 
-LIMITED_RANGE_ENCODERS = frozenset({"libvpx", "mpeg1video", "mpeg2video", "prores", "prores_aw", "prores_ks"})
-"""Encoders whose pictures FFmpeg's decoders read as limited range whatever the stream's tag says (the
-bitstreams carry no range, or only limited: FFmpeg's own table marks them so): a full-range picture
-(MJPEG's yuvj, gray) is converted to limited range for them, as ffmpeg's scale does. Found by an outside
-pass (helper 91): written with its full-range levels and read as limited, gray 54 came back 43."""
+LIMITED_RANGE_ENCODERS = frozenset(
+    {"vp8", "libvpx", "mpeg1video", "mpeg2video", "prores", "prores_aw", "prores_ks"}
+)
+"""Encoders (by name, or by the codec they write: ``--codec vp8`` is named vp8) whose pictures
+FFmpeg's decoders read as limited range whatever the stream's tag says (the bitstreams carry no range,
+or only limited: FFmpeg's own table marks them so): a full-range picture (MJPEG's yuvj, gray) is
+converted to limited range for them, as ffmpeg's scale does. Found by an outside pass (helper 91):
+written with its full-range levels and read as limited, gray 54 came back 43."""
 
 
 def _chroma_steps(fmt: PixelFormat) -> tuple[int, int]:
