@@ -147,3 +147,47 @@ def test_frames_of_a_closed_device_are_refused_with_a_closed_error(clip: str) ->
                 with pytest.raises(ClosedError, match=r"Device of this VideoSource .* was closed"):
                     convert()
         assert _pts(source.frames_at([0.05])) == [pytest.approx(0.04)]
+
+
+@pytest.mark.vulkan
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_device_opened_before_a_fork_is_refused_in_the_child_without_a_hang(clip: str) -> None:
+    """A dataset holding an alpha2 Device made in the main process (for its workers' sources to share)
+    hung each forked DataLoader worker for ever at its first conversion (queue.submit waits for the
+    driver's threads, which stay in the parent), with no word. Now alpha2.open(device=that Device) in
+    the child is a ClosedError that says to open the Device there; the parent's Device goes on."""
+    import os
+
+    import alpha2
+    from alpha2.gpu.errors import ClosedError
+    from tests.test_ml_pass import _child_outcome
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        device = source.device
+        (frame,) = source.frames_at([0.0])
+        with frame:
+            frame.to_tensor(size=(8, 4))
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 1
+            try:
+                os.close(read)
+                try:
+                    with alpha2.open(clip, hwaccel="none", device=device) as child:
+                        child.to_tensor(child.frames_at([0.0]), size=(8, 4))
+                except ClosedError as exc:
+                    os.write(write, str(exc).encode())
+                    code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        outcome = _child_outcome(pid, 30.0)
+        with os.fdopen(read, "rb") as said:
+            message = said.read().decode()
+        assert outcome == 0, f"the forked child {'hung' if outcome is None else f'exited {outcome}'}"
+        assert "was forked from" in message and "open the Device in this process" in message
+        with alpha2.open(clip, hwaccel="none", device=device) as again:  # the parent's Device goes on
+            frames = again.frames_at([0.0])
+            assert again.to_tensor(frames, size=(8, 4)).shape == (1, 4, 8, 3)
+            frames[0].release()

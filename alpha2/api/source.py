@@ -866,6 +866,8 @@ class VideoSource:
         self._hwaccel = hwaccel
         self._sequential = True  # nothing was sought yet: the stream is read in order from its start
         self._device = as_device(device, hwaccel)
+        if self._device is not None:
+            self._check_device(self._device)
         self._copy_ahead = copy_ahead
         session = open_decoder(media, self._device, hwaccel=hwaccel, prefetch=prefetch, **options)
         self._options = options  # for further sessions on the same file (parallel)
@@ -987,6 +989,15 @@ class VideoSource:
             return self._device
 
     def _check_device(self, device: Device) -> None:
+        # A Device made before a fork (a DataLoader dataset holding one) hung the forked worker's first
+        # conversion for ever in queue.submit: lavapipe's (and any driver's) threads stay in the parent.
+        if device.opened_pid != os.getpid():
+            raise ClosedError(
+                f"the Device given for {self._label} was opened in process {device.opened_pid}, which this "
+                "one was forked from: its GPU device did not come with the fork; open the Device in this "
+                "process (in a DataLoader worker: on first use in __getitem__, or in worker_init_fn, never "
+                "before the workers start), or leave device= out"
+            )
         # A closed Device has no queue: its frames failed inside wgpu ('NoneType' object has no
         # attribute 'write_buffer') instead of saying why.
         if getattr(device, "_closed", False):

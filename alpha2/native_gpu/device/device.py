@@ -18,6 +18,7 @@ threads of one process aborted it (SIGABRT), or saw no adapter at all ("candidat
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,9 @@ class Device:
     _owns_webgpu_device: bool = field(default=False, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _closed: bool = field(default=False, repr=False)
+    opened_pid: int = field(default_factory=os.getpid, repr=False, compare=False)
+    """The process that made it: its GPUDevice's threads do not come with a fork, and work submitted to
+    it from a forked child waits forever."""
     work_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     """Held around a piece of GPU work on this device (a frame's import and conversion, setting up,
     flushing) by each transcode, so that transcodes on several threads may share one Device: wgpudawn's
