@@ -94,7 +94,8 @@ def test_sources_and_frames_refuse_pickling_with_a_typed_error(clip: str) -> Non
     """A spawn DataLoader pickles its dataset: one holding an open source failed with 'TypeError: cannot
     pickle '_cffi_backend._CDataBase' object' (a frame: 'no default __reduce__ due to non-trivial
     __cinit__'), and copy.deepcopy left an 'Exception ignored in GPUDevice.__del__' traceback. Each is
-    now an InvalidInputError that says what to do; a CPU tensor still pickles."""
+    now an InvalidInputError that says what to do, and so is an alpha2 Device's; a CPU tensor still
+    pickles."""
     import alpha2
     from alpha2.gpu.errors import InvalidInputError
 
@@ -110,6 +111,9 @@ def test_sources_and_frames_refuse_pickling_with_a_typed_error(clip: str) -> Non
             tensor = frame.to_tensor(device="cpu")
             again = pickle.loads(pickle.dumps(tensor))
             assert np.array_equal(again.numpy(), tensor.numpy())
+        for attempt in (pickle.dumps, copy.deepcopy, copy.copy):  # a spawn worker's dataset holding one
+            with pytest.raises(InvalidInputError, match="open one in each process"):
+                attempt(source.device)
         assert _pts(source.frames_at([0.05])) == [pytest.approx(0.04)]  # the source still works
 
 

@@ -461,3 +461,12 @@ class Device:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> Any:
+        # Without this, a spawn DataLoader over a dataset holding a Device failed with "cannot pickle
+        # '_cffi_backend._CDataBase' object", and copy.deepcopy left a GPUDevice without its poller.
+        raise InvalidInputError(
+            "an alpha2 Device cannot be pickled or copied: its GPU device belongs to this process; open "
+            "one in each process (in a DataLoader worker: on first use in __getitem__, or in "
+            "worker_init_fn)"
+        )
