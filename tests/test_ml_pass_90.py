@@ -195,3 +195,21 @@ def test_a_device_opened_before_a_fork_is_refused_in_the_child_without_a_hang(cl
             frames = again.frames_at([0.0])
             assert again.to_tensor(frames, size=(8, 4)).shape == (1, 4, 8, 3)
             frames[0].release()
+
+
+@pytest.mark.vulkan
+def test_numpy_s_copy_false_is_honoured_or_refused(clip: str) -> None:
+    """np.array(tensor, dtype=np.float32, copy=False) of a uint8 tensor returned a converted copy
+    silently, where numpy 2's protocol asks for an error when a copy cannot be avoided (numpy's own
+    arrays raise ValueError); the same dtype with copy=False still shares the memory."""
+    import alpha2
+
+    with alpha2.open(clip, hwaccel="none") as source:
+        (frame,) = source.frames_at([0.0])
+        with frame:
+            tensor = frame.to_tensor(size=(8, 4), device="cpu")
+            with pytest.raises(ValueError, match="without a copy"):
+                np.array(tensor, dtype=np.float32, copy=False)
+            assert np.shares_memory(np.array(tensor, copy=False), tensor.numpy())
+            assert np.array(tensor, dtype=np.float32).dtype == np.float32
+            assert not np.shares_memory(np.array(tensor, copy=True), tensor.numpy())

@@ -252,6 +252,11 @@ class RgbTensor:
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         array = self.numpy()
         if dtype is not None and np.dtype(dtype) != array.dtype:
+            if copy is False:  # numpy 2's protocol: copy=False asks for no copy, or an error
+                raise InvalidInputError(
+                    f"this {array.dtype} tensor cannot be made {np.dtype(dtype)} without a copy, and "
+                    "copy=False was asked; leave copy out, or ask to_tensor for that dtype"
+                )
             return array.astype(dtype)
         return array.copy() if copy else array
 
