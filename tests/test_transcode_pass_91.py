@@ -207,3 +207,18 @@ def test_from_counts_from_the_start_of_an_mkv_that_starts_late(
     assert len(got) == 4
     for want, level in zip(levels[2:], got, strict=True):
         assert abs(want - level) <= 4, (levels, got)
+
+
+def test_probe_says_how_long_an_mkv_that_starts_late_lasts(tmp_path: Path, capsys: Capsys) -> None:
+    """FFmpeg gives a Matroska video from 5 s no start and a duration counted from 0: ``alpha2 probe``
+    said a 0.6 s clip from 10 h was 10:00:00.600 long (and one from 5 s 5.600 s, at 6 kb/s for 56)."""
+    src = _late_mkv(tmp_path / "late.mkv")
+    assert cli.main(["probe", src]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "Matroska / WebM, 0.600 s," in said and "5.600" not in said, said
+    assert cli.main(["probe", "--json", src]) == 0
+    facts = json.loads(capsys.readouterr().out)["files"][0]
+    assert facts["duration_seconds"] == pytest.approx(0.6)
+    assert facts["start_seconds"] == pytest.approx(5.0)
+    size = (tmp_path / "late.mkv").stat().st_size
+    assert facts["bit_rate"] == pytest.approx(size * 8 / 0.6, rel=0.01)

@@ -291,7 +291,17 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
         except OSError:
             pass
         duration = None if container.duration is None else container.duration / av.time_base
+        bit_rate = int(container.bit_rate) if container.bit_rate else None
         start = None if container.start_time is None else container.start_time / av.time_base
+        if start is None and duration is not None and "matroska" in str(fmt.name).split(","):
+            # FFmpeg gives a Matroska file whose video starts late no start, and a duration counted from 0
+            # (its muxer writes where the file ends): a 0.6 s clip from 10 h was said 10:00:00.600 long.
+            first = _first_seconds(container)
+            if first is not None and 0 < first < duration:
+                start, duration = first, round(duration - first, 6)
+                # FFmpeg's bit rate is the size over that duration (6 kb/s for 56): over the real one.
+                if size is not None and container.bit_rate:
+                    bit_rate = round(size * 8 / duration)
         return FileFacts(
             path=where,
             format=str(fmt.name),
@@ -299,7 +309,7 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
             size_bytes=size,
             duration_seconds=duration,
             start_seconds=start,
-            bit_rate=int(container.bit_rate) if container.bit_rate else None,
+            bit_rate=bit_rate,
             streams=streams,
             tags=tuple((str(k), str(v)) for k, v in container.metadata.items()),
             chapters=_chapters(container),
@@ -311,6 +321,22 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
 RATE_SCAN_PACKETS = 240
 """Packets of the video stream whose times :func:`describe_file` reads to tell a variable frame rate
 (demuxed, not decoded: a few milliseconds)."""
+
+
+def _first_seconds(container: Any) -> float | None:
+    """The earliest time (seconds) among the file's first packets; None where none is timed or the file
+    cannot be read again from its start."""
+    times: list[float] = []
+    try:
+        container.seek(0)
+        for count, packet in enumerate(container.demux()):
+            if packet.pts is not None and packet.time_base is not None and packet.size:
+                times.append(float(packet.pts * packet.time_base))
+            if count >= 32:
+                break
+    except (av.error.FFmpegError, ValueError):
+        return None
+    return min(times) if times else None
 
 
 def _rate_span(container: Any, stream: Any) -> tuple[tuple[float, float] | None, bool]:
