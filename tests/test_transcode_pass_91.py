@@ -222,3 +222,18 @@ def test_probe_says_how_long_an_mkv_that_starts_late_lasts(tmp_path: Path, capsy
     assert facts["start_seconds"] == pytest.approx(5.0)
     size = (tmp_path / "late.mkv").stat().st_size
     assert facts["bit_rate"] == pytest.approx(size * 8 / 0.6, rel=0.01)
+
+
+def test_a_late_mkv_is_counted_and_refused_by_its_own_length(tmp_path: Path, capsys: Capsys) -> None:
+    """The progress and --from's check took the Matroska length counted from 0 (5.6 s for a 0.6 s video
+    from 5 s): '6/56 frames' ('6/360006' from 10 h), '4/54 frames' with --from 0.2, and --from past the
+    end was 'past the last frame' where the input's length is said."""
+    src = _late_mkv(tmp_path / "late.mkv")
+    assert cli.main(["transcode", src, str(tmp_path / "all.mp4")]) == 0
+    assert "6/6 frames" in capsys.readouterr().err
+    assert cli.main(["transcode", src, str(tmp_path / "part.mp4"), "--from", "0.2"]) == 0
+    assert "4/4 frames" in capsys.readouterr().err
+    assert cli.main(["transcode", src, str(tmp_path / "never.mp4"), "--from", "5.2"]) == 1
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--from 5.2 s is past the end of" in said and "(0.600 s long)" in said, said
+    assert not (tmp_path / "never.mp4").exists()

@@ -710,7 +710,7 @@ class _Transcoder:
         """Go to ``--from`` (after the input's start): the frame on display then, frame-exact (the
         decoder decodes forward from the key frame before it). The output's 0 moves there."""
         asked = self.options.from_seconds
-        length = decoder.info.duration_seconds
+        length = self._video_length(decoder.info)
         if length is not None and asked >= length:
             raise InvalidInputError(
                 f"--from {asked:g} s is past the end of {self.source!r} ({length:.3f} s long)"
@@ -723,6 +723,15 @@ class _Transcoder:
         shown = _seconds(found)
         self._start = shown if shown is not None and self._origin <= shown <= target else target
         return found
+
+    def _video_length(self, info: StreamInfo) -> float | None:
+        """How long the video lasts, as its container says. FFmpeg gives a Matroska video that starts
+        late no start, and its length counted from 0: from the input's start then (a 0.6 s clip from
+        5 s showed '4/54 frames', and --from 10:00:00.2 of one from 10 h was 'past the last frame')."""
+        length = info.duration_seconds
+        if length is not None and info.start_time is None and 0 < self._origin < length:
+            return length - float(self._origin)
+        return length
 
     def _end_time(self) -> fractions.Fraction | None:
         """The input time the output ends at: --duration after its start, --to counted from the
@@ -781,12 +790,15 @@ class _Transcoder:
         total = info.expected_frames
         rate = float(info.average_rate) if info.average_rate else None
         options = self.options
+        length = self._video_length(info)
+        if total is not None and rate and length is not None and length != info.duration_seconds:
+            total = max(1, math.ceil(length * rate - 1e-6))  # counted from 0, not from the video's start
         if options.cuts and rate:
             # Frames from the one on display at --from to the last before the end, counted from the
             # video's first frame, which may come after the input's start that --from and --to count
             # from (a video from 0.021 s cut at 0.3 to 0.8 s showed '16/15 frames'), and --duration from
             # the frame on display at --from, where the output starts (an outside pass).
-            length = info.duration_seconds
+            length = self._video_length(info)
             video = info.start_time * info.time_base if info.start_time is not None else self._origin
             start = float(video - self._origin)
             first = max(0, math.floor((options.from_seconds - start) * rate + 1e-6))
