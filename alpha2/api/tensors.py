@@ -618,12 +618,14 @@ def to_tensor(
         antialias: where the picture is made smaller, each value is the mean of the source under a
             tent two output pixels wide, as PIL's and torchvision's bilinear resize with antialiasing
             (torchvision's default); False: one bilinear sample (torch's ``antialias=False``), which
-            lets fine detail alias into moire below half size. Up to 64 samples a pixel: nothing on a
-            GPU, several times the render on a CPU device (lavapipe: 150 against 18 ms for two 720p
-            frames made half size; ``benchmarks/bench_tensor_antialias.py``). Those are 8 along each
-            axis, which cover the tent up to a 4x reduction there: past it they are more than a source
-            pixel apart and fine detail aliases again, less than with False (a zone plate made 16x
-            smaller, as 1080p to 112x112 is: up to 65 codes from torchvision's, 2.3 on average).
+            lets fine detail alias into moire below half size. Up to 16 samples along each axis (256 a
+            pixel): at 64 nothing measurable on the H200 (256 not measured there yet), several times
+            the render on a CPU device (lavapipe: 150 against 18 ms for two 720p frames made half
+            size, 56 against 6 ms for a 1080p frame made 8 times smaller;
+            ``benchmarks/bench_tensor_antialias.py``). They cover the tent a source pixel apart up to
+            about an 8x reduction, and two apart at 16x (a 1080p zone plate made 16x smaller: 0.61
+            codes from PIL's on average, 23 at most; with the 8 samples of before, 2.36 and 118);
+            beyond that fine detail aliases a little, far less than with False.
 
     Returns:
         The :class:`RgbTensor`; its :attr:`~RgbTensor.report` says every frame's path, the tensor's,

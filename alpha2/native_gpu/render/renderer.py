@@ -836,10 +836,13 @@ class FrameRenderer:
         return result
 
 
-MAX_ANTIALIAS_TAPS = 8
-"""Most samples a pixel along each axis of an antialiased downscale (64 in all): past a 4x downscale the
-samples are more than a source pixel apart (each still bilinear), a little aliasing against a cost that
-stays bounded."""
+MAX_ANTIALIAS_TAPS = 16
+"""Most samples a pixel along each axis of an antialiased downscale (256 in all): a source pixel apart up
+to about an 8x downscale, two at 16x (each still bilinear), a little aliasing past that against a cost
+that stays bounded. 8 (64 in all) aliased from 4x: a 1080p zone plate made 16x smaller was 2.36 codes
+from PIL's antialiased resize on average and 118 at most, 0.61 and 23 with 16; on lavapipe 16 taps cost
+4x the render at 8x smaller (56 against 14 ms a 1080p frame); on the H200 64 taps cost nothing
+measurable, 256 are not measured there yet."""
 
 
 def antialias_taps(params: ShaderParams) -> tuple[int, int]:
