@@ -63,9 +63,16 @@ class VideoClips(Dataset):
                 frame.release()
 
 
-videos = []
-for arg in sys.argv[1:] or ["/tmp/alpha2-sample.mp4"]:
-    videos += [str(p) for p in sorted(Path(arg).glob("*.mp4"))] if Path(arg).is_dir() else [arg]
-loader = DataLoader(VideoClips(videos), batch_size=2, num_workers=2)
-for batch, paths in loader:
-    print(tuple(batch.shape), batch.dtype, f"mean {batch.mean():.3f}", "paths:", sorted(set(paths)))
+def main() -> None:
+    videos = []
+    for arg in sys.argv[1:] or ["/tmp/alpha2-sample.mp4"]:
+        videos += [str(p) for p in sorted(Path(arg).glob("*.mp4"))] if Path(arg).is_dir() else [arg]
+    loader = DataLoader(VideoClips(videos), batch_size=2, num_workers=2)
+    for batch, paths in loader:
+        print(tuple(batch.shape), batch.dtype, f"mean {batch.mean():.3f}", "paths:", sorted(set(paths)))
+
+
+# The guard: workers started by spawn or forkserver (macOS, Windows, and Python 3.14's default on Linux)
+# import this file again, and without it each would start a DataLoader of its own.
+if __name__ == "__main__":
+    main()
