@@ -43,6 +43,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
     DroppedStream,
     InputStream,
     StreamKind,
+    subtitle_not_held,
 )
 from alpha2.gpu.codecs import ODD_SIDE_ENCODERS
 from alpha2.gpu.colour import (
@@ -1131,10 +1132,41 @@ def plan_streams(
         elif stream.kind is StreamKind.UNKNOWN:
             why = "a stream of unknown kind"
         if why is None:
+            _check_chosen_subtitle(stream, options, muxer, choice)
             copy.append(stream.index)
         else:
             dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, why))
     return StreamPlan(tuple(copy), tuple(dropped), tuple(notes))
+
+
+def _check_chosen_subtitle(
+    stream: InputStream, options: TranscodeOptions, muxer: str | None, choice: StreamChoice | None
+) -> None:
+    """Refuse a subtitle stream ``--subtitle-track`` named (no word of it optional, ``eng?``) that the
+    output's ``muxer`` cannot hold: the output without it was written and the exit was 0, the stream
+    dropped in a note (ffmpeg refuses such an explicit ``-map`` too).
+
+    Raises:
+        StreamChoiceError: the choice and why the container cannot hold it, before anything is written.
+    """
+    words = options.subtitle_tracks
+    if stream.kind is not StreamKind.SUBTITLE or muxer is None or choice is None or words is None:
+        return
+    if any(TrackSpec(word).optional for word in words):
+        return  # 'where it has one': a stream the container cannot hold may be left out, said
+    why = subtitle_not_held(muxer, stream.codec)
+    if why is None:
+        return
+    option = TRACK_OPTIONS[StreamKind.SUBTITLE.value]
+    track = next((t for t in choice.tracks if t.index == stream.index), None)
+    named = track.label() if track is not None else f"stream {stream.index} ({stream.codec})"
+    raise StreamChoiceError(
+        f"{option} {','.join(words)} chose the subtitle stream {named}, which the output cannot hold: "
+        f"{why}; --no-subtitles leaves the subtitles out",
+        option=option,
+        spec=",".join(words),
+        tracks=tuple(t for t in choice.tracks if t.kind is StreamKind.SUBTITLE),
+    )
 
 
 def _timecode_kept(

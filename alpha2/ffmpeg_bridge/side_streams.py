@@ -203,6 +203,21 @@ _ASS_FIELDS_BEFORE_TEXT = 8
 """Fields of FFmpeg's ASS packet before its text: ReadOrder, Layer, Style, Name, MarginL, MarginR,
 MarginV, Effect."""
 
+
+def subtitle_not_held(muxer: str, codec: str) -> str | None:
+    """Why the ``muxer``'s output cannot hold a subtitle stream of ``codec`` even converted, where that
+    is sure before anything is written (no subtitles at all; a picture-based one into MP4 / MOV or WebM,
+    which take text alone, but DVD subtitles into MP4); None where it is kept, converted, or left to the
+    copier to find out (which drops it then, with its reason)."""
+    if muxer not in SUBTITLE_MUXERS:
+        return f"the {muxer} container holds no subtitles alpha2 can copy (.mkv does)"
+    if muxer == "matroska" or codec in TEXT_SUBTITLE_CODECS:
+        return None
+    if (muxer in ("mp4", "ipod", "mov") and codec != "dvd_subtitle") or muxer == "webm":
+        return f"the {muxer} container holds text subtitles only, not {codec} pictures (.mkv holds them)"
+    return None
+
+
 TEXT_SUBTITLE_TARGETS = {
     "matroska": "subrip",
     "mp4": "mov_text",
@@ -1108,7 +1123,7 @@ class StreamCopier:
             return
         if stream.kind is StreamKind.SUBTITLE:
             if muxer not in SUBTITLE_MUXERS:
-                self._drop(stream, f"the {muxer} container holds no subtitles alpha2 can copy (.mkv does)")
+                self._drop(stream, str(subtitle_not_held(muxer, stream.codec)))
                 return
             try:
                 stream_out = self._out.add_stream_from_template(stream_in)
