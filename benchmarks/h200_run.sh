@@ -179,9 +179,11 @@ for step in $steps; do
         timeout 120 python3 benchmarks/probe_nv12_merged.py --iterations 600 --rounds 2; } >> "$log" 2>&1;;
     tensor-spy)  # issue 27: py-spy (carried in .whl-tools) on the 224x224 float16 loop, native frames, every thread
       python3 -m pip install -q --no-index --no-deps --target /tmp/spy .whl-tools/py_spy*.whl
-      { echo '$ py-spy record --threads --native --rate 500 --format raw -o $OUT/spy-native.txt -- python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --rows tensors';
-        timeout 200 /tmp/spy/bin/py-spy record --threads --native --rate 500 --format raw -o "$OUT/spy-native.txt" -- \
-          python3 benchmarks/profile_tensor_threads.py --clip-frames 1800 --frames 1800 --rows tensors; } >> "$log" 2>&1;;
+      { echo '$ py-spy record --threads --native --nonblocking --rate 100 --format raw -o $OUT/spy-native.txt -- python3 benchmarks/profile_tensor_threads.py --clip-frames 900 --frames 900 --rows tensors';
+        # At 500 samples a second with --native py-spy fell 40 s behind and was killed before writing (2026-12-05).
+        timeout 300 /tmp/spy/bin/py-spy record --threads --native --nonblocking --rate 100 --format raw \
+          -o "$OUT/spy-native.txt" -- \
+          python3 benchmarks/profile_tensor_threads.py --clip-frames 900 --frames 900 --rows tensors; } >> "$log" 2>&1;;
     shared-threaded)  # issue 27's lever: the planes' shared textures on a second thread (implicit device sync)
       { echo '$ python3 benchmarks/probe_shared_submit.py --threaded --iterations 600 --rounds 2';
         timeout 120 python3 benchmarks/probe_shared_submit.py --threaded --iterations 600 --rounds 2; } 2>&1 \

@@ -1460,23 +1460,22 @@ class StreamCopier:
         """Audio frames encoded again."""
         return sum(e.frames for e in self._entries.values())
 
-    @property
-    def adjustments(self) -> TimestampAdjustments:
-        """Copied packets whose timestamps were dropped or rebased, over the copied audio streams."""
+    def _adjustments_of(self, kind: StreamKind) -> TimestampAdjustments:
         total = TimestampAdjustments()
         for entry in self._entries.values():
-            if entry.source.kind is StreamKind.AUDIO:
+            if entry.source.kind is kind:
                 total = total + entry.fixer.adjustments
         return total
 
     @property
+    def adjustments(self) -> TimestampAdjustments:
+        """Copied packets whose timestamps were dropped or rebased, over the copied audio streams."""
+        return self._adjustments_of(StreamKind.AUDIO)
+
+    @property
     def video_adjustments(self) -> TimestampAdjustments:
         """Copied video packets whose decode times repeated, went backwards or reset (--codec copy)."""
-        total = TimestampAdjustments()
-        for entry in self._entries.values():
-            if entry.source.kind is StreamKind.VIDEO:
-                total = total + entry.fixer.adjustments
-        return total
+        return self._adjustments_of(StreamKind.VIDEO)
 
     def _write_pictures(self) -> None:
         pictures, self._pictures = self._pictures, []
