@@ -169,7 +169,9 @@ def test_sigint_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
 def test_interrupted_batch_removes_the_out_folder_it_made(signum: signal.Signals, tmp_path: Path) -> None:
     src = tmp_path / "in"
     src.mkdir()
-    make_clip(src / "a.mp4", width=320, height=240, frames=120)
+    # Long enough to be still encoding 0.3 s after the handlers are in: 120 frames were done by then on
+    # an idle 2-core machine, a.mp4 and the manifest written before the signal came.
+    make_clip(src / "a.mp4", width=320, height=240, frames=1200)
     made = tmp_path / "new"
     out = made / "deeper" / "out"
     process = _start(["batch", str(src), "--out", str(out), "--quiet", "--workers", "1"], tmp_path)
@@ -291,3 +293,29 @@ def test_a_signal_lost_on_its_way_is_sent_again(signum: signal.Signals, where: s
     assert process.returncode == 128 + signum, (process.returncode, process.stderr)
     assert process.stderr.splitlines() == [EXPECTED[signum]], process.stderr
     assert time.monotonic() - started < 15
+
+
+def test_a_signal_while_a_batch_worker_starts_waits_for_its_start() -> None:
+    """A signal's exception raised inside ``Process.start()`` cut the write of the worker's start-up
+    data short, and the new process printed multiprocessing's ``EOFError: Ran out of input`` under
+    ``alpha2: interrupted`` (a CI run). While a worker starts, the signal is held, then raised."""
+    from alpha2.apps.batch_local import _signals_held
+
+    class Raised(Exception):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Raised(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        reached = False
+        with pytest.raises(Raised):
+            with _signals_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)  # a handler would have run by now
+                reached = True
+        assert reached  # the block ran to its end, the signal raised after it
+        assert signal.getsignal(signal.SIGTERM) is handler  # the handler is back
+    finally:
+        signal.signal(signal.SIGTERM, previous)

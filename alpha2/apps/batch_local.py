@@ -398,6 +398,32 @@ class RssRecord:
         }
 
 
+@contextlib.contextmanager
+def _signals_held() -> Any:
+    """Hold SIGINT, SIGTERM and SIGHUP while a worker process starts, then send them again: a signal's
+    exception raised inside ``Process.start()`` cut the write of the worker's start-up data short, and
+    the new process printed multiprocessing's ``EOFError: Ran out of input`` traceback under
+    ``alpha2: interrupted`` (an interrupted batch, about one run in three). A signal ignored or left to
+    the default stays as it is; outside the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        old = signal.getsignal(signum)
+        if callable(old):
+            previous[signum] = old
+            signal.signal(signum, lambda number, frame: held.append(number))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(held):  # each once, in the order they came, to the handlers again
+            os.kill(os.getpid(), number)
+
+
 class LocalBackend:
     """The local process pool (see the module docstring)."""
 
@@ -428,7 +454,8 @@ class LocalBackend:
             name=f"alpha2-batch-{slot.label}",
             daemon=True,
         )
-        process.start()
+        with _signals_held():
+            process.start()
         child.close()
         return _Worker(slot, process, parent)
 
