@@ -509,23 +509,28 @@ def test_cover_art_is_kept_as_cover_art(tmp_path: Path, capsys: Capsys, ext: str
     assert "cover art" in _summary(capsys, src, str(tmp_path / f"o2{ext}"))
 
 
-def test_audio_with_cover_art_is_refused_saying_what_it_holds(tmp_path: Path, capsys: Capsys) -> None:
+def test_audio_with_cover_art_into_mp4_keeps_both(tmp_path: Path, capsys: Capsys) -> None:
+    # Refused until audio-only transcoding came ('holds no video ...; alpha2 transcode writes video').
     src = _with_cover(tmp_path / "song.m4a", video=False)
-    code = cli.main(["transcode", src, str(tmp_path / "out.mp4")])
-    err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1, err
-    assert (
-        "holds no video" in err and "audio (aac, 2 ch, 48000 Hz)" in err and "cover art (mjpeg 64x64)" in err
-    )
-    assert not (tmp_path / "out.mp4").exists()
+    out = str(tmp_path / "out.mp4")
+    code, data, err = _transcode(capsys, src, out)
+    assert code == 0, err
+    assert data["encoder"]["audio_only"] is True
+    assert _covers(out) == ["mjpeg"]
+    with av.open(out) as container:
+        assert [s.codec_context.name for s in container.streams.audio] == ["aac"]
 
 
-def test_audio_only_is_refused_saying_what_it_holds(tmp_path: Path, capsys: Capsys) -> None:
+def test_audio_only_into_mp4_is_transcoded(tmp_path: Path, capsys: Capsys) -> None:
     src = make_audio_only(tmp_path / "tone.mkv")
-    code = cli.main(["transcode", src, str(tmp_path / "out.mp4")])
+    out = tmp_path / "out.mp4"
+    code = cli.main(["transcode", src, str(out)])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1, err
-    assert "holds no video to transcode: audio (opus, 2 ch, 48000 Hz)" in err
+    assert code == 0, err
+    assert "transcoded" in err and "encoded opus to aac" in err
+    with av.open(str(out)) as container:
+        assert not container.streams.video
+        assert container.streams.audio[0].codec_context.name == "aac"
 
 
 # ---------------------------------------------------------------------------------------------------

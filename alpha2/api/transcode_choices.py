@@ -14,11 +14,12 @@ import enum
 import re
 from dataclasses import dataclass
 
-from alpha2.ffmpeg_bridge.containers import OUTPUT_CONTAINERS
+from alpha2.ffmpeg_bridge.containers import AUDIO_CONTAINERS, OUTPUT_CONTAINERS
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
 
 __all__ = [
+    "AUDIO_CONTAINERS",
     "DEFAULT_CRF",
     "DEFAULT_MAX_PIXELS",
     "DEFAULT_PRESETS",

@@ -399,7 +399,8 @@ def summary_notes(stats: TranscodeStats, *, streams_line: bool = False) -> list[
         notes.append("the input ends before the duration its container announces")
     kept = _kept_summary(stats.kept_streams)
     if kept:
-        notes.append(f"kept beside the video: {kept}")
+        beside = "kept" if stats.encoder.get("audio_only") else "kept beside the video"
+        notes.append(f"{beside}: {kept}")
     notes.extend(stats.stream_notes)
     choice = stats.stream_choice
     chosen = choice_summary(stats)

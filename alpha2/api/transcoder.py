@@ -1342,6 +1342,21 @@ def input_tracks(source: str | os.PathLike[str]) -> tuple[Track, ...]:
     return tuple(sorted(tracks, key=lambda t: t.index))
 
 
+def _sound_alone(source: str, output: str) -> tuple[InputStream, ...] | None:
+    """The input's streams where the transcode writes its sound alone (an output of an audio container,
+    ``.mp3``; an input without video, cover art aside); None: the video is transcoded. An input that
+    cannot be probed goes the video's way, which says why."""
+    from alpha2.api.audio_transcode import is_audio_output, moving_video
+
+    streams = probe_streams(source)  # empty where it does not open
+    if not streams:
+        if is_audio_output(output):
+            describe_file(source, rates=False)  # why it does not open (not found, not media)
+            return streams
+        return None
+    return streams if is_audio_output(output) or not moving_video(streams) else None
+
+
 def _path(name: str, value: object) -> str:
     """``value`` as a path string: ``transcode(src, None)`` was os.fspath's TypeError, not alpha2's."""
     path = os.fspath(value) if isinstance(value, str | os.PathLike) else None
@@ -1405,9 +1420,12 @@ def transcode(
         )
     options = options if options is not None else TranscodeOptions()
     src, output = _path("source", source), _path("output", output)
-    check_options(options, output)  # what the options alone tell, before any file is looked at
+    sound = _sound_alone(src, output)  # the input's streams where only its audio is written
+    if sound is None:
+        check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
-    output_container(out)  # an unknown extension is refused before the input is opened
+    if sound is None:
+        output_container(out)  # an unknown extension is refused before the input is opened
     if device is not None and not isinstance(device, Device):
         raise InvalidInputError(
             f"transcode takes an alpha2 Device (alpha2.api.devices.device_on_cuda(0) for a CUDA GPU's) or "
@@ -1431,6 +1449,10 @@ def transcode(
         )
     from alpha2.api.remux import is_copy, remux_transcode
 
+    if sound is not None:  # no video in the input, or an audio container: the sound alone
+        from alpha2.api.audio_transcode import transcode_audio_only
+
+        return transcode_audio_only(src, out, options, sound, shown)
     if is_copy(options):  # --codec copy: nothing decoded (ffmpeg -c copy)
         return remux_transcode(src, out, options, shown)
     if options.segments is not None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # What the parser needs, and no more: the transcoder (PyAV, numpy, the GPU) loads when a file is
 # transcoded, so that ``alpha2 transcode --help`` (and ``batch --help``) answer at once.
 from alpha2.api import pipeline
 from alpha2.api.transcode_choices import (
+    AUDIO_CONTAINERS,
     DEFAULT_CRF,
     DEFAULT_MAX_PIXELS,
     DEFAULT_PRESETS,
@@ -54,7 +55,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "With nothing to change, frames go straight from the decoder to the encoder. The audio is "
         "copied, or re-encoded where it must be cut (--from, --to, --duration, --frames) or the "
         "container cannot hold it. Every audio and subtitle stream is kept unless chosen "
-        "(--audio-track, --subtitle-track) or dropped (--no-audio, --no-subtitles).",
+        "(--audio-track, --subtitle-track) or dropped (--no-audio, --no-subtitles). An input without "
+        "video, or an audio OUTPUT (" + ", ".join(AUDIO_CONTAINERS) + "), writes the sound alone: "
+        "encoded for the container (mp3: libmp3lame; m4a, mp4, mov, mka, mkv: aac; flac; opus, ogg, "
+        "webm: opus; wav: 16-bit PCM, 24 where the input has more), resampled or downmixed where the "
+        "encoder needs it (said), cut by --from / --to, at --bitrate; --codec copy copies it.",
         epilog=EXAMPLES_HEADING + "\n"
         "  alpha2 transcode in.mp4 out.mp4 --size 1280x720 --crf 20\n"
         "  alpha2 transcode in.mp4 part.mp4 --from 1:30 --to 2:00\n"
@@ -63,14 +68,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  alpha2 transcode hdr.mkv sdr.mp4 --sdr -y      (tone mapped to SDR)\n"
         "  alpha2 transcode long.mp4 out.mp4 --segments 4 (encoded in 4 parts, joined)\n"
         "  alpha2 transcode in.mkv out.mp4 --codec copy   (remuxed: nothing encoded)\n"
-        "  alpha2 transcode in.mkv out.mp4 --audio-track jpn --no-subtitles",
+        "  alpha2 transcode in.mkv out.mp4 --audio-track jpn --no-subtitles\n"
+        "  alpha2 transcode song.flac song.mp3 --bitrate 192k  (sound alone)\n"
+        "  alpha2 transcode film.mkv film.m4a --audio-track eng (the film's audio)",
         formatter_class=help_formatter(),
     )
-    parser.add_argument("input", metavar="INPUT", help="input video file")
+    parser.add_argument("input", metavar="INPUT", help="input file (video, or sound alone)")
     parser.add_argument(
         "output",
         metavar="OUTPUT",
-        help="output file; its extension picks the container: " + ", ".join(OUTPUT_CONTAINERS),
+        help="output file; its extension picks the container: "
+        + ", ".join([*OUTPUT_CONTAINERS, *AUDIO_CONTAINERS]),
     )
     add_transcode_arguments(parser)
     parser.add_argument(
@@ -111,7 +119,9 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_CRF.items())
         + ")",
     )
-    quality.add_argument("--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k")
+    quality.add_argument(
+        "--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k (of the audio, for sound alone)"
+    )
     parser.add_argument(
         "--preset",
         metavar="NAME",
@@ -318,6 +328,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     if stats.output_seconds is not None:
         facts.append(time_text(stats.output_seconds))
     fields = [("output", f"{output}: {', '.join(facts)}")]
+    if stats.encoder.get("audio_only"):
+        return _sound_summary(stats, fields, width)
     route = stats.video_route()
     fields.append(("video", stats.video_action() + (f": {route}" if route else "")))
     if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
@@ -359,6 +371,41 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     head = f"alpha2: transcoded {frames} in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
     if stats.encoder.get("name") == "copy":
         head = f"alpha2: copied {frames} in {stats.seconds:.2f} s"
+    lines = [head] if width is None else textwrap.wrap(head, width - 1, break_long_words=False) or [head]
+    return lines + wrap_fields(fields, width)
+
+
+def _part_text(cut: dict[str, Any]) -> str:
+    to = cut.get("to_seconds")
+    part = f"from {time_text(cut['from_seconds'])} " + (
+        f"to {time_text(to)}" if to is not None else "to the end"
+    )
+    return part + " of the input"
+
+
+def _sound_summary(stats: TranscodeStats, fields: list[tuple[str, str]], width: int | None) -> list[str]:
+    """The summary of a transcode of sound alone (an audio-only input, or an audio container)."""
+    import textwrap
+
+    from alpha2.api.transcode_report import choice_summary, summary_notes
+
+    encoder = stats.encoder
+    fields.append(("audio", str(encoder.get("audio"))))  # (a video dropped is said in the notes)
+    chosen = choice_summary(stats)
+    if chosen is not None:
+        fields.append(("streams", chosen))
+    if stats.cut is not None:
+        fields.append(("part", _part_text(stats.cut)))
+    fields.append(("time", stats.stages.summary(stats.seconds)))
+    fields.extend(("note", note) for note in summary_notes(stats, streams_line=True))
+    copied = encoder.get("name") == "copy"
+    done = "copied" if copied else "transcoded"
+    length = (
+        f"{time_text(stats.output_seconds)} of audio" if stats.output_seconds is not None else "the audio"
+    )
+    head = f"alpha2: {done} {length} in {stats.seconds:.2f} s"
+    if stats.output_seconds and stats.seconds > 0:
+        head += f" ({stats.output_seconds / stats.seconds:.0f}x real time)"
     lines = [head] if width is None else textwrap.wrap(head, width - 1, break_long_words=False) or [head]
     return lines + wrap_fields(fields, width)
 

@@ -12,6 +12,8 @@ import os
 import stat
 
 __all__ = [
+    "AUDIO_CODECS",
+    "AUDIO_CONTAINERS",
     "CONTAINER_CODECS",
     "NAME_MAX_BYTES",
     "OUTPUT_CONTAINERS",
@@ -37,6 +39,32 @@ OUTPUT_CONTAINERS: dict[str, str] = {
     ".gif": "gif",
 }
 """Output extensions alpha2 writes video into, and the FFmpeg muxer each names."""
+
+AUDIO_CONTAINERS: dict[str, str] = {
+    ".mp3": "mp3",
+    ".m4a": "ipod",
+    ".flac": "flac",
+    ".opus": "opus",
+    ".ogg": "ogg",
+    ".oga": "ogg",
+    ".wav": "wav",
+    ".mka": "matroska",
+}
+"""Output extensions of sound alone (``alpha2 transcode song.flac song.mp3``), and the FFmpeg muxer each
+names; an audio-only input may also go into the video containers of :data:`OUTPUT_CONTAINERS`."""
+
+AUDIO_CODECS: dict[str, str] = {
+    "mp3": "libmp3lame",
+    "flac": "flac",
+    "opus": "libopus",
+    "ogg": "libopus",
+    "webm": "libopus",
+    "wav": "pcm_s16le",
+}
+"""The audio encoder of an audio-only output by its muxer (FFmpeg's default but for Ogg, where
+FFmpeg's libvorbis is not built in PyAV's wheels and its own Vorbis encoder is experimental: Opus);
+AAC for the others (MP4, M4A, MOV, Matroska, MPEG-TS, ...); WAV keeps 24 bits where the input has more
+than 16."""
 
 CONTAINER_CODECS = {".webm": "vp9", ".gif": "gif"}
 """Containers whose muxers take no H.264, and their default codec."""

@@ -4,7 +4,8 @@ Nothing is decoded: the video's packets, and the audio, subtitles, cover art and
 container holds, go into it with their timestamps moved so that the output starts at 0, as
 :class:`~alpha2.ffmpeg_bridge.side_streams.StreamCopier` copies a transcode's other streams (audio the
 container cannot hold is encoded again there, and said). A stream the container cannot hold is dropped
-with the reason; a file without video is refused (``alpha2 transcode`` writes video files).
+with the reason; a file without video is not taken here: its audio is copied by
+:mod:`alpha2.ffmpeg_bridge.audio_transcode`.
 """
 
 from __future__ import annotations

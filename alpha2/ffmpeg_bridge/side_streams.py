@@ -57,6 +57,7 @@ from alpha2.gpu.errors import InvalidInputError
 
 __all__ = [
     "CHAPTER_MUXERS",
+    "AudioTarget",
     "DroppedStream",
     "InputStream",
     "StreamCopier",
@@ -81,9 +82,10 @@ SUBTITLE_MUXERS = frozenset({"matroska", "mp4", "ipod", "mov", "webm"})
 Matroska text and bitmap subtitles, MP4 / M4V (FFmpeg's ``ipod`` muxer) / MOV ``mov_text``, WebM
 WebVTT)."""
 
-COVER_ART_MUXERS = frozenset({"mp4", "mov", "matroska"})
-"""Muxers that keep cover art: MP4 / MOV as an attached picture (``covr``), Matroska as an attachment.
-Not M4V: FFmpeg's ``ipod`` muxer takes no picture codec (MJPEG, PNG)."""
+COVER_ART_MUXERS = frozenset({"mp4", "mov", "matroska", "mp3", "flac"})
+"""Muxers that keep cover art: MP4 / MOV as an attached picture (``covr``), Matroska as an attachment,
+MP3 (ID3v2 APIC) and FLAC (a PICTURE block) as an attached picture. Not M4V or M4A: FFmpeg's ``ipod``
+muxer takes no picture codec (MJPEG, PNG)."""
 
 ATTACHMENT_MUXERS = frozenset({"matroska"})
 """Muxers that hold attachments (fonts and other files)."""
@@ -798,6 +800,19 @@ _TS_NONSTRICT = 0x20000
 """libavformat's AVFMT_TS_NONSTRICT: the muxer takes equal (not only increasing) decode times."""
 
 
+@dataclass(frozen=True)
+class AudioTarget:
+    """The encoder every copied audio stream is encoded again with (an audio-only transcode's output
+    codec), whatever the container could hold as it is."""
+
+    codec: str
+    """The FFmpeg encoder (``libmp3lame``, ``aac``, ``flac``, ``pcm_s24le`` ...)."""
+    bit_rate: int | None = None
+    """Bits per second; None: the encoder's default (lossless codecs take none)."""
+    sample_format: str | None = None
+    """The encoder's sample format; None: a lossless codec's as wide as the source, else its first."""
+
+
 class StreamCopier:
     """Copy streams of an input file into an output container, interleaved with its video.
 
@@ -817,6 +832,8 @@ class StreamCopier:
         end_seconds: The output time the streams end at (with ``trim``); None: not known yet.
         window: A remux's cut, in input seconds: ``(start, end)`` (end None: to the end of the input);
             packets are taken whole (the video from the key frame at ``start``). None: everything.
+        audio_target: Encode every audio stream again with this encoder (an audio-only transcode);
+            None: audio is copied where the container holds it.
         copy_metadata: Carry the input's tags and dispositions over, as ``ffmpeg`` does: the
             container's tags (but :data:`CONTAINER_TAGS_NOT_COPIED`); each kept stream's tags and
             dispositions; those of the input's video to the video streams ``out`` already holds; the
@@ -841,8 +858,10 @@ class StreamCopier:
         end_seconds: float | None = None,
         copy_metadata: bool = True,
         window: tuple[float, float | None] | None = None,
+        audio_target: AudioTarget | None = None,
     ) -> None:
         self._out = out
+        self._target = audio_target
         self._path = path
         self._shift = fractions.Fraction(shift_seconds).limit_denominator(1_000_000)
         self._jump = jump_seconds
@@ -1065,6 +1084,12 @@ class StreamCopier:
                     f"the {stream.codec} audio does not decode ({undecodable}): it cannot be cut with "
                     "the video",
                 )
+                return
+            if self._target is not None:
+                if undecodable is not None:
+                    self._drop(stream, f"the {stream.codec} audio does not decode ({undecodable})")
+                    return
+                self._add_reencoded(stream, stream_in, muxer, None)
                 return
             if self._trim:
                 # Cut to the sample, so encoded again; where the container could not hold it as it is
@@ -1297,11 +1322,16 @@ class StreamCopier:
         with the video (``trim``); ``own_first``: the source's own codec first where it must be encoded
         again losslessly (its samples reordered). A lossless source stays lossless where the container holds a
         lossless codec; the source's channel layout is kept where the encoder takes it."""
-        lossless = self._lossless_target(stream, muxer, why is None or own_first)
+        forced = self._target
+        lossless = (
+            None if forced is not None else self._lossless_target(stream, muxer, why is None or own_first)
+        )
         codec = lossless or ("libopus" if ("webm" in muxer or "ogg" in muxer) else "aac")
+        if forced is not None:
+            codec = forced.codec
         source_layout = stream_in.codec_context.layout
         kept = None
-        if lossless is None and self._holds_opus(muxer):
+        if lossless is None and forced is None and self._holds_opus(muxer):
             if str(source_layout.name).startswith("ambisonic"):
                 codec = "libopus"  # the one lossy codec with an ambisonic layout (its mapping family 2)
             elif len(source_layout.channels) > LOSSLESS_MAX_CHANNELS:
@@ -1368,6 +1398,11 @@ class StreamCopier:
         bit_rate = None
         if lossless is None and 32_000 <= source_rate <= 160_000 * max(2, count):
             bit_rate = source_rate
+        if forced is not None:
+            bit_rate = forced.bit_rate
+            sample_format = forced.sample_format
+            if sample_format is None and is_lossless_audio(codec):
+                sample_format = _lossless_format(codec, stream_in.codec_context.format)
         stream_out, rate = add_audio_encoder(
             self._out,
             rate,
@@ -1396,7 +1431,11 @@ class StreamCopier:
         )
         self.report.kept.append(stream)
         name = stream_out.codec_context.name
-        if why is None:
+        if forced is not None:
+            said = f"encoded {stream.codec} to {name}" if name != stream.codec else f"encoded again ({name})"
+            if bit_rate:
+                said += f" at {bit_rate / 1000:g} kb/s"
+        elif why is None:
             same = name.removeprefix("lib") == stream.codec
             said = f"re-encoded ({name})" if same else f"re-encoded {stream.codec} to {name}"
             said += ": cut with the video to the sample (a copy cuts only between packets)"

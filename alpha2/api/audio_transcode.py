@@ -1,0 +1,214 @@
+"""``alpha2 transcode`` of sound alone: an input with no video (``song.flac`` to ``song.mp3``), or any
+input into an audio container (a film's audio to ``.m4a``), said as a transcode is said.
+
+The output's extension picks the container and its codec (:data:`~alpha2.ffmpeg_bridge.containers.
+AUDIO_CONTAINERS`: MP3, AAC in M4A / MP4 / MOV / Matroska, FLAC, Opus in Ogg / WebM, WAV 16-bit or
+24-bit as the input); ``--codec`` names another encoder, ``--codec copy`` copies the packets where the
+container holds them, ``--bitrate`` sets a lossy encoder's rate. FFmpeg's resampler converts the format,
+rate and channels the encoder takes (said where the rate or the channels change); ``--from`` / ``--to`` /
+``--duration`` cut to the sample; ``--audio-track`` chooses (a container of one audio stream takes the
+first, the others said dropped); tags, chapters and cover art go over where the container holds them.
+What shapes pictures (``--size``, ``--crf``, ``--gpu`` ...) is refused, naming the option. The output
+appears under its name only when complete (:func:`~alpha2.api.atomic.atomic_path`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from alpha2.api import pipeline
+from alpha2.api.atomic import atomic_path
+from alpha2.api.transcode_choices import ColourChoice, DepthChoice
+from alpha2.api.transcode_plan import TranscodeOptions, choose_streams
+from alpha2.api.transcode_report import TranscodeStats
+from alpha2.ffmpeg_bridge.audio_transcode import audio_encoder, transcode_audio
+from alpha2.ffmpeg_bridge.containers import AUDIO_CONTAINERS, OUTPUT_CONTAINERS
+from alpha2.ffmpeg_bridge.errors import NoVideoStreamError, OutputFormatError
+from alpha2.ffmpeg_bridge.side_streams import (
+    DroppedStream,
+    InputStream,
+    StreamKind,
+    container_duration_seconds,
+    describe_holdings,
+)
+from alpha2.gpu.errors import InvalidInputError
+
+__all__ = ["audio_muxer", "is_audio_output", "moving_video", "transcode_audio_only"]
+
+ONE_STREAM_MUXERS = frozenset({"mp3", "flac", "wav", "ogg", "opus", "ipod"})
+"""Audio containers alpha2 writes one audio stream into (players play the first of several, if any)."""
+
+
+def is_audio_output(output: str | os.PathLike[str]) -> bool:
+    """Whether ``output``'s extension names a container of sound alone (``.mp3``, ``.m4a`` ...)."""
+    return os.path.splitext(os.fspath(output))[1].lower() in AUDIO_CONTAINERS
+
+
+def audio_muxer(output: str) -> str:
+    """The muxer of an audio-only output: its audio container's, else its video container's."""
+    ext = os.path.splitext(output)[1].lower()
+    muxer = AUDIO_CONTAINERS.get(ext) or OUTPUT_CONTAINERS.get(ext)
+    if muxer is None or muxer == "gif":
+        known = ", ".join([*AUDIO_CONTAINERS, *(e for e in OUTPUT_CONTAINERS if e != ".gif")])
+        raise OutputFormatError(
+            f"cannot write sound into {os.path.basename(output)!r}: alpha2 writes {known}"
+        )
+    return muxer
+
+
+def moving_video(streams: tuple[InputStream, ...]) -> bool:
+    """Whether ``streams`` hold a video that is no cover art (a picture attached to the file)."""
+    return any(s.kind is StreamKind.VIDEO and not s.attached_picture for s in streams)
+
+
+def _check_options(options: TranscodeOptions, source: str) -> None:
+    """Refuse what shapes pictures, naming the option."""
+    asked = [
+        name
+        for name, set_ in (
+            ("--size", options.size is not None),
+            ("--crf", options.crf is not None),
+            ("--preset", options.preset is not None),
+            ("--colour", options.colour is not ColourChoice.AUTO),
+            ("--depth", options.depth is not DepthChoice.AUTO),
+            ("--sdr", options.sdr),
+            ("--gpu", options.gpu),
+            ("--segments", options.segments is not None),
+            ("--frames", options.frames is not None),
+        )
+        if set_
+    ]
+    if asked:
+        raise InvalidInputError(
+            f"{', '.join(asked)} shape{'s' if len(asked) == 1 else ''} the video, and this output is "
+            f"sound alone ({source!r} to an audio file); leave {'it' if len(asked) == 1 else 'them'} out "
+            "(--bitrate sets the audio's rate, --from / --to / --duration cut it)"
+        )
+    if not options.audio:
+        raise InvalidInputError(
+            f"--no-audio leaves nothing to write: the output of {source!r} is sound alone; leave it out"
+        )
+
+
+def transcode_audio_only(
+    source: str,
+    output: str,
+    options: TranscodeOptions,
+    streams: tuple[InputStream, ...],
+    progress: pipeline.Progress,
+) -> TranscodeStats:
+    """Write ``source``'s audio (its ``streams``, as probed) into ``output``, written whole or not at
+    all, said as a transcode.
+
+    Raises:
+        InvalidInputError: an option that shapes pictures, no audio in the input, a cut past its end,
+            a copy the container cannot hold.
+        StreamChoiceError: an ``--audio-track`` word that matches none of its audio streams.
+        UnsupportedCodecError: ``--codec`` names no audio encoder.
+        alpha2.gpu.Error subclasses: the input cannot be read, the output cannot be written.
+    """
+    from alpha2.api.remux import is_copy
+    from alpha2.api.transcoder import input_tracks
+
+    _check_options(options, source)
+    muxer = audio_muxer(output)
+    audio = [s for s in streams if s.kind is StreamKind.AUDIO]
+    if not audio:
+        what = describe_holdings(streams) if streams else "no streams"
+        raise NoVideoStreamError(
+            f"{source!r} holds no video or audio to transcode: {what}"
+            + (
+                "; cover art is one still picture, not a video"
+                if any(s.attached_picture for s in streams)
+                else ""
+            )
+        )
+    copy = is_copy(options)
+    codec = None if copy else audio_encoder(muxer, options.codec)
+    choice = choose_streams(input_tracks(source), options, repr(source))
+    keep: list[int] = []
+    dropped: list[DroppedStream] = []
+    held = f"the {os.path.splitext(output)[1].lower()} output is sound alone"
+    for stream in streams:
+        if stream.kind is StreamKind.AUDIO:
+            why = choice.left_out(stream.index)
+            if (
+                why is None
+                and muxer in ONE_STREAM_MUXERS
+                and any(s.kind is StreamKind.AUDIO for s in streams if s.index in keep)
+            ):
+                why = f"the {muxer} container holds one audio stream (--audio-track chooses another)"
+            if why is None:
+                keep.append(stream.index)
+            else:
+                dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, why))
+        elif stream.attached_picture:
+            keep.append(stream.index)  # cover art: the copier keeps it where the container holds it
+        else:
+            dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, held))
+    stats = TranscodeStats(source, output)
+    stats.stream_choice = choice if (options.audio_tracks is not None) else None
+    started = time.perf_counter()
+    progress.start(None)
+    to = options.to_seconds
+    if options.duration_seconds is not None:
+        to = options.from_seconds + options.duration_seconds
+    ok = False
+    try:
+        with atomic_path(output) as tmp:
+            report = transcode_audio(
+                source,
+                tmp,
+                muxer,
+                keep,
+                codec=codec,
+                bit_rate=options.bitrate,
+                from_seconds=options.from_seconds,
+                to_seconds=to,
+                progress=progress.update,
+            )
+            progress.update(report.frames_encoded + report.packets_copied)
+        ok = True
+    finally:
+        progress.close(completed=ok)
+    stats.seconds = time.perf_counter() - started
+    stats.stages.add("encode" if codec else "copy", stats.seconds)
+    kept_audio = [s for s in report.kept if s.kind is StreamKind.AUDIO]
+    stats.kept_streams = list(report.kept)
+    stats.dropped_streams = sorted(dropped + report.dropped, key=lambda d: d.index)
+    stats.stream_notes = list(report.other_notes)
+    stats.audio_packets_copied = report.packets_copied
+    stats.audio_timestamps = report.timestamps
+    stats.start_shift_seconds = report.start_seconds
+    if codec is None:
+        said = "copied" if len(kept_audio) == 1 else f"{len(kept_audio)} streams copied"
+        if report.audio_note:
+            said = report.audio_note
+    else:
+        said = report.audio_note or f"encoded to {codec}"
+        if len(kept_audio) > 1:
+            said = f"{len(kept_audio)} streams: {said}"
+    videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
+    stats.encoder = {
+        "name": codec or "copy",
+        "codec": codec or "copy",
+        "audio_only": True,
+        "bitrate": options.bitrate if codec else None,
+        "video": f"dropped: {held}" if videos else "none in the input",
+        "audio": said,
+    }
+    if options.from_seconds > 0 or to is not None:
+        length = container_duration_seconds(source)
+        shown_to = None if to is None or (length is not None and to >= length - 1e-6) else to
+        stats.cut = {
+            "from_seconds": options.from_seconds,
+            "asked_from_seconds": options.from_seconds,
+            "to_seconds": shown_to,
+            "frames": None,
+            "streams_trimmed": codec is not None,
+            "key_frame": False,
+        }
+    stats.output_bytes = os.path.getsize(output)
+    stats.output_seconds = container_duration_seconds(output)
+    return stats
