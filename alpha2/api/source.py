@@ -23,6 +23,7 @@ decoding, the GPU or the encoder.
 
 from __future__ import annotations
 
+import bisect
 import collections.abc
 import concurrent.futures
 import contextlib
@@ -1354,7 +1355,8 @@ class VideoSource:
     def frames_at_index(self, indices: Sequence[int]) -> list[Frame]:
         """The frames with these numbers in presentation order (``0`` the first shown, ``-1`` the last),
         in the order asked (duplicates allowed). Decoded as :meth:`frames_at` does; the first call counts
-        the frames (one pass over the packets, nothing decoded).
+        the frames (one pass over the packets, nothing decoded). Frames that share a timestamp (some AVI
+        and MKV remuxes) are each their own index, in the order shown.
 
         Raises:
             FrameIndexError: an index out of range (an IndexError too).
@@ -1375,6 +1377,7 @@ class VideoSource:
             index = self._session.frame_index()
             count = len(index)
             pts = []
+            occurrences: list[int | None] = []
             for i in wanted:
                 j = i + count if i < 0 else i
                 if not 0 <= j < count:
@@ -1385,9 +1388,15 @@ class VideoSource:
                         else f"frame index {i} is out of range: {self._label} has no frames"
                     )
                 pts.append(index.pts[j])
-            batches = self._batches(len(pts))
+                # Frames that share a timestamp (duplicates in some AVI and MKV remuxes) are told apart
+                # by their order: by time alone frame i and i + 1 were both the later one.
+                first = bisect.bisect_left(index.pts, index.pts[j])
+                shared = j > first or (j + 1 < count and index.pts[j + 1] == index.pts[j])
+                occurrences.append(j - first if shared else None)
+            batches = None if any(n is not None for n in occurrences) else self._batches(len(pts))
             if batches is None:
-                decoded = self._session.frames_at_pts(pts, keep=self._keep(len(pts)))
+                # (The batch sessions find frames by time alone: such asks decode here, one pass.)
+                decoded = self._session.frames_at_pts(pts, keep=self._keep(len(pts)), occurrences=occurrences)
             else:
                 decoded = batches.frames_at_pts(pts, self._keep(len(pts), spread=True))
         return self._all_or_none(decoded, [float(i) for i in wanted], by_index=True)

@@ -574,6 +574,8 @@ class DecodeSession:
                 pixel_format = PixelFormat.from_ffmpeg_name(_fallback_software_format(frame.format.name))
             colour = media.colour_of(frame, pixel_format)
             self._info = media.with_first_frame(self._info, frame, rotation, colour, mirrored)
+            if _start_not_its_own(self._container, self._stream):
+                self._info = _counted_from(self._info, frame.pts)
 
     # -- public state ---------------------------------------------------------------------------
 
@@ -1175,7 +1177,7 @@ class DecodeSession:
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
             raise InvalidInputError(f"a time must be a finite number of seconds, got {short_repr(seconds)}")
         tb = _fraction(self._stream.time_base or fractions.Fraction(1, 1_000_000))
-        return seeking.target_ticks(seconds, self._stream.start_time, tb)
+        return seeking.target_ticks(seconds, self._info.start_time, tb)  # from the first frame: _counted_from
 
     def target_pts(self, seconds: float) -> int:
         """The timestamp (stream time base) that ``seconds`` from the stream's start stands for, as
@@ -1195,7 +1197,8 @@ class DecodeSession:
         frame, in presentation order, whose timestamp is at or before it (the first frame when
         ``seconds`` lies before it).
 
-        ``seconds`` count from the stream's start (its first timestamp, which need not be 0). Seeks the
+        ``seconds`` count from the stream's start (its first timestamp, which need not be 0; the first
+        frame's where FFmpeg gives the stream none of its own, :attr:`info` ``.start_time``). Seeks the
         demuxer to a key frame at or before the target, going further back while it lands after the
         target (MPEG-TS / PS, see :mod:`.seeking`), then decodes forward, keeping the latest frame at or
         before the target and holding the first one after it as the next. Starts a new decoder
@@ -1434,20 +1437,45 @@ class DecodeSession:
             return self._frames_at_ticks([self._target_ticks(s) for s in seconds], keep)
 
     def frames_at_pts(
-        self, pts: Sequence[int], *, keep: Callable[[DecodedFrame], DecodedFrame] | None = None
+        self,
+        pts: Sequence[int],
+        *,
+        keep: Callable[[DecodedFrame], DecodedFrame] | None = None,
+        occurrences: Sequence[int | None] | None = None,
     ) -> list[DecodedFrame | None]:
         """:meth:`frames_at` for timestamps in the stream's time base (:attr:`frame_index` gives each
-        frame's, so that ``frames_at_pts([index.pts[i]])`` is the ``i``-th frame shown)."""
+        frame's, so that ``frames_at_pts([index.pts[i]])`` is the ``i``-th frame shown where no other
+        frame has its timestamp).
+
+        ``occurrences`` (one per timestamp, None for the usual rule) picks, among frames that share a
+        timestamp (duplicates in some AVI and MKV remuxes), the one shown ``n``-th (0 the first): the
+        ``i``-th frame of the index is ``pts=index.pts[i]`` with ``i - bisect_left(index.pts, pts)``.
+        Without it the last of them is found, the one on display at that time. Where fewer such frames
+        are decoded than the index counts, the last frame at or before the timestamp is given.
+        """
         with self._lock:
             if self._closed:
                 raise ClosedError("this DecodeSession was closed")
-            return self._frames_at_ticks([int(p) for p in pts], keep)
+            ticks = [int(p) for p in pts]
+            nth: list[int | None] | None = None
+            if occurrences is not None:
+                nth = [None if n is None else int(n) for n in occurrences]
+                if len(nth) != len(ticks) or any(n is not None and n < 0 for n in nth):
+                    raise InvalidInputError(
+                        f"occurrences must give one count >= 0 (or None) per timestamp, got {short_repr(nth)}"
+                    )
+            return self._frames_at_ticks(ticks, keep, nth)
 
     def _frames_at_ticks(
-        self, ticks: Sequence[int], keep: Callable[[DecodedFrame], DecodedFrame] | None = None
+        self,
+        ticks: Sequence[int],
+        keep: Callable[[DecodedFrame], DecodedFrame] | None = None,
+        occurrences: Sequence[int | None] | None = None,
     ) -> list[DecodedFrame | None]:
         if not ticks:
             return []
+        nth = occurrences if occurrences is not None else [None] * len(ticks)
+        counted = {target for target, n in zip(ticks, nth, strict=True) if n is not None}
         # One time needs one seek; more need to know where the key frames are (counted before the pass:
         # the scan moves the demuxer), and so does going on from the frame the last call held.
         index = self._frame_index() if len(set(ticks)) > 1 or self._goes_on_to(min(ticks)) else None
@@ -1460,15 +1488,42 @@ class DecodeSession:
         if index is not None and self._goes_on_to(min(ticks)):
             held = self._held
             assert held is not None and held.pts is not None
-            if not index.key_between(held.pts, min(ticks)):
+            # (Which of the frames sharing its timestamp the held one is, the last call did not count.)
+            if not index.key_between(held.pts, min(ticks)) and held.pts not in counted:
                 # No key frame lies before the first target: decoding on from the frame held by the last
                 # call reaches it sooner than a seek would (frame_at stepping forward through a GOP).
                 self._held = None
                 upcoming, positioned = held, True
+        ordinal: int | None = None  # which of the frames with its timestamp ``shown`` is, where counted
         try:
-            for i in sorted(range(len(ticks)), key=ticks.__getitem__):
-                target = ticks[i]
-                if not positioned or (
+            for i in sorted(range(len(ticks)), key=lambda i: (ticks[i], nth[i] or 0)):
+                target, occurrence = ticks[i], nth[i]
+                if occurrence is not None:
+                    if (
+                        not positioned
+                        or (
+                            shown is not None
+                            and shown.pts == target
+                            and (ordinal is None or ordinal > occurrence)
+                        )
+                        or (
+                            index is not None
+                            and upcoming is not None
+                            and upcoming.pts is not None
+                            and index.key_between(upcoming.pts, target)
+                        )
+                    ):
+                        self._sought = True
+                        # Just before the target, so that every frame with its timestamp is decoded from
+                        # there and counted (a key frame may be the second of two that share one).
+                        self._position_at(target - 1, new_generation=not positioned)
+                        self._seek_target = None
+                        shown, ordinal, upcoming = None, None, self._decoded_next()
+                        positioned = True
+                    shown, ordinal, upcoming = self._advance_counting(
+                        shown, ordinal, upcoming, target, occurrence
+                    )
+                elif not positioned or (
                     index is not None
                     and upcoming is not None
                     and upcoming.pts is not None
@@ -1487,6 +1542,8 @@ class DecodeSession:
                     shown, upcoming = self._advance(upcoming, target)
                 elif upcoming is None and shown is not None and not self._still_shown(shown, target):
                     shown = None  # past the end
+                if occurrence is None:
+                    ordinal = None
                 if shown is not None:
                     handed = self._hand_out(shown)
                     if keep is not None:
@@ -1510,6 +1567,37 @@ class DecodeSession:
             elif shown is not None and shown.pts is not None:
                 self._cursor = ("after", shown.pts)
         return out
+
+    def _advance_counting(
+        self,
+        shown: av.VideoFrame | None,
+        ordinal: int | None,
+        upcoming: av.VideoFrame | None,
+        target: int,
+        occurrence: int,
+    ) -> tuple[av.VideoFrame | None, int | None, av.VideoFrame | None]:
+        """:meth:`_advance` to the ``occurrence``-th frame (0 the first) with timestamp ``target``,
+        counting the frames that share one from ``upcoming`` on (``ordinal``: ``shown``'s count among
+        its own). Stops at the last frame at or before ``target`` where fewer come. Returns the frame
+        found, its count and the next frame (None at the end)."""
+        if shown is not None and shown.pts == target and ordinal == occurrence:
+            return shown, ordinal, upcoming  # asked again: found already
+        walked = False
+        while upcoming is not None and upcoming.pts is not None and upcoming.pts <= target:
+            frame = upcoming
+            same = shown is not None and ordinal is not None and shown.pts == frame.pts
+            ordinal = ordinal + 1 if same and ordinal is not None else 0
+            if walked:  # (the frame passed in was handed out by an earlier ask)
+                self._bump(frames_discarded_for_seek=1)
+            shown, walked = frame, True
+            upcoming = self._decoded_next()
+            if frame.pts == target and ordinal == occurrence:
+                break
+        if upcoming is None and shown is not None and not self._still_shown(shown, target):
+            if walked:
+                self._bump(frames_discarded_for_seek=1)
+            shown = None  # past the end
+        return shown, ordinal, upcoming
 
     def _goes_on_to(self, target: int) -> bool:
         """Whether a batch whose first target is ``target`` may decode on from where the last one
@@ -1690,6 +1778,41 @@ class DecodeSession:
             f"<DecodeSession {_display_source(self.source)} {r.decoder} "
             f"{'nvdec' if r.on_gpu else 'software'} gen={self._generation}>"
         )
+
+
+def _start_not_its_own(container: Any, stream: Any) -> bool:
+    """Whether FFmpeg gave ``stream`` no start of its own: none at all, or the container's start and
+    duration both (``fill_all_stream_timings`` copies them to a stream whose first packets it could not
+    time, as in a Matroska video of a few frames from 5 s: no start alone, 0 beside audio from 0)."""
+    if stream.start_time is None:
+        return True
+    if container.start_time is None or container.duration is None or stream.duration is None:
+        return False
+    tb = _fraction(stream.time_base or fractions.Fraction(1, 1_000_000))
+    in_ticks = fractions.Fraction(1, av.time_base) / tb
+    return bool(
+        stream.start_time == round(container.start_time * in_ticks)
+        and stream.duration == round(container.duration * in_ticks)
+    )
+
+
+def _counted_from(info: media.StreamInfo, first_pts: int | None) -> media.StreamInfo:
+    """``info`` with its start at the first frame shown (``first_pts``) where it said an earlier one or
+    none, its duration ending where it did: times count from the video's first frame.
+
+    For a start FFmpeg did not take from the stream (:func:`_start_not_its_own`): a video from 5 s was
+    found by ``frame_at(0.15)`` at 5.0 s (0.15 s counted from 0), ``frame_at(5.15)`` at 5.1 s, and its
+    0.6 s were said 5.6 s long. (A start of its own stays, also where the first frame shown comes after
+    it, an open GOP's leading frames dropped: the segment reader counts its key frames from it.)
+    """
+    start = info.start_time
+    if first_pts is None or (start is not None and first_pts <= start):
+        return info
+    duration = info.duration
+    if duration is not None:
+        end = (start or 0) + duration
+        duration = end - first_pts if end > first_pts else None
+    return replace(info, start_time=first_pts, duration=duration)
 
 
 def _frame_of(item: av.VideoFrame | Described) -> av.VideoFrame:
