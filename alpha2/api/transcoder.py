@@ -1342,19 +1342,26 @@ def input_tracks(source: str | os.PathLike[str]) -> tuple[Track, ...]:
     return tuple(sorted(tracks, key=lambda t: t.index))
 
 
-def _sound_alone(source: str, output: str) -> tuple[InputStream, ...] | None:
+def _sound_alone(source: str, output: str, max_pixels: int | None) -> tuple[InputStream, ...] | None:
     """The input's streams where the transcode writes its sound alone (an output of an audio container,
     ``.mp3``; an input without video, cover art aside); None: the video is transcoded. An input that
     cannot be probed goes the video's way, which says why."""
     from alpha2.api.audio_transcode import is_audio_output, moving_video
 
-    streams = probe_streams(source)  # empty where it does not open
+    audio_out = is_audio_output(output)
+    if not audio_out and not os.path.isfile(source):
+        # A pipe, a device or a URL is not opened twice (a FIFO's open waits for a writer, and the
+        # video's way refuses some before opening them: --segments); the video's way says what it holds.
+        return None
+    # Under --max-pixels: probing decodes a first picture of some formats (a 4 KB H.264 claiming
+    # 8192x8192 took 364 MB here before the decoder's refusal).
+    streams = probe_streams(source, max_pixels)  # empty where it does not open
     if not streams:
-        if is_audio_output(output):
+        if audio_out:
             describe_file(source, rates=False)  # why it does not open (not found, not media)
             return streams
         return None
-    return streams if is_audio_output(output) or not moving_video(streams) else None
+    return streams if audio_out or not moving_video(streams) else None
 
 
 def _path(name: str, value: object) -> str:
@@ -1420,7 +1427,7 @@ def transcode(
         )
     options = options if options is not None else TranscodeOptions()
     src, output = _path("source", source), _path("output", output)
-    sound = _sound_alone(src, output)  # the input's streams where only its audio is written
+    sound = _sound_alone(src, output, options.max_pixels)  # the streams, where only its audio is written
     if sound is None:
         check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))

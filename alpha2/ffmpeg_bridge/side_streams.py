@@ -409,10 +409,14 @@ def input_streams(container: av.container.InputContainer) -> tuple[InputStream, 
     return tuple(found)
 
 
-def probe_streams(path: str | os.PathLike[str]) -> tuple[InputStream, ...]:
-    """The streams of the file at ``path`` (opened and closed here); empty when it does not open."""
+def probe_streams(path: str | os.PathLike[str], max_pixels: int | None = None) -> tuple[InputStream, ...]:
+    """The streams of the file at ``path`` (opened and closed here); empty when it does not open.
+    ``max_pixels``: the largest picture FFmpeg's probing may decode (see ``probe_options``)."""
+    from alpha2.ffmpeg_bridge.media import probe_options
+
     try:
-        with open_input(os.fspath(path), metadata_errors="replace") as container:
+        options = probe_options(max_pixels)
+        with open_input(os.fspath(path), metadata_errors="replace", options=options) as container:
             if not isinstance(container, av.container.InputContainer):
                 return ()
             return input_streams(container)
