@@ -20,6 +20,12 @@ missing=$(python3 -c 'import importlib.util as u
 print(" ".join(m for m in ("av", "wgpu", "wgpudawn", "vulkan", "cffi", "rich", "PIL", "rendercanvas", "glfw",
     "sounddevice", "pycountry", "charset_normalizer", "numpy") if u.find_spec(m) is None))')
 [ -n "$missing" ] && echo "h200_run.sh: not installed here (carry their wheels in .whl): $missing" | tee -a "$OUT/missing.txt" >&2
+# A test that hangs on this machine ends the run there with every thread's stack, not silently at the
+# call's limit: pytest-timeout (carried in .whl) after PYTEST_TIMEOUT seconds, the 'thread' method (a call
+# stuck in Dawn or the driver never returns to Python for a signal's handler). A hang in test_api.py took a
+# whole call's 560 s on 2026-12-05 (tenth session) with no word of where.
+timeout_args=""
+python3 -c 'import pytest_timeout' 2>/dev/null && timeout_args="--timeout ${PYTEST_TIMEOUT:-240} --timeout-method thread"
 steps=${*:-tests probe decode import transcode copier}
 log=$OUT/bench.log
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$OUT/machine.txt" 2>&1
@@ -30,7 +36,7 @@ for step in $steps; do
       # The whole suite took about 450 s on the H200 (2026-12-04): a command may run 600 s, so run
       # 'tests' alone. -v names every test as it ends, so that a run cut short still says what failed.
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
-        --durations=15 > "$OUT/tests.log" 2>&1; echo "tests rc=$?" >> "$log"
+        --durations=15 $timeout_args > "$OUT/tests.log" 2>&1; echo "tests rc=$?" >> "$log"
       grep -E " (FAILED|ERROR)" "$OUT/tests.log" | head -40;;
     tests-a|tests-b|tests-c)
       # The suite in thirds, a call each (three calls, about 300 s each with a machine's start): its
@@ -43,11 +49,11 @@ for step in $steps; do
         *) part=$(echo "$files" | tail -n +"$(( 2 * third + 1 ))");;
       esac
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
-        --durations=15 $part > "$OUT/$step.log" 2>&1; echo "$step rc=$?" >> "$log"
+        --durations=15 $timeout_args $part > "$OUT/$step.log" 2>&1; echo "$step rc=$?" >> "$log"
       grep -E " (FAILED|ERROR)" "$OUT/$step.log" | head -40;;
     tests-files)  # the test files named in TEST_FILES (a call short of device time for both halves)
       ALPHA2_REQUIRE=vulkan,cuda,dawn,nvidia timeout 560 python3 -m pytest -v -rfE -p no:cacheprovider \
-        --durations=15 $TEST_FILES > "$OUT/tests-files.log" 2>&1; echo "tests-files rc=$?" >> "$log"
+        --durations=15 $timeout_args $TEST_FILES > "$OUT/tests-files.log" 2>&1; echo "tests-files rc=$?" >> "$log"
       grep -E " (FAILED|ERROR)" "$OUT/tests-files.log" | head -40; tail -3 "$OUT/tests-files.log";;
     probe)
       { echo '$ python3 tools/probe_adapters.py'; timeout 60 python3 tools/probe_adapters.py;
