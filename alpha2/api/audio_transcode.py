@@ -62,6 +62,30 @@ def moving_video(streams: tuple[InputStream, ...]) -> bool:
     return any(s.kind is StreamKind.VIDEO and not s.attached_picture for s in streams)
 
 
+class _TimedProgress:
+    """The bridge's reports (seconds done, seconds in all, frames) as a Progress counted in time: the
+    display starts at the first, which knows the length."""
+
+    def __init__(self, progress: pipeline.Progress) -> None:
+        self._progress = progress
+        self._started = False
+        self._done_seconds = 0.0
+
+    def update(self, done_seconds: float, total_seconds: float | None, frames: int) -> None:
+        if not self._started:
+            self._progress.start_seconds(total_seconds)
+            self._started = True
+        self._done_seconds = done_seconds
+        self._progress.update_seconds(done_seconds, frames)
+
+    def end(self, frames: int) -> None:
+        """Everything is written: the time done stays where the bridge's last report left it."""
+        if not self._started:
+            self._progress.start_seconds(None)
+            self._started = True
+        self._progress.update_seconds(self._done_seconds, frames)
+
+
 def _check_options(options: TranscodeOptions, source: str) -> None:
     """Refuse what shapes pictures, naming the option."""
     asked = [
@@ -150,10 +174,10 @@ def transcode_audio_only(
     stats = TranscodeStats(source, output)
     stats.stream_choice = choice if (options.audio_tracks is not None) else None
     started = time.perf_counter()
-    progress.start(None)
     to = options.to_seconds
     if options.duration_seconds is not None:
         to = options.from_seconds + options.duration_seconds
+    shown = _TimedProgress(progress)
     ok = False
     try:
         with atomic_path(output) as tmp:
@@ -166,9 +190,9 @@ def transcode_audio_only(
                 bit_rate=options.bitrate,
                 from_seconds=options.from_seconds,
                 to_seconds=to,
-                progress=progress.update,
+                progress=shown.update,
             )
-            progress.update(report.frames_encoded + report.packets_copied)
+            shown.end(report.frames_encoded + report.packets_copied)
         ok = True
     finally:
         progress.close(completed=ok)

@@ -251,6 +251,27 @@ class StageTimes:
 # progress
 
 
+def clock_text(seconds: float) -> str:
+    """A length as a progress line says it: ``12.3 s`` under a minute, else ``3:00``, ``1:02:03``."""
+    if seconds < 59.95:
+        return f"{max(seconds, 0.0):.1f} s"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def media_time_text(done_seconds: float, total_seconds: float | None, elapsed_s: float) -> str:
+    """``12.3 s of 3:00, 45x``: the media's time done, of its length where known, and the speed (media
+    seconds a second of work, as ffmpeg's ``speed=``)."""
+    text = clock_text(done_seconds)
+    if total_seconds:
+        text += f" of {clock_text(total_seconds)}"
+    if elapsed_s > 0 and done_seconds > 0:
+        speed = done_seconds / elapsed_s
+        text += f", {speed:.0f}x" if speed >= 9.95 else f", {speed:.1f}x"
+    return text
+
+
 class Progress:
     """Progress display: a no-op base (``--json`` runs and the in-process API use it)."""
 
@@ -259,6 +280,16 @@ class Progress:
 
     def update(self, frames: int) -> None:
         """``frames`` done so far."""
+
+    def start_seconds(self, total_seconds: float | None) -> None:
+        """Begin a run counted in the media's time, not frames (sound alone: its frames of a thousand
+        samples mean nothing to a user, ffmpeg says the time done and the speed); ``total_seconds``
+        when known. The base begins a count of frames (a callback of frames gets them)."""
+        self.start(None)
+
+    def update_seconds(self, done_seconds: float, frames: int) -> None:
+        """``done_seconds`` of the media done so far, in ``frames``; the base counts the frames."""
+        self.update(frames)
 
     def set_rate(self, fps: float) -> None:
         """The frames a second to show from now on, where the count is no rate: a player's bar follows
@@ -297,15 +328,36 @@ class PlainProgress(Progress):
         self._last_time = 0.0
         self._frames = 0
         self._rate: float | None = None
+        self._timed = False
+        self._total_seconds: float | None = None
+        self._done_seconds = 0.0
+        self._last_done_seconds = 0.0
 
     def start(self, total: int | None) -> None:
         self._total = total
         self._start = self._last_time = time.monotonic()
 
+    def start_seconds(self, total_seconds: float | None) -> None:
+        self.start(None)
+        self._timed, self._total_seconds = True, total_seconds
+
+    def update_seconds(self, done_seconds: float, frames: int) -> None:
+        self._frames, self._done_seconds = frames, done_seconds
+        now = time.monotonic()
+        # Every every_s seconds, or every tenth of the length: a log's lines, not one per second.
+        tenth = (self._total_seconds or math.inf) / 10
+        if now - self._last_time < self.every_s and done_seconds - self._last_done_seconds < tenth:
+            return
+        self._last_done_seconds, self._last_time = done_seconds, now
+        print(self._line(frames, now), file=self.stream, flush=True)
+
     def set_rate(self, fps: float) -> None:
         self._rate = fps
 
     def _line(self, frames: int, now: float) -> str:
+        if self._timed:
+            done = media_time_text(self._done_seconds, self._total_seconds, now - self._start)
+            return f"{self.label}: {done}"
         elapsed = max(now - self._start, 1e-9)
         fps = frames / elapsed if self._rate is None else self._rate
         text = f"{self.label}: {frames}"
@@ -329,9 +381,15 @@ class PlainProgress(Progress):
 
     def finishing(self, what: str) -> None:
         frames = f"{self._frames} frame{'' if self._frames == 1 else 's'}"
+        if self._timed:
+            frames = clock_text(self._done_seconds)
         print(f"{self.label}: {frames} in, finishing {what}", file=self.stream, flush=True)
 
     def close(self, completed: bool = True, *, ended: bool = True) -> None:
+        if self._timed:
+            if completed and self._done_seconds != self._last_done_seconds:
+                print(self._line(self._frames, time.monotonic()), file=self.stream, flush=True)
+            return
         if completed and self._frames != self._last_frames:
             print(self._line(self._frames, time.monotonic()), file=self.stream, flush=True)
 
@@ -362,12 +420,24 @@ class RichProgress(Progress):
             console=Console(file=stream if stream is not None else sys.stderr),
             transient=False,
         )
+        # Counted in time (start_seconds): the media's time done of its length and the speed, in one
+        # column, where frames show their count and rate.
+        self._timed_columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[done]}"),
+            TimeElapsedColumn(),
+            *((TextColumn("left"), TimeRemainingColumn()) if time_left else ()),
+        )
         self._label = label
         self._task: Any = None
         self._start = 0.0
         self._last_refresh = 0.0
         self._frames = 0
         self._rate: float | None = None
+        self._timed = False
+        self._total_seconds: float | None = None
+        self._done_seconds = 0.0
 
     def set_rate(self, fps: float) -> None:
         self._rate = fps
@@ -389,6 +459,24 @@ class RichProgress(Progress):
         self._last_refresh = now
         self._progress.update(self._task, completed=frames, fps=f"{self._fps(now):.1f}")
 
+    def start_seconds(self, total_seconds: float | None) -> None:
+        self._timed, self._total_seconds = True, total_seconds
+        self._progress.columns = self._timed_columns
+        self._progress.start()
+        self._task = self._progress.add_task(self._label, total=total_seconds, fps="", done="")
+        self._start = time.monotonic()
+
+    def _done_text(self, now: float) -> str:
+        return media_time_text(self._done_seconds, self._total_seconds, now - self._start)
+
+    def update_seconds(self, done_seconds: float, frames: int) -> None:
+        self._frames, self._done_seconds = frames, done_seconds
+        now = time.monotonic()
+        if now - self._last_refresh < 0.1:
+            return
+        self._last_refresh = now
+        self._progress.update(self._task, completed=done_seconds, done=self._done_text(now))
+
     def finishing(self, what: str) -> None:
         # The bar's label becomes 'finishing', as wide as most labels: the columns keep their room.
         if self._task is not None:
@@ -396,7 +484,7 @@ class RichProgress(Progress):
             self._progress.update(
                 self._task,
                 description="finishing",
-                completed=self._frames,
+                completed=self._done_seconds if self._timed else self._frames,
                 fps=f"{fps:.1f}",
             )
 
@@ -408,13 +496,26 @@ class RichProgress(Progress):
             total = (
                 self._frames if ended else next(t.total for t in self._progress.tasks if t.id == self._task)
             )
-            self._progress.update(
-                self._task,
-                description=self._label,
-                completed=self._frames,
-                total=total,
-                fps=f"{fps:.1f}",
-            )
+            if self._timed:
+                # At the end the length is the time done (the container's was an estimate).
+                if ended:
+                    self._total_seconds = self._done_seconds
+                done = self._done_text(time.monotonic())
+                self._progress.update(
+                    self._task,
+                    description=self._label,
+                    completed=self._done_seconds,
+                    total=self._total_seconds if ended else total,
+                    done=done,
+                )
+            else:
+                self._progress.update(
+                    self._task,
+                    description=self._label,
+                    completed=self._frames,
+                    total=total,
+                    fps=f"{fps:.1f}",
+                )
         elif not completed:
             # Interrupted: the bar goes (the line after it says why); kept, a Ctrl-C's echo moved the
             # cursor under rich's feet and the bar was printed twice.

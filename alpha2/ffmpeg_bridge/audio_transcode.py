@@ -141,15 +141,16 @@ def transcode_audio(
     bit_rate: int | None = None,
     from_seconds: float = 0.0,
     to_seconds: float | None = None,
-    progress: Callable[[int], object] | None = None,
+    progress: Callable[[float, float | None, int], object] | None = None,
 ) -> AudioTranscodeReport:
     """Write the streams ``indices`` of ``source`` (audio, and cover art) into a new ``muxer``
     container at ``target``: the audio encoded with ``codec`` (an encoder name, see
     :func:`audio_encoder`; None: copied as it is), cut to ``from_seconds`` .. ``to_seconds`` (counted
     from the input's start).
 
-    ``progress`` is called with the audio frames encoded (packets copied) so far, every
-    :data:`STEP_SECONDS` of output.
+    ``progress`` is called with the seconds of output written, the seconds it will last (None where
+    the input does not say), and the audio frames encoded (packets copied) so far: once before the
+    first packet, then every :data:`STEP_SECONDS` of output.
 
     Raises:
         InvalidInputError: ``from_seconds`` past the end; a copy the container cannot hold; no audio
@@ -217,12 +218,18 @@ def transcode_audio(
             if not any(s.kind is StreamKind.AUDIO for s in report.kept):
                 why = "; ".join(f"stream {d.index}: {d.reason}" for d in report.dropped) or "none kept"
                 raise InvalidInputError(f"no audio stream of {source!r} can be written into {muxer}: {why}")
+            total = None if length is None else max(0.0, (length - start) - from_seconds)
+            if total is not None and to_seconds is not None:
+                total = min(total, to_seconds - from_seconds)
+            if progress is not None:
+                progress(0.0, total, 0)
             until = STEP_SECONDS
             while not copier.exhausted:
                 copier.mux_until(until)
-                until += STEP_SECONDS
                 if progress is not None:
-                    progress(copier.frames_reencoded + copier.audio_packets_copied)
+                    done = until if total is None else min(until, total)
+                    progress(done, total, copier.frames_reencoded + copier.audio_packets_copied)
+                until += STEP_SECONDS
             copier.finish()
         finally:
             copier.close()
