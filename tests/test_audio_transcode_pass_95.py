@@ -81,3 +81,95 @@ def test_transcode_progress_of_sound_is_time_not_frames(
     assert progress and all("frame" not in line and "fps" not in line for line in progress), err
     assert re.fullmatch(r"transcode: 4\.0 s of 4\.0 s, [0-9.]+x", progress[-1]), err
     assert seconds_of(str(tmp_path / "song.mp3")) == pytest.approx(4.0, abs=0.06)
+
+
+def _late_flac_mka(path: Path, start_s: float, seconds: float) -> str:
+    """A Matroska FLAC tone whose first sample is at ``start_s`` (FFmpeg says its duration from 0)."""
+    import av
+    import numpy as np
+
+    rate = 48000
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("flac", rate=rate, layout="stereo")
+        stream.format = "s16"
+        count = int(seconds * rate)
+        wave = (0.3 * 32767 * np.sin(2 * np.pi * 440 * np.arange(count) / rate)).astype(np.int16)
+        for at in range(0, count, 1024):
+            block = np.repeat(wave[at : at + 1024], 2).reshape(1, -1)
+            frame = av.AudioFrame.from_ndarray(block, format="s16", layout="stereo")
+            frame.sample_rate, frame.pts = rate, int(start_s * rate) + at
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def test_from_past_the_end_of_a_late_matroska_is_refused_with_its_length(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    late = _late_flac_mka(tmp_path / "late.mka", 2.0, 3.0)  # 2 s .. 5 s: FFmpeg says 5 s long
+    code = cli.main(["transcode", late, str(tmp_path / "o.mp3"), "--from", "3.5"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == f"alpha2: error: --from 3.5 s is past the end of {late!r} (3.000 s long)\n"
+    code = cli.main(["transcode", late, str(tmp_path / "o.mp3"), "--from", "1"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert seconds_of(str(tmp_path / "o.mp3")) == pytest.approx(2.0, abs=0.06)
+    assert re.search(r"transcode: 2\.0 s of 2\.0 s, ", err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["late.mka", "o.mp3"]
+
+
+def test_an_audio_stream_without_samples_is_refused_clearly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import av
+
+    empty = tmp_path / "empty.wav"
+    with av.open(str(empty), "w") as out:
+        out.add_stream("pcm_s16le", rate=48000, layout="stereo")
+        out.start_encoding()
+    code = cli.main(["transcode", str(empty), str(tmp_path / "o.mp3")])
+    err = capsys.readouterr().err
+    assert code == 1
+    said = f"the audio of {str(empty)!r} (stream 0) holds no samples: nothing to write"
+    assert err == f"alpha2: error: {said}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.wav"]
+
+
+def test_a_file_cut_short_is_said_and_its_progress_ends_at_the_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    song = tone(tmp_path / "song.mp3", "libmp3lame", sample_format="s16p", seconds=4.0)
+    data = Path(song).read_bytes()
+    cut = tmp_path / "cut.mp3"
+    cut.write_bytes(data[: len(data) // 2])  # a download stopped half way: the header still says 4 s
+    code = cli.main(["transcode", str(cut), str(tmp_path / "o.m4a")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    written = seconds_of(str(tmp_path / "o.m4a"))
+    assert 1.5 < written < 2.5, err
+    progress = [line for line in err.splitlines() if line.startswith("transcode: ")]
+    assert re.fullmatch(rf"transcode: {written:.1f} s of {written:.1f} s, [0-9.]+x", progress[-1]), err
+    said = " ".join(err.split())
+    cut_said = r"the audio ends at [12]\.\d{3} s of the 4\.0\d\d s the input's header says: the file is cut"
+    assert re.search(cut_said, said), err
+
+
+def test_two_tracks_into_mka_both_kept_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import av
+
+    two = tone(tmp_path / "two.mka", "flac", sample_format="s16", streams=2)
+    code = cli.main(["transcode", two, str(tmp_path / "o.mka")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    with av.open(str(tmp_path / "o.mka")) as out:
+        assert [s.codec_context.name for s in out.streams.audio] == ["aac", "aac"]
+    audio = [line for line in err.splitlines() if line.split()[:1] == ["audio"]]
+    assert audio == ["  audio   2 streams: encoded flac to aac"], err
+    code = cli.main(["transcode", two, str(tmp_path / "o.mp3")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    with av.open(str(tmp_path / "o.mp3")) as out:
+        assert len(out.streams.audio) == 1
+    assert "dropped stream 1 (audio flac): the mp3 container holds one audio stream" in " ".join(err.split())

@@ -78,12 +78,14 @@ class _TimedProgress:
         self._done_seconds = done_seconds
         self._progress.update_seconds(done_seconds, frames)
 
-    def end(self, frames: int) -> None:
-        """Everything is written: the time done stays where the bridge's last report left it."""
+    def end(self, frames: int, written_seconds: float | None) -> None:
+        """Everything is written, ``written_seconds`` long (None: as the bridge last said): the line
+        ends at the output's length, not at the last step's mark or the header's estimate."""
         if not self._started:
             self._progress.start_seconds(None)
             self._started = True
-        self._progress.update_seconds(self._done_seconds, frames)
+        done = self._done_seconds if written_seconds is None else written_seconds
+        self._progress.update_seconds(done, frames)
 
 
 def _check_options(options: TranscodeOptions, source: str) -> None:
@@ -192,7 +194,8 @@ def transcode_audio_only(
                 to_seconds=to,
                 progress=shown.update,
             )
-            shown.end(report.frames_encoded + report.packets_copied)
+            written_seconds = container_duration_seconds(tmp)
+            shown.end(report.frames_encoded + report.packets_copied, written_seconds)
         ok = True
     finally:
         progress.close(completed=ok)
@@ -202,6 +205,14 @@ def transcode_audio_only(
     stats.kept_streams = list(report.kept)
     stats.dropped_streams = sorted(dropped + report.dropped, key=lambda d: d.index)
     stats.stream_notes = list(report.other_notes)
+    expected = report.expected_seconds
+    if expected is not None and written_seconds is not None:
+        if written_seconds < expected - max(0.5, expected / 20):
+            # A file cut short (a download stopped half way) ends early with no error from FFmpeg.
+            stats.stream_notes.append(
+                f"the audio ends at {written_seconds:.3f} s of the {expected:.3f} s the input's header "
+                "says: the file is cut short or damaged"
+            )
     stats.audio_packets_copied = report.packets_copied
     stats.audio_timestamps = report.timestamps
     stats.start_shift_seconds = report.start_seconds
@@ -212,7 +223,7 @@ def transcode_audio_only(
     else:
         said = report.audio_note or f"encoded to {codec}"
         if len(kept_audio) > 1:
-            said = f"{len(kept_audio)} streams: {said}"
+            said = f"{len(kept_audio)} streams: {said.removesuffix(f' ({len(kept_audio)} streams)')}"
     videos = [s for s in streams if s.kind is StreamKind.VIDEO and not s.attached_picture]
     stats.encoder = {
         "name": codec or "copy",
@@ -234,5 +245,5 @@ def transcode_audio_only(
             "key_frame": False,
         }
     stats.output_bytes = os.path.getsize(output)
-    stats.output_seconds = container_duration_seconds(output)
+    stats.output_seconds = written_seconds
     return stats

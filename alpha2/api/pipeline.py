@@ -387,6 +387,9 @@ class PlainProgress(Progress):
 
     def close(self, completed: bool = True, *, ended: bool = True) -> None:
         if self._timed:
+            if completed and ended and self._total_seconds not in (None, self._done_seconds):
+                self._total_seconds = self._done_seconds  # the length was the header's estimate
+                self._last_done_seconds = -1.0
             if completed and self._done_seconds != self._last_done_seconds:
                 print(self._line(self._frames, time.monotonic()), file=self.stream, flush=True)
             return

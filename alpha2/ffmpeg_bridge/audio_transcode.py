@@ -68,6 +68,9 @@ class AudioTranscodeReport:
     """Audio packets copied as they were."""
     timestamps: TimestampAdjustments = field(default_factory=TimestampAdjustments)
     """Copied audio packets whose times were dropped or rebased, by kind."""
+    expected_seconds: float | None = None
+    """How long the output should last by the input's header (its length from ``from_seconds``, to
+    ``to_seconds``); None: the input does not say."""
 
 
 def audio_encoder(muxer: str, codec: str | None) -> str:
@@ -163,6 +166,10 @@ def transcode_audio(
             streams = {s.index: s for s in input_streams(probe)}
             start = _start(probe)
             length = float(probe.duration / av.time_base) if probe.duration else None
+            if length is not None and "matroska" in str(probe.format.name).split(","):
+                # Matroska's duration counts from 0, not from a late start (a file of 2 s to 5 s
+                # said 5 s: --from 3.5 went on and wrote nothing); the others' is the span.
+                length = max(0.0, length - start)
             audio = [i for i in indices if streams[i].kind is StreamKind.AUDIO]
             wide = any(_wide(probe.streams[i]) for i in audio)  # type: ignore[arg-type]
             refusals = (
@@ -218,9 +225,10 @@ def transcode_audio(
             if not any(s.kind is StreamKind.AUDIO for s in report.kept):
                 why = "; ".join(f"stream {d.index}: {d.reason}" for d in report.dropped) or "none kept"
                 raise InvalidInputError(f"no audio stream of {source!r} can be written into {muxer}: {why}")
-            total = None if length is None else max(0.0, (length - start) - from_seconds)
+            total = None if length is None else max(0.0, length - from_seconds)
             if total is not None and to_seconds is not None:
                 total = min(total, to_seconds - from_seconds)
+            report.expected_seconds = total
             if progress is not None:
                 progress(0.0, total, 0)
             until = STEP_SECONDS
@@ -231,6 +239,12 @@ def transcode_audio(
                     progress(done, total, copier.frames_reencoded + copier.audio_packets_copied)
                 until += STEP_SECONDS
             copier.finish()
+            if copier.frames_reencoded + copier.audio_packets_copied == 0:
+                part = " in the part asked (--from / --to)" if from_seconds > 0 or to_seconds else ""
+                which = ", ".join(str(i) for i in audio)
+                raise InvalidInputError(
+                    f"the audio of {source!r} (stream {which}) holds no samples{part}: nothing to write"
+                )
         finally:
             copier.close()
         report.frames_encoded = copier.frames_reencoded
