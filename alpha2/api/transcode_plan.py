@@ -741,21 +741,27 @@ def plan_transcode(
         )
     if not reasons:
         passed = input_format
-        reason = "passthrough: same size, pixel format and colour; frames go straight to the encoder"
+        # A full-range picture into an encoder that writes only limited range has its levels converted
+        # by the encode session: said as such, never as "same colour" (an outside pass, helper 91).
+        limited = _limited_only(encoder, codec, input_colour) and not input_format.is_rgb
+        same = "same size" if limited else "same size and colour"
+        reason = (
+            "passthrough: same size and pixel format"
+            if limited
+            else "passthrough: same size, pixel format and colour; frames go straight to the encoder"
+        )
         if decoded_as is not None and decoded_as != input_format.ffmpeg_name:
             # The decoder's layout is none of alpha2's: converted on the CPU first (its note says more).
             reason = (
-                f"passthrough: same size and colour; the decoder's {decoded_as} goes to the encoder as "
+                f"passthrough: {same}; the decoder's {decoded_as} goes to the encoder as "
                 f"{input_format.ffmpeg_name}"
             )
         if depth < input_format.bit_depth:
             passed = eight_bit_format(input_format)
-            reason = (
-                f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} ({depth_note})"
-            )
+            reason = f"passthrough: {same}; the encoder takes {passed.ffmpeg_name} ({depth_note})"
         elif depth > input_format.bit_depth:
             passed = ten_bit_format(input_format)
-            reason = f"passthrough: same size and colour; the encoder takes {passed.ffmpeg_name} (--depth 10)"
+            reason = f"passthrough: {same}; the encoder takes {passed.ffmpeg_name} (--depth 10)"
         taken = nearest_encoder_format(passed, encoder_formats, encoder)
         colour_kept_or_refused(passed, taken, encoder or codec)
         if taken != passed and (encoder or "") in PALETTE_ENCODERS:
@@ -778,17 +784,15 @@ def plan_transcode(
             if passed.has_alpha and not taken.has_alpha:
                 lost.append("alpha dropped")
             reason = (
-                f"passthrough: same size and colour; the encoder takes {taken.ffmpeg_name}, not "
+                f"passthrough: {same}; the encoder takes {taken.ffmpeg_name}, not "
                 f"{passed.ffmpeg_name} ({encoder or codec} has no {passed.ffmpeg_name}"
                 + (f": {', '.join(lost)}" if lost else "")
                 + ")"
             )
             passed = taken
         written_colour = input_colour
-        if _limited_only(encoder, codec, input_colour) and not passed.is_rgb:
-            # The encode session converts the levels; said, not "same colour" (an outside pass, helper 91).
+        if limited:
             written_colour = dataclasses.replace(input_colour, range=ColourRange.LIMITED)
-            reason = reason.replace(" and colour", "").replace("; frames go straight to the encoder", "")
             reason += f"; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
         return TranscodePlan(
             passthrough=True,
