@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-c | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [nv12-merged] [tensor-spy] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [nv12-merged] [cuda-tensor] [tensor-spy] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite takes about 950 s there (2026-12-05): its thirds 'tests-a', 'tests-b' and 'tests-c' in
 #   three calls ('tests', the whole, no longer fits a call's 600 s).
@@ -183,6 +183,10 @@ for step in $steps; do
     nv12-merged)  # issue 27: one multi-planar shared texture for a frame's NV12 planes (CUDA NV12 array) against two
       { echo '$ python3 benchmarks/probe_nv12_merged.py --iterations 600 --rounds 2';
         timeout 120 python3 benchmarks/probe_nv12_merged.py --iterations 600 --rounds 2; } >> "$log" 2>&1;;
+    cuda-tensor)  # issue 27: NVDEC frames into 224x224 tensors by one CUDA kernel (cupy, no Dawn): exactness
+      # against to_tensor's and fps against decoding alone and to_tensor, alternating
+      { echo '$ python3 benchmarks/probe_cuda_tensor.py --clip-frames 600 --frames 600 --rounds 3';
+        timeout 300 python3 benchmarks/probe_cuda_tensor.py --clip-frames 600 --frames 600 --rounds 3; } >> "$log" 2>&1;;
     tensor-spy)  # issue 27: py-spy (carried in .whl-tools) on the 224x224 float16 loop, native frames, every thread
       python3 -m pip install -q --no-index --no-deps --target /tmp/spy .whl-tools/py_spy*.whl
       { echo '$ py-spy record --threads --native --nonblocking --rate 100 --format raw -o $OUT/spy-native.txt -- python3 benchmarks/profile_tensor_threads.py --clip-frames 900 --frames 900 --rows tensors';
