@@ -173,3 +173,86 @@ def test_two_tracks_into_mka_both_kept_said_once(tmp_path: Path, capsys: pytest.
     with av.open(str(tmp_path / "o.mp3")) as out:
         assert len(out.streams.audio) == 1
     assert "dropped stream 1 (audio flac): the mp3 container holds one audio stream" in " ".join(err.split())
+
+
+# -- alpha2 batch into audio files ---------------------------------------------------------------------
+
+
+def _songs(folder: Path) -> dict[str, float]:
+    """Three songs of known lengths (name below ``folder``: seconds), of three formats, one in a
+    subfolder, and a text file that is no media."""
+    (folder / "sub").mkdir(parents=True)
+    tone(folder / "a.flac", "flac", sample_format="s16", seconds=2.0)
+    tone(folder / "b.wav", "pcm_s16le", sample_format="s16", seconds=1.5)
+    tone(folder / "sub" / "c.mp3", "libmp3lame", sample_format="s16p", seconds=3.0)
+    (folder / "notes.txt").write_text("not media")
+    return {"a.flac": 2.0, "b.wav": 1.5, "sub/c.mp3": 3.0}
+
+
+@pytest.mark.parametrize("ext", ["mp3", ".m4a", "flac"])
+def test_batch_of_songs_into_an_audio_container(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ext: str
+) -> None:
+    import av
+
+    songs = _songs(tmp_path / "songs")
+    out = tmp_path / "out"
+    code = cli.main(["batch", str(tmp_path / "songs"), "--out", str(out), "--ext", ext, "--workers", "2"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err + captured.out
+    suffix = "." + ext.lstrip(".")
+    codec = {".mp3": "mp3", ".m4a": "aac", ".flac": "flac"}[suffix]
+    for name, seconds in songs.items():
+        made = out / (name.rsplit(".", 1)[0] + suffix)
+        with av.open(str(made)) as container:
+            got = container.streams.audio[0].codec_context.name
+        assert {"mp3float": "mp3"}.get(got, got) == codec
+        assert seconds_of(str(made)) == pytest.approx(seconds, abs=0.06), name
+    summary = captured.out
+    assert "frames" not in summary and "fps" not in summary, summary
+    assert re.search(r"┃ file +┃ status ┃ +size ┃ +time ┃ tries ┃", summary), summary
+    assert re.search(r"^3 done, 0 skipped, 0 failed in \d+\.\d\d s$", summary, re.M), summary
+    assert "not audio or video by their extension, left out: 1" in summary, summary
+    lines = [line for line in captured.err.splitlines() if line.startswith("alpha2: batch: ")]
+    assert len(lines) == 3 and all(re.search(r": [0-9.]+ [kM]?B in \d+\.\d\d s \(cpu\d\)$", x) for x in lines)
+
+
+def test_batch_into_audio_refuses_video_options_once_and_unknown_containers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _songs(tmp_path / "songs")
+    out = tmp_path / "out"
+    code = cli.main(["batch", str(tmp_path / "songs"), "--out", str(out), "--ext", "flac", "--size", "64x64"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") <= 3, err
+    assert " ".join(err.split()).startswith(
+        "alpha2: error: --size shapes the video, and this output is sound alone (--container flac); leave it"
+    ), err
+    assert not out.exists()
+    code = cli.main(["batch", str(tmp_path / "songs"), "--out", str(out), "--ext", "aiff"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 1 and "(video), or mp3, m4a, flac, opus, ogg, oga, wav, mka (sound alone)" in err, err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_batch_bars_wait_for_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from alpha2.apps.batch import BatchProgress
+    from alpha2.apps.batch_run import Finished, Outcome, Planned, Started
+
+    monkeypatch.setenv("TERM", "xterm")
+    refused = _Terminal()
+    BatchProgress(stream=refused).close()  # a run refused before its plan: no empty bars above the error
+    assert refused.getvalue() == ""
+    stream = _Terminal()
+    shown = BatchProgress(stream=stream, sound=True)
+    for event in (Planned(2, 0), Started("a.mp3", 1, "cpu0", 1)):
+        shown(event)
+    shown(Finished(Outcome("a.mp3", True, "cpu0", frames=0, seconds=0.5, output_bytes=48_600)))
+    shown.close()
+    text = stream.getvalue()
+    assert "alpha2: batch: 1/2 a.mp3: 48.6 kB in 0.50 s (cpu0)" in text, text
+    assert "frames" not in text and "fps" not in text, text

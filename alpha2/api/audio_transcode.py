@@ -34,7 +34,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
 )
 from alpha2.gpu.errors import InvalidInputError
 
-__all__ = ["audio_muxer", "is_audio_output", "moving_video", "transcode_audio_only"]
+__all__ = ["audio_muxer", "check_sound_options", "is_audio_output", "moving_video", "transcode_audio_only"]
 
 ONE_STREAM_MUXERS = frozenset({"mp3", "flac", "wav", "ogg", "opus", "ipod"})
 """Audio containers alpha2 writes one audio stream into (players play the first of several, if any)."""
@@ -88,8 +88,13 @@ class _TimedProgress:
         self._progress.update_seconds(done, frames)
 
 
-def _check_options(options: TranscodeOptions, source: str) -> None:
-    """Refuse what shapes pictures, naming the option."""
+def check_sound_options(options: TranscodeOptions, why: str) -> None:
+    """Refuse what shapes pictures, and ``--no-audio``, naming the option; ``why`` says why the output
+    is sound alone (``'song.flac' to an audio file``, ``--container flac``).
+
+    Raises:
+        InvalidInputError: an option of the video's, or ``--no-audio``.
+    """
     asked = [
         name
         for name, set_ in (
@@ -108,12 +113,12 @@ def _check_options(options: TranscodeOptions, source: str) -> None:
     if asked:
         raise InvalidInputError(
             f"{', '.join(asked)} shape{'s' if len(asked) == 1 else ''} the video, and this output is "
-            f"sound alone ({source!r} to an audio file); leave {'it' if len(asked) == 1 else 'them'} out "
+            f"sound alone ({why}); leave {'it' if len(asked) == 1 else 'them'} out "
             "(--bitrate sets the audio's rate, --from / --to / --duration cut it)"
         )
     if not options.audio:
         raise InvalidInputError(
-            f"--no-audio leaves nothing to write: the output of {source!r} is sound alone; leave it out"
+            f"--no-audio leaves nothing to write: the output is sound alone ({why}); leave it out"
         )
 
 
@@ -137,7 +142,7 @@ def transcode_audio_only(
     from alpha2.api.remux import is_copy
     from alpha2.api.transcoder import input_tracks
 
-    _check_options(options, source)
+    check_sound_options(options, f"{source!r} to an audio file")
     muxer = audio_muxer(output)
     audio = [s for s in streams if s.kind is StreamKind.AUDIO]
     if not audio:

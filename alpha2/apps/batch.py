@@ -122,6 +122,8 @@ class BatchReport:
     """What the run said on the way (a manifest set aside)."""
     not_media: list[str] = field(default_factory=list)
     """Files in the input folders left out: their extension is not a video container's."""
+    sound: bool = False
+    """Each output is sound alone (``--container mp3``): no frames to count, the summary says none."""
 
     def count(self, status: FileStatus) -> int:
         """Files with ``status``."""
@@ -278,10 +280,15 @@ def batch(
     if os.path.exists(out) and not os.path.isdir(out):
         raise InvalidInputError(f"--out {os.fspath(out_dir)!r} is a file; give a folder")
     extension = container_extension(settings.container)
+    from alpha2.api.audio_transcode import check_sound_options, is_audio_output
     from alpha2.api.transcoder import check_options
 
-    check_options(options, f"output{extension}")  # a bad preset is refused once, not per file
-    scan = scan_inputs(inputs, out_dir=out)
+    sound = is_audio_output(f"output{extension}")  # --container mp3: each input's audio alone
+    if sound:
+        check_sound_options(options, f"--container {extension[1:]}")  # refused once, not per file
+    else:
+        check_options(options, f"output{extension}")  # a bad preset is refused once, not per file
+    scan = scan_inputs(inputs, out_dir=out, sound=sound)
     items = plan_items(scan.pairs, out, container=settings.container)
     start = time.perf_counter()
     made = _folders_to_make(out)
@@ -304,6 +311,7 @@ def batch(
                 items, out, options, settings, extension, start, on_event, backend, scan_notes
             )
         report.not_media = list(scan.not_media)
+        report.sound = sound
         return report
     except BaseException:
         lock.close()  # when the interruption came inside the lock's own enter or exit
@@ -388,8 +396,9 @@ def _run_locked(
 class BatchProgress:
     """Files and frames as the events come: rich bars on a terminal, a line per file otherwise."""
 
-    def __init__(self, *, enabled: bool = True, stream: IO[str] | None = None) -> None:
+    def __init__(self, *, enabled: bool = True, stream: IO[str] | None = None, sound: bool = False) -> None:
         self.stream = stream if stream is not None else sys.stderr
+        self.sound = sound  # outputs of sound alone: files, no frames (an audio frame means nothing)
         self.total_files = 0
         self._skipped = 0
         self._rich: Any = None
@@ -413,14 +422,16 @@ class BatchProgress:
             self._rich = RichProgress(
                 TextColumn("[bold]{task.description}", table_column=name_column),
                 BarColumn(),
-                MofNCompleteColumn(),
+                # Sound alone: a file's count of audio frames means nothing; the files' count alone.
+                TextColumn("{task.fields[count]}") if sound else MofNCompleteColumn(),
                 TextColumn("{task.fields[note]}"),
                 TimeElapsedColumn(),
                 console=console,
             )
-            self._rich.start()
-            self._files_task = self._rich.add_task("files", total=None, note="")
-            self._frames_task = self._rich.add_task("frames", total=None, note="")
+            # Started at the first event: a run refused before its plan (--size into .flac, a bad
+            # preset) printed empty bars of files and frames above its error.
+            self._files_task = self._rich.add_task("files", total=None, note="", count="")
+            self._frames_task = None if sound else self._rich.add_task("frames", total=None, note="")
             self._start = time.monotonic()
 
     def __call__(self, event: Event) -> None:
@@ -431,12 +442,14 @@ class BatchProgress:
             return
         if not self.enabled:
             return
+        if self._rich is not None and not self._rich.live.is_started:
+            self._rich.start()
         if isinstance(event, Planned):
             self.total_files, self._skipped = event.files, event.skipped
             if event.skipped:
                 self._line(f"alpha2: batch: {event.skipped} of {event.files} files done by an earlier run")
             if self._rich is not None:
-                self._rich.update(self._files_task, total=event.files)
+                self._rich.update(self._files_task, total=event.files, count=f"0/{event.files}")
         elif isinstance(event, Started) and event.key not in self._finished:
             self._frames[event.key] = 0
             if self._rich is not None and event.key not in self._tasks:
@@ -444,8 +457,8 @@ class BatchProgress:
 
                 # The description is read as markup: a name's brackets are escaped, as are its bytes.
                 name = escape(printable(event.key))
-                self._tasks[event.key] = self._rich.add_task(name, total=None, note=event.worker)
-        elif isinstance(event, Frames) and event.key not in self._finished:
+                self._tasks[event.key] = self._rich.add_task(name, total=None, note=event.worker, count="")
+        elif isinstance(event, Frames) and event.key not in self._finished and not self.sound:
             self._frames[event.key] = event.frames
             if event.total:
                 self._totals[event.key] = event.total
@@ -472,7 +485,13 @@ class BatchProgress:
         task = self._tasks.pop(outcome.key, None)
         if self._rich is not None and task is not None:
             self._rich.remove_task(task)
-        if outcome.ok:
+        if outcome.ok and self.sound:
+            done = len(self._finished) + self._skipped
+            self._line(
+                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: "
+                f"{_size_text(outcome.output_bytes)} in {outcome.seconds:.2f} s ({outcome.worker})"
+            )
+        elif outcome.ok:
             done = len(self._finished) + self._skipped
             fps = outcome.frames / outcome.seconds if outcome.seconds > 0 else 0.0
             frames = "1 frame" if outcome.frames == 1 else f"{outcome.frames} frames"
@@ -499,8 +518,9 @@ class BatchProgress:
         fps = frames / max(time.monotonic() - self._start, 1e-9)
         # A file that failed is over too: the bar stood at 9/12 when 3 of 12 failed and all were over.
         over = len(self._finished) + len(self._failed) + self._skipped
-        self._rich.update(self._files_task, completed=over)
-        self._rich.update(self._frames_task, completed=frames, total=total, note=f"{fps:.1f} fps")
+        self._rich.update(self._files_task, completed=over, count=f"{over}/{self.total_files}")
+        if self._frames_task is not None:
+            self._rich.update(self._frames_task, completed=frames, total=total, note=f"{fps:.1f} fps")
 
     def close(self) -> None:
         """End the display (idempotent)."""
@@ -521,9 +541,12 @@ def _size_text(size_bytes: int) -> str:
 
 
 _HEADERS = ("file", "status", "frames", "fps", "size", "tries", "paths")
-_RIGHT = frozenset({"frames", "fps", "size", "tries"})
+_RIGHT = frozenset({"frames", "fps", "size", "tries", "time"})
 _PRIORITY = (0, 1, 2, 4, 3, 6, 5)
 """The columns kept first on a narrow terminal: file, status, frames, size, fps, paths, tries."""
+
+_SOUND_HEADERS = ("file", "status", "size", "time", "tries")
+"""The columns of a batch of sound alone: no frames, no rate of them, no GPU paths."""
 
 FILE_COLUMN_FOLD = 16
 """The least width of the summary's file column: a longer name is folded onto more lines there rather
@@ -625,7 +648,8 @@ def not_media_lines(report: BatchReport, width: int) -> list[str]:
         return []
     names = ", ".join(_shown_path(p) for p in report.not_media[:NOT_MEDIA_NAMES])
     more = f", and {count - NOT_MEDIA_NAMES} more (--json lists them)" if count > NOT_MEDIA_NAMES else ""
-    return _wrapped(f"not video by their extension, left out: {count} ({names}{more})", width)
+    what = "audio or video" if report.sound else "video"
+    return _wrapped(f"not {what} by their extension, left out: {count} ({names}{more})", width)
 
 
 def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
@@ -639,16 +663,29 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     out = stream if stream is not None else sys.stdout
     width = terminal_columns(out, default=160) or 160
     console = Console(file=out, width=width, highlight=False)
-    rows = []
+    rows: list[tuple[str, ...]] = []
+    headers, priority = (_SOUND_HEADERS, tuple(range(5))) if report.sound else (_HEADERS, _PRIORITY)
     for r in report.results:
         ran = r.status is FileStatus.DONE
+        size = _size_text(r.output_bytes) if ran else "-"
+        if report.sound:
+            rows.append(
+                (
+                    printable(_row_name(r)),
+                    r.status.value,
+                    size,
+                    f"{r.seconds:.2f} s" if ran else "-",
+                    str(r.attempts),
+                )
+            )
+            continue
         rows.append(
             (
                 printable(_row_name(r)),
                 r.status.value,
                 str(r.frames) if ran else "-",
                 f"{r.fps:.1f}" if ran else "-",
-                _size_text(r.output_bytes) if ran else "-",
+                size,
                 str(r.attempts),
                 _paths_text(r.paths) if ran else "-",
             )
@@ -656,11 +693,11 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     # The file column folds a name longer than it (a name is one long word), so that a long name does
     # not push the status out of a narrow terminal's table.
     fold = {0: FILE_COLUMN_FOLD}
-    kept, left_out = fit_columns(_HEADERS, rows, width, _PRIORITY, fold=fold)
-    widths = column_widths(_HEADERS, rows, kept, width, fold=fold)
+    kept, left_out = fit_columns(headers, rows, width, priority, fold=fold)
+    widths = column_widths(headers, rows, kept, width, fold=fold)
     table = Table(title=Text(f"alpha2 batch into {printable(report.out_dir)}"))
     for i in kept:
-        name = _HEADERS[i]
+        name = headers[i]
         table.add_column(
             name, justify="right" if name in _RIGHT else "left", overflow="fold", width=widths[i]
         )
@@ -669,7 +706,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         table.add_row(*(Text(cell) for cell in cells))  # Text: a name's brackets are not markup
     console.print(table)
     if left_out:
-        said = ", ".join(_HEADERS[i] for i in left_out)
+        said = ", ".join(headers[i] for i in left_out)
         console.print(f"(not shown to fit {width} columns: {said}; --json has every field)", markup=False)
     for r in report.results:
         if r.status is FileStatus.FAILED and r.error:
@@ -679,9 +716,11 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
         console.print(line, markup=False)
     data = report.as_dict()
     frames = "1 frame" if data["frames"] == 1 else f"{data['frames']} frames"
+    counted = f"; {frames} in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)"
+    if report.sound:
+        counted = f" in {report.seconds:.2f} s"
     console.print(
-        f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed; {frames} "
-        f"in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)",
+        f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed{counted}",
         markup=False,
     )
     for line in not_media_lines(report, width):
@@ -805,7 +844,10 @@ def run(args: argparse.Namespace) -> int:
         force=args.overwrite,
         shared_device=args.shared_device,
     )
-    progress = BatchProgress(enabled=not (args.json or args.quiet))
+    from alpha2.api.audio_transcode import is_audio_output
+
+    sound = is_audio_output(f"output{container_extension(args.container)}")
+    progress = BatchProgress(enabled=not (args.json or args.quiet), sound=sound)
     try:
         report = batch(args.inputs, args.out, options, settings, on_event=progress)
     finally:

@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api.atomic import open_regular, write_bytes_atomic
-from alpha2.api.transcode_choices import OUTPUT_CONTAINERS
+from alpha2.api.transcode_choices import AUDIO_CONTAINERS, OUTPUT_CONTAINERS
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     from alpha2.api.transcode_plan import TranscodeOptions
 
 __all__ = [
+    "AUDIO_EXTENSIONS",
     "DEFAULT_CONTAINER",
     "LIST_EXTENSIONS",
     "MANIFEST_NAME",
@@ -70,6 +71,15 @@ VIDEO_EXTENSIONS = frozenset(
 """What a folder is searched for (case-insensitive): the video containers FFmpeg commonly reads. A glob or
 a list file may name any file. ``.ogg`` is taken although it often holds audio alone: such a file fails
 with its reason in the summary rather than being passed over unsaid."""
+
+AUDIO_EXTENSIONS = frozenset(
+    (
+        ".mp3 .m4a .m4b .aac .flac .wav .wave .w64 .aif .aiff .aifc .caf .opus .oga .spx .mka .wma .ac3 "
+        ".eac3 .dts .mp2 .ape .wv .tta .mpc .amr .au .snd"
+    ).split()
+)
+"""What a folder is searched for besides :data:`VIDEO_EXTENSIONS` where the batch writes sound alone
+(``--container mp3``): the audio files FFmpeg commonly reads (a video's audio is taken too)."""
 
 LIST_EXTENSIONS = frozenset({".txt", ".lst", ".list"})
 """An input with one of these extensions is a list file: one path a line, ``#`` starts a comment."""
@@ -265,7 +275,9 @@ class InputScan:
     """Video files under ``out_dir`` where it lies inside an input folder: outputs, not taken as inputs."""
 
 
-def _scan_folder(folder: str, skip: str | None, not_media: list[str], passed: list[str]) -> list[str]:
+def _scan_folder(
+    folder: str, skip: str | None, not_media: list[str], passed: list[str], taken: frozenset[str]
+) -> list[str]:
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -274,14 +286,14 @@ def _scan_folder(folder: str, skip: str | None, not_media: list[str], passed: li
             passed.extend(
                 os.path.join(root, n)
                 for n in files
-                if not n.startswith(".") and os.path.splitext(n)[1].lower() in VIDEO_EXTENSIONS
+                if not n.startswith(".") and os.path.splitext(n)[1].lower() in taken
             )
             continue
         for name in sorted(files):
             if name.startswith("."):
                 continue
             path = os.path.join(root, name)
-            if os.path.splitext(name)[1].lower() not in VIDEO_EXTENSIONS:
+            if os.path.splitext(name)[1].lower() not in taken:
                 not_media.append(os.path.abspath(path))
             # Regular files only: a FIFO named like a video would hang the fingerprint's read.
             elif os.path.isfile(path):
@@ -289,17 +301,21 @@ def _scan_folder(folder: str, skip: str | None, not_media: list[str], passed: li
     return found
 
 
-def expand_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> list[tuple[str, str]]:
+def expand_inputs(
+    specs: Sequence[str], *, out_dir: str | None = None, sound: bool = False
+) -> list[tuple[str, str]]:
     """:func:`scan_inputs`' inputs alone."""
-    return scan_inputs(specs, out_dir=out_dir).pairs
+    return scan_inputs(specs, out_dir=out_dir, sound=sound).pairs
 
 
-def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputScan:
+def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None, sound: bool = False) -> InputScan:
     """Each input file with the folder its output path is taken relative to, in a stable order, and the
     files in the folders that were left out.
 
     A folder gives its video files (:data:`VIDEO_EXTENSIONS`, searched recursively, hidden entries and
-    ``out_dir`` left out) relative to itself; its other files are :attr:`InputScan.not_media`. A glob
+    ``out_dir`` left out; ``sound``: the batch writes sound alone, and its audio files
+    (:data:`AUDIO_EXTENSIONS`) are taken too) relative to itself; its other files are
+    :attr:`InputScan.not_media`. A glob
     (``*``, ``?``, ``[``; ``**`` recursive) and a list file (:data:`LIST_EXTENSIONS`) give theirs
     relative to their common folder, whatever their extensions; any other path is one input. A file
     named twice is taken once.
@@ -308,6 +324,7 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
         InvalidInputError: a path that does not exist, a glob that matches nothing, no inputs at all.
     """
     skip = None if out_dir is None else os.path.join(os.path.abspath(out_dir), "")
+    taken = VIDEO_EXTENSIONS | AUDIO_EXTENSIONS if sound else VIDEO_EXTENSIONS
     pairs: list[tuple[str, str]] = []
     not_media: list[str] = []
     passed: list[str] = []
@@ -322,7 +339,9 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
                     f"the input folder {spec!r} {where} --out {out_dir!r}; choose an --out outside the "
                     "input folders"
                 )
-            pairs.extend((os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media, passed))
+            pairs.extend(
+                (os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media, passed, taken)
+            )
             continue
         if os.path.isfile(path):
             files = _read_list(path) if os.path.splitext(path)[1].lower() in LIST_EXTENSIONS else [path]
@@ -359,7 +378,7 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None) -> InputSca
         other = f"; {_count(len(not_media), 'other file')} there" if not_media else ""
         raise InvalidInputError(
             "no input files found (folders are searched for "
-            + " ".join(sorted(VIDEO_EXTENSIONS))
+            + " ".join(sorted(taken))
             + other
             + "; a glob or a list file may name any file)"
         )
@@ -376,7 +395,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def container_extension(container: str | None = None) -> str:
-    """The batch's output extension: ``container`` (``mkv`` or ``.mkv``), or :data:`DEFAULT_CONTAINER`.
+    """The batch's output extension: ``container`` (``mkv`` or ``.mkv``; one of sound alone, ``mp3``,
+    ``m4a``, ``flac`` ..., writes each input's audio), or :data:`DEFAULT_CONTAINER`.
 
     Raises:
         InvalidInputError: a container alpha2 does not write (the message lists those it does).
@@ -384,10 +404,13 @@ def container_extension(container: str | None = None) -> str:
     if not container:
         return DEFAULT_CONTAINER
     ext = container.lower() if container.startswith(".") else "." + container.lower()
-    if ext not in OUTPUT_CONTAINERS:
+    if ext not in OUTPUT_CONTAINERS and ext not in AUDIO_CONTAINERS:
         raise InvalidInputError(
             f"--container {container!r} is not one alpha2 writes; give one of "
             + ", ".join(e.lstrip(".") for e in OUTPUT_CONTAINERS)
+            + " (video), or "
+            + ", ".join(e.lstrip(".") for e in AUDIO_CONTAINERS)
+            + " (sound alone)"
         )
     return ext
 
