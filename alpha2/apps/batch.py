@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.transcode_choices import OUTPUT_CONTAINERS
+from alpha2.api.transcode_choices import AUDIO_CONTAINERS, OUTPUT_CONTAINERS
 from alpha2.apps.batch_plan import (
     DEFAULT_CONTAINER,
     BatchItem,
@@ -757,6 +757,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  alpha2 batch videos/ --out small/ --size 1280x720\n"
         "  alpha2 batch 'clips/*.mov' --out out/ --container mkv --crf 20\n"
         "  alpha2 batch list.txt --out out/ --from 10 --duration 30 --json\n"
+        "  alpha2 batch songs/ --out mp3/ --container mp3      (sound alone)\n"
         "  alpha2 batch videos/ --out out/ --ray auto          (needs alpha2[ray])",
         formatter_class=help_formatter(),
     )
@@ -775,7 +776,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="EXT",
         help="every output's container, whatever the input's: "
         + ", ".join(e.lstrip(".") for e in OUTPUT_CONTAINERS)
-        + f" (default {DEFAULT_CONTAINER.lstrip('.')})",
+        + f" (default {DEFAULT_CONTAINER.lstrip('.')}); sound alone: "
+        + ", ".join(e.lstrip(".") for e in AUDIO_CONTAINERS)
+        + " (each input's audio; audio files are then taken from the folders too)",
     )
     add_transcode_arguments(parser)
     parser.add_argument(
