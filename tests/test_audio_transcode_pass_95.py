@@ -172,7 +172,7 @@ def test_two_tracks_into_mka_both_kept_said_once(tmp_path: Path, capsys: pytest.
     assert code == 0, err
     with av.open(str(tmp_path / "o.mp3")) as out:
         assert len(out.streams.audio) == 1
-    assert "dropped stream 1 (audio flac): the mp3 container holds one audio stream" in " ".join(err.split())
+    assert "dropped stream 1 (audio flac): the .mp3 container holds one audio stream" in " ".join(err.split())
 
 
 # -- alpha2 batch into audio files ---------------------------------------------------------------------
@@ -256,3 +256,26 @@ def test_batch_bars_wait_for_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     text = stream.getvalue()
     assert "alpha2: batch: 1/2 a.mp3: 48.6 kB in 0.50 s (cpu0)" in text, text
     assert "frames" not in text and "fps" not in text, text
+
+
+def test_notes_name_the_extension_and_say_no_mp3_priming(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import av
+
+    song = tone(tmp_path / "song.mp3", "libmp3lame", sample_format="s16p", cover=True)
+    with av.open(song) as made:
+        assert 0 < float(made.start_time / av.time_base) < 0.1  # LAME's priming: FFmpeg starts it late
+    code = cli.main(["transcode", song, str(tmp_path / "song.m4a")])
+    said = " ".join(capsys.readouterr().err.split())
+    assert code == 0, said
+    assert "the .m4a container holds no cover art" in said and "ipod" not in said, said
+    assert "timestamps shifted" not in said, said
+    two = tone(tmp_path / "two.mka", "flac", sample_format="s16", streams=2)
+    code = cli.main(["transcode", two, str(tmp_path / "two.oga")])
+    said = " ".join(capsys.readouterr().err.split())
+    assert code == 0 and "the .oga container holds one audio stream" in said, said
+    late = _late_flac_mka(tmp_path / "late.mka", 2.0, 1.0)
+    code = cli.main(["transcode", late, str(tmp_path / "late.mp3")])
+    said = " ".join(capsys.readouterr().err.split())
+    assert code == 0 and "timestamps shifted by -2.000 s: the input starts at 2.000 s" in said, said

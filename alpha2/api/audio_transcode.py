@@ -14,6 +14,7 @@ appears under its name only when complete (:func:`~alpha2.api.atomic.atomic_path
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -35,6 +36,13 @@ from alpha2.ffmpeg_bridge.side_streams import (
 from alpha2.gpu.errors import InvalidInputError
 
 __all__ = ["audio_muxer", "check_sound_options", "is_audio_output", "moving_video", "transcode_audio_only"]
+
+PRIMED_CODECS = frozenset({"mp3", "mp2", "aac", "opus", "vorbis", "ac3", "eac3"})
+"""Lossy audio codecs whose streams start a little after 0 by their encoder's priming (FFmpeg's start
+of an MP3 made by LAME: 0.023 s at 48 kHz), which the decoder skips."""
+
+PRIMING_SECONDS = 0.1
+"""The longest start taken as priming: a later one is a late start, said where it is shifted to 0."""
 
 ONE_STREAM_MUXERS = frozenset({"mp3", "flac", "wav", "ogg", "opus", "ipod"})
 """Audio containers alpha2 writes one audio stream into (players play the first of several, if any)."""
@@ -208,7 +216,13 @@ def transcode_audio_only(
     stats.stages.add("encode" if codec else "copy", stats.seconds)
     kept_audio = [s for s in report.kept if s.kind is StreamKind.AUDIO]
     stats.kept_streams = list(report.kept)
-    stats.dropped_streams = sorted(dropped + report.dropped, key=lambda d: d.index)
+    ext = os.path.splitext(output)[1].lower()
+    # The copier names FFmpeg's muxer ('the ipod container holds no cover art'); the user wrote .m4a.
+    named = [
+        dataclasses.replace(d, reason=d.reason.replace(f"the {muxer} container", f"the {ext} container"))
+        for d in dropped + report.dropped
+    ]
+    stats.dropped_streams = sorted(named, key=lambda d: d.index)
     stats.stream_notes = list(report.other_notes)
     expected = report.expected_seconds
     if expected is not None and written_seconds is not None:
@@ -220,7 +234,10 @@ def transcode_audio_only(
             )
     stats.audio_packets_copied = report.packets_copied
     stats.audio_timestamps = report.timestamps
-    stats.start_shift_seconds = report.start_seconds
+    primed = report.start_seconds < PRIMING_SECONDS and all(s.codec in PRIMED_CODECS for s in kept_audio)
+    # An MP3's or AAC's start a few ms in is its encoder's priming, which the decoder skips: every
+    # player starts it at 0, as ffmpeg does unsaid ('timestamps shifted by -0.023 s' on every MP3).
+    stats.start_shift_seconds = 0.0 if primed else report.start_seconds
     if codec is None:
         said = "copied" if len(kept_audio) == 1 else f"{len(kept_audio)} streams copied"
         if report.audio_note:
