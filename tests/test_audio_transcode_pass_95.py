@@ -279,3 +279,48 @@ def test_notes_name_the_extension_and_say_no_mp3_priming(
     code = cli.main(["transcode", late, str(tmp_path / "late.mp3")])
     said = " ".join(capsys.readouterr().err.split())
     assert code == 0 and "timestamps shifted by -2.000 s: the input starts at 2.000 s" in said, said
+
+
+def test_codec_copy_refused_where_the_muxer_refuses_at_its_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ac3 = tone(tmp_path / "surround.mka", "ac3", layout="5.1", sample_format="fltp", seconds=1.0)
+    code = cli.main(["transcode", ac3, str(tmp_path / "o.opus"), "--codec", "copy"])
+    said = " ".join(capsys.readouterr().err.split())
+    assert code == 1
+    assert said.startswith(
+        "alpha2: error: --codec copy: audio stream 0 cannot be copied: the opus container cannot hold ac3;"
+    ), said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["surround.mka"]
+    code = cli.main(["transcode", ac3, str(tmp_path / "o.m4a"), "--codec", "copy"])  # MP4 holds AC-3
+    assert code == 0, capsys.readouterr().err
+    assert seconds_of(str(tmp_path / "o.m4a")) == pytest.approx(1.0, abs=0.04)
+
+
+def test_a_gap_in_sound_alone_is_filled_and_said_without_a_picture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import av
+    import numpy as np
+
+    gap = tmp_path / "gap.mka"
+    rate = 48000
+    with av.open(str(gap), "w") as out:
+        stream = out.add_stream("flac", rate=rate, layout="mono")
+        stream.format = "s16"
+        count = 10 * 4608  # whole FLAC frames (4608 samples): no packet holds both sides of the gap
+        wave = (9000 * np.sin(2 * np.pi * 440 * np.arange(count) / rate)).astype(np.int16)
+        for second in (0, 3):  # 0.96 s of tone at 0, 0.96 s at 3: 2.04 s of nothing between
+            for at in range(0, count, 1152):
+                frame = av.AudioFrame.from_ndarray(wave[None, at : at + 1152], format="s16", layout="mono")
+                frame.sample_rate, frame.pts = rate, second * rate + at
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    code = cli.main(["transcode", str(gap), str(tmp_path / "o.wav")])
+    said = " ".join(capsys.readouterr().err.split())
+    assert code == 0, said
+    assert seconds_of(str(tmp_path / "o.wav")) == pytest.approx(3.96, abs=0.001)
+    assert "its timestamps skip 2.040 s at 0.960 s of the output: filled with silence" in said, said
+    assert "picture" not in said, said

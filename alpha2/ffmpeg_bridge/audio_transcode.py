@@ -42,6 +42,9 @@ __all__ = ["AudioTranscodeReport", "audio_encoder", "transcode_audio"]
 STEP_SECONDS = 1.0
 """How much of the output is muxed between two progress reports."""
 
+PICTURE_WORDS = ", so that the sound after it stays with the picture"
+"""How StreamCopier ends its note of a gap in the audio filled with silence, said otherwise here."""
+
 _WIDE_PCM = frozenset({"pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be", "pcm_f32le", "pcm_f64le"})
 """PCM sources of more than 16 bits: a WAV output keeps 24 of them."""
 
@@ -129,7 +132,10 @@ def _copy_refusal(stream_in: av.stream.Stream, muxer: str, codec: str) -> str | 
     with probe:
         try:
             probe.add_stream_from_template(stream_in)
-        except ValueError:
+            # Some muxers take the stream and refuse it at the header (Ogg and FLAC: AC-3, MP3), which
+            # was 'writing stream 0 (audio ac3): Invalid argument' once the copy had begun.
+            probe.start_encoding()
+        except (ValueError, av.error.FFmpegError):
             return f"the {muxer} container cannot hold {codec}"
     return None
 
@@ -252,7 +258,11 @@ def transcode_audio(
         report.timestamps = copier.adjustments
         report.kept = list(copier.report.kept)
         report.dropped = sorted(copier.report.dropped, key=lambda d: d.index)
-        report.audio_note = copier.report.audio_note()
+        note = copier.report.audio_note()
+        # The copier says a gap is filled for the picture's sake, which sound alone has not.
+        report.audio_note = note and note.replace(
+            PICTURE_WORDS, ", so that the sound after it keeps its time"
+        )
         report.other_notes = list(copier.report.other_notes)
         out.close()
     except av.error.FFmpegError as exc:
