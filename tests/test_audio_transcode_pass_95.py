@@ -324,3 +324,77 @@ def test_a_gap_in_sound_alone_is_filled_and_said_without_a_picture(
     assert seconds_of(str(tmp_path / "o.wav")) == pytest.approx(3.96, abs=0.001)
     assert "its timestamps skip 2.040 s at 0.960 s of the output: filled with silence" in said, said
     assert "picture" not in said, said
+
+
+def _vorbis(path: Path) -> str:
+    """An Ogg Vorbis tone, by FFmpeg's own Vorbis encoder (experimental: PyAV's FFmpeg has no
+    libvorbis); skipped where this FFmpeg cannot write it."""
+    import av
+    import numpy as np
+
+    try:
+        out = av.open(str(path), "w")
+        stream = out.add_stream("vorbis", rate=44100, layout="stereo")
+        stream.codec_context.options = {"strict": "experimental"}
+        wave = (0.5 * np.sin(2 * np.pi * 440 * np.arange(2 * 44100) / 44100)).astype(np.float32)
+        for at in range(0, wave.size, 1024):
+            frame = av.AudioFrame.from_ndarray(
+                np.tile(wave[at : at + 1024], (2, 1)), format="fltp", layout="stereo"
+            )
+            frame.sample_rate, frame.pts = 44100, at
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+        out.close()
+    except (av.error.FFmpegError, ValueError) as exc:
+        pytest.skip(f"this FFmpeg writes no Vorbis: {exc}")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "codec", "rate", "layout", "fmt", "seconds", "said", "unsaid"),
+    [
+        ("mono8k.wav", "pcm_s16le", 8000, "mono", "s16", 2.0, None, "channels passed one for one"),
+        ("ulaw.wav", "pcm_mulaw", 8000, "mono", "s16", 2.0, None, "channels passed one for one"),
+        ("adpcm.wav", "adpcm_ms", 22050, "mono", "s16", 2.0, None, "channels passed one for one"),
+        ("surround.ac3", "ac3", 48000, "5.1", "fltp", 2.0, "downmixed from 6 channels to stereo", None),
+        ("float96.m4a", "aac", 96000, "stereo", "fltp", 2.0, "resampled 96000 Hz -> 48000 Hz", None),
+        ("float96.mka", "pcm_f32le", 96000, "stereo", "flt", 2.0, "resampled 96000 Hz", "passed one for one"),
+    ],
+)
+def test_odd_inputs_into_mp3(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    codec: str,
+    rate: int,
+    layout: str,
+    fmt: str,
+    seconds: float,
+    said: str | None,
+    unsaid: str | None,
+) -> None:
+    import av
+
+    made = tone(tmp_path / name, codec, rate=rate, layout=layout, sample_format=fmt, seconds=seconds)
+    code = cli.main(["transcode", made, str(tmp_path / "o.mp3")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    with av.open(str(tmp_path / "o.mp3")) as out:
+        context = out.streams.audio[0].codec_context
+        channels = len(context.layout.channels)
+    assert channels == (1 if layout == "mono" else 2), err
+    assert seconds_of(str(tmp_path / "o.mp3")) == pytest.approx(seconds, abs=0.07), err
+    if said is not None:
+        assert said in err, err
+    if unsaid is not None:
+        assert unsaid not in err, err
+
+
+def test_ogg_vorbis_into_m4a(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    song = _vorbis(tmp_path / "song.ogg")
+    code = cli.main(["transcode", song, str(tmp_path / "o.m4a")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0 and "encoded vorbis to aac" in err, err
+    assert seconds_of(str(tmp_path / "o.m4a")) == pytest.approx(2.0, abs=0.05), err

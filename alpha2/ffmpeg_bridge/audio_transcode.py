@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -74,6 +75,24 @@ class AudioTranscodeReport:
     expected_seconds: float | None = None
     """How long the output should last by the input's header (its length from ``from_seconds``, to
     ``to_seconds``); None: the input does not say."""
+
+
+_DEFAULT_ORDER = re.compile(
+    r"its (1 channels passed one for one as mono|2 channels passed one for one as stereo): "
+    r"\S+ has no such layout( \(\d+ streams\))?"
+)
+"""The copier's word for one or two channels of no named layout taken as mono or stereo: what FFmpeg
+and every player take them for (a WAV of one channel often names none)."""
+
+
+def _sound_note(note: str | None) -> str | None:
+    """The copier's note of the audio, as sound alone says it: a gap is not filled for a picture's
+    sake, and mono or stereo taken for one or two unnamed channels is not said (the note of every mono
+    WAV was 'its 1 channels passed one for one as mono: libmp3lame has no such layout')."""
+    if not note:
+        return note
+    note = note.replace(PICTURE_WORDS, ", so that the sound after it keeps its time")
+    return "; ".join(part for part in note.split("; ") if not _DEFAULT_ORDER.fullmatch(part)) or None
 
 
 def audio_encoder(muxer: str, codec: str | None) -> str:
@@ -258,11 +277,7 @@ def transcode_audio(
         report.timestamps = copier.adjustments
         report.kept = list(copier.report.kept)
         report.dropped = sorted(copier.report.dropped, key=lambda d: d.index)
-        note = copier.report.audio_note()
-        # The copier says a gap is filled for the picture's sake, which sound alone has not.
-        report.audio_note = note and note.replace(
-            PICTURE_WORDS, ", so that the sound after it keeps its time"
-        )
+        report.audio_note = _sound_note(copier.report.audio_note())
         report.other_notes = list(copier.report.other_notes)
         out.close()
     except av.error.FFmpegError as exc:
