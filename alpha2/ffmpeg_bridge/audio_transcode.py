@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -42,9 +41,6 @@ __all__ = ["AudioTranscodeReport", "audio_encoder", "transcode_audio"]
 
 STEP_SECONDS = 1.0
 """How much of the output is muxed between two progress reports."""
-
-PICTURE_WORDS = ", so that the sound after it stays with the picture"
-"""How StreamCopier ends its note of a gap in the audio filled with silence, said otherwise here."""
 
 _WIDE_PCM = frozenset({"pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be", "pcm_f32le", "pcm_f64le"})
 """PCM sources of more than 16 bits: a WAV output keeps 24 of them."""
@@ -75,24 +71,6 @@ class AudioTranscodeReport:
     expected_seconds: float | None = None
     """How long the output should last by the input's header (its length from ``from_seconds``, to
     ``to_seconds``); None: the input does not say."""
-
-
-_DEFAULT_ORDER = re.compile(
-    r"its (1 channels passed one for one as mono|2 channels passed one for one as stereo): "
-    r"\S+ has no such layout( \(\d+ streams\))?"
-)
-"""The copier's word for one or two channels of no named layout taken as mono or stereo: what FFmpeg
-and every player take them for (a WAV of one channel often names none)."""
-
-
-def _sound_note(note: str | None) -> str | None:
-    """The copier's note of the audio, as sound alone says it: a gap is not filled for a picture's
-    sake, and mono or stereo taken for one or two unnamed channels is not said (the note of every mono
-    WAV was 'its 1 channels passed one for one as mono: libmp3lame has no such layout')."""
-    if not note:
-        return note
-    note = note.replace(PICTURE_WORDS, ", so that the sound after it keeps its time")
-    return "; ".join(part for part in note.split("; ") if not _DEFAULT_ORDER.fullmatch(part)) or None
 
 
 def audio_encoder(muxer: str, codec: str | None) -> str:
@@ -277,7 +255,7 @@ def transcode_audio(
         report.timestamps = copier.adjustments
         report.kept = list(copier.report.kept)
         report.dropped = sorted(copier.report.dropped, key=lambda d: d.index)
-        report.audio_note = _sound_note(copier.report.audio_note())
+        report.audio_note = copier.report.audio_note()
         report.other_notes = list(copier.report.other_notes)
         out.close()
     except av.error.FFmpegError as exc:

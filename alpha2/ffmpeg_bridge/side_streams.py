@@ -1376,12 +1376,17 @@ class StreamCopier:
             same = len(av.AudioLayout(layout).channels) == count
             said_own = own if own.endswith("channels") else f"{own} channels"
             relabel = layout if same else f"{count} channels"
-            passed = (
+            passed: str | None = (
                 f"its {said_own} passed one for one as {layout}: {codec} has no such layout"
                 if same
                 else f"its {said_own} mixed down as if in FFmpeg's default order"
             )
-            downmix = passed if downmix is None else f"{downmix}; {passed}"
+            if same and layout == {1: "mono", 2: "stereo"}.get(count):
+                # One or two channels of no named layout are mono or stereo to FFmpeg and every player:
+                # not said (every mono WAV said 'its 1 channels passed one for one as mono': helper 95).
+                passed = None
+            if passed is not None:
+                downmix = passed if downmix is None else f"{downmix}; {passed}"
             if relabel == own:
                 relabel = None  # unplaced already: the resampler reads them in the default order
         fixed = _FIXED_LAYOUTS.get(codec, ())
@@ -1773,7 +1778,12 @@ class StreamCopier:
                 self.report.notes.append(
                     f"audio stream {entry.source.index}: "
                     + said.format(length=length, where=where, more=more)
-                    + ", so that the sound after it stays with the picture"
+                    # (Sound alone has no picture to stay with: its time is what is kept.)
+                    + (
+                        ", so that the sound after it stays with the picture"
+                        if self._target is None
+                        else ", so that the sound after it keeps its time"
+                    )
                 )
 
     def _resampled(self, entry: _Entry, frame: Any) -> list[Any]:
