@@ -20,7 +20,6 @@ import time
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import atomic_path
-from alpha2.api.transcode_choices import ColourChoice, DepthChoice
 from alpha2.api.transcode_plan import TranscodeOptions, choose_streams
 from alpha2.api.transcode_report import TranscodeStats
 from alpha2.ffmpeg_bridge.audio_transcode import audio_encoder, transcode_audio
@@ -103,21 +102,7 @@ def check_sound_options(options: TranscodeOptions, why: str) -> None:
     Raises:
         InvalidInputError: an option of the video's, or ``--no-audio``.
     """
-    asked = [
-        name
-        for name, set_ in (
-            ("--size", options.size is not None),
-            ("--crf", options.crf is not None),
-            ("--preset", options.preset is not None),
-            ("--colour", options.colour is not ColourChoice.AUTO),
-            ("--depth", options.depth is not DepthChoice.AUTO),
-            ("--sdr", options.sdr),
-            ("--gpu", options.gpu),
-            ("--segments", options.segments is not None),
-            ("--frames", options.frames is not None),
-        )
-        if set_
-    ]
+    asked = options.picture_options + ["--frames"] * (options.frames is not None)
     if asked:
         raise InvalidInputError(
             f"{', '.join(asked)} shape{'s' if len(asked) == 1 else ''} the video, and this output is "

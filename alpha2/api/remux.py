@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import atomic_path
-from alpha2.api.transcode_choices import ColourChoice, DepthChoice
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.api.transcode_report import TranscodeStats
 from alpha2.ffmpeg_bridge.encode import output_container
@@ -40,21 +39,9 @@ def check_copy_options(options: TranscodeOptions) -> None:
     Raises:
         InvalidInputError: an option that needs the pictures decoded, or a cut.
     """
-    asked = [
-        name
-        for name, set_ in (
-            ("--size", options.size is not None),
-            ("--crf", options.crf is not None),
-            ("--bitrate", options.bitrate is not None),
-            ("--preset", options.preset is not None),
-            ("--colour", options.colour is not ColourChoice.AUTO),
-            ("--depth", options.depth is not DepthChoice.AUTO),
-            ("--sdr", options.sdr),
-            ("--gpu", options.gpu),
-            ("--segments", options.segments is not None),
-        )
-        if set_
-    ]
+    asked = options.picture_options
+    if options.bitrate is not None:
+        asked.insert(2, "--bitrate")  # (after --size and --crf, as the help lists them)
     if asked:
         raise InvalidInputError(
             f"--codec copy copies the pictures as they are: {', '.join(asked)} would need them decoded "

@@ -380,6 +380,26 @@ class TranscodeOptions:
         )
 
     @property
+    def picture_options(self) -> list[str]:
+        """The options given that shape the pictures, by their command-line names (``--size``, ``--crf``,
+        ``--preset``, ``--colour``, ``--depth``, ``--sdr``, ``--gpu``, ``--segments``): what a copy and
+        sound alone refuse."""
+        return [
+            name
+            for name, given in (
+                ("--size", self.size is not None),
+                ("--crf", self.crf is not None),
+                ("--preset", self.preset is not None),
+                ("--colour", self.colour is not ColourChoice.AUTO),
+                ("--depth", self.depth is not DepthChoice.AUTO),
+                ("--sdr", self.sdr),
+                ("--gpu", self.gpu),
+                ("--segments", self.segments is not None),
+            )
+            if given
+        ]
+
+    @property
     def cuts(self) -> bool:
         """Whether a part of the input is asked for (``--from``, ``--to``, ``--duration``)."""
         return self.from_seconds > 0 or self.to_seconds is not None or self.duration_seconds is not None
