@@ -23,7 +23,8 @@ import av.error
 
 from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.containers import AUDIO_CODECS
-from alpha2.ffmpeg_bridge.errors import EncoderError, UnsupportedCodecError, from_ffmpeg, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.errors import UnsupportedCodecError, from_ffmpeg_open
+from alpha2.ffmpeg_bridge.remux import written_output
 from alpha2.ffmpeg_bridge.side_streams import (
     AudioTarget,
     DroppedStream,
@@ -207,11 +208,7 @@ def transcode_audio(
     if codec is None and (from_seconds > 0 or to_seconds is not None):
         window = (shift, None if to_seconds is None else start + to_seconds)
     report = AudioTranscodeReport(start_seconds=start, encoder=codec)
-    try:
-        out = av.open(target, "w", format=muxer)
-    except (av.error.FFmpegError, OSError) as exc:
-        raise from_ffmpeg(exc, f"opening {target!r} to write", EncoderError) from exc
-    try:
+    with written_output(target, muxer) as out:
         copier = StreamCopier(
             out,
             source,
@@ -257,13 +254,4 @@ def transcode_audio(
         report.dropped = sorted(copier.report.dropped, key=lambda d: d.index)
         report.audio_note = copier.report.audio_note()
         report.other_notes = list(copier.report.other_notes)
-        out.close()
-    except av.error.FFmpegError as exc:
-        with contextlib.suppress(Exception):
-            out.close()
-        raise from_ffmpeg(exc, f"writing {target!r}", EncoderError) from exc
-    except BaseException:
-        with contextlib.suppress(Exception):
-            out.close()
-        raise
     return report

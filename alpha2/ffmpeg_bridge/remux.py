@@ -11,7 +11,7 @@ with the reason; a file without video is not taken here: its audio is copied by
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, jump_seconds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Rotation
 
-__all__ = ["RemuxReport", "remux"]
+__all__ = ["RemuxReport", "remux", "written_output"]
 
 STEP_SECONDS = 1.0
 """How much of the output is muxed between two progress reports."""
@@ -257,11 +257,7 @@ def remux(
             report.stream_notes.append(note)
         else:
             indices.append(stream.index)
-    try:
-        out = av.open(target, "w", format=muxer)
-    except (av.error.FFmpegError, OSError) as exc:
-        raise from_ffmpeg(exc, f"opening {target!r} to write", EncoderError) from exc
-    try:
+    with written_output(target, muxer) as out:
         copier = StreamCopier(
             out, source, indices, shift_seconds=report.start_seconds, jump_seconds=jump, window=window
         )
@@ -287,6 +283,24 @@ def remux(
         if not any(s.index == report.video.index for s in report.kept):
             why = next((d.reason for d in report.dropped if d.index == report.video.index), "not kept")
             raise InvalidInputError(f"the video cannot be copied into the {muxer} container: {why}")
+    return report
+
+
+@contextlib.contextmanager
+def written_output(target: str, muxer: str) -> Iterator[Any]:
+    """An output container of ``muxer`` at ``target`` for the block, closed (its trailer written) when the
+    block ends; on an error in it, closed quietly and the error raised, FFmpeg's as an
+    :class:`EncoderError` that names the file.
+
+    Raises:
+        EncoderError: FFmpeg could not open ``target``, write to it or finish it.
+    """
+    try:
+        out = av.open(target, "w", format=muxer)
+    except (av.error.FFmpegError, OSError) as exc:
+        raise from_ffmpeg(exc, f"opening {target!r} to write", EncoderError) from exc
+    try:
+        yield out
         out.close()
     except av.error.FFmpegError as exc:
         with contextlib.suppress(Exception):
@@ -296,4 +310,3 @@ def remux(
         with contextlib.suppress(Exception):
             out.close()
         raise
-    return report
