@@ -121,6 +121,17 @@ def test_an_encoder_by_name_meets_its_codec_s_container_refusals(tmp_path: Path)
     with pytest.raises(InvalidInputError, match="mpegts container cannot hold vp9"):
         EncodeSession(str(tmp_path / "x.ts"), codec="libvpx-vp9")
     assert not list(tmp_path.iterdir())
+    # The muxer's refusal names the codec once and the outputs that do hold it (it said 'vp8 from vp8').
+    with pytest.raises(InvalidInputError) as refused:
+        EncodeSession(str(tmp_path / "x.webm"), codec="libx264")
+    said = str(refused.value)
+    assert "cannot hold h264 (from libx264)" in said and ".mkv" in said and ".webm," not in said, said
+    with pytest.raises(InvalidInputError) as refused:
+        EncodeSession(str(tmp_path / "x.mp4"), codec="vp8")
+    said = str(refused.value)
+    assert "cannot hold vp8 (" in said and "from" not in said and ".webm" in said and ".mp4," not in said, (
+        said
+    )
     with pytest.raises(UnsupportedCodecError, match="h264, hevc, av1"):
         choose_encoder("no-such-codec")
 

@@ -323,14 +323,32 @@ def _check_muxer_takes(muxer: str, encoder: str, codec: str) -> None:
     Raises:
         InvalidInputError: the message names the container and the encoder.
     """
+    if _muxer_takes(muxer, encoder):
+        return
+    what = codec if codec == encoder else f"{codec} (from {encoder})"
+    holding = [
+        ext for ext, name in OUTPUT_CONTAINERS.items() if name != muxer and _muxer_takes(name, encoder)
+    ]
+    way_out = (
+        f"write it into {', '.join(holding)}, or choose another codec"
+        if holding
+        else "choose another codec: no output alpha2 writes holds it"
+    )
+    # (It said 'cannot hold vp8 from vp8' and named no container that would.)
+    raise InvalidInputError(
+        f"the {muxer} container cannot hold {what} (FFmpeg's {muxer} muxer takes none): {way_out}"
+    )
+
+
+@functools.cache
+def _muxer_takes(muxer: str, encoder: str) -> bool:
+    """Whether FFmpeg's ``muxer`` takes a stream of ``encoder`` (PyAV's own check, a container in memory)."""
     with av.open(io.BytesIO(), "w", format=muxer) as probe:
         try:
             probe.add_stream(encoder)
-        except ValueError as exc:
-            raise InvalidInputError(
-                f"the {muxer} container cannot hold {codec} from {encoder} (FFmpeg's {muxer} muxer takes no "
-                "such stream); choose another codec, or another container"
-            ) from exc
+        except ValueError:
+            return False
+    return True
 
 
 def muxer_holds_sound(muxer: str) -> bool:
