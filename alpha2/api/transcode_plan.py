@@ -34,6 +34,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     FIDELITY_ENCODERS,
     LIMITED_RANGE_ENCODERS,
     colour_kept_or_refused,
+    converts_to_bt601,
     nearest_encoder_format,
 )
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
@@ -557,6 +558,16 @@ _LIMITED_NOTE = "full range -> limited ({encoder}'s pictures are read as limited
 """Said where a full-range picture goes to an encoder of LIMITED_RANGE_ENCODERS."""
 
 
+_BT601_NOTE = "matrix {matrix} -> BT.601 ({encoder}'s pictures are read as BT.601)"
+"""Said where a picture of another matrix goes to an encoder of BT601_ONLY_ENCODERS (VP8)."""
+
+
+def _bt601_only(encoder: str | None, codec: str, matrix: ColourMatrix) -> bool:
+    """Whether ``encoder`` (of ``codec``) writes only BT.601 and a picture of ``matrix`` is converted to
+    it (written as it was, VP8's decoders read a BT.709 picture as BT.601: its colours move)."""
+    return converts_to_bt601(encoder, codec, matrix)
+
+
 def _limited_only(encoder: str | None, codec: str, colour: ColourInfo) -> bool:
     """Whether a picture of ``colour`` is full range and ``encoder`` (of ``codec``) writes only limited
     (its levels are converted: written as they are, decoders read them as limited, the contrast grows)."""
@@ -764,10 +775,11 @@ def plan_transcode(
         # A full-range picture into an encoder that writes only limited range has its levels converted
         # by the encode session: said as such, never as "same colour" (an outside pass, helper 91).
         limited = _limited_only(encoder, codec, input_colour) and not input_format.is_rgb
-        same = "same size" if limited else "same size and colour"
+        bt601 = _bt601_only(encoder, codec, input_colour.matrix) and not input_format.is_rgb
+        same = "same size" if limited or bt601 else "same size and colour"
         reason = (
             "passthrough: same size and pixel format"
-            if limited
+            if limited or bt601
             else "passthrough: same size, pixel format and colour; frames go straight to the encoder"
         )
         if decoded_as is not None and decoded_as != input_format.ffmpeg_name:
@@ -811,8 +823,12 @@ def plan_transcode(
             )
             passed = taken
         written_colour = input_colour
+        if bt601:
+            # The encode session converts the matrix (VP8's pictures are read as BT.601).
+            written_colour = dataclasses.replace(written_colour, matrix=ColourMatrix.BT470BG)
+            reason += f"; {_BT601_NOTE.format(matrix=input_colour.matrix.name, encoder=encoder or codec)}"
         if limited:
-            written_colour = dataclasses.replace(input_colour, range=ColourRange.LIMITED)
+            written_colour = dataclasses.replace(written_colour, range=ColourRange.LIMITED)
             reason += f"; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
         return TranscodePlan(
             passthrough=True,
@@ -857,6 +873,11 @@ def plan_transcode(
     if rng is ColourRange.FULL and _limited_only(encoder, codec, input_colour):
         why = why.replace("matrix and range", "matrix")
         rng, why = ColourRange.LIMITED, f"{why}; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
+    if _bt601_only(encoder, codec, matrix):
+        # VP8's pictures are read as BT.601: rendered so, whatever matrix was wanted.
+        why = why.replace("the input's matrix and range", "the input's range")
+        why = f"{why}; {_BT601_NOTE.format(matrix=matrix.name, encoder=encoder or codec)}"
+        matrix = ColourMatrix.BT470BG
     output_format = PixelFormat.P010 if depth > 8 else PixelFormat.NV12
     if depth_note is not None:
         reasons.append(depth_note)

@@ -44,9 +44,11 @@ from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
     ENCODER_PREFERENCE,
     LIMITED_RANGE_ENCODERS,
+    TO_BT601_MATRICES,
     EncoderSpec,
     canonical_name,
     colour_kept_or_refused,
+    converts_to_bt601,
     encoder_spec,
     is_nvenc,
     nearest_encoder_format,
@@ -55,7 +57,12 @@ from alpha2.ffmpeg_bridge.encoders import (
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PaletteFilter
-from alpha2.ffmpeg_bridge.scale import rgb_to_yuv_frame, yuv_colour_for_rgb, yuv_to_rgb_frame
+from alpha2.ffmpeg_bridge.scale import (
+    SWSCALE_MATRICES,
+    rgb_to_yuv_frame,
+    yuv_colour_for_rgb,
+    yuv_to_rgb_frame,
+)
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.codecs import flush_hang_refusal
@@ -272,12 +279,26 @@ def _full_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame
     return out
 
 
-def _limited_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame:
-    """A full-range Y'CbCr (or gray) frame as limited range in ``pixel_format``, pts kept: for an
-    encoder of :data:`LIMITED_RANGE_ENCODERS`, whose pictures decoders read as limited."""
-    out = frame.reformat(format=pixel_format, src_color_range="JPEG", dst_color_range="MPEG")
+def _encoder_layout(
+    frame: av.VideoFrame, pixel_format: str, source: ColourInfo, bt601: bool
+) -> av.VideoFrame:
+    """A Y'CbCr (or gray) frame of colour ``source`` as ``pixel_format``, pts kept, converted by swscale
+    to limited range where ``source`` is full (for :data:`LIMITED_RANGE_ENCODERS`, whose pictures
+    decoders read as limited) and to the BT.601 matrix (``bt601``: for VP8, whose pictures are read as
+    BT.601)."""
+    full = source.range is ColourRange.FULL
+    out = frame.reformat(
+        format=pixel_format,
+        src_colorspace=SWSCALE_MATRICES[source.matrix] if bt601 else None,
+        dst_colorspace=SWSCALE_MATRICES[ColourMatrix.BT470BG] if bt601 else None,
+        src_color_range="JPEG" if full else None,
+        dst_color_range="MPEG" if full else None,
+    )
     out.pts, out.time_base = frame.pts, frame.time_base
-    out.color_range = int(ColourRange.LIMITED)
+    if full:
+        out.color_range = int(ColourRange.LIMITED)
+    if bt601:
+        out.colorspace = int(ColourMatrix.BT470BG)
     return out
 
 
@@ -638,6 +659,7 @@ class EncodeSession:
         self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
         self._yuv_colour: ColourInfo | None = None  # set when Y'CbCr frames are converted for an RGB one
         self._to_limited = False  # full-range frames are converted to limited (LIMITED_RANGE_ENCODERS)
+        self._to_bt601 = False  # frames of another matrix are converted to BT.601 (BT601_ONLY_ENCODERS)
         self._palette: PaletteFilter | None = None  # a GIF's: RGB frames to palette pictures
         self._tags: ColourInfo | None = None  # the stream's colour, given to frames that carry none
         self._width, self._height = width, height
@@ -830,6 +852,16 @@ class EncodeSession:
             self._to_limited = True
             if colour is not None and colour.range is ColourRange.FULL:
                 colour = dataclasses.replace(colour, range=ColourRange.LIMITED)
+        if not self._pixel_format.is_rgb and converts_to_bt601(
+            self.encoder.name, self.encoder.codec, ColourMatrix.BT709
+        ):
+            # Decoders read VP8's pictures as BT.601: a stream of another matrix is written so.
+            self._to_bt601 = True
+            if colour is not None and converts_to_bt601(self.encoder.name, self.encoder.codec, colour.matrix):
+                colour = dataclasses.replace(colour, matrix=ColourMatrix.BT470BG)
+                if self._rgb_colour is not None:
+                    # RGB frames (a Writer's arrays) are converted to Y'CbCr by BT.601 itself.
+                    self._rgb_colour = colour
         target: Any = self._tmp_path if self._tmp_path is not None else self._file
         try:
             out = av.open(target, mode="w", format=self._container_format)
@@ -1100,13 +1132,20 @@ class EncodeSession:
                     av_frame, self._pixel_format.ffmpeg_name, colour or self._yuv_colour
                 )
             elif (
-                self._to_limited
-                and source is not None
-                and source.range is ColourRange.FULL
+                source is not None
                 and not fmt.is_rgb
+                and (
+                    (self._to_limited and source.range is ColourRange.FULL)
+                    or (self._to_bt601 and source.matrix in TO_BT601_MATRICES)
+                )
             ):
                 assert self._pixel_format is not None
-                av_frame = _limited_range_layout(av_frame, self._pixel_format.ffmpeg_name)
+                av_frame = _encoder_layout(
+                    av_frame,
+                    self._pixel_format.ffmpeg_name,
+                    source,
+                    self._to_bt601 and source.matrix in TO_BT601_MATRICES,
+                )
             elif (
                 colour is not None
                 and colour.range is ColourRange.FULL

@@ -14,16 +14,19 @@ import math
 from dataclasses import dataclass
 
 from alpha2.gpu.codecs import ENCODER_LIMITS, NAME_ALIASES, CodedSizeLimits, canonical_name
+from alpha2.gpu.colour import ColourMatrix
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 
 __all__ = [
+    "BT601_ONLY_ENCODERS",
     "ENCODERS",
     "ENCODER_PREFERENCE",
     "FIDELITY_ENCODERS",
     "NAME_ALIASES",
     "EncoderSpec",
     "canonical_name",
+    "converts_to_bt601",
     "encoder_spec",
     "is_nvenc",
     "nearest_encoder_format",
@@ -213,6 +216,25 @@ FFmpeg's decoders read as limited range whatever the stream's tag says (the bits
 or only limited: FFmpeg's own table marks them so): a full-range picture (MJPEG's yuvj, gray) is
 converted to limited range for them, as ffmpeg's scale does. Found by an outside pass (helper 91):
 written with its full-range levels and read as limited, gray 54 came back 43."""
+
+
+BT601_ONLY_ENCODERS = frozenset({"vp8", "libvpx"})
+"""Encoders (by name, or by the codec they write) whose pictures are read as BT.601 whatever the stream's
+tag says: VP8's bitstream has one colour space, BT.601 (FFmpeg's decoder tags every VP8 frame bt470bg,
+and browsers decode it so). A picture of another matrix (BT.709, BT.2020, SMPTE 240M, FCC) is converted
+to BT.601 for them, its primaries and transfer kept: written as it was, a BT.709 red came back with its
+hue and level moved (BT.709's pure red, Y'CbCr 63/102/240, read as BT.601 is R'G'B' 233/0/2)."""
+
+
+TO_BT601_MATRICES = frozenset(
+    {ColourMatrix.BT709, ColourMatrix.BT2020_NCL, ColourMatrix.SMPTE240M, ColourMatrix.FCC}
+)
+"""The matrices a picture for :data:`BT601_ONLY_ENCODERS` is converted from (those swscale converts)."""
+
+
+def converts_to_bt601(encoder: str | None, codec: str | None, matrix: ColourMatrix) -> bool:
+    """Whether a picture of ``matrix`` for ``encoder`` (writing ``codec``) is converted to BT.601."""
+    return bool({encoder or "", codec or ""} & BT601_ONLY_ENCODERS) and matrix in TO_BT601_MATRICES
 
 
 def _chroma_steps(fmt: PixelFormat) -> tuple[int, int]:
