@@ -110,11 +110,39 @@ _MUXER_REFUSES: dict[tuple[str, str], str] = {
     ("ipod", "av1"): "FFmpeg's ipod muxer (.m4v) takes H.264 and MPEG-4 video only",
     # FFmpeg's mpegts muxer writes them without complaint, as a stream of private data that no demuxer
     # (FFmpeg's own included) reads back as video: the file would hold audio only.
-    ("mpegts", "vp9"): "FFmpeg's mpegts muxer writes it as a data stream that nothing reads back as video",
-    ("mpegts", "av1"): "FFmpeg's mpegts muxer writes it as a data stream that nothing reads back as video",
+    ("mov", "vp8"): "FFmpeg's mov muxer refuses it",
 }
 """(muxer, codec family) pairs refused before anything is written, and why: FFmpeg refuses them when it
-writes the header ("vp9 only supported in MP4"), or writes a file whose video cannot be read."""
+writes the header ("vp9 only supported in MP4"; VP8 into MOV: "Not yet implemented in FFmpeg"), or
+writes a file whose video cannot be read."""
+
+_MPEGTS_VIDEO_CODECS = frozenset({"h264", "hevc", "mpeg1", "mpeg2", "mpeg4"})
+"""The codec families alpha2 writes that FFmpeg's mpegts muxer has a stream type for. It writes the
+others (VP8, VP9, AV1, ProRes, MJPEG, FFV1) without complaint, as a stream of private data that no
+demuxer (FFmpeg's own included) reads back as video: the file would hold audio only (found by writing
+each codec into each output: VP8, ProRes, MJPEG and FFV1 .ts files held a 'bin_data' stream)."""
+
+
+def _muxer_refusal(muxer: str, codec: str) -> str | None:
+    """Why ``muxer`` cannot hold video of ``codec`` though FFmpeg adds the stream; None: it can."""
+    refused = _MUXER_REFUSES.get((muxer, codec))
+    if refused is None and muxer == "mpegts" and codec not in _MPEGTS_VIDEO_CODECS:
+        refused = "FFmpeg's mpegts muxer writes it as a data stream that nothing reads back as video"
+    return refused
+
+
+def _way_out(encoder: str, codec: str, muxer: str) -> str:
+    """What to do instead of writing ``encoder``'s video (of ``codec``) into ``muxer``: the outputs
+    whose containers do hold it (it said 'write .mp4, .mkv or .webm' of ProRes, which two of them refuse)."""
+    holding = [
+        ext
+        for ext, name in OUTPUT_CONTAINERS.items()
+        if name not in (muxer, "gif") and _muxer_refusal(name, codec) is None and _muxer_takes(name, encoder)
+    ]
+    if not holding:
+        return "choose another codec: no output alpha2 writes holds it"
+    return f"write it into {', '.join(holding)}, or choose another codec"
+
 
 PIXEL_SHAPE_CODECS = frozenset({"h264", "hevc", "mpeg2", "mpeg4"})
 """Codec families whose bitstream carries the pixel shape (H.264 / HEVC VUI, the MPEG aspect codes)."""
@@ -347,17 +375,10 @@ def _check_muxer_takes(muxer: str, encoder: str, codec: str) -> None:
     if _muxer_takes(muxer, encoder):
         return
     what = codec if codec == encoder else f"{codec} (from {encoder})"
-    holding = [
-        ext for ext, name in OUTPUT_CONTAINERS.items() if name != muxer and _muxer_takes(name, encoder)
-    ]
-    way_out = (
-        f"write it into {', '.join(holding)}, or choose another codec"
-        if holding
-        else "choose another codec: no output alpha2 writes holds it"
-    )
     # (It said 'cannot hold vp8 from vp8' and named no container that would.)
     raise InvalidInputError(
-        f"the {muxer} container cannot hold {what} (FFmpeg's {muxer} muxer takes none): {way_out}"
+        f"the {muxer} container cannot hold {what} (FFmpeg's {muxer} muxer takes none): "
+        + _way_out(encoder, codec, muxer)
     )
 
 
@@ -670,11 +691,11 @@ class EncodeSession:
         self._container_format = container_format
         self.muxer = container_format_name
         """FFmpeg's muxer of the output (``mp4``, ``matroska``, ``gif`` ...)."""
-        refused = _MUXER_REFUSES.get((container_format_name, self.encoder.codec))
+        refused = _muxer_refusal(container_format_name, self.encoder.codec)
         if refused is not None:
             raise InvalidInputError(
-                f"the {container_format_name} container cannot hold {self.encoder.codec} ({refused}); "
-                "write .mp4, .mkv or .webm"
+                f"the {container_format_name} container cannot hold {self.encoder.codec} ({refused}): "
+                + _way_out(self.encoder.name, self.encoder.codec, container_format_name)
             )
         if container_format_name == "gif" and self.encoder.name not in PALETTE_ENCODERS:
             raise InvalidInputError(

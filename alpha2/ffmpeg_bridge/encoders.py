@@ -144,6 +144,18 @@ ENCODERS: tuple[EncoderSpec, ...] = (
         crf_whole=True,
         frame_time_base=True,
     ),
+    # MPEG-1 takes only its standard frame rates as a time base (as MPEG-2): at FFmpeg's 1/90000 of
+    # the container it refused to open ('Invalid argument') into every output but AVI.
+    EncoderSpec(
+        "mpeg1video",
+        "mpeg1",
+        True,
+        crf_option="qmin",
+        crf_also=("qmax",),
+        crf_range=_MPEG_QUANTISER,
+        crf_whole=True,
+        frame_time_base=True,
+    ),
     EncoderSpec(
         "mpeg4",
         "mpeg4",

@@ -27,6 +27,7 @@ __all__ = [
 NAME_ALIASES: dict[str, str] = {
     "avc": "h264",
     "h265": "hevc",
+    "mpeg1video": "mpeg1",
     "mpeg2video": "mpeg2",
     "x264": "libx264",
     "x265": "libx265",
