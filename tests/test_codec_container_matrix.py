@@ -73,3 +73,65 @@ def test_a_codec_an_output_cannot_hold_is_refused_naming_those_that_can(
     said = str(refused.value)
     assert holder in said and f"{ext}," not in said and "write it into" in said, said
     assert list(tmp_path.iterdir()) == [], "nothing is left behind"
+
+
+def _ts_with_adts_audio(path: Path) -> str:
+    """MPEG-2 video with AAC audio in MPEG-TS (which carries AAC in its ADTS form, no decoder config)."""
+    import numpy as np
+
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("mpeg2video", rate=25)
+        video.width, video.height, video.pix_fmt = 160, 96, "yuv420p"
+        audio = out.add_stream("aac", rate=48000, layout="stereo")
+        for i in range(10):
+            frame = av.VideoFrame(160, 96, "yuv420p")
+            frame.pts = i
+            for packet in video.encode(frame):
+                out.mux(packet)
+        samples = np.zeros((2, 1024), np.float32)
+        for i in range(20):
+            sound = av.AudioFrame.from_ndarray(samples, format="fltp", layout="stereo")
+            sound.sample_rate, sound.pts = 48000, i * 1024
+            for packet in audio.encode(sound):
+                out.mux(packet)
+        for stream in (video, audio):
+            for packet in stream.encode(None):
+                out.mux(packet)
+    return str(path)
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["transcode", "copy"])
+def test_adts_aac_into_avi_is_encoded_again_and_said(tmp_path: Path, copy: bool) -> None:
+    """'alpha2 transcode x.ts y.avi' failed mid-run with 'writing stream 1 (audio aac): Invalid argument':
+    the AVI muxer needs AAC's decoder config, which ADTS packets do not carry."""
+    source = _ts_with_adts_audio(tmp_path / "in.ts")
+    output = tmp_path / "out.avi"
+    stats = transcode(source, output, TranscodeOptions(codec="copy" if copy else None))
+    with av.open(str(output)) as container:
+        assert sorted(s.type for s in container.streams) == ["audio", "video"]
+        assert sum(1 for _ in container.decode(audio=0)) > 0
+    assert "ADTS" in str(stats.encoder.get("audio")), stats.encoder
+
+
+def test_a_vp8_copy_into_mov_is_refused_before_writing(tmp_path: Path) -> None:
+    source = tmp_path / "in.webm"
+    transcode(_red(tmp_path), source, TranscodeOptions(codec="vp8"))
+    output = tmp_path / "out.mov"
+    with pytest.raises(InvalidInputError, match="takes no vp8"):
+        transcode(str(source), output, TranscodeOptions(codec="copy"))
+    assert not output.exists() and not [p for p in tmp_path.iterdir() if "partial" in p.name]
+
+
+def _red(tmp_path: Path) -> str:
+    path = tmp_path / "src.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+        for i in range(4):
+            frame = av.VideoFrame(160, 96, "yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)

@@ -133,13 +133,32 @@ TS_VIDEO = frozenset({"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "cavs
 """Video codecs FFmpeg's MPEG-TS muxer gives a stream type; any other it writes as a data stream that
 nothing reads back as video (AV1 too: private data, which FFmpeg's demuxer reads as ``bin_data``)."""
 
-VIDEO_MUXER_REFUSES = frozenset({("mov", "vp9"), ("mov", "av1")})
-"""(muxer, codec) pairs of a copied video that FFmpeg refuses when it writes the header ("vp9 only
-supported in MP4"; the copy said only 'Invalid argument'): refused with why."""
+VIDEO_MUXER_REFUSES: dict[tuple[str, str], str] = {
+    ("mov", "vp9"): "FFmpeg's mov muxer takes vp9 only in .mp4",
+    ("mov", "av1"): "FFmpeg's mov muxer takes av1 only in .mp4",
+    ("mov", "vp8"): "FFmpeg's mov muxer takes no vp8",
+}
+"""(muxer, codec) pairs of a copied video that FFmpeg refuses when it writes the header or the first
+packet ("vp9 only supported in MP4"; VP8: 'Not yet implemented in FFmpeg' mid-run; the copy said only
+'Invalid argument'), and why they are refused."""
 
 TS_AUDIO = frozenset({"mp2", "mp3", "aac", "aac_latm", "ac3", "eac3", "dts", "truehd", "opus", "s302m"})
 """Audio codecs FFmpeg's MPEG-TS muxer gives a stream type; any other (FLAC, PCM, Vorbis ...) it writes
 as a data stream that nothing plays."""
+
+
+_ASC_MUXERS = frozenset({"avi"})
+"""Muxers that need AAC's AudioSpecificConfig (the stream's extradata) and cannot make it from ADTS
+headers: ADTS AAC is encoded again for them (found writing each codec into each output)."""
+
+
+def _adts_refusal(muxer: str, codec: str, stream_in: Any) -> str | None:
+    """Why ``muxer`` cannot take this AAC stream's packets as they are: ADTS AAC (from MPEG-TS, or a raw
+    .aac) has no AudioSpecificConfig, which the AVI muxer needs and has no filter to make ('writing stream
+    1 (audio aac): Invalid argument' mid-run of 'alpha2 transcode x.ts y.avi'); None: it can."""
+    if muxer in _ASC_MUXERS and codec == "aac" and not bytes(stream_in.codec_context.extradata or b""):
+        return f"the {muxer} container cannot hold aac in its ADTS form (as MPEG-TS carries it)"
+    return None
 
 
 def audio_refused(muxer: str, codec: str) -> bool:
@@ -1123,6 +1142,10 @@ class StreamCopier:
             if audio_refused(muxer, stream.codec):
                 self._add_reencoded(stream, stream_in, muxer, _refused_why(muxer, stream.codec))
                 return
+            adts = _adts_refusal(muxer, stream.codec, stream_in)
+            if adts is not None:
+                self._add_reencoded(stream, stream_in, muxer, adts)
+                return
             if stream.codec.startswith("pcm_") and muxer in PCM_NOT_COPIED_INTO and self._wide_placed(stream):
                 self.report.other_notes.append(
                     f"audio stream {stream.index} ({stream.channels} channels of {stream.codec}) copied "
@@ -1170,8 +1193,9 @@ class StreamCopier:
             if muxer == "mpegts" and stream.codec not in TS_VIDEO:
                 self._drop(stream, f"the mpegts container writes {stream.codec} as a data stream, not video")
                 return
-            if (muxer, stream.codec) in VIDEO_MUXER_REFUSES:
-                self._drop(stream, f"FFmpeg's {muxer} muxer takes {stream.codec} only in .mp4")
+            refused = VIDEO_MUXER_REFUSES.get((muxer, stream.codec))
+            if refused is not None:
+                self._drop(stream, refused)
                 return
             try:
                 # The decoder's codec, not an encoder of its name: AV1 (libdav1d), Theora and WMV have
@@ -1308,6 +1332,9 @@ class StreamCopier:
         container in memory, and the refusals of :func:`audio_refused`."""
         if audio_refused(muxer, stream.codec):
             return _refused_why(muxer, stream.codec)
+        adts = _adts_refusal(muxer, stream.codec, stream_in)
+        if adts is not None:
+            return adts
         try:
             probe = av.open(io.BytesIO(), "w", format=muxer)
         except (av.error.FFmpegError, ValueError):
