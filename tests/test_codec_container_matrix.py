@@ -6,6 +6,7 @@ VP8 into .mov failing mid-run ('Not yet implemented in FFmpeg'), and MPEG-1 refu
 
 from __future__ import annotations
 
+import fractions
 from pathlib import Path
 
 import av
@@ -135,3 +136,16 @@ def _red(tmp_path: Path) -> str:
         for packet in stream.encode(None):
             out.mux(packet)
     return str(path)
+
+
+def test_a_copy_into_avi_keeps_the_frame_rate(tmp_path: Path) -> None:
+    """AVI stores a frame rate: a copy on the input's clock said 600 fps (MPEG-TS's 1/90000 became 1/600)
+    and padded the index with empty frames (166 for 8)."""
+    source = _ts_with_adts_audio(tmp_path / "in.ts")
+    output = tmp_path / "out.avi"
+    transcode(source, output, TranscodeOptions(codec="copy"))
+    with av.open(str(output)) as container:
+        video = container.streams.video[0]
+        assert video.time_base == fractions.Fraction(1, 25) and video.average_rate == 25
+        assert 10 <= (video.frames or 0) <= 11, video.frames  # (one more where the sound starts first)
+        assert sum(1 for _ in container.decode(video=0)) == 10

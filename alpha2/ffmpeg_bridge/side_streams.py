@@ -152,6 +152,19 @@ _ASC_MUXERS = frozenset({"avi"})
 headers: ADTS AAC is encoded again for them (found writing each codec into each output)."""
 
 
+_FRAME_CLOCK_COPIES = frozenset({"avi"})
+"""Muxers whose clock is one frame (encode.FRAME_CLOCK_MUXERS): a copied video is given its frame rate's."""
+
+
+def _constant_rate(stream_in: Any) -> fractions.Fraction | None:
+    """The video's frame rate where the demuxer finds it constant (the average and the guessed rate
+    agree); None: variable, or not known."""
+    average, guessed = stream_in.average_rate, stream_in.guessed_rate
+    if not average or not guessed or fractions.Fraction(average) != fractions.Fraction(guessed):
+        return None
+    return fractions.Fraction(average)
+
+
 def _adts_refusal(muxer: str, codec: str, stream_in: Any) -> str | None:
     """Why ``muxer`` cannot take this AAC stream's packets as they are: ADTS AAC (from MPEG-TS, or a raw
     .aac) has no AudioSpecificConfig, which the AVI muxer needs and has no filter to make ('writing stream
@@ -1206,6 +1219,12 @@ class StreamCopier:
                 return
             self._keep(stream_in, stream_out, False)
             self._keep_pixel_shape(stream, stream_in, stream_out, muxer)
+            rate = _constant_rate(stream_in)
+            if muxer in _FRAME_CLOCK_COPIES and rate is not None:
+                # AVI stores a frame rate, not timestamps: on the input's clock (a TS's 1/90000 came out
+                # 1/600 and 166 frames for 8, a WebM's 1/1000 and 288) it says that rate and pads the
+                # index with empty frames. One frame a tick, as ffmpeg's copy into AVI.
+                stream_out.time_base = 1 / rate
             self._entries[stream.index] = _Entry(stream, stream_in, stream_out, self._fixer(stream_in, False))
             self.report.kept.append(stream)
             return
