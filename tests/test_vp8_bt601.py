@@ -65,3 +65,29 @@ def test_rgb_arrays_written_into_vp8_are_converted_by_bt601(tmp_path: Path) -> N
         frame = next(container.decode(video=0))
         rgb = frame.to_ndarray(format="rgb24").reshape(-1, 3).mean(axis=0)
     assert rgb[0] > 245 and rgb[1] < 10 and rgb[2] < 10, rgb
+
+
+def test_an_hd_rgb_picture_into_vp8_is_converted_by_bt601_and_said(tmp_path: Path) -> None:
+    """RGB into VP8 at an HD size: converted by BT.601 (not BT.709, the usual HD matrix), and said so."""
+    source = tmp_path / "rgb.mkv"
+    with av.open(str(source), "w") as out:
+        stream = out.add_stream("libx264rgb", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 1280, 720, "rgb24"
+        stream.options = {"crf": "0"}
+        red = np.zeros((720, 1280, 3), np.uint8)
+        red[..., 0] = 255
+        for i in range(3):
+            frame = av.VideoFrame.from_ndarray(red, format="rgb24")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    output = tmp_path / "rgb.webm"
+    stats = transcode(str(source), output, TranscodeOptions(codec="vp8"))
+    assert (
+        stats.plan is not None and "BT470BG matrix (vp8's pictures are read as BT.601)" in stats.plan.reason
+    )
+    with av.open(str(output)) as container:
+        rgb = next(container.decode(video=0)).to_ndarray(format="rgb24").reshape(-1, 3).mean(axis=0)
+    assert rgb[0] > 245 and rgb[1] < 10 and rgb[2] < 10, rgb

@@ -754,11 +754,17 @@ def plan_transcode(
         if (encoder or "") in FIDELITY_ENCODERS and encoder_formats:
             passed = nearest_encoder_format(input_format, encoder_formats, encoder)
         rgb_colour = _rgb_output(input_colour, input_size)
+        only = ""
+        if _bt601_only(encoder, codec, rgb_colour.matrix):
+            # The encode session converts RGB by BT.601 for VP8 (its pictures are read so).
+            rgb_colour = dataclasses.replace(rgb_colour, matrix=ColourMatrix.BT470BG)
+            only = f" ({encoder or codec}'s pictures are read as BT.601)"
         return TranscodePlan(
             passthrough=True,
             reason=(
                 f"passthrough: same size; the encoder takes {passed.ffmpeg_name}, converted from "
-                f"{input_format.ffmpeg_name} by the {rgb_colour.matrix.name} matrix, limited range{kept}"
+                f"{input_format.ffmpeg_name} by the {rgb_colour.matrix.name} matrix{only}, limited "
+                f"range{kept}"
             ),
             input_size=input_size,
             output_size=input_size,
