@@ -149,3 +149,44 @@ def test_a_copy_into_avi_keeps_the_frame_rate(tmp_path: Path) -> None:
         assert video.time_base == fractions.Fraction(1, 25) and video.average_rate == 25
         assert 10 <= (video.frames or 0) <= 11, video.frames  # (one more where the sound starts first)
         assert sum(1 for _ in container.decode(video=0)) == 10
+
+
+@pytest.mark.parametrize(("codec", "ext"), [("mpeg4", ".avi"), ("ffv1", ".nut"), ("mpeg4", ".mkv")])
+def test_an_output_that_keeps_no_colour_tags_is_written_in_the_matrix_readers_guess(
+    tmp_path: Path, codec: str, ext: str
+) -> None:
+    """FFV1 and MPEG-4 in AVI or NUT keep no colour tags, so every reader guesses the matrix from the
+    size (BT.601 below HD): a Writer's 160x96 BT.709 green came back 15/234/5 from an MPEG-4 AVI."""
+    import numpy as np
+
+    import alpha2
+
+    output = tmp_path / f"green{ext}"
+    green = np.zeros((96, 160, 3), np.uint8)
+    green[..., 1] = 200
+    with alpha2.create(output, codec=codec) as writer:
+        for _ in range(3):
+            writer.write(green)
+    with av.open(str(output)) as container:
+        rgb = next(container.decode(video=0)).to_ndarray(format="rgb24").reshape(-1, 3).mean(axis=0)
+    assert abs(rgb[1] - 200) < 4 and rgb[0] < 4 and rgb[2] < 4, rgb
+
+
+def test_a_transcode_into_an_untagged_output_says_the_matrix_it_converts_to(tmp_path: Path) -> None:
+    source = tmp_path / "hd.mp4"
+    with av.open(str(source), "w") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 1280, 720, "yuv420p"
+        stream.codec_context.colorspace = 1
+        for i in range(3):
+            frame = av.VideoFrame(1280, 720, "yuv420p")
+            frame.pts = i
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    stats = transcode(str(source), tmp_path / "sd.avi", TranscodeOptions(codec="mpeg4", size=(320, 180)))
+    assert stats.plan is not None
+    assert "matrix BT709 -> BT.601 (the avi container keeps no colour tags for mpeg4" in stats.plan.reason
+    kept = transcode(str(source), tmp_path / "hd.avi", TranscodeOptions(codec="mpeg4"))
+    assert kept.plan is not None and "matrix" not in kept.plan.reason  # HD is read as BT.709: kept

@@ -31,10 +31,11 @@ from alpha2.api.transcode_choices import (
 )
 from alpha2.ffmpeg_bridge.containers import default_codec
 from alpha2.ffmpeg_bridge.encoders import (
+    BT601_ONLY_ENCODERS,
     FIDELITY_ENCODERS,
     LIMITED_RANGE_ENCODERS,
     colour_kept_or_refused,
-    converts_to_bt601,
+    matrix_for_readers,
     nearest_encoder_format,
 )
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
@@ -558,14 +559,22 @@ _LIMITED_NOTE = "full range -> limited ({encoder}'s pictures are read as limited
 """Said where a full-range picture goes to an encoder of LIMITED_RANGE_ENCODERS."""
 
 
-_BT601_NOTE = "matrix {matrix} -> BT.601 ({encoder}'s pictures are read as BT.601)"
-"""Said where a picture of another matrix goes to an encoder of BT601_ONLY_ENCODERS (VP8)."""
-
-
-def _bt601_only(encoder: str | None, codec: str, matrix: ColourMatrix) -> bool:
-    """Whether ``encoder`` (of ``codec``) writes only BT.601 and a picture of ``matrix`` is converted to
-    it (written as it was, VP8's decoders read a BT.709 picture as BT.601: its colours move)."""
-    return converts_to_bt601(encoder, codec, matrix)
+def _for_readers(
+    encoder: str | None, codec: str, muxer: str | None, size: Size, matrix: ColourMatrix
+) -> tuple[ColourMatrix, str] | None:
+    """The matrix a picture of ``matrix`` is converted to for this output, and the words that say why,
+    where every reader takes its pictures as that one whatever alpha2 tags (VP8's as BT.601; FFV1's and
+    MPEG-4's in AVI or NUT, which keep no tags, as their size's guess); None: the tags hold."""
+    read = matrix_for_readers(encoder, codec, muxer, size.width, size.height, matrix)
+    if read is None:
+        return None
+    name = "BT.601" if read in (ColourMatrix.BT470BG, ColourMatrix.SMPTE170M) else read.name
+    if (encoder or "") in BT601_ONLY_ENCODERS or codec in BT601_ONLY_ENCODERS:
+        return read, f"matrix {matrix.name} -> {name} ({encoder or codec}'s pictures are read as BT.601)"
+    return read, (
+        f"matrix {matrix.name} -> {name} (the {muxer} container keeps no colour tags for {codec}: "
+        f"readers take a {size.width}x{size.height} picture as {name})"
+    )
 
 
 def _limited_only(encoder: str | None, codec: str, colour: ColourInfo) -> bool:
@@ -634,11 +643,13 @@ def plan_transcode(
     encoder_formats: tuple[str, ...] = (),
     keeps_pixel_shape: bool = True,
     decoded_as: str | None = None,
+    muxer: str | None = None,
 ) -> TranscodePlan:
     """Decide passthrough or GPU processing, the output size, format, bit depth and colour.
 
     ``decoded_as``: the decoder's own pixel format where it is none of alpha2's and the frames were
     converted to ``input_format`` on the CPU (a passthrough then does not say "same pixel format").
+    ``muxer``: the output's FFmpeg muxer, where known (some keep no colour tags for some codecs).
 
     ``codec`` is the output's codec family (``h264``, ``hevc``, ...): the default depth depends on it.
     ``rotation`` is the input's display rotation: a passthrough tags it (where the output container
@@ -755,10 +766,11 @@ def plan_transcode(
             passed = nearest_encoder_format(input_format, encoder_formats, encoder)
         rgb_colour = _rgb_output(input_colour, input_size)
         only = ""
-        if _bt601_only(encoder, codec, rgb_colour.matrix):
-            # The encode session converts RGB by BT.601 for VP8 (its pictures are read so).
-            rgb_colour = dataclasses.replace(rgb_colour, matrix=ColourMatrix.BT470BG)
-            only = f" ({encoder or codec}'s pictures are read as BT.601)"
+        readers = _for_readers(encoder, codec, muxer, input_size, rgb_colour.matrix)
+        if readers is not None:
+            # The encode session converts RGB by the matrix the readers take (VP8's BT.601, ...).
+            rgb_colour = dataclasses.replace(rgb_colour, matrix=readers[0])
+            only = f" ({readers[1].split(' (', 1)[1]}"
         return TranscodePlan(
             passthrough=True,
             reason=(
@@ -781,11 +793,15 @@ def plan_transcode(
         # A full-range picture into an encoder that writes only limited range has its levels converted
         # by the encode session: said as such, never as "same colour" (an outside pass, helper 91).
         limited = _limited_only(encoder, codec, input_colour) and not input_format.is_rgb
-        bt601 = _bt601_only(encoder, codec, input_colour.matrix) and not input_format.is_rgb
-        same = "same size" if limited or bt601 else "same size and colour"
+        readers = (
+            None
+            if input_format.is_rgb
+            else _for_readers(encoder, codec, muxer, input_size, input_colour.matrix)
+        )
+        same = "same size" if limited or readers else "same size and colour"
         reason = (
             "passthrough: same size and pixel format"
-            if limited or bt601
+            if limited or readers
             else "passthrough: same size, pixel format and colour; frames go straight to the encoder"
         )
         if decoded_as is not None and decoded_as != input_format.ffmpeg_name:
@@ -829,10 +845,10 @@ def plan_transcode(
             )
             passed = taken
         written_colour = input_colour
-        if bt601:
-            # The encode session converts the matrix (VP8's pictures are read as BT.601).
-            written_colour = dataclasses.replace(written_colour, matrix=ColourMatrix.BT470BG)
-            reason += f"; {_BT601_NOTE.format(matrix=input_colour.matrix.name, encoder=encoder or codec)}"
+        if readers is not None:
+            # The encode session converts the matrix (the one every reader takes the pictures as).
+            written_colour = dataclasses.replace(written_colour, matrix=readers[0])
+            reason += f"; {readers[1]}"
         if limited:
             written_colour = dataclasses.replace(written_colour, range=ColourRange.LIMITED)
             reason += f"; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
@@ -879,11 +895,12 @@ def plan_transcode(
     if rng is ColourRange.FULL and _limited_only(encoder, codec, input_colour):
         why = why.replace("matrix and range", "matrix")
         rng, why = ColourRange.LIMITED, f"{why}; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
-    if _bt601_only(encoder, codec, matrix):
-        # VP8's pictures are read as BT.601: rendered so, whatever matrix was wanted.
+    readers = _for_readers(encoder, codec, muxer, out, matrix)
+    if readers is not None:
+        # Rendered in the matrix every reader takes the pictures as, whatever was wanted (VP8's BT.601).
         why = why.replace("the input's matrix and range", "the input's range")
-        why = f"{why}; {_BT601_NOTE.format(matrix=matrix.name, encoder=encoder or codec)}"
-        matrix = ColourMatrix.BT470BG
+        why = f"{why}; {readers[1]}"
+        matrix = readers[0]
     output_format = PixelFormat.P010 if depth > 8 else PixelFormat.NV12
     if depth_note is not None:
         reasons.append(depth_note)

@@ -621,6 +621,7 @@ class _Transcoder:
             encoder_formats=encoder_pixel_formats(encoder.name),
             keeps_pixel_shape=keeps_pixel_shape(output_container(self.output), codec),
             decoded_as=decoder.stats.converted.split(" -> ")[0] or None,
+            muxer=output_container(self.output),
         )
         if encoder.name in PALETTE_ENCODERS and PALETTE_NOTE not in plan.reason:
             plan = dataclasses.replace(plan, reason=f"{plan.reason}; then {PALETTE_NOTE}")  # scaled, ...

@@ -44,13 +44,12 @@ from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
     ENCODER_PREFERENCE,
     LIMITED_RANGE_ENCODERS,
-    TO_BT601_MATRICES,
     EncoderSpec,
     canonical_name,
     colour_kept_or_refused,
-    converts_to_bt601,
     encoder_spec,
     is_nvenc,
+    matrix_for_readers,
     nearest_encoder_format,
     preferred_encoders,
 )
@@ -308,25 +307,24 @@ def _full_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame
 
 
 def _encoder_layout(
-    frame: av.VideoFrame, pixel_format: str, source: ColourInfo, bt601: bool
+    frame: av.VideoFrame, pixel_format: str, source: ColourInfo, matrix: ColourMatrix | None
 ) -> av.VideoFrame:
     """A Y'CbCr (or gray) frame of colour ``source`` as ``pixel_format``, pts kept, converted by swscale
     to limited range where ``source`` is full (for :data:`LIMITED_RANGE_ENCODERS`, whose pictures
-    decoders read as limited) and to the BT.601 matrix (``bt601``: for VP8, whose pictures are read as
-    BT.601)."""
+    decoders read as limited) and to ``matrix`` (:func:`matrix_for_readers`; None: kept)."""
     full = source.range is ColourRange.FULL
     out = frame.reformat(
         format=pixel_format,
-        src_colorspace=SWSCALE_MATRICES[source.matrix] if bt601 else None,
-        dst_colorspace=SWSCALE_MATRICES[ColourMatrix.BT470BG] if bt601 else None,
+        src_colorspace=SWSCALE_MATRICES[source.matrix] if matrix is not None else None,
+        dst_colorspace=SWSCALE_MATRICES[matrix] if matrix is not None else None,
         src_color_range="JPEG" if full else None,
         dst_color_range="MPEG" if full else None,
     )
     out.pts, out.time_base = frame.pts, frame.time_base
     if full:
         out.color_range = int(ColourRange.LIMITED)
-    if bt601:
-        out.colorspace = int(ColourMatrix.BT470BG)
+    if matrix is not None:
+        out.colorspace = int(matrix)
     return out
 
 
@@ -680,7 +678,7 @@ class EncodeSession:
         self._rgb_colour: ColourInfo | None = None  # set when RGB frames are converted for the encoder
         self._yuv_colour: ColourInfo | None = None  # set when Y'CbCr frames are converted for an RGB one
         self._to_limited = False  # full-range frames are converted to limited (LIMITED_RANGE_ENCODERS)
-        self._to_bt601 = False  # frames of another matrix are converted to BT.601 (BT601_ONLY_ENCODERS)
+        self._read_as: tuple[int, int] | None = None  # (width, height) where readers ignore the matrix tag
         self._palette: PaletteFilter | None = None  # a GIF's: RGB frames to palette pictures
         self._tags: ColourInfo | None = None  # the stream's colour, given to frames that carry none
         self._width, self._height = width, height
@@ -873,16 +871,15 @@ class EncodeSession:
             self._to_limited = True
             if colour is not None and colour.range is ColourRange.FULL:
                 colour = dataclasses.replace(colour, range=ColourRange.LIMITED)
-        if not self._pixel_format.is_rgb and converts_to_bt601(
-            self.encoder.name, self.encoder.codec, ColourMatrix.BT709
-        ):
-            # Decoders read VP8's pictures as BT.601: a stream of another matrix is written so.
-            self._to_bt601 = True
-            if colour is not None and converts_to_bt601(self.encoder.name, self.encoder.codec, colour.matrix):
-                colour = dataclasses.replace(colour, matrix=ColourMatrix.BT470BG)
+        if not self._pixel_format.is_rgb:
+            # VP8's pictures are read as BT.601, FFV1's and MPEG-4's in AVI or NUT by their size's guess,
+            # whatever the tags say: a stream of another matrix is converted and written so.
+            self._read_as = (width, height)
+            read = self._matrix_for_readers(colour.matrix) if colour is not None else None
+            if colour is not None and read is not None:
+                colour = dataclasses.replace(colour, matrix=read)
                 if self._rgb_colour is not None:
-                    # RGB frames (a Writer's arrays) are converted to Y'CbCr by BT.601 itself.
-                    self._rgb_colour = colour
+                    self._rgb_colour = colour  # RGB frames (a Writer's arrays) converted by it itself
         target: Any = self._tmp_path if self._tmp_path is not None else self._file
         try:
             out = av.open(target, mode="w", format=self._container_format)
@@ -1157,15 +1154,12 @@ class EncodeSession:
                 and not fmt.is_rgb
                 and (
                     (self._to_limited and source.range is ColourRange.FULL)
-                    or (self._to_bt601 and source.matrix in TO_BT601_MATRICES)
+                    or self._matrix_for_readers(source.matrix) is not None
                 )
             ):
                 assert self._pixel_format is not None
                 av_frame = _encoder_layout(
-                    av_frame,
-                    self._pixel_format.ffmpeg_name,
-                    source,
-                    self._to_bt601 and source.matrix in TO_BT601_MATRICES,
+                    av_frame, self._pixel_format.ffmpeg_name, source, self._matrix_for_readers(source.matrix)
                 )
             elif (
                 colour is not None
@@ -1191,6 +1185,14 @@ class EncodeSession:
             if duration is not None and duration > 0:  # kept only for a frame that goes to the encoder
                 self._durations[codec_pts] = max(1, round(duration * self.time_base / self._codec_time_base))
             self._encode_av(av_frame)
+
+    def _matrix_for_readers(self, matrix: ColourMatrix) -> ColourMatrix | None:
+        """The matrix a picture of ``matrix`` is converted to for this output (None: none), as
+        :func:`~alpha2.ffmpeg_bridge.encoders.matrix_for_readers` says."""
+        if self._read_as is None:
+            return None
+        width, height = self._read_as
+        return matrix_for_readers(self.encoder.name, self.encoder.codec, self.muxer, width, height, matrix)
 
     def _too_short(self, pts: int) -> bool:
         """Whether a GIF's frame at ``pts`` comes less than :data:`GIF_MIN_DELAY_CS` hundredths after the

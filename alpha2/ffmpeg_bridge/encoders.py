@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from alpha2.gpu.codecs import ENCODER_LIMITS, NAME_ALIASES, CodedSizeLimits, canonical_name
-from alpha2.gpu.colour import ColourMatrix
+from alpha2.gpu.colour import ColourMatrix, guess_matrix
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 
@@ -26,9 +26,9 @@ __all__ = [
     "NAME_ALIASES",
     "EncoderSpec",
     "canonical_name",
-    "converts_to_bt601",
     "encoder_spec",
     "is_nvenc",
+    "matrix_for_readers",
     "nearest_encoder_format",
     "preferred_encoders",
 ]
@@ -238,15 +238,46 @@ to BT.601 for them, its primaries and transfer kept: written as it was, a BT.709
 hue and level moved (BT.709's pure red, Y'CbCr 63/102/240, read as BT.601 is R'G'B' 233/0/2)."""
 
 
-TO_BT601_MATRICES = frozenset(
-    {ColourMatrix.BT709, ColourMatrix.BT2020_NCL, ColourMatrix.SMPTE240M, ColourMatrix.FCC}
+UNTAGGED_CODECS = frozenset({"ffv1", "mpeg4"})
+"""Codecs whose bitstream, as FFmpeg writes it, carries no colour description: in a container that holds
+none either (:data:`UNTAGGED_MUXERS`) every reader guesses the matrix from the picture's size."""
+
+UNTAGGED_MUXERS = frozenset({"avi", "nut"})
+"""Muxers that keep no colour tags (FFV1 or MPEG-4 written into them read back 'unspecified')."""
+
+CONVERTIBLE_MATRICES = frozenset(
+    {
+        ColourMatrix.BT709,
+        ColourMatrix.BT470BG,
+        ColourMatrix.SMPTE170M,
+        ColourMatrix.SMPTE240M,
+        ColourMatrix.FCC,
+        ColourMatrix.BT2020_NCL,
+    }
 )
-"""The matrices a picture for :data:`BT601_ONLY_ENCODERS` is converted from (those swscale converts)."""
+"""The matrices swscale converts between (``scale.SWSCALE_MATRICES``)."""
+
+_BT601_PAIR = frozenset({ColourMatrix.BT470BG, ColourMatrix.SMPTE170M})
 
 
-def converts_to_bt601(encoder: str | None, codec: str | None, matrix: ColourMatrix) -> bool:
-    """Whether a picture of ``matrix`` for ``encoder`` (writing ``codec``) is converted to BT.601."""
-    return bool({encoder or "", codec or ""} & BT601_ONLY_ENCODERS) and matrix in TO_BT601_MATRICES
+def matrix_for_readers(
+    encoder: str | None, codec: str | None, muxer: str | None, width: int, height: int, matrix: ColourMatrix
+) -> ColourMatrix | None:
+    """The matrix a picture of ``matrix`` is converted to for this output, because every reader takes its
+    pictures as that one whatever alpha2 tags: BT.601 for VP8 (:data:`BT601_ONLY_ENCODERS`); the size's
+    guess (BT.709 for HD, BT.601 below, as mpv and libplacebo guess) for FFV1 and MPEG-4 in AVI and NUT,
+    which keep no tags (a Writer's 160x96 BT.709 green came back 15/234/5 from an MPEG-4 AVI). None: the
+    tags hold, or ``matrix`` is that one already (or one swscale does not convert)."""
+    names = {encoder or "", codec or ""}
+    if names & BT601_ONLY_ENCODERS:
+        read = ColourMatrix.BT470BG
+    elif muxer in UNTAGGED_MUXERS and names & UNTAGGED_CODECS:
+        read = guess_matrix(width, height)
+    else:
+        return None
+    if matrix not in CONVERTIBLE_MATRICES or matrix is read or {matrix, read} <= _BT601_PAIR:
+        return None
+    return read
 
 
 def _chroma_steps(fmt: PixelFormat) -> tuple[int, int]:
