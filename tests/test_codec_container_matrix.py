@@ -190,3 +190,31 @@ def test_a_transcode_into_an_untagged_output_says_the_matrix_it_converts_to(tmp_
     assert "matrix BT709 -> BT.601 (the avi container keeps no colour tags for mpeg4" in stats.plan.reason
     kept = transcode(str(source), tmp_path / "hd.avi", TranscodeOptions(codec="mpeg4"))
     assert kept.plan is not None and "matrix" not in kept.plan.reason  # HD is read as BT.709: kept
+
+
+def test_a_full_range_picture_into_an_untagged_output_is_written_limited(tmp_path: Path) -> None:
+    """FFV1 in AVI keeps no range tag either, so readers take it as limited: full-range black (Y' 0) went
+    in as it was and read back below black; it is converted to limited (16), and kept full in Matroska."""
+    import numpy as np
+
+    source = tmp_path / "full.mkv"
+    with av.open(str(source), "w") as out:
+        stream = out.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+        stream.codec_context.colorspace, stream.codec_context.color_range = 1, 2
+        for i in range(3):
+            frame = av.VideoFrame(160, 96, "yuv420p")
+            frame.pts, frame.colorspace, frame.color_range = i, 1, 2
+            for plane, value in zip(frame.planes, (0, 128, 128), strict=True):
+                np.frombuffer(plane, np.uint8)[:] = value
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    for ext, luma in ((".avi", 16), (".mkv", 0)):
+        stats = transcode(str(source), tmp_path / f"out{ext}", TranscodeOptions(codec="ffv1"))
+        with av.open(str(tmp_path / f"out{ext}")) as container:
+            frame = next(container.decode(video=0))
+            assert int(np.frombuffer(frame.planes[0], np.uint8)[0]) == luma, ext
+        assert stats.plan is not None
+        assert ("full range -> limited" in stats.plan.reason) is (ext == ".avi"), stats.plan.reason

@@ -37,6 +37,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     colour_kept_or_refused,
     matrix_for_readers,
     nearest_encoder_format,
+    read_as_limited,
 )
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
 from alpha2.ffmpeg_bridge.side_streams import (
@@ -577,10 +578,18 @@ def _for_readers(
     )
 
 
-def _limited_only(encoder: str | None, codec: str, colour: ColourInfo) -> bool:
-    """Whether a picture of ``colour`` is full range and ``encoder`` (of ``codec``) writes only limited
-    (its levels are converted: written as they are, decoders read them as limited, the contrast grows)."""
-    return colour.range is ColourRange.FULL and bool({encoder or "", codec} & LIMITED_RANGE_ENCODERS)
+def _limited_only(encoder: str | None, codec: str, colour: ColourInfo, muxer: str | None = None) -> bool:
+    """Whether a picture of ``colour`` is full range and the output is read as limited whatever its tag
+    (``encoder`` of ``codec`` writes only limited, or ``muxer`` keeps no tags for it): its levels are
+    converted (written as they are, readers take them as limited, the contrast grows)."""
+    return colour.range is ColourRange.FULL and read_as_limited(encoder, codec, muxer)
+
+
+def _limited_note(encoder: str | None, codec: str, muxer: str | None) -> str:
+    """Why the levels are converted (:func:`_limited_only`), as the plan says it."""
+    if {encoder or "", codec} & LIMITED_RANGE_ENCODERS:
+        return _LIMITED_NOTE.format(encoder=encoder or codec)
+    return f"full range -> limited (the {muxer} container keeps no colour tags for {codec}: read as limited)"
 
 
 def _even_sides(
@@ -792,7 +801,7 @@ def plan_transcode(
         passed = input_format
         # A full-range picture into an encoder that writes only limited range has its levels converted
         # by the encode session: said as such, never as "same colour" (an outside pass, helper 91).
-        limited = _limited_only(encoder, codec, input_colour) and not input_format.is_rgb
+        limited = _limited_only(encoder, codec, input_colour, muxer) and not input_format.is_rgb
         readers = (
             None
             if input_format.is_rgb
@@ -851,7 +860,7 @@ def plan_transcode(
             reason += f"; {readers[1]}"
         if limited:
             written_colour = dataclasses.replace(written_colour, range=ColourRange.LIMITED)
-            reason += f"; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
+            reason += f"; {_limited_note(encoder, codec, muxer)}"
         return TranscodePlan(
             passthrough=True,
             reason=reason + kept,
@@ -892,9 +901,9 @@ def plan_transcode(
             else (ColourMatrix.SMPTE170M, ColourRange.LIMITED)
         )
         why = f"{matrix.name} limited (the input's {input_colour.matrix.name} cannot be written)"
-    if rng is ColourRange.FULL and _limited_only(encoder, codec, input_colour):
+    if rng is ColourRange.FULL and _limited_only(encoder, codec, input_colour, muxer):
         why = why.replace("matrix and range", "matrix")
-        rng, why = ColourRange.LIMITED, f"{why}; {_LIMITED_NOTE.format(encoder=encoder or codec)}"
+        rng, why = ColourRange.LIMITED, f"{why}; {_limited_note(encoder, codec, muxer)}"
     readers = _for_readers(encoder, codec, muxer, out, matrix)
     if readers is not None:
         # Rendered in the matrix every reader takes the pictures as, whatever was wanted (VP8's BT.601).

@@ -43,7 +43,6 @@ from alpha2.ffmpeg_bridge.decode import DecodeSession
 from alpha2.ffmpeg_bridge.dlpack import frame_from_dlpack
 from alpha2.ffmpeg_bridge.encoders import (
     ENCODER_PREFERENCE,
-    LIMITED_RANGE_ENCODERS,
     EncoderSpec,
     canonical_name,
     colour_kept_or_refused,
@@ -52,6 +51,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     matrix_for_readers,
     nearest_encoder_format,
     preferred_encoders,
+    read_as_limited,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
@@ -307,12 +307,12 @@ def _full_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame
 
 
 def _encoder_layout(
-    frame: av.VideoFrame, pixel_format: str, source: ColourInfo, matrix: ColourMatrix | None
+    frame: av.VideoFrame, pixel_format: str, source: ColourInfo, limited: bool, matrix: ColourMatrix | None
 ) -> av.VideoFrame:
     """A Y'CbCr (or gray) frame of colour ``source`` as ``pixel_format``, pts kept, converted by swscale
-    to limited range where ``source`` is full (for :data:`LIMITED_RANGE_ENCODERS`, whose pictures
-    decoders read as limited) and to ``matrix`` (:func:`matrix_for_readers`; None: kept)."""
-    full = source.range is ColourRange.FULL
+    to limited range where ``source`` is full and ``limited`` (for :data:`LIMITED_RANGE_ENCODERS`, whose
+    pictures decoders read as limited) and to ``matrix`` (:func:`matrix_for_readers`; None: kept)."""
+    full = limited and source.range is ColourRange.FULL
     out = frame.reformat(
         format=pixel_format,
         src_colorspace=SWSCALE_MATRICES[source.matrix] if matrix is not None else None,
@@ -865,7 +865,7 @@ class EncodeSession:
             # decoders read the RGB planes as Y'CbCr).
             self._yuv_colour = colour if colour is not None else ColourInfo()
             colour = dataclasses.replace(self._yuv_colour, matrix=ColourMatrix.RGB, range=ColourRange.FULL)
-        limited_only = {self.encoder.name, self.encoder.codec} & LIMITED_RANGE_ENCODERS
+        limited_only = read_as_limited(self.encoder.name, self.encoder.codec, self.muxer)
         if limited_only and not self._pixel_format.is_rgb:
             # Decoders read these encoders' pictures as limited: a full-range stream is written so.
             self._to_limited = True
@@ -1159,7 +1159,11 @@ class EncodeSession:
             ):
                 assert self._pixel_format is not None
                 av_frame = _encoder_layout(
-                    av_frame, self._pixel_format.ffmpeg_name, source, self._matrix_for_readers(source.matrix)
+                    av_frame,
+                    self._pixel_format.ffmpeg_name,
+                    source,
+                    self._to_limited,
+                    self._matrix_for_readers(source.matrix),
                 )
             elif (
                 colour is not None

@@ -31,6 +31,7 @@ __all__ = [
     "matrix_for_readers",
     "nearest_encoder_format",
     "preferred_encoders",
+    "read_as_limited",
 ]
 
 
@@ -244,6 +245,17 @@ none either (:data:`UNTAGGED_MUXERS`) every reader guesses the matrix from the p
 
 UNTAGGED_MUXERS = frozenset({"avi", "nut"})
 """Muxers that keep no colour tags (FFV1 or MPEG-4 written into them read back 'unspecified')."""
+
+
+def read_as_limited(encoder: str | None, codec: str | None, muxer: str | None) -> bool:
+    """Whether every reader takes this output's pictures as limited range whatever alpha2 tags: an
+    encoder of :data:`LIMITED_RANGE_ENCODERS`, or FFV1 / MPEG-4 in AVI or NUT, which keep no tags (a
+    full-range picture written as it was there came back with its blacks and whites clipped)."""
+    names = {encoder or "", codec or ""}
+    return bool(names & LIMITED_RANGE_ENCODERS) or (
+        muxer in UNTAGGED_MUXERS and bool(names & UNTAGGED_CODECS)
+    )
+
 
 CONVERTIBLE_MATRICES = frozenset(
     {
