@@ -11,6 +11,7 @@ from pathlib import Path
 
 import av
 import pytest
+from media import make_clip
 
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.api.transcoder import transcode
@@ -41,18 +42,7 @@ REFUSED = [
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("matrix") / "in.mp4"
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
-        for i in range(6):
-            frame = av.VideoFrame(160, 96, "yuv420p")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return str(path)
+    return make_clip(tmp_path_factory.mktemp("matrix") / "in.mp4", "h264", 160, 96, frames=6).path
 
 
 @pytest.mark.parametrize(("codec", "ext"), HELD, ids=[f"{c}{e}" for c, e in HELD])
@@ -124,18 +114,7 @@ def test_a_vp8_copy_into_mov_is_refused_before_writing(tmp_path: Path) -> None:
 
 
 def _red(tmp_path: Path) -> str:
-    path = tmp_path / "src.mp4"
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
-        for i in range(4):
-            frame = av.VideoFrame(160, 96, "yuv420p")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return str(path)
+    return make_clip(tmp_path / "src.mp4", "h264", 160, 96, frames=4).path
 
 
 def test_a_copy_into_avi_keeps_the_frame_rate(tmp_path: Path) -> None:
@@ -173,18 +152,7 @@ def test_an_output_that_keeps_no_colour_tags_is_written_in_the_matrix_readers_gu
 
 
 def test_a_transcode_into_an_untagged_output_says_the_matrix_it_converts_to(tmp_path: Path) -> None:
-    source = tmp_path / "hd.mp4"
-    with av.open(str(source), "w") as out:
-        stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = 1280, 720, "yuv420p"
-        stream.codec_context.colorspace = 1
-        for i in range(3):
-            frame = av.VideoFrame(1280, 720, "yuv420p")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
+    source = make_clip(tmp_path / "hd.mp4", "h264", 1280, 720, frames=3, colorspace=1).path
     stats = transcode(str(source), tmp_path / "sd.avi", TranscodeOptions(codec="mpeg4", size=(320, 180)))
     assert stats.plan is not None
     assert "matrix BT709 -> BT.601 (the avi container keeps no colour tags for mpeg4" in stats.plan.reason

@@ -1141,6 +1141,7 @@ class EncodeSession:
             av_frame.pts = codec_pts
             av_frame.time_base = self._codec_time_base
             source = colour if colour is not None else self._colour  # raw planes: the session's colour
+            read = None if source is None or fmt.is_rgb else self._matrix_for_readers(source.matrix)
             if self._rgb_colour is not None and fmt.is_rgb:
                 assert self._pixel_format is not None
                 av_frame = rgb_to_yuv_frame(av_frame, self._pixel_format.ffmpeg_name, self._rgb_colour)
@@ -1152,18 +1153,11 @@ class EncodeSession:
             elif (
                 source is not None
                 and not fmt.is_rgb
-                and (
-                    (self._to_limited and source.range is ColourRange.FULL)
-                    or self._matrix_for_readers(source.matrix) is not None
-                )
+                and ((self._to_limited and source.range is ColourRange.FULL) or read is not None)
             ):
                 assert self._pixel_format is not None
                 av_frame = _encoder_layout(
-                    av_frame,
-                    self._pixel_format.ffmpeg_name,
-                    source,
-                    self._to_limited,
-                    self._matrix_for_readers(source.matrix),
+                    av_frame, self._pixel_format.ffmpeg_name, source, self._to_limited, read
                 )
             elif (
                 colour is not None

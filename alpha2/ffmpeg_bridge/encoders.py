@@ -9,6 +9,7 @@ FFmpeg build has is asked in :mod:`alpha2.ffmpeg_bridge.encode`.
 
 from __future__ import annotations
 
+import dataclasses
 import fractions
 import math
 from dataclasses import dataclass
@@ -119,6 +120,18 @@ _H26X_CRF = (0.0, 51.0)
 _AV1_VP9_CRF = (0.0, 63.0)
 _MPEG_QUANTISER = (1.0, 31.0)
 
+_MPEG2 = EncoderSpec(
+    "mpeg2video",
+    "mpeg2",
+    True,
+    crf_option="qmin",
+    crf_also=("qmax",),
+    crf_range=_MPEG_QUANTISER,
+    crf_whole=True,
+    frame_time_base=True,
+)
+"""MPEG-2's row: quantiser for crf, a frame's time base."""
+
 ENCODERS: tuple[EncoderSpec, ...] = (
     EncoderSpec("h264_nvenc", "h264", True, crf_option="cq", crf_range=_H26X_CRF),
     EncoderSpec("libx264", "h264", True, crf_range=_H26X_CRF),
@@ -135,28 +148,10 @@ ENCODERS: tuple[EncoderSpec, ...] = (
         "libvpx-vp9", "vp9", True, preset_option="cpu-used", crf_extra=(("b", "0"),), crf_range=_AV1_VP9_CRF
     ),
     EncoderSpec("libvpx", "vp8", False, preset_option="cpu-used", crf_range=_AV1_VP9_CRF),
-    EncoderSpec(
-        "mpeg2video",
-        "mpeg2",
-        True,
-        crf_option="qmin",
-        crf_also=("qmax",),
-        crf_range=_MPEG_QUANTISER,
-        crf_whole=True,
-        frame_time_base=True,
-    ),
+    _MPEG2,
     # MPEG-1 takes only its standard frame rates as a time base (as MPEG-2): at FFmpeg's 1/90000 of
     # the container it refused to open ('Invalid argument') into every output but AVI.
-    EncoderSpec(
-        "mpeg1video",
-        "mpeg1",
-        True,
-        crf_option="qmin",
-        crf_also=("qmax",),
-        crf_range=_MPEG_QUANTISER,
-        crf_whole=True,
-        frame_time_base=True,
-    ),
+    dataclasses.replace(_MPEG2, name="mpeg1video", codec="mpeg1"),
     EncoderSpec(
         "mpeg4",
         "mpeg4",
