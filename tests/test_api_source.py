@@ -698,6 +698,22 @@ def test_open_async_and_render_async_keep_the_loop_free(
     assert worst < 0.15, f"the event loop stalled {worst * 1000:.0f} ms"
 
 
+def test_gpu_work_done_signals_on_your_own_wgpu_device() -> None:
+    """GpuWorkDone (exported for programs that bring their own device) ended its waits FAILED on a
+    wgpu-py device, with 'Can only unmap a buffer if its currently mapped': wgpu-py marks the buffer
+    mapped only once its settled promise is resolved, and the poll unmapped it before that."""
+    import wgpu
+
+    import alpha2
+
+    own = wgpu.gpu.request_adapter_sync().request_device_sync()
+    result = alpha2.GpuWorkDone(own).wait(10)
+    assert result.signaled, result
+    assert asyncio.run(alpha2.GpuWorkDone(own).wait_async(10)).signaled
+    done = alpha2.GpuWorkDone(own)
+    assert done.wait(10).signaled and done.is_signaled() and done.wait(0).signaled  # asked again: still done
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

@@ -178,8 +178,13 @@ class GpuWorkDone(SyncPoint):
             return False
         buffer, self._buffer = self._buffer, None
         if buffer is not None:
-            buffer.unmap()
-            buffer.destroy()
+            try:
+                # Settled is not resolved: wgpu-py marks the buffer mapped when the promise is resolved,
+                # which sync_wait() does here without waiting (unmap() before it raises).
+                self._promise.sync_wait()
+                buffer.unmap()
+            finally:
+                buffer.destroy()
         return True
 
     def _wait_native(self, timeout_s: float) -> WaitStatus:
