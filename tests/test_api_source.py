@@ -714,6 +714,17 @@ def test_gpu_work_done_signals_on_your_own_wgpu_device() -> None:
     assert done.wait(10).signaled and done.is_signaled() and done.wait(0).signaled  # asked again: still done
 
 
+def test_gpu_work_done_takes_an_alpha2_device_and_refuses_other_things(device: Any) -> None:
+    """GpuWorkDone(source.device) and GpuWorkDone('x') raised AttributeError ("module 'alpha2' has no
+    attribute 'BufferUsage'"): it looked the usage flags up in the module of whatever it was given."""
+    import alpha2
+
+    assert alpha2.GpuWorkDone(device).wait(10).signaled
+    for wrong in ("x", None, 3):
+        with pytest.raises(InvalidInputError, match="not a WebGPU device"):
+            alpha2.GpuWorkDone(wrong)
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

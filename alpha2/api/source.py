@@ -58,7 +58,13 @@ from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitStatus
-from alpha2.gpu.webgpu import WebGpuDevice, promise_settled, pump_events
+from alpha2.gpu.webgpu import (
+    WebGpuDevice,
+    gpu_module_of,
+    promise_settled,
+    pump_events,
+    webgpu_device_of,
+)
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
@@ -161,10 +167,15 @@ class GpuWorkDone(SyncPoint):
     so the map settles after everything submitted earlier. Waited on by the WaiterThread (``wait_async``).
     """
 
-    def __init__(self, webgpu_device: WebGpuDevice) -> None:
+    def __init__(self, webgpu_device: WebGpuDevice | Device) -> None:
+        """Submit the marker on ``webgpu_device`` (a wgpu / wgpudawn GPUDevice, or an alpha2 Device).
+
+        Raises:
+            InvalidInputError: ``webgpu_device`` is neither.
+        """
         super().__init__()
-        gpu = type(webgpu_device).__module__.split(".")[0]
-        usage = __import__(gpu).BufferUsage
+        usage = gpu_module_of(webgpu_device).BufferUsage
+        webgpu_device = webgpu_device_of(webgpu_device)
         self._device = webgpu_device
         self._buffer = webgpu_device.create_buffer(size=4, usage=usage.MAP_READ | usage.COPY_DST)
         encoder = webgpu_device.create_command_encoder(label="alpha2 work done")
