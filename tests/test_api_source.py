@@ -725,6 +725,17 @@ def test_gpu_work_done_takes_an_alpha2_device_and_refuses_other_things(device: A
             alpha2.GpuWorkDone(wrong)
 
 
+def test_gpu_work_done_on_a_closed_device_is_a_closed_error() -> None:
+    """GpuWorkDone(device) after device.close() raised cffi's TypeError ("initializer for ctype
+    'struct WGPUDeviceImpl *' must be a cdata pointer, not NoneType")."""
+    import alpha2
+
+    closed = alpha2.Device.open()
+    closed.close()
+    with pytest.raises(ClosedError, match=r"Device was closed \(Device\.close\(\)"):
+        alpha2.GpuWorkDone(closed)
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

@@ -172,8 +172,14 @@ class GpuWorkDone(SyncPoint):
 
         Raises:
             InvalidInputError: ``webgpu_device`` is neither.
+            ClosedError: an alpha2 Device that was closed.
         """
         super().__init__()
+        if getattr(webgpu_device, "_closed", False):  # its GPUDevice is gone: cffi's TypeError otherwise
+            raise ClosedError(
+                "this Device was closed (Device.close() or its with block): no work can be submitted on it; "
+                "wait before closing it"
+            )
         usage = gpu_module_of(webgpu_device).BufferUsage
         webgpu_device = webgpu_device_of(webgpu_device)
         self._device = webgpu_device
