@@ -736,6 +736,31 @@ def test_gpu_work_done_on_a_closed_device_is_a_closed_error() -> None:
         alpha2.GpuWorkDone(closed)
 
 
+def test_render_async_raises_when_the_gpu_work_it_waits_for_failed(
+    vfr_clips: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """render_async() returned the texture as finished when the wait for the GPU ended FAILED (it never
+    looked at the wait's result): a device lost mid-render went unseen, and so did GpuWorkDone's own
+    failure on wgpu-py devices."""
+    import alpha2
+    import alpha2.api.source as source_module
+    from alpha2.gpu.errors import DeviceLostError
+
+    def lost(self: Any) -> bool:
+        raise RuntimeError("Could not map buffer (device lost)")
+
+    async def main() -> None:
+        with alpha2.open(vfr_clips["mp4"], hwaccel="none") as source:
+            frame = await source.next_async()
+            assert frame is not None
+            with frame:
+                monkeypatch.setattr(source_module.GpuWorkDone, "_poll", lost)
+                with pytest.raises(DeviceLostError, match=r"while rendering the frame \(RuntimeError: Could"):
+                    await frame.render_async()
+
+    asyncio.run(main())
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

@@ -51,13 +51,20 @@ from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.ffmpeg_bridge.media import AudioTrack
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.dlpack import PlaneArray
-from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError, OutOfMemoryError
+from alpha2.gpu.errors import (
+    ClosedError,
+    DeviceLostError,
+    Error,
+    GpuTimeoutError,
+    InvalidInputError,
+    OutOfMemoryError,
+)
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitStatus
+from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitResult, WaitStatus
 from alpha2.gpu.webgpu import (
     WebGpuDevice,
     gpu_module_of,
@@ -206,6 +213,20 @@ class GpuWorkDone(SyncPoint):
 
     def _wait_native(self, timeout_s: float) -> WaitStatus:
         return WaitStatus.SIGNALED if self._poll() else WaitStatus.TIMED_OUT
+
+
+def _raise_if_failed(result: WaitResult, what: str) -> None:
+    """Raise the failure of GPU work an awaitable waited for (returning would hand on what it failed to
+    make): an alpha2 error as it is, the WebGPU implementation's as a lost device."""
+    if not result.failed:
+        return
+    error = result.error
+    if isinstance(error, Error):
+        raise error
+    raise DeviceLostError(
+        f"the GPU failed while {what} ({type(error).__name__}: {error}); open the source again on a "
+        "working device"
+    ) from error
 
 
 class _Worker:
@@ -673,7 +694,7 @@ class Frame:
         """Import into the device's textures; wait, off the event loop, until they may be sampled."""
         # The CPU upload copies the planes on the calling thread: done on the source's worker instead.
         lease = await self._source._run(self._import)
-        await lease.frame.sync.wait_async(timeout=None)
+        _raise_if_failed(await lease.frame.sync.wait_async(timeout=None), "importing the frame")
         return self
 
     async def render_async(
@@ -685,7 +706,8 @@ class Frame:
         texture = await self._source._run(
             lambda: self.render(target, output_format=output_format, antialias=antialias)
         )
-        await GpuWorkDone(self._source.device.webgpu_device).wait_async(timeout=None)
+        done = await GpuWorkDone(self._source.device.webgpu_device).wait_async(timeout=None)
+        _raise_if_failed(done, "rendering the frame")
         return texture
 
     def to_ndarray(self, format: str = "rgb24") -> np.ndarray:
