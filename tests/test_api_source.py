@@ -761,6 +761,40 @@ def test_render_async_raises_when_the_gpu_work_it_waits_for_failed(
     asyncio.run(main())
 
 
+def test_closing_a_source_inside_async_for_leaves_no_thread(vfr_clips: dict[str, str]) -> None:
+    """close() inside ``async for`` left an 'alpha2-decode' thread running for good: the loop's next
+    step made a new worker for the closed source (which then raised ClosedError) and nothing stopped it.
+    A frame rendered with render_async() after its source closed did the same."""
+    import alpha2
+
+    def decode_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("alpha2-decode")]
+
+    before = decode_threads()
+
+    async def main() -> tuple[int, tuple[int, ...]]:
+        source = alpha2.open(vfr_clips["mp4"], hwaccel="none")
+        taken = 0
+        with pytest.raises(ClosedError, match="was closed"):
+            async for _frame in source:
+                taken += 1
+                if taken == 3:
+                    source.close()
+        with alpha2.open(vfr_clips["mp4"], hwaccel="none") as other:
+            kept = other.next_frame()
+        assert kept is not None
+        with kept:
+            texture = await kept.render_async()  # the frame outlives its source, as render() does
+        return taken, tuple(texture.size[:2])
+
+    taken, size = asyncio.run(main())
+    assert (taken, size) == (3, (64, 48))
+    deadline = time.monotonic() + 5
+    while decode_threads() != before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert decode_threads() == before
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

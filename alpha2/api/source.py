@@ -1297,6 +1297,15 @@ class VideoSource:
 
     async def _run(self, fn: Callable[[], _T], on_cancel: Callable[[_T], None] | None = None) -> _T:
         resources = self._resources
+        if resources.session.closed:
+            # A closed source keeps no thread: one made here was never stopped (close() inside
+            # ``async for`` left one behind). The call runs on a thread of its own, stopped after it,
+            # and says itself whether it may run (a frame renders after its source closed; decoding not).
+            once = _Worker("alpha2-decode")
+            try:
+                return await once.run(fn, on_cancel)
+            finally:
+                once.close()
         if resources.worker is None:
             resources.worker = _Worker("alpha2-decode")
         return await resources.worker.run(fn, on_cancel)
