@@ -795,6 +795,40 @@ def test_closing_a_source_inside_async_for_leaves_no_thread(vfr_clips: dict[str,
     assert decode_threads() == before
 
 
+def test_frames_converted_on_several_threads_keep_their_own_pixels(tmp_path: Path) -> None:
+    """The frames of one loop handed to several worker threads (what ConcurrentIterationError tells
+    to do) came back from to_ndarray() with another frame's pixels, 8 to 19 of 60: each conversion drew
+    into the renderer's one output texture of that size and read it back, and two threads interleaved."""
+    import queue
+
+    import alpha2
+
+    clip = make_clip(tmp_path / "t.mp4", frames=48, width=64, height=48)
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        expected = {frame.pts_seconds: frame.to_ndarray() for frame in source}
+    handed: queue.Queue[Any] = queue.Queue(maxsize=8)
+    got: dict[float | None, np.ndarray] = {}
+
+    def convert() -> None:
+        while (frame := handed.get()) is not None:
+            with frame:
+                got[frame.pts_seconds] = frame.to_ndarray()
+        handed.put(None)
+
+    workers = [threading.Thread(target=convert) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        while (frame := source.next_frame()) is not None:
+            handed.put(frame)
+        handed.put(None)
+        for worker in workers:
+            worker.join(60)
+    assert sorted(got) == sorted(expected)
+    wrong = [pts for pts in expected if not np.array_equal(got[pts], expected[pts])]
+    assert not wrong, f"{len(wrong)} of {len(expected)} frames came back with other pixels"
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

@@ -719,9 +719,12 @@ class Frame:
         """
         if format not in ("rgb24", "rgba"):
             raise InvalidInputError(f"format must be 'rgb24' or 'rgba', got {short_repr(format)}")
-        with self._imported() as lease:
-            texture = self._source.renderer.render(lease, rotation=self.decoded.metadata.rotation)
-        pixels = read_texture_rgba(self._source.device, texture)
+        # The renderer's own output texture is one per size: frames converted on two threads at once
+        # (a source's frames handed to several workers) read back each other's pixels without this.
+        with self._source._output_lock:
+            with self._imported() as lease:
+                texture = self._source.renderer.render(lease, rotation=self.decoded.metadata.rotation)
+            pixels = read_texture_rgba(self._source.device, texture)
         return np.ascontiguousarray(pixels[:, :, :3]) if format == "rgb24" else pixels
 
     def to_tensor(self, *args: Any, **options: Any) -> RgbTensor:
@@ -928,6 +931,7 @@ class VideoSource:
         self._lock = threading.Lock()
         self._kept: list[Frame] = []  # decoded for a cancelled next_async: the next call's
         self._imports_lock = threading.Lock()
+        self._output_lock = threading.Lock()  # to_ndarray: the renderer's output texture, drawn and read
         self._imports_held = 0  # frames holding textures (rendered, not released)
         self._warmed = False
         self._busy = threading.Lock()  # held while a call takes frames: a second thread is refused
