@@ -1395,6 +1395,8 @@ class VideoSource:
             InvalidInputError: ``seconds`` is not a sequence (a list, tuple or numpy array of times), or
                 a time in it is not a finite number >= 0.
             EndOfStreamError: a time at or past the end (no frame is then kept).
+            SurfaceBudgetError: more times than the source's ``budget`` holds frames (``max_surfaces``),
+                or the budget stayed full.
         """
         asked = _listed("frames_at", seconds, "times in seconds", " or call frame_at")
         values = [_check_seconds(s) for s in asked]
