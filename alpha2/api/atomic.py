@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "atomic_path",
     "check_output_path",
+    "input_refusal",
     "open_regular",
     "png_bytes",
     "same_file",
@@ -94,6 +95,23 @@ def check_output_path(
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InvalidInputError(f"{what} directory {directory!r} is not writable")
     return full
+
+
+def input_refusal(path: str | os.PathLike[str]) -> str | None:
+    """Why an input that is a FIFO, a socket or a device is refused, or None (a file, a folder, a name
+    that does not exist: opening says what is wrong with those). alpha2 opens its input more than once
+    (to probe it, to decode, to copy its audio) and seeks in it: a FIFO's second open waited for a writer
+    for ever, after the first had read it, and the command hung."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return (
+        f"input {os.fspath(path)!r} is {_file_kind(mode)}, not a file: alpha2 opens its input more than "
+        "once and seeks in it; save the stream to a file and give its name"
+    )
 
 
 def open_regular(path: str, flags: int = os.O_RDONLY, mode: int = 0o600, *, what: str = "file") -> int:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.atomic import check_output_path
+from alpha2.api.atomic import check_output_path, input_refusal
 from alpha2.api.devices import nvdec_possible, open_decoder, open_device, texture_limit
 from alpha2.api.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
 from alpha2.api.transcode_plan import (
@@ -1428,6 +1428,9 @@ def transcode(
         )
     options = options if options is not None else TranscodeOptions()
     src, output = _path("source", source), _path("output", output)
+    refusal = input_refusal(src)
+    if refusal is not None:
+        raise InvalidInputError(refusal)
     sound = _sound_alone(src, output, options.max_pixels)  # the streams, where only its audio is written
     if sound is None:
         check_options(options, output)  # what the options alone tell, before any file is looked at
