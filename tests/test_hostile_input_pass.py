@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import alpha2
 from alpha2.api.transcoder import transcode
+from alpha2.ffmpeg_bridge.errors import MediaFormatError
 from alpha2.gpu.errors import InvalidInputError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from media import make_clip
+from media import make_clip, remux
 
 REPO = str(Path(__file__).resolve().parent.parent)
 
@@ -53,3 +55,71 @@ def test_library_transcode_refuses_a_fifo(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "clip.mkv", frames=3)
     transcode(clip.path, tmp_path / "out.mkv")  # a file still goes
     assert (tmp_path / "out.mkv").stat().st_size > 0
+
+
+def _cut(src: str, dst: Path, size: int) -> str:
+    dst.write_bytes(Path(src).read_bytes()[:size])
+    return str(dst)
+
+
+def _moov(path: str) -> tuple[int, int]:
+    data = Path(path).read_bytes()
+    offset = 0
+    while offset + 8 <= len(data):
+        length, kind = int.from_bytes(data[offset : offset + 4], "big"), data[offset + 4 : offset + 8]
+        if kind == b"moov":
+            return offset, length
+        offset += length
+    raise AssertionError("no moov")
+
+
+CUT_INDEX = "an MP4 / MOV cut short inside its 'moov' index: the file ends"
+
+
+def test_mp4_cut_inside_its_index_says_so(tmp_path: Path) -> None:
+    # The index last (as a muxer writes it): FFmpeg refused the file with 'Invalid data', said 'not a
+    # video or sound file, or damaged from its start'.
+    clip = make_clip(tmp_path / "clip.mp4", frames=12, audio=True).path
+    start, length = _moov(clip)
+    cut = _cut(clip, tmp_path / "cut.mp4", start + 300)  # inside the video's track
+    with pytest.raises(MediaFormatError) as info:
+        alpha2.open(cut, hwaccel="none")
+    assert f"{CUT_INDEX} 300 bytes into the index's {length}" in str(info.value)
+    # Its last bytes (metadata) missing, FFmpeg still reads it: it plays, nothing refused.
+    whole = _cut(clip, tmp_path / "nearly.mp4", start + length - 7)
+    with alpha2.open(whole, hwaccel="none") as source:
+        assert sum(1 for _ in source) == 12
+
+
+def test_faststart_mp4_cut_inside_its_index_says_so(tmp_path: Path) -> None:
+    # The index first ('faststart'): FFmpeg opened the file with a data stream or none, said 'has no
+    # video stream (streams: data)' by alpha2.open and 'holds no video or audio' by a transcode.
+    clip = make_clip(tmp_path / "clip.mp4", frames=12, audio=True).path
+    fast = remux(clip, str(tmp_path / "fast.mp4"), {"movflags": "faststart"})
+    start, _ = _moov(fast)
+    for size in (start + 40, start + 170, start + 300):
+        cut = _cut(fast, tmp_path / "cut.mp4", size)
+        with pytest.raises(MediaFormatError, match=CUT_INDEX):
+            alpha2.open(cut, hwaccel="none")
+    for args in (
+        ["probe", "cut.mp4"],
+        ["transcode", "cut.mp4", "out.mkv"],
+        ["transcode", "cut.mp4", "o.m4a"],
+    ):
+        done = run_alpha2(args, tmp_path)
+        assert done.returncode == 1, args
+        assert done.stderr.startswith(f"alpha2: error: opening 'cut.mp4': {CUT_INDEX}"), (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out.mkv").exists() and not (tmp_path / "o.m4a").exists()
+
+
+def test_matroska_cut_inside_its_header_says_so(tmp_path: Path) -> None:
+    # FFmpeg's answers alone were said: 'opening 'cut.mkv': Input/output error' (or 'End of file').
+    clip = make_clip(tmp_path / "clip.mkv", frames=12).path
+    for size in (50, 100, 300):
+        cut = _cut(clip, tmp_path / "cut.mkv", size)
+        with pytest.raises(MediaFormatError) as info:
+            alpha2.open(cut, hwaccel="none")
+        message = str(info.value)
+        assert "could not read the container's header" in message, message
+        assert "the file ends or is damaged inside it" in message
