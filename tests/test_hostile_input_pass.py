@@ -123,3 +123,25 @@ def test_matroska_cut_inside_its_header_says_so(tmp_path: Path) -> None:
         message = str(info.value)
         assert "could not read the container's header" in message, message
         assert "the file ends or is damaged inside it" in message
+
+
+def test_output_name_too_long_is_refused_before_the_work(tmp_path: Path) -> None:
+    # A name of 256 bytes: the whole transcode ran, then 'moving the finished output to ... failed:
+    # [Errno 36] File name too long'. Now refused before the input is read.
+    clip = make_clip(tmp_path / "clip.mkv", frames=3).path
+    long_name = "M" * 252 + ".mp4"
+    said = (
+        f"output name {long_name[:40]!r}... is 256 bytes long; a file name in {str(tmp_path)!r} may be "
+        "255 at most"
+    )
+    done = run_alpha2(["transcode", "clip.mkv", long_name], tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [f"alpha2: error: {said}"]
+    with pytest.raises(InvalidInputError) as info:
+        alpha2.create(tmp_path / ("é" * 130 + ".mp4"))  # 264 bytes in UTF-8
+    assert "is 264 bytes long" in str(info.value)
+    assert sorted(os.listdir(tmp_path)) == ["clip.mkv"]
+    # The longest name there may be is written.
+    fits = "M" * 251 + ".mp4"
+    transcode(clip, tmp_path / fits)
+    assert (tmp_path / fits).stat().st_size > 0
