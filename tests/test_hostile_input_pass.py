@@ -15,7 +15,7 @@ from alpha2.ffmpeg_bridge.errors import MediaFormatError
 from alpha2.gpu.errors import InvalidInputError
 
 sys.path.insert(0, os.path.dirname(__file__))
-from media import make_clip, remux
+from media import make_clip, mux_with_pts, remux
 
 REPO = str(Path(__file__).resolve().parent.parent)
 
@@ -145,3 +145,21 @@ def test_output_name_too_long_is_refused_before_the_work(tmp_path: Path) -> None
     fits = "M" * 251 + ".mp4"
     transcode(clip, tmp_path / fits)
     assert (tmp_path / fits).stat().st_size > 0
+
+
+def test_probe_says_how_long_a_late_mkv_lasts_where_ffmpeg_gives_its_start(tmp_path: Path) -> None:
+    # Packets from 10 h on (mux_with_pts: FFmpeg gives this file a start, 36000 s): 'alpha2 probe' said
+    # 'Matroska / WebM, 10:00:00.333, 6.1 kB, 0 kb/s' of 10 frames at 30 fps, where the transcode of it
+    # said 0.333 s.
+    import json
+
+    mux_with_pts(tmp_path / "late.mkv", [30 * 36000 + i for i in range(10)])
+    done = run_alpha2(["probe", "late.mkv"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.splitlines()[0]
+    assert head.startswith("late.mkv: Matroska / WebM, 0.333 s, "), head
+    facts = json.loads(run_alpha2(["probe", "--json", "late.mkv"], tmp_path).stdout)["files"][0]
+    assert facts["start_seconds"] == pytest.approx(36000.0)
+    assert facts["duration_seconds"] == pytest.approx(0.333, abs=0.001)
+    size = (tmp_path / "late.mkv").stat().st_size
+    assert facts["bit_rate"] == pytest.approx(size * 8 / 0.333, rel=0.01)
