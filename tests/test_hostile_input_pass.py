@@ -163,3 +163,23 @@ def test_probe_says_how_long_a_late_mkv_lasts_where_ffmpeg_gives_its_start(tmp_p
     assert facts["duration_seconds"] == pytest.approx(0.333, abs=0.001)
     size = (tmp_path / "late.mkv").stat().st_size
     assert facts["bit_rate"] == pytest.approx(size * 8 / 0.333, rel=0.01)
+
+
+def test_a_data_stream_is_named_by_its_codec_as_the_probe_names_it(tmp_path: Path) -> None:
+    # An MPEG-TS of one bin_data stream: the probe said '#0 data bin_data', the transcode 'holds no
+    # video or audio to transcode: data (unknown codec)'.
+    import av
+
+    path = tmp_path / "data.ts"
+    with av.open(str(path), "w") as out:
+        stream = out.add_data_stream("bin_data")
+        for i in range(5):
+            packet = av.Packet(b"hello")
+            packet.stream, packet.pts, packet.dts = stream, i * 3000, i * 3000
+            out.mux(packet)
+    probe = run_alpha2(["probe", "data.ts"], tmp_path)
+    assert "#0 data  bin_data" in probe.stdout, probe.stdout
+    with pytest.raises(InvalidInputError) as info:
+        transcode(path, tmp_path / "out.mkv")
+    assert str(info.value) == f"{str(path)!r} holds no video or audio to transcode: data (bin_data)"
+    assert sorted(os.listdir(tmp_path)) == ["data.ts"]
