@@ -183,3 +183,18 @@ def test_a_data_stream_is_named_by_its_codec_as_the_probe_names_it(tmp_path: Pat
         transcode(path, tmp_path / "out.mkv")
     assert str(info.value) == f"{str(path)!r} holds no video or audio to transcode: data (bin_data)"
     assert sorted(os.listdir(tmp_path)) == ["data.ts"]
+
+
+def test_a_file_cut_before_its_first_picture_says_its_video_holds_no_packets(tmp_path: Path) -> None:
+    # An MPEG-TS cut after its tables (580 bytes: SDT, PAT, PMT, the start of a video packet): the
+    # transcode said 'has no decodable video frames, and its decoder gave no picture size under the
+    # limit on decoded pictures ...; if its pictures are larger, raise the limit (--max-pixels)'.
+    clip = make_clip(tmp_path / "clip.ts", frames=12, audio=True).path
+    _cut(clip, tmp_path / "cut.ts", 580)
+    done = run_alpha2(["transcode", "cut.ts", "out.mkv"], tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "alpha2: error: 'cut.ts' has no video frames: its video stream (#0, h264) holds no packets; the "
+        "file is cut short before its first picture, or the stream is empty"
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["clip.ts", "cut.ts"]
