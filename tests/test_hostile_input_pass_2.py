@@ -1,0 +1,99 @@
+"""Hostile and odd input, from outside (a second pass): cut files copied, full disks, huge times, odd
+names, scripts from stdin."""
+
+from __future__ import annotations
+
+import fractions
+import os
+from pathlib import Path
+from typing import Any
+
+import av
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+from tests.media import make_clip, pattern, truncate
+
+ENDS_EARLY = "the input ends before the duration its container announces"
+
+
+def _notes(stats: Any) -> list[str]:
+    from alpha2.api.transcode_report import summary_notes
+
+    return summary_notes(stats)
+
+
+def test_a_copy_of_a_cut_file_says_it_ends_early(tmp_path: Path) -> None:
+    # A Matroska file cut in half keeps its header's 1 s: a transcode's decoder said the input ends
+    # early, a copy of the same file said nothing.
+    for ext, codec in (("mkv", "h264"), ("webm", "vp9")):
+        clip = make_clip(tmp_path / f"clip.{ext}", codec=codec, frames=30, audio=True)
+        cut = truncate(clip.path, str(tmp_path / f"cut.{ext}"), 0.5)
+        copied = transcode(cut, str(tmp_path / f"copy.{ext}"), TranscodeOptions(codec="copy"))
+        encoded = transcode(cut, str(tmp_path / f"enc.{ext}"), TranscodeOptions())
+        assert ENDS_EARLY in _notes(encoded)
+        assert ENDS_EARLY in _notes(copied), _notes(copied)
+        assert copied.as_dict()["decode"]["truncated"]
+        whole = transcode(clip.path, str(tmp_path / f"whole.{ext}"), TranscodeOptions(codec="copy"))
+        assert ENDS_EARLY not in _notes(whole)
+        # A copy cut with --to reads only part of the file: it cannot say where the input ends.
+        part = transcode(cut, str(tmp_path / f"part.{ext}"), TranscodeOptions(codec="copy", to_seconds=0.2))
+        assert ENDS_EARLY not in _notes(part)
+
+
+def _sound(out: Any) -> Any:
+    sound = out.add_stream("libopus", rate=48000)
+    sound.layout = "mono"
+    return sound
+
+
+def _silence(out: Any, sound: Any, seconds: float) -> None:
+    """``seconds`` of silence into ``sound`` (added before any packet was muxed)."""
+    silence = av.AudioFrame(format="s16", layout="mono", samples=960)
+    for plane in silence.planes:
+        plane.update(bytes(plane.buffer_size))
+    for i in range(round(seconds * 50)):
+        silence.sample_rate, silence.pts = 48000, i * 960
+        for packet in sound.encode(silence):
+            out.mux(packet)
+    for packet in sound.encode(None):
+        out.mux(packet)
+
+
+def test_a_copy_of_a_video_beside_longer_or_shorter_sound_is_not_said_to_end_early(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "v.mkv", frames=30, rate=30)
+    for name, seconds in (("long_audio.mkv", 3.0), ("short_audio.mkv", 0.3)):
+        src = str(tmp_path / name)
+        with av.open(clip.path) as inp, av.open(src, "w") as out:
+            video = out.add_stream_from_template(inp.streams.video[0])
+            sound = _sound(out)
+            for packet in inp.demux():
+                if packet.dts is not None:
+                    packet.stream = video
+                    out.mux(packet)
+            _silence(out, sound, seconds)
+        copied = transcode(src, str(tmp_path / f"copy_{name}"), TranscodeOptions(codec="copy"))
+        assert copied.frames == 30
+        assert ENDS_EARLY not in _notes(copied), (name, _notes(copied))
+        # Its audio left out: the video still ends where its own duration says.
+        alone = transcode(src, str(tmp_path / f"alone_{name}"), TranscodeOptions(codec="copy", audio=False))
+        assert ENDS_EARLY not in _notes(alone), (name, _notes(alone))
+
+
+def test_a_copy_of_a_late_starting_video_is_not_said_to_end_early(tmp_path: Path) -> None:
+    # FFmpeg's Matroska muxer tags where a late track ends, not how long it lasts (test_late_track_duration).
+    src = str(tmp_path / "late.mkv")
+    with av.open(src, "w") as out:
+        video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = _sound(out)
+        for index in range(25):
+            picture = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24")
+            frame = picture.reformat(format="yuv420p")
+            frame.pts, frame.time_base = 12 + index, fractions.Fraction(1, 25)  # from 0.48 s
+            out.mux(video.encode(frame))
+        out.mux(video.encode(None))
+        _silence(out, sound, 1.5)
+    copied = transcode(src, str(tmp_path / "copy.mkv"), TranscodeOptions(codec="copy"))
+    assert copied.frames == 25
+    assert ENDS_EARLY not in _notes(copied), _notes(copied)
+    assert os.path.getsize(tmp_path / "copy.mkv") > 0
