@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import fractions
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import av
+import pytest
 
+import alpha2
+from alpha2.api.errors import EndOfStreamError
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from tests.media import make_clip, pattern, truncate
 
@@ -97,3 +101,16 @@ def test_a_copy_of_a_late_starting_video_is_not_said_to_end_early(tmp_path: Path
     assert copied.frames == 25
     assert ENDS_EARLY not in _notes(copied), _notes(copied)
     assert os.path.getsize(tmp_path / "copy.mkv") > 0
+
+
+def test_a_huge_time_is_named_as_asked(tmp_path: Path) -> None:
+    # Times are decoded capped at 1e12 s (past any stream's end): 'frame_at(1e308)' said 'no frame is
+    # on display at 1000000000000.0 s', a time the caller never passed.
+    clip = make_clip(tmp_path / "clip.mkv", frames=6)
+    with alpha2.open(clip.path) as source:
+        for asked, said in ((1e308, "1e+308 s"), (2.0**70, "1.1805916207174113e+21 s"), (5, "5.0 s")):
+            with pytest.raises(EndOfStreamError, match=f"no frame is on display at {re.escape(said)}: "):
+                source.frame_at(asked)
+        with pytest.raises(EndOfStreamError, match=r"no frame is on display at 1e\+200 s: .* 0\.200 s long"):
+            source.frames_at([0.1, 1e200])
+        assert source.frame_at(0.1).pts_seconds == pytest.approx(0.1)  # (still decoding after them)
