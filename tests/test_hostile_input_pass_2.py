@@ -6,6 +6,8 @@ from __future__ import annotations
 import fractions
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,11 @@ import pytest
 import alpha2
 from alpha2.api.errors import EndOfStreamError
 from alpha2.api.transcoder import TranscodeOptions, transcode
+from alpha2.apps.batch_plan import printable
+from alpha2.apps.cli import shown_name
 from tests.media import make_clip, pattern, truncate
 
+REPO = str(Path(__file__).resolve().parent.parent)
 ENDS_EARLY = "the input ends before the duration its container announces"
 
 
@@ -114,3 +119,41 @@ def test_a_huge_time_is_named_as_asked(tmp_path: Path) -> None:
         with pytest.raises(EndOfStreamError, match=r"no frame is on display at 1e\+200 s: .* 0\.200 s long"):
             source.frames_at([0.1, 1e200])
         assert source.frame_at(0.1).pts_seconds == pytest.approx(0.1)  # (still decoding after them)
+
+
+def _alpha2(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "alpha2", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_names_with_control_characters_are_shown_escaped(tmp_path: Path) -> None:
+    # 'alpha2 probe' printed a name holding a newline as it was, breaking its layout; the error line
+    # (its first line kept) said 'alpha2: error: o' for an output 'o\nut.mkv' that exists.
+    clip = make_clip(tmp_path / "a\nb\tc.mkv", frames=3)
+    done = _alpha2(["probe", "a\nb\tc.mkv", "x\ny.mkv"], tmp_path)
+    assert done.stdout.splitlines()[0].startswith("'a\\nb\\tc.mkv': Matroska / WebM, ")
+    assert done.stderr.splitlines() == ["alpha2: error: opening 'x\\ny.mkv': No such file or directory"]
+    (tmp_path / "o\nut.mkv").write_bytes(b"x")
+    done = _alpha2(["transcode", "a\nb\tc.mkv", "o\nut.mkv", "--codec", "copy"], tmp_path)
+    assert done.stderr.splitlines() == [
+        "alpha2: error: 'o\\nut.mkv' exists; pass -y (--overwrite) to replace it"
+    ]
+    done = _alpha2(["transcode", clip.path, "o\nut.mkv", "--codec", "copy", "-y"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    output = [line for line in done.stderr.splitlines() if line.lstrip().startswith("output")]
+    assert len(output) == 1 and output[0].startswith(f"  output  '{tmp_path}/o\\nut.mkv': "), output
+    done = _alpha2(["probe", "clé \x1b[31m.mkv"], tmp_path)
+    assert done.stderr.splitlines() == [
+        "alpha2: error: opening 'clé \\x1b[31m.mkv': No such file or directory"
+    ]
+
+
+def test_shown_names_and_printable_texts() -> None:
+    assert shown_name("clip.mkv") == "clip.mkv" and shown_name("clé vidéo.mkv") == "clé vidéo.mkv"
+    assert shown_name("bad\udcffname.mp4") == "bad\\xffname.mp4"  # batch's form, unquoted
+    assert shown_name("a\nb\tc.mkv") == "'a\\nb\\tc.mkv'"
+    assert shown_name("it's\n") == '"it\'s\\n"' and shown_name("a\\b\r") == "'a\\\\b\\r'"
+    assert shown_name("\u202eevil\udcff.mkv") == "'\\u202eevil\\xff.mkv'"
+    assert printable("a\nb\x1b.mkv") == "a\\nb\\x1b.mkv" and printable("x\udcff.mp4") == "x\\xff.mp4"
