@@ -157,3 +157,32 @@ def test_shown_names_and_printable_texts() -> None:
     assert shown_name("it's\n") == '"it\'s\\n"' and shown_name("a\\b\r") == "'a\\\\b\\r'"
     assert shown_name("\u202eevil\udcff.mkv") == "'\\u202eevil\\xff.mkv'"
     assert printable("a\nb\x1b.mkv") == "a\\nb\\x1b.mkv" and printable("x\udcff.mp4") == "x\\xff.mp4"
+
+
+def test_segments_from_a_script_read_from_stdin_are_refused_first(tmp_path: Path) -> None:
+    # Spawn runs the main script again in each worker: '<stdin>' is no file, and every worker died
+    # before it began, said 'its worker process ended (exit code None) without a result'.
+    clip = make_clip(tmp_path / "clip.mkv", frames=40, gop=10)
+    script = (
+        "import alpha2.api.transcoder as t\n"
+        "try:\n"
+        f"    t.transcode({clip.path!r}, 'out.mkv', t.TranscodeOptions(segments=2))\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO)
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=script,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == (
+        "UnsupportedError a segmented transcode starts a worker process per segment by 'spawn', which runs "
+        "the main script again, and this script was read from standard input: save it to a file and run "
+        "that (its transcode under 'if __name__ == \"__main__\":'), or leave segments out for one pipeline"
+    ), done.stdout + done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["clip.mkv"]
