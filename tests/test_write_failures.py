@@ -20,7 +20,7 @@ import pytest
 import alpha2
 from alpha2.api.atomic import write_png
 from alpha2.ffmpeg_bridge.encode import EncodeSession
-from alpha2.gpu.errors import OutputWriteError, output_write_error
+from alpha2.gpu.errors import ErrorKind, OutputWriteError, output_write_error
 from tests.media import make_audio_only, make_clip
 
 REPO = str(Path(__file__).resolve().parent.parent)
@@ -147,6 +147,11 @@ def test_only_disk_errors_are_said_as_write_failures() -> None:
     assert output_write_error("/x/out.mp4", OSError(errno.EINVAL, "Invalid argument")) is None
     assert output_write_error("/x/out.mp4", ValueError("no")) is None
     assert output_write_error(None, OSError(errno.ENOSPC, "No space left on device")) is not None
+    # A place without room is the caller's to mend (the same call fails the same way): not a bug, not
+    # retried; the disk's own failure is unexpected.
+    assert said.kind is ErrorKind.INVALID_INPUT and not said.kind.retryable
+    broken = output_write_error("/x/out.mp4", OSError(errno.EIO, "Input/output error"))
+    assert broken is not None and broken.kind is ErrorKind.INTERNAL
 
 
 @pytest.fixture

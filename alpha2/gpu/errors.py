@@ -147,9 +147,17 @@ _WRITE_FAILURES = {
 """The operating system's write failures said plainly: errors of the disk, not of the media."""
 
 
+_NO_ROOM = frozenset({_errno.ENOSPC, _errno.EDQUOT, _errno.EFBIG, _errno.EROFS})
+"""Write failures of the output's place, not of alpha2 or the hardware: the same call fails the same way
+until the caller makes room or picks another place (INVALID_INPUT); the others (EIO, ESTALE) are the
+disk's failing (INTERNAL). Neither is retried by itself."""
+
+
 class OutputWriteError(Error):
     """Writing an output file failed for a reason of the disk (full, over quota, an I/O error); the
-    partial file was removed. ``path`` names the output, ``errno`` the operating system's code."""
+    partial file was removed. ``path`` names the output, ``errno`` the operating system's code. Its kind:
+    INVALID_INPUT where the place has no room or takes no writes (ENOSPC, EDQUOT, EFBIG, EROFS: the same
+    call fails the same way until room is made), INTERNAL for the disk's own failures (EIO, ESTALE)."""
 
     default_kind = ErrorKind.INTERNAL
 
@@ -181,7 +189,10 @@ def output_write_error(path: str | None, exc: BaseException) -> OutputWriteError
             what = f"writing {path!r}" if path is not None else "writing the output"
             kept = "; nothing was kept" if path is not None else ""
             return OutputWriteError(
-                f"{what} failed: {_WRITE_FAILURES[code]} ({cause}){kept}", path=path, errno=code
+                f"{what} failed: {_WRITE_FAILURES[code]} ({cause}){kept}",
+                path=path,
+                errno=code,
+                kind=ErrorKind.INVALID_INPUT if code in _NO_ROOM else ErrorKind.INTERNAL,
             )
         current = current.__cause__ or current.__context__
     return None
