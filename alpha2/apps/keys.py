@@ -33,7 +33,7 @@ class Binding:
 PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("space", "pause / play"),
     Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("Down / Up", "seek -60 / +60 s"),
     Binding(", / .", "one frame back / forward (pauses)"),
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
@@ -54,7 +54,7 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
 WALL_BINDINGS: tuple[Binding, ...] = (
     Binding("space", "pause / play every tile"),
     Binding("Left / Right", "seek every tile -5 / +5 s"),
-    Binding("Down / Up", "seek every tile -30 / +30 s"),
+    Binding("Down / Up", "seek every tile -60 / +60 s"),
     Binding("a", "play the next tile's sound (or none)"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m", "mute"),
@@ -67,7 +67,7 @@ WALL_BINDINGS: tuple[Binding, ...] = (
 AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space", "pause / play"),
     Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("Down / Up", "seek -60 / +60 s"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m / #", "mute / next audio track"),
     Binding("PgDn / PgUp", "next / previous chapter"),
@@ -81,7 +81,7 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
 PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space", "pause / play"),
     Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("Down / Up", "seek -60 / +60 s"),
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
     Binding("9 / 0, wheel", "volume down / up"),

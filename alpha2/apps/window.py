@@ -6,7 +6,7 @@ from :mod:`alpha2.apps.audio_out`, or the system clock, which says why), letterb
 frames shown, dropped and late with their A/V offsets. Over the frame, in the same submit, it blends
 the on-screen display (:mod:`alpha2.apps.osd`, drawn on the GPU through :mod:`alpha2.api.overlay`):
 time and progress bar, pause sign, messages, stats, key help and subtitles (:mod:`alpha2.api.subtitles`).
-Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 30 s),
+Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 60 s),
 ``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
 and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
 the video's own size, with its subtitle), l loops, j cycles subtitles, # the audio tracks (the sound
@@ -74,7 +74,7 @@ __all__ = [
     "set_fullscreen",
 ]
 
-SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -30.0, "ArrowUp": 30.0}
+SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -60.0, "ArrowUp": 60.0}
 """Seek per arrow key, in seconds."""
 VOLUME_STEP = 0.1
 """Volume change per 9 / 0 key press (and per wheel notch)."""
