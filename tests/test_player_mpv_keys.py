@@ -45,3 +45,26 @@ def test_up_and_down_seek_a_minute_as_mpv(long_clip: str) -> None:
     finally:
         _close(playback)
     assert any(line.startswith("Down / Up") and "-60 / +60 s" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_o_shows_the_time_and_the_bar_as_mpv(long_clip: str) -> None:
+    """mpv's o shows the progress bar and the time for a moment, playing; it did nothing."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback.osd._active_until = float("-inf")  # the bar of the start has faded
+        _draw(playback)
+        assert not playback.osd.showing_bar(playback.paused)
+        before = _draw(playback)
+        playback._on_key({"key": "o"})
+        after = _draw(playback)
+        assert playback.osd.showing_bar(playback.paused) and not playback.paused
+        # The bar's track is drawn over the frame's bottom rows (the picture itself holds still at 1 fps).
+        bar = playback.osd.bar_rect(playback._window_size())
+        rows = slice(bar.y, bar.y + bar.height)
+        assert abs(after[rows] - before[rows]).mean() > 10
+    finally:
+        _close(playback)
+    assert any("o shows it" in line for line in help_lines(PLAYER_BINDINGS))

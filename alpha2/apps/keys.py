@@ -40,7 +40,7 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m / #", "mute / next audio track"),
     Binding("f, double-click", "fullscreen"),
-    Binding("click the bar", "seek there (moving the mouse shows it)"),
+    Binding("click the bar", "seek there (moving the mouse or o shows it)"),
     Binding("s", "screenshot: NAME-SECONDS.png next to the input"),
     Binding("l", "loop the file"),
     Binding("j", "next subtitle track (or none)"),

@@ -566,6 +566,8 @@ class _Keys:
                 self.canvas.close()
         elif key in ("f", "F"):
             self.toggle_fullscreen()
+        elif key == "o" and self.osd is not None:
+            self.osd.activity()  # mpv's show-progress: the time and the bar for a moment
         elif clock is None:
             return False
         elif key == " ":
