@@ -3,11 +3,18 @@ uses mpv daily, driven through rendercanvas's offscreen canvas (no display neede
 
 from __future__ import annotations
 
+import io
+import time
 from pathlib import Path
 
 import pytest
 
+from alpha2.api import pipeline
+from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+from alpha2.apps.osd import format_time
+from alpha2.apps.window import WindowPlayback
+from alpha2.gpu.geometry import Size
 from tests.media import make_clip
 from tests.test_window_faults import _close, _draw, _playback
 
@@ -68,3 +75,52 @@ def test_o_shows_the_time_and_the_bar_as_mpv(long_clip: str) -> None:
     finally:
         _close(playback)
     assert any("o shows it" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+class _Positions(pipeline.Progress):
+    """Records what the player says of its position on the terminal's line."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def set_position(self, text: str) -> None:
+        self.said.append(text)
+
+
+@pytest.mark.vulkan
+def test_the_terminal_line_says_the_position_and_the_pause_as_mpv(long_clip: str) -> None:
+    """The status line said the run's elapsed time, which ran on while paused ('0:00:28' at 0:12, paused)
+    and did not follow seeks; mpv's says the position and '(Paused)'."""
+    pytest.importorskip("rendercanvas")
+    said = _Positions()
+    playback = WindowPlayback(Player(long_clip, PlayOptions(audio=False), said))
+    playback.open("rendercanvas.offscreen", size=Size(160, 120))
+    try:
+        _draw(playback)
+        _draw(playback)
+        assert said.said[-1].endswith(f" / {format_time(float(LONG_S))}"), said.said
+        playback._on_key({"key": " "})
+        _draw(playback)
+        assert said.said[-1] == f"0:00 / {format_time(float(LONG_S))} (paused)"
+        playback._on_key({"key": "ArrowUp"})
+        _draw(playback)
+        _draw(playback)
+        assert said.said[-1] == f"1:00 / {format_time(float(LONG_S))} (paused)"
+        time.sleep(1.2)
+        _draw(playback)
+        assert said.said[-1].startswith("1:00 / ")  # paused, it holds
+    finally:
+        _close(playback)
+
+
+def test_rich_status_line_says_the_position_in_80_columns() -> None:
+    out = io.StringIO()
+    shown = pipeline.RichProgress("play", out, time_left=False)
+    shown._progress.console.width = 80  # (a terminal of 80 columns)
+    shown.start(108000)
+    shown.update(1234)
+    shown.set_position("0:41 / 1:00:00 (paused)")
+    shown.close(ended=False)
+    last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
+    assert last.rstrip().endswith("0:41 / 1:00:00 (paused)") and len(last) <= 80, last
+    assert "0:00:0" not in last  # no elapsed time beside it

@@ -1311,10 +1311,13 @@ class WindowPlayback(_Keys):
         after_last = self.pending is None and self.media_time() > position + self._frame_duration()
         return self.media_time() if not self.paused or self.audio_only or after_last else position
 
+    def _position_text(self) -> str:
+        """``0:12 / 1:00``: the time on display of the file's length."""
+        return f"{format_time(self._position() - self.start_s)} / {format_time(self.duration_s)}"
+
     def _title_text(self) -> str:
         name = os.path.basename(self.player.source)
-        position = self._position()
-        title = f"{name} — {format_time(position - self.start_s)} / {format_time(self.duration_s)}"
+        title = f"{name} — {self._position_text()}"
         if self.paused:
             title += " [paused]"
         if self.playlist is not None and len(self.playlist.sources) > 1:
@@ -1460,6 +1463,7 @@ class WindowPlayback(_Keys):
         if title != self.title:
             self.title = title
             self.canvas.set_title(title)
+        player.progress.set_position(self._position_text() + (" (paused)" if self.paused else ""))
         if self.fullscreen and not self._cursor_hidden and not self.osd.showing_bar(self.paused):
             self._cursor_hidden = True  # as mpv: the pointer goes with the bar, and comes back on a move
             self.canvas.set_cursor("none")
