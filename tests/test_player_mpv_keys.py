@@ -4,6 +4,7 @@ uses mpv daily, driven through rendercanvas's offscreen canvas (no display neede
 from __future__ import annotations
 
 import io
+import itertools
 import time
 from pathlib import Path
 
@@ -124,3 +125,36 @@ def test_rich_status_line_says_the_position_in_80_columns() -> None:
     last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
     assert last.rstrip().endswith("0:41 / 1:00:00 (paused)") and len(last) <= 80, last
     assert "0:00:0" not in last  # no elapsed time beside it
+
+
+@pytest.mark.vulkan
+def test_l_sets_an_a_b_loop_as_mpv(long_clip: str) -> None:
+    """mpv's l sets A, then B, then clears the A-B loop (L loops the file); l looped the whole file."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek(10.0)
+        _draw(playback)
+        playback._on_key({"key": "l"})
+        assert playback.osd.current_message == "A-B loop: A 0:10" and not playback.loop
+        playback.seek(12.0)
+        _draw(playback)
+        playback._on_key({"key": "l"})
+        assert playback.osd.current_message == "A-B loop: 0:10 - 0:12"
+        playback._on_key({"key": " "})  # play on from B: back to A, again and again
+        seen: list[float] = []
+        end = time.monotonic() + 4.5
+        while time.monotonic() < end:
+            _draw(playback)
+            if playback.shown_pts is not None:
+                seen.append(playback.shown_pts)
+            time.sleep(1 / 60)
+        assert min(seen) >= 10.0 - 1e-6 and max(seen) < 13.0, seen
+        assert sum(b < a for a, b in itertools.pairwise(seen)) >= 2, seen  # back to A, twice at least
+        playback._on_key({"key": "l"})
+        assert playback.osd.current_message == "A-B loop: off" and playback.ab_loop is None
+    finally:
+        _close(playback)
+    assert any(line.startswith("l / L") and "A-B loop" in line for line in help_lines(PLAYER_BINDINGS))

@@ -306,7 +306,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--loop",
         action="store_true",
-        help="play each file again when it ends (l toggles; a --wall plays all again once the "
+        help="play each file again when it ends (L toggles; a --wall plays all again once the "
         "longest has ended; offscreen, until --frames)",
     )
     parser.add_argument(

@@ -9,9 +9,9 @@ time and progress bar, pause sign, messages, stats, key help and subtitles (:mod
 Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 60 s),
 ``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
 and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
-the video's own size, with its subtitle), l loops, j cycles subtitles, # the audio tracks (the sound
-switches at the time heard), n / p go to the next / previous file of a playlist, i shows the stats, ? the
-keys, a click on the progress bar seeks, q or Escape quits.
+the video's own size, with its subtitle), l sets an A-B loop and L loops the file, j cycles subtitles,
+# the audio tracks (the sound switches at the time heard), n / p go to the next / previous file of a
+playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q or Escape quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
 window whose colour follows the sound's level, or no window at all; a playlist's file without video plays
@@ -683,6 +683,7 @@ class WindowPlayback(_Keys):
         self.subtitles: Subtitles | None = None
         self._subtitles_opened = False
         self.loop = bool(player.options.loop)
+        self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
         self.speed = 1.0
         self.fullscreen = False
         self.readable_surface = False
@@ -981,7 +982,7 @@ class WindowPlayback(_Keys):
             "]": lambda: self.set_speed(next_speed(self.speed, +1)),
             "Backspace": lambda: self.set_speed(1.0),
             "s": self.screenshot,
-            "l": self.toggle_loop,
+            "l": self.set_ab_loop,  # mpv's keys: l the A-B loop, L the file's
             "L": self.toggle_loop,
             "j": self.cycle_subtitles,
             "J": self.cycle_subtitles,
@@ -1033,6 +1034,34 @@ class WindowPlayback(_Keys):
     def toggle_loop(self) -> None:
         self.loop = not self.loop
         self._say(f"Loop: {'yes' if self.loop else 'no'}")
+
+    def set_ab_loop(self) -> None:
+        """mpv's ``l``: the first press sets A at the time on display, the second B (playing from B goes
+        back to A), the third clears it."""
+        position = self._position()
+        loop = self.ab_loop
+        if loop is None:
+            self.ab_loop = (position, None)
+            self._say(f"A-B loop: A {format_time(position - self.start_s)}")
+            return
+        a, b = loop
+        if b is None and abs(position - a) >= 0.01:
+            a, b = min(a, position), max(a, position)
+            self.ab_loop = (a, b)
+            self._say(f"A-B loop: {format_time(a - self.start_s)} - {format_time(b - self.start_s)}")
+        elif b is not None:
+            self.ab_loop = None
+            self._say("A-B loop: off")
+
+    def _loop_ab_if_due(self) -> bool:
+        """Back to A once the clock passes B (playing); whether it went."""
+        loop = self.ab_loop
+        if loop is None or loop[1] is None or self.clock is None or self.paused:
+            return False
+        if self.media_time() < loop[1]:
+            return False
+        self.seek(loop[0], show_bar=False)
+        return True
 
     def cycle_subtitles(self) -> None:
         if self.subtitles is None:
@@ -1215,6 +1244,7 @@ class WindowPlayback(_Keys):
         self.audio_only = False
         self._audio_duration = None
         self._tracks = self._chapters = None
+        self.ab_loop = None  # a file's A-B loop is not the next file's
         self.osd.always_bar = False
         self.osd.activity()
 
@@ -1391,6 +1421,7 @@ class WindowPlayback(_Keys):
         if self._signals is not None:
             self._signals.ensure()
         self._pace()
+        self._loop_ab_if_due()
         if self.audio_only:
             self._draw_level()
             return
