@@ -158,3 +158,33 @@ def test_l_sets_an_a_b_loop_as_mpv(long_clip: str) -> None:
     finally:
         _close(playback)
     assert any(line.startswith("l / L") and "A-B loop" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> None:
+    """Paused, with no message on screen and no stats, nothing changes: the window waits for input, as
+    mpv idles (it drew 4 times a second, 3-4 % of a core on lavapipe); a message brings the timed draws
+    back while it fades, and input is answered at once."""
+    playback = _playback(long_clip)
+    ticks: list[float] = []
+    tick = playback._tick
+
+    def counted() -> None:
+        ticks.append(time.monotonic())
+        tick()
+
+    playback._tick = counted  # type: ignore[method-assign]
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.osd.clear_message()
+        _draw(playback)
+        time.sleep(1.0)
+        assert ticks == []
+        playback._on_key({"key": "]"})  # 'Speed: 1.25x' on screen, fading: drawn on a timer again
+        _draw(playback)
+        time.sleep(0.6)
+        assert len(ticks) >= 1
+    finally:
+        _close(playback)

@@ -157,7 +157,11 @@ CHAPTER_BACK_S = 5.0
 """PgUp goes back to the start of the chapter playing when more than this into it (mpv's
 ``chapter-seek-threshold``), else to the chapter before."""
 PAUSED_FPS = 4
-"""Draws a second of a paused window with no input (the on-screen display's timing)."""
+"""Draws a second of a paused window with no input while something on screen changes (a message fading)."""
+PAUSED_EVENTS_FPS = 60
+"""A paused window's event ticks a second (rendercanvas's scheduler wakes max_fps times a second, also
+when nothing is to be drawn): a key is answered within 1/60 s, before the next of a held one (25 a
+second) or a quick hand: two frame steps in one tick went one frame."""
 
 
 def make_canvas(backend: Any, title: str, size: Size) -> Any:
@@ -855,9 +859,10 @@ class WindowPlayback(_Keys):
         self.canvas.request_draw()
 
     def _pace(self) -> None:
-        """Draw continuously while playing; paused, only on input and :data:`PAUSED_FPS` times a second
-        (the bar's fading, the clock's text), as mpv idles: a paused 720p window drew at 240 Hz, most of
-        a core on lavapipe.
+        """Draw continuously while playing; paused, only on input and, while something on screen changes
+        by itself (:meth:`_changes_while_paused`), :data:`PAUSED_FPS` times a second, as mpv idles: a
+        paused 720p window drew at 240 Hz, most of a core on lavapipe. Paused, rendercanvas's scheduler
+        wakes :data:`PAUSED_EVENTS_FPS` times a second for input, not 240.
 
         The few draws a second are asked by a timer thread of this window's (asking only sets the
         scheduler's flag): rendercanvas 2.7's ``min_fps`` never notes when it last drew (its scheduler's
@@ -866,18 +871,26 @@ class WindowPlayback(_Keys):
         self._note_pause()
         mode = "ondemand" if self.paused else "continuous"
         # A file without video has no frames to meet: the level visual is drawn at 60 Hz, not at 240.
-        fps = LEVEL_FPS if self.audio_only else MAX_FPS
+        fps = LEVEL_FPS if self.audio_only else PAUSED_EVENTS_FPS if mode == "ondemand" else MAX_FPS
         if (mode, fps) != self._update_mode and self.canvas is not None:
             self._update_mode = (mode, fps)
             if mode == "ondemand":
                 self.canvas.set_update_mode("ondemand", min_fps=0, max_fps=fps)
             else:
                 self.canvas.set_update_mode("continuous", max_fps=fps)
-        if mode == "ondemand" and not self._tick_pending:
+        if mode == "ondemand" and not self._tick_pending and self._changes_while_paused():
             self._tick_pending = True
             timer = threading.Timer(1 / PAUSED_FPS, self._tick)
             timer.daemon = True
             timer.start()
+
+    def _changes_while_paused(self) -> bool:
+        """Whether the paused window changes by itself: a message on screen (it fades), the stats (their
+        figures) or a file without video's level visual. Otherwise the picture, the bar and the time
+        stand still and nothing is drawn until an input comes (as mpv idles): the timed draws of a
+        paused window with nothing moving kept the main thread at 3 to 4 % of a core on lavapipe."""
+        osd = self.osd
+        return self.audio_only or osd.show_stats or osd.current_message is not None
 
     def _tick(self) -> None:
         self._tick_pending = False
