@@ -12,6 +12,7 @@ import pytest
 
 from alpha2.api import pipeline
 from alpha2.api.playback import Player, PlayOptions
+from alpha2.apps.cli import main
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
 from alpha2.apps.osd import format_time
 from alpha2.apps.window import WindowPlayback
@@ -188,3 +189,27 @@ def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> N
         assert len(ticks) >= 1
     finally:
         _close(playback)
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--start", "3"], "unknown option --start; mpv's --start is --at here"),
+        (["--start=3"], "unknown option --start; mpv's --start is --at here"),
+        (["--mute"], "unknown option --mute; mpv's --mute is --volume 0 here"),
+        (["--loop-file"], "unknown option --loop-file; mpv's --loop-file is --loop here"),
+        (["--keep-open"], "unknown option --keep-open; no --keep-open here: the player quits after"),
+        (["--sub-file", "a.srt"], "unknown option --sub-file; mpv's --sub-file is --sub here"),
+        (["--fs"], "unknown option --fs; no --fs here: f or a double click goes fullscreen"),
+    ],
+)
+def test_mpv_options_are_answered_with_the_players_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], said: str
+) -> None:
+    """mpv's options on 'alpha2 play': --start was answered 'did you mean --stats?', the others 'unknown
+    option' alone."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["play", str(tmp_path / "in.mp4"), *words])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
