@@ -213,3 +213,34 @@ def test_mpv_options_are_answered_with_the_players_way(
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"alpha2: error: {said}" in err, err
+
+
+def test_a_playlist_interrupted_closes_its_bar_as_unfinished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in a playlist's window closed the file's bar as a finished run: rich printed its line
+    again under the '^C' the terminal echoed ('48/120 ... (paused)' then '49/120 ... (paused)'); one
+    file's play closes it as unfinished, and so does the list now."""
+    from alpha2.apps import player as player_module
+    from alpha2.apps.cli import Interrupted
+
+    class _CtrlC:
+        def __init__(self, player: Player, *, playlist: object = None) -> None:
+            self.player = player
+
+        def run(self, canvas_module: str = "") -> None:
+            raise Interrupted()
+
+    closed: list[bool] = []
+
+    class _Bar(pipeline.Progress):
+        def close(self, completed: bool = True, *, ended: bool = True) -> None:
+            closed.append(completed)
+
+    a = make_clip(tmp_path / "a.mkv", frames=3).path
+    b = make_clip(tmp_path / "b.mkv", frames=3).path
+    monkeypatch.setattr(player_module, "_window_class", lambda: _CtrlC)
+    monkeypatch.setattr(player_module, "window_unavailable_reason", lambda environ=None: None)
+    with pytest.raises(Interrupted):
+        player_module.play_list([a, b], PlayOptions(audio=False), progress=_Bar)
+    assert closed == [False]

@@ -236,11 +236,13 @@ def play_list(
         playlist = Playlist(names, lambda name: Player(name, options, make_progress(), device=device))
         window = _window_class()(playlist.make_player(names[0]), playlist=playlist)
         timer = pipeline.RunTimer()
+        completed = False  # as play's: a Ctrl-C's file is no finished run (its bar goes, not printed again)
         try:
             window.run(canvas_module)
+            completed = True
         finally:
             timer.stop()
-            window.player.close(True)
+            window.player.close(completed)
         errors = list(playlist.errors)
         last = window.stats  # the file playing at the end, unless the last tried could not be played
         failed = {name for name, _ in errors}
