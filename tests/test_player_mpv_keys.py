@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
 from alpha2.apps.osd import format_time
 from alpha2.apps.window import WindowPlayback
 from alpha2.gpu.geometry import Size
-from tests.media import make_clip
+from tests.media import flip_bits, make_clip
 from tests.test_window_faults import _close, _draw, _playback
 
 LONG_S = 150
@@ -244,3 +245,24 @@ def test_a_playlist_interrupted_closes_its_bar_as_unfinished(
     with pytest.raises(Interrupted):
         player_module.play_list([a, b], PlayOptions(audio=False), progress=_Bar)
     assert closed == [False]
+
+
+def test_a_damaged_file_is_said_damaged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file with bits flipped in its middle played with its frames smeared (concealed) and a packet
+    left out, and the player said nothing ('played flipped.mp4: 118 frames'); mpv's terminal shows
+    FFmpeg's decode errors. The line, --stats and --json say what the decoder met."""
+    clip = make_clip(tmp_path / "clean.mp4", width=320, height=180, frames=30, gop=10).path
+    damaged = flip_bits(clip, str(tmp_path / "damaged.mp4"), count=60, skip=4000)
+    assert main(["play", damaged, "--offscreen", "--no-audio"]) == 0
+    err = capsys.readouterr().err
+    assert "damaged input: " in err and "corrupt frame" in err, err
+    assert main(["play", clip, "--offscreen", "--no-audio", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "damaged" not in err
+    data = json.loads(out[out.index("{") :])
+    assert data["decode"] == {
+        "corrupt_frames_kept": 0,
+        "corrupt_frames_skipped": 0,
+        "decode_errors": 0,
+        "truncated": False,
+    }

@@ -525,6 +525,9 @@ def _report(stats: PlayStats, args: argparse.Namespace) -> None:
             frames = f"{stats.sound_seconds:.1f} s of sound"
         line = f"alpha2: played {os.path.basename(stats.input)}: {frames} "
         line += f"{stats.mode}{note}; {stats.clock['reason']}"
+        damage = stats.damage_note()
+        if damage is not None:
+            line += f"; damaged input: {damage}"
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
         lines = [line]
