@@ -15,7 +15,7 @@ from alpha2.api import pipeline
 from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.cli import main
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
-from alpha2.apps.osd import format_time
+from alpha2.apps.osd import Osd, OsdView, format_time
 from alpha2.apps.window import WindowPlayback
 from alpha2.gpu.geometry import Size
 from tests.media import flip_bits, make_clip
@@ -266,3 +266,25 @@ def test_a_damaged_file_is_said_damaged(tmp_path: Path, capsys: pytest.CaptureFi
         "decode_errors": 0,
         "truncated": False,
     }
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_the_key_help_stays_above_the_subtitle(paused: bool) -> None:
+    """? over a subtitle at 640x360: the help's box reached down over the subtitle, which showed through
+    its last lines ('?  this help', 'q, Esc  quit') and made them unreadable; it now ends above it
+    (and above the time, as before)."""
+    osd = Osd(clock=lambda: 100.0)
+    osd.show_help = True
+    window = Size(640, 360)
+    view = OsdView(
+        10.0,
+        60.0,
+        paused=paused,
+        subtitle="Hello, this is the first subtitle line\nand a second line with «quotes»",
+        help=help_lines(PLAYER_BINDINGS),
+    )
+    layers = {layer.key: layer for layer in osd.layers(window, view)}
+    helped, sub = layers["help"].rect, layers["subtitle"].rect
+    assert helped.y + helped.height <= sub.y, (helped, sub)
+    if paused:
+        assert sub.y + sub.height <= layers["time"].rect.y
