@@ -16,9 +16,9 @@ from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.cli import main
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
 from alpha2.apps.osd import Osd, OsdView, format_time
-from alpha2.apps.window import WindowPlayback
+from alpha2.apps.window import AudioOnlyPlayback, WindowPlayback
 from alpha2.gpu.geometry import Size
-from tests.media import flip_bits, make_clip
+from tests.media import flip_bits, make_audio_only, make_clip
 from tests.test_window_faults import _close, _draw, _playback
 
 LONG_S = 150
@@ -288,3 +288,48 @@ def test_the_key_help_stays_above_the_subtitle(paused: bool) -> None:
     assert helped.y + helped.height <= sub.y, (helped, sub)
     if paused:
         assert sub.y + sub.height <= layers["time"].rect.y
+
+
+@pytest.mark.vulkan
+def test_a_sound_alone_has_a_status_line_and_idles_paused(tmp_path: Path) -> None:
+    """A file without video ('alpha2 play song.ogg'): the terminal had no line at all (mpv's says 'A:
+    0:03 / 1:00'), and the paused window drew its level at 60 Hz, 14 % of a core on lavapipe."""
+    pytest.importorskip("rendercanvas")
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    said = _Positions()
+    run = Player(song, PlayOptions(audio=False), said)
+    playback = AudioOnlyPlayback(run)
+    ticks: list[float] = []
+    tick = playback._tick
+
+    def counted() -> None:
+        ticks.append(time.monotonic())
+        tick()
+
+    playback._tick = counted  # type: ignore[method-assign]
+    playback.open("rendercanvas.offscreen")
+    try:
+        playback.canvas.draw()
+        assert said.said and said.said[-1].endswith(" / 0:03"), said.said
+        playback._on_key({"key": " "})
+        playback.canvas.draw()
+        assert said.said[-1].endswith(" / 0:03 (paused)"), said.said
+        assert playback._update_mode == "ondemand"  # drawn on input, not 60 times a second
+        time.sleep(0.6)
+        assert ticks == []  # nothing on screen moves
+    finally:
+        playback._finish(1.0)
+        run.close()
+
+
+def test_rich_status_line_of_a_sound_says_the_position_once() -> None:
+    out = io.StringIO()
+    shown = pipeline.RichProgress("play", out, time_left=False)
+    shown._progress.console.width = 80
+    shown.start_seconds(60.0)
+    shown.update_seconds(3.0, 10)
+    shown.set_position("0:03 / 1:00 (paused)")
+    shown.close(ended=False)
+    last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
+    assert last.rstrip().endswith(" 0:03 / 1:00 (paused)") and len(last) <= 80, last
+    assert " of " not in last and "0:00:0" not in last, last  # no 'done' column, no elapsed time

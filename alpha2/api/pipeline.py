@@ -458,7 +458,9 @@ class RichProgress(Progress):
             from rich.progress import TextColumn, TimeElapsedColumn
 
             position = TextColumn("{task.fields[position]}")
-            columns = self._progress.columns
+            # Counted in time (sound alone), the position is the time done: its 'done' column goes.
+            done = self._timed_columns[2] if self._timed else None
+            columns = [c for c in self._progress.columns if c is not done]
             self._progress.columns = tuple(
                 position if isinstance(c, TimeElapsedColumn) else c for c in columns
             )
