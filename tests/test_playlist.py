@@ -327,12 +327,13 @@ def test_a_file_s_message_goes_with_it(clips: list[Clip], monkeypatch: pytest.Mo
 
 
 @pytest.mark.vulkan
-def test_page_down_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], tmp_path: Path) -> None:
-    """As mpv's: PgDn on the last chapter plays the playlist's next file (it said 'No next chapter')."""
+def test_page_up_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], tmp_path: Path) -> None:
+    """As mpv's: PgUp (its next chapter) on the last chapter plays the playlist's next file (it said 'No
+    next chapter')."""
     from tests.test_window_faults import _chaptered_clip
 
     chaptered = _chaptered_clip(tmp_path / "ch.mkv")  # 3 s, chapters at 0, 1 and 2 s
-    presses = {(chaptered, 2): "PageDown", (chaptered, 3): "PageDown", (chaptered, 4): "PageDown"}
+    presses = {(chaptered, 2): "PageUp", (chaptered, 3): "PageUp", (chaptered, 4): "PageUp"}
     results, errors, driver = _run_window([chaptered, clips[0].path], presses)
     assert not errors and driver.sources == [chaptered, clips[0].path]
     assert results[0].frames < 30  # left at its last chapter, not played to its end

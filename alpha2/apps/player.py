@@ -283,7 +283,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
         + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
         "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits\n\n"
-        "a file without video: space, the arrows, 9 / 0, m, #, PgDn / PgUp, f, a click on the bar,\n"
+        "a file without video: space, the arrows, 9 / 0, m, #, PgUp / PgDn, f, a click on the bar,\n"
         "? and q "
         "(in a playlist also [ / ], Backspace, l, n / p and i)"
         f"\n\n{EXAMPLES_HEADING}\n"

@@ -159,7 +159,7 @@ class WallWindow(_Keys):
     """
 
     osd: Osd
-    one_file = False  # PgDn / PgUp and # are one file's keys: the wall says so
+    one_file = False  # PgUp / PgDn and # are one file's keys: the wall says so
 
     def __init__(
         self,

@@ -154,7 +154,7 @@ MAX_FPS = 240
 LEVEL_FPS = 60
 """The most draws a second of the level visual (a file without video)."""
 CHAPTER_BACK_S = 5.0
-"""PgUp goes back to the start of the chapter playing when more than this into it (mpv's
+"""PgDn goes back to the start of the chapter playing when more than this into it (mpv's
 ``chapter-seek-threshold``), else to the chapter before."""
 PAUSED_FPS = 4
 """Draws a second of a paused window with no input while something on screen changes (a message fading)."""
@@ -426,7 +426,7 @@ class _Keys:
         return tuple(c.start_seconds / duration for c in self.chapters() if c.start_seconds > 0)
 
     def chapter_step(self, step: int) -> None:
-        """The next (``+1``, PgDn) or previous (``-1``, PgUp) chapter, as mpv's: back goes to the start
+        """The next (``+1``, PgUp) or previous (``-1``, PgDn) chapter, as mpv's: back goes to the start
         of the chapter playing when more than :data:`CHAPTER_BACK_S` into it, else to the one before."""
         clock = self.clock
         if clock is None:
@@ -591,7 +591,7 @@ class _Keys:
         elif key in ("PageDown", "PageUp", "#") and not self.one_file:
             self._say("Chapters and audio tracks: one file's keys, not a wall's")
         elif key in ("PageDown", "PageUp"):
-            self.chapter_step(+1 if key == "PageDown" else -1)
+            self.chapter_step(+1 if key == "PageUp" else -1)  # mpv's: PgUp the next chapter
         elif key == "#":
             self.cycle_audio()
         else:
