@@ -77,7 +77,7 @@ def test_o_shows_the_time_and_the_bar_as_mpv(long_clip: str) -> None:
         assert abs(after[rows] - before[rows]).mean() > 10
     finally:
         _close(playback)
-    assert any("o shows it" in line for line in help_lines(PLAYER_BINDINGS))
+    assert any("o or P shows it" in line for line in help_lines(PLAYER_BINDINGS))
 
 
 class _Positions(pipeline.Progress):
@@ -333,3 +333,32 @@ def test_rich_status_line_of_a_sound_says_the_position_once() -> None:
     last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
     assert last.rstrip().endswith(" 0:03 / 1:00 (paused)") and len(last) <= 80, last
     assert " of " not in last and "0:00:0" not in last, last  # no 'done' column, no elapsed time
+
+
+@pytest.mark.vulkan
+def test_p_and_a_right_click_pause_and_capital_p_shows_progress_as_mpv(long_clip: str) -> None:
+    """mpv's p and right click pause and play on, its P shows the progress; p went to the previous file
+    (of a single file: nothing), P too, and a right click did nothing."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": "p"})
+        _draw(playback)
+        assert playback.paused
+        playback._on_key({"key": "p"})
+        assert not playback.paused
+        playback._on_pointer_down({"button": 2, "x": 10.0, "y": 10.0})
+        assert playback.paused
+        playback._on_pointer_down({"button": 2, "x": 10.0, "y": 10.0})
+        assert not playback.paused
+        playback._on_double_click({"button": 2})  # a quick second right click: no fullscreen
+        assert not playback.fullscreen
+        playback.osd._active_until = float("-inf")
+        playback._on_key({"key": "P", "modifiers": ("Shift",)})
+        assert playback.osd.showing_bar(playback.paused)
+    finally:
+        _close(playback)
+    lines = help_lines(PLAYER_BINDINGS)
+    assert any(line.startswith("space, p") for line in lines)
+    assert any(line.startswith("> / <, Enter") for line in lines)

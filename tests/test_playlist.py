@@ -1,4 +1,4 @@
-"""Several inputs play in turn (a playlist): in one window (n / p, a broken file passed over with its
+"""Several inputs play in turn (a playlist): in one window (> / <, a broken file passed over with its
 error on screen, a file without video under the level visual), offscreen one after the other, and on
 Xvfb through ``alpha2 play A B``."""
 
@@ -191,10 +191,11 @@ def test_window_plays_the_files_in_turn(clips: list[Clip], broken: str) -> None:
 
 
 @pytest.mark.vulkan
-def test_n_and_p_go_to_the_next_and_previous_file(clips: list[Clip]) -> None:
+def test_enter_and_less_than_go_to_the_next_and_previous_file(clips: list[Clip]) -> None:
     sources = [clips[0].path, clips[1].path]
-    # n on the third draw; p three draws later (back to the first); then it plays to the end.
-    results, errors, driver = _run_window(sources, {3: "n", 6: "p"})
+    # Enter (mpv's playlist-next) on the third draw; < three draws later (back to the first); then it
+    # plays to the end.
+    results, errors, driver = _run_window(sources, {3: "Enter", 6: "<"})
     assert not errors
     assert driver.sources == [clips[0].path, clips[1].path, clips[0].path, clips[1].path]
     assert [s.input for s in results] == driver.sources
@@ -256,8 +257,8 @@ def test_a_file_without_video_plays_in_the_same_window(clips: list[Clip], songs:
 @pytest.mark.vulkan
 def test_a_playlist_of_sound_files_plays_and_n_p_move_in_it(songs: list[str]) -> None:
     """``alpha2 play *.mp3`` was refused ('none of the 2 files could be played'): both play, in a window
-    of the audio-only window's size, and n / p go to the next and previous one."""
-    results, errors, driver = _run_window(songs, {3: "n", 6: "p"})
+    of the audio-only window's size, and n / < go to the next and previous one."""
+    results, errors, driver = _run_window(songs, {3: "n", 6: "<"})
     assert not errors
     assert driver.sources == [songs[0], songs[1], songs[0], songs[1]]
     assert [s.input for s in results] == driver.sources
@@ -296,7 +297,7 @@ def test_the_song_of_a_playlist_is_heard_and_lights_the_window(
     assert not errors and driver.sources == [s.input for s in results] == [songs[0], clips[0].path]
     song = results[0]
     assert song.seconds < 0.4  # the arrow went to the song's end (0.5 s long)
-    assert helps and any(line.startswith("n / p") for line in helps[0])
+    assert helps and any(line.startswith("> / <, Enter") for line in helps[0])
     assert not any(line.startswith(", / .") for line in helps[0])  # no frames to step
     assert song.clock["kind"] == "audio", song.clock
     assert max(c[2] for c in colours) > 0.2  # the tone lights the window

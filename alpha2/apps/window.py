@@ -10,7 +10,7 @@ Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arr
 ``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
 and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
 the video's own size, with its subtitle), l sets an A-B loop and L loops the file, j cycles subtitles,
-# the audio tracks (the sound switches at the time heard), n / p go to the next / previous file of a
+# the audio tracks (the sound switches at the time heard), > / < go to the next / previous file of a
 playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q or Escape quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
@@ -570,19 +570,12 @@ class _Keys:
                 self.canvas.close()
         elif key in ("f", "F"):
             self.toggle_fullscreen()
-        elif key == "o" and self.osd is not None:
+        elif key in ("o", "P") and self.osd is not None:
             self.osd.activity()  # mpv's show-progress: the time and the bar for a moment
         elif clock is None:
             return False
-        elif key == " ":
-            if getattr(clock, "paused", False):
-                clock.resume()
-                self.scheduler.mark("resume")
-            else:
-                clock.pause()
-            self._note_pause()
-            if self.osd is not None:
-                self.osd.activity()
+        elif key in (" ", "p"):  # mpv's: p pauses too
+            self.toggle_pause()
         elif key in ("m", "M"):
             clock.toggle_mute()
             self._say(f"Mute: {'yes' if getattr(clock, 'muted', False) else 'no'}")
@@ -597,6 +590,24 @@ class _Keys:
         else:
             return False
         return True
+
+    def _on_double_click(self, event: Mapping[str, Any]) -> None:
+        if int(event.get("button", 1) or 1) == 1:  # a right double click is two pauses, as mpv's
+            self.toggle_fullscreen()
+
+    def toggle_pause(self) -> None:
+        """Pause or play on (space, p, a right click, as mpv's)."""
+        clock = self.clock
+        if clock is None:
+            return
+        if getattr(clock, "paused", False):
+            clock.resume()
+            self.scheduler.mark("resume")
+        else:
+            clock.pause()
+        self._note_pause()
+        if self.osd is not None:
+            self.osd.activity()
 
     def _clock_if_due(self) -> None:
         """Start what waits for the first frame to be up, before an event acts on it (WindowPlayback)."""
@@ -848,7 +859,7 @@ class WindowPlayback(_Keys):
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.add_event_handler(self._on_pointer_move, "pointer_move")
         self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
-        self.canvas.add_event_handler(lambda e: self.toggle_fullscreen(), "double_click")
+        self.canvas.add_event_handler(self._on_double_click, "double_click")
         self.canvas.add_event_handler(self._on_wheel, "wheel")
         # Paused, the window is drawn on demand (see _pace): any input draws at once.
         self.canvas.add_event_handler(
@@ -1005,8 +1016,7 @@ class WindowPlayback(_Keys):
             "J": self.cycle_subtitles,
             "n": lambda: self.go(+1),
             "N": lambda: self.go(+1),
-            "p": lambda: self.go(-1),
-            "P": lambda: self.go(-1),
+            "Enter": lambda: self.go(+1),  # mpv's (p is its pause, P its show-progress)
             ">": lambda: self.go(+1),  # mpv's playlist keys
             "<": lambda: self.go(-1),
             "i": self.toggle_stats,
@@ -1031,7 +1041,10 @@ class WindowPlayback(_Keys):
 
     def _on_pointer_down(self, event: Mapping[str, Any]) -> None:
         self._clock_if_due()
-        if int(event.get("button", 1) or 1) != 1:
+        button = int(event.get("button", 1) or 1)
+        if button == 2:  # mpv's right click: pause / play
+            self.toggle_pause()
+        if button != 1:
             return
         x, y = self._pointer(event)
         fraction = self.osd.bar_fraction_at(self._window_size(), x, y)
@@ -1723,7 +1736,7 @@ class AudioOnlyPlayback(_Keys):
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
         self.canvas.add_event_handler(self._on_wheel, "wheel")
-        self.canvas.add_event_handler(lambda e: self.toggle_fullscreen(), "double_click")
+        self.canvas.add_event_handler(self._on_double_click, "double_click")
         # Paused, the window is drawn on demand (see _pace): any input draws at once.
         self.canvas.add_event_handler(
             lambda e: self.canvas.request_draw(), "key_down", "pointer_down", "double_click", "wheel", order=1
@@ -1768,7 +1781,10 @@ class AudioOnlyPlayback(_Keys):
         return Size(max(width, 1), max(height, 1))
 
     def _on_pointer_down(self, event: Mapping[str, Any]) -> None:
-        if int(event.get("button", 1) or 1) != 1:
+        button = int(event.get("button", 1) or 1)
+        if button == 2:  # mpv's right click: pause / play
+            self.toggle_pause()
+        if button != 1:
             return
         ratio = float(self.canvas.get_pixel_ratio() or 1.0)
         x, y = float(event.get("x", 0.0)) * ratio, float(event.get("y", 0.0)) * ratio
