@@ -362,3 +362,23 @@ def test_p_and_a_right_click_pause_and_capital_p_shows_progress_as_mpv(long_clip
     lines = help_lines(PLAYER_BINDINGS)
     assert any(line.startswith("space, p") for line in lines)
     assert any(line.startswith("> / <, Enter") for line in lines)
+
+
+@pytest.mark.vulkan
+def test_shift_arrows_seek_one_and_five_seconds_as_mpv(long_clip: str) -> None:
+    """mpv's Shift+Right / Left seek 1 s, Shift+Up / Down 5 s; with Shift held they went 5 s and 60 s."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek(20.0)
+        _draw(playback)
+        for key, at in (("ArrowRight", 21.0), ("ArrowUp", 26.0), ("ArrowDown", 21.0), ("ArrowLeft", 20.0)):
+            playback._on_key({"key": key, "modifiers": ("Shift",)})
+            _draw(playback)
+            _draw(playback)
+            assert playback.shown_pts == pytest.approx(at, abs=0.5), key
+    finally:
+        _close(playback)
+    assert any("(Shift: 1 s)" in line for line in help_lines(PLAYER_BINDINGS))

@@ -32,8 +32,8 @@ class Binding:
 
 PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
-    Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -60 / +60 s"),
+    Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
+    Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding(", / .", "one frame back / forward (pauses)"),
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
@@ -66,8 +66,8 @@ WALL_BINDINGS: tuple[Binding, ...] = (
 
 AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
-    Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -60 / +60 s"),
+    Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
+    Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m / #", "mute / next audio track"),
     Binding("PgUp / PgDn", "next / previous chapter"),
@@ -80,8 +80,8 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
 
 PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
-    Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -60 / +60 s"),
+    Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
+    Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
     Binding("9 / 0, wheel", "volume down / up"),

@@ -65,17 +65,34 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SEEK_STEPS_S",
+    "SHIFT_SEEK_STEPS_S",
     "VOLUME_STEP",
     "AudioOnlyPlayback",
     "Playlist",
     "WindowPlayback",
     "letterbox",
     "screenshot_path",
+    "seek_step",
     "set_fullscreen",
 ]
 
 SEEK_STEPS_S: dict[str, float] = {"ArrowLeft": -5.0, "ArrowRight": 5.0, "ArrowDown": -60.0, "ArrowUp": 60.0}
 """Seek per arrow key, in seconds."""
+SHIFT_SEEK_STEPS_S: dict[str, float] = {
+    "ArrowLeft": -1.0,
+    "ArrowRight": 1.0,
+    "ArrowDown": -5.0,
+    "ArrowUp": 5.0,
+}
+"""Seek per arrow key with Shift held, in seconds (mpv's smaller exact seeks)."""
+
+
+def seek_step(event: Mapping[str, Any]) -> float | None:
+    """The seconds a key event seeks (an arrow; with Shift, mpv's 1 s / 5 s), or None."""
+    steps = SHIFT_SEEK_STEPS_S if "Shift" in tuple(event.get("modifiers", ()) or ()) else SEEK_STEPS_S
+    return steps.get(key_name(event))
+
+
 VOLUME_STEP = 0.1
 """Volume change per 9 / 0 key press (and per wheel notch)."""
 
@@ -999,8 +1016,9 @@ class WindowPlayback(_Keys):
         action = self._actions().get(key)
         if action is not None:
             action()
-        elif key in SEEK_STEPS_S and self.clock is not None and (self.player.decoder or self.audio_only):
-            self.seek(self.media_time() + SEEK_STEPS_S[key])
+        elif (step := seek_step(event)) is not None and self.clock is not None:
+            if self.player.decoder or self.audio_only:
+                self.seek(self.media_time() + step)
 
     def _actions(self) -> dict[str, Callable[[], Any]]:
         return {
@@ -1773,8 +1791,8 @@ class AudioOnlyPlayback(_Keys):
             return
         if key == "?":
             self.osd.show_help = not self.osd.show_help
-        elif key in SEEK_STEPS_S and self.clock is not None:
-            self.seek(self.clock.now() + SEEK_STEPS_S[key])
+        elif (step := seek_step(event)) is not None and self.clock is not None:
+            self.seek(self.clock.now() + step)
 
     def _window_size(self) -> Size:
         width, height = (int(v) for v in self.canvas.get_physical_size())
