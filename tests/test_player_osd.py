@@ -530,3 +530,35 @@ def test_the_bar_ticks_where_chapters_begin() -> None:
     ticks = [x for x in range(1, 101) if tuple(bar[3, x]) == (0, 0, 0, 200)]
     assert ticks == [26, 76]  # 1 + 100 * mark: dark on the filled part and on the track alike
     assert not (bar_image(102, 6, 0.5)[3, 1:101, 3] == 200).any()
+
+
+@pytest.mark.parametrize("window", [Size(180, 320), Size(200, 356), Size(320, 180)])
+def test_the_key_help_fits_a_narrow_window(window: Size) -> None:
+    """``?`` in a window 180 px wide (a phone's clip, rotated): the help ran off the right edge, its
+    lines cut after 'pause / pl'; they wrap now, under what they say, and go in two columns where one
+    is too tall (in 320x180 one column ran off the bottom, at 18 lines)."""
+    from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+    from alpha2.apps.osd import Osd, OsdView, help_columns, wrap_help_line
+
+    view = OsdView(0.0, 10.0, help=help_lines(PLAYER_BINDINGS))
+    (layer,) = [item for item in Osd(show_help=True).layers(window, view) if item.key == "help"]
+    rect = layer.rect
+    assert rect.x >= 0 and rect.x + rect.width <= window.width, (window, rect)
+    assert rect.y >= 0 and rect.y + rect.height <= window.height, (window, rect)
+    # Every word of the help is still there, wrapped.
+    for chars in (24, 40):
+        pieces = help_columns(help_lines(PLAYER_BINDINGS), chars, 1)
+        assert max(len(piece) for piece in pieces) <= chars
+        words = " ".join(pieces).split()
+        assert words == " ".join(help_lines(PLAYER_BINDINGS)).split()
+    line = "space, p         pause / play (a right click too)"
+    assert wrap_help_line(line, 40) == [
+        "space, p         pause / play (a right",
+        "                 click too)",
+    ]
+    assert wrap_help_line(line, 30) == [
+        "space, p",
+        "  pause / play (a right click",
+        "  too)",
+    ]  # under the keys
+    assert wrap_help_line(line, 60) == [line]
