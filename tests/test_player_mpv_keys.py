@@ -202,6 +202,11 @@ def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> N
         (["--keep-open"], "unknown option --keep-open; no --keep-open here: the player quits after"),
         (["--sub-file", "a.srt"], "unknown option --sub-file; mpv's --sub-file is --sub here"),
         (["--fs"], "unknown option --fs; no --fs here: f or a double click goes fullscreen"),
+        (["--sub-delay=0.5"], "unknown option --sub-delay; no --sub-delay here: z / Z move the subtitles"),
+        (
+            ["--no-sub-visibility"],
+            "unknown option --no-sub-visibility; mpv's --no-sub-visibility is --no-sub",
+        ),
     ],
 )
 def test_mpv_options_are_answered_with_the_players_way(
@@ -382,3 +387,60 @@ def test_shift_arrows_seek_one_and_five_seconds_as_mpv(long_clip: str) -> None:
     finally:
         _close(playback)
     assert any("(Shift: 1 s)" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+_CUES = """1
+00:00:02,000 --> 00:00:03,000
+first
+
+2
+00:00:03,000 --> 00:00:05,000
+second
+"""
+
+
+@pytest.fixture(scope="module")
+def subbed_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A 6 s clip at 1 fps with a sidecar subtitle file: 'first' from 2 to 3 s, 'second' from 3 to 5 s."""
+    root: Path = tmp_path_factory.mktemp("mpv_sub_keys")
+    (root / "subbed.srt").write_text(_CUES, encoding="utf-8")
+    return make_clip(root / "subbed.mkv", width=64, height=48, frames=6, rate=1, gop=2).path
+
+
+@pytest.mark.vulkan
+def test_v_hides_the_subtitles_and_z_delays_them_as_mpv(subbed_clip: str) -> None:
+    """mpv's v hides and shows the subtitles, z / Z move them 0.1 s earlier / later (sub-delay); here v
+    and z did nothing, and Z was taken for nothing either."""
+    playback = _playback(subbed_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        assert playback.subtitles is not None and playback.subtitles.selected is not None
+        assert playback.subtitles.selected.wait(10)
+        playback.seek(2.95)
+        _draw(playback)
+        assert playback._osd_view().subtitle == "first"
+        playback._on_key({"key": "v"})
+        assert playback.osd.current_message == "Subtitles hidden"
+        assert playback._osd_view().subtitle is None
+        playback._on_key({"key": "v"})
+        assert playback.osd.current_message == "Subtitles visible"
+        assert playback._osd_view().subtitle == "first"
+        playback._on_key({"key": "z"})  # earlier: at 2.95 s the cue of 3.05 s shows
+        assert playback.osd.current_message == "Sub delay: -100 ms"
+        assert playback._osd_view().subtitle == "second"
+        playback._on_key({"key": "Z", "modifiers": ("Shift",)})
+        playback._on_key({"key": "Z", "modifiers": ("Shift",)})
+        playback._on_key({"key": "Z", "modifiers": ("Shift",)})
+        assert playback.osd.current_message == "Sub delay: 200 ms"
+        assert playback._osd_view().subtitle == "first"  # later: the cue of 2.75 s
+        playback.seek(2.1)
+        _draw(playback)
+        assert playback._osd_view().subtitle is None  # 'first' not yet: it comes at 2.2 s
+        assert any("delay 200 ms" in line for line in playback._stats_lines())
+    finally:
+        _close(playback)
+    lines = help_lines(PLAYER_BINDINGS)
+    assert any(line.startswith("j / v") for line in lines)
+    assert any(line.startswith("z / Z") and "subtitle delay" in line for line in lines)

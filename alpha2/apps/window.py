@@ -10,8 +10,9 @@ Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arr
 ``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
 and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
 the video's own size, with its subtitle), l sets an A-B loop and L loops the file, j cycles subtitles,
-# the audio tracks (the sound switches at the time heard), > / < go to the next / previous file of a
-playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q or Escape quits.
+v hides them and z / Z delay them, # the audio tracks (the sound switches at the time heard), > / < go
+to the next / previous file of a playlist, i shows the stats, ? the keys, a click on the progress bar
+seeks, q or Escape quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
 window whose colour follows the sound's level, or no window at all; a playlist's file without video plays
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SEEK_STEPS_S",
     "SHIFT_SEEK_STEPS_S",
+    "SUB_DELAY_STEP_S",
     "VOLUME_STEP",
     "AudioOnlyPlayback",
     "Playlist",
@@ -95,6 +97,9 @@ def seek_step(event: Mapping[str, Any]) -> float | None:
 
 VOLUME_STEP = 0.1
 """Volume change per 9 / 0 key press (and per wheel notch)."""
+
+SUB_DELAY_STEP_S = 0.1
+"""Subtitle delay change per ``z`` / ``Z`` press, as mpv's."""
 
 
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
@@ -714,6 +719,10 @@ class WindowPlayback(_Keys):
         self._overlay_build: Background[_Overlay] | None = None
         self.subtitles: Subtitles | None = None
         self._subtitles_opened = False
+        self.sub_visible = True
+        """Subtitles drawn (``v``), as mpv's sub-visibility; kept from file to file."""
+        self.sub_delay_s = 0.0
+        """Seconds the subtitles come later (``z`` / ``Z``, negative: earlier), as mpv's sub-delay."""
         self.loop = bool(player.options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
         self.speed = 1.0
@@ -1032,6 +1041,9 @@ class WindowPlayback(_Keys):
             "L": self.toggle_loop,
             "j": self.cycle_subtitles,
             "J": self.cycle_subtitles,
+            "v": self.toggle_subtitles,  # mpv's sub-visibility
+            "z": lambda: self.add_sub_delay(-SUB_DELAY_STEP_S),  # mpv's sub-delay
+            "Z": lambda: self.add_sub_delay(+SUB_DELAY_STEP_S),
             "n": lambda: self.go(+1),
             "N": lambda: self.go(+1),
             "Enter": lambda: self.go(+1),  # mpv's (p is its pause, P its show-progress)
@@ -1116,6 +1128,16 @@ class WindowPlayback(_Keys):
             return
         self.subtitles.cycle()
         self._say(self.subtitles.describe())
+
+    def toggle_subtitles(self) -> None:
+        """Show or hide the subtitles (``v``); the track chosen stays."""
+        self.sub_visible = not self.sub_visible
+        self._say(f"Subtitles {'visible' if self.sub_visible else 'hidden'}")
+
+    def add_sub_delay(self, step_s: float) -> None:
+        """Show the subtitles ``step_s`` later (earlier where negative) than their cues say."""
+        self.sub_delay_s = round(self.sub_delay_s + step_s, 3)
+        self._say(f"Sub delay: {round(self.sub_delay_s * 1000)} ms")
 
     def set_speed(self, speed: float) -> None:
         """Play at ``speed`` (0.25 to 4); the sound keeps its pitch (FFmpeg's atempo)."""
@@ -1202,11 +1224,13 @@ class WindowPlayback(_Keys):
         return path
 
     def _subtitle_now(self) -> dict[str, str]:
-        """The subtitle text on display now, by where it goes (``bottom``, ``middle``, ``top``)."""
-        if self.subtitles is None:
+        """The subtitle text on display now, by where it goes (``bottom``, ``middle``, ``top``): none while
+        hidden (``v``); with a delay (``z`` / ``Z``) the cue of that much earlier."""
+        if self.subtitles is None or not self.sub_visible:
             return {}
         position = self.shown_pts if self.shown_pts is not None else 0.0
-        return self.subtitles.placed_at(self.media_time() if self.clock is not None else position)
+        now = self.media_time() if self.clock is not None else position
+        return self.subtitles.placed_at(now - self.sub_delay_s)
 
     def _render_held(self, target: Any, frame: DecodedFrame | None = None) -> Any:
         """Render into ``target`` the frame on display again, or ``frame``, which becomes the frame on
@@ -1437,7 +1461,9 @@ class WindowPlayback(_Keys):
 
             lines.append(f"Colour: {colour_summary(stats.colour)}")
         if self.subtitles is not None:
-            lines.append(self.subtitles.describe())
+            shown = "" if self.sub_visible else " (hidden)"
+            delay = f" (delay {round(self.sub_delay_s * 1000)} ms)" if self.sub_delay_s else ""
+            lines.append(self.subtitles.describe() + shown + delay)
         return lines
 
     def _stats_now(self) -> list[str]:
