@@ -547,7 +547,7 @@ def test_the_key_help_fits_a_narrow_window(window: Size) -> None:
     assert rect.y >= 0 and rect.y + rect.height <= window.height, (window, rect)
     # Every word of the help is still there, wrapped.
     for chars in (24, 40):
-        pieces = help_columns(help_lines(PLAYER_BINDINGS), chars, 1)
+        pieces = help_columns(tuple(help_lines(PLAYER_BINDINGS)), chars, 1)
         assert max(len(piece) for piece in pieces) <= chars
         words = " ".join(pieces).split()
         assert words == " ".join(help_lines(PLAYER_BINDINGS)).split()

@@ -588,21 +588,30 @@ def _aligned(lines: Sequence[str]) -> list[str]:
     return [f"{keys.ljust(width)}  {action}".rstrip() for keys, action in pairs]
 
 
-def help_columns(lines: Sequence[str], chars: int, columns: int) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def help_columns(lines: tuple[str, ...], chars: int, columns: int) -> tuple[str, ...]:
     """The key help's ``lines`` wrapped (:func:`wrap_help_line`) in ``columns`` columns side by side
-    (1 or 2) within ``chars`` characters, a binding never split between them."""
+    (1 or 2) within ``chars`` characters, a binding never split between them: of the ways to share
+    the bindings and the width between two columns, the one of fewest rows."""
     if columns <= 1:
-        return [piece for line in lines for piece in wrap_help_line(line, chars)]
+        return tuple(piece for line in lines for piece in wrap_help_line(line, chars))
     gap = 3
-    width = max(12, (chars - gap) // 2)
-    half = (len(lines) + 1) // 2
-    left = help_columns(_aligned(lines[:half]), width, 1)
-    right = help_columns(_aligned(lines[half:]), width, 1)
-    used = max((len(piece) for piece in left), default=0)
-    rows = max(len(left), len(right))
-    left += [""] * (rows - len(left))
-    right += [""] * (rows - len(right))
-    return [f"{a.ljust(used)}{' ' * gap}{b}".rstrip() for a, b in zip(left, right, strict=True)]
+    best: tuple[str, ...] | None = None
+    middle = (len(lines) + 1) // 2
+    for half in range(max(1, middle - 3), min(len(lines), middle + 4)):
+        first, second = _aligned(lines[:half]), _aligned(lines[half:])
+        for width in range(12, chars - gap - 12 + 1, 2):
+            left = help_columns(tuple(first), width, 1)
+            right = help_columns(tuple(second), chars - gap - width, 1)
+            if best is not None and max(len(left), len(right)) >= len(best):
+                continue
+            used = max((len(piece) for piece in left), default=0)
+            rows = max(len(left), len(right))
+            padded = zip(
+                (*left, *[""] * (rows - len(left))), (*right, *[""] * (rows - len(right))), strict=True
+            )
+            best = tuple(f"{a.ljust(used)}{' ' * gap}{b}".rstrip() for a, b in padded)
+    return best if best is not None else help_columns(lines, chars, 1)
 
 
 _SMALLEST_PX = 6
