@@ -14,7 +14,7 @@ import pytest
 from alpha2.api import pipeline
 from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.cli import main
-from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name
 from alpha2.apps.osd import Osd, OsdView, format_time
 from alpha2.apps.window import AudioOnlyPlayback, WindowPlayback
 from alpha2.gpu.geometry import Size
@@ -444,3 +444,22 @@ def test_v_hides_the_subtitles_and_z_delays_them_as_mpv(subbed_clip: str) -> Non
     lines = help_lines(PLAYER_BINDINGS)
     assert any(line.startswith("j / v") for line in lines)
     assert any(line.startswith("z / Z") and "subtitle delay" in line for line in lines)
+
+
+@pytest.mark.vulkan
+def test_ctrl_w_quits_as_mpv(long_clip: str) -> None:
+    """mpv's Ctrl+w quits, as q; it did nothing (and w alone still does nothing)."""
+    assert key_name({"key": "w", "modifiers": ("Control",)}) == "Ctrl+w"
+    assert key_name({"key": "W", "modifiers": ("Control", "Shift")}) == "Ctrl+w"
+    assert key_name({"key": "ArrowRight", "modifiers": ("Control",)}) == "ArrowRight"  # as before
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": "w"})
+        assert not playback.canvas.get_closed()
+        playback._on_key({"key": "w", "modifiers": ("Control",)})
+        assert playback.canvas.get_closed()
+    finally:
+        _close(playback)
+    assert any(line.startswith("q, Esc, Ctrl+W") for line in help_lines(PLAYER_BINDINGS))

@@ -48,7 +48,7 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("> / <, Enter", "next / previous file (PgUp / PgDn: chapter)"),
     Binding("i", "stats"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the single-video window does with each key."""
 
@@ -61,7 +61,7 @@ WALL_BINDINGS: tuple[Binding, ...] = (
     Binding("m", "mute"),
     Binding("f, double-click", "fullscreen"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the wall's window does with each key."""
 
@@ -75,7 +75,7 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the window of a file without video does with each key."""
 
@@ -94,7 +94,7 @@ PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("> / <, Enter", "next / previous file"),
     Binding("i", "stats"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the window of a playlist does with each key while a file without video plays."""
 
@@ -120,12 +120,18 @@ def help_lines(bindings: Sequence[Binding]) -> list[str]:
 _SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">"}
 """The shifted glyphs the windows use, by the key under them on a US layout."""
 
+_WITH_CONTROL = frozenset({"w"})
+"""The keys the windows bind with Ctrl held (``Ctrl+w``, mpv's quit); with others Ctrl changes nothing."""
+
 
 def key_name(event: Mapping[str, Any]) -> str:
     """The key of a rendercanvas ``key_down`` event as the windows name it: glfw reports the key under
     the glyph (Shift+/ arrives as ``/`` with Shift held, Shift+3 as ``3``), so the shifted glyphs used
-    here are mapped."""
+    here are mapped; the keys bound with Ctrl are named ``Ctrl+w``."""
     key = str(event.get("key", ""))
-    if "Shift" in tuple(event.get("modifiers", ()) or ()):
-        return _SHIFTED.get(key, key)
+    modifiers = tuple(event.get("modifiers", ()) or ())
+    if "Shift" in modifiers:
+        key = _SHIFTED.get(key, key)
+    if "Control" in modifiers and key.lower() in _WITH_CONTROL:
+        return f"Ctrl+{key.lower()}"
     return key

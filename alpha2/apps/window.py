@@ -583,7 +583,7 @@ class _Keys:
 
     def _common_key(self, key: str) -> bool:
         clock = self.clock
-        if key in ("q", "Q"):
+        if key in ("q", "Q", "Ctrl+w"):  # mpv's Ctrl+w quits too
             self.canvas.close()
         elif key == "Escape":
             if self.fullscreen:
