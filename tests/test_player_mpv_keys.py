@@ -463,3 +463,46 @@ def test_ctrl_w_quits_as_mpv(long_clip: str) -> None:
     finally:
         _close(playback)
     assert any(line.startswith("q, Esc, Ctrl+W") for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_speed_keys_multiply_as_mpv_and_volume_steps_two_percent(long_clip: str) -> None:
+    """mpv's [ / ] multiply the speed by 1/1.1 and 1.1, { / } by 0.5 and 2, Backspace resets it, and 9 / 0
+    and the wheel step the volume by 2 %; here [ / ] went along 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4,
+    { / } did nothing and the volume went 10 % a step."""
+    assert key_name({"key": "[", "modifiers": ("Shift",)}) == "{"
+    assert key_name({"key": "]", "modifiers": ("Shift",)}) == "}"
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        _draw(playback)
+        assert playback.clock is not None
+        playback._on_key({"key": "]"})
+        assert playback.speed == pytest.approx(1.1) and playback.osd.current_message == "Speed: 1.10"
+        assert playback.clock.speed == pytest.approx(1.1)
+        playback._on_key({"key": "]"})
+        assert playback.osd.current_message == "Speed: 1.21"
+        playback._on_key({"key": "["})
+        playback._on_key({"key": "["})
+        assert playback.speed == 1.0
+        playback._on_key({"key": "]", "modifiers": ("Shift",)})
+        assert playback.speed == 2.0 and playback.osd.current_message == "Speed: 2.00"
+        for _ in range(3):
+            playback._on_key({"key": "]", "modifiers": ("Shift",)})
+        assert playback.speed == 4.0 and playback.osd.current_message == "Speed: 4.00"  # the fastest
+        playback._on_key({"key": "Backspace"})
+        assert playback.speed == 1.0
+        for _ in range(3):
+            playback._on_key({"key": "[", "modifiers": ("Shift",)})
+        assert playback.speed == 0.25 and playback.clock.speed == 0.25  # the slowest
+        playback._on_key({"key": "0"})
+        assert playback.osd.current_message == "Volume: 102%"
+        playback._on_wheel({"dy": 1.0})
+        playback._on_wheel({"dy": 1.0})
+        assert playback.osd.current_message == "Volume: 98%"
+    finally:
+        _close(playback)
+    lines = help_lines(PLAYER_BINDINGS)
+    assert any(line.startswith("[ / ], { / }") and "x1.1" in line for line in lines)
+    assert any(line.startswith("9 / 0, wheel") and "2 %" in line for line in lines)

@@ -9,14 +9,16 @@ from typing import Any
 
 __all__ = [
     "AUDIO_BINDINGS",
+    "MAX_SPEED",
+    "MIN_SPEED",
     "PLAYER_BINDINGS",
     "PLAYLIST_AUDIO_BINDINGS",
-    "SPEEDS",
+    "SPEED_FACTORS",
     "WALL_BINDINGS",
     "Binding",
     "help_lines",
     "key_name",
-    "next_speed",
+    "scaled_speed",
 ]
 
 
@@ -35,9 +37,9 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
     Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding(", / .", "one frame back / forward (pauses)"),
-    Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
-    Binding("Backspace", "normal speed"),
-    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("[ / ], { / }", "speed x1/1.1 / x1.1, x0.5 / x2 (0.25 to 4)"),
+    Binding("Backspace", "normal speed (the sound keeps its pitch)"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
     Binding("m / #", "mute / next audio track"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there (moving the mouse, o or P shows it)"),
@@ -57,7 +59,7 @@ WALL_BINDINGS: tuple[Binding, ...] = (
     Binding("Left / Right", "seek every tile -5 / +5 s"),
     Binding("Down / Up", "seek every tile -60 / +60 s"),
     Binding("a", "play the next tile's sound (or none)"),
-    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
     Binding("m", "mute"),
     Binding("f, double-click", "fullscreen"),
     Binding("?", "this help"),
@@ -69,7 +71,7 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
     Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
     Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
-    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
     Binding("m / #", "mute / next audio track"),
     Binding("PgUp / PgDn", "next / previous chapter"),
     Binding("f, double-click", "fullscreen"),
@@ -83,9 +85,9 @@ PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
     Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
     Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
-    Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
-    Binding("Backspace", "normal speed"),
-    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("[ / ], { / }", "speed x1/1.1 / x1.1, x0.5 / x2 (0.25 to 4)"),
+    Binding("Backspace", "normal speed (the sound keeps its pitch)"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
     Binding("m / #", "mute / next audio track"),
     Binding("PgUp / PgDn", "next / previous chapter"),
     Binding("f, double-click", "fullscreen"),
@@ -98,17 +100,18 @@ PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
 )
 """What the window of a playlist does with each key while a file without video plays."""
 
-SPEEDS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
-"""The playback speeds ``[`` and ``]`` step through."""
+MIN_SPEED = 0.25
+"""The slowest speed (FFmpeg's atempo keeps the pitch from 0.25 to 4)."""
+MAX_SPEED = 4.0
+"""The fastest speed."""
+SPEED_FACTORS: dict[str, float] = {"[": 1 / 1.1, "]": 1.1, "{": 0.5, "}": 2.0}
+"""What each speed key multiplies the speed by, as mpv's input.conf (``multiply speed 1.1`` ...)."""
 
 
-def next_speed(speed: float, step: int) -> float:
-    """The speed one ``step`` (+1 faster, -1 slower) from ``speed`` along :data:`SPEEDS`, clamped."""
-    if step > 0:
-        faster = [s for s in SPEEDS if s > speed + 1e-9]
-        return faster[0] if faster else SPEEDS[-1]
-    slower = [s for s in SPEEDS if s < speed - 1e-9]
-    return slower[-1] if slower else SPEEDS[0]
+def scaled_speed(speed: float, factor: float) -> float:
+    """``speed`` times ``factor``, clamped to :data:`MIN_SPEED` .. :data:`MAX_SPEED` (rounded to 6
+    places, so that ``]`` then ``[`` comes back to exactly 1)."""
+    return min(MAX_SPEED, max(MIN_SPEED, round(speed * factor, 6)))
 
 
 def help_lines(bindings: Sequence[Binding]) -> list[str]:
@@ -117,7 +120,7 @@ def help_lines(bindings: Sequence[Binding]) -> list[str]:
     return [f"{b.keys.ljust(width)}  {b.action}" for b in bindings]
 
 
-_SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">"}
+_SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">", "[": "{", "]": "}"}
 """The shifted glyphs the windows use, by the key under them on a US layout."""
 
 _WITH_CONTROL = frozenset({"w"})

@@ -286,7 +286,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q or Ctrl+W quits\n\n"
         "a file without video: space, the arrows, 9 / 0, m, #, PgUp / PgDn, f, a click on the bar,\n"
         "? and q or Ctrl+W "
-        "(in a playlist also [ / ], Backspace, l / L, > / <, Enter and i)"
+        "(in a playlist also [ / ], { / }, Backspace, l / L, > / <, Enter and i)"
         f"\n\n{EXAMPLES_HEADING}\n"
         "  alpha2 play clip.mp4\n"
         "  alpha2 play clip.mp4 --at 1:30 --loop\n"

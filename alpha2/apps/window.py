@@ -7,12 +7,12 @@ frames shown, dropped and late with their A/V offsets. Over the frame, in the sa
 the on-screen display (:mod:`alpha2.apps.osd`, drawn on the GPU through :mod:`alpha2.api.overlay`):
 time and progress bar, pause sign, messages, stats, key help and subtitles (:mod:`alpha2.api.subtitles`).
 Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 60 s),
-``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
-and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
-the video's own size, with its subtitle), l sets an A-B loop and L loops the file, j cycles subtitles,
-v hides them and z / Z delay them, # the audio tracks (the sound switches at the time heard), > / < go
-to the next / previous file of a playlist, i shows the stats, ? the keys, a click on the progress bar
-seeks, q or Escape quits.
+``,`` / ``.`` step a frame, ``[`` / ``]`` and ``{`` / ``}`` change the speed (the sound keeps its
+pitch), m mutes, 9 / 0 and the wheel set the volume (2 % a step), f or a double click goes fullscreen,
+s saves a screenshot (the frame at the video's own size, with its subtitle), l sets an A-B loop and L
+loops the file, j cycles subtitles, v hides them and z / Z delay them, # the audio tracks (the sound
+switches at the time heard), > / < go to the next / previous file of a playlist, i shows the stats, ?
+the keys, a click on the progress bar seeks, q, Escape or Ctrl+W quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
 window whose colour follows the sound's level, or no window at all; a playlist's file without video plays
@@ -47,9 +47,10 @@ from alpha2.apps.keys import (
     AUDIO_BINDINGS,
     PLAYER_BINDINGS,
     PLAYLIST_AUDIO_BINDINGS,
+    SPEED_FACTORS,
     help_lines,
     key_name,
-    next_speed,
+    scaled_speed,
 )
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
 from alpha2.gpu.errors import Error, InvalidInputError
@@ -95,8 +96,8 @@ def seek_step(event: Mapping[str, Any]) -> float | None:
     return steps.get(key_name(event))
 
 
-VOLUME_STEP = 0.1
-"""Volume change per 9 / 0 key press (and per wheel notch)."""
+VOLUME_STEP = 0.02
+"""Volume change per 9 / 0 key press (and per wheel notch): 2 %, as mpv's."""
 
 SUB_DELAY_STEP_S = 0.1
 """Subtitle delay change per ``z`` / ``Z`` press, as mpv's."""
@@ -576,7 +577,7 @@ class _Keys:
         clock = self.clock
         if clock is None:
             return
-        clock.set_volume(getattr(clock, "volume", 1.0) + step)
+        clock.set_volume(round(getattr(clock, "volume", 1.0) + step, 4))  # 50 steps of 2 % are 100 %
         # Still muted, said as mpv says it: 'Volume: 110%' alone read as if the sound were back.
         muted = " (muted)" if getattr(clock, "muted", False) else ""
         self._say(f"Volume: {round(getattr(clock, 'volume', 1.0) * 100)}%{muted}")
@@ -1033,8 +1034,7 @@ class WindowPlayback(_Keys):
         return {
             ".": lambda: self.step(forward=True),
             ",": lambda: self.step(forward=False),
-            "[": lambda: self.set_speed(next_speed(self.speed, -1)),
-            "]": lambda: self.set_speed(next_speed(self.speed, +1)),
+            **{key: self._speed_key(factor) for key, factor in SPEED_FACTORS.items()},  # mpv's [ ] { }
             "Backspace": lambda: self.set_speed(1.0),
             "s": self.screenshot,
             "l": self.set_ab_loop,  # mpv's keys: l the A-B loop, L the file's
@@ -1139,6 +1139,9 @@ class WindowPlayback(_Keys):
         self.sub_delay_s = round(self.sub_delay_s + step_s, 3)
         self._say(f"Sub delay: {round(self.sub_delay_s * 1000)} ms")
 
+    def _speed_key(self, factor: float) -> Callable[[], None]:
+        return lambda: self.set_speed(scaled_speed(self.speed, factor))
+
     def set_speed(self, speed: float) -> None:
         """Play at ``speed`` (0.25 to 4); the sound keeps its pitch (FFmpeg's atempo)."""
         self.speed = speed
@@ -1146,7 +1149,7 @@ class WindowPlayback(_Keys):
         if self.clock is not None:
             self.clock.set_speed(speed)
             self.scheduler.mark("speed")
-        self._say(f"Speed: {speed:g}x")
+        self._say(f"Speed: {speed:.2f}")  # as mpv says it
 
     def _frame_duration(self) -> float:
         decoder = self.player.decoder
