@@ -506,3 +506,84 @@ def test_speed_keys_multiply_as_mpv_and_volume_steps_two_percent(long_clip: str)
     lines = help_lines(PLAYER_BINDINGS)
     assert any(line.startswith("[ / ], { / }") and "x1.1" in line for line in lines)
     assert any(line.startswith("9 / 0, wheel") and "2 %" in line for line in lines)
+
+
+def test_ctrl_plus_and_minus_delay_the_sound_against_the_picture(tmp_path: Path) -> None:
+    """mpv's Ctrl++ / Ctrl+- move the audio delay 0.1 s: the sound is heard that much after the picture
+    it goes with. They did nothing. The media clock (the picture's time) runs on; the samples handed to
+    the device are those of the clock's time less the delay, also after a seek."""
+    from tests.test_audio_tracks import _keys, _output, _settled
+
+    assert key_name({"key": "=", "modifiers": ("Control", "Shift")}) == "Ctrl++"
+    assert key_name({"key": "=", "modifiers": ("Control",)}) == "Ctrl++"
+    assert key_name({"key": "-", "modifiers": ("Control",)}) == "Ctrl+-"
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    output, stream = _output(song)
+    playback = WindowPlayback.__new__(WindowPlayback)  # the keys, on the clock alone
+    keys = _keys(song, output)
+    playback.__dict__.update(keys.__dict__, audio_delay_s=0.0, audio_only=False)
+    try:
+        _settled(output)
+        for _ in range(10):
+            stream.play(480)
+        before = output.now()
+        assert before > 0.05
+        for _ in range(2):
+            playback._on_key({"key": "=", "modifiers": ("Control", "Shift")})
+        assert playback.osd.current_message == "A-V delay: 200 ms"
+        assert output.now() == pytest.approx(before, abs=0.01)  # the picture's time runs on
+        _settled(output)
+        stream.play(480)
+        heard = output._anchor[0] if output._anchor is not None else None  # the samples just handed over
+        assert heard == pytest.approx(before - 0.2, abs=0.01)
+        assert output.now() - heard == pytest.approx(0.2, abs=0.015)
+        output.seek(2.0)  # a seek: the picture at 2 s, the sound at 1.8 s
+        _settled(output)
+        stream.play(480)
+        assert output._anchor is not None and output._anchor[0] == pytest.approx(1.8, abs=0.01)
+        assert output.now() == pytest.approx(2.0, abs=0.015)
+        output.pause()
+        paused = output.now()
+        playback._on_key({"key": "-", "modifiers": ("Control",)})
+        assert playback.osd.current_message == "A-V delay: 100 ms"
+        assert output.now() == pytest.approx(paused, abs=1e-6)  # paused, the picture stays
+    finally:
+        output.close()
+    assert any(line.startswith("Ctrl+- / Ctrl++") for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_the_audio_delay_keeps_the_frames_in_step_after_a_seek(audio_server: str, tmp_path: Path) -> None:
+    """With sound (JACK), Ctrl++ twice: the frames follow the clock (the time heard plus 0.2 s), after a
+    seek too, and the delay holds for the next clock."""
+    from tests.media import make_av_clip
+
+    clip = make_av_clip(tmp_path / "av.mp4", seconds=4.0)
+    run = Player(clip, PlayOptions(hwaccel="none"), pipeline.Progress())
+    playback = WindowPlayback(run)
+
+    def drive(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end and not playback.canvas.get_closed():
+            playback.canvas.draw()
+            time.sleep(1 / 60)
+
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(160, 90))
+        drive(0.4)
+        clock = playback.clock
+        assert clock is not None and clock.kind.value == "audio", clock.reason
+        playback._on_key({"key": "=", "modifiers": ("Control",)})
+        playback._on_key({"key": "=", "modifiers": ("Control",)})
+        drive(0.5)
+        assert clock.now() - clock._heard() == pytest.approx(0.2, abs=0.005)  # type: ignore[attr-defined]
+        playback.seek(2.0)
+        drive(0.6)
+        assert playback.shown_pts is not None and 2.0 <= playback.shown_pts < 3.0
+        heard = clock._heard()  # type: ignore[attr-defined]
+        assert abs(playback.shown_pts - (heard + 0.2)) < 0.1, (playback.shown_pts, heard)
+        seeked = [s for s in playback.scheduler.segments if s.label == "seek"]
+        assert seeked and seeked[-1].count > 5 and seeked[-1].mean_abs < 0.05, seeked
+    finally:
+        playback.finish(1.0)
+        run.close()

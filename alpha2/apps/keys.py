@@ -41,6 +41,7 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("Backspace", "normal speed (the sound keeps its pitch)"),
     Binding("9 / 0, wheel", "volume -2 / +2 %"),
     Binding("m / #", "mute / next audio track"),
+    Binding("Ctrl+- / Ctrl++", "audio delay -0.1 / +0.1 s"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there (moving the mouse, o or P shows it)"),
     Binding("s", "screenshot: NAME-SECONDS.png next to the input"),
@@ -123,18 +124,20 @@ def help_lines(bindings: Sequence[Binding]) -> list[str]:
 _SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">", "[": "{", "]": "}"}
 """The shifted glyphs the windows use, by the key under them on a US layout."""
 
-_WITH_CONTROL = frozenset({"w"})
-"""The keys the windows bind with Ctrl held (``Ctrl+w``, mpv's quit); with others Ctrl changes nothing."""
+_WITH_CONTROL = {"w": "Ctrl+w", "-": "Ctrl+-", "=": "Ctrl++", "+": "Ctrl++"}
+"""The keys the windows bind with Ctrl held, by the key under them (``Ctrl+w``, mpv's quit; ``Ctrl+-`` /
+``Ctrl++``, its audio delay: + is Shift+= on a US layout, and Ctrl+= is taken as it); with others Ctrl
+changes nothing."""
 
 
 def key_name(event: Mapping[str, Any]) -> str:
     """The key of a rendercanvas ``key_down`` event as the windows name it: glfw reports the key under
     the glyph (Shift+/ arrives as ``/`` with Shift held, Shift+3 as ``3``), so the shifted glyphs used
-    here are mapped; the keys bound with Ctrl are named ``Ctrl+w``."""
+    here are mapped; the keys bound with Ctrl are named ``Ctrl+w``, ``Ctrl+-``, ``Ctrl++``."""
     key = str(event.get("key", ""))
     modifiers = tuple(event.get("modifiers", ()) or ())
     if "Shift" in modifiers:
         key = _SHIFTED.get(key, key)
-    if "Control" in modifiers and key.lower() in _WITH_CONTROL:
-        return f"Ctrl+{key.lower()}"
+    if "Control" in modifiers:
+        return _WITH_CONTROL.get(key.lower(), key)
     return key

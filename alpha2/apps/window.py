@@ -11,8 +11,8 @@ Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arr
 pitch), m mutes, 9 / 0 and the wheel set the volume (2 % a step), f or a double click goes fullscreen,
 s saves a screenshot (the frame at the video's own size, with its subtitle), l sets an A-B loop and L
 loops the file, j cycles subtitles, v hides them and z / Z delay them, # the audio tracks (the sound
-switches at the time heard), > / < go to the next / previous file of a playlist, i shows the stats, ?
-the keys, a click on the progress bar seeks, q, Escape or Ctrl+W quits.
+switches at the time heard; Ctrl+- / Ctrl++ delay it), > / < go to the next / previous file of a
+playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q, Escape or Ctrl+W quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
 window whose colour follows the sound's level, or no window at all; a playlist's file without video plays
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from alpha2.apps.audio_out import AudioTrack, MediaClock
 
 __all__ = [
+    "AUDIO_DELAY_STEP_S",
     "SEEK_STEPS_S",
     "SHIFT_SEEK_STEPS_S",
     "SUB_DELAY_STEP_S",
@@ -101,6 +102,9 @@ VOLUME_STEP = 0.02
 
 SUB_DELAY_STEP_S = 0.1
 """Subtitle delay change per ``z`` / ``Z`` press, as mpv's."""
+
+AUDIO_DELAY_STEP_S = 0.1
+"""Audio delay change per Ctrl+- / Ctrl++ press, as mpv's."""
 
 
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
@@ -196,9 +200,10 @@ def make_canvas(backend: Any, title: str, size: Size) -> Any:
 
 _HELD_KEYS_REPEAT = (
     *("KEY_LEFT", "KEY_RIGHT", "KEY_UP", "KEY_DOWN", "KEY_COMMA", "KEY_PERIOD"),
-    *("KEY_9", "KEY_0", "KEY_LEFT_BRACKET", "KEY_RIGHT_BRACKET"),
+    *("KEY_9", "KEY_0", "KEY_LEFT_BRACKET", "KEY_RIGHT_BRACKET", "KEY_MINUS", "KEY_EQUAL"),
 )
-"""The glfw keys whose action goes on while the key is held (seek, frame step, volume, speed), as mpv's
+"""The glfw keys whose action goes on while the key is held (seek, frame step, volume, speed, the audio
+delay), as mpv's
 do; the others act once a press (a held space does not pause and play in turn)."""
 
 
@@ -724,6 +729,9 @@ class WindowPlayback(_Keys):
         """Subtitles drawn (``v``), as mpv's sub-visibility; kept from file to file."""
         self.sub_delay_s = 0.0
         """Seconds the subtitles come later (``z`` / ``Z``, negative: earlier), as mpv's sub-delay."""
+        self.audio_delay_s = 0.0
+        """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++), as mpv's audio-delay; kept
+        from file to file."""
         self.loop = bool(player.options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
         self.speed = 1.0
@@ -1044,6 +1052,8 @@ class WindowPlayback(_Keys):
             "v": self.toggle_subtitles,  # mpv's sub-visibility
             "z": lambda: self.add_sub_delay(-SUB_DELAY_STEP_S),  # mpv's sub-delay
             "Z": lambda: self.add_sub_delay(+SUB_DELAY_STEP_S),
+            "Ctrl+-": lambda: self.add_audio_delay(-AUDIO_DELAY_STEP_S),  # mpv's audio-delay
+            "Ctrl++": lambda: self.add_audio_delay(+AUDIO_DELAY_STEP_S),
             "n": lambda: self.go(+1),
             "N": lambda: self.go(+1),
             "Enter": lambda: self.go(+1),  # mpv's (p is its pause, P its show-progress)
@@ -1138,6 +1148,15 @@ class WindowPlayback(_Keys):
         """Show the subtitles ``step_s`` later (earlier where negative) than their cues say."""
         self.sub_delay_s = round(self.sub_delay_s + step_s, 3)
         self._say(f"Sub delay: {round(self.sub_delay_s * 1000)} ms")
+
+    def add_audio_delay(self, step_s: float) -> None:
+        """Hear the sound ``step_s`` later (earlier where negative) against the picture: the media clock
+        is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`)."""
+        self.audio_delay_s = round(self.audio_delay_s + step_s, 3)
+        if self.clock is not None and not self.audio_only:
+            self.clock.set_delay(self.audio_delay_s)
+            self.scheduler.mark("audio delay")
+        self._say(f"A-V delay: {round(self.audio_delay_s * 1000)} ms")
 
     def _speed_key(self, factor: float) -> Callable[[], None]:
         return lambda: self.set_speed(scaled_speed(self.speed, factor))
@@ -1458,7 +1477,8 @@ class WindowPlayback(_Keys):
             lines.append(reason[:1].upper() + reason[1:])
             lines.append(f"Audio: {self.track_text()}")
             loop = "yes" if self.loop else "no"
-            lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}")
+            delay = f"; A-V delay {round(self.audio_delay_s * 1000)} ms" if self.audio_delay_s else ""
+            lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}{delay}")
         if stats.colour is not None:
             from alpha2.api.colour_report import colour_summary
 
@@ -1646,6 +1666,8 @@ class WindowPlayback(_Keys):
         self.clock = make_clock(self.player, pts, self.duration_s, self.asked_stream())
         if self.speed != 1.0:
             self.clock.set_speed(self.speed)
+        if self.audio_delay_s and not self.audio_only:
+            self.clock.set_delay(self.audio_delay_s)
 
 
 def audio_duration(player: Any) -> float | None:
