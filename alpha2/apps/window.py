@@ -547,7 +547,8 @@ class _Keys:
             self.player.stats.audio_track = track.as_dict()
 
     def cycle_audio(self) -> None:
-        """Hear the next audio track of the file, from the time heard now (``#``, as mpv's)."""
+        """The next audio track, from the time heard now; after the last, none (the picture runs on the
+        system clock), then the first again (``#``, as mpv's: 1, 2, ..., no, 1)."""
         clock = self.clock
         if clock is None:
             return
@@ -556,11 +557,12 @@ class _Keys:
         if not tracks:
             self._say("Audio: none (the file has no audio track)")
         elif current is None:
-            self._say(f"Audio: none heard ({clock.reason})")
-        elif len(tracks) == 1:
-            self._say(f"Audio: {current.label()}, the only track")
+            self._hear_again(tracks[0])
+        elif current.stream_index + 1 >= len(tracks):
+            self._replace_clock(self._silent_clock(clock), "audio off")
+            self._say("Audio: off")
         else:
-            following = tracks[(current.stream_index + 1) % len(tracks)]
+            following = tracks[current.stream_index + 1]
             try:
                 clock.switch_track(following.stream_index)
             except Error as exc:
@@ -569,6 +571,69 @@ class _Keys:
             self.scheduler.mark("audio track")
             self.note_track()
             self._say(f"Audio: {following.label()}")
+
+    def _clock_duration(self) -> float | None:
+        return getattr(self, "duration_s", None)
+
+    def _silent_clock(self, clock: MediaClock) -> MediaClock:
+        """The system clock at ``clock``'s time, for no sound (``#`` past the last track)."""
+        from alpha2.apps.audio_out import SystemClock
+
+        return SystemClock("audio off (#)", clock.now(), self._clock_duration())
+
+    def open_sound(self, stream_index: int, start_s: float) -> MediaClock:
+        """The audio clock of the track of ``stream_index`` from ``start_s`` (the system clock, saying
+        why, where the sound cannot be had)."""
+        from alpha2.apps.audio_out import open_clock
+
+        return open_clock(
+            self.player.source,
+            want_audio=True,
+            has_audio=True,
+            start_s=start_s,
+            duration_s=self._clock_duration(),
+            stream_index=stream_index,
+        )
+
+    def _hear_again(self, track: AudioTrack) -> None:
+        """``#`` with no sound heard: the first track, from the time on display."""
+        from alpha2.apps.audio_out import ClockKind
+
+        clock = self.clock
+        assert clock is not None
+        try:
+            sound = self.open_sound(track.stream_index, max(0.0, clock.now()))
+        except Error as exc:
+            self._say(f"Audio: track {track.number} does not play: {exc.message}")
+            return
+        if sound.kind is ClockKind.SYSTEM:
+            sound.close()
+            self._say(f"Audio: none heard ({sound.reason})")
+            return
+        self._replace_clock(sound, "audio track")
+        self._say(f"Audio: {track.label()}")
+
+    def _replace_clock(self, new: MediaClock, label: str) -> None:
+        """Play on under ``new`` from the time on display, with the volume, mute, speed, audio delay and
+        pause of the clock it replaces (which is closed)."""
+        old = self.clock
+        assert old is not None
+        new.set_volume(getattr(old, "volume", 1.0))
+        if getattr(old, "muted", False):
+            new.toggle_mute()
+        speed = getattr(old, "speed", 1.0)
+        if speed != 1.0:
+            new.set_speed(speed)
+        delay = getattr(old, "delay_s", 0.0)
+        if delay:
+            new.set_delay(delay)
+        if getattr(old, "paused", False):
+            new.pause()
+        self.clock = new
+        old.close()
+        self.player.stats.clock = new.as_dict()
+        self.scheduler.mark(label)
+        self.note_track()
 
     def toggle_fullscreen(self) -> None:
         """Fullscreen on or off (``f``, a double click)."""
