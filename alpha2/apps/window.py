@@ -203,8 +203,7 @@ _HELD_KEYS_REPEAT = (
     *("KEY_9", "KEY_0", "KEY_LEFT_BRACKET", "KEY_RIGHT_BRACKET", "KEY_MINUS", "KEY_EQUAL"),
 )
 """The glfw keys whose action goes on while the key is held (seek, frame step, volume, speed, the audio
-delay), as mpv's
-do; the others act once a press (a held space does not pause and play in turn)."""
+delay), as mpv's do; the others act once a press (a held space does not pause and play in turn)."""
 
 
 def repeat_held_keys(canvas: Any) -> None:
