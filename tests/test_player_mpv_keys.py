@@ -221,6 +221,27 @@ def test_mpv_options_are_answered_with_the_players_way(
     assert f"alpha2: error: {said}" in err, err
 
 
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["play", "in.mp4"], "unknown option --start; mpv's --start is --at here"),
+        (["transcode", "in.mp4", "out.mp4"], "unknown option --start; --start is --from here"),
+        (["batch", "in.mp4", "--out", "out"], "unknown option --start; --start is --from here"),
+    ],
+)
+def test_start_is_answered_with_the_commands_own_option(
+    capsys: pytest.CaptureFixture[str], command: list[str], said: str
+) -> None:
+    """The hint table held one entry an option name, gated on an option of the player's: 'alpha2
+    transcode --start 3' was answered '(alpha2 play has --stats)'; each command now says its own."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--start", "3"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
+    assert "--stats" not in err
+
+
 def test_a_playlist_interrupted_closes_its_bar_as_unfinished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
