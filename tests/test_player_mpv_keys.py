@@ -16,7 +16,7 @@ from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.cli import main
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name
 from alpha2.apps.osd import Osd, OsdView, format_time
-from alpha2.apps.window import AudioOnlyPlayback, WindowPlayback
+from alpha2.apps.window import AudioOnlyPlayback, Playlist, WindowPlayback
 from alpha2.gpu.geometry import Size
 from tests.media import flip_bits, make_audio_only, make_clip
 from tests.test_window_faults import _close, _draw, _playback
@@ -202,11 +202,6 @@ def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> N
         (["--keep-open"], "unknown option --keep-open; no --keep-open here: the player quits after"),
         (["--sub-file", "a.srt"], "unknown option --sub-file; mpv's --sub-file is --sub here"),
         (["--fs"], "unknown option --fs; no --fs here: f or a double click goes fullscreen"),
-        (["--sub-delay=0.5"], "unknown option --sub-delay; no --sub-delay here: z / Z move the subtitles"),
-        (
-            ["--no-sub-visibility"],
-            "unknown option --no-sub-visibility; mpv's --no-sub-visibility is --no-sub",
-        ),
     ],
 )
 def test_mpv_options_are_answered_with_the_players_way(
@@ -465,6 +460,87 @@ def test_v_hides_the_subtitles_and_z_delays_them_as_mpv(subbed_clip: str) -> Non
     lines = help_lines(PLAYER_BINDINGS)
     assert any(line.startswith("j / v") for line in lines)
     assert any(line.startswith("z / Z") and "subtitle delay" in line for line in lines)
+
+
+@pytest.mark.vulkan
+def test_mpv_speed_delay_and_sub_visibility_options_hold_from_the_first_frame(
+    subbed_clip: str, tmp_path: Path
+) -> None:
+    """mpv's --speed, --audio-delay, --sub-delay and --sub-visibility=no on 'alpha2 play' were answered
+    'no --speed here: [ / ] set it in the window'; they are options now, in the window from the start and
+    from file to file of a playlist, as the keys' values are."""
+    from alpha2.apps.cli import build_parser
+    from alpha2.apps.player import options_from_args
+
+    words = ["play", subbed_clip, "--speed", "1.5", "--audio-delay", "0.2", "--sub-delay", "-0.5"]
+    options = options_from_args(build_parser(words).parse_args([*words, "--sub-visibility=no"]))
+    assert (options.speed, options.audio_delay_s, options.sub_delay_s, options.sub_visible) == (
+        1.5,
+        0.2,
+        -0.5,
+        False,
+    )
+    words = ["play", subbed_clip, "--no-sub-visibility", "--sub-delay", "0.2", "--speed", "2"]
+    words += ["--audio-delay", "-0.3"]
+    options = options_from_args(build_parser(words).parse_args(words))
+    assert options.sub_visible is False
+    second = make_clip(tmp_path / "second.mkv", width=64, height=48, frames=6, rate=1).path
+    from alpha2.api.devices import open_device
+
+    device = open_device(options.hwaccel, gpu_copy=False)  # the playlist's, as play_list's
+    playlist = Playlist(
+        [subbed_clip, second], lambda name: Player(name, options, pipeline.Progress(), device=device)
+    )
+    playback = WindowPlayback(playlist.make_player(subbed_clip), playlist=playlist)
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(320, 180))
+        _draw(playback)
+        _draw(playback)
+        assert playback.clock is not None
+        assert playback.clock.speed == 2.0 and playback.scheduler.speed == 2.0
+        playback._on_key({"key": " "})
+        assert playback.subtitles is not None and playback.subtitles.selected is not None
+        assert playback.subtitles.selected.wait(10)
+        playback.seek(3.1)
+        _draw(playback)
+        assert playback._osd_view().subtitle is None  # hidden from the start, the track chosen
+        playback._on_key({"key": "v"})
+        assert playback._osd_view().subtitle == "first"  # 0.2 s later: the cue of 2.9 s
+        assert any("delay 200 ms" in line for line in playback._stats_lines())
+        assert any("A-V delay -300 ms" in line for line in playback._stats_lines())
+        assert playback._next_file()
+        _draw(playback)
+        _draw(playback)
+        assert playback.clock is not None and playback.clock.speed == 2.0
+        assert playback.sub_delay_s == 0.2
+    finally:
+        _close(playback)
+        device.close()
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--speed", "5"], "argument --speed: the speed is 0.25 to 4"),
+        (["--speed", "0.1"], "argument --speed: the speed is 0.25 to 4"),
+        (["--audio-delay", "soon"], "argument --audio-delay: seconds, e.g. 0.2 or -0.5"),
+        (["--sub-visibility", "maybe"], "argument --sub-visibility: yes or no"),
+        (["IN", "--speed", "2", "--wall"], "--speed is for one file or a playlist"),
+        (["--sub-delay", "-0.5", "--snapshot", "a.png"], "--sub-delay is for the player's window"),
+    ],
+)
+def test_mpv_speed_and_delay_options_refuse_what_they_cannot_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], said: str
+) -> None:
+    clip = make_clip(tmp_path / "in.mp4", frames=2).path
+    code: object
+    try:
+        code = main(["play", clip, *(clip if word == "IN" else word for word in words)])
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code in (1, 2)
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
 
 
 @pytest.mark.vulkan

@@ -9,6 +9,7 @@ device allows; ``snapshot`` writes one frame as a PNG).
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -114,6 +115,11 @@ def stream_displayed_size(info: StreamInfo) -> Size:
     return _shown(Size(info.width, info.height), info.sample_aspect_ratio, info.rotation)
 
 
+SPEED_RANGE = (0.25, 4.0)
+"""The speeds the player plays at: FFmpeg's atempo keeps the sound's pitch from 0.25 to 4 (the window's
+keys clamp to the same, ``alpha2.apps.keys.MIN_SPEED`` .. ``MAX_SPEED``)."""
+
+
 @dataclass(frozen=True)
 class PlayOptions:
     """What ``alpha2 play`` was asked to do."""
@@ -158,6 +164,16 @@ class PlayOptions:
     sub_codepage: str | None = None
     """How subtitle text that is not UTF-8 is read (``--sub-codepage``, as mpv's): None or ``auto``, its
     encoding detected; a name (``cp1251``), read in it; ``+name``, every cue read in it."""
+    speed: float = 1.0
+    """Play at this speed from the first frame (``--speed``, as mpv's; ``[`` / ``]`` change it), within
+    :data:`SPEED_RANGE`; kept from file to file of a playlist."""
+    audio_delay_s: float = 0.0
+    """Seconds the sound comes later than the picture (``--audio-delay``, as mpv's; Ctrl+- / Ctrl++);
+    negative: earlier."""
+    sub_delay_s: float = 0.0
+    """Seconds the subtitles come later than their cues say (``--sub-delay``, as mpv's; ``z`` / ``Z``)."""
+    sub_visible: bool = True
+    """Draw the subtitles (``--sub-visibility``, as mpv's; ``v``): hidden, the track stays chosen."""
     gpu: bool = False
     """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
     tone_curve: ToneCurve = ToneCurve.BT2390
@@ -194,6 +210,12 @@ class PlayOptions:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.at_s is not None and self.at_s < 0:
             raise InvalidInputError(f"--at must be >= 0 seconds, got {self.at_s}")
+        low, high = SPEED_RANGE
+        if not low <= self.speed <= high:
+            raise InvalidInputError(f"--speed must be within {low:g}..{high:g}, got {self.speed:g}")
+        for name, delay in (("--audio-delay", self.audio_delay_s), ("--sub-delay", self.sub_delay_s)):
+            if not math.isfinite(delay):
+                raise InvalidInputError(f"{name} is in seconds (0.2, -0.5), got {delay}")
 
 
 _NO_CLOCK: dict[str, Any] = {

@@ -789,16 +789,20 @@ class WindowPlayback(_Keys):
         self._overlay_build: Background[_Overlay] | None = None
         self.subtitles: Subtitles | None = None
         self._subtitles_opened = False
-        self.sub_visible = True
-        """Subtitles drawn (``v``), as mpv's sub-visibility; kept from file to file."""
-        self.sub_delay_s = 0.0
-        """Seconds the subtitles come later (``z`` / ``Z``, negative: earlier), as mpv's sub-delay."""
-        self.audio_delay_s = 0.0
-        """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++), as mpv's audio-delay; kept
-        from file to file."""
-        self.loop = bool(player.options.loop)
+        options = player.options
+        self.sub_visible = options.sub_visible
+        """Subtitles drawn (``v``, ``--sub-visibility``), as mpv's sub-visibility; kept from file to file."""
+        self.sub_delay_s = options.sub_delay_s
+        """Seconds the subtitles come later (``z`` / ``Z``, ``--sub-delay``; negative: earlier), as mpv's
+        sub-delay."""
+        self.audio_delay_s = options.audio_delay_s
+        """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++, ``--audio-delay``), as mpv's
+        audio-delay; kept from file to file."""
+        self.loop = bool(options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
-        self.speed = 1.0
+        self.speed = options.speed
+        """Media seconds a second (``[`` / ``]``, ``--speed``); kept from file to file."""
+        self.scheduler.speed = self.speed
         self.fullscreen = False
         self.readable_surface = False
         """Tests: the window's surface can be read back (``on_present``)."""
@@ -1803,6 +1807,9 @@ class AudioOnlyPlayback(_Keys):
         self.clock = make_clock(self.player, self.player.options.at_s or 0.0, duration, self.asked_stream())
         if isinstance(self.clock, SystemClock) and duration is None:
             raise InvalidInputError(f"{self.player.source!r}: no sound and no duration to wait for")
+        speed = self.player.options.speed
+        if speed != 1.0:  # --speed (a sound alone has no speed keys, but the option holds from the start)
+            self.clock.set_speed(speed)
         # The terminal's line follows the sound's time, as mpv's 'A: 0:03 / 1:00': it had none.
         self.player.progress.start_seconds(duration)
         return self.clock
