@@ -343,6 +343,49 @@ def test_a_sound_alone_has_a_status_line_and_idles_paused(tmp_path: Path) -> Non
         run.close()
 
 
+@pytest.mark.vulkan
+def test_ctrl_plus_and_minus_say_where_the_audio_delay_does_not_apply(tmp_path: Path) -> None:
+    """Ctrl+- / Ctrl++ did nothing in the window of a sound alone and in a wall, said nowhere; they say
+    why there is no delay there."""
+    pytest.importorskip("rendercanvas")
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    run = Player(song, PlayOptions(audio=False), pipeline.Progress())
+    playback = AudioOnlyPlayback(run)
+    playback.open("rendercanvas.offscreen")
+    try:
+        playback.canvas.draw()
+        playback._on_key({"key": "=", "modifiers": ("Control", "Shift")})
+        assert playback.osd.current_message == "A-V delay: not in a sound-only window"
+        playback.osd.clear_message()
+        playback._on_key({"key": "-", "modifiers": ("Control",)})
+        assert playback.osd.current_message == "A-V delay: not in a sound-only window"
+    finally:
+        playback._finish(1.0)
+        run.close()
+    listed = WindowPlayback.__new__(WindowPlayback)  # a playlist's file without video
+    listed.__dict__.update(osd=Osd(), clock=None, audio_delay_s=0.0, audio_only=True)
+    listed.add_audio_delay(0.1)
+    assert listed.osd.current_message == "A-V delay: 100 ms (for the videos: this file is sound only)"
+    from alpha2.api.devices import open_device
+    from alpha2.api.streams import StreamGroup
+    from alpha2.apps.wall_window import WallWindow
+    from tests.test_wall_window import play_stats_of
+
+    tiles = [make_clip(tmp_path / f"{name}.mkv", width=64, height=48, frames=6).path for name in "ab"]
+    device = open_device("none")
+    group = StreamGroup(tiles, device=device, hwaccel="none")
+    window = WallWindow(group, play_stats_of(tiles))
+    try:
+        window.open("rendercanvas.offscreen", size=Size(200, 200))
+        window.canvas.draw()
+        window._on_key({"key": "-", "modifiers": ("Control",)})
+        assert window.osd.current_message == "A-V delay: not in a video wall"
+    finally:
+        window.finish()
+        group.close()
+        device.close()
+
+
 def test_rich_status_line_of_a_sound_says_the_position_once() -> None:
     out = io.StringIO()
     shown = pipeline.RichProgress("play", out, time_left=False)

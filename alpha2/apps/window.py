@@ -334,6 +334,13 @@ def make_clock(
     return clock
 
 
+NO_AUDIO_DELAY_SOUND_ONLY = "A-V delay: not in a sound-only window"
+"""What Ctrl+- / Ctrl++ say in the window of a file without video: no picture to delay the sound against."""
+
+NO_AUDIO_DELAY_WALL = "A-V delay: not in a video wall"
+"""What Ctrl+- / Ctrl++ say in a wall's window (its tiles' clocks change with ``a``; no delay is kept)."""
+
+
 class _SignalsClose:
     """While a window's loop runs: Ctrl-C, SIGTERM and SIGHUP close the window, as q does, and once the
     loop has returned they are raised as the command's own handlers raise them (``alpha2: interrupted``,
@@ -1219,12 +1226,16 @@ class WindowPlayback(_Keys):
 
     def add_audio_delay(self, step_s: float) -> None:
         """Hear the sound ``step_s`` later (earlier where negative) against the picture: the media clock
-        is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`)."""
+        is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`). A
+        playlist's file without video has no picture: the delay is kept for the videos, and said so."""
         self.audio_delay_s = round(self.audio_delay_s + step_s, 3)
         if self.clock is not None and not self.audio_only:
             self.clock.set_delay(self.audio_delay_s)
             self.scheduler.mark("audio delay")
-        self._say(f"A-V delay: {round(self.audio_delay_s * 1000)} ms")
+        ms = round(self.audio_delay_s * 1000)
+        self._say(
+            f"A-V delay: {ms} ms" + (" (for the videos: this file is sound only)" if self.audio_only else "")
+        )
 
     def _speed_key(self, factor: float) -> Callable[[], None]:
         return lambda: self.set_speed(scaled_speed(self.speed, factor))
@@ -1913,6 +1924,8 @@ class AudioOnlyPlayback(_Keys):
             return
         if key == "?":
             self.osd.show_help = not self.osd.show_help
+        elif key in ("Ctrl+-", "Ctrl++"):
+            self._say(NO_AUDIO_DELAY_SOUND_ONLY)  # said, not ignored: no picture to delay the sound against
         elif (step := seek_step(event)) is not None and self.clock is not None:
             self.seek(self.clock.now() + step)
 
