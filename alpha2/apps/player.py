@@ -199,13 +199,15 @@ def play_list(
     progress: Callable[[], pipeline.Progress] | None = None,
     environ: Mapping[str, str] | None = None,
     canvas_module: str = "rendercanvas.auto",
+    on_error: Callable[[str, str], None] | None = None,
 ) -> tuple[list[PlayStats], list[tuple[str, str]]]:
     """Play ``sources`` in turn (``alpha2 play A B C``): in one window when there is a display (``n`` /
     ``p`` go to the next / previous file; a file without video plays its sound there, under the level
     visual), else each offscreen. A file that cannot be played is passed over; returns every file's
     stats and the (input, message) of those that failed.
 
-    ``progress`` makes each file's progress line.
+    ``progress`` makes each file's progress line. ``on_error`` is called with (input, message) as soon
+    as a file is passed over, as mpv says it when it skips the file (not only at the list's end).
 
     Raises:
         alpha2.gpu.Error subclasses: when no file could be played in the window; an ``--aid`` that no
@@ -228,6 +230,8 @@ def play_list(
                 results.append(_play(name, options, make_progress(), environ, notice=False))
             except Error as exc:
                 errors.append((name, exc.message))
+                if on_error is not None:
+                    on_error(name, exc.message)
         return results, errors
     from alpha2.api.devices import open_device
     from alpha2.api.playback import Player
@@ -235,7 +239,9 @@ def play_list(
 
     device = open_device(options.hwaccel, gpu_copy=False)  # one device for the window's whole life
     try:
-        playlist = Playlist(names, lambda name: Player(name, options, make_progress(), device=device))
+        playlist = Playlist(
+            names, lambda name: Player(name, options, make_progress(), device=device), on_error=on_error
+        )
         window = _window_class()(playlist.make_player(names[0]), playlist=playlist)
         timer = pipeline.RunTimer()
         completed = False  # as play's: a Ctrl-C's file is no finished run (its bar goes, not printed again)
@@ -579,7 +585,10 @@ def _run(args: argparse.Namespace) -> int:
         _report(stats, args)
         return 0
     results, errors = play_list(
-        args.input, options, progress=lambda: pipeline.make_progress("play", enabled=enabled, time_left=False)
+        args.input,
+        options,
+        progress=lambda: pipeline.make_progress("play", enabled=enabled, time_left=False),
+        on_error=_say_passed_over,
     )
     from alpha2.apps.audio_out import settle_sound
 
@@ -598,6 +607,16 @@ def _run(args: argparse.Namespace) -> int:
     for name, message in errors:
         print_error(f"{name}: {message}")  # folded at words on a terminal (it was cut mid-word at 80)
     return 1 if errors else 0
+
+
+def _say_passed_over(name: str, message: str) -> None:
+    """A playlist's file that cannot be played, said as it is passed over (as mpv's terminal says it)
+    and again in the list's end summary: it was said only at the end. Rich prints what goes to stderr
+    above a bar that is live; PortAudio's start silences stderr, so that is waited for first."""
+    from alpha2.apps.audio_out import settle_sound
+
+    settle_sound()
+    print_error(f"{name}: {message}")
 
 
 def _window_only_options(args: argparse.Namespace) -> str | None:

@@ -730,6 +730,8 @@ class Playlist:
     """The file playing."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """(input, message) of each file that could not be played, once each however often it was tried."""
+    on_error: Callable[[str, str], None] | None = None
+    """Called with each of those as it is passed over (the terminal's line at once, as mpv's)."""
 
 
 class _Overlay:
@@ -1393,10 +1395,13 @@ class WindowPlayback(_Keys):
                     shown = stream_displayed_size(player.decoder.info)
                     self.canvas.set_logical_size(shown.width, shown.height)
             except Error as exc:
-                if all(name != source for name, _ in playlist.errors):  # passed over again (n / p): said once
+                said = any(name == source for name, _ in playlist.errors)  # passed over again (n / p)
+                if not said:
                     playlist.errors.append((source, exc.message))
                 self.pending = None
                 player.close(False)
+                if not said and playlist.on_error is not None:  # its bar gone, before the next file's
+                    playlist.on_error(source, exc.message)
                 self._say(f"{os.path.basename(source)}: {exc.message}")
                 index += step
                 continue
