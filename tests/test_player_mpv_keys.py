@@ -116,6 +116,44 @@ def test_the_terminal_line_says_the_position_and_the_pause_as_mpv(long_clip: str
         _close(playback)
 
 
+class _Counts(pipeline.Progress):
+    """Records the total the player's line starts with and the counts it says."""
+
+    def __init__(self) -> None:
+        self.totals: list[int | None] = []
+        self.counts: list[int] = []
+
+    def start(self, total: int | None) -> None:
+        self.totals.append(total)
+
+    def update(self, frames: int) -> None:
+        self.counts.append(frames)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(("suffix", "total"), [(".mkv", None), (".mp4", 90)])
+def test_the_terminal_line_counts_a_variable_rate_files_frames_only_where_known(
+    tmp_path: Path, suffix: str, total: int | None
+) -> None:
+    """A variable-frame-rate file of 90 frames said '122/122 frames' (its duration times its average
+    rate); a total is said only where it is known, the container's count (MP4) or a constant rate's
+    (test_window_faults' Matroska file), else the frames alone."""
+    from tests.test_window_faults import _drive
+
+    pytest.importorskip("rendercanvas")
+    clip = make_clip(tmp_path / f"vfr{suffix}", frames=90, vfr=True).path
+    counts = _Counts()
+    playback = WindowPlayback(Player(clip, PlayOptions(audio=False, speed=4.0), counts))
+    playback.open("rendercanvas.offscreen", size=Size(160, 120))
+    try:
+        _drive(playback, 3.0)  # 4.1 s at 4x: to the end
+        assert playback.ended or playback.canvas.get_closed()
+    finally:
+        _close(playback)
+    assert counts.totals == [total]
+    assert counts.counts and max(counts.counts) <= 90, counts.counts[-5:]
+
+
 def test_rich_status_line_says_the_position_in_80_columns() -> None:
     out = io.StringIO()
     shown = pipeline.RichProgress("play", out, time_left=False)
@@ -127,6 +165,13 @@ def test_rich_status_line_says_the_position_in_80_columns() -> None:
     last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
     assert last.rstrip().endswith("0:41 / 1:00:00 (paused)") and len(last) <= 80, last
     assert "0:00:0" not in last  # no elapsed time beside it
+    out = io.StringIO()
+    counted = pipeline.RichProgress("play", out, time_left=False)
+    counted.start(None)  # no count known: the frames alone ('45/?' said nothing more)
+    counted.update(45)
+    counted.close(ended=False)
+    last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
+    assert " 45 frames" in last and "/?" not in last, last
 
 
 @pytest.mark.vulkan
