@@ -152,6 +152,11 @@ def test_the_terminal_line_counts_a_variable_rate_files_frames_only_where_known(
         _close(playback)
     assert counts.totals == [total]
     assert counts.counts and max(counts.counts) <= 90, counts.counts[-5:]
+    from alpha2.apps.player import play
+
+    offscreen = _Counts()  # --offscreen's line too
+    play(clip, PlayOptions(audio=False, offscreen=True, hwaccel="none"), progress=offscreen)
+    assert offscreen.totals == [total]
 
 
 def test_rich_status_line_says_the_position_in_80_columns() -> None:

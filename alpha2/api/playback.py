@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from alpha2.api import pipeline
-from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.errors import Error, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tone_choices import ToneCurve
@@ -113,6 +113,23 @@ def stream_displayed_size(info: StreamInfo) -> Size:
     """The video stream's picture as shown, before a frame is decoded: as :func:`displayed_size`, from
     what the container says (the pixel shape and the display rotation)."""
     return _shown(Size(info.width, info.height), info.sample_aspect_ratio, info.rotation)
+
+
+def known_frame_count(source: str | os.PathLike[str], info: StreamInfo) -> int | None:
+    """The frames of ``source``'s video stream ``info`` where they are known: the container's count, or
+    (an MKV records none) its duration times its rate where that rate is constant (the first packets'
+    times, as ``alpha2 probe`` reads them); None for a variable rate, whose average times its duration
+    said '122/122 frames' for a file of 90, or where the file cannot be read again."""
+    if info.frame_count is not None:
+        return info.frame_count
+    from alpha2.api.describe import describe
+
+    try:
+        streams = describe(source, decode=False).file.streams
+    except Error:
+        return None
+    video = next((s for s in streams if s.index == info.index), None)
+    return None if video is None or video.variable_rate is not None else info.expected_frames
 
 
 SPEED_RANGE = (0.25, 4.0)
@@ -702,7 +719,7 @@ class Player:
         self._closables.append(throttle)
         stats.stages.add("setup", clock() - t0)
         limit = options.frames if options.frames is not None else (1 if snapshot_path else None)
-        total = decoder.info.expected_frames  # an MKV's from its duration: '312/?' said nothing
+        total = known_frame_count(self.source, decoder.info)  # an MKV's from its duration, where exact
         self.progress.start(limit if limit is not None else total)
         while frame is not None:
             stats.size = displayed_size(frame)

@@ -39,6 +39,7 @@ from alpha2.api.playback import (
     Background,
     displayed_size,
     import_glfw,
+    known_frame_count,
     seconds_since_process_start,
     stream_displayed_size,
 )
@@ -896,7 +897,7 @@ class WindowPlayback(_Keys):
         self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
         self._subtitles_opened = False
         # Looping, the file's frame count is no total: the count ran past it ('300/250 frames').
-        total = options.frames or (None if self.loop else self._known_frame_count(decoder.info))
+        total = options.frames or (None if self.loop else known_frame_count(player.source, decoder.info))
         player.progress.start(total)
         # Without --frames, the bar follows the position, as mpv's status line does: counting the frames
         # shown, it read '266/250' after a backward seek and '50/250' with the picture at its end.
@@ -1499,25 +1500,6 @@ class WindowPlayback(_Keys):
                 not self.paused and (clock.kind is ClockKind.SYSTEM or clock.ended())
             )
         return due
-
-    def _known_frame_count(self, info: Any) -> int | None:
-        """The file's frame count where it is known: the container's, or (an MKV records none) its
-        duration times its rate where that rate is constant (its first packets' times, as ``alpha2
-        probe`` reads them); None for a variable rate, whose average times the duration said '122/122
-        frames' for a file of 90: the frames decoded are then counted with no total."""
-        if info.frame_count is not None:
-            return int(info.frame_count)
-        from alpha2.api.describe import describe
-
-        try:
-            streams = describe(self.player.source, decode=False).file.streams
-        except Error:
-            return None
-        video = next((s for s in streams if s.index == info.index), None)
-        if video is None or video.variable_rate is not None:
-            return None
-        expected: int | None = info.expected_frames
-        return expected
 
     def _progress_count(self, pts: float, shown: int) -> int:
         """What the terminal's bar counts for the frame at ``pts`` just shown: the frames shown where
