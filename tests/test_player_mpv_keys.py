@@ -394,6 +394,26 @@ def test_a_sound_alone_has_a_status_line_and_idles_paused(tmp_path: Path) -> Non
 
 
 @pytest.mark.vulkan
+def test_a_sound_alone_plays_at_speed_and_says_it_has_no_audio_delay(tmp_path: Path) -> None:
+    """'alpha2 play song.ogg --speed 2 --audio-delay 0.2': the speed from the start, and the delay, which
+    has no picture to delay the sound against, said in the window rather than ignored."""
+    pytest.importorskip("rendercanvas")
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    run = Player(song, PlayOptions(audio=False, speed=2.0, audio_delay_s=0.2), pipeline.Progress())
+    playback = AudioOnlyPlayback(run)
+    playback.open("rendercanvas.offscreen")
+    try:
+        assert playback.clock is not None and playback.clock.speed == 2.0
+        assert playback.osd.current_message == "A-V delay: not in a sound-only window"
+        before = playback.clock.now()
+        time.sleep(0.3)
+        assert playback.clock.now() - before == pytest.approx(0.6, abs=0.15)
+    finally:
+        playback._finish(1.0)
+        run.close()
+
+
+@pytest.mark.vulkan
 def test_ctrl_plus_and_minus_say_where_the_audio_delay_does_not_apply(tmp_path: Path) -> None:
     """Ctrl+- / Ctrl++ did nothing in the window of a sound alone and in a wall, said nowhere; they say
     why there is no delay there."""

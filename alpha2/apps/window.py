@@ -1890,6 +1890,8 @@ class AudioOnlyPlayback(_Keys):
         self.context.configure(device=self.device, format=preferred)
         self.overlay = _Overlay(self.device)
         self._start()
+        if self.player.options.audio_delay_s:  # --audio-delay: said, not ignored
+            self._say(NO_AUDIO_DELAY_SOUND_ONLY)
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
         self.canvas.add_event_handler(self._on_wheel, "wheel")
