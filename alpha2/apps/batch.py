@@ -435,7 +435,7 @@ class BatchProgress:
             self._start = time.monotonic()
 
     def __call__(self, event: Event) -> None:
-        from alpha2.apps.batch_run import Finished, Frames, Notice, Planned, Retrying, Started
+        from alpha2.apps.batch_run import Finished, Frames, GaveUp, Notice, Planned, Retrying, Started
 
         if isinstance(event, Notice):  # said even with the display off: it is about the user's files
             self._line(f"alpha2: batch: {event.text}")
@@ -472,7 +472,16 @@ class BatchProgress:
             )
         elif isinstance(event, Finished):
             self._finished_file(event)
+        elif isinstance(event, GaveUp):
+            # Said as it happens, named as the table names it (the input's name): only the files done
+            # were, so a failure was unseen until the end (or never, after a Ctrl-C).
+            name = os.path.join(os.path.dirname(event.key), os.path.basename(event.input))
+            self._line(f"alpha2: batch: {self._over()}/{self.total_files} {name}: failed: {event.reason}")
         self._refresh()
+
+    def _over(self) -> int:
+        """The files over: done, failed for good, or skipped (as the files bar counts them)."""
+        return len(self._finished) + len(self._failed) + self._skipped
 
     def _finished_file(self, event: Finished) -> None:
         outcome = event.outcome
@@ -485,14 +494,13 @@ class BatchProgress:
         task = self._tasks.pop(outcome.key, None)
         if self._rich is not None and task is not None:
             self._rich.remove_task(task)
+        done = self._over()  # failed files count too: the lines' numbers end at the files' total
         if outcome.ok and self.sound:
-            done = len(self._finished) + self._skipped
             self._line(
                 f"alpha2: batch: {done}/{self.total_files} {outcome.key}: "
                 f"{_size_text(outcome.output_bytes)} in {outcome.seconds:.2f} s ({outcome.worker})"
             )
         elif outcome.ok:
-            done = len(self._finished) + self._skipped
             fps = outcome.frames / outcome.seconds if outcome.seconds > 0 else 0.0
             frames = "1 frame" if outcome.frames == 1 else f"{outcome.frames} frames"
             self._line(
@@ -517,7 +525,7 @@ class BatchProgress:
         total = sum(self._totals.get(k, 0) for k in self._frames) or None
         fps = frames / max(time.monotonic() - self._start, 1e-9)
         # A file that failed is over too: the bar stood at 9/12 when 3 of 12 failed and all were over.
-        over = len(self._finished) + len(self._failed) + self._skipped
+        over = self._over()
         self._rich.update(self._files_task, completed=over, count=f"{over}/{self.total_files}")
         if self._frames_task is not None:
             self._rich.update(self._frames_task, completed=frames, total=total, note=f"{fps:.1f} fps")
