@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from alpha2.api.transcode_plan import TranscodeOptions
 from alpha2.apps.batch import BatchProgress, BatchSettings, batch
 from alpha2.apps.batch_local import DeviceChoice
-from alpha2.apps.batch_plan import FileStatus
+from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus
 
 sys.path.insert(0, os.path.dirname(__file__))
 from media import garbage, make_clip
+
+REPO = Path(__file__).resolve().parent.parent
 
 CPU = BatchSettings(device=DeviceChoice.CPU, workers=1)
 
@@ -40,3 +45,51 @@ def test_a_file_that_fails_is_said_as_it_fails_and_counted(tmp_path: Path) -> No
     numbers = sorted(line.split()[2] for line in lines if line.startswith("alpha2: batch: "))
     assert numbers == ["1/2", "2/2"], lines
     assert next(r for r in report.results if r.status is FileStatus.FAILED).attempts == 1
+
+
+def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: Path) -> None:
+    # Ctrl-C in the middle ended with the bars frozen at '1/2' and 'alpha2: interrupted': nothing said
+    # whether the outputs done were kept, the half-written one removed, or how to go on.
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "a short.mp4", width=64, height=48, frames=4)
+    make_clip(src / "b long.mp4", width=320, height=240, frames=1200)  # still encoding when interrupted
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    command = [sys.executable, "-m", "alpha2", "batch", str(src), "--out", str(out), "--workers", "1"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "a short.mp4").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGINT, err
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert lines[-1] == "alpha2: interrupted", err
+    said = " ".join(lines[-3:-1])
+    assert "stopped with 1 of 2 files done;" in said, err
+    assert "kept and those in progress removed: the same command again does the rest" in said, err
+    assert sorted(os.listdir(out)) == ["a short.mp4", MANIFEST_NAME]
+
+
+def test_ctrl_c_before_the_plan_and_under_quiet_says_nothing_more() -> None:
+    from alpha2.apps.batch import RunTally
+    from alpha2.apps.batch_run import Finished, GaveUp, Outcome, Planned
+
+    tally = RunTally(lambda event: None)
+    assert tally.interrupted_line() is None  # nothing planned yet: 'alpha2: interrupted' alone
+    for event in (
+        Planned(4, 1),
+        Finished(Outcome("a.mp4", True, "cpu0", frames=3, seconds=0.1)),
+        Finished(Outcome("b.mp4", False, "cpu0", error="bad")),
+        GaveUp("b.mp4", "/in/b.avi", "bad"),
+    ):
+        tally(event)
+    line = tally.interrupted_line(force=True)
+    assert line is not None and "stopped with 2 of 4 files done, 1 failed;" in line
+    assert line.endswith("the same command without -y does the rest")

@@ -45,6 +45,7 @@ from alpha2.apps.batch_plan import (
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
+    Terminated,
     add_overwrite_arguments,
     column_widths,
     display_width,
@@ -537,6 +538,42 @@ class BatchProgress:
             rich.stop()
 
 
+class RunTally:
+    """What a run has got through, counted from its events whether or not progress is shown: the line
+    an interrupted run ends with (:meth:`interrupted_line`)."""
+
+    def __init__(self, then: Callable[[Event], None]) -> None:
+        self.then = then
+        self.files = 0
+        self.skipped = 0
+        self.done: set[str] = set()
+        self.failed: set[str] = set()
+
+    def __call__(self, event: Event) -> None:
+        from alpha2.apps.batch_run import Finished, GaveUp, Planned
+
+        if isinstance(event, Planned):
+            self.files, self.skipped = event.files, event.skipped
+        elif isinstance(event, Finished) and event.outcome.ok:
+            self.done.add(event.outcome.key)
+        elif isinstance(event, GaveUp):
+            self.failed.add(event.key)
+        self.then(event)
+
+    def interrupted_line(self, *, force: bool = False) -> str | None:
+        """Where an interrupted run stopped and that the same command (without ``-y``, which makes every
+        output again) resumes it; None before its plan."""
+        if not self.files:
+            return None
+        kept = len(self.done) + self.skipped
+        failed = f", {len(self.failed)} failed" if self.failed else ""
+        again = "the same command without -y" if force else "the same command again"
+        return (
+            f"alpha2: batch: stopped with {kept} of {self.files} files done{failed}; their outputs are "
+            f"kept and those in progress removed: {again} does the rest"
+        )
+
+
 def _paths_text(paths: dict[str, int]) -> str:
     return ", ".join(f"{name} {count}" for name, count in paths.items()) or "-"
 
@@ -859,10 +896,20 @@ def run(args: argparse.Namespace) -> int:
 
     sound = is_audio_output(f"output{container_extension(args.container)}")
     progress = BatchProgress(enabled=not (args.json or args.quiet), sound=sound)
+    tally = RunTally(progress)
     try:
-        report = batch(args.inputs, args.out, options, settings, on_event=progress)
-    finally:
-        progress.close()
+        try:
+            report = batch(args.inputs, args.out, options, settings, on_event=tally)
+        finally:
+            progress.close()
+    except (KeyboardInterrupt, Terminated):
+        # Said under the display's last lines (then 'alpha2: interrupted'): what was kept, and that a
+        # run resumes; the bars alone stood at '2/4' with nothing on the outputs. --quiet: one line.
+        line = tally.interrupted_line(force=args.overwrite)
+        if line is not None and not args.quiet:
+            for part in wrap_text(line, terminal_columns(sys.stderr) or len(line), "", "  "):
+                print(part, file=sys.stderr)
+        raise
     if args.json:
         pipeline.emit_json(report.as_dict())
     else:
