@@ -11,13 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from alpha2.api.transcode_plan import TranscodeOptions
-from alpha2.apps.batch import BatchProgress, BatchSettings, batch
+from alpha2.apps.batch import BatchProgress, BatchSettings, batch, print_summary
 from alpha2.apps.batch_local import DeviceChoice
 from alpha2.apps.batch_plan import MANIFEST_NAME, FileStatus
 
 sys.path.insert(0, os.path.dirname(__file__))
-from media import garbage, make_clip
+from media import garbage, make_audio_only, make_clip
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -93,3 +95,32 @@ def test_ctrl_c_before_the_plan_and_under_quiet_says_nothing_more() -> None:
     line = tally.interrupted_line(force=True)
     assert line is not None and "stopped with 2 of 4 files done, 1 failed;" in line
     assert line.endswith("the same command without -y does the rest")
+
+
+def test_a_sound_file_in_a_video_batch_is_not_said_as_an_empty_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # song.ogg in a folder of videos becomes song.mp4 with its audio; its line read 'song.mp4: 0 frames,
+    # 0.0 fps' and its row '0 | 0.0', as if nothing had been written ('alpha2 transcode' of the same
+    # file says '1.000 s of audio').
+    monkeypatch.setenv("COLUMNS", "80")
+    src = tmp_path / "in"
+    src.mkdir()
+    make_audio_only(str(src / "song.ogg"), seconds=0.5)
+    make_clip(src / "clip.mp4", width=64, height=48, frames=4)
+    stream = io.StringIO()
+    progress = BatchProgress(stream=stream)
+    report = batch([str(src)], tmp_path / "out", TranscodeOptions(), CPU, on_event=progress)
+    progress.close()
+    song = next(r for r in report.results if r.item.key == "song.mp4")
+    assert song.status is FileStatus.DONE and song.output_bytes > 0
+    line = next(line for line in stream.getvalue().splitlines() if "song.mp4" in line)
+    assert "song.mp4: sound alone, " in line and " kB in " in line, line
+    assert "0 frames" not in line and "fps" not in line, line
+    table = io.StringIO()
+    print_summary(report, table)
+    row = next(line for line in table.getvalue().splitlines() if line.startswith("│ song.mp4"))
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    assert cells[1] == "done" and cells[3] == "-", cells  # no rate for no video
+    clip = next(line for line in table.getvalue().splitlines() if line.startswith("│ clip.mp4"))
+    assert [cell.strip() for cell in clip.strip("│").split("│")][2] == "4"

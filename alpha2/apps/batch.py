@@ -496,9 +496,12 @@ class BatchProgress:
         if self._rich is not None and task is not None:
             self._rich.remove_task(task)
         done = self._over()  # failed files count too: the lines' numbers end at the files' total
-        if outcome.ok and self.sound:
+        if outcome.ok and (self.sound or not outcome.frames):
+            # No frames into a video container: an input of sound alone, whose audio was written; said
+            # as such, not as '0 frames, 0.0 fps', which read as an empty output.
+            what = "" if self.sound else "sound alone, "
             self._line(
-                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: "
+                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: {what}"
                 f"{_size_text(outcome.output_bytes)} in {outcome.seconds:.2f} s ({outcome.worker})"
             )
         elif outcome.ok:
@@ -729,7 +732,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
                 printable(_row_name(r)),
                 r.status.value,
                 str(r.frames) if ran else "-",
-                f"{r.fps:.1f}" if ran else "-",
+                f"{r.fps:.1f}" if ran and r.frames else "-",  # no video: no rate
                 size,
                 str(r.attempts),
                 _paths_text(r.paths) if ran else "-",
