@@ -124,3 +124,18 @@ def test_a_sound_file_in_a_video_batch_is_not_said_as_an_empty_output(
     assert cells[1] == "done" and cells[3] == "-", cells  # no rate for no video
     clip = next(line for line in table.getvalue().splitlines() if line.startswith("│ clip.mp4"))
     assert [cell.strip() for cell in clip.strip("│").split("│")][2] == "4"
+
+
+def test_a_silent_video_into_a_sound_alone_output_is_said_to_lack_audio(tmp_path: Path) -> None:
+    # 'alpha2 batch videos/ --out mp3/ --container mp3' (and 'alpha2 transcode clip.mp4 x.mp3') with a
+    # video without sound said "'clip.mp4' holds no video or audio to transcode: video (h264 64x48)".
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "clip.mp4", width=64, height=48, frames=4)
+    settings = BatchSettings(device=DeviceChoice.CPU, workers=1, container="mp3")
+    report = batch([str(src)], tmp_path / "out", TranscodeOptions(), settings)
+    [result] = report.results
+    assert result.status is FileStatus.FAILED and result.error is not None
+    assert "no video or audio" not in result.error, result.error
+    wanted = "holds no audio for the .mp3 output (sound alone); it holds video (h264 64x48)"
+    assert result.error.endswith(wanted), result.error
