@@ -360,18 +360,20 @@ def test_page_up_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], 
 def test_volume_mute_and_sound_off_are_kept_for_the_next_file(
     audio_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """mpv keeps the volume, mute and ``aid=no`` from file to file: each file of a playlist started at
-    ``--volume``'s level, unmuted and with sound, whatever 9 / 0, m and # had set in the one before."""
+    """mpv keeps the volume, mute, ``aid=no`` and pause from file to file: each file of a playlist started
+    at ``--volume``'s level, unmuted, with sound and playing, whatever 9 / 0, m, # and space had set in
+    the one before."""
     first = make_clip(tmp_path / "first.mkv", width=64, height=48, frames=60, audio=True)
     second = make_clip(tmp_path / "second.mkv", width=64, height=48, frames=60, audio=True)
     third = make_clip(tmp_path / "third.mkv", width=64, height=48, frames=60, audio=True)
-    started: list[tuple[str, str, float, bool]] = []
+    started: list[tuple[str, str, float, bool, bool]] = []
     start_clock = window.WindowPlayback._start_clock
 
     def recording_start_clock(self: Any, pts: float) -> None:
         start_clock(self, pts)
         clock = self.clock
-        started.append((os.path.basename(self.player.source), clock.kind.value, clock.volume, clock.muted))
+        name = os.path.basename(self.player.source)
+        started.append((name, clock.kind.value, clock.volume, clock.muted, clock.paused))
 
     said: list[str] = []
     monkeypatch.setattr(window.WindowPlayback, "_start_clock", recording_start_clock)
@@ -382,7 +384,8 @@ def test_volume_mute_and_sound_off_are_kept_for_the_next_file(
         (first.path, 5): "m",
         (first.path, 6): "n",
         (second.path, 3): "#",  # its one track, then none
-        (second.path, 4): "n",
+        (second.path, 4): " ",
+        (second.path, 5): "n",
         (third.path, 3): "#",  # the first track again
         (third.path, 4): "q",
     }
@@ -390,8 +393,8 @@ def test_volume_mute_and_sound_off_are_kept_for_the_next_file(
         [first.path, second.path, third.path], presses, PlayOptions(hwaccel="none")
     )
     assert not errors and driver.sources == [first.path, second.path, third.path]
-    assert started[0] == ("first.mkv", "audio", 1.0, False)
-    assert started[1] == ("second.mkv", "audio", pytest.approx(0.96), True)
-    assert started[2] == ("third.mkv", "system", pytest.approx(0.96), True)
+    assert started[0] == ("first.mkv", "audio", 1.0, False, False)
+    assert started[1] == ("second.mkv", "audio", pytest.approx(0.96), True, False)
+    assert started[2] == ("third.mkv", "system", pytest.approx(0.96), True, True)
     assert "Audio: off (# turns it on)" in said
     assert results[2].clock["kind"] == "audio" and said[-1] == "Audio: 1/1 (opus, 2 ch)"

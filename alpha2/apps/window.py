@@ -825,9 +825,10 @@ class WindowPlayback(_Keys):
         """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++, ``--audio-delay``), as mpv's
         audio-delay; kept from file to file."""
         self.volume: float | None = None
-        """The volume set by 9 / 0 and mute by m in an earlier file of the playlist, kept for the next as
-        mpv keeps them (None: ``--volume``'s, at the first file)."""
+        """The volume set by 9 / 0, mute by m and pause in an earlier file of the playlist, kept for the
+        next as mpv keeps them (None: ``--volume``'s, at the first file)."""
         self.muted = False
+        self.stay_paused = False
         self.loop = bool(options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
         self.speed = options.speed
@@ -1063,6 +1064,7 @@ class WindowPlayback(_Keys):
         if clock is not None:  # the next file of the playlist plays as loud, and muted or not
             self.volume = getattr(clock, "volume", None)
             self.muted = bool(getattr(clock, "muted", False))
+            self.stay_paused = bool(getattr(clock, "paused", False)) and not clock.ended()
         if self.audio_only:  # quit before the sound's end: its terminal line keeps its length
             self.player.ended_early = clock is not None and not clock.ended()
         if clock is not None:
@@ -1779,6 +1781,9 @@ class WindowPlayback(_Keys):
             self.clock.toggle_mute()
         if silent is not None and self.audio_tracks():
             self._say("Audio: off (# turns it on)")
+        if self.stay_paused:  # n / Enter while paused: the next file's first frame, paused
+            self.stay_paused = False
+            self.toggle_pause()
         if self.speed != 1.0:
             self.clock.set_speed(self.speed)
         if self.audio_delay_s and not self.audio_only:
