@@ -153,3 +153,23 @@ def test_the_file_s_title_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert [line.split(None, 1) for line in out.splitlines() if line.lstrip().startswith("title")] == [
         ["title", "Film title"]
     ], out
+
+
+def test_a_turned_video_s_stream_says_its_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A phone's portrait MP4 (its tkhd matrix turns it) was said 64x48 unturned with --no-decode, where
+    ffprobe says the display matrix without decoding; and --json's stream said rotation 'none' and shown
+    size 64x48 beside the decoded video's 'cw270' and 48x64 (a Matroska's turn likewise)."""
+    import json
+
+    from tests.media import make_clip
+
+    mp4 = make_clip(tmp_path / "portrait.mp4", frames=4, rotation_ccw=90).path
+    mkv = make_clip(tmp_path / "portrait.mkv", frames=4, rotation_ccw=-90).path
+    assert main(["probe", "--no-decode", mp4]) == 0
+    out = capsys.readouterr().out
+    assert "48x64 shown (stored 64x48, turned 270° clockwise)" in out, out
+    assert main(["probe", "--json", mp4, mkv]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    said = [(f["streams"][0]["rotation"], f["streams"][0]["shown_size"]) for f in files]
+    decoded = [(f["video"]["rotation"], f["video"]["display_size"]) for f in files]
+    assert said == decoded == [("cw270", [48, 64]), ("cw90", [48, 64])], (said, decoded)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fractions
 import itertools
+import math
 import os
 import re
 import struct
@@ -24,6 +25,7 @@ from alpha2.ffmpeg_bridge.media import (
     DEFAULT_MAX_PIXELS,
     codec_name,
     probe_options,
+    rotation_from_degrees_ccw,
     stream_language,
     stream_rotation,
     subtitle_codec_name,
@@ -87,8 +89,9 @@ class StreamFacts:
     sample_aspect_ratio: fractions.Fraction | None = None
     """Video: the shape of a pixel, where it is not square (None: square or not said)."""
     rotation: Rotation = Rotation.NONE
-    """Video: the clockwise turn of the legacy ``rotate`` tag. A display matrix is read from the first
-    frame, which this does not decode: :attr:`alpha2.api.describe.MediaDescription.video` has it."""
+    """Video: the clockwise turn of the legacy ``rotate`` tag, else of an MP4 / MOV track's matrix (not
+    mirrored). Another display matrix (Matroska's) is read from the first frame, which this does not
+    decode: :func:`alpha2.api.describe.describe` puts that turn here where it decodes."""
     frame_rate: float | None = None
     """Video: average frames per second, where the container says."""
     frame_count: int | None = None
@@ -277,6 +280,8 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
         )
         if any(f.kind is StreamKind.DATA and not f.codec for f in streams):
             streams = _with_codec_tags(container, where, streams)
+        if any(f.kind is StreamKind.VIDEO and f.rotation is Rotation.NONE for f in streams):
+            streams = _with_track_turns(container, where, streams)
         video = next((f for f in streams if f.kind is StreamKind.VIDEO and not f.attached_picture), None)
         if video is not None and rates:
             span, empty = _rate_span(container, container.streams[video.index])
@@ -475,6 +480,49 @@ def _with_codec_tags(container: Any, path: str, streams: tuple[StreamFacts, ...]
             facts = replace(facts, codec_tag=tag)
         found.append(facts)
     return tuple(found)
+
+
+def _with_track_turns(container: Any, path: str, streams: tuple[StreamFacts, ...]) -> tuple[StreamFacts, ...]:
+    """``streams`` with an MP4 / MOV video track's turn, read from its ``tkhd`` matrix, where no
+    ``rotate`` tag gave one: FFmpeg shows that matrix (a phone's portrait video) as the stream's
+    display matrix, which PyAV gives only on decoded frames; ffprobe says it without decoding."""
+    if "mov" not in container.format.name.split(",") or not os.path.isfile(path):
+        return streams
+    turns = _mov_track_turns(path)
+    found = []
+    for facts in streams:
+        turn = turns.get(int(container.streams[facts.index].id), Rotation.NONE)
+        if facts.kind is StreamKind.VIDEO and facts.rotation is Rotation.NONE and turn is not Rotation.NONE:
+            facts = replace(facts, rotation=turn)
+        found.append(facts)
+    return tuple(found)
+
+
+def _mov_track_turns(path: str) -> dict[int, Rotation]:
+    """Each track's ID -> the clockwise turn of its ``tkhd`` matrix (a quarter turn's multiple, not
+    mirrored; others are left to decoding, which reads them from the frames), read as FFmpeg's
+    ``av_display_rotation_get`` reads it; empty where unreadable."""
+    found: dict[int, Rotation] = {}
+    try:
+        with open(path, "rb") as file:
+            end = os.fstat(file.fileno()).st_size
+            for _, start, stop in _boxes(file, 0, end, b"moov"):
+                for _, track, track_end in _boxes(file, start, stop, b"trak"):
+                    for _, body, _ in _boxes(file, track, track_end, b"tkhd"):
+                        file.seek(body)
+                        wide = file.read(1) == b"\1"
+                        file.seek(body + (20 if wide else 12))
+                        track_id = struct.unpack(">I", file.read(4))[0]
+                        # Then (reserved,) duration, 8 reserved, layer, group, volume, 2 reserved.
+                        file.seek(body + (44 if wide else 32) + 8)
+                        a, b, _, c, d = struct.unpack(">5i", file.read(20))
+                        if a * d - b * c <= 0:  # mirrored (or no picture): left to decoding
+                            continue
+                        degrees_ccw = -math.degrees(math.atan2(b / math.hypot(b, d), a / math.hypot(a, c)))
+                        found[track_id] = rotation_from_degrees_ccw(degrees_ccw)
+    except (OSError, struct.error, ZeroDivisionError):
+        return {}
+    return found
 
 
 def _mov_sample_entries(path: str) -> dict[int, str]:
