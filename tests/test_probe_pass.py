@@ -173,3 +173,28 @@ def test_a_turned_video_s_stream_says_its_turn(tmp_path: Path, capsys: pytest.Ca
     said = [(f["streams"][0]["rotation"], f["streams"][0]["shown_size"]) for f in files]
     decoded = [(f["video"]["rotation"], f["video"]["display_size"]) for f in files]
     assert said == decoded == [("cw270", [48, 64]), ("cw90", [48, 64])], (said, decoded)
+
+
+def test_text_subtitles_are_told_from_pictures_by_ffmpeg_s_descriptor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SAMI file (text, as FFmpeg's codec descriptor marks it) was said '#0 subtitle sami, pictures':
+    only the names of a few text formats were known as text. A PGS track stays pictures."""
+    import av
+
+    smi = tmp_path / "talk.smi"
+    smi.write_text(
+        "<SAMI><BODY><SYNC Start=1000><P Class=ENCC>Hello</P></SYNC>"
+        "<SYNC Start=2000><P Class=ENCC>&nbsp;</P></SYNC></BODY></SAMI>\n"
+    )
+    pgs = str(tmp_path / "pgs.mkv")
+    ms = fractions.Fraction(1, 1000)
+    with av.open(pgs, "w") as out:
+        stream = out.add_mux_stream("hdmv_pgs_subtitle", time_base=ms)
+        packet = av.Packet(b"\x80\x00\x00")  # an end-of-display segment's header, enough to mux
+        packet.pts = packet.dts = 0
+        packet.time_base, packet.stream = ms, stream
+        out.mux(packet)
+    assert main(["probe", str(smi), pgs]) == 0
+    said = [line.split(None, 2)[2] for line in capsys.readouterr().out.splitlines() if "#0 subtitle" in line]
+    assert said == ["sami, text", "pgssub, pictures"], said

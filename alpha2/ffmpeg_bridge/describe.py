@@ -451,10 +451,22 @@ def _stream_facts(stream: Any) -> StreamFacts:
             sample_format=str(sample_format.name) if sample_format is not None else None,
         )
     if kind is StreamKind.SUBTITLE:
-        return StreamFacts(**common, text=codec in _TEXT_SUBTITLES)
+        return StreamFacts(**common, text=_is_text(cc, codec))
     if kind is StreamKind.ATTACHMENT:
         return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
     return StreamFacts(**common)
+
+
+def _is_text(cc: Any, codec: str) -> bool:
+    """Whether a subtitle stream is text, as FFmpeg's codec descriptor marks it (text or bitmap), else by
+    the known text formats' names: SAMI, JACOsub, RealText, closed captions, ... are text, and a list
+    of names alone said them 'pictures'."""
+    descriptor = getattr(cc, "codec", None) if cc is not None else None
+    text = bool(getattr(descriptor, "text_sub", False))
+    bitmap = bool(getattr(descriptor, "bitmap_sub", False))
+    if text != bitmap:  # (DVB teletext is marked both: its decoder gives either)
+        return text
+    return codec in _TEXT_SUBTITLES
 
 
 def _tag(metadata: Any, name: str) -> str | None:
