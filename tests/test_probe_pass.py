@@ -198,3 +198,24 @@ def test_text_subtitles_are_told_from_pictures_by_ffmpeg_s_descriptor(
     assert main(["probe", str(smi), pgs]) == 0
     said = [line.split(None, 2)[2] for line in capsys.readouterr().out.splitlines() if "#0 subtitle" in line]
     assert said == ["sami, text", "pgssub, pictures"], said
+
+
+def test_a_raw_h264_s_rate_is_its_bitstream_s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 30 fps .h264 (an elementary stream: no container times) was said '25 fps', the raw demuxer's
+    default, while alpha2.open and the decoder time its frames by the bitstream's 30."""
+    import av
+
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "clip.mp4", frames=20, rate=30)
+    raw = str(tmp_path / "clip.h264")
+    with av.open(clip.path) as inp, av.open(raw, "w", format="h264") as out:
+        stream = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    assert describe_file(raw).streams[0].frame_rate == 30
+    assert main(["probe", raw]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "#0 video" in line]
+    assert len(said) == 1 and ", 30 fps, " in said[0], said

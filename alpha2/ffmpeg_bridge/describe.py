@@ -23,6 +23,7 @@ from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import (
     DEFAULT_MAX_PIXELS,
+    average_rate,
     codec_name,
     probe_options,
     rotation_from_degrees_ccw,
@@ -424,7 +425,8 @@ def _stream_facts(stream: Any) -> StreamFacts:
         # The container's pixel shape (Matroska's display size, MP4's pasp) before the bitstream's, as
         # FFmpeg's av_guess_sample_aspect_ratio, ffprobe and players take it.
         sar = getattr(stream, "sample_aspect_ratio", None) or getattr(cc, "sample_aspect_ratio", None)
-        rate = getattr(stream, "average_rate", None) or getattr(stream, "guessed_rate", None)
+        # A raw .h264's by its bitstream, as the decoder times its frames (the demuxer's is its default 25).
+        rate = average_rate(stream.container, stream) or getattr(stream, "guessed_rate", None)
         return StreamFacts(
             **common,
             attached_picture=bool(disposition & int(flags.attached_pic)),
