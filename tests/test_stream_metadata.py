@@ -136,3 +136,22 @@ def test_copy_tags_keeps_the_targets_and_leaves_out_coding_tags() -> None:
     everything: dict[str, str] = {}
     copy_tags(source, everything)
     assert everything == source
+
+
+@pytest.mark.parametrize("codec", [None, "copy"])
+def test_mp4_track_titles_are_kept(tmp_path: Path, codec: str | None) -> None:
+    """An MP4's track titles (its ``udta/name``, which the demuxer says as ``name``) were lost into
+    .mp4 (whose muxer writes a track's name from ``title`` alone) and became a Matroska NAME tag, not
+    the track's name, in .mkv; now each stream keeps its title. Found by an outside pass against
+    ffprobe (ffmpeg loses them the same way)."""
+    src = _multi(tmp_path, ".mp4")
+    _, streams = _read(src)
+    assert [tags.get("name") for _, tags, _ in streams] == ["Main video", "English", "Français", "Deutsch"]
+    for out_ext in (".mp4", ".mkv"):
+        out = str(tmp_path / f"out{out_ext}")
+        transcode(src, out, TranscodeOptions(codec=codec))
+        _, streams = _read(out)
+        # The MP4 demuxer says the title as ``name`` again, Matroska's as ``title``.
+        titles = [tags.get("title", tags.get("name")) for _, tags, _ in streams[:4]]
+        assert titles == ["Main video", "English", "Français", "Deutsch"], (out_ext, streams)
+        assert not any("name" in tags and "title" in tags for _, tags, _ in streams), (out_ext, streams)

@@ -673,6 +673,18 @@ def copy_tags(source: dict[str, str], target: dict[str, str], left_out: frozense
         have.add(name)
 
 
+def stream_tags(stream: Any) -> dict[str, str]:
+    """A stream's tags with its title as ``title``: the MP4 / QuickTime demuxer says a track's name
+    (``udta/name``) as ``name``, a key no muxer writes back as one (the MP4 muxer writes the name from
+    ``title`` alone, the Matroska one a NAME tag, not the track's name), so copied as it is the title
+    was lost (by ``ffmpeg`` too)."""
+    tags = dict(stream.metadata)
+    keys = {key.lower(): key for key in tags}
+    if "name" in keys and "title" not in keys:
+        tags["title"] = tags.pop(keys["name"])
+    return tags
+
+
 def _main_video(source: av.container.InputContainer) -> Any:
     """The input's video stream a decoder picks (FFmpeg's best, else the first), cover art left out;
     None when it has none."""
@@ -1009,7 +1021,7 @@ class StreamCopier:
                 continue
             if not int(stream_out.disposition):  # none set by the caller
                 stream_out.disposition = video.disposition
-            copy_tags(video.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING)
+            copy_tags(stream_tags(video), stream_out.metadata, STREAM_TAGS_OF_THE_CODING)
 
     def _copy_chapters(self, source: av.container.InputContainer) -> None:
         """The input's chapters into the output, as ``ffmpeg`` copies them: moved by the output's start
@@ -1076,7 +1088,7 @@ class StreamCopier:
             return
         stream_out.disposition = stream_in.disposition if extra is None else stream_in.disposition | extra
         copy_tags(
-            stream_in.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
+            stream_tags(stream_in), stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
         )
 
     def _drop(self, stream: InputStream, reason: str) -> None:
