@@ -16,7 +16,8 @@ players read as noise.
 
 As ``ffmpeg`` does by default, the copier also carries the input's tags over: the container's (title
 ...), and each kept stream's tags (language, title, handler name) and dispositions (default, forced,
-hearing impaired ...), the output's video taking those of the input's video (:func:`copy_tags`), and
+hearing impaired ...; those the output's container cannot hold said), the output's video taking those
+of the input's video (:func:`copy_tags`), and
 the chapters (moved with the output's start, cut to the part; said where not a plain copy).
 """
 
@@ -105,6 +106,36 @@ _INDEXED_DEMUXERS = ("mov", "mp4", "matroska", "webm")
 
 CHAPTER_MUXERS = frozenset({"mp4", "mov", "ipod", "matroska", "webm", "nut"})
 """Muxers that write chapters (MPEG-TS and AVI have no place for them)."""
+
+_PICKED_MARKS = (
+    "forced",
+    "hearing_impaired",
+    "visual_impaired",
+    "comment",
+    "original",
+    "dub",
+    "captions",
+    "descriptions",
+)
+
+_MARKLESS = ("mov", "ipod", "avi", "ogg")
+_MATROSKA_MARKS = frozenset({"forced", "hearing_impaired", "visual_impaired", "comment", "original", "dub"})
+_MP4_MARKS = frozenset({"forced", "hearing_impaired", "visual_impaired", "comment", "dub", "captions"})
+
+MARKS_HELD: dict[tuple[str, str], frozenset[str]] = {
+    ("matroska", "audio"): _MATROSKA_MARKS,
+    ("matroska", "subtitle"): _MATROSKA_MARKS | {"descriptions"},
+    ("webm", "audio"): frozenset({"forced"}),
+    ("webm", "subtitle"): frozenset({"forced", "captions", "descriptions"}),
+    ("mp4", "audio"): _MP4_MARKS | {"descriptions"},
+    ("mp4", "subtitle"): _MP4_MARKS | {"descriptions"},
+    ("nut", "audio"): frozenset({"comment", "original", "dub"}),
+    ("nut", "subtitle"): frozenset({"comment", "original", "dub"}),
+    **{(muxer, kind): frozenset() for muxer in _MARKLESS for kind in ("audio", "subtitle")},
+}
+"""The marks (FFmpeg's dispositions a person picks a stream by, the default aside) each muxer writes
+for an audio or subtitle stream, as FFmpeg 8's muxers do (read back with PyAV): others are lost, and
+said. Muxers not named here (MPEG-TS, whose marks go with the language descriptor) are not judged."""
 
 TIMECODE_MUXERS = {
     "mov": "the output's timecode track (tmcd)",
@@ -1087,8 +1118,29 @@ class StreamCopier:
                 stream_out.disposition = extra
             return
         stream_out.disposition = stream_in.disposition if extra is None else stream_in.disposition | extra
+        self._say_marks_lost(stream_in.index, stream_out)
         copy_tags(
             stream_tags(stream_in), stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
+        )
+
+    def _say_marks_lost(self, index: int, stream_out: Any) -> None:
+        """Say the marks of input stream ``index`` the output's muxer leaves out of ``stream_out``."""
+        held = MARKS_HELD.get((self._out.format.name, stream_out.type))
+        if held is None:
+            return
+        flags = int(stream_out.disposition)
+        marked = [m for m in _PICKED_MARKS if flags & int(getattr(av.stream.Disposition, m))]
+        lost = [m for m in marked if m not in held]
+        if "captions" in lost and "hearing_impaired" in marked and "hearing_impaired" in held:
+            lost.remove("captions")  # the MP4 demuxer says both for one SDH kind; Matroska's flag is one
+        if not lost:
+            return
+        named = ["commentary" if m == "comment" else m.replace("_", " ") for m in lost]
+        words = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        many = len(lost) > 1
+        self.report.other_notes.append(
+            f"{stream_out.type} stream {index}'s {words} mark{'s' if many else ''} dropped: the "
+            f"{self._out.format.name} container cannot hold {'them' if many else 'it'}"
         )
 
     def _drop(self, stream: InputStream, reason: str) -> None:
