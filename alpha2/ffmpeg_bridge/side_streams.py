@@ -17,8 +17,8 @@ players read as noise.
 As ``ffmpeg`` does by default, the copier also carries the input's tags over: the container's (title
 ...), and each kept stream's tags (language, title, handler name) and dispositions (default, forced,
 hearing impaired ...; those the output's container cannot hold said), the output's video taking those
-of the input's video (:func:`copy_tags`), and
-the chapters (moved with the output's start, cut to the part; said where not a plain copy).
+of the input's video (:func:`copy_tags`), and the chapters (moved with the output's start, cut to the
+part; said where not a plain copy).
 """
 
 from __future__ import annotations
