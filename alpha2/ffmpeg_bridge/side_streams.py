@@ -1449,11 +1449,13 @@ class StreamCopier:
             if relabel == own:
                 relabel = None  # unplaced already: the resampler reads them in the default order
         fixed = _FIXED_LAYOUTS.get(codec, ())
+        # Two such channels are stereo to FFmpeg and every player, as one is mono (above): not said
+        # (every plain stereo WAV into .flac said 'its 2 channels, in no known place, labelled stereo').
         if (
             unmixable(source_layout)
             and layout == own
             and own.endswith("channels")
-            and 1 < count <= len(fixed)
+            and 2 < count <= len(fixed)
         ):
             placed = (
                 f"its {own}, in no known place, labelled {fixed[count - 1]}: {codec} names one layout a count"
