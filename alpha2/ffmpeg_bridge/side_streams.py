@@ -692,6 +692,34 @@ def is_lossless_audio(codec: str) -> bool:
     return bool(found.lossless) and (not found.lossy or codec == "wavpack")
 
 
+@functools.lru_cache(maxsize=64)
+def mov_language(code: str) -> str | None:
+    """The form of the ISO 639 code ``code`` that FFmpeg's MOV muxer writes (its QuickTime table holds
+    ``ger``, ``fra``, ``dut``, ``ces``, a mix of both three-letter forms, and writes any other as no
+    language), asked of the muxer itself; None: it holds none of the language's forms."""
+    import pycountry
+
+    found = pycountry.languages.get(alpha_3=code) or pycountry.languages.get(bibliographic=code)
+    forms = [code] + [str(getattr(found, f)) for f in ("alpha_3", "bibliographic") if getattr(found, f, None)]
+    for form in dict.fromkeys(forms):
+        buffer = io.BytesIO()
+        try:
+            with av.open(buffer, "w", format="mov") as probe:
+                stream: Any = probe.add_stream("pcm_s16le", rate=8000, layout="mono")
+                stream.metadata["language"] = form
+                frame = av.AudioFrame(format="s16", layout="mono", samples=16)
+                frame.sample_rate, frame.pts = 8000, 0
+                for packet in [*stream.encode(frame), *stream.encode(None)]:
+                    probe.mux(packet)
+            buffer.seek(0)
+            with av.open(buffer) as written:
+                if written.streams[0].metadata.get("language") == form:
+                    return form
+        except (av.error.FFmpegError, ValueError, IndexError):
+            return None
+    return None
+
+
 def copy_tags(source: dict[str, str], target: dict[str, str], left_out: frozenset[str] = frozenset()) -> None:
     """Copy the tags of ``source`` that ``target`` does not have (names compared without case, as
     FFmpeg's dictionaries do), but those in ``left_out`` (lower case; a ``-LANG`` suffix ignored)."""
@@ -1142,6 +1170,16 @@ class StreamCopier:
             f"{stream_out.type} stream {index}'s {words} mark{'s' if many else ''} dropped: the "
             f"{self._out.format.name} container cannot hold {'them' if many else 'it'}"
         )
+        language = stream_out.metadata.get("language")
+        if self._out.format.name == "mov" and language and language.lower() != "und":
+            held = mov_language(language.lower())
+            if held is not None:
+                stream_out.metadata["language"] = held
+            else:
+                self.report.other_notes.append(
+                    f"stream {stream_in.index}'s language {language!r} is not written: the mov container "
+                    "holds only QuickTime's languages (.mp4 and .mkv hold any)"
+                )
 
     def _drop(self, stream: InputStream, reason: str) -> None:
         self.report.dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, reason))
@@ -1513,11 +1551,13 @@ class StreamCopier:
             if relabel == own:
                 relabel = None  # unplaced already: the resampler reads them in the default order
         fixed = _FIXED_LAYOUTS.get(codec, ())
+        # Two such channels are stereo to FFmpeg and every player, as one is mono (above): not said
+        # (every plain stereo WAV into .flac said 'its 2 channels, in no known place, labelled stereo').
         if (
             unmixable(source_layout)
             and layout == own
             and own.endswith("channels")
-            and 1 < count <= len(fixed)
+            and 2 < count <= len(fixed)
         ):
             placed = (
                 f"its {own}, in no known place, labelled {fixed[count - 1]}: {codec} names one layout a count"
