@@ -1150,6 +1150,16 @@ class StreamCopier:
         copy_tags(
             stream_tags(stream_in), stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
         )
+        language = stream_out.metadata.get("language")
+        if self._out.format.name == "mov" and language and language.lower() != "und":
+            quicktime = mov_language(language.lower())
+            if quicktime is not None:
+                stream_out.metadata["language"] = quicktime
+            else:
+                self.report.other_notes.append(
+                    f"stream {stream_in.index}'s language {language!r} is not written: the mov container "
+                    "holds only QuickTime's languages (.mp4 and .mkv hold any)"
+                )
 
     def _say_marks_lost(self, index: int, stream_out: Any) -> None:
         """Say the marks of input stream ``index`` the output's muxer leaves out of ``stream_out``."""
@@ -1170,16 +1180,6 @@ class StreamCopier:
             f"{stream_out.type} stream {index}'s {words} mark{'s' if many else ''} dropped: the "
             f"{self._out.format.name} container cannot hold {'them' if many else 'it'}"
         )
-        language = stream_out.metadata.get("language")
-        if self._out.format.name == "mov" and language and language.lower() != "und":
-            held = mov_language(language.lower())
-            if held is not None:
-                stream_out.metadata["language"] = held
-            else:
-                self.report.other_notes.append(
-                    f"stream {stream_in.index}'s language {language!r} is not written: the mov container "
-                    "holds only QuickTime's languages (.mp4 and .mkv hold any)"
-                )
 
     def _drop(self, stream: InputStream, reason: str) -> None:
         self.report.dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, reason))
