@@ -712,7 +712,7 @@ def mov_language(code: str) -> str | None:
                 for packet in [*stream.encode(frame), *stream.encode(None)]:
                     probe.mux(packet)
             buffer.seek(0)
-            with av.open(buffer) as written:
+            with open_input(buffer) as written:
                 if written.streams[0].metadata.get("language") == form:
                     return form
         except (av.error.FFmpegError, ValueError, IndexError):
