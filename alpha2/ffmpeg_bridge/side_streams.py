@@ -954,6 +954,10 @@ class StreamCopier:
             chapters (moved by ``shift_seconds``, cut to the part with ``trim``). Then,
             as ``ffmpeg`` does, where the output has several video, audio or subtitle streams and none
             of them is the default, the first is made it.
+        default_first: The kinds (``"audio"``, ``"subtitle"``) whose streams ``indices`` lists in the
+            order a person chose them (``--audio-track fra,eng``): where the input had a default stream
+            of that kind, the first of them kept takes the default and the others lose it (said where
+            that moves it off the input's default).
 
     Raises:
         InvalidInputError: ``indices`` is None and the input has no audio stream.
@@ -973,6 +977,7 @@ class StreamCopier:
         copy_metadata: bool = True,
         window: tuple[float, float | None] | None = None,
         audio_target: AudioTarget | None = None,
+        default_first: Sequence[str] = (),
     ) -> None:
         self._out = out
         self._target = audio_target
@@ -1019,6 +1024,8 @@ class StreamCopier:
                 raise InvalidInputError(f"{path!r} has no stream {index}")
             self._add(described[index], broken.get(index))
         if copy_metadata:
+            for kind in default_first:
+                self._default_to_first(source, kind)
             for stream_out, count in _infer_defaults(out):
                 # Players show a default subtitle stream unasked: one that was not is a change to say. (A
                 # first audio or video stream made the default is the one players take anyway.)
@@ -1160,6 +1167,29 @@ class StreamCopier:
                     f"stream {stream_in.index}'s language {language!r} is not written: the mov container "
                     "holds only QuickTime's languages (.mp4 and .mkv hold any)"
                 )
+
+    def _default_to_first(self, source: av.container.InputContainer, kind: str) -> None:
+        """Make the first kept stream of ``kind`` the default, the others not, where one of the input's
+        streams of that kind was the default (none made where none was: a subtitle stream made the
+        default is shown unasked); said where the default moves off the input's."""
+        default = av.stream.Disposition.default
+        was = [s.index for s in source.streams if s.type == kind and int(s.disposition) & int(default)]
+        kept = [(i, e.stream_out) for i, e in self._entries.items() if e.stream_out.type == kind]
+        if not was or not kept:
+            return
+        for _, stream_out in kept:
+            stream_out.disposition = av.stream.Disposition(int(stream_out.disposition) & ~int(default))
+        first, stream_out = kept[0]
+        stream_out.disposition = stream_out.disposition | default
+        if first in was:
+            return
+        language = source.streams[first].metadata.get("language")
+        named = f"{kind} stream {first}" + (f" ({language})" if language else "")
+        before = ", ".join(str(i) for i in was)
+        where = "not kept" if not any(i in was for i, _ in kept) else "kept after it"
+        self.report.other_notes.append(
+            f"{named} made the default, the first chosen; the input's default, stream {before}, is {where}"
+        )
 
     def _say_marks_lost(self, index: int, stream_out: Any) -> None:
         """Say the marks of input stream ``index`` the output's muxer leaves out of ``stream_out``."""
