@@ -952,7 +952,8 @@ class EncodeSession:
         # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
         spec = encoder_spec(self.encoder.name) or EncoderSpec(self.encoder.name, self.encoder.codec, False)
         self._codec_time_base = spec.time_base(self.time_base, self.rate)
-        if self.muxer in FRAME_CLOCK_MUXERS:
+        if self.muxer in FRAME_CLOCK_MUXERS or (spec.rate_clock and self._bitrate is not None):
+            # On one frame's clock, a frame landing on the tick of the one before is dropped (said).
             self._codec_time_base = 1 / self.rate
         try:
             stream = out.add_stream(self.encoder.name, rate=self.rate)
