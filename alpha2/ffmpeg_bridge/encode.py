@@ -218,6 +218,14 @@ def _encoder_exists(name: str) -> bool:
     return True
 
 
+def quiet_svt_log() -> None:
+    """Errors only from SVT-AV1 (``SVT_LOG=1``) unless the caller set ``SVT_LOG``: it prints its banner,
+    its configuration and notes on its own choices ('AQ mode 2 is unsupported with source dimensions',
+    'Failed to set thread priority'), about 20 lines a file, to stderr through a logger of its own that
+    FFmpeg's log level does not reach (libx265's does), read when an encoder is made."""
+    os.environ.setdefault("SVT_LOG", "1")
+
+
 @functools.cache
 def _nvenc_probe(name: str) -> str | None:
     """Test-open an NVENC encoder once per process; None when it works, else why not."""
@@ -955,6 +963,8 @@ class EncodeSession:
         if self.muxer in FRAME_CLOCK_MUXERS or (spec.rate_clock and self._bitrate is not None):
             # On one frame's clock, a frame landing on the tick of the one before is dropped (said).
             self._codec_time_base = 1 / self.rate
+        if self.encoder.name == "libsvtav1":
+            quiet_svt_log()
         try:
             stream = out.add_stream(self.encoder.name, rate=self.rate)
             assert isinstance(stream, av.video.stream.VideoStream)
