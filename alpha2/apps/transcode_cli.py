@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from alpha2.api.transcode_plan import TranscodeOptions
     from alpha2.api.transcode_report import TranscodeStats
 
-__all__ = ["add_max_pixels_argument", "add_transcode_arguments", "options_from_args", "register", "run"]
+__all__ = [
+    "OPTION_NAMES",
+    "add_max_pixels_argument",
+    "add_transcode_arguments",
+    "options_from_args",
+    "register",
+    "run",
+]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -238,34 +245,57 @@ def add_max_pixels_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+OPTION_NAMES: dict[str, str] = {
+    "codec": "--codec",
+    "size": "--size",
+    "crf": "--crf",
+    "bitrate": "--bitrate",
+    "preset": "--preset",
+    "frames": "--frames",
+    "from_seconds": "--from",
+    "to_seconds": "--to",
+    "duration_seconds": "--duration",
+    "hwaccel": "--hwaccel",
+    "colour": "--colour",
+    "depth": "--depth",
+    "sdr": "--sdr",
+    "gpu": "--gpu",
+    "max_pixels": "--max-pixels",
+    "segments": "--segments",
+}
+"""The options of :func:`add_transcode_arguments` by the TranscodeOptions field each sets: a refusal of
+the options names the option a person typed (``--to``), not the field (``to_seconds``)."""
+
+
 def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
     """The TranscodeOptions of parsed :func:`add_transcode_arguments` options (and ``-y``, which lets an
     existing output be replaced; without it, it is refused)."""
-    from alpha2.api.transcode_plan import TranscodeOptions
+    from alpha2.api.transcode_plan import TranscodeOptions, option_names
 
-    return TranscodeOptions(
-        codec=args.codec,
-        size=args.size,
-        crf=args.crf,
-        bitrate=args.bitrate,
-        preset=args.preset,
-        frames=args.frames,
-        from_seconds=getattr(args, "from_time", 0.0),
-        to_seconds=getattr(args, "to_time", None),
-        duration_seconds=getattr(args, "duration", None),
-        hwaccel=args.hwaccel,
-        audio=args.audio,
-        colour=ColourChoice(args.colour),
-        gpu=args.gpu,
-        depth=DepthChoice(args.depth),
-        sdr=getattr(args, "sdr", False),
-        overwrite=getattr(args, "overwrite", False),
-        max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
-        segments=getattr(args, "segments", None),
-        audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
-        subtitles=getattr(args, "subtitles", True),
-        subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
-    )
+    with option_names(OPTION_NAMES):
+        return TranscodeOptions(
+            codec=args.codec,
+            size=args.size,
+            crf=args.crf,
+            bitrate=args.bitrate,
+            preset=args.preset,
+            frames=args.frames,
+            from_seconds=getattr(args, "from_time", 0.0),
+            to_seconds=getattr(args, "to_time", None),
+            duration_seconds=getattr(args, "duration", None),
+            hwaccel=args.hwaccel,
+            audio=args.audio,
+            colour=ColourChoice(args.colour),
+            gpu=args.gpu,
+            depth=DepthChoice(args.depth),
+            sdr=getattr(args, "sdr", False),
+            overwrite=getattr(args, "overwrite", False),
+            max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
+            segments=getattr(args, "segments", None),
+            audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
+            subtitles=getattr(args, "subtitles", True),
+            subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
+        )
 
 
 def _track_words(kind: str) -> Callable[[str], list[str]]:

@@ -1,0 +1,88 @@
+"""Faults a pass over the error messages of ``alpha2 transcode`` and ``alpha2 batch`` options found, each
+as a person at an 80-column terminal reads them: what was wrong and what would do, in one line, the
+option named as typed (and, from Python, the field as written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from media import make_clip
+
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.apps.cli import main
+from alpha2.gpu.errors import InvalidInputError
+
+Capsys = pytest.CaptureFixture[str]
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_clip(tmp_path_factory.mktemp("clip") / "in.mp4", frames=4).path
+
+
+def _error(argv: list[str], capsys: Capsys) -> str:
+    """The one error line of a refused command (usage error or runtime refusal)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code not in (0, None)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("alpha2: error:")]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("cli", "fields", "said", "python_said"),
+    [
+        (
+            ["--from", "2", "--to", "1"],
+            {"from_seconds": 2, "to_seconds": 1},
+            "--to 1 s is not after --from 2 s: nothing to write",
+            "to_seconds 1 s is not after from_seconds 2 s: nothing to write",
+        ),
+        (["--duration", "0"], {"duration_seconds": 0}, "--duration must be more than 0 s", None),
+        (["--crf", "-1"], {"crf": -1}, "--crf must be 0 or more, got -1.0", "crf must be 0 or more, got -1"),
+        (["--bitrate", "999"], {"bitrate": 999}, "--bitrate must be from 1000 (1k)", "bitrate must be from"),
+        (
+            ["--segments", "2", "--frames", "3"],
+            {"segments": 2, "frames": 3},
+            "--segments cannot go with --frames",
+            "segments cannot go with frames",
+        ),
+        (
+            ["--sdr", "--colour", "keep"],
+            {"sdr": True, "colour": "keep"},
+            "--sdr tone maps to BT.709: it cannot go with --colour keep",
+            "sdr tone maps to BT.709: it cannot go with colour keep",
+        ),
+    ],
+)
+def test_a_refused_option_is_named_as_typed_and_a_field_as_written(
+    tmp_path: Path,
+    capsys: Capsys,
+    clip: str,
+    cli: list[str],
+    fields: dict[str, object],
+    said: str,
+    python_said: str | None,
+) -> None:
+    """``--from 2 --to 1`` said 'to_seconds (--to) 1 s is not after from_seconds (--from) 2 s', the
+    Python field names to a command-line user; ``--crf -1`` said 'crf must be a number from 0 or more'
+    (the field name, and 'from 0 or more'); and from Python ``sdr=True, colour='keep'`` said '--sdr
+    ... --colour keep'. One check in TranscodeOptions; each caller sees its own spelling."""
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--quiet", *cli], capsys)
+    assert line.startswith(f"alpha2: error: {said}"), line
+    assert "_seconds" not in line and "(--" not in line, line
+    assert not (tmp_path / "out.mp4").exists()
+    with pytest.raises(InvalidInputError) as refused:
+        TranscodeOptions(**fields)  # type: ignore[arg-type]
+    python_line = str(refused.value)
+    assert python_line.startswith(python_said or said.replace("--duration", "duration_seconds")), python_line
+    assert "--" not in python_line, python_line
+
+
+def test_batch_names_its_options_as_typed(tmp_path: Path, capsys: Capsys, clip: str) -> None:
+    line = _error(["batch", clip, "--out", str(tmp_path / "out"), "--from", "3", "--to", "1"], capsys)
+    assert line == "alpha2: error: --to 1 s is not after --from 3 s: nothing to write", line
