@@ -86,3 +86,17 @@ def test_a_refused_option_is_named_as_typed_and_a_field_as_written(
 def test_batch_names_its_options_as_typed(tmp_path: Path, capsys: Capsys, clip: str) -> None:
     line = _error(["batch", clip, "--out", str(tmp_path / "out"), "--from", "3", "--to", "1"], capsys)
     assert line == "alpha2: error: --to 1 s is not after --from 3 s: nothing to write", line
+
+
+@pytest.mark.parametrize(("size", "shown"), [("99999x99999", "99999x99999"), ("100000x-1", "100000 wide")])
+def test_a_size_out_of_the_encoders_range_blames_size(
+    tmp_path: Path, capsys: Capsys, clip: str, size: str, shown: str
+) -> None:
+    """``--size 99999x99999`` said '... made 99998x74998: 99998x74998 cannot be encoded with libx264
+    (h264) ...; --size scales them into range', the way out the option that caused it, and said the box
+    as '99999 high' (a side of 65536 or more was taken for a free one)."""
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--size", size, "--quiet"], capsys)
+    assert line.startswith(f"alpha2: error: --size {shown} makes the 64x48 pictures "), line
+    assert ": libx264 encodes 2x2 to 16384x16384; give a --size in range" in line, line
+    assert "scales them into range" not in line, line
+    assert not (tmp_path / "out.mp4").exists()
