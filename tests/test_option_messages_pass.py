@@ -100,3 +100,23 @@ def test_a_size_out_of_the_encoders_range_blames_size(
     assert ": libx264 encodes 2x2 to 16384x16384; give a --size in range" in line, line
     assert "scales them into range" not in line, line
     assert not (tmp_path / "out.mp4").exists()
+
+
+@pytest.mark.parametrize(
+    ("codec", "said"),
+    [
+        ("h246", "unknown codec or encoder 'h246'; nearest: "),
+        ("libx26", "unknown codec or encoder 'libx26'; nearest: libx265, libx264"),
+        ("nope", "unknown codec or encoder 'nope'; give h264, hevc, av1, vp9 or an FFmpeg encoder name"),
+    ],
+)
+def test_an_unknown_codec_says_the_nearest_names_in_few_words(
+    tmp_path: Path, capsys: Capsys, clip: str, codec: str, said: str
+) -> None:
+    """``--codec h246`` said every codec family and 'or an FFmpeg encoder name' (130 columns) and not
+    that h264 was meant; now the nearest names this FFmpeg encodes, and where the names are said."""
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--codec", codec, "--quiet"], capsys)
+    assert line.startswith(f"alpha2: error: {said}"), line
+    assert line.endswith("(alpha2 transcode --help)") and len(line) <= 125, line
+    if codec == "h246":
+        assert "h264" in line and "mpeg1" not in line, line
