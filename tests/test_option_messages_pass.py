@@ -120,3 +120,49 @@ def test_an_unknown_codec_says_the_nearest_names_in_few_words(
     assert line.endswith("(alpha2 transcode --help)") and len(line) <= 125, line
     if codec == "h246":
         assert "h264" in line and "mpeg1" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10.0), ("500ms", 0.5), ("1.5s", 1.5), ("250000us", 0.25), ("0ms", 0.0), ("1:30", 90.0)],
+)
+def test_a_time_takes_ffmpegs_units(text: str, seconds: float) -> None:
+    """``--from 10s`` and ``--duration 500ms`` were refused ('a time is [[hh:]mm:]ss[.ms]'), which
+    ffmpeg takes (its time duration syntax: S+[.m...][s|ms|us])."""
+    from alpha2.apps.cli import build_parser, parse_time
+
+    assert parse_time(text) == pytest.approx(seconds)
+    args = build_parser(["play"]).parse_args(["play", "x.mp4", "--at", text])
+    assert args.at == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["ms", "s", "1:30s", "10 sec", "5m", "infs", "abc"])
+def test_a_time_that_is_none_says_the_units(tmp_path: Path, capsys: Capsys, clip: str, text: str) -> None:
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--from", text], capsys)
+    assert line == (
+        "alpha2: error: argument --from: a time is [[hh:]mm:]ss[.ms] or a number with s, ms or us "
+        f"(90, 1:30, 500ms); got {text!r}"
+    ), line
+
+
+def test_transcode_batch_and_sample_cut_by_ffmpegs_units(tmp_path: Path, capsys: Capsys) -> None:
+    import json
+
+    import av
+
+    clip = make_clip(tmp_path / "in.mp4", frames=30).path  # 1 s at 30 fps
+    out = str(tmp_path / "out.mp4")
+    assert main(["transcode", clip, out, "--from", "500ms", "--duration", "0.2s", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["frames"] == 6 and data["cut"]["asked_from_seconds"] == pytest.approx(0.5), data
+    assert main(["batch", clip, "--out", str(tmp_path / "b"), "--to", "100ms", "--quiet"]) == 0
+    with av.open(str(tmp_path / "b" / "in.mp4")) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 3
+    sample = str(tmp_path / "s.mp4")
+    assert main(["sample", sample, "--duration", "100ms", "--size", "64x48", "--no-audio", "--quiet"]) == 0
+    with av.open(sample) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 3
+    for command in (["transcode", "--help"], ["play", "--help"], ["sample", "--help"]):
+        with pytest.raises(SystemExit):
+            main(command)
+        assert "ms or us" in capsys.readouterr().out, command

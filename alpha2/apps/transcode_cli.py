@@ -28,6 +28,7 @@ from alpha2.api.transcode_choices import (
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
+    TIME_SYNTAX,
     add_overwrite_arguments,
     help_formatter,
     parse_time,
@@ -154,8 +155,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         type=parse_time,
         default=0.0,
         metavar="TIME",
-        help="start at this time of the input, [[hh:]mm:]ss[.ms] (the output starts at 0 with the frame "
-        "shown then; the audio is cut there too)",
+        help=f"start at this time of the input, {TIME_SYNTAX} (1:30, 500ms); the output starts at 0 "
+        "with the frame shown then, the audio cut there too",
     )
     end = parser.add_mutually_exclusive_group()
     end.add_argument(
@@ -163,13 +164,13 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         dest="to_time",
         type=parse_time,
         metavar="TIME",
-        help="end at this time of the input, [[hh:]mm:]ss[.ms] (the frame at it is not written)",
+        help=f"end at this time of the input, {TIME_SYNTAX}; the frame at it is not written",
     )
     end.add_argument(
         "--duration",
         type=parse_time,
         metavar="TIME",
-        help="write this long a part, from --from on ([[hh:]mm:]ss[.ms])",
+        help=f"write this long a part, from --from on: {TIME_SYNTAX} (10s, 500ms)",
     )
     pipeline.add_hwaccel_argument(parser)
     parser.add_argument(
