@@ -166,3 +166,13 @@ def test_transcode_batch_and_sample_cut_by_ffmpegs_units(tmp_path: Path, capsys:
         with pytest.raises(SystemExit):
             main(command)
         assert "ms or us" in capsys.readouterr().out, command
+
+
+@pytest.mark.parametrize("text", ["abc", "20k", ""])
+def test_crf_that_is_no_number_says_what_would_do(tmp_path: Path, capsys: Capsys, text: str) -> None:
+    """``--crf abc`` said argparse's 'invalid float value: 'abc'': what was wrong, not what would do."""
+    line = _error(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "o.mp4"), f"--crf={text}"], capsys)
+    assert line == (
+        f"alpha2: error: argument --crf: give a number, 0 or more (lower: better pictures, a bigger file), "
+        f"got {text!r}"
+    ), line

@@ -123,7 +123,7 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     quality = parser.add_mutually_exclusive_group()
     quality.add_argument(
         "--crf",
-        type=float,
+        type=_crf,
         help="constant-quality factor (default per codec: "
         + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_CRF.items())
         + "); refused for an encoder that has none (ffv1, prores_ks)",
@@ -331,6 +331,16 @@ def _segments(text: str) -> int | str:
     if value < 2:
         raise argparse.ArgumentTypeError(f"segments must be 2 or more (or auto), got {value}")
     return value
+
+
+def _crf(text: str) -> float:
+    """``--crf``'s number; its range is TranscodeOptions' check (argparse said only 'invalid float value')."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"give a number, 0 or more (lower: better pictures, a bigger file), got {text!r}"
+        ) from None
 
 
 def _bitrate(text: str) -> int:
