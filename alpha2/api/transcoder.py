@@ -458,7 +458,7 @@ class _Transcoder:
         crf = options.crf
         if crf is None and options.bitrate is None:
             crf = DEFAULT_CRF.get(choice.codec)
-        self._extent = self._resolve_extent(choice.name, plan)
+        self._extent = self._resolve_extent(choice.name, plan, options.size)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
         # The input's other streams, and its tags (title, the video's language) even with none to copy;
@@ -524,9 +524,10 @@ class _Transcoder:
         return session
 
     @staticmethod
-    def _resolve_extent(encoder_name: str, plan: TranscodePlan) -> Any:
-        """The encoder's coded-size limits, after checking the output size against them; None when alpha2
-        has no table for the encoder (FFmpeg refuses bad sizes when it opens)."""
+    def _resolve_extent(encoder_name: str, plan: TranscodePlan, box: Size | None) -> Any:
+        """The encoder's coded-size limits, after checking the output size against them (``box``: the
+        ``--size`` asked, which a refusal then names); None when alpha2 has no table for the encoder
+        (FFmpeg refuses bad sizes when it opens)."""
         from alpha2.native_gpu.encode.extent import VideoEncodeExtent
 
         # A passthrough hands the encoder its own format (4:4:4 and 4:2:2 take odd sides where 4:2:0
@@ -544,6 +545,17 @@ class _Transcoder:
             extent.check(plan.output_size.width, plan.output_size.height)
         except InvalidInputError as exc:
             size, out = plan.input_size, plan.output_size
+            in_range = extent.min_width <= out.width <= extent.max_width and (
+                extent.min_height <= out.height <= extent.max_height
+            )
+            if box is not None and size != out and not in_range:  # --size made it: say so
+                low = f"{extent.min_width}x{extent.min_height}"
+                high = f"{extent.max_width}x{extent.max_height}"
+                raise InvalidInputError(
+                    f"--size {pipeline.box_text(box)} makes the {size.width}x{size.height} pictures "
+                    f"{out.width}x{out.height}: {encoder_name} encodes {low} to {high}; give a --size in "
+                    "range (or another --codec)"
+                ) from exc
             made = "" if size == out else f", made {out.width}x{out.height}"
             raise InvalidInputError(
                 f"the input's pictures are {size.width}x{size.height}{made}: {exc.message}; "
