@@ -41,6 +41,8 @@ from alpha2.apps.cli import (
 )
 
 if TYPE_CHECKING:
+    import fractions
+
     from alpha2.api.transcode_plan import TranscodeOptions
     from alpha2.api.transcode_report import TranscodeStats
 
@@ -223,6 +225,14 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N|LANG",
         help="keep only these subtitle streams, chosen and ordered as --audio-track chooses the audio",
     )
+    parser.add_argument(
+        "--fps",
+        type=_fps,
+        metavar="RATE",
+        help="write the video at this constant frame rate, as ffmpeg's -r (the fps filter, round=near): "
+        "frames dropped or repeated, the length and the audio kept; 30, 29.97, 30000/1001, ntsc, film, "
+        "pal; --frames counts the output's frames; not with --segments or --codec copy",
+    )
     add_max_pixels_argument(parser)
 
 
@@ -265,6 +275,7 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
         audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
         subtitles=getattr(args, "subtitles", True),
         subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
+        fps=getattr(args, "fps", None),
     )
 
 
@@ -302,6 +313,16 @@ def _segments(text: str) -> int | str:
     return value
 
 
+def _fps(text: str) -> fractions.Fraction:
+    from alpha2.api.frame_rate import parse_rate
+    from alpha2.gpu.errors import InvalidInputError
+
+    try:
+        return parse_rate(text, "--fps")
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fps ")) from None
+
+
 def _bitrate(text: str) -> int:
     scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
     raw = text.strip().lower()
@@ -337,6 +358,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         return _sound_summary(stats, fields, width)
     route = stats.video_route()
     fields.append(("video", stats.video_action() + (f": {route}" if route else "")))
+    if stats.frame_rate is not None:
+        fields.append(("rate", stats.frame_rate.summary()))
     if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
         where = "the CPU (swscale)" if stats.scale_route["route"] == "swscale" else "the GPU"
         fields.append(("route", f"on {where}: {stats.scale_route['reason']}"))
