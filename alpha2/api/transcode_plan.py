@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.api import arguments, pipeline
+from alpha2.api.frame_rate import parse_rate
 from alpha2.api.languages import language_matches
 from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
@@ -349,6 +350,12 @@ class TranscodeOptions:
     chooses the audio: by number among the subtitle streams or by language; the first takes the
     default where the input had a default subtitle stream (one shown unasked). None: every one (unless
     ``subtitles`` is False)."""
+    fps: fractions.Fraction | None = None
+    """The output's constant frame rate (``--fps``; FFmpeg's ``-r`` / ``fps`` filter, round=near):
+    frames dropped or repeated to fill each 1/fps slot (:mod:`alpha2.api.frame_rate`), the length and the
+    audio kept. Also taken as ``30``, ``29.97`` (2997/100, exactly), ``"30000/1001"`` or a name
+    (``"ntsc"``, ``"film"``, ``"pal"``). ``frames`` counts output frames then. Not with ``segments``.
+    None: the input's timing, kept."""
 
     def _check_types(self) -> None:
         """Each field's type, as :mod:`alpha2.api.arguments` checks the front door's arguments: a
@@ -406,6 +413,8 @@ class TranscodeOptions:
         arguments.whole("ring_size", self.ring_size)
         if self.max_pixels is not None:
             arguments.whole(_named("max_pixels"), self.max_pixels)
+        if self.fps is not None:
+            put("fps", parse_rate(self.fps, _named("fps")))
 
     @property
     def chooses_streams(self) -> bool:
@@ -421,8 +430,8 @@ class TranscodeOptions:
     @property
     def picture_options(self) -> list[str]:
         """The options given that shape the pictures, by their command-line names (``--size``, ``--crf``,
-        ``--preset``, ``--colour``, ``--depth``, ``--sdr``, ``--gpu``, ``--segments``): what a copy and
-        sound alone refuse."""
+        ``--preset``, ``--colour``, ``--depth``, ``--sdr``, ``--gpu``, ``--segments``, ``--fps``): what a
+        copy and sound alone refuse."""
         return [
             name
             for name, given in (
@@ -434,6 +443,7 @@ class TranscodeOptions:
                 ("--sdr", self.sdr),
                 ("--gpu", self.gpu),
                 ("--segments", self.segments is not None),
+                ("--fps", self.fps is not None),
             )
             if given
         ]
@@ -501,6 +511,11 @@ class TranscodeOptions:
                     f"{_named('segments')} must be 2 or more, or 'auto', got {segments!r} (leave it out for "
                     "one pipeline)"
                 )
+        if segments is not None and self.fps is not None:
+            raise InvalidInputError(
+                f"{_named('segments')} cannot go with {_named('fps')}: each part would choose its frames on "
+                f"its own clock; leave out {_named('segments')} (one pipeline)"
+            )
         if segments is not None and self.frames is not None:
             parts = _named("segments")
             raise InvalidInputError(

@@ -42,6 +42,8 @@ from alpha2.apps.cli import (
 )
 
 if TYPE_CHECKING:
+    import fractions
+
     from alpha2.api.transcode_plan import TranscodeOptions
     from alpha2.api.transcode_report import TranscodeStats
 
@@ -231,6 +233,14 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N|LANG",
         help="keep only these subtitle streams, chosen and ordered as --audio-track chooses the audio",
     )
+    parser.add_argument(
+        "--fps",
+        type=_fps,
+        metavar="RATE",
+        help="write the video at this constant frame rate, as ffmpeg's -r (the fps filter, round=near): "
+        "frames dropped or repeated, the length and the audio kept; 30, 29.97, 30000/1001, ntsc, film, "
+        "pal; --frames counts the output's frames; not with --segments or --codec copy",
+    )
     add_max_pixels_argument(parser)
 
 
@@ -263,6 +273,7 @@ OPTION_NAMES: dict[str, str] = {
     "gpu": "--gpu",
     "max_pixels": "--max-pixels",
     "segments": "--segments",
+    "fps": "--fps",
 }
 """The options of :func:`add_transcode_arguments` by the TranscodeOptions field each sets: a refusal of
 the options names the option a person typed (``--to``), not the field (``to_seconds``)."""
@@ -296,6 +307,7 @@ def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
             audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
             subtitles=getattr(args, "subtitles", True),
             subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
+            fps=getattr(args, "fps", None),
         )
 
 
@@ -343,6 +355,16 @@ def _crf(text: str) -> float:
         ) from None
 
 
+def _fps(text: str) -> fractions.Fraction:
+    from alpha2.api.frame_rate import parse_rate
+    from alpha2.gpu.errors import InvalidInputError
+
+    try:
+        return parse_rate(text, "--fps")
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fps ")) from None
+
+
 def _bitrate(text: str) -> int:
     scale = {"k": 1_000, "m": 1_000_000, "g": 1_000_000_000}
     raw = text.strip().lower()
@@ -378,6 +400,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         return _sound_summary(stats, fields, width)
     route = stats.video_route()
     fields.append(("video", stats.video_action() + (f": {route}" if route else "")))
+    if stats.frame_rate is not None:
+        fields.append(("rate", stats.frame_rate.summary()))
     if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
         where = "the CPU (swscale)" if stats.scale_route["route"] == "swscale" else "the GPU"
         fields.append(("route", f"on {where}: {stats.scale_route['reason']}"))
