@@ -10,6 +10,15 @@ the GPU (no byte through the CPU) and is handed out through DLPack; elsewhere it
 numpy array. Which way it went is reported (:attr:`RgbTensor.path`, :attr:`RgbTensor.report`), never
 implied; ``require="gpu"`` (or ``device="cuda"``) makes the CPU way an error with the reason.
 
+Two routes convert the frames (``route``, reported as :attr:`RgbTensor.route` with
+:attr:`TensorReport.route_reason`): ``'cuda'``, alpha2's CUDA kernel
+(:mod:`alpha2.native_gpu.render.cuda_tensor`), which reads NVDEC frames' planes where they lie and writes
+the tensor into CUDA memory in one launch a frame, with no Dawn work (the renderer's plain pass and the
+tensor pass's arithmetic: frames whose colour needs no management); and ``'dawn'``, the renderer on the
+source's device and the tensor pass (every frame: HDR tone-mapped, software-decoded, numpy out). By
+default (``route='auto'``) NVDEC frames going to CUDA take the kernel where it can convert them, and the
+report says why when it cannot.
+
 Example::
 
     import torch
@@ -27,10 +36,11 @@ Example::
 
 Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``H`` before ``W``).
 
-Speed: the caller's thread does the conversion's CPU work (the frames' imports, the GPU submission, the
-copy out), so reading a video in order is fastest a few frames a call (one submission and one copy for
-them all, where a frame a call costs one each). On NVDEC, a source whose frames go to tensors copies
-each frame on the decoder's thread from the first ``to_tensor`` on (``copy_ahead``, which
+Speed: on the Dawn route the caller's thread does the conversion's CPU work (the frames' imports, the
+GPU submission, the copy out), so reading a video in order is fastest a few frames a call (one
+submission and one copy for them all, where a frame a call costs one each); the CUDA kernel's CPU work
+is a launch a frame. On NVDEC, a source whose frames go to tensors by the Dawn route copies
+each frame on the decoder's thread from the first such ``to_tensor`` on (``copy_ahead``, which
 :func:`alpha2.open` leaves to alpha2 by default; its NVDEC surface is given back at once). On the H200
 that took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
 session lends 8 frames at once by default: keep lists to 8, or use ``frames_at``, whose batches of more
@@ -105,10 +115,13 @@ class TensorReport:
     """How a tensor was made: every frame's path, the tensor's path, and why."""
 
     path: ExecutionPath
-    """How the tensor's bytes reached their memory: GPU_COPY (packed by the GPU and copied into CUDA
-    memory on the GPU) or CPU_DOWNLOAD (packed by the GPU and read back into host memory)."""
+    """How the tensor's bytes reached their memory: GPU_COPY (made on the GPU into CUDA memory: packed by
+    Dawn and copied into it, or written there by the CUDA kernel; :attr:`route` says which) or
+    CPU_DOWNLOAD (packed by the GPU and read back into host memory)."""
     frame_paths: tuple[ExecutionPath, ...]
-    """How each frame's pixels reached the renderer's textures (its import: GPU_COPY, CPU_UPLOAD, ...)."""
+    """How each frame's pixels reached the conversion: on the Dawn route its import into the renderer's
+    textures (GPU_COPY, CPU_UPLOAD, ...); on the CUDA kernel's, ZERO_COPY (its planes read where NVDEC
+    left them)."""
     reason: str
     """Why the tensor took :attr:`path` (why not CUDA, when it did not)."""
     bytes_crossed_cpu: int
@@ -799,7 +812,7 @@ def to_tensor(
             f"{source.device.adapter_name!r} (at most {limit} pixels a side, max_texture_dimension_2d), "
             "which each picture is rendered into; ask for a smaller size"
         )
-    source._frames_go_to_tensors()
+    source._frames_go_to_tensors()  # the Dawn route: NVDEC frames copied ahead from now on
     routes = _routes_of(source.device, getattr(source.importer, "memory_budget", None))
     with routes.lock:
         exporter: TensorExporter | None = None
