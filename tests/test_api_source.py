@@ -698,6 +698,137 @@ def test_open_async_and_render_async_keep_the_loop_free(
     assert worst < 0.15, f"the event loop stalled {worst * 1000:.0f} ms"
 
 
+def test_gpu_work_done_signals_on_your_own_wgpu_device() -> None:
+    """GpuWorkDone (exported for programs that bring their own device) ended its waits FAILED on a
+    wgpu-py device, with 'Can only unmap a buffer if its currently mapped': wgpu-py marks the buffer
+    mapped only once its settled promise is resolved, and the poll unmapped it before that."""
+    import wgpu
+
+    import alpha2
+
+    own = wgpu.gpu.request_adapter_sync().request_device_sync()
+    result = alpha2.GpuWorkDone(own).wait(10)
+    assert result.signaled, result
+    assert asyncio.run(alpha2.GpuWorkDone(own).wait_async(10)).signaled
+    done = alpha2.GpuWorkDone(own)
+    assert done.wait(10).signaled and done.is_signaled() and done.wait(0).signaled  # asked again: still done
+
+
+def test_gpu_work_done_takes_an_alpha2_device_and_refuses_other_things(device: Any) -> None:
+    """GpuWorkDone(source.device) and GpuWorkDone('x') raised AttributeError ("module 'alpha2' has no
+    attribute 'BufferUsage'"): it looked the usage flags up in the module of whatever it was given."""
+    import alpha2
+
+    assert alpha2.GpuWorkDone(device).wait(10).signaled
+    for wrong in ("x", None, 3):
+        with pytest.raises(InvalidInputError, match="not a WebGPU device"):
+            alpha2.GpuWorkDone(wrong)
+
+
+def test_gpu_work_done_on_a_closed_device_is_a_closed_error() -> None:
+    """GpuWorkDone(device) after device.close() raised cffi's TypeError ("initializer for ctype
+    'struct WGPUDeviceImpl *' must be a cdata pointer, not NoneType")."""
+    import alpha2
+
+    closed = alpha2.Device.open()
+    closed.close()
+    with pytest.raises(ClosedError, match=r"Device was closed \(Device\.close\(\)"):
+        alpha2.GpuWorkDone(closed)
+
+
+def test_render_async_raises_when_the_gpu_work_it_waits_for_failed(
+    vfr_clips: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """render_async() returned the texture as finished when the wait for the GPU ended FAILED (it never
+    looked at the wait's result): a device lost mid-render went unseen, and so did GpuWorkDone's own
+    failure on wgpu-py devices."""
+    import alpha2
+    import alpha2.api.source as source_module
+    from alpha2.gpu.errors import DeviceLostError
+
+    def lost(self: Any) -> bool:
+        raise RuntimeError("Could not map buffer (device lost)")
+
+    async def main() -> None:
+        with alpha2.open(vfr_clips["mp4"], hwaccel="none") as source:
+            frame = await source.next_async()
+            assert frame is not None
+            with frame:
+                monkeypatch.setattr(source_module.GpuWorkDone, "_poll", lost)
+                with pytest.raises(DeviceLostError, match=r"while rendering the frame \(RuntimeError: Could"):
+                    await frame.render_async()
+
+    asyncio.run(main())
+
+
+def test_closing_a_source_inside_async_for_leaves_no_thread(vfr_clips: dict[str, str]) -> None:
+    """close() inside ``async for`` left an 'alpha2-decode' thread running for good: the loop's next
+    step made a new worker for the closed source (which then raised ClosedError) and nothing stopped it.
+    A frame rendered with render_async() after its source closed did the same."""
+    import alpha2
+
+    def decode_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("alpha2-decode")]
+
+    before = decode_threads()
+
+    async def main() -> tuple[int, tuple[int, ...]]:
+        source = alpha2.open(vfr_clips["mp4"], hwaccel="none")
+        taken = 0
+        with pytest.raises(ClosedError, match="was closed"):
+            async for _frame in source:
+                taken += 1
+                if taken == 3:
+                    source.close()
+        with alpha2.open(vfr_clips["mp4"], hwaccel="none") as other:
+            kept = other.next_frame()
+        assert kept is not None
+        with kept:
+            texture = await kept.render_async()  # the frame outlives its source, as render() does
+        return taken, tuple(texture.size[:2])
+
+    taken, size = asyncio.run(main())
+    assert (taken, size) == (3, (64, 48))
+    deadline = time.monotonic() + 5
+    while decode_threads() != before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert decode_threads() == before
+
+
+def test_frames_converted_on_several_threads_keep_their_own_pixels(tmp_path: Path) -> None:
+    """The frames of one loop handed to several worker threads (what ConcurrentIterationError tells
+    to do) came back from to_ndarray() with another frame's pixels, 8 to 19 of 60: each conversion drew
+    into the renderer's one output texture of that size and read it back, and two threads interleaved."""
+    import queue
+
+    import alpha2
+
+    clip = make_clip(tmp_path / "t.mp4", frames=48, width=64, height=48)
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        expected = {frame.pts_seconds: frame.to_ndarray() for frame in source}
+    handed: queue.Queue[Any] = queue.Queue(maxsize=8)
+    got: dict[float | None, np.ndarray] = {}
+
+    def convert() -> None:
+        while (frame := handed.get()) is not None:
+            with frame:
+                got[frame.pts_seconds] = frame.to_ndarray()
+        handed.put(None)
+
+    workers = [threading.Thread(target=convert) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        while (frame := source.next_frame()) is not None:
+            handed.put(frame)
+        handed.put(None)
+        for worker in workers:
+            worker.join(60)
+    assert sorted(got) == sorted(expected)
+    wrong = [pts for pts in expected if not np.array_equal(got[pts], expected[pts])]
+    assert not wrong, f"{len(wrong)} of {len(expected)} frames came back with other pixels"
+
+
 @pytest.mark.vulkan
 def test_a_batch_renders_in_the_order_asked(tmp_path: Path) -> None:
     """frames_at decodes across seeks, yet its frames render in the order asked (one decoder generation

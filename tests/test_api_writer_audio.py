@@ -151,6 +151,28 @@ def test_every_call_after_close_raises_a_closed_error_naming_the_file(tmp_path: 
             frame.release()
 
 
+@pytest.mark.vulkan
+def test_a_writer_on_a_closed_device_says_so_and_stays_usable(tmp_path: Path) -> None:
+    """alpha2.create(path, device=d) after d.close() failed its first write inside cffi (TypeError:
+    "initializer for ctype 'struct WGPUDeviceImpl *' must be a cdata pointer, not NoneType")."""
+    device = alpha2.Device.open()
+    texture = device.webgpu_device.create_texture(
+        size=(16, 16, 1),
+        format="rgba8unorm",
+        usage=device.gpu_module.TextureUsage.TEXTURE_BINDING | device.gpu_module.TextureUsage.COPY_DST,
+    )
+    device.close()
+    out = tmp_path / "closed_device.mp4"
+    writer = alpha2.create(out, device=device)
+    with pytest.raises(ClosedError, match=r"Device of this Writer.*closed_device\.mp4.*was closed"):
+        writer.write(np.zeros((16, 16, 3), np.uint8))
+    with pytest.raises(ClosedError, match=r"Device\.close\(\)"):
+        writer.write(texture)
+    assert not writer.closed  # refused, not aborted
+    writer.abort()
+    assert not out.exists()
+
+
 # -- 3. the finalizer ----------------------------------------------------------------------------------
 
 

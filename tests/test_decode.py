@@ -357,6 +357,29 @@ def test_budget_fail_mode_and_shared_budget(tmp_path: Path) -> None:
     assert budget.usage().surfaces == 0
 
 
+def test_a_batch_larger_than_the_budget_is_refused_at_once_saying_so(tmp_path: Path) -> None:
+    """frames_at with more times than the budget's max_surfaces waited out the budget's timeout (10 s by
+    default) and then said 'release frames you hold' to a caller who held none: each frame of a batch
+    holds a surface until the whole batch is handed out, so such a batch can never fit."""
+    import alpha2
+
+    clip = make_clip(tmp_path / "batch.mkv", "h264", 64, 48, 20)
+    budget = SurfaceBudget(max_surfaces=2, wait_timeout_s=3.0)
+    with alpha2.open(clip.path, hwaccel="none", budget=budget) as source:
+        started = time.monotonic()
+        refused = r"3 frames asked for at once.*at most 2 \(max_surfaces\)"
+        with pytest.raises(SurfaceBudgetError, match=refused):
+            source.frames_at([0.1, 0.2, 0.3])
+        with pytest.raises(SurfaceBudgetError, match="at most 2 at a time"):
+            source.frames_at_index([1, 2, 3])
+        assert time.monotonic() - started < 1.0  # refused, not waited for
+        assert budget.usage().surfaces == 0
+        frames = source.frames_at([0.1, 0.3])  # a batch the budget holds still comes
+        assert [round(f.pts_seconds or 0, 2) for f in frames] == [0.1, 0.3]
+        for frame in frames:
+            frame.release()
+
+
 def test_usage_bounded_when_frames_dropped(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "u.mkv", "h264", 64, 48, 12)
     budget = SurfaceBudget(max_surfaces=2, wait_timeout_s=1.0)

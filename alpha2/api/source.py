@@ -51,14 +51,27 @@ from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.ffmpeg_bridge.media import AudioTrack
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.dlpack import PlaneArray
-from alpha2.gpu.errors import ClosedError, GpuTimeoutError, InvalidInputError, OutOfMemoryError
+from alpha2.gpu.errors import (
+    ClosedError,
+    DeviceLostError,
+    Error,
+    GpuTimeoutError,
+    InvalidInputError,
+    OutOfMemoryError,
+)
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.hdr import HdrMetadata
 from alpha2.gpu.identity import ExecutionPath
-from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitStatus
-from alpha2.gpu.webgpu import WebGpuDevice, promise_settled, pump_events
+from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitResult, WaitStatus
+from alpha2.gpu.webgpu import (
+    WebGpuDevice,
+    gpu_module_of,
+    promise_settled,
+    pump_events,
+    webgpu_device_of,
+)
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.interop.importer import FrameImporter
 from alpha2.native_gpu.interop.leases import ImportLease
@@ -161,10 +174,21 @@ class GpuWorkDone(SyncPoint):
     so the map settles after everything submitted earlier. Waited on by the WaiterThread (``wait_async``).
     """
 
-    def __init__(self, webgpu_device: WebGpuDevice) -> None:
+    def __init__(self, webgpu_device: WebGpuDevice | Device) -> None:
+        """Submit the marker on ``webgpu_device`` (a wgpu / wgpudawn GPUDevice, or an alpha2 Device).
+
+        Raises:
+            InvalidInputError: ``webgpu_device`` is neither.
+            ClosedError: an alpha2 Device that was closed.
+        """
         super().__init__()
-        gpu = type(webgpu_device).__module__.split(".")[0]
-        usage = __import__(gpu).BufferUsage
+        if getattr(webgpu_device, "_closed", False):  # its GPUDevice is gone: cffi's TypeError otherwise
+            raise ClosedError(
+                "this Device was closed (Device.close() or its with block): no work can be submitted on it; "
+                "wait before closing it"
+            )
+        usage = gpu_module_of(webgpu_device).BufferUsage
+        webgpu_device = webgpu_device_of(webgpu_device)
         self._device = webgpu_device
         self._buffer = webgpu_device.create_buffer(size=4, usage=usage.MAP_READ | usage.COPY_DST)
         encoder = webgpu_device.create_command_encoder(label="alpha2 work done")
@@ -178,12 +202,31 @@ class GpuWorkDone(SyncPoint):
             return False
         buffer, self._buffer = self._buffer, None
         if buffer is not None:
-            buffer.unmap()
-            buffer.destroy()
+            try:
+                # Settled is not resolved: wgpu-py marks the buffer mapped when the promise is resolved,
+                # which sync_wait() does here without waiting (unmap() before it raises).
+                self._promise.sync_wait()
+                buffer.unmap()
+            finally:
+                buffer.destroy()
         return True
 
     def _wait_native(self, timeout_s: float) -> WaitStatus:
         return WaitStatus.SIGNALED if self._poll() else WaitStatus.TIMED_OUT
+
+
+def _raise_if_failed(result: WaitResult, what: str) -> None:
+    """Raise the failure of GPU work an awaitable waited for (returning would hand on what it failed to
+    make): an alpha2 error as it is, the WebGPU implementation's as a lost device."""
+    if not result.failed:
+        return
+    error = result.error
+    if isinstance(error, Error):
+        raise error
+    raise DeviceLostError(
+        f"the GPU failed while {what} ({type(error).__name__}: {error}); open the source again on a "
+        "working device"
+    ) from error
 
 
 class _Worker:
@@ -651,7 +694,7 @@ class Frame:
         """Import into the device's textures; wait, off the event loop, until they may be sampled."""
         # The CPU upload copies the planes on the calling thread: done on the source's worker instead.
         lease = await self._source._run(self._import)
-        await lease.frame.sync.wait_async(timeout=None)
+        _raise_if_failed(await lease.frame.sync.wait_async(timeout=None), "importing the frame")
         return self
 
     async def render_async(
@@ -663,7 +706,8 @@ class Frame:
         texture = await self._source._run(
             lambda: self.render(target, output_format=output_format, antialias=antialias)
         )
-        await GpuWorkDone(self._source.device.webgpu_device).wait_async(timeout=None)
+        done = await GpuWorkDone(self._source.device.webgpu_device).wait_async(timeout=None)
+        _raise_if_failed(done, "rendering the frame")
         return texture
 
     def to_ndarray(self, format: str = "rgb24") -> np.ndarray:
@@ -675,9 +719,12 @@ class Frame:
         """
         if format not in ("rgb24", "rgba"):
             raise InvalidInputError(f"format must be 'rgb24' or 'rgba', got {short_repr(format)}")
-        with self._imported() as lease:
-            texture = self._source.renderer.render(lease, rotation=self.decoded.metadata.rotation)
-        pixels = read_texture_rgba(self._source.device, texture)
+        # The renderer's own output texture is one per size: frames converted on two threads at once
+        # (a source's frames handed to several workers) read back each other's pixels without this.
+        with self._source._output_lock:
+            with self._imported() as lease:
+                texture = self._source.renderer.render(lease, rotation=self.decoded.metadata.rotation)
+            pixels = read_texture_rgba(self._source.device, texture)
         return np.ascontiguousarray(pixels[:, :, :3]) if format == "rgb24" else pixels
 
     def to_tensor(self, *args: Any, **options: Any) -> RgbTensor:
@@ -884,6 +931,7 @@ class VideoSource:
         self._lock = threading.Lock()
         self._kept: list[Frame] = []  # decoded for a cancelled next_async: the next call's
         self._imports_lock = threading.Lock()
+        self._output_lock = threading.Lock()  # to_ndarray: the renderer's output texture, drawn and read
         self._imports_held = 0  # frames holding textures (rendered, not released)
         self._warmed = False
         self._busy = threading.Lock()  # held while a call takes frames: a second thread is refused
@@ -1253,6 +1301,15 @@ class VideoSource:
 
     async def _run(self, fn: Callable[[], _T], on_cancel: Callable[[_T], None] | None = None) -> _T:
         resources = self._resources
+        if resources.session.closed:
+            # A closed source keeps no thread: one made here was never stopped (close() inside
+            # ``async for`` left one behind). The call runs on a thread of its own, stopped after it,
+            # and says itself whether it may run (a frame renders after its source closed; decoding not).
+            once = _Worker("alpha2-decode")
+            try:
+                return await once.run(fn, on_cancel)
+            finally:
+                once.close()
         if resources.worker is None:
             resources.worker = _Worker("alpha2-decode")
         return await resources.worker.run(fn, on_cancel)
@@ -1338,6 +1395,8 @@ class VideoSource:
             InvalidInputError: ``seconds`` is not a sequence (a list, tuple or numpy array of times), or
                 a time in it is not a finite number >= 0.
             EndOfStreamError: a time at or past the end (no frame is then kept).
+            SurfaceBudgetError: more times than the source's ``budget`` holds frames (``max_surfaces``),
+                or the budget stayed full.
         """
         asked = _listed("frames_at", seconds, "times in seconds", " or call frame_at")
         values = [_check_seconds(s) for s in asked]

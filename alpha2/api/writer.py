@@ -595,6 +595,14 @@ class Writer:
                 self._device = Device.adopt(owner)
             else:
                 self._device = self._held.own_device = Device.open()
+        # A closed Device has no GPUDevice left: its writes failed inside cffi ("initializer for ctype
+        # 'struct WGPUDeviceImpl *' must be a cdata pointer, not NoneType").
+        if getattr(self._device, "_closed", False):
+            raise ClosedError(
+                f"the Device of this Writer of {self.path!r} was closed (Device.close() or its with block): "
+                "nothing can be converted on it; close the Device after the Writer, or create the Writer "
+                "on an open one"
+            )
         return self._device
 
     def _copier_for(self, device: Device, width: int, height: int) -> EncodeCopier:

@@ -1474,6 +1474,15 @@ class DecodeSession:
     ) -> list[DecodedFrame | None]:
         if not ticks:
             return []
+        most = self.budget.max_surfaces
+        if keep is None and most is not None and len(ticks) > most:
+            # Each frame of the batch holds a surface until all are handed out: past the budget the
+            # batch waited out the budget's timeout and then asked to release frames none had.
+            raise SurfaceBudgetError(
+                f"{len(ticks)} frames asked for at once, and this session's surface budget holds at most "
+                f"{most} (max_surfaces): ask for at most {most} at a time, releasing each batch before "
+                "the next, or raise max_surfaces"
+            )
         nth = occurrences if occurrences is not None else [None] * len(ticks)
         counted = {target for target, n in zip(ticks, nth, strict=True) if n is not None}
         # One time needs one seek; more need to know where the key frames are (counted before the pass:
