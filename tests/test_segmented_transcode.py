@@ -256,7 +256,7 @@ def test_refusals(tmp_path: Path) -> None:
         TranscodeOptions(segments=2, frames=10)
     fifo = tmp_path / "pipe.mp4"
     os.mkfifo(fifo)
-    with pytest.raises(InvalidInputError, match="not a regular file"):
+    with pytest.raises(InvalidInputError, match="is a FIFO, not a file"):
         transcode(str(fifo), str(tmp_path / "out.mp4"), TranscodeOptions(segments=2))
     with pytest.raises(InvalidInputError, match="not a local file"):
         transcode("http://example.invalid/a.mp4", str(tmp_path / "out.mp4"), TranscodeOptions(segments=2))

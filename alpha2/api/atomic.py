@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "atomic_path",
     "check_output_path",
+    "input_refusal",
     "open_regular",
     "png_bytes",
     "same_file",
@@ -70,8 +71,9 @@ def check_output_path(
         inputs: Files being read: the output is never one of them, whatever ``overwrite`` says.
 
     Raises:
-        InvalidInputError: the directory is missing or not writable, the path is a directory, is one
-            of ``inputs``, or exists and ``overwrite`` is False.
+        InvalidInputError: the directory is missing or not writable, the path is a directory, its name
+            is longer than the file system takes, it is one of ``inputs``, or exists and ``overwrite``
+            is False.
     """
     given = os.fspath(path)
     if not given.strip():
@@ -86,6 +88,13 @@ def check_output_path(
         if os.path.lexists(directory):
             raise InvalidInputError(f"{what} {given!r}: {directory!r} is a file, not a folder")
         raise InvalidInputError(f"{what} directory {directory!r} does not exist")
+    name_bytes, name_max = len(os.fsencode(os.path.basename(full))), _name_max(directory)
+    if name_bytes > name_max:
+        # Refused before the work: the rename at the end failed, 'File name too long', after it all.
+        raise InvalidInputError(
+            f"{what} name {os.path.basename(full)[:40]!r}... is {name_bytes} bytes long; a file name in "
+            f"{directory!r} may be {name_max} at most"
+        )
     for source in inputs:
         if same_file(full, source):
             raise InvalidInputError(f"the {what} {given!r} is the input; choose another name")
@@ -94,6 +103,31 @@ def check_output_path(
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InvalidInputError(f"{what} directory {directory!r} is not writable")
     return full
+
+
+def input_refusal(path: str | os.PathLike[str]) -> str | None:
+    """Why an input that is a FIFO, a socket or a device is refused, or None (a file, a folder, a name
+    that does not exist: opening says what is wrong with those). alpha2 opens its input more than once
+    (to probe it, to decode, to copy its audio) and seeks in it: a FIFO's second open waited for a writer
+    for ever, after the first had read it, and the command hung."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return (
+        f"input {os.fspath(path)!r} is {_file_kind(mode)}, not a file: alpha2 opens its input more than "
+        "once and seeks in it; save the stream to a file and give its name"
+    )
+
+
+def _name_max(directory: str) -> int:
+    """The longest file name (bytes) ``directory``'s file system takes (255 where it does not say)."""
+    try:
+        return int(os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
 
 
 def open_regular(path: str, flags: int = os.O_RDONLY, mode: int = 0o600, *, what: str = "file") -> int:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
-from alpha2.api.atomic import check_output_path
+from alpha2.api.atomic import check_output_path, input_refusal
 from alpha2.api.devices import nvdec_possible, open_decoder, open_device, texture_limit
 from alpha2.api.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
 from alpha2.api.transcode_plan import (
@@ -552,6 +552,21 @@ class _Transcoder:
 
     # -- the run --------------------------------------------------------------------------------------
 
+    def _video_holds_no_packets(self, index: int) -> str | None:
+        """Why no frame came, where the video stream holds no packets (a file cut short before its first
+        picture: an MPEG-TS cut after its tables said 'raise the limit (--max-pixels)'); None otherwise."""
+        try:
+            facts = describe_file(self.source)
+        except Error:
+            return None
+        stream = next((f for f in facts.streams if f.index == index), None)
+        if stream is None or not stream.empty:
+            return None
+        return (
+            f"{self.source!r} has no video frames: its video stream (#{index}, {stream.codec or 'video'}) "
+            "holds no packets; the file is cut short before its first picture, or the stream is empty"
+        )
+
     def _prepare(self) -> tuple[DecodeSession, DecodedFrame, TranscodePlan]:
         """Open the decoder, take the first frame (at ``--from``, or at the segment's start), plan the
         streams, the cut and the frames; nothing is encoded yet."""
@@ -566,6 +581,9 @@ class _Transcoder:
         stages.add("decode", time.perf_counter() - start)
         if first is None:
             info = decoder.info
+            empty = self._video_holds_no_packets(info.index)
+            if empty is not None:
+                raise InvalidInputError(empty)
             limit = self.options.max_pixels
             if limit is not None and not (info.width and info.height):
                 # A decoder that refuses a picture over libavcodec's max_pixels while the streams are
@@ -1428,6 +1446,9 @@ def transcode(
         )
     options = options if options is not None else TranscodeOptions()
     src, output = _path("source", source), _path("output", output)
+    refusal = input_refusal(src)
+    if refusal is not None:
+        raise InvalidInputError(refusal)
     sound = _sound_alone(src, output, options.max_pixels)  # the streams, where only its audio is written
     if sound is None:
         check_options(options, output)  # what the options alone tell, before any file is looked at

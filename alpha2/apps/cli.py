@@ -398,7 +398,12 @@ def unknown_arguments(
 def standard_stream_refusal(path: str, output: bool = False) -> str | None:
     """Why ``-`` (ffmpeg's standard input or output) is refused where a file is named, or None: a
     file named ``-`` there is a file. It said 'opening '-': No such file or directory' as an input and
-    'cannot tell the container of '-' from no extension' as an output."""
+    'cannot tell the container of '-' from no extension' as an output. An input that is a FIFO, a
+    socket or a device is refused too (:func:`~alpha2.api.atomic.input_refusal`): it hung."""
+    if not output and path != "-":
+        from alpha2.api.atomic import input_refusal
+
+        return input_refusal(path)
     if path != "-" or os.path.exists(path):
         return None
     if output:

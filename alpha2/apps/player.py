@@ -36,6 +36,7 @@ from alpha2.apps.cli import (
     help_formatter,
     parse_time,
     print_error,
+    standard_stream_refusal,
     terminal_columns,
     wrap_lines,
 )
@@ -442,6 +443,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    for path in args.input:
+        refusal = standard_stream_refusal(os.fspath(path))  # '-', a FIFO (its second open hung)
+        if refusal is not None:
+            raise InvalidInputError(refusal)
     if args.snapshot is not None and not str(args.snapshot).lower().endswith(".png"):
         raise InvalidInputError(f"--snapshot writes PNG; give a .png path, got {args.snapshot!r}")
     if len(args.input) == 1 and args.decoders != "threads":

@@ -246,10 +246,23 @@ def _maps_nothing(name: str, names: list[str]) -> bool:
 
 def open_input(file: Any, **options: Any) -> av.container.InputContainer:
     """``av.open(file, **options)`` for reading, with :func:`make_layouts_safe` done on it (every
-    input alpha2 opens goes through it, or through the two calls)."""
+    input alpha2 opens goes through it, or through the two calls).
+
+    Raises:
+        MediaFormatError: an MP4 / MOV whose 'moov' index, written first, is cut short opened with no
+            decodable video or audio stream (said 'no video stream (streams: data)', or 'no decoder').
+    """
+    from alpha2.ffmpeg_bridge.errors import MediaFormatError, index_cut_short
+
     container: av.container.InputContainer = av.open(file, **{**options, "mode": "r"})
     try:
         make_layouts_safe(container)
+        if isinstance(file, str) and not any(
+            s.type in ("video", "audio") and s.codec_context is not None for s in container.streams
+        ):
+            cut = index_cut_short(file)
+            if cut is not None:
+                raise MediaFormatError(f"opening {file!r}: {cut}")
     except BaseException:
         container.close()
         raise

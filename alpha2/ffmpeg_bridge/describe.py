@@ -293,10 +293,11 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
         duration = None if container.duration is None else container.duration / av.time_base
         bit_rate = int(container.bit_rate) if container.bit_rate else None
         start = None if container.start_time is None else container.start_time / av.time_base
-        if start is None and duration is not None and "matroska" in str(fmt.name).split(","):
-            # FFmpeg gives a Matroska file whose video starts late no start, and a duration counted from 0
-            # (its muxer writes where the file ends): a 0.6 s clip from 10 h was said 10:00:00.600 long.
-            first = _first_seconds(container)
+        if duration is not None and "matroska" in str(fmt.name).split(","):
+            # FFmpeg gives a Matroska file that starts late a duration counted from 0 (its muxer writes
+            # where the file ends), and no start where its video's packets carry no duration: a 0.6 s
+            # clip from 10 h was said 10:00:00.600 long (and where a start was given, 0 kb/s).
+            first = _first_seconds(container) if start is None else start
             if first is not None and 0 < first < duration:
                 start, duration = first, round(duration - first, 6)
                 # FFmpeg's bit rate is the size over that duration (6 kb/s for 56): over the real one.

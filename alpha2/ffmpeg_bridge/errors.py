@@ -109,10 +109,44 @@ size of 0, EINVAL for a bad field), whose strerror text ("Device or resource bus
 _ISO_BOXES = frozenset({b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"pnot", b"uuid"})
 
 
-def _why_unreadable(path: object) -> str | None:
+def _iso_boxes(path: str, size: int) -> tuple[list[bytes], tuple[int, int] | None] | None:
+    """The top-level box kinds of an MP4 / MOV, and its 'moov' box's offset and declared length (None:
+    none); None when the file does not start as one."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8 or head[4:8] not in _ISO_BOXES:
+            return None
+        offset = 0
+        seen: list[bytes] = []
+        moov: tuple[int, int] | None = None
+        while offset + 8 <= size and len(seen) < 4096:  # the top-level boxes only
+            f.seek(offset)
+            box = f.read(16)
+            if len(box) < 8:
+                break
+            length, kind = int.from_bytes(box[:4], "big"), box[4:8]
+            seen.append(kind)
+            if length == 1 and len(box) == 16:
+                length = int.from_bytes(box[8:16], "big")
+            elif length == 0:
+                length = size - offset  # to the end of the file
+            if length < 8:
+                break
+            if kind == b"moov" and moov is None:
+                moov = (offset, length)
+            offset += length
+    return seen, moov
+
+
+def _why_unreadable(path: object, *, opened: bool = False) -> str | None:
     """What the file itself shows of why FFmpeg could not open it (FFmpeg says only 'Invalid data'):
-    empty, or an MP4 / MOV whose 'moov' index is missing (cut before its end was written); None when
-    it shows nothing, or is no local file."""
+    empty, or an MP4 / MOV whose 'moov' index is missing (cut before its end was written) or cut short
+    (the file ends inside it); None when it shows nothing, or is no local file.
+
+    Args:
+        opened: FFmpeg opened the file (and found no usable stream in it): only an index cut short is
+            said (a 'faststart' MP4, its index first, cut inside the index opens, with broken streams).
+    """
     import os
 
     if not isinstance(path, str):
@@ -120,36 +154,40 @@ def _why_unreadable(path: object) -> str | None:
     try:
         size = os.path.getsize(path)
         if size == 0:
-            return "the file is empty (0 bytes)"
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8 or head[4:8] not in _ISO_BOXES:
-                return None
-            offset = 0
-            seen: list[bytes] = []
-            while offset + 8 <= size and len(seen) < 4096:  # the top-level boxes only
-                f.seek(offset)
-                box = f.read(16)
-                if len(box) < 8:
-                    break
-                length, kind = int.from_bytes(box[:4], "big"), box[4:8]
-                seen.append(kind)
-                if length == 1 and len(box) == 16:
-                    length = int.from_bytes(box[8:16], "big")
-                elif length == 0:
-                    length = size - offset  # to the end of the file
-                if length < 8:
-                    break
-                offset += length
+            return None if opened else "the file is empty (0 bytes)"
+        boxes = _iso_boxes(path, size)
     except OSError:
         return None
-    if b"moov" in seen:
+    if boxes is None:
+        return None
+    seen, moov = boxes
+    if moov is not None:
+        start, length = moov
+        if start + length <= size:
+            return None
+        return (
+            f"an MP4 / MOV cut short inside its 'moov' index: the file ends {size - start} bytes into the "
+            f"index's {length}, as a copy or download stopped short leaves it"
+        )
+    if opened:
         return None
     where = " (its media data is there)" if b"mdat" in seen else ""
     return (
         "an MP4 / MOV without its 'moov' index: the file ends before its index was written, as a "
         f"recording stopped short leaves it{where}"
     )
+
+
+def index_cut_short(path: object) -> str | None:
+    """Why a local MP4 / MOV that opened has no usable video stream where its 'moov' index is cut short
+    (a 'faststart' file, its index first, cut inside it), or None."""
+    return _why_unreadable(path, opened=True)
+
+
+def _is_file(path: object) -> bool:
+    import os
+
+    return isinstance(path, str) and os.path.isfile(path)
 
 
 def from_ffmpeg_open(exc: BaseException, where: str) -> BridgeError:
@@ -166,6 +204,17 @@ def from_ffmpeg_open(exc: BaseException, where: str) -> BridgeError:
             code, text = _ffmpeg_fields(exc)
             return MediaFormatError(f"opening {where}: {why}", ffmpeg_errno=code, ffmpeg_message=text)
     errno = getattr(exc, "errno", None)
+    if isinstance(exc, av.error.EOFError | av.error.OSError) and _is_file(getattr(exc, "filename", None)):
+        if isinstance(exc, av.error.EOFError) or errno == _errno.EIO:
+            # Matroska's header cut short: FFmpeg said 'End of file' or 'Input/output error' alone,
+            # which read as a fault of the disk's or of alpha2's.
+            code, text = _ffmpeg_fields(exc)
+            return MediaFormatError(
+                f"opening {where}: FFmpeg could not read the container's header (it answered {text!r}): "
+                "the file ends or is damaged inside it, as a copy or download stopped short leaves it",
+                ffmpeg_errno=code,
+                ffmpeg_message=text,
+            )
     if (
         isinstance(exc, av.error.FFmpegError)
         and not isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError)

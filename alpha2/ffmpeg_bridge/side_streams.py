@@ -390,6 +390,10 @@ def _codec_name(stream: Any) -> str:
         return str(metadata.get("mimetype", "") or "")
     if "timecode" in metadata:
         return "timecode"
+    if stream.type == "data" and getattr(stream, "name", None):
+        # FFmpeg's codec of a data stream (bin_data, klv, scte_35), as the probe says it: a transcode
+        # said 'data (unknown codec)' of a file 'alpha2 probe' showed as '#0 data bin_data'.
+        return str(stream.name)
     return str(metadata.get("handler_name", "") or "")
 
 
