@@ -99,7 +99,10 @@ def check_output_path(
         if same_file(full, source):
             raise InvalidInputError(f"the {what} {given!r} is the input; choose another name")
     if not overwrite and os.path.lexists(full):
-        raise InvalidInputError(f"{given} exists; pass -y (--overwrite) to replace it")
+        # A name with a newline or another control character said as repr says it: the one-line error
+        # kept its first line alone ('alpha2: error: o' for 'o\nut.mkv').
+        named = given if given.isprintable() else repr(given)
+        raise InvalidInputError(f"{named} exists; pass -y (--overwrite) to replace it")
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InvalidInputError(f"{what} directory {directory!r} is not writable")
     return full

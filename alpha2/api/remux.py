@@ -100,6 +100,8 @@ def remux_transcode(
     stats.kept_streams = [s for s in report.kept if s.index != video.index]
     stats.dropped_streams = list(report.dropped)
     stats.stream_notes = list(report.stream_notes)
+    if report.ends_early is not None:  # said as a transcode's decoder says it
+        stats.decode = {"truncated": True}
     # The input's own start (a cut's start is said as the part's, not as a shift).
     stats.start_shift_seconds = report.start_seconds - (report.cut_from or 0.0)
     audio = [s for s in stats.kept_streams if s.kind is StreamKind.AUDIO]

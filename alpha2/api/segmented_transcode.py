@@ -36,6 +36,7 @@ import enum
 import fractions
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import os
 import shutil
 import tempfile
@@ -380,6 +381,35 @@ def _error_from(message: tuple[Any, ...], part: SegmentPart) -> BaseException:
     return InternalError(f"{part.describe()} failed: {name}: {text}")
 
 
+def _check_spawnable() -> None:
+    """Refuse segments where their worker processes cannot start: ``spawn`` runs the main module again in
+    each, by its file, and a script read from standard input (``python - <<EOF``) has none (``<stdin>``).
+    Each worker died before it began, said 'its worker process ended (exit code None) without a result'
+    after the survey.
+
+    Raises:
+        UnsupportedError: the main module names a file that is not there.
+    """
+    import sys
+
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None:
+        return  # python -m module: spawn imports it by name
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return  # python -c, an interactive session, a notebook: nothing to run again
+    # Where spawn looks for a relative one (the folder at start; typeshed does not list the name).
+    folder = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or os.getcwd()
+    if os.path.isfile(path if os.path.isabs(path) else os.path.join(folder, path)):
+        return
+    what = "was read from standard input" if path == "<stdin>" else f"({path!r}) is no file"
+    raise UnsupportedError(
+        f"a segmented transcode starts a worker process per segment by 'spawn', which runs the main script "
+        f"again, and this script {what}: save it to a file and run that (its transcode under "
+        "'if __name__ == \"__main__\":'), or leave segments out for one pipeline"
+    )
+
+
 class _Workers:
     """The segments' worker processes; :meth:`stop` ends those still running and waits for them."""
 
@@ -551,6 +581,7 @@ def transcode_segmented(
     report = SegmentedReport(options.segments, 1, reason, cores)
     if count < 2:
         return _one_pipeline(source, output, options, progress, report)
+    _check_spawnable()
     whole = dataclasses.replace(options, segments=None)
     t0 = time.perf_counter()
     surveyor = _Transcoder(source, output, whole, pipeline.Progress())

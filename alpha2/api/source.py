@@ -339,6 +339,12 @@ def _check_seconds(seconds: object) -> float:
     return min(value, _LATEST_TIME)
 
 
+def _time_said(seconds: object) -> str:
+    """A time the caller passed, checked by :func:`_check_seconds`, as a message names it: the value
+    asked (``1e+308 s``), not the cap it is decoded at."""
+    return f"{float(cast(float, _scalar(seconds)))} s"
+
+
 def _listed(method: str, values: object, what: str, one: str) -> list[Any]:
     """``values`` of a batch call as a list: a list, tuple, numpy array or other ordered iterable (not a
     str; not a set or a mapping, whose order is not the caller's: frames come back in the order asked)."""
@@ -1379,7 +1385,7 @@ class VideoSource:
             # thread, so that a later time in the same GOP decodes on from there rather than seeking.
             (decoded,) = self._session.frames_at([value])
         if decoded is None:
-            raise self._no_frame_at(f"{value} s", value)
+            raise self._no_frame_at(_time_said(seconds), value)
         return self._wrap(decoded)
 
     def frames_at(self, seconds: Sequence[float]) -> list[Frame]:
@@ -1409,7 +1415,7 @@ class VideoSource:
             else:
                 pts = [self._session.target_pts(v) for v in values]
                 decoded = batches.frames_at_pts(pts, self._keep(len(values), spread=True))
-        return self._all_or_none(decoded, values)
+        return self._all_or_none(decoded, values, said=[_time_said(s) for s in asked])
 
     def frames_at_index(self, indices: Sequence[int]) -> list[Frame]:
         """The frames with these numbers in presentation order (``0`` the first shown, ``-1`` the last),
@@ -1526,17 +1532,23 @@ class VideoSource:
         return detach
 
     def _all_or_none(
-        self, decoded: list[DecodedFrame | None], asked: list[float], *, by_index: bool = False
+        self,
+        decoded: list[DecodedFrame | None],
+        asked: list[float],
+        *,
+        by_index: bool = False,
+        said: list[str] | None = None,
     ) -> list[Frame]:
-        missing = [a for a, d in zip(asked, decoded) if d is None]
+        """``said``: each time as the caller passed it, for the message (``asked`` is capped)."""
+        missing = [i for i, d in enumerate(decoded) if d is None]
         if missing:
             for d in decoded:
                 if d is not None:
                     d.release()
-            raise self._no_frame_at(
-                f"frame {int(missing[0])}" if by_index else f"{missing[0]} s",
-                None if by_index else missing[0],
-            )
+            first = missing[0]
+            if by_index:
+                raise self._no_frame_at(f"frame {int(asked[first])}")
+            raise self._no_frame_at(said[first] if said else f"{asked[first]} s", asked[first])
         return [self._wrap(d) for d in decoded if d is not None]
 
     def _no_frame_at(self, what: str, seconds: float | None = None) -> EndOfStreamError:

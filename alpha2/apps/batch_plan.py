@@ -115,14 +115,21 @@ def printable(text: str) -> str:
     as lone surrogates, ``os.fsdecode``'s way) become backslash escapes, ``bad\\xffname.mp4``.
 
     A name's own characters are kept and only its undecodable bytes are escaped: writing the surrogates
-    themselves fails on a UTF-8 terminal. JSON (``--json``, the manifest) keeps them as ``\\udcff``
-    escapes instead, which read back as the same name.
+    themselves fails on a UTF-8 terminal. A character a terminal does not print as itself (a newline, a
+    tab, an escape) is escaped as ``repr`` escapes it, ``a\\nb.mp4``. JSON (``--json``, the manifest)
+    keeps undecodable bytes as ``\\udcff`` escapes instead, which read back as the same name.
     """
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate no file name decodes to (from a hand-edited manifest)
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return raw.decode("utf-8", "backslashreplace")
+        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    else:
+        shown = raw.decode("utf-8", "backslashreplace")
+    if shown.isprintable():
+        return shown
+    # A newline, a tab or an escape sequence in a name broke the table's rows and the one-line notices:
+    # escaped as repr escapes it (a\nb.mkv).
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shown)
 
 
 def one_line(message: str) -> str:

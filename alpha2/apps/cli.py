@@ -727,6 +727,30 @@ def time_text(seconds: float) -> str:
     return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest:06.3f}"
 
 
+def shown_name(name: str) -> str:
+    """A file name as a one-line message shows it: as it is, unless it holds a character a terminal does
+    not print as itself (a newline, a tab, an escape sequence, a right-to-left override); then quoted and
+    escaped as Python's ``repr`` shows it (``'a\\nb.mkv'``), as ``ls`` quotes such a name. A name whose
+    only odd bytes are not UTF-8 keeps batch's form, those bytes escaped unquoted (``bad\\xffname.mp4``).
+
+    The bytes of a name that are not UTF-8 (lone surrogates, ``os.fsdecode``'s way) are said as the
+    bytes they are (``\\xff``) in both forms."""
+    if all(ch.isprintable() or 0xDC80 <= ord(ch) <= 0xDCFF for ch in name):
+        return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else ch for ch in name)
+    quote = '"' if "'" in name and '"' not in name else "'"
+    out = []
+    for ch in name:
+        if 0xDC80 <= ord(ch) <= 0xDCFF:
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif ch == "\\" or ch == quote:
+            out.append("\\" + ch)
+        elif not ch.isprintable():
+            out.append(repr(ch)[1:-1])
+        else:
+            out.append(ch)
+    return quote + "".join(out) + quote
+
+
 def error_line(message: str) -> str:
     first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
     return f"alpha2: error: {first}"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from alpha2.apps.cli import (
     error_line,
     rate_text,
+    shown_name,
     size_text,
     standard_stream_refusal,
     terminal_columns,
@@ -71,7 +72,8 @@ def run_files(args: argparse.Namespace) -> int:
                 print()
             print("\n".join(describe_lines(description, width)))
     for path, message in errors:
-        print(error_line(f"{path}: {message}" if path not in message else message), file=sys.stderr)
+        named = path in message or repr(path) in message  # (a name with a newline is said as repr says it)
+        print(error_line(message if named else f"{shown_name(path)}: {message}"), file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -85,7 +87,7 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
         head.append(size_text(facts.size_bytes))
     if facts.bit_rate:
         head.append(rate_text(facts.bit_rate))
-    lines = _filled(f"{facts.path}: " + ", ".join(head), width)
+    lines = _filled(f"{shown_name(facts.path)}: " + ", ".join(head), width)
     fields: list[tuple[str, str]] = []
     # The file's title (a film's, a recording's), first as ffprobe and players show it.
     title = next((v.strip() for k, v in facts.tags if k.lower() == "title" and v.strip()), None)

@@ -326,8 +326,7 @@ def _positive_seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """``alpha2 sample``."""
-    from alpha2.apps.batch_plan import printable  # a name that is not UTF-8: x\xff.mp4, as batch says it
-    from alpha2.apps.cli import quiet_libraries
+    from alpha2.apps.cli import quiet_libraries, shown_name
 
     quiet_libraries()  # a test clip: no SVT-AV1 banner (20 lines of Svt[info]) for --codec av1
     result = write_sample(
@@ -356,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         note = "" if result.audio else f" (no audio: {result.audio_note})"
         print(
-            f"alpha2: wrote {printable(result.path)}: {result.frames} "
+            f"alpha2: wrote {shown_name(result.path)}: {result.frames} "
             f"frame{'' if result.frames == 1 else 's'} {result.size.width}x{result.size.height} "
             f"at {result.rate:g} fps, {result.codec}{note}",
             file=sys.stderr,

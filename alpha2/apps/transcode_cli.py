@@ -32,6 +32,7 @@ from alpha2.apps.cli import (
     help_formatter,
     parse_time,
     rate_text,
+    shown_name,
     size_text,
     standard_stream_refusal,
     terminal_columns,
@@ -327,7 +328,7 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         facts.append(rate_text(stats.output_bitrate))
     if stats.output_seconds is not None:
         facts.append(time_text(stats.output_seconds))
-    fields = [("output", f"{output}: {', '.join(facts)}")]
+    fields = [("output", f"{shown_name(output)}: {', '.join(facts)}")]
     if stats.encoder.get("audio_only"):
         return _sound_summary(stats, fields, width)
     route = stats.video_route()

@@ -798,23 +798,12 @@ class DecodeSession:
 
     def _check_complete(self) -> None:
         """Flag a stream that ended well before the duration its container announced (truncated input)."""
-        info = self._info
-        if info.duration is None or info.duration <= 0 or self._probing or self._sought:
+        if self._probing or self._sought:
             return
-        if info.duration_is_container and len(info.streams) > 1:
-            # The container's length is its longest stream's: audio that runs on after the video, a
-            # late subtitle, are no truncation of this one (Matroska without per-track DURATION tags).
+        ends = media.ends_early(self._info, self._max_end)
+        if ends is None:
             return
-        start = info.start_time or 0
-        frame_ticks = 0.0
-        if info.average_rate:
-            frame_ticks = float(1 / (info.average_rate * info.time_base))
-        tolerance = max(2.5 * frame_ticks, 0.02 * info.duration)
-        reached = (self._max_end - start) if self._max_end is not None else 0
-        if info.duration - reached <= tolerance:
-            return
-        got = float(reached * info.time_base)
-        announced = float(info.duration * info.time_base)
+        got, announced = ends
         message = (
             f"{_display_source(self.source)} ended at {got:.3f} s of the {announced:.3f} s "
             "its container announces: truncated or damaged input"

@@ -33,6 +33,7 @@ __all__ = [
     "colour_of",
     "cpu_planes_of",
     "cuda_planes_of",
+    "ends_early",
     "frame_size_bytes",
     "pixel_format_of",
     "pixel_shape",
@@ -431,6 +432,31 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         sample_aspect_ratio=stream_pixel_shape(stream),
         duration_is_container=from_container,
     )
+
+
+def ends_early(info: StreamInfo, reached_end: int | None) -> tuple[float, float] | None:
+    """Where a stream read to its end stopped well before the duration its container announces for it
+    (a truncated file): (seconds reached, seconds announced), counted from the stream's start; None where
+    it reached its duration, or where the container announces none of the stream's own.
+
+    ``reached_end`` is the latest end (pts + duration, in the stream's time base) of its frames or
+    packets; None: none came. The duration of a container of several streams is its longest stream's:
+    audio that runs on after the video, a late subtitle, are no truncation of this stream (Matroska
+    without per-track DURATION tags), and are not taken for one.
+    """
+    if info.duration is None or info.duration <= 0:
+        return None
+    if info.duration_is_container and len(info.streams) > 1:
+        return None
+    start = info.start_time or 0
+    frame_ticks = 0.0
+    if info.average_rate:
+        frame_ticks = float(1 / (info.average_rate * info.time_base))
+    tolerance = max(2.5 * frame_ticks, 0.02 * info.duration)
+    reached = (reached_end - start) if reached_end is not None else 0
+    if info.duration - reached <= tolerance:
+        return None
+    return float(reached * info.time_base), float(info.duration * info.time_base)
 
 
 _DURATION_TAG = re.compile(r"^(\d+):(\d{2}):(\d{2}(?:\.\d+)?)$")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import av
 import av.container
@@ -23,7 +23,7 @@ import av.stream
 from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.encode import ROTATION_CONTAINERS
 from alpha2.ffmpeg_bridge.errors import EncoderError, from_ffmpeg, from_ffmpeg_open
-from alpha2.ffmpeg_bridge.media import frame_orientation, stream_rotation
+from alpha2.ffmpeg_bridge.media import ends_early, frame_orientation, stream_info, stream_rotation
 from alpha2.ffmpeg_bridge.side_streams import (
     CHAPTER_MUXERS,
     TIMECODE_MUXERS,
@@ -70,6 +70,10 @@ class RemuxReport:
     cut_from: float | None = None
     """With a cut: where the copy starts, the key frame at or before the start asked for (seconds of
     the input, from its start)."""
+    ends_early: tuple[float, float] | None = None
+    """The input's video ends well before the duration its container announces for it (a truncated
+    file): (seconds its packets reach, seconds announced), from its start, as the decoder finds it in
+    a transcode; None otherwise, and with ``to_seconds`` (the copy does not read to the end)."""
 
 
 _TS_DISCONT = 0x0200
@@ -211,6 +215,7 @@ def remux(
                     kinds = "its only picture is cover art"  # 'streams: audio, video' read as a riddle
                 raise InvalidInputError(f"{source!r} has no video stream to copy ({kinds})")
             _check_copyable(probe, probe.streams[videos[0].index], muxer)
+            video_info = stream_info(probe, cast(Any, probe.streams[videos[0].index]))
             if probe.start_time is None:
                 # FFmpeg gives no start for a Matroska video from 5 s: --from 0.2 counted from 0 copied it
                 # all, said 'from 10:00:00.000' for one from 10 h (an outside pass, helper 91).
@@ -272,6 +277,10 @@ def remux(
         finally:
             copier.close()
         report.video_packets = copier.video_packets_copied
+        if to_seconds is None:
+            # A copy reads no frame: the video's packets say where it ends, weighed as a transcode's
+            # decoder weighs its frames (a cut file was copied saying nothing; an outside pass).
+            report.ends_early = ends_early(video_info, copier.read_end(report.video.index))
         report.audio_packets = copier.audio_packets_copied
         report.audio_timestamps = copier.adjustments
         report.video_timestamps = copier.video_adjustments

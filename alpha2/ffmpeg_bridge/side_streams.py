@@ -759,6 +759,9 @@ class _Entry:
     """A custom channel order whose decoded samples are put into FFmpeg's (encoded again only)."""
     last_dts: int | None = None
     """The decoding time of the stream's packet written last (subtitles: kept in order)."""
+    read_end: int | None = None
+    """The latest end (pts + duration, in the input stream's time base) of the packets read, before any
+    retiming: where the stream's input ends (:meth:`StreamCopier.read_end`)."""
     relabel: str | None = None
     """The layout decoded frames are given, their samples unmoved, before the resampler (ambisonic or
     unplaced channels, which it cannot mix)."""
@@ -1285,6 +1288,12 @@ class StreamCopier:
         """Video packets muxed as they were (a remux's pictures)."""
         return sum(e.packets for e in self._entries.values() if e.source.kind is StreamKind.VIDEO)
 
+    def read_end(self, index: int) -> int | None:
+        """Where input stream ``index``'s packets read so far end: the latest pts + duration, in its time
+        base, as the input has them (before the copy's shift); None: none read, or not copied."""
+        entry = self._entries.get(index)
+        return None if entry is None else entry.read_end
+
     def _add_converted_subtitles(self, stream: InputStream, stream_in: Any, muxer: str) -> None:
         """Plain-text subtitles into the container's own text codec (SubRip, MP4 timed text, WebVTT:
         their text kept, inline styling not), as FFmpeg converts them; others dropped, with why."""
@@ -1629,6 +1638,9 @@ class StreamCopier:
                 if packet.size == 0 or (packet.dts is None and packet.pts is None):
                     continue
                 entry = self._entries[packet.stream.index]
+                if packet.pts is not None:
+                    end = packet.pts + max(packet.duration or 0, 0)
+                    entry.read_end = end if entry.read_end is None else max(entry.read_end, end)
                 if self._window is not None and not self._in_window(entry, packet):
                     continue
                 if not self._retime(entry, packet):
