@@ -407,3 +407,75 @@ def test_route_cuda_where_it_cannot_run_says_why(tmp_path: Path) -> None:
             assert "route=dawn" in repr(tensor)
             dawn = to_tensor(frame, size=(16, 16), route="dawn", device="cpu")
             assert dawn.report.route_reason == "device='cpu' asked for a numpy array"
+
+
+# ---------------------------------------------------------------------------------------------------
+# NVRTC: the kernel compiled by CUDA's run-time compiler (no GPU needed to compile), by file if need be
+
+
+def _nvrtc_or_skip() -> Any:
+    from alpha2.native_gpu._cuda import kernels
+
+    found = kernels._ctypes_nvrtc()
+    if isinstance(found, str):
+        pytest.skip(f"no NVRTC library here: {found[:200]}")
+    return found
+
+
+def test_kernel_source_compiles_with_nvrtc_for_each_architecture() -> None:
+    """NVRTC (not g++) takes the source for the architectures alpha2 meets (Turing to Hopper): a cubin."""
+    from alpha2.native_gpu.render.cuda_tensor import KERNEL_NAME
+
+    nvrtc = _nvrtc_or_skip()
+    for arch in ("sm_75", "sm_80", "sm_86", "sm_90"):
+        cubin = nvrtc.compile(KERNEL_SOURCE, KERNEL_NAME, arch, [f"--gpu-architecture={arch}".encode()])
+        assert cubin[:4] == b"\x7fELF", arch
+
+
+def test_nvrtc_compile_error_is_a_cuda_error_with_the_log() -> None:
+    from alpha2.native_gpu._cuda.core import CudaError
+
+    nvrtc = _nvrtc_or_skip()
+    with pytest.raises(CudaError, match='identifier "nonsense" is undefined'):
+        nvrtc.compile(
+            'extern "C" __global__ void f() { nonsense; }', "f", "sm_90", [b"--gpu-architecture=sm_90"]
+        )
+
+
+def test_nvrtc_missing_is_cuda_unavailable_naming_both_searches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-python present but its loader finds no libnvrtc, and no file loads either: a typed error that
+    says what was tried, not the loader's exception."""
+    from alpha2.native_gpu._cuda import kernels
+    from alpha2.native_gpu._cuda.core import CudaUnavailableError
+
+    class LoaderMissing:
+        @staticmethod
+        def nvrtcCreateProgram(*_args: Any) -> Any:
+            raise OSError('Failure finding "libnvrtc.so.13"')
+
+    monkeypatch.setattr(kernels, "cuda_nvrtc", lambda: LoaderMissing)
+    monkeypatch.setattr(kernels, "_NVRTC_FOLDERS", ("no/such/folder",))
+    monkeypatch.setattr(kernels, "_NVRTC_FILES", ("libnvrtc-alpha2-test-none.so",))
+    with pytest.raises(CudaUnavailableError) as caught:
+        kernels._compile_cubin(KERNEL_SOURCE, "rgb_tensor", "sm_90")
+    message = str(caught.value)
+    assert "cuda-python's loader: OSError" in message
+    assert "libnvrtc-alpha2-test-none.so" in message
+    assert "nvidia-cuda-nvrtc" in message
+
+
+def test_nvrtc_found_by_file_when_the_loader_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-python's loader finding none (another CUDA major's wheel) falls back to the file it can load."""
+    from alpha2.native_gpu._cuda import kernels
+
+    _nvrtc_or_skip()
+
+    class LoaderMissing:
+        @staticmethod
+        def nvrtcCreateProgram(*_args: Any) -> Any:
+            raise OSError('Failure finding "libnvrtc.so.12"')
+
+    monkeypatch.setattr(kernels, "cuda_nvrtc", lambda: LoaderMissing)
+    cubin = kernels._compile_cubin(KERNEL_SOURCE, "rgb_tensor", "sm_90")
+    assert cubin[:4] == b"\x7fELF"
+

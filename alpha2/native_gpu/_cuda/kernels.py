@@ -19,6 +19,9 @@ Usage (:mod:`alpha2.native_gpu.render.cuda_tensor` does this)::
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 import threading
 from typing import Any
 
@@ -77,6 +80,7 @@ def _compile_cubin(source: str, name: str, arch: str) -> bytes:
         CudaError: the source does not compile (the log is in the message).
     """
     nvrtc = cuda_nvrtc()
+    options = [f"--gpu-architecture={arch}".encode(), b"--std=c++14"]
     try:
         program = _nvrtc_check(
             nvrtc,
@@ -86,12 +90,17 @@ def _compile_cubin(source: str, name: str, arch: str) -> bytes:
     except CudaError:
         raise
     except Exception as exc:  # the bindings load libnvrtc on the first call: absent, they raise here
-        raise CudaUnavailableError(
-            f"NVRTC (libnvrtc, the CUDA run-time compiler) could not be loaded: {type(exc).__name__}: {exc}; "
-            "install the CUDA toolkit's NVRTC or the nvidia-cuda-nvrtc wheel"
-        ) from exc
+        # cuda-python's loader looks for the NVRTC of its own CUDA major version; another one (torch's
+        # wheel of a newer CUDA beside an older cuda-python) has the same C interface.
+        found = _ctypes_nvrtc()
+        if isinstance(found, str):
+            raise CudaUnavailableError(
+                f"NVRTC (libnvrtc, the CUDA run-time compiler) could not be loaded: cuda-python's loader: "
+                f"{type(exc).__name__}: {str(exc).strip()}; by its file: {found}; install the CUDA "
+                "toolkit's NVRTC or the nvidia-cuda-nvrtc wheel"
+            ) from exc
+        return found.compile(source, name, arch, options)
     try:
-        options = [f"--gpu-architecture={arch}".encode(), b"--std=c++14"]
         result = nvrtc.nvrtcCompileProgram(program, len(options), options)
         if int(result[0] if isinstance(result, tuple) else result) != 0:
             size = _nvrtc_check(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
@@ -109,6 +118,83 @@ def _compile_cubin(source: str, name: str, arch: str) -> bytes:
         return cubin
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+_NVRTC_FILES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so")
+"""NVRTC's library files, newest CUDA first."""
+_NVRTC_FOLDERS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
+"""Where the nvidia-cuda-nvrtc wheels put them, under a site-packages folder (CUDA 13's, 12's)."""
+
+
+class _NvrtcLibrary:
+    """NVRTC's C interface through ctypes: the few calls a compile to a cubin takes."""
+
+    def __init__(self, library: ctypes.CDLL, path: str) -> None:
+        self._lib = library
+        self.path = path
+        """The file loaded."""
+
+    def _check(self, result: int, what: str) -> None:
+        if result != 0:
+            self._lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+            name = (self._lib.nvrtcGetErrorString(result) or b"").decode(errors="replace")
+            raise CudaError(f"{what} failed: {name or result}", cu_result=result, result_name=name)
+
+    def compile(self, source: str, name: str, arch: str, options: list[bytes]) -> bytes:
+        """``source`` compiled into a cubin (as :func:`_compile_cubin`)."""
+        lib = self._lib
+        program = ctypes.c_void_p()
+        self._check(
+            lib.nvrtcCreateProgram(
+                ctypes.byref(program), source.encode(), f"{name}.cu".encode(), 0, None, None
+            ),
+            "nvrtcCreateProgram",
+        )
+        try:
+            argv = (ctypes.c_char_p * len(options))(*options)
+            result = lib.nvrtcCompileProgram(program, len(options), argv)
+            if result != 0:
+                size = ctypes.c_size_t()
+                self._check(lib.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "nvrtcGetProgramLogSize")
+                log = ctypes.create_string_buffer(size.value)
+                self._check(lib.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+                raise CudaError(
+                    f"NVRTC could not compile alpha2's kernel {name} for {arch}: "
+                    f"{log.value.decode(errors='replace').strip()}",
+                    cu_result=result,
+                    result_name="NVRTC_ERROR_COMPILATION",
+                )
+            size = ctypes.c_size_t()
+            self._check(lib.nvrtcGetCUBINSize(program, ctypes.byref(size)), "nvrtcGetCUBINSize")
+            cubin = ctypes.create_string_buffer(size.value)
+            self._check(lib.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
+            return cubin.raw
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def _nvrtc_candidates() -> list[str]:
+    """NVRTC library files to try: those of the nvidia-cuda-nvrtc wheels on ``sys.path``, then the
+    CUDA toolkit's (``CUDA_HOME`` / ``CUDA_PATH``, ``/usr/local/cuda``), then the loader's own search."""
+    folders = [os.path.join(entry, sub) for entry in sys.path if entry for sub in _NVRTC_FOLDERS]
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        home = os.environ.get(variable)
+        if home:
+            folders.append(os.path.join(home, "lib64"))
+    folders.append("/usr/local/cuda/lib64")
+    paths = [os.path.join(folder, file) for folder in folders for file in _NVRTC_FILES]
+    return [path for path in paths if os.path.exists(path)] + list(_NVRTC_FILES)
+
+
+def _ctypes_nvrtc() -> _NvrtcLibrary | str:
+    """NVRTC loaded by its file, or why none loads."""
+    tried: list[str] = []
+    for candidate in _nvrtc_candidates():
+        try:
+            return _NvrtcLibrary(ctypes.CDLL(candidate), candidate)
+        except OSError as exc:
+            tried.append(f"{candidate}: {exc}")
+    return "no NVRTC library file loads (" + "; ".join(tried[-len(_NVRTC_FILES) :]) + ")"
 
 
 class CompiledKernel:
