@@ -52,7 +52,10 @@ def _cuda() -> str | None:
             from cuda import cuda as cu  # type: ignore[no-redef]
         except Exception as exc:
             return f"cuda-python not installed: {exc}"
-    err = cu.cuInit(0)[0]
+    try:
+        err = cu.cuInit(0)[0]
+    except Exception as exc:  # cuda-python 13 without the NVIDIA driver: its loader's error
+        return f"cuInit failed: {type(exc).__name__}: {exc}"
     if int(err) != 0:
         return f"cuInit failed: {err}"
     err, count = cu.cuDeviceGetCount()

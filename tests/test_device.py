@@ -253,3 +253,28 @@ def test_devices_open_one_at_a_time_across_threads(monkeypatch: pytest.MonkeyPat
         t.join()
     assert peak[0] == 1, "two threads ranked adapters at once"
     assert len(errors) == 6 and all("no WebGPU adapter" in str(e) for e in errors)
+
+
+def test_cuda_python_without_the_driver_is_cuda_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-python 13 raises its loader's DynamicLibNotFoundError from cuInit where no NVIDIA driver is
+    installed (12 returned an error code): alpha2.open with hwaccel='auto' and alpha2 transcode ended in
+    that exception. It is a CudaUnavailableError, and CUDA is simply not available."""
+    from alpha2.native_gpu._cuda import core
+
+    class DynamicLibNotFoundError(RuntimeError):
+        pass
+
+    class DriverWithoutLibcuda:
+        @staticmethod
+        def cuInit(_flags: int) -> Any:
+            raise DynamicLibNotFoundError(
+                '"cuda" is an NVIDIA driver library and can only be found via system search'
+            )
+
+    monkeypatch.setattr(core, "_driver", DriverWithoutLibcuda)
+    monkeypatch.setattr(core, "_initialised", False)
+    with pytest.raises(
+        core.CudaUnavailableError, match=r"libcuda could not be loaded \(DynamicLibNotFoundError"
+    ):
+        core.cuda_init()
+    assert core.cuda_available() is False

@@ -168,6 +168,14 @@ def cuda_init() -> Any:
             check(cu.cuInit(0), "cuInit")
         except CudaError as exc:
             raise CudaUnavailableError(f"CUDA is not usable: {exc.message}") from exc
+        except Exception as exc:
+            # cuda-python 13 loads libcuda on the first call and raises its loader's error
+            # (DynamicLibNotFoundError) on a machine without the NVIDIA driver, where 12 returned
+            # CUDA_ERROR_NO_DEVICE or similar.
+            raise CudaUnavailableError(
+                f"CUDA is not usable: the NVIDIA driver's libcuda could not be loaded ({type(exc).__name__}: "
+                f"{str(exc).strip()})"
+            ) from exc
         _initialised = True
     return cu
 
