@@ -17,7 +17,7 @@ from alpha2.api.atomic import write_bytes_atomic
 from alpha2.apps import cli
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.audio import AudioDecodeSession
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import OutputWriteError
 from alpha2.gpu.formats import PixelFormat
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -250,6 +250,6 @@ def test_a_write_error_names_the_file(tmp_path: Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(os, "fsync", full)
     target = tmp_path / "snap.png"
-    with pytest.raises(InvalidInputError, match=r"snap\.png.*No space left"):
+    with pytest.raises(OutputWriteError, match=r"snap\.png.*No space left"):
         write_bytes_atomic(target, b"x")
     assert list(tmp_path.iterdir()) == []

@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.errors import InvalidInputError, output_write_error
 
 # numpy (for the PNG writer) and secrets (for temporary names) are imported where they are used: the
 # batch's manifest and lock are written through this module, and ``alpha2 batch --help`` loads it.
@@ -216,6 +216,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
 
     On an exception (or when the block wrote nothing) the temporary file is removed and ``path`` is
     left as it was.
+
+    Raises:
+        OutputWriteError: the block failed for the disk's reason (full, over quota, EIO ...), whatever
+            error it raised for it: named by ``path``, not by the temporary name FFmpeg was writing.
     """
     final = check_output_path(path)
     fd, tmp = _create_temp(final)
@@ -225,14 +229,22 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
         if os.path.getsize(tmp) == 0:
             raise InvalidInputError(f"nothing was written to {final!r}")
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         _remove(tmp)
-        raise
+        disk_error = output_write_error(final, exc) if isinstance(exc, Exception) else None
+        if disk_error is None or disk_error is exc:
+            raise
+        raise disk_error from exc
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> str:
     """Write ``data`` to ``path`` atomically (through the temporary file's own descriptor: a name swapped
-    in its place cannot redirect the bytes); returns the absolute path."""
+    in its place cannot redirect the bytes); returns the absolute path.
+
+    Raises:
+        OutputWriteError: the disk did not take it (full, over quota, EIO ...); nothing is left.
+        InvalidInputError: another failure to write it.
+    """
     final = check_output_path(path)
     fd, tmp = _create_temp(final)
     try:
@@ -246,7 +258,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> str:
             os.replace(tmp, final)
         except OSError as exc:
             # A full disk or a lost mount: say which file (the bare errno names none).
-            raise InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
+            disk_error = output_write_error(final, exc)
+            raise disk_error or InvalidInputError(f"cannot write {final!r}: {exc.strerror or exc}") from exc
     except BaseException:
         _remove(tmp)
         raise

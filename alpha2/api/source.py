@@ -1373,9 +1373,15 @@ class VideoSource:
         call counts the frames, as :meth:`frames_at` does), so stepping through a file by time decodes
         it about once.
 
+        A file cut short of the duration its container announces (a truncated download) ends where its
+        last frame does: its last frame is still given one frame interval past its own display time, and
+        a later time raises, saying where the file ends.
+
         Raises:
             InvalidInputError: ``seconds`` is not a finite number >= 0.
-            EndOfStreamError: ``seconds`` lies at or past the end of the stream (the message says its length).
+            EndOfStreamError: ``seconds`` lies at or past the end of the stream (the message says its
+                length), or in the missing tail of a cut file ("the file ends early at 0.400 s of the
+                1.000 s its container announces").
         """
         value = _check_seconds(seconds)
         self._check_thread()
@@ -1400,7 +1406,8 @@ class VideoSource:
         Raises:
             InvalidInputError: ``seconds`` is not a sequence (a list, tuple or numpy array of times), or
                 a time in it is not a finite number >= 0.
-            EndOfStreamError: a time at or past the end (no frame is then kept).
+            EndOfStreamError: a time at or past the end, or in the missing tail of a cut file, as
+                :meth:`frame_at` says (no frame is then kept).
             SurfaceBudgetError: more times than the source's ``budget`` holds frames (``max_surfaces``),
                 or the budget stayed full.
         """
@@ -1556,6 +1563,14 @@ class VideoSource:
             # Its length would be the container's (its sound's): no time is early enough.
             return EndOfStreamError(
                 f"no frame is on display at {what}: the video stream of {self._label} has no frame to decode"
+            )
+        early = self._session.ends_early
+        if early is not None:
+            reached, announced = early
+            return EndOfStreamError(
+                f"no frame is on display at {what}: the file ends early at {reached:.3f} s of the "
+                f"{announced:.3f} s its container announces ({self._label} is cut short or damaged); ask "
+                "for an earlier time"
             )
         duration = _stream_end(self._session)
         if seconds is not None and duration is not None and 0 <= seconds < duration:

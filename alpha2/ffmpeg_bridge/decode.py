@@ -358,6 +358,7 @@ class DecodeSession:
         self._lock = threading.RLock()
         self._stream_rotation = Rotation.NONE
         self._max_end: int | None = None
+        self._ended_early: tuple[float, float] | None = None  # where a cut file ends, of what it announces
         self._stats_lock = threading.Lock()
         self._prefetch_depth = prefetch
         self._prefetcher: Prefetcher | None = None
@@ -942,15 +943,28 @@ class DecodeSession:
     def _still_shown(self, last: av.VideoFrame, target: int) -> bool:
         """Whether the stream's last frame is still on display at ``target``: until its duration ends,
         or the stream's, whichever is later (a frame without one, as in MPEG-TS, lasts the average
-        frame interval, else as long as the gap before it)."""
+        frame interval, else as long as the gap before it). In a file that ends early (cut short of
+        the duration its container announces, :func:`media.ends_early`) the announced end is not the
+        last frame's: it is shown one frame interval past its own end, and :attr:`ends_early` says
+        where the file ends."""
         pts = last.pts if last.pts is not None else target
         info = self._info
         duration = last.duration
         if not duration and info.average_rate:
             duration = round(1 / (info.average_rate * info.time_base))
-        end = pts + (duration or self._last_gap or 0)
+        step = duration or self._last_gap or 0
+        end = pts + step
         if info.duration:
-            end = max(end, (info.start_time or 0) + info.duration)
+            early = media.ends_early(info, max(end, self._max_end if self._max_end is not None else end))
+            if early is None:
+                end = max(end, (info.start_time or 0) + info.duration)
+            else:
+                # A time in the missing tail was given the last frame decoded (0.433 s for 0.9 s of a
+                # file cut at 0.47 s of 1 s), and nothing said the file was cut after a seek.
+                self._ended_early = early
+                with self._stats_lock:
+                    self._stats = replace(self._stats, truncated=True)
+                end += step
         return target < end or target == pts
 
     def _decoded_next(self) -> av.VideoFrame | None:
@@ -1110,6 +1124,12 @@ class DecodeSession:
         if end is None or info.time_base is None:
             return None
         return float((end - (info.start_time or 0)) * info.time_base)
+
+    @property
+    def ends_early(self) -> tuple[float, float] | None:
+        """Where the stream ends (seconds from its start) and the duration its container announces for
+        it, once a time past its last frame found it cut short (:func:`media.ends_early`); else None."""
+        return self._ended_early
 
     @property
     def decoded_ahead(self) -> tuple[int, int]:
@@ -1405,7 +1425,9 @@ class DecodeSession:
         self, seconds: Sequence[float], *, keep: Callable[[DecodedFrame], DecodedFrame] | None = None
     ) -> list[DecodedFrame | None]:
         """The frame on display at each of ``seconds`` (as :meth:`seek` defines it), in the order asked;
-        None for a time past the end. Duplicates are allowed (each gets its own DecodedFrame).
+        None for a time past the end (in a file cut short of its announced duration, more than a frame
+        interval past its last frame's display time: :attr:`ends_early` then says where it ends).
+        Duplicates are allowed (each gets its own DecodedFrame).
 
         The asks are sorted and decoded in one forward pass: the session seeks only when the next
         target lies behind a key frame it has not reached (the frame index says where they are: for

@@ -67,7 +67,7 @@ from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.codecs import flush_hang_refusal
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
-from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError
+from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError, output_write_error
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
@@ -884,7 +884,10 @@ class EncodeSession:
         try:
             out = av.open(target, mode="w", format=self._container_format)
         except av.error.FFmpegError as exc:
-            raise from_ffmpeg(exc, f"creating {self.path or 'the output'}", EncoderError) from exc
+            disk_error = output_write_error(self.path, exc)
+            raise disk_error or from_ffmpeg(
+                exc, f"creating {self.path or 'the output'}", EncoderError
+            ) from exc
         assert isinstance(out, av.container.OutputContainer)
         self._out = out
         # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
@@ -1034,6 +1037,10 @@ class EncodeSession:
             for packet in self._audio_enc.encode(frame):
                 self._out.mux(packet)
         except (av.error.FFmpegError, ValueError) as exc:
+            disk_error = output_write_error(self.path, exc)
+            if disk_error is not None:
+                self._fail()
+                raise disk_error from exc
             raise from_ffmpeg(
                 exc, f"encoding audio with {self._audio_enc.codec_context.name}", EncoderError
             ) from exc
@@ -1259,10 +1266,15 @@ class EncodeSession:
                     self._encode_one(None)
         except (av.error.FFmpegError, ValueError) as exc:
             self._fail()
-            raise from_ffmpeg(exc, f"encoding with {self.encoder.name}", EncoderError) from exc
-        except BaseException:
+            disk_error = output_write_error(self.path, exc)
+            raise disk_error or from_ffmpeg(exc, f"encoding with {self.encoder.name}", EncoderError) from exc
+        except BaseException as exc:
             self._fail()
-            raise
+            # A copied stream's packets that the disk did not take (the copier's EncoderError).
+            disk_error = output_write_error(self.path, exc)
+            if disk_error is None:
+                raise
+            raise disk_error from exc
 
     def _encode_one(self, av_frame: av.VideoFrame | None) -> None:
         assert self._out is not None and self._vstream is not None
@@ -1330,7 +1342,13 @@ class EncodeSession:
                 out.close()
             except (av.error.FFmpegError, ValueError) as exc:
                 self._fail()
-                raise from_ffmpeg(exc, f"finishing {self.path or 'the output'}", EncoderError) from exc
+                disk_error = output_write_error(self.path, exc)
+                raise disk_error or from_ffmpeg(
+                    exc, f"finishing {self.path or 'the output'}", EncoderError
+                ) from exc
+            except BaseException:
+                self._fail()  # the copier's or the audio encoder's error: the partial file goes too
+                raise
             self._done = True
             if self._tmp_path is not None and self.path is not None:
                 try:
@@ -1339,7 +1357,10 @@ class EncodeSession:
                 except OSError as exc:
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(self._tmp_path)
-                    raise EncoderError(f"moving the finished output to {self.path!r} failed: {exc}") from exc
+                    disk_error = output_write_error(self.path, exc)
+                    raise disk_error or EncoderError(
+                        f"moving the finished output to {self.path!r} failed: {exc}"
+                    ) from exc
 
     def __enter__(self) -> EncodeSession:
         return self

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         InvalidHandleError,
         InvalidInputError,
         OutOfMemoryError,
+        OutputWriteError,
         UnknownFormatError,
         UnsupportedError,
     )
@@ -210,6 +211,7 @@ _EXPORTS: dict[str, str] = {
     "GpuTimeoutError": "alpha2.gpu.errors",
     "HdrMetadata": "alpha2.gpu.hdr",
     "InternalError": "alpha2.gpu.errors",
+    "OutputWriteError": "alpha2.gpu.errors",
     "InvalidHandleError": "alpha2.gpu.errors",
     "InvalidInputError": "alpha2.gpu.errors",
     "MasteringDisplay": "alpha2.gpu.hdr",
@@ -371,6 +373,7 @@ __all__ = [
     "MasteringDisplay",
     "MemoryBudget",
     "OutOfMemoryError",
+    "OutputWriteError",
     "OwnedFd",
     "PixelFormat",
     "PlacesDecoders",

@@ -9,6 +9,7 @@ know alpha2.
 from __future__ import annotations
 
 import enum
+import errno as _errno
 from typing import TypeVar
 
 
@@ -133,3 +134,65 @@ class InternalError(Error):
 
 class ClosedError(InvalidInputError):
     """The object was already closed or released."""
+
+
+_WRITE_FAILURES = {
+    _errno.ENOSPC: "the disk is full",
+    _errno.EDQUOT: "the disk quota is used up",
+    _errno.EFBIG: "the file grew past the largest size allowed",
+    _errno.EIO: "the disk or its connection failed",
+    _errno.EROFS: "the file system is read-only",
+    _errno.ESTALE: "the network file system lost the file",
+}
+"""The operating system's write failures said plainly: errors of the disk, not of the media."""
+
+
+_NO_ROOM = frozenset({_errno.ENOSPC, _errno.EDQUOT, _errno.EFBIG, _errno.EROFS})
+"""Write failures of the output's place, not of alpha2 or the hardware: the same call fails the same way
+until the caller makes room or picks another place (INVALID_INPUT); the others (EIO, ESTALE) are the
+disk's failing (INTERNAL). Neither is retried by itself."""
+
+
+class OutputWriteError(Error):
+    """Writing an output file failed for a reason of the disk (full, over quota, an I/O error); the
+    partial file was removed. ``path`` names the output, ``errno`` the operating system's code. Its kind:
+    INVALID_INPUT where the place has no room or takes no writes (ENOSPC, EDQUOT, EFBIG, EROFS: the same
+    call fails the same way until room is made), INTERNAL for the disk's own failures (EIO, ESTALE)."""
+
+    default_kind = ErrorKind.INTERNAL
+
+    def __init__(self, message: str, *, path: str | None, errno: int, kind: ErrorKind | str | None = None):
+        super().__init__(message, kind=kind)
+        self.path = path
+        """The output's name (None: a file object the caller gave)."""
+        self.errno = errno
+        """The operating system's error code (``errno.ENOSPC`` ...)."""
+
+
+def output_write_error(path: str | None, exc: BaseException) -> OutputWriteError | None:
+    """``exc`` said as an :class:`OutputWriteError` naming ``path`` when it (or an error it was raised
+    from) is an operating-system write failure (a full disk, a quota, EIO ...); None for anything else.
+
+    The caller removes the partial output before raising it: the message says nothing was kept (for a
+    file object, ``path`` None, it says nothing of what was kept).
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OutputWriteError):
+            return current
+        code = current.errno if isinstance(current, OSError) else None
+        if isinstance(current, OSError) and code is not None and abs(code) in _WRITE_FAILURES:
+            code = abs(code)  # PyAV's are positive, an AVERROR negative
+            cause = current.strerror or _errno.errorcode.get(code, str(code))
+            what = f"writing {path!r}" if path is not None else "writing the output"
+            kept = "; nothing was kept" if path is not None else ""
+            return OutputWriteError(
+                f"{what} failed: {_WRITE_FAILURES[code]} ({cause}){kept}",
+                path=path,
+                errno=code,
+                kind=ErrorKind.INVALID_INPUT if code in _NO_ROOM else ErrorKind.INTERNAL,
+            )
+        current = current.__cause__ or current.__context__
+    return None
