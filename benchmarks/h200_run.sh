@@ -4,7 +4,7 @@
 # as Debian packages in .gl). Results go to $OUT (at most 8 files come back).
 #   usage: bash benchmarks/h200_run.sh [tests | tests-a | tests-b | tests-c | tests-files] [probe] [decode] [import] [transcode] [copier]
 #                                       [streams] [streams-exp] [wall] [batch] [colour] [followup] [ahead] [preroll] [procs]
-#                                       [ml] [tensors] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [nv12-merged] [cuda-tensor] [tensor-spy] [segments] [segtrans10] [cuvid] [hwaccel-tests]
+#                                       [ml] [tensors] [tensors1] [tensor-ab] [tensor-switch] [tensor-toggles] [shared-submit] [shared-threaded] [nv12-merged] [cuda-tensor] [tensor-spy] [segments] [segtrans10] [cuvid] [hwaccel-tests]
 #   (default: tests probe decode import transcode copier; the last four are asked for by name)
 #   The suite takes about 950 s there (2026-12-05): its thirds 'tests-a', 'tests-b' and 'tests-c' in
 #   three calls ('tests', the whole, no longer fits a call's 600 s).
@@ -141,6 +141,10 @@ for step in $steps; do
     ml)  # issue 27's rows; PyNvVideoCodec installed into /tmp/site by a call before (its wheel is 27 MB)
       { echo '$ python3 benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14 --clip-dir /tmp/clips';
         timeout 300 python3 benchmarks/bench_ml.py --frames 900 --gop 250 --processes 7,14 \
+          --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
+    tensors1)  # issue 27's RGB tensor rows once (a call short of device time)
+      { echo "\$ python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 --clip-dir /tmp/clips";
+        timeout 200 python3 benchmarks/bench_ml.py --frames 600 --gop 250 --rows tensors --tensor-batch 8 \
           --clip-dir /tmp/clips; } 2>&1 | grep -v -e 'INVALID INDEX' -e '^$' >> "$log";;
     tensors)  # issue 27's RGB tensor rows, twice (0.89 and 0.88 of decode alone at 224x224 f16 before)
       for round in 1 2; do
