@@ -163,7 +163,9 @@ def tensors_alpha2(
             tensor = frame.to_tensor(**options)
             if t0 is None:  # the first frame makes the device objects: outside the timing
                 t0 = time.perf_counter()
-                note = f"{tensor.path.value}: {tensor.report.reason}"
+                note = (
+                    f"{tensor.path.value}, route {getattr(tensor, 'route', 'dawn')}: {tensor.report.reason}"
+                )
                 continue
             n += 1
             if n >= frames:
@@ -204,7 +206,9 @@ def tensors_batched(
             held = []
             if t0 is None:
                 t0 = time.perf_counter()
-                note = f"{tensor.path.value}: {tensor.report.reason}"
+                note = (
+                    f"{tensor.path.value}, route {getattr(tensor, 'route', 'dawn')}: {tensor.report.reason}"
+                )
                 continue
             n += batch
         for done in held:
