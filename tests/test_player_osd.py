@@ -301,7 +301,7 @@ def test_keys_and_mouse(clip: str, tmp_path: Path) -> None:
         playback._on_key({"key": "Backspace"})
         assert playback.speed == 1.0
 
-        playback._on_key({"key": "l"})
+        playback._on_key({"key": "L"})  # mpv's loop-file key (l is its A-B loop)
         assert playback.loop and playback.osd.current_message == "Loop: yes"
 
         shot = playback.screenshot()

@@ -1,4 +1,4 @@
-"""Several inputs play in turn (a playlist): in one window (n / p, a broken file passed over with its
+"""Several inputs play in turn (a playlist): in one window (> / <, a broken file passed over with its
 error on screen, a file without video under the level visual), offscreen one after the other, and on
 Xvfb through ``alpha2 play A B``."""
 
@@ -191,10 +191,11 @@ def test_window_plays_the_files_in_turn(clips: list[Clip], broken: str) -> None:
 
 
 @pytest.mark.vulkan
-def test_n_and_p_go_to_the_next_and_previous_file(clips: list[Clip]) -> None:
+def test_enter_and_less_than_go_to_the_next_and_previous_file(clips: list[Clip]) -> None:
     sources = [clips[0].path, clips[1].path]
-    # n on the third draw; p three draws later (back to the first); then it plays to the end.
-    results, errors, driver = _run_window(sources, {3: "n", 6: "p"})
+    # Enter (mpv's playlist-next) on the third draw; < three draws later (back to the first); then it
+    # plays to the end.
+    results, errors, driver = _run_window(sources, {3: "Enter", 6: "<"})
     assert not errors
     assert driver.sources == [clips[0].path, clips[1].path, clips[0].path, clips[1].path]
     assert [s.input for s in results] == driver.sources
@@ -256,8 +257,8 @@ def test_a_file_without_video_plays_in_the_same_window(clips: list[Clip], songs:
 @pytest.mark.vulkan
 def test_a_playlist_of_sound_files_plays_and_n_p_move_in_it(songs: list[str]) -> None:
     """``alpha2 play *.mp3`` was refused ('none of the 2 files could be played'): both play, in a window
-    of the audio-only window's size, and n / p go to the next and previous one."""
-    results, errors, driver = _run_window(songs, {3: "n", 6: "p"})
+    of the audio-only window's size, and n / < go to the next and previous one."""
+    results, errors, driver = _run_window(songs, {3: "n", 6: "<"})
     assert not errors
     assert driver.sources == [songs[0], songs[1], songs[0], songs[1]]
     assert [s.input for s in results] == driver.sources
@@ -296,7 +297,7 @@ def test_the_song_of_a_playlist_is_heard_and_lights_the_window(
     assert not errors and driver.sources == [s.input for s in results] == [songs[0], clips[0].path]
     song = results[0]
     assert song.seconds < 0.4  # the arrow went to the song's end (0.5 s long)
-    assert helps and any(line.startswith("n / p") for line in helps[0])
+    assert helps and any(line.startswith("> / <, Enter") for line in helps[0])
     assert not any(line.startswith(", / .") for line in helps[0])  # no frames to step
     assert song.clock["kind"] == "audio", song.clock
     assert max(c[2] for c in colours) > 0.2  # the tone lights the window
@@ -327,12 +328,13 @@ def test_a_file_s_message_goes_with_it(clips: list[Clip], monkeypatch: pytest.Mo
 
 
 @pytest.mark.vulkan
-def test_page_down_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], tmp_path: Path) -> None:
-    """As mpv's: PgDn on the last chapter plays the playlist's next file (it said 'No next chapter')."""
+def test_page_up_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], tmp_path: Path) -> None:
+    """As mpv's: PgUp (its next chapter) on the last chapter plays the playlist's next file (it said 'No
+    next chapter')."""
     from tests.test_window_faults import _chaptered_clip
 
     chaptered = _chaptered_clip(tmp_path / "ch.mkv")  # 3 s, chapters at 0, 1 and 2 s
-    presses = {(chaptered, 2): "PageDown", (chaptered, 3): "PageDown", (chaptered, 4): "PageDown"}
+    presses = {(chaptered, 2): "PageUp", (chaptered, 3): "PageUp", (chaptered, 4): "PageUp"}
     results, errors, driver = _run_window([chaptered, clips[0].path], presses)
     assert not errors and driver.sources == [chaptered, clips[0].path]
     assert results[0].frames < 30  # left at its last chapter, not played to its end

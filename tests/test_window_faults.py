@@ -393,7 +393,8 @@ def _chaptered_clip(path: Path) -> str:
 
 @pytest.mark.vulkan
 def test_page_keys_go_from_chapter_to_chapter(tmp_path: Path) -> None:
-    """PgDn / PgUp as mpv's: the next chapter's start; back to the start of the one playing when more
+    """PgUp / PgDn as mpv's (its input.conf: PGUP add chapter 1, PGDWN add chapter -1; they were the
+    other way round): PgUp the next chapter's start; PgDn back to the start of the one playing when more
     than 5 s into it, else the one before; said on screen ('Chapter 2/3: Two')."""
     playback = _playback(_chaptered_clip(tmp_path / "ch.mkv"))
     said: list[str] = []
@@ -403,11 +404,11 @@ def test_page_keys_go_from_chapter_to_chapter(tmp_path: Path) -> None:
         playback._on_key({"key": " "})  # paused: the clock stays where the keys put it
         _draw(playback)
         for key, at, text in (
-            ("PageDown", 1.0, "Chapter 2/3: Two"),
-            ("PageDown", 2.0, "Chapter 3/3"),
-            ("PageDown", 2.0, "No next chapter"),
             ("PageUp", 1.0, "Chapter 2/3: Two"),
-            ("PageUp", 0.0, "Chapter 1/3: One"),
+            ("PageUp", 2.0, "Chapter 3/3"),
+            ("PageUp", 2.0, "No next chapter"),
+            ("PageDown", 1.0, "Chapter 2/3: Two"),
+            ("PageDown", 0.0, "Chapter 1/3: One"),
         ):
             playback._on_key({"key": key})
             _draw(playback)

@@ -296,6 +296,11 @@ class Progress:
         the position (a seek moves it, a pause holds it), so counted frames over elapsed time said 50.8
         fps for a 30 fps file started at 10 s. Unset, the rate is the count over the elapsed time."""
 
+    def set_position(self, text: str) -> None:
+        """A player's position, as ``0:12 / 1:00 (paused)``, said from now on in place of the run's
+        elapsed time, as mpv's status line says it: the elapsed time ran on while the player stood
+        paused and did not follow its seeks, and read as the position."""
+
     def finishing(self, what: str) -> None:
         """Every frame is in; ``what`` is still being done (an encoder's last frames), which may take
         a while: said rather than a bar at its end that does not move."""
@@ -441,9 +446,26 @@ class RichProgress(Progress):
         self._timed = False
         self._total_seconds: float | None = None
         self._done_seconds = 0.0
+        self._position: str | None = None
 
     def set_rate(self, fps: float) -> None:
         self._rate = fps
+
+    def set_position(self, text: str) -> None:
+        if self._task is None or text == self._position:
+            return
+        if self._position is None:
+            from rich.progress import TextColumn, TimeElapsedColumn
+
+            position = TextColumn("{task.fields[position]}")
+            # Counted in time (sound alone), the position is the time done: its 'done' column goes.
+            done = self._timed_columns[2] if self._timed else None
+            columns = [c for c in self._progress.columns if c is not done]
+            self._progress.columns = tuple(
+                position if isinstance(c, TimeElapsedColumn) else c for c in columns
+            )
+        self._position = text
+        self._progress.update(self._task, position=text)
 
     def _fps(self, now: float) -> float:
         """The rate given, else the frames counted over the elapsed time."""

@@ -234,6 +234,10 @@ class PlayStats:
     """Seconds from the process's start to the first frame shown (a window) or rendered (offscreen)."""
     paused_seconds: float = 0.0
     """Of :attr:`seconds`, those the window stood paused (the last file's, in a playlist)."""
+    decode: dict[str, Any] = field(default_factory=dict)
+    """The decoder's counts of damage met: ``corrupt_frames_kept`` (concealed and shown),
+    ``corrupt_frames_skipped``, ``decode_errors`` (packets skipped), ``truncated``; empty before the
+    decoder closes."""
 
     @property
     def fps(self) -> float:
@@ -273,6 +277,7 @@ class PlayStats:
             "import_report": self.import_report,
             "colour": self.colour,
             "first_frame_s": None if self.first_frame_s is None else round(self.first_frame_s, 4),
+            "decode": dict(self.decode),
             "stages": self.stages.as_dict(self.seconds),
         }
 
@@ -287,6 +292,28 @@ class PlayStats:
     def audio_only(self) -> bool:
         """Whether the file played as sound alone (its frames are the level visual's draws, or none)."""
         return self.mode_reason.startswith("audio only")
+
+    def damage_note(self) -> str | None:
+        """What the decoder met of a damaged input, as a person reads it ('2 packets failed to decode
+        and were skipped; 5 corrupt frames shown as the decoder concealed them'), or None: it played
+        such a file with its broken frames left out or smeared and said nothing of it, where mpv's
+        terminal shows FFmpeg's decode errors."""
+        decode = self.decode
+        notes = []
+        failed = int(decode.get("decode_errors") or 0) - (1 if decode.get("truncated") else 0)
+        if failed > 0:
+            were = "s failed to decode and were" if failed > 1 else " failed to decode and was"
+            notes.append(f"{failed} packet{were} skipped")
+        if decode.get("truncated"):
+            notes.append("the video ends before the length its container says (the file is cut short)")
+        kept = int(decode.get("corrupt_frames_kept") or 0)
+        if kept:
+            frames = "1 corrupt frame" if kept == 1 else f"{kept} corrupt frames"
+            notes.append(f"{frames} shown as the decoder concealed {'it' if kept == 1 else 'them'}")
+        skipped = int(decode.get("corrupt_frames_skipped") or 0)
+        if skipped:
+            notes.append(f"{skipped} corrupt frame{'s' if skipped > 1 else ''} left out")
+        return "; ".join(notes) if notes else None
 
     def _paused_note(self) -> str:
         """', 5.2 s paused' where the window stood paused a tenth of a second or more."""
@@ -318,6 +345,9 @@ class PlayStats:
             from alpha2.api.colour_report import colour_summary
 
             lines.append(f"  colour: {colour_summary(self.colour)}")
+        damage = self.damage_note()
+        if damage is not None:
+            lines.append(f"  damaged input: {damage}")
         if self.sync:
             sync = self.sync
             lines.append(
@@ -593,6 +623,13 @@ class Player:
         decoder, self.decoder = self.decoder, None
         if decoder is not None:
             self.stats.peak_surfaces = decoder.budget.usage().peak_surfaces
+            damage = decoder.stats
+            self.stats.decode = {
+                "corrupt_frames_kept": damage.corrupt_frames_kept,
+                "corrupt_frames_skipped": damage.corrupt_frames_skipped,
+                "decode_errors": damage.decode_errors,
+                "truncated": damage.truncated,
+            }
             decoder.close()
         self.progress.close(completed, ended=not self.ended_early)
 

@@ -336,6 +336,19 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
         "--audio-track",
         "--audio-track N keeps the audio stream N, counted from 0 (mpv's --aid is from 1)",
     ),
+    # mpv's own options, which a person used to it types after 'alpha2 play' (--start was 'did you mean
+    # --stats?'); gated on an option only the player has.
+    "--start": ("--at", "mpv's --start is --at here (90, 1:30, 0:01:30.5)"),
+    "--mute": ("--volume", "mpv's --mute is --volume 0 here (m mutes in the window)"),
+    "--loop-file": ("--loop", "mpv's --loop-file is --loop here (L in the window)"),
+    "--keep-open": (
+        "--loop",
+        "no --keep-open here: the player quits after the last file, as mpv does without it (--loop "
+        "plays it again)",
+    ),
+    "--sub-file": ("--sub", "mpv's --sub-file is --sub here"),
+    "--fs": ("--wall", "no --fs here: f or a double click goes fullscreen in the window"),
+    "--fullscreen": ("--wall", "no --fullscreen here: f or a double click goes fullscreen in the window"),
     "-b": ("--bitrate", "ffmpeg's -b is --bitrate here"),
     "-b:v": ("--bitrate", "ffmpeg's -b:v is --bitrate here"),
     "-s": ("--size", "ffmpeg's -s is --size here (it fits the picture in WxH, aspect kept)"),

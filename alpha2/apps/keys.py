@@ -31,20 +31,20 @@ class Binding:
 
 
 PLAYER_BINDINGS: tuple[Binding, ...] = (
-    Binding("space", "pause / play"),
-    Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("space, p", "pause / play (a right click too)"),
+    Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
+    Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding(", / .", "one frame back / forward (pauses)"),
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m / #", "mute / next audio track"),
     Binding("f, double-click", "fullscreen"),
-    Binding("click the bar", "seek there (moving the mouse shows it)"),
+    Binding("click the bar", "seek there (moving the mouse, o or P shows it)"),
     Binding("s", "screenshot: NAME-SECONDS.png next to the input"),
-    Binding("l", "loop the file"),
+    Binding("l / L", "A-B loop (A, B, off) / loop the file"),
     Binding("j", "next subtitle track (or none)"),
-    Binding("n / p, > / <", "next / previous file (PgDn / PgUp: chapter)"),
+    Binding("> / <, Enter", "next / previous file (PgUp / PgDn: chapter)"),
     Binding("i", "stats"),
     Binding("?", "this help"),
     Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
@@ -52,9 +52,9 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
 """What the single-video window does with each key."""
 
 WALL_BINDINGS: tuple[Binding, ...] = (
-    Binding("space", "pause / play every tile"),
+    Binding("space, p", "pause / play every tile"),
     Binding("Left / Right", "seek every tile -5 / +5 s"),
-    Binding("Down / Up", "seek every tile -30 / +30 s"),
+    Binding("Down / Up", "seek every tile -60 / +60 s"),
     Binding("a", "play the next tile's sound (or none)"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m", "mute"),
@@ -65,12 +65,12 @@ WALL_BINDINGS: tuple[Binding, ...] = (
 """What the wall's window does with each key."""
 
 AUDIO_BINDINGS: tuple[Binding, ...] = (
-    Binding("space", "pause / play"),
-    Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("space, p", "pause / play (a right click too)"),
+    Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
+    Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m / #", "mute / next audio track"),
-    Binding("PgDn / PgUp", "next / previous chapter"),
+    Binding("PgUp / PgDn", "next / previous chapter"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
     Binding("?", "this help"),
@@ -79,18 +79,18 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
 """What the window of a file without video does with each key."""
 
 PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
-    Binding("space", "pause / play"),
-    Binding("Left / Right", "seek -5 / +5 s"),
-    Binding("Down / Up", "seek -30 / +30 s"),
+    Binding("space, p", "pause / play (a right click too)"),
+    Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
+    Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
     Binding("Backspace", "normal speed"),
     Binding("9 / 0, wheel", "volume down / up"),
     Binding("m / #", "mute / next audio track"),
-    Binding("PgDn / PgUp", "next / previous chapter"),
+    Binding("PgUp / PgDn", "next / previous chapter"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
-    Binding("l", "loop the file"),
-    Binding("n / p, > / <", "next / previous file"),
+    Binding("l / L", "A-B loop (A, B, off) / loop the file"),
+    Binding("> / <, Enter", "next / previous file"),
     Binding("i", "stats"),
     Binding("?", "this help"),
     Binding("q, Esc", "quit (Esc leaves fullscreen first)"),

@@ -505,6 +505,7 @@ class Osd:
             out.append(
                 Layer("subtitle", sub, (window.width - int(sub.shape[1])) // 2, bottom - int(sub.shape[0]))
             )
+            bottom -= int(sub.shape[0])
         if view.subtitle_middle:
             sub = self._subtitle_pixels(view.subtitle_middle, sizes, window)
             x, y = (window.width - int(sub.shape[1])) // 2, (window.height - int(sub.shape[0])) // 2
@@ -533,9 +534,9 @@ class Osd:
             out.append(Layer("stats", _fitted(stats, sizes["small"], room), margin, top))
         if self.show_help and view.help:
             text = "\n".join(view.help)
-            # Between the message (if any) and the time over the bar: in a small window it covered them
-            # (a person's pass at 400x225).
-            low = (time_y - margin // 2) if bar_opacity > 0 else window.height - margin
+            # Between the message (if any) and the subtitle or the time over the bar: in a small window it
+            # covered them (a person's pass at 400x225), and a subtitle showed through its last lines.
+            low = bottom - (margin // 2 if view.subtitle else 0)
             room = Size(window.width - 2 * margin, max(1, low - top))
             pixels = _fitted(
                 lambda size: self._text(text, size, mono=True, box_alpha=215, outline_px=0),

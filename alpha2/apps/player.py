@@ -6,7 +6,7 @@ when its pts is due against the media clock (:mod:`alpha2.apps.window`): the sou
 (``alpha2[audio]``, :mod:`alpha2.apps.audio_out`), else the system clock, with the reason in the stats;
 the keys and the mouse are mpv's (:mod:`alpha2.apps.keys`; ``alpha2 play --help`` and ``?`` list them), and an
 on-screen display, subtitles among it, is drawn over the video on the GPU. Several inputs play in turn in
-one window (a playlist: n / p), or side by side with ``--wall``. A file without video plays its sound (a
+one window (a playlist: > / <), or side by side with ``--wall``. A file without video plays its sound (a
 level visual in a window, a playlist's own among them). ``--aid N`` picks the audio track as mpv numbers
 them, ``#`` cycles them while playing. rendercanvas is not a
 dependency: it is imported only when a window is possible, and when it (or a backend) is missing,
@@ -237,11 +237,13 @@ def play_list(
         playlist = Playlist(names, lambda name: Player(name, options, make_progress(), device=device))
         window = _window_class()(playlist.make_player(names[0]), playlist=playlist)
         timer = pipeline.RunTimer()
+        completed = False  # as play's: a Ctrl-C's file is no finished run (its bar goes, not printed again)
         try:
             window.run(canvas_module)
+            completed = True
         finally:
             timer.stop()
-            window.player.close(True)
+            window.player.close(completed)
         errors = list(playlist.errors)
         last = window.stats  # the file playing at the end, unless the last tried could not be played
         failed = {name for name, _ in errors}
@@ -282,13 +284,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
         + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
         "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits\n\n"
-        "a file without video: space, the arrows, 9 / 0, m, #, PgDn / PgUp, f, a click on the bar,\n"
+        "a file without video: space, the arrows, 9 / 0, m, #, PgUp / PgDn, f, a click on the bar,\n"
         "? and q "
-        "(in a playlist also [ / ], Backspace, l, n / p and i)"
+        "(in a playlist also [ / ], Backspace, l / L, > / <, Enter and i)"
         f"\n\n{EXAMPLES_HEADING}\n"
         "  alpha2 play clip.mp4\n"
         "  alpha2 play clip.mp4 --at 1:30 --loop\n"
-        "  alpha2 play a.mp4 b.mp4 c.mp4             (a playlist: n / p)\n"
+        "  alpha2 play a.mp4 b.mp4 c.mp4             (a playlist: > / <)\n"
         "  alpha2 play film.mkv --aid 2              (its second audio track; # cycles)\n"
         "  alpha2 play a.mp4 b.mp4 c.mp4 d.mp4 --wall  (side by side)\n"
         "  alpha2 play clip.mp4 --snapshot frame.png --at 0:02.5 -y",
@@ -298,8 +300,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "input",
         metavar="INPUT",
         nargs="+",
-        help="input file, a video or sound alone (several: a playlist, n / p or > / < go to the next / "
-        "previous one; with --wall or --snapshot, a grid of them)",
+        help="input file, a video or sound alone (several: a playlist, > / < go to the next / "
+        "previous one, Enter to the next; with --wall or --snapshot, a grid of them)",
     )
     parser.add_argument(
         "--wall", action="store_true", help="several inputs side by side in one grid (a video wall)"
@@ -307,7 +309,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--loop",
         action="store_true",
-        help="play each file again when it ends (l toggles; a --wall plays all again once the "
+        help="play each file again when it ends (L toggles; a --wall plays all again once the "
         "longest has ended; offscreen, until --frames)",
     )
     parser.add_argument(
@@ -528,6 +530,9 @@ def _report(stats: PlayStats, args: argparse.Namespace) -> None:
             frames = f"{stats.sound_seconds:.1f} s of sound"
         line = f"alpha2: played {os.path.basename(stats.input)}: {frames} "
         line += f"{stats.mode}{note}; {stats.clock['reason']}"
+        damage = stats.damage_note()
+        if damage is not None:
+            line += f"; damaged input: {damage}"
         if stats.snapshot:
             line += f"; snapshot {stats.snapshot}"
         lines = [line]

@@ -26,13 +26,13 @@ from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import WALL_BINDINGS, help_lines
 from alpha2.apps.osd import Osd, OsdView
 from alpha2.apps.window import (
-    SEEK_STEPS_S,
     _Keys,
     _Overlay,
     _SignalsClose,
     import_canvas_backend,
     letterbox,
     open_canvas,
+    seek_step,
 )
 from alpha2.gpu.errors import Error
 from alpha2.gpu.geometry import Rect, Size
@@ -159,7 +159,7 @@ class WallWindow(_Keys):
     """
 
     osd: Osd
-    one_file = False  # PgDn / PgUp and # are one file's keys: the wall says so
+    one_file = False  # PgUp / PgDn and # are one file's keys: the wall says so
 
     def __init__(
         self,
@@ -280,8 +280,8 @@ class WallWindow(_Keys):
         key = key_name(event)
         if self._common_key(key):
             return
-        if key in SEEK_STEPS_S and self.clock is not None:
-            self.seek(self.media_time() + SEEK_STEPS_S[key])
+        if (step := seek_step(event)) is not None and self.clock is not None:
+            self.seek(self.media_time() + step)
         elif key in ("a", "A"):
             self.cycle_sound()
         elif key == "?":

@@ -1,0 +1,384 @@
+"""``alpha2 play``'s keys against mpv's defaults (its input.conf), found by an outside pass of a person who
+uses mpv daily, driven through rendercanvas's offscreen canvas (no display needed)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from alpha2.api import pipeline
+from alpha2.api.playback import Player, PlayOptions
+from alpha2.apps.cli import main
+from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+from alpha2.apps.osd import Osd, OsdView, format_time
+from alpha2.apps.window import AudioOnlyPlayback, WindowPlayback
+from alpha2.gpu.geometry import Size
+from tests.media import flip_bits, make_audio_only, make_clip
+from tests.test_window_faults import _close, _draw, _playback
+
+LONG_S = 150
+"""The long clip's seconds: one frame a second, so two minutes and a half are small and fast to make."""
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root: Path = tmp_path_factory.mktemp("mpv_keys")
+    return make_clip(root / "long.mkv", width=64, height=48, frames=LONG_S, rate=1, gop=10).path
+
+
+@pytest.mark.vulkan
+def test_up_and_down_seek_a_minute_as_mpv(long_clip: str) -> None:
+    """mpv's Up / Down seek +60 / -60 s; they went 30 s."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})  # paused: the position is where the keys put it
+        _draw(playback)
+        playback._on_key({"key": "ArrowUp"})
+        _draw(playback)
+        _draw(playback)
+        assert playback.shown_pts == pytest.approx(60.0, abs=1.0)
+        playback._on_key({"key": "ArrowUp"})
+        _draw(playback)
+        _draw(playback)
+        assert playback.shown_pts == pytest.approx(120.0, abs=1.0)
+        playback._on_key({"key": "ArrowDown"})
+        _draw(playback)
+        _draw(playback)
+        assert playback.shown_pts == pytest.approx(60.0, abs=1.0)
+    finally:
+        _close(playback)
+    assert any(line.startswith("Down / Up") and "-60 / +60 s" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_o_shows_the_time_and_the_bar_as_mpv(long_clip: str) -> None:
+    """mpv's o shows the progress bar and the time for a moment, playing; it did nothing."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback.osd._active_until = float("-inf")  # the bar of the start has faded
+        _draw(playback)
+        assert not playback.osd.showing_bar(playback.paused)
+        before = _draw(playback)
+        playback._on_key({"key": "o"})
+        after = _draw(playback)
+        assert playback.osd.showing_bar(playback.paused) and not playback.paused
+        # The bar's track is drawn over the frame's bottom rows (the picture itself holds still at 1 fps).
+        bar = playback.osd.bar_rect(playback._window_size())
+        rows = slice(bar.y, bar.y + bar.height)
+        assert abs(after[rows] - before[rows]).mean() > 10
+    finally:
+        _close(playback)
+    assert any("o or P shows it" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+class _Positions(pipeline.Progress):
+    """Records what the player says of its position on the terminal's line."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def set_position(self, text: str) -> None:
+        self.said.append(text)
+
+
+@pytest.mark.vulkan
+def test_the_terminal_line_says_the_position_and_the_pause_as_mpv(long_clip: str) -> None:
+    """The status line said the run's elapsed time, which ran on while paused ('0:00:28' at 0:12, paused)
+    and did not follow seeks; mpv's says the position and '(Paused)'."""
+    pytest.importorskip("rendercanvas")
+    said = _Positions()
+    playback = WindowPlayback(Player(long_clip, PlayOptions(audio=False), said))
+    playback.open("rendercanvas.offscreen", size=Size(160, 120))
+    try:
+        _draw(playback)
+        _draw(playback)
+        assert said.said[-1].endswith(f" / {format_time(float(LONG_S))}"), said.said
+        playback._on_key({"key": " "})
+        _draw(playback)
+        assert said.said[-1] == f"0:00 / {format_time(float(LONG_S))} (paused)"
+        playback._on_key({"key": "ArrowUp"})
+        _draw(playback)
+        _draw(playback)
+        assert said.said[-1] == f"1:00 / {format_time(float(LONG_S))} (paused)"
+        time.sleep(1.2)
+        _draw(playback)
+        assert said.said[-1].startswith("1:00 / ")  # paused, it holds
+    finally:
+        _close(playback)
+
+
+def test_rich_status_line_says_the_position_in_80_columns() -> None:
+    out = io.StringIO()
+    shown = pipeline.RichProgress("play", out, time_left=False)
+    shown._progress.console.width = 80  # (a terminal of 80 columns)
+    shown.start(108000)
+    shown.update(1234)
+    shown.set_position("0:41 / 1:00:00 (paused)")
+    shown.close(ended=False)
+    last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
+    assert last.rstrip().endswith("0:41 / 1:00:00 (paused)") and len(last) <= 80, last
+    assert "0:00:0" not in last  # no elapsed time beside it
+
+
+@pytest.mark.vulkan
+def test_l_sets_an_a_b_loop_as_mpv(long_clip: str) -> None:
+    """mpv's l sets A, then B, then clears the A-B loop (L loops the file); l looped the whole file."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek(10.0)
+        _draw(playback)
+        playback._on_key({"key": "l"})
+        assert playback.osd.current_message == "A-B loop: A 0:10" and not playback.loop
+        playback.seek(12.0)
+        _draw(playback)
+        playback._on_key({"key": "l"})
+        assert playback.osd.current_message == "A-B loop: 0:10 - 0:12"
+        playback._on_key({"key": " "})  # play on from B: back to A, again and again
+        seen: list[float] = []
+        end = time.monotonic() + 4.5
+        while time.monotonic() < end:
+            _draw(playback)
+            if playback.shown_pts is not None:
+                seen.append(playback.shown_pts)
+            time.sleep(1 / 60)
+        assert min(seen) >= 10.0 - 1e-6 and max(seen) < 13.0, seen
+        assert sum(b < a for a, b in itertools.pairwise(seen)) >= 2, seen  # back to A, twice at least
+        playback._on_key({"key": "l"})
+        assert playback.osd.current_message == "A-B loop: off" and playback.ab_loop is None
+    finally:
+        _close(playback)
+    assert any(line.startswith("l / L") and "A-B loop" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> None:
+    """Paused, with no message on screen and no stats, nothing changes: the window waits for input, as
+    mpv idles (it drew 4 times a second, 3-4 % of a core on lavapipe); a message brings the timed draws
+    back while it fades, and input is answered at once."""
+    playback = _playback(long_clip)
+    ticks: list[float] = []
+    tick = playback._tick
+
+    def counted() -> None:
+        ticks.append(time.monotonic())
+        tick()
+
+    playback._tick = counted  # type: ignore[method-assign]
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.osd.clear_message()
+        _draw(playback)
+        time.sleep(1.0)
+        assert ticks == []
+        playback._on_key({"key": "]"})  # 'Speed: 1.25x' on screen, fading: drawn on a timer again
+        _draw(playback)
+        time.sleep(0.6)
+        assert len(ticks) >= 1
+    finally:
+        _close(playback)
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--start", "3"], "unknown option --start; mpv's --start is --at here"),
+        (["--start=3"], "unknown option --start; mpv's --start is --at here"),
+        (["--mute"], "unknown option --mute; mpv's --mute is --volume 0 here"),
+        (["--loop-file"], "unknown option --loop-file; mpv's --loop-file is --loop here"),
+        (["--keep-open"], "unknown option --keep-open; no --keep-open here: the player quits after"),
+        (["--sub-file", "a.srt"], "unknown option --sub-file; mpv's --sub-file is --sub here"),
+        (["--fs"], "unknown option --fs; no --fs here: f or a double click goes fullscreen"),
+    ],
+)
+def test_mpv_options_are_answered_with_the_players_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], said: str
+) -> None:
+    """mpv's options on 'alpha2 play': --start was answered 'did you mean --stats?', the others 'unknown
+    option' alone."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["play", str(tmp_path / "in.mp4"), *words])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
+
+
+def test_a_playlist_interrupted_closes_its_bar_as_unfinished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in a playlist's window closed the file's bar as a finished run: rich printed its line
+    again under the '^C' the terminal echoed ('48/120 ... (paused)' then '49/120 ... (paused)'); one
+    file's play closes it as unfinished, and so does the list now."""
+    from alpha2.apps import player as player_module
+    from alpha2.apps.cli import Interrupted
+
+    class _CtrlC:
+        def __init__(self, player: Player, *, playlist: object = None) -> None:
+            self.player = player
+
+        def run(self, canvas_module: str = "") -> None:
+            raise Interrupted()
+
+    closed: list[bool] = []
+
+    class _Bar(pipeline.Progress):
+        def close(self, completed: bool = True, *, ended: bool = True) -> None:
+            closed.append(completed)
+
+    a = make_clip(tmp_path / "a.mkv", frames=3).path
+    b = make_clip(tmp_path / "b.mkv", frames=3).path
+    monkeypatch.setattr(player_module, "_window_class", lambda: _CtrlC)
+    monkeypatch.setattr(player_module, "window_unavailable_reason", lambda environ=None: None)
+    with pytest.raises(Interrupted):
+        player_module.play_list([a, b], PlayOptions(audio=False), progress=_Bar)
+    assert closed == [False]
+
+
+def test_a_damaged_file_is_said_damaged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file with bits flipped in its middle played with its frames smeared (concealed) and a packet
+    left out, and the player said nothing ('played flipped.mp4: 118 frames'); mpv's terminal shows
+    FFmpeg's decode errors. The line, --stats and --json say what the decoder met."""
+    clip = make_clip(tmp_path / "clean.mp4", width=320, height=180, frames=30, gop=10).path
+    damaged = flip_bits(clip, str(tmp_path / "damaged.mp4"), count=60, skip=4000)
+    assert main(["play", damaged, "--offscreen", "--no-audio"]) == 0
+    err = capsys.readouterr().err
+    assert "damaged input: " in err and "corrupt frame" in err, err
+    assert main(["play", clip, "--offscreen", "--no-audio", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "damaged" not in err
+    data = json.loads(out[out.index("{") :])
+    assert data["decode"] == {
+        "corrupt_frames_kept": 0,
+        "corrupt_frames_skipped": 0,
+        "decode_errors": 0,
+        "truncated": False,
+    }
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_the_key_help_stays_above_the_subtitle(paused: bool) -> None:
+    """? over a subtitle at 640x360: the help's box reached down over the subtitle, which showed through
+    its last lines ('?  this help', 'q, Esc  quit') and made them unreadable; it now ends above it
+    (and above the time, as before)."""
+    osd = Osd(clock=lambda: 100.0)
+    osd.show_help = True
+    window = Size(640, 360)
+    view = OsdView(
+        10.0,
+        60.0,
+        paused=paused,
+        subtitle="Hello, this is the first subtitle line\nand a second line with «quotes»",
+        help=help_lines(PLAYER_BINDINGS),
+    )
+    layers = {layer.key: layer for layer in osd.layers(window, view)}
+    helped, sub = layers["help"].rect, layers["subtitle"].rect
+    assert helped.y + helped.height <= sub.y, (helped, sub)
+    if paused:
+        assert sub.y + sub.height <= layers["time"].rect.y
+
+
+@pytest.mark.vulkan
+def test_a_sound_alone_has_a_status_line_and_idles_paused(tmp_path: Path) -> None:
+    """A file without video ('alpha2 play song.ogg'): the terminal had no line at all (mpv's says 'A:
+    0:03 / 1:00'), and the paused window drew its level at 60 Hz, 14 % of a core on lavapipe."""
+    pytest.importorskip("rendercanvas")
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    said = _Positions()
+    run = Player(song, PlayOptions(audio=False), said)
+    playback = AudioOnlyPlayback(run)
+    ticks: list[float] = []
+    tick = playback._tick
+
+    def counted() -> None:
+        ticks.append(time.monotonic())
+        tick()
+
+    playback._tick = counted  # type: ignore[method-assign]
+    playback.open("rendercanvas.offscreen")
+    try:
+        playback.canvas.draw()
+        assert said.said and said.said[-1].endswith(" / 0:03"), said.said
+        playback._on_key({"key": " "})
+        playback.canvas.draw()
+        assert said.said[-1].endswith(" / 0:03 (paused)"), said.said
+        assert playback._update_mode == "ondemand"  # drawn on input, not 60 times a second
+        time.sleep(0.6)
+        assert ticks == []  # nothing on screen moves
+    finally:
+        playback._finish(1.0)
+        run.close()
+
+
+def test_rich_status_line_of_a_sound_says_the_position_once() -> None:
+    out = io.StringIO()
+    shown = pipeline.RichProgress("play", out, time_left=False)
+    shown._progress.console.width = 80
+    shown.start_seconds(60.0)
+    shown.update_seconds(3.0, 10)
+    shown.set_position("0:03 / 1:00 (paused)")
+    shown.close(ended=False)
+    last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
+    assert last.rstrip().endswith(" 0:03 / 1:00 (paused)") and len(last) <= 80, last
+    assert " of " not in last and "0:00:0" not in last, last  # no 'done' column, no elapsed time
+
+
+@pytest.mark.vulkan
+def test_p_and_a_right_click_pause_and_capital_p_shows_progress_as_mpv(long_clip: str) -> None:
+    """mpv's p and right click pause and play on, its P shows the progress; p went to the previous file
+    (of a single file: nothing), P too, and a right click did nothing."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": "p"})
+        _draw(playback)
+        assert playback.paused
+        playback._on_key({"key": "p"})
+        assert not playback.paused
+        playback._on_pointer_down({"button": 2, "x": 10.0, "y": 10.0})
+        assert playback.paused
+        playback._on_pointer_down({"button": 2, "x": 10.0, "y": 10.0})
+        assert not playback.paused
+        playback._on_double_click({"button": 2})  # a quick second right click: no fullscreen
+        assert not playback.fullscreen
+        playback.osd._active_until = float("-inf")
+        playback._on_key({"key": "P", "modifiers": ("Shift",)})
+        assert playback.osd.showing_bar(playback.paused)
+    finally:
+        _close(playback)
+    lines = help_lines(PLAYER_BINDINGS)
+    assert any(line.startswith("space, p") for line in lines)
+    assert any(line.startswith("> / <, Enter") for line in lines)
+
+
+@pytest.mark.vulkan
+def test_shift_arrows_seek_one_and_five_seconds_as_mpv(long_clip: str) -> None:
+    """mpv's Shift+Right / Left seek 1 s, Shift+Up / Down 5 s; with Shift held they went 5 s and 60 s."""
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        playback.seek(20.0)
+        _draw(playback)
+        for key, at in (("ArrowRight", 21.0), ("ArrowUp", 26.0), ("ArrowDown", 21.0), ("ArrowLeft", 20.0)):
+            playback._on_key({"key": key, "modifiers": ("Shift",)})
+            _draw(playback)
+            _draw(playback)
+            assert playback.shown_pts == pytest.approx(at, abs=0.5), key
+    finally:
+        _close(playback)
+    assert any("(Shift: 1 s)" in line for line in help_lines(PLAYER_BINDINGS))
