@@ -491,3 +491,23 @@ def make_rgb_clip(path: str | os.PathLike[str], codec: str = "ffv1", pix_fmt: st
         for packet in stream.encode(None):
             out.mux(packet)
     return path
+
+
+def opus_mono(out: Any) -> Any:
+    """A mono Opus stream added to the output container ``out`` (before any packet is muxed)."""
+    sound = out.add_stream("libopus", rate=48000)
+    sound.layout = "mono"
+    return sound
+
+
+def mux_silence(out: Any, sound: Any, seconds: float) -> None:
+    """``seconds`` of silence encoded into ``sound`` (opus_mono's) and muxed into ``out``, flushed."""
+    silence = av.AudioFrame(format="s16", layout="mono", samples=960)
+    for plane in silence.planes:
+        plane.update(bytes(plane.buffer_size))
+    for i in range(round(seconds * 50)):
+        silence.sample_rate, silence.pts = 48000, i * 960
+        for packet in sound.encode(silence):
+            out.mux(packet)
+    for packet in sound.encode(None):
+        out.mux(packet)

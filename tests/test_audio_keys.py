@@ -83,10 +83,10 @@ def test_volume_and_mute_keys_scale_what_the_device_plays(tmp_path: Path) -> Non
         assert keys._common_key("M")
         assert float(np.sqrt(np.mean(np.square(stream.play(1024))))) > 0.0
 
-        for _ in range(30):
+        for _ in range(60):  # 2 % a step
             keys._common_key("0")
         assert output.volume == 2.0  # bounded above
-        for _ in range(40):
+        for _ in range(110):
             keys._common_key("9")
         assert output.volume == 0.0  # and below
         assert not keys._common_key("x")  # not a key of ours
@@ -194,7 +194,7 @@ def test_speed_keys_in_the_window_with_sound(audio_server: str, tmp_path: Path) 
         playback.open("rendercanvas.offscreen", size=Size(160, 90))
         drive(0.3)
         assert playback.clock is not None and playback.clock.kind.value == "audio"
-        for key, speed in (("]", 1.25), ("]", 1.5), ("Backspace", 1.0), ("[", 0.75)):
+        for key, speed in (("}", 2.0), ("]", 2.2), ("Backspace", 1.0), ("{", 0.5)):
             playback._on_key({"key": key})
             drive(0.2)
             rates = []

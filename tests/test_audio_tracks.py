@@ -17,7 +17,7 @@ import pytest
 from alpha2.api import pipeline
 from alpha2.api.playback import Player, PlayOptions, PlayStats
 from alpha2.apps import window
-from alpha2.apps.audio_out import AudioOutput, SystemClock, audio_tracks
+from alpha2.apps.audio_out import NO_DEVICE_REASON, AudioOutput, SystemClock, audio_tracks
 from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import PLAYER_BINDINGS, key_name
 from alpha2.apps.osd import Osd
@@ -204,22 +204,38 @@ def test_the_hash_key_cycles_the_tracks_and_says_which(two_sound: str, tmp_path:
         assert keys.track_text() == "2/2 ger (aac, 2 ch)"
         _settled(output)
         assert _pitch(stream.play(9600)) == pytest.approx(880, abs=10)
-        keys._common_key("#")  # round to the first
-        assert output.stream_index == 0
+        # After the last track, none (as mpv's 1, 2, no, 1): the system clock runs on from the time heard.
+        heard = output.now()
+        keys._common_key("#")
+        assert keys.osd.current_message == "Audio: off"
+        assert isinstance(keys.clock, SystemClock) and keys.clock.now() == pytest.approx(heard, abs=0.05)
+        assert output._stream is None  # the sound's device stream is closed
+        reopened: list[tuple[int, float]] = []
+
+        def open_sound(stream_index: int, start_s: float) -> AudioOutput:
+            reopened.append((stream_index, start_s))
+            return _output(two_sound)[0]
+
+        keys.open_sound = open_sound
+        keys._common_key("#")  # then the first again, from the time on display
+        assert reopened and reopened[0][0] == 0 and reopened[0][1] == pytest.approx(heard, abs=0.1)
+        assert isinstance(keys.clock, AudioOutput) and keys.clock.stream_index == 0
         assert keys.osd.current_message == "Audio: 1/2 eng (aac, 2 ch)"
     finally:
         output.close()
+        keys.clock.close()
     one = make_audio_only(tmp_path / "one.mka", seconds=0.5)
     single, _ = _output(one)
     keys = _keys(one, single)
     try:
-        keys._common_key("#")
-        assert keys.osd.current_message == "Audio: 1/1 (opus, 2 ch), the only track"
+        keys._common_key("#")  # one track: it and none in turn (it said 'the only track')
+        assert keys.osd.current_message == "Audio: off" and isinstance(keys.clock, SystemClock)
     finally:
         single.close()
     keys = _keys(two_sound, SystemClock("--no-audio"), PlayOptions(audio=False))
-    keys._common_key("#")
-    assert keys.osd.current_message == "Audio: none heard (system clock: --no-audio)"
+    keys.open_sound = lambda stream_index, start_s: SystemClock(NO_DEVICE_REASON, start_s)
+    keys._common_key("#")  # where no sound can be had, # says why
+    assert keys.osd.current_message == f"Audio: none heard (system clock: {NO_DEVICE_REASON})"
 
 
 def test_a_bad_aid_is_one_line_before_anything_plays(
@@ -251,8 +267,9 @@ def test_a_bad_aid_is_one_line_before_anything_plays(
 
 @pytest.mark.vulkan
 def test_aid_and_hash_in_the_window_with_sound(audio_server: str, two: str) -> None:
-    """``--aid 2`` plays the ger track from the start; ``#`` goes to eng at the time heard, the frames
-    keep in step with the sound, and the stats (``i``, ``--stats``, ``--json``) say which track plays."""
+    """``--aid 2`` plays the ger track from the start; ``#`` goes to none (the last track is the last, as
+    mpv's), the frames running on the system clock, and ``#`` again to eng at the time on display, the
+    frames in step with the sound; the stats (``i``, ``--stats``, ``--json``) say which track plays."""
     pytest.importorskip("rendercanvas")
     from alpha2.gpu.geometry import Size
 
@@ -273,11 +290,18 @@ def test_aid_and_hash_in_the_window_with_sound(audio_server: str, two: str) -> N
         assert "Audio: 2/2 ger (aac, 2 ch)" in playback._stats_lines()
         before = playback.clock.now()
         playback._on_key({"key": "#"})
-        assert playback.clock.stream_index == 0
+        assert playback.osd.current_message == "Audio: off"
+        assert playback.clock.kind.value == "system" and playback.clock.stream_index is None
+        shown = playback.shown_pts
+        drive(0.5)  # no sound: the frames go on, on the system clock
+        assert shown is not None and playback.shown_pts is not None and playback.shown_pts > shown + 0.25
+        assert "Audio: none heard (system clock: audio off (#))" in playback._stats_lines()
+        playback._on_key({"key": "#"})
+        assert playback.clock.kind.value == "audio" and playback.clock.stream_index == 0
         assert playback.osd.current_message == "Audio: 1/2 eng (aac, 2 ch)"
         drive(0.6)
         after = playback.clock.now()
-        assert before + 0.2 < after < before + 1.0  # on from where it was, not from the start
+        assert before + 0.7 < after < before + 1.6  # on from where it was, not from the start
         assert "Audio: 1/2 eng (aac, 2 ch)" in playback._stats_lines()
     finally:
         stats = playback.finish(1.0)

@@ -13,7 +13,7 @@ import pytest
 
 import alpha2
 from alpha2.api.errors import EndOfStreamError
-from tests.media import make_clip, pattern, truncate
+from tests.media import make_clip, mux_silence, opus_mono, pattern, truncate
 
 EARLY = r"the file ends early at 0\.\d{3} s of the 1\.000 s its container announces"
 
@@ -68,30 +68,12 @@ def test_whole_files_keep_their_last_frame_to_their_end(tmp_path: Path) -> None:
     _assert_last_frame_lasts_to_the_end(make_clip(tmp_path / "vfr.mkv", frames=16, vfr=True).path)
 
 
-def _sound(out: Any) -> Any:
-    sound = out.add_stream("libopus", rate=48000)
-    sound.layout = "mono"
-    return sound
-
-
-def _silence(out: Any, sound: Any, seconds: float) -> None:
-    silence = av.AudioFrame(format="s16", layout="mono", samples=960)
-    for plane in silence.planes:
-        plane.update(bytes(plane.buffer_size))
-    for i in range(round(seconds * 50)):
-        silence.sample_rate, silence.pts = 48000, i * 960
-        for packet in sound.encode(silence):
-            out.mux(packet)
-    for packet in sound.encode(None):
-        out.mux(packet)
-
-
 def test_late_starting_video_and_video_beside_longer_sound_are_not_cut(tmp_path: Path) -> None:
     late = str(tmp_path / "late.mkv")
     with av.open(late, "w") as out:
         video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
         video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-        sound = _sound(out)
+        sound = opus_mono(out)
         for index in range(25):
             frame = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24").reformat(
                 format="yuv420p"
@@ -99,7 +81,7 @@ def test_late_starting_video_and_video_beside_longer_sound_are_not_cut(tmp_path:
             frame.pts, frame.time_base = 12 + index, fractions.Fraction(1, 25)  # from 0.48 s
             out.mux(video.encode(frame))
         out.mux(video.encode(None))
-        _silence(out, sound, 1.5)
+        mux_silence(out, sound, 1.5)
     _assert_last_frame_lasts_to_the_end(late)
     clip = make_clip(tmp_path / "v.mkv", frames=30, rate=30)
     for name, seconds in (("long_audio.mkv", 3.0), ("long_audio.webm", 3.0)):
@@ -109,19 +91,19 @@ def test_late_starting_video_and_video_beside_longer_sound_are_not_cut(tmp_path:
             if name.endswith(".webm"):
                 video = out.add_stream("libvpx-vp9", rate=30)
                 video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-                sound = _sound(out)
+                sound = opus_mono(out)
                 for frame in inp.decode(template):
                     frame.pict_type = av.video.frame.PictureType.NONE
                     out.mux(video.encode(frame))
                 out.mux(video.encode(None))
             else:
                 video = out.add_stream_from_template(template)
-                sound = _sound(out)
+                sound = opus_mono(out)
                 for packet in inp.demux():
                     if packet.dts is not None:
                         packet.stream = video
                         out.mux(packet)
-            _silence(out, sound, seconds)
+            mux_silence(out, sound, seconds)
         with alpha2.open(src, hwaccel="none") as source:
             end = source.info.duration_seconds
             assert end is not None and end < 1.2, (name, end)  # the video's own, not the sound's 3 s

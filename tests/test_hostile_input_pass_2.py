@@ -19,7 +19,7 @@ from alpha2.api.errors import EndOfStreamError
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.apps.batch_plan import printable
 from alpha2.apps.cli import shown_name
-from tests.media import make_clip, pattern, truncate
+from tests.media import make_clip, mux_silence, opus_mono, pattern, truncate
 
 REPO = str(Path(__file__).resolve().parent.parent)
 ENDS_EARLY = "the input ends before the duration its container announces"
@@ -49,37 +49,18 @@ def test_a_copy_of_a_cut_file_says_it_ends_early(tmp_path: Path) -> None:
         assert ENDS_EARLY not in _notes(part)
 
 
-def _sound(out: Any) -> Any:
-    sound = out.add_stream("libopus", rate=48000)
-    sound.layout = "mono"
-    return sound
-
-
-def _silence(out: Any, sound: Any, seconds: float) -> None:
-    """``seconds`` of silence into ``sound`` (added before any packet was muxed)."""
-    silence = av.AudioFrame(format="s16", layout="mono", samples=960)
-    for plane in silence.planes:
-        plane.update(bytes(plane.buffer_size))
-    for i in range(round(seconds * 50)):
-        silence.sample_rate, silence.pts = 48000, i * 960
-        for packet in sound.encode(silence):
-            out.mux(packet)
-    for packet in sound.encode(None):
-        out.mux(packet)
-
-
 def test_a_copy_of_a_video_beside_longer_or_shorter_sound_is_not_said_to_end_early(tmp_path: Path) -> None:
     clip = make_clip(tmp_path / "v.mkv", frames=30, rate=30)
     for name, seconds in (("long_audio.mkv", 3.0), ("short_audio.mkv", 0.3)):
         src = str(tmp_path / name)
         with av.open(clip.path) as inp, av.open(src, "w") as out:
             video = out.add_stream_from_template(inp.streams.video[0])
-            sound = _sound(out)
+            sound = opus_mono(out)
             for packet in inp.demux():
                 if packet.dts is not None:
                     packet.stream = video
                     out.mux(packet)
-            _silence(out, sound, seconds)
+            mux_silence(out, sound, seconds)
         copied = transcode(src, str(tmp_path / f"copy_{name}"), TranscodeOptions(codec="copy"))
         assert copied.frames == 30
         assert ENDS_EARLY not in _notes(copied), (name, _notes(copied))
@@ -94,14 +75,14 @@ def test_a_copy_of_a_late_starting_video_is_not_said_to_end_early(tmp_path: Path
     with av.open(src, "w") as out:
         video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
         video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-        sound = _sound(out)
+        sound = opus_mono(out)
         for index in range(25):
             picture = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24")
             frame = picture.reformat(format="yuv420p")
             frame.pts, frame.time_base = 12 + index, fractions.Fraction(1, 25)  # from 0.48 s
             out.mux(video.encode(frame))
         out.mux(video.encode(None))
-        _silence(out, sound, 1.5)
+        mux_silence(out, sound, 1.5)
     copied = transcode(src, str(tmp_path / "copy.mkv"), TranscodeOptions(codec="copy"))
     assert copied.frames == 25
     assert ENDS_EARLY not in _notes(copied), _notes(copied)

@@ -14,7 +14,7 @@ import pytest
 from alpha2.api import pipeline
 from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.cli import main
-from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name
 from alpha2.apps.osd import Osd, OsdView, format_time
 from alpha2.apps.window import AudioOnlyPlayback, WindowPlayback
 from alpha2.gpu.geometry import Size
@@ -202,6 +202,11 @@ def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> N
         (["--keep-open"], "unknown option --keep-open; no --keep-open here: the player quits after"),
         (["--sub-file", "a.srt"], "unknown option --sub-file; mpv's --sub-file is --sub here"),
         (["--fs"], "unknown option --fs; no --fs here: f or a double click goes fullscreen"),
+        (["--sub-delay=0.5"], "unknown option --sub-delay; no --sub-delay here: z / Z move the subtitles"),
+        (
+            ["--no-sub-visibility"],
+            "unknown option --no-sub-visibility; mpv's --no-sub-visibility is --no-sub",
+        ),
     ],
 )
 def test_mpv_options_are_answered_with_the_players_way(
@@ -382,3 +387,203 @@ def test_shift_arrows_seek_one_and_five_seconds_as_mpv(long_clip: str) -> None:
     finally:
         _close(playback)
     assert any("(Shift: 1 s)" in line for line in help_lines(PLAYER_BINDINGS))
+
+
+_CUES = """1
+00:00:02,000 --> 00:00:03,000
+first
+
+2
+00:00:03,000 --> 00:00:05,000
+second
+"""
+
+
+@pytest.fixture(scope="module")
+def subbed_clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A 6 s clip at 1 fps with a sidecar subtitle file: 'first' from 2 to 3 s, 'second' from 3 to 5 s."""
+    root: Path = tmp_path_factory.mktemp("mpv_sub_keys")
+    (root / "subbed.srt").write_text(_CUES, encoding="utf-8")
+    return make_clip(root / "subbed.mkv", width=64, height=48, frames=6, rate=1, gop=2).path
+
+
+@pytest.mark.vulkan
+def test_v_hides_the_subtitles_and_z_delays_them_as_mpv(subbed_clip: str) -> None:
+    """mpv's v hides and shows the subtitles, z / Z move them 0.1 s earlier / later (sub-delay); here v
+    and z did nothing, and Z was taken for nothing either."""
+    playback = _playback(subbed_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": " "})
+        assert playback.subtitles is not None and playback.subtitles.selected is not None
+        assert playback.subtitles.selected.wait(10)
+        playback.seek(2.95)
+        _draw(playback)
+        assert playback._osd_view().subtitle == "first"
+        playback._on_key({"key": "v"})
+        assert playback.osd.current_message == "Subtitles hidden"
+        assert playback._osd_view().subtitle is None
+        playback._on_key({"key": "v"})
+        assert playback.osd.current_message == "Subtitles visible"
+        assert playback._osd_view().subtitle == "first"
+        playback._on_key({"key": "z"})  # earlier: at 2.95 s the cue of 3.05 s shows
+        assert playback.osd.current_message == "Sub delay: -100 ms"
+        assert playback._osd_view().subtitle == "second"
+        playback._on_key({"key": "Z", "modifiers": ("Shift",)})
+        playback._on_key({"key": "Z", "modifiers": ("Shift",)})
+        playback._on_key({"key": "Z", "modifiers": ("Shift",)})
+        assert playback.osd.current_message == "Sub delay: 200 ms"
+        assert playback._osd_view().subtitle == "first"  # later: the cue of 2.75 s
+        playback.seek(2.1)
+        _draw(playback)
+        assert playback._osd_view().subtitle is None  # 'first' not yet: it comes at 2.2 s
+        assert any("delay 200 ms" in line for line in playback._stats_lines())
+    finally:
+        _close(playback)
+    lines = help_lines(PLAYER_BINDINGS)
+    assert any(line.startswith("j / v") for line in lines)
+    assert any(line.startswith("z / Z") and "subtitle delay" in line for line in lines)
+
+
+@pytest.mark.vulkan
+def test_ctrl_w_quits_as_mpv(long_clip: str) -> None:
+    """mpv's Ctrl+w quits, as q; it did nothing (and w alone still does nothing)."""
+    assert key_name({"key": "w", "modifiers": ("Control",)}) == "Ctrl+w"
+    assert key_name({"key": "W", "modifiers": ("Control", "Shift")}) == "Ctrl+w"
+    assert key_name({"key": "ArrowRight", "modifiers": ("Control",)}) == "ArrowRight"  # as before
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        playback._on_key({"key": "w"})
+        assert not playback.canvas.get_closed()
+        playback._on_key({"key": "w", "modifiers": ("Control",)})
+        assert playback.canvas.get_closed()
+    finally:
+        _close(playback)
+    assert any(line.startswith("q, Esc, Ctrl+W") for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_speed_keys_multiply_as_mpv_and_volume_steps_two_percent(long_clip: str) -> None:
+    """mpv's [ / ] multiply the speed by 1/1.1 and 1.1, { / } by 0.5 and 2, Backspace resets it, and 9 / 0
+    and the wheel step the volume by 2 %; here [ / ] went along 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4,
+    { / } did nothing and the volume went 10 % a step."""
+    assert key_name({"key": "[", "modifiers": ("Shift",)}) == "{"
+    assert key_name({"key": "]", "modifiers": ("Shift",)}) == "}"
+    playback = _playback(long_clip)
+    try:
+        _draw(playback)
+        _draw(playback)
+        _draw(playback)
+        assert playback.clock is not None
+        playback._on_key({"key": "]"})
+        assert playback.speed == pytest.approx(1.1) and playback.osd.current_message == "Speed: 1.10"
+        assert playback.clock.speed == pytest.approx(1.1)
+        playback._on_key({"key": "]"})
+        assert playback.osd.current_message == "Speed: 1.21"
+        playback._on_key({"key": "["})
+        playback._on_key({"key": "["})
+        assert playback.speed == 1.0
+        playback._on_key({"key": "]", "modifiers": ("Shift",)})
+        assert playback.speed == 2.0 and playback.osd.current_message == "Speed: 2.00"
+        for _ in range(3):
+            playback._on_key({"key": "]", "modifiers": ("Shift",)})
+        assert playback.speed == 4.0 and playback.osd.current_message == "Speed: 4.00"  # the fastest
+        playback._on_key({"key": "Backspace"})
+        assert playback.speed == 1.0
+        for _ in range(3):
+            playback._on_key({"key": "[", "modifiers": ("Shift",)})
+        assert playback.speed == 0.25 and playback.clock.speed == 0.25  # the slowest
+        playback._on_key({"key": "0"})
+        assert playback.osd.current_message == "Volume: 102%"
+        playback._on_wheel({"dy": 1.0})
+        playback._on_wheel({"dy": 1.0})
+        assert playback.osd.current_message == "Volume: 98%"
+    finally:
+        _close(playback)
+    lines = help_lines(PLAYER_BINDINGS)
+    assert any(line.startswith("[ / ], { / }") and "x1.1" in line for line in lines)
+    assert any(line.startswith("9 / 0, wheel") and "2 %" in line for line in lines)
+
+
+def test_ctrl_plus_and_minus_delay_the_sound_against_the_picture(tmp_path: Path) -> None:
+    """mpv's Ctrl++ / Ctrl+- move the audio delay 0.1 s: the sound is heard that much after the picture
+    it goes with. They did nothing. The media clock (the picture's time) runs on; the samples handed to
+    the device are those of the clock's time less the delay, also after a seek."""
+    from tests.test_audio_tracks import _keys, _output, _settled
+
+    assert key_name({"key": "=", "modifiers": ("Control", "Shift")}) == "Ctrl++"
+    assert key_name({"key": "=", "modifiers": ("Control",)}) == "Ctrl++"
+    assert key_name({"key": "-", "modifiers": ("Control",)}) == "Ctrl+-"
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    output, stream = _output(song)
+    playback = WindowPlayback.__new__(WindowPlayback)  # the keys, on the clock alone
+    keys = _keys(song, output)
+    playback.__dict__.update(keys.__dict__, audio_delay_s=0.0, audio_only=False)
+    try:
+        _settled(output)
+        for _ in range(10):
+            stream.play(480)
+        before = output.now()
+        assert before > 0.05
+        for _ in range(2):
+            playback._on_key({"key": "=", "modifiers": ("Control", "Shift")})
+        assert playback.osd.current_message == "A-V delay: 200 ms"
+        assert output.now() == pytest.approx(before, abs=0.01)  # the picture's time runs on
+        _settled(output)
+        stream.play(480)
+        heard = output._anchor[0] if output._anchor is not None else None  # the samples just handed over
+        assert heard == pytest.approx(before - 0.2, abs=0.01)
+        assert output.now() - heard == pytest.approx(0.2, abs=0.015)
+        output.seek(2.0)  # a seek: the picture at 2 s, the sound at 1.8 s
+        _settled(output)
+        stream.play(480)
+        assert output._anchor is not None and output._anchor[0] == pytest.approx(1.8, abs=0.01)
+        assert output.now() == pytest.approx(2.0, abs=0.015)
+        output.pause()
+        paused = output.now()
+        playback._on_key({"key": "-", "modifiers": ("Control",)})
+        assert playback.osd.current_message == "A-V delay: 100 ms"
+        assert output.now() == pytest.approx(paused, abs=1e-6)  # paused, the picture stays
+    finally:
+        output.close()
+    assert any(line.startswith("Ctrl+- / Ctrl++") for line in help_lines(PLAYER_BINDINGS))
+
+
+@pytest.mark.vulkan
+def test_the_audio_delay_keeps_the_frames_in_step_after_a_seek(audio_server: str, tmp_path: Path) -> None:
+    """With sound (JACK), Ctrl++ twice: the frames follow the clock (the time heard plus 0.2 s), after a
+    seek too, and the delay holds for the next clock."""
+    from tests.media import make_av_clip
+
+    clip = make_av_clip(tmp_path / "av.mp4", seconds=4.0)
+    run = Player(clip, PlayOptions(hwaccel="none"), pipeline.Progress())
+    playback = WindowPlayback(run)
+
+    def drive(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end and not playback.canvas.get_closed():
+            playback.canvas.draw()
+            time.sleep(1 / 60)
+
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(160, 90))
+        drive(0.4)
+        clock = playback.clock
+        assert clock is not None and clock.kind.value == "audio", clock.reason
+        playback._on_key({"key": "=", "modifiers": ("Control",)})
+        playback._on_key({"key": "=", "modifiers": ("Control",)})
+        drive(0.5)
+        assert clock.now() - clock._heard() == pytest.approx(0.2, abs=0.005)  # type: ignore[attr-defined]
+        playback.seek(2.0)
+        drive(0.6)
+        assert playback.shown_pts is not None and 2.0 <= playback.shown_pts < 3.0
+        heard = clock._heard()  # type: ignore[attr-defined]
+        assert abs(playback.shown_pts - (heard + 0.2)) < 0.1, (playback.shown_pts, heard)
+        seeked = [s for s in playback.scheduler.segments if s.label == "seek"]
+        assert seeked and seeked[-1].count > 5 and seeked[-1].mean_abs < 0.05, seeked
+    finally:
+        playback.finish(1.0)
+        run.close()

@@ -170,9 +170,8 @@ def test_keys_table_speeds_and_names() -> None:
     lines = keymap.help_lines(keymap.PLAYER_BINDINGS)
     assert any(line.startswith("?") for line in lines)
     assert len({line.index("  ") for line in lines if "  " in line}) >= 1
-    assert keymap.next_speed(1.0, +1) == 1.25 and keymap.next_speed(1.0, -1) == 0.75
-    assert keymap.next_speed(4.0, +1) == 4.0 and keymap.next_speed(0.25, -1) == 0.25
-    assert keymap.next_speed(1.1, -1) == 1.0
+    assert keymap.scaled_speed(1.0, 1.1) == 1.1 and keymap.scaled_speed(1.1, 1 / 1.1) == 1.0
+    assert keymap.scaled_speed(4.0, 2.0) == 4.0 and keymap.scaled_speed(0.25, 0.5) == 0.25
     assert keymap.key_name({"key": "/", "modifiers": ("Shift",)}) == "?"
     assert keymap.key_name({"key": "?", "modifiers": ()}) == "?"
     assert keymap.key_name({"key": "/", "modifiers": ()}) == "/"
@@ -260,7 +259,7 @@ def test_each_overlay_is_drawn_over_the_frame(clip: str, tmp_path: Path) -> None
             region = _changed(image, before)[rect.y : rect.y + rect.height, rect.x : rect.x + rect.width]
             assert region.mean() > 0.05, (name, region.mean())
             before = image
-        assert playback.osd.current_message == "Volume: 110%"
+        assert playback.osd.current_message == "Volume: 102%"  # mpv's 2 % a step
         stats_text = "\n".join(playback._stats_lines())
         needles = ("File:", "Decoder: h264", "dropped", "late", "A/V offset", "Colour:", "System clock: ")
         for needle in needles:
@@ -293,11 +292,11 @@ def test_keys_and_mouse(clip: str, tmp_path: Path) -> None:
         _draw(playback)
         assert playback.shown_pts == pytest.approx(at, abs=1e-3)
 
-        playback._on_key({"key": "]"})
-        assert playback.speed == 1.25 and playback.clock is not None and playback.clock.speed == 1.25
+        playback._on_key({"key": "]"})  # mpv's: x1.1
+        assert playback.speed == 1.1 and playback.clock is not None and playback.clock.speed == 1.1
         playback._on_key({"key": "["})
         playback._on_key({"key": "["})
-        assert playback.speed == 0.75 and playback.osd.current_message == "Speed: 0.75x"
+        assert playback.speed == pytest.approx(1 / 1.1) and playback.osd.current_message == "Speed: 0.91"
         playback._on_key({"key": "Backspace"})
         assert playback.speed == 1.0
 
@@ -329,7 +328,7 @@ def test_keys_and_mouse(clip: str, tmp_path: Path) -> None:
         assert duration is not None and playback.shown_pts == pytest.approx(duration / 2, abs=2 / 30)
         volume = playback.clock.volume
         playback._on_wheel({"dy": -100.0})
-        assert playback.clock.volume == pytest.approx(min(2.0, volume + 0.1))
+        assert playback.clock.volume == pytest.approx(min(2.0, volume + 0.02))  # a notch: mpv's 2 %
         assert playback.osd.current_message is not None and playback.osd.current_message.startswith("Volume")
         playback._on_key({"key": "f"})
         assert not playback.fullscreen and "Fullscreen: not here" in (playback.osd.current_message or "")
@@ -530,3 +529,35 @@ def test_the_bar_ticks_where_chapters_begin() -> None:
     ticks = [x for x in range(1, 101) if tuple(bar[3, x]) == (0, 0, 0, 200)]
     assert ticks == [26, 76]  # 1 + 100 * mark: dark on the filled part and on the track alike
     assert not (bar_image(102, 6, 0.5)[3, 1:101, 3] == 200).any()
+
+
+@pytest.mark.parametrize("window", [Size(180, 320), Size(200, 356), Size(320, 180)])
+def test_the_key_help_fits_a_narrow_window(window: Size) -> None:
+    """``?`` in a window 180 px wide (a phone's clip, rotated): the help ran off the right edge, its
+    lines cut after 'pause / pl'; they wrap now, under what they say, and go in two columns where one
+    is too tall (in 320x180 one column ran off the bottom, at 18 lines)."""
+    from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+    from alpha2.apps.osd import Osd, OsdView, help_columns, wrap_help_line
+
+    view = OsdView(0.0, 10.0, help=help_lines(PLAYER_BINDINGS))
+    (layer,) = [item for item in Osd(show_help=True).layers(window, view) if item.key == "help"]
+    rect = layer.rect
+    assert rect.x >= 0 and rect.x + rect.width <= window.width, (window, rect)
+    assert rect.y >= 0 and rect.y + rect.height <= window.height, (window, rect)
+    # Every word of the help is still there, wrapped.
+    for chars in (24, 40):
+        pieces = help_columns(tuple(help_lines(PLAYER_BINDINGS)), chars, 1)
+        assert max(len(piece) for piece in pieces) <= chars
+        words = " ".join(pieces).split()
+        assert words == " ".join(help_lines(PLAYER_BINDINGS)).split()
+    line = "space, p         pause / play (a right click too)"
+    assert wrap_help_line(line, 40) == [
+        "space, p         pause / play (a right",
+        "                 click too)",
+    ]
+    assert wrap_help_line(line, 30) == [
+        "space, p",
+        "  pause / play (a right click",
+        "  too)",
+    ]  # under the keys
+    assert wrap_help_line(line, 60) == [line]

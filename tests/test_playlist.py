@@ -324,7 +324,7 @@ def test_a_file_s_message_goes_with_it(clips: list[Clip], monkeypatch: pytest.Mo
     monkeypatch.setattr(Osd, "message", recording_message)
     monkeypatch.setattr(Osd, "clear_message", recording_clear)
     _run_window([clips[0].path, clips[1].path], {2: "]", 4: "n"})
-    assert said[:2] == ["Speed: 1.25x", None]  # said, then taken off as the next file starts
+    assert said[:2] == ["Speed: 1.10", None]  # said, then taken off as the next file starts
 
 
 @pytest.mark.vulkan

@@ -205,6 +205,7 @@ class MediaClock(Protocol):
     def seek(self, seconds: float) -> None: ...
     def set_speed(self, speed: float) -> None: ...
     def set_volume(self, volume: float) -> None: ...
+    def set_delay(self, seconds: float) -> None: ...
     def switch_track(self, stream_index: int) -> None: ...
     def toggle_mute(self) -> None: ...
     def level(self) -> float: ...
@@ -222,6 +223,8 @@ class SystemClock:
 
     def __init__(self, reason: str, start_s: float = 0.0, duration_s: float | None = None) -> None:
         self.reason = f"system clock: {reason}"
+        self.delay_s = 0.0
+        """The audio delay asked for (Ctrl+- / Ctrl++): nothing is heard, so it moves nothing."""
         self.paused = False
         self.volume = 1.0
         self.muted = False
@@ -254,6 +257,10 @@ class SystemClock:
 
     def set_volume(self, volume: float) -> None:
         self.volume = min(max(volume, 0.0), MAX_VOLUME)
+
+    def set_delay(self, seconds: float) -> None:
+        """Kept, and moving nothing: no sound to put later or earlier."""
+        self.delay_s = float(seconds)
 
     def switch_track(self, stream_index: int) -> None:
         """Nothing is heard: nothing to switch."""
@@ -296,6 +303,9 @@ class AudioOutput:
         self.volume = 1.0
         self.muted = False
         self.paused = False
+        self.delay_s = 0.0
+        """How much later the sound is heard than the picture it goes with (:meth:`set_delay`, mpv's
+        audio-delay): :meth:`now`, the picture's time, is the time heard plus this."""
         self.speed = decoder.tempo
         """Media seconds per second (:meth:`set_speed`: FFmpeg's atempo keeps the pitch)."""
         self.underruns = 0
@@ -355,12 +365,16 @@ class AudioOutput:
                 # Taken here, between two blocks: this thread is the decoder's only user while it plays.
                 old, self._decoder = self._decoder, switch
                 old.close()
+            lead: AudioBlock | None = None
             try:
                 if seek_to is not None:
                     fed_end = seek_to
                     if speed != self._decoder.tempo:
                         self._decoder.set_tempo(speed)
-                    self._decoder.seek(seek_to)
+                    self._decoder.seek(max(0.0, seek_to))
+                    if seek_to < 0:  # an audio delay at the start: silence until the sound's first sample
+                        silence = np.zeros((round(-seek_to * self.rate / speed), self.channels), np.float32)
+                        lead = AudioBlock(silence, seek_to, self.rate, speed)
                 block = self._decoder.next_block()
             except Error:
                 # A damaged file: the sound goes on a little past the packet, as mpv's does (this thread
@@ -378,6 +392,9 @@ class AudioOutput:
             with self._cond:
                 if generation != self._generation or self._seek_to is not None:
                     continue  # a seek came while decoding: this block is from before it
+                if lead is not None and lead.frames:
+                    self._queue.append(lead)
+                    self._queued += lead.frames
                 if block is None:
                     self._eof = True
                 else:
@@ -445,7 +462,11 @@ class AudioOutput:
         return self._decoder.info.duration_seconds
 
     def now(self) -> float:
-        """Media seconds now: what the listener hears."""
+        """Media seconds now, the picture's: what the listener hears plus the audio delay."""
+        return self._heard() + self.delay_s
+
+    def _heard(self) -> float:
+        """The media time the listener hears now."""
         with self._cond:
             if self.paused or not self._synced or self._anchor is None:
                 return self._last if self.paused else self._floor
@@ -459,7 +480,7 @@ class AudioOutput:
     def pause(self) -> None:
         if self.paused:
             return
-        now = self.now()
+        now = self._heard()
         with self._cond:
             self._last = self._floor = now
             self.paused = True
@@ -472,13 +493,15 @@ class AudioOutput:
                 self._synced = False  # resync on the next samples handed over
 
     def seek(self, seconds: float) -> None:
-        """Flush what is queued and resync at ``seconds``."""
+        """Flush what is queued and resync with the picture at ``seconds`` (the sound heard from
+        ``seconds`` less the audio delay)."""
         with self._cond:
-            self._seek_locked(seconds)
+            self._seek_locked(seconds - self.delay_s)
 
     def _seek_locked(self, seconds: float) -> None:
-        """:meth:`seek`, the lock held."""
-        target = max(0.0, seconds)
+        """:meth:`seek`, the lock held; ``seconds`` is the time heard (before 0 with an audio delay at
+        the start: silence is heard first)."""
+        target = max(min(0.0, -self.delay_s), seconds)
         self._generation += 1
         self._queue.clear()
         self._queued = self._head = 0
@@ -501,6 +524,17 @@ class AudioOutput:
 
     def set_volume(self, volume: float) -> None:
         self.volume = min(max(volume, 0.0), MAX_VOLUME)
+
+    def set_delay(self, seconds: float) -> None:
+        """Hear the sound ``seconds`` after the picture it goes with (negative: before), as mpv's
+        audio-delay: the picture's time runs on, and the sound is taken up again from that time less the
+        delay (a seek of the sound alone)."""
+        if seconds == self.delay_s:
+            return
+        now = self.now()
+        with self._cond:
+            self.delay_s = float(seconds)
+            self._seek_locked(now - self.delay_s)
 
     def switch_track(self, stream_index: int) -> None:
         """Hear the audio track of ``stream_index`` (an index among the audio streams) from the next sample
@@ -546,7 +580,7 @@ class AudioOutput:
         with self._cond:
             end = self._data_end
             done = self._eof and not self._queue and self._seek_to is None
-        return done and self.now() >= end + self._latency * self.speed
+        return done and self._heard() >= end + self._latency * self.speed
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -347,6 +347,17 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
         "plays it again)",
     ),
     "--sub-file": ("--sub", "mpv's --sub-file is --sub here"),
+    "--sub-delay": ("--sub", "no --sub-delay here: z / Z move the subtitles -0.1 / +0.1 s in the window"),
+    "--sub-visibility": (
+        "--no-sub",
+        "mpv's --sub-visibility=no is --no-sub here (v hides them in the window)",
+    ),
+    "--no-sub-visibility": (
+        "--no-sub",
+        "mpv's --no-sub-visibility is --no-sub here (v hides them in the window)",
+    ),
+    "--audio-delay": ("--at", "no --audio-delay here: Ctrl+- / Ctrl++ set it -0.1 / +0.1 s in the window"),
+    "--speed": ("--at", "no --speed here: [ / ] (x1.1) and { / } (x2) set it in the window"),
     "--fs": ("--wall", "no --fs here: f or a double click goes fullscreen in the window"),
     "--fullscreen": ("--wall", "no --fullscreen here: f or a double click goes fullscreen in the window"),
     "-b": ("--bitrate", "ffmpeg's -b is --bitrate here"),

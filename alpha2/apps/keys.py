@@ -9,14 +9,16 @@ from typing import Any
 
 __all__ = [
     "AUDIO_BINDINGS",
+    "MAX_SPEED",
+    "MIN_SPEED",
     "PLAYER_BINDINGS",
     "PLAYLIST_AUDIO_BINDINGS",
-    "SPEEDS",
+    "SPEED_FACTORS",
     "WALL_BINDINGS",
     "Binding",
     "help_lines",
     "key_name",
-    "next_speed",
+    "scaled_speed",
 ]
 
 
@@ -35,19 +37,21 @@ PLAYER_BINDINGS: tuple[Binding, ...] = (
     Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
     Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
     Binding(", / .", "one frame back / forward (pauses)"),
-    Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
-    Binding("Backspace", "normal speed"),
-    Binding("9 / 0, wheel", "volume down / up"),
-    Binding("m / #", "mute / next audio track"),
+    Binding("[ / ], { / }", "speed x1/1.1 / x1.1, x0.5 / x2 (0.25 to 4)"),
+    Binding("Backspace", "normal speed (the sound keeps its pitch)"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
+    Binding("m / #", "mute / next audio track (or none)"),
+    Binding("Ctrl+- / Ctrl++", "audio delay -0.1 / +0.1 s"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there (moving the mouse, o or P shows it)"),
     Binding("s", "screenshot: NAME-SECONDS.png next to the input"),
     Binding("l / L", "A-B loop (A, B, off) / loop the file"),
-    Binding("j", "next subtitle track (or none)"),
+    Binding("j / v", "next subtitle track (or none) / hide or show them"),
+    Binding("z / Z", "subtitle delay -0.1 / +0.1 s"),
     Binding("> / <, Enter", "next / previous file (PgUp / PgDn: chapter)"),
     Binding("i", "stats"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the single-video window does with each key."""
 
@@ -56,11 +60,11 @@ WALL_BINDINGS: tuple[Binding, ...] = (
     Binding("Left / Right", "seek every tile -5 / +5 s"),
     Binding("Down / Up", "seek every tile -60 / +60 s"),
     Binding("a", "play the next tile's sound (or none)"),
-    Binding("9 / 0, wheel", "volume down / up"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
     Binding("m", "mute"),
     Binding("f, double-click", "fullscreen"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the wall's window does with each key."""
 
@@ -68,13 +72,13 @@ AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
     Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
     Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
-    Binding("9 / 0, wheel", "volume down / up"),
-    Binding("m / #", "mute / next audio track"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
+    Binding("m / #", "mute / next audio track (or none)"),
     Binding("PgUp / PgDn", "next / previous chapter"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the window of a file without video does with each key."""
 
@@ -82,10 +86,10 @@ PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("space, p", "pause / play (a right click too)"),
     Binding("Left / Right", "seek -5 / +5 s (Shift: 1 s)"),
     Binding("Down / Up", "seek -60 / +60 s (Shift: 5 s)"),
-    Binding("[ / ]", "slower / faster, 0.25x to 4x (the sound keeps its pitch)"),
-    Binding("Backspace", "normal speed"),
-    Binding("9 / 0, wheel", "volume down / up"),
-    Binding("m / #", "mute / next audio track"),
+    Binding("[ / ], { / }", "speed x1/1.1 / x1.1, x0.5 / x2 (0.25 to 4)"),
+    Binding("Backspace", "normal speed (the sound keeps its pitch)"),
+    Binding("9 / 0, wheel", "volume -2 / +2 %"),
+    Binding("m / #", "mute / next audio track (or none)"),
     Binding("PgUp / PgDn", "next / previous chapter"),
     Binding("f, double-click", "fullscreen"),
     Binding("click the bar", "seek there"),
@@ -93,21 +97,22 @@ PLAYLIST_AUDIO_BINDINGS: tuple[Binding, ...] = (
     Binding("> / <, Enter", "next / previous file"),
     Binding("i", "stats"),
     Binding("?", "this help"),
-    Binding("q, Esc", "quit (Esc leaves fullscreen first)"),
+    Binding("q, Esc, Ctrl+W", "quit (Esc leaves fullscreen first)"),
 )
 """What the window of a playlist does with each key while a file without video plays."""
 
-SPEEDS: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
-"""The playback speeds ``[`` and ``]`` step through."""
+MIN_SPEED = 0.25
+"""The slowest speed (FFmpeg's atempo keeps the pitch from 0.25 to 4)."""
+MAX_SPEED = 4.0
+"""The fastest speed."""
+SPEED_FACTORS: dict[str, float] = {"[": 1 / 1.1, "]": 1.1, "{": 0.5, "}": 2.0}
+"""What each speed key multiplies the speed by, as mpv's input.conf (``multiply speed 1.1`` ...)."""
 
 
-def next_speed(speed: float, step: int) -> float:
-    """The speed one ``step`` (+1 faster, -1 slower) from ``speed`` along :data:`SPEEDS`, clamped."""
-    if step > 0:
-        faster = [s for s in SPEEDS if s > speed + 1e-9]
-        return faster[0] if faster else SPEEDS[-1]
-    slower = [s for s in SPEEDS if s < speed - 1e-9]
-    return slower[-1] if slower else SPEEDS[0]
+def scaled_speed(speed: float, factor: float) -> float:
+    """``speed`` times ``factor``, clamped to :data:`MIN_SPEED` .. :data:`MAX_SPEED` (rounded to 6
+    places, so that ``]`` then ``[`` comes back to exactly 1)."""
+    return min(MAX_SPEED, max(MIN_SPEED, round(speed * factor, 6)))
 
 
 def help_lines(bindings: Sequence[Binding]) -> list[str]:
@@ -116,15 +121,23 @@ def help_lines(bindings: Sequence[Binding]) -> list[str]:
     return [f"{b.keys.ljust(width)}  {b.action}" for b in bindings]
 
 
-_SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">"}
+_SHIFTED = {"/": "?", "3": "#", ",": "<", ".": ">", "[": "{", "]": "}"}
 """The shifted glyphs the windows use, by the key under them on a US layout."""
+
+_WITH_CONTROL = {"w": "Ctrl+w", "-": "Ctrl+-", "=": "Ctrl++", "+": "Ctrl++"}
+"""The keys the windows bind with Ctrl held, by the key under them (``Ctrl+w``, mpv's quit; ``Ctrl+-`` /
+``Ctrl++``, its audio delay: + is Shift+= on a US layout, and Ctrl+= is taken as it); with others Ctrl
+changes nothing."""
 
 
 def key_name(event: Mapping[str, Any]) -> str:
     """The key of a rendercanvas ``key_down`` event as the windows name it: glfw reports the key under
     the glyph (Shift+/ arrives as ``/`` with Shift held, Shift+3 as ``3``), so the shifted glyphs used
-    here are mapped."""
+    here are mapped; the keys bound with Ctrl are named ``Ctrl+w``, ``Ctrl+-``, ``Ctrl++``."""
     key = str(event.get("key", ""))
-    if "Shift" in tuple(event.get("modifiers", ()) or ()):
-        return _SHIFTED.get(key, key)
+    modifiers = tuple(event.get("modifiers", ()) or ())
+    if "Shift" in modifiers:
+        key = _SHIFTED.get(key, key)
+    if "Control" in modifiers:
+        return _WITH_CONTROL.get(key.lower(), key)
     return key

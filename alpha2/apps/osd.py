@@ -39,7 +39,9 @@ __all__ = [
     "balanced_wrap",
     "font_source",
     "format_time",
+    "help_columns",
     "text_image",
+    "wrap_help_line",
     "wrap_to_width",
 ]
 
@@ -533,20 +535,83 @@ class Osd:
             room = Size(window.width - 2 * margin, window.height - top - margin)
             out.append(Layer("stats", _fitted(stats, sizes["small"], room), margin, top))
         if self.show_help and view.help:
-            text = "\n".join(view.help)
+            lines = tuple(view.help)
             # Between the message (if any) and the subtitle or the time over the bar: in a small window it
             # covered them (a person's pass at 400x225), and a subtitle showed through its last lines.
             low = bottom - (margin // 2 if view.subtitle else 0)
             room = Size(window.width - 2 * margin, max(1, low - top))
-            pixels = _fitted(
-                lambda size: self._text(text, size, mono=True, box_alpha=215, outline_px=0),
-                sizes["small"],
-                room,
-            )
+            boxed: dict[str, Any] = {"mono": True, "box_alpha": 215, "outline_px": 0}
+
+            def keys_help(size: int) -> np.ndarray:
+                # Wrapped to the room's width (in a window 180 px wide it ran off the right edge), in two
+                # columns where one is too tall for it.
+                pad = max(size // 3, 1)
+                chars = max(12, int((room.width - 2 * pad - 2) / _length("M", size, True)))
+                one = self._text("\n".join(help_columns(lines, chars, 1)), size, **boxed)
+                if one.shape[0] <= room.height:
+                    return one
+                two = self._text("\n".join(help_columns(lines, chars, 2)), size, **boxed)
+                return two if two.shape[0] < one.shape[0] and two.shape[1] <= room.width else one
+
+            pixels = _fitted(keys_help, sizes["small"], room)
             x = max(0, (window.width - int(pixels.shape[1])) // 2)
             y = max(0, top + (low - top - int(pixels.shape[0])) // 2)
             out.append(Layer("help", pixels, x, y))
         return out
+
+
+def wrap_help_line(line: str, chars: int) -> list[str]:
+    """One line of the key help (keys, two spaces or more, what they do) in lines of at most ``chars``
+    characters: what they do goes on under its own column, or under the keys where that column leaves
+    it too little room."""
+    if len(line) <= chars:
+        return [line]
+    cut = line.find("  ")
+    if cut <= 0:
+        return textwrap.wrap(line, chars, break_on_hyphens=False) or [""]
+    action = line[cut:].lstrip()
+    column = len(line) - len(action)
+    if chars - column >= max(12, chars // 2):
+        return textwrap.wrap(line, chars, subsequent_indent=" " * column, break_on_hyphens=False) or [""]
+    return [
+        *textwrap.wrap(line[:cut], chars),
+        *textwrap.wrap(action, chars, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False),
+    ]
+
+
+def _aligned(lines: Sequence[str]) -> list[str]:
+    """Key help lines with their keys aligned among themselves (a column's own key width)."""
+    pairs = [
+        (line[:cut], line[cut:].lstrip()) if (cut := line.find("  ")) > 0 else (line, "") for line in lines
+    ]
+    width = max((len(keys) for keys, _ in pairs), default=0)
+    return [f"{keys.ljust(width)}  {action}".rstrip() for keys, action in pairs]
+
+
+@functools.lru_cache(maxsize=64)
+def help_columns(lines: tuple[str, ...], chars: int, columns: int) -> tuple[str, ...]:
+    """The key help's ``lines`` wrapped (:func:`wrap_help_line`) in ``columns`` columns side by side
+    (1 or 2) within ``chars`` characters, a binding never split between them: of the ways to share
+    the bindings and the width between two columns, the one of fewest rows."""
+    if columns <= 1:
+        return tuple(piece for line in lines for piece in wrap_help_line(line, chars))
+    gap = 3
+    best: tuple[str, ...] | None = None
+    middle = (len(lines) + 1) // 2
+    for half in range(max(1, middle - 3), min(len(lines), middle + 4)):
+        first, second = _aligned(lines[:half]), _aligned(lines[half:])
+        for width in range(12, chars - gap - 12 + 1, 2):
+            left = help_columns(tuple(first), width, 1)
+            right = help_columns(tuple(second), chars - gap - width, 1)
+            if best is not None and max(len(left), len(right)) >= len(best):
+                continue
+            used = max((len(piece) for piece in left), default=0)
+            rows = max(len(left), len(right))
+            padded = zip(
+                (*left, *[""] * (rows - len(left))), (*right, *[""] * (rows - len(right))), strict=True
+            )
+            best = tuple(f"{a.ljust(used)}{' ' * gap}{b}".rstrip() for a, b in padded)
+    return best if best is not None else help_columns(lines, chars, 1)
 
 
 _SMALLEST_PX = 6

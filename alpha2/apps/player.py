@@ -283,10 +283,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog="keys and mouse in the window (as mpv has them):\n  "
         + "\n  ".join(help_lines(PLAYER_BINDINGS))
         + "\n\nthe wall (--wall): space pauses, the arrows seek every tile, a plays the next tile's\n"
-        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q quits\n\n"
+        "sound (then none), 9 / 0 and m the volume, f fullscreen, ? the keys, q or Ctrl+W quits\n\n"
         "a file without video: space, the arrows, 9 / 0, m, #, PgUp / PgDn, f, a click on the bar,\n"
-        "? and q "
-        "(in a playlist also [ / ], Backspace, l / L, > / <, Enter and i)"
+        "? and q or Ctrl+W "
+        "(in a playlist also [ / ], { / }, Backspace, l / L, > / <, Enter and i)"
         f"\n\n{EXAMPLES_HEADING}\n"
         "  alpha2 play clip.mp4\n"
         "  alpha2 play clip.mp4 --at 1:30 --loop\n"

@@ -7,11 +7,12 @@ frames shown, dropped and late with their A/V offsets. Over the frame, in the sa
 the on-screen display (:mod:`alpha2.apps.osd`, drawn on the GPU through :mod:`alpha2.api.overlay`):
 time and progress bar, pause sign, messages, stats, key help and subtitles (:mod:`alpha2.api.subtitles`).
 Keys and mouse as in mpv (:mod:`alpha2.apps.keys` lists them): space pauses, arrows seek (5 s / 60 s),
-``,`` / ``.`` step a frame, ``[`` / ``]`` change the speed (the sound keeps its pitch), m mutes, 9 / 0
-and the wheel set the volume, f or a double click goes fullscreen, s saves a screenshot (the frame at
-the video's own size, with its subtitle), l sets an A-B loop and L loops the file, j cycles subtitles,
-# the audio tracks (the sound switches at the time heard), > / < go to the next / previous file of a
-playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q or Escape quits.
+``,`` / ``.`` step a frame, ``[`` / ``]`` and ``{`` / ``}`` change the speed (the sound keeps its
+pitch), m mutes, 9 / 0 and the wheel set the volume (2 % a step), f or a double click goes fullscreen,
+s saves a screenshot (the frame at the video's own size, with its subtitle), l sets an A-B loop and L
+loops the file, j cycles subtitles, v hides them and z / Z delay them, # the audio tracks (the sound
+switches at the time heard; Ctrl+- / Ctrl++ delay it), > / < go to the next / previous file of a
+playlist, i shows the stats, ? the keys, a click on the progress bar seeks, q, Escape or Ctrl+W quits.
 The frame on display stays imported: a resize while paused renders it again at the new size, and paused
 on the last frame the file has not ended. :class:`AudioOnlyPlayback` plays a file without video: a
 window whose colour follows the sound's level, or no window at all; a playlist's file without video plays
@@ -46,9 +47,10 @@ from alpha2.apps.keys import (
     AUDIO_BINDINGS,
     PLAYER_BINDINGS,
     PLAYLIST_AUDIO_BINDINGS,
+    SPEED_FACTORS,
     help_lines,
     key_name,
-    next_speed,
+    scaled_speed,
 )
 from alpha2.apps.osd import Layer, Osd, OsdView, format_time
 from alpha2.gpu.errors import Error, InvalidInputError
@@ -64,8 +66,10 @@ if TYPE_CHECKING:
     from alpha2.apps.audio_out import AudioTrack, MediaClock
 
 __all__ = [
+    "AUDIO_DELAY_STEP_S",
     "SEEK_STEPS_S",
     "SHIFT_SEEK_STEPS_S",
+    "SUB_DELAY_STEP_S",
     "VOLUME_STEP",
     "AudioOnlyPlayback",
     "Playlist",
@@ -93,8 +97,14 @@ def seek_step(event: Mapping[str, Any]) -> float | None:
     return steps.get(key_name(event))
 
 
-VOLUME_STEP = 0.1
-"""Volume change per 9 / 0 key press (and per wheel notch)."""
+VOLUME_STEP = 0.02
+"""Volume change per 9 / 0 key press (and per wheel notch): 2 %, as mpv's."""
+
+SUB_DELAY_STEP_S = 0.1
+"""Subtitle delay change per ``z`` / ``Z`` press, as mpv's."""
+
+AUDIO_DELAY_STEP_S = 0.1
+"""Audio delay change per Ctrl+- / Ctrl++ press, as mpv's."""
 
 
 _RENDER_FORMATS = ("rgba8unorm", "bgra8unorm", "rgba16float")
@@ -190,10 +200,10 @@ def make_canvas(backend: Any, title: str, size: Size) -> Any:
 
 _HELD_KEYS_REPEAT = (
     *("KEY_LEFT", "KEY_RIGHT", "KEY_UP", "KEY_DOWN", "KEY_COMMA", "KEY_PERIOD"),
-    *("KEY_9", "KEY_0", "KEY_LEFT_BRACKET", "KEY_RIGHT_BRACKET"),
+    *("KEY_9", "KEY_0", "KEY_LEFT_BRACKET", "KEY_RIGHT_BRACKET", "KEY_MINUS", "KEY_EQUAL"),
 )
-"""The glfw keys whose action goes on while the key is held (seek, frame step, volume, speed), as mpv's
-do; the others act once a press (a held space does not pause and play in turn)."""
+"""The glfw keys whose action goes on while the key is held (seek, frame step, volume, speed, the audio
+delay), as mpv's do; the others act once a press (a held space does not pause and play in turn)."""
 
 
 def repeat_held_keys(canvas: Any) -> None:
@@ -536,7 +546,8 @@ class _Keys:
             self.player.stats.audio_track = track.as_dict()
 
     def cycle_audio(self) -> None:
-        """Hear the next audio track of the file, from the time heard now (``#``, as mpv's)."""
+        """The next audio track, from the time heard now; after the last, none (the picture runs on the
+        system clock), then the first again (``#``, as mpv's: 1, 2, ..., no, 1)."""
         clock = self.clock
         if clock is None:
             return
@@ -545,11 +556,12 @@ class _Keys:
         if not tracks:
             self._say("Audio: none (the file has no audio track)")
         elif current is None:
-            self._say(f"Audio: none heard ({clock.reason})")
-        elif len(tracks) == 1:
-            self._say(f"Audio: {current.label()}, the only track")
+            self._hear_again(tracks[0])
+        elif current.stream_index + 1 >= len(tracks):
+            self._replace_clock(self._silent_clock(clock), "audio off")
+            self._say("Audio: off")
         else:
-            following = tracks[(current.stream_index + 1) % len(tracks)]
+            following = tracks[current.stream_index + 1]
             try:
                 clock.switch_track(following.stream_index)
             except Error as exc:
@@ -558,6 +570,69 @@ class _Keys:
             self.scheduler.mark("audio track")
             self.note_track()
             self._say(f"Audio: {following.label()}")
+
+    def _clock_duration(self) -> float | None:
+        return getattr(self, "duration_s", None)
+
+    def _silent_clock(self, clock: MediaClock) -> MediaClock:
+        """The system clock at ``clock``'s time, for no sound (``#`` past the last track)."""
+        from alpha2.apps.audio_out import SystemClock
+
+        return SystemClock("audio off (#)", clock.now(), self._clock_duration())
+
+    def open_sound(self, stream_index: int, start_s: float) -> MediaClock:
+        """The audio clock of the track of ``stream_index`` from ``start_s`` (the system clock, saying
+        why, where the sound cannot be had)."""
+        from alpha2.apps.audio_out import open_clock
+
+        return open_clock(
+            self.player.source,
+            want_audio=True,
+            has_audio=True,
+            start_s=start_s,
+            duration_s=self._clock_duration(),
+            stream_index=stream_index,
+        )
+
+    def _hear_again(self, track: AudioTrack) -> None:
+        """``#`` with no sound heard: the first track, from the time on display."""
+        from alpha2.apps.audio_out import ClockKind
+
+        clock = self.clock
+        assert clock is not None
+        try:
+            sound = self.open_sound(track.stream_index, max(0.0, clock.now()))
+        except Error as exc:
+            self._say(f"Audio: track {track.number} does not play: {exc.message}")
+            return
+        if sound.kind is ClockKind.SYSTEM:
+            sound.close()
+            self._say(f"Audio: none heard ({sound.reason})")
+            return
+        self._replace_clock(sound, "audio track")
+        self._say(f"Audio: {track.label()}")
+
+    def _replace_clock(self, new: MediaClock, label: str) -> None:
+        """Play on under ``new`` from the time on display, with the volume, mute, speed, audio delay and
+        pause of the clock it replaces (which is closed)."""
+        old = self.clock
+        assert old is not None
+        new.set_volume(getattr(old, "volume", 1.0))
+        if getattr(old, "muted", False):
+            new.toggle_mute()
+        speed = getattr(old, "speed", 1.0)
+        if speed != 1.0:
+            new.set_speed(speed)
+        delay = getattr(old, "delay_s", 0.0)
+        if delay:
+            new.set_delay(delay)
+        if getattr(old, "paused", False):
+            new.pause()
+        self.clock = new
+        old.close()
+        self.player.stats.clock = new.as_dict()
+        self.scheduler.mark(label)
+        self.note_track()
 
     def toggle_fullscreen(self) -> None:
         """Fullscreen on or off (``f``, a double click)."""
@@ -571,14 +646,14 @@ class _Keys:
         clock = self.clock
         if clock is None:
             return
-        clock.set_volume(getattr(clock, "volume", 1.0) + step)
+        clock.set_volume(round(getattr(clock, "volume", 1.0) + step, 4))  # 50 steps of 2 % are 100 %
         # Still muted, said as mpv says it: 'Volume: 110%' alone read as if the sound were back.
         muted = " (muted)" if getattr(clock, "muted", False) else ""
         self._say(f"Volume: {round(getattr(clock, 'volume', 1.0) * 100)}%{muted}")
 
     def _common_key(self, key: str) -> bool:
         clock = self.clock
-        if key in ("q", "Q"):
+        if key in ("q", "Q", "Ctrl+w"):  # mpv's Ctrl+w quits too
             self.canvas.close()
         elif key == "Escape":
             if self.fullscreen:
@@ -714,6 +789,13 @@ class WindowPlayback(_Keys):
         self._overlay_build: Background[_Overlay] | None = None
         self.subtitles: Subtitles | None = None
         self._subtitles_opened = False
+        self.sub_visible = True
+        """Subtitles drawn (``v``), as mpv's sub-visibility; kept from file to file."""
+        self.sub_delay_s = 0.0
+        """Seconds the subtitles come later (``z`` / ``Z``, negative: earlier), as mpv's sub-delay."""
+        self.audio_delay_s = 0.0
+        """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++), as mpv's audio-delay; kept
+        from file to file."""
         self.loop = bool(player.options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
         self.speed = 1.0
@@ -1024,14 +1106,18 @@ class WindowPlayback(_Keys):
         return {
             ".": lambda: self.step(forward=True),
             ",": lambda: self.step(forward=False),
-            "[": lambda: self.set_speed(next_speed(self.speed, -1)),
-            "]": lambda: self.set_speed(next_speed(self.speed, +1)),
+            **{key: self._speed_key(factor) for key, factor in SPEED_FACTORS.items()},  # mpv's [ ] { }
             "Backspace": lambda: self.set_speed(1.0),
             "s": self.screenshot,
             "l": self.set_ab_loop,  # mpv's keys: l the A-B loop, L the file's
             "L": self.toggle_loop,
             "j": self.cycle_subtitles,
             "J": self.cycle_subtitles,
+            "v": self.toggle_subtitles,  # mpv's sub-visibility
+            "z": lambda: self.add_sub_delay(-SUB_DELAY_STEP_S),  # mpv's sub-delay
+            "Z": lambda: self.add_sub_delay(+SUB_DELAY_STEP_S),
+            "Ctrl+-": lambda: self.add_audio_delay(-AUDIO_DELAY_STEP_S),  # mpv's audio-delay
+            "Ctrl++": lambda: self.add_audio_delay(+AUDIO_DELAY_STEP_S),
             "n": lambda: self.go(+1),
             "N": lambda: self.go(+1),
             "Enter": lambda: self.go(+1),  # mpv's (p is its pause, P its show-progress)
@@ -1117,6 +1203,28 @@ class WindowPlayback(_Keys):
         self.subtitles.cycle()
         self._say(self.subtitles.describe())
 
+    def toggle_subtitles(self) -> None:
+        """Show or hide the subtitles (``v``); the track chosen stays."""
+        self.sub_visible = not self.sub_visible
+        self._say(f"Subtitles {'visible' if self.sub_visible else 'hidden'}")
+
+    def add_sub_delay(self, step_s: float) -> None:
+        """Show the subtitles ``step_s`` later (earlier where negative) than their cues say."""
+        self.sub_delay_s = round(self.sub_delay_s + step_s, 3)
+        self._say(f"Sub delay: {round(self.sub_delay_s * 1000)} ms")
+
+    def add_audio_delay(self, step_s: float) -> None:
+        """Hear the sound ``step_s`` later (earlier where negative) against the picture: the media clock
+        is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`)."""
+        self.audio_delay_s = round(self.audio_delay_s + step_s, 3)
+        if self.clock is not None and not self.audio_only:
+            self.clock.set_delay(self.audio_delay_s)
+            self.scheduler.mark("audio delay")
+        self._say(f"A-V delay: {round(self.audio_delay_s * 1000)} ms")
+
+    def _speed_key(self, factor: float) -> Callable[[], None]:
+        return lambda: self.set_speed(scaled_speed(self.speed, factor))
+
     def set_speed(self, speed: float) -> None:
         """Play at ``speed`` (0.25 to 4); the sound keeps its pitch (FFmpeg's atempo)."""
         self.speed = speed
@@ -1124,7 +1232,7 @@ class WindowPlayback(_Keys):
         if self.clock is not None:
             self.clock.set_speed(speed)
             self.scheduler.mark("speed")
-        self._say(f"Speed: {speed:g}x")
+        self._say(f"Speed: {speed:.2f}")  # as mpv says it
 
     def _frame_duration(self) -> float:
         decoder = self.player.decoder
@@ -1202,11 +1310,13 @@ class WindowPlayback(_Keys):
         return path
 
     def _subtitle_now(self) -> dict[str, str]:
-        """The subtitle text on display now, by where it goes (``bottom``, ``middle``, ``top``)."""
-        if self.subtitles is None:
+        """The subtitle text on display now, by where it goes (``bottom``, ``middle``, ``top``): none while
+        hidden (``v``); with a delay (``z`` / ``Z``) the cue of that much earlier."""
+        if self.subtitles is None or not self.sub_visible:
             return {}
         position = self.shown_pts if self.shown_pts is not None else 0.0
-        return self.subtitles.placed_at(self.media_time() if self.clock is not None else position)
+        now = self.media_time() if self.clock is not None else position
+        return self.subtitles.placed_at(now - self.sub_delay_s)
 
     def _render_held(self, target: Any, frame: DecodedFrame | None = None) -> Any:
         """Render into ``target`` the frame on display again, or ``frame``, which becomes the frame on
@@ -1431,13 +1541,16 @@ class WindowPlayback(_Keys):
             lines.append(reason[:1].upper() + reason[1:])
             lines.append(f"Audio: {self.track_text()}")
             loop = "yes" if self.loop else "no"
-            lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}")
+            delay = f"; A-V delay {round(self.audio_delay_s * 1000)} ms" if self.audio_delay_s else ""
+            lines.append(f"Speed: {self.speed:g}x; volume {volume}%{muted}; loop {loop}{delay}")
         if stats.colour is not None:
             from alpha2.api.colour_report import colour_summary
 
             lines.append(f"Colour: {colour_summary(stats.colour)}")
         if self.subtitles is not None:
-            lines.append(self.subtitles.describe())
+            shown = "" if self.sub_visible else " (hidden)"
+            delay = f" (delay {round(self.sub_delay_s * 1000)} ms)" if self.sub_delay_s else ""
+            lines.append(self.subtitles.describe() + shown + delay)
         return lines
 
     def _stats_now(self) -> list[str]:
@@ -1617,6 +1730,8 @@ class WindowPlayback(_Keys):
         self.clock = make_clock(self.player, pts, self.duration_s, self.asked_stream())
         if self.speed != 1.0:
             self.clock.set_speed(self.speed)
+        if self.audio_delay_s and not self.audio_only:
+            self.clock.set_delay(self.audio_delay_s)
 
 
 def audio_duration(player: Any) -> float | None:
