@@ -16,7 +16,7 @@ from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.cli import main
 from alpha2.apps.keys import PLAYER_BINDINGS, help_lines, key_name
 from alpha2.apps.osd import Osd, OsdView, format_time
-from alpha2.apps.window import AudioOnlyPlayback, WindowPlayback
+from alpha2.apps.window import AudioOnlyPlayback, Playlist, WindowPlayback
 from alpha2.gpu.geometry import Size
 from tests.media import flip_bits, make_audio_only, make_clip
 from tests.test_window_faults import _close, _draw, _playback
@@ -116,6 +116,49 @@ def test_the_terminal_line_says_the_position_and_the_pause_as_mpv(long_clip: str
         _close(playback)
 
 
+class _Counts(pipeline.Progress):
+    """Records the total the player's line starts with and the counts it says."""
+
+    def __init__(self) -> None:
+        self.totals: list[int | None] = []
+        self.counts: list[int] = []
+
+    def start(self, total: int | None) -> None:
+        self.totals.append(total)
+
+    def update(self, frames: int) -> None:
+        self.counts.append(frames)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize(("suffix", "total"), [(".mkv", None), (".mp4", 90)])
+def test_the_terminal_line_counts_a_variable_rate_files_frames_only_where_known(
+    tmp_path: Path, suffix: str, total: int | None
+) -> None:
+    """A variable-frame-rate file of 90 frames said '122/122 frames' (its duration times its average
+    rate); a total is said only where it is known, the container's count (MP4) or a constant rate's
+    (test_window_faults' Matroska file), else the frames alone."""
+    from tests.test_window_faults import _drive
+
+    pytest.importorskip("rendercanvas")
+    clip = make_clip(tmp_path / f"vfr{suffix}", frames=90, vfr=True).path
+    counts = _Counts()
+    playback = WindowPlayback(Player(clip, PlayOptions(audio=False, speed=4.0), counts))
+    playback.open("rendercanvas.offscreen", size=Size(160, 120))
+    try:
+        _drive(playback, 3.0)  # 4.1 s at 4x: to the end
+        assert playback.ended or playback.canvas.get_closed()
+    finally:
+        _close(playback)
+    assert counts.totals == [total]
+    assert counts.counts and max(counts.counts) <= 90, counts.counts[-5:]
+    from alpha2.apps.player import play
+
+    offscreen = _Counts()  # --offscreen's line too
+    play(clip, PlayOptions(audio=False, offscreen=True, hwaccel="none"), progress=offscreen)
+    assert offscreen.totals == [total]
+
+
 def test_rich_status_line_says_the_position_in_80_columns() -> None:
     out = io.StringIO()
     shown = pipeline.RichProgress("play", out, time_left=False)
@@ -127,6 +170,13 @@ def test_rich_status_line_says_the_position_in_80_columns() -> None:
     last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
     assert last.rstrip().endswith("0:41 / 1:00:00 (paused)") and len(last) <= 80, last
     assert "0:00:0" not in last  # no elapsed time beside it
+    out = io.StringIO()
+    counted = pipeline.RichProgress("play", out, time_left=False)
+    counted.start(None)  # no count known: the frames alone ('45/?' said nothing more)
+    counted.update(45)
+    counted.close(ended=False)
+    last = [line for line in out.getvalue().splitlines() if line.strip()][-1]
+    assert " 45 frames" in last and "/?" not in last, last
 
 
 @pytest.mark.vulkan
@@ -202,11 +252,6 @@ def test_a_paused_window_with_nothing_moving_is_not_redrawn(long_clip: str) -> N
         (["--keep-open"], "unknown option --keep-open; no --keep-open here: the player quits after"),
         (["--sub-file", "a.srt"], "unknown option --sub-file; mpv's --sub-file is --sub here"),
         (["--fs"], "unknown option --fs; no --fs here: f or a double click goes fullscreen"),
-        (["--sub-delay=0.5"], "unknown option --sub-delay; no --sub-delay here: z / Z move the subtitles"),
-        (
-            ["--no-sub-visibility"],
-            "unknown option --no-sub-visibility; mpv's --no-sub-visibility is --no-sub",
-        ),
     ],
 )
 def test_mpv_options_are_answered_with_the_players_way(
@@ -219,6 +264,27 @@ def test_mpv_options_are_answered_with_the_players_way(
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"alpha2: error: {said}" in err, err
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["play", "in.mp4"], "unknown option --start; mpv's --start is --at here"),
+        (["transcode", "in.mp4", "out.mp4"], "unknown option --start; --start is --from here"),
+        (["batch", "in.mp4", "--out", "out"], "unknown option --start; --start is --from here"),
+    ],
+)
+def test_start_is_answered_with_the_commands_own_option(
+    capsys: pytest.CaptureFixture[str], command: list[str], said: str
+) -> None:
+    """The hint table held one entry an option name, gated on an option of the player's: 'alpha2
+    transcode --start 3' was answered '(alpha2 play has --stats)'; each command now says its own."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--start", "3"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
+    assert "--stats" not in err
 
 
 def test_a_playlist_interrupted_closes_its_bar_as_unfinished(
@@ -325,6 +391,69 @@ def test_a_sound_alone_has_a_status_line_and_idles_paused(tmp_path: Path) -> Non
     finally:
         playback._finish(1.0)
         run.close()
+
+
+@pytest.mark.vulkan
+def test_a_sound_alone_plays_at_speed_and_says_it_has_no_audio_delay(tmp_path: Path) -> None:
+    """'alpha2 play song.ogg --speed 2 --audio-delay 0.2': the speed from the start, and the delay, which
+    has no picture to delay the sound against, said in the window rather than ignored."""
+    pytest.importorskip("rendercanvas")
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    run = Player(song, PlayOptions(audio=False, speed=2.0, audio_delay_s=0.2), pipeline.Progress())
+    playback = AudioOnlyPlayback(run)
+    playback.open("rendercanvas.offscreen")
+    try:
+        assert playback.clock is not None and playback.clock.speed == 2.0
+        assert playback.osd.current_message == "A-V delay: not in a sound-only window"
+        before = playback.clock.now()
+        time.sleep(0.3)
+        assert playback.clock.now() - before == pytest.approx(0.6, abs=0.15)
+    finally:
+        playback._finish(1.0)
+        run.close()
+
+
+@pytest.mark.vulkan
+def test_ctrl_plus_and_minus_say_where_the_audio_delay_does_not_apply(tmp_path: Path) -> None:
+    """Ctrl+- / Ctrl++ did nothing in the window of a sound alone and in a wall, said nowhere; they say
+    why there is no delay there."""
+    pytest.importorskip("rendercanvas")
+    song = make_audio_only(tmp_path / "song.mka", seconds=3.0)
+    run = Player(song, PlayOptions(audio=False), pipeline.Progress())
+    playback = AudioOnlyPlayback(run)
+    playback.open("rendercanvas.offscreen")
+    try:
+        playback.canvas.draw()
+        playback._on_key({"key": "=", "modifiers": ("Control", "Shift")})
+        assert playback.osd.current_message == "A-V delay: not in a sound-only window"
+        playback.osd.clear_message()
+        playback._on_key({"key": "-", "modifiers": ("Control",)})
+        assert playback.osd.current_message == "A-V delay: not in a sound-only window"
+    finally:
+        playback._finish(1.0)
+        run.close()
+    listed = WindowPlayback.__new__(WindowPlayback)  # a playlist's file without video
+    listed.__dict__.update(osd=Osd(), clock=None, audio_delay_s=0.0, audio_only=True)
+    listed.add_audio_delay(0.1)
+    assert listed.osd.current_message == "A-V delay: 100 ms (for the videos: this file is sound only)"
+    from alpha2.api.devices import open_device
+    from alpha2.api.streams import StreamGroup
+    from alpha2.apps.wall_window import WallWindow
+    from tests.test_wall_window import play_stats_of
+
+    tiles = [make_clip(tmp_path / f"{name}.mkv", width=64, height=48, frames=6).path for name in "ab"]
+    device = open_device("none")
+    group = StreamGroup(tiles, device=device, hwaccel="none")
+    window = WallWindow(group, play_stats_of(tiles))
+    try:
+        window.open("rendercanvas.offscreen", size=Size(200, 200))
+        window.canvas.draw()
+        window._on_key({"key": "-", "modifiers": ("Control",)})
+        assert window.osd.current_message == "A-V delay: not in a video wall"
+    finally:
+        window.finish()
+        group.close()
+        device.close()
 
 
 def test_rich_status_line_of_a_sound_says_the_position_once() -> None:
@@ -444,6 +573,87 @@ def test_v_hides_the_subtitles_and_z_delays_them_as_mpv(subbed_clip: str) -> Non
     lines = help_lines(PLAYER_BINDINGS)
     assert any(line.startswith("j / v") for line in lines)
     assert any(line.startswith("z / Z") and "subtitle delay" in line for line in lines)
+
+
+@pytest.mark.vulkan
+def test_mpv_speed_delay_and_sub_visibility_options_hold_from_the_first_frame(
+    subbed_clip: str, tmp_path: Path
+) -> None:
+    """mpv's --speed, --audio-delay, --sub-delay and --sub-visibility=no on 'alpha2 play' were answered
+    'no --speed here: [ / ] set it in the window'; they are options now, in the window from the start and
+    from file to file of a playlist, as the keys' values are."""
+    from alpha2.apps.cli import build_parser
+    from alpha2.apps.player import options_from_args
+
+    words = ["play", subbed_clip, "--speed", "1.5", "--audio-delay", "0.2", "--sub-delay", "-0.5"]
+    options = options_from_args(build_parser(words).parse_args([*words, "--sub-visibility=no"]))
+    assert (options.speed, options.audio_delay_s, options.sub_delay_s, options.sub_visible) == (
+        1.5,
+        0.2,
+        -0.5,
+        False,
+    )
+    words = ["play", subbed_clip, "--no-sub-visibility", "--sub-delay", "0.2", "--speed", "2"]
+    words += ["--audio-delay", "-0.3"]
+    options = options_from_args(build_parser(words).parse_args(words))
+    assert options.sub_visible is False
+    second = make_clip(tmp_path / "second.mkv", width=64, height=48, frames=6, rate=1).path
+    from alpha2.api.devices import open_device
+
+    device = open_device(options.hwaccel, gpu_copy=False)  # the playlist's, as play_list's
+    playlist = Playlist(
+        [subbed_clip, second], lambda name: Player(name, options, pipeline.Progress(), device=device)
+    )
+    playback = WindowPlayback(playlist.make_player(subbed_clip), playlist=playlist)
+    try:
+        playback.open("rendercanvas.offscreen", size=Size(320, 180))
+        _draw(playback)
+        _draw(playback)
+        assert playback.clock is not None
+        assert playback.clock.speed == 2.0 and playback.scheduler.speed == 2.0
+        playback._on_key({"key": " "})
+        assert playback.subtitles is not None and playback.subtitles.selected is not None
+        assert playback.subtitles.selected.wait(10)
+        playback.seek(3.1)
+        _draw(playback)
+        assert playback._osd_view().subtitle is None  # hidden from the start, the track chosen
+        playback._on_key({"key": "v"})
+        assert playback._osd_view().subtitle == "first"  # 0.2 s later: the cue of 2.9 s
+        assert any("delay 200 ms" in line for line in playback._stats_lines())
+        assert any("A-V delay -300 ms" in line for line in playback._stats_lines())
+        assert playback._next_file()
+        _draw(playback)
+        _draw(playback)
+        assert playback.clock is not None and playback.clock.speed == 2.0
+        assert playback.sub_delay_s == 0.2
+    finally:
+        _close(playback)
+        device.close()
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--speed", "5"], "argument --speed: the speed is 0.25 to 4"),
+        (["--speed", "0.1"], "argument --speed: the speed is 0.25 to 4"),
+        (["--audio-delay", "soon"], "argument --audio-delay: seconds, e.g. 0.2 or -0.5"),
+        (["--sub-visibility", "maybe"], "argument --sub-visibility: yes or no"),
+        (["IN", "--speed", "2", "--wall"], "--speed is for one file or a playlist"),
+        (["--sub-delay", "-0.5", "--snapshot", "a.png"], "--sub-delay is for the player's window"),
+    ],
+)
+def test_mpv_speed_and_delay_options_refuse_what_they_cannot_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], said: str
+) -> None:
+    clip = make_clip(tmp_path / "in.mp4", frames=2).path
+    code: object
+    try:
+        code = main(["play", clip, *(clip if word == "IN" else word for word in words)])
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code in (1, 2)
+    err = capsys.readouterr().err
+    assert f"alpha2: error: {said}" in err, err
 
 
 @pytest.mark.vulkan

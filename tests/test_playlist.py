@@ -68,6 +68,10 @@ def test_a_broken_file_is_passed_over(
     assert code == 1  # some file failed: said, and the others played
     assert f"alpha2: error: {broken}:" in err
     assert "played a.mkv: 6 frames" in err and "played b.mkv: 9 frames" in err
+    # Said as it is passed over (it was said only after the whole list), and again in the end summary.
+    said = [i for i, line in enumerate(err.splitlines()) if line.startswith(f"alpha2: error: {broken}:")]
+    played = next(i for i, line in enumerate(err.splitlines()) if "played a.mkv" in line)
+    assert len(said) == 2 and said[0] < played, err
 
 
 @pytest.mark.vulkan
@@ -143,7 +147,10 @@ class _DrawingLoop:
 
 
 def _run_window(
-    sources: list[str], presses: dict[Any, str], options: PlayOptions | None = None
+    sources: list[str],
+    presses: dict[Any, str],
+    options: PlayOptions | None = None,
+    on_error: Any = None,
 ) -> tuple[Any, Any, _DrawingLoop]:
     """``play_list`` in a window on the offscreen canvas (without sound unless ``options`` say); the
     window object is caught as it is made."""
@@ -166,6 +173,8 @@ def _run_window(
             progress=pipeline.Progress,
             environ={"DISPLAY": ":0"},
             canvas_module=backend.__name__,
+            # Called with the files started by then too.
+            on_error=None if on_error is None else lambda name, message: on_error(name, list(driver.sources)),
         )
     finally:
         monkey.undo()
@@ -177,7 +186,11 @@ def _run_window(
 def test_window_plays_the_files_in_turn(clips: list[Clip], broken: str) -> None:
     """One window for the whole list: each file to its end, the broken one said and passed over."""
     sources = [clips[0].path, broken, clips[1].path]
-    results, errors, driver = _run_window(sources, {})
+    said: list[tuple[str, list[str]]] = []  # each error said, with the files started by then
+    results, errors, driver = _run_window(
+        sources, {}, on_error=lambda name, started: said.append((name, started))
+    )
+    assert said == [(broken, [clips[0].path])]  # as it was passed over, before the next file played
     assert len(driver.canvases) == 1  # the same window all along
     assert driver.sources == [clips[0].path, clips[1].path]
     assert [(s.input, s.frames + s.dropped_frames) for s in results] == [

@@ -417,11 +417,20 @@ class RichProgress(Progress):
         from rich.progress import (
             Progress as _RichProgress,
         )
+        from rich.text import Text
+
+        class CountColumn(MofNCompleteColumn):
+            """``45/90``, and ``45`` alone where no total is known (it said ``45/?``)."""
+
+            def render(self, task: Any) -> Any:
+                if task.total is None:
+                    return Text(str(int(task.completed)), style="progress.download")
+                return super().render(task)
 
         self._progress = _RichProgress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
+            CountColumn(),
             TextColumn("frames {task.fields[fps]} fps"),
             TimeElapsedColumn(),
             *((TextColumn("left"), TimeRemainingColumn()) if time_left else ()),

@@ -9,6 +9,7 @@ device allows; ``snapshot`` writes one frame as a PNG).
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from alpha2.api import pipeline
-from alpha2.gpu.errors import InvalidInputError, UnsupportedError
+from alpha2.gpu.errors import Error, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
 from alpha2.gpu.tone_choices import ToneCurve
@@ -114,6 +115,28 @@ def stream_displayed_size(info: StreamInfo) -> Size:
     return _shown(Size(info.width, info.height), info.sample_aspect_ratio, info.rotation)
 
 
+def known_frame_count(source: str | os.PathLike[str], info: StreamInfo) -> int | None:
+    """The frames of ``source``'s video stream ``info`` where they are known: the container's count, or
+    (an MKV records none) its duration times its rate where that rate is constant (the first packets'
+    times, as ``alpha2 probe`` reads them); None for a variable rate, whose average times its duration
+    said '122/122 frames' for a file of 90, or where the file cannot be read again."""
+    if info.frame_count is not None:
+        return info.frame_count
+    from alpha2.api.describe import describe
+
+    try:
+        streams = describe(source, decode=False).file.streams
+    except Error:
+        return None
+    video = next((s for s in streams if s.index == info.index), None)
+    return None if video is None or video.variable_rate is not None else info.expected_frames
+
+
+SPEED_RANGE = (0.25, 4.0)
+"""The speeds the player plays at: FFmpeg's atempo keeps the sound's pitch from 0.25 to 4 (the window's
+keys clamp to the same, ``alpha2.apps.keys.MIN_SPEED`` .. ``MAX_SPEED``)."""
+
+
 @dataclass(frozen=True)
 class PlayOptions:
     """What ``alpha2 play`` was asked to do."""
@@ -158,6 +181,16 @@ class PlayOptions:
     sub_codepage: str | None = None
     """How subtitle text that is not UTF-8 is read (``--sub-codepage``, as mpv's): None or ``auto``, its
     encoding detected; a name (``cp1251``), read in it; ``+name``, every cue read in it."""
+    speed: float = 1.0
+    """Play at this speed from the first frame (``--speed``, as mpv's; ``[`` / ``]`` change it), within
+    :data:`SPEED_RANGE`; kept from file to file of a playlist."""
+    audio_delay_s: float = 0.0
+    """Seconds the sound comes later than the picture (``--audio-delay``, as mpv's; Ctrl+- / Ctrl++);
+    negative: earlier."""
+    sub_delay_s: float = 0.0
+    """Seconds the subtitles come later than their cues say (``--sub-delay``, as mpv's; ``z`` / ``Z``)."""
+    sub_visible: bool = True
+    """Draw the subtitles (``--sub-visibility``, as mpv's; ``v``): hidden, the track stays chosen."""
     gpu: bool = False
     """Render a snapshot on the GPU even on a CPU device (where swscale is the faster route)."""
     tone_curve: ToneCurve = ToneCurve.BT2390
@@ -194,6 +227,12 @@ class PlayOptions:
             raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
         if self.at_s is not None and self.at_s < 0:
             raise InvalidInputError(f"--at must be >= 0 seconds, got {self.at_s}")
+        low, high = SPEED_RANGE
+        if not low <= self.speed <= high:
+            raise InvalidInputError(f"--speed must be within {low:g}..{high:g}, got {self.speed:g}")
+        for name, delay in (("--audio-delay", self.audio_delay_s), ("--sub-delay", self.sub_delay_s)):
+            if not math.isfinite(delay):
+                raise InvalidInputError(f"{name} is in seconds (0.2, -0.5), got {delay}")
 
 
 _NO_CLOCK: dict[str, Any] = {
@@ -680,7 +719,7 @@ class Player:
         self._closables.append(throttle)
         stats.stages.add("setup", clock() - t0)
         limit = options.frames if options.frames is not None else (1 if snapshot_path else None)
-        total = decoder.info.expected_frames  # an MKV's from its duration: '312/?' said nothing
+        total = known_frame_count(self.source, decoder.info)  # an MKV's from its duration, where exact
         self.progress.start(limit if limit is not None else total)
         while frame is not None:
             stats.size = displayed_size(frame)

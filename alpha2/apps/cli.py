@@ -29,7 +29,7 @@ import os
 import re
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from alpha2 import __version__
 
@@ -304,7 +304,10 @@ def _unknown_options(parser: argparse.ArgumentParser, words: Sequence[str]) -> l
     return unknown
 
 
-FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
+Hint = tuple[str | None, str]
+"""An option's hint: the option of the command that does its work (None: every command) and the words."""
+
+FFMPEG_OPTIONS: dict[str, Hint | tuple[Hint, ...]] = {
     "-i": (None, "the files go as they are, without ffmpeg's -i"),
     "-ss": ("--from", "ffmpeg's -ss is --from here"),
     "-to": ("--to", "ffmpeg's -to is --to here"),
@@ -338,7 +341,10 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
     ),
     # mpv's own options, which a person used to it types after 'alpha2 play' (--start was 'did you mean
     # --stats?'); gated on an option only the player has.
-    "--start": ("--at", "mpv's --start is --at here (90, 1:30, 0:01:30.5)"),
+    "--start": (
+        ("--at", "mpv's --start is --at here (90, 1:30, 0:01:30.5)"),
+        ("--from", "--start is --from here (90, 1:30, 0:01:30.5)"),
+    ),
     "--mute": ("--volume", "mpv's --mute is --volume 0 here (m mutes in the window)"),
     "--loop-file": ("--loop", "mpv's --loop-file is --loop here (L in the window)"),
     "--keep-open": (
@@ -347,17 +353,6 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
         "plays it again)",
     ),
     "--sub-file": ("--sub", "mpv's --sub-file is --sub here"),
-    "--sub-delay": ("--sub", "no --sub-delay here: z / Z move the subtitles -0.1 / +0.1 s in the window"),
-    "--sub-visibility": (
-        "--no-sub",
-        "mpv's --sub-visibility=no is --no-sub here (v hides them in the window)",
-    ),
-    "--no-sub-visibility": (
-        "--no-sub",
-        "mpv's --no-sub-visibility is --no-sub here (v hides them in the window)",
-    ),
-    "--audio-delay": ("--at", "no --audio-delay here: Ctrl+- / Ctrl++ set it -0.1 / +0.1 s in the window"),
-    "--speed": ("--at", "no --speed here: [ / ] (x1.1) and { / } (x2) set it in the window"),
     "--fs": ("--wall", "no --fs here: f or a double click goes fullscreen in the window"),
     "--fullscreen": ("--wall", "no --fullscreen here: f or a double click goes fullscreen in the window"),
     "-b": ("--bitrate", "ffmpeg's -b is --bitrate here"),
@@ -374,7 +369,18 @@ FFMPEG_OPTIONS: dict[str, tuple[str | None, str]] = {
 ``alpha2 transcode`` (and
 ``batch``) that does its work and the words that say so; said only where the command has that option
 (None: everywhere). Without them, ``-ss`` was 'a file goes as ./-ss', ``-t`` 'did you mean --to?' (an
-end time, not a duration) and ``-hwaccel`` 'argument -h/--help: ignored explicit argument'."""
+end time, not a duration) and ``-hwaccel`` 'argument -h/--help: ignored explicit argument'. An option
+name may have several hints, one a command (``--start``: the player's ``--at``, the transcoder's
+``--from``): the first whose option the command has is said."""
+
+
+def option_hints(word: str) -> tuple[Hint, ...]:
+    """The hints of :data:`FFMPEG_OPTIONS` for the option ``word``, in order (none: no entry)."""
+    entry = FFMPEG_OPTIONS.get(word)
+    if entry is None:
+        return ()
+    hints = [hint for hint in entry if isinstance(hint, tuple)]
+    return tuple(hints) if hints else (cast("Hint", entry),)
 
 
 def _looks_like_a_file(word: str) -> bool:
@@ -404,9 +410,9 @@ def unknown_arguments(
         return f"unexpected argument{'s' if len(extras) > 1 else ''}: {' '.join(extras)}"
     word = options[0].split("=", 1)[0]
     said = f"unknown option {word}"
-    ffmpeg = FFMPEG_OPTIONS.get(word)
-    if ffmpeg is not None and (ffmpeg[0] is None or ffmpeg[0] in _option_strings(parser)):
-        return f"{said}; {ffmpeg[1]}"
+    for option, words in option_hints(word):
+        if option is None or option in _option_strings(parser):
+            return f"{said}; {words}"
     near = close_option(word, _option_strings(parser))
     if near is not None and near != word:
         return f"{said}; did you mean {near}?"

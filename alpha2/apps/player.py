@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import textwrap
@@ -40,7 +41,7 @@ from alpha2.apps.cli import (
     terminal_columns,
     wrap_lines,
 )
-from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+from alpha2.apps.keys import MAX_SPEED, MIN_SPEED, PLAYER_BINDINGS, help_lines
 from alpha2.gpu.errors import Error, InvalidInputError
 from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
 from alpha2.gpu.tone_choices import ToneCurve
@@ -198,13 +199,15 @@ def play_list(
     progress: Callable[[], pipeline.Progress] | None = None,
     environ: Mapping[str, str] | None = None,
     canvas_module: str = "rendercanvas.auto",
+    on_error: Callable[[str, str], None] | None = None,
 ) -> tuple[list[PlayStats], list[tuple[str, str]]]:
     """Play ``sources`` in turn (``alpha2 play A B C``): in one window when there is a display (``n`` /
     ``p`` go to the next / previous file; a file without video plays its sound there, under the level
     visual), else each offscreen. A file that cannot be played is passed over; returns every file's
     stats and the (input, message) of those that failed.
 
-    ``progress`` makes each file's progress line.
+    ``progress`` makes each file's progress line. ``on_error`` is called with (input, message) as soon
+    as a file is passed over, as mpv says it when it skips the file (not only at the list's end).
 
     Raises:
         alpha2.gpu.Error subclasses: when no file could be played in the window; an ``--aid`` that no
@@ -227,6 +230,8 @@ def play_list(
                 results.append(_play(name, options, make_progress(), environ, notice=False))
             except Error as exc:
                 errors.append((name, exc.message))
+                if on_error is not None:
+                    on_error(name, exc.message)
         return results, errors
     from alpha2.api.devices import open_device
     from alpha2.api.playback import Player
@@ -234,7 +239,9 @@ def play_list(
 
     device = open_device(options.hwaccel, gpu_copy=False)  # one device for the window's whole life
     try:
-        playlist = Playlist(names, lambda name: Player(name, options, make_progress(), device=device))
+        playlist = Playlist(
+            names, lambda name: Player(name, options, make_progress(), device=device), on_error=on_error
+        )
         window = _window_class()(playlist.make_player(names[0]), playlist=playlist)
         timer = pipeline.RunTimer()
         completed = False  # as play's: a Ctrl-C's file is no finished run (its bar goes, not printed again)
@@ -322,6 +329,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-sub", dest="subtitles", action="store_false", help="no subtitles until j picks a track"
     )
     parser.add_argument(
+        "--sub-visibility",
+        dest="sub_visible",
+        type=_yes_no,
+        default=True,
+        metavar="yes|no",
+        help="no: the subtitles are hidden from the start, their track chosen (v shows them), as mpv's",
+    )
+    parser.add_argument(
+        "--no-sub-visibility",
+        dest="sub_visible",
+        action="store_false",
+        help="as --sub-visibility=no",
+    )
+    parser.add_argument(
+        "--sub-delay",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="show the subtitles S seconds later (negative: earlier) than their cues, as mpv's (z / Z)",
+    )
+    parser.add_argument(
         "--sub-codepage",
         type=_codepage,
         metavar="CP",
@@ -376,6 +404,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="initial volume factor 0..2 (9/0 keys, m mutes)",
     )
     parser.add_argument(
+        "--audio-delay",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="hear the sound S seconds later (negative: earlier) than the picture, as mpv's (Ctrl+- / "
+        "Ctrl++)",
+    )
+    parser.add_argument(
+        "--speed",
+        type=_speed,
+        default=1.0,
+        metavar="X",
+        help=f"play at X times the speed, {MIN_SPEED:g} to {MAX_SPEED:g}, the sound at its pitch, as "
+        "mpv's ([ / ], { / }, Backspace)",
+    )
+    parser.add_argument(
         "--gpu",
         action="store_true",
         help="render the snapshot on the GPU even on a CPU device (where swscale is the default)",
@@ -395,6 +439,39 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--stats", action="store_true", help="print frames, fps, paths and bytes at the end")
     parser.add_argument("--json", action="store_true", help="print the stats as JSON at the end")
     parser.set_defaults(func=run)
+
+
+def _yes_no(text: str) -> bool:
+    """``--sub-visibility``'s value, as mpv takes it: yes or no."""
+    answer = {"yes": True, "no": False}.get(text.strip().lower())
+    if answer is None:
+        raise argparse.ArgumentTypeError(f"yes or no, got {text!r}")
+    return answer
+
+
+def _seconds(text: str) -> float:
+    """A delay in seconds, as mpv's ``--audio-delay`` and ``--sub-delay`` take it: ``0.2``, ``-0.5``."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"seconds, e.g. 0.2 or -0.5; got {text!r}")
+    return seconds
+
+
+def _speed(text: str) -> float:
+    """``--speed``'s value: a factor within the keys' range (:data:`~alpha2.apps.keys.MIN_SPEED` ..)."""
+    low, high = MIN_SPEED, MAX_SPEED
+    try:
+        speed = float(text)
+    except ValueError:
+        speed = math.nan
+    if not low <= speed <= high:  # NaN too
+        raise argparse.ArgumentTypeError(
+            f"the speed is {low:g} to {high:g} (FFmpeg's atempo keeps the pitch there), got {text!r}"
+        )
+    return speed
 
 
 def _codepage(text: str) -> str | None:
@@ -429,6 +506,10 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
         sub=getattr(args, "sub", None),
         subtitles=getattr(args, "subtitles", True),
         sub_codepage=getattr(args, "sub_codepage", None),
+        speed=getattr(args, "speed", 1.0),
+        audio_delay_s=getattr(args, "audio_delay", 0.0),
+        sub_delay_s=getattr(args, "sub_delay", 0.0),
+        sub_visible=getattr(args, "sub_visible", True),
         overwrite=getattr(args, "overwrite", False),
         max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
     )
@@ -470,6 +551,15 @@ def _run(args: argparse.Namespace) -> int:
     if len(args.input) > 1 and wall and getattr(args, "sub", None) is not None:
         # Refused, not ignored: the wall played without it, said nowhere (an outside pass).
         raise InvalidInputError("--sub is for one file or a playlist; a --wall draws no subtitles")
+    window_only = _window_only_options(args)
+    if window_only and len(args.input) > 1 and wall:
+        # Refused, not ignored: the wall has no speed, no delay and no subtitles to apply them to.
+        raise InvalidInputError(f"{window_only} is for one file or a playlist; a --wall plays without it")
+    if window_only and (args.snapshot is not None or args.offscreen):
+        flag = "--snapshot" if args.snapshot is not None else "--offscreen"
+        raise InvalidInputError(
+            f"{window_only} is for the player's window; {flag} renders the frames alone: leave one out"
+        )
     if len(args.input) > 1 and wall:
         from alpha2.apps.wall import run_wall
 
@@ -495,7 +585,10 @@ def _run(args: argparse.Namespace) -> int:
         _report(stats, args)
         return 0
     results, errors = play_list(
-        args.input, options, progress=lambda: pipeline.make_progress("play", enabled=enabled, time_left=False)
+        args.input,
+        options,
+        progress=lambda: pipeline.make_progress("play", enabled=enabled, time_left=False),
+        on_error=_say_passed_over,
     )
     from alpha2.apps.audio_out import settle_sound
 
@@ -514,6 +607,28 @@ def _run(args: argparse.Namespace) -> int:
     for name, message in errors:
         print_error(f"{name}: {message}")  # folded at words on a terminal (it was cut mid-word at 80)
     return 1 if errors else 0
+
+
+def _say_passed_over(name: str, message: str) -> None:
+    """A playlist's file that cannot be played, said as it is passed over (as mpv's terminal says it)
+    and again in the list's end summary: it was said only at the end. Rich prints what goes to stderr
+    above a bar that is live; PortAudio's start silences stderr, so that is waited for first."""
+    from alpha2.apps.audio_out import settle_sound
+
+    settle_sound()
+    print_error(f"{name}: {message}")
+
+
+def _window_only_options(args: argparse.Namespace) -> str | None:
+    """The first of mpv's options that only the window applies (``--speed``, ``--audio-delay``,
+    ``--sub-delay``, ``--sub-visibility``) given a value other than its default, or None."""
+    given = (
+        ("--speed", getattr(args, "speed", 1.0) != 1.0),
+        ("--audio-delay", getattr(args, "audio_delay", 0.0) != 0.0),
+        ("--sub-delay", getattr(args, "sub_delay", 0.0) != 0.0),
+        ("--sub-visibility", not getattr(args, "sub_visible", True)),
+    )
+    return next((name for name, set_ in given if set_), None)
 
 
 def _report(stats: PlayStats, args: argparse.Namespace) -> None:

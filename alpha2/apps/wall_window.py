@@ -26,6 +26,7 @@ from alpha2.apps.avsync import AVScheduler
 from alpha2.apps.keys import WALL_BINDINGS, help_lines
 from alpha2.apps.osd import Osd, OsdView
 from alpha2.apps.window import (
+    NO_AUDIO_DELAY_WALL,
     _Keys,
     _Overlay,
     _SignalsClose,
@@ -284,6 +285,8 @@ class WallWindow(_Keys):
             self.seek(self.media_time() + step)
         elif key in ("a", "A"):
             self.cycle_sound()
+        elif key in ("Ctrl+-", "Ctrl++"):
+            self._say(NO_AUDIO_DELAY_WALL)  # said, not ignored (the video window's keys)
         elif key == "?":
             self.osd.show_help = not self.osd.show_help
 

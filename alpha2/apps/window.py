@@ -39,6 +39,7 @@ from alpha2.api.playback import (
     Background,
     displayed_size,
     import_glfw,
+    known_frame_count,
     seconds_since_process_start,
     stream_displayed_size,
 )
@@ -332,6 +333,13 @@ def make_clock(
     clock.set_volume(player.options.volume)
     player.stats.clock = clock.as_dict()
     return clock
+
+
+NO_AUDIO_DELAY_SOUND_ONLY = "A-V delay: not in a sound-only window"
+"""What Ctrl+- / Ctrl++ say in the window of a file without video: no picture to delay the sound against."""
+
+NO_AUDIO_DELAY_WALL = "A-V delay: not in a video wall"
+"""What Ctrl+- / Ctrl++ say in a wall's window (its tiles' clocks change with ``a``; no delay is kept)."""
 
 
 class _SignalsClose:
@@ -723,6 +731,8 @@ class Playlist:
     """The file playing."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """(input, message) of each file that could not be played, once each however often it was tried."""
+    on_error: Callable[[str, str], None] | None = None
+    """Called with each of those as it is passed over (the terminal's line at once, as mpv's)."""
 
 
 class _Overlay:
@@ -789,16 +799,20 @@ class WindowPlayback(_Keys):
         self._overlay_build: Background[_Overlay] | None = None
         self.subtitles: Subtitles | None = None
         self._subtitles_opened = False
-        self.sub_visible = True
-        """Subtitles drawn (``v``), as mpv's sub-visibility; kept from file to file."""
-        self.sub_delay_s = 0.0
-        """Seconds the subtitles come later (``z`` / ``Z``, negative: earlier), as mpv's sub-delay."""
-        self.audio_delay_s = 0.0
-        """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++), as mpv's audio-delay; kept
-        from file to file."""
-        self.loop = bool(player.options.loop)
+        options = player.options
+        self.sub_visible = options.sub_visible
+        """Subtitles drawn (``v``, ``--sub-visibility``), as mpv's sub-visibility; kept from file to file."""
+        self.sub_delay_s = options.sub_delay_s
+        """Seconds the subtitles come later (``z`` / ``Z``, ``--sub-delay``; negative: earlier), as mpv's
+        sub-delay."""
+        self.audio_delay_s = options.audio_delay_s
+        """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++, ``--audio-delay``), as mpv's
+        audio-delay; kept from file to file."""
+        self.loop = bool(options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
-        self.speed = 1.0
+        self.speed = options.speed
+        """Media seconds a second (``[`` / ``]``, ``--speed``); kept from file to file."""
+        self.scheduler.speed = self.speed
         self.fullscreen = False
         self.readable_surface = False
         """Tests: the window's surface can be read back (``on_present``)."""
@@ -883,7 +897,7 @@ class WindowPlayback(_Keys):
         self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
         self._subtitles_opened = False
         # Looping, the file's frame count is no total: the count ran past it ('300/250 frames').
-        total = options.frames or (None if self.loop else decoder.info.expected_frames)
+        total = options.frames or (None if self.loop else known_frame_count(player.source, decoder.info))
         player.progress.start(total)
         # Without --frames, the bar follows the position, as mpv's status line does: counting the frames
         # shown, it read '266/250' after a backward seek and '50/250' with the picture at its end.
@@ -1215,12 +1229,16 @@ class WindowPlayback(_Keys):
 
     def add_audio_delay(self, step_s: float) -> None:
         """Hear the sound ``step_s`` later (earlier where negative) against the picture: the media clock
-        is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`)."""
+        is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`). A
+        playlist's file without video has no picture: the delay is kept for the videos, and said so."""
         self.audio_delay_s = round(self.audio_delay_s + step_s, 3)
         if self.clock is not None and not self.audio_only:
             self.clock.set_delay(self.audio_delay_s)
             self.scheduler.mark("audio delay")
-        self._say(f"A-V delay: {round(self.audio_delay_s * 1000)} ms")
+        ms = round(self.audio_delay_s * 1000)
+        self._say(
+            f"A-V delay: {ms} ms" + (" (for the videos: this file is sound only)" if self.audio_only else "")
+        )
 
     def _speed_key(self, factor: float) -> Callable[[], None]:
         return lambda: self.set_speed(scaled_speed(self.speed, factor))
@@ -1378,10 +1396,13 @@ class WindowPlayback(_Keys):
                     shown = stream_displayed_size(player.decoder.info)
                     self.canvas.set_logical_size(shown.width, shown.height)
             except Error as exc:
-                if all(name != source for name, _ in playlist.errors):  # passed over again (n / p): said once
+                said = any(name == source for name, _ in playlist.errors)  # passed over again (n / p)
+                if not said:
                     playlist.errors.append((source, exc.message))
                 self.pending = None
                 player.close(False)
+                if not said and playlist.on_error is not None:  # its bar gone, before the next file's
+                    playlist.on_error(source, exc.message)
                 self._say(f"{os.path.basename(source)}: {exc.message}")
                 index += step
                 continue
@@ -1803,6 +1824,9 @@ class AudioOnlyPlayback(_Keys):
         self.clock = make_clock(self.player, self.player.options.at_s or 0.0, duration, self.asked_stream())
         if isinstance(self.clock, SystemClock) and duration is None:
             raise InvalidInputError(f"{self.player.source!r}: no sound and no duration to wait for")
+        speed = self.player.options.speed
+        if speed != 1.0:  # --speed (a sound alone has no speed keys, but the option holds from the start)
+            self.clock.set_speed(speed)
         # The terminal's line follows the sound's time, as mpv's 'A: 0:03 / 1:00': it had none.
         self.player.progress.start_seconds(duration)
         return self.clock
@@ -1866,6 +1890,8 @@ class AudioOnlyPlayback(_Keys):
         self.context.configure(device=self.device, format=preferred)
         self.overlay = _Overlay(self.device)
         self._start()
+        if self.player.options.audio_delay_s:  # --audio-delay: said, not ignored
+            self._say(NO_AUDIO_DELAY_SOUND_ONLY)
         self.canvas.add_event_handler(self._on_key, "key_down")
         self.canvas.add_event_handler(self._on_pointer_down, "pointer_down")
         self.canvas.add_event_handler(self._on_wheel, "wheel")
@@ -1906,6 +1932,8 @@ class AudioOnlyPlayback(_Keys):
             return
         if key == "?":
             self.osd.show_help = not self.osd.show_help
+        elif key in ("Ctrl+-", "Ctrl++"):
+            self._say(NO_AUDIO_DELAY_SOUND_ONLY)  # said, not ignored: no picture to delay the sound against
         elif (step := seek_step(event)) is not None and self.clock is not None:
             self.seek(self.clock.now() + step)
 
