@@ -140,8 +140,15 @@ def transcode_audio_only(
     audio = [s for s in streams if s.kind is StreamKind.AUDIO]
     if not audio:
         what = describe_holdings(streams) if streams else "no streams"
+        video = any(s.kind is StreamKind.VIDEO and not s.attached_picture for s in streams)
+        # A video without sound into a sound-alone output: 'no video or audio' was said of it.
+        lacks = (
+            f"no audio for the {os.path.splitext(output)[1].lower()} output (sound alone); it holds"
+            if video
+            else "no video or audio to transcode:"
+        )
         raise NoVideoStreamError(
-            f"{source!r} holds no video or audio to transcode: {what}"
+            f"{source!r} holds {lacks} {what}"
             + (
                 "; cover art is one still picture, not a video"
                 if any(s.attached_picture for s in streams)

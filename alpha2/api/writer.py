@@ -680,6 +680,8 @@ class Writer:
                 or texture the Writer cannot read, or a timestamp that does not increase; the message
                 says what to do. The Writer stays usable.
             UnsupportedError: an array larger than the device's textures.
+            OutputWriteError: the disk did not take the output (full, over quota, an I/O error:
+                :class:`alpha2.gpu.errors.OutputWriteError`, naming the file); the partial file is removed.
         """
         self._check_open()
         if not self._busy.acquire(blocking=False):
@@ -810,6 +812,8 @@ class Writer:
 
         Raises:
             EncoderError: finishing failed, or nothing was written (then no file is left either).
+            OutputWriteError: the disk did not take the output's end (full, over quota, an I/O error);
+                no file is left.
         """
         if self._closed is not None:
             return

@@ -45,6 +45,7 @@ from alpha2.apps.batch_plan import (
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
+    Terminated,
     add_overwrite_arguments,
     column_widths,
     display_width,
@@ -435,7 +436,7 @@ class BatchProgress:
             self._start = time.monotonic()
 
     def __call__(self, event: Event) -> None:
-        from alpha2.apps.batch_run import Finished, Frames, Notice, Planned, Retrying, Started
+        from alpha2.apps.batch_run import Finished, Frames, GaveUp, Notice, Planned, Retrying, Started
 
         if isinstance(event, Notice):  # said even with the display off: it is about the user's files
             self._line(f"alpha2: batch: {event.text}")
@@ -472,7 +473,16 @@ class BatchProgress:
             )
         elif isinstance(event, Finished):
             self._finished_file(event)
+        elif isinstance(event, GaveUp):
+            # Said as it happens, named as the table names it (the input's name): only the files done
+            # were, so a failure was unseen until the end (or never, after a Ctrl-C).
+            name = os.path.join(os.path.dirname(event.key), os.path.basename(event.input))
+            self._line(f"alpha2: batch: {self._over()}/{self.total_files} {name}: failed: {event.reason}")
         self._refresh()
+
+    def _over(self) -> int:
+        """The files over: done, failed for good, or skipped (as the files bar counts them)."""
+        return len(self._finished) + len(self._failed) + self._skipped
 
     def _finished_file(self, event: Finished) -> None:
         outcome = event.outcome
@@ -485,14 +495,16 @@ class BatchProgress:
         task = self._tasks.pop(outcome.key, None)
         if self._rich is not None and task is not None:
             self._rich.remove_task(task)
-        if outcome.ok and self.sound:
-            done = len(self._finished) + self._skipped
+        done = self._over()  # failed files count too: the lines' numbers end at the files' total
+        if outcome.ok and (self.sound or not outcome.frames):
+            # No frames into a video container: an input of sound alone, whose audio was written; said
+            # as such, not as '0 frames, 0.0 fps', which read as an empty output.
+            what = "" if self.sound else "sound alone, "
             self._line(
-                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: "
+                f"alpha2: batch: {done}/{self.total_files} {outcome.key}: {what}"
                 f"{_size_text(outcome.output_bytes)} in {outcome.seconds:.2f} s ({outcome.worker})"
             )
         elif outcome.ok:
-            done = len(self._finished) + self._skipped
             fps = outcome.frames / outcome.seconds if outcome.seconds > 0 else 0.0
             frames = "1 frame" if outcome.frames == 1 else f"{outcome.frames} frames"
             self._line(
@@ -517,7 +529,7 @@ class BatchProgress:
         total = sum(self._totals.get(k, 0) for k in self._frames) or None
         fps = frames / max(time.monotonic() - self._start, 1e-9)
         # A file that failed is over too: the bar stood at 9/12 when 3 of 12 failed and all were over.
-        over = len(self._finished) + len(self._failed) + self._skipped
+        over = self._over()
         self._rich.update(self._files_task, completed=over, count=f"{over}/{self.total_files}")
         if self._frames_task is not None:
             self._rich.update(self._frames_task, completed=frames, total=total, note=f"{fps:.1f} fps")
@@ -527,6 +539,42 @@ class BatchProgress:
         rich, self._rich = self._rich, None
         if rich is not None:
             rich.stop()
+
+
+class RunTally:
+    """What a run has got through, counted from its events whether or not progress is shown: the line
+    an interrupted run ends with (:meth:`interrupted_line`)."""
+
+    def __init__(self, then: Callable[[Event], None]) -> None:
+        self.then = then
+        self.files = 0
+        self.skipped = 0
+        self.done: set[str] = set()
+        self.failed: set[str] = set()
+
+    def __call__(self, event: Event) -> None:
+        from alpha2.apps.batch_run import Finished, GaveUp, Planned
+
+        if isinstance(event, Planned):
+            self.files, self.skipped = event.files, event.skipped
+        elif isinstance(event, Finished) and event.outcome.ok:
+            self.done.add(event.outcome.key)
+        elif isinstance(event, GaveUp):
+            self.failed.add(event.key)
+        self.then(event)
+
+    def interrupted_line(self, *, force: bool = False) -> str | None:
+        """Where an interrupted run stopped and that the same command (without ``-y``, which makes every
+        output again) resumes it; None before its plan."""
+        if not self.files:
+            return None
+        kept = len(self.done) + self.skipped
+        failed = f", {len(self.failed)} failed" if self.failed else ""
+        again = "the same command without -y" if force else "the same command again"
+        return (
+            f"alpha2: batch: stopped with {kept} of {self.files} files done{failed}; their outputs are "
+            f"kept and those in progress removed: {again} does the rest"
+        )
 
 
 def _paths_text(paths: dict[str, int]) -> str:
@@ -684,7 +732,7 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
                 printable(_row_name(r)),
                 r.status.value,
                 str(r.frames) if ran else "-",
-                f"{r.fps:.1f}" if ran else "-",
+                f"{r.fps:.1f}" if ran and r.frames else "-",  # no video: no rate
                 size,
                 str(r.attempts),
                 _paths_text(r.paths) if ran else "-",
@@ -851,10 +899,20 @@ def run(args: argparse.Namespace) -> int:
 
     sound = is_audio_output(f"output{container_extension(args.container)}")
     progress = BatchProgress(enabled=not (args.json or args.quiet), sound=sound)
+    tally = RunTally(progress)
     try:
-        report = batch(args.inputs, args.out, options, settings, on_event=progress)
-    finally:
-        progress.close()
+        try:
+            report = batch(args.inputs, args.out, options, settings, on_event=tally)
+        finally:
+            progress.close()
+    except (KeyboardInterrupt, Terminated):
+        # Said under the display's last lines (then 'alpha2: interrupted'): what was kept, and that a
+        # run resumes; the bars alone stood at '2/4' with nothing on the outputs. --quiet: one line.
+        line = tally.interrupted_line(force=args.overwrite)
+        if line is not None and not args.quiet:
+            for part in wrap_text(line, terminal_columns(sys.stderr) or len(line), "", "  "):
+                print(part, file=sys.stderr)
+        raise
     if args.json:
         pipeline.emit_json(report.as_dict())
     else:

@@ -63,6 +63,7 @@ __all__ = [
     "FileTask",
     "Finished",
     "Frames",
+    "GaveUp",
     "Notice",
     "Outcome",
     "Planned",
@@ -191,6 +192,19 @@ class Retrying:
 
 
 @dataclass(frozen=True)
+class GaveUp:
+    """A file failed for good: its failure is not transient, or its retries are spent (the driver's
+    own event, after its last :class:`Finished`)."""
+
+    key: str
+    """The item's key."""
+    input: str
+    """The input's path."""
+    reason: str
+    """The one-line reason."""
+
+
+@dataclass(frozen=True)
 class Planned:
     """The inputs are known (the first event of a batch)."""
 
@@ -208,7 +222,7 @@ class Notice:
     """The line, without the ``alpha2: batch:`` prefix."""
 
 
-Event = Planned | Started | Frames | Finished | Retrying | Notice
+Event = Planned | Started | Frames | Finished | Retrying | GaveUp | Notice
 
 
 class Backend(Protocol):
@@ -663,6 +677,7 @@ def run_batch(
                     pending.append(dataclasses.replace(task, staging=staging_dir(out_dir, item.key)))
                 else:
                     results[item.key] = _result(item, outcome, attempts[item.key])
+                    notify(GaveUp(item.key, item.input, outcome.error or "failed"))
     finally:
         # Whole even when a second signal comes: the workers stopped, then their staging removed.
         with _signals_held():

@@ -605,8 +605,17 @@ def _run(args: argparse.Namespace) -> int:
             if stats.frames or stats.seconds:
                 _report(stats, args)
     for name, message in errors:
-        print_error(f"{name}: {message}")  # folded at words on a terminal (it was cut mid-word at 80)
+        print_error(_file_error(name, message))  # folded at words on a terminal (it was cut mid-word at 80)
     return 1 if errors else 0
+
+
+def _file_error(name: str, message: str) -> str:
+    """A playlist file's error, led by its name once: FFmpeg's open errors begin ``opening 'name': ``,
+    which after the name said ``b.mp4: opening 'b.mp4': ...``."""
+    opening = f"opening {name!r}: "
+    if message.startswith(opening):
+        message = message[len(opening) :]
+    return f"{name}: {message}"
 
 
 def _say_passed_over(name: str, message: str) -> None:
@@ -616,7 +625,7 @@ def _say_passed_over(name: str, message: str) -> None:
     from alpha2.apps.audio_out import settle_sound
 
     settle_sound()
-    print_error(f"{name}: {message}")
+    print_error(_file_error(name, message))
 
 
 def _window_only_options(args: argparse.Namespace) -> str | None:
