@@ -767,6 +767,9 @@ def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:
     counted = f"; {frames} in {report.seconds:.2f} s ({data['fps']:.1f} fps in all)"
     if report.sound:
         counted = f" in {report.seconds:.2f} s"
+    if data["skipped"] and not data["done"] and not data["failed"]:
+        # Every output was there from an earlier run: '0 frames in 0.64 s (0.0 fps in all)' said nothing.
+        counted = ": every output is there from an earlier batch (-y makes them again)"
     console.print(
         f"{data['done']} done, {data['skipped']} skipped, {data['failed']} failed{counted}",
         markup=False,
