@@ -511,3 +511,21 @@ def mux_silence(out: Any, sound: Any, seconds: float) -> None:
             out.mux(packet)
     for packet in sound.encode(None):
         out.mux(packet)
+
+
+def make_late_video_with_sound(path: str | os.PathLike[str]) -> str:
+    """A Matroska file whose 25 frames of 64x48 H.264 start at 0.48 s, beside 1.5 s of Opus silence from
+    0 (FFmpeg's Matroska muxer tags where such a late track ends, not how long it lasts)."""
+    with av.open(str(path), "w") as out:
+        video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = opus_mono(out)
+        for index in range(25):
+            frame = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24").reformat(
+                format="yuv420p"
+            )
+            frame.pts, frame.time_base = 12 + index, fractions.Fraction(1, 25)  # from 0.48 s
+            out.mux(video.encode(frame))
+        out.mux(video.encode(None))
+        mux_silence(out, sound, 1.5)
+    return str(path)

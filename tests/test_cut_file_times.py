@@ -4,16 +4,14 @@ the last frame decoded for any time up to the duration its container announces; 
 
 from __future__ import annotations
 
-import fractions
 from pathlib import Path
-from typing import Any
 
 import av
 import pytest
 
 import alpha2
 from alpha2.api.errors import EndOfStreamError
-from tests.media import make_clip, mux_silence, opus_mono, pattern, truncate
+from tests.media import make_clip, make_late_video_with_sound, mux_silence, opus_mono, truncate
 
 EARLY = r"the file ends early at 0\.\d{3} s of the 1\.000 s its container announces"
 
@@ -69,19 +67,7 @@ def test_whole_files_keep_their_last_frame_to_their_end(tmp_path: Path) -> None:
 
 
 def test_late_starting_video_and_video_beside_longer_sound_are_not_cut(tmp_path: Path) -> None:
-    late = str(tmp_path / "late.mkv")
-    with av.open(late, "w") as out:
-        video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
-        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-        sound = opus_mono(out)
-        for index in range(25):
-            frame = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24").reformat(
-                format="yuv420p"
-            )
-            frame.pts, frame.time_base = 12 + index, fractions.Fraction(1, 25)  # from 0.48 s
-            out.mux(video.encode(frame))
-        out.mux(video.encode(None))
-        mux_silence(out, sound, 1.5)
+    late = make_late_video_with_sound(tmp_path / "late.mkv")
     _assert_last_frame_lasts_to_the_end(late)
     clip = make_clip(tmp_path / "v.mkv", frames=30, rate=30)
     for name, seconds in (("long_audio.mkv", 3.0), ("long_audio.webm", 3.0)):

@@ -3,7 +3,6 @@ names, scripts from stdin."""
 
 from __future__ import annotations
 
-import fractions
 import os
 import re
 import subprocess
@@ -19,7 +18,7 @@ from alpha2.api.errors import EndOfStreamError
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.apps.batch_plan import printable
 from alpha2.apps.cli import shown_name
-from tests.media import make_clip, mux_silence, opus_mono, pattern, truncate
+from tests.media import make_clip, make_late_video_with_sound, mux_silence, opus_mono, truncate
 
 REPO = str(Path(__file__).resolve().parent.parent)
 ENDS_EARLY = "the input ends before the duration its container announces"
@@ -71,18 +70,7 @@ def test_a_copy_of_a_video_beside_longer_or_shorter_sound_is_not_said_to_end_ear
 
 def test_a_copy_of_a_late_starting_video_is_not_said_to_end_early(tmp_path: Path) -> None:
     # FFmpeg's Matroska muxer tags where a late track ends, not how long it lasts (test_late_track_duration).
-    src = str(tmp_path / "late.mkv")
-    with av.open(src, "w") as out:
-        video: Any = out.add_stream("libx264", rate=25, options={"preset": "ultrafast"})
-        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-        sound = opus_mono(out)
-        for index in range(25):
-            picture = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24")
-            frame = picture.reformat(format="yuv420p")
-            frame.pts, frame.time_base = 12 + index, fractions.Fraction(1, 25)  # from 0.48 s
-            out.mux(video.encode(frame))
-        out.mux(video.encode(None))
-        mux_silence(out, sound, 1.5)
+    src = make_late_video_with_sound(tmp_path / "late.mkv")
     copied = transcode(src, str(tmp_path / "copy.mkv"), TranscodeOptions(codec="copy"))
     assert copied.frames == 25
     assert ENDS_EARLY not in _notes(copied), _notes(copied)
