@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -79,6 +80,39 @@ def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: P
     assert sorted(os.listdir(out)) == ["a short.mp4", MANIFEST_NAME]
 
 
+def test_ctrl_c_under_json_prints_what_was_done(tmp_path: Path) -> None:
+    # 'alpha2 batch --json' interrupted printed nothing on stdout: a script reading the JSON learnt
+    # nothing of the file done and kept.
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "a short.mp4", width=64, height=48, frames=4)
+    make_clip(src / "b long.mp4", width=320, height=240, frames=1200)  # still encoding when interrupted
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    command = [sys.executable, "-m", "alpha2", "batch", str(src), "--out", str(out), "--workers", "1"]
+    process = subprocess.Popen(
+        [*command, "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "a short.mp4").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    stdout, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == "alpha2: terminated (SIGTERM)", err
+    report = json.loads(stdout)
+    assert report["interrupted"] == "SIGTERM" and report["error"] == "interrupted by SIGTERM"
+    assert (report["planned"], report["done"], report["skipped"], report["failed"]) == (2, 1, 0, 0)
+    (done,) = report["files"]
+    assert done["output"] == str(out / "a short.mp4") and done["status"] == "done"
+    assert done["frames"] == 4 and done["output_bytes"] == (out / "a short.mp4").stat().st_size
+    assert sorted(os.listdir(out)) == ["a short.mp4", MANIFEST_NAME]
+
+
 def test_ctrl_c_before_the_plan_and_under_quiet_says_nothing_more() -> None:
     from alpha2.apps.batch import RunTally
     from alpha2.apps.batch_run import Finished, GaveUp, Outcome, Planned
@@ -95,6 +129,14 @@ def test_ctrl_c_before_the_plan_and_under_quiet_says_nothing_more() -> None:
     line = tally.interrupted_line(force=True)
     assert line is not None and "stopped with 2 of 4 files done, 1 failed;" in line
     assert line.endswith("the same command without -y does the rest")
+    report = tally.interrupted_report("/out", "SIGINT")
+    assert (report["planned"], report["done"], report["skipped"], report["failed"]) == (4, 1, 1, 1)
+    assert report["frames"] == 3 and report["interrupted"] == "SIGINT"
+    assert [(f["output"], f["status"]) for f in report["files"]] == [
+        ("/out/a.mp4", "done"),
+        ("/out/b.mp4", "failed"),
+    ]
+    assert report["files"][1]["input"] == "/in/b.avi" and report["files"][1]["error"] == "bad"
 
 
 def test_a_sound_file_in_a_video_batch_is_not_said_as_an_empty_output(

@@ -5,6 +5,7 @@ Xvfb through ``alpha2 play A B``."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import types
@@ -353,3 +354,47 @@ def test_page_up_past_the_last_chapter_goes_to_the_next_file(clips: list[Clip], 
     results, errors, driver = _run_window([chaptered, clips[0].path], presses)
     assert not errors and driver.sources == [chaptered, clips[0].path]
     assert results[0].frames < 30  # left at its last chapter, not played to its end
+
+
+@pytest.mark.vulkan
+def test_volume_mute_and_sound_off_are_kept_for_the_next_file(
+    audio_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mpv keeps the volume, mute, ``aid=no`` and pause from file to file: each file of a playlist started
+    at ``--volume``'s level, unmuted, with sound and playing, whatever 9 / 0, m, # and space had set in
+    the one before."""
+    first = make_clip(tmp_path / "first.mkv", width=64, height=48, frames=60, audio=True)
+    second = make_clip(tmp_path / "second.mkv", width=64, height=48, frames=60, audio=True)
+    third = make_clip(tmp_path / "third.mkv", width=64, height=48, frames=60, audio=True)
+    started: list[tuple[str, str, float, bool, bool]] = []
+    start_clock = window.WindowPlayback._start_clock
+
+    def recording_start_clock(self: Any, pts: float) -> None:
+        start_clock(self, pts)
+        clock = self.clock
+        name = os.path.basename(self.player.source)
+        started.append((name, clock.kind.value, clock.volume, clock.muted, clock.paused))
+
+    said: list[str] = []
+    monkeypatch.setattr(window.WindowPlayback, "_start_clock", recording_start_clock)
+    monkeypatch.setattr(window.WindowPlayback, "_say", lambda self, text: said.append(text))
+    presses = {
+        (first.path, 3): "9",
+        (first.path, 4): "9",
+        (first.path, 5): "m",
+        (first.path, 6): "n",
+        (second.path, 3): "#",  # its one track, then none
+        (second.path, 4): " ",
+        (second.path, 5): "n",
+        (third.path, 3): "#",  # the first track again
+        (third.path, 4): "q",
+    }
+    results, errors, driver = _run_window(
+        [first.path, second.path, third.path], presses, PlayOptions(hwaccel="none")
+    )
+    assert not errors and driver.sources == [first.path, second.path, third.path]
+    assert started[0] == ("first.mkv", "audio", 1.0, False, False)
+    assert started[1] == ("second.mkv", "audio", pytest.approx(0.96), True, False)
+    assert started[2] == ("third.mkv", "system", pytest.approx(0.96), True, True)
+    assert "Audio: off (# turns it on)" in said
+    assert results[2].clock["kind"] == "audio" and said[-1] == "Audio: 1/1 (opus, 2 ch)"

@@ -13,6 +13,8 @@ interrupted run removes the ``--out`` folder it made when nothing was written in
 files and frames; the end is a table, or ``--json``, with each file's execution paths, fps, bytes,
 error and notes (what its transcode changed: streams dropped, audio re-encoded, depth reduced), and the
 files in the input folders that were left out as not video by their extension (audio, pictures, others).
+An interrupted ``--json`` run still prints its document: the files done and failed so far, with
+``interrupted`` naming the signal.
 
 :func:`batch` is the in-process form.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -61,7 +64,7 @@ from alpha2.gpu.errors import ErrorKind, InvalidInputError
 # runs, so that ``alpha2 batch --help`` answers at once.
 if TYPE_CHECKING:
     from alpha2.api.transcode_plan import TranscodeOptions
-    from alpha2.apps.batch_run import Backend, Event, Finished
+    from alpha2.apps.batch_run import Backend, Event, Finished, GaveUp, Outcome
 
 __all__ = ["BatchReport", "BatchSettings", "batch", "register", "run"]
 
@@ -549,8 +552,8 @@ class RunTally:
         self.then = then
         self.files = 0
         self.skipped = 0
-        self.done: set[str] = set()
-        self.failed: set[str] = set()
+        self.done: dict[str, Outcome] = {}
+        self.failed: dict[str, GaveUp] = {}
 
     def __call__(self, event: Event) -> None:
         from alpha2.apps.batch_run import Finished, GaveUp, Planned
@@ -558,10 +561,50 @@ class RunTally:
         if isinstance(event, Planned):
             self.files, self.skipped = event.files, event.skipped
         elif isinstance(event, Finished) and event.outcome.ok:
-            self.done.add(event.outcome.key)
+            self.done[event.outcome.key] = event.outcome
         elif isinstance(event, GaveUp):
-            self.failed.add(event.key)
+            self.failed[event.key] = event
         self.then(event)
+
+    def interrupted_report(self, out_dir: str, signal_name: str) -> dict[str, Any]:
+        """``--json``'s document for an interrupted run: the files done and failed so far (a script
+        reading the JSON got nothing at all), the counts as a whole run's JSON has them, and ``error``
+        saying what stopped it. Files in progress are not listed: their outputs were removed."""
+        files: list[dict[str, Any]] = [
+            {
+                "output": os.path.join(out_dir, *key.split("/")),
+                "status": "done",
+                "frames": outcome.frames,
+                "seconds": round(outcome.seconds, 4),
+                "output_bytes": outcome.output_bytes,
+                "mode": outcome.mode,
+                "paths": dict(outcome.paths),
+                "worker": outcome.worker,
+            }
+            for key, outcome in self.done.items()
+        ]
+        files.extend(
+            {
+                "input": gave_up.input,
+                "output": os.path.join(out_dir, *key.split("/")),
+                "status": "failed",
+                "error": gave_up.reason,
+            }
+            for key, gave_up in self.failed.items()
+        )
+        return {
+            "command": "batch",
+            "out": out_dir,
+            "interrupted": signal_name,
+            "planned": self.files,
+            "files": files,
+            "done": len(self.done),
+            "skipped": self.skipped,
+            "failed": len(self.failed),
+            "frames": sum(outcome.frames for outcome in self.done.values()),
+            "output_bytes": sum(outcome.output_bytes for outcome in self.done.values()),
+            "error": f"interrupted by {signal_name}",
+        }
 
     def interrupted_line(self, *, force: bool = False) -> str | None:
         """Where an interrupted run stopped and that the same command (without ``-y``, which makes every
@@ -908,7 +951,10 @@ def run(args: argparse.Namespace) -> int:
             report = batch(args.inputs, args.out, options, settings, on_event=tally)
         finally:
             progress.close()
-    except (KeyboardInterrupt, Terminated):
+    except (KeyboardInterrupt, Terminated) as stop:
+        if args.json:  # what was done before the signal (a script reading stdout got nothing)
+            name = signal.Signals(stop.signum).name if isinstance(stop, Terminated) else "SIGINT"
+            pipeline.emit_json(tally.interrupted_report(os.path.abspath(args.out), name))
         # Said under the display's last lines (then 'alpha2: interrupted'): what was kept, and that a
         # run resumes; the bars alone stood at '2/4' with nothing on the outputs. --quiet: one line.
         line = tally.interrupted_line(force=args.overwrite)

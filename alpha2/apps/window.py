@@ -314,26 +314,39 @@ def screenshot_path(source: str, pts_s: float) -> str:
 
 
 def make_clock(
-    player: Any, start_s: float, duration_s: float | None, stream_index: int | None = None
+    player: Any,
+    start_s: float,
+    duration_s: float | None,
+    stream_index: int | None = None,
+    *,
+    silent: str | None = None,
 ) -> MediaClock:
     """The run's media clock (sound unless ``--no-audio`` or it cannot be had), recorded in the stats;
-    ``stream_index``: the audio track to hear (an index among the audio streams; None: the default)."""
+    ``stream_index``: the audio track to hear (an index among the audio streams; None: the default);
+    ``silent``: the system clock, for this reason (sound turned off by ``#`` in an earlier file)."""
     from alpha2.api.media import media_kinds
-    from alpha2.apps.audio_out import open_clock
+    from alpha2.apps.audio_out import SystemClock, open_clock
 
     kinds = media_kinds(player.source)
-    clock = open_clock(
-        player.source,
-        want_audio=player.options.audio,
-        has_audio="audio" in kinds,
-        start_s=start_s,
-        duration_s=duration_s,
-        stream_index=stream_index,
-    )
+    clock: MediaClock
+    if silent is not None and player.options.audio and "audio" in kinds:
+        clock = SystemClock(silent, start_s, duration_s)
+    else:
+        clock = open_clock(
+            player.source,
+            want_audio=player.options.audio,
+            has_audio="audio" in kinds,
+            start_s=start_s,
+            duration_s=duration_s,
+            stream_index=stream_index,
+        )
     clock.set_volume(player.options.volume)
     player.stats.clock = clock.as_dict()
     return clock
 
+
+AUDIO_OFF_REASON = "audio off (#)"
+"""The system clock's reason once ``#`` has turned the sound off (kept for the playlist's next files)."""
 
 NO_AUDIO_DELAY_SOUND_ONLY = "A-V delay: not in a sound-only window"
 """What Ctrl+- / Ctrl++ say in the window of a file without video: no picture to delay the sound against."""
@@ -415,6 +428,7 @@ class _Keys:
     seek: Callable[[float], None]  # each window's own: jump to a time in seconds
     one_file: bool = True  # the keys of one file (chapters, audio tracks); a wall of many has none
     _paused_since: float | None = None  # when the pause on now began (perf_counter)
+    sound_off = False  # '#' went past the last track: no sound, in the next files too (mpv's aid=no)
     _paused_total: float = 0.0  # earlier pauses, seconds
 
     def _note_pause(self) -> None:
@@ -567,6 +581,7 @@ class _Keys:
             self._hear_again(tracks[0])
         elif current.stream_index + 1 >= len(tracks):
             self._replace_clock(self._silent_clock(clock), "audio off")
+            self.sound_off = True
             self._say("Audio: off")
         else:
             following = tracks[current.stream_index + 1]
@@ -586,7 +601,7 @@ class _Keys:
         """The system clock at ``clock``'s time, for no sound (``#`` past the last track)."""
         from alpha2.apps.audio_out import SystemClock
 
-        return SystemClock("audio off (#)", clock.now(), self._clock_duration())
+        return SystemClock(AUDIO_OFF_REASON, clock.now(), self._clock_duration())
 
     def open_sound(self, stream_index: int, start_s: float) -> MediaClock:
         """The audio clock of the track of ``stream_index`` from ``start_s`` (the system clock, saying
@@ -618,6 +633,7 @@ class _Keys:
             self._say(f"Audio: none heard ({sound.reason})")
             return
         self._replace_clock(sound, "audio track")
+        self.sound_off = False
         self._say(f"Audio: {track.label()}")
 
     def _replace_clock(self, new: MediaClock, label: str) -> None:
@@ -808,6 +824,11 @@ class WindowPlayback(_Keys):
         self.audio_delay_s = options.audio_delay_s
         """Seconds the sound comes later than the picture (Ctrl+- / Ctrl++, ``--audio-delay``), as mpv's
         audio-delay; kept from file to file."""
+        self.volume: float | None = None
+        """The volume set by 9 / 0, mute by m and pause in an earlier file of the playlist, kept for the
+        next as mpv keeps them (None: ``--volume``'s, at the first file)."""
+        self.muted = False
+        self.stay_paused = False
         self.loop = bool(options.loop)
         self.ab_loop: tuple[float, float | None] | None = None  # l: (A, B), B None until set
         self.speed = options.speed
@@ -1040,6 +1061,10 @@ class WindowPlayback(_Keys):
             self.pending = None
         self.note_track()
         clock, self.clock = self.clock, None
+        if clock is not None:  # the next file of the playlist plays as loud, and muted or not
+            self.volume = getattr(clock, "volume", None)
+            self.muted = bool(getattr(clock, "muted", False))
+            self.stay_paused = bool(getattr(clock, "paused", False)) and not clock.ended()
         if self.audio_only:  # quit before the sound's end: its terminal line keeps its length
             self.player.ended_early = clock is not None and not clock.ended()
         if clock is not None:
@@ -1748,7 +1773,17 @@ class WindowPlayback(_Keys):
         """Open the subtitles and start the sound and the clock at ``pts``, the first frame's time: once
         that frame is up (its first render may take long), in sync with it."""
         self._open_subtitles()
-        self.clock = make_clock(self.player, pts, self.duration_s, self.asked_stream())
+        silent = AUDIO_OFF_REASON if self.sound_off else None
+        self.clock = make_clock(self.player, pts, self.duration_s, self.asked_stream(), silent=silent)
+        if self.volume is not None:
+            self.clock.set_volume(self.volume)
+        if self.muted:
+            self.clock.toggle_mute()
+        if silent is not None and self.audio_tracks():
+            self._say("Audio: off (# turns it on)")
+        if self.stay_paused:  # n / Enter while paused: the next file's first frame, paused
+            self.stay_paused = False
+            self.toggle_pause()
         if self.speed != 1.0:
             self.clock.set_speed(self.speed)
         if self.audio_delay_s and not self.audio_only:
