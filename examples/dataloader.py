@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset
 import alpha2
 
 CLIP_FRAMES = 4  # frames a clip
-STEP_S = 0.1  # seconds between them
+STEP_S = 0.1  # seconds between them (less in a video shorter than a clip)
 SIZE = (112, 112)  # (width, height) of each picture
 
 
@@ -33,9 +33,11 @@ class VideoClips(Dataset):
         self.items = []
         for path in videos:
             with alpha2.open(path, hwaccel="none") as source:
-                last = (source.duration_seconds or 1.0) - CLIP_FRAMES * STEP_S
+                seconds = source.duration_seconds or 1.0
+            step = min(STEP_S, seconds / CLIP_FRAMES)  # a video shorter than a clip: its frames closer
+            last = seconds - CLIP_FRAMES * step  # the clip's last time is before the end (which has no frame)
             for _ in range(clips_per_video):
-                self.items.append((path, rng.uniform(0.0, max(last, 0.0))))
+                self.items.append((path, rng.uniform(0.0, max(last, 0.0)), step))
         self.sources: dict[str, alpha2.VideoSource] = {}  # this worker's own, opened on first use
         self.device: alpha2.Device | None = None  # this worker's one device, which its sources share
 
@@ -50,9 +52,9 @@ class VideoClips(Dataset):
         return self.sources[path]
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, str]:
-        path, start = self.items[index]
+        path, start, step = self.items[index]
         source = self.source(path)
-        frames = source.frames_at([start + i * STEP_S for i in range(CLIP_FRAMES)])
+        frames = source.frames_at([start + i * step for i in range(CLIP_FRAMES)])
         try:
             clip = source.to_tensor(frames, size=SIZE, layout="CHW", dtype="float32", mean=0.45, std=0.225)
             on_cuda = clip.device.startswith("cuda")

@@ -340,6 +340,23 @@ def test_frames_at_index_and_len(
         assert len(scans) <= 1
 
 
+def test_frame_numbers_are_asked_by_index_not_by_i_over_the_rate(tmp_path: Path, device: Any) -> None:
+    """What frames_at's docstring says: Matroska keeps its stamps to the millisecond, so at 30 fps
+    frame 2 is stamped 0.067 s and 2 / 30 s (0.0667) is frame 1's time; frames_at_index(i) is frame i."""
+    import alpha2
+
+    path = make_clip(tmp_path / "cfr30.mkv", frames=6, rate=30).path
+    with alpha2.open(path, hwaccel="none", device=device) as source:
+        by_time = source.frames_at([i / source.frame_rate for i in range(6)])
+        by_index = source.frames_at_index(range(6))
+        try:
+            assert [f.pts_seconds for f in by_index] == [0.0, 0.033, 0.067, 0.1, 0.133, 0.167]
+            assert [f.pts_seconds for f in by_time] == [0.0, 0.033, 0.033, 0.1, 0.133, 0.133]
+        finally:
+            for frame in [*by_time, *by_index]:
+                frame.release()
+
+
 # -- 3. rotation ----------------------------------------------------------------------------------------
 
 

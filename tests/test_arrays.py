@@ -88,6 +88,31 @@ def test_decoded_frame_planes_shapes_and_values() -> None:
         frame.plane(2)
 
 
+def test_numpy_asarray_of_a_plane_is_its_pixels() -> None:
+    # np.asarray(frame.plane(0)) was a 0-d object array holding the PlaneArray: shape (), no pixels,
+    # nothing said (found by a PyTorch user's pass over the docs, which say the plane is for "numpy").
+    frame, y, _ = _nv12_frame()
+    luma = np.asarray(frame.plane(0))
+    assert luma.shape == (4, 8) and luma.dtype == np.uint8
+    assert luma.tolist() == frame.to_ndarray(plane=0).tolist()
+    y[17] = 250  # a view of the plane, as to_ndarray is
+    assert luma[1, 1] == 250
+    assert np.asarray(frame.plane(1), dtype=np.float32).tolist() == frame.plane(1).to_ndarray().tolist()
+    assert np.array(frame.plane(0)).tolist() == luma.tolist()
+    cuda = PlaneArray(
+        data_ptr=0x7F0000000000,
+        height=4,
+        width=8,
+        channels=1,
+        dtype=np.dtype("u1"),
+        row_stride_bytes=64,
+        device=(DLDeviceType.CUDA, 0),
+        owner=object(),
+    )
+    with pytest.raises(UnsupportedError, match=r"torch\.from_dlpack"):
+        np.asarray(cuda)
+
+
 def test_one_plane_frame_exports_itself() -> None:
     data = bytearray(range(4 * 4 * 4))
     planes = CpuPlaneSet(planes=(CpuPlane(data=data, bytes_per_row=16, width_bytes=16, height=4),))

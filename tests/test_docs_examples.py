@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from media import make_clip
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = "/tmp/alpha2-sample.mp4"
@@ -119,6 +120,24 @@ def test_gallery_runs(script: Path, sample: str, tmp_path: Path) -> None:
         pytest.fail(f"{script.name} ran past {GALLERY_LIMIT_S} s; output so far:\n{exc.stdout}\n{exc.stderr}")
     assert done.returncode == 0, f"{script.name} failed:\n{done.stdout}\n{done.stderr}"
     assert done.stdout.strip(), f"{script.name} printed nothing"
+
+
+@pytest.mark.vulkan
+def test_the_dataloader_example_takes_a_video_shorter_than_a_clip(tmp_path: Path) -> None:
+    # Its clips are 4 frames 0.1 s apart: on a 0.2 s video (a folder of them holds some) a worker raised
+    # EndOfStreamError at 0.2 s and the loader stopped.
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("dataloader.py needs torch")
+    short = make_clip(tmp_path / "short.mp4", frames=6).path  # 0.2 s at 30 fps
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "dataloader.py"), short],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=GALLERY_LIMIT_S,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(2, 4, 3, 112, 112)" in done.stdout
 
 
 def _shell_commands() -> list[tuple[str, list[str]]]:

@@ -153,3 +153,69 @@ def test_the_file_s_title_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert [line.split(None, 1) for line in out.splitlines() if line.lstrip().startswith("title")] == [
         ["title", "Film title"]
     ], out
+
+
+def test_a_turned_video_s_stream_says_its_turn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A phone's portrait MP4 (its tkhd matrix turns it) was said 64x48 unturned with --no-decode, where
+    ffprobe says the display matrix without decoding; and --json's stream said rotation 'none' and shown
+    size 64x48 beside the decoded video's 'cw270' and 48x64 (a Matroska's turn likewise)."""
+    import json
+
+    from tests.media import make_clip
+
+    mp4 = make_clip(tmp_path / "portrait.mp4", frames=4, rotation_ccw=90).path
+    mkv = make_clip(tmp_path / "portrait.mkv", frames=4, rotation_ccw=-90).path
+    assert main(["probe", "--no-decode", mp4]) == 0
+    out = capsys.readouterr().out
+    assert "48x64 shown (stored 64x48, turned 270° clockwise)" in out, out
+    assert main(["probe", "--json", mp4, mkv]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    said = [(f["streams"][0]["rotation"], f["streams"][0]["shown_size"]) for f in files]
+    decoded = [(f["video"]["rotation"], f["video"]["display_size"]) for f in files]
+    assert said == decoded == [("cw270", [48, 64]), ("cw90", [48, 64])], (said, decoded)
+
+
+def test_text_subtitles_are_told_from_pictures_by_ffmpeg_s_descriptor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SAMI file (text, as FFmpeg's codec descriptor marks it) was said '#0 subtitle sami, pictures':
+    only the names of a few text formats were known as text. A PGS track stays pictures."""
+    import av
+
+    smi = tmp_path / "talk.smi"
+    smi.write_text(
+        "<SAMI><BODY><SYNC Start=1000><P Class=ENCC>Hello</P></SYNC>"
+        "<SYNC Start=2000><P Class=ENCC>&nbsp;</P></SYNC></BODY></SAMI>\n"
+    )
+    pgs = str(tmp_path / "pgs.mkv")
+    ms = fractions.Fraction(1, 1000)
+    with av.open(pgs, "w") as out:
+        stream = out.add_mux_stream("hdmv_pgs_subtitle", time_base=ms)
+        packet = av.Packet(b"\x80\x00\x00")  # an end-of-display segment's header, enough to mux
+        packet.pts = packet.dts = 0
+        packet.time_base, packet.stream = ms, stream
+        out.mux(packet)
+    assert main(["probe", str(smi), pgs]) == 0
+    said = [line.split(None, 2)[2] for line in capsys.readouterr().out.splitlines() if "#0 subtitle" in line]
+    assert said == ["sami, text", "pgssub, pictures"], said
+
+
+def test_a_raw_h264_s_rate_is_its_bitstream_s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 30 fps .h264 (an elementary stream: no container times) was said '25 fps', the raw demuxer's
+    default, while alpha2.open and the decoder time its frames by the bitstream's 30."""
+    import av
+
+    from tests.media import make_clip
+
+    clip = make_clip(tmp_path / "clip.mp4", frames=20, rate=30)
+    raw = str(tmp_path / "clip.h264")
+    with av.open(clip.path) as inp, av.open(raw, "w", format="h264") as out:
+        stream = out.add_stream_from_template(inp.streams.video[0])
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    assert describe_file(raw).streams[0].frame_rate == 30
+    assert main(["probe", raw]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "#0 video" in line]
+    assert len(said) == 1 and ", 30 fps, " in said[0], said

@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import arguments
@@ -136,6 +136,13 @@ def describe(path: str | os.PathLike[str], *, decode: bool = True, hwaccel: str 
             decoder = source.hwaccel
     except Error as exc:
         return MediaDescription(facts, None, None, None, (), exc.message)
+    # The turn the first frame's display matrix gives (a Matroska's, which FFmpeg reads into no tag) is
+    # the stream's too: its facts in --json said 'none' beside the video's 'cw90'.
+    streams = tuple(
+        replace(s, rotation=info.rotation) if s.index == index and s.rotation is not info.rotation else s
+        for s in facts.streams
+    )
+    facts = replace(facts, streams=streams)
     return MediaDescription(facts, index, info, decoder, tuple(guessed_notes(info.colour)), None)
 
 

@@ -1398,6 +1398,9 @@ class VideoSource:
         """The frames on display at each of ``seconds``, in the order asked (duplicates allowed, each
         its own Frame): exact on variable frame rate and with B-frames. ``seconds`` count from the
         stream's start, as :meth:`frame_at` says (``frame.pts_seconds - source.info.start_seconds``).
+        For frame numbers use :meth:`frames_at_index`: ``i / frame_rate`` is not always frame ``i``'s
+        time, since containers round the stamps (Matroska and WebM to the millisecond: at 30 fps
+        frame 2 is stamped 0.067 s, and 2 / 30 = 0.0667 s is frame 1's).
 
         The times are sorted and decoded in one forward pass, seeking only to skip to a later key
         frame. Each returned Frame holds its decoded surface until you release it. Afterwards the

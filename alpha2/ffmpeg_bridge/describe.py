@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fractions
 import itertools
+import math
 import os
 import re
 import struct
@@ -22,8 +23,10 @@ from alpha2.ffmpeg_bridge.channel_layouts import open_input
 from alpha2.ffmpeg_bridge.errors import MediaFormatError, from_ffmpeg_open
 from alpha2.ffmpeg_bridge.media import (
     DEFAULT_MAX_PIXELS,
+    average_rate,
     codec_name,
     probe_options,
+    rotation_from_degrees_ccw,
     stream_language,
     stream_rotation,
     subtitle_codec_name,
@@ -87,8 +90,9 @@ class StreamFacts:
     sample_aspect_ratio: fractions.Fraction | None = None
     """Video: the shape of a pixel, where it is not square (None: square or not said)."""
     rotation: Rotation = Rotation.NONE
-    """Video: the clockwise turn of the legacy ``rotate`` tag. A display matrix is read from the first
-    frame, which this does not decode: :attr:`alpha2.api.describe.MediaDescription.video` has it."""
+    """Video: the clockwise turn of the legacy ``rotate`` tag, else of an MP4 / MOV track's matrix (not
+    mirrored). Another display matrix (Matroska's) is read from the first frame, which this does not
+    decode: :func:`alpha2.api.describe.describe` puts that turn here where it decodes."""
     frame_rate: float | None = None
     """Video: average frames per second, where the container says."""
     frame_count: int | None = None
@@ -277,6 +281,8 @@ def describe_file(path: str | os.PathLike[str], *, rates: bool = True) -> FileFa
         )
         if any(f.kind is StreamKind.DATA and not f.codec for f in streams):
             streams = _with_codec_tags(container, where, streams)
+        if any(f.kind is StreamKind.VIDEO and f.rotation is Rotation.NONE for f in streams):
+            streams = _with_track_turns(container, where, streams)
         video = next((f for f in streams if f.kind is StreamKind.VIDEO and not f.attached_picture), None)
         if video is not None and rates:
             span, empty = _rate_span(container, container.streams[video.index])
@@ -419,7 +425,8 @@ def _stream_facts(stream: Any) -> StreamFacts:
         # The container's pixel shape (Matroska's display size, MP4's pasp) before the bitstream's, as
         # FFmpeg's av_guess_sample_aspect_ratio, ffprobe and players take it.
         sar = getattr(stream, "sample_aspect_ratio", None) or getattr(cc, "sample_aspect_ratio", None)
-        rate = getattr(stream, "average_rate", None) or getattr(stream, "guessed_rate", None)
+        # A raw .h264's by its bitstream, as the decoder times its frames (the demuxer's is its default 25).
+        rate = average_rate(stream.container, stream) or getattr(stream, "guessed_rate", None)
         return StreamFacts(
             **common,
             attached_picture=bool(disposition & int(flags.attached_pic)),
@@ -446,10 +453,22 @@ def _stream_facts(stream: Any) -> StreamFacts:
             sample_format=str(sample_format.name) if sample_format is not None else None,
         )
     if kind is StreamKind.SUBTITLE:
-        return StreamFacts(**common, text=codec in _TEXT_SUBTITLES)
+        return StreamFacts(**common, text=_is_text(cc, codec))
     if kind is StreamKind.ATTACHMENT:
         return StreamFacts(**common, filename=str(metadata.get("filename", "") or "") or None)
     return StreamFacts(**common)
+
+
+def _is_text(cc: Any, codec: str) -> bool:
+    """Whether a subtitle stream is text, as FFmpeg's codec descriptor marks it (text or bitmap), else by
+    the known text formats' names: SAMI, JACOsub, RealText, closed captions, ... are text, and a list
+    of names alone said them 'pictures'."""
+    descriptor = getattr(cc, "codec", None) if cc is not None else None
+    text = bool(getattr(descriptor, "text_sub", False))
+    bitmap = bool(getattr(descriptor, "bitmap_sub", False))
+    if text != bitmap:  # (DVB teletext is marked both: its decoder gives either)
+        return text
+    return codec in _TEXT_SUBTITLES
 
 
 def _tag(metadata: Any, name: str) -> str | None:
@@ -475,6 +494,49 @@ def _with_codec_tags(container: Any, path: str, streams: tuple[StreamFacts, ...]
             facts = replace(facts, codec_tag=tag)
         found.append(facts)
     return tuple(found)
+
+
+def _with_track_turns(container: Any, path: str, streams: tuple[StreamFacts, ...]) -> tuple[StreamFacts, ...]:
+    """``streams`` with an MP4 / MOV video track's turn, read from its ``tkhd`` matrix, where no
+    ``rotate`` tag gave one: FFmpeg shows that matrix (a phone's portrait video) as the stream's
+    display matrix, which PyAV gives only on decoded frames; ffprobe says it without decoding."""
+    if "mov" not in container.format.name.split(",") or not os.path.isfile(path):
+        return streams
+    turns = _mov_track_turns(path)
+    found = []
+    for facts in streams:
+        turn = turns.get(int(container.streams[facts.index].id), Rotation.NONE)
+        if facts.kind is StreamKind.VIDEO and facts.rotation is Rotation.NONE and turn is not Rotation.NONE:
+            facts = replace(facts, rotation=turn)
+        found.append(facts)
+    return tuple(found)
+
+
+def _mov_track_turns(path: str) -> dict[int, Rotation]:
+    """Each track's ID -> the clockwise turn of its ``tkhd`` matrix (a quarter turn's multiple, not
+    mirrored; others are left to decoding, which reads them from the frames), read as FFmpeg's
+    ``av_display_rotation_get`` reads it; empty where unreadable."""
+    found: dict[int, Rotation] = {}
+    try:
+        with open(path, "rb") as file:
+            end = os.fstat(file.fileno()).st_size
+            for _, start, stop in _boxes(file, 0, end, b"moov"):
+                for _, track, track_end in _boxes(file, start, stop, b"trak"):
+                    for _, body, _ in _boxes(file, track, track_end, b"tkhd"):
+                        file.seek(body)
+                        wide = file.read(1) == b"\1"
+                        file.seek(body + (20 if wide else 12))
+                        track_id = struct.unpack(">I", file.read(4))[0]
+                        # Then (reserved,) duration, 8 reserved, layer, group, volume, 2 reserved.
+                        file.seek(body + (44 if wide else 32) + 8)
+                        a, b, _, c, d = struct.unpack(">5i", file.read(20))
+                        if a * d - b * c <= 0:  # mirrored (or no picture): left to decoding
+                            continue
+                        degrees_ccw = -math.degrees(math.atan2(b / math.hypot(b, d), a / math.hypot(a, c)))
+                        found[track_id] = rotation_from_degrees_ccw(degrees_ccw)
+    except (OSError, struct.error, ZeroDivisionError):
+        return {}
+    return found
 
 
 def _mov_sample_entries(path: str) -> dict[int, str]:

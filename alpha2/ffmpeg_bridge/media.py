@@ -28,6 +28,7 @@ __all__ = [
     "AudioTrack",
     "StreamInfo",
     "audio_tracks",
+    "average_rate",
     "check_picture_size",
     "codec_name",
     "colour_of",
@@ -379,7 +380,7 @@ _AVFMT_NOTIMESTAMPS = 0x80
 """FFmpeg's flag of a format whose packets carry no timestamps (raw elementary streams)."""
 
 
-def _average_rate(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> Any:
+def average_rate(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> Any:
     """The stream's average frame rate; for a raw elementary stream (.h264, .hevc: a format without
     timestamps) the bitstream's own, by which its frames are timed, where the demuxer's is its default
     (25: a 30 fps .h264 was said to be 25 fps while its frames came 1/30 s apart)."""
@@ -418,7 +419,7 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         height=cc.height,
         ffmpeg_pixel_format=pix,
         frame_count=stream.frames or None,
-        average_rate=_fraction_or_none(_average_rate(container, stream)),
+        average_rate=_fraction_or_none(average_rate(container, stream)),
         time_base=fractions.Fraction(time_base),
         duration=duration,
         start_time=stream.start_time,

@@ -175,7 +175,8 @@ class PlaneArray:
     """One plane of a frame as an array: ``(height, width)`` or ``(height, width, channels)``.
 
     Use it with any DLPack consumer (``np.from_dlpack``, ``torch.from_dlpack``, ``cupy.from_dlpack``) or
-    call :meth:`to_ndarray`. Valid while the frame it came from is not released.
+    call :meth:`to_ndarray` (``np.asarray(plane)`` is the same view). Valid while the frame it came from
+    is not released.
     """
 
     data_ptr: int
@@ -272,3 +273,15 @@ class PlaneArray:
         strides = tuple(s * itemsize for s in self.strides_elements)
         # Writeable exactly when the producer's buffer is (numpy's DLPack export refuses read-only arrays).
         return np.lib.stride_tricks.as_strided(elements, shape=self.shape, strides=strides)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        # Without it np.asarray(plane) was a 0-d object array holding the PlaneArray, nothing said.
+        array = self.to_ndarray()
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            if copy is False:  # numpy 2's protocol: copy=False asks for no copy, or an error
+                raise InvalidInputError(
+                    f"this {array.dtype} plane cannot be made {np.dtype(dtype)} without a copy, and "
+                    "copy=False was asked; leave copy out"
+                )
+            return array.astype(dtype)
+        return array.copy() if copy else array
