@@ -230,6 +230,24 @@ def test_channels_in_no_known_place_labelled_by_flac_are_said(tmp_path: Path) ->
     assert _audio(out)[:3] == ("flac", 6, "5.1(side)")
 
 
+@pytest.mark.parametrize(
+    ("output", "codec"), [("out.flac", "flac"), ("out.mp4", "flac"), ("out.m4a", "alac")]
+)
+def test_two_channels_in_no_known_place_into_flac_or_alac_are_stereo_unsaid(
+    tmp_path: Path, output: str, codec: str
+) -> None:
+    """Two PCM channels in no known place (every plain stereo WAV reads so) are stereo to FFmpeg and
+    every player, as one such channel is mono: 'its 2 channels, in no known place, labelled stereo:
+    flac names one layout a count' was said of every stereo WAV into .flac (an outside pass)."""
+    src = _make(tmp_path / "in.mkv", "pcm_s16le", layout="2 channels")
+    out = str(tmp_path / output)
+    options = TranscodeOptions(codec=codec) if output.endswith(".m4a") else TranscodeOptions()
+    stats = transcode(src, out, options)
+    told = stats.encoder["audio"]
+    assert "no known place" not in told and "labelled" not in told, told
+    assert _audio(out)[:3] == (codec, 2, "stereo")
+
+
 def test_a_lossy_source_cut_stays_in_the_containers_lossy_codec(tmp_path: Path) -> None:
     src = _make(tmp_path / "in.mkv", "ac3")
     stats = transcode(src, str(tmp_path / "out.mkv"), TranscodeOptions(from_seconds=0.2))

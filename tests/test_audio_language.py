@@ -82,3 +82,30 @@ def test_probe_lists_each_audio_streams_language(tmp_path: Path, capsys: pytest.
         ("jpn", "Japanese commentary"),
         (None, None),
     ]
+
+
+def test_languages_go_into_mov_in_the_form_its_muxer_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FFmpeg's MOV muxer writes a language only in its QuickTime table's form (``ger``, ``dut``, ``ces``;
+    any other form is written as no language): a German track tagged ``deu`` (as MKVToolNix and
+    FFmpeg tag it) came out of ``alpha2 transcode in.mkv out.mov --codec copy`` with no language, unsaid,
+    while its French (``fra``, in the table) kept its own. Swedish is ``sve`` in that table, no ISO 639
+    code: it is said lost. Found by an outside pass over several audio tracks."""
+    clip = make_clip(tmp_path / "base.mkv", frames=12, audio=True)
+    src = str(tmp_path / "languages.mkv")
+    tags = ["deu", "fra", "cze", "swe"]
+    with av.open(clip.path) as inp, av.open(src, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        audio = []
+        for language in tags:
+            stream = out.add_stream_from_template(inp.streams.audio[0])
+            stream.metadata["language"] = language
+            audio.append(stream)
+        copy_video_and_audio(inp, video, audio, out)
+    target = str(tmp_path / "out.mov")
+    assert main(["transcode", src, target, "--codec", "copy", "--json"]) == 0
+    with av.open(target) as written:
+        got = [s.metadata.get("language") for s in written.streams.audio]
+    assert got == ["ger", "fra", "ces", None], got
+    assert "stream 4's language 'swe' is not written" in capsys.readouterr().out

@@ -11,6 +11,7 @@ from pathlib import Path
 import av
 import pytest
 
+from alpha2.api.transcode_report import summary_notes
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.ffmpeg_bridge.side_streams import STREAM_TAGS_OF_THE_CODING, copy_tags
 from tests.media import copy_video_and_audio, make_clip
@@ -136,3 +137,47 @@ def test_copy_tags_keeps_the_targets_and_leaves_out_coding_tags() -> None:
     everything: dict[str, str] = {}
     copy_tags(source, everything)
     assert everything == source
+
+
+@pytest.mark.parametrize("codec", [None, "copy"])
+def test_mp4_track_titles_are_kept(tmp_path: Path, codec: str | None) -> None:
+    """An MP4's track titles (its ``udta/name``, which the demuxer says as ``name``) were lost into
+    .mp4 (whose muxer writes a track's name from ``title`` alone) and became a Matroska NAME tag, not
+    the track's name, in .mkv; now each stream keeps its title. Found by an outside pass against
+    ffprobe (ffmpeg loses them the same way)."""
+    src = _multi(tmp_path, ".mp4")
+    _, streams = _read(src)
+    assert [tags.get("name") for _, tags, _ in streams] == ["Main video", "English", "Français", "Deutsch"]
+    for out_ext in (".mp4", ".mkv"):
+        out = str(tmp_path / f"out{out_ext}")
+        transcode(src, out, TranscodeOptions(codec=codec))
+        _, streams = _read(out)
+        # The MP4 demuxer says the title as ``name`` again, Matroska's as ``title``.
+        titles = [tags.get("title", tags.get("name")) for _, tags, _ in streams[:4]]
+        assert titles == ["Main video", "English", "Français", "Deutsch"], (out_ext, streams)
+        assert not any("name" in tags and "title" in tags for _, tags, _ in streams), (out_ext, streams)
+
+
+def test_marks_the_container_cannot_hold_are_said(tmp_path: Path) -> None:
+    """A forced, hearing-impaired subtitle stream lost its marks into .webm (hearing impaired) and
+    .mov (both) with nothing said, the muxer leaving them out; now each mark lost is a note (in the
+    summary and ``--json``'s stream notes). Into .mkv and .mp4, which hold both, nothing is said.
+    Found by an outside pass on metadata against ffprobe."""
+    src = _multi(tmp_path, ".mkv")
+    expected = {
+        ".webm": "subtitle stream 3's hearing impaired mark dropped: the webm container cannot hold it",
+        ".mov": "subtitle stream 3's forced and hearing impaired marks dropped: the mov container cannot "
+        "hold them",
+        ".mkv": None,
+        ".mp4": None,
+    }
+    for out_ext, said in expected.items():
+        out = str(tmp_path / f"out{out_ext}")
+        stats = transcode(src, out, TranscodeOptions(codec="copy" if out_ext != ".webm" else None))
+        notes = [n for n in summary_notes(stats) if " mark" in n]
+        assert notes == ([said] if said else []), (out_ext, notes)
+        _, streams = _read(out)
+        flags = streams[3][2]
+        held = {".webm": Disposition.forced, ".mov": 0}.get(out_ext)
+        if held is not None:  # what the note says is so
+            assert flags & int(Disposition.forced | Disposition.hearing_impaired) == int(held), out_ext

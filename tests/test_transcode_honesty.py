@@ -310,6 +310,13 @@ def test_probe_says_the_chapters(tmp_path: Path) -> None:
     ]
     assert description.as_dict()["chapters"][1] == {"start_seconds": 1.0, "end_seconds": 2.0, "title": "Two"}
     assert "  chapters  2: 0:00 One, 0:01 Two" in describe_lines(description, 80)
+    # Chapters between whole seconds are said to the millisecond: starts at 0 and 0.8 s were both '0:00'.
+    from dataclasses import replace
+
+    first, second = description.file.chapters
+    close = (first, replace(second, start_seconds=0.8), replace(second, start_seconds=61.9996))
+    closer = replace(description, file=replace(description.file, chapters=close))
+    assert "  chapters  3: 0:00.000 One, 0:00.800 Two, 1:02.000 Two" in describe_lines(closer, 80)
     plain = describe(_make(tmp_path / "plain.mkv"), decode=False)
     assert plain.file.chapters == ()
     assert not any(line.startswith("  chapters") for line in describe_lines(plain, 80))

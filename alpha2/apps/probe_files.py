@@ -29,6 +29,8 @@ from alpha2.apps.cli import (
 from alpha2.gpu.errors import Error, InvalidInputError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from alpha2.api.describe import MediaDescription, StreamFacts
     from alpha2.api.source import VideoInfo
 
@@ -114,11 +116,10 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     if file_timecode and not any(s.timecode for s in facts.streams):
         fields.append(("timecode", file_timecode.strip()))
     if facts.chapters:
-        from alpha2.apps.osd import format_time  # as the player shows a time; here, not for --help
-
+        starts = [_chapter_time(c.start_seconds, facts.chapters) for c in facts.chapters[:6]]
         shown = ", ".join(
-            f"{format_time(c.start_seconds)} {c.title}" if c.title else format_time(c.start_seconds)
-            for c in facts.chapters[:6]
+            f"{start} {c.title}" if c.title else start
+            for start, c in zip(starts, facts.chapters, strict=False)
         )
         more = f", and {len(facts.chapters) - 6} more" if len(facts.chapters) > 6 else ""
         fields.append(("chapters", f"{len(facts.chapters)}: {shown}{more}"))
@@ -127,6 +128,18 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
     elif description.video_error is not None:
         fields.append(("", f"video not decoded: {description.video_error}"))
     return lines + wrap_fields(fields, width)
+
+
+def _chapter_time(seconds: float, chapters: Sequence[Any]) -> str:
+    """A chapter's start as the player shows a time (``1:02``), or to the millisecond (``0:00.800``)
+    where a chapter of the file starts between whole seconds: two chapters 0.8 s apart were both said
+    ``0:00``."""
+    from alpha2.apps.osd import format_time  # as the player shows a time; here, not for --help
+
+    if all(abs(c.start_seconds - round(c.start_seconds)) < 5e-4 for c in chapters):
+        return format_time(round(seconds))
+    milliseconds = round(max(0.0, seconds) * 1000)
+    return f"{format_time(milliseconds // 1000)}.{milliseconds % 1000:03d}"
 
 
 def _stream_text(

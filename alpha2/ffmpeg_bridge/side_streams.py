@@ -16,8 +16,9 @@ players read as noise.
 
 As ``ffmpeg`` does by default, the copier also carries the input's tags over: the container's (title
 ...), and each kept stream's tags (language, title, handler name) and dispositions (default, forced,
-hearing impaired ...), the output's video taking those of the input's video (:func:`copy_tags`), and
-the chapters (moved with the output's start, cut to the part; said where not a plain copy).
+hearing impaired ...; those the output's container cannot hold said), the output's video taking those
+of the input's video (:func:`copy_tags`), and the chapters (moved with the output's start, cut to the
+part; said where not a plain copy).
 """
 
 from __future__ import annotations
@@ -105,6 +106,36 @@ _INDEXED_DEMUXERS = ("mov", "mp4", "matroska", "webm")
 
 CHAPTER_MUXERS = frozenset({"mp4", "mov", "ipod", "matroska", "webm", "nut"})
 """Muxers that write chapters (MPEG-TS and AVI have no place for them)."""
+
+_PICKED_MARKS = (
+    "forced",
+    "hearing_impaired",
+    "visual_impaired",
+    "comment",
+    "original",
+    "dub",
+    "captions",
+    "descriptions",
+)
+
+_MARKLESS = ("mov", "ipod", "avi", "ogg")
+_MATROSKA_MARKS = frozenset({"forced", "hearing_impaired", "visual_impaired", "comment", "original", "dub"})
+_MP4_MARKS = frozenset({"forced", "hearing_impaired", "visual_impaired", "comment", "dub", "captions"})
+
+MARKS_HELD: dict[tuple[str, str], frozenset[str]] = {
+    ("matroska", "audio"): _MATROSKA_MARKS,
+    ("matroska", "subtitle"): _MATROSKA_MARKS | {"descriptions"},
+    ("webm", "audio"): frozenset({"forced"}),
+    ("webm", "subtitle"): frozenset({"forced", "captions", "descriptions"}),
+    ("mp4", "audio"): _MP4_MARKS | {"descriptions"},
+    ("mp4", "subtitle"): _MP4_MARKS | {"descriptions"},
+    ("nut", "audio"): frozenset({"comment", "original", "dub"}),
+    ("nut", "subtitle"): frozenset({"comment", "original", "dub"}),
+    **{(muxer, kind): frozenset() for muxer in _MARKLESS for kind in ("audio", "subtitle")},
+}
+"""The marks (FFmpeg's dispositions a person picks a stream by, the default aside) each muxer writes
+for an audio or subtitle stream, as FFmpeg 8's muxers do (read back with PyAV): others are lost, and
+said. Muxers not named here (MPEG-TS, whose marks go with the language descriptor) are not judged."""
 
 TIMECODE_MUXERS = {
     "mov": "the output's timecode track (tmcd)",
@@ -661,6 +692,34 @@ def is_lossless_audio(codec: str) -> bool:
     return bool(found.lossless) and (not found.lossy or codec == "wavpack")
 
 
+@functools.lru_cache(maxsize=64)
+def mov_language(code: str) -> str | None:
+    """The form of the ISO 639 code ``code`` that FFmpeg's MOV muxer writes (its QuickTime table holds
+    ``ger``, ``fra``, ``dut``, ``ces``, a mix of both three-letter forms, and writes any other as no
+    language), asked of the muxer itself; None: it holds none of the language's forms."""
+    import pycountry
+
+    found = pycountry.languages.get(alpha_3=code) or pycountry.languages.get(bibliographic=code)
+    forms = [code] + [str(getattr(found, f)) for f in ("alpha_3", "bibliographic") if getattr(found, f, None)]
+    for form in dict.fromkeys(forms):
+        buffer = io.BytesIO()
+        try:
+            with av.open(buffer, "w", format="mov") as probe:
+                stream: Any = probe.add_stream("pcm_s16le", rate=8000, layout="mono")
+                stream.metadata["language"] = form
+                frame = av.AudioFrame(format="s16", layout="mono", samples=16)
+                frame.sample_rate, frame.pts = 8000, 0
+                for packet in [*stream.encode(frame), *stream.encode(None)]:
+                    probe.mux(packet)
+            buffer.seek(0)
+            with av.open(buffer) as written:
+                if written.streams[0].metadata.get("language") == form:
+                    return form
+        except (av.error.FFmpegError, ValueError, IndexError):
+            return None
+    return None
+
+
 def copy_tags(source: dict[str, str], target: dict[str, str], left_out: frozenset[str] = frozenset()) -> None:
     """Copy the tags of ``source`` that ``target`` does not have (names compared without case, as
     FFmpeg's dictionaries do), but those in ``left_out`` (lower case; a ``-LANG`` suffix ignored)."""
@@ -671,6 +730,18 @@ def copy_tags(source: dict[str, str], target: dict[str, str], left_out: frozense
             continue
         target[key] = value
         have.add(name)
+
+
+def stream_tags(stream: Any) -> dict[str, str]:
+    """A stream's tags with its title as ``title``: the MP4 / QuickTime demuxer says a track's name
+    (``udta/name``) as ``name``, a key no muxer writes back as one (the MP4 muxer writes the name from
+    ``title`` alone, the Matroska one a NAME tag, not the track's name), so copied as it is the title
+    was lost (by ``ffmpeg`` too)."""
+    tags = dict(stream.metadata)
+    keys = {key.lower(): key for key in tags}
+    if "name" in keys and "title" not in keys:
+        tags["title"] = tags.pop(keys["name"])
+    return tags
 
 
 def _main_video(source: av.container.InputContainer) -> Any:
@@ -1009,7 +1080,7 @@ class StreamCopier:
                 continue
             if not int(stream_out.disposition):  # none set by the caller
                 stream_out.disposition = video.disposition
-            copy_tags(video.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING)
+            copy_tags(stream_tags(video), stream_out.metadata, STREAM_TAGS_OF_THE_CODING)
 
     def _copy_chapters(self, source: av.container.InputContainer) -> None:
         """The input's chapters into the output, as ``ffmpeg`` copies them: moved by the output's start
@@ -1075,8 +1146,39 @@ class StreamCopier:
                 stream_out.disposition = extra
             return
         stream_out.disposition = stream_in.disposition if extra is None else stream_in.disposition | extra
+        self._say_marks_lost(stream_in.index, stream_out)
         copy_tags(
-            stream_in.metadata, stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
+            stream_tags(stream_in), stream_out.metadata, STREAM_TAGS_OF_THE_CODING if changed else frozenset()
+        )
+        language = stream_out.metadata.get("language")
+        if self._out.format.name == "mov" and language and language.lower() != "und":
+            quicktime = mov_language(language.lower())
+            if quicktime is not None:
+                stream_out.metadata["language"] = quicktime
+            else:
+                self.report.other_notes.append(
+                    f"stream {stream_in.index}'s language {language!r} is not written: the mov container "
+                    "holds only QuickTime's languages (.mp4 and .mkv hold any)"
+                )
+
+    def _say_marks_lost(self, index: int, stream_out: Any) -> None:
+        """Say the marks of input stream ``index`` the output's muxer leaves out of ``stream_out``."""
+        held = MARKS_HELD.get((self._out.format.name, stream_out.type))
+        if held is None:
+            return
+        flags = int(stream_out.disposition)
+        marked = [m for m in _PICKED_MARKS if flags & int(getattr(av.stream.Disposition, m))]
+        lost = [m for m in marked if m not in held]
+        if "captions" in lost and "hearing_impaired" in marked and "hearing_impaired" in held:
+            lost.remove("captions")  # the MP4 demuxer says both for one SDH kind; Matroska's flag is one
+        if not lost:
+            return
+        named = ["commentary" if m == "comment" else m.replace("_", " ") for m in lost]
+        words = " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
+        many = len(lost) > 1
+        self.report.other_notes.append(
+            f"{stream_out.type} stream {index}'s {words} mark{'s' if many else ''} dropped: the "
+            f"{self._out.format.name} container cannot hold {'them' if many else 'it'}"
         )
 
     def _drop(self, stream: InputStream, reason: str) -> None:
@@ -1449,11 +1551,13 @@ class StreamCopier:
             if relabel == own:
                 relabel = None  # unplaced already: the resampler reads them in the default order
         fixed = _FIXED_LAYOUTS.get(codec, ())
+        # Two such channels are stereo to FFmpeg and every player, as one is mono (above): not said
+        # (every plain stereo WAV into .flac said 'its 2 channels, in no known place, labelled stereo').
         if (
             unmixable(source_layout)
             and layout == own
             and own.endswith("channels")
-            and 1 < count <= len(fixed)
+            and 2 < count <= len(fixed)
         ):
             placed = (
                 f"its {own}, in no known place, labelled {fixed[count - 1]}: {codec} names one layout a count"
