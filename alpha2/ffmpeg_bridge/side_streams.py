@@ -578,16 +578,29 @@ def unmixable(layout: Any) -> bool:
     return bool(names) and all(n == "NONE" or n.startswith("AMBI") for n in names)
 
 
+_OPUS_MISPLACED_COUNTS = frozenset({5, 7})
+"""Counts of channels (5.0, 6.1) whose places FFmpeg's libopus wrapper mixes up unless told mapping
+family 1: by default it hands libopus the channels in its own order under a stream map for another
+(its ``libavcodec_libopus_channel_map``) and writes libopus's family 1 table in the header, so 6.1's
+front centre came back at back centre, back centre at side left, side left at front centre (and 5.0's
+centre at back right), in FFmpeg's decoder and libopus's alike. Told family 1, it puts the channels in
+Vorbis order first (``ff_vorbis_channel_layout_offsets``) for libopus's surround encoder, as opus-tools'
+opusenc does, and each comes back in its place; 3.0, quad, 5.1 and 7.1 do by default too."""
+
+
 def encoder_options(codec: str, layout: str, channels: int) -> dict[str, str]:
     """Options ``codec`` needs to take ``layout`` (its FFmpeg name; ``channels`` of them): Opus's
-    mapping family 2 for ambisonics, 255 for more than 8 channels or channels in no known place
-    (family 1, libopus's default, holds the named layouts up to 7.1)."""
+    mapping family 2 for ambisonics, 255 for more than 8 channels or channels in no known place,
+    1 (libopus's default, which holds the named layouts up to 7.1) said outright for 5.0 and 6.1,
+    which FFmpeg misplaces otherwise (:data:`_OPUS_MISPLACED_COUNTS`)."""
     if codec not in ("libopus", "opus"):
         return {}
     if layout.startswith("ambisonic"):
         return {"mapping_family": "2"}
     if channels > 8 or layout.endswith(" channels"):
         return {"mapping_family": "255"}
+    if channels in _OPUS_MISPLACED_COUNTS:
+        return {"mapping_family": "1"}
     return {}
 
 
@@ -712,7 +725,7 @@ def mov_language(code: str) -> str | None:
                 for packet in [*stream.encode(frame), *stream.encode(None)]:
                     probe.mux(packet)
             buffer.seek(0)
-            with av.open(buffer) as written:
+            with open_input(buffer) as written:
                 if written.streams[0].metadata.get("language") == form:
                     return form
         except (av.error.FFmpegError, ValueError, IndexError):
