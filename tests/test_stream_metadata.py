@@ -19,10 +19,17 @@ from tests.media import copy_video_and_audio, make_clip
 Disposition = av.stream.Disposition
 
 
-def _multi(tmp_path: Path, ext: str, *, defaults: bool = True) -> str:
+def _multi(
+    tmp_path: Path,
+    ext: str,
+    *,
+    defaults: bool = True,
+    tags: dict[str, str] | None = None,
+    french_marks: Disposition | int = 0,
+) -> str:
     """Video (Japanese, titled), English and French audio (the English the default), German subtitles
     (forced, for the hard of hearing), and a container title and creation time; ``defaults=False``:
-    no stream is the default."""
+    no stream is the default. ``tags``: more container tags; ``french_marks``: the French audio's."""
     clip = make_clip(tmp_path / "base.mp4", frames=30, audio=True)
     path = str(tmp_path / f"multi{ext}")
     sub = "subrip" if ext == ".mkv" else "mov_text"
@@ -30,6 +37,7 @@ def _multi(tmp_path: Path, ext: str, *, defaults: bool = True) -> str:
     with av.open(clip.path) as inp, av.open(path, "w") as out:
         out.metadata["title"] = "My Title"
         out.metadata["creation_time"] = "2020-01-02T03:04:05.000000Z"
+        out.metadata.update(tags or {})
         video = out.add_stream_from_template(inp.streams.video[0])
         video.metadata.update({"language": "jpn", "title": "Main video"})
         english = out.add_stream_from_template(inp.streams.audio[0])
@@ -43,7 +51,7 @@ def _multi(tmp_path: Path, ext: str, *, defaults: bool = True) -> str:
             english.disposition = Disposition.default
         else:
             video.disposition = english.disposition = 0
-        french.disposition = 0
+        french.disposition = french_marks
         text.disposition = Disposition.forced | Disposition.hearing_impaired
         copy_video_and_audio(inp, video, [english, french], out)
         for i, words in enumerate((b"Hallo", b"Welt")):
@@ -181,3 +189,35 @@ def test_marks_the_container_cannot_hold_are_said(tmp_path: Path) -> None:
         held = {".webm": Disposition.forced, ".mov": 0}.get(out_ext)
         if held is not None:  # what the note says is so
             assert flags & int(Disposition.forced | Disposition.hearing_impaired) == int(held), out_ext
+
+
+@pytest.mark.parametrize("codec", [None, "copy"])
+def test_what_mpeg_ts_leaves_out_is_said_once_a_kind(tmp_path: Path, codec: str | None) -> None:
+    """Into MPEG-TS the container's tags but its service name and provider (the title standing in for
+    the name), the streams' titles, the default mark and the marks but the language descriptor's
+    (hearing / visually impaired) were dropped with nothing said; now one note a kind of loss says
+    each, and the file read back bears them out. Found by an outside pass."""
+    marks = Disposition.visual_impaired | Disposition.comment
+    src = _multi(tmp_path, ".mkv", tags={"artist": "Someone", "comment": "Made here"}, french_marks=marks)
+    out = str(tmp_path / "out.ts")
+    stats = transcode(src, out, TranscodeOptions(codec=codec))
+    video = "the video" if codec is None else "video stream 0"
+    lost = [n for n in summary_notes(stats) if "mpegts" in n and "dropped stream" not in n]
+    assert lost == [
+        "audio stream 2's commentary mark dropped: the mpegts container cannot hold it",
+        "the container's artist, comment tags dropped: the mpegts container holds a service name and "
+        "provider alone; its title kept as the service name",
+        f"the titles of {video}, audio stream 1 and audio stream 2 dropped: the mpegts container holds no "
+        "stream titles",
+        "the default mark of audio stream 1 dropped: the mpegts container holds none (players take the "
+        "first audio stream and show no subtitles unasked)",
+    ], lost
+    tags, streams = _read(out)  # what the notes say is so
+    assert not {"artist", "comment", "title"} & set(tags)
+    audio = [(stream_tags, flags) for kind, stream_tags, flags in streams if kind == "audio"]
+    assert [t.get("language") for t, _ in audio] == ["eng", "fra"]  # the language descriptor holds it
+    assert not any("title" in t for t, _ in audio)
+    assert not _has(audio[0][1], Disposition.default)
+    assert _has(audio[1][1], Disposition.visual_impaired) and not _has(audio[1][1], Disposition.comment)
+    with open(out, "rb") as written:
+        assert b"My Title" in written.read()  # as the service name (SDT)

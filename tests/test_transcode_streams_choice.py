@@ -36,10 +36,12 @@ def _clip(
     subtitles: tuple[str | None, ...] = ("eng",),
     frames: int = 30,
     gop: int | None = None,
+    defaults: tuple[int | None, int | None] = (None, None),
 ) -> str:
     """``make_clip``'s video and AAC tone, with the tone as one audio stream per ``audio`` language and a
     subtitle stream (SubRip in .mkv, mov_text in .mp4) per ``subtitles`` language (None: untagged); each
-    audio stream titled with its language in capitals."""
+    audio stream titled with its language in capitals. ``defaults``: the number of the audio and of the
+    subtitle stream marked the default (None: none marked)."""
     base = make_clip(tmp_path / f"base-{name}.mp4", frames=frames, audio=True, gop=gop)
     path = str(tmp_path / name)
     sub = "subrip" if name.endswith(".mkv") else "mov_text"
@@ -57,6 +59,9 @@ def _clip(
             if language is not None:
                 text.metadata["language"] = language
             texts.append(text)
+        for streams, number in zip((sounds, texts), defaults, strict=True):
+            if number is not None:
+                streams[number].disposition = av.stream.Disposition.default
         copy_video_and_audio(inp, video, sounds, out)
         for number, text in enumerate(texts):
             words = f"cue {number}".encode()
@@ -127,13 +132,14 @@ def test_an_audio_language_keeps_that_stream_only_and_the_report_says_what_went(
     assert data["encoder"]["audio"] == "copied"
 
 
-def test_numbers_and_languages_together_keep_the_input_s_order(tmp_path: Path) -> None:
-    """``2,eng``: the third audio stream and the English one, in the input's order; ``de`` matches a
-    stream tagged ``ger`` (any of the language's ISO 639 codes), as ``play --alang`` matches."""
+def test_numbers_and_languages_together_keep_the_order_asked(tmp_path: Path) -> None:
+    """``2,eng``: the third audio stream, then the English one, in the order asked (as ffmpeg writes
+    its ``-map`` streams); ``de`` matches a stream tagged ``ger`` (any of the language's ISO 639
+    codes), as ``play --alang`` matches."""
     src = _clip(tmp_path, audio=("ger", "eng", "fra", "jpn"), subtitles=())
     out = str(tmp_path / "out.mp4")
     stats = transcode(src, out, TranscodeOptions(audio_tracks=("2", "eng")))
-    assert _kinds(out, "audio") == [("aac", "eng"), ("aac", "fra")]
+    assert _kinds(out, "audio") == [("aac", "fra"), ("aac", "eng")]
     assert stats.encoder["audio"] == "2 streams copied"
     stats = transcode(src, out, TranscodeOptions(audio_tracks=["de", 3]))
     assert _kinds(out, "audio") == [("aac", "ger"), ("aac", "jpn")]
@@ -147,6 +153,82 @@ def test_a_language_keeps_every_stream_in_it(tmp_path: Path) -> None:
     out = str(tmp_path / "out.mkv")
     transcode(src, out, TranscodeOptions(audio_tracks="en"))
     assert _kinds(out, "audio") == [("aac", "eng"), ("aac", "eng")]
+
+
+def _defaults(path: str, kind: str) -> list[str | None]:
+    """The language of each stream of ``kind`` in the file at ``path`` marked the default."""
+    with av.open(path) as container:
+        return [
+            s.metadata.get("language")
+            for s in container.streams
+            if s.type == kind and int(s.disposition) & int(av.stream.Disposition.default)
+        ]
+
+
+@pytest.mark.parametrize("name", ["out.mkv", "out.mp4"])
+def test_the_streams_follow_the_order_asked_and_the_first_takes_the_default(
+    tmp_path: Path, name: str
+) -> None:
+    """``--audio-track fra,eng`` means French first: it was written after the English stream (the
+    input's order), which stayed the default, unsaid. Now as ffmpeg's ``-map`` orders: the streams in
+    the order asked (a language's several streams in the input's order at its place, a stream named
+    twice at its first), the first the default, said where the input's default was another."""
+    src = _clip(tmp_path, audio=("eng", "fra", "eng"), subtitles=("eng", "fra"), defaults=(0, 0))
+    out = str(tmp_path / name)
+    stats = transcode(src, out, TranscodeOptions(audio_tracks="fra,eng,1", subtitle_tracks="fra,eng"))
+    subtitle = "srt" if name.endswith(".mkv") else "mov_text"
+    assert _kinds(out, "audio") == [("aac", "fra"), ("aac", "eng"), ("aac", "eng")]
+    with av.open(out) as container:  # eng's two streams in the input's order: ENG of stream 1, then 3
+        assert [s.index for s in container.streams.audio] == [1, 2, 3]
+    assert _kinds(out, "subtitle") == [(subtitle, "fra"), (subtitle, "eng")]
+    assert _defaults(out, "audio") == ["fra"] and _defaults(out, "subtitle") == ["fra"]
+    notes = [n for n in stats.stream_notes if "made the default" in n]
+    assert notes == [
+        "audio stream 2 (fra) made the default, the first chosen; the input's default, stream 1, is kept "
+        "after it",
+        "subtitle stream 5 (fra) made the default, the first chosen; the input's default, stream 4, is kept "
+        "after it",
+    ]
+    choice = stats.as_dict()["stream_choice"]
+    assert [t["index"] for t in choice["audio"]["kept"]] == [2, 1, 3]  # the output's order
+    # The input's default chosen first: nothing moves, nothing said.
+    stats = transcode(src, out, TranscodeOptions(audio_tracks="eng,fra"))
+    assert _kinds(out, "audio") == [("aac", "eng"), ("aac", "eng"), ("aac", "fra")]
+    assert _defaults(out, "audio") == ["eng"]
+    assert not [n for n in stats.stream_notes if "made the default" in n]
+
+
+def test_a_chosen_subtitle_is_not_made_the_default_where_none_was(tmp_path: Path) -> None:
+    """A subtitle stream that is the default is shown unasked: the choice's first takes the default only
+    where the input had a default subtitle stream."""
+    src = _clip(tmp_path, audio=("eng",), subtitles=("eng", "fra"), defaults=(0, None))
+    out = str(tmp_path / "out.mkv")
+    stats = transcode(src, out, TranscodeOptions(subtitle_tracks="fra"))
+    assert _kinds(out, "subtitle") == [("srt", "fra")]
+    assert _defaults(out, "subtitle") == []
+    assert not [n for n in stats.stream_notes if "made the default" in n]
+
+
+def test_a_sound_alone_output_follows_the_order_asked(tmp_path: Path) -> None:
+    """A ``.mka`` (sound alone), copied or encoded again: the order asked, the first the default; an
+    ``.m4a`` or ``.mp3`` (one audio stream) keeps the first asked, not the input's first."""
+    src = _clip(tmp_path, audio=("eng", "fra"), subtitles=(), defaults=(0, None))
+    out = str(tmp_path / "out.mka")
+    for codec in ("copy", None):
+        stats = transcode(src, out, TranscodeOptions(audio_tracks="fra,eng", codec=codec))
+        assert [language for _, language in _kinds(out, "audio")] == ["fra", "eng"], codec
+        assert _defaults(out, "audio") == ["fra"], codec
+        assert "audio stream 2 (fra) made the default" in " ".join(stats.stream_notes)
+    for name, codec in (("out.m4a", "copy"), ("out.mp3", None)):
+        one = str(tmp_path / name)
+        stats = transcode(src, one, TranscodeOptions(audio_tracks="fra,eng", codec=codec))
+        assert len(_kinds(one, "audio")) == 1, name
+        if name.endswith(".m4a"):  # (an MP3 holds no language)
+            assert _kinds(one, "audio") == [("aac", "fra")]
+        ext = name.removeprefix("out")
+        assert {d.index: d.reason for d in stats.dropped_streams}[1] == (
+            f"the {ext} container holds one audio stream (--audio-track chooses another)"
+        )
 
 
 def test_no_subtitles_and_a_subtitle_track(tmp_path: Path) -> None:
@@ -204,13 +286,13 @@ def test_command_line_words_repeat_and_json_says_the_choice(tmp_path: Path, caps
     data = json.loads(capsys.readouterr().out)
     choice = data["stream_choice"]
     assert choice["audio"]["asked"] == ["fra", "0"]
-    assert [(t["number"], t["language"]) for t in choice["audio"]["kept"]] == [(0, "eng"), (2, "fra")]
+    assert [(t["number"], t["language"]) for t in choice["audio"]["kept"]] == [(2, "fra"), (0, "eng")]
     assert [(t["number"], t["reason"]) for t in choice["audio"]["dropped"]] == [
         (1, "not chosen by --audio-track fra,0")
     ]
     assert [t["language"] for t in choice["subtitle"]["kept"]] == ["jpn"]
     assert choice["matched_none"] == []
-    assert _kinds(out, "audio") == [("aac", "eng"), ("aac", "fra")]
+    assert _kinds(out, "audio") == [("aac", "fra"), ("aac", "eng")]  # in the order asked
     assert _kinds(out, "subtitle") == [("srt", "jpn")]
     # Nothing asked: no choice said (null), every stream kept.
     assert cli.main(["transcode", src, out, "-y", "--json"]) == 0

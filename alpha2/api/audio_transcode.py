@@ -164,12 +164,6 @@ def transcode_audio_only(
     for stream in streams:
         if stream.kind is StreamKind.AUDIO:
             why = choice.left_out(stream.index)
-            if (
-                why is None
-                and muxer in ONE_STREAM_MUXERS
-                and any(s.kind is StreamKind.AUDIO for s in streams if s.index in keep)
-            ):
-                why = f"the {muxer} container holds one audio stream (--audio-track chooses another)"
             if why is None:
                 keep.append(stream.index)
             else:
@@ -178,6 +172,14 @@ def transcode_audio_only(
             keep.append(stream.index)  # cover art: the copier keeps it where the container holds it
         else:
             dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, held))
+    keep = choice.arrange(keep)  # in the order asked (--audio-track fra,eng: fra first)
+    if muxer in ONE_STREAM_MUXERS:
+        by_index = {s.index: s for s in streams if s.kind is StreamKind.AUDIO}
+        # The first asked is kept (the first in the input where none was asked).
+        for extra in [by_index[i] for i in keep if i in by_index][1:]:
+            why = f"the {muxer} container holds one audio stream (--audio-track chooses another)"
+            dropped.append(DroppedStream(extra.index, extra.kind, extra.codec, why))
+            keep.remove(extra.index)
     stats = TranscodeStats(source, output)
     stats.stream_choice = choice if (options.audio_tracks is not None) else None
     started = time.perf_counter()
@@ -198,6 +200,7 @@ def transcode_audio_only(
                 from_seconds=options.from_seconds,
                 to_seconds=to,
                 progress=shown.update,
+                default_first=tuple(kind.value for kind in choice.order),
             )
             written_seconds = container_duration_seconds(tmp)
             shown.end(report.frames_encoded + report.packets_copied, written_seconds)

@@ -690,6 +690,7 @@ def _join(
             # chapters come from the input, as one pipeline takes them.
             copy_from=source,
             copy_streams=copy,
+            default_first=survey.streams.default_first,
             start_shift_seconds=float(survey.zero),
             jump_seconds=survey.jump_seconds,
             trim_streams=survey.trim,

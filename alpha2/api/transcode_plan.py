@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import fractions
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.api import arguments, pipeline
@@ -305,14 +306,18 @@ class TranscodeOptions:
     streams (``0`` the first, as ffmpeg's ``-map 0:a:0`` counts them) or by language (``"jpn"``,
     ``"en"``: every audio stream tagged in it, matched in any of its ISO 639 codes as mpv's ``--alang``
     matches); a word ending in ``?`` may match nothing (as ffmpeg's ``-map 0:a:1?``). Also taken as one
-    string, comma-separated (``"jpn,eng"``), or a number. The kept streams stay in the input's order. A
-    word that matches none of the input's streams is refused (:class:`StreamChoiceError`, naming
-    them) before anything is written. None: every audio stream (unless ``audio`` is False)."""
+    string, comma-separated (``"jpn,eng"``), or a number. The kept streams are written in the order
+    asked, as ffmpeg writes them in the order of its ``-map`` options (a language's streams in the
+    input's order at its place; a stream named twice at its first place), and the first takes the
+    default where the input had a default audio stream (said where that moves it). A word that matches
+    none of the input's streams is refused (:class:`StreamChoiceError`, naming them) before anything is
+    written. None: every audio stream (unless ``audio`` is False)."""
     subtitles: bool = True
     """Keep the input's subtitle streams (``--no-subtitles`` drops them all)."""
     subtitle_tracks: tuple[str, ...] | None = None
-    """The subtitle streams to keep (``--subtitle-track``), chosen as ``audio_tracks`` chooses the
-    audio: by number among the subtitle streams or by language. None: every one (unless
+    """The subtitle streams to keep (``--subtitle-track``), chosen and ordered as ``audio_tracks``
+    chooses the audio: by number among the subtitle streams or by language; the first takes the
+    default where the input had a default subtitle stream (one shown unasked). None: every one (unless
     ``subtitles`` is False)."""
 
     def _check_types(self) -> None:
@@ -1019,6 +1024,22 @@ class StreamChoice:
     """Per kind, the option that chose (``--audio-track jpn``, ``--no-subtitles``); "": none."""
     matched_none: tuple[str, ...] = ()
     """Words ending in ``?`` that matched no stream (``--audio-track eng?``), said in the report."""
+    order: dict[StreamKind, tuple[int, ...]] = field(default_factory=dict)
+    """Per kind chosen by words, the input indices kept in the order asked (a language's streams in the
+    input's order at its place; a stream named twice at its first place)."""
+
+    def arrange(self, indices: Sequence[int]) -> list[int]:
+        """``indices`` (input indices, in the input's order) with the streams of each kind chosen by
+        words put in the order asked, as ``ffmpeg`` writes streams in the order of its ``-map``
+        options; each kind keeps the places its streams held (the audio before the subtitles, as in
+        the input)."""
+        out = list(indices)
+        for wanted in self.order.values():
+            places = [n for n, index in enumerate(out) if index in wanted]
+            ordered = [index for index in wanted if index in out]
+            for place, index in zip(places, ordered, strict=True):
+                out[place] = index
+        return out
 
     def left_out(self, index: int) -> str | None:
         """Why the stream of input index ``index`` is left out by the choice; None: not left out by it
@@ -1044,6 +1065,9 @@ class StreamChoice:
             if isinstance(words, str) and words not in ("all", "none"):
                 words = words.split(",")
             tracks = [t for t in self.tracks if t.kind is kind]
+            order = self.order.get(kind, ())
+            if order:  # the output's order: the order asked
+                tracks.sort(key=lambda t: order.index(t.index) if t.index in order else len(order))
             out[kind.value] = {
                 "asked": words,
                 "kept": [t.as_dict() for t in tracks if t.index in kept],
@@ -1070,6 +1094,7 @@ def choose_streams(
     """
     kept: dict[StreamKind, frozenset[int] | None] = {}
     asked: dict[StreamKind, str] = {}
+    order: dict[StreamKind, tuple[int, ...]] = {}
     matched_none: list[str] = []
     for kind, keep, words, none in (
         (StreamKind.AUDIO, options.audio, options.audio_tracks, "--no-audio"),
@@ -1083,7 +1108,7 @@ def choose_streams(
             kept[kind], asked[kind] = None, ""
             continue
         of_kind = tuple(t for t in tracks if t.kind is kind)
-        found: set[int] = set()
+        found: dict[int, None] = {}  # in the order asked
         for word in words:
             spec = TrackSpec(word)
             number, language = spec.number, spec.language
@@ -1102,9 +1127,10 @@ def choose_streams(
                     spec=word,
                     tracks=of_kind,
                 )
-            found |= matched
+            found.update(dict.fromkeys(sorted(matched)))
         kept[kind], asked[kind] = frozenset(found), f"{option} {','.join(words)}"
-    return StreamChoice(tracks, kept, asked, tuple(matched_none))
+        order[kind] = tuple(found)
+    return StreamChoice(tracks, kept, asked, tuple(matched_none), order)
 
 
 def _language_matches(tag: str | None, code: str) -> bool:
@@ -1138,6 +1164,9 @@ class StreamPlan:
     """Streams left out by the plan, with why."""
     notes: tuple[str, ...] = ()
     """Streams neither copied nor dropped, said (an MP4 chapter track: kept as the output's chapters)."""
+    default_first: tuple[str, ...] = ()
+    """The kinds (``audio``, ``subtitle``) whose streams in ``copy`` are in the order a person asked
+    (``--audio-track fra,eng``): the first kept takes the default (the copier's ``default_first``)."""
 
 
 def plan_streams(
@@ -1213,7 +1242,11 @@ def plan_streams(
             copy.append(stream.index)
         else:
             dropped.append(DroppedStream(stream.index, stream.kind, stream.codec, why))
-    return StreamPlan(tuple(copy), tuple(dropped), tuple(notes))
+    if choice is None:
+        return StreamPlan(tuple(copy), tuple(dropped), tuple(notes))
+    return StreamPlan(
+        tuple(choice.arrange(copy)), tuple(dropped), tuple(notes), tuple(k.value for k in choice.order)
+    )
 
 
 def _check_chosen_subtitle(

@@ -482,6 +482,7 @@ class _Transcoder:
             colour=plan.output_colour,
             audio_from=copy_from,
             copy_streams=self._streams.copy if copy_from is not None else None,
+            default_first=self._streams.default_first,
             start_shift_seconds=float(shift),
             jump_seconds=jump,
             trim_streams=self._trim,

@@ -197,8 +197,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N|LANG",
         help="keep only these audio streams: N, the Nth among the audio streams from 0 (ffmpeg's -map "
         "0:a:N), or LANG, every one in that language (eng, en, jpn; as mpv's --alang); repeat it or "
-        "give a comma list; end a word in ? where it may match none (else a file without it is "
-        "refused)",
+        "give a comma list, written in that order (as ffmpeg's -map), the first the default; end a word "
+        "in ? where it may match none (else a file without it is refused)",
     )
     parser.add_argument(
         "--subtitles",
@@ -217,7 +217,7 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         type=_track_words("subtitle"),
         metavar="N|LANG",
-        help="keep only these subtitle streams, chosen as --audio-track chooses the audio",
+        help="keep only these subtitle streams, chosen and ordered as --audio-track chooses the audio",
     )
     add_max_pixels_argument(parser)
 

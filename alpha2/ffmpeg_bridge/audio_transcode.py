@@ -149,6 +149,7 @@ def transcode_audio(
     from_seconds: float = 0.0,
     to_seconds: float | None = None,
     progress: Callable[[float, float | None, int], object] | None = None,
+    default_first: Sequence[str] = (),
 ) -> AudioTranscodeReport:
     """Write the streams ``indices`` of ``source`` (audio, and cover art) into a new ``muxer``
     container at ``target``: the audio encoded with ``codec`` (an encoder name, see
@@ -157,7 +158,8 @@ def transcode_audio(
 
     ``progress`` is called with the seconds of output written, the seconds it will last (None where
     the input does not say), and the audio frames encoded (packets copied) so far: once before the
-    first packet, then every :data:`STEP_SECONDS` of output.
+    first packet, then every :data:`STEP_SECONDS` of output. ``default_first``: the kinds whose
+    streams ``indices`` lists in the order a person chose them (the copier's ``default_first``).
 
     Raises:
         InvalidInputError: ``from_seconds`` past the end; a copy the container cannot hold; no audio
@@ -218,6 +220,7 @@ def transcode_audio(
             end_seconds=end,
             window=window,
             audio_target=audio_target,
+            default_first=default_first,
         )
         try:
             report.kept = list(copier.report.kept)

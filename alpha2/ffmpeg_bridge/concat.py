@@ -137,6 +137,7 @@ def join_segments(
     rate: fractions.Fraction | None = None,
     copy_from: str | None = None,
     copy_streams: Sequence[int] | None = None,
+    default_first: Sequence[str] = (),
     start_shift_seconds: float = 0.0,
     jump_seconds: float | None = None,
     trim_streams: bool = False,
@@ -191,6 +192,7 @@ def join_segments(
                 jump_seconds=jump_seconds,
                 trim=trim_streams,
                 end_seconds=streams_end_seconds,
+                default_first=default_first,
             )
         last_dts: int | None = None
         for i, ((container, video), segment) in enumerate(zip(opened, segments, strict=True)):

@@ -521,6 +521,8 @@ class EncodeSession:
         copy_streams: Which streams of ``audio_from`` to copy, by index in its container (audio,
             subtitles, cover art, attachments: :class:`~alpha2.ffmpeg_bridge.side_streams.StreamCopier`);
             None: its first audio stream.
+        default_first: The kinds whose streams ``copy_streams`` lists in the order a person chose
+            them: the first takes the default (the copier's ``default_first``).
         start_shift_seconds: Subtracted from the copied streams' timestamps (the caller subtracts the
             same from the video's pts: the output starts at zero).
         jump_seconds: A forward jump of a copied stream's timestamps longer than this is a
@@ -577,6 +579,7 @@ class EncodeSession:
         display_rotation: Rotation = Rotation.NONE,
         hdr: HdrMetadata | None = None,
         copy_streams: Sequence[int] | None = None,
+        default_first: Sequence[str] = (),
         start_shift_seconds: float = 0.0,
         jump_seconds: float | None = None,
         top_field_first: bool = True,
@@ -718,6 +721,7 @@ class EncodeSession:
         self._interlaced = interlaced
         self._top_field_first = top_field_first
         self._copy_streams = None if copy_streams is None else tuple(copy_streams)
+        self._default_first = tuple(default_first)
         self._start_shift = start_shift_seconds
         self._jump_seconds = jump_seconds
         self._trim_streams = trim_streams
@@ -964,6 +968,7 @@ class EncodeSession:
                     jump_seconds=self._jump_seconds,
                     trim=self._trim_streams,
                     end_seconds=self._streams_end,
+                    default_first=self._default_first,
                 )
             elif self._audio_rate is not None:
                 self._open_audio_encoder(out)

@@ -131,11 +131,25 @@ MARKS_HELD: dict[tuple[str, str], frozenset[str]] = {
     ("mp4", "subtitle"): _MP4_MARKS | {"descriptions"},
     ("nut", "audio"): frozenset({"comment", "original", "dub"}),
     ("nut", "subtitle"): frozenset({"comment", "original", "dub"}),
+    # MPEG-TS: the language descriptor's audio type (hearing / visually impaired, read back with the
+    # descriptions mark too), the DVB subtitling descriptor's hard-of-hearing type.
+    ("mpegts", "audio"): frozenset({"hearing_impaired", "visual_impaired"}),
+    ("mpegts", "subtitle"): frozenset({"hearing_impaired"}),
     **{(muxer, kind): frozenset() for muxer in _MARKLESS for kind in ("audio", "subtitle")},
 }
 """The marks (FFmpeg's dispositions a person picks a stream by, the default aside) each muxer writes
 for an audio or subtitle stream, as FFmpeg 8's muxers do (read back with PyAV): others are lost, and
-said. Muxers not named here (MPEG-TS, whose marks go with the language descriptor) are not judged."""
+said. Muxers not named here are not judged."""
+
+TAGS_HELD: dict[str, frozenset[str]] = {"mpegts": frozenset({"service_name", "service_provider"})}
+"""Muxers that write only these container tags (FFmpeg's MPEG-TS muxer: its service description, the
+``title`` standing in for a missing ``service_name``) and, like the marks of :data:`MARKS_HELD`, no
+stream titles and no default mark (read back with PyAV): what else a transcode carries over is lost,
+and said. Muxers not named here write the tags they are given."""
+
+_TAGS_THE_MUXER_WRITES = frozenset(
+    {"encoder", "major_brand", "minor_version", "compatible_brands", "duration"}
+)
 
 TIMECODE_MUXERS = {
     "mov": "the output's timecode track (tmcd)",
@@ -967,6 +981,10 @@ class StreamCopier:
             chapters (moved by ``shift_seconds``, cut to the part with ``trim``). Then,
             as ``ffmpeg`` does, where the output has several video, audio or subtitle streams and none
             of them is the default, the first is made it.
+        default_first: The kinds (``"audio"``, ``"subtitle"``) whose streams ``indices`` lists in the
+            order a person chose them (``--audio-track fra,eng``): where the input had a default stream
+            of that kind, the first of them kept takes the default and the others lose it (said where
+            that moves it off the input's default).
 
     Raises:
         InvalidInputError: ``indices`` is None and the input has no audio stream.
@@ -986,6 +1004,7 @@ class StreamCopier:
         copy_metadata: bool = True,
         window: tuple[float, float | None] | None = None,
         audio_target: AudioTarget | None = None,
+        default_first: Sequence[str] = (),
     ) -> None:
         self._out = out
         self._target = audio_target
@@ -1032,6 +1051,8 @@ class StreamCopier:
                 raise InvalidInputError(f"{path!r} has no stream {index}")
             self._add(described[index], broken.get(index))
         if copy_metadata:
+            for kind in default_first:
+                self._default_to_first(source, kind)
             for stream_out, count in _infer_defaults(out):
                 # Players show a default subtitle stream unasked: one that was not is a change to say. (A
                 # first audio or video stream made the default is the one players take anyway.)
@@ -1041,6 +1062,7 @@ class StreamCopier:
                         f"subtitle stream {source_index} made the default, so shown unasked: none of the "
                         f"{count} subtitle streams was (as ffmpeg does)"
                     )
+            self._say_tags_lost()
         streams = [source.streams[i] for i in self._entries]
         self._packets: Iterator[av.packet.Packet[Any]] | None = (
             self._demux(source, streams) if streams else None
@@ -1174,6 +1196,77 @@ class StreamCopier:
                     "holds only QuickTime's languages (.mp4 and .mkv hold any)"
                 )
 
+    def _default_to_first(self, source: av.container.InputContainer, kind: str) -> None:
+        """Make the first kept stream of ``kind`` the default, the others not, where one of the input's
+        streams of that kind was the default (none made where none was: a subtitle stream made the
+        default is shown unasked); said where the default moves off the input's."""
+        default = av.stream.Disposition.default
+        was = [s.index for s in source.streams if s.type == kind and int(s.disposition) & int(default)]
+        kept = [(i, e.stream_out) for i, e in self._entries.items() if e.stream_out.type == kind]
+        if not was or not kept:
+            return
+        for _, stream_out in kept:
+            stream_out.disposition = av.stream.Disposition(int(stream_out.disposition) & ~int(default))
+        first, stream_out = kept[0]
+        stream_out.disposition = stream_out.disposition | default
+        if first in was:
+            return
+        language = source.streams[first].metadata.get("language")
+        named = f"{kind} stream {first}" + (f" ({language})" if language else "")
+        before = ", ".join(str(i) for i in was)
+        where = "not kept" if not any(i in was for i, _ in kept) else "kept after it"
+        self.report.other_notes.append(
+            f"{named} made the default, the first chosen; the input's default, stream {before}, is {where}"
+        )
+
+    def _say_tags_lost(self) -> None:
+        """Say, one line per kind of loss, the tags a muxer of :data:`TAGS_HELD` leaves out: the
+        container's, the streams' titles, the default marks (a lone audio stream's aside: players
+        take it all the same)."""
+        muxer = self._out.format.name
+        held = TAGS_HELD.get(muxer)
+        if held is None:
+            return
+        tags = {key.lower() for key in self._out.metadata}
+        lost = sorted(tags - held - _TAGS_THE_MUXER_WRITES - {"title"})
+        moved = "title" in tags and "service_name" not in tags
+        if lost:
+            self.report.other_notes.append(
+                f"the container's {', '.join(lost)} tag{'s' if len(lost) > 1 else ''} dropped: the {muxer} "
+                "container holds a service name and provider alone"
+                + ("; its title kept as the service name" if moved else "")
+            )
+        elif moved:
+            self.report.other_notes.append(
+                f"the container's title kept as the {muxer} service name (the container holds no title)"
+            )
+        sources = {id(e.stream_out): i for i, e in self._entries.items()}
+        ours = [(sources.get(id(s)), s) for s in self._out.streams]
+        named = [
+            f"{s.type} stream {i}" if i is not None else f"the {s.type}"
+            for i, s in ours
+            if any(key.lower() == "title" for key in s.metadata)
+        ]
+        if named:
+            self.report.other_notes.append(
+                f"the title{'s' if len(named) > 1 else ''} of {_listed(named)} dropped: the {muxer} "
+                "container holds no stream titles"
+            )
+        default = int(av.stream.Disposition.default)
+        audio = [s for _, s in ours if s.type == "audio"]
+        marked = [
+            f"{s.type} stream {i}"
+            for i, s in ours
+            if i is not None
+            and int(s.disposition) & default
+            and (s.type == "subtitle" or (s.type == "audio" and len(audio) > 1))
+        ]
+        if marked:
+            self.report.other_notes.append(
+                f"the default mark of {_listed(marked)} dropped: the {muxer} container holds none (players "
+                "take the first audio stream and show no subtitles unasked)"
+            )
+
     def _say_marks_lost(self, index: int, stream_out: Any) -> None:
         """Say the marks of input stream ``index`` the output's muxer leaves out of ``stream_out``."""
         held = MARKS_HELD.get((self._out.format.name, stream_out.type))
@@ -1184,6 +1277,8 @@ class StreamCopier:
         lost = [m for m in marked if m not in held]
         if "captions" in lost and "hearing_impaired" in marked and "hearing_impaired" in held:
             lost.remove("captions")  # the MP4 demuxer says both for one SDH kind; Matroska's flag is one
+        if "descriptions" in lost and "visual_impaired" in marked and self._out.format.name == "mpegts":
+            lost.remove("descriptions")  # its demuxer says both for the visually impaired audio type
         if not lost:
             return
         named = ["commentary" if m == "comment" else m.replace("_", " ") for m in lost]
@@ -2026,6 +2121,11 @@ class StreamCopier:
         if source is not None:
             with contextlib.suppress(Exception):
                 source.close()
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def _infer_defaults(out: av.container.OutputContainer) -> list[tuple[Any, int]]:
