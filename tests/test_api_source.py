@@ -731,6 +731,32 @@ def test_gpu_work_done_signals_on_your_own_wgpu_device() -> None:
     assert done.wait(10).signaled and done.is_signaled() and done.wait(0).signaled  # asked again: still done
 
 
+def test_gpu_work_made_under_a_loop_that_has_closed_settles_quietly() -> None:
+    """A GpuWorkDone (or a frame's render) made inside ``asyncio.run`` and waited for after it returned
+    printed 'Exception ignored from cffi callback ... RuntimeError: Event loop is closed': wgpu-py's
+    map promise handed its resolution to the loop running where it was made (seen in CI's warnings
+    after test_closing_a_source_inside_async_for_leaves_no_thread)."""
+    import sys
+
+    import wgpu
+
+    import alpha2
+
+    own = wgpu.gpu.request_adapter_sync().request_device_sync()
+
+    async def made() -> Any:
+        return alpha2.GpuWorkDone(own)
+
+    done = asyncio.run(made())
+    caught: list[Any] = []
+    hook, sys.unraisablehook = sys.unraisablehook, caught.append
+    try:
+        assert done.wait(10).signaled
+    finally:
+        sys.unraisablehook = hook
+    assert not caught, [str(u.exc_value) for u in caught]
+
+
 def test_gpu_work_done_takes_an_alpha2_device_and_refuses_other_things(device: Any) -> None:
     """GpuWorkDone(source.device) and GpuWorkDone('x') raised AttributeError ("module 'alpha2' has no
     attribute 'BufferUsage'"): it looked the usage flags up in the module of whatever it was given."""

@@ -68,6 +68,7 @@ from alpha2.gpu.sync import CpuSyncPoint, SyncPoint, WaitResult, WaitStatus
 from alpha2.gpu.webgpu import (
     WebGpuDevice,
     gpu_module_of,
+    polled,
     promise_settled,
     pump_events,
     webgpu_device_of,
@@ -194,7 +195,7 @@ class GpuWorkDone(SyncPoint):
         encoder = webgpu_device.create_command_encoder(label="alpha2 work done")
         encoder.clear_buffer(self._buffer)
         webgpu_device.queue.submit([encoder.finish()])
-        self._promise = self._buffer.map_async("READ")
+        self._promise = polled(self._buffer.map_async("READ"))
 
     def _poll(self) -> bool:
         pump_events(self._device)

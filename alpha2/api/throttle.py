@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alpha2.gpu.webgpu import WebGpuDevice
+from alpha2.gpu.webgpu import WebGpuDevice, polled
 
 __all__ = ["SubmitThrottle"]
 
@@ -44,7 +44,7 @@ class SubmitThrottle:
         the next :meth:`encode` or :meth:`drain` otherwise)."""
         slot, self._armed = self._armed, None
         if slot is not None:
-            self._maps[slot] = self._buffers[slot].map_async(self._gpu.MapMode.WRITE)
+            self._maps[slot] = polled(self._buffers[slot].map_async(self._gpu.MapMode.WRITE))
 
     def _settle(self, slot: int) -> None:
         promise, self._maps[slot] = self._maps[slot], None

@@ -41,6 +41,7 @@ import av.container
 import av.error
 import av.packet
 import av.stream
+import numpy as np
 
 from alpha2.ffmpeg_bridge.channel_layouts import (
     PLANAR_CHANNELS_PYAV_READS,
@@ -641,10 +642,57 @@ def _encoder_opens(codec: str, layout: str, rate: int) -> bool:
 _SURROUND_ALIKE = {"SL": "BL", "SR": "BR"}
 """Channels that name the same speakers as others where a layout has one pair or the other."""
 
-_AAC_PLACED_TWINS = {"quad(side)": "quad", "5.0(side)": "5.0", "5.1(side)": "5.1"}
-"""Layouts FFmpeg's AAC encoder takes but writes in a program config element that FFmpeg reads back as
-channels in no known place ('6 channels'), and their twins with the surround pair at the back, which
-AAC's channel configurations name (the same speakers: the channels go one for one)."""
+_AAC_PLACED = frozenset({"mono", "stereo", "2.1", "3.0", "3.0(back)", "4.0", "quad", "5.0", "5.1", "7.1"})
+"""The named layouts FFmpeg's AAC encoder writes in a form FFmpeg's AAC decoder reads back in place: the
+seven of ``aac_normal_chan_layouts`` (AAC's channel configurations, ``libavcodec/aacenctab.h``) and the
+program config elements it reads back as 2.1, 3.0(back) and quad (measured, a tone per channel). Every
+other layout it takes goes into a program config element that reads back as 'N channels' in no known
+place: quad(side), 5.0(side) and 5.1(side) (their same speakers here: quad, 5.0, 5.1), and 6.1, 6.1(back),
+6.1(front), 7.0 and 7.1(wide), of which none holds 7 or 8 channels in place but 7.1."""
+
+
+@functools.lru_cache(maxsize=64)
+def _mix(source: str, target: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Where FFmpeg's resampler puts each channel of the layout ``source`` (an FFmpeg layout name) mixed
+    into ``target``: (channel, the channels of ``target`` it is heard in), measured by passing each
+    channel alone through a resampler of the defaults the copier's resampler uses."""
+    names = [str(c.name) for c in av.AudioLayout(source).channels]
+    into = [str(c.name) for c in av.AudioLayout(target).channels]
+    pulses = np.eye(len(names), dtype=np.float32).reshape(1, -1)  # sample i: channel i alone
+    frame = av.AudioFrame.from_ndarray(pulses, format="flt", layout=source)
+    frame.sample_rate = 48_000
+    resampler = av.AudioResampler(format="flt", layout=target, rate=48_000)
+    parts = [interleaved(f)[0] for f in [*resampler.resample(frame), *resampler.resample(None)]]
+    heard = np.abs(np.concatenate(parts)) > 1e-4  # same rate: no delay, one row a source channel
+    return tuple((name, tuple(into[j] for j in np.flatnonzero(heard[i]))) for i, name in enumerate(names))
+
+
+def _mix_said(source: str, target: str) -> str:
+    """Where :func:`_mix` puts the channels of ``source`` that do not go one for one into their own
+    place of ``target``, in words (``BC into BL+BR, SL+SR silent``)."""
+    mix = _mix(source, target)
+    said = [
+        f"{name} into {'+'.join(heard)}" if heard else f"{name} left out"
+        for name, heard in mix
+        if heard != (name,)
+    ]
+    heard_at = {c for _, heard in mix for c in heard}
+    silent = [str(c.name) for c in av.AudioLayout(target).channels if str(c.name) not in heard_at]
+    if silent:
+        said.append(f"{'+'.join(silent)} silent")
+    return ", ".join(said)
+
+
+def _same_speakers_order(source: list[str], target: list[str]) -> tuple[int, ...] | None:
+    """For layouts of the same speakers (:data:`_SURROUND_ALIKE`: 6.1(back)'s BL BR BC are 6.1's SL SR
+    BC), the source channel each channel of ``target`` takes; None where they are not the same."""
+    alike = [_SURROUND_ALIKE.get(c, c) for c in source]
+    if len(source) != len(target) or len(set(alike)) != len(alike):
+        return None
+    wanted = [_SURROUND_ALIKE.get(c, c) for c in target]
+    if set(wanted) != set(alike):
+        return None
+    return tuple(alike.index(c) for c in wanted)
 
 
 _FIXED_LAYOUTS = {
@@ -672,39 +720,42 @@ def _lossless_said(source_codec: str, source: Any, target: str) -> str:
 
 def encoder_layout(codec: str, layout: Any, rate: int) -> str | None:
     """The channel layout (its FFmpeg name) to encode a source of ``layout`` (an ``av.AudioLayout``)
-    with ``codec`` at ``rate``: the source's own where the encoder takes it; else the smallest named
-    layout it takes that holds every one of the source's channels (each passed as it is, the others
-    silent: quad as 5.0, as FFmpeg's command line picks for ALAC); else one of as many channels (those
-    sharing most channels with the source first; FFmpeg's resampler mixes the others, side to back for
-    Opus's 5.1, and for AAC's, whose 5.1(side) reads back in no known place); None where it takes
-    none of as many channels (a downmix to stereo is then unavoidable)."""
+    with ``codec`` at ``rate``: the source's own where the encoder takes it (for AAC, where it reads back
+    in place: :data:`_AAC_PLACED`); else one of the same speakers (5.1 for 5.1(side), 6.1 for
+    6.1(back)); else the smallest named layout it takes that holds every one of the source's channels
+    (each passed as it is, the others silent: quad as 5.0, as FFmpeg's command line picks for ALAC);
+    else one of as many channels (for AAC, or more: 7.1 for 6.1) that shares most channels with the
+    source, FFmpeg's resampler mixing the others (:func:`_mix_said`); None where it takes none of as
+    many channels (a downmix to stereo is then unavoidable)."""
     name = str(layout.name)
-    twin = _AAC_PLACED_TWINS.get(name) if codec == "aac" else None
-    if twin is not None and _encoder_opens(codec, twin, rate):
-        return twin
-    if _encoder_opens(codec, name, rate):
+    placed_only = codec == "aac" and not unmixable(layout)
+
+    def takes(other: str) -> bool:
+        return _encoder_opens(codec, other, rate) and (not placed_only or other in _AAC_PLACED)
+
+    if takes(name):
         return name
     count = len(layout.channels)
     own = {str(c.name) for c in layout.channels}
-    alike = {_SURROUND_ALIKE.get(c, c) for c in own}
     ranked = []
     for rank, other in enumerate(_LAYOUTS):
         if other == name:
             continue
         try:
-            names = {str(c.name) for c in av.AudioLayout(other).channels}
+            names = [str(c.name) for c in av.AudioLayout(other).channels]
         except (ValueError, TypeError):
             continue
-        if len(names) == count and {_SURROUND_ALIKE.get(c, c) for c in names} == alike:
+        if _same_speakers_order([str(c.name) for c in layout.channels], names) is not None:
             # Side and back pairs name the same surround speakers (FFmpeg's 5.1 and 5.1(side)): the
             # source's own layout, before any other.
-            ranked.append((0, 0, rank, other))
-        elif len(names) > count and own <= names:
-            ranked.append((1, len(names), rank, other))  # holds every channel: the smallest first
-        elif len(names) == count:
-            ranked.append((2, -len(own & names), rank, other))  # mixed: the most shared first
+            ranked.append((0, 0, 0, rank, other))
+        elif len(names) > count and own <= set(names):
+            ranked.append((1, len(names), 0, rank, other))  # holds every channel: the smallest first
+        elif len(names) == count or (placed_only and len(names) > count):
+            # Mixed: the most shared first, then the smallest (AAC places no 7 channels: 7.1 for 6.1).
+            ranked.append((2, -len(own & set(names)), len(names), rank, other))
     for *_, other in sorted(ranked):
-        if _encoder_opens(codec, other, rate):
+        if takes(other):
             return other
     return None
 
@@ -863,6 +914,9 @@ class _Entry:
     relabel: str | None = None
     """The layout decoded frames are given, their samples unmoved, before the resampler (ambisonic or
     unplaced channels, which it cannot mix)."""
+    moved: ChannelOrder | None = None
+    """Where decoded samples go, unmixed, in the encoder's layout of the same speakers (6.1(back) into
+    6.1: BL, BR, BC as SL, SR, BC), before the resampler."""
     in_origin: float | None = None
     """Encoded again: the time (s) of the first decoded frame, where the samples fed are counted from."""
     in_fed: float = 0.0
@@ -1620,6 +1674,7 @@ class StreamCopier:
             source_layout = av.AudioLayout(next(named, "stereo"))
         layout = encoder_layout(codec, source_layout, rate)
         downmix = None
+        moved = None
         own_names = [str(c.name) for c in source_layout.channels]
         if layout is None:
             layout = "mono" if count == 1 else "stereo"
@@ -1627,18 +1682,29 @@ class StreamCopier:
         elif layout != str(source_layout.name) and not unmixable(source_layout):
             target = [str(c.name) for c in av.AudioLayout(layout).channels]
             said_own = str(source_layout.name)
-            if set(own_names) <= set(target) and len(target) > count:
-                silent = "+".join(c for c in target if c not in own_names)
-                downmix = (
-                    f"its {said_own} channels kept as they are in {layout} ({silent} silent): {codec} takes "
-                    f"no {said_own} layout"
+            why = f"{codec} takes no {said_own} layout"
+            if _encoder_opens(codec, said_own, rate):  # AAC's, read back as 'N channels' (_AAC_PLACED)
+                why = f"{codec}'s {said_own} reads back as {count} channels in no known place"
+            speakers = _same_speakers_order(own_names, target)
+            if speakers is not None and speakers != tuple(range(count)):
+                # The resampler would mix them as other speakers (6.1(back)'s BL and BR into 6.1's BC,
+                # its SL and SR silent, unsaid: found by an outside pass): put in place instead.
+                moved = ChannelOrder(stream.index, said_own, layout, speakers)
+                renamed = ", ".join(
+                    f"{c} as {target[speakers.index(i)]}"
+                    for i, c in enumerate(own_names)
+                    if c != target[speakers.index(i)]
                 )
-            elif len(target) != count:
-                downmix = f"{count} channels encoded as {layout}"
-            elif {_SURROUND_ALIKE.get(c, c) for c in target} != {
-                _SURROUND_ALIKE.get(c, c) for c in own_names
-            }:
-                downmix = f"its {said_own} channels mixed into {layout}: {codec} takes no {said_own} layout"
+                downmix = (
+                    f"its {said_own} channels passed one for one as {layout} ({renamed}: the same speakers)"
+                )
+            elif set(own_names) <= set(target) and len(target) > count:
+                silent = "+".join(c for c in target if c not in own_names)
+                downmix = f"its {said_own} channels kept as they are in {layout} ({silent} silent): {why}"
+            elif speakers is None:
+                downmix = (
+                    f"its {said_own} channels mixed into {layout} ({_mix_said(said_own, layout)}): {why}"
+                )
         relabel = None
         own = str(source_layout.name)
         if unmixable(source_layout) and layout != own:
@@ -1708,6 +1774,7 @@ class StreamCopier:
             rate=rate,
             order=self._orders.get(stream.index),
             relabel=relabel,
+            moved=moved,
         )
         self.report.kept.append(stream)
         name = stream_out.codec_context.name
@@ -1983,6 +2050,8 @@ class StreamCopier:
             frames = [entry.order.apply(f) for f in frames]
         if entry.relabel is not None:
             frames = [with_layout(f, entry.relabel) for f in frames]
+        if entry.moved is not None:
+            frames = [entry.moved.apply(f) for f in frames]
         for frame in [*frames, None] if packet is None else frames:
             for out_frame in self._resampled(entry, frame):
                 first = entry.samples

@@ -35,6 +35,7 @@ __all__ = [
     "detect_webgpu_device",
     "gpu_module_of",
     "implementation_of",
+    "polled",
     "promise_settled",
     "pump_events",
     "wait_promise",
@@ -234,11 +235,24 @@ def pump_events(device: Any) -> None:
 
 # wgpu-py 0.32's GPUPromise has no public non-blocking poll: ``then()`` needs a running event loop and
 # ``sync_wait()`` blocks without a bound. Read-back rings poll many promises from plain threads with a
-# timeout, so the two private fields below are read here, and only here (wgpu is pinned to <0.33).
+# timeout, so the two private fields below are read here, and only here, and the loop a promise resolves
+# on is detached here (:func:`polled`) (wgpu is pinned to <0.33).
 
 
 def _state_of(promise: Any) -> str:
     return str(getattr(promise, "_state", "pending"))
+
+
+def polled(promise: Any) -> Any:
+    """``promise`` (a GPUPromise alpha2 polls or ``sync_wait``-s itself, never awaits) detached from the
+    asyncio loop running where it was made: wgpu-py's promise hands its resolution to that loop when the
+    GPU finishes, and where the loop had closed by then (``asyncio.run`` returned before a later call
+    pumped the device's events) the callback raised 'Event loop is closed', printed as 'Exception
+    ignored from cffi callback' at the caller. Its state, what :func:`promise_settled` reads, is set all
+    the same."""
+    if getattr(promise, "_call_soon_threadsafe", None) is not None:
+        promise._call_soon_threadsafe = None
+    return promise
 
 
 def promise_settled(promise: Any) -> bool:

@@ -20,7 +20,7 @@ from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import GpuTimeoutError, InternalError, OutOfMemoryError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
-from alpha2.gpu.webgpu import promise_settled, pump_events, wait_promise
+from alpha2.gpu.webgpu import polled, promise_settled, pump_events, wait_promise
 from alpha2.native_gpu.encode.params import ReadbackLayout
 
 __all__ = ["ReadbackRing", "destroy_buffers"]
@@ -143,7 +143,7 @@ class ReadbackRing:
         slot.pts = pts
         slot.sequence = self._sequence
         self._sequence += 1
-        slot.promise = slot.buffer.map_async("READ", 0, self.readback.frame_size_bytes)
+        slot.promise = polled(slot.buffer.map_async("READ", 0, self.readback.frame_size_bytes))
         slot.state = _SlotState.IN_FLIGHT
         self._in_flight.append(slot)
         self._note_usage()

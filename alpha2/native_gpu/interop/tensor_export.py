@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from alpha2.gpu.budget import MemoryBudget
 from alpha2.gpu.errors import Error, GpuTimeoutError, InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat, PlaneFormat
-from alpha2.gpu.webgpu import wait_promise
+from alpha2.gpu.webgpu import polled, wait_promise
 from alpha2.native_gpu._vk.export import DEFAULT_PLANE_USAGE
 from alpha2.native_gpu.interop import dawn_planes
 from alpha2.native_gpu.interop.cpu_upload import PlaneGeometry
@@ -632,7 +632,7 @@ class TensorExporter:
 
     def _wait_dawn_queue(self) -> None:
         """Wait (bounded) on the CPU for the work submitted to Dawn's queue so far."""
-        promise = self._device.queue.on_submitted_work_done_async()
+        promise = polled(self._device.queue.on_submitted_work_done_async())
         if not wait_promise(promise, self._wait_timeout(), self._device):
             raise GpuTimeoutError(
                 "Dawn's pack of an RGB tensor did not finish within the GPU wait timeout (raise it with "
