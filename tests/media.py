@@ -529,3 +529,27 @@ def make_late_video_with_sound(path: str | os.PathLike[str]) -> str:
         out.mux(video.encode(None))
         mux_silence(out, sound, 1.5)
     return str(path)
+
+
+def channel_tones(layout: str) -> dict[str, int]:
+    """Each channel of ``layout`` (an FFmpeg layout name) and its tone in Hz: 200, 300, ... by its place,
+    80 for LFE (the per-channel tone tests)."""
+    names = [str(c.name) for c in av.AudioLayout(layout).channels]
+    return {name: 80 if name == "LFE" else 200 + 100 * i for i, name in enumerate(names)}
+
+
+def make_channel_tones(
+    path: str | os.PathLike[str], layout: str, rate: int = 48_000, seconds: float = 0.5
+) -> str:
+    """A WAV of ``layout`` whose each channel holds its own tone (:func:`channel_tones`)."""
+    t = np.arange(int(rate * seconds)) / rate
+    samples = np.stack([0.3 * np.sin(2 * np.pi * f * t) for f in channel_tones(layout).values()], axis=1)
+    packed = np.round(samples * 32767).astype(np.int16).reshape(1, -1)
+    with av.open(str(path), "w") as out:
+        sound = out.add_stream("pcm_s16le", rate=rate)
+        sound.layout = layout
+        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(packed), format="s16", layout=layout)
+        frame.sample_rate, frame.pts, frame.time_base = rate, 0, fractions.Fraction(1, rate)
+        for packet in [*sound.encode(frame), *sound.encode(None)]:
+            out.mux(packet)
+    return str(path)

@@ -12,7 +12,6 @@ must be its own (an LFE tone is low, as libopus codes that channel with a narrow
 
 from __future__ import annotations
 
-import fractions
 from pathlib import Path
 
 import av
@@ -21,30 +20,9 @@ import pytest
 
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.ffmpeg_bridge.channel_layouts import interleaved
+from tests.media import channel_tones, make_channel_tones
 
 RATE = 48_000
-SECONDS = 0.5
-
-
-def _tones(layout: str) -> dict[str, int]:
-    """Each channel's tone in Hz: 200, 300, ... by its place in ``layout``, 80 for LFE."""
-    names = [str(c.name) for c in av.AudioLayout(layout).channels]
-    return {name: 80 if name == "LFE" else 200 + 100 * i for i, name in enumerate(names)}
-
-
-def _wav(path: Path, layout: str) -> str:
-    tones = _tones(layout)
-    t = np.arange(int(RATE * SECONDS)) / RATE
-    samples = np.stack([0.3 * np.sin(2 * np.pi * f * t) for f in tones.values()], axis=1)
-    packed = np.round(samples * 32767).astype(np.int16).reshape(1, -1)
-    with av.open(str(path), "w") as out:
-        sound = out.add_stream("pcm_s16le", rate=RATE)
-        sound.layout = layout
-        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(packed), format="s16", layout=layout)
-        frame.sample_rate, frame.pts, frame.time_base = RATE, 0, fractions.Fraction(1, RATE)
-        for packet in [*sound.encode(frame), *sound.encode(None)]:
-            out.mux(packet)
-    return str(path)
 
 
 def _places(path: str, decoder: str) -> tuple[str, dict[str, int]]:
@@ -80,10 +58,10 @@ def _places(path: str, decoder: str) -> tuple[str, dict[str, int]]:
 def test_each_channel_comes_back_in_its_place(
     tmp_path: Path, layout: str, ext: str, encoded: str, decoder: str
 ) -> None:
-    src = _wav(tmp_path / "in.wav", layout)
+    src = make_channel_tones(tmp_path / "in.wav", layout)
     out = str(tmp_path / f"out{ext}")
     transcode(src, out, TranscodeOptions())
     got_layout, places = _places(out, decoder)
     assert got_layout == encoded
-    wanted = {name: _tones(layout).get(name, 0) for name in places}
+    wanted = {name: channel_tones(layout).get(name, 0) for name in places}
     assert all(abs(places[n] - wanted[n]) <= 3 for n in places), f"wanted {wanted}, got {places}"

@@ -13,7 +13,6 @@ source channels the test names for it (none: silent).
 
 from __future__ import annotations
 
-import fractions
 from pathlib import Path
 
 import av
@@ -22,29 +21,9 @@ import pytest
 
 from alpha2.api.transcoder import TranscodeOptions, transcode
 from alpha2.ffmpeg_bridge.channel_layouts import interleaved
+from tests.media import channel_tones, make_channel_tones
 
 RATE = 48_000
-SECONDS = 0.5
-
-
-def _tones(layout: str) -> dict[str, int]:
-    """Each channel's tone in Hz: 200, 300, ... by its place in ``layout``, 80 for LFE."""
-    names = [str(c.name) for c in av.AudioLayout(layout).channels]
-    return {name: 80 if name == "LFE" else 200 + 100 * i for i, name in enumerate(names)}
-
-
-def _wav(path: Path, layout: str) -> str:
-    t = np.arange(int(RATE * SECONDS)) / RATE
-    samples = np.stack([0.3 * np.sin(2 * np.pi * f * t) for f in _tones(layout).values()], axis=1)
-    packed = np.round(samples * 32767).astype(np.int16).reshape(1, -1)
-    with av.open(str(path), "w") as out:
-        sound = out.add_stream("pcm_s16le", rate=RATE)
-        sound.layout = layout
-        frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(packed), format="s16", layout=layout)
-        frame.sample_rate, frame.pts, frame.time_base = RATE, 0, fractions.Fraction(1, RATE)
-        for packet in [*sound.encode(frame), *sound.encode(None)]:
-            out.mux(packet)
-    return str(path)
 
 
 def _heard(path: str, source: str) -> tuple[str, list[tuple[str, set[str]]]]:
@@ -57,7 +36,7 @@ def _heard(path: str, source: str) -> tuple[str, list[tuple[str, set[str]]]]:
     data = np.concatenate(parts).astype(np.float64)[RATE // 10 : RATE // 10 + int(RATE * 0.3)]
     spectra = np.abs(np.fft.rfft(data, axis=0))
     freqs = np.fft.rfftfreq(len(data), 1 / RATE)
-    tones = _tones(source)
+    tones = channel_tones(source)
     at = {name: spectra[int(np.argmin(np.abs(freqs - hz)))] for name, hz in tones.items()}
     loudest = max(float(v.max()) for v in at.values())
     heard = [{n for n, v in at.items() if v[k] > 0.1 * loudest} for k in range(data.shape[1])]
@@ -148,7 +127,7 @@ _WIDE = {"FL": {"FL", "FLC"}, "FR": {"FR", "FRC"}}
 def test_each_channel_lands_where_the_note_says(
     tmp_path: Path, layout: str, ext: str, encoded: str, places: dict[str, set[str]], said: str
 ) -> None:
-    src = _wav(tmp_path / "in.wav", layout)
+    src = make_channel_tones(tmp_path / "in.wav", layout)
     out = str(tmp_path / f"out{ext}")
     stats = transcode(src, out, TranscodeOptions())
     note = str(stats.encoder.get("audio"))

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from alpha2.api.devices import texture_limit
-from alpha2.gpu.dlpack import DLDeviceType, dlpack_capsule
+from alpha2.gpu.dlpack import DLDeviceType, array_protocol, dlpack_capsule
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
@@ -283,15 +283,8 @@ class RgbTensor:
         return self._array
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        array = self.numpy()
-        if dtype is not None and np.dtype(dtype) != array.dtype:
-            if copy is False:  # numpy 2's protocol: copy=False asks for no copy, or an error
-                raise InvalidInputError(
-                    f"this {array.dtype} tensor cannot be made {np.dtype(dtype)} without a copy, and "
-                    "copy=False was asked; leave copy out, or ask to_tensor for that dtype"
-                )
-            return array.astype(dtype)
-        return array.copy() if copy else array
+        hint = "leave copy out, or ask to_tensor for that dtype"
+        return array_protocol(self.numpy(), dtype, copy, "tensor", hint)
 
     def __repr__(self) -> str:
         return (

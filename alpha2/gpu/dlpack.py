@@ -23,7 +23,7 @@ import numpy as np
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PlaneFormat
 
-__all__ = ["DLDeviceType", "PlaneArray", "StreamOrder", "dlpack_capsule", "plane_element"]
+__all__ = ["DLDeviceType", "PlaneArray", "StreamOrder", "array_protocol", "dlpack_capsule", "plane_element"]
 
 
 class DLDeviceType(enum.IntEnum):
@@ -276,12 +276,22 @@ class PlaneArray:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         # Without it np.asarray(plane) was a 0-d object array holding the PlaneArray, nothing said.
-        array = self.to_ndarray()
-        if dtype is not None and np.dtype(dtype) != array.dtype:
-            if copy is False:  # numpy 2's protocol: copy=False asks for no copy, or an error
-                raise InvalidInputError(
-                    f"this {array.dtype} plane cannot be made {np.dtype(dtype)} without a copy, and "
-                    "copy=False was asked; leave copy out"
-                )
-            return array.astype(dtype)
-        return array.copy() if copy else array
+        return array_protocol(self.to_ndarray(), dtype, copy, "plane", "leave copy out")
+
+
+def array_protocol(array: np.ndarray, dtype: Any, copy: bool | None, what: str, hint: str) -> np.ndarray:
+    """``__array__(dtype, copy)`` of an object whose pixels are ``array`` (numpy 2's protocol: ``copy``
+    False asks for no copy, or an error; None a copy only where needed; True a copy).
+
+    Raises:
+        InvalidInputError: another ``dtype`` with ``copy=False`` (the message names ``what`` and ends
+            with ``hint``, what to do instead).
+    """
+    if dtype is not None and np.dtype(dtype) != array.dtype:
+        if copy is False:
+            raise InvalidInputError(
+                f"this {array.dtype} {what} cannot be made {np.dtype(dtype)} without a copy, and copy=False "
+                f"was asked; {hint}"
+            )
+        return array.astype(dtype)
+    return array.copy() if copy else array
