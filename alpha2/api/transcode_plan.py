@@ -259,12 +259,15 @@ class TranscodeOptions:
     ``(width, height)`` or ``"WIDTHxHEIGHT"``; one side left free as ``--size`` and ffmpeg's scale filter
     take it: ``(-1, 720)``, ``(None, 720)`` or ``"-1x720"`` is 720 high, ``(1280, -1)`` 1280 wide."""
     crf: float | None = None
-    """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec."""
+    """Constant-quality factor; None with no bitrate: :data:`DEFAULT_CRF` for the codec. Refused for an
+    encoder with no constant-quality option (ffv1, prores_ks), which FFmpeg would ignore."""
     bitrate: int | None = None
     """Target bit rate in bits per second (instead of crf), from :data:`BITRATE_RANGE`'s first to its
-    last."""
+    last. Refused for an encoder that writes the same at any rate (ffv1 and the other lossless ones,
+    prores_ks)."""
     preset: str | None = None
-    """Encoder speed preset; None: the encoder's default."""
+    """Encoder speed preset; None: the encoder's default. Refused for an encoder with none (mpeg4,
+    ffv1, prores_ks)."""
     frames: int | None = None
     """Stop after this many frames (the audio is cut at the same time)."""
     from_seconds: float = 0.0

@@ -118,10 +118,13 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="constant-quality factor (default per codec: "
         + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_CRF.items())
-        + ")",
+        + "); refused for an encoder that has none (ffv1, prores_ks)",
     )
     quality.add_argument(
-        "--bitrate", type=_bitrate, help="target bit rate, e.g. 4M or 800k (of the audio, for sound alone)"
+        "--bitrate",
+        type=_bitrate,
+        help="target bit rate, e.g. 4M or 800k (of the audio, for sound alone); refused for an encoder "
+        "that ignores it (ffv1, prores_ks)",
     )
     parser.add_argument(
         "--preset",
@@ -129,7 +132,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         help="encoder speed preset; libx264 and libx265: " + " ".join(X26X_PRESETS) + " (default "
         f"{DEFAULT_PRESETS['libx264']}); NVENC p1 to p7 (default {DEFAULT_PRESETS['h264_nvenc']}); "
         + ", ".join(f"{name} {low} to {high}" for name, (low, high) in ENCODER_PRESET_RANGES.items())
-        + " (SVT-AV1's preset, libvpx's and libaom's cpu-used: lower is slower)",
+        + " (SVT-AV1's preset, libvpx's and libaom's cpu-used: lower is slower); refused for an "
+        "encoder that has none (mpeg4, ffv1, prores_ks)",
     )
     parser.add_argument(
         "--frames",

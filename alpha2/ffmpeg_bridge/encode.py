@@ -218,6 +218,14 @@ def _encoder_exists(name: str) -> bool:
     return True
 
 
+def quiet_svt_log() -> None:
+    """Errors only from SVT-AV1 (``SVT_LOG=1``) unless the caller set ``SVT_LOG``: it prints its banner,
+    its configuration and notes on its own choices ('AQ mode 2 is unsupported with source dimensions',
+    'Failed to set thread priority'), about 20 lines a file, to stderr through a logger of its own that
+    FFmpeg's log level does not reach (libx265's does), read when an encoder is made."""
+    os.environ.setdefault("SVT_LOG", "1")
+
+
 @functools.cache
 def _nvenc_probe(name: str) -> str | None:
     """Test-open an NVENC encoder once per process; None when it works, else why not."""
@@ -241,6 +249,60 @@ def encoder_pixel_formats(name: str) -> tuple[str, ...]:
         return tuple(f.name for f in (av.codec.Codec(name, "w").video_formats or ()))
     except Exception:
         return ()
+
+
+@functools.cache
+def _encoder_option_names(name: str) -> frozenset[str]:
+    """The AVOption names FFmpeg's encoder ``name`` takes (its own and every encoder's)."""
+    options = av.CodecContext.create(name, "w").supported_options
+    return frozenset(option.name for option in (*options.generic, *options.private))
+
+
+BITRATE_BLIND_ENCODERS = frozenset(
+    {
+        "ffv1",
+        "huffyuv",
+        "ffvhuff",
+        "magicyuv",
+        "utvideo",
+        "png",
+        "qtrle",
+        "rawvideo",
+        "v210",
+        "prores",
+        "prores_aw",
+        "prores_ks",
+    }
+)
+"""Encoders that write their pictures whatever bit rate they are given (lossless, uncompressed, or
+ProRes, whose rate is its profile): FFmpeg has every encoder take ``b``, so their options do not tell."""
+
+
+def _refuse_ignored_rate_options(
+    encoder: str, *, crf: float | None, bitrate: int | None, preset: str | int | None
+) -> None:
+    """Refuse a crf, bit rate or preset that ``encoder`` would ignore. FFmpeg drops an option an encoder
+    does not have and only logs it (ffmpeg's 'Codec AVOption ... has not been used'); the summary then
+    said 'prores_ks, crf 5' for an output that was the same file at any crf. Found by an outside pass
+    (helper 112): prores_ks at crf 5 and 30, at 800 kb/s (13.6 Mb/s written), mpeg4 and ffv1 with a
+    preset."""
+    spec = encoder_spec(encoder) or EncoderSpec(encoder, encoder, False)
+    try:
+        names = _encoder_option_names(encoder)
+    except (av.error.FFmpegError, ValueError):
+        return  # not in this build: opening it says so
+    asked = []
+    if crf is not None and not {spec.crf_option, *spec.crf_also} <= names:
+        asked.append("crf")
+    if bitrate is not None and encoder in BITRATE_BLIND_ENCODERS:
+        asked.append("bitrate")
+    if preset is not None and spec.preset_option not in names:
+        asked.append("preset")
+    if asked:
+        raise InvalidInputError(
+            f"{encoder} takes no {' or '.join(asked)} (FFmpeg's {encoder} would ignore "
+            f"{'it' if len(asked) == 1 else 'them'}); leave {' and '.join(asked)} out"
+        )
 
 
 def choose_encoder(codec: str) -> EncoderChoice:
@@ -716,6 +778,7 @@ class EncodeSession:
                     f"{self.encoder.name} takes no {' or '.join(asked)}: a GIF frame is its 256 colours, "
                     f"with no quality or speed to set; leave {' and '.join(asked)} out"
                 )
+        _refuse_ignored_rate_options(self.encoder.name, crf=crf, bitrate=bitrate, preset=preset)
         self._options = options
         self._gop_size = gop_size
         self._interlaced = interlaced
@@ -897,8 +960,11 @@ class EncodeSession:
         # An encoder the table does not know takes FFmpeg's usual option names (preset, crf).
         spec = encoder_spec(self.encoder.name) or EncoderSpec(self.encoder.name, self.encoder.codec, False)
         self._codec_time_base = spec.time_base(self.time_base, self.rate)
-        if self.muxer in FRAME_CLOCK_MUXERS:
+        if self.muxer in FRAME_CLOCK_MUXERS or (spec.rate_clock and self._bitrate is not None):
+            # On one frame's clock, a frame landing on the tick of the one before is dropped (said).
             self._codec_time_base = 1 / self.rate
+        if self.encoder.name == "libsvtav1":
+            quiet_svt_log()
         try:
             stream = out.add_stream(self.encoder.name, rate=self.rate)
             assert isinstance(stream, av.video.stream.VideoStream)
