@@ -316,9 +316,6 @@ def _worker_main(
     os.environ.update(env)
     if shared_device:
         share_device_between_threads()
-    # The batch shows its own progress and table: SVT-AV1's banner (it writes to stderr itself, 21
-    # lines a file) would break them. Errors still show; a level the user set is kept.
-    os.environ.setdefault("SVT_LOG", "1")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from alpha2.apps.cli import ensure_runtime_dir
 

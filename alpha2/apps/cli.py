@@ -1011,21 +1011,8 @@ def _signal_exit(exc: BaseException) -> int:
     return 128 + signal.SIGINT
 
 
-SVT_LOG_ERRORS = "1"
-"""SVT-AV1's log level for errors only (its levels: -1 all, 0 fatal, 1 error, 2 warn, 3 info, 4 debug)."""
-
-
-def quiet_libraries() -> None:
-    """For ``--quiet``: the encoder libraries that write to stderr themselves, past FFmpeg's log, say
-    only their errors. SVT-AV1 (``--codec av1``) prints a banner of ``Svt[info]:`` lines unless
-    ``SVT_LOG`` says otherwise; it reads the variable when its first encoder opens, so it is set before
-    the command runs. A level the user set is kept."""
-    os.environ.setdefault("SVT_LOG", SVT_LOG_ERRORS)
-
-
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
-    """Run one command's ``func``; errors become the one-line message and exit status 1. A command's
-    ``--quiet`` quiets the encoder libraries too (:func:`quiet_libraries`)."""
+    """Run one command's ``func``; errors become the one-line message and exit status 1."""
     # Here, not at the top: the command's module has imported them already, and ``--help`` needs neither.
     from alpha2.api.errors import OutputFormatError
     from alpha2.gpu.errors import Error
@@ -1033,8 +1020,6 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     try:
         with _SignalsUnwind():
             ensure_runtime_dir()
-            if getattr(args, "quiet", False):
-                quiet_libraries()
             return int(func(args) or 0)
     except (KeyboardInterrupt, Terminated) as exc:
         return _signal_exit(exc)

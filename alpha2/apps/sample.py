@@ -326,9 +326,8 @@ def _positive_seconds(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """``alpha2 sample``."""
-    from alpha2.apps.cli import quiet_libraries, shown_name
+    from alpha2.apps.cli import shown_name
 
-    quiet_libraries()  # a test clip: no SVT-AV1 banner (20 lines of Svt[info]) for --codec av1
     result = write_sample(
         args.output,
         duration_s=args.duration,
