@@ -14,6 +14,7 @@ from typing import Any
 
 import av
 import av.container
+import av.filter
 import numpy as np
 
 # SVT-AV1 prints its configuration at info level; keep test output readable.
@@ -553,3 +554,34 @@ def make_channel_tones(
         for packet in [*sound.encode(frame), *sound.encode(None)]:
             out.mux(packet)
     return str(path)
+
+
+def fps_filter_choice(
+    pts: list[int], durations: list[int], time_base: fractions.Fraction, rate: fractions.Fraction
+) -> list[tuple[int, int]]:
+    """(output pts, input index) of each frame PyAV's ``fps=fps=R:round=near`` filter writes."""
+    graph = av.filter.Graph()
+    src = graph.add_buffer(width=16, height=16, format="gray", time_base=time_base)
+    fps = graph.add("fps", f"fps={rate.numerator}/{rate.denominator}:round=near")
+    sink = graph.add("buffersink")
+    src.link_to(fps)
+    fps.link_to(sink)
+    graph.configure()
+    out: list[tuple[int, int]] = []
+
+    def pull() -> None:
+        while True:
+            try:
+                frame = graph.pull()
+            except (av.BlockingIOError, av.EOFError):
+                return
+            out.append((frame.pts, int(frame.to_ndarray()[0, 0])))
+
+    for index, (p, d) in enumerate(zip(pts, durations, strict=True)):
+        frame = av.VideoFrame.from_ndarray(np.full((16, 16), index, np.uint8), format="gray")
+        frame.pts, frame.time_base, frame.duration = p, time_base, d
+        graph.push(frame)
+        pull()
+    graph.push(None)
+    pull()
+    return out

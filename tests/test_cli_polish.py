@@ -428,7 +428,7 @@ def test_cut_options_are_checked(cut_clip: str, tmp_path: Path, capsys: pytest.C
     code, _, err = _run(
         ["transcode", cut_clip, str(tmp_path / "o.mkv"), "--from", "1", "--to", "0:00.5"], capsys
     )
-    assert code == 1 and "is not after from_seconds (--from)" in err
+    assert code == 1 and "--to 0.5 s is not after --from 1 s" in err
     code, _, err = _run(["transcode", cut_clip, "o.mkv", "--to", "1", "--duration", "1"], capsys)
     assert code == 2 and "not allowed with argument" in err
     with pytest.raises(InvalidInputError):

@@ -53,7 +53,7 @@ def test_transcode_bitrate_999_says_the_range_in_one_line(tmp_path: Path, capsys
     clip = make_clip(tmp_path / "in.mp4", frames=2)
     code = main(["transcode", clip.path, str(tmp_path / "out.mp4"), "--bitrate", "999", "--quiet"])
     err = capsys.readouterr().err
-    assert code != 0 and err.startswith("alpha2: error: bitrate must be from 1000 (1k)"), err
+    assert code != 0 and err.startswith("alpha2: error: --bitrate must be from 1000 (1k)"), err
     assert not (tmp_path / "out.mp4").exists()
 
 

@@ -48,9 +48,11 @@ def real(
     if not math.isfinite(number):
         raise InvalidInputError(f"{name} must be a finite number, got {_shown(value)}")
     if (low is not None and number < low) or (high is not None and number > high):
-        span = f"from {low:g}" if low is not None else ""
-        span += f"{' ' if span else ''}to {high:g}" if high is not None else " or more"
-        raise InvalidInputError(f"{name} must be a number {span}, got {value!r}")
+        if low is not None and high is not None:
+            span = f"a number from {low:g} to {high:g}"
+        else:
+            span = f"{low:g} or more" if low is not None else f"{high:g} or less"
+        raise InvalidInputError(f"{name} must be {span}, got {value!r}")
     if above is not None and number <= above:
         raise InvalidInputError(f"{name} must be more than {above:g}, got {value!r}")
     return number

@@ -102,10 +102,11 @@ def parse_fit_size(text: str) -> Size:
 
 
 def box_text(box: Size) -> str:
-    """``1280x720``, or ``720 high`` / ``1280 wide`` for a box with a free side."""
-    if box.width >= FREE_SIDE:
+    """``1280x720``, or ``720 high`` / ``1280 wide`` for a box with a free side (a side typed as
+    99999 is said as typed)."""
+    if box.width == FREE_SIDE:
         return f"{box.height} high"
-    if box.height >= FREE_SIDE:
+    if box.height == FREE_SIDE:
         return f"{box.width} wide"
     return f"{box.width}x{box.height}"
 

@@ -150,19 +150,21 @@ def run_swscale(transcoder: Any, first: DecodedFrame, plan: Any) -> None:
             break
         t0 = clock()
         try:
-            pts = transcoder._pts(frame)
+            slots = transcoder._frame_pts(frame)  # more than one: --fps repeats the frame
             scaled = scale_frame(frame)
         finally:
             frame.release()
         t1 = clock()
         try:
-            session.encode(scaled, pts=pts, duration=transcoder._durations.pop(pts, None))
+            for pts in slots:
+                session.encode(scaled, pts=pts, duration=transcoder._durations.pop(pts, None))
         finally:
             scaled.release()
         t2 = clock()
         size = plan.output_size
-        stats.paths.add(ExecutionPath.SOFTWARE, size.width * size.height, note=note)
-        stats.frames += 1
+        for _ in slots:
+            stats.paths.add(ExecutionPath.SOFTWARE, size.width * size.height, note=note)
+        stats.frames += len(slots)
         transcoder.progress.update(stats.frames)
         frame = decoder.next_frame()
         add("scale", t1 - t0)

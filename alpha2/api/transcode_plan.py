@@ -9,14 +9,18 @@ HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone 
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import fractions
 import math
-from collections.abc import Sequence
+import types
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.api import arguments, pipeline
+from alpha2.api.frame_rate import parse_rate
 from alpha2.api.languages import language_matches
 from alpha2.api.transcode_choices import (
     DEFAULT_CRF,
@@ -85,6 +89,7 @@ __all__ = [
     "choose_streams",
     "default_codec",
     "effective_preset",
+    "option_names",
     "output_depth",
     "plan_streams",
     "plan_transcode",
@@ -246,6 +251,29 @@ BITRATE_RANGE = (1_000, 100_000_000_000)
 """The bit rates (bits per second) TranscodeOptions takes: 1k to 100G."""
 
 
+_FIELD_NAMES: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "transcode_option_names", default=types.MappingProxyType({})
+)
+
+
+def _named(field_name: str) -> str:
+    """A :class:`TranscodeOptions` field as a refusal names it: the field (``to_seconds``), or the
+    caller's spelling inside :func:`option_names` (the command line's ``--to``)."""
+    return _FIELD_NAMES.get().get(field_name, field_name)
+
+
+@contextmanager
+def option_names(names: Mapping[str, str]) -> Iterator[None]:
+    """Within it, :class:`TranscodeOptions` refusals name a field as ``names`` spells it
+    (``{"to_seconds": "--to"}``: the command line's options), else by its own name: one check, each
+    caller's words."""
+    token = _FIELD_NAMES.set(names)
+    try:
+        yield
+    finally:
+        _FIELD_NAMES.reset(token)
+
+
 @dataclass(frozen=True)
 class TranscodeOptions:
     """What ``alpha2 transcode`` was asked to do."""
@@ -322,6 +350,12 @@ class TranscodeOptions:
     chooses the audio: by number among the subtitle streams or by language; the first takes the
     default where the input had a default subtitle stream (one shown unasked). None: every one (unless
     ``subtitles`` is False)."""
+    fps: fractions.Fraction | None = None
+    """The output's constant frame rate (``--fps``; FFmpeg's ``-r`` / ``fps`` filter, round=near):
+    frames dropped or repeated to fill each 1/fps slot (:mod:`alpha2.api.frame_rate`), the length and the
+    audio kept. Also taken as ``30``, ``29.97`` (2997/100, exactly), ``"30000/1001"`` or a name
+    (``"ntsc"``, ``"film"``, ``"pal"``). ``frames`` counts output frames then. Not with ``segments``.
+    None: the input's timing, kept."""
 
     def _check_types(self) -> None:
         """Each field's type, as :mod:`alpha2.api.arguments` checks the front door's arguments: a
@@ -348,24 +382,25 @@ class TranscodeOptions:
                 size = "x".join("-1" if f else str(v) for f, v in zip(free, size, strict=True))
             put("size", arguments.size("size", size, free_side=True))
         if self.crf is not None:
-            arguments.real("crf", self.crf, low=0)
+            arguments.real(_named("crf"), self.crf, low=0)
         if self.bitrate is not None:
-            bitrate = arguments.whole("bitrate", self.bitrate, low=1)
+            bitrate = arguments.whole(_named("bitrate"), self.bitrate, low=1)
             low, high = BITRATE_RANGE
             if not low <= bitrate <= high:
                 # Encoders count kilobits (libx264 took 999 as 0 and failed to open) in C integers.
                 raise InvalidInputError(
-                    f"bitrate must be from {low} (1k) to {high} (100G) bits per second, got {bitrate}"
+                    f"{_named('bitrate')} must be from {low} (1k) to {high} (100G) bits per second, "
+                    f"got {bitrate}"
                 )
             put("bitrate", bitrate)
         if self.preset is not None:
             arguments.text("preset", self.preset)
         if self.frames is not None:
-            arguments.whole("frames", self.frames)
-        arguments.real("from_seconds", self.from_seconds)
+            arguments.whole(_named("frames"), self.frames)
+        arguments.real(_named("from_seconds"), self.from_seconds)
         for name in ("to_seconds", "duration_seconds"):
             if getattr(self, name) is not None:
-                arguments.real(name, getattr(self, name))
+                arguments.real(_named(name), getattr(self, name))
         arguments.choice("hwaccel", self.hwaccel, ("auto", "cuda", "none"))
         for name in ("audio", "subtitles", "gpu", "sdr", "overwrite"):
             arguments.flag(name, getattr(self, name))
@@ -377,7 +412,9 @@ class TranscodeOptions:
         put("depth", arguments.member("depth", self.depth, DepthChoice))
         arguments.whole("ring_size", self.ring_size)
         if self.max_pixels is not None:
-            arguments.whole("max_pixels", self.max_pixels)
+            arguments.whole(_named("max_pixels"), self.max_pixels)
+        if self.fps is not None:
+            put("fps", parse_rate(self.fps, _named("fps")))
 
     @property
     def chooses_streams(self) -> bool:
@@ -393,8 +430,8 @@ class TranscodeOptions:
     @property
     def picture_options(self) -> list[str]:
         """The options given that shape the pictures, by their command-line names (``--size``, ``--crf``,
-        ``--preset``, ``--colour``, ``--depth``, ``--sdr``, ``--gpu``, ``--segments``): what a copy and
-        sound alone refuse."""
+        ``--preset``, ``--colour``, ``--depth``, ``--sdr``, ``--gpu``, ``--segments``, ``--fps``): what a
+        copy and sound alone refuse."""
         return [
             name
             for name, given in (
@@ -406,6 +443,7 @@ class TranscodeOptions:
                 ("--sdr", self.sdr),
                 ("--gpu", self.gpu),
                 ("--segments", self.segments is not None),
+                ("--fps", self.fps is not None),
             )
             if given
         ]
@@ -444,37 +482,45 @@ class TranscodeOptions:
             )
         if self.sdr and self.colour in (ColourChoice.KEEP, ColourChoice.BT2020):
             raise InvalidInputError(
-                f"--sdr tone maps to BT.709: it cannot go with --colour {self.colour.value}"
+                f"{_named('sdr')} tone maps to BT.709: it cannot go with {_named('colour')} "
+                f"{self.colour.value}"
             )
         if self.frames is not None and self.frames < 1:
-            raise InvalidInputError(f"frames must be >= 1, got {self.frames}")
+            raise InvalidInputError(f"{_named('frames')} must be >= 1, got {self.frames}")
         for name in ("from_seconds", "to_seconds", "duration_seconds"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
-                raise InvalidInputError(f"{name} must be a time of 0 s or more, got {value}")
+                raise InvalidInputError(f"{_named(name)} must be a time of 0 s or more, got {value}")
+        start, to, duration = (_named(n) for n in ("from_seconds", "to_seconds", "duration_seconds"))
         if self.to_seconds is not None and self.duration_seconds is not None:
-            raise InvalidInputError("give to_seconds (--to) or duration_seconds (--duration), not both")
+            raise InvalidInputError(f"give {to} or {duration}, not both")
         if self.to_seconds is not None and self.to_seconds <= self.from_seconds:
             raise InvalidInputError(
-                f"to_seconds (--to) {self.to_seconds:g} s is not after from_seconds (--from) "
-                f"{self.from_seconds:g} s: nothing to write"
+                f"{to} {self.to_seconds:g} s is not after {start} {self.from_seconds:g} s: nothing to write"
             )
         if self.duration_seconds is not None and self.duration_seconds <= 0:
-            raise InvalidInputError("duration_seconds (--duration) must be more than 0 s")
+            raise InvalidInputError(f"{duration} must be more than 0 s")
         if self.ring_size < 2:
             raise InvalidInputError(f"ring_size must be >= 2, got {self.ring_size}")
         if self.max_pixels is not None and self.max_pixels < 1:
-            raise InvalidInputError(f"max_pixels must be >= 1, got {self.max_pixels}")
+            raise InvalidInputError(f"{_named('max_pixels')} must be >= 1, got {self.max_pixels}")
         segments = self.segments
         if segments is not None and segments != "auto":
             if isinstance(segments, bool) or not isinstance(segments, int) or segments < 2:
                 raise InvalidInputError(
-                    f"segments must be 2 or more, or 'auto', got {segments!r} (leave it out for one pipeline)"
+                    f"{_named('segments')} must be 2 or more, or 'auto', got {segments!r} (leave it out for "
+                    "one pipeline)"
                 )
-        if segments is not None and self.frames is not None:
+        if segments is not None and self.fps is not None:
             raise InvalidInputError(
-                "--segments cannot go with --frames: a count of frames is known only by decoding from the "
-                "start; give the part as --to or --duration, or leave out --segments"
+                f"{_named('segments')} cannot go with {_named('fps')}: each part would choose its frames on "
+                f"its own clock; leave out {_named('segments')} (one pipeline)"
+            )
+        if segments is not None and self.frames is not None:
+            parts = _named("segments")
+            raise InvalidInputError(
+                f"{parts} cannot go with {_named('frames')}: a count of frames is known only by decoding "
+                f"from the start; give the part as {to} or {duration}, or leave out {parts}"
             )
 
 

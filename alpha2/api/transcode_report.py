@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alpha2.api import pipeline
+from alpha2.api.frame_rate import FrameRateCounts
 from alpha2.api.transcode_plan import StreamChoice, TranscodePlan
 from alpha2.ffmpeg_bridge import DecodeSession
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS
@@ -53,6 +54,9 @@ class TranscodeStats:
     """Seconds spent in each stage (decode, import, convert, encode, finish, ...)."""
     peak_surfaces: int = 0
     """The most decoder surfaces held at once."""
+    frame_rate: FrameRateCounts | None = None
+    """``--fps``: the input's and the output's rates, and the frames dropped and repeated (None: the
+    input's timing kept)."""
     encoder: dict[str, Any] = field(default_factory=dict)
     """The encoder: ``name`` (an FFmpeg encoder, or ``copy``), ``codec``, ``hardware``, ``reason``,
     ``crf``, ``bitrate``, ``preset``, ``preset_asked``, and ``audio`` (what became of the sound, in
@@ -234,6 +238,7 @@ class TranscodeStats:
             "output_seconds": None if self.output_seconds is None else round(self.output_seconds, 6),
             "output_bitrate": None if self.output_bitrate is None else round(self.output_bitrate),
             "cut": self.cut,
+            "frame_rate": None if self.frame_rate is None else self.frame_rate.as_dict(),
             "segments": self.segments,
         }
 

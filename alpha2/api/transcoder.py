@@ -33,6 +33,11 @@ from the input's start) starts at 0 with the frame on display at ``--from`` (the
 seek) and ends before the first frame at ``--to``; the audio is cut at the same times, to the sample
 (decoded and encoded again: a copy cuts only between packets), subtitles shortened to the part. So is it
 with ``--frames``, the audio ending where the next frame would have begun.
+
+``--fps R`` (:mod:`alpha2.api.frame_rate`) puts the frames on a clock of ``1 / R`` instead, as FFmpeg's fps
+filter does: the encoder opens at R, each kept frame is encoded at the slots it fills (a repeat encoded
+again; on the GPU converted again from the same imported planes), dropped frames are never imported,
+and ``--frames`` counts the output's frames; the timestamp fix-ups are not needed then.
 """
 
 from __future__ import annotations
@@ -44,13 +49,14 @@ import functools
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
 from alpha2.api.atomic import check_output_path, input_refusal
 from alpha2.api.devices import nvdec_possible, open_decoder, open_device, texture_limit
+from alpha2.api.frame_rate import FrameRateCounts, RateFrames
 from alpha2.api.scale_route import ScaleRoute, ScaleRouteKind, choose_scale_route, run_swscale
 from alpha2.api.transcode_plan import (
     DEFAULT_CRF,
@@ -285,14 +291,15 @@ class _SwscaleRun:
     """What the swscale loop (:func:`~alpha2.api.scale_route.run_swscale`) uses of a run, its frames
     taken through the cut."""
 
-    decoder: _CutFrames
+    decoder: _CutFrames | RateFrames
     session: EncodeSession
     stats: TranscodeStats
     progress: pipeline.Progress
     _limit_reached: Callable[[], bool]
-    _pts: Callable[[DecodedFrame], int]
+    _frame_pts: Callable[[DecodedFrame], Sequence[int]]
+    """A frame's output pts: one, or with ``--fps`` those of the slots it fills (none of them dropped)."""
     _durations: dict[int, int]
-    """Frames' durations by their output pts (``_pts`` fills it), for ``session.encode(duration=)``."""
+    """Frames' durations by their output pts (``_frame_pts`` fills it), for ``session.encode(duration=)``."""
 
 
 @dataclass(frozen=True)
@@ -370,6 +377,7 @@ class _Transcoder:
         self._start_ticks = 0  # the same, in the encoder's time base
         self._first_pts = True  # the next _pts is the first frame's
         self._frames: _CutFrames | None = None
+        self._rate: RateFrames | None = None  # --fps: the frames with the output slots each fills
         self._trim = False  # the copied streams are cut with the video (audio re-encoded)
         self._sizes: _PictureChanges | None = None  # frames of another size or format than the first's
         self._resizer: Any = None  # a passthrough's FrameScaler for them (made when one comes)
@@ -458,9 +466,12 @@ class _Transcoder:
         crf = options.crf
         if crf is None and options.bitrate is None:
             crf = DEFAULT_CRF.get(choice.codec)
-        self._extent = self._resolve_extent(choice.name, plan)
+        self._extent = self._resolve_extent(choice.name, plan, options.size)
         info = decoder.info
         rate = info.average_rate if info.average_rate else None
+        time_base = info.time_base
+        if options.fps is not None:  # --fps: slot n at pts n, on the output rate's own clock
+            rate, time_base = options.fps, 1 / options.fps
         # The input's other streams, and its tags (title, the video's language) even with none to copy;
         # a segment's tags come with the join.
         copy_from = self.source if self._streams.copy or self._part is None else None
@@ -475,7 +486,7 @@ class _Transcoder:
             width=plan.output_size.width,
             height=plan.output_size.height,
             rate=rate,
-            time_base=info.time_base,
+            time_base=time_base,
             crf=crf,
             bitrate=options.bitrate,
             preset=options.preset,
@@ -524,9 +535,10 @@ class _Transcoder:
         return session
 
     @staticmethod
-    def _resolve_extent(encoder_name: str, plan: TranscodePlan) -> Any:
-        """The encoder's coded-size limits, after checking the output size against them; None when alpha2
-        has no table for the encoder (FFmpeg refuses bad sizes when it opens)."""
+    def _resolve_extent(encoder_name: str, plan: TranscodePlan, box: Size | None) -> Any:
+        """The encoder's coded-size limits, after checking the output size against them (``box``: the
+        ``--size`` asked, which a refusal then names); None when alpha2 has no table for the encoder
+        (FFmpeg refuses bad sizes when it opens)."""
         from alpha2.native_gpu.encode.extent import VideoEncodeExtent
 
         # A passthrough hands the encoder its own format (4:4:4 and 4:2:2 take odd sides where 4:2:0
@@ -544,6 +556,17 @@ class _Transcoder:
             extent.check(plan.output_size.width, plan.output_size.height)
         except InvalidInputError as exc:
             size, out = plan.input_size, plan.output_size
+            in_range = extent.min_width <= out.width <= extent.max_width and (
+                extent.min_height <= out.height <= extent.max_height
+            )
+            if box is not None and size != out and not in_range:  # --size made it: say so
+                low = f"{extent.min_width}x{extent.min_height}"
+                high = f"{extent.max_width}x{extent.max_height}"
+                raise InvalidInputError(
+                    f"--size {pipeline.box_text(box)} makes the {size.width}x{size.height} pictures "
+                    f"{out.width}x{out.height}: {encoder_name} encodes {low} to {high}; give a --size in "
+                    "range (or another --codec)"
+                ) from exc
             made = "" if size == out else f", made {out.width}x{out.height}"
             raise InvalidInputError(
                 f"the input's pictures are {size.width}x{size.height}{made}: {exc.message}; "
@@ -618,12 +641,15 @@ class _Transcoder:
             first = self._seek_from(decoder, first)
             stages.add("decode", time.perf_counter() - t0)
         self._trim = self._cuts(info)
+        fps = self.options.fps
         self._frames = _CutFrames(
             decoder,
             part.end if part is not None else self._end_time(),
-            self.options.frames,
+            self.options.frames if fps is None else None,  # --fps: --frames counts the output's slots
             handed=1,
         )
+        if fps is not None:
+            self._rate = self._rate_frames(self._frames, fps, info)
         encoder = choose_encoder(self.options.codec or default_codec(self.output))
         codec = encoder.codec
         plan = plan_transcode(
@@ -693,17 +719,22 @@ class _Transcoder:
             self.session = self._encode_session(decoder, plan)
             self.progress.start(self._expected_frames(info))
             assert self._frames is not None
+            if self._rate is not None:
+                self._first = None  # the rate frames hold it now (and let go of it when it fills no slot)
+                begun = self._rate.begin(first)
+                assert begun is not None  # the last frame fills at least one slot where none was filled
+                first = begun
             if plan.passthrough:
                 self._passthrough(first)
             elif self._fit_gpu(first, plan, self._scale_route(first, plan)).kind is ScaleRouteKind.SWSCALE:
                 run_swscale(
                     _SwscaleRun(
-                        self._frames,
+                        self._source,
                         self.session,
                         self.stats,
                         self.progress,
                         self._limit_reached,
-                        self._pts,
+                        self._frame_pts,
                         self._durations,
                     ),
                     first,
@@ -712,6 +743,11 @@ class _Transcoder:
             else:
                 self._gpu(first, plan)
             self._size_note(plan)
+            rate = self._rate
+            if rate is not None and rate.limited and self.options.fps is not None:
+                # --frames N at --fps R: the output (and the audio cut with it) ends where slot N begins.
+                self._frames.cut = True
+                self._frames.ended_at = self._start + fractions.Fraction(rate.handed) / self.options.fps
             start = time.perf_counter()
             ended = self._frames.ended_at
             if ended is not None:
@@ -803,6 +839,9 @@ class _Transcoder:
         if frames is None:
             return False
         total = info.expected_frames
+        if options.fps is not None:  # --frames counts the output's frames, on its clock
+            length = self._video_length(info)
+            total = None if length is None else round(length * options.fps)
         return total is None or frames < total
 
     def _expected_frames(self, info: StreamInfo) -> int | None:
@@ -830,6 +869,8 @@ class _Transcoder:
                 end = min(end, options.to_seconds) if end is not None else options.to_seconds
             if end is not None:
                 total = max(1, math.ceil((end - start) * rate - 1e-6) - first)
+        if options.fps is not None and total and rate:
+            total = max(1, round(total * float(options.fps) / rate))  # on the output's clock
         if options.frames is not None:
             total = min(total, options.frames) if total else options.frames
         return total
@@ -877,6 +918,53 @@ class _Transcoder:
 
     def _limit_reached(self) -> bool:
         return self.options.frames is not None and self.stats.frames >= self.options.frames
+
+    @property
+    def _source(self) -> _CutFrames | RateFrames:
+        """Where the loops take their frames: the cut's, or with ``--fps`` those that fill a slot."""
+        if self._rate is not None:
+            return self._rate
+        assert self._frames is not None
+        return self._frames
+
+    def _rate_frames(self, frames: _CutFrames, fps: fractions.Fraction, info: StreamInfo) -> RateFrames:
+        """``--fps``: the cut's frames put on the output's clock by FFmpeg's fps rule
+        (:mod:`alpha2.api.frame_rate`), timed from the output's start; counted in the stats."""
+        average = info.average_rate
+        counts = FrameRateCounts(None if not average else fractions.Fraction(average), fps)
+        self.stats.frame_rate = counts
+
+        def seconds(frame: DecodedFrame) -> fractions.Fraction | None:
+            at = _seconds(frame)
+            return None if at is None else at - self._start
+
+        def length(frame: DecodedFrame) -> fractions.Fraction | None:
+            meta = frame.metadata
+            if meta.duration and meta.time_base is not None:
+                return meta.duration * fractions.Fraction(meta.time_base)
+            return 1 / counts.input_rate if counts.input_rate else None  # as long as the average frame
+
+        def end() -> fractions.Fraction | None:
+            return None if frames.ended_at is None else frames.ended_at - self._start
+
+        return RateFrames(fps, frames.next_frame, seconds, length, end, self.options.frames, counts)
+
+    def _frame_pts(self, frame: DecodedFrame) -> Sequence[int]:
+        """The output pts of ``frame``: its own (:meth:`_pts`), or with ``--fps`` the slots it fills, each
+        one tick of the ``1 / fps`` clock long."""
+        rate = self._rate
+        if rate is None:
+            return (self._pts(frame),)
+        slots = rate.pts
+        for pts in slots:
+            self._durations[pts] = 1
+        if self._sizes is not None:
+            assert self.options.fps is not None
+            self._sizes.met(frame, float(slots[0] / self.options.fps))
+        if self.first_pts_out is None:
+            self.first_pts_out = slots[0]
+        self.last_pts_out = slots[-1]
+        return slots
 
     def _pts(self, frame: DecodedFrame) -> int:
         """The frame's pts in the encoder's time base, made strictly increasing (repeats, backward
@@ -956,8 +1044,8 @@ class _Transcoder:
         return scaled
 
     def _passthrough(self, first: DecodedFrame) -> None:
-        frames, session, stats = self._frames, self.session, self.stats
-        assert frames is not None and session is not None
+        frames, session, stats = self._source, self.session, self.stats
+        assert session is not None
         pixel_format, colour = first.pixel_format, first.colour  # what a frame of another size is made
         add = stats.stages.add
         clock = time.perf_counter
@@ -969,32 +1057,32 @@ class _Transcoder:
                 frame.release()
                 break
             path = ExecutionPath.CPU_DOWNLOAD if frame.on_gpu else ExecutionPath.SOFTWARE
-            paths.add(path, _frame_bytes(frame), note=on_gpu_note if frame.on_gpu else "passthrough")
             t0 = clock()
             scaled: DecodedFrame | None = None
             try:
-                pts = self._pts(frame)
+                slots = self._frame_pts(frame)
                 scaled = self._resized(frame, pixel_format, colour)  # another size than the first's
                 if scaled is not None:
                     add("scale", clock() - t0)
                     t0 = clock()
-                session.encode(
-                    frame if scaled is None else scaled, pts=pts, duration=self._durations.pop(pts, None)
-                )
+                for pts in slots:  # more than one: --fps repeats it (the encoder copies the frame it takes)
+                    paths.add(path, _frame_bytes(frame), note=on_gpu_note if frame.on_gpu else "passthrough")
+                    session.encode(
+                        frame if scaled is None else scaled, pts=pts, duration=self._durations.pop(pts, None)
+                    )
             finally:
                 if scaled is not None:
                     scaled.release()
                 frame.release()
             t1 = clock()
-            stats.frames += 1
+            stats.frames += len(slots)
             self.progress.update(stats.frames)
             frame = frames.next_frame()
             add("encode", t1 - t0)
             add("decode", clock() - t1)
 
     def _gpu(self, first: DecodedFrame, plan: TranscodePlan) -> None:
-        frames, stats = self._frames, self.stats
-        assert frames is not None
+        frames, stats = self._source, self.stats
         add = stats.stages.add
         clock = time.perf_counter
         parts = self._gpu_setup(first, plan)
@@ -1003,7 +1091,7 @@ class _Transcoder:
             if self._limit_reached():
                 frame.release()
                 break
-            pts = self._pts(frame)
+            slots = self._frame_pts(frame)
             t0 = clock()
             with self._work():
                 try:
@@ -1011,29 +1099,42 @@ class _Transcoder:
                 except BaseException:
                     frame.release()
                     raise
-                t1 = clock()
-                try:
-                    # The plan's crop (odd sides) is the first frame's: one of another size is scaled whole.
-                    same = self._sizes is None or Size(frame.width, frame.height) == self._sizes.first
-                    crop = plan.crop if same else None
-                    ready, render_seconds = self._convert(
-                        parts, lease.frame, pts, crop, plan.rotation, plan.mirrored
-                    )
-                finally:
-                    lease.release()  # after the submit that reads the planes: later uploads queue behind it
-            t3 = clock()
+            t1 = clock()
+            render_seconds = drain_seconds = 0.0
+            try:
+                # The plan's crop (odd sides) is the first frame's: one of another size is scaled whole.
+                same = self._sizes is None or Size(frame.width, frame.height) == self._sizes.first
+                crop = plan.crop if same else None
+                # More than one slot (--fps repeats the frame): converted again from the same imported
+                # planes for each, each repeat drained before the next, so that the ring never holds
+                # more than it would; the last drained once the planes are let go, as a frame of one slot.
+                for index, pts in enumerate(slots):
+                    with self._work():
+                        ready, rendered = self._convert(
+                            parts, lease.frame, pts, crop, plan.rotation, plan.mirrored
+                        )
+                    render_seconds += rendered
+                    if index + 1 < len(slots):
+                        t2 = clock()
+                        self._drain(ready)
+                        drain_seconds += clock() - t2
+            finally:
+                with self._work():
+                    lease.release()  # after the submits that read the planes: later uploads queue behind
+            t2 = clock()
             self._drain(ready)
-            t4 = clock()
-            stats.frames += 1
+            drain_seconds += clock() - t2
+            t3 = clock()
+            stats.frames += len(slots)
             self.progress.update(stats.frames)
             frame = frames.next_frame()
-            t5 = clock()
+            t4 = clock()
             add("import", t1 - t0)
             if render_seconds > 0:
                 add("render", render_seconds)
-            add("convert", t3 - t1 - render_seconds)
-            add("encode", t4 - t3)
-            add("decode", t5 - t4)
+            add("convert", t3 - t1 - render_seconds - drain_seconds)
+            add("encode", drain_seconds)
+            add("decode", t4 - t3)
         self._gpu_finish(parts)
 
     def _work(self) -> contextlib.AbstractContextManager[Any]:
@@ -1259,6 +1360,8 @@ class _Transcoder:
         self.stats.encoder["audio"] = said
 
     def _teardown(self, ok: bool) -> None:
+        if self._rate is not None:
+            self._rate.close()  # the frame held ahead, where the run ended early
         if self._first is not None:
             self._first.release()  # idempotent: a no-op when the loop already let it go
             self._first = None

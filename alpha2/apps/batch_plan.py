@@ -23,6 +23,7 @@ import codecs
 import contextlib
 import dataclasses
 import enum
+import fractions
 import glob
 import json
 import os
@@ -480,12 +481,14 @@ def input_fingerprint(path: str) -> str:
 def _plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, fractions.Fraction):  # --fps: exactly, as 30000/1001
+        return f"{value.numerator}/{value.denominator}"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
 
 
-_ADDED_LATER = {"audio_tracks": None, "subtitles": True, "subtitle_tracks": None}
+_ADDED_LATER = {"audio_tracks": None, "subtitles": True, "subtitle_tracks": None, "fps": None}
 """Transcode options added after manifests were written, and their defaults: left out of the settings'
 hash while at their default, so that a batch resumed across the change keeps what it made."""
 

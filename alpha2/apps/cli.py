@@ -447,18 +447,29 @@ def standard_stream_refusal(path: str, output: bool = False) -> str | None:
     )
 
 
+TIME_SYNTAX = "[[hh:]mm:]ss[.ms] or a number with s, ms or us"
+"""What :func:`parse_time` takes, as help texts say it."""
+
+_TIME_UNITS = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
+
+
 def parse_time(text: str) -> float:
-    """An argparse ``type`` for a time, ``[[hh:]mm:]ss[.ms]``, as FFmpeg's ``-ss`` takes it: ``90``,
-    ``1:30``, ``0:01:30.5``; in seconds (>= 0)."""
+    """An argparse ``type`` for a time, as FFmpeg's ``-ss`` takes it (its time duration syntax):
+    ``[[hh:]mm:]ss[.ms]`` (``90``, ``1:30``, ``0:01:30.5``) or seconds with a unit, ``s``, ``ms`` or
+    ``us`` (``10s``, ``500ms``); in seconds (>= 0)."""
     import argparse
     import math
 
-    why = f"a time is [[hh:]mm:]ss[.ms], e.g. 90, 1:30 or 1:02:03.5; got {text!r}"
+    why = f"a time is [[hh:]mm:]ss[.ms] or a number with s, ms or us (90, 1:30, 500ms); got {text!r}"
     parts = text.strip().split(":")
     if len(parts) > 3 or any(not p.strip() for p in parts):
         raise argparse.ArgumentTypeError(why)
+    scale = 1.0
+    suffix = next((u for u in _TIME_UNITS if parts[0].endswith(u)), None) if len(parts) == 1 else None
+    if suffix is not None:  # '10s', '500ms' (ms before s); not after minutes, as FFmpeg
+        parts, scale = [parts[0].removesuffix(suffix)], _TIME_UNITS[suffix]
     try:
-        seconds = float(parts[-1])
+        seconds = float(parts[-1]) * scale
         units = [int(p) for p in parts[:-1]]
     except ValueError:
         raise argparse.ArgumentTypeError(why) from None

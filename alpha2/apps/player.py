@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from alpha2.api import pipeline
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
+    TIME_SYNTAX,
     add_overwrite_arguments,
     help_formatter,
     parse_time,
@@ -363,7 +364,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--at",
         type=parse_time,
         metavar="TIME",
-        help="start (and snapshot) at this time, [[hh:]mm:]ss[.ms]: 90, 1:30, 0:01:30.5",
+        help=f"start (and snapshot) at this time, {TIME_SYNTAX}: 90, 1:30, 0:01:30.5, 500ms",
     )
     parser.add_argument("--frames", type=pipeline.positive_int, metavar="N", help="stop after N frames")
     pipeline.add_hwaccel_argument(parser)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 # What the parser needs, and no more: numpy, the colour vocabulary and the encoder (PyAV) load when a
 # clip is written, so that ``alpha2 sample --help`` answers at once.
 from alpha2.api import pipeline
-from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter
+from alpha2.apps.cli import EXAMPLES_HEADING, add_overwrite_arguments, help_formatter, parse_time
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Size
 
@@ -288,7 +288,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("output", metavar="OUTPUT", help="output file, e.g. sample.mp4")
     parser.add_argument(
-        "--duration", type=_positive_seconds, default=5.0, metavar="S", help="seconds (default 5)"
+        "--duration",
+        type=_positive_seconds,
+        default=5.0,
+        metavar="TIME",
+        help="how long: seconds (default 5), [[hh:]mm:]ss[.ms], or with s, ms or us (500ms)",
     )
     parser.add_argument(
         "--size",
@@ -316,7 +320,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _positive_seconds(text: str) -> float:
     try:
-        value = pipeline.non_negative_float(text)
+        value = parse_time(text)  # 5, 1:30, 500ms, as --from and --duration of transcode
     except argparse.ArgumentTypeError:
         value = 0.0  # -1, nan, inf: refused as 0 is, with the same words
     if value == 0:

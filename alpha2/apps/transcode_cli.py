@@ -28,6 +28,7 @@ from alpha2.api.transcode_choices import (
 )
 from alpha2.apps.cli import (
     EXAMPLES_HEADING,
+    TIME_SYNTAX,
     add_overwrite_arguments,
     help_formatter,
     parse_time,
@@ -41,10 +42,19 @@ from alpha2.apps.cli import (
 )
 
 if TYPE_CHECKING:
+    import fractions
+
     from alpha2.api.transcode_plan import TranscodeOptions
     from alpha2.api.transcode_report import TranscodeStats
 
-__all__ = ["add_max_pixels_argument", "add_transcode_arguments", "options_from_args", "register", "run"]
+__all__ = [
+    "OPTION_NAMES",
+    "add_max_pixels_argument",
+    "add_transcode_arguments",
+    "options_from_args",
+    "register",
+    "run",
+]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -115,7 +125,7 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
     quality = parser.add_mutually_exclusive_group()
     quality.add_argument(
         "--crf",
-        type=float,
+        type=_crf,
         help="constant-quality factor (default per codec: "
         + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_CRF.items())
         + "); refused for an encoder that has none (ffv1, prores_ks)",
@@ -147,8 +157,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         type=parse_time,
         default=0.0,
         metavar="TIME",
-        help="start at this time of the input, [[hh:]mm:]ss[.ms] (the output starts at 0 with the frame "
-        "shown then; the audio is cut there too)",
+        help=f"start at this time of the input, {TIME_SYNTAX} (1:30, 500ms); the output starts at 0 "
+        "with the frame shown then, the audio cut there too",
     )
     end = parser.add_mutually_exclusive_group()
     end.add_argument(
@@ -156,13 +166,13 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         dest="to_time",
         type=parse_time,
         metavar="TIME",
-        help="end at this time of the input, [[hh:]mm:]ss[.ms] (the frame at it is not written)",
+        help=f"end at this time of the input, {TIME_SYNTAX}; the frame at it is not written",
     )
     end.add_argument(
         "--duration",
         type=parse_time,
         metavar="TIME",
-        help="write this long a part, from --from on ([[hh:]mm:]ss[.ms])",
+        help=f"write this long a part, from --from on: {TIME_SYNTAX} (10s, 500ms)",
     )
     pipeline.add_hwaccel_argument(parser)
     parser.add_argument(
@@ -223,6 +233,14 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N|LANG",
         help="keep only these subtitle streams, chosen and ordered as --audio-track chooses the audio",
     )
+    parser.add_argument(
+        "--fps",
+        type=_fps,
+        metavar="RATE",
+        help="write the video at this constant frame rate, as ffmpeg's -r (the fps filter, round=near): "
+        "frames dropped or repeated, the length and the audio kept; 30, 29.97, 30000/1001, ntsc, film, "
+        "pal; --frames counts the output's frames; not with --segments or --codec copy",
+    )
     add_max_pixels_argument(parser)
 
 
@@ -238,34 +256,59 @@ def add_max_pixels_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+OPTION_NAMES: dict[str, str] = {
+    "codec": "--codec",
+    "size": "--size",
+    "crf": "--crf",
+    "bitrate": "--bitrate",
+    "preset": "--preset",
+    "frames": "--frames",
+    "from_seconds": "--from",
+    "to_seconds": "--to",
+    "duration_seconds": "--duration",
+    "hwaccel": "--hwaccel",
+    "colour": "--colour",
+    "depth": "--depth",
+    "sdr": "--sdr",
+    "gpu": "--gpu",
+    "max_pixels": "--max-pixels",
+    "segments": "--segments",
+    "fps": "--fps",
+}
+"""The options of :func:`add_transcode_arguments` by the TranscodeOptions field each sets: a refusal of
+the options names the option a person typed (``--to``), not the field (``to_seconds``)."""
+
+
 def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
     """The TranscodeOptions of parsed :func:`add_transcode_arguments` options (and ``-y``, which lets an
     existing output be replaced; without it, it is refused)."""
-    from alpha2.api.transcode_plan import TranscodeOptions
+    from alpha2.api.transcode_plan import TranscodeOptions, option_names
 
-    return TranscodeOptions(
-        codec=args.codec,
-        size=args.size,
-        crf=args.crf,
-        bitrate=args.bitrate,
-        preset=args.preset,
-        frames=args.frames,
-        from_seconds=getattr(args, "from_time", 0.0),
-        to_seconds=getattr(args, "to_time", None),
-        duration_seconds=getattr(args, "duration", None),
-        hwaccel=args.hwaccel,
-        audio=args.audio,
-        colour=ColourChoice(args.colour),
-        gpu=args.gpu,
-        depth=DepthChoice(args.depth),
-        sdr=getattr(args, "sdr", False),
-        overwrite=getattr(args, "overwrite", False),
-        max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
-        segments=getattr(args, "segments", None),
-        audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
-        subtitles=getattr(args, "subtitles", True),
-        subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
-    )
+    with option_names(OPTION_NAMES):
+        return TranscodeOptions(
+            codec=args.codec,
+            size=args.size,
+            crf=args.crf,
+            bitrate=args.bitrate,
+            preset=args.preset,
+            frames=args.frames,
+            from_seconds=getattr(args, "from_time", 0.0),
+            to_seconds=getattr(args, "to_time", None),
+            duration_seconds=getattr(args, "duration", None),
+            hwaccel=args.hwaccel,
+            audio=args.audio,
+            colour=ColourChoice(args.colour),
+            gpu=args.gpu,
+            depth=DepthChoice(args.depth),
+            sdr=getattr(args, "sdr", False),
+            overwrite=getattr(args, "overwrite", False),
+            max_pixels=getattr(args, "max_pixels", DEFAULT_MAX_PIXELS),
+            segments=getattr(args, "segments", None),
+            audio_tracks=_words_or_none(getattr(args, "audio_tracks", None)),
+            subtitles=getattr(args, "subtitles", True),
+            subtitle_tracks=_words_or_none(getattr(args, "subtitle_tracks", None)),
+            fps=getattr(args, "fps", None),
+        )
 
 
 def _track_words(kind: str) -> Callable[[str], list[str]]:
@@ -300,6 +343,26 @@ def _segments(text: str) -> int | str:
     if value < 2:
         raise argparse.ArgumentTypeError(f"segments must be 2 or more (or auto), got {value}")
     return value
+
+
+def _crf(text: str) -> float:
+    """``--crf``'s number; its range is TranscodeOptions' check (argparse said only 'invalid float value')."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"give a number, 0 or more (lower: better pictures, a bigger file), got {text!r}"
+        ) from None
+
+
+def _fps(text: str) -> fractions.Fraction:
+    from alpha2.api.frame_rate import parse_rate
+    from alpha2.gpu.errors import InvalidInputError
+
+    try:
+        return parse_rate(text, "--fps")
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fps ")) from None
 
 
 def _bitrate(text: str) -> int:
@@ -337,6 +400,8 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
         return _sound_summary(stats, fields, width)
     route = stats.video_route()
     fields.append(("video", stats.video_action() + (f": {route}" if route else "")))
+    if stats.frame_rate is not None:
+        fields.append(("rate", stats.frame_rate.summary()))
     if stats.scale_route and not (stats.plan is not None and stats.plan.passthrough):
         where = "the CPU (swscale)" if stats.scale_route["route"] == "swscale" else "the GPU"
         fields.append(("route", f"on {where}: {stats.scale_route['reason']}"))

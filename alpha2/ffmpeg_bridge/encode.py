@@ -64,7 +64,7 @@ from alpha2.ffmpeg_bridge.scale import (
 )
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
-from alpha2.gpu.codecs import flush_hang_refusal
+from alpha2.gpu.codecs import NAME_ALIASES, flush_hang_refusal
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError, output_write_error
@@ -337,8 +337,9 @@ def choose_encoder(codec: str) -> EncoderChoice:
         found = av.codec.Codec(key, "w")
         if found.type != "video":
             raise UnsupportedCodecError(
-                f"{key} is an FFmpeg {found.type} encoder, not a video one; codecs: "
-                f"{', '.join(ENCODER_PREFERENCE)}, or a video encoder's name"
+                f"{key} is an FFmpeg {found.type} encoder, not a video one; give "
+                f"{', '.join(list(ENCODER_PREFERENCE)[:4])} or a video encoder's name (alpha2 transcode "
+                "--help)"
             )
         # The codec the encoder writes (libvpx-vp9 -> vp9): what the containers' refusals, the pixel
         # shape and the default quality are keyed on. The encoder's own name here lost them all: VP9
@@ -353,10 +354,32 @@ def choose_encoder(codec: str) -> EncoderChoice:
         if key != codec.lower():
             reason += f" (as {codec!r})"
         return EncoderChoice(key, family, hardware, reason, takes_cuda_frames=hardware)
+    near = _nearest_names(key)
+    if near:
+        raise UnsupportedCodecError(
+            f"unknown codec or encoder {codec!r}; nearest: {', '.join(near)} (alpha2 transcode --help)"
+        )
     raise UnsupportedCodecError(
-        f"unknown codec or encoder {codec!r}; codecs: {', '.join(ENCODER_PREFERENCE)}, "
-        "or an FFmpeg encoder name"
+        f"unknown codec or encoder {codec!r}; give {', '.join(list(ENCODER_PREFERENCE)[:4])} or an FFmpeg "
+        "encoder name (alpha2 transcode --help)"
     )
+
+
+def _nearest_names(word: str, count: int = 3) -> list[str]:
+    """The codec names and video encoders of this FFmpeg nearest a misspelt ``word``, nearest first."""
+    import difflib
+
+    ours = [*ENCODER_PREFERENCE, *NAME_ALIASES]
+    near = difflib.get_close_matches(word, dict.fromkeys([*ours, *sorted(av.codecs_available)]), n=12)
+    found = [name for name in near if name in ours or _video_encoder_exists(name)]
+    return found[:count]
+
+
+def _video_encoder_exists(name: str) -> bool:
+    try:
+        return av.codec.Codec(name, "w").type == "video"
+    except Exception:
+        return False
 
 
 def _full_range_layout(frame: av.VideoFrame, pixel_format: str) -> av.VideoFrame:

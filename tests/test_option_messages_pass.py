@@ -1,0 +1,178 @@
+"""Faults a pass over the error messages of ``alpha2 transcode`` and ``alpha2 batch`` options found, each
+as a person at an 80-column terminal reads them: what was wrong and what would do, in one line, the
+option named as typed (and, from Python, the field as written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from media import make_clip
+
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.apps.cli import main
+from alpha2.gpu.errors import InvalidInputError
+
+Capsys = pytest.CaptureFixture[str]
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_clip(tmp_path_factory.mktemp("clip") / "in.mp4", frames=4).path
+
+
+def _error(argv: list[str], capsys: Capsys) -> str:
+    """The one error line of a refused command (usage error or runtime refusal)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code not in (0, None)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("alpha2: error:")]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("cli", "fields", "said", "python_said"),
+    [
+        (
+            ["--from", "2", "--to", "1"],
+            {"from_seconds": 2, "to_seconds": 1},
+            "--to 1 s is not after --from 2 s: nothing to write",
+            "to_seconds 1 s is not after from_seconds 2 s: nothing to write",
+        ),
+        (["--duration", "0"], {"duration_seconds": 0}, "--duration must be more than 0 s", None),
+        (["--crf", "-1"], {"crf": -1}, "--crf must be 0 or more, got -1.0", "crf must be 0 or more, got -1"),
+        (["--bitrate", "999"], {"bitrate": 999}, "--bitrate must be from 1000 (1k)", "bitrate must be from"),
+        (
+            ["--segments", "2", "--frames", "3"],
+            {"segments": 2, "frames": 3},
+            "--segments cannot go with --frames",
+            "segments cannot go with frames",
+        ),
+        (
+            ["--sdr", "--colour", "keep"],
+            {"sdr": True, "colour": "keep"},
+            "--sdr tone maps to BT.709: it cannot go with --colour keep",
+            "sdr tone maps to BT.709: it cannot go with colour keep",
+        ),
+    ],
+)
+def test_a_refused_option_is_named_as_typed_and_a_field_as_written(
+    tmp_path: Path,
+    capsys: Capsys,
+    clip: str,
+    cli: list[str],
+    fields: dict[str, object],
+    said: str,
+    python_said: str | None,
+) -> None:
+    """``--from 2 --to 1`` said 'to_seconds (--to) 1 s is not after from_seconds (--from) 2 s', the
+    Python field names to a command-line user; ``--crf -1`` said 'crf must be a number from 0 or more'
+    (the field name, and 'from 0 or more'); and from Python ``sdr=True, colour='keep'`` said '--sdr
+    ... --colour keep'. One check in TranscodeOptions; each caller sees its own spelling."""
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--quiet", *cli], capsys)
+    assert line.startswith(f"alpha2: error: {said}"), line
+    assert "_seconds" not in line and "(--" not in line, line
+    assert not (tmp_path / "out.mp4").exists()
+    with pytest.raises(InvalidInputError) as refused:
+        TranscodeOptions(**fields)  # type: ignore[arg-type]
+    python_line = str(refused.value)
+    assert python_line.startswith(python_said or said.replace("--duration", "duration_seconds")), python_line
+    assert "--" not in python_line, python_line
+
+
+def test_batch_names_its_options_as_typed(tmp_path: Path, capsys: Capsys, clip: str) -> None:
+    line = _error(["batch", clip, "--out", str(tmp_path / "out"), "--from", "3", "--to", "1"], capsys)
+    assert line == "alpha2: error: --to 1 s is not after --from 3 s: nothing to write", line
+
+
+@pytest.mark.parametrize(("size", "shown"), [("99999x99999", "99999x99999"), ("100000x-1", "100000 wide")])
+def test_a_size_out_of_the_encoders_range_blames_size(
+    tmp_path: Path, capsys: Capsys, clip: str, size: str, shown: str
+) -> None:
+    """``--size 99999x99999`` said '... made 99998x74998: 99998x74998 cannot be encoded with libx264
+    (h264) ...; --size scales them into range', the way out the option that caused it, and said the box
+    as '99999 high' (a side of 65536 or more was taken for a free one)."""
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--size", size, "--quiet"], capsys)
+    assert line.startswith(f"alpha2: error: --size {shown} makes the 64x48 pictures "), line
+    assert ": libx264 encodes 2x2 to 16384x16384; give a --size in range" in line, line
+    assert "scales them into range" not in line, line
+    assert not (tmp_path / "out.mp4").exists()
+
+
+@pytest.mark.parametrize(
+    ("codec", "said"),
+    [
+        ("h246", "unknown codec or encoder 'h246'; nearest: "),
+        ("libx26", "unknown codec or encoder 'libx26'; nearest: libx265, libx264"),
+        ("nope", "unknown codec or encoder 'nope'; give h264, hevc, av1, vp9 or an FFmpeg encoder name"),
+    ],
+)
+def test_an_unknown_codec_says_the_nearest_names_in_few_words(
+    tmp_path: Path, capsys: Capsys, clip: str, codec: str, said: str
+) -> None:
+    """``--codec h246`` said every codec family and 'or an FFmpeg encoder name' (130 columns) and not
+    that h264 was meant; now the nearest names this FFmpeg encodes, and where the names are said."""
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--codec", codec, "--quiet"], capsys)
+    assert line.startswith(f"alpha2: error: {said}"), line
+    assert line.endswith("(alpha2 transcode --help)") and len(line) <= 125, line
+    if codec == "h246":
+        assert "h264" in line and "mpeg1" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10.0), ("500ms", 0.5), ("1.5s", 1.5), ("250000us", 0.25), ("0ms", 0.0), ("1:30", 90.0)],
+)
+def test_a_time_takes_ffmpegs_units(text: str, seconds: float) -> None:
+    """``--from 10s`` and ``--duration 500ms`` were refused ('a time is [[hh:]mm:]ss[.ms]'), which
+    ffmpeg takes (its time duration syntax: S+[.m...][s|ms|us])."""
+    from alpha2.apps.cli import build_parser, parse_time
+
+    assert parse_time(text) == pytest.approx(seconds)
+    args = build_parser(["play"]).parse_args(["play", "x.mp4", "--at", text])
+    assert args.at == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["ms", "s", "1:30s", "10 sec", "5m", "infs", "abc"])
+def test_a_time_that_is_none_says_the_units(tmp_path: Path, capsys: Capsys, clip: str, text: str) -> None:
+    line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--from", text], capsys)
+    assert line == (
+        "alpha2: error: argument --from: a time is [[hh:]mm:]ss[.ms] or a number with s, ms or us "
+        f"(90, 1:30, 500ms); got {text!r}"
+    ), line
+
+
+def test_transcode_batch_and_sample_cut_by_ffmpegs_units(tmp_path: Path, capsys: Capsys) -> None:
+    import json
+
+    import av
+
+    clip = make_clip(tmp_path / "in.mp4", frames=30).path  # 1 s at 30 fps
+    out = str(tmp_path / "out.mp4")
+    assert main(["transcode", clip, out, "--from", "500ms", "--duration", "0.2s", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["frames"] == 6 and data["cut"]["asked_from_seconds"] == pytest.approx(0.5), data
+    assert main(["batch", clip, "--out", str(tmp_path / "b"), "--to", "100ms", "--quiet"]) == 0
+    with av.open(str(tmp_path / "b" / "in.mp4")) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 3
+    sample = str(tmp_path / "s.mp4")
+    assert main(["sample", sample, "--duration", "100ms", "--size", "64x48", "--no-audio", "--quiet"]) == 0
+    with av.open(sample) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 3
+    for command in (["transcode", "--help"], ["play", "--help"], ["sample", "--help"]):
+        with pytest.raises(SystemExit):
+            main(command)
+        assert "ms or us" in capsys.readouterr().out, command
+
+
+@pytest.mark.parametrize("text", ["abc", "20k", ""])
+def test_crf_that_is_no_number_says_what_would_do(tmp_path: Path, capsys: Capsys, text: str) -> None:
+    """``--crf abc`` said argparse's 'invalid float value: 'abc'': what was wrong, not what would do."""
+    line = _error(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "o.mp4"), f"--crf={text}"], capsys)
+    assert line == (
+        f"alpha2: error: argument --crf: give a number, 0 or more (lower: better pictures, a bigger file), "
+        f"got {text!r}"
+    ), line
