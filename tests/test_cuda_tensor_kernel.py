@@ -348,13 +348,20 @@ def test_nvdec_frames_by_the_kernel_match_the_dawn_route(
         frames = [source.next_frame() for _ in range(4)]
         try:
             assert all(f is not None and f.on_gpu for f in frames)
-            for kwargs in (
+            asks: tuple[dict[str, Any], ...] = (
                 {"size": (224, 224), "layout": "CHW", "dtype": "float16", "mean": 0.5, "std": 0.25},
                 {},
                 {"size": (97, 61), "antialias": False},
                 {"crop": (10, 6, 201, 143), "size": (64, 48), "dtype": "float32"},
-            ):
-                mine = to_tensor(frames, require="gpu", **kwargs)
+            )
+            # The kernel's first: the Dawn route's conversion hands a frame's NVDEC surface to the
+            # renderer's textures, after which the kernel has no planes to read (said as the reason).
+            kernels = [to_tensor(frames, require="gpu", **kwargs) for kwargs in asks]
+            again = to_tensor(frames[:1], require="gpu", route="dawn")
+            late = to_tensor(frames[:1], require="gpu")
+            assert late.route == "dawn" and "went to the renderer's textures" in late.report.route_reason
+            del again, late
+            for kwargs, mine in zip(asks, kernels, strict=True):
                 theirs = to_tensor(frames, require="gpu", route="dawn", **kwargs)
                 assert mine.route == "cuda" and mine.report.route == "cuda", mine.report
                 assert mine.path is ExecutionPath.GPU_COPY and mine.report.bytes_crossed_cpu == 0
@@ -478,4 +485,3 @@ def test_nvrtc_found_by_file_when_the_loader_fails(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(kernels, "cuda_nvrtc", lambda: LoaderMissing)
     cubin = kernels._compile_cubin(KERNEL_SOURCE, "rgb_tensor", "sm_90")
     assert cubin[:4] == b"\x7fELF"
-
