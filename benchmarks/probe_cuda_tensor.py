@@ -601,7 +601,14 @@ def exactness(path: str, converter: Converter, count: int) -> None:
             try:
                 pts_theirs.append(frame.pts_seconds)
                 for antialias in (True, False):
-                    common = {"size": (OUT_W, OUT_H), "layout": "CHW", "antialias": antialias}
+                    # route='dawn': the renderer's conversion (NVDEC frames take alpha2's own CUDA kernel,
+                    # render/cuda_tensor.py, by default since it was built from this probe).
+                    common = {
+                        "size": (OUT_W, OUT_H),
+                        "layout": "CHW",
+                        "antialias": antialias,
+                        "route": "dawn",
+                    }
                     u8 = frame.to_tensor(dtype="uint8", **common)
                     f16 = frame.to_tensor(dtype="float16", mean=MEAN, std=STD, **common)
                     paths.update((u8.path.name, f16.path.name))
@@ -680,10 +687,11 @@ class Timed:
         return self.cpu_seconds / self.frames * 1e6
 
 
-MODES = ("decode", "kernel", "kernel-bilinear", "tensor")
+MODES = ("decode", "kernel", "kernel-bilinear", "tensor", "tensor-dawn")
 """decode: each frame's CUDA planes taken and released (profile_tensor_threads.py's decode row takes
 plane 0); kernel: + the CUDA kernel to a new float16 tensor, antialiased; kernel-bilinear: one bilinear
-sample a pixel; tensor: alpha2's to_tensor(**SMALL), a frame a call (profile_tensor_threads.py's row)."""
+sample a pixel; tensor: alpha2's to_tensor(**SMALL), a frame a call (profile_tensor_threads.py's row: the
+library's CUDA kernel route by default); tensor-dawn: the same with route='dawn' (the Dawn renderer)."""
 
 
 def run_mode(path: str, mode: str, frames: int, converter: Converter) -> Timed:
@@ -700,12 +708,14 @@ def run_mode(path: str, mode: str, frames: int, converter: Converter) -> Timed:
             return None
         if mode == "tensor":
             return frame.to_tensor(**SMALL)
+        if mode == "tensor-dawn":
+            return frame.to_tensor(route="dawn", **SMALL)
         out = cupy.empty((3, OUT_H, OUT_W), dtype=cupy.float16)
         converter.launch(frame, antialias=mode == "kernel", out_f16=out)
         return out
 
     def finish(last: Any) -> None:
-        if mode == "tensor" and last is not None:
+        if mode.startswith("tensor") and last is not None:
             last.wait()
         elif mode.startswith("kernel"):
             converter.stream.synchronize()

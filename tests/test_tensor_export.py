@@ -849,7 +849,9 @@ def test_cuda_tensor_equals_the_cpu_path_bit_for_bit(tmp_path: Any) -> None:
                 {"size": (97, 61), "dtype": "float16"},
                 {"crop": (10, 6, 201, 143), "size": (224, 224), "layout": "CHW"},
             ):
-                gpu = to_tensor(frames, require="gpu", **kwargs)
+                # route='dawn': this is the Dawn route's export (NVDEC frames go to the CUDA kernel by
+                # default, tests/test_cuda_tensor_kernel.py).
+                gpu = to_tensor(frames, require="gpu", route="dawn", **kwargs)
                 cpu = to_tensor(frames, device="cpu", **kwargs)
                 assert gpu.path is ExecutionPath.GPU_COPY and gpu.report.bytes_crossed_cpu == 0, gpu.report
                 assert cpu.path is ExecutionPath.CPU_DOWNLOAD
@@ -895,7 +897,7 @@ def test_frames_going_to_tensors_are_copied_ahead_by_default(tmp_path: Any, copy
         try:
             sums = []
             for frame in source:
-                tensor = to_tensor(frame, require="gpu", device="cuda")
+                tensor = to_tensor(frame, require="gpu", device="cuda", route="dawn")
                 sums.append(to_tensor(frame, device="cpu").numpy().sum())
                 assert tensor.path is ExecutionPath.GPU_COPY
                 frame.release()

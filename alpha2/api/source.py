@@ -377,8 +377,8 @@ def _tensor_options(where: str, args: tuple[Any, ...], options: dict[str, Any], 
     if args:
         raise InvalidInputError(
             f"{where} takes its options by keyword (size=(width, height), crop=..., layout=..., dtype=..., "
-            f"mean=..., std=..., device=..., require=..., antialias=...), got {len(args)} by position: "
-            f"{short_repr(args[0])}"
+            f"mean=..., std=..., device=..., require=..., antialias=..., route=...), got {len(args)} by "
+            f"position: {short_repr(args[0])}"
         )
     arguments.known_options(where, options, target)
 

@@ -10,6 +10,15 @@ the GPU (no byte through the CPU) and is handed out through DLPack; elsewhere it
 numpy array. Which way it went is reported (:attr:`RgbTensor.path`, :attr:`RgbTensor.report`), never
 implied; ``require="gpu"`` (or ``device="cuda"``) makes the CPU way an error with the reason.
 
+Two routes convert the frames (``route``, reported as :attr:`RgbTensor.route` with
+:attr:`TensorReport.route_reason`): ``'cuda'``, alpha2's CUDA kernel
+(:mod:`alpha2.native_gpu.render.cuda_tensor`), which reads NVDEC frames' planes where they lie and writes
+the tensor into CUDA memory in one launch a frame, with no Dawn work (the renderer's plain pass and the
+tensor pass's arithmetic: frames whose colour needs no management); and ``'dawn'``, the renderer on the
+source's device and the tensor pass (every frame: HDR tone-mapped, software-decoded, numpy out). By
+default (``route='auto'``) NVDEC frames going to CUDA take the kernel where it can convert them, and the
+report says why when it cannot.
+
 Example::
 
     import torch
@@ -27,10 +36,11 @@ Example::
 
 Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``H`` before ``W``).
 
-Speed: the caller's thread does the conversion's CPU work (the frames' imports, the GPU submission, the
-copy out), so reading a video in order is fastest a few frames a call (one submission and one copy for
-them all, where a frame a call costs one each). On NVDEC, a source whose frames go to tensors copies
-each frame on the decoder's thread from the first ``to_tensor`` on (``copy_ahead``, which
+Speed: on the Dawn route the caller's thread does the conversion's CPU work (the frames' imports, the
+GPU submission, the copy out), so reading a video in order is fastest a few frames a call (one
+submission and one copy for them all, where a frame a call costs one each); the CUDA kernel's CPU work
+is a launch a frame. On NVDEC, a source whose frames go to tensors by the Dawn route copies
+each frame on the decoder's thread from the first such ``to_tensor`` on (``copy_ahead``, which
 :func:`alpha2.open` leaves to alpha2 by default; its NVDEC surface is given back at once). On the H200
 that took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
 session lends 8 frames at once by default: keep lists to 8, or use ``frames_at``, whose batches of more
@@ -41,6 +51,7 @@ the 8).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import threading
 from collections.abc import Sequence
@@ -54,6 +65,8 @@ from alpha2.gpu.dlpack import DLDeviceType, array_protocol, dlpack_capsule
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.native_gpu.render.cuda_tensor import FrameWork, KernelPlanes, format_refusal, tensor_kernel
+from alpha2.native_gpu.render.params import shader_params
 from alpha2.native_gpu.render.tensor import (
     RgbTensorPass,
     TensorDType,
@@ -72,6 +85,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LAYOUTS",
     "REQUIRES",
+    "ROUTES",
     "TENSOR_DEVICES",
     "TENSOR_DTYPES",
     "RgbTensor",
@@ -89,6 +103,10 @@ TENSOR_DEVICES: tuple[str, ...] = ("auto", "cuda", "cpu")
 REQUIRES: tuple[str | None, ...] = (None, "gpu")
 """The ``require`` values: None (the CPU way is a reported fallback) or 'gpu' (it is an error)."""
 
+ROUTES: tuple[str, ...] = ("auto", "cuda", "dawn")
+"""The ``route`` values: the CUDA kernel where it can convert the frames, else Dawn; the CUDA kernel or
+an error; the Dawn renderer."""
+
 _TYPE_CODES = {"u": 1, "f": 2}
 
 
@@ -97,14 +115,23 @@ class TensorReport:
     """How a tensor was made: every frame's path, the tensor's path, and why."""
 
     path: ExecutionPath
-    """How the tensor's bytes reached their memory: GPU_COPY (packed by the GPU and copied into CUDA
-    memory on the GPU) or CPU_DOWNLOAD (packed by the GPU and read back into host memory)."""
+    """How the tensor's bytes reached their memory: GPU_COPY (made on the GPU into CUDA memory: packed by
+    Dawn and copied into it, or written there by the CUDA kernel; :attr:`route` says which) or
+    CPU_DOWNLOAD (packed by the GPU and read back into host memory)."""
     frame_paths: tuple[ExecutionPath, ...]
-    """How each frame's pixels reached the renderer's textures (its import: GPU_COPY, CPU_UPLOAD, ...)."""
+    """How each frame's pixels reached the conversion: on the Dawn route its import into the renderer's
+    textures (GPU_COPY, CPU_UPLOAD, ...); on the CUDA kernel's, ZERO_COPY (its planes read where NVDEC
+    left them)."""
     reason: str
     """Why the tensor took :attr:`path` (why not CUDA, when it did not)."""
     bytes_crossed_cpu: int
     """Bytes that passed through host memory: the frames' uploads and the tensor's read-back."""
+    route: str = "dawn"
+    """What converted the frames: ``'cuda'`` (alpha2's CUDA kernel read the NVDEC planes where they lie
+    and wrote the tensor into CUDA memory; :mod:`alpha2.native_gpu.render.cuda_tensor`) or ``'dawn'``
+    (the renderer drew each frame on the Dawn device and a compute pass packed it)."""
+    route_reason: str = ""
+    """Why that route: on the Dawn route, why the CUDA kernel did not convert the frames."""
 
     @property
     def steps(self) -> tuple[tuple[ExecutionPath, ExecutionPath], ...]:
@@ -146,6 +173,12 @@ class RgbTensor:
     def path(self) -> ExecutionPath:
         """How the tensor's bytes reached their memory (:attr:`TensorReport.path`)."""
         return self.report.path
+
+    @property
+    def route(self) -> str:
+        """What converted the frames, ``'cuda'`` or ``'dawn'`` (:attr:`TensorReport.route`; why in
+        :attr:`TensorReport.route_reason`)."""
+        return self.report.route
 
     @property
     def layout(self) -> str:
@@ -256,7 +289,7 @@ class RgbTensor:
     def __repr__(self) -> str:
         return (
             f"<alpha2.RgbTensor {self.shape} {self.dtype} {self.layout} on {self.device} "
-            f"path={self.path.value}>"
+            f"path={self.path.value} route={self.route}>"
         )
 
 
@@ -527,6 +560,88 @@ def _stored_crop(
 
 
 # ---------------------------------------------------------------------------------------------------
+# the CUDA kernel's route
+
+
+def _kernel_refusal(frame: Frame) -> str | None:
+    """Why the CUDA kernel cannot read ``frame``'s planes; None when it can."""
+    decoded = frame.decoded
+    if not decoded.on_gpu:
+        return (
+            "the frames are in host memory (decoded in software), not in CUDA memory (NVDEC's), which the "
+            "CUDA kernel reads"
+        )
+    if decoded.released:
+        return (
+            "a frame's NVDEC surface went to the renderer's textures in an earlier render or conversion "
+            "(a rendered NVDEC frame is converted from those)"
+        )
+    refusal = format_refusal(decoded.pixel_format)
+    if refusal is not None:
+        return refusal
+    if decoded.cuda_stream is None:
+        return "the frame's CUDA planes name no stream their decode is ordered on"
+    return None
+
+
+def _kernel_work(
+    frames: Sequence[Frame], spec: TensorSpec, crop: tuple[int, int, int, int] | None, ordinal: int | None
+) -> tuple[list[FrameWork] | None, int, str]:
+    """The CUDA kernel's work for ``frames`` and their CUDA device, or None and why it cannot convert
+    them (said in the tensor's report when the Dawn route takes them)."""
+    source = frames[0]._source
+    works: list[FrameWork] = []
+    devices: set[int] = set()
+    for frame in frames:
+        frame._check()
+        refusal = _kernel_refusal(frame)
+        if refusal is not None:
+            return None, 0, refusal
+        decoded = frame.decoded
+        metadata = decoded.metadata
+        if source.renderer.manages_colour(decoded.colour, decoded.pixel_format, metadata.hdr):
+            return (
+                None,
+                0,
+                f"a frame's colour ({decoded.colour}) is colour-managed (HDR tone mapping, gamut): the Dawn "
+                "renderer's colour-managed pass does that, the CUDA kernel draws the plain pass only",
+            )
+        planes = decoded.planes
+        assert isinstance(planes, tuple)
+        devices.add(int(planes[0].device_ordinal))
+        rotation = frame.rotation
+        stored = None if crop is None else _stored_crop(crop, rotation, frame)
+        quarter = rotation in (Rotation.CW90, Rotation.CW270)
+        unrotated = (spec.height, spec.width) if quarter else (spec.width, spec.height)
+        size = metadata.display_size
+        shader = shader_params(
+            decoded.pixel_format, decoded.colour, size.width, size.height, crop=stored, output_size=unrotated
+        )
+        if frame.mirrored:
+            shader = dataclasses.replace(shader, mirrored=True)
+        located = KernelPlanes(
+            luma=planes[0].device_ptr,
+            luma_pitch=planes[0].pitch_bytes,
+            chroma=tuple(p.device_ptr for p in planes[1:]),
+            chroma_pitch=tuple(p.pitch_bytes for p in planes[1:]),
+        )
+        works.append(
+            FrameWork(shader, decoded.pixel_format, located, rotation, int(decoded.cuda_stream or 0))
+        )
+    if len(devices) > 1:
+        return None, 0, f"the frames lie on several CUDA devices {sorted(devices)}"
+    device = devices.pop()
+    if ordinal is not None and ordinal != device:
+        return (
+            None,
+            0,
+            f"the frames are on CUDA device {device} and device asks for CUDA device {ordinal}: the kernel "
+            f"writes the tensor on the GPU that holds its frames (ask for device='cuda:{device}')",
+        )
+    return works, device, ""
+
+
+# ---------------------------------------------------------------------------------------------------
 # the front door
 
 
@@ -585,6 +700,7 @@ def to_tensor(
     device: Any = "auto",
     require: str | None = None,
     antialias: bool = True,
+    route: str = "auto",
 ) -> RgbTensor:
     """An RGB tensor of one frame, or one stacked tensor of a list of frames.
 
@@ -619,6 +735,14 @@ def to_tensor(
             about an 8x reduction, and two apart at 16x (a 1080p zone plate made 16x smaller: 0.61
             codes from PIL's on average, 23 at most; with the 8 samples of before, 2.36 and 118);
             beyond that fine detail aliases a little, far less than with False.
+        route: what converts the frames. ``'auto'``: alpha2's CUDA kernel where it can (NVDEC frames in
+            CUDA memory, 8- or 16-bit Y'CbCr in two or three planes, colour the renderer's plain pass
+            draws: no HDR tone mapping; the tensor going to CUDA), else the Dawn renderer, the report
+            saying why (:attr:`TensorReport.route_reason`); ``'cuda'``: the CUDA kernel, or an
+            UnsupportedError saying why it cannot; ``'dawn'``: the renderer on the source's device. The
+            kernel does the renderer's arithmetic (the same matrix, siting, clamps and antialiasing
+            taps, codes rounded as an rgba8unorm target) with exact bilinear fractions where NVIDIA's
+            sampler keeps 8 bits of them, so the two may differ by a code here and there.
 
     Returns:
         The :class:`RgbTensor`; its :attr:`~RgbTensor.report` says every frame's path, the tensor's,
@@ -628,7 +752,8 @@ def to_tensor(
         InvalidInputError: a bad argument (the message names the allowed values), a ``mean`` / ``std``
             whose values the dtype cannot hold (float16's largest is 65504), frames of different
             sources, or a released frame.
-        UnsupportedError: the CUDA route was required and cannot be had (the reason), or a frame's
+        UnsupportedError: the CUDA route was required and cannot be had (the reason), ``route='cuda'``
+            where the CUDA kernel cannot convert the frames (the reason), or a frame's
             tensor is larger than the device can pack at once, or a side of it larger than the
             device's textures (``max_texture_dimension_2d``).
     """
@@ -652,11 +777,27 @@ def to_tensor(
         std=_channels("std", std),
     )
     _check_range(spec)
+    route_value = _choice("route", route, ROUTES)
+    if route_value == "cuda" and device_value == "cpu":
+        raise InvalidInputError("route='cuda' makes CUDA memory, device='cpu' asks for numpy: pick one")
     source = listed[0]._source
     if any(frame._source is not source for frame in listed):
         raise InvalidInputError(
             "to_tensor batches frames of one VideoSource; convert each source's frames apart"
         )
+    kernel_reason = "device='cpu' asked for a numpy array"
+    if device_value != "cpu":
+        kernel_reason = "route='dawn' asked for"
+        if route_value != "dawn":
+            tensor = _kernel_tensor(listed, spec, crop_rect, ordinal, antialias, single)
+            if isinstance(tensor, RgbTensor):
+                return tensor
+            kernel_reason = tensor
+            if route_value == "cuda":
+                raise UnsupportedError(
+                    f"route='cuda': alpha2's CUDA kernel cannot convert these frames: {kernel_reason}; "
+                    "route='dawn' (or 'auto') renders them on the Dawn device"
+                )
     limit = texture_limit(source.device.webgpu_device)
     if limit is not None and max(picture) > limit:
         raise UnsupportedError(
@@ -664,7 +805,7 @@ def to_tensor(
             f"{source.device.adapter_name!r} (at most {limit} pixels a side, max_texture_dimension_2d), "
             "which each picture is rendered into; ask for a smaller size"
         )
-    source._frames_go_to_tensors()
+    source._frames_go_to_tensors()  # the Dawn route: NVDEC frames copied ahead from now on
     routes = _routes_of(source.device, getattr(source.importer, "memory_budget", None))
     with routes.lock:
         exporter: TensorExporter | None = None
@@ -731,6 +872,8 @@ def to_tensor(
                 frame_paths,
                 "packed on the Dawn device and copied into CUDA memory on the GPU",
                 uploaded,
+                route="dawn",
+                route_reason=kernel_reason,
             )
             return RgbTensor(spec, None if single else count, report, cuda=memory)
         report = TensorReport(
@@ -738,5 +881,41 @@ def to_tensor(
             frame_paths,
             f"read back through the CPU: {reason}",
             uploaded + batch_words(spec, count) * 4,
+            route="dawn",
+            route_reason=kernel_reason,
         )
         return RgbTensor(spec, None if single else count, report, array=array[0] if single else array)
+
+
+def _kernel_tensor(
+    frames: Sequence[Frame],
+    spec: TensorSpec,
+    crop: tuple[int, int, int, int] | None,
+    ordinal: int | None,
+    antialias: bool,
+    single: bool,
+) -> RgbTensor | str:
+    """The tensor by the CUDA kernel, or why the kernel cannot make it."""
+    works, device, reason = _kernel_work(frames, spec, crop, ordinal)
+    if works is None:
+        return reason
+    try:
+        converter = tensor_kernel(device)
+    except UnsupportedError as exc:
+        return exc.message
+    from alpha2.native_gpu.device.waits import gpu_wait_timeout
+
+    memory = converter.convert(works, spec, antialias=antialias, wait_timeout_s=gpu_wait_timeout())
+    count = len(frames)
+    report = TensorReport(
+        ExecutionPath.GPU_COPY,
+        (ExecutionPath.ZERO_COPY,) * count,
+        "converted on the GPU by alpha2's CUDA kernel, from the frames' CUDA planes into CUDA memory",
+        0,
+        route="cuda",
+        route_reason=(
+            "NVDEC frames in CUDA memory whose colour the renderer's plain pass draws: the CUDA kernel "
+            "converts them, reading their planes where they lie"
+        ),
+    )
+    return RgbTensor(spec, None if single else count, report, cuda=memory)

@@ -79,6 +79,7 @@ __all__ = [
     "CudaTensorMemory",
     "ExportBatch",
     "TensorExporter",
+    "cuda_tensor_memory",
     "export_geometry",
 ]
 
@@ -215,6 +216,28 @@ def _free_when_done(
     except Error:
         pass  # a failed context runs nothing more; a copy past the timeout: cuMemFree still waits for it
     memory.close()
+
+
+def cuda_tensor_memory(
+    memory: DeviceMemory | PoolMemory,
+    done: CudaEvent,
+    *,
+    ordinal: int,
+    producer_stream: Any,
+    timeout_s: float,
+) -> CudaTensorMemory:
+    """A tensor's CUDA memory written by work on ``producer_stream`` (``done`` recorded after it), as
+    :meth:`ExportBatch.finish` hands its own out: kept until it and its consumers' tensors are dropped,
+    then freed in stream order (pool memory) or once ``done`` is reached (``cuMemAlloc`` memory). The
+    CUDA tensor kernel's memory (:mod:`alpha2.native_gpu.render.cuda_tensor`) goes out this way."""
+    return CudaTensorMemory(
+        pointer=memory.pointer,
+        size_bytes=memory.size_bytes,
+        ordinal=ordinal,
+        owner=_TensorOwner(memory, done, timeout_s),
+        producer_stream=producer_stream,
+        done=done,
+    )
 
 
 @dataclass(frozen=True)

@@ -420,6 +420,19 @@ class FrameRenderer:
             self._colour_plans.popitem(last=False)
         return cached
 
+    def manages_colour(
+        self,
+        colour: ColourInfo,
+        pixel_format: PixelFormat,
+        hdr: HdrMetadata | None = None,
+        colour_target: ColourTarget | None = None,
+    ) -> bool:
+        """Whether a render of a frame of this colour takes the colour-managed pass (its plan is not an
+        identity: HDR tone mapping, an SDR frame's primaries with ``sdr_gamut``); False: the plain pass,
+        which the CUDA tensor kernel (:mod:`~alpha2.native_gpu.render.cuda_tensor`) does too."""
+        plan = self._plan_of(colour, pixel_format, hdr, colour_target)
+        return plan is not None and not plan.identity
+
     def _module(self, managed: bool) -> Any:
         if not managed:
             return self._shader
