@@ -41,7 +41,7 @@ def test_an_8_bit_only_encoder_gets_8_bits_and_hdr_is_tone_mapped() -> None:
     p010 = PixelFormat.from_ffmpeg_name("yuv420p10le")
     depth, note = output_depth(p010, HDR10, "vp9", DepthChoice.AUTO, "libvpx-vp9", VP9_8BIT)
     assert depth == 8 and note is not None and "libvpx-vp9 encodes 8 bits only" in note
-    with pytest.raises(UnsupportedError, match="--depth 10: libvpx-vp9 encodes 8 bits only"):
+    with pytest.raises(UnsupportedError, match="depth 10: libvpx-vp9 encodes 8 bits only"):
         output_depth(p010, HDR10, "vp9", DepthChoice.TEN, "libvpx-vp9", VP9_8BIT)
     plan = plan_transcode(
         Size(64, 48),

@@ -4,14 +4,17 @@ option named as typed (and, from Python, the field as written)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from media import make_clip
 
 from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.api.transcoder import transcode
 from alpha2.apps.cli import main
-from alpha2.gpu.errors import InvalidInputError
+from alpha2.apps.transcode_cli import OPTION_NAMES
+from alpha2.gpu.errors import Error, InvalidInputError
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -117,7 +120,7 @@ def test_an_unknown_codec_says_the_nearest_names_in_few_words(
     that h264 was meant; now the nearest names this FFmpeg encodes, and where the names are said."""
     line = _error(["transcode", clip, str(tmp_path / "out.mp4"), "--codec", codec, "--quiet"], capsys)
     assert line.startswith(f"alpha2: error: {said}"), line
-    assert line.endswith("(alpha2 transcode --help)") and len(line) <= 125, line
+    assert line.endswith("(alpha2 transcode --help)") and len(line) <= 130, line
     if codec == "h246":
         assert "h264" in line and "mpeg1" not in line, line
 
@@ -176,3 +179,105 @@ def test_crf_that_is_no_number_says_what_would_do(tmp_path: Path, capsys: Capsys
         f"alpha2: error: argument --crf: give a number, 0 or more (lower: better pictures, a bigger file), "
         f"got {text!r}"
     ), line
+
+
+# -- errors met while the run goes: the field from Python, the option on the command line ---------------
+
+
+def _refused(call: Callable[[], object]) -> str:
+    with pytest.raises(Error) as refused:
+        call()
+    return str(refused.value)
+
+
+def test_a_runs_refusals_name_the_field_from_python_and_the_option_on_the_command_line(
+    tmp_path: Path, capsys: Capsys, clip: str
+) -> None:
+    """Errors raised while a transcode ran (not by TranscodeOptions) named the command line's options to
+    a Python caller: 'give a --size in range', '--depth 10: ...', '(--max-pixels, or max_pixels= in
+    Python)' (237 columns), '--audio-track fre matches none ...'. Each now says the field from Python and
+    the option, as typed, from the command line (which holds option_names around the whole run)."""
+    audio = make_clip(tmp_path / "audio.mp4", frames=4, audio=True).path
+    deep = make_clip(tmp_path / "ten.mkv", codec="ffv1", pix_fmt="yuv420p10le", frames=2).path
+    cases = [
+        (
+            clip,
+            "out.mp4",
+            {"size": "99999x99999"},
+            ["--size", "99999x99999"],
+            "{size} 99999x99999 makes the 64x48 pictures ",
+            ": libx264 encodes 2x2 to 16384x16384; give a {size} in range",
+        ),
+        (
+            deep,
+            "out.gif",
+            {"depth": "10"},
+            ["--depth", "10"],
+            "{depth} 10: gif encodes 8 bits only (it takes bgra); ",
+            "leave {depth} out, or write .mp4 with {codec} hevc or av1",
+        ),
+        (
+            clip,
+            "out.mp4",
+            {"max_pixels": 3000},
+            ["--max-pixels", "3000"],
+            "holds 64x48 pictures, over {max_pixels} 3000 (0.003 MP): ",
+            "raise {max_pixels} if they are meant",
+        ),
+        (
+            audio,
+            "out.mp4",
+            {"audio_tracks": "fre"},
+            ["--audio-track", "fre"],
+            "{audio_tracks} fre does not match the one audio stream of ",
+            "",
+        ),
+    ]
+    fields = {name: name for name in ("size", "codec", "depth", "max_pixels", "audio_tracks")}
+    options = dict(OPTION_NAMES)
+    for source, name, asked, argv, head, tail in cases:
+        out = tmp_path / name
+        with pytest.raises(Error) as refused:
+            transcode(source, str(out), TranscodeOptions(**asked))  # type: ignore[arg-type]
+        said = str(refused.value)
+        assert head.format(**fields) in said and said.endswith(tail.format(**fields)), said
+        assert "--" not in said, said
+        line = _error(["transcode", source, str(out), "--quiet", *argv], capsys)
+        assert head.format(**options) in line and line.endswith(tail.format(**options)), line
+        assert "_tracks" not in line and "max_pixels" not in line, line
+        assert len(line.replace(repr(source), "'in.mp4'")) <= 130, line
+        assert not out.exists()
+
+
+def test_a_bad_track_word_is_short_and_named_as_the_caller_spells_it(capsys: Capsys, clip: str) -> None:
+    """``--audio-track x!`` said 211 columns ('takes a stream's number among the audio streams (0 for the
+    first) or a language code (eng, en, jpn, de ...), comma-separated, a trailing ? where ...'), and
+    ``audio_tracks="x!"`` from Python said '--audio-track takes ...'."""
+    said = _refused(lambda: TranscodeOptions(audio_tracks="x!"))
+    assert said.startswith("audio_tracks takes stream numbers (0: the first) or languages (eng, de)"), said
+    assert said.endswith("comma-separated; got 'x!'") and "--" not in said, said
+    said = _refused(lambda: TranscodeOptions(subtitle_tracks="s:1"))
+    assert said.endswith("(ffmpeg's s:1 is subtitle_tracks 1 here)") and "--" not in said, said
+    line = _error(["transcode", clip, "o.mp4", "--audio-track", "x!"], capsys)
+    assert line.startswith("alpha2: error: argument --audio-track: takes stream numbers (0: the first)"), line
+    assert line.endswith("got 'x!'") and len(line) <= 130, line
+
+
+def test_batch_workers_name_the_option_and_pythons_batch_the_field(
+    tmp_path: Path, capsys: Capsys, clip: str
+) -> None:
+    """A file of ``alpha2 batch`` runs in a worker process, which does not inherit the command line's
+    option_names: the names travel with each FileTask."""
+    from alpha2.apps.batch import batch
+    from alpha2.apps.batch_plan import FileStatus
+
+    code = main(["batch", clip, "--out", str(tmp_path / "cli"), "--size", "99999x99999", "--json"])
+    assert code == 1
+    import json
+
+    error = json.loads(capsys.readouterr().out)["files"][0]["error"]
+    assert error.startswith("--size 99999x99999 makes the 64x48 pictures"), error
+    report = batch([clip], tmp_path / "py", TranscodeOptions(size="99999x99999"))  # type: ignore[arg-type]
+    (result,) = report.results
+    assert result.status is FileStatus.FAILED and result.error is not None
+    assert result.error.startswith("size 99999x99999 makes the 64x48 pictures"), result.error

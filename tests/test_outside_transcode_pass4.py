@@ -55,7 +55,7 @@ def test_und_on_the_command_line_and_a_file_with_every_stream_tagged(tmp_path: P
     assert _streams(out) == [("audio", None)]
     # Every stream tagged: 'und' matches none, refused as any language is, naming them.
     tagged = _clip(tmp_path, "tagged.mkv", audio=("eng", "jpn"), subtitles=())
-    with pytest.raises(StreamChoiceError, match=r"--audio-track und matches none .* 0 eng .* 1 jpn"):
+    with pytest.raises(StreamChoiceError, match=r"audio_tracks und matches none .* 0 eng .* 1 jpn"):
         transcode(tagged, str(tmp_path / "never.mkv"), TranscodeOptions(audio_tracks="und"))
     assert not (tmp_path / "never.mkv").exists()
     # 'und?' may match none: the audio is then all dropped, as ffmpeg's -map 0:a:m:language:und? does.

@@ -41,9 +41,11 @@ def test_stream_choice_words_of_ffmpeg_and_mpv_are_answered(
 def test_an_ffmpeg_stream_specifier_is_read_back_as_the_option(word: str, said: str) -> None:
     """ffmpeg's 0:a:1 typed as the value names the number to give; 1:a:0 (a second input's stream) was
     said to be --audio-track 0, the first input's (an outside pass)."""
-    from alpha2.api.transcode_choices import TRACK_OPTIONS, track_specs
+    from alpha2.api.transcode_choices import track_specs
+    from alpha2.apps.transcode_cli import OPTION_NAMES
     from alpha2.gpu.errors import InvalidInputError
+    from alpha2.gpu.option_names import option_names
 
-    with pytest.raises(InvalidInputError) as refused:
-        track_specs(word, TRACK_OPTIONS["audio"])
+    with pytest.raises(InvalidInputError) as refused, option_names(OPTION_NAMES):
+        track_specs(word, "audio")
     assert said in refused.value.message, refused.value.message

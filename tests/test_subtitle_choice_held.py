@@ -33,7 +33,7 @@ def test_a_chosen_subtitle_the_output_cannot_hold_is_refused(
     src = _clip(tmp_path, subtitles=("eng", "fre"))
     out = str(tmp_path / "out.avi")
     with pytest.raises(
-        StreamChoiceError, match=r"--subtitle-track eng chose the subtitle stream 0 eng"
+        StreamChoiceError, match=r"subtitle_tracks eng chose the subtitle stream 0 eng"
     ) as caught:
         transcode(src, out, TranscodeOptions(subtitle_tracks="eng"))
     assert "the avi container holds no subtitles" in str(caught.value)

@@ -316,22 +316,22 @@ def test_a_word_that_matches_nothing_is_refused_before_anything_opens(
     with pytest.raises(StreamChoiceError) as refused:
         transcode(src, str(out), TranscodeOptions(audio_tracks="fre"))
     assert str(refused.value) == (
-        f"--audio-track fre matches none of the 2 audio streams of {src!r}: 0 eng 'ENG' (aac, 2 ch), "
+        f"audio_tracks fre matches none of the 2 audio streams of {src!r}: 0 eng 'ENG' (aac, 2 ch), "
         "1 jpn 'JPN' (aac, 2 ch)"
     )
     assert refused.value.option == "--audio-track" and refused.value.spec == "fre"
     assert [t.language for t in refused.value.tracks] == ["eng", "jpn"]
     assert isinstance(refused.value, InvalidInputError)  # and so a ValueError
-    with pytest.raises(StreamChoiceError, match=r"--audio-track 2 matches none of the 2 audio streams"):
+    with pytest.raises(StreamChoiceError, match=r"audio_tracks 2 matches none of the 2 audio streams"):
         transcode(src, str(out), TranscodeOptions(audio_tracks="0,2"))
     with pytest.raises(
         StreamChoiceError,
-        match=r"--subtitle-track jpn does not match the one subtitle stream of .*: 0 eng \(srt\)",
+        match=r"subtitle_tracks jpn does not match the one subtitle stream of .*: 0 eng \(srt\)",
     ):
         transcode(src, str(out), TranscodeOptions(subtitle_tracks="jpn"))
     bare = make_clip(tmp_path / "bare.mp4", frames=5)
     with pytest.raises(
-        StreamChoiceError, match=r"--subtitle-track 0 matches nothing: .* has no subtitle stream"
+        StreamChoiceError, match=r"subtitle_tracks 0 matches nothing: .* has no subtitle stream"
     ):
         transcode(bare.path, str(out), TranscodeOptions(subtitle_tracks=0))
     assert sorted(os.listdir(tmp_path)) == sorted(["base-in.mkv.mp4", "in.mkv", "bare.mp4"])
@@ -355,8 +355,8 @@ def test_bad_options_are_refused_when_made() -> None:
     assert TranscodeOptions(audio_tracks=" JPN, 01 ,eng?").audio_tracks == ("jpn", "1", "eng?")
     assert TranscodeOptions(subtitle_tracks=[0, "en,fr"]).subtitle_tracks == ("0", "en", "fr")
     for bad, said in (
-        ("a:1", "ffmpeg's a:1 is --audio-track 1 here"),
-        ("0:s:1", "ffmpeg's 0:s:1 is --subtitle-track 1 here"),
+        ("a:1", "ffmpeg's a:1 is audio_tracks 1 here"),
+        ("0:s:1", "ffmpeg's 0:s:1 is subtitle_tracks 1 here"),
         ("english language", "got 'english language'"),
         ("-1", "got '-1'"),
         ([True], "got bool True"),
@@ -378,12 +378,12 @@ def test_a_copy_refuses_a_choice_it_cannot_make(tmp_path: Path) -> None:
     src = _clip(tmp_path)
     out = tmp_path / "out.mkv"
     for asked, said in (
-        ({"audio_tracks": "jpn"}, "--audio-track is"),
-        ({"subtitles": False}, "--no-subtitles is"),
-        ({"audio_tracks": "0", "subtitle_tracks": "0"}, "--audio-track, --subtitle-track are"),
+        ({"audio_tracks": "jpn"}, "audio_tracks is"),
+        ({"subtitles": False}, "subtitles=False is"),
+        ({"audio_tracks": "0", "subtitle_tracks": "0"}, "audio_tracks, subtitle_tracks are"),
     ):
         with pytest.raises(
-            InvalidInputError, match=f"--codec copy keeps every audio and subtitle stream.*{said}"
+            InvalidInputError, match=f"codec copy keeps every audio and subtitle stream.*{said}"
         ):
             transcode(src, str(out), TranscodeOptions(codec="copy", **asked))
     assert not out.exists()
@@ -414,7 +414,7 @@ def test_a_copy_refuses_a_choice_it_cannot_make(tmp_path: Path) -> None:
         ),
         (
             ["--audio-track", "x"],
-            "argument --audio-track: takes a stream's number among the audio streams",
+            "argument --audio-track: takes stream numbers (0: the first) or languages (eng, de), ",
             2,
         ),
         (["--audio-track", "fre"], "--audio-track fre matches none of the 2 audio streams", 1),
@@ -459,7 +459,7 @@ def test_segments_keep_the_choice(tmp_path: Path) -> None:
         ("eng", "not chosen by --audio-track jpn")
     ]
     assert [t["reason"] for t in choice["subtitle"]["dropped"]] == ["--no-subtitles"]
-    with pytest.raises(StreamChoiceError, match="--audio-track fre matches none"):
+    with pytest.raises(StreamChoiceError, match="audio_tracks fre matches none"):
         transcode(src, str(tmp_path / "no.mkv"), TranscodeOptions(segments=2, audio_tracks="fre"))
     assert not (tmp_path / "no.mkv").exists()
     assert not [name for name in os.listdir(tmp_path) if ".segments." in name]

@@ -33,6 +33,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
     describe_holdings,
 )
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.option_names import named as _named
 
 __all__ = ["audio_muxer", "check_sound_options", "is_audio_output", "moving_video", "transcode_audio_only"]
 
@@ -102,16 +103,18 @@ def check_sound_options(options: TranscodeOptions, why: str) -> None:
     Raises:
         InvalidInputError: an option of the video's, or ``--no-audio``.
     """
-    asked = options.picture_options + ["--frames"] * (options.frames is not None)
+    asked = options.picture_options + [_named("frames")] * (options.frames is not None)
     if asked:
+        cut = " / ".join(_named(name) for name in ("from_seconds", "to_seconds", "duration_seconds"))
         raise InvalidInputError(
             f"{', '.join(asked)} shape{'s' if len(asked) == 1 else ''} the video, and this output is "
             f"sound alone ({why}); leave {'it' if len(asked) == 1 else 'them'} out "
-            "(--bitrate sets the audio's rate, --from / --to / --duration cut it)"
+            f"({_named('bitrate')} sets the audio's rate, {cut} cut it)"
         )
     if not options.audio:
+        no_audio = _named("audio=False")
         raise InvalidInputError(
-            f"--no-audio leaves nothing to write: the output is sound alone ({why}); leave it out"
+            f"{no_audio} leaves nothing to write: the output is sound alone ({why}); leave it out"
         )
 
 

@@ -21,6 +21,7 @@ from alpha2.ffmpeg_bridge.encode import output_container
 from alpha2.ffmpeg_bridge.remux import remux
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, container_duration_seconds
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.option_names import named as _named
 
 __all__ = ["COPY", "check_copy_options", "is_copy", "remux_transcode"]
 
@@ -41,16 +42,17 @@ def check_copy_options(options: TranscodeOptions) -> None:
     """
     asked = options.picture_options
     if options.bitrate is not None:
-        asked.insert(2, "--bitrate")  # (after --size and --crf, as the help lists them)
+        asked.insert(2, _named("bitrate"))  # (after size and crf, as the help lists them)
+    copy = f"{_named('codec')} copy"
     if asked:
         raise InvalidInputError(
-            f"--codec copy copies the pictures as they are: {', '.join(asked)} would need them decoded "
-            "and encoded again; leave --codec copy out"
+            f"{copy} copies the pictures as they are: {', '.join(asked)} would need them decoded "
+            f"and encoded again; leave {copy} out"
         )
     if options.frames is not None:
+        cut = f"{_named('to_seconds')} or {_named('duration_seconds')}"
         raise InvalidInputError(
-            "--codec copy counts no frames (it decodes none): cut with --to or --duration, or leave "
-            "--codec copy out"
+            f"{copy} counts no frames (it decodes none): cut with {cut}, or leave {copy} out"
         )
 
 

@@ -63,6 +63,8 @@ from alpha2.ffmpeg_bridge.index import KeyframeIndex, keyframe_index
 from alpha2.ffmpeg_bridge.side_streams import StreamKind, container_duration_seconds
 from alpha2.gpu.errors import InternalError, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Size
+from alpha2.gpu.option_names import current_names, option_names
+from alpha2.gpu.option_names import named as _named
 
 __all__ = [
     "AUTO_MIN_CORES",
@@ -193,7 +195,8 @@ class SegmentPart:
         ] or [f"the plan: {plan.reason} (the file's: {self.plan.reason})"]
         raise UnsupportedError(
             f"{self.describe()}: {PLAN_CHANGES}, so the segment would be encoded "
-            f"otherwise than the rest: {differ[0]}; transcode it in one pipeline (leave out --segments)"
+            f"otherwise than the rest: {differ[0]}; transcode it in one pipeline "
+            f"(leave out {_named('segments')})"
         )
 
 
@@ -349,15 +352,18 @@ def _segment_main(
     path: str,
     options: TranscodeOptions,
     part: SegmentPart,
+    names: dict[str, str],
 ) -> None:
-    """A worker process: transcode one segment into ``path``; send ``done`` or ``error``."""
+    """A worker process: transcode one segment into ``path``; send ``done`` or ``error``. ``names``: the
+    parent's :func:`~alpha2.gpu.option_names.option_names` (a new process starts without them)."""
     _exit_with_parent(parent)
     try:
-        run = _Transcoder(source, path, options, _PipeProgress(conn, part.index), part=part)
-        stats = run.run()
-        if run.first_pts_out is None or run.last_pts_out is None:
-            raise InternalError(f"{part.describe()} encoded no frames")
-        conn.send(("done", part.index, stats, run.first_pts_out, run.last_pts_out))
+        with option_names(names):
+            run = _Transcoder(source, path, options, _PipeProgress(conn, part.index), part=part)
+            stats = run.run()
+            if run.first_pts_out is None or run.last_pts_out is None:
+                raise InternalError(f"{part.describe()} encoded no frames")
+            conn.send(("done", part.index, stats, run.first_pts_out, run.last_pts_out))
     except BaseException as exc:  # Ctrl-C included: the parent says it, and cleans up
         _, module, name, text = error_message(exc)
         with contextlib.suppress(OSError):
@@ -497,15 +503,16 @@ class _Workers:
 
 def _check_seekable(source: str) -> None:
     """Refuse an input the workers cannot each open and seek: a pipe, a device, a URL."""
+    segments = _named("segments")
     if "://" in source and not source.startswith("file://"):
         raise InvalidInputError(
-            f"--segments reads the input in several processes, each seeking to its part: {source!r} is "
-            "not a local file; leave out --segments"
+            f"{segments} reads the input in several processes, each seeking to its part: {source!r} is "
+            f"not a local file; leave out {segments}"
         )
     if os.path.exists(source) and not os.path.isfile(source):
         raise InvalidInputError(
-            f"--segments reads the input in several processes, each seeking to its part: {source!r} is "
-            "not a regular file (a pipe or a device cannot be read twice); leave out --segments"
+            f"{segments} reads the input in several processes, each seeking to its part: {source!r} is "
+            f"not a regular file (a pipe or a device cannot be read twice); leave out {segments}"
         )
 
 
@@ -621,7 +628,7 @@ def transcode_segmented(
         t1 = time.perf_counter()
         paths = [os.path.join(folder, f"segment{i + 1}{SEGMENT_CONTAINER}") for i in range(len(parts))]
         for part, path in zip(parts, paths, strict=True):
-            workers.start(part.index, (source, path, worker_options, part))
+            workers.start(part.index, (source, path, worker_options, part, current_names()))
         try:
             results = workers.wait_all(parts, progress)
         except UnsupportedError as exc:

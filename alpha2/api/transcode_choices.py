@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from alpha2.ffmpeg_bridge.containers import AUDIO_CONTAINERS, OUTPUT_CONTAINERS
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.limits import DEFAULT_MAX_PIXELS
+from alpha2.gpu.option_names import named
 
 __all__ = [
     "AUDIO_CONTAINERS",
@@ -141,14 +142,17 @@ class TrackSpec:
         return None if word.isdigit() else word
 
 
-def track_specs(value: object, option: str = "--audio-track") -> tuple[str, ...]:
-    """The words of ``--audio-track`` / ``--subtitle-track`` (``option`` names it in errors), normalised:
-    numbers (0, 1, ...) and language codes (``eng``, ``en``, ``jpn``), each optionally ending in ``?``,
-    from a comma-separated string, a number, or a list or tuple of them (lists may hold comma lists).
+def track_specs(value: object, kind: str = "audio") -> tuple[str, ...]:
+    """The words of ``audio_tracks`` / ``subtitle_tracks`` (``kind`` ``audio`` or ``subtitle``; errors name
+    the field as :func:`~alpha2.gpu.option_names.option_names` spells it, ``--audio-track`` on the command
+    line), normalised: numbers (0, 1, ...) and language codes (``eng``, ``en``, ``jpn``), each optionally
+    ending in ``?``, from a comma-separated string, a number, or a list or tuple of them (lists may hold
+    comma lists).
 
     Raises:
         InvalidInputError: a word that is neither, or no word at all.
     """
+    option = named(f"{kind}_tracks")
     items = list(value) if isinstance(value, list | tuple) else [value]
     words: list[str] = []
     for item in items:
@@ -159,16 +163,16 @@ def track_specs(value: object, option: str = "--audio-track") -> tuple[str, ...]
             )
         for word in str(item).split(","):
             if word.strip() or not isinstance(item, str):
-                words.append(_track_word(word, option, item))
+                words.append(_track_word(word, option, kind, item))
     if not words:
+        none = named("audio=False" if kind == "audio" else "subtitles=False")
         raise InvalidInputError(
-            f"{option} names no stream; leave it out to keep them all, or drop them all with "
-            + ("--no-audio" if option == "--audio-track" else "--no-subtitles")
+            f"{option} names no stream; leave it out to keep them all, or drop them all with {none}"
         )
     return tuple(dict.fromkeys(words))  # each once, in the order given
 
 
-def _track_word(word: str, option: str, given: object) -> str:
+def _track_word(word: str, option: str, kind: str, given: object) -> str:
     """One word normalised (``1``, ``jpn``, ``eng?``), or why it is neither a number nor a language."""
     text = word.strip().lower()
     bare = text.removesuffix("?")
@@ -176,10 +180,9 @@ def _track_word(word: str, option: str, given: object) -> str:
         return str(int(bare)) + text[len(bare) :]
     if bare.isascii() and bare.isalpha() and 2 <= len(bare) <= 8:
         return text
-    kind = option[2:].split("-")[0]
     said = (
-        f"{option} takes a stream's number among the {kind} streams (0 for the first) or a language code "
-        f"(eng, en, jpn, de ...), comma-separated, a trailing ? where it may match none; got {word.strip()!r}"
+        f"{option} takes stream numbers (0: the first) or languages (eng, de), comma-separated; "
+        f"got {word.strip()!r}"
     )
     if str(given).strip() != word.strip():
         said += f" in {given!r}"
@@ -189,5 +192,6 @@ def _track_word(word: str, option: str, given: object) -> str:
         # said to be --audio-track 0, the first input's).
         said += f" (ffmpeg's {text} names input {int(ffmpeg[1])}; transcode takes one input, ffmpeg's 0)"
     elif ffmpeg is not None:  # ffmpeg's -map 0:a:1: the number alone here, with the option of its kind
-        said += f" (ffmpeg's {text} is {TRACK_OPTIONS[ffmpeg[2]]} {ffmpeg[3]}{ffmpeg[4]} here)"
+        letter = named("audio_tracks" if ffmpeg[2] == "a" else "subtitle_tracks")
+        said += f" (ffmpeg's {text} is {letter} {ffmpeg[3]}{ffmpeg[4]} here)"
     raise InvalidInputError(said)

@@ -9,13 +9,10 @@ HLG) keep their transfer, primaries and static metadata at 10 bits, or are tone 
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import fractions
 import math
-import types
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +62,8 @@ from alpha2.gpu.colour import (
 from alpha2.gpu.errors import InvalidInputError, UnsupportedError
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
+from alpha2.gpu.option_names import named as _named
+from alpha2.gpu.option_names import option_names
 from alpha2.native_gpu.encode.routes import WRITABLE_MATRICES
 
 __all__ = [
@@ -158,9 +157,9 @@ def output_depth(
         if choice is DepthChoice.TEN:
             way_out = "choose another codec (hevc, av1)"
             if codec == "gif":
-                way_out = "leave --depth out, or write .mkv or .mp4 with --codec hevc or av1"
+                way_out = f"leave {_named('depth')} out, or write .mp4 with {_named('codec')} hevc or av1"
             raise UnsupportedError(
-                f"--depth 10: {encoder or codec} encodes {only} (it takes "
+                f"{_named('depth')} 10: {encoder or codec} encodes {only} (it takes "
                 f"{', '.join(encoder_formats)}); {way_out}"
             )
         bits = input_format.bit_depth
@@ -249,29 +248,6 @@ def effective_preset(encoder: str, preset: str | None) -> str | None:
 
 BITRATE_RANGE = (1_000, 100_000_000_000)
 """The bit rates (bits per second) TranscodeOptions takes: 1k to 100G."""
-
-
-_FIELD_NAMES: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
-    "transcode_option_names", default=types.MappingProxyType({})
-)
-
-
-def _named(field_name: str) -> str:
-    """A :class:`TranscodeOptions` field as a refusal names it: the field (``to_seconds``), or the
-    caller's spelling inside :func:`option_names` (the command line's ``--to``)."""
-    return _FIELD_NAMES.get().get(field_name, field_name)
-
-
-@contextmanager
-def option_names(names: Mapping[str, str]) -> Iterator[None]:
-    """Within it, :class:`TranscodeOptions` refusals name a field as ``names`` spells it
-    (``{"to_seconds": "--to"}``: the command line's options), else by its own name: one check, each
-    caller's words."""
-    token = _FIELD_NAMES.set(names)
-    try:
-        yield
-    finally:
-        _FIELD_NAMES.reset(token)
 
 
 @dataclass(frozen=True)
@@ -405,9 +381,9 @@ class TranscodeOptions:
         for name in ("audio", "subtitles", "gpu", "sdr", "overwrite"):
             arguments.flag(name, getattr(self, name))
         if self.audio_tracks is not None:
-            put("audio_tracks", track_specs(self.audio_tracks, TRACK_OPTIONS["audio"]))
+            put("audio_tracks", track_specs(self.audio_tracks, "audio"))
         if self.subtitle_tracks is not None:
-            put("subtitle_tracks", track_specs(self.subtitle_tracks, TRACK_OPTIONS["subtitle"]))
+            put("subtitle_tracks", track_specs(self.subtitle_tracks, "subtitle"))
         put("colour", arguments.member("colour", self.colour, ColourChoice))
         put("depth", arguments.member("depth", self.depth, DepthChoice))
         arguments.whole("ring_size", self.ring_size)
@@ -429,21 +405,21 @@ class TranscodeOptions:
 
     @property
     def picture_options(self) -> list[str]:
-        """The options given that shape the pictures, by their command-line names (``--size``, ``--crf``,
-        ``--preset``, ``--colour``, ``--depth``, ``--sdr``, ``--gpu``, ``--segments``, ``--fps``): what a
-        copy and sound alone refuse."""
+        """The options given that shape the pictures (``size``, ``crf``, ``preset``, ``colour``, ``depth``,
+        ``sdr``, ``gpu``, ``segments``, ``fps``), named as the caller spells them (the command line's
+        ``--size`` ...: :func:`option_names`): what a copy and sound alone refuse."""
         return [
-            name
+            _named(name)
             for name, given in (
-                ("--size", self.size is not None),
-                ("--crf", self.crf is not None),
-                ("--preset", self.preset is not None),
-                ("--colour", self.colour is not ColourChoice.AUTO),
-                ("--depth", self.depth is not DepthChoice.AUTO),
-                ("--sdr", self.sdr),
-                ("--gpu", self.gpu),
-                ("--segments", self.segments is not None),
-                ("--fps", self.fps is not None),
+                ("size", self.size is not None),
+                ("crf", self.crf is not None),
+                ("preset", self.preset is not None),
+                ("colour", self.colour is not ColourChoice.AUTO),
+                ("depth", self.depth is not DepthChoice.AUTO),
+                ("sdr", self.sdr),
+                ("gpu", self.gpu),
+                ("segments", self.segments is not None),
+                ("fps", self.fps is not None),
             )
             if given
         ]
@@ -946,8 +922,8 @@ def plan_transcode(
     if matrix not in WRITABLE_MATRICES or rng is ColourRange.UNSPECIFIED:
         if options.colour is ColourChoice.KEEP:
             raise UnsupportedError(
-                f"--colour keep: the encode copier cannot write the input's matrix {matrix.name}; "
-                "use --colour bt709, bt601 or bt2020"
+                f"{_named('colour')} keep: the encode copier cannot write the input's matrix {matrix.name}; "
+                f"use {_named('colour')} bt709, bt601 or bt2020"
             )
         matrix, rng = (
             (ColourMatrix.BT709, ColourRange.LIMITED)
@@ -1171,7 +1147,7 @@ def choose_streams(
                 matched_none.append(f"{option} {word}")
             elif not matched:
                 raise StreamChoiceError(
-                    _matches_none(option, word, kind, of_kind, source),
+                    _matches_none(_named(f"{kind.value}_tracks"), word, kind, of_kind, source),
                     option=option,
                     spec=word,
                     tracks=of_kind,
@@ -1320,8 +1296,8 @@ def _check_chosen_subtitle(
     track = next((t for t in choice.tracks if t.index == stream.index), None)
     named = track.label() if track is not None else f"stream {stream.index} ({stream.codec})"
     raise StreamChoiceError(
-        f"{option} {','.join(words)} chose the subtitle stream {named}, which the output cannot hold: "
-        f"{why}; --no-subtitles leaves the subtitles out",
+        f"{_named('subtitle_tracks')} {','.join(words)} chose the subtitle stream {named}, which the output "
+        f"cannot hold: {why}; {_named('subtitles=False')} leaves the subtitles out",
         option=option,
         spec=",".join(words),
         tracks=tuple(t for t in choice.tracks if t.kind is StreamKind.SUBTITLE),

@@ -101,6 +101,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation, Size
 from alpha2.gpu.identity import ExecutionPath
+from alpha2.gpu.option_names import named as _named
 from alpha2.native_gpu.device.device import Device
 from alpha2.native_gpu.encode.routes import EncodeConversion, choose_encode_route
 
@@ -562,15 +563,16 @@ class _Transcoder:
             if box is not None and size != out and not in_range:  # --size made it: say so
                 low = f"{extent.min_width}x{extent.min_height}"
                 high = f"{extent.max_width}x{extent.max_height}"
+                asked = _named("size")
                 raise InvalidInputError(
-                    f"--size {pipeline.box_text(box)} makes the {size.width}x{size.height} pictures "
-                    f"{out.width}x{out.height}: {encoder_name} encodes {low} to {high}; give a --size in "
-                    "range (or another --codec)"
+                    f"{asked} {pipeline.box_text(box)} makes the {size.width}x{size.height} pictures "
+                    f"{out.width}x{out.height}: {encoder_name} encodes {low} to {high}; "
+                    f"give a {asked} in range"
                 ) from exc
             made = "" if size == out else f", made {out.width}x{out.height}"
             raise InvalidInputError(
                 f"the input's pictures are {size.width}x{size.height}{made}: {exc.message}; "
-                "--size scales them into range (or choose another --codec)"
+                f"{_named('size')} scales them into range (or choose another {_named('codec')})"
             ) from exc
         return extent
 
@@ -613,9 +615,9 @@ class _Transcoder:
                 # A decoder that refuses a picture over libavcodec's max_pixels while the streams are
                 # probed (FFV1 does) leaves no size to name: say the limit may be why.
                 raise InvalidInputError(
-                    f"{self.source!r} has no decodable video frames, and its decoder gave no picture size "
-                    f"under the limit on decoded pictures of {limit} pixels ({limit / 1e6:.1f} MP); if its "
-                    "pictures are larger, raise the limit (--max-pixels)"
+                    f"{self.source!r} has no decodable video frames and gave no picture size under "
+                    f"{_named('max_pixels')} {limit} ({limit / 1e6:.3g} MP): raise it if its pictures are "
+                    "larger"
                 )
             raise InvalidInputError(f"{self.source!r} has no decodable video frames")
         self._first = first  # released in teardown if a failure comes before the loop takes it
@@ -765,14 +767,14 @@ class _Transcoder:
     def _seek_from(self, decoder: DecodeSession, first: DecodedFrame) -> DecodedFrame:
         """Go to ``--from`` (after the input's start): the frame on display then, frame-exact (the
         decoder decodes forward from the key frame before it). The output's 0 moves there."""
-        asked = self.options.from_seconds
+        asked, start = self.options.from_seconds, _named("from_seconds")
         length = self._video_length(decoder.info)
         if length is not None and asked >= length:
             raise InvalidInputError(
-                f"--from {asked:g} s is past the end of {self.source!r} ({length:.3f} s long)"
+                f"{start} {asked:g} s is past the end of {self.source!r} ({length:.3f} s long)"
             )
         target = self._origin + _fraction(asked)
-        found = self._seek_to(decoder, first, target, f"--from {asked:g} s")
+        found = self._seek_to(decoder, first, target, f"{start} {asked:g} s")
         # The output starts with the frame on display at --from, at its own time: every frame keeps
         # its length (a cut between two frames would make the first one short, the output VFR), and the
         # sound is cut at the same time, so they stay in step.
@@ -1230,13 +1232,16 @@ class _Transcoder:
             self.stats.scale_route = fitted.as_dict()
             return fitted
         if what == "output":
-            way_out = "choose a smaller --size"
+            way_out = f"choose a smaller {_named('size')}"
         elif self.options.gpu:
-            way_out = "drop --gpu: the CPU route (swscale) takes it, and --size scales it down there"
+            way_out = (
+                f"drop {_named('gpu')}: the CPU route (swscale) takes it, and {_named('size')} scales it "
+                "down there"
+            )
         elif first.on_gpu:
             way_out = (
-                "NVDEC decodes it on the GPU, where swscale cannot reach it: --hwaccel none decodes it on "
-                "the CPU, where swscale takes it"
+                f"NVDEC decodes it on the GPU, where swscale cannot reach it: {_named('hwaccel')} none "
+                "decodes it on the CPU, where swscale takes it"
             )
         else:
             way_out = f"the CPU route cannot take this plan either ({swscale_why})"
@@ -1414,21 +1419,21 @@ def check_options(options: TranscodeOptions, output: str | os.PathLike[str]) -> 
     if is_copy(options):
         check_copy_options(options)
         asked = [
-            name
+            _named(name)
             for name, set_ in (
-                ("--audio-track", options.audio_tracks is not None),
-                ("--subtitle-track", options.subtitle_tracks is not None),
-                ("--no-subtitles", not options.subtitles),
+                ("audio_tracks", options.audio_tracks is not None),
+                ("subtitle_tracks", options.subtitle_tracks is not None),
+                ("subtitles=False", not options.subtitles),
             )
             if set_
         ]
         if asked:
             # The copy (alpha2.ffmpeg_bridge.remux) keeps every stream but with --no-audio: refused, not
             # ignored (an output with every stream would have been said as the choice made).
+            copy = f"{_named('codec')} copy"
             raise InvalidInputError(
-                f"--codec copy keeps every audio and subtitle stream (--no-audio drops the audio): "
-                f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} not taken with it; leave "
-                "--codec copy out (the video is then encoded again)"
+                f"{copy} keeps every audio and subtitle stream ({_named('audio=False')} drops the audio): "
+                f"{', '.join(asked)} {'is' if len(asked) == 1 else 'are'} not taken with it; leave {copy} out"
             )
         return
     if options.preset is None and options.codec is None:

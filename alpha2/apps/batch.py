@@ -57,8 +57,9 @@ from alpha2.apps.cli import (
     terminal_columns,
     wrap_text,
 )
-from alpha2.apps.transcode_cli import add_transcode_arguments, options_from_args
+from alpha2.apps.transcode_cli import OPTION_NAMES, add_transcode_arguments, options_from_args
 from alpha2.gpu.errors import ErrorKind, InvalidInputError
+from alpha2.gpu.option_names import option_names
 
 # How the files run (batch_run, the local pool, Ray) and the transcode options' class load when a batch
 # runs, so that ``alpha2 batch --help`` answers at once.
@@ -948,7 +949,8 @@ def run(args: argparse.Namespace) -> int:
     tally = RunTally(progress)
     try:
         try:
-            report = batch(args.inputs, args.out, options, settings, on_event=tally)
+            with option_names(OPTION_NAMES):  # the workers' errors say --size, not size
+                report = batch(args.inputs, args.out, options, settings, on_event=tally)
         finally:
             progress.close()
     except (KeyboardInterrupt, Terminated) as stop:

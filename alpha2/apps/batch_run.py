@@ -50,6 +50,7 @@ from alpha2.apps.batch_plan import (
     one_line,
 )
 from alpha2.gpu.errors import Error, ErrorKind, InvalidInputError
+from alpha2.gpu.option_names import current_names, option_names
 
 if TYPE_CHECKING:
     from alpha2.api.transcode_plan import TranscodeOptions
@@ -99,6 +100,10 @@ class FileTask:
     """The transcode options."""
     attempt: int = 1
     """1 for the first attempt."""
+    option_names: tuple[tuple[str, str], ...] = ()
+    """How the run's errors name the options (field, spelling): the caller's
+    :func:`~alpha2.gpu.option_names.option_names` when the batch began (``--size`` on the command line),
+    set again where the file runs: a worker process or thread does not inherit the context."""
 
 
 @dataclass(frozen=True)
@@ -436,7 +441,8 @@ def transcode_task(
     own failures (they are the outcome). The thread's Device (or the worker's, shared) is used file
     after file (:func:`_thread_device`), and closed after a failure (:func:`_done_with_device`)."""
     used: list[Any] = []
-    outcome = _transcode_task(task, report, worker=worker, used=used)
+    with option_names(dict(task.option_names)):
+        outcome = _transcode_task(task, report, worker=worker, used=used)
     for device in used or [None]:
         _done_with_device(device, outcome.ok)
     return outcome
@@ -640,8 +646,12 @@ def run_batch(
     if retries < 0:
         raise InvalidInputError(f"retries must be >= 0, got {retries}")
     by_key = {item.key: item for item in items}
+    names = tuple(current_names().items())
     pending = collections.deque(
-        FileTask(item.key, item.input, item.output, staging_dir(out_dir, item.key), options) for item in items
+        FileTask(
+            item.key, item.input, item.output, staging_dir(out_dir, item.key), options, option_names=names
+        )
+        for item in items
     )
     attempts: dict[str, int] = collections.Counter()
     running: dict[str, FileTask] = {}

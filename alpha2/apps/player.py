@@ -516,12 +516,18 @@ def options_from_args(args: argparse.Namespace) -> PlayOptions:
     )
 
 
+PLAY_OPTION_NAMES = {"max_pixels": "--max-pixels"}
+"""The fields of ``alpha2.open`` that a refusal met while playing names by the option that set them."""
+
+
 def run(args: argparse.Namespace) -> int:
     """``alpha2 play``."""
     from alpha2.apps.audio_out import settle_sound
+    from alpha2.gpu.option_names import option_names
 
     try:
-        return _run(args)
+        with option_names(PLAY_OPTION_NAMES):  # the decoder's refusals say --max-pixels, not max_pixels
+            return _run(args)
     finally:
         settle_sound()  # before the error, if any, is said: PortAudio's start silences stderr
 

@@ -274,9 +274,15 @@ OPTION_NAMES: dict[str, str] = {
     "max_pixels": "--max-pixels",
     "segments": "--segments",
     "fps": "--fps",
+    "audio_tracks": "--audio-track",
+    "subtitle_tracks": "--subtitle-track",
+    "audio=False": "--no-audio",
+    "subtitles=False": "--no-subtitles",
 }
-"""The options of :func:`add_transcode_arguments` by the TranscodeOptions field each sets: a refusal of
-the options names the option a person typed (``--to``), not the field (``to_seconds``)."""
+"""The options of :func:`add_transcode_arguments` by the TranscodeOptions field each sets (``audio=False``:
+a field's value that is an option of its own): a refusal, of the options or met while the run goes, names
+the option a person typed (``--to``), not the field (``to_seconds``). :func:`run` and ``alpha2 batch``
+hold them around the whole run (:func:`~alpha2.gpu.option_names.option_names`)."""
 
 
 def options_from_args(args: argparse.Namespace) -> TranscodeOptions:
@@ -317,10 +323,12 @@ def _track_words(kind: str) -> Callable[[str], list[str]]:
     option = TRACK_OPTIONS[kind]
 
     def words(text: str) -> list[str]:
+        from alpha2.api.transcode_plan import option_names
         from alpha2.gpu.errors import InvalidInputError
 
         try:
-            return list(track_specs(text, option))
+            with option_names(OPTION_NAMES):
+                return list(track_specs(text, kind))
         except InvalidInputError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option} ")) from None
 
@@ -484,6 +492,7 @@ def run(args: argparse.Namespace) -> int:
     """``alpha2 transcode``."""
     import sys
 
+    from alpha2.api.transcode_plan import option_names
     from alpha2.api.transcoder import transcode
     from alpha2.gpu.errors import InvalidInputError
 
@@ -492,7 +501,8 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(refusal)
     options = options_from_args(args)
     progress = pipeline.make_progress("transcode", enabled=not (args.json or args.quiet))
-    stats = transcode(args.input, args.output, options, progress=progress)
+    with option_names(OPTION_NAMES):
+        stats = transcode(args.input, args.output, options, progress=progress)
     if args.json:
         pipeline.emit_json(stats.as_dict())
     elif not args.quiet:

@@ -37,6 +37,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
 )
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.errors import InvalidInputError
+from alpha2.gpu.option_names import named
 
 __all__ = ["AudioTranscodeReport", "audio_encoder", "transcode_audio"]
 
@@ -91,8 +92,8 @@ def audio_encoder(muxer: str, codec: str | None) -> str:
     if found is None or found.type != "audio":
         raise UnsupportedCodecError(
             f"no audio encoder {name!r} in this FFmpeg; audio-only outputs take libmp3lame (mp3), aac, "
-            "flac, libopus (opus), alac, ac3, pcm_s16le, pcm_s24le, or the output's default (leave --codec "
-            "out)"
+            f"flac, libopus (opus), alac, ac3, pcm_s16le, pcm_s24le, or the output's default (leave "
+            f"{named('codec')} out)"
         )
     return name
 
@@ -187,14 +188,15 @@ def transcode_audio(
         raise from_ffmpeg_open(exc, repr(source)) from exc
     if length is not None and from_seconds >= length:
         raise InvalidInputError(
-            f"--from {from_seconds:g} s is past the end of {source!r} ({length:.3f} s long)"
+            f"{named('from_seconds')} {from_seconds:g} s is past the end of {source!r} ({length:.3f} s long)"
         )
     refused = {i: why for i, why in refusals.items() if why is not None}
     if refused:
         index, why = next(iter(refused.items()))
+        copy = f"{named('codec')} copy"
         raise InvalidInputError(
-            f"--codec copy: audio stream {index} cannot be copied: {why}; leave --codec copy out (it is "
-            "then encoded again) or write a container that holds it (.mka holds any)"
+            f"{copy}: audio stream {index} cannot be copied: {why}; leave {copy} out (it is then encoded "
+            "again) or write a container that holds it (.mka holds any)"
         )
     audio_target = None
     if codec is not None:
@@ -243,7 +245,8 @@ def transcode_audio(
                 until += STEP_SECONDS
             copier.finish()
             if copier.frames_reencoded + copier.audio_packets_copied == 0:
-                part = " in the part asked (--from / --to)" if from_seconds > 0 or to_seconds else ""
+                cut = f"{named('from_seconds')} / {named('to_seconds')}"
+                part = f" in the part asked ({cut})" if from_seconds > 0 or to_seconds else ""
                 which = ", ".join(str(i) for i in audio)
                 raise InvalidInputError(
                     f"the audio of {source!r} (stream {which}) holds no samples{part}: nothing to write"

@@ -22,6 +22,7 @@ from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import DEFAULT_MAX_PIXELS, Rotation, Size
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet, CudaPtr2D
 from alpha2.gpu.hdr import HdrMetadata
+from alpha2.gpu.option_names import named
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
@@ -553,10 +554,10 @@ def check_picture_size(width: int, height: int, max_pixels: int | None, where: s
     """
     if max_pixels is None or width * height <= max_pixels:
         return
+    limit = named("max_pixels")
     raise OutOfMemoryError(
-        f"{where} holds {width}x{height} pictures ({width * height} pixels), over the limit on decoded "
-        f"pictures of {max_pixels} pixels ({max_pixels / 1e6:.1f} MP): a picture that large takes "
-        "gigabytes to decode; raise the limit (--max-pixels, or max_pixels= in Python) if it is meant"
+        f"{where} holds {width}x{height} pictures, over {limit} {max_pixels} ({max_pixels / 1e6:.3g} MP): "
+        f"raise {limit} if they are meant"
     )
 
 

@@ -36,6 +36,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments, jump_seconds
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.geometry import Rotation
+from alpha2.gpu.option_names import named
 
 __all__ = ["RemuxReport", "remux", "written_output"]
 
@@ -97,14 +98,14 @@ def _check_copyable(container: av.container.InputContainer, stream: av.stream.St
     if not timed:
         raise InvalidInputError(
             "the video's packets carry no timestamps (a raw elementary stream): a copy cannot time them; "
-            "leave --codec copy out (a transcode times the frames from the frame rate)"
+            f"leave {named('codec')} copy out (a transcode times the frames from the frame rate)"
         )
     extradata = bytes(stream.codec_context.extradata or b"")
     codec = stream.codec_context.name
     if muxer in _START_CODE_MUXERS and codec in ("h264", "hevc") and extradata[:1] == b"\x01":
         raise InvalidInputError(
             f"the {muxer} container takes {codec} in its start-code form, which this stream (in its MP4 "
-            "form) is not in a copy; write .mkv, .mp4 or .ts, or leave --codec copy out"
+            f"form) is not in a copy; write .mkv, .mp4 or .ts, or leave {named('codec')} copy out"
         )
 
 
@@ -174,7 +175,9 @@ def _key_frame_at(
                 break
     if key is None or last is None or seconds > last + 1e-6 or (shown and seconds >= last - 1e-6):
         ends = f"at {last - start:.3f} s" if last is not None else "before it"
-        raise InvalidInputError(f"--from lies past the end of the video of {source!r} (it ends {ends})")
+        raise InvalidInputError(
+            f"{named('from_seconds')} lies past the end of the video of {source!r} (it ends {ends})"
+        )
     return key
 
 
