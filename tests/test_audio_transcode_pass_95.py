@@ -214,7 +214,9 @@ def test_batch_of_songs_into_an_audio_container(
     assert re.search(r"^3 done, 0 skipped, 0 failed in \d+\.\d\d s$", summary, re.M), summary
     assert "not audio or video by their extension, left out: 1" in summary, summary
     lines = [line for line in captured.err.splitlines() if line.startswith("alpha2: batch: ")]
-    assert len(lines) == 3 and all(re.search(r": [0-9.]+ [kM]?B in \d+\.\d\d s \(cpu\d\)$", x) for x in lines)
+    # The worker: cpu0 here, gpu0.0 on a machine with a GPU (every worker of a batch is one).
+    said = re.compile(r": [0-9.]+ [kM]?B in \d+\.\d\d s \((?:cpu\d+|gpu\d+\.\d+)\)$")
+    assert len(lines) == 3 and all(said.search(x) for x in lines)
 
 
 def test_batch_into_audio_refuses_video_options_once_and_unknown_containers(

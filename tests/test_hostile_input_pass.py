@@ -21,7 +21,7 @@ REPO = str(Path(__file__).resolve().parent.parent)
 
 
 def run_alpha2(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
     return subprocess.run(
         [sys.executable, "-m", "alpha2", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )

@@ -91,7 +91,7 @@ def test_a_huge_time_is_named_as_asked(tmp_path: Path) -> None:
 
 
 def _alpha2(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
     return subprocess.run(
         [sys.executable, "-m", "alpha2", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )
@@ -139,7 +139,7 @@ def test_segments_from_a_script_read_from_stdin_are_refused_first(tmp_path: Path
         "except Exception as exc:\n"
         "    print(type(exc).__name__, exc)\n"
     )
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
     done = subprocess.run(
         [sys.executable, "-"],
         input=script,
