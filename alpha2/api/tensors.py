@@ -39,7 +39,8 @@ Sizes are ``(width, height)`` as everywhere in alpha2 (the tensor's shape has ``
 Speed: on the Dawn route the caller's thread does the conversion's CPU work (the frames' imports, the
 GPU submission, the copy out), so reading a video in order is fastest a few frames a call (one
 submission and one copy for them all, where a frame a call costs one each); the CUDA kernel's CPU work
-is a launch a frame. On NVDEC, a source whose frames go to tensors by the Dawn route copies
+is a launch a frame (on an H100 it kept pace with decoding: 224x224 float16 at 1.01 of decoding alone,
+BENCHMARKS.md). On NVDEC, a source whose frames go to tensors by the Dawn route copies
 each frame on the decoder's thread from the first such ``to_tensor`` on (``copy_ahead``, which
 :func:`alpha2.open` leaves to alpha2 by default; its NVDEC surface is given back at once). On the H200
 that took 224x224 float16 tensors from 0.50-0.64 of decoding alone to 0.73-0.91 (BENCHMARKS.md). An NVDEC
