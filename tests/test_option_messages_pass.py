@@ -281,3 +281,17 @@ def test_batch_workers_name_the_option_and_pythons_batch_the_field(
     (result,) = report.results
     assert result.status is FileStatus.FAILED and result.error is not None
     assert result.error.startswith("size 99999x99999 makes the 64x48 pictures"), result.error
+
+
+def test_a_unit_typed_apart_from_its_number_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # '--bitrate 5 Mb' said 'unexpected argument: Mb' and no more (left by helper 112's options pass).
+    with pytest.raises(SystemExit) as exit_:
+        main(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4"), "--bitrate", "5", "Mb"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unexpected argument: Mb (a unit goes with its number, without a space: 5M, 800k, 500ms)" in err
+    with pytest.raises(SystemExit):
+        main(["transcode", str(tmp_path / "in.mp4"), str(tmp_path / "out.mp4"), "extra.mp4"])
+    assert "without a space" not in capsys.readouterr().err

@@ -383,6 +383,10 @@ def option_hints(word: str) -> tuple[Hint, ...]:
     return tuple(hints) if hints else (cast("Hint", entry),)
 
 
+_UNIT = re.compile(r"(?:[kmg](?:b|bps|bit/s)?|b/s|bps|s|ms|us|fps)", re.IGNORECASE)
+"""A word that is a unit alone (``Mb``, ``k``, ``ms``): typed apart from its number."""
+
+
 def _looks_like_a_file(word: str) -> bool:
     """An unknown ``-word`` meant as a file: one that exists, or a name no alpha2 option has (one dash
     and more than one letter, or a dot or a slash in it: ``-dash.mp4``)."""
@@ -407,7 +411,10 @@ def unknown_arguments(
         plural = "s" if len(stray) > 1 else ""
         return f"unexpected argument{plural} {' '.join(stray)} (after -- no option is read)"
     if not options:
-        return f"unexpected argument{'s' if len(extras) > 1 else ''}: {' '.join(extras)}"
+        said = f"unexpected argument{'s' if len(extras) > 1 else ''}: {' '.join(extras)}"
+        if any(_UNIT.fullmatch(e) for e in extras):  # '--bitrate 5 Mb', '--from 10 s'
+            said += " (a unit goes with its number, without a space: 5M, 800k, 500ms)"
+        return said
     word = options[0].split("=", 1)[0]
     said = f"unknown option {word}"
     for option, words in option_hints(word):
