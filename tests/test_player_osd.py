@@ -565,3 +565,49 @@ def test_the_key_help_fits_a_narrow_window(window: Size) -> None:
         "  too)",
     ]  # under the keys
     assert wrap_help_line(line, 60) == [line]
+
+
+@pytest.fixture
+def no_dejavu(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The OSD as on the GPU machine: no DejaVu font (Pillow's own, proportional, draws the text), and
+    no fontconfig (``fc-match`` is not found). The module's caches (fonts, glyphs, layouts) are emptied
+    before and after, so that no other test sees its fonts."""
+    from alpha2.apps import osd
+
+    def clear() -> None:
+        for value in vars(osd).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+    clear()
+    monkeypatch.setattr(osd, "_font_file", lambda mono: None)
+    monkeypatch.setenv("PATH", "")
+    yield
+    monkeypatch.undo()
+    clear()
+
+
+@pytest.mark.parametrize("window", [Size(180, 320), Size(200, 356), Size(320, 180), Size(300, 700)])
+def test_the_key_help_and_stats_fit_without_the_dejavu_font(no_dejavu: None, window: Size) -> None:
+    """With Pillow's own font (the GPU machine has no DejaVu): the help's characters a row were counted
+    from the width of an "M", twice this font's average letter, so it was laid out for half the window's
+    width and ran off its bottom (86x392 in 180x320, 154x222 in 320x180). They are measured now."""
+    from alpha2.apps.keys import PLAYER_BINDINGS, help_lines
+    from alpha2.apps.osd import font_source
+
+    assert font_source() == "Pillow's default font"
+    stats = [
+        "File: /home/someone/Videos/normal.mp4",
+        "Decoder: h264 (h264, software); 1280x720, 30.000 fps",
+        "A/V offset: +16.7 ms (mean 6.0 ms, max 28.8 ms; refresh 200 Hz)",
+        "Audio clock: system (JACK Audio Connection Kit), 48000 Hz, 2 ch, output latency 21.3 ms",
+    ]
+    view = OsdView(0.0, 10.0, help=help_lines(PLAYER_BINDINGS), stats=stats)
+    for key, osd in (("help", Osd(show_help=True)), ("stats", Osd(show_stats=True))):
+        (layer,) = [item for item in osd.layers(window, view) if item.key == key]
+        rect = layer.rect
+        assert rect.x >= 0 and rect.x + rect.width <= window.width, (key, window, rect)
+        assert rect.y >= 0 and rect.y + rect.height <= window.height, (key, window, rect)
+    # It uses the room: not a narrow column down the middle.
+    (layer,) = [item for item in Osd(show_help=True).layers(window, view) if item.key == "help"]
+    assert layer.rect.width > window.width * 0.7, (window, layer.rect)

@@ -545,12 +545,15 @@ class Osd:
             def keys_help(size: int) -> np.ndarray:
                 # Wrapped to the room's width (in a window 180 px wide it ran off the right edge), in two
                 # columns where one is too tall for it.
-                pad = max(size // 3, 1)
-                chars = max(12, int((room.width - 2 * pad - 2) / _length("M", size, True)))
-                one = self._text("\n".join(help_columns(lines, chars, 1)), size, **boxed)
+                width = room.width - 2 * max(size // 3, 1) - 2
+                one = self._text(
+                    "\n".join(help_columns(lines, _help_chars(lines, size, width, 1), 1)), size, **boxed
+                )
                 if one.shape[0] <= room.height:
                     return one
-                two = self._text("\n".join(help_columns(lines, chars, 2)), size, **boxed)
+                two = self._text(
+                    "\n".join(help_columns(lines, _help_chars(lines, size, width, 2), 2)), size, **boxed
+                )
                 return two if two.shape[0] < one.shape[0] and two.shape[1] <= room.width else one
 
             pixels = _fitted(keys_help, sizes["small"], room)
@@ -588,7 +591,9 @@ def _aligned(lines: Sequence[str]) -> list[str]:
     return [f"{keys.ljust(width)}  {action}".rstrip() for keys, action in pairs]
 
 
-@functools.lru_cache(maxsize=64)
+# Room for the one-column layouts that a two-column one tries (at 64 they pushed each other out, and a
+# 320x180 window laid its help out again at every frame, 40 ms).
+@functools.lru_cache(maxsize=1024)
 def help_columns(lines: tuple[str, ...], chars: int, columns: int) -> tuple[str, ...]:
     """The key help's ``lines`` wrapped (:func:`wrap_help_line`) in ``columns`` columns side by side
     (1 or 2) within ``chars`` characters, a binding never split between them: of the ways to share
@@ -612,6 +617,24 @@ def help_columns(lines: tuple[str, ...], chars: int, columns: int) -> tuple[str,
             )
             best = tuple(f"{a.ljust(used)}{' ' * gap}{b}".rstrip() for a, b in padded)
     return best if best is not None else help_columns(lines, chars, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _help_chars(lines: tuple[str, ...], size_px: int, width_px: int, columns: int) -> int:
+    """The most characters a row of the key help (:func:`help_columns`) may have for its widest row,
+    drawn at ``size_px``, to be at most ``width_px`` wide: measured, not counted from the width of an
+    "M" (Pillow's default font, drawn where DejaVu Sans Mono is missing, is proportional, its "M" twice
+    its average letter: the help took half of a small window's width and ran off its bottom)."""
+    chars = max(12, int(width_px / _length("M", size_px, True)))
+    most = columns * max((len(line) for line in lines), default=0) + 3
+    while most - chars > 1:  # a count that fits, and one known too wide (or of no use)
+        middle = (chars + most) // 2
+        rows = help_columns(lines, middle, columns)
+        if max((_length(row, size_px, True) for row in rows), default=0.0) <= width_px:
+            chars = middle
+        else:
+            most = middle
+    return chars
 
 
 _SMALLEST_PX = 6
