@@ -585,11 +585,3 @@ def fps_filter_choice(
     graph.push(None)
     pull()
     return out
-
-
-def osd_fonts_missing() -> bool:
-    """Whether the player's on-screen display finds no DejaVu font here (the GPU machine has none): the
-    layout tests measure with it, and Pillow's own font, proportional, lays the text out otherwise."""
-    from alpha2.apps.osd import _font_file
-
-    return _font_file(True) is None

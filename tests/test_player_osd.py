@@ -21,7 +21,6 @@ from alpha2.apps import keys as keymap
 from alpha2.apps.osd import FADE_S, SHOW_S, Osd, OsdView, format_time, text_image
 from alpha2.apps.window import WindowPlayback, letterbox, screenshot_path
 from alpha2.gpu.geometry import Size
-from tests.media import osd_fonts_missing
 
 W, H = 320, 180
 FRAMES = 30
@@ -532,9 +531,6 @@ def test_the_bar_ticks_where_chapters_begin() -> None:
     assert not (bar_image(102, 6, 0.5)[3, 1:101, 3] == 200).any()
 
 
-@pytest.mark.skipif(
-    osd_fonts_missing(), reason="the OSD's font (DejaVu Sans Mono, fonts-dejavu-core) is not installed"
-)
 @pytest.mark.parametrize("window", [Size(180, 320), Size(200, 356), Size(320, 180)])
 def test_the_key_help_fits_a_narrow_window(window: Size) -> None:
     """``?`` in a window 180 px wide (a phone's clip, rotated): the help ran off the right edge, its

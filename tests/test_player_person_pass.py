@@ -15,7 +15,6 @@ from alpha2.api import pipeline
 from alpha2.api.playback import Player, PlayOptions
 from alpha2.apps.window import WindowPlayback
 from alpha2.gpu.geometry import Size
-from tests.media import osd_fonts_missing
 
 DVD_WIDE = fractions.Fraction(32, 27)
 """A 16:9 NTSC DVD's 720x480 pixels."""
@@ -110,9 +109,6 @@ def test_a_long_message_is_wrapped_inside_the_window() -> None:
     assert _inside(layer.rect, window)
 
 
-@pytest.mark.skipif(
-    osd_fonts_missing(), reason="the OSD's font (DejaVu Sans Mono, fonts-dejavu-core) is not installed"
-)
 def test_help_and_stats_fit_a_small_window() -> None:
     """``?`` and ``i`` in a 320x180 window: their text shrinks with the window (as mpv's) instead of
     running off its bottom and right edges."""
