@@ -243,4 +243,6 @@ def test_batch_takes_fps(clips: dict[str, str], tmp_path: Path, capsys: pytest.C
     assert main(["batch", str(src), "--out", str(out), "--fps", "20", "--workers", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["files"][0]["status"] == "done"
+    # The file's notes say the change, as transcode's summary does (a batch's said nothing of it).
+    assert "frame rate 60 -> 20 fps: 16 dropped, 0 repeated" in report["files"][0]["notes"]
     assert len(_decoded(out / "one.mp4")[1]) == 8

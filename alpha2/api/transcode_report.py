@@ -332,13 +332,17 @@ def _has_alpha(pixel_format: str) -> bool:
     return name.startswith(alpha) or name == "pal8"
 
 
-def summary_notes(stats: TranscodeStats, *, streams_line: bool = False) -> list[str]:
+def summary_notes(stats: TranscodeStats, *, streams_line: bool = False, rate_line: bool = False) -> list[str]:
     """What FFmpeg's decoding changed or met, for the summary line (nothing of it is silent).
 
     The streams chosen (``--audio-track`` ...) are one note, ``streams: audio 1 jpn kept; ...``
     (:func:`choice_summary`), not a note per stream dropped; ``streams_line``: the summary says them on
-    a line of its own (``alpha2 transcode``'s), left out here."""
+    a line of its own (``alpha2 transcode``'s), left out here. A frame rate changed (``--fps``) is a
+    note, ``frame rate 60 -> 30 fps: 30 dropped, 0 repeated``, unless ``rate_line`` (the summary's own
+    ``rate`` line; a batch's files said nothing of it)."""
     notes = list(stats.input_notes)
+    if stats.frame_rate is not None and not rate_line:
+        notes.append(f"frame rate {stats.frame_rate.summary()}")
     if stats.plan is not None and stats.plan.crop is not None:
         size, (_, _, width, height) = stats.plan.input_size, stats.plan.crop
         notes.append(

@@ -444,7 +444,7 @@ def summary_lines(stats: TranscodeStats, width: int | None) -> list[str]:
     if segments is not None:
         fields.append(("segments", segments))
     fields.append(("time", stats.stages.summary(stats.seconds)))
-    fields.extend(("note", note) for note in summary_notes(stats, streams_line=True))
+    fields.extend(("note", note) for note in summary_notes(stats, streams_line=True, rate_line=True))
     frames = "1 frame" if stats.frames == 1 else f"{stats.frames} frames"
     head = f"alpha2: transcoded {frames} in {stats.seconds:.2f} s ({stats.fps:.1f} fps)"
     if stats.encoder.get("name") == "copy":
@@ -475,7 +475,7 @@ def _sound_summary(stats: TranscodeStats, fields: list[tuple[str, str]], width: 
     if stats.cut is not None:
         fields.append(("part", _part_text(stats.cut)))
     fields.append(("time", stats.stages.summary(stats.seconds)))
-    fields.extend(("note", note) for note in summary_notes(stats, streams_line=True))
+    fields.extend(("note", note) for note in summary_notes(stats, streams_line=True, rate_line=True))
     copied = encoder.get("name") == "copy"
     done = "copied" if copied else "transcoded"
     length = (
