@@ -50,9 +50,9 @@ def test_a_file_that_fails_is_said_as_it_fails_and_counted(tmp_path: Path) -> No
     assert next(r for r in report.results if r.status is FileStatus.FAILED).attempts == 1
 
 
-def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: Path) -> None:
-    # Ctrl-C in the middle ended with the bars frozen at '1/2' and 'alpha2: interrupted': nothing said
-    # whether the outputs done were kept, the half-written one removed, or how to go on.
+def _batch_stopped_after_one(tmp_path: Path, signum: int, *extra: str) -> tuple[int, str, str, Path]:
+    """``alpha2 batch`` of a short and a long file, sent ``signum`` once the short one is written (the
+    long one still encoding): its exit status, stdout, stderr and output folder."""
     src = tmp_path / "in"
     src.mkdir()
     make_clip(src / "a short.mp4", width=64, height=48, frames=4)
@@ -60,7 +60,7 @@ def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: P
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    command = [sys.executable, "-m", "alpha2", "batch", str(src), "--out", str(out), "--workers", "1"]
+    command = [sys.executable, "-m", "alpha2", "batch", str(src), "--out", str(out), "--workers", "1", *extra]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (out / "a short.mp4").exists():
@@ -68,9 +68,16 @@ def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: P
         assert time.monotonic() < deadline
         time.sleep(0.01)
     time.sleep(0.3)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGINT, err
+    process.send_signal(signum)
+    stdout, err = process.communicate(timeout=120)
+    return process.returncode, stdout, err, out
+
+
+def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: Path) -> None:
+    # Ctrl-C in the middle ended with the bars frozen at '1/2' and 'alpha2: interrupted': nothing said
+    # whether the outputs done were kept, the half-written one removed, or how to go on.
+    code, _, err, out = _batch_stopped_after_one(tmp_path, signal.SIGINT)
+    assert code == 128 + signal.SIGINT, err
     assert "Traceback" not in err, err
     lines = err.splitlines()
     assert lines[-1] == "alpha2: interrupted", err
@@ -83,26 +90,8 @@ def test_ctrl_c_says_what_was_kept_and_that_the_same_command_resumes(tmp_path: P
 def test_ctrl_c_under_json_prints_what_was_done(tmp_path: Path) -> None:
     # 'alpha2 batch --json' interrupted printed nothing on stdout: a script reading the JSON learnt
     # nothing of the file done and kept.
-    src = tmp_path / "in"
-    src.mkdir()
-    make_clip(src / "a short.mp4", width=64, height=48, frames=4)
-    make_clip(src / "b long.mp4", width=320, height=240, frames=1200)  # still encoding when interrupted
-    out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    command = [sys.executable, "-m", "alpha2", "batch", str(src), "--out", str(out), "--workers", "1"]
-    process = subprocess.Popen(
-        [*command, "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + 120
-    while not (out / "a short.mp4").exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    time.sleep(0.3)
-    process.send_signal(signal.SIGTERM)
-    stdout, err = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGTERM, err
+    code, stdout, err, out = _batch_stopped_after_one(tmp_path, signal.SIGTERM, "--json")
+    assert code == 128 + signal.SIGTERM, err
     assert err.splitlines()[-1] == "alpha2: terminated (SIGTERM)", err
     report = json.loads(stdout)
     assert report["interrupted"] == "SIGTERM" and report["error"] == "interrupted by SIGTERM"
