@@ -34,7 +34,11 @@ def _cli(
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
-    env = {**os.environ, "PYTHONPATH": REPO, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))),
+        "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp"),
+    }
     return subprocess.run(
         [sys.executable, "-m", "alpha2", *args],
         capture_output=True,
