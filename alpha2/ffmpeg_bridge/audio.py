@@ -268,14 +268,15 @@ def _resampler_grid(in_rate: int, out_rate: int) -> tuple[int, int]:
 def _decoded(
     container: av.container.InputContainer, stream: Any, damaged: Callable[[], None]
 ) -> Iterator[Any]:
-    """The frames of ``stream``, decoded packet by packet: a packet its decoder refuses as invalid data
-    (damaged, or cut short at the end of a truncated file) is left out and ``damaged`` called, and
-    decoding goes on after it, as FFmpeg's does (PyAV's ``container.decode`` stops there with the
-    error). The demuxer's errors are raised."""
+    """The frames of ``stream``, decoded packet by packet: a packet its decoder refuses (damaged, or cut
+    short at the end of a truncated file) is left out and ``damaged`` called, and decoding goes on after
+    it, as FFmpeg's and mpv's do (PyAV's ``container.decode`` stops there with the error). Whatever the
+    error: a damaged AAC packet is refused as invalid data, but also with EPERM or a code of no name,
+    which stopped the sound there. The demuxer's errors are raised."""
     for packet in container.demux(stream):
         try:
             frames = packet.decode()
-        except av.error.InvalidDataError:
+        except av.error.FFmpegError:
             damaged()
             continue
         yield from frames

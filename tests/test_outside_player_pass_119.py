@@ -1,0 +1,60 @@
+"""Faults found by an outside pass over ``alpha2 play`` in a window under Xvfb with sound on the JACK
+dummy server, as a person who plays with mpv every day would meet them, each with the check that it
+stays fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import pytest
+
+from alpha2.api.audio import open_audio
+from tests.media import flip_bits, make_audio_only
+
+
+def _refused_otherwise(path: str) -> tuple[int, float]:
+    """How many of the file's audio packets FFmpeg's decoder refuses with an error other than invalid
+    data (the AAC decoder's EPERM, or a code of no name), and where its last decoded frame ends, every
+    refused packet left out."""
+    refused, end = 0, 0.0
+    with av.open(path) as container:
+        for packet in container.demux(container.streams.audio[0]):
+            try:
+                frames = packet.decode()
+            except av.error.InvalidDataError:
+                continue
+            except av.error.FFmpegError:
+                refused += 1
+                continue
+            for frame in frames:
+                end = max(end, float(frame.time or 0.0) + frame.samples / frame.sample_rate)
+    return refused, end
+
+
+def test_a_damaged_aac_sound_plays_on_past_packets_refused_with_any_error(tmp_path: Path) -> None:
+    """A damaged MP4's AAC decoder refused packets with EPERM ('Operation not permitted'), which the
+    reader raised (as MediaNotFoundError, or MediaFormatError for a code of no name) where it skips
+    packets refused as invalid data: the player's feeder then sought the sound ahead, doubling, and the
+    picture, following the clock, leapt from 0:03 to 0:16 of a 20 s clip. Such packets are now left
+    out and counted as FFmpeg's and mpv's do, the gap filled with silence, and the sound keeps its time
+    to its end."""
+    clean = make_audio_only(tmp_path / "tone.mp4", seconds=3.0)
+    damaged = None
+    for seed in range(1, 40):  # the flips that make the decoder answer so, found without a player
+        candidate = flip_bits(clean, str(tmp_path / f"damaged{seed}.mp4"), count=60, seed=seed, skip=1000)
+        try:
+            if _refused_otherwise(candidate)[0]:
+                damaged = candidate
+                break
+        except av.error.FFmpegError:
+            continue  # damaged in its header: it does not open
+    if damaged is None:
+        pytest.skip("no flip of bits made this FFmpeg's AAC decoder refuse a packet but as invalid data")
+    refused, decodable_end = _refused_otherwise(damaged)
+    with open_audio(damaged) as sound:
+        end = 0.0
+        for block in sound:
+            end = block.pts_seconds + block.frames / block.sample_rate
+        assert sound.damaged_packets >= refused
+    assert decodable_end > 1.0 and end == pytest.approx(decodable_end, abs=0.05)
