@@ -58,3 +58,36 @@ def test_a_damaged_aac_sound_plays_on_past_packets_refused_with_any_error(tmp_pa
             end = block.pts_seconds + block.frames / block.sample_rate
         assert sound.damaged_packets >= refused
     assert decodable_end > 1.0 and end == pytest.approx(decodable_end, abs=0.05)
+
+
+SRT = "1\n00:00:00,100 --> 00:00:05,000\n{text}\n"
+
+
+def test_subtitles_named_with_a_language_next_to_the_video_are_found(tmp_path: Path) -> None:
+    """``film.en.srt`` and ``film.pt-BR.ass`` next to ``film.mkv`` (how most downloaded subtitles are
+    named) were not found, only ``film.srt`` (j had one track); mpv's default --sub-auto=exact loads them
+    all. Other files with a subtitle extension are still left alone."""
+    from alpha2.api.subtitles import open_subtitles, sidecar_files
+
+    video = tmp_path / "film.mkv"
+    video.write_bytes(b"")  # only its name matters for the search
+    for name, text in [
+        ("film.srt", "plain"),
+        ("film.en.srt", "english"),
+        ("film.pt-BR.srt", "portugues"),
+        ("film.part2.srt", "not a language"),
+        ("filmography.en.srt", "another name"),
+        ("other.en.srt", "another film"),
+    ]:
+        (tmp_path / name).write_text(SRT.format(text=text), encoding="utf-8")
+    found = [Path(path).name for path in sidecar_files(video)]
+    assert found == ["film.srt", "film.en.srt", "film.pt-BR.srt"]
+    subtitles = open_subtitles(video)
+    try:
+        assert [track.label for track in subtitles.tracks] == found
+        assert subtitles.selected is not None and subtitles.selected.wait(10)
+        assert subtitles.text_at(1.0) == "plain"
+        english = subtitles.cycle()
+        assert english is not None and english.wait(10) and subtitles.text_at(1.0) == "english"
+    finally:
+        subtitles.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,17 +49,34 @@ __all__ = [
 SIDECAR_EXTENSIONS = (".srt", ".ass", ".ssa", ".vtt")
 """Subtitle files picked up next to the input, same name."""
 
+_LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?")
+"""A language between the input's name and a sidecar's extension (``en``, ``eng``, ``pt-BR``)."""
+
 
 def sidecar_files(source: str | os.PathLike[str]) -> list[str]:
     """The subtitle files next to ``source`` with its name (``clip.srt`` for ``clip.mkv``), in
-    :data:`SIDECAR_EXTENSIONS` order."""
-    stem = os.path.splitext(os.fspath(source))[0]
+    :data:`SIDECAR_EXTENSIONS` order, then those with a language between the name and the extension
+    (``clip.en.srt``, ``clip.pt-BR.ass``), by name, as mpv's ``--sub-auto=exact`` finds them."""
+    path = os.fspath(source)
+    stem = os.path.splitext(path)[0]
     found = []
     for extension in SIDECAR_EXTENSIONS:
         for candidate in (stem + extension, stem + extension.upper()):
-            if os.path.isfile(candidate) and candidate != os.fspath(source):
+            if os.path.isfile(candidate) and candidate != path:
                 found.append(candidate)
                 break
+    folder, name = os.path.split(stem)
+    try:
+        entries = sorted(os.listdir(folder or "."))
+    except OSError:
+        return found
+    for entry in entries:
+        base, extension = os.path.splitext(entry)
+        if extension.lower() not in SIDECAR_EXTENSIONS or not base.startswith(name + "."):
+            continue
+        candidate = os.path.join(folder, entry)
+        if _LANGUAGE_TAG.fullmatch(base[len(name) + 1 :]) and os.path.isfile(candidate):
+            found.append(candidate)
     return found
 
 

@@ -324,7 +324,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--sub",
         metavar="FILE",
         help="show this subtitle file (.srt, .ass, .ssa, .vtt); one with the input's name next to it "
-        "(clip.srt for clip.mkv) is found by itself, and j cycles the tracks",
+        "(clip.srt, clip.en.srt for clip.mkv) is found by itself, and j cycles the tracks",
     )
     parser.add_argument(
         "--no-sub", dest="subtitles", action="store_false", help="no subtitles until j picks a track"
