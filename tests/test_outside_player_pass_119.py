@@ -91,3 +91,20 @@ def test_subtitles_named_with_a_language_next_to_the_video_are_found(tmp_path: P
         assert english is not None and english.wait(10) and subtitles.text_at(1.0) == "english"
     finally:
         subtitles.close()
+
+
+def test_sound_packets_left_out_are_said_in_the_players_report() -> None:
+    """The sound's decoder leaves damaged packets out (silence in their place) and counted them, but the
+    player's report said only the video's damage: a file whose sound was half silence played 'clean'."""
+    from alpha2.api.playback import PlayStats
+
+    stats = PlayStats(input="damaged.mp4", mode="window")
+    assert stats.damage_note() is None
+    stats.clock = {"kind": "audio", "reason": "the sound's clock", "damaged_packets": 2, "decode_errors": 1}
+    assert stats.damage_note() == "3 sound packets failed to decode and were skipped (silence in its place)"
+    stats.clock = {"kind": "audio", "reason": "the sound's clock", "damaged_packets": 1, "decode_errors": 0}
+    stats.decode = {"decode_errors": 2}
+    assert stats.damage_note() == (
+        "2 packets failed to decode and were skipped; "
+        "1 sound packet failed to decode and was skipped (silence in its place)"
+    )

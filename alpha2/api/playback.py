@@ -352,6 +352,10 @@ class PlayStats:
         skipped = int(decode.get("corrupt_frames_skipped") or 0)
         if skipped:
             notes.append(f"{skipped} corrupt frame{'s' if skipped > 1 else ''} left out")
+        sound = int(self.clock.get("damaged_packets") or 0) + int(self.clock.get("decode_errors") or 0)
+        if sound:
+            were = "s failed to decode and were" if sound > 1 else " failed to decode and was"
+            notes.append(f"{sound} sound packet{were} skipped (silence in its place)")
         return "; ".join(notes) if notes else None
 
     def _paused_note(self) -> str:

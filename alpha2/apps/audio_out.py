@@ -311,6 +311,7 @@ class AudioOutput:
         self.underruns = 0
         self.decode_errors = 0
         """Packets (or seeks) of the sound that failed and were skipped (a damaged file)."""
+        self._damaged_before = 0  # packets the decoders of earlier tracks (switch_track) left out
         self._cond = threading.Condition()
         self._queue: collections.deque[AudioBlock] = collections.deque()
         self._queued = 0  # sample frames in _queue
@@ -364,6 +365,7 @@ class AudioOutput:
             if switch is not None:
                 # Taken here, between two blocks: this thread is the decoder's only user while it plays.
                 old, self._decoder = self._decoder, switch
+                self._damaged_before += old.damaged_packets
                 old.close()
             lead: AudioBlock | None = None
             try:
@@ -575,6 +577,12 @@ class AudioOutput:
         """RMS of the samples last handed to the device (before volume)."""
         return self._level
 
+    @property
+    def damaged_packets(self) -> int:
+        """Packets of the sound its decoders refused and left out, their gaps filled with silence (every
+        track heard): a damaged file, said in the player's report as the video's are."""
+        return self._damaged_before + self._decoder.damaged_packets
+
     def ended(self) -> bool:
         """Every sample has been heard."""
         with self._cond:
@@ -591,6 +599,7 @@ class AudioOutput:
             "output_latency_ms": round(self._latency * 1000, 3),
             "underruns": self.underruns,
             "decode_errors": self.decode_errors,
+            "damaged_packets": self.damaged_packets,
             "stream_index": self.stream_index,
         }
 
