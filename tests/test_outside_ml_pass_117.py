@@ -4,11 +4,12 @@ are made here with PyAV (tests/media.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.media import mux_with_pts
+from tests.media import make_interlaced_mpeg2, mux_with_pts
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +59,38 @@ def test_float32_times_in_a_torch_tensor(fine_ticks: str) -> None:
             finally:
                 for frame in frames:
                     frame.release()
+
+
+def _luma(frame: Any) -> np.ndarray:
+    plane = frame.planes[0]
+    return np.frombuffer(plane, np.uint8).reshape(plane.height, -1)[:, : frame.width].copy()
+
+
+def test_frames_at_index_in_a_program_stream_of_small_pictures(tmp_path: Path) -> None:
+    """In an MPEG-PS whose pictures are smaller than its 2048-byte packs, most packets carry no timestamp
+    and the demuxer stamps them by frame durations; after a seek its parser does not know them yet, so
+    the frames decoded from there took a neighbour's time (frame 13 was stamped 0.54 s, frame 14's), and
+    frames_at_index([13]) gave frame 12. A landing whose first frame has a time the frame index does not
+    know is now refused like one after the target, and an earlier place is tried."""
+    import av
+
+    import alpha2
+
+    path = make_interlaced_mpeg2(tmp_path / "small.mpg", frames=20)
+    with av.open(path) as container:
+        want = [_luma(frame) for frame in container.decode(video=0)]
+    asked = [13, 5, 19, 2, 16, 9, 13, 0, 11, 18, 7, 15]
+    with alpha2.open(path, hwaccel="none") as source:
+        assert len(source) == len(want)
+        wrong = []
+        for pair in zip(asked[::2], asked[1::2], strict=True):
+            frames = source.frames_at_index(list(pair))
+            try:
+                for index, frame in zip(pair, frames, strict=True):
+                    luma = frame.plane_arrays()[0]
+                    if not np.array_equal(luma, want[index]):
+                        wrong.append((index, [i for i, w in enumerate(want) if np.array_equal(w, luma)]))
+            finally:
+                for frame in frames:
+                    frame.release()
+        assert not wrong, f"(index asked, frames given): {wrong}"
