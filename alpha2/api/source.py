@@ -327,14 +327,34 @@ def _scalar(value: object) -> object:
     return value
 
 
+_NARROW_FLOAT_BITS = {"float32": 23, "float16": 10, "bfloat16": 7}
+"""Fraction bits of the float types narrower than Python's float that times come in (numpy's and
+torch's: ``torch.tensor([4.2])`` is float32)."""
+
+
+def _rounding_reach(seconds: object, value: float) -> float:
+    """How far past ``value`` the moments that round to ``seconds`` reach, where it is a float narrower
+    than Python's (a numpy float32 or float16 scalar or 0-d array, an item of a torch tensor): half its
+    spacing there. float32(4.2) is 4.1999998 s, 0.017 ticks of 1/90000 s before a frame stamped 4.2 s,
+    which it then missed; a time in float64 is exact to far less than the tick slack."""
+    name = str(getattr(seconds, "dtype", "")).removeprefix("torch.")
+    bits = _NARROW_FLOAT_BITS.get(name)
+    if bits is None or value <= 0:
+        return 0.0
+    return math.ldexp(1.0, math.frexp(value)[1] - 2 - bits)
+
+
 def _check_seconds(seconds: object) -> float:
-    """``seconds`` as a float, refusing what names no moment of a stream."""
+    """``seconds`` as a float, refusing what names no moment of a stream. A float32 (or float16) time is
+    the latest moment that rounds to it, so that a frame's time in float32 finds that frame."""
+    given = seconds
     seconds = _scalar(seconds)
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise InvalidInputError(f"a time must be a number of seconds, got {short_repr(seconds)}")
     value = float(seconds)
     if not math.isfinite(value) or value < 0:
         raise InvalidInputError(f"a time must be a finite number of seconds >= 0, got {value!r}")
+    value += _rounding_reach(given, value)
     # Past the end of any stream (a year is 3.2e7 s), and still a whole number of 1/90000 s ticks in
     # 64 bits: 2**70 would overflow the decoder's timestamps instead of being past the end.
     return min(value, _LATEST_TIME)
@@ -1401,7 +1421,9 @@ class VideoSource:
         stream's start, as :meth:`frame_at` says (``frame.pts_seconds - source.info.start_seconds``).
         For frame numbers use :meth:`frames_at_index`: ``i / frame_rate`` is not always frame ``i``'s
         time, since containers round the stamps (Matroska and WebM to the millisecond: at 30 fps
-        frame 2 is stamped 0.067 s, and 2 / 30 = 0.0667 s is frame 1's).
+        frame 2 is stamped 0.067 s, and 2 / 30 = 0.0667 s is frame 1's). A time in float32 (a torch
+        tensor's default dtype) or float16 stands for the latest moment that rounds to it, so that a
+        frame's time in float32 finds that frame, not the one before.
 
         The times are sorted and decoded in one forward pass, seeking only to skip to a later key
         frame. Each returned Frame holds its decoded surface until you release it. Afterwards the

@@ -1362,6 +1362,12 @@ class DecodeSession:
             if first is not None and attempt < rewinding_from and target is not None:
                 if not seeking.landed_before(first.pts, target, corrupt=bool(first.is_corrupt)):
                     continue
+                if self._index is not None and first.pts is not None and not self._index.has(first.pts):
+                    # A stamp no frame has (the index read them in order from the start): the demuxer
+                    # guessed it after the seek. MPEG-PS packets that carry no timestamp of their own
+                    # (pictures that begin inside a pack) are stamped by frame durations that its
+                    # parser, flushed by the seek, does not know yet: a frame took its neighbour's time.
+                    continue
             # The probe's own iterator goes on: one packet (the flush above all, with frame threads)
             # can give several frames, and those after the first are still in it.
             self._frames = rest if first is None or rest is None else itertools.chain([first], rest)

@@ -5,8 +5,11 @@ index: FFmpeg bisects the file by timestamp and often lands after the target, or
 all (a TS with one key frame decodes nothing from there), and streams that do not start at 0 (a PS
 starts about half a second in) land after their own first frame. So the session tries the positions
 of :func:`seek_positions` in turn, each further back, until the first frame decoded from one is at or
-before the target (:func:`landed_before`); the last two are :func:`rewind_positions`: one second
-before the stream's start, which most demuxers answer by going back to the beginning, then the start
+before the target (:func:`landed_before`) and, where the :class:`FrameIndex` is built, stamped with a
+time it holds (:meth:`FrameIndex.has`: an MPEG-PS demuxer guesses the stamps of pictures that begin
+inside a pack, and just after a seek it guesses a neighbour's); the last two are
+:func:`rewind_positions`: one second before the stream's start, which most demuxers answer by going
+back to the beginning, then the start
 itself, for those that refuse a time before it (AVI, GIF, image files: ``EPERM``, where frame 0 was
 said to be past the end). It then decodes forward to the target.
 
@@ -107,6 +110,11 @@ class FrameIndex:
         """The timestamp of the last key frame at or before ``target`` (None: none is)."""
         i = bisect.bisect_right(self.key_pts, target)
         return self.key_pts[i - 1] if i else None
+
+    def has(self, pts: int) -> bool:
+        """Whether a frame has timestamp ``pts``."""
+        i = bisect.bisect_left(self.pts, pts)
+        return i < len(self.pts) and self.pts[i] == pts
 
     def key_between(self, after: int, upto: int) -> bool:
         """Whether a key frame lies in ``(after, upto]``: decoding on from ``after`` to ``upto`` would
