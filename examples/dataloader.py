@@ -28,12 +28,16 @@ class VideoClips(Dataset):
     """``clips_per_video`` clips from each video, at times drawn once (seeded)."""
 
     def __init__(self, videos: list[str], clips_per_video: int = 2, seed: int = 0) -> None:
-        self.videos = videos
         rng = random.Random(seed)
-        self.items = []
+        self.videos, self.items = [], []
         for path in videos:
-            with alpha2.open(path, hwaccel="none") as source:
-                seconds = source.duration_seconds or 1.0
+            try:
+                with alpha2.open(path, hwaccel="none") as source:
+                    seconds = source.duration_seconds or 1.0
+            except alpha2.Error as exc:  # a folder's song, or a damaged file: said, and left out
+                print(f"skipped {path}: {exc} ({exc.kind.value})", file=sys.stderr)
+                continue
+            self.videos.append(path)
             step = min(STEP_S, seconds / CLIP_FRAMES)  # a video shorter than a clip: its frames closer
             last = seconds - CLIP_FRAMES * step  # the clip's last time is before the end (which has no frame)
             for _ in range(clips_per_video):
@@ -69,7 +73,10 @@ def main() -> None:
     videos = []
     for arg in sys.argv[1:] or ["/tmp/alpha2-sample.mp4"]:
         videos += [str(p) for p in sorted(Path(arg).glob("*.mp4"))] if Path(arg).is_dir() else [arg]
-    loader = DataLoader(VideoClips(videos), batch_size=2, num_workers=2)
+    clips = VideoClips(videos)
+    if not clips.videos:
+        sys.exit("no video to sample from")
+    loader = DataLoader(clips, batch_size=2, num_workers=2)
     for batch, paths in loader:
         print(tuple(batch.shape), batch.dtype, f"mean {batch.mean():.3f}", "paths:", sorted(set(paths)))
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from media import make_clip
+from media import make_audio_only, make_clip
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = "/tmp/alpha2-sample.mp4"
@@ -138,6 +138,28 @@ def test_the_dataloader_example_takes_a_video_shorter_than_a_clip(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr
     assert "(2, 4, 3, 112, 112)" in done.stdout
+
+
+@pytest.mark.vulkan
+def test_the_dataloader_example_leaves_out_a_folders_files_that_are_no_video(tmp_path: Path) -> None:
+    # A folder of .mp4 files holding a song (sound alone) and a file that is not a video at all: the
+    # example stopped with NoVideoStreamError's traceback before its first batch.
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("dataloader.py needs torch")
+    make_clip(tmp_path / "a.mp4", frames=12)
+    make_audio_only(tmp_path / "b.mp4", seconds=1.0)
+    (tmp_path / "c.mp4").write_bytes(b"not a video")
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "dataloader.py"), str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=GALLERY_LIMIT_S,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(2, 4, 3, 112, 112)" in done.stdout
+    skipped = sorted(line.split(":")[0] for line in done.stderr.splitlines() if line.startswith("skipped "))
+    assert skipped == [f"skipped {tmp_path / 'b.mp4'}", f"skipped {tmp_path / 'c.mp4'}"], done.stderr
 
 
 def _shell_commands() -> list[tuple[str, list[str]]]:
