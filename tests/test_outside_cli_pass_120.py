@@ -3,13 +3,14 @@ terminal found, each against what a person typing them instead of ffprobe / ffmp
 
 from __future__ import annotations
 
+import fractions
 import json
 import shutil
 from pathlib import Path
 
 import av
 import pytest
-from media import make_clip
+from media import make_audio_only, make_clip
 
 from alpha2.apps.cli import main
 
@@ -35,3 +36,41 @@ def test_a_local_file_named_like_a_url_is_read_as_the_file(
     with av.open(str(tmp_path / "out.mkv")) as out:
         assert [s.type for s in out.streams] == ["video", "audio"]
         assert sum(1 for _ in out.decode(video=0)) == 4
+
+
+def _subtitles_alone(path: Path) -> str:
+    """A Matroska file holding one SubRip cue and nothing else."""
+    ms = fractions.Fraction(1, 1000)
+    with av.open(str(path), "w") as out:
+        text = out.add_mux_stream("subrip", time_base=ms)
+        cue = av.Packet(b"Hello")
+        cue.pts = cue.dts = 0
+        cue.duration, cue.time_base, cue.stream = 500, ms, text
+        out.mux(cue)
+    return str(path)
+
+
+@pytest.mark.parametrize("option", [["--size", "64x48"], ["--no-audio"], ["--frames", "3"]])
+def test_subtitles_alone_with_a_video_option_say_there_is_nothing_to_transcode(
+    tmp_path: Path, capsys: Capsys, option: list[str]
+) -> None:
+    """A file of subtitles alone, given --size (as every file of a batch is), was refused as 'this
+    output is sound alone ('subs.mkv' to an audio file)': it holds no sound, and the output was .mp4."""
+    source = _subtitles_alone(tmp_path / "subs.mkv")
+    assert main(["transcode", source, str(tmp_path / "out.mp4"), "--quiet", *option]) == 1
+    err = capsys.readouterr().err
+    assert err == f"alpha2: error: {source!r} holds no video or audio to transcode: subtitle (srt)\n", err
+    assert not (tmp_path / "out.mp4").exists()
+
+
+def test_sound_alone_into_a_video_container_is_not_called_an_audio_file(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    """'alpha2 transcode song.mka out.mp4 --size 64x48' said the output was sound alone because of
+    ''song.mka' to an audio file'; .mp4 is no audio file: the input holds no video."""
+    song = make_audio_only(tmp_path / "song.mka")
+    assert main(["transcode", song, str(tmp_path / "out.mp4"), "--quiet", "--size", "64x48"]) == 1
+    err = capsys.readouterr().err
+    assert f"this output is sound alone ({song!r} holds no video); leave it out" in err, err
+    assert main(["transcode", song, str(tmp_path / "out.mp3"), "--quiet", "--size", "64x48"]) == 1
+    assert f"({song!r} to an audio file)" in capsys.readouterr().err
