@@ -4,8 +4,10 @@ terminal found, each against what a person typing them instead of ffprobe / ffmp
 from __future__ import annotations
 
 import fractions
+import io
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import av
@@ -74,3 +76,63 @@ def test_sound_alone_into_a_video_container_is_not_called_an_audio_file(
     assert f"this output is sound alone ({song!r} holds no video); leave it out" in err, err
     assert main(["transcode", song, str(tmp_path / "out.mp3"), "--quiet", "--size", "64x48"]) == 1
     assert f"({song!r} to an audio file)" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_probe_errors_are_folded_at_words_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Capsys
+) -> None:
+    """Every other command folds its one error line at words on a terminal; probe's per-file errors were
+    printed whole, so an 80-column terminal cut them mid-word ('the f' / 'ile ends before ...')."""
+    clip = make_clip(tmp_path / "clip.mp4", frames=4)
+    (tmp_path / "cut.mp4").write_bytes(Path(clip.path).read_bytes()[: Path(clip.path).stat().st_size // 2])
+    monkeypatch.chdir(tmp_path)
+    # Not a terminal (a pipe, a log): the one line a script reads.
+    assert main(["probe", "--no-decode", "cut.mp4"]) == 1
+    one_line = capsys.readouterr().err
+    assert one_line.startswith("alpha2: error: opening 'cut.mp4': an MP4 / MOV without its 'moov' index")
+    assert one_line.count("\n") == 1 and len(one_line) > 80
+    terminal = _Terminal()
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["probe", "--no-decode", "cut.mp4"]) == 1
+    lines = terminal.getvalue().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), lines
+    assert all(line.startswith("  ") for line in lines[1:]), lines
+    assert " ".join(terminal.getvalue().split()) == " ".join(one_line.split())  # no word cut
+
+
+def test_probe_shows_control_characters_of_tags_instead_of_sending_them_to_the_terminal(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    """A file's title, stream title and language went to the terminal as they were: an ESC [2J in a
+    title cleared the screen, an OSC sequence retitled the terminal, a newline broke the layout, and a
+    language 'e<ESC>ng' showed as 'eg'. They are shown escaped (\\x1b), line breaks as spaces;
+    --json keeps the tags as they are."""
+    clip = make_clip(tmp_path / "base.mkv", frames=3, audio=True)
+    path = str(tmp_path / "tags.mkv")
+    with av.open(clip.path) as inp, av.open(path, "w") as out:
+        out.metadata["title"] = "Evil \x1b[2Jtitle\nsecond line"
+        video = out.add_stream_from_template(inp.streams.video[0])
+        video.metadata["title"] = "v\x1b]0;pwned\x07x"
+        audio = out.add_stream_from_template(inp.streams.audio[0])
+        audio.metadata["language"] = "e\x1bng"
+        audio.metadata["title"] = "Kommentar 🎬 עברית"
+        for packet in inp.demux():
+            if packet.dts is not None:
+                packet.stream = video if packet.stream.type == "video" else audio
+                out.mux(packet)
+    assert main(["probe", "--no-decode", path]) == 0
+    text = capsys.readouterr().out
+    assert "\x1b" not in text and "\x07" not in text, text
+    assert "title     Evil \\x1b[2Jtitle second line\n" in text, text
+    assert '"v\\x1b]0;pwned\\x07x"' in text and "e\\x1bng" in text
+    assert '"Kommentar 🎬 עברית"' in text  # the rest as it is
+    assert main(["probe", "--json", "--no-decode", path]) == 0
+    tags = json.loads(capsys.readouterr().out)["files"][0]
+    assert tags["tags"]["title"] == "Evil \x1b[2Jtitle\nsecond line"
+    assert tags["streams"][1]["language"] == "e\x1bng"

@@ -799,6 +799,24 @@ def shown_name(name: str) -> str:
     return quote + "".join(out) + quote
 
 
+def tag_text(text: str) -> str:
+    """Text a file brings (a title, a language, a chapter's name) as a terminal is to show it: a tab,
+    newline or other line break as a space, and any other control character escaped as Python writes
+    it (``\\x1b``), so that a tag cannot clear the screen, colour the text after it, retitle the
+    terminal or break the layout; the rest (right-to-left scripts, emoji) as it is."""
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) != "Cc":
+            out.append(ch)
+        elif ch.isspace():
+            out.append(" ")
+        else:
+            out.append(repr(ch)[1:-1])
+    return "".join(out)
+
+
 def error_line(message: str) -> str:
     first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
     return f"alpha2: error: {first}"
