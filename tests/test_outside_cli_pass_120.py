@@ -136,3 +136,23 @@ def test_probe_shows_control_characters_of_tags_instead_of_sending_them_to_the_t
     tags = json.loads(capsys.readouterr().out)["files"][0]
     assert tags["tags"]["title"] == "Evil \x1b[2Jtitle\nsecond line"
     assert tags["streams"][1]["language"] == "e\x1bng"
+
+
+def test_an_error_naming_a_tag_shows_its_control_characters_escaped(tmp_path: Path, capsys: Capsys) -> None:
+    """'--audio-track fra' over a file whose one audio stream is tagged 'e<ESC>ng' sent the ESC to the
+    terminal in the error's list of the streams there are."""
+    clip = make_clip(tmp_path / "base.mkv", frames=3, audio=True)
+    path = str(tmp_path / "tagged.mkv")
+    with av.open(clip.path) as inp, av.open(path, "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        audio = out.add_stream_from_template(inp.streams.audio[0])
+        audio.metadata["language"] = "e\x1b[2Jng"
+        for packet in inp.demux():
+            if packet.dts is not None:
+                packet.stream = video if packet.stream.type == "video" else audio
+                out.mux(packet)
+    output = tmp_path / "out.mp4"
+    assert main(["transcode", path, str(output), "--audio-track", "fra", "--quiet"]) != 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "0 e\\x1b[2Jng (opus" in err, err
+    assert not output.exists()

@@ -818,7 +818,8 @@ def tag_text(text: str) -> str:
 
 
 def error_line(message: str) -> str:
-    first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
+    # A file's words in it (a stream's language, a title) with its control characters made visible.
+    first = " ".join(tag_text(str(message).split("\n")[0]).split()) or "unknown error"
     return f"alpha2: error: {first}"
 
 
