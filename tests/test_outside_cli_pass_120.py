@@ -156,3 +156,15 @@ def test_an_error_naming_a_tag_shows_its_control_characters_escaped(tmp_path: Pa
     err = capsys.readouterr().err
     assert "\x1b" not in err and "0 e\\x1b[2Jng (opus" in err, err
     assert not output.exists()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(59.9996, "1:00.000"), (119.9996, "2:00.000"), (3599.9997, "1:00:00.000"), (61.5, "1:01.500")],
+)
+def test_a_time_just_under_a_minute_is_not_said_as_60_seconds(seconds: float, said: str) -> None:
+    """probe's duration (and transcode's summary) rounded the seconds but not the minute: a file of
+    119.9996 s was '1:60.000', a time no --from takes, and 59.9996 s was '60.000 s'."""
+    from alpha2.apps.cli import time_text
+
+    assert time_text(seconds) == said

@@ -768,11 +768,13 @@ def rate_text(bits_per_second: float) -> str:
 
 def time_text(seconds: float) -> str:
     """``12.500 s``, ``1:30.000``, ``1:02:03.500``: a time as ``transcode --from`` and ``--to`` take it."""
-    if seconds < 60:
-        return f"{seconds:.3f} s"
-    minutes, rest = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest:06.3f}"
+    # In whole milliseconds first: 119.9996 s was '1:60.000' (the seconds rounded up, the minute not).
+    milliseconds = round(seconds * 1000)
+    if milliseconds < 60_000:
+        return f"{milliseconds / 1000:.3f} s"
+    minutes, rest = divmod(milliseconds, 60_000)
+    hours, minutes = divmod(minutes, 60)
+    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest / 1000:06.3f}"
 
 
 def shown_name(name: str) -> str:
