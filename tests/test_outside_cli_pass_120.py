@@ -6,6 +6,7 @@ from __future__ import annotations
 import fractions
 import io
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -168,3 +169,27 @@ def test_a_time_just_under_a_minute_is_not_said_as_60_seconds(seconds: float, sa
     from alpha2.apps.cli import time_text
 
     assert time_text(seconds) == said
+
+
+def test_batch_says_the_entries_named_like_video_that_are_no_file(tmp_path: Path, capsys: Capsys) -> None:
+    """A folder's FIFO and its link to a file that is not there (a drive not mounted), both named .mp4,
+    were left out of a batch without a word: not in the table, not among the files 'not video by their
+    extension', not in --json. They are said, and counted where nothing else was found."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    make_clip(folder / "good.mp4", frames=3)
+    os.mkfifo(folder / "pipe.mp4")
+    os.symlink(tmp_path / "unmounted" / "film.mp4", folder / "gone.mp4")
+    out = tmp_path / "out"
+    assert main(["batch", str(folder), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "no regular file (a FIFO, a device, a link to nothing), left out: 2" in text, text
+    assert "gone.mp4" in text and "pipe.mp4" in text
+    assert main(["batch", str(folder), "--out", str(out), "--json", "--workers", "1", "-y"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["not_files"] == [str(folder / "gone.mp4"), str(folder / "pipe.mp4")]
+    assert [f["status"] for f in report["files"]] == ["done"]
+    (folder / "good.mp4").unlink()
+    assert main(["batch", str(folder), "--out", str(tmp_path / "out2"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "no input files found" in err and "2 entries named like video but no regular file" in err, err
