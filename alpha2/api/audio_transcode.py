@@ -138,8 +138,6 @@ def transcode_audio_only(
     from alpha2.api.remux import is_copy
     from alpha2.api.transcoder import input_tracks
 
-    check_sound_options(options, f"{source!r} to an audio file")
-    muxer = audio_muxer(output)
     audio = [s for s in streams if s.kind is StreamKind.AUDIO]
     if not audio:
         what = describe_holdings(streams) if streams else "no streams"
@@ -158,6 +156,10 @@ def transcode_audio_only(
                 else ""
             )
         )
+    # After the check above: a file of subtitles alone, given --size, was said to be sound alone.
+    alone = "to an audio file" if is_audio_output(output) else "holds no video"
+    check_sound_options(options, f"{source!r} {alone}")
+    muxer = audio_muxer(output)
     copy = is_copy(options)
     codec = None if copy else audio_encoder(muxer, options.codec)
     choice = choose_streams(input_tracks(source), options, repr(source))

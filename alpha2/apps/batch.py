@@ -127,6 +127,9 @@ class BatchReport:
     """What the run said on the way (a manifest set aside)."""
     not_media: list[str] = field(default_factory=list)
     """Files in the input folders left out: their extension is not a video container's."""
+    not_files: list[str] = field(default_factory=list)
+    """Entries in the input folders named like video left out: no regular file (a FIFO, a link to
+    nothing)."""
     sound: bool = False
     """Each output is sound alone (``--container mp3``): no frames to count, the summary says none."""
 
@@ -157,6 +160,7 @@ class BatchReport:
             "notes": list(self.notes),
             "not_media": len(self.not_media),
             "not_media_files": list(self.not_media),
+            "not_files": list(self.not_files),
             "error": f"{failed} of {len(self.results)} files failed" if failed else None,
         }
 
@@ -316,6 +320,7 @@ def batch(
                 items, out, options, settings, extension, start, on_event, backend, scan_notes
             )
         report.not_media = list(scan.not_media)
+        report.not_files = list(scan.not_files)
         report.sound = sound
         return report
     except BaseException:
@@ -733,15 +738,22 @@ def _row_name(result: FileResult) -> str:
 
 
 def not_media_lines(report: BatchReport, width: int) -> list[str]:
-    """The files in the input folders left out as not video by their extension (the first
-    :data:`NOT_MEDIA_NAMES` named), wrapped to ``width``; none when there were none."""
-    count = len(report.not_media)
-    if not count:
-        return []
-    names = ", ".join(_shown_path(p) for p in report.not_media[:NOT_MEDIA_NAMES])
-    more = f", and {count - NOT_MEDIA_NAMES} more (--json lists them)" if count > NOT_MEDIA_NAMES else ""
+    """The files in the input folders left out as not video by their extension, and the entries named
+    like video that are no regular file (the first :data:`NOT_MEDIA_NAMES` of each named), wrapped to
+    ``width``; none when there were none."""
+    lines = []
     what = "audio or video" if report.sound else "video"
-    return _wrapped(f"not {what} by their extension, left out: {count} ({names}{more})", width)
+    for left, said in (
+        (report.not_media, f"not {what} by their extension"),
+        (report.not_files, "no regular file (a FIFO, a device, a link to nothing)"),
+    ):
+        if not left:
+            continue
+        count = len(left)
+        names = ", ".join(_shown_path(p) for p in left[:NOT_MEDIA_NAMES])
+        more = f", and {count - NOT_MEDIA_NAMES} more (--json lists them)" if count > NOT_MEDIA_NAMES else ""
+        lines.extend(_wrapped(f"{said}, left out: {count} ({names}{more})", width))
+    return lines
 
 
 def print_summary(report: BatchReport, stream: IO[str] | None = None) -> None:

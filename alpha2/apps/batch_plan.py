@@ -281,10 +281,18 @@ class InputScan:
     left out; hidden files are not counted."""
     in_out_dir: int = 0
     """Video files under ``out_dir`` where it lies inside an input folder: outputs, not taken as inputs."""
+    not_files: list[str] = field(default_factory=list)
+    """Entries in the folders named like video that are no regular file (a FIFO, a device, a socket, a
+    link to nothing), left out."""
 
 
 def _scan_folder(
-    folder: str, skip: str | None, not_media: list[str], passed: list[str], taken: frozenset[str]
+    folder: str,
+    skip: str | None,
+    not_media: list[str],
+    passed: list[str],
+    taken: frozenset[str],
+    not_files: list[str],
 ) -> list[str]:
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
@@ -303,9 +311,12 @@ def _scan_folder(
             path = os.path.join(root, name)
             if os.path.splitext(name)[1].lower() not in taken:
                 not_media.append(os.path.abspath(path))
-            # Regular files only: a FIFO named like a video would hang the fingerprint's read.
+            # Regular files only: a FIFO named like a video would hang the fingerprint's read. The others
+            # are said (a link to a file on a drive not mounted was left out unsaid).
             elif os.path.isfile(path):
                 found.append(path)
+            else:
+                not_files.append(os.path.abspath(path))
     return found
 
 
@@ -335,6 +346,7 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None, sound: bool
     taken = VIDEO_EXTENSIONS | AUDIO_EXTENSIONS if sound else VIDEO_EXTENSIONS
     pairs: list[tuple[str, str]] = []
     not_media: list[str] = []
+    not_files: list[str] = []
     passed: list[str] = []
     for spec in specs:
         path = os.path.expanduser(spec)
@@ -347,9 +359,8 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None, sound: bool
                     f"the input folder {spec!r} {where} --out {out_dir!r}; choose an --out outside the "
                     "input folders"
                 )
-            pairs.extend(
-                (os.path.abspath(f), base) for f in _scan_folder(path, skip, not_media, passed, taken)
-            )
+            found = _scan_folder(path, skip, not_media, passed, taken, not_files)
+            pairs.extend((os.path.abspath(f), base) for f in found)
             continue
         if os.path.isfile(path):
             files = _read_list(path) if os.path.splitext(path)[1].lower() in LIST_EXTENSIONS else [path]
@@ -384,13 +395,16 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None, sound: bool
             unique.append((f, base))
     if not unique:
         other = f"; {_count(len(not_media), 'other file')} there" if not_media else ""
+        if not_files:
+            named = "1 entry" if len(not_files) == 1 else f"{len(not_files)} entries"
+            other += f"; {named} named like video but no regular file (a FIFO, a link to nothing)"
         raise InvalidInputError(
             "no input files found (folders are searched for "
             + " ".join(sorted(taken))
             + other
             + "; a glob or a list file may name any file)"
         )
-    return InputScan(unique, list(dict.fromkeys(not_media)), len(set(passed)))
+    return InputScan(unique, list(dict.fromkeys(not_media)), len(set(passed)), list(dict.fromkeys(not_files)))
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -768,11 +768,13 @@ def rate_text(bits_per_second: float) -> str:
 
 def time_text(seconds: float) -> str:
     """``12.500 s``, ``1:30.000``, ``1:02:03.500``: a time as ``transcode --from`` and ``--to`` take it."""
-    if seconds < 60:
-        return f"{seconds:.3f} s"
-    minutes, rest = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest:06.3f}"
+    # In whole milliseconds first: 119.9996 s was '1:60.000' (the seconds rounded up, the minute not).
+    milliseconds = round(seconds * 1000)
+    if milliseconds < 60_000:
+        return f"{milliseconds / 1000:.3f} s"
+    minutes, rest = divmod(milliseconds, 60_000)
+    hours, minutes = divmod(minutes, 60)
+    return (f"{hours}:{minutes:02d}" if hours else f"{minutes}") + f":{rest / 1000:06.3f}"
 
 
 def shown_name(name: str) -> str:
@@ -799,8 +801,27 @@ def shown_name(name: str) -> str:
     return quote + "".join(out) + quote
 
 
+def tag_text(text: str) -> str:
+    """Text a file brings (a title, a language, a chapter's name) as a terminal is to show it: a tab,
+    newline or other line break as a space, and any other control character escaped as Python writes
+    it (``\\x1b``), so that a tag cannot clear the screen, colour the text after it, retitle the
+    terminal or break the layout; the rest (right-to-left scripts, emoji) as it is."""
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) != "Cc":
+            out.append(ch)
+        elif ch.isspace():
+            out.append(" ")
+        else:
+            out.append(repr(ch)[1:-1])
+    return "".join(out)
+
+
 def error_line(message: str) -> str:
-    first = " ".join(str(message).split("\n")[0].split()) or "unknown error"
+    # A file's words in it (a stream's language, a title) with its control characters made visible.
+    first = " ".join(tag_text(str(message).split("\n")[0]).split()) or "unknown error"
     return f"alpha2: error: {first}"
 
 

@@ -16,11 +16,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from alpha2.apps.cli import (
-    error_line,
+    print_error,
     rate_text,
     shown_name,
     size_text,
     standard_stream_refusal,
+    tag_text,
     terminal_columns,
     time_text,
     wrap_fields,
@@ -75,7 +76,7 @@ def run_files(args: argparse.Namespace) -> int:
             print("\n".join(describe_lines(description, width)))
     for path, message in errors:
         named = path in message or repr(path) in message  # (a name with a newline is said as repr says it)
-        print(error_line(message if named else f"{shown_name(path)}: {message}"), file=sys.stderr)
+        print_error(message if named else f"{shown_name(path)}: {message}")  # folded as every error is
     return 1 if errors else 0
 
 
@@ -127,7 +128,8 @@ def describe_lines(description: MediaDescription, width: int | None) -> list[str
         fields.append(("", "no streams"))
     elif description.video_error is not None:
         fields.append(("", f"video not decoded: {description.video_error}"))
-    return lines + wrap_fields(fields, width)
+    # Titles, languages and chapter names are the file's words: control characters made visible.
+    return lines + wrap_fields([(label, tag_text(text)) for label, text in fields], width)
 
 
 def _chapter_time(seconds: float, chapters: Sequence[Any]) -> str:

@@ -51,6 +51,7 @@ from alpha2.ffmpeg_bridge.channel_layouts import (
     AUDIO_DRIFT_SECONDS,
     ChannelOrder,
     kept_on_time,
+    local_name,
     make_layouts_safe,
     open_input,
     trimmed_frame,
@@ -187,7 +188,7 @@ def _opened(source: str) -> tuple[av.container.InputContainer, dict[int, Channel
     """``source`` opened for reading, its layouts made safe (:func:`make_layouts_safe`)."""
     try:
         options = probe_options(DEFAULT_MAX_PIXELS)  # the video's first picture, decoded while probing
-        container = av.open(source, mode="r", metadata_errors="replace", options=options)
+        container = av.open(local_name(source), mode="r", metadata_errors="replace", options=options)
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(source)) from exc
     if not isinstance(container, av.container.InputContainer):

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import re
 from typing import Any
 
 import av
@@ -37,6 +39,7 @@ __all__ = [
     "ChannelOrder",
     "interleaved",
     "kept_on_time",
+    "local_name",
     "make_layouts_safe",
     "native_positions",
     "open_input",
@@ -244,6 +247,20 @@ def _maps_nothing(name: str, names: list[str]) -> bool:
         return False
 
 
+_SCHEME = re.compile(r"[A-Za-z0-9+.-]+:")
+"""What FFmpeg reads as a protocol's name before a colon (its URL_SCHEME_CHARS)."""
+
+
+def local_name(file: Any) -> Any:
+    """``file`` as FFmpeg is to open it: a relative name of a local file that begins as a URL does
+    (``take:2.mp4``, ``2024-05-01T10:30.mkv``, ``http:clip.mp4``) with ``./`` before it, so FFmpeg reads
+    the file instead of looking for a protocol of that name ('Protocol not found'), as ffmpeg's
+    ``file:`` prefix does; anything else (a URL, a file object) as it is."""
+    if isinstance(file, str) and _SCHEME.match(file) and os.path.lexists(file):
+        return os.path.join(os.curdir, file)
+    return file
+
+
 def open_input(file: Any, **options: Any) -> av.container.InputContainer:
     """``av.open(file, **options)`` for reading, with :func:`make_layouts_safe` done on it (every
     input alpha2 opens goes through it, or through the two calls).
@@ -254,7 +271,7 @@ def open_input(file: Any, **options: Any) -> av.container.InputContainer:
     """
     from alpha2.ffmpeg_bridge.errors import MediaFormatError, index_cut_short
 
-    container: av.container.InputContainer = av.open(file, **{**options, "mode": "r"})
+    container: av.container.InputContainer = av.open(local_name(file), **{**options, "mode": "r"})
     try:
         make_layouts_safe(container)
         if isinstance(file, str) and not any(

@@ -48,6 +48,7 @@ from alpha2.ffmpeg_bridge.channel_layouts import (
     ChannelOrder,
     interleaved,
     kept_on_time,
+    local_name,
     make_layouts_safe,
     open_input,
     packed_frame,
@@ -1072,7 +1073,7 @@ class StreamCopier:
         self.report = CopyReport()
         """What was kept, dropped and changed."""
         try:
-            source = av.open(path, mode="r", metadata_errors="replace")
+            source = av.open(local_name(path), mode="r", metadata_errors="replace")
         except av.error.FFmpegError as exc:
             raise from_ffmpeg(exc, f"opening {path!r} to copy its streams", EncoderError) from exc
         assert isinstance(source, av.container.InputContainer)
