@@ -1,0 +1,47 @@
+"""Faults found by an outside pass over the writing APIs (helper 123): the Writer, transcode() and
+open_audio, used from their docs only, outputs checked with PyAV."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+from media import make_clip
+
+import alpha2
+from alpha2.api import TranscodeOptions, transcode
+from alpha2.gpu.errors import InvalidInputError
+
+
+def test_writer_refuses_an_output_that_is_a_fifo_and_leaves_it(tmp_path: Path) -> None:
+    # The output is written beside its name and renamed over it: alpha2.create('/dev/null', ...) run as
+    # root replaced the device with a plain file after the whole encode (a FIFO stands in for it here).
+    fifo = tmp_path / "pipe.mp4"
+    os.mkfifo(fifo)
+    with pytest.raises(InvalidInputError, match=r"is a FIFO, not a file"):
+        alpha2.create(fifo, codec="h264")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["pipe.mp4"]  # no hidden partial file either
+
+
+def test_transcode_refuses_an_output_that_is_a_fifo(tmp_path: Path) -> None:
+    clip = make_clip(tmp_path / "in.mkv", codec="ffv1", frames=3)
+    fifo = tmp_path / "out.mkv"
+    os.mkfifo(fifo)
+    with pytest.raises(InvalidInputError, match=r"'.*out\.mkv' is a FIFO"):
+        transcode(clip.path, fifo, TranscodeOptions(codec="ffv1"))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_writer_still_replaces_a_plain_file_and_a_link(tmp_path: Path) -> None:
+    old = tmp_path / "old.mp4"
+    old.write_bytes(b"old")
+    link = tmp_path / "link.mp4"
+    link.symlink_to(tmp_path / "elsewhere.mp4")
+    for out in (old, link):
+        with alpha2.create(out, codec="h264") as writer:
+            writer.write(np.zeros((16, 16, 3), np.uint8))
+        assert out.stat().st_size > 100
