@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 from media import make_clip
@@ -45,3 +46,32 @@ def test_writer_still_replaces_a_plain_file_and_a_link(tmp_path: Path) -> None:
         with alpha2.create(out, codec="h264") as writer:
             writer.write(np.zeros((16, 16, 3), np.uint8))
         assert out.stat().st_size > 100
+
+
+def test_prores_of_an_odd_width_is_refused_typed_by_the_writer_and_cropped_by_transcode(
+    tmp_path: Path,
+) -> None:
+    # FFmpeg's ProRes encoder (prores_aw) opens at even widths only, 4:4:4 too: decoded 65x49 yuv444p
+    # frames written to it failed as EncoderError 'Invalid argument' (kind internal), and
+    # `alpha2 transcode odd.mkv out.mov --codec prores` stopped with that line.
+    clip = make_clip(tmp_path / "odd.mkv", codec="ffv1", width=65, height=49, frames=3, pix_fmt="yuv444p")
+    refused = r"65x49 cannot be encoded with prores.*even widths"
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        writer = alpha2.create(tmp_path / "w.mov", codec="prores")
+        with source.next_frame() as frame, pytest.raises(InvalidInputError, match=refused):
+            writer.write(frame)
+        writer.abort()
+    assert not (tmp_path / "w.mov").exists()
+    with alpha2.open(clip.path, hwaccel="none") as source:
+        with alpha2.create(tmp_path / "ks.mov", codec="prores_ks") as writer:
+            for frame in source:
+                writer.write(frame)
+    with av.open(str(tmp_path / "ks.mov")) as container:
+        assert (container.streams.video[0].width, container.streams.video[0].height) == (65, 49)
+        assert sum(1 for _ in container.decode(video=0)) == 3
+    stats = transcode(clip.path, tmp_path / "t.mov", TranscodeOptions(codec="prores"))
+    assert stats.frames == 3
+    with av.open(str(tmp_path / "t.mov")) as container:
+        stream = container.streams.video[0]
+        assert (stream.codec_context.name, stream.width, stream.height) == ("prores", 64, 48)
+        assert sum(1 for _ in container.decode(video=0)) == 3

@@ -64,7 +64,7 @@ from alpha2.ffmpeg_bridge.scale import (
 )
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
-from alpha2.gpu.codecs import NAME_ALIASES, flush_hang_refusal
+from alpha2.gpu.codecs import NAME_ALIASES, flush_hang_refusal, odd_width_refusal
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError, output_write_error
@@ -733,7 +733,9 @@ class EncodeSession:
                     f"{limits.max_width}x{limits.max_height}"
                 )
         if width is not None and height is not None:
-            refusal = flush_hang_refusal(self.encoder.name, width, height)
+            refusal = flush_hang_refusal(self.encoder.name, width, height) or odd_width_refusal(
+                self.encoder.name, width, height
+            )
             if refusal is not None:  # refused here: the encoder takes it, and hangs when the file is finished
                 raise InvalidInputError(refusal)
         if isinstance(path_or_file, str | os.PathLike):
@@ -1143,9 +1145,12 @@ class EncodeSession:
 
     def size_refusal(self, width: int, height: int) -> str | None:
         """Why frames of ``width`` x ``height`` cannot be encoded although the encoder's limits take
-        them (SVT-AV1's flush never returns for thin pictures), or None; the session's own size, where
-        it scales to one, is what counts."""
-        return flush_hang_refusal(self.encoder.name, self._width or width, self._height or height)
+        them (SVT-AV1's flush never returns for thin pictures; ProRes opens at even widths only), or
+        None; the session's own size, where it scales to one, is what counts."""
+        width, height = self._width or width, self._height or height
+        return flush_hang_refusal(self.encoder.name, width, height) or odd_width_refusal(
+            self.encoder.name, width, height
+        )
 
     def _to_av_frame(
         self,
