@@ -14,6 +14,7 @@ from media import make_clip
 
 import alpha2
 from alpha2.api import TranscodeOptions, transcode
+from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourRange
 from alpha2.gpu.errors import InvalidInputError
 
 
@@ -75,3 +76,30 @@ def test_prores_of_an_odd_width_is_refused_typed_by_the_writer_and_cropped_by_tr
         stream = container.streams.video[0]
         assert (stream.codec_context.name, stream.width, stream.height) == ("prores", 64, 48)
         assert sum(1 for _ in container.decode(video=0)) == 3
+
+
+def _first_frame_tags(path: Path) -> tuple[int, int]:
+    with av.open(str(path)) as container:
+        frame = next(container.decode(video=0))
+        return frame.colorspace, frame.color_trc
+
+
+def test_prores_of_bt601_keeps_its_matrix_rather_than_rgb(tmp_path: Path) -> None:
+    # FFmpeg's ProRes encoder writes matrix 0 (RGB) for BT.470BG and transfer 0 (reserved) for SMPTE 170M:
+    # arrays written with colour BT.470BG full range, and a BT.470BG 4:2:2 10-bit file transcoded, came
+    # back as RGB, which alpha2 then drew at 16 dB.
+    colour = ColourInfo(matrix=ColourMatrix.BT470BG, range=ColourRange.FULL)
+    picture = np.zeros((48, 64, 3), np.uint8)
+    picture[..., 0] = np.linspace(0, 255, 64, dtype=np.uint8)
+    picture[..., 1] = 120
+    with alpha2.create(tmp_path / "w.mov", codec="prores", colour=colour) as writer:
+        writer.write(picture)
+    assert _first_frame_tags(tmp_path / "w.mov") == (int(ColourMatrix.SMPTE170M), 1)
+    with alpha2.open(tmp_path / "w.mov", hwaccel="none") as source:
+        assert source.colour.matrix is ColourMatrix.SMPTE170M
+        with source.next_frame() as frame:
+            rgb = frame.to_ndarray()[..., :3].astype(int)
+    assert np.abs(rgb - picture).max() <= 6
+    clip = make_clip(tmp_path / "pal.mkv", codec="ffv1", pix_fmt="yuv422p10le", colorspace=5, frames=2)
+    transcode(clip.path, tmp_path / "t.mov", TranscodeOptions(codec="prores"))
+    assert _first_frame_tags(tmp_path / "t.mov")[0] == int(ColourMatrix.SMPTE170M)

@@ -52,6 +52,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     nearest_encoder_format,
     preferred_encoders,
     read_as_limited,
+    written_tags,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
@@ -1019,9 +1020,10 @@ class EncodeSession:
                     params = opts.get("x264-params")
                     opts["x264-params"] = f"{params}:{order}" if params else order
             if colour is not None:
-                cc.colorspace = int(colour.matrix)
+                cc.colorspace, cc.color_trc = written_tags(
+                    self.encoder.name, int(colour.matrix), int(colour.transfer)
+                )
                 cc.color_primaries = int(colour.primaries)
-                cc.color_trc = int(colour.transfer)
                 if colour.range is not ColourRange.UNSPECIFIED:
                     cc.color_range = int(colour.range)
                 self._tags = colour
@@ -1286,6 +1288,9 @@ class EncodeSession:
                 return
             if self._tags is not None and self._palette is None:
                 _fill_colour_tags(av_frame, self._tags)
+                av_frame.colorspace, av_frame.color_trc = written_tags(
+                    self.encoder.name, av_frame.colorspace, av_frame.color_trc
+                )
             if duration is not None and duration > 0:  # kept only for a frame that goes to the encoder
                 self._durations[codec_pts] = max(1, round(duration * self.time_base / self._codec_time_base))
             self._encode_av(av_frame)
