@@ -84,6 +84,18 @@ def check_output_path(
         raise InvalidInputError(f"{what} {given!r} is a directory; give a file name")
     if given.endswith(os.sep):
         raise InvalidInputError(f"{what} {given!r} ends with {os.sep!r}, as a folder does; give a file name")
+    try:
+        mode = os.lstat(full).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # nothing there yet (or unreadable: the writing says why)
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        # The output is written beside the name and renamed over it: /dev/null (ffmpeg's way of
+        # encoding for nothing) was replaced by a plain file, run as root, after the whole encode.
+        raise InvalidInputError(
+            f"{what} {given!r} is {_file_kind(mode)}, not a file: alpha2 writes its output beside the name "
+            f"and renames it over it, which would replace {_file_kind(mode)}; give a file name (to encode "
+            "without keeping the output, write into a temporary folder and delete it)"
+        )
     if not os.path.isdir(directory):
         if os.path.lexists(directory):
             raise InvalidInputError(f"{what} {given!r}: {directory!r} is a file, not a folder")

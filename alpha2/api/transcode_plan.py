@@ -50,7 +50,7 @@ from alpha2.ffmpeg_bridge.side_streams import (
     StreamKind,
     subtitle_not_held,
 )
-from alpha2.gpu.codecs import ODD_SIDE_ENCODERS
+from alpha2.gpu.codecs import EVEN_WIDTH_ENCODERS, ODD_SIDE_ENCODERS
 from alpha2.gpu.colour import (
     ChromaLocation,
     ColourInfo,
@@ -660,6 +660,8 @@ def _odd_sides_kept(
     if (encoder or "") in PALETTE_ENCODERS:
         return True
     if input_format.is_rgb or w == 1 or h == 1:
+        return False
+    if w % 2 and (encoder or "") in EVEN_WIDTH_ENCODERS:  # 4:4:4 too: cut like 4:2:0 (it failed to open)
         return False
     if (encoder or "") in ODD_SIDE_ENCODERS and min(w, h) >= 4:
         return True

@@ -927,7 +927,8 @@ def create(
 
     Raises:
         InvalidInputError: a bad option (the message names it), a codec the path's container cannot
-            hold (h264 into .webm), or a path that is a directory or in a folder that does not exist;
+            hold (h264 into .webm), or a path that is a directory, a FIFO or a device (/dev/null), or in a
+            folder that does not exist;
             UnsupportedError: an encoder FFmpeg does not have.
     """
     return Writer(

@@ -52,6 +52,7 @@ from alpha2.ffmpeg_bridge.encoders import (
     nearest_encoder_format,
     preferred_encoders,
     read_as_limited,
+    written_tags,
 )
 from alpha2.ffmpeg_bridge.errors import EncoderError, OutputFormatError, UnsupportedCodecError, from_ffmpeg
 from alpha2.ffmpeg_bridge.hdr import hdr_encoder_options
@@ -64,7 +65,7 @@ from alpha2.ffmpeg_bridge.scale import (
 )
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
-from alpha2.gpu.codecs import NAME_ALIASES, flush_hang_refusal
+from alpha2.gpu.codecs import NAME_ALIASES, flush_hang_refusal, odd_width_refusal
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError, output_write_error
@@ -733,7 +734,9 @@ class EncodeSession:
                     f"{limits.max_width}x{limits.max_height}"
                 )
         if width is not None and height is not None:
-            refusal = flush_hang_refusal(self.encoder.name, width, height)
+            refusal = flush_hang_refusal(self.encoder.name, width, height) or odd_width_refusal(
+                self.encoder.name, width, height
+            )
             if refusal is not None:  # refused here: the encoder takes it, and hangs when the file is finished
                 raise InvalidInputError(refusal)
         if isinstance(path_or_file, str | os.PathLike):
@@ -1017,9 +1020,10 @@ class EncodeSession:
                     params = opts.get("x264-params")
                     opts["x264-params"] = f"{params}:{order}" if params else order
             if colour is not None:
-                cc.colorspace = int(colour.matrix)
+                cc.colorspace, cc.color_trc = written_tags(
+                    self.encoder.name, int(colour.matrix), int(colour.transfer)
+                )
                 cc.color_primaries = int(colour.primaries)
-                cc.color_trc = int(colour.transfer)
                 if colour.range is not ColourRange.UNSPECIFIED:
                     cc.color_range = int(colour.range)
                 self._tags = colour
@@ -1143,9 +1147,12 @@ class EncodeSession:
 
     def size_refusal(self, width: int, height: int) -> str | None:
         """Why frames of ``width`` x ``height`` cannot be encoded although the encoder's limits take
-        them (SVT-AV1's flush never returns for thin pictures), or None; the session's own size, where
-        it scales to one, is what counts."""
-        return flush_hang_refusal(self.encoder.name, self._width or width, self._height or height)
+        them (SVT-AV1's flush never returns for thin pictures; ProRes opens at even widths only), or
+        None; the session's own size, where it scales to one, is what counts."""
+        width, height = self._width or width, self._height or height
+        return flush_hang_refusal(self.encoder.name, width, height) or odd_width_refusal(
+            self.encoder.name, width, height
+        )
 
     def _to_av_frame(
         self,
@@ -1281,6 +1288,9 @@ class EncodeSession:
                 return
             if self._tags is not None and self._palette is None:
                 _fill_colour_tags(av_frame, self._tags)
+                av_frame.colorspace, av_frame.color_trc = written_tags(
+                    self.encoder.name, av_frame.colorspace, av_frame.color_trc
+                )
             if duration is not None and duration > 0:  # kept only for a frame that goes to the encoder
                 self._durations[codec_pts] = max(1, round(duration * self.time_base / self._codec_time_base))
             self._encode_av(av_frame)

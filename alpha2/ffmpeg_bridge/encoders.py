@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from alpha2.gpu.codecs import ENCODER_LIMITS, NAME_ALIASES, CodedSizeLimits, canonical_name
-from alpha2.gpu.colour import ColourMatrix, guess_matrix
+from alpha2.gpu.colour import ColourMatrix, TransferCharacteristic, guess_matrix
 from alpha2.gpu.errors import InvalidInputError
 from alpha2.gpu.formats import PixelFormat
 
@@ -33,6 +33,7 @@ __all__ = [
     "nearest_encoder_format",
     "preferred_encoders",
     "read_as_limited",
+    "written_tags",
 ]
 
 
@@ -270,6 +271,26 @@ CONVERTIBLE_MATRICES = frozenset(
 """The matrices swscale converts between (``scale.SWSCALE_MATRICES``)."""
 
 _BT601_PAIR = frozenset({ColourMatrix.BT470BG, ColourMatrix.SMPTE170M})
+
+_PRORES_AW = frozenset({"prores", "prores_aw"})
+_PRORES_AW_TWINS: dict[tuple[str, int], int] = {
+    ("matrix", int(ColourMatrix.BT470BG)): int(ColourMatrix.SMPTE170M),
+    ("transfer", int(TransferCharacteristic.SMPTE170M)): int(TransferCharacteristic.BT709),
+}
+"""FFmpeg's ProRes encoder (``prores``, also named ``prores_aw``) writes the matrices BT.709, SMPTE 170M and
+BT.2020 and the transfer BT.709 only, any other as 0 (PyAV 18.1's FFmpeg): a BT.470BG picture came back
+with matrix 0, RGB, and alpha2 and FFmpeg read it so (PSNR 16 dB), and SMPTE 170M's transfer came back
+'reserved'. Their twins (the same coefficients, the same curve) are written instead; prores_ks keeps all."""
+
+
+def written_tags(encoder: str, matrix: int, transfer: int) -> tuple[int, int]:
+    """The matrix and transfer (FFmpeg's numbers) ``encoder`` is given so that it writes them: their twins
+    where it writes 0 for them (:data:`_PRORES_AW_TWINS`), else as they are."""
+    if canonical_name(encoder) not in _PRORES_AW:
+        return matrix, transfer
+    return _PRORES_AW_TWINS.get(("matrix", matrix), matrix), _PRORES_AW_TWINS.get(
+        ("transfer", transfer), transfer
+    )
 
 
 def matrix_for_readers(

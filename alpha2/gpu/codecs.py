@@ -16,12 +16,14 @@ from alpha2.gpu.formats import PixelFormat
 __all__ = [
     "CODEC_LIMITS",
     "ENCODER_LIMITS",
+    "EVEN_WIDTH_ENCODERS",
     "NAME_ALIASES",
     "ODD_SIDE_ENCODERS",
     "CodedSizeLimits",
     "canonical_name",
     "chroma_alignment",
     "flush_hang_refusal",
+    "odd_width_refusal",
 ]
 
 NAME_ALIASES: dict[str, str] = {
@@ -114,6 +116,23 @@ def flush_hang_refusal(encoder: str, width: int, height: int) -> str | None:
         f"hangs at close) when one side is {SVTAV1_HANG_SHORT_SIDE} or less and the other over "
         f"{SVTAV1_HANG_LONG_SIDE}; pad the short side to {fix} or more (e.g. {padded}), cut the long side to "
         f"{SVTAV1_HANG_LONG_SIDE}, or use another AV1 encoder (libaom-av1)"
+    )
+
+
+EVEN_WIDTH_ENCODERS = frozenset({"prores", "prores_aw"})
+"""Encoders that refuse an odd width whatever the chroma (4:4:4 too): FFmpeg's ProRes encoder
+(``prores``, also named ``prores_aw``) fails to open ('Invalid argument') at 65x49 and 65x50 in
+yuv422p10 and yuv444p10, and opens at 66x49; ``prores_ks`` takes all three (PyAV 18.1's FFmpeg)."""
+
+
+def odd_width_refusal(encoder: str, width: int, height: int) -> str | None:
+    """Why ``encoder`` cannot take a picture ``width`` wide (:data:`EVEN_WIDTH_ENCODERS`), or None."""
+    if width % 2 == 0 or canonical_name(encoder) not in EVEN_WIDTH_ENCODERS:
+        return None
+    return (
+        f"{width}x{height} cannot be encoded with {encoder}: FFmpeg's ProRes encoder takes even widths "
+        f"only; crop or pad to {width - 1 if width > 1 else 2}x{height} or {width + 1}x{height}, or use "
+        "codec='prores_ks', which takes odd widths"
     )
 
 
