@@ -585,3 +585,68 @@ def fps_filter_choice(
     graph.push(None)
     pull()
     return out
+
+
+COVER_RGB = (200, 60, 30)
+"""The colour of :func:`make_song_with_cover`'s cover."""
+
+
+def _cover_jpeg(width: int, height: int) -> bytes:
+    """A JPEG of one colour (:data:`COVER_RGB`), as a song's cover art holds it."""
+    picture = av.VideoFrame.from_ndarray(np.full((height, width, 3), COVER_RGB, np.uint8), format="rgb24")
+    encoder: Any = av.CodecContext.create("mjpeg", "w")
+    encoder.width, encoder.height, encoder.pix_fmt = width, height, "yuvj420p"
+    encoder.time_base = fractions.Fraction(1, 1)
+    packets = encoder.encode(picture.reformat(format="yuvj420p")) + encoder.encode(None)
+    return b"".join(bytes(p) for p in packets)
+
+
+def make_song_with_cover(
+    path: str | os.PathLike[str], seconds: float = 2.0, size: tuple[int, int] = (64, 48)
+) -> str:
+    """A song (a 440 Hz tone) with cover art, as music files carry it, by the extension: ``.mp3`` (an
+    ID3v2 APIC picture), ``.m4a`` / ``.mp4`` (an MP4 ``covr`` picture), ``.flac`` (a PICTURE block),
+    each an attached picture stream of one packet; ``.mkv`` (a ``cover.jpg`` attachment, which FFmpeg's
+    demuxer hands out as an attached picture). The cover is :data:`COVER_RGB`, ``size`` wide and high."""
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lower()
+    codec, sample_format, fmt = {
+        ".mp3": ("libmp3lame", "fltp", None),
+        ".m4a": ("aac", "fltp", "mp4"),
+        ".mp4": ("aac", "fltp", "mp4"),
+        ".flac": ("flac", "s16", None),
+        ".mkv": ("libopus", "flt", None),
+    }[ext]
+    width, height = size
+    jpeg = _cover_jpeg(width, height)
+    rate = 48000
+    with av.open(path, "w", format=fmt) as out:
+        sound: Any = out.add_stream(codec, rate=rate)
+        sound.layout, sound.format = "stereo", sample_format
+        if ext == ".mkv":
+            out.add_attachment("cover.jpg", "image/jpeg", jpeg)
+        else:
+            cover: Any = out.add_stream("mjpeg", rate=1)
+            cover.width, cover.height, cover.pix_fmt = width, height, "yuvj420p"
+            cover.disposition = av.stream.Disposition.attached_pic
+            packet = av.Packet(jpeg)
+            packet.stream, packet.is_keyframe = cover, True
+            out.mux(packet)
+        total = int(seconds * rate)
+        chunk = sound.codec_context.frame_size or 1152
+        tone = 0.2 * np.sin(2 * np.pi * 440 * np.arange(total) / rate)
+        for start in range(0, total, chunk):
+            part = np.pad(tone[start : start + chunk], (0, max(0, chunk - (total - start))))
+            if sample_format == "s16":
+                data = np.round(part * 32767).astype(np.int16)
+                frame = av.AudioFrame.from_ndarray(np.repeat(data, 2)[None, :], format="s16", layout="stereo")
+            else:
+                frame = av.AudioFrame.from_ndarray(
+                    np.stack([part, part]).astype(np.float32), format="fltp", layout="stereo"
+                )
+            frame.sample_rate, frame.pts = rate, start
+            for packet in sound.encode(frame):
+                out.mux(packet)
+        for packet in sound.encode(None):
+            out.mux(packet)
+    return path

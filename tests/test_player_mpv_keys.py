@@ -435,7 +435,7 @@ def test_ctrl_plus_and_minus_say_where_the_audio_delay_does_not_apply(tmp_path: 
         playback._finish(1.0)
         run.close()
     listed = WindowPlayback.__new__(WindowPlayback)  # a playlist's file without video
-    listed.__dict__.update(osd=Osd(), clock=None, audio_delay_s=0.0, audio_only=True)
+    listed.__dict__.update(osd=Osd(), clock=None, audio_delay_s=0.0, audio_only=True, cover_art=False)
     listed.add_audio_delay(0.1)
     assert listed.osd.current_message == "A-V delay: 100 ms (for the videos: this file is sound only)"
     from alpha2.api.devices import open_device
@@ -734,7 +734,7 @@ def test_ctrl_plus_and_minus_delay_the_sound_against_the_picture(tmp_path: Path)
     output, stream = _output(song)
     playback = WindowPlayback.__new__(WindowPlayback)  # the keys, on the clock alone
     keys = _keys(song, output)
-    playback.__dict__.update(keys.__dict__, audio_delay_s=0.0, audio_only=False)
+    playback.__dict__.update(keys.__dict__, audio_delay_s=0.0, audio_only=False, cover_art=False)
     try:
         _settled(output)
         for _ in range(10):

@@ -309,6 +309,10 @@ class VideoInfo:
     mirrored: bool = False
     """Whether the file's display matrix flips the picture left to right before :attr:`rotation` (a
     vertical flip is a mirror and a half turn); renders, tensors and transcodes show it flipped."""
+    attached_picture: bool = False
+    """The stream is a picture attached to the file (a song's cover art: FFmpeg's ``attached_pic``
+    disposition, which ``alpha2 probe`` says as 'cover art'): one still, shown at every time of the
+    file's length, not a video."""
 
 
 _LATEST_TIME = 1e12
@@ -996,6 +1000,7 @@ class VideoSource:
                 audio=facts.audio_tracks,
                 start_seconds=float(facts.start_time * facts.time_base) if facts.start_time else 0.0,
                 mirrored=facts.mirrored,
+                attached_picture=facts.attached_picture,
             )
         return self._info
 

@@ -173,10 +173,16 @@ def _play(
     player = Player(os.fspath(source), options, progress if progress is not None else pipeline.Progress())
     completed = False
     try:
-        if "video" not in media_kinds(player.source):
+        # A song's cover art is no video: without a window (--offscreen, no display) its sound plays, as
+        # a song's without a cover; it rendered the cover once into a texture and stopped, unheard.
+        video = "video" in media_kinds(player.source)
+        cover_only = video and "video" not in media_kinds(player.source, covers=False)
+        if not video:
             stats = _audio_only(player, environ)
         elif options.snapshot is not None:
             stats = player.offscreen("--snapshot renders to a texture")
+        elif cover_only and (options.offscreen or window_unavailable_reason(environ) is not None):
+            stats = _audio_only(player, environ)
         elif options.offscreen:
             stats = player.offscreen("--offscreen")
         else:

@@ -853,7 +853,11 @@ class WindowPlayback(_Keys):
         self._video_seconds: float | None = None  # the video's length, for that position
         self.audio_only = False
         """The file playing has no video (a playlist's entry): its sound plays under the level visual."""
-        self._audio_duration: float | None = None  # that file's duration
+        self.cover_art = False
+        """The file playing is a song whose only picture is its cover art (an attached picture): the
+        cover stays on display while the sound plays, and the sound leads the time, the bar, the seeks
+        and the report, as in :attr:`audio_only`."""
+        self._audio_duration: float | None = None  # that file's duration (audio_only, cover_art)
 
     @property
     def paused(self) -> bool:
@@ -866,8 +870,13 @@ class WindowPlayback(_Keys):
         self._note_pause()
 
     @property
+    def sound_led(self) -> bool:
+        """Whether the sound leads the file playing: it has no video, or only its cover art."""
+        return self.audio_only or self.cover_art
+
+    @property
     def duration_s(self) -> float | None:
-        if self.audio_only:
+        if self.sound_led:
             return self._audio_duration
         decoder = self.player.decoder
         video = decoder.info.duration_seconds if decoder is not None else None
@@ -883,7 +892,7 @@ class WindowPlayback(_Keys):
         """Where the video's timestamps begin, in seconds (1.4 s in many MPEG-TS files). The frames and
         the clock count from the file's zero; the decoder seeks, and the display counts, from here."""
         decoder = self.player.decoder
-        if self.audio_only or decoder is None or not decoder.info.start_time:
+        if self.sound_led or decoder is None or not decoder.info.start_time:
             return 0.0
         return float(decoder.info.start_time * decoder.info.time_base)
 
@@ -900,6 +909,11 @@ class WindowPlayback(_Keys):
                 self._start_audio_only(player)
                 return None
         decoder = player._open(gpu_copy=False)  # rendercanvas presents wgpu-native devices
+        # A song's cover art is one still, not a one-frame video: the sound leads the time and the bar
+        # (the terminal's bar was full at 0:03 of 0:08, '1 frames 5.9 fps').
+        self.cover_art = bool(decoder.info.attached_picture and decoder.info.has_audio)
+        if self.cover_art:
+            self._audio_duration = audio_duration(player)
         if backend is not None:
             # The window now, while the device opens on its thread and before the first frame is decoded.
             self.title = self._title_text()
@@ -917,12 +931,16 @@ class WindowPlayback(_Keys):
         options = player.options
         self.subtitles = None  # opened once the first frame is up (:meth:`_after_first_frame`)
         self._subtitles_opened = False
-        # Looping, the file's frame count is no total: the count ran past it ('300/250 frames').
-        total = options.frames or (None if self.loop else known_frame_count(player.source, decoder.info))
-        player.progress.start(total)
-        # Without --frames, the bar follows the position, as mpv's status line does: counting the frames
-        # shown, it read '266/250' after a backward seek and '50/250' with the picture at its end.
-        self._position_total = None if options.frames else total
+        if self.cover_art:  # the terminal's line follows the sound, as a song's without a cover
+            player.progress.start_seconds(self._audio_duration)
+            self._position_total = None
+        else:
+            # Looping, the file's frame count is no total: the count ran past it ('300/250 frames').
+            total = options.frames or (None if self.loop else known_frame_count(player.source, decoder.info))
+            player.progress.start(total)
+            # Without --frames, the bar follows the position, as mpv's status line does: counting the
+            # frames shown, it read '266/250' after a backward seek and '50/250' with the picture at its end.
+            self._position_total = None if options.frames else total
         self._video_seconds = decoder.info.duration_seconds
         self._restart_file_time()
         return first
@@ -1018,7 +1036,7 @@ class WindowPlayback(_Keys):
         self._note_pause()
         mode = "ondemand" if self.paused else "continuous"
         # A file without video has no frames to meet: the level visual is drawn at 60 Hz, not at 240.
-        fps = LEVEL_FPS if self.audio_only else PAUSED_EVENTS_FPS if mode == "ondemand" else MAX_FPS
+        fps = LEVEL_FPS if self.sound_led else PAUSED_EVENTS_FPS if mode == "ondemand" else MAX_FPS
         if (mode, fps) != self._update_mode and self.canvas is not None:
             self._update_mode = (mode, fps)
             if mode == "ondemand":
@@ -1065,11 +1083,12 @@ class WindowPlayback(_Keys):
             self.volume = getattr(clock, "volume", None)
             self.muted = bool(getattr(clock, "muted", False))
             self.stay_paused = bool(getattr(clock, "paused", False)) and not clock.ended()
-        if self.audio_only:  # quit before the sound's end: its terminal line keeps its length
+        if self.sound_led:  # quit before the sound's end: its terminal line keeps its length
             self.player.ended_early = clock is not None and not clock.ended()
         if clock is not None:
-            if self.audio_only:
-                self.stats.audio_seconds = clock.now() - (self.player.options.at_s or 0.0)
+            if self.sound_led:  # the system clock runs on past the end (draws late on a busy machine)
+                end = clock.now() if self._audio_duration is None else min(clock.now(), self._audio_duration)
+                self.stats.audio_seconds = end - (self.player.options.at_s or 0.0)
             self.stats.clock = clock.as_dict()
             clock.close()
         subtitles, self.subtitles = self.subtitles, None
@@ -1078,11 +1097,13 @@ class WindowPlayback(_Keys):
         self.stats.seconds = time.perf_counter() - self._file_started
         self._note_pause()
         self.stats.paused_seconds = self._paused_seconds()
-        if not self.audio_only:
+        if not self.sound_led:
             limit = self.player.options.frames
             self.player.ended_early = not self.ended and (limit is None or self.stats.frames < limit)
         if self.audio_only:
             self.stats.mode, self.stats.mode_reason = "window", "audio only, level visual"
+        elif self.cover_art:  # a song: its report says the seconds of sound, not '2 frames (0.5 fps)'
+            self.stats.mode, self.stats.mode_reason = "window", "audio only, cover art"
         else:
             self.stats.mode, self.stats.mode_reason = "window", "vsync, letterboxed"
             self.stats.dropped_frames = self.scheduler.dropped
@@ -1257,12 +1278,12 @@ class WindowPlayback(_Keys):
         is the time heard plus the delay, so the frames follow it (:meth:`AudioOutput.set_delay`). A
         playlist's file without video has no picture: the delay is kept for the videos, and said so."""
         self.audio_delay_s = round(self.audio_delay_s + step_s, 3)
-        if self.clock is not None and not self.audio_only:
+        if self.clock is not None and not self.sound_led:
             self.clock.set_delay(self.audio_delay_s)
             self.scheduler.mark("audio delay")
         ms = round(self.audio_delay_s * 1000)
         self._say(
-            f"A-V delay: {ms} ms" + (" (for the videos: this file is sound only)" if self.audio_only else "")
+            f"A-V delay: {ms} ms" + (" (for the videos: this file is sound only)" if self.sound_led else "")
         )
 
     def _speed_key(self, factor: float) -> Callable[[], None]:
@@ -1285,7 +1306,7 @@ class WindowPlayback(_Keys):
     def step(self, *, forward: bool) -> None:
         """One frame forward or back, paused (``.`` / ``,``)."""
         clock = self.clock
-        if clock is None or self.audio_only:
+        if clock is None or self.sound_led:  # a song's cover art has no frames to step through
             return
         if not self.paused:
             clock.pause()
@@ -1445,7 +1466,7 @@ class WindowPlayback(_Keys):
         self.scheduler = AVScheduler(speed=self.speed)
         self.ended = False
         self.last_window = Size(0, 0)
-        self.audio_only = False
+        self.audio_only = self.cover_art = False
         self._audio_duration = None
         self._tracks = self._chapters = None
         self.ab_loop = None  # a file's A-B loop is not the next file's
@@ -1454,7 +1475,7 @@ class WindowPlayback(_Keys):
 
     def seek(self, seconds: float, *, show_bar: bool = True) -> None:
         """Jump to ``seconds`` (clamped to the clip): the video and the sound resync there."""
-        if self.audio_only:
+        if self.sound_led:  # a song's cover stays on display: the sound alone is sought
             self._seek_sound(seconds)
             return
         decoder = self.player.decoder
@@ -1515,7 +1536,11 @@ class WindowPlayback(_Keys):
             t0 = time.perf_counter()
             self.pending = decoder.next_frame()
             self.stats.stages.add("decode", time.perf_counter() - t0)
-        if self.pending is None and due is None and self.shown is not None:
+        if self.pending is None and due is None and self.shown is not None and self.cover_art:
+            # A song's cover is its only frame: the song ends with its sound (the system clock's too).
+            clock = self.clock
+            self.ended = clock is not None and not self.paused and clock.ended()
+        elif self.pending is None and due is None and self.shown is not None:
             from alpha2.apps.audio_out import ClockKind
 
             clock = self.clock
@@ -1543,7 +1568,7 @@ class WindowPlayback(_Keys):
         if self.clock is None:
             return position
         after_last = self.pending is None and self.media_time() > position + self._frame_duration()
-        return self.media_time() if not self.paused or self.audio_only or after_last else position
+        return self.media_time() if not self.paused or self.sound_led or after_last else position
 
     def _position_text(self) -> str:
         """``0:12 / 1:00``: the time on display of the file's length."""
@@ -1572,6 +1597,8 @@ class WindowPlayback(_Keys):
             lines.append(f"Decoder: {info.codec_name} ({name}, {where}); {size}{rate}")
         if self.audio_only:
             lines.append("Video: none (the level of the sound)")
+        elif self.cover_art:
+            lines.append("Video: cover art (one picture attached to the song)")
         else:
             lines.append(f"Frames: {sync.shown} shown, {sync.dropped} dropped, {sync.late} late")
             offset = "n/a" if sync.last_offset is None else f"{sync.last_offset * 1000:+.1f} ms"
@@ -1694,6 +1721,9 @@ class WindowPlayback(_Keys):
         if frame is not None:
             self.scheduler.presented(pts, self.media_time())
             stats.frames += 1
+        if self.cover_art:  # the sound's time, as a song's without a cover ('A: 0:03 / 0:08' in mpv)
+            player.progress.update_seconds(self._position() - self.start_s, stats.frames)
+        elif frame is not None:
             playing = time.perf_counter() - self._file_started - self._paused_seconds()
             player.progress.set_rate(stats.frames / playing if playing > 0 else 0.0)  # not the position's
             player.progress.update(self._progress_count(pts, stats.frames))
@@ -1762,7 +1792,7 @@ class WindowPlayback(_Keys):
         if self.clock is None and (self.shown is not None or self.audio_only):
             if self._clock_from is not None:
                 start = self._clock_from
-            elif self.audio_only:
+            elif self.sound_led:  # a song's cover is stamped with the stream's start, not --at's time
                 start = self.player.options.at_s or 0.0
             else:
                 start = self.shown_pts or 0.0
@@ -1786,7 +1816,7 @@ class WindowPlayback(_Keys):
             self.toggle_pause()
         if self.speed != 1.0:
             self.clock.set_speed(self.speed)
-        if self.audio_delay_s and not self.audio_only:
+        if self.audio_delay_s and not self.sound_led:
             self.clock.set_delay(self.audio_delay_s)
 
 

@@ -121,8 +121,9 @@ class AudioStreamInfo:
     """The stream's title tag (``Commentary``), None when it has none."""
 
 
-def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
-    """The stream kinds in ``source`` (``video``, ``audio``, ...), without decoding.
+def media_kinds(source: str | os.PathLike[str], *, covers: bool = True) -> frozenset[str]:
+    """The stream kinds in ``source`` (``video``, ``audio``, ...), without decoding. ``covers=False``:
+    a picture attached to the file (a song's cover art, FFmpeg's ``attached_pic``) is no ``video``.
 
     Raises:
         InvalidInputError: ``source`` is not a path.
@@ -133,7 +134,12 @@ def media_kinds(source: str | os.PathLike[str]) -> frozenset[str]:
         # Probing decodes a first picture of some formats: kept under the default limit.
         options = probe_options(DEFAULT_MAX_PIXELS)
         with open_input(where, mode="r", metadata_errors="replace", options=options) as container:
-            return frozenset(str(s.type) for s in container.streams)
+            attached = int(av.stream.Disposition.attached_pic)
+            return frozenset(
+                str(s.type)
+                for s in container.streams
+                if covers or not (s.type == "video" and int(s.disposition) & attached)
+            )
     except av.error.FFmpegError as exc:
         raise from_ffmpeg_open(exc, repr(where)) from exc
 

@@ -128,6 +128,9 @@ class StreamInfo:
     duration_is_container: bool = False
     """:attr:`duration` is the container's, the stream saying none of its own: the longest stream's
     (audio that runs on after the video, a late subtitle), not necessarily this one's."""
+    attached_picture: bool = False
+    """The stream is a picture attached to the file (a song's cover art: FFmpeg's ``attached_pic``
+    disposition), one still shown for the file's length, not a video."""
 
     @property
     def duration_seconds(self) -> float | None:
@@ -433,6 +436,7 @@ def stream_info(container: av.container.InputContainer, stream: av.video.stream.
         discontinuous_timestamps=bool(container.format.flags & _TS_DISCONT),
         sample_aspect_ratio=stream_pixel_shape(stream),
         duration_is_container=from_container,
+        attached_picture=bool(int(stream.disposition) & int(av.stream.Disposition.attached_pic)),
     )
 
 
