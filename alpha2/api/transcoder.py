@@ -1358,7 +1358,8 @@ class _Transcoder:
             said = "dropped: " + lost[0].reason
         elif unchosen:
             said = "dropped: " + unchosen[0].reason
-        if copied.audio_note:  # not a plain copy: say how (a note says how many streams it is about)
+        # Not a plain copy: say how (a note says how many streams it is about); of none kept, nothing.
+        if copied.audio_note and audio:
             said = copied.audio_note if len(audio) <= 1 else f"{len(audio)} streams kept; {copied.audio_note}"
         if audio and lost:
             said += f"; {len(lost)} dropped"
