@@ -100,3 +100,17 @@ def test_the_command_line_says_the_audio_the_part_lacks(tmp_path: Path, capsys: 
     captured = capsys.readouterr()
     said = " ".join((captured.out + captured.err).split())
     assert "audio dropped: none of its sound lies in the part" in said, said
+
+
+# -- an unknown output extension -------------------------------------------------------------------------
+
+
+def test_an_unknown_extension_names_every_container_transcode_writes(tmp_path: Path, capsys: Capsys) -> None:
+    """'alpha2 transcode film.mp4 out.xyz' listed the video containers alone ('alpha2 writes .mp4, ...,
+    .gif'), while transcode writes sound alone into .mp3, .m4a, .flac, ... too (its help says so)."""
+    src = _short_sound(tmp_path / "in.mp4")
+    assert cli.main(["transcode", src, str(tmp_path / "out.xyz")]) == 2
+    said = capsys.readouterr().err
+    assert "'.xyz'" in said and ".mkv" in said and ".gif" in said, said
+    assert ".mp3" in said and ".m4a" in said and ".wav" in said, said
+    assert not (tmp_path / "out.xyz").exists()
