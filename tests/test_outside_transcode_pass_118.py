@@ -114,3 +114,40 @@ def test_an_unknown_extension_names_every_container_transcode_writes(tmp_path: P
     assert "'.xyz'" in said and ".mkv" in said and ".gif" in said, said
     assert ".mp3" in said and ".m4a" in said and ".wav" in said, said
     assert not (tmp_path / "out.xyz").exists()
+
+
+def _second_picture_early(path: Path) -> str:
+    """Two H.264 video streams: the first 2 s long, the second one picture at 0."""
+    with av.open(str(path), "w") as out:
+        made: list[Any] = []
+        for _ in range(2):
+            stream: Any = out.add_stream("libx264", rate=30, options=dict(ENCODERS["h264"][1]))
+            stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+            stream.codec_context.gop_size = 10
+            made.append(stream)
+        for stream, count in zip(made, (60, 1), strict=True):
+            for i in range(count):
+                frame = av.VideoFrame.from_ndarray(pattern(i, 64, 48), format="rgb24")
+                frame = frame.reformat(format="yuv420p")
+                frame.pts = i
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+            for packet in stream.encode(None):
+                out.mux(packet)
+    return str(path)
+
+
+def test_a_copy_s_part_that_holds_none_of_a_second_video_says_so(tmp_path: Path) -> None:
+    """The same for a second video stream copied (--codec copy): 'kept beside the video: 1 video' while
+    the MP4 held the first video alone."""
+    src = _second_picture_early(tmp_path / "in.mkv")
+    out = str(tmp_path / "out.mp4")
+    stats = transcode(src, out, TranscodeOptions(from_seconds=1.0, codec="copy"))
+    with av.open(out) as container:
+        assert len(container.streams.video) == 1
+    assert [s.index for s in stats.kept_streams] == []
+    (dropped,) = stats.dropped_streams
+    assert dropped.index == 1 and "none of its pictures lies in the part" in dropped.reason, dropped
+    held = str(tmp_path / "out.mkv")
+    stats = transcode(src, held, TranscodeOptions(from_seconds=1.0, codec="copy"))
+    assert "video stream 1 written empty: none of its pictures lies in the part" in stats.stream_notes

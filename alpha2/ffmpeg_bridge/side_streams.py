@@ -2187,22 +2187,26 @@ class StreamCopier:
             self._say_empty()
 
     def _say_empty(self) -> None:
-        """Say the audio streams that got no packet: a part that holds none of a short stream (--from
-        past its end), or a stream with no sound at all. The MP4 and MOV muxers leave such a track out
-        (said dropped); the others write it empty (said in the audio's notes). Both were said copied or
+        """Say the audio and video streams that got no packet: a part that holds none of a short stream
+        (--from past its end), or a stream with none at all. The MP4 and MOV muxers leave such a track
+        out (said dropped); the others write it empty (said in the notes). Both were said copied or
         encoded again (an outside pass, helper 118)."""
-        why = "none of its sound lies in the part" if self._trim or self._window else "it holds no sound"
+        cut = bool(self._trim or self._window)
         muxer = self._out.format.name
         for index, entry in self._entries.items():
             source = entry.source
-            if source.kind is not StreamKind.AUDIO or entry.written:
+            if source.kind not in (StreamKind.AUDIO, StreamKind.VIDEO) or entry.written:
                 continue
+            what = "sound" if source.kind is StreamKind.AUDIO else "pictures"
+            why = f"none of its {what} lies in the part" if cut else f"it holds no {what}"
             if muxer in _EMPTY_TRACKS_LEFT_OUT:
                 self.report.kept = [s for s in self.report.kept if s.index != index]
                 reason = f"{why}: the {muxer} container leaves an empty track out"
                 self.report.dropped.append(DroppedStream(index, source.kind, source.codec, reason))
-            else:
+            elif source.kind is StreamKind.AUDIO:
                 self.report.notes.append(f"stream {index} written empty: {why}")
+            else:
+                self.report.other_notes.append(f"video stream {index} written empty: {why}")
 
     def finish(self) -> None:
         """Mux what is left and flush the audio encoders."""
