@@ -77,6 +77,7 @@ from alpha2.api.transcode_plan import (
 )
 from alpha2.api.transcode_report import TranscodeStats, decode_dict, input_notes
 from alpha2.ffmpeg_bridge import DecodeSession, EncodeSession, choose_encoder
+from alpha2.ffmpeg_bridge.containers import AUDIO_CONTAINERS
 from alpha2.ffmpeg_bridge.describe import describe_file
 from alpha2.ffmpeg_bridge.encode import (
     ROTATION_CONTAINERS,
@@ -84,7 +85,7 @@ from alpha2.ffmpeg_bridge.encode import (
     keeps_pixel_shape,
     output_container,
 )
-from alpha2.ffmpeg_bridge.errors import NoVideoStreamError
+from alpha2.ffmpeg_bridge.errors import NoVideoStreamError, OutputFormatError
 from alpha2.ffmpeg_bridge.media import StreamInfo
 from alpha2.ffmpeg_bridge.palette import PALETTE_ENCODERS, PALETTE_NOTE
 from alpha2.ffmpeg_bridge.side_streams import (
@@ -1358,7 +1359,8 @@ class _Transcoder:
             said = "dropped: " + lost[0].reason
         elif unchosen:
             said = "dropped: " + unchosen[0].reason
-        if copied.audio_note:  # not a plain copy: say how (a note says how many streams it is about)
+        # Not a plain copy: say how (a note says how many streams it is about); of none kept, nothing.
+        if copied.audio_note and audio:
             said = copied.audio_note if len(audio) <= 1 else f"{len(audio)} streams kept; {copied.audio_note}"
         if audio and lost:
             said += f"; {len(lost)} dropped"
@@ -1563,7 +1565,12 @@ def transcode(
         check_options(options, output)  # what the options alone tell, before any file is looked at
     out = check_output_path(output, overwrite=options.overwrite, inputs=(src,))
     if sound is None:
-        output_container(out)  # an unknown extension is refused before the input is opened
+        try:
+            output_container(out)  # an unknown extension is refused before the input is opened
+        except OutputFormatError as exc:
+            # The video containers alone were named, as if transcode wrote no sound alone.
+            alone = ", ".join(AUDIO_CONTAINERS)
+            raise OutputFormatError(f"{exc}; and sound alone into {alone}") from None
     if device is not None and not isinstance(device, Device):
         raise InvalidInputError(
             f"transcode takes an alpha2 Device (alpha2.api.devices.device_on_cuda(0) for a CUDA GPU's) or "

@@ -903,6 +903,8 @@ class _Entry:
     samples: int | None = None
     frames: int = 0
     packets: int = 0
+    written: int = 0
+    """Packets muxed into the output, copied or encoded again (none: the output's track is empty)."""
     text_to: str | None = None
     """The text subtitle codec the packets are converted to (None: copied as they are)."""
     order: ChannelOrder | None = None
@@ -991,6 +993,9 @@ def _first_packet(path: str, index: int) -> bytes | None:
         return None
     return None
 
+
+_EMPTY_TRACKS_LEFT_OUT = frozenset({"mp4", "mov", "ipod"})
+"""Muxers that write no track for a stream given no packet (FFmpeg's MOV muxer family)."""
 
 _TS_NONSTRICT = 0x20000
 """libavformat's AVFMT_TS_NONSTRICT: the muxer takes equal (not only increasing) decode times."""
@@ -1977,6 +1982,7 @@ class StreamCopier:
                 exc, f"writing stream {source.index} ({source.kind.value} {source.codec})", EncoderError
             ) from exc
         entry.packets += 1
+        entry.written += 1
 
     def _release_held(self, limit_seconds: float | None) -> None:
         """Mux the held subtitles the video has passed (all of them when ``limit_seconds`` is None or
@@ -2165,6 +2171,7 @@ class StreamCopier:
         try:
             for packet in entry.stream_out.encode(frame):
                 self._out.mux(packet)
+                entry.written += 1
         except (av.error.FFmpegError, ValueError) as exc:
             raise from_ffmpeg(
                 exc, f"encoding audio with {entry.stream_out.codec_context.name}", EncoderError
@@ -2178,6 +2185,29 @@ class StreamCopier:
         if not self._timing_said:
             self._timing_said = True
             self._timing_notes()
+            self._say_empty()
+
+    def _say_empty(self) -> None:
+        """Say the audio and video streams that got no packet: a part that holds none of a short stream
+        (--from past its end), or a stream with none at all. The MP4 and MOV muxers leave such a track
+        out (said dropped); the others write it empty (said in the notes). Both were said copied or
+        encoded again (an outside pass, helper 118)."""
+        cut = bool(self._trim or self._window)
+        muxer = self._out.format.name
+        for index, entry in self._entries.items():
+            source = entry.source
+            if source.kind not in (StreamKind.AUDIO, StreamKind.VIDEO) or entry.written:
+                continue
+            what = "sound" if source.kind is StreamKind.AUDIO else "pictures"
+            why = f"none of its {what} lies in the part" if cut else f"it holds no {what}"
+            if muxer in _EMPTY_TRACKS_LEFT_OUT:
+                self.report.kept = [s for s in self.report.kept if s.index != index]
+                reason = f"{why}: the {muxer} container leaves an empty track out"
+                self.report.dropped.append(DroppedStream(index, source.kind, source.codec, reason))
+            elif source.kind is StreamKind.AUDIO:
+                self.report.notes.append(f"stream {index} written empty: {why}")
+            else:
+                self.report.other_notes.append(f"video stream {index} written empty: {why}")
 
     def finish(self) -> None:
         """Mux what is left and flush the audio encoders."""
