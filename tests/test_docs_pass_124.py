@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from alpha2.apps.cli import build_parser
 
+REPO = Path(__file__).resolve().parent.parent
 COMMANDS = ("probe", "sample", "play", "transcode", "batch")
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 _OTHER_PROGRAM = ("mpv's", "ffmpeg's", "transcode's")
@@ -49,3 +52,29 @@ def test_transcode_help_says_where_it_scales_on_the_cpu(monkeypatch: pytest.Monk
     assert "swscale where the Vulkan device alpha2 would use is a CPU one" in text, text
     gpu = next(a for a in parser._actions if "--gpu" in a.option_strings)
     assert gpu.help is not None and "CPU Vulkan device" in gpu.help and "swscale" in gpu.help
+
+
+def _extras() -> set[str]:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return set(pyproject["project"]["optional-dependencies"])
+
+
+def test_the_docs_name_only_extras_that_exist() -> None:
+    """Every ``.[extra]`` / ``alpha2[extra]`` the docs tell a reader to install is one pyproject.toml has."""
+    extras = _extras()
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        for match in re.finditer(r"(?:alpha2|\.)\[(?P<names>[a-z0-9_,-]+)\]", doc.read_text()):
+            unknown = set(match.group("names").split(",")) - extras
+            assert not unknown, f"{doc.name} names extras pyproject.toml lacks: {unknown}"
+
+
+def test_the_install_section_names_every_extra() -> None:
+    """The front page's 'By hand' install listed cuda, dawn, ray and docs, not pygfx (the pygfx example's,
+    whose page told a reader to pip install pygfx unpinned, where the extra pins the release it is tested
+    with) nor dev; window and audio are old names of default dependencies."""
+    text = (REPO / "docs" / "index.md").read_text()
+    install = text[text.index("By hand:") : text.index("## A first program")]
+    missing = sorted(name for name in _extras() - {"window", "audio"} if f"`{name}`" not in install)
+    assert not missing, f"docs/index.md's install names no {missing}"
+    pygfx_page = (REPO / "docs" / "examples" / "pygfx.md").read_text()
+    assert ".[pygfx]" in pygfx_page and "pip install pygfx" not in pygfx_page
