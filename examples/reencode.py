@@ -1,8 +1,8 @@
-"""Re-encode a file: smaller, another codec, the first frames only.
+"""Re-encode a file: smaller, in the codec named, the first frames only.
 
 ``transcode`` is the ``alpha2 transcode`` command as a function: it decodes, imports and scales on
-the GPU where it can, encodes, copies the audio, and reports which path each frame took. No output is
-left behind when it fails.
+the GPU where it can, encodes, copies the audio (re-encodes it where it is cut, as here by ``frames``),
+and reports which path each frame took. No output is left behind when it fails.
 
 Usage: python reencode.py [INPUT [OUTPUT]]
 """

@@ -887,7 +887,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         + ", ".join(e.lstrip(".") for e in AUDIO_CONTAINERS)
         + " (each input's audio; audio files are then taken from the folders too)",
     )
-    add_transcode_arguments(parser)
+    add_transcode_arguments(parser, segments=False)
     parser.add_argument(
         "--ray",
         metavar="auto|ADDRESS",

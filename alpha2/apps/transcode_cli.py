@@ -62,10 +62,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "transcode",
         help="decode, scale and convert on the GPU, encode",
-        description="Transcode a video: decode, import, scale and convert colour on the GPU, encode, mux. "
-        "With nothing to change, frames go straight from the decoder to the encoder. The audio is "
-        "copied, or re-encoded where it must be cut (--from, --to, --duration, --frames) or the "
-        "container cannot hold it. Every audio and subtitle stream is kept unless chosen "
+        description="Transcode a video: decode, import, scale and convert colour on the GPU (with FFmpeg's "
+        "swscale where the Vulkan device alpha2 would use is a CPU one, such as lavapipe; --gpu asks for "
+        "the GPU there), encode, mux. With nothing to change, frames go straight from the decoder to the "
+        "encoder. The audio is copied, or re-encoded where it must be cut (--from, --to, --duration, "
+        "--frames) or the container cannot hold it. Every audio and subtitle stream is kept unless chosen "
         "(--audio-track, --subtitle-track) or dropped (--no-audio, --no-subtitles). An input without "
         "video, or an audio OUTPUT (" + ", ".join(AUDIO_CONTAINERS) + "), writes the sound alone: "
         "encoded for the container (mp3: libmp3lame; m4a, mp4, mov, mka, mkv: aac; flac; opus, ogg, "
@@ -107,9 +108,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
+def add_transcode_arguments(parser: argparse.ArgumentParser, *, segments: bool = True) -> None:
     """The options that shape one transcode (codec, size, quality, decoding, colour, audio); ``alpha2
-    batch`` takes the same ones. :func:`options_from_args` reads them back."""
+    batch`` takes the same ones. :func:`options_from_args` reads them back.
+
+    Args:
+        parser: The command's parser.
+        segments: The command has ``--segments`` (``alpha2 batch`` has not), which the help of ``--fps``
+            names as an option it does not go with.
+    """
     parser.add_argument(
         "--codec",
         help="h264, hevc, vp9, av1 or an FFmpeg encoder name (default: vp9 for .webm, else h264); "
@@ -197,7 +204,12 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         help="tone map an HDR (PQ, HLG) input to SDR BT.709 even where the output could keep HDR (an "
         "8-bit output, h264's default, always is)",
     )
-    parser.add_argument("--gpu", action="store_true", help="process on the GPU even when nothing needs it")
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="process on the GPU even when nothing needs it, and on a CPU Vulkan device (lavapipe), where "
+        "swscale is the default",
+    )
     parser.add_argument(
         "--audio", dest="audio", action="store_true", default=True, help="copy the input's audio (default)"
     )
@@ -239,7 +251,8 @@ def add_transcode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RATE",
         help="write the video at this constant frame rate, as ffmpeg's -r (the fps filter, round=near): "
         "frames dropped or repeated, the length and the audio kept; 30, 29.97, 30000/1001, ntsc, film, "
-        "pal; --frames counts the output's frames; not with --segments or --codec copy",
+        "pal; --frames counts the output's frames; not with "
+        + ("--segments or --codec copy" if segments else "--codec copy"),
     )
     add_max_pixels_argument(parser)
 
