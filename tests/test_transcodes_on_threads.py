@@ -1,0 +1,50 @@
+"""Two transcodes set up at the same moment on two threads of one process, each on a Device of its own
+(the guide's "Threads and processes": on the H200 this once aborted the process, wgpu's backends making
+their global instance without a lock; ``Device.open`` and ``alpha2.adapters()`` now enumerate and create
+devices one thread at a time). On lavapipe here; on the GPU machine (``ALPHA2_REQUIRE``) with NVDEC's
+``hwaccel='auto'`` and the NVIDIA Vulkan device."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import av
+import pytest
+
+from alpha2.api.transcode_plan import TranscodeOptions
+from alpha2.api.transcoder import transcode
+from alpha2.gpu.geometry import Size
+from tests.media import make_clip
+
+
+@pytest.mark.vulkan
+def test_two_transcodes_set_up_at_once_on_two_threads_each_with_its_own_device(tmp_path: Path) -> None:
+    clips = [make_clip(tmp_path / f"in{i}.mp4", width=320, height=192, frames=30).path for i in range(2)]
+    options = TranscodeOptions(
+        gpu=True, hwaccel="auto", size=Size(160, 96), preset="ultrafast", overwrite=True
+    )
+    start = threading.Barrier(len(clips))
+    errors: list[BaseException] = []
+    stats: dict[int, object] = {}
+
+    def work(i: int) -> None:
+        try:
+            start.wait(timeout=60)  # both open their devices and decoders at the same moment
+            stats[i] = transcode(clips[i], str(tmp_path / f"out{i}.mp4"), options)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(clips))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors
+    assert not any(thread.is_alive() for thread in threads)
+    for i in range(len(clips)):
+        with av.open(str(tmp_path / f"out{i}.mp4")) as container:
+            frames = list(container.decode(video=0))
+        assert len(frames) == 30
+        assert (frames[0].width, frames[0].height) == (160, 96)
+        assert stats[i].frames == 30  # type: ignore[attr-defined]
