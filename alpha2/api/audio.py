@@ -18,6 +18,7 @@ import os
 import warnings
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -211,6 +212,14 @@ class AudioSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_thread.RLock' object", and copy.copy made a
+        # second source on the same decoder.
+        raise InvalidInputError(
+            f"an alpha2 AudioSource ({self.path!r}) cannot be pickled or copied: its decoder belongs to "
+            "this process; keep the path and open_audio() it in each process"
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.sample_rate} Hz, {self.channels} ch"

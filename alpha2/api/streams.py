@@ -844,3 +844,11 @@ class StreamGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_thread.RLock' object", and copy.copy made a
+        # second group on the same decoders and device.
+        raise InvalidInputError(
+            "an alpha2 StreamGroup cannot be pickled or copied: its decoder threads and GPU device stay in "
+            "this process; keep the paths and make a StreamGroup in each process"
+        )

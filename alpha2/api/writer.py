@@ -851,6 +851,14 @@ class Writer:
         else:
             self.abort()
 
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_thread.RLock' object", and copy.copy made a
+        # second Writer on the same encoder (its writes refused, its close a silent no-op).
+        raise InvalidInputError(
+            f"an alpha2 Writer ({self.path!r}) cannot be pickled or copied: its encoder and output file "
+            "belong to this process; create one Writer per output in the process that writes it"
+        )
+
     def __repr__(self) -> str:
         state = self._closed or f"{self._frames} frames written"
         return f"<alpha2.Writer {self.path!r} {state}>"
