@@ -193,3 +193,26 @@ def test_an_encode_session_dropped_in_a_forked_process_leaves_the_partial_output
     session.close()
     with alpha2.open(out, hwaccel="none") as source:
         assert len(list(source)) == 4
+
+
+@pytest.mark.vulkan
+def test_a_stream_group_in_a_forked_process_refuses_and_closes_at_once(tmp_path: Path) -> None:
+    # In the fork, a tick waited forever on decoder threads the fork did not copy.
+    clip = make_clip(tmp_path / "clip.mkv", frames=8)
+    with StreamGroup([clip.path], hwaccel="none") as group:
+        group.tick()
+
+        def child() -> str:
+            try:
+                group.tick()
+            except alpha2.Error as exc:
+                said = f"{exc.kind.value}: {exc}"
+            else:
+                said = "ticked"
+            group.close()
+            return said
+
+        said = _in_a_fork(child)
+        assert said.startswith("invalid_input: this StreamGroup was made in process"), said
+        assert "forked from" in said
+        assert group.run() > 0
