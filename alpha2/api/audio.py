@@ -18,6 +18,7 @@ import os
 import warnings
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -28,9 +29,23 @@ from alpha2.gpu.errors import ClosedError, InvalidInputError
 __all__ = ["AudioBlock", "AudioSource", "AudioStreamInfo", "NoAudioStreamError", "open_audio"]
 
 
-def _abandoned(session: AudioDecodeSession, path: str) -> None:
-    """The backstop of an AudioSource dropped without close(): the file is closed, with a warning."""
+_FORKED_COPIES: list[AudioDecodeSession] = []
+"""Sessions opened before this process was forked from their own: kept, never closed here, since FFmpeg's
+codec context, freed in the copy, waits forever for decoder threads the fork did not copy."""
+
+
+def _close_here(session: AudioDecodeSession, pid: int) -> None:
+    """Close ``session``, opened in process ``pid``; in a fork of that process, keep it instead."""
+    if pid != os.getpid():
+        if not any(kept is session for kept in _FORKED_COPIES):
+            _FORKED_COPIES.append(session)
+        return
     session.close()
+
+
+def _abandoned(session: AudioDecodeSession, path: str, pid: int) -> None:
+    """The backstop of an AudioSource dropped without close(): the file is closed, with a warning."""
+    _close_here(session, pid)
     warnings.warn(
         f"an alpha2 AudioSource of {path!r} was dropped without close(); it is closed now: call close() "
         "or use `with alpha2.open_audio(...) as sound:`",
@@ -68,7 +83,8 @@ class AudioSource:
         self.path = os.fspath(path)
         """What was opened."""
         self._pending: AudioBlock | None = None  # what read() split off and did not hand out
-        self._finalizer = weakref.finalize(self, _abandoned, self._session, self.path)
+        self._pid = os.getpid()  # the process whose decoder this is
+        self._finalizer = weakref.finalize(self, _abandoned, self._session, self.path, self._pid)
 
     # -- what it is ----------------------------------------------------------------------------------
 
@@ -121,6 +137,13 @@ class AudioSource:
         return not self._finalizer.alive
 
     def _check_open(self) -> None:
+        if self._pid != os.getpid():
+            # Decoding here read on through the file position it shares with the process it was opened in.
+            raise ClosedError(
+                f"this AudioSource of {self.path!r} was opened in process {self._pid}, which this one was "
+                "forked from: its decoder did not come with the fork; open_audio() the file again in this "
+                "process (in a DataLoader worker: on first use in __getitem__, or in worker_init_fn)"
+            )
         if self.closed:
             raise ClosedError(
                 f"this AudioSource of {self.path!r} was closed; open it again (alpha2.open_audio)"
@@ -201,16 +224,25 @@ class AudioSource:
     # -- lifetime ------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file. Idempotent."""
+        """Close the file. Idempotent. In a process forked after the file was opened it frees nothing (that
+        hung there): the process that opened it closes it."""
         self._finalizer.detach()
         self._pending = None
-        self._session.close()
+        _close_here(self._session, self._pid)
 
     def __enter__(self) -> AudioSource:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_thread.RLock' object", and copy.copy made a
+        # second source on the same decoder.
+        raise InvalidInputError(
+            f"an alpha2 AudioSource ({self.path!r}) cannot be pickled or copied: its decoder belongs to "
+            "this process; keep the path and open_audio() it in each process"
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{self.sample_rate} Hz, {self.channels} ch"

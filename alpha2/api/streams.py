@@ -129,8 +129,16 @@ class StreamState:
     what :meth:`StreamGroup.paint_tile` puts there."""
 
 
-def _close_abandoned(objects: list[Any], count: int) -> None:
+_FORKED_COPIES: list[list[Any]] = []
+"""What StreamGroups made before this process was forked from their own hold: kept, never closed here,
+since their decoders' threads and GPU device did not come with the fork (closing them there hung)."""
+
+
+def _close_abandoned(objects: list[Any], count: int, pid: int) -> None:
     """The finalizer of a StreamGroup dropped without close(): say so, and stop its decoders."""
+    if pid != os.getpid():
+        _FORKED_COPIES.append(objects)
+        return
     warnings.warn(
         f"unclosed alpha2 StreamGroup of {count} sources; close() it, or use 'with StreamGroup(...) as g:'",
         ResourceWarning,
@@ -289,7 +297,8 @@ class StreamGroup:
         self._objects: list[Any] = []
         # Dropped unclosed: its decoders' threads (and processes) are stopped when it is collected,
         # with a ResourceWarning, as Python's files do. Holds the list, never the group.
-        self._finalizer = weakref.finalize(self, _close_abandoned, self._objects, count)
+        self._pid = os.getpid()  # the process whose decoder threads and device these are
+        self._finalizer = weakref.finalize(self, _close_abandoned, self._objects, count, self._pid)
         self._ticks = 0
         self._copy_ahead = copy_ahead
         self.submissions = 0
@@ -467,8 +476,7 @@ class StreamGroup:
         Raises:
             ClosedError: the group was closed.
         """
-        if self._closed:
-            raise ClosedError("this StreamGroup was closed")
+        self._check_open()
         timeout_s = arguments.real("timeout_s", timeout_s, low=0.0)
         start = time.perf_counter()
         deadline = start + timeout_s
@@ -563,8 +571,7 @@ class StreamGroup:
             return self._tick(at_s)
 
     def _tick(self, at_s: float | None) -> StreamTick:
-        if self._closed:
-            raise ClosedError("this StreamGroup was closed")
+        self._check_open()
         if at_s is not None:
             at_s = arguments.real("at_s", at_s)  # NaN showed every stream's last frame, 'x' a TypeError
         clock = time.perf_counter
@@ -672,8 +679,7 @@ class StreamGroup:
         """
         import numpy as np
 
-        if self._closed:
-            raise ClosedError("this StreamGroup was closed")
+        self._check_open()
         if not 0 <= arguments.whole("index", index) < len(self._streams):
             raise InvalidInputError(f"no stream {index}; the group has {len(self._streams)}")
         stream = self._streams[index]
@@ -713,8 +719,7 @@ class StreamGroup:
             UnsupportedError: decoders in processes (they seek only before their first frame).
             ClosedError: the group was closed.
         """
-        if self._closed:
-            raise ClosedError("this StreamGroup was closed")
+        self._check_open()
         if self.decoders == "processes":
             raise UnsupportedError("a wall of decoder processes cannot seek once it plays; use threads")
         target = max(0.0, arguments.real("at_s", at_s))
@@ -741,8 +746,7 @@ class StreamGroup:
         """
         if frames is not None:
             frames = arguments.whole("frames", frames, low=0)
-        if self._closed:
-            raise ClosedError("this StreamGroup was closed")
+        self._check_open()
         done = 0
         while not self.finished and (frames is None or done < frames):
             tick = self.tick()
@@ -753,6 +757,7 @@ class StreamGroup:
 
     def drain(self) -> None:
         """Wait until the GPU has done every submitted tick."""
+        self._check_process()
         if not self._closed:
             self._in_flight.drain()
 
@@ -761,8 +766,7 @@ class StreamGroup:
         from alpha2.native_gpu.render.renderer import read_texture_rgba
 
         with self._busy:
-            if self._closed:
-                raise ClosedError("this StreamGroup was closed")
+            self._check_open()
             return read_texture_rgba(self.device.webgpu_device, self.wall)
 
     def path_counts(self) -> pipeline.PathCounter:
@@ -781,11 +785,15 @@ class StreamGroup:
     # -- lifetime -----------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release pending frames, close importers, decoders, textures and an owned Device (idempotent)."""
+        """Release pending frames, close importers, decoders, textures and an owned Device (idempotent). In
+        a process forked after the group was made it frees nothing: the process that made it closes it."""
         if self._closed:
             return
         self._closed = True
         self._finalizer.detach()
+        if self._pid != os.getpid():
+            _FORKED_COPIES.append(self._objects)
+            return
         busy = getattr(self, "_busy", None)
         if busy is None:  # __init__ failed before the lock was made: nothing ticks
             self._close()
@@ -839,8 +847,29 @@ class StreamGroup:
         """Whether :meth:`close` was called."""
         return self._closed
 
+    def _check_process(self) -> None:
+        if self._pid != os.getpid():
+            raise ClosedError(
+                f"this StreamGroup was made in process {self._pid}, which this one was forked from: its "
+                "decoder threads and GPU device did not come with the fork; make a StreamGroup in this "
+                "process (in a DataLoader worker: on first use in __getitem__, or in worker_init_fn)"
+            )
+
+    def _check_open(self) -> None:
+        self._check_process()
+        if self._closed:
+            raise ClosedError("this StreamGroup was closed")
+
     def __enter__(self) -> StreamGroup:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_thread.RLock' object", and copy.copy made a
+        # second group on the same decoders and device.
+        raise InvalidInputError(
+            "an alpha2 StreamGroup cannot be pickled or copied: its decoder threads and GPU device stay in "
+            "this process; keep the paths and make a StreamGroup in each process"
+        )

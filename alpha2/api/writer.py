@@ -24,7 +24,7 @@ import os
 import threading
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -248,6 +248,19 @@ class _Held:
     """The thread of :meth:`Writer.write_async`."""
     own_device: Device | None = None
     """The Device the Writer opened itself (closed with it)."""
+    pid: int = field(default_factory=os.getpid)
+    """The process whose encoder, GPU objects and thread these are."""
+
+    @property
+    def forked(self) -> bool:
+        """Whether this process is a fork of the one that made them (they cannot work here)."""
+        return self.pid != os.getpid()
+
+    def keep_in_fork(self) -> None:
+        """Free nothing in a forked process: the GPU waits hung there, and the partial output removed
+        here is the one the process that made it is still writing."""
+        if not any(kept is self for kept in _FORKED_COPIES):
+            _FORKED_COPIES.append(self)
 
     def release_gpu_and_thread(self) -> None:
         """Stop the thread and free the GPU objects, without encoding what is in flight."""
@@ -271,8 +284,15 @@ class _Held:
                 device.close()
 
 
+_FORKED_COPIES: list[_Held] = []
+"""What Writers made before this process was forked from their own hold: kept, never freed here."""
+
+
 def _abandoned(held: _Held, path: str) -> None:
     """The backstop of a Writer dropped without close(): no partial output, thread or GPU object left."""
+    if held.forked:
+        held.keep_in_fork()
+        return
     held.release_gpu_and_thread()
     with contextlib.suppress(Exception):
         held.session.abort()
@@ -534,7 +554,16 @@ class Writer:
 
     # -- checks --------------------------------------------------------------------------------------
 
+    def _check_process(self) -> None:
+        if self._held.forked:
+            raise ClosedError(
+                f"this Writer of {self.path!r} was made in process {self._held.pid}, which this one was "
+                "forked from: its encoder and GPU objects did not come with the fork, and the file is that "
+                "process's to finish; create a Writer in this process for its own output"
+            )
+
     def _check_open(self) -> None:
+        self._check_process()
         if self._closed is not None:
             raise ClosedError(
                 f"this Writer of {self.path!r} was {self._closed}; nothing more can be written to it: "
@@ -814,9 +843,11 @@ class Writer:
             EncoderError: finishing failed, or nothing was written (then no file is left either).
             OutputWriteError: the disk did not take the output's end (full, over quota, an I/O error);
                 no file is left.
+            ClosedError: this process is a fork of the one that made the Writer (that one finishes it).
         """
         if self._closed is not None:
             return
+        self._check_process()
         self._closed = "closed"
         self._finalizer.detach()
         held = self._held
@@ -833,11 +864,15 @@ class Writer:
             raise
 
     def abort(self) -> None:
-        """Stop and remove the partial output. Idempotent."""
+        """Stop and remove the partial output. Idempotent. In a process forked after the Writer was made it
+        frees and removes nothing: the output is the other process's."""
         if self._closed is not None:
             return
         self._closed = "aborted"
         self._finalizer.detach()
+        if self._held.forked:
+            self._held.keep_in_fork()
+            return
         self._held.release_gpu_and_thread()
         self._held.session.abort()
 
@@ -850,6 +885,14 @@ class Writer:
             self.close()
         else:
             self.abort()
+
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_thread.RLock' object", and copy.copy made a
+        # second Writer on the same encoder (its writes refused, its close a silent no-op).
+        raise InvalidInputError(
+            f"an alpha2 Writer ({self.path!r}) cannot be pickled or copied: its encoder and output file "
+            "belong to this process; create one Writer per output in the process that writes it"
+        )
 
     def __repr__(self) -> str:
         state = self._closed or f"{self._frames} frames written"

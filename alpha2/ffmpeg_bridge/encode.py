@@ -585,6 +585,10 @@ def _options_argument(value: Any) -> dict[str, str]:
     return {key: str(item) for key, item in value.items()}
 
 
+_FORKED_COPIES: list[dict[str, Any]] = []
+"""What EncodeSessions made before this process was forked from their own held: kept, never freed here."""
+
+
 class EncodeSession:
     """Encode frames into a file (or a writable file object), atomically.
 
@@ -840,6 +844,7 @@ class EncodeSession:
         self._audio_samples = 0
         self._audio_waiting: list[av.AudioFrame] = []  # given before the output opened
         self._done = False
+        self._pid = os.getpid()  # a fork's copy frees nothing: the partial output is this process's
         self._lock = threading.RLock()
 
     # -- state -----------------------------------------------------------------------------------
@@ -1477,6 +1482,13 @@ class EncodeSession:
 
     def __del__(self) -> None:
         # Never leave a temporary file behind, even when the caller forgot close() / abort().
-        if not getattr(self, "_done", True):
-            with contextlib.suppress(Exception):
-                self._fail()
+        if getattr(self, "_done", True):
+            return
+        if getattr(self, "_pid", None) != os.getpid():
+            # A copy dropped in a forked process removed the partial output the process it was forked
+            # from was still writing, and freeing its encoder there waited forever for threads the fork
+            # did not copy: what it holds is kept, never freed in the fork.
+            _FORKED_COPIES.append(self.__dict__)
+            return
+        with contextlib.suppress(Exception):
+            self._fail()

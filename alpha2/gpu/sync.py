@@ -153,7 +153,8 @@ def _check_timeout(timeout: float | None) -> float | None:
         or timeout < 0
     ):
         raise InvalidInputError(f"timeout must be None or a number of seconds >= 0, got {timeout!r}")
-    return math.inf if math.isinf(timeout) else float(timeout)
+    # Past TIMEOUT_MAX (292 years) threading's waits raise OverflowError: such a bound is no bound.
+    return math.inf if timeout > threading.TIMEOUT_MAX else float(timeout)
 
 
 def _deadline(start: float, timeout: float | None) -> float | None:

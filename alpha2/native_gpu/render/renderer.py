@@ -366,6 +366,14 @@ class FrameRenderer:
             mipmap_filter="nearest",
         )
 
+    def __reduce__(self) -> Any:
+        # Without this, pickle failed with "cannot pickle '_cffi_backend._CDataBase' object", and
+        # copy.deepcopy left a GPUDevice without its poller, whose __del__ raised at exit.
+        raise InvalidInputError(
+            "an alpha2 FrameRenderer cannot be pickled or copied: its pipelines belong to this process's GPU "
+            "device; make one in each process (source.renderer, or FrameRenderer(device))"
+        )
+
     def clear_cache(self) -> None:
         """Drop cached bind groups, views and output textures (pipelines stay)."""
         self._bind_groups.clear()
