@@ -1,0 +1,42 @@
+"""Faults an outside correctness pass over ``alpha2 transcode --segments K`` found: each joined output is
+checked against the same transcode in one pipeline (PyAV reads both). CPU only, small clips."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import av
+from media import make_clip
+
+from alpha2.api.transcoder import TranscodeOptions, transcode
+
+
+def _video_timing(path: str) -> tuple[str, set[int], list[int]]:
+    """The video stream's average rate, its decode-time steps and every frame's pts (decoded)."""
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        dts = [p.dts for p in container.demux(stream) if p.dts is not None]
+    with av.open(path) as container:
+        pts = [f.pts for f in container.decode(video=0)]
+    return str(stream.average_rate), {b - a for a, b in itertools.pairwise(dts)}, pts
+
+
+def test_a_segment_shorter_than_the_encoder_s_delay_keeps_the_decode_times_even(tmp_path: Path) -> None:
+    """``--to`` just after a key frame left a last segment of 2 frames, which libx264 encodes with its
+    decode times at its pts (no B-frame delay to measure): joined as they were, the decode times jumped
+    3 frames at that boundary, and the MP4's sample durations (taken from them) said one frame 3 frames
+    long and an average rate of 28.8 fps where one pipeline's said 30."""
+    clip = make_clip(tmp_path / "in.mp4", width=64, height=48, frames=30, gop=10)
+    options = {"preset": "veryfast", "to_seconds": 22 / 30}  # key frames at 0, 10, 20: the last part 2 frames
+    one = tmp_path / "one.mp4"
+    seg = tmp_path / "seg.mp4"
+    transcode(clip.path, str(one), TranscodeOptions(**options))
+    stats = transcode(clip.path, str(seg), TranscodeOptions(segments=3, **options))
+    assert stats.segments is not None
+    assert [p["frames"] for p in stats.segments["parts"]] == [10, 10, 2]
+    one_rate, one_steps, one_pts = _video_timing(str(one))
+    seg_rate, seg_steps, seg_pts = _video_timing(str(seg))
+    assert seg_pts == one_pts
+    assert one_rate == "30" and len(one_steps) == 1
+    assert (seg_rate, seg_steps) == (one_rate, one_steps)
