@@ -7,6 +7,7 @@ import itertools
 from pathlib import Path
 
 import av
+import numpy as np
 from media import make_clip
 
 from alpha2.api.transcoder import TranscodeOptions, transcode
@@ -40,3 +41,26 @@ def test_a_segment_shorter_than_the_encoder_s_delay_keeps_the_decode_times_even(
     assert seg_pts == one_pts
     assert one_rate == "30" and len(one_steps) == 1
     assert (seg_rate, seg_steps) == (one_rate, one_steps)
+
+
+def _lumas(path: str) -> tuple[list[int], list[np.ndarray]]:
+    with av.open(path) as container:
+        frames = list(container.decode(video=0))
+    return [f.pts for f in frames], [f.to_ndarray(format="gray").astype(np.float64) for f in frames]
+
+
+def test_a_turned_input_into_a_container_without_a_display_matrix(tmp_path: Path) -> None:
+    """A rotated input into MPEG-TS (no display matrix: the pictures are turned) was refused by every
+    segment, 'the input changes within the file ... passthrough True (the file starts with False)': each
+    part planned for its own MP4 file, which holds the rotation, not for the output's container."""
+    clip = make_clip(tmp_path / "in.mp4", width=64, height=48, frames=30, gop=10, rotation_ccw=90)
+    one, seg = tmp_path / "one.ts", tmp_path / "seg.ts"
+    transcode(clip.path, str(one), TranscodeOptions(preset="veryfast"))
+    stats = transcode(clip.path, str(seg), TranscodeOptions(preset="veryfast", segments=2))
+    assert stats.segments is not None and stats.segments["segments"] == 2
+    one_pts, one_lumas = _lumas(str(one))
+    seg_pts, seg_lumas = _lumas(str(seg))
+    assert seg_pts == one_pts and len(seg_pts) == 30
+    assert seg_lumas[0].shape == (64, 48)  # turned, as one pipeline turns it
+    for a, b in zip(one_lumas, seg_lumas, strict=True):
+        assert float(np.mean(np.abs(a - b))) < 4
