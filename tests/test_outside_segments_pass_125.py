@@ -64,3 +64,17 @@ def test_a_turned_input_into_a_container_without_a_display_matrix(tmp_path: Path
     assert seg_lumas[0].shape == (64, 48)  # turned, as one pipeline turns it
     for a, b in zip(one_lumas, seg_lumas, strict=True):
         assert float(np.mean(np.abs(a - b))) < 4
+
+
+def test_an_mpeg2_output_says_it_runs_one_pipeline_without_naming_mpeg2_as_joined(tmp_path: Path) -> None:
+    """MPEG-2 was never segmented (the joinable codecs named it 'mpeg2video', alpha2's codec name is
+    'mpeg2'), and the report contradicted itself: 'mpeg2video (mpeg2) segments cannot be joined here
+    (joined: av1, h264, hevc, mpeg2video, mpeg4, vp9)'. Joined MPEG-2 segments came out a frame's
+    rounding off one pipeline's times (0.034 s for 0.0333 s), so it stays one pipeline, said truly."""
+    clip = make_clip(tmp_path / "in.mp4", width=64, height=48, frames=24, gop=8)
+    stats = transcode(clip.path, str(tmp_path / "out.mkv"), TranscodeOptions(codec="mpeg2video", segments=2))
+    assert stats.segments is not None and stats.segments["segments"] == 1
+    reason = stats.segments["reason"]
+    assert "segments cannot be joined here" in reason, reason
+    joined = reason.split("(joined: ")[1]
+    assert "mpeg2" not in joined and "h264" in joined, reason

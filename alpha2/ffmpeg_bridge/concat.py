@@ -41,7 +41,7 @@ SEGMENT_CONTAINER = ".mp4"
 """The extension the segments are written with: MP4 keeps every timestamp exactly (read back with its
 edit list ignored), where Matroska rounds them to milliseconds and NUT may drop decode timestamps."""
 
-SEGMENT_CODECS = frozenset({"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video"})
+SEGMENT_CODECS = frozenset({"h264", "hevc", "av1", "vp9", "mpeg4"})
 """Codecs whose segments MP4 holds (and the join takes)."""
 
 
