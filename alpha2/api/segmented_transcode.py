@@ -170,6 +170,9 @@ class SegmentPart:
     """The input time it ends before; None: the input's end."""
     plan: TranscodePlan
     """The whole file's plan: the segment's must be the same."""
+    muxer: str
+    """The whole output's muxer (``mpegts``, ``matroska``): what the segment's plan is made for, its own
+    file being MP4 (a display matrix MPEG-TS cannot hold is turned into the pictures in every part)."""
 
     def describe(self) -> str:
         """``segment 2 of 3 (from 4.000 s)``."""
@@ -551,7 +554,7 @@ def _one_pipeline(
     return stats
 
 
-def _parts(survey: TranscodeSurvey, index: KeyframeIndex, count: int) -> list[SegmentPart]:
+def _parts(survey: TranscodeSurvey, index: KeyframeIndex, count: int, muxer: str) -> list[SegmentPart]:
     """The segments: the first from the output's first frame, the others from key frames."""
     assert survey.first_pts is not None and survey.first_time_base is not None
     tb = index.time_base
@@ -564,7 +567,7 @@ def _parts(survey: TranscodeSurvey, index: KeyframeIndex, count: int) -> list[Se
     ends: list[fractions.Fraction | None] = [pts * tb for pts in starts]
     ends.append(survey.end)
     return [
-        SegmentPart(i, len(bounds), survey.origin, survey.zero, start, end, survey.plan)
+        SegmentPart(i, len(bounds), survey.origin, survey.zero, start, end, survey.plan, muxer)
         for i, (start, end) in enumerate(zip(bounds, ends, strict=True))
     ]
 
@@ -598,7 +601,7 @@ def transcode_segmented(
         report.reason = why
         return _one_pipeline(source, output, options, progress, report)
     index = keyframe_index(source, _video_position(survey))
-    parts = _parts(survey, index, count)
+    parts = _parts(survey, index, count, output_container(output))
     survey_seconds = time.perf_counter() - t0
     if len(parts) < 2:
         report.reason = (

@@ -655,6 +655,8 @@ class _Transcoder:
             self._rate = self._rate_frames(self._frames, fps, info)
         encoder = choose_encoder(self.options.codec or default_codec(self.output))
         codec = encoder.codec
+        # A segment plans for the whole output's container, not for its own MP4 file.
+        muxer = output_container(self.output) if part is None else part.muxer
         plan = plan_transcode(
             Size(first.width, first.height),
             first.pixel_format,
@@ -663,13 +665,13 @@ class _Transcoder:
             codec=codec,
             rotation=first.metadata.rotation,
             mirrored=first.metadata.mirrored,
-            container_holds_rotation=output_container(self.output) in ROTATION_CONTAINERS,
+            container_holds_rotation=muxer in ROTATION_CONTAINERS,
             sample_aspect=info.sample_aspect_ratio,
             encoder=encoder.name,
             encoder_formats=encoder_pixel_formats(encoder.name),
-            keeps_pixel_shape=keeps_pixel_shape(output_container(self.output), codec),
+            keeps_pixel_shape=keeps_pixel_shape(muxer, codec),
             decoded_as=decoder.stats.converted.split(" -> ")[0] or None,
-            muxer=output_container(self.output),
+            muxer=muxer,
         )
         if encoder.name in PALETTE_ENCODERS and PALETTE_NOTE not in plan.reason:
             plan = dataclasses.replace(plan, reason=f"{plan.reason}; then {PALETTE_NOTE}")  # scaled, ...

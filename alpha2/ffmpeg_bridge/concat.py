@@ -41,7 +41,7 @@ SEGMENT_CONTAINER = ".mp4"
 """The extension the segments are written with: MP4 keeps every timestamp exactly (read back with its
 edit list ignored), where Matroska rounds them to milliseconds and NUT may drop decode timestamps."""
 
-SEGMENT_CODECS = frozenset({"h264", "hevc", "av1", "vp9", "mpeg4", "mpeg2video"})
+SEGMENT_CODECS = frozenset({"h264", "hevc", "av1", "vp9", "mpeg4"})
 """Codecs whose segments MP4 holds (and the join takes)."""
 
 
@@ -127,6 +127,29 @@ def _ticks(value: int, scale: fractions.Fraction) -> int:
     return round(value * scale)
 
 
+class _Demuxed:
+    """One segment's video packets, its first one read ahead for its encoder's reorder delay."""
+
+    def __init__(
+        self,
+        container: av.container.InputContainer,
+        video: av.video.stream.VideoStream,
+        time_base: fractions.Fraction,
+    ) -> None:
+        self.scale = fractions.Fraction(video.time_base or fractions.Fraction(1, 1_000_000)) / time_base
+        self._rest = (p for p in container.demux(video) if p.size)
+        self._first = next(self._rest, None)
+        first = self._first
+        self.delay = 0
+        """How far (the join's time base) its first decode time is before its first pts."""
+        if first is not None and first.pts is not None and first.dts is not None:
+            self.delay = max(0, _ticks(first.pts, self.scale) - _ticks(first.dts, self.scale))
+
+    def packets(self) -> list[av.packet.Packet[Any]]:
+        """Every packet with data, in decode order."""
+        return ([] if self._first is None else [self._first]) + list(self._rest)
+
+
 def join_segments(
     output: str,
     segments: Sequence[JoinedSegment],
@@ -195,13 +218,20 @@ def join_segments(
                 default_first=default_first,
             )
         last_dts: int | None = None
-        for i, ((container, video), segment) in enumerate(zip(opened, segments, strict=True)):
-            scale = fractions.Fraction(video.time_base or fractions.Fraction(1, 1_000_000)) / time_base
-            packets = [p for p in container.demux(video) if p.size]
+        demuxers = [_Demuxed(container, video, time_base) for container, video in opened]
+        # An encoder given fewer frames than its reorder delay (libx264: a segment of 1 or 2 frames)
+        # starts its decode times at its pts; joined as they are, the decode times jumped at that
+        # boundary, and MP4's sample durations (taken from them) said a frame 3 frames long and another
+        # average rate. Such a segment's decode times are lowered to the others' delay.
+        delay = max(d.delay for d in demuxers)
+        for i, (demuxed, segment) in enumerate(zip(demuxers, segments, strict=True)):
+            scale = demuxed.scale
+            packets = demuxed.packets()
             stamped = [p.pts for p in packets if p.pts is not None]
             if not stamped:
                 raise EncoderError(f"segment {i + 1} ({segment.path}) holds no timed video packets")
             shift = segment.first_pts - _ticks(min(stamped), scale)
+            lowered = delay - demuxed.delay
             first = segment.first_pts
             if report.last_pts and first <= report.last_pts[-1]:
                 raise EncoderError(
@@ -211,7 +241,7 @@ def join_segments(
             end = first
             for packet in packets:
                 pts = None if packet.pts is None else _ticks(packet.pts, scale) + shift
-                dts = None if packet.dts is None else _ticks(packet.dts, scale) + shift
+                dts = None if packet.dts is None else _ticks(packet.dts, scale) + shift - lowered
                 duration = _ticks(packet.duration or 0, scale)
                 if dts is not None and last_dts is not None and dts <= last_dts:
                     # At a boundary the new encoder's first decode times may reach back into the segment
