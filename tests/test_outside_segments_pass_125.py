@@ -17,10 +17,11 @@ def _video_timing(path: str) -> tuple[str, set[int], list[int]]:
     """The video stream's average rate, its decode-time steps and every frame's pts (decoded)."""
     with av.open(path) as container:
         stream = container.streams.video[0]
+        rate = str(stream.average_rate)  # read while open: a closed container's stream reads freed memory
         dts = [p.dts for p in container.demux(stream) if p.dts is not None]
     with av.open(path) as container:
         pts = [f.pts for f in container.decode(video=0)]
-    return str(stream.average_rate), {b - a for a, b in itertools.pairwise(dts)}, pts
+    return rate, {b - a for a, b in itertools.pairwise(dts)}, pts
 
 
 def test_a_segment_shorter_than_the_encoder_s_delay_keeps_the_decode_times_even(tmp_path: Path) -> None:
