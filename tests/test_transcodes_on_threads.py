@@ -48,3 +48,38 @@ def test_two_transcodes_set_up_at_once_on_two_threads_each_with_its_own_device(t
         assert len(frames) == 30
         assert (frames[0].width, frames[0].height) == (160, 96)
         assert stats[i].frames == 30  # type: ignore[attr-defined]
+
+
+@pytest.mark.vulkan
+def test_two_sources_on_two_threads_each_with_its_own_device_render_tensors(tmp_path: Path) -> None:
+    """The same for sources: each thread opens a file (a Device of its own) and renders its frames into
+    tensors by the renderer (``route='dawn'``: a Dawn device on the GPU machine), at once."""
+    import numpy as np
+
+    import alpha2
+
+    clips = [make_clip(tmp_path / f"in{i}.mp4", width=320, height=192, frames=24).path for i in range(2)]
+    start = threading.Barrier(len(clips))
+    errors: list[BaseException] = []
+    means: dict[int, list[float]] = {}
+
+    def work(i: int) -> None:
+        try:
+            with alpha2.open(clips[i], hwaccel="auto") as source:
+                start.wait(timeout=60)
+                means[i] = []
+                for frame in source:
+                    tensor = source.to_tensor(frame, size=(64, 64), route="dawn", device="cpu")
+                    means[i].append(float(np.asarray(tensor.numpy()).mean()))
+                    frame.release()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(clips))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors
+    assert [len(means[i]) for i in range(2)] == [24, 24]
+    assert all(0 < m < 255 for m in means[0] + means[1])

@@ -61,6 +61,22 @@ class _Candidates:
         return self._value
 
 
+_work_lock = threading.RLock()
+
+
+def _process_work_lock() -> threading.RLock:
+    """The lock every Device of this process holds its GPU work under (:attr:`Device.work_lock`)."""
+    return _work_lock
+
+
+def _fresh_work_lock() -> None:
+    global _work_lock
+    _work_lock = threading.RLock()  # a fork's copy may be held by a thread the fork did not copy
+
+
+os.register_at_fork(after_in_child=_fresh_work_lock)
+
+
 def open_pool(adapters: list[Any]) -> list[Any]:
     """The WebGPU adapters :meth:`Device.open` chooses among: the Vulkan ones where there is any (Vulkan
     is the API alpha2 interoperates through), else all of them."""
@@ -169,12 +185,17 @@ class Device:
     opened_pid: int = field(default_factory=os.getpid, repr=False, compare=False)
     """The process that made it: its GPUDevice's threads do not come with a fork, and work submitted to
     it from a forked child waits forever."""
-    work_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    work_lock: threading.RLock = field(default_factory=_process_work_lock, repr=False, compare=False)
     """Held around a piece of GPU work on this device (a frame's import and conversion, setting up,
     flushing) by each transcode, so that transcodes on several threads may share one Device: wgpudawn's
-    device is not made safe for calls from several threads at once. Uncontended (one transcode a
-    device, the usual case) it costs a fraction of a microsecond; while one thread holds it, the others
-    decode and encode on the CPU (PyAV lets go of the GIL there)."""
+    device is not made safe for calls from several threads at once. One lock for every Device of the
+    process: Dawn's instance is the process's, and the event pump a read-back waits with
+    (``wgpuInstanceProcessEvents``) ticks every Dawn device, so two transcodes on two threads, each on a
+    Device of its own, crashed the process in Dawn's queue submission (an H100, 2026-12-06,
+    ``tests/test_transcodes_on_threads.py``). Uncontended (one transcode in the process, the usual case)
+    it costs a fraction of a microsecond; while one thread holds it, the others decode and encode on the
+    CPU (PyAV lets go of the GIL there); transcodes in parallel on the GPU belong in processes (``alpha2
+    batch``'s default)."""
 
     # -- making one -------------------------------------------------------------------------------
 
@@ -451,10 +472,11 @@ class Device:
             context, self._shared_context = self._shared_context, None
             made = self.webgpu_device if self._owns_webgpu_device else None
             self._owns_webgpu_device = False
-        if context is not None and self._owns_context:
-            context.close()
-        if made is not None:
-            _release_webgpu_device(made)
+        with self.work_lock:  # not while another thread's transcode works on a Dawn device
+            if context is not None and self._owns_context:
+                context.close()
+            if made is not None:
+                _release_webgpu_device(made)
 
     def __enter__(self) -> Device:
         return self
