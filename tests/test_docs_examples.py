@@ -122,42 +122,39 @@ def test_gallery_runs(script: Path, sample: str, tmp_path: Path) -> None:
     assert done.stdout.strip(), f"{script.name} printed nothing"
 
 
-@pytest.mark.vulkan
-def test_the_dataloader_example_takes_a_video_shorter_than_a_clip(tmp_path: Path) -> None:
-    # Its clips are 4 frames 0.1 s apart: on a 0.2 s video (a folder of them holds some) a worker raised
-    # EndOfStreamError at 0.2 s and the loader stopped.
+def _dataloader(argument: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """examples/dataloader.py run on ``argument`` (a video or a folder), checked to have made its batches
+    of 2 clips of 4 frames 112x112 and ended well."""
     if importlib.util.find_spec("torch") is None:
         pytest.skip("dataloader.py needs torch")
-    short = make_clip(tmp_path / "short.mp4", frames=6).path  # 0.2 s at 30 fps
     done = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "dataloader.py"), short],
-        cwd=tmp_path,
+        [sys.executable, str(REPO / "examples" / "dataloader.py"), argument],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=GALLERY_LIMIT_S,
     )
     assert done.returncode == 0, done.stderr
     assert "(2, 4, 3, 112, 112)" in done.stdout
+    return done
+
+
+@pytest.mark.vulkan
+def test_the_dataloader_example_takes_a_video_shorter_than_a_clip(tmp_path: Path) -> None:
+    # Its clips are 4 frames 0.1 s apart: on a 0.2 s video (a folder of them holds some) a worker raised
+    # EndOfStreamError at 0.2 s and the loader stopped.
+    short = make_clip(tmp_path / "short.mp4", frames=6).path  # 0.2 s at 30 fps
+    _dataloader(short, tmp_path)
 
 
 @pytest.mark.vulkan
 def test_the_dataloader_example_leaves_out_a_folders_files_that_are_no_video(tmp_path: Path) -> None:
     # A folder of .mp4 files holding a song (sound alone) and a file that is not a video at all: the
     # example stopped with NoVideoStreamError's traceback before its first batch.
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("dataloader.py needs torch")
     make_clip(tmp_path / "a.mp4", frames=12)
     make_audio_only(tmp_path / "b.mp4", seconds=1.0)
     (tmp_path / "c.mp4").write_bytes(b"not a video")
-    done = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "dataloader.py"), str(tmp_path)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=GALLERY_LIMIT_S,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "(2, 4, 3, 112, 112)" in done.stdout
+    done = _dataloader(str(tmp_path), tmp_path)
     skipped = sorted(line.split(":")[0] for line in done.stderr.splitlines() if line.startswith("skipped "))
     assert skipped == [f"skipped {tmp_path / 'b.mp4'}", f"skipped {tmp_path / 'c.mp4'}"], done.stderr
 

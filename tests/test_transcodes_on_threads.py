@@ -7,6 +7,7 @@ devices one thread at a time). On lavapipe here; on the GPU machine (``ALPHA2_RE
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import av
@@ -18,30 +19,40 @@ from alpha2.gpu.geometry import Size
 from tests.media import make_clip
 
 
-@pytest.mark.vulkan
-def test_two_transcodes_set_up_at_once_on_two_threads_each_with_its_own_device(tmp_path: Path) -> None:
-    clips = [make_clip(tmp_path / f"in{i}.mp4", width=320, height=192, frames=30).path for i in range(2)]
-    options = TranscodeOptions(
-        gpu=True, hwaccel="auto", size=Size(160, 96), preset="ultrafast", overwrite=True
-    )
-    start = threading.Barrier(len(clips))
+def _on_threads_at_once(count: int, work: Callable[[int, threading.Barrier], None]) -> None:
+    """``work(i, start)`` on ``count`` threads, each to wait at ``start`` before the part to run at once;
+    raises the first error a thread met, and fails if one is still running after 300 s."""
+    start = threading.Barrier(count)
     errors: list[BaseException] = []
-    stats: dict[int, object] = {}
 
-    def work(i: int) -> None:
+    def run(i: int) -> None:
         try:
-            start.wait(timeout=60)  # both open their devices and decoders at the same moment
-            stats[i] = transcode(clips[i], str(tmp_path / f"out{i}.mp4"), options)
+            work(i, start)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(clips))]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=300)
     assert not errors, errors
     assert not any(thread.is_alive() for thread in threads)
+
+
+@pytest.mark.vulkan
+def test_two_transcodes_set_up_at_once_on_two_threads_each_with_its_own_device(tmp_path: Path) -> None:
+    clips = [make_clip(tmp_path / f"in{i}.mp4", width=320, height=192, frames=30).path for i in range(2)]
+    options = TranscodeOptions(
+        gpu=True, hwaccel="auto", size=Size(160, 96), preset="ultrafast", overwrite=True
+    )
+    stats: dict[int, object] = {}
+
+    def work(i: int, start: threading.Barrier) -> None:
+        start.wait(timeout=60)  # both open their devices and decoders at the same moment
+        stats[i] = transcode(clips[i], str(tmp_path / f"out{i}.mp4"), options)
+
+    _on_threads_at_once(len(clips), work)
     for i in range(len(clips)):
         with av.open(str(tmp_path / f"out{i}.mp4")) as container:
             frames = list(container.decode(video=0))
@@ -66,27 +77,17 @@ def test_two_sources_on_two_threads_each_with_its_own_device_render_tensors(tmp_
     with alpha2.open(clips[0], hwaccel="auto") as first:
         if first.device.implementation is WebGpuImplementation.DAWN:
             pytest.skip("sources on threads, each on a Dawn device of its own, crash in Dawn (a known fault)")
-    start = threading.Barrier(len(clips))
-    errors: list[BaseException] = []
     means: dict[int, list[float]] = {}
 
-    def work(i: int) -> None:
-        try:
-            with alpha2.open(clips[i], hwaccel="auto") as source:
-                start.wait(timeout=60)
-                means[i] = []
-                for frame in source:
-                    tensor = source.to_tensor(frame, size=(64, 64), route="dawn", device="cpu")
-                    means[i].append(float(np.asarray(tensor.numpy()).mean()))
-                    frame.release()
-        except BaseException as exc:
-            errors.append(exc)
+    def work(i: int, start: threading.Barrier) -> None:
+        with alpha2.open(clips[i], hwaccel="auto") as source:
+            start.wait(timeout=60)
+            means[i] = []
+            for frame in source:
+                tensor = source.to_tensor(frame, size=(64, 64), route="dawn", device="cpu")
+                means[i].append(float(np.asarray(tensor.numpy()).mean()))
+                frame.release()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(clips))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors
+    _on_threads_at_once(len(clips), work)
     assert [len(means[i]) for i in range(2)] == [24, 24]
     assert all(0 < m < 255 for m in means[0] + means[1])
