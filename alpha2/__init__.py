@@ -13,6 +13,8 @@ The three jobs, from the top level (names load on first use: ``import alpha2`` n
   container: VP9 for .webm, GIF for .gif, else H.264; BT.709 unless ``colour`` says otherwise);
 - ``alpha2.open_audio(path, sample_rate=None, channels=None)`` -> :class:`~alpha2.api.audio.AudioSource`:
   sound as float32 (frames, channels) blocks with ``pts_seconds``, resampled on request;
+- ``alpha2.transcode(source, output, alpha2.TranscodeOptions(...))``: what ``alpha2 transcode`` does, as
+  a function, its stats returned;
 - ``frame.to_ndarray()`` / ``frame.plane(i)`` (DLPack) for arrays; ``alpha2.Device`` and
   ``alpha2.adapters()`` for the GPU; ``alpha2.describe(path)`` for what a file holds (streams,
   languages, the video's colour and decoder: what ``alpha2 probe FILE`` prints).
@@ -59,6 +61,8 @@ _EXPORTS: dict[str, str] = {
     "GpuWorkDone": "alpha2.api.source",
     "RgbTensor": "alpha2.api.tensors",
     "AudioTrack": "alpha2.api.source",
+    "transcode": "alpha2.api.transcoder",
+    "TranscodeOptions": "alpha2.api.transcode_plan",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -81,6 +85,8 @@ if TYPE_CHECKING:
     from alpha2.api.source import open_async as open_async
     from alpha2.api.tensors import RgbTensor as RgbTensor
     from alpha2.api.tensors import to_tensor as to_tensor
+    from alpha2.api.transcode_plan import TranscodeOptions as TranscodeOptions
+    from alpha2.api.transcoder import transcode as transcode
     from alpha2.api.writer import Writer as Writer
     from alpha2.api.writer import create as create
     from alpha2.gpu.colour import ColourInfo as ColourInfo

@@ -29,6 +29,20 @@ def test_import_alpha2_is_cheap_and_lists_the_api() -> None:
         assert repr(name) in out
 
 
+def test_transcode_is_a_top_level_name_as_open_and_create_are(tmp_path: Path) -> None:
+    # A program replacing ffmpeg calls alpha2.transcode: it was AttributeError ('module alpha2 has no
+    # attribute transcode'), the function only at alpha2.api.transcode.
+    import alpha2
+    import alpha2.api
+
+    assert alpha2.transcode is alpha2.api.transcode
+    assert alpha2.TranscodeOptions is alpha2.api.TranscodeOptions
+    assert {"transcode", "TranscodeOptions"} <= set(alpha2.__all__)
+    clip = make_clip(tmp_path / "in.mp4", width=64, height=48, frames=6).path
+    stats = alpha2.transcode(clip, str(tmp_path / "out.mp4"), alpha2.TranscodeOptions(frames=4))
+    assert stats.frames == 4
+
+
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory: pytest.TempPathFactory) -> str:
     return make_clip(tmp_path_factory.mktemp("api") / "clip.mp4", width=64, height=48, frames=8).path
