@@ -30,6 +30,7 @@ TranscodeOptions`), an input that is not a seekable file.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import enum
@@ -39,9 +40,11 @@ import multiprocessing.connection
 import multiprocessing.process
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +68,7 @@ from alpha2.gpu.errors import InternalError, InvalidInputError, UnsupportedError
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.option_names import current_names, option_names
 from alpha2.gpu.option_names import named as _named
+from alpha2.native_gpu.paths import PathReport
 
 __all__ = [
     "AUTO_MIN_CORES",
@@ -72,9 +76,11 @@ __all__ = [
     "MAX_AUTO_SEGMENTS",
     "SegmentPart",
     "SegmentResult",
+    "SegmentRoutes",
     "SegmentedReport",
     "available_cores",
     "choose_segment_count",
+    "merged_route_reports",
     "split_at_keyframes",
     "transcode_segmented",
 ]
@@ -232,14 +238,85 @@ class SegmentResult:
     """Its own report."""
 
     def as_dict(self) -> dict[str, Any]:
-        """For ``--json``."""
+        """For ``--json``: also the frames per import path and per encode route it took (None: that
+        stage was not on its way, as in a passthrough)."""
+        imports, encodes = self.stats.import_paths, self.stats.encode_paths
         return {
             "index": self.index,
             "from_seconds": round(self.from_seconds, 6),
             "frames": self.frames,
             "seconds": round(self.seconds, 4),
             "fps": round(self.frames / self.seconds, 3) if self.seconds > 0 else 0.0,
+            "import_frames": None if imports is None else imports.as_dict()["frames"],
+            "encode_frames": None if encodes is None else encodes.as_dict()["frames"],
         }
+
+
+@dataclass(frozen=True)
+class SegmentRoutes:
+    """The segments' import and encode reports as one (:func:`merged_route_reports`)."""
+
+    imports: PathReport[Any] | None
+    """The importer's, every segment's frames summed (None: no segment imported to the GPU)."""
+    encodes: PathReport[Any] | None
+    """The encode copier's, summed alike."""
+    differences: str | None
+    """Where the segments took different ways (paths, fallbacks, scale route, device): each segment's,
+    ``segment 1: import gpu_copy 10, encode planes_cpu 10; segment 2: ...``; None: all took the same."""
+
+
+def _route_key(stats: TranscodeStats) -> tuple[Any, ...]:
+    """What two segments that took the same way have alike (not their frame counts)."""
+    imports, encodes = stats.import_paths, stats.encode_paths
+    return (
+        None
+        if imports is None
+        else (frozenset(p.value for p in imports.frames_by_path), frozenset(imports.fallbacks)),
+        None
+        if encodes is None
+        else (frozenset(p.value for p in encodes.frames_by_path), frozenset(encodes.fallbacks)),
+        None if stats.scale_route is None else stats.scale_route.get("route"),
+        None if stats.device is None else (stats.device.get("implementation"), stats.device.get("adapter")),
+    )
+
+
+def _route_words(stats: TranscodeStats) -> str:
+    """``import cpu_upload 10 (fallback x10: why), encode planes_cpu 10``: the frames per path taken."""
+    words: list[str] = []
+    for what, report in (("import", stats.import_paths), ("encode", stats.encode_paths)):
+        if report is None:
+            continue
+        said = f"{what} " + (" + ".join(f"{p.value} {n}" for p, n in report.frames_by_path.items()) or "none")
+        if report.fallbacks:
+            said += " (" + ", ".join(f"fallback x{n}: {why}" for why, n in report.fallbacks.items()) + ")"
+        words.append(said)
+    return ", ".join(words)
+
+
+def merged_route_reports(parts: list[SegmentResult]) -> SegmentRoutes:
+    """The segments' importer and encode-copier reports summed, so that every frame of the file is
+    counted where one pipeline would count it, and each segment's way said where they differ."""
+    imports = [p.stats.import_paths for p in parts if p.stats.import_paths is not None]
+    encodes = [p.stats.encode_paths for p in parts if p.stats.encode_paths is not None]
+    differences = None
+    if len({_route_key(p.stats) for p in parts}) > 1:
+        scale = len({_route_key(p.stats)[2] for p in parts}) > 1
+        devices = len({_route_key(p.stats)[3] for p in parts}) > 1
+        said = []
+        for part in parts:
+            words = [_route_words(part.stats)] if _route_words(part.stats) else []
+            if scale:
+                words.append(f"scale {_route_key(part.stats)[2] or 'none'}")
+            if devices:
+                device = part.stats.device
+                words.append(f"on {'no device' if device is None else device.get('adapter')}")
+            said.append(f"segment {part.index + 1}: {', '.join(words) or 'no GPU stage'}")
+        differences = "; ".join(said)
+    return SegmentRoutes(
+        PathReport.summed(imports) if imports else None,
+        PathReport.summed(encodes) if encodes else None,
+        differences,
+    )
 
 
 @dataclass
@@ -262,6 +339,8 @@ class SegmentedReport:
     """Wall time of the join."""
     dts_raised: int = 0
     """Decode timestamps raised at boundaries to stay increasing."""
+    route_differences: str | None = None
+    """Each segment's import path and encode route where they differ (:class:`SegmentRoutes`)."""
 
     @property
     def done(self) -> str:
@@ -282,6 +361,7 @@ class SegmentedReport:
             "encode_seconds": round(self.encode_seconds, 4),
             "join_seconds": round(self.join_seconds, 4),
             "dts_raised": self.dts_raised,
+            "route_differences": self.route_differences,
         }
 
 
@@ -390,33 +470,100 @@ def _error_from(message: tuple[Any, ...], part: SegmentPart) -> BaseException:
     return InternalError(f"{part.describe()} failed: {name}: {text}")
 
 
+_MAIN_RAN_AGAIN_EXIT = 86
+"""A worker's exit status where spawn's import of the main script began a segmented transcode again (a
+script without the ``__main__`` guard whose source :func:`_check_spawnable` could not read)."""
+
+
+def _unguarded(where: str) -> UnsupportedError:
+    """The error for a script that starts its segmented transcode outside the ``__main__`` guard."""
+    return UnsupportedError(
+        "a segmented transcode starts a worker process per segment by 'spawn', which runs the main "
+        f"script again in each: {where}, so each worker would start the transcode again instead of its "
+        "segment; put the script's work under 'if __name__ == \"__main__\":' (as multiprocessing asks), "
+        "or leave segments out for one pipeline"
+    )
+
+
+def _main_frame(main: Any) -> types.FrameType | None:
+    """The main script's own frame on the main thread (its top-level code running), or None."""
+    frame = sys._current_frames().get(threading.main_thread().ident or -1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals is vars(main):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _under_name_guard(filename: str, line: int) -> bool | None:
+    """Whether ``line`` of the script ``filename`` lies under an ``if`` on ``__name__`` (the
+    ``__main__`` guard); None: its source cannot be read or parsed."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    body: list[ast.stmt] = tree.body
+    while True:
+        node = next(
+            (n for n in body if n.lineno <= line <= (n.end_lineno or n.lineno)),
+            None,
+        )
+        if node is None:
+            return False
+        if isinstance(node, ast.If) and any(
+            isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(node.test)
+        ):
+            return True
+        inner = [b for name in ("body", "orelse", "finalbody", "handlers") for b in getattr(node, name, [])]
+        body = [b for b in inner if isinstance(b, ast.stmt)]
+        for handler in (b for b in inner if isinstance(b, ast.ExceptHandler)):
+            body += handler.body
+
+
 def _check_spawnable() -> None:
     """Refuse segments where their worker processes cannot start: ``spawn`` runs the main module again in
-    each, by its file, and a script read from standard input (``python - <<EOF``) has none (``<stdin>``).
-    Each worker died before it began, said 'its worker process ended (exit code None) without a result'
-    after the survey.
+    each, by its file (or by name, ``python -m``). A script read from standard input (``python - <<EOF``)
+    has none (``<stdin>``); a script that starts the transcode outside ``if __name__ == "__main__":``
+    would start it again in each worker, whose start multiprocessing then refuses (its bootstrapping
+    RuntimeError). Each was said after the survey as 'its worker process ended (exit code ...) without a
+    result'. A worker that finds itself here while its main script is imported ends with
+    :data:`_MAIN_RAN_AGAIN_EXIT`, which the parent says as this error.
 
     Raises:
-        UnsupportedError: the main module names a file that is not there.
+        UnsupportedError: the main module names a file that is not there, or its line that started this
+            transcode is not under the ``__main__`` guard.
     """
-    import sys
-
+    if getattr(multiprocessing.process.current_process(), "_inheriting", False):
+        # A segment's worker importing the main script (spawn's bootstrapping): it would fail to start
+        # workers of its own; its parent says why.
+        raise SystemExit(_MAIN_RAN_AGAIN_EXIT)
     main = sys.modules.get("__main__")
-    if main is None or getattr(main, "__spec__", None) is not None:
-        return  # python -m module: spawn imports it by name
     path = getattr(main, "__file__", None)
-    if path is None:
+    if main is None or path is None:
         return  # python -c, an interactive session, a notebook: nothing to run again
-    # Where spawn looks for a relative one (the folder at start; typeshed does not list the name).
-    folder = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or os.getcwd()
-    if os.path.isfile(path if os.path.isabs(path) else os.path.join(folder, path)):
-        return
-    what = "was read from standard input" if path == "<stdin>" else f"({path!r}) is no file"
-    raise UnsupportedError(
-        f"a segmented transcode starts a worker process per segment by 'spawn', which runs the main script "
-        f"again, and this script {what}: save it to a file and run that (its transcode under "
-        "'if __name__ == \"__main__\":'), or leave segments out for one pipeline"
-    )
+    if getattr(main, "__spec__", None) is None:  # python -m module: spawn imports it by name
+        # Where spawn looks for a relative one (the folder at start; typeshed does not list the name).
+        folder = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or os.getcwd()
+        if not os.path.isfile(path if os.path.isabs(path) else os.path.join(folder, path)):
+            what = "was read from standard input" if path == "<stdin>" else f"({path!r}) is no file"
+            raise UnsupportedError(
+                "a segmented transcode starts a worker process per segment by 'spawn', which runs the main "
+                f"script again, and this script {what}: save it to a file and run that (its transcode "
+                "under 'if __name__ == \"__main__\":'), or leave segments out for one pipeline"
+            )
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if spec_name.endswith("__main__") or os.path.splitext(os.path.basename(path))[0] == "__main__":
+        return  # a package's __main__ (python -m alpha2, a folder, a zip): spawn does not run it again
+    frame = _main_frame(main)
+    if frame is None:
+        return  # its top-level code is done: a thread or a callback at exit
+    line, filename = frame.f_lineno, frame.f_code.co_filename
+    if line is not None and _under_name_guard(filename, line) is False:
+        name = os.path.basename(filename)
+        raise _unguarded(
+            f"line {line} of {name}, which started this transcode, runs outside the __main__ guard"
+        )
 
 
 class _Workers:
@@ -481,7 +628,14 @@ class _Workers:
                     except EOFError:
                         break
                 if index not in done:
-                    code = self.processes[index].exitcode
+                    process = self.processes[index]
+                    process.join(_STOP_WAIT_S)  # its sentinel may be ready before its status is
+                    code = process.exitcode
+                    if code == _MAIN_RAN_AGAIN_EXIT:
+                        raise _unguarded(
+                            f"the worker of {parts[index].describe()}, running it, started a segmented "
+                            "transcode again (outside the __main__ guard)"
+                        )
                     raise InternalError(
                         f"{parts[index].describe()}: its worker process ended (exit code {code}) "
                         "without a result"
@@ -719,16 +873,21 @@ def _fill_stats(
     """The whole run's report from the survey's, the segments' and the join's."""
     parts = report.parts
     stats.frames = sum(p.frames for p in parts)
+    routes = merged_route_reports(parts)
+    report.route_differences = routes.differences
     stats.segments = report.as_dict()
     stats.packets_out = sum(joined.packets)
     stats.audio_packets_copied = joined.audio_packets_copied
     stats.audio_timestamps = joined.audio_timestamps
+    # Every segment's frames counted, as one pipeline's reports count the file's; where the segments
+    # took different ways, the scale route and device are the first's and route_differences says each.
     first = parts[0].stats
     stats.scale_route = first.scale_route
-    stats.encode_routes = first.encode_routes
-    stats.encode_report = first.encode_report
-    stats.import_report = first.import_report
     stats.device = first.device
+    stats.import_paths, stats.encode_paths = routes.imports, routes.encodes
+    stats.import_report = None if routes.imports is None else routes.imports.summary()
+    stats.encode_report = None if routes.encodes is None else routes.encodes.summary()
+    stats.encode_routes = None if routes.encodes is None else routes.encodes.as_dict()
     for part in parts:
         seg = part.stats
         stats.paths.frames.update(seg.paths.frames)

@@ -9,7 +9,7 @@ Nothing FFmpeg changes or meets goes unsaid: these are the summary line's notes 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alpha2.api import pipeline
 from alpha2.api.frame_rate import FrameRateCounts
@@ -20,6 +20,9 @@ from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, Stream
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
 from alpha2.gpu.colour import ColourInfo
 from alpha2.gpu.frames import DecodedFrame
+
+if TYPE_CHECKING:
+    from alpha2.native_gpu.paths import PathReport
 
 __all__ = [
     "TranscodeStats",
@@ -72,6 +75,11 @@ class TranscodeStats:
     """The encode copier's summary of its routes (None: the GPU route was not taken)."""
     encode_routes: dict[str, Any] | None = None
     """The encode copier's routes with their frame counts and reasons (None: as ``encode_report``)."""
+    import_paths: PathReport[Any] | None = None
+    """The importer's report itself, which ``import_report`` says (a segmented transcode sums its
+    segments' reports)."""
+    encode_paths: PathReport[Any] | None = None
+    """The encode copier's report itself, which ``encode_report`` and ``encode_routes`` say."""
     audio_packets_copied: int = 0
     """Audio packets copied into the output."""
     packets_out: int = 0
@@ -316,7 +324,10 @@ def segments_summary(stats: TranscodeStats) -> str | None:
     each = "; ".join(
         f"{p['frames']} frame{'' if p['frames'] == 1 else 's'} in {p['seconds']:.2f} s" for p in parts
     )
-    return f"{segments['done']} ({segments['reason']}): {each}; joined in {segments['join_seconds']:.2f} s"
+    said = f"{segments['done']} ({segments['reason']}): {each}; joined in {segments['join_seconds']:.2f} s"
+    if segments.get("route_differences"):
+        said += f"; the segments took different paths: {segments['route_differences']}"
+    return said
 
 
 def _frames(count: int, what: str = "") -> str:

@@ -1334,7 +1334,9 @@ class _Transcoder:
         stats.paths.merge_counts(report.frames_by_path, report.fallbacks)
         stats.paths.bytes[ExecutionPath.CPU_UPLOAD] += report.bytes_crossed_cpu
         stats.import_report = report.summary()
+        stats.import_paths = report
         routes = parts.copier.route_report
+        stats.encode_paths = routes
         stats.encode_report = routes.summary()
         stats.encode_routes = routes.as_dict()
         stats.peak_copier_slots = parts.copier.peak_slots_in_use

@@ -10,7 +10,9 @@ counted with its reason, never silent, and the bytes that crossed the CPU are su
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -81,6 +83,32 @@ class PathReport(Generic[P]):
             lines.append(f"  fallback x{count}: {reason}")
         lines.append(f"  bytes through the CPU: {self.bytes_crossed_cpu}")
         return "\n".join(lines)
+
+    @classmethod
+    def summed(cls, reports: Sequence[PathReport[P]]) -> PathReport[P]:
+        """One report of several runs of the same stage (a segmented transcode's segments): their frames
+        per path, fallbacks and CPU bytes added up; the paths and the device as the first one says them
+        (where they differ, the caller says each run's).
+
+        Raises:
+            ValueError: no reports.
+        """
+        if not reports:
+            raise ValueError("no reports to sum")
+        frames: dict[P, int] = {}
+        fallbacks: dict[str, int] = {}
+        for report in reports:
+            for path, count in report.frames_by_path.items():
+                frames[path] = frames.get(path, 0) + count
+            for reason, count in report.fallbacks.items():
+                fallbacks[reason] = fallbacks.get(reason, 0) + count
+        first = reports[0]
+        return dataclasses.replace(
+            first,
+            frames_by_path=frames,
+            fallbacks=fallbacks,
+            bytes_crossed_cpu=sum(r.bytes_crossed_cpu for r in reports),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
