@@ -1,0 +1,58 @@
+"""Outside-pass faults of the command line's reports (helper 127): a copy's frames past --to said."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import av
+import pytest
+from media import make_clip
+
+from alpha2.apps.cli import main
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _shown_times(path: str) -> list[float]:
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        return sorted(float(p.pts * p.time_base) for p in container.demux(stream) if p.pts is not None)
+
+
+@pytest.mark.parametrize("b_frames", [2, 0])
+def test_copy_to_says_the_frames_it_keeps_past_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], b_frames: int
+) -> None:
+    # A copy ends by decode time (as ffmpeg's): with B-frames, a P-frame shown after --to that earlier
+    # B-frames refer to is written, after a pause; the summary and --json said nothing of it.
+    clip = make_clip(tmp_path / "b.mp4", frames=60, gop=12, b_frames=b_frames)
+    out = str(tmp_path / "o.mp4")
+    code, text, err = _run(["transcode", clip.path, out, "--codec", "copy", "--to", "1", "--json"], capsys)
+    assert code == 0, err
+    past = json.loads(text)["cut"]["past_to"]
+    times = _shown_times(out)
+    after = [t for t in times if t >= 1.0 - 1e-6]
+    if b_frames == 0:
+        assert after == [] and past is None
+        return
+    assert len(after) >= 2  # the case the note is for: more than the frame at --to itself
+    assert past["frames"] == len(after)
+    assert past["last_seconds"] == pytest.approx(after[-1], abs=1e-3)
+    step = 1 / 30
+    assert past["gap"] is any(b - a > step * 1.5 for a, b in itertools.pairwise(times))
+    assert past["gap"] and "decode order" in past["reason"]
+    code, _, err = _run(["transcode", clip.path, out, "--codec", "copy", "--to", "1", "-y"], capsys)
+    assert code == 0, err
+    said = " ".join(err.split())
+    head = f"{len(after)} frames at or past the part's end (1.000 s) copied"
+    assert f"{head}, the last at {after[-1]:.3f} s" in said
+    assert "after a pause" in said
