@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import fractions
 import itertools
 import json
 from pathlib import Path
 
 import av
 import pytest
-from media import make_clip
+from media import make_clip, pattern
 
 from alpha2.apps.cli import main
 
@@ -56,3 +57,44 @@ def test_copy_to_says_the_frames_it_keeps_past_the_end(
     head = f"{len(after)} frames at or past the part's end (1.000 s) copied"
     assert f"{head}, the last at {after[-1]:.3f} s" in said
     assert "after a pause" in said
+
+
+def _anamorphic(path: Path, rotation_ccw: int | None = None) -> str:
+    """A 64x48 clip whose pixels are 4:3 (shown 85x48), turned by ``rotation_ccw``."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.sample_aspect_ratio = fractions.Fraction(4, 3)
+        if rotation_ccw is not None:
+            stream.set_display_rotation(rotation_ccw)
+        for index in range(2):
+            frame = av.VideoFrame.from_ndarray(pattern(index, 64, 48), format="rgb24").reformat(
+                format="yuv420p"
+            )
+            frame.pts = index
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return str(path)
+
+
+def test_probe_json_says_the_decoded_video_s_shown_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The decoded video said display_size [352, 288] (stored pixels) where its stream's shown_size was
+    # [512, 288], with nothing saying which a player shows; it now says both, named.
+    flat = _anamorphic(tmp_path / "wide.mp4")
+    turned = _anamorphic(tmp_path / "turned.mp4", rotation_ccw=90)
+    code, text, err = _run(["probe", "--json", flat, turned], capsys)
+    assert code == 0, err
+    files = json.loads(text)["files"]
+    videos = [f["video"] for f in files]
+    assert [v["display_size"] for v in videos] == [[64, 48], [48, 64]]  # meaning kept: stored pixels
+    assert [v["shown_size"] for v in videos] == [[85, 48], [48, 85]]
+    assert [v["sample_aspect_ratio"] for v in videos] == ["4:3", "4:3"]
+    assert [v["shown_size"] for v in videos] == [f["streams"][0]["shown_size"] for f in files]
+    square = make_clip(tmp_path / "square.mp4", frames=2).path
+    code, text, err = _run(["probe", "--json", square], capsys)
+    video = json.loads(text)["files"][0]["video"]
+    assert video["shown_size"] == video["display_size"] == [64, 48] and video["sample_aspect_ratio"] is None
