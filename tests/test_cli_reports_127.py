@@ -98,3 +98,16 @@ def test_probe_json_says_the_decoded_video_s_shown_size(
     code, text, err = _run(["probe", "--json", square], capsys)
     video = json.loads(text)["files"][0]["video"]
     assert video["shown_size"] == video["display_size"] == [64, 48] and video["sample_aspect_ratio"] is None
+
+
+def test_batch_of_standard_input_says_it_reads_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 'alpha2 batch -' said "input '-' does not exist", as of a file gone missing.
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(["batch", "-", "--out", str(tmp_path / "out")], capsys)
+    said = " ".join(err.split())
+    assert code != 0 and "Traceback" not in err
+    assert "batch reads files, not standard input ('-')" in said, said
+    assert "list file (.txt, one path a line" in said and "does not exist" not in said
+    assert not (tmp_path / "out").exists()
