@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import fractions
 import itertools
 import json
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
 from pathlib import Path
 
 import av
@@ -12,6 +21,8 @@ import pytest
 from media import make_clip, pattern
 
 from alpha2.apps.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -111,3 +122,94 @@ def test_batch_of_standard_input_says_it_reads_files(
     assert "batch reads files, not standard input ('-')" in said, said
     assert "list file (.txt, one path a line" in said and "does not exist" not in said
     assert not (tmp_path / "out").exists()
+
+
+def _screen_lines(data: str, columns: int) -> list[str]:
+    """What a terminal ``columns`` wide shows for ``data`` (carriage returns and newlines; a line
+    that reaches past the last column wraps onto the next, as a terminal's does)."""
+    lines, line, col = [], [" "] * columns, 0
+    for char in data:
+        if char == "\r":
+            col = 0
+        elif char == "\n":
+            lines.append("".join(line).rstrip())
+            line, col = [" "] * columns, 0
+        else:
+            if col == columns:  # wrapped by the terminal
+                lines.append("".join(line).rstrip())
+                line, col = [" "] * columns, 0
+            line[col] = char
+            col += 1
+    lines.append("".join(line).rstrip())
+    return lines
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a pseudo-terminal of Linux's line discipline")
+def test_batch_stopped_line_fits_beside_the_terminal_s_ctrl_c_echo(tmp_path: Path) -> None:
+    # On a terminal, Ctrl-C is echoed as '^C' at the cursor (the start of the line under the lines per
+    # file); the 'stopped' line, filled to 80 columns, started after it and wrapped 2 characters over.
+    src = tmp_path / "in"
+    src.mkdir()
+    make_clip(src / "a.mp4", frames=4)
+    make_clip(src / "b.mp4", width=320, height=240, frames=1500)  # still encoding when interrupted
+    env = dict(
+        os.environ,
+        TERM="dumb",
+        PYTHONPATH=str(REPO),
+        XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"),
+    )
+    env.pop("COLUMNS", None)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    command = [
+        sys.executable,
+        "-m",
+        "alpha2",
+        "batch",
+        str(src),
+        "--out",
+        str(tmp_path / "out"),
+        "--workers",
+        "1",
+    ]
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )
+    os.close(slave)
+    data = b""
+    try:
+        deadline = time.monotonic() + 120
+        while b"1/2 a.mp4" not in data:
+            assert time.monotonic() < deadline, data
+            if select.select([master], [], [], 0.5)[0]:
+                data += os.read(master, 4096)
+        time.sleep(0.3)
+        os.write(master, b"\x03")  # Ctrl-C, as typed: the line discipline sends SIGINT and echoes '^C'
+        while True:
+            try:
+                chunk = os.read(master, 4096) if select.select([master], [], [], 30)[0] else b""
+            except OSError:  # EIO: the process and its terminal are gone
+                break
+            if not chunk:
+                break
+            data += chunk
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+    text = data.decode(errors="replace")
+    assert "^C" in text  # the terminal did echo it
+    screen = _screen_lines(text, 80)
+    stopped = next(i for i, line in enumerate(screen) if "stopped with 1 of 2 files done" in line)
+    assert screen[stopped].startswith("alpha2: batch: stopped"), screen
+    assert screen[stopped + 1].startswith("  in progress removed"), screen  # its own wrap, not the terminal's
+    assert screen[stopped + 2] == "alpha2: interrupted", screen
