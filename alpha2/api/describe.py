@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from alpha2.api import arguments
@@ -28,6 +29,7 @@ from alpha2.api.colour_report import guessed_notes
 from alpha2.ffmpeg_bridge.describe import MARKS, FileFacts, StreamFacts, describe_file
 from alpha2.ffmpeg_bridge.side_streams import StreamKind
 from alpha2.gpu.errors import Error, InvalidInputError
+from alpha2.gpu.geometry import Rotation
 
 if TYPE_CHECKING:
     from alpha2.api.source import VideoInfo
@@ -56,10 +58,17 @@ class MediaDescription:
     """Why the video could not be opened or decoded (the file is described all the same)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: the file, each stream, and the decoded video's facts."""
+        """JSON-ready: the file, each stream, and the decoded video's facts.
+
+        The video's ``display_size`` is the decoded picture's, turned by its ``rotation``, in stored
+        pixels (:attr:`VideoInfo.width`, ``height``): what a frame, a tensor or a render holds.
+        ``shown_size`` is what a player shows: that with the pixels' shape (``sample_aspect_ratio``,
+        ``"16:11"``, None: square) applied too, as each stream's ``shown_size`` says; they differ for
+        anamorphic video (352x288 stored, 512x288 shown)."""
         video = self.video
         colour = video.colour if video is not None else None
         hdr = video.hdr if video is not None else None
+        shape = self._sample_aspect()
         return {
             "path": self.file.path,
             "format": self.file.format,
@@ -80,6 +89,8 @@ class MediaDescription:
                 "index": self.video_index,
                 "codec": video.codec,
                 "display_size": [video.width, video.height],
+                "shown_size": list(self._shown_size(video)),
+                "sample_aspect_ratio": None if shape is None else f"{shape.numerator}:{shape.denominator}",
                 "rotation": video.rotation.name.lower(),
                 "mirrored": video.mirrored,
                 "frame_rate": video.frame_rate,
@@ -99,6 +110,24 @@ class MediaDescription:
             "decoder": self.decoder,
             "video_error": self.video_error,
         }
+
+    def _sample_aspect(self) -> Fraction | None:
+        """The decoded video stream's pixel shape where it is not square, as its stream says."""
+        for stream in self.file.streams:
+            if stream.index == self.video_index:
+                shape = stream.sample_aspect_ratio
+                return None if shape is None or shape == 1 else shape
+        return None
+
+    def _shown_size(self, video: VideoInfo) -> tuple[int, int]:
+        """``video``'s size as a player shows it: turned, and its stored width reshaped by the pixels'
+        shape (the height, after a quarter turn)."""
+        shape = self._sample_aspect()
+        if shape is None:
+            return video.width, video.height
+        if video.rotation in (Rotation.CW90, Rotation.CW270):
+            return video.width, max(1, round(video.height * shape))
+        return max(1, round(video.width * shape)), video.height
 
 
 def describe(path: str | os.PathLike[str], *, decode: bool = True, hwaccel: str = "auto") -> MediaDescription:

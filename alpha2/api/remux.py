@@ -29,6 +29,13 @@ COPY = "copy"
 """The codec name that asks for a copy, as ``ffmpeg -c copy`` does."""
 
 
+PAST_TO_REASON = (
+    "a copy ends by decode order, as ffmpeg's stream copy does: frames shown before the end may refer "
+    "to these"
+)
+"""Why a copy holds video frames at or past ``--to`` (``cut["past_to"]["reason"]``)."""
+
+
 def is_copy(options: TranscodeOptions) -> bool:
     """Whether ``options`` ask for the streams to be copied (``codec='copy'``)."""
     return isinstance(options.codec, str) and options.codec.strip().lower() == COPY
@@ -131,7 +138,18 @@ def remux_transcode(
             "frames": None,
             "streams_trimmed": False,
             "key_frame": True,  # a copy starts at the key frame at or before --from
+            "past_to": None,
         }
+        if report.past_to is not None:
+            # Kept as ffmpeg's stream copy keeps them (the copy ends by decode time), said: they showed
+            # past --to, after a pause, with nothing saying so (an outside pass, helper 127).
+            count, last, gap = report.past_to
+            stats.cut["past_to"] = {
+                "frames": count,
+                "last_seconds": round(last, 6),
+                "gap": gap,
+                "reason": PAST_TO_REASON,
+            }
     stats.output_bytes = os.path.getsize(output)
     stats.output_seconds = container_duration_seconds(output)
     return stats

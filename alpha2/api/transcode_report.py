@@ -114,7 +114,10 @@ class TranscodeStats:
     """The part of the input written; None: all of it. ``from_seconds``: where the output starts, counted
     from the input's start (the frame on display at ``asked_from_seconds``, or for a copy the key frame
     at or before it, ``key_frame`` True); ``to_seconds``: where it ends (None: the input's end);
-    ``frames``: ``--frames``; ``streams_trimmed``: whether the other streams were cut too."""
+    ``frames``: ``--frames``; ``streams_trimmed``: whether the other streams were cut too; for a copy,
+    ``past_to``: the video frames at or past ``to_seconds`` it holds (None: none), ``frames`` of them,
+    the last at ``last_seconds`` (from the input's start), ``gap``: frames shown between them missing
+    (the picture pauses before them), and the ``reason`` (a copy ends by decode time)."""
     segments: dict[str, Any] | None = None
     """Whether the video was encoded in segments at once and joined, or in one pipeline and why, with
     each segment's frames and seconds (:class:`~alpha2.api.segmented_transcode.SegmentedReport`); None:
@@ -352,6 +355,17 @@ def summary_notes(stats: TranscodeStats, *, streams_line: bool = False, rate_lin
     note, ``frame rate 60 -> 30 fps: 30 dropped, 0 repeated``, unless ``rate_line`` (the summary's own
     ``rate`` line; a batch's files said nothing of it)."""
     notes = list(stats.input_notes)
+    past = None if stats.cut is None else stats.cut.get("past_to")
+    if past:
+        count = past["frames"]
+        frames = "1 frame" if count == 1 else f"{count} frames"
+        end = stats.cut["to_seconds"] if stats.cut else None
+        at = f" ({end:.3f} s)" if end is not None else ""
+        after = ", after a pause (frames shown between are not copied)" if past["gap"] else ""
+        notes.append(
+            f"{frames} at or past the part's end{at} copied, the last at {past['last_seconds']:.3f} s"
+            f"{after}: {past['reason']}"
+        )
     if stats.frame_rate is not None and not rate_line:
         notes.append(f"frame rate {stats.frame_rate.summary()}")
     if stats.plan is not None and stats.plan.crop is not None:

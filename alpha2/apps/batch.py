@@ -973,8 +973,13 @@ def run(args: argparse.Namespace) -> int:
         # run resumes; the bars alone stood at '2/4' with nothing on the outputs. --quiet: one line.
         line = tally.interrupted_line(force=args.overwrite)
         if line is not None and not args.quiet:
+            # A terminal echoes Ctrl-C as '^C' where its cursor is, at the start of the line under the
+            # lines per file: the line filled to the width then ran 2 columns over. It starts at that
+            # line's start (a carriage return: over the '^C'; nothing where there is none).
+            start = "\r" if isinstance(stop, KeyboardInterrupt) and sys.stderr.isatty() else ""
             for part in wrap_text(line, terminal_columns(sys.stderr) or len(line), "", "  "):
-                print(part, file=sys.stderr)
+                print(start + part, file=sys.stderr)
+                start = ""
         raise
     if args.json:
         pipeline.emit_json(report.as_dict())

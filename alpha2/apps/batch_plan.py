@@ -376,6 +376,12 @@ def scan_inputs(specs: Sequence[str], *, out_dir: str | None = None, sound: bool
             raise InvalidInputError(
                 f"input {spec!r} is not a file or a folder (give a folder, a glob or a file)"
             )
+        elif spec == "-":
+            # Said 'input '-' does not exist', where probe and transcode say standard input is refused.
+            raise InvalidInputError(
+                "batch reads files, not standard input ('-'): give a folder, a glob ('clips/*.mp4') or a "
+                "list file (.txt, one path a line; 'find ... > list.txt' makes one)"
+            )
         else:
             raise InvalidInputError(f"input {spec!r} does not exist (give a folder, a glob or a list file)")
         for f in files:

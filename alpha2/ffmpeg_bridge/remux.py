@@ -71,6 +71,11 @@ class RemuxReport:
     cut_from: float | None = None
     """With a cut: where the copy starts, the key frame at or before the start asked for (seconds of
     the input, from its start)."""
+    past_to: tuple[int, float, bool] | None = None
+    """With ``to_seconds``: the video's pictures copied at or past it, which a copy keeps as ffmpeg's
+    does (it ends by decode time: pictures shown before ``to_seconds`` may refer to them): (how many,
+    the last one's time in seconds from the input's start, whether pictures shown between are missing,
+    so that the picture pauses before them); None: none."""
     ends_early: tuple[float, float] | None = None
     """The input's video ends well before the duration its container announces for it (a truncated
     file): (seconds its packets reach, seconds announced), from its start, as the decoder finds it in
@@ -280,6 +285,9 @@ def remux(
         finally:
             copier.close()
         report.video_packets = copier.video_packets_copied
+        past = copier.video_past_window
+        if past is not None:
+            report.past_to = (past[0], past[1] - start, past[2])
         if to_seconds is None:
             # A copy reads no frame: the video's packets say where it ends, weighed as a transcode's
             # decoder weighs its frames (a cut file was copied saying nothing; an outside pass).

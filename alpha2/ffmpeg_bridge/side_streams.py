@@ -1075,6 +1075,8 @@ class StreamCopier:
         self._end = end_seconds
         self._window = window
         self._video_done = False  # a window's video passed its end: no later video packet is taken
+        self._shown_before_end = 0.0  # where the window's video taken before its end stops showing
+        self._past_end: list[tuple[float, float]] = []  # (pts, end) seconds of video taken past its end
         self.report = CopyReport()
         """What was kept, dropped and changed."""
         try:
@@ -1527,7 +1529,14 @@ class StreamCopier:
             if end is not None and decoded >= end - 1e-9:
                 self._video_done = True
                 return False
-            return seconds >= start - 1e-6  # the open GOP's leading pictures before the key frame go
+            if seconds < start - 1e-6:
+                return False  # the open GOP's leading pictures before the key frame go
+            shown_to = float((stamp + max(packet.duration or 0, 0)) * time_base)
+            if end is not None and seconds >= end - 1e-9:
+                self._past_end.append((seconds, shown_to))
+            else:
+                self._shown_before_end = max(self._shown_before_end, shown_to)
+            return True
         return start - 1e-6 <= seconds and (end is None or seconds < end - 1e-9)
 
     def _keep_pixel_shape(self, stream: InputStream, stream_in: Any, stream_out: Any, muxer: str) -> None:
@@ -1552,6 +1561,20 @@ class StreamCopier:
     def exhausted(self) -> bool:
         """Whether every packet of the input has been read and muxed (or let go)."""
         return self._packets is None and self._pending is None and not self._held
+
+    @property
+    def video_past_window(self) -> tuple[int, float, bool] | None:
+        """The window's video pictures copied at or past its end (kept by decode time, see
+        :meth:`_in_window`): (how many, the last one's time in input seconds, whether pictures between
+        them and those before the end are missing, so that the picture pauses before them); None: none."""
+        if not self._past_end:
+            return None
+        times = sorted(self._past_end)
+        gap, shown = False, self._shown_before_end
+        for at, shown_to in times:
+            gap = gap or at > shown + 1e-3
+            shown = max(shown, shown_to)
+        return len(times), times[-1][0], gap
 
     @property
     def video_packets_copied(self) -> int:
