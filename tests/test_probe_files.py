@@ -168,6 +168,8 @@ def test_probe_files_json_lists_them_and_bad_ones_are_said_each_in_a_line(
     assert data["command"] == "probe" and [f["path"] for f in data["files"]] == [good]
     assert data["files"][0]["video"] is None, "--no-decode: nothing decoded"
     assert [e["input"] for e in data["errors"]] == [bad, missing]
+    # What a script can do about each, as batch's --json rows say it (probe's said the words alone).
+    assert [e["error_kind"] for e in data["errors"]] == ["invalid_input", "invalid_input"]
     lines = err.splitlines()
     assert len(lines) == 2 and all(line.startswith("alpha2: error: ") for line in lines), err
     assert "Traceback" not in err

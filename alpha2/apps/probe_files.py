@@ -27,7 +27,7 @@ from alpha2.apps.cli import (
     wrap_fields,
     wrap_text,
 )
-from alpha2.gpu.errors import Error, InvalidInputError
+from alpha2.gpu.errors import Error, ErrorKind, InvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,22 +50,25 @@ def run_files(args: argparse.Namespace) -> int:
             "'alpha2 probe FILE' describes media files"
         )
     described: list[MediaDescription] = []
-    errors: list[tuple[str, str]] = []
+    errors: list[tuple[str, str, ErrorKind]] = []  # (input, message, kind: batch's rows say it too)
     for path in args.inputs:
         refusal = standard_stream_refusal(path)
         if refusal is not None:
-            errors.append((path, refusal))
+            errors.append((path, refusal, ErrorKind.INVALID_INPUT))
             continue
         try:
             described.append(describe(path, decode=not args.no_decode))
         except Error as exc:
-            errors.append((path, exc.message))
+            errors.append((path, exc.message, exc.kind))
     if args.json:
         pipeline.emit_json(
             {
                 "command": "probe",
                 "files": [d.as_dict() for d in described],
-                "errors": [{"input": path, "error": message} for path, message in errors],
+                "errors": [
+                    {"input": path, "error": message, "error_kind": kind.value}
+                    for path, message, kind in errors
+                ],
             }
         )
     else:
@@ -74,7 +77,7 @@ def run_files(args: argparse.Namespace) -> int:
             if n:
                 print()
             print("\n".join(describe_lines(description, width)))
-    for path, message in errors:
+    for path, message, _kind in errors:
         named = path in message or repr(path) in message  # (a name with a newline is said as repr says it)
         print_error(message if named else f"{shown_name(path)}: {message}")  # folded as every error is
     return 1 if errors else 0
