@@ -25,20 +25,15 @@ import numpy as np
 from alpha2.api import arguments
 from alpha2.ffmpeg_bridge.audio import AudioBlock, AudioDecodeSession, AudioStreamInfo, NoAudioStreamError
 from alpha2.gpu.errors import ClosedError, InvalidInputError
+from alpha2.gpu.forks import keep_in_fork
 
 __all__ = ["AudioBlock", "AudioSource", "AudioStreamInfo", "NoAudioStreamError", "open_audio"]
-
-
-_FORKED_COPIES: list[AudioDecodeSession] = []
-"""Sessions opened before this process was forked from their own: kept, never closed here, since FFmpeg's
-codec context, freed in the copy, waits forever for decoder threads the fork did not copy."""
 
 
 def _close_here(session: AudioDecodeSession, pid: int) -> None:
     """Close ``session``, opened in process ``pid``; in a fork of that process, keep it instead."""
     if pid != os.getpid():
-        if not any(kept is session for kept in _FORKED_COPIES):
-            _FORKED_COPIES.append(session)
+        keep_in_fork(session)  # FFmpeg's codec context, freed here, waits for threads the fork lacks
         return
     session.close()
 

@@ -29,7 +29,6 @@ from alpha2.api.colour_report import guessed_notes
 from alpha2.ffmpeg_bridge.describe import MARKS, FileFacts, StreamFacts, describe_file
 from alpha2.ffmpeg_bridge.side_streams import StreamKind
 from alpha2.gpu.errors import Error, InvalidInputError
-from alpha2.gpu.geometry import Rotation
 
 if TYPE_CHECKING:
     from alpha2.api.source import VideoInfo
@@ -111,23 +110,21 @@ class MediaDescription:
             "video_error": self.video_error,
         }
 
+    def _video_stream(self) -> StreamFacts | None:
+        """The facts of the decoded video's stream, as the container gives them."""
+        return next((s for s in self.file.streams if s.index == self.video_index), None)
+
     def _sample_aspect(self) -> Fraction | None:
         """The decoded video stream's pixel shape where it is not square, as its stream says."""
-        for stream in self.file.streams:
-            if stream.index == self.video_index:
-                shape = stream.sample_aspect_ratio
-                return None if shape is None or shape == 1 else shape
-        return None
+        stream = self._video_stream()
+        shape = None if stream is None else stream.sample_aspect_ratio
+        return None if shape is None or shape == 1 else shape
 
     def _shown_size(self, video: VideoInfo) -> tuple[int, int]:
-        """``video``'s size as a player shows it: turned, and its stored width reshaped by the pixels'
-        shape (the height, after a quarter turn)."""
-        shape = self._sample_aspect()
-        if shape is None:
-            return video.width, video.height
-        if video.rotation in (Rotation.CW90, Rotation.CW270):
-            return video.width, max(1, round(video.height * shape))
-        return max(1, round(video.width * shape)), video.height
+        """``video``'s size as a player shows it: its stream's (:attr:`StreamFacts.shown_size`: turned,
+        the pixels' shape applied), else its own."""
+        stream = self._video_stream()
+        return (video.width, video.height) if stream is None else stream.shown_size
 
 
 def describe(path: str | os.PathLike[str], *, decode: bool = True, hwaccel: str = "auto") -> MediaDescription:

@@ -299,14 +299,16 @@ def merged_route_reports(parts: list[SegmentResult]) -> SegmentRoutes:
     imports = [p.stats.import_paths for p in parts if p.stats.import_paths is not None]
     encodes = [p.stats.encode_paths for p in parts if p.stats.encode_paths is not None]
     differences = None
-    if len({_route_key(p.stats) for p in parts}) > 1:
-        scale = len({_route_key(p.stats)[2] for p in parts}) > 1
-        devices = len({_route_key(p.stats)[3] for p in parts}) > 1
+    keys = [_route_key(p.stats) for p in parts]
+    if len(set(keys)) > 1:
+        scale = len({key[2] for key in keys}) > 1
+        devices = len({key[3] for key in keys}) > 1
         said = []
-        for part in parts:
-            words = [_route_words(part.stats)] if _route_words(part.stats) else []
+        for part, key in zip(parts, keys, strict=True):
+            route = _route_words(part.stats)
+            words = [route] if route else []
             if scale:
-                words.append(f"scale {_route_key(part.stats)[2] or 'none'}")
+                words.append(f"scale {key[2] or 'none'}")
             if devices:
                 device = part.stats.device
                 words.append(f"on {'no device' if device is None else device.get('adapter')}")

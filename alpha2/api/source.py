@@ -59,6 +59,7 @@ from alpha2.gpu.errors import (
     InvalidInputError,
     OutOfMemoryError,
 )
+from alpha2.gpu.forks import keep_in_fork
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
@@ -829,12 +830,6 @@ class Frame:
         )
 
 
-_FORKED_COPIES: list[_Resources] = []
-"""Resources of sources opened before this process was forked from their own (a DataLoader worker given
-a dataset holding open sources): kept, never freed here, since FFmpeg's codec context, freed in the
-copy, waits forever for the decoder threads the fork did not copy."""
-
-
 class _Resources:
     """What a VideoSource owns, held apart from it so that its finalizer does not keep it alive."""
 
@@ -853,9 +848,8 @@ class _Resources:
         return self.pid != os.getpid()
 
     def close(self) -> None:
-        if self.forked:
-            if not any(kept is self for kept in _FORKED_COPIES):
-                _FORKED_COPIES.append(self)
+        if self.forked:  # a DataLoader worker given a dataset holding open sources: kept, not freed
+            keep_in_fork(self)
             return
         worker, self.worker = self.worker, None
         if worker is not None:

@@ -35,6 +35,7 @@ from alpha2.ffmpeg_bridge.decode import short_repr
 from alpha2.ffmpeg_bridge.hwdevice import HwAccelMode
 from alpha2.gpu.colour_manage import ColourOptions, ColourTarget
 from alpha2.gpu.errors import ClosedError, Error, InvalidInputError, UnsupportedError
+from alpha2.gpu.forks import keep_in_fork
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Size
 from alpha2.gpu.surfaces import SurfaceBudget
@@ -129,15 +130,10 @@ class StreamState:
     what :meth:`StreamGroup.paint_tile` puts there."""
 
 
-_FORKED_COPIES: list[list[Any]] = []
-"""What StreamGroups made before this process was forked from their own hold: kept, never closed here,
-since their decoders' threads and GPU device did not come with the fork (closing them there hung)."""
-
-
 def _close_abandoned(objects: list[Any], count: int, pid: int) -> None:
     """The finalizer of a StreamGroup dropped without close(): say so, and stop its decoders."""
     if pid != os.getpid():
-        _FORKED_COPIES.append(objects)
+        keep_in_fork(objects)  # its decoders' threads and GPU device did not come with the fork
         return
     warnings.warn(
         f"unclosed alpha2 StreamGroup of {count} sources; close() it, or use 'with StreamGroup(...) as g:'",
@@ -792,7 +788,7 @@ class StreamGroup:
         self._closed = True
         self._finalizer.detach()
         if self._pid != os.getpid():
-            _FORKED_COPIES.append(self._objects)
+            keep_in_fork(self._objects)
             return
         busy = getattr(self, "_busy", None)
         if busy is None:  # __init__ failed before the lock was made: nothing ticks

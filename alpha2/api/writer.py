@@ -49,6 +49,7 @@ from alpha2.gpu.colour import (
 )
 from alpha2.gpu.encoded import companion_colour
 from alpha2.gpu.errors import ClosedError, InvalidInputError, UnsupportedError
+from alpha2.gpu.forks import keep_in_fork
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.geometry import Rotation
 from alpha2.gpu.handles import CpuPlane, CpuPlaneSet
@@ -259,8 +260,7 @@ class _Held:
     def keep_in_fork(self) -> None:
         """Free nothing in a forked process: the GPU waits hung there, and the partial output removed
         here is the one the process that made it is still writing."""
-        if not any(kept is self for kept in _FORKED_COPIES):
-            _FORKED_COPIES.append(self)
+        keep_in_fork(self)
 
     def release_gpu_and_thread(self) -> None:
         """Stop the thread and free the GPU objects, without encoding what is in flight."""
@@ -282,10 +282,6 @@ class _Held:
         if device is not None:
             with contextlib.suppress(Exception):
                 device.close()
-
-
-_FORKED_COPIES: list[_Held] = []
-"""What Writers made before this process was forked from their own hold: kept, never freed here."""
 
 
 def _abandoned(held: _Held, path: str) -> None:

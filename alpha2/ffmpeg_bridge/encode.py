@@ -65,10 +65,11 @@ from alpha2.ffmpeg_bridge.scale import (
 )
 from alpha2.ffmpeg_bridge.side_streams import DroppedStream, InputStream, StreamCopier, add_audio_encoder
 from alpha2.ffmpeg_bridge.timestamps import TimestampAdjustments
-from alpha2.gpu.codecs import NAME_ALIASES, flush_hang_refusal, odd_width_refusal
+from alpha2.gpu.codecs import NAME_ALIASES, size_refusal
 from alpha2.gpu.colour import ColourInfo, ColourMatrix, ColourPrimaries, ColourRange, TransferCharacteristic
 from alpha2.gpu.encoded import EncodedPlanes
 from alpha2.gpu.errors import ClosedError, ErrorKind, InvalidInputError, output_write_error
+from alpha2.gpu.forks import keep_in_fork
 from alpha2.gpu.formats import PixelFormat
 from alpha2.gpu.frames import DecodedFrame
 from alpha2.gpu.geometry import Rotation
@@ -585,10 +586,6 @@ def _options_argument(value: Any) -> dict[str, str]:
     return {key: str(item) for key, item in value.items()}
 
 
-_FORKED_COPIES: list[dict[str, Any]] = []
-"""What EncodeSessions made before this process was forked from their own held: kept, never freed here."""
-
-
 class EncodeSession:
     """Encode frames into a file (or a writable file object), atomically.
 
@@ -738,9 +735,7 @@ class EncodeSession:
                     f"{limits.max_width}x{limits.max_height}"
                 )
         if width is not None and height is not None:
-            refusal = flush_hang_refusal(self.encoder.name, width, height) or odd_width_refusal(
-                self.encoder.name, width, height
-            )
+            refusal = size_refusal(self.encoder.name, width, height)
             if refusal is not None:  # refused here: the encoder takes it, and hangs when the file is finished
                 raise InvalidInputError(refusal)
         if isinstance(path_or_file, str | os.PathLike):
@@ -1154,10 +1149,7 @@ class EncodeSession:
         """Why frames of ``width`` x ``height`` cannot be encoded although the encoder's limits take
         them (SVT-AV1's flush never returns for thin pictures; ProRes opens at even widths only), or
         None; the session's own size, where it scales to one, is what counts."""
-        width, height = self._width or width, self._height or height
-        return flush_hang_refusal(self.encoder.name, width, height) or odd_width_refusal(
-            self.encoder.name, width, height
-        )
+        return size_refusal(self.encoder.name, self._width or width, self._height or height)
 
     def _to_av_frame(
         self,
@@ -1488,7 +1480,7 @@ class EncodeSession:
             # A copy dropped in a forked process removed the partial output the process it was forked
             # from was still writing, and freeing its encoder there waited forever for threads the fork
             # did not copy: what it holds is kept, never freed in the fork.
-            _FORKED_COPIES.append(self.__dict__)
+            keep_in_fork(self.__dict__)
             return
         with contextlib.suppress(Exception):
             self._fail()

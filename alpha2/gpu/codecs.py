@@ -24,6 +24,7 @@ __all__ = [
     "chroma_alignment",
     "flush_hang_refusal",
     "odd_width_refusal",
+    "size_refusal",
 ]
 
 NAME_ALIASES: dict[str, str] = {
@@ -134,6 +135,13 @@ def odd_width_refusal(encoder: str, width: int, height: int) -> str | None:
         f"only; crop or pad to {width - 1 if width > 1 else 2}x{height} or {width + 1}x{height}, or use "
         "codec='prores_ks', which takes odd widths"
     )
+
+
+def size_refusal(encoder: str, width: int, height: int) -> str | None:
+    """Why ``encoder`` cannot take a ``width`` x ``height`` picture its limits take (SVT-AV1's flush
+    hangs on thin pictures, :func:`flush_hang_refusal`; ProRes opens at even widths only,
+    :func:`odd_width_refusal`), or None."""
+    return flush_hang_refusal(encoder, width, height) or odd_width_refusal(encoder, width, height)
 
 
 CODEC_LIMITS: dict[str, CodedSizeLimits] = {
